@@ -1,0 +1,65 @@
+"""kernels: a Warp-compatible kernel language. Python functions compiled to C++ (CPU) and CUDA C++ (GPU),
+forward and adjoint. Port a Warp program by writing `import kernels as wp`."""
+
+from __future__ import annotations
+
+from . import builtins as _builtins
+from . import config
+from .array import (array, array1d, array2d, array3d, array4d, clone, copy, empty, empty_like, from_numpy, full,
+                    full_like, ones, ones_like, zeros, zeros_like)
+from .device import (Device, ScopedDevice, get_cuda_device_count, get_device, get_preferred_device,
+                     is_cuda_available, set_device, synchronize, synchronize_device)
+from .errors import CompileError, KernelError, LaunchError, NativeCompileError
+from .function import func
+from .launch import Launch, launch
+from .module import kernel, load_module
+from .struct import struct
+from .types import (Any, bool_, float16, float32, float64, int8, int16, int32, int64, mat22, mat22d, mat22f,
+                    mat22h, mat33, mat33d, mat33f, mat33h, mat44, mat44d, mat44f, mat44h, matrix, quat, quatd, quatf,
+                    quath, spatial_matrix, spatial_matrixd, spatial_vector, spatial_vectord, spatial_vectorf,
+                    transform, transformd, transformf, uint8, uint16, uint32, uint64, vec2, vec2b, vec2d, vec2f,
+                    vec2h, vec2i, vec2l, vec2ub, vec2ui, vec3, vec3b, vec3d, vec3f, vec3h, vec3i, vec3l, vec3ub,
+                    vec3ui, vec4, vec4b, vec4d, vec4f, vec4h, vec4i, vec4l, vec4ub, vec4ui, vector)
+from . import types  # noqa: E402  (wp.types.vector / wp.types.matrix as in Warp)
+
+__version__ = "0.1.0"
+bool = bool_  # noqa: A001  (Warp spells it wp.bool)
+float = float32  # noqa: A001
+int = int32  # noqa: A001
+
+
+def constant(value):
+    """Mark a module-level value as a kernel constant (Warp's `wp.constant`); kernels capture it at compile time."""
+    return value
+
+
+def static(expr):
+    """Inside a kernel, `wp.static(expr)` evaluates `expr` at compile time. Outside, it returns `expr`."""
+    return expr
+
+
+class _BuiltinFunction:
+    """A kernel builtin reachable as `wp.<name>`; callable only inside kernels."""
+
+    def __init__(self, name):
+        self._wp_builtin_ = name
+        self.__name__ = name
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"wp.{self._wp_builtin_}() can only be called inside kernels and @wp.func")
+
+    def __repr__(self):
+        return f"<builtin {self._wp_builtin_}>"
+
+
+_HIDDEN = {"add", "sub", "mul", "div", "mod", "floordiv", "neg", "pos", "eq", "ne", "lt", "le", "gt", "ge",
+           "logical_and", "logical_or", "logical_not", "nonzero", "bit_and", "bit_or", "bit_xor", "lshift", "rshift",
+           "invert", "cast", "load", "store", "struct_get", "struct_set", "struct_new", "array_shape", "extract",
+           "assign"}
+for _name in list(_builtins.BUILTINS):
+    if _name not in _HIDDEN and not _name.startswith("construct_") and _name not in globals():
+        globals()[_name] = _BuiltinFunction(_name)
+# names Warp exposes for operators too
+for _name in ("add", "sub", "mul", "div", "mod", "neg"):
+    globals()[_name] = _BuiltinFunction(_name)
+del _name

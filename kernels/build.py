@@ -1,0 +1,131 @@
+"""Build: compile generated source to a loadable library, with an on-disk cache shared between processes.
+
+A cache entry is a directory named by the hash of everything that decides the binary (source text, compiler and
+its version, flags, package version). It is built in a temporary directory and renamed into place, so a process
+never sees a half-written entry; two processes building the same entry both succeed and one rename wins.
+An entry whose library fails to load (corrupt, truncated) is deleted and rebuilt.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+
+from . import config
+from .errors import NativeCompileError
+
+VERSION = "0.1.0"
+NATIVE_DIR = os.path.join(os.path.dirname(__file__), "native")
+
+_compiler_cache: dict = {}
+
+
+def find_cxx() -> str:
+    """The C++ compiler to use: config.cxx, $CXX, or the first of c++/g++/clang++ on PATH."""
+    cand = [config.cxx] if config.cxx else ([os.environ["CXX"]] if os.environ.get("CXX") else [])
+    cand += ["c++", "g++", "clang++"]
+    for c in cand:
+        path = shutil.which(c)
+        if path:
+            return path
+    raise NativeCompileError("no C++ compiler found: install g++ or clang++, or set $CXX "
+                             "(the CPU backend compiles kernels with it)")
+
+
+def compiler_identity(cxx: str) -> str:
+    ident = _compiler_cache.get(cxx)
+    if ident is None:
+        out = subprocess.run([cxx, "--version"], capture_output=True, text=True)
+        ident = (out.stdout.splitlines() or [""])[0]
+        _compiler_cache[cxx] = ident
+    return ident
+
+
+def cpu_flags(debug: bool) -> list:
+    opt = ["-O1", "-g"] if debug else ["-O3"]
+    return ["-std=c++17", "-shared", "-fPIC", "-fopenmp", "-fno-math-errno", "-march=native",
+            "-fvisibility=hidden", "-w", *opt, *config.cxx_flags]
+
+
+def native_hash() -> str:
+    """Hash of the native headers: a change to them invalidates every cached module."""
+    h = hashlib.sha256()
+    for name in sorted(os.listdir(NATIVE_DIR)):
+        if name.endswith(".h"):
+            with open(os.path.join(NATIVE_DIR, name), "rb") as f:
+                h.update(name.encode() + f.read())
+    return h.hexdigest()
+
+
+_native_hash = None
+
+
+def cache_key(source: str, compiler: str, flags: list) -> str:
+    global _native_hash
+    if _native_hash is None:
+        _native_hash = native_hash()
+    h = hashlib.sha256()
+    for part in (source, compiler, " ".join(flags), VERSION, _native_hash):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:24]
+
+
+class BuildResult:
+    def __init__(self, path: str, cached: bool, seconds: float):
+        self.path = path
+        self.cached = cached
+        self.seconds = seconds
+
+
+def build_cpu(source: str, name: str, debug: bool) -> BuildResult:
+    """Compile `source` to a shared library (or find it in the cache) and return its path."""
+    cxx = find_cxx()
+    flags = cpu_flags(debug)
+    key = cache_key(source, compiler_identity(cxx), flags)
+    entry = os.path.join(config.cache_dir, VERSION, f"{name}_{key}")
+    lib = os.path.join(entry, "module.so")
+    if os.path.exists(lib):
+        return BuildResult(lib, True, 0.0)
+    os.makedirs(os.path.dirname(entry), exist_ok=True)
+    t0 = time.perf_counter()
+    tmp = tempfile.mkdtemp(prefix=f".{name}_", dir=os.path.dirname(entry))
+    try:
+        src_path = os.path.join(tmp, "module.cpp")
+        with open(src_path, "w") as f:
+            f.write(source)
+        cmd = [cxx, *flags, f"-I{NATIVE_DIR}", src_path, "-o", os.path.join(tmp, "module.so")]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            kept = os.path.join(config.cache_dir, VERSION, "failed", f"{name}_{key}.cpp")
+            os.makedirs(os.path.dirname(kept), exist_ok=True)
+            shutil.copy(src_path, kept)
+            raise NativeCompileError(f"C++ compilation of module '{name}' failed (generated source kept at "
+                                     f"{kept}):\n{proc.stderr[-6000:]}")
+        try:
+            os.rename(tmp, entry)
+        except OSError:
+            # another process finished the same entry first: use theirs
+            if not os.path.exists(lib):
+                raise
+    finally:
+        if os.path.exists(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
+    seconds = time.perf_counter() - t0
+    if config.verbose:
+        print(f"kernels: compiled module '{name}' in {seconds:.2f} s ({entry})")
+    return BuildResult(lib, False, seconds)
+
+
+def load_library(path: str):
+    """Load a compiled module; a library that fails to load is removed from the cache (the caller rebuilds)."""
+    try:
+        return ctypes.CDLL(path)
+    except OSError:
+        shutil.rmtree(os.path.dirname(path), ignore_errors=True)
+        return None

@@ -1,0 +1,62 @@
+"""Core builtins: scalar operators, comparisons, logic, casts, thread index, array access, atomics, structs.
+
+Native code: kernels/native/scalar_ops.h and kernels/native/array.h.
+"""
+
+from __future__ import annotations
+
+from .. import types as T
+from .registry import A, AnyType, S, add_builtin
+
+F = S("T", "float")
+N = S("T", "scalar")
+I = S("T", "int")
+IDX = S("I", "int")
+
+for _name, _doc in (("add", "a + b"), ("sub", "a - b"), ("mul", "a * b"), ("div", "a / b (C semantics for ints)")):
+    add_builtin(_name, (N, N), "T", group="operators", doc=_doc, differentiable=True)
+add_builtin("mod", (N, N), "T", group="operators", doc="a % b with the sign of a (C's % and fmod)")
+add_builtin("floordiv", (N, N), "T", group="operators", doc="a // b, rounding down", differentiable=False)
+add_builtin("neg", (N,), "T", group="operators", doc="-a")
+add_builtin("pos", (N,), "T", group="operators", doc="+a")
+
+for _name in ("eq", "ne"):
+    add_builtin(_name, (S("T", "any"), S("T", "any")), T.bool_, group="comparison", differentiable=False,
+                doc="comparison")
+for _name in ("lt", "le", "gt", "ge"):
+    add_builtin(_name, (N, N), T.bool_, group="comparison", differentiable=False, doc="comparison")
+add_builtin("logical_and", (T.bool_, T.bool_), T.bool_, group="logic", differentiable=False, doc="a and b")
+add_builtin("logical_or", (T.bool_, T.bool_), T.bool_, group="logic", differentiable=False, doc="a or b")
+add_builtin("logical_not", (T.bool_,), T.bool_, group="logic", differentiable=False, doc="not a")
+add_builtin("nonzero", (S("T", "any"),), T.bool_, group="logic", differentiable=False, doc="a != 0 (truthiness)")
+for _name in ("bit_and", "bit_or", "bit_xor", "lshift", "rshift"):
+    add_builtin(_name, (I, I), "T", group="bitwise", differentiable=False, doc="integer bit operation")
+add_builtin("invert", (I,), "T", group="bitwise", differentiable=False, doc="~a")
+
+# Scalar conversions: the result type is a template argument (`cast<float64>(x)`); rendered specially.
+add_builtin("cast", (S("A", "any"),), None, group="conversion", doc="convert a scalar to another scalar type")
+
+add_builtin("tid", (), T.int32, group="launch", differentiable=False,
+            doc="index of the current thread; `i, j = wp.tid()` in a 2-d launch")
+
+# Array element access. `load`/`store`/atomics take the Python line (rendered in) for debug-mode bounds checks.
+for _n in range(1, 5):
+    _idx = (IDX,) * _n
+    add_builtin("load", (A(AnyType("T"), _n),) + _idx, "T", group="array", doc="a[i, ...]")
+    add_builtin("store", (A(AnyType("T"), _n),) + _idx + (AnyType("T"),), None, group="array", side_effect=True,
+                differentiable=True, doc="a[i, ...] = v")
+    for _op in ("add", "sub", "min", "max"):
+        add_builtin(f"atomic_{_op}", (A(AnyType("T"), _n),) + _idx + (AnyType("T"),), "T", group="atomic",
+                    side_effect=True, differentiable=_op in ("add", "sub"),
+                    doc=f"atomically {_op} v into a[i, ...]; returns the old value")
+add_builtin("array_shape", (A(), T.int32), T.int32, group="array", differentiable=False, doc="a.shape[k]")
+
+# Struct values: field read, functional field update, zero-initialised construction. Rendered specially.
+add_builtin("struct_get", (AnyType("S"),), None, group="struct", doc="s.field")
+add_builtin("struct_set", (AnyType("S"), AnyType("V")), None, group="struct", doc="s.field = v (new value)")
+add_builtin("struct_new", (), None, group="struct", doc="S() with every field zero")
+
+add_builtin("where", (T.bool_, AnyType("T"), AnyType("T")), "T", group="logic",
+            doc="a if cond else b (both evaluated)")
+add_builtin("select", (T.bool_, AnyType("T"), AnyType("T")), "T", native="select", group="logic",
+            doc="Warp's select(cond, value_if_false, value_if_true)")

@@ -1,0 +1,231 @@
+"""The builtin table: one declaration per builtin overload, with type patterns matched by a small unifier.
+
+A declaration says: the Python name, argument patterns, a result rule, the C++ symbol in namespace `wp` (whose
+adjoint is `adj_<symbol>` in the same native header), whether it is differentiable, and a doc line.
+
+Native calling convention (see kernels/native/*.h):
+    forward:  R symbol(A a, B b)
+    adjoint:  void adj_symbol(A a, B b, A& adj_a, B& adj_b, const R& adj_ret)   # accumulates with +=
+Arguments of integer type still get an adjoint slot (ignored), so every call renders the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import types as T
+
+# ----------------------------------------------------------------------------------------------------------------
+# Type patterns
+
+
+@dataclass(frozen=True)
+class S:
+    """A scalar type variable named `name`, restricted to `kind`: "float", "int", "scalar" (numeric) or "any"."""
+
+    name: str = "T"
+    kind: str = "scalar"
+
+    def admits(self, t) -> bool:
+        if not T.is_scalar(t):
+            return False
+        if self.kind == "float":
+            return T.is_float(t)
+        if self.kind == "int":
+            return T.is_int(t)
+        if self.kind == "scalar":
+            return t is not T.bool_
+        return True
+
+
+@dataclass(frozen=True)
+class V:
+    """A vector of length `n` (an int or a variable name) over scalar pattern `dtype`."""
+
+    n: object = "N"
+    dtype: S = S()
+
+
+@dataclass(frozen=True)
+class M:
+    """A matrix of `rows` x `cols` (ints or variable names) over scalar pattern `dtype`."""
+
+    rows: object = "R"
+    cols: object = "C"
+    dtype: S = S()
+
+
+@dataclass(frozen=True)
+class Q:
+    """A quaternion over scalar pattern `dtype`."""
+
+    dtype: S = S("T", "float")
+
+
+@dataclass(frozen=True)
+class X:
+    """A transform over scalar pattern `dtype`."""
+
+    dtype: S = S("T", "float")
+
+
+@dataclass(frozen=True)
+class A:
+    """An array (any dtype unless `dtype` is a pattern), optionally of fixed `ndim`."""
+
+    dtype: object = None
+    ndim: object = None
+
+
+@dataclass(frozen=True)
+class TypeArg:
+    """A type passed as a compile-time argument (the target of a constructor such as `wp.vec3(...)`); matches a
+    StaticType holding a type that unifies with `inner`. Not rendered as a C++ argument."""
+
+    inner: object
+
+
+class AnyType:
+    """Matches any type; binds it to `name`."""
+
+    def __init__(self, name="A"):
+        self.name = name
+
+
+def _bind(bindings: dict, name, value) -> bool:
+    if isinstance(name, int):
+        return name == value
+    if name in bindings:
+        return bindings[name] == value
+    bindings[name] = value
+    return True
+
+
+def unify(pattern, t, bindings: dict) -> bool:
+    """Match type `t` against `pattern`, extending `bindings`; False if it does not match."""
+    if isinstance(pattern, S):
+        return pattern.admits(t) and _bind(bindings, pattern.name, t)
+    if isinstance(pattern, V):
+        return (T.is_vector(t) and _bind(bindings, pattern.n, t._shape_[0])
+                and unify(pattern.dtype, t._wp_scalar_type_, bindings))
+    if isinstance(pattern, M):
+        return (T.is_matrix(t) and _bind(bindings, pattern.rows, t._shape_[0])
+                and _bind(bindings, pattern.cols, t._shape_[1]) and unify(pattern.dtype, t._wp_scalar_type_, bindings))
+    if isinstance(pattern, Q):
+        return T.is_quat(t) and unify(pattern.dtype, t._wp_scalar_type_, bindings)
+    if isinstance(pattern, X):
+        return T.is_transform(t) and unify(pattern.dtype, t._wp_scalar_type_, bindings)
+    if isinstance(pattern, A):
+        from ..array import ArrayType
+        if not isinstance(t, ArrayType):
+            return False
+        if pattern.ndim is not None and not _bind(bindings, pattern.ndim, t.ndim):
+            return False
+        return pattern.dtype is None or unify(pattern.dtype, t.dtype, bindings)
+    if isinstance(pattern, AnyType):
+        return _bind(bindings, pattern.name, t)
+    if isinstance(pattern, TypeArg):
+        from ..typesys import StaticType
+        return isinstance(t, StaticType) and unify(pattern.inner, T.canonical_type(t.obj), bindings)
+    return pattern == t
+
+
+def instantiate(rule, bindings: dict):
+    """Evaluate a result rule: a pattern (with bound variables), a concrete type, None, or a callable(bindings)."""
+    if rule is None:
+        return None
+    if callable(rule) and not isinstance(rule, type):
+        return rule(bindings)
+    if isinstance(rule, str):
+        return bindings[rule]
+    if isinstance(rule, S):
+        return bindings[rule.name]
+    if isinstance(rule, V):
+        n = rule.n if isinstance(rule.n, int) else bindings[rule.n]
+        return T.vector(n, bindings[rule.dtype.name])
+    if isinstance(rule, M):
+        r = rule.rows if isinstance(rule.rows, int) else bindings[rule.rows]
+        c = rule.cols if isinstance(rule.cols, int) else bindings[rule.cols]
+        return T.matrix((r, c), bindings[rule.dtype.name])
+    if isinstance(rule, Q):
+        return T.quaternion(bindings[rule.dtype.name])
+    if isinstance(rule, X):
+        return T.transformation(bindings[rule.dtype.name])
+    if isinstance(rule, tuple):
+        return tuple(instantiate(r, bindings) for r in rule)
+    return rule
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The table
+
+
+@dataclass
+class Overload:
+    """One overload of a builtin."""
+
+    name: str
+    args: tuple  # patterns, one per positional argument
+    ret: object  # result rule; a tuple for several results; None for no result
+    native: str  # C++ symbol in namespace wp
+    differentiable: bool = True
+    side_effect: bool = False  # stores, atomics, printing: never replayed in the adjoint
+    doc: str = ""
+    group: str = ""
+    arg_names: tuple = ()
+    defaults: dict = field(default_factory=dict)  # arg name -> default Python value
+    # Arguments the renderer passes as compile-time template values, e.g. the result type of a cast.
+    template_ret: bool = False
+    adjoint: bool = True  # False when the native header has no adj_ function (non-differentiable)
+
+
+BUILTINS: dict[str, list[Overload]] = {}
+
+
+def add_builtin(name, args, ret, native=None, *, differentiable=True, side_effect=False, doc="", group="",
+                arg_names=None, defaults=None, template_ret=False):
+    """Declare an overload of builtin `name`. See the module docstring for the native convention."""
+    if arg_names is None:
+        arg_names = tuple("abcdefghijklmnop"[: len(args)])
+    ov = Overload(name=name, args=tuple(args), ret=ret, native=native or name, differentiable=differentiable,
+                  side_effect=side_effect, doc=doc, group=group, arg_names=tuple(arg_names),
+                  defaults=dict(defaults or {}), template_ret=template_ret, adjoint=differentiable)
+    BUILTINS.setdefault(name, []).append(ov)
+    return ov
+
+
+def resolve(name: str, arg_types: list):
+    """Find the first overload of `name` matching `arg_types`. Returns (overload, result type) or (None, None)."""
+    for ov in BUILTINS.get(name, ()):
+        if len(ov.args) != len(arg_types):
+            continue
+        bindings: dict = {}
+        if all(unify(p, t, bindings) for p, t in zip(ov.args, arg_types)):
+            return ov, instantiate(ov.ret, bindings)
+    return None, None
+
+
+def signatures(name: str) -> list[str]:
+    """Human-readable list of the overloads of `name`, for error messages."""
+    out = []
+    for ov in BUILTINS.get(name, ()):
+        out.append(f"{name}({', '.join(_pattern_repr(p) for p in ov.args)})")
+    return out
+
+
+def _pattern_repr(p) -> str:
+    if isinstance(p, S):
+        return {"float": "Float", "int": "Int", "scalar": "Scalar", "any": "Any"}[p.kind]
+    if isinstance(p, V):
+        return f"vector({p.n}, {_pattern_repr(p.dtype)})"
+    if isinstance(p, M):
+        return f"matrix({p.rows}x{p.cols}, {_pattern_repr(p.dtype)})"
+    if isinstance(p, Q):
+        return "quat"
+    if isinstance(p, X):
+        return "transform"
+    if isinstance(p, A):
+        return "array"
+    if isinstance(p, AnyType):
+        return "Any"
+    return T.type_repr(p)

@@ -1,0 +1,31 @@
+"""Settings of the kernel compiler and runtime, in one place. Settings that change generated code are part of
+the compile-cache key (they change the source text or the compiler flags)."""
+
+from __future__ import annotations
+
+import os
+
+#: "release" (default) or "debug": debug checks array bounds in kernels and raises with kernel, line and index.
+mode: str = os.environ.get("KERNELS_MODE", "release")
+
+#: Where compiled modules are cached. Environment variable: KERNELS_CACHE_DIR.
+cache_dir: str = os.environ.get("KERNELS_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "kernels"))
+
+#: Print each compile (source path, time) to stdout.
+verbose: bool = bool(int(os.environ.get("KERNELS_VERBOSE", "0")))
+
+#: Launches with at least this many threads run in parallel on the CPU (OpenMP); smaller ones run on one core,
+#: where starting threads would cost more than it saves.
+cpu_parallel_threshold: int = 16384
+
+#: Static `range` loops with constant bounds and at most this many iterations are unrolled.
+max_unroll: int = 16
+
+#: C++ compiler for the CPU backend; None: $CXX, else the first of c++, g++, clang++ found.
+cxx: str | None = None
+
+#: Extra flags for the C++ compiler.
+cxx_flags: tuple = ()
+
+#: Check that taped launches do not overwrite arrays read earlier on the same tape: "warn", "error" or "off".
+overwrite_check: str = "warn"

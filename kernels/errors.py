@@ -1,0 +1,34 @@
+"""Exceptions raised by the compiler and the runtime, each naming where in the user's source it happened."""
+
+from __future__ import annotations
+
+
+class KernelError(Exception):
+    """A problem in a kernel or function's source: names the function, the Python file:line and shows the line."""
+
+    def __init__(self, message: str, loc=None, function: str = ""):
+        self.message = message
+        self.loc = loc
+        self.function = function
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        where = f" in '{self.function}'" if self.function else ""
+        if self.loc is None:
+            return f"{self.message}{where}"
+        text = f"{self.loc.file}:{self.loc.line}: {self.message}{where}"
+        if self.loc.source:
+            text += f"\n    {self.loc.source.strip()}"
+        return text
+
+
+class CompileError(KernelError):
+    """Type errors, undefined names, unsupported constructs: everything found before C++ is generated."""
+
+
+class NativeCompileError(Exception):
+    """The C++ (or CUDA) compiler rejected generated source: carries the compiler output and the source path."""
+
+
+class LaunchError(Exception):
+    """Bad arguments to `launch`, or an error reported by a kernel at run time (debug-mode bounds checks)."""

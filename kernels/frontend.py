@@ -1,0 +1,773 @@
+"""Frontend: the Python AST of a kernel or function -> untyped IR (structured SSA, see ir.py).
+
+Python variables become SSA values: each assignment rebinds a name; `if` merges names whose values differ into the
+op's results; loops carry the names they reassign. `break`, `continue` and early `return` are lowered to boolean
+flags that guard the statements after them, so that the IR has only structured control flow.
+Names that are not local resolve, at compile time, through the function's closure, its module globals and Python
+builtins; such values (constants, types, functions, `wp.static(...)` results) are `Static` until used as operands.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins as py_builtins
+import inspect
+import textwrap
+
+from . import ir
+from .errors import CompileError
+
+_BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
+           ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "mul", ast.BitAnd: "bit_and", ast.BitOr: "bit_or",
+           ast.BitXor: "bit_xor", ast.LShift: "lshift", ast.RShift: "rshift"}
+_CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge"}
+_UNARY = {ast.USub: "neg", ast.UAdd: "pos", ast.Invert: "invert", ast.Not: "logical_not"}
+
+# Python builtins that mean a kernel builtin of the same (or another) name inside kernels.
+_PY_BUILTIN_MAP = {py_builtins.min: "min", py_builtins.max: "max", py_builtins.abs: "abs", py_builtins.pow: "pow",
+                   py_builtins.round: "round", py_builtins.print: "print", py_builtins.len: "len"}
+
+_BREAK, _CONT, _RET = "__break", "__continue", "__returned"
+
+
+class Static:
+    """A compile-time Python object reached from kernel code (a constant, type, module, function, tuple)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+
+class FunctionSource:
+    """The parsed source of a Python function, with the mapping back to file lines."""
+
+    def __init__(self, pyfunc):
+        self.pyfunc = pyfunc
+        self.file = inspect.getsourcefile(pyfunc) or "<unknown>"
+        lines, first = inspect.getsourcelines(pyfunc)
+        self.lines = lines
+        self.first_line = first
+        self.tree = ast.parse(textwrap.dedent("".join(lines)))
+        self.fdef = next(n for n in self.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        self.globals = pyfunc.__globals__
+        self.closure = {}
+        if pyfunc.__closure__:
+            for name, cell in zip(pyfunc.__code__.co_freevars, pyfunc.__closure__):
+                try:
+                    self.closure[name] = cell.cell_contents
+                except ValueError:  # cell not yet filled (a function defined later in the enclosing scope)
+                    pass
+
+    def loc(self, node) -> ir.Loc:
+        line = getattr(node, "lineno", 1)
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        return ir.Loc(self.file, self.first_line + line - 1, text.rstrip("\n"))
+
+    def lookup(self, name):
+        """Resolve a non-local name at compile time; raises KeyError when it is not defined."""
+        if name in self.closure:
+            return self.closure[name]
+        if name in self.globals:
+            return self.globals[name]
+        if hasattr(py_builtins, name):
+            return getattr(py_builtins, name)
+        raise KeyError(name)
+
+
+def _assigned_names(stmts) -> set:
+    """Names bound anywhere in `stmts` (targets of assignments, aug-assignments and for loops)."""
+    names = set()
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, ast.Store):
+                base = node.value
+                while isinstance(base, (ast.Subscript, ast.Attribute)):
+                    base = base.value
+                if isinstance(base, ast.Name):
+                    names.add(base.id)
+    return names
+
+
+def _may_exit_loop(body) -> bool:
+    """Whether a loop body can leave the loop early: a break of its own, or a return anywhere inside."""
+    return _contains(body, ast.Break, stop_at_loops=True) or _contains(body, ast.Return)
+
+
+def _contains(stmts, kinds, stop_at_loops=False) -> bool:
+    for stmt in stmts:
+        if stop_at_loops and isinstance(stmt, (ast.For, ast.While)):
+            continue
+        for node in _walk_no_nested_defs(stmt, stop_at_loops):
+            if isinstance(node, kinds):
+                return True
+    return False
+
+
+def _walk_no_nested_defs(node, stop_at_loops):
+    yield node
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.FunctionDef, ast.Lambda)):
+            continue
+        if stop_at_loops and isinstance(child, (ast.For, ast.While)):
+            continue
+        yield from _walk_no_nested_defs(child, stop_at_loops)
+
+
+class Frontend:
+    """Lowers one Python function to an `ir.Function`. `param_types` gives each parameter's (canonical) type."""
+
+    def __init__(self, source: FunctionSource, kind: str, name: str, param_types: list, resolve_static):
+        self.src = source
+        self.kind = kind
+        self.name = name
+        self.param_types = param_types
+        self.resolve_static = resolve_static  # hook: (python object) -> Static or None, for wp.* objects
+        self.block = None
+        self.env: dict = {}
+        self.n_returns = None  # number of values a func returns, fixed by its first return
+        self.in_loop = False
+        self.env_stack: list = []  # environments saved by enclosing ifs, which must see return slots
+        self.entry_block_ops: list = []
+
+    # ------------------------------------------------------------------------------------------------ helpers
+
+    def error(self, message, node):
+        return CompileError(message, self.src.loc(node), self.name)
+
+    def emit(self, opcode, operands, node, *, nresults=1, attrs=None, regions=None, names=None):
+        results = [ir.Value(name=(names[i] if names else "")) for i in range(nresults)]
+        op = ir.Op(opcode, list(operands), results, dict(attrs or {}), list(regions or []), self.src.loc(node))
+        self.block.ops.append(op)
+        return results
+
+    def const(self, value, node, weak=True):
+        return self.emit("const", [], node, attrs={"value": value, "weak": weak})[0]
+
+    def as_value(self, x, node):
+        """Materialise a lowered expression as an SSA value (constants become `const` ops)."""
+        if isinstance(x, ir.Value):
+            return x
+        if isinstance(x, Static):
+            obj = x.obj
+            return self.emit("const", [], node, attrs={"value": obj, "weak": isinstance(obj, (bool, int, float))})[0]
+        if isinstance(x, tuple):
+            raise self.error("a tuple cannot be used as a value here; unpack it into variables", node)
+        raise self.error(f"cannot use {x!r} as a value", node)
+
+    # ------------------------------------------------------------------------------------------------ entry
+
+    def lower(self) -> ir.Function:
+        fdef = self.src.fdef
+        args = fdef.args
+        if args.vararg or args.kwarg or args.kwonlyargs:
+            raise self.error("*args, **kwargs and keyword-only parameters are not supported", fdef)
+        params, names = [], []
+        for a, t in zip(args.args, self.param_types):
+            v = ir.Value(type=t, name=a.arg)
+            params.append(v)
+            names.append(a.arg)
+            self.env[a.arg] = v
+        if len(args.args) != len(self.param_types):
+            raise self.error("parameter count does not match its types", fdef)
+        body = ir.Block()
+        self.block = body
+        self.entry_block_ops = body.ops
+        self.env[_RET] = self.const(False, fdef, weak=False)
+        self.lower_stmts(fdef.body)
+        if self.kind == "func":
+            rets = [self.env[f"__retval{i}"] for i in range(self.n_returns or 0)]
+            self.emit("return", rets, fdef.body[-1], nresults=0)
+        return ir.Function(self.name, self.kind, params, names, body, self.src.loc(fdef))
+
+    # ------------------------------------------------------------------------------------------------ statements
+
+    def flags_set(self) -> list:
+        """Exit flags (break/continue/return) that may be true at this point."""
+        out = []
+        for f in (_BREAK, _CONT, _RET):
+            v = self.env.get(f)
+            if v is not None and not (v.owner is not None and v.owner.opcode == "const" and v.owner.attrs["value"] is False):
+                out.append(v)
+        return out
+
+    def lower_stmts(self, stmts):
+        for i, stmt in enumerate(stmts):
+            if self.lower_stmt(stmt) == "exit":
+                return  # the rest is unreachable
+            flags = self.flags_set()
+            if flags and i + 1 < len(stmts):
+                # guard the rest: it runs only while no exit flag was raised
+                rest = stmts[i + 1:]
+                cond = flags[0]
+                for f in flags[1:]:
+                    cond = self.emit("call", [cond, f], rest[0], attrs={"name": "logical_or"})[0]
+                cond = self.emit("call", [cond], rest[0], attrs={"name": "logical_not"})[0]
+                self.lower_if_blocks(cond, lambda: self.lower_stmts(rest), lambda: None, rest[0], rest)
+                return
+
+    def lower_stmt(self, node):
+        method = getattr(self, "stmt_" + type(node).__name__, None)
+        if method is None:
+            raise self.error(f"unsupported statement '{type(node).__name__}' in a kernel", node)
+        return method(node)
+
+    def stmt_Pass(self, node):
+        return None
+
+    def stmt_Expr(self, node):
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return None  # docstring
+        self.lower_expr(node.value)
+        return None
+
+    def stmt_Assign(self, node):
+        value_node = node.value
+        for target in node.targets:
+            if isinstance(target, (ast.Tuple, ast.List)):
+                self.assign_tuple(target, value_node, node)
+            else:
+                self.assign(target, self.lower_expr(value_node), node)
+        return None
+
+    def stmt_AnnAssign(self, node):
+        if node.value is None:
+            raise self.error("a declaration without a value is not supported; assign a value", node)
+        ann = self.static_eval(node.annotation)
+        value = self.as_value(self.lower_expr(node.value), node)
+        value = self.emit("construct", [value], node, attrs={"type": ann})[0]
+        self.assign(node.target, value, node)
+        return None
+
+    def assign_tuple(self, target, value_node, node):
+        n = len(target.elts)
+        if isinstance(value_node, (ast.Tuple, ast.List)):
+            if len(value_node.elts) != n:
+                raise self.error(f"cannot unpack {len(value_node.elts)} values into {n} names", node)
+            values = [self.lower_expr(e) for e in value_node.elts]
+        elif isinstance(value_node, ast.Call):
+            values = self.lower_call(value_node, nresults=n)
+        else:
+            v = self.lower_expr(value_node)
+            if isinstance(v, tuple) and len(v) == n:
+                values = list(v)
+            elif isinstance(v, Static) and isinstance(v.obj, tuple) and len(v.obj) == n:
+                values = [Static(x) for x in v.obj]
+            else:
+                raise self.error(f"cannot unpack this value into {n} names", node)
+        for t, v in zip(target.elts, values):
+            self.assign(t, v, node)
+
+    def assign(self, target, value, node):
+        if isinstance(target, ast.Name):
+            if isinstance(value, Static) and not isinstance(value.obj, (bool, int, float)):
+                self.env[target.id] = value  # e.g. an alias of a function or type
+            elif isinstance(value, tuple):
+                self.env[target.id] = value
+            else:
+                self.env[target.id] = self.as_value(value, node)
+                if not self.env[target.id].name:
+                    self.env[target.id].name = target.id
+        elif isinstance(target, ast.Subscript):
+            base = self.lower_expr(target.value)
+            indices = self.lower_indices(target.slice, node)
+            value = self.as_value(value, node)
+            new = self.emit("setitem", [self.as_value(base, node), *indices, value], node)[0]
+            self.rebind_base(target.value, new, node)
+        elif isinstance(target, ast.Attribute):
+            base = self.as_value(self.lower_expr(target.value), node)
+            new = self.emit("setattr", [base, self.as_value(value, node)], node, attrs={"attr": target.attr})[0]
+            self.rebind_base(target.value, new, node)
+        else:
+            raise self.error(f"cannot assign to '{ast.unparse(target)}'", node)
+
+    def rebind_base(self, base_node, new_value, node):
+        """After a functional update of `base[...]` or `base.attr`, bind the updated value to the base's name."""
+        if isinstance(base_node, ast.Name):
+            self.env[base_node.id] = new_value
+            new_value.name = new_value.name or base_node.id
+        elif isinstance(base_node, (ast.Subscript, ast.Attribute)):
+            # nested update such as m[i][j] = x or s.v.x = x: update the outer value with the new inner one
+            self.assign(base_node, new_value, node)
+        else:
+            raise self.error(f"cannot assign into '{ast.unparse(base_node)}'", node)
+
+    def stmt_AugAssign(self, node):
+        opname = _BINOPS.get(type(node.op))
+        if opname is None:
+            raise self.error(f"unsupported operator {type(node.op).__name__}=", node)
+        target = node.target
+        value = self.as_value(self.lower_expr(node.value), node)
+        if isinstance(target, ast.Subscript):
+            base = self.as_value(self.lower_expr(target.value), node)
+            indices = self.lower_indices(target.slice, node)
+            # Arrays: atomic update (Warp semantics). Values: read-modify-write, resolved by type inference.
+            new = self.emit("augitem", [base, *indices, value], node, attrs={"op": opname})[0]
+            self.rebind_base(target.value, new, node)
+        elif isinstance(target, ast.Name):
+            cur = self.lookup_name(target.id, target)
+            res = self.emit("call", [self.as_value(cur, node), value], node, attrs={"name": opname})[0]
+            self.assign(target, res, node)
+        elif isinstance(target, ast.Attribute):
+            base = self.as_value(self.lower_expr(target.value), node)
+            cur = self.emit("getattr", [base], node, attrs={"attr": target.attr})[0]
+            res = self.emit("call", [cur, value], node, attrs={"name": opname})[0]
+            self.assign(target, res, node)
+        else:
+            raise self.error("unsupported augmented assignment target", node)
+        return None
+
+    def stmt_Return(self, node):
+        if self.kind == "kernel":
+            if node.value is not None:
+                raise self.error("a kernel cannot return a value; write results to an array", node)
+        else:
+            if node.value is None:
+                values = []
+            elif isinstance(node.value, ast.Tuple):
+                values = [self.as_value(self.lower_expr(e), node) for e in node.value.elts]
+            else:
+                values = [self.as_value(self.lower_expr(node.value), node)]
+            if self.n_returns is None:
+                self.n_returns = len(values)
+                self.init_retvals(node)
+            elif self.n_returns != len(values):
+                raise self.error(f"returns {len(values)} values here but {self.n_returns} elsewhere", node)
+            if self.in_loop and values:
+                raise self.error("'return' with a value inside a loop is not supported in a @func: assign the "
+                                 "result to a variable, 'break', and return after the loop", node)
+            for i, v in enumerate(values):
+                self.env[f"__retval{i}"] = v
+        self.env[_RET] = self.const(True, node, weak=False)
+        if self.in_loop:
+            self.env[_BREAK] = self.const(True, node, weak=False)
+        return "exit"
+
+    def init_retvals(self, node):
+        """Return-value slots must exist at function entry so that branches can merge them."""
+        entry = self.entry_block_ops
+        for i in range(self.n_returns):
+            v = ir.Value(name=f"retval{i}")
+            op = ir.Op("undef", [], [v], {}, [], self.src.loc(node))
+            entry.insert(0, op)
+            # propagate into every environment snapshot taken since entry (they all miss the slot)
+            for env in self.env_stack:
+                env.setdefault(f"__retval{i}", v)
+            self.env.setdefault(f"__retval{i}", v)
+
+    def stmt_Break(self, node):
+        if not self.in_loop:
+            raise self.error("'break' outside a loop", node)
+        self.env[_BREAK] = self.const(True, node, weak=False)
+        return "exit"
+
+    def stmt_Continue(self, node):
+        if not self.in_loop:
+            raise self.error("'continue' outside a loop", node)
+        self.env[_CONT] = self.const(True, node, weak=False)
+        return "exit"
+
+    # ---- if
+
+    def stmt_If(self, node):
+        test = self.lower_expr(node.test)
+        if isinstance(test, Static):
+            # a compile-time condition (e.g. wp.static(...) or a module constant): lower one branch only
+            return self.lower_stmts_status(node.body if test.obj else node.orelse)
+        cond = self.as_value(test, node)
+        self.lower_if_blocks(cond, lambda: self.lower_stmts(node.body), lambda: self.lower_stmts(node.orelse),
+                             node, node.body + node.orelse)
+        return None
+
+    def lower_stmts_status(self, stmts):
+        self.lower_stmts(stmts)
+        return None
+
+    def lower_if_blocks(self, cond, then_fn, else_fn, node, stmts):
+        """Emit an `if` op whose results are the variables that either branch rebinds."""
+        before = dict(self.env)
+        outer_block = self.block
+        self.env_stack.append(before)
+        branch_envs, blocks = [], []
+        for fn in (then_fn, else_fn):
+            self.env = dict(before)
+            self.block = ir.Block()
+            fn()
+            branch_envs.append(self.env)
+            blocks.append(self.block)
+        self.env_stack.pop()
+        self.block = outer_block
+        # names visible after the if: those defined before it (possibly rebound), or defined in both branches
+        merged = []
+        for name in dict.fromkeys(list(branch_envs[0]) + list(branch_envs[1])):
+            a, b = branch_envs[0].get(name, before.get(name)), branch_envs[1].get(name, before.get(name))
+            if a is None or b is None or a is b:
+                continue
+            if not isinstance(a, ir.Value) or not isinstance(b, ir.Value):
+                continue
+            merged.append((name, a, b))
+        for blk, (i) in zip(blocks, (1, 2)):
+            blk.yields = [m[i] for m in merged]
+        results = self.emit("if", [cond], node, nresults=len(merged), regions=blocks,
+                            names=[m[0].lstrip("_") for m in merged])
+        env = dict(before)
+        # keep the (unmerged) names defined identically in both, e.g. values defined before the if
+        for (name, _, _), r in zip(merged, results):
+            env[name] = r
+        for name in branch_envs[0]:
+            if name not in env and branch_envs[0].get(name) is branch_envs[1].get(name):
+                env[name] = branch_envs[0][name]
+        self.env = env
+
+    # ---- loops
+
+    def loop_carried(self, body_stmts, extra=()):
+        names = _assigned_names(body_stmts) | set(extra)
+        return [n for n in self.env if n in names and isinstance(self.env[n], ir.Value)]
+
+    def stmt_For(self, node):
+        if node.orelse:
+            raise self.error("'for ... else' is not supported", node)
+        if not isinstance(node.target, ast.Name):
+            raise self.error("a for loop must bind one name: 'for i in range(...)'", node)
+        it = node.iter
+        is_static = False
+        if isinstance(it, ast.Call) and self.is_static_call(it.func):
+            # for i in wp.static(range(...)): always unrolled
+            r = self.static_eval(it.args[0])
+            if not isinstance(r, range):
+                raise self.error("wp.static in a for loop must give a range", node)
+            bounds = [Static(r.start), Static(r.stop), Static(r.step)]
+            is_static = True
+        elif isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range":
+            args = [self.lower_expr(a) for a in it.args]
+            if not 1 <= len(args) <= 3 or it.keywords:
+                raise self.error("range() takes 1 to 3 positional arguments", node)
+            if len(args) == 1:
+                args = [Static(0), args[0], Static(1)]
+            elif len(args) == 2:
+                args.append(Static(1))
+            bounds = args
+        else:
+            raise self.error(f"for loops must iterate over range(...); got '{ast.unparse(it)}'", node)
+        bounds = [self.as_value(b, node) for b in bounds]
+        has_break = _may_exit_loop(node.body)
+        self.lower_loop("for", node, bounds, node.body, node.target.id, has_break, is_static)
+        return None
+
+    def stmt_While(self, node):
+        if node.orelse:
+            raise self.error("'while ... else' is not supported", node)
+        has_break = _may_exit_loop(node.body)
+        self.lower_loop("while", node, [], node.body, None, has_break, False, test=node.test)
+        return None
+
+    def lower_loop(self, kind, node, bounds, body_stmts, index_name, has_break, is_static, test=None):
+        outer_break = self.env.get(_BREAK)
+        outer_cont = self.env.get(_CONT)
+        outer_in_loop = self.in_loop
+        if has_break:
+            self.env[_BREAK] = self.const(False, node, weak=False)
+        extra = [_BREAK] if has_break else []
+        if _contains(body_stmts, ast.Return, stop_at_loops=False):
+            extra.append(_RET)
+        carried = self.loop_carried(body_stmts, extra)
+        inits = [self.env[n] for n in carried]
+        outer_block, before = self.block, dict(self.env)
+
+        def body_env(block):
+            env = dict(before)
+            for n in carried:
+                a = ir.Value(name=n.lstrip("_"))
+                block.args.append(a)
+                env[n] = a
+            return env
+
+        regions = []
+        if kind == "while":
+            cond_block = ir.Block()
+            self.block, self.env = cond_block, body_env(cond_block)
+            c = self.as_value(self.lower_expr(test), node)
+            if has_break:
+                nb = self.emit("call", [self.env[_BREAK]], node, attrs={"name": "logical_not"})[0]
+                c = self.emit("call", [self.truth(c, node), nb], node, attrs={"name": "logical_and"})[0]
+            cond_block.yields = [c]
+            regions.append(cond_block)
+        body = ir.Block()
+        if kind == "for":
+            index = ir.Value(name=index_name)
+            body.args.append(index)
+        self.block, self.env = body, body_env(body)
+        if kind == "for":
+            self.env[index_name] = index
+        self.env[_CONT] = self.const(False, node, weak=False)
+        self.in_loop = True
+        self.lower_stmts(body_stmts)
+        self.in_loop = outer_in_loop
+        body.yields = [self.env[n] for n in carried]
+        regions.append(body)
+        self.block = outer_block
+        attrs = {"carried": carried, "static": is_static}
+        if kind == "for" and has_break:
+            attrs["break_flag"] = carried.index(_BREAK)
+        results = self.emit(kind, bounds + inits, node, nresults=len(carried), regions=regions, attrs=attrs,
+                            names=[n.lstrip("_") for n in carried])
+        self.env = dict(before)
+        for n, r in zip(carried, results):
+            self.env[n] = r
+        if has_break:
+            if outer_break is None:
+                self.env.pop(_BREAK, None)
+            elif _contains(body_stmts, ast.Return):
+                self.env[_BREAK] = self.env[_RET]  # a return inside this loop also leaves the enclosing loop
+            else:
+                self.env[_BREAK] = outer_break
+        if outer_cont is None:
+            self.env.pop(_CONT, None)
+        else:
+            self.env[_CONT] = outer_cont
+
+    # ------------------------------------------------------------------------------------------------ expressions
+
+    def truth(self, v, node):
+        return self.emit("call", [v], node, attrs={"name": "bool"})[0]
+
+    def lower_expr(self, node):
+        method = getattr(self, "expr_" + type(node).__name__, None)
+        if method is None:
+            raise self.error(f"unsupported expression '{type(node).__name__}' in a kernel", node)
+        return method(node)
+
+    def expr_Constant(self, node):
+        return Static(node.value)
+
+    def lookup_name(self, name, node):
+        if name in self.env:
+            return self.env[name]
+        try:
+            obj = self.src.lookup(name)
+        except KeyError:
+            raise self.error(f"name '{name}' is not defined", node) from None
+        return Static(obj)
+
+    def expr_Name(self, node):
+        return self.lookup_name(node.id, node)
+
+    def expr_Attribute(self, node):
+        base = self.lower_expr(node.value)
+        if isinstance(base, Static):
+            try:
+                return Static(getattr(base.obj, node.attr))
+            except AttributeError:
+                raise self.error(f"'{ast.unparse(node.value)}' has no attribute '{node.attr}'", node) from None
+        if isinstance(base, tuple):
+            raise self.error("attribute of a tuple", node)
+        return self.emit("getattr", [base], node, attrs={"attr": node.attr})[0]
+
+    def expr_BinOp(self, node):
+        name = _BINOPS.get(type(node.op))
+        if name is None:
+            raise self.error(f"unsupported operator {type(node.op).__name__}", node)
+        a, b = self.lower_expr(node.left), self.lower_expr(node.right)
+        if isinstance(a, Static) and isinstance(b, Static) and _is_number(a.obj) and _is_number(b.obj):
+            return Static(_fold_python(name, a.obj, b.obj))
+        return self.emit("call", [self.as_value(a, node), self.as_value(b, node)], node,
+                         attrs={"name": name, "matmul": isinstance(node.op, ast.MatMult)})[0]
+
+    def expr_UnaryOp(self, node):
+        a = self.lower_expr(node.operand)
+        if isinstance(a, Static) and _is_number(a.obj):
+            if isinstance(node.op, ast.USub):
+                return Static(-a.obj)
+            if isinstance(node.op, ast.Not):
+                return Static(not a.obj)
+        a = self.as_value(a, node)
+        if isinstance(node.op, ast.Not):
+            a = self.truth(a, node)
+        return self.emit("call", [a], node, attrs={"name": _UNARY[type(node.op)]})[0]
+
+    def expr_BoolOp(self, node):
+        name = "logical_and" if isinstance(node.op, ast.And) else "logical_or"
+        values = [self.lower_expr(v) for v in node.values]
+        if all(isinstance(v, Static) for v in values):
+            objs = [v.obj for v in values]
+            return Static(all(objs) if name == "logical_and" else any(objs))
+        acc = self.truth(self.as_value(values[0], node), node)
+        for v in values[1:]:
+            acc = self.emit("call", [acc, self.truth(self.as_value(v, node), node)], node, attrs={"name": name})[0]
+        return acc
+
+    def expr_Compare(self, node):
+        left = self.lower_expr(node.left)
+        acc = None
+        for op, right_node in zip(node.ops, node.comparators):
+            right = self.lower_expr(right_node)
+            if isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
+                raise self.error(f"unsupported comparison '{type(op).__name__}'", node)
+            if isinstance(left, Static) and isinstance(right, Static):
+                c = Static(_fold_compare(_CMPOPS[type(op)], left.obj, right.obj))
+            else:
+                c = self.emit("call", [self.as_value(left, node), self.as_value(right, node)], node,
+                              attrs={"name": _CMPOPS[type(op)]})[0]
+            if acc is None:
+                acc = c
+            elif isinstance(acc, Static) and isinstance(c, Static):
+                acc = Static(acc.obj and c.obj)
+            else:
+                acc = self.emit("call", [self.as_value(acc, node), self.as_value(c, node)], node,
+                                attrs={"name": "logical_and"})[0]
+            left = right
+        return acc
+
+    def expr_IfExp(self, node):
+        test = self.lower_expr(node.test)
+        if isinstance(test, Static):
+            return self.lower_expr(node.body if test.obj else node.orelse)
+        cond = self.as_value(test, node)
+        outer, out = self.block, []
+        blocks = []
+        for branch in (node.body, node.orelse):
+            self.block = ir.Block()
+            v = self.as_value(self.lower_expr(branch), node)
+            self.block.yields = [v]
+            blocks.append(self.block)
+        self.block = outer
+        return self.emit("if", [cond], node, nresults=1, regions=blocks)[0]
+
+    def expr_Tuple(self, node):
+        items = tuple(self.lower_expr(e) for e in node.elts)
+        if all(isinstance(i, Static) for i in items):
+            return Static(tuple(i.obj for i in items))
+        return items
+
+    expr_List = expr_Tuple
+
+    def lower_indices(self, slice_node, node) -> list:
+        if isinstance(slice_node, ast.Tuple):
+            items = slice_node.elts
+        else:
+            items = [slice_node]
+        out = []
+        for it in items:
+            if isinstance(it, ast.Slice):
+                raise self.error("slices are not supported inside kernels", node)
+            out.append(self.as_value(self.lower_expr(it), node))
+        return out
+
+    def expr_Subscript(self, node):
+        base = self.lower_expr(node.value)
+        if isinstance(base, Static):
+            obj = base.obj
+            if isinstance(obj, (tuple, list)):
+                idx = self.lower_expr(node.slice)
+                if isinstance(idx, Static):
+                    return Static(obj[idx.obj])
+            # generic type subscripts such as wp.array[float] are compile-time objects
+            try:
+                return Static(obj[self.static_eval(node.slice)])
+            except Exception:
+                raise self.error(f"cannot index the compile-time value '{ast.unparse(node.value)}'", node) from None
+        if isinstance(base, tuple):
+            idx = self.lower_expr(node.slice)
+            if not isinstance(idx, Static):
+                raise self.error("a tuple can only be indexed by a constant", node)
+            return base[idx.obj]
+        indices = self.lower_indices(node.slice, node)
+        return self.emit("getitem", [base, *indices], node)[0]
+
+    def is_static_call(self, func_node) -> bool:
+        try:
+            f = self.static_eval(func_node, quiet=True)
+        except Exception:
+            return False
+        return getattr(f, "__name__", "") == "static" and getattr(f, "__module__", "").startswith("kernels")
+
+    def static_eval(self, node, quiet=False):
+        """Evaluate an expression in Python at compile time (module globals, closure, and local Statics)."""
+        local = {k: v.obj for k, v in self.env.items() if isinstance(v, Static)}
+        namespace = dict(self.src.globals)
+        namespace.update(self.src.closure)
+        namespace.update(local)
+        try:
+            return eval(compile(ast.Expression(body=node), self.src.file, "eval"), namespace)
+        except Exception as e:
+            if quiet:
+                raise
+            raise self.error(f"cannot evaluate '{ast.unparse(node)}' at compile time: {e}", node) from None
+
+    def expr_Call(self, node):
+        res = self.lower_call(node, nresults=1)
+        return res[0] if isinstance(res, list) else res
+
+    def lower_call(self, node, nresults):
+        if self.is_static_call(node.func):
+            if len(node.args) != 1:
+                raise self.error("wp.static takes one expression", node)
+            return self._static_result(self.static_eval(node.args[0]), nresults, node)
+        callee = self.lower_expr(node.func)
+        if not isinstance(callee, Static):
+            raise self.error(f"'{ast.unparse(node.func)}' is not callable in a kernel", node)
+        obj = callee.obj
+        args = [self.lower_expr(a) for a in node.args]
+        kwargs = {k.arg: self.lower_expr(k.value) for k in node.keywords}
+        if any(k is None for k in kwargs):
+            raise self.error("**kwargs are not supported in kernel calls", node)
+        resolved = self.resolve_static(obj)
+        if resolved is None and obj in _PY_BUILTIN_MAP:
+            resolved = ("builtin", _PY_BUILTIN_MAP[obj])
+        if resolved is None and obj in (float, int, bool):
+            resolved = ("type", obj)
+        if resolved is None:
+            raise self.error(f"'{ast.unparse(node.func)}' is not a kernel builtin, @func or type", node)
+        what, target = resolved
+        if what == "builtin" and all(isinstance(a, Static) for a in args) and not kwargs and target in ("min", "max", "abs") \
+                and all(_is_number(a.obj) for a in args):
+            return [Static({"min": min, "max": max, "abs": abs}[target](*(a.obj for a in args)))]
+        operands = [self.as_value(a, node) for a in args] + [self.as_value(v, node) for v in kwargs.values()]
+        attrs = {"kwargs": list(kwargs), "nresults": nresults}
+        if what == "type":
+            return self.emit("construct", operands, node, attrs={**attrs, "type": target})
+        if what == "builtin":
+            attrs["name"] = target
+        else:
+            attrs["func"] = target
+        return self.emit("call", operands, node, nresults=nresults, attrs=attrs)
+
+    def _static_result(self, value, nresults, node):
+        if nresults == 1:
+            return [Static(value)]
+        if isinstance(value, tuple) and len(value) == nresults:
+            return [Static(v) for v in value]
+        raise self.error(f"wp.static value cannot be unpacked into {nresults} names", node)
+
+    # guards against stray ast node types
+    def expr_JoinedStr(self, node):
+        raise self.error("f-strings are not supported in kernels; use wp.printf('%f', x)", node)
+
+    def expr_Lambda(self, node):
+        raise self.error("lambdas are not supported in kernels; define a @wp.func", node)
+
+
+def _is_number(x):
+    return isinstance(x, (bool, int, float))
+
+
+def _fold_python(name, a, b):
+    import operator
+    ops = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
+           "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow, "bit_and": operator.and_,
+           "bit_or": operator.or_, "bit_xor": operator.xor, "lshift": operator.lshift, "rshift": operator.rshift}
+    return ops[name](a, b)
+
+
+def _fold_compare(name, a, b):
+    import operator
+    return {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
+            "ge": operator.ge}[name](a, b)
+
+
+def lower_function(source: FunctionSource, kind: str, name: str, param_types: list, resolve_static) -> ir.Function:
+    """Lower `source` as a kernel or func whose parameters have `param_types`."""
+    return Frontend(source, kind, name, param_types, resolve_static).lower()

@@ -1,0 +1,169 @@
+"""`@wp.func` and `@wp.kernel` objects: parsed source, signature, and the typed IR they compile to.
+
+A `Func` may have several overloads (same name, different annotations) and is specialised per argument types
+(generic `Any` parameters take the caller's types). A `Kernel` has a concrete signature and belongs to the
+`Module` of the Python module that defined it; modules are compiled to one native library each (module.py).
+"""
+
+from __future__ import annotations
+
+import typing
+
+from . import ir
+from . import types as T
+from .errors import CompileError
+from .frontend import FunctionSource, lower_function
+from .typesys import ArrayType, StaticType, describe, is_struct
+
+
+def annotation_type(ann, where: str):
+    """Type of a parameter annotation: scalars, composites, structs, arrays (as ArrayType), Any."""
+    from .array import array
+    if ann is typing.Any or ann is T.Any:
+        return T.Any
+    t = T.canonical_type(ann)
+    if isinstance(t, array):
+        return ArrayType(T.Any if t.dtype is typing.Any else T.canonical_type(t.dtype), t.ndim)
+    if T.is_scalar(t) or T.is_composite(t) or is_struct(t):
+        return t
+    raise TypeError(f"{where}: unsupported annotation {ann!r}")
+
+
+def signature_types(source: FunctionSource, name: str, require: bool):
+    hints = source.pyfunc.__annotations__
+    types_ = []
+    for a in source.fdef.args.args:
+        ann = hints.get(a.arg)
+        if isinstance(ann, str):
+            ann = eval(ann, source.globals)
+        if ann is None:
+            if require:
+                raise CompileError(f"parameter '{a.arg}' needs a type annotation", source.loc(a), name)
+            types_.append(T.Any)
+            continue
+        try:
+            types_.append(annotation_type(ann, f"parameter '{a.arg}'"))
+        except TypeError as e:
+            raise CompileError(str(e), source.loc(a), name) from None
+    return types_
+
+
+def resolve_static(obj):
+    """How kernel code may call a compile-time object: ("builtin", name), ("func", Func), ("type", t) or None."""
+    from .builtins import BUILTINS
+    if isinstance(obj, Func):
+        return ("func", obj)
+    name = getattr(obj, "_wp_builtin_", None)
+    if name is not None and name in BUILTINS:
+        return ("builtin", name)
+    if T.is_scalar(obj) or T.is_composite(obj) or is_struct(obj):
+        return ("type", obj)
+    return None
+
+
+def _matches(param_t, arg_t) -> bool:
+    if param_t is T.Any:
+        return True
+    if isinstance(param_t, ArrayType):
+        return isinstance(arg_t, ArrayType) and param_t.ndim == arg_t.ndim and \
+            (param_t.dtype is T.Any or param_t.dtype == arg_t.dtype)
+    return param_t == arg_t
+
+
+class Func:
+    """A user function callable from kernels (Warp's `@wp.func`)."""
+
+    def __init__(self, pyfunc):
+        self.key = f"{pyfunc.__module__}.{pyfunc.__qualname__}"
+        self.name = pyfunc.__name__
+        self.overloads: list = []
+        self.specializations: dict = {}
+        self.custom_grad = None
+        self.custom_replay = None
+        self.add_overload(pyfunc)
+        self.__doc__ = pyfunc.__doc__
+
+    def add_overload(self, pyfunc):
+        source = FunctionSource(pyfunc)
+        self.overloads.append((source, signature_types(source, self.name, require=False)))
+        self.specializations.clear()
+
+    def __call__(self, *args):
+        raise RuntimeError(f"@wp.func '{self.name}' can only be called from kernels and other @wp.func")
+
+    def order_arguments(self, args, kwargs_names, op):
+        source, _ = self.overloads[0]
+        names = [a.arg for a in source.fdef.args.args]
+        npos = len(args) - len(kwargs_names)
+        out = list(args[:npos]) + [None] * (len(names) - npos)
+        for k, v in zip(kwargs_names, args[npos:]):
+            if k not in names:
+                raise CompileError(f"'{self.name}' has no parameter '{k}'", op.loc)
+            out[names.index(k)] = v
+        if any(v is None for v in out):
+            raise CompileError(f"'{self.name}' is missing arguments", op.loc)
+        return out
+
+    def specialize(self, args, ti, op):
+        """The typed IR of the overload matching `args` (values of the caller); converts weak literals."""
+        for source, params in self.overloads:
+            if len(params) != len(args):
+                continue
+            conv = [a if p is T.Any or isinstance(p, ArrayType) else ti.convert_weak_to(a, p, op)
+                    for a, p in zip(args, params)]
+            if all(_matches(p, a.type) for p, a in zip(params, conv)):
+                types_ = tuple(a.type for a in conv)
+                fn = self.specializations.get(types_)
+                if fn is None:
+                    if types_ in _in_progress:
+                        raise CompileError(f"'{self.name}' calls itself: recursion is not supported", op.loc)
+                    _in_progress.add(types_)
+                    try:
+                        fn = compile_ir(source, "func", self.name, list(types_))
+                    finally:
+                        _in_progress.discard(types_)
+                    fn.func_object = self
+                    self.specializations[types_] = fn
+                return fn, conv
+        got = ", ".join(describe(a.type) for a in args)
+        raise CompileError(f"no overload of '{self.name}' accepts ({got})", op.loc)
+
+
+_in_progress: set = set()
+
+
+def compile_ir(source: FunctionSource, kind: str, name: str, param_types: list) -> ir.Function:
+    """Frontend and forward pass pipeline for one function or kernel."""
+    from . import config
+    from .passes import run_pipeline
+    for t in param_types:
+        if isinstance(t, StaticType):
+            raise CompileError("compile-time values cannot be passed to functions", source.loc(source.fdef), name)
+    fn = lower_function(source, kind, name, param_types, resolve_static)
+    return run_pipeline(fn, check=config.mode == "debug")
+
+
+_funcs: dict = {}
+
+
+def func(pyfunc=None):
+    """Decorator: a function callable from kernels. Re-declaring a name with other annotations adds an overload."""
+    key = f"{pyfunc.__module__}.{pyfunc.__qualname__}"
+    existing = _funcs.get(key)
+    if existing is not None and _is_overload(existing, pyfunc):
+        existing.add_overload(pyfunc)
+        return existing
+    f = Func(pyfunc)
+    _funcs[key] = f
+    return f
+
+
+def _is_overload(existing: Func, pyfunc) -> bool:
+    """A redefinition with different annotations is an overload; with the same ones it replaces the function."""
+    source = FunctionSource(pyfunc)
+    new_types = signature_types(source, pyfunc.__name__, require=False)
+    same = [i for i, (_, t) in enumerate(existing.overloads) if t == new_types]
+    for i in reversed(same):
+        del existing.overloads[i]
+    existing.specializations.clear()
+    return bool(existing.overloads) or bool(same)

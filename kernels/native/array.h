@@ -1,0 +1,216 @@
+// Arrays (strided views of 1-4 dimensions), element load/store with adjoints, and atomics.
+#pragma once
+#include "core.h"
+#include "scalar_ops.h"
+
+namespace wp {
+
+// Layout shared with kernels/array.py (ArrayDescriptor): keep in sync.
+template <typename T>
+struct array_t {
+    T* data;
+    int32 shape[4];
+    int64 strides[4];  // bytes
+    int32 ndim;
+    int32 pad_;
+    CUDA_CALLABLE array_t() : data(nullptr), ndim(0), pad_(0) {
+        for (int i = 0; i < 4; ++i) { shape[i] = 0; strides[i] = 0; }
+    }
+};
+
+// Debug mode: the first out-of-bounds access of a launch is recorded here and reported by the host.
+#if defined(WP_DEBUG)
+#if defined(WP_CUDA)
+__device__ error_t g_error;
+#else
+extern "C" error_t g_error;
+#endif
+template <typename T>
+CUDA_CALLABLE inline bool check_bounds(const array_t<T>& a, int line, int n, int64 i0, int64 i1, int64 i2, int64 i3) {
+    const int64 idx[4] = {i0, i1, i2, i3};
+    bool ok = (n == a.ndim);
+    for (int d = 0; d < n && ok; ++d) ok = idx[d] >= 0 && idx[d] < a.shape[d];
+    if (!ok && !g_error.set) {
+        g_error.set = 1;
+        g_error.kind = 1;
+        g_error.line = line;
+        g_error.ndim = n;
+        for (int d = 0; d < 4; ++d) { g_error.index[d] = idx[d]; g_error.shape[d] = a.shape[d]; }
+    }
+    return ok;
+}
+#define WP_CHECK(a, n, i0, i1, i2, i3) if (!check_bounds(a, wp_line, n, i0, i1, i2, i3)) return *scratch<T>()
+template <typename T> CUDA_CALLABLE inline T* scratch() {
+    // Out-of-bounds accesses in debug mode read and write this slot instead of foreign memory.
+    static WP_DEVICE T slot;
+    return &slot;
+}
+#else
+#define WP_CHECK(a, n, i0, i1, i2, i3)
+#endif
+
+template <typename T> CUDA_CALLABLE inline T& index(const array_t<T>& a, int wp_line, int64 i) {
+    (void)wp_line;
+    WP_CHECK(a, 1, i, 0, 0, 0);
+    return *(T*)((char*)a.data + i * a.strides[0]);
+}
+template <typename T> CUDA_CALLABLE inline T& index(const array_t<T>& a, int wp_line, int64 i, int64 j) {
+    (void)wp_line;
+    WP_CHECK(a, 2, i, j, 0, 0);
+    return *(T*)((char*)a.data + i * a.strides[0] + j * a.strides[1]);
+}
+template <typename T> CUDA_CALLABLE inline T& index(const array_t<T>& a, int wp_line, int64 i, int64 j, int64 k) {
+    (void)wp_line;
+    WP_CHECK(a, 3, i, j, k, 0);
+    return *(T*)((char*)a.data + i * a.strides[0] + j * a.strides[1] + k * a.strides[2]);
+}
+template <typename T>
+CUDA_CALLABLE inline T& index(const array_t<T>& a, int wp_line, int64 i, int64 j, int64 k, int64 l) {
+    (void)wp_line;
+    WP_CHECK(a, 4, i, j, k, l);
+    return *(T*)((char*)a.data + i * a.strides[0] + j * a.strides[1] + k * a.strides[2] + l * a.strides[3]);
+}
+
+// ---- atomics on one address; return the previous value --------------------------------------------------------
+
+// Compare-and-swap on the bits of any 1-8 byte scalar: the building block of float atomics on the CPU.
+template <typename T> CUDA_CALLABLE inline bool cas_bits(T* p, T& expected, T desired) {
+#if defined(WP_CUDA)
+    if (sizeof(T) == 4) {
+        unsigned int e, d;
+        memcpy(&e, &expected, 4); memcpy(&d, &desired, 4);
+        unsigned int old = atomicCAS((unsigned int*)p, e, d);
+        bool ok = old == e;
+        memcpy(&expected, &old, 4);
+        return ok;
+    } else if (sizeof(T) == 8) {
+        unsigned long long e, d;
+        memcpy(&e, &expected, 8); memcpy(&d, &desired, 8);
+        unsigned long long old = atomicCAS((unsigned long long*)p, e, d);
+        bool ok = old == e;
+        memcpy(&expected, &old, 8);
+        return ok;
+    } else {
+        // 1 and 2 byte values: CAS on the enclosing aligned 32-bit word.
+        unsigned int* word = (unsigned int*)((size_t)p & ~size_t(3));
+        unsigned int shift = unsigned((size_t)p & 3) * 8;
+        unsigned int mask = (sizeof(T) == 1 ? 0xffu : 0xffffu) << shift;
+        unsigned int e_bits = 0, d_bits = 0;
+        memcpy(&e_bits, &expected, sizeof(T)); memcpy(&d_bits, &desired, sizeof(T));
+        unsigned int cur = *word;
+        unsigned int assumed = (cur & ~mask) | (e_bits << shift);
+        unsigned int old = atomicCAS(word, assumed, (cur & ~mask) | (d_bits << shift));
+        unsigned int old_bits = (old & mask) >> shift;
+        memcpy(&expected, &old_bits, sizeof(T));
+        return old == assumed;
+    }
+#else
+    return __atomic_compare_exchange(p, &expected, &desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+#endif
+}
+
+template <typename T> CUDA_CALLABLE inline T atomic_rmw_add(T* p, T v) {
+    T old = *p;
+    while (!cas_bits(p, old, T(old + v))) {}
+    return old;
+}
+template <typename T> CUDA_CALLABLE inline T atomic_rmw_min(T* p, T v) {
+    T old = *p;
+    while (v < old && !cas_bits(p, old, v)) {}
+    return old;
+}
+template <typename T> CUDA_CALLABLE inline T atomic_rmw_max(T* p, T v) {
+    T old = *p;
+    while (v > old && !cas_bits(p, old, v)) {}
+    return old;
+}
+
+#if !defined(WP_CUDA)
+#define WP_NATIVE_FETCH_ADD(T) \
+    inline T atomic_rmw_add(T* p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+WP_FOR_INT_TYPES(WP_NATIVE_FETCH_ADD)
+#undef WP_NATIVE_FETCH_ADD
+#else
+inline __device__ float32 atomic_rmw_add(float32* p, float32 v) { return atomicAdd(p, v); }
+inline __device__ float64 atomic_rmw_add(float64* p, float64 v) { return atomicAdd(p, v); }
+inline __device__ int32 atomic_rmw_add(int32* p, int32 v) { return atomicAdd(p, v); }
+inline __device__ uint32 atomic_rmw_add(uint32* p, uint32 v) { return atomicAdd(p, v); }
+inline __device__ uint64 atomic_rmw_add(uint64* p, uint64 v) {
+    return atomicAdd((unsigned long long*)p, (unsigned long long)v);
+}
+#endif
+
+// Composite values (vectors, matrices, quaternions, transforms) are atomically updated component by component.
+template <unsigned N, typename T> CUDA_CALLABLE inline vec_t<N, T> atomic_rmw_add(vec_t<N, T>* p, vec_t<N, T> v) {
+    vec_t<N, T> old;
+    for (unsigned i = 0; i < N; ++i) old.c[i] = atomic_rmw_add(&p->c[i], v.c[i]);
+    return old;
+}
+template <unsigned N, typename T> CUDA_CALLABLE inline vec_t<N, T> atomic_rmw_min(vec_t<N, T>* p, vec_t<N, T> v) {
+    vec_t<N, T> old;
+    for (unsigned i = 0; i < N; ++i) old.c[i] = atomic_rmw_min(&p->c[i], v.c[i]);
+    return old;
+}
+template <unsigned N, typename T> CUDA_CALLABLE inline vec_t<N, T> atomic_rmw_max(vec_t<N, T>* p, vec_t<N, T> v) {
+    vec_t<N, T> old;
+    for (unsigned i = 0; i < N; ++i) old.c[i] = atomic_rmw_max(&p->c[i], v.c[i]);
+    return old;
+}
+template <unsigned R, unsigned C, typename T>
+CUDA_CALLABLE inline mat_t<R, C, T> atomic_rmw_add(mat_t<R, C, T>* p, mat_t<R, C, T> v) {
+    mat_t<R, C, T> old;
+    for (unsigned i = 0; i < R; ++i)
+        for (unsigned j = 0; j < C; ++j) old.data[i][j] = atomic_rmw_add(&p->data[i][j], v.data[i][j]);
+    return old;
+}
+template <typename T> CUDA_CALLABLE inline quat_t<T> atomic_rmw_add(quat_t<T>* p, quat_t<T> v) {
+    quat_t<T> old;
+    old.x = atomic_rmw_add(&p->x, v.x); old.y = atomic_rmw_add(&p->y, v.y);
+    old.z = atomic_rmw_add(&p->z, v.z); old.w = atomic_rmw_add(&p->w, v.w);
+    return old;
+}
+template <typename T> CUDA_CALLABLE inline transform_t<T> atomic_rmw_add(transform_t<T>* p, transform_t<T> v) {
+    transform_t<T> old;
+    old.p = atomic_rmw_add(&p->p, v.p);
+    old.q = atomic_rmw_add(&p->q, v.q);
+    return old;
+}
+
+// Adjoint of a read a[i...]: the result's adjoint is added (atomically) into the gradient array, if there is one.
+template <typename T> CUDA_CALLABLE inline void adj_index_load(const array_t<T>& g, int line, int64 i, const T& adj) {
+    if (g.data) atomic_rmw_add(&index(g, line, i), adj);
+}
+template <typename T>
+CUDA_CALLABLE inline void adj_index_load(const array_t<T>& g, int line, int64 i, int64 j, const T& adj) {
+    if (g.data) atomic_rmw_add(&index(g, line, i, j), adj);
+}
+template <typename T>
+CUDA_CALLABLE inline void adj_index_load(const array_t<T>& g, int line, int64 i, int64 j, int64 k, const T& adj) {
+    if (g.data) atomic_rmw_add(&index(g, line, i, j, k), adj);
+}
+template <typename T>
+CUDA_CALLABLE inline void adj_index_load(const array_t<T>& g, int line, int64 i, int64 j, int64 k, int64 l,
+                                              const T& adj) {
+    if (g.data) atomic_rmw_add(&index(g, line, i, j, k, l), adj);
+}
+
+// Adjoint of a write a[i...] = v (or an atomic add/sub of v): v's adjoint gains the gradient of that element.
+template <typename T> CUDA_CALLABLE inline void adj_index_store(const array_t<T>& g, int line, int64 i, T& adj_v, bool negate) {
+    if (g.data) adj_v = negate ? sub(adj_v, index(g, line, i)) : add(adj_v, index(g, line, i));
+}
+template <typename T>
+CUDA_CALLABLE inline void adj_index_store(const array_t<T>& g, int line, int64 i, int64 j, T& adj_v, bool negate) {
+    if (g.data) adj_v = negate ? sub(adj_v, index(g, line, i, j)) : add(adj_v, index(g, line, i, j));
+}
+template <typename T>
+CUDA_CALLABLE inline void adj_index_store(const array_t<T>& g, int line, int64 i, int64 j, int64 k, T& adj_v,
+                                          bool negate) {
+    if (g.data) adj_v = negate ? sub(adj_v, index(g, line, i, j, k)) : add(adj_v, index(g, line, i, j, k));
+}
+template <typename T>
+CUDA_CALLABLE inline void adj_index_store(const array_t<T>& g, int line, int64 i, int64 j, int64 k, int64 l,
+                                          T& adj_v, bool negate) {
+    if (g.data) adj_v = negate ? sub(adj_v, index(g, line, i, j, k, l)) : add(adj_v, index(g, line, i, j, k, l));
+}
+
+}  // namespace wp

@@ -1,0 +1,152 @@
+// Core of the native runtime: scalar typedefs, float16, value-type storage, launch bounds, error reporting.
+// Compiles unchanged as C++17 (CPU) and CUDA C++ (NVRTC); `#if defined(__CUDACC__)` only where they must differ.
+#pragma once
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define WP_CUDA 1
+#define CUDA_CALLABLE __host__ __device__
+#define WP_DEVICE __device__
+#else
+#define CUDA_CALLABLE
+#define WP_DEVICE
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#endif
+
+#if defined(__CUDACC_RTC__)
+typedef signed char int8_t;
+typedef unsigned char uint8_t;
+typedef short int16_t;
+typedef unsigned short uint16_t;
+typedef int int32_t;
+typedef unsigned int uint32_t;
+typedef long long int64_t;
+typedef unsigned long long uint64_t;
+#endif
+
+namespace wp {
+
+typedef int8_t int8;
+typedef uint8_t uint8;
+typedef int16_t int16;
+typedef uint16_t uint16;
+typedef int32_t int32;
+typedef uint32_t uint32;
+typedef int64_t int64;
+typedef uint64_t uint64;
+typedef float float32;
+typedef double float64;
+
+// IEEE half stored as 16 bits; arithmetic converts to float32 (as Warp does on the CPU).
+struct float16 {
+    uint16 bits;
+    CUDA_CALLABLE float16() : bits(0) {}
+    CUDA_CALLABLE float16(float f) : bits(from_float(f)) {}
+    CUDA_CALLABLE float16(double f) : bits(from_float(float(f))) {}
+    CUDA_CALLABLE float16(int f) : bits(from_float(float(f))) {}
+    CUDA_CALLABLE operator float() const { return to_float(bits); }
+
+    static CUDA_CALLABLE uint16 from_float(float f) {
+        union { float f; uint32 u; } v; v.f = f;
+        uint32 x = v.u;
+        uint32 sign = (x >> 16) & 0x8000u;
+        int32 exp = int32((x >> 23) & 0xffu) - 127 + 15;
+        uint32 mant = x & 0x7fffffu;
+        if (((x >> 23) & 0xffu) == 0xffu)  // inf or nan
+            return uint16(sign | 0x7c00u | (mant ? 0x200u : 0u));
+        if (exp >= 31) return uint16(sign | 0x7c00u);
+        if (exp <= 0) {
+            if (exp < -10) return uint16(sign);
+            mant |= 0x800000u;
+            uint32 shift = uint32(14 - exp);
+            uint32 half_mant = mant >> shift;
+            uint32 rem = mant & ((1u << shift) - 1u);
+            uint32 halfway = 1u << (shift - 1u);
+            if (rem > halfway || (rem == halfway && (half_mant & 1u))) half_mant++;
+            return uint16(sign | half_mant);
+        }
+        uint32 h = sign | (uint32(exp) << 10) | (mant >> 13);
+        uint32 rem = mant & 0x1fffu;
+        if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++;
+        return uint16(h);
+    }
+    static CUDA_CALLABLE float to_float(uint16 h) {
+        uint32 sign = uint32(h & 0x8000u) << 16;
+        uint32 exp = (h >> 10) & 0x1fu;
+        uint32 mant = h & 0x3ffu;
+        uint32 out;
+        if (exp == 0) {
+            if (mant == 0) out = sign;
+            else {
+                exp = 127 - 15 + 1;
+                while (!(mant & 0x400u)) { mant <<= 1; exp--; }
+                mant &= 0x3ffu;
+                out = sign | (exp << 23) | (mant << 13);
+            }
+        } else if (exp == 31) out = sign | 0x7f800000u | (mant << 13);
+        else out = sign | ((exp - 15 + 127) << 23) | (mant << 13);
+        union { uint32 u; float f; } v; v.u = out;
+        return v.f;
+    }
+};
+
+// Value-type storage. Operations live in vec.h, mat.h, quat.h, transform.h.
+template <unsigned Length, typename Type>
+struct vec_t {
+    Type c[Length];
+    CUDA_CALLABLE vec_t() { for (unsigned i = 0; i < Length; ++i) c[i] = Type(0); }
+    CUDA_CALLABLE Type& operator[](int i) { return c[i]; }
+    CUDA_CALLABLE const Type& operator[](int i) const { return c[i]; }
+};
+
+template <unsigned Rows, unsigned Cols, typename Type>
+struct mat_t {
+    Type data[Rows][Cols];
+    CUDA_CALLABLE mat_t() {
+        for (unsigned i = 0; i < Rows; ++i)
+            for (unsigned j = 0; j < Cols; ++j) data[i][j] = Type(0);
+    }
+};
+
+template <typename Type>
+struct quat_t {
+    Type x, y, z, w;
+    CUDA_CALLABLE quat_t() : x(0), y(0), z(0), w(1) {}
+    CUDA_CALLABLE quat_t(Type x_, Type y_, Type z_, Type w_) : x(x_), y(y_), z(z_), w(w_) {}
+};
+
+template <typename Type>
+struct transform_t {
+    vec_t<3, Type> p;
+    quat_t<Type> q;
+    CUDA_CALLABLE transform_t() {}
+    CUDA_CALLABLE transform_t(const vec_t<3, Type>& p_, const quat_t<Type>& q_) : p(p_), q(q_) {}
+};
+
+// Launch grid: up to 4 dimensions, flattened row-major into `size` threads.
+struct launch_bounds_t {
+    int64 shape[4];
+    int32 ndim;
+    int64 size;
+};
+
+// Component k of the n-dimensional thread index of flat thread `task`.
+CUDA_CALLABLE inline int32 tid_component(int64 task, const launch_bounds_t& lb, int k) {
+    int64 index = task;
+    for (int d = lb.ndim - 1; d > k; --d) index /= lb.shape[d];
+    return int32(index % lb.shape[k]);
+}
+
+// First error raised by a kernel in debug mode (bounds check); read and cleared by the host after a launch.
+struct error_t {
+    int32 set;
+    int32 line;
+    int32 ndim;
+    int32 kind;  // 1: index out of bounds
+    int64 index[4];
+    int64 shape[4];
+};
+
+}  // namespace wp

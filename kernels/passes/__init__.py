@@ -1,0 +1,28 @@
+"""The compiler's passes, one per module, and the pipeline that runs them in order."""
+
+from __future__ import annotations
+
+from .. import ir
+from .constfold import fold_constants
+from .dce import eliminate_dead_code
+from .typeinfer import infer_types
+from .unroll import unroll_static_loops
+from .verify import verify
+
+#: The forward pipeline: each pass takes and returns an ir.Function (see each module's docstring).
+PIPELINE = (
+    ("typeinfer", infer_types),
+    ("constfold", fold_constants),
+    ("unroll", unroll_static_loops),
+    ("constfold-after-unroll", fold_constants),
+    ("dce", eliminate_dead_code),
+)
+
+
+def run_pipeline(fn: ir.Function, *, check: bool = False) -> ir.Function:
+    """Run every pass of PIPELINE on `fn`; with `check`, verify the IR after each one."""
+    for name, p in PIPELINE:
+        fn = p(fn)
+        if check:
+            verify(fn, name)
+    return fn

@@ -1,0 +1,170 @@
+"""Pass: adjoint analysis. Decides what the reverse (backward) body needs, and refuses what it cannot differentiate.
+
+Expects: typed, optimised IR. Guarantees, as attrs on ops:
+  - every dynamic `for`/`while` gets attr "recompute": True when the reverse of its body reads a value that depends
+    on a loop-carried value. The backward code then restores the carried values of iteration k by replaying
+    iterations 0..k-1 from the loop's initial values (O(n^2) replays, exact), instead of reading the stale final
+    values, which is what gives wrong gradients for `p = p * x` in a dynamic loop (Warp's behaviour).
+  - raises CompileError, naming the builtin and line, when a builtin without a derivative (differentiable=False)
+    receives a value that carries a gradient and produces a float result or a side effect. `wp.stop_gradient(x)`
+    marks a value as constant for differentiation.
+  - raises CompileError when an array value whose gradient is needed is chosen by control flow or taken from a
+    locally built struct (its gradient array cannot be known).
+"""
+
+from __future__ import annotations
+
+from .. import ir
+from ..errors import CompileError
+from ..typesys import ArrayType, is_differentiable_type
+
+# builtins whose adjoint does not read the primal values of their operands
+_LINEAR = {"add", "sub", "neg", "pos", "copy"}
+
+
+def _active_type(t) -> bool:
+    return is_differentiable_type(t)
+
+
+def analyze(fn: ir.Function) -> ir.Function:
+    active: set = set()
+    for p in fn.params:
+        if _active_type(p.type) or isinstance(p.type, ArrayType):
+            active.add(p)
+    _activity(fn.body, active, fn)
+    _mark_loops(fn.body)
+    return fn
+
+
+def _activity(block: ir.Block, active: set, fn):
+    for op in block.ops:
+        if op.opcode in ("for", "while"):
+            # carried values are active if their initial value or anything in the body makes them so: iterate
+            args = op.regions[-1].args[1:] if op.opcode == "for" else op.regions[-1].args
+            inits = op.operands[3:] if op.opcode == "for" else op.operands
+            for a, i in zip(args, inits):
+                if i in active:
+                    active.add(a)
+            for _ in range(3):
+                before = len(active)
+                for region in op.regions:
+                    if op.opcode == "while":
+                        for a, i in zip(region.args, inits):
+                            if i in active or a in active:
+                                active.add(a)
+                    _activity(region, active, fn)
+                for a, y in zip(args, op.regions[-1].yields):
+                    if y in active:
+                        active.add(a)
+                if op.opcode == "while":
+                    for a in op.regions[0].args:
+                        if any(b in active and b.name == a.name for b in args):
+                            active.add(a)
+                if len(active) == before:
+                    break
+            for r, a in zip(op.results, args):
+                if a in active:
+                    active.add(r)
+            continue
+        for region in op.regions:
+            _activity(region, active, fn)
+        if op.opcode == "if":
+            for k, r in enumerate(op.results):
+                if any(b.yields[k] in active for b in op.regions):
+                    active.add(r)
+            continue
+        if op.opcode != "call":
+            continue
+        name = op.attrs.get("name")
+        ov = op.attrs.get("overload")
+        ins = [v for v in op.operands if v in active]
+        if not ins:
+            continue
+        if name == "stop_gradient":
+            continue
+        if ov is not None and not ov.differentiable:
+            float_in = [v for v in ins if _active_type(v.type)]
+            float_out = any(_active_type(r.type) for r in op.results)
+            if float_in and (float_out or ov.side_effect):
+                raise CompileError(f"'{name}' has no gradient, but its argument depends on differentiable inputs; "
+                                   f"wrap the argument in wp.stop_gradient(...) if no gradient should flow here",
+                                   op.loc, fn.name)
+            if name.startswith("atomic_") is False and not float_out:
+                continue
+        for r in op.results:
+            if _active_type(r.type) or isinstance(r.type, ArrayType):
+                active.add(r)
+
+
+def _needed_by_reverse(block: ir.Block, out: set):
+    """Values whose primal value the reverse of `block` reads."""
+    for op in block.ops:
+        if op.opcode == "call":
+            name = op.attrs.get("name")
+            ov = op.attrs.get("overload")
+            if name in _LINEAR:
+                continue
+            if ov is not None and not ov.differentiable:
+                continue
+            out.update(op.operands)
+        elif op.opcode == "if":
+            out.add(op.operands[0])
+        elif op.opcode == "for":
+            out.update(op.operands)
+        elif op.opcode == "while":
+            out.update(op.operands)
+        for region in op.regions:
+            _needed_by_reverse(region, out)
+            if op.opcode == "while":
+                out.update(region.yields)
+
+
+def _tainted(block: ir.Block, tainted: set):
+    """Extend `tainted` with every value computed (in `block`) from a tainted value."""
+    for op in block.ops:
+        if op.opcode in ("for", "while"):
+            body = op.regions[-1]
+            args = body.args[1:] if op.opcode == "for" else body.args
+            inits = op.operands[3:] if op.opcode == "for" else op.operands
+            for a, i in zip(args, inits):
+                if i in tainted:
+                    tainted.add(a)
+            for region in op.regions:
+                _tainted(region, tainted)
+            if any(v in tainted for v in op.operands):
+                tainted.update(op.results)
+            continue
+        for region in op.regions:
+            _tainted(region, tainted)
+        if any(v in tainted for v in op.operands) or any(y in tainted for b in op.regions for y in b.yields):
+            tainted.update(op.results)
+
+
+def _mark_loops(block: ir.Block):
+    for op in block.ops:
+        for region in op.regions:
+            _mark_loops(region)
+        if op.opcode not in ("for", "while"):
+            continue
+        body = op.regions[-1]
+        carried = body.args[1:] if op.opcode == "for" else body.args
+        tainted = set(carried)
+        if op.opcode == "while":
+            tainted.update(op.regions[0].args)
+        _tainted(body, tainted)
+        needed: set = set()
+        _needed_by_reverse(body, needed)
+        op.attrs["recompute"] = bool(needed & tainted)
+
+
+def array_adjoint_source(v: ir.Value, fn):
+    """How the gradient array of array value `v` is found: ("param", v) or ("field", base, name)."""
+    if v.owner is None:
+        return ("param", v)
+    op = v.owner
+    if op.opcode == "call" and op.attrs.get("name") == "struct_get":
+        return ("field", op.operands[0], op.attrs["field"])
+    raise CompileError("the gradient of an array chosen by control flow cannot be computed; "
+                       "pass the array directly", op.loc, fn.name)
+
+

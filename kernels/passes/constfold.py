@@ -1,0 +1,88 @@
+"""Pass: constant folding.
+
+Expects: typed IR. Guarantees: scalar arithmetic, comparisons and logic on constants are replaced by constants;
+an `if` whose condition is a constant is replaced by the ops of the branch taken (its yields become the results).
+Semantics follow the native code (C integer division and remainder, float32 rounding).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+
+from .. import ir
+from .. import types as T
+from .clone import substitute
+
+_FOLD = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "eq": operator.eq, "ne": operator.ne,
+         "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
+         "logical_and": lambda a, b: bool(a and b), "logical_or": lambda a, b: bool(a or b),
+         "logical_not": lambda a: not a, "neg": operator.neg, "pos": operator.pos, "nonzero": lambda a: a != 0}
+
+
+def _const(v: ir.Value):
+    if v.owner is not None and v.owner.opcode == "const" and (T.is_scalar(v.type)):
+        return True, v.owner.attrs["value"]
+    return False, None
+
+
+def _c_div(a, b):
+    if isinstance(a, int) and isinstance(b, int):
+        q = abs(a) // abs(b)
+        return q if (a >= 0) == (b >= 0) else -q
+    return a / b
+
+
+def _fold_value(name, args, t):
+    if name == "div":
+        if args[1] == 0:
+            return None
+        r = _c_div(*args)
+    elif name in _FOLD:
+        r = _FOLD[name](*args)
+    else:
+        return None
+    if t is T.bool_:
+        return bool(r)
+    if T.is_int(t):
+        info = np.iinfo(t._np_)
+        return int(r) if info.min <= int(r) <= info.max else None  # overflow: leave it to run time
+    if T.is_float(t):
+        r = float(t._np_(r))
+        return r if math.isfinite(r) else None
+    return None
+
+
+def fold_block(block: ir.Block, mapping: dict):
+    out = []
+    for op in block.ops:
+        op.operands = [mapping.get(v, v) for v in op.operands]
+        for region in op.regions:
+            fold_block(region, mapping)
+        if op.opcode == "call" and "overload" in op.attrs and len(op.results) == 1 and not op.attrs["overload"].side_effect:
+            consts = [_const(v) for v in op.operands]
+            if consts and all(c for c, _ in consts):
+                value = _fold_value(op.attrs["name"], [v for _, v in consts], op.results[0].type)
+                if value is not None:
+                    out.append(ir.Op("const", [], op.results, {"value": value, "weak": False}, [], op.loc))
+                    continue
+        if op.opcode == "if":
+            known, cond = _const(op.operands[0])
+            if known:
+                taken = op.regions[0] if cond else op.regions[1]
+                out.extend(taken.ops)
+                for r, y in zip(op.results, taken.yields):
+                    mapping[r] = mapping.get(y, y)
+                continue
+        out.append(op)
+    block.ops = out
+    block.yields = [mapping.get(v, v) for v in block.yields]
+
+
+def fold_constants(fn: ir.Function) -> ir.Function:
+    mapping: dict = {}
+    fold_block(fn.body, mapping)
+    substitute(fn.body, mapping)
+    return fn

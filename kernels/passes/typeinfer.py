@@ -1,0 +1,561 @@
+"""Pass: type inference and overload resolution.
+
+Expects: untyped IR from the frontend (parameters typed).
+Guarantees: every value has a concrete type; every `call` has either attr "overload" (a builtin) or "callee" (a
+typed user function); `getattr`, `getitem`, `setitem`, `setattr`, `augitem` and `construct` are rewritten to calls
+of builtins; Python literals ("weak" constants) take the type their use requires; conditions are `bool`.
+Raises CompileError naming the source line for any type error.
+"""
+
+from __future__ import annotations
+
+from .. import ir
+from .. import types as T
+from ..builtins import registry
+from ..errors import CompileError
+from ..typesys import ArrayType, ShapeType, StaticType, describe, is_struct
+
+_COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
+
+
+class TypeInference:
+    def __init__(self, fn: ir.Function, specialize):
+        self.fn = fn
+        self.specialize = specialize  # (user function object, arg types, loc) -> typed ir.Function
+        self.subst: dict = {}
+        self.cur: ir.Block | None = None
+        self.return_types = None
+
+    def error(self, message, op):
+        return CompileError(message, op.loc, self.fn.name)
+
+    # ---------------------------------------------------------------------------------------------- blocks
+
+    def run(self):
+        self.visit_block(self.fn.body)
+        self.fn.return_types = list(self.return_types or [])
+        return self.fn
+
+    def visit_block(self, block: ir.Block):
+        outer = self.cur
+        old_ops, block.ops = block.ops, []
+        self.cur = block
+        for op in old_ops:
+            op.operands = [self.subst.get(v, v) for v in op.operands]
+            handler = getattr(self, "op_" + op.opcode)
+            handler(op)
+        block.yields = [self.subst.get(v, v) for v in block.yields]
+        self.cur = outer
+
+    def append(self, op):
+        self.cur.ops.append(op)
+        return op
+
+    def new_op(self, opcode, operands, rtype, loc, attrs=None):
+        v = ir.Value(type=rtype)
+        op = ir.Op(opcode, list(operands), [v], dict(attrs or {}), [], loc)
+        self.append(op)
+        return v
+
+    def replace(self, old: ir.Value, new: ir.Value):
+        self.subst[old] = new
+        if old.name and not new.name:
+            new.name = old.name
+
+    # ---------------------------------------------------------------------------------------------- leaves
+
+    def op_const(self, op):
+        value = op.attrs["value"]
+        r = op.results[0]
+        if isinstance(value, bool):
+            r.type = T.bool_
+        elif isinstance(value, int):
+            r.type = T.int32 if -(2**31) <= value < 2**31 else T.int64
+        elif isinstance(value, float):
+            r.type = T.float32
+        elif T.is_scalar(type(value)) or hasattr(value, "dtype") and getattr(value, "shape", None) == ():
+            r.type = T.canonical_type(type(value))
+            op.attrs["weak"] = False
+        elif isinstance(value, T.Composite):
+            r.type = type(value)
+            op.attrs["weak"] = False
+        else:
+            r.type = StaticType(value)
+            op.attrs["weak"] = False
+        self.append(op)
+
+    def op_undef(self, op):
+        self.append(op)  # typed when a branch merges it with a defined value
+
+    def typed_const(self, value, t, loc):
+        return self.new_op("const", [], t, loc, {"value": value, "weak": False})
+
+    def static_value(self, v: ir.Value, op, what):
+        if isinstance(v.type, StaticType):
+            return v.type.obj
+        if v.owner is not None and v.owner.opcode == "const":
+            return v.owner.attrs["value"]
+        raise self.error(f"{what} must be a compile-time constant", op)
+
+    # ---------------------------------------------------------------------------------------------- calls
+
+    def op_call(self, op):
+        if "func" in op.attrs:
+            return self.call_user(op)
+        name = op.attrs["name"]
+        special = getattr(self, "builtin_" + name, None)
+        if special is not None:
+            return special(op)
+        self.call_builtin(op, name)
+
+    def order_args(self, op, name, overloads):
+        """Map keyword arguments to positions using the first overload that names them."""
+        kw = op.attrs.get("kwargs") or []
+        if not kw:
+            return op.operands
+        npos = len(op.operands) - len(kw)
+        for ov in overloads:
+            if all(k in ov.arg_names for k in kw) and npos <= len(ov.arg_names):
+                args = list(op.operands[:npos]) + [None] * (len(ov.arg_names) - npos)
+                for k, v in zip(kw, op.operands[npos:]):
+                    args[ov.arg_names.index(k)] = v
+                for i, a in enumerate(args):
+                    if a is None:
+                        n = ov.arg_names[i]
+                        if n not in ov.defaults:
+                            raise self.error(f"{name}() missing argument '{n}'", op)
+                        d = ov.defaults[n]
+                        args[i] = self.typed_const(d, StaticType(d) if not isinstance(d, (int, float)) else
+                                                   (T.int32 if isinstance(d, int) else T.float32), op.loc)
+                return args
+        raise self.error(f"{name}() got unexpected keyword arguments {kw}", op)
+
+    def call_builtin(self, op, name, args=None):
+        overloads = registry.BUILTINS.get(name)
+        if not overloads:
+            raise self.error(f"'{name}' is not a builtin", op)
+        args = list(args if args is not None else self.order_args(op, name, overloads))
+        ov, rtype = self.resolve(name, args)
+        if ov is None:
+            got = ", ".join(describe(a.type) for a in args)
+            cands = "\n      ".join(registry.signatures(name)[:12])
+            raise self.error(f"no overload of '{name}' accepts ({got}); candidates:\n      {cands}", op)
+        args = self.coerce_weak(args, ov, op)
+        rtypes = list(rtype) if isinstance(rtype, tuple) else ([] if rtype is None else [rtype])
+        results = op.results
+        nwant = op.attrs.get("nresults", 1)
+        if len(rtypes) != len(results):
+            if len(rtypes) == 0 and len(results) == 1:
+                results = []  # a call used as a statement
+                op.results[0].type = None
+            else:
+                raise self.error(f"'{name}' gives {len(rtypes)} value(s), but {nwant} are expected here", op)
+        for r, t in zip(results, rtypes):
+            r.type = t
+        new = ir.Op("call", args, results, {"name": name, "overload": ov}, [], op.loc)
+        self.append(new)
+        return new
+
+    def resolve(self, name, args):
+        types = [a.type for a in args]
+        ov, rtype = registry.resolve(name, types)
+        if ov is not None:
+            return ov, rtype
+        # Python literals adapt: retry with each weak literal typed like the strongest non-weak scalar present
+        weak = [i for i, a in enumerate(args) if self.is_weak(a)]
+        if not weak:
+            return None, None
+        for target in self.literal_targets(args):
+            trial = list(types)
+            for i in weak:
+                if T.is_float(args[i].type) and not T.is_float(target):
+                    break
+                trial[i] = target
+            else:
+                ov, rtype = registry.resolve(name, trial)
+                if ov is not None:
+                    return ov, rtype
+        return None, None
+
+    def literal_targets(self, args):
+        out = []
+        for a in args:
+            if self.is_weak(a):
+                continue
+            t = a.type
+            s = t if T.is_scalar(t) else (t._wp_scalar_type_ if T.is_composite(t) else
+                                           (t.dtype if isinstance(t, ArrayType) and T.is_scalar(t.dtype) else
+                                            (t.dtype._wp_scalar_type_ if isinstance(t, ArrayType)
+                                             and T.is_composite(t.dtype) else None)))
+            if s is not None and s not in out and s is not T.bool_:
+                out.append(s)
+        for s in (T.float32, T.int32, T.int64, T.float64):
+            if s not in out:
+                out.append(s)
+        return out
+
+    @staticmethod
+    def is_weak(v):
+        return v.owner is not None and v.owner.opcode == "const" and v.owner.attrs.get("weak", False)
+
+    def coerce_weak(self, args, ov, op):
+        """Give each weak literal the scalar type its parameter pattern bound."""
+        bindings: dict = {}
+        for p, a in zip(ov.args, args):
+            if not self.is_weak(a):
+                registry.unify(p, a.type, bindings)
+        out = []
+        for p, a in zip(ov.args, args):
+            if self.is_weak(a):
+                want = a.type
+                if isinstance(p, registry.S):
+                    want = bindings.get(p.name)
+                    if want is None:
+                        registry.unify(p, a.type, bindings)
+                        want = a.type
+                elif T.is_scalar(p):
+                    want = p
+                if want is not a.type:
+                    a = self.typed_const(_convert(a.owner.attrs["value"], want), want, op.loc)
+            out.append(a)
+        return out
+
+    def convert_weak_to(self, v, t, op):
+        """A weak literal used where type `t` is needed becomes a constant of `t`; others are unchanged."""
+        if self.is_weak(v) and v.type is not t and T.is_scalar(t):
+            if T.is_float(v.type) and not T.is_float(t):
+                return v
+            return self.typed_const(_convert(v.owner.attrs["value"], t), t, op.loc)
+        return v
+
+    def call_user(self, op):
+        func = op.attrs["func"]
+        args = op.operands
+        if op.attrs.get("kwargs"):
+            args = func.order_arguments(args, op.attrs["kwargs"], op)
+        try:
+            callee, args = func.specialize(args, self, op)
+        except CompileError:
+            raise
+        rtypes = callee.return_types
+        nwant = op.attrs.get("nresults", 1)
+        results = op.results
+        if len(rtypes) != len(results):
+            if len(rtypes) == 0 and len(results) == 1:
+                results = []
+            else:
+                raise self.error(f"'{callee.name}' returns {len(rtypes)} value(s), but {nwant} are expected here",
+                                 op)
+        for r, t in zip(results, rtypes):
+            r.type = t
+        self.append(ir.Op("call", list(args), results, {"callee": callee, "name": callee.name}, [], op.loc))
+
+    # builtins that need more than a table lookup
+
+    def builtin_bool(self, op):
+        v = op.operands[0]
+        if v.type is T.bool_:
+            self.replace(op.results[0], v)
+            return
+        if T.is_scalar(v.type):
+            self.call_builtin(op, "nonzero", [v])
+            return
+        raise self.error(f"a {describe(v.type)} cannot be used as a condition", op)
+
+    def builtin_tid(self, op):
+        n = op.attrs.get("nresults", 1)
+        if op.operands or not 1 <= n <= 4:
+            raise self.error("wp.tid() takes no arguments and gives 1 to 4 indices", op)
+        for r in op.results:
+            r.type = T.int32
+        op.attrs["overload"] = registry.BUILTINS["tid"][0]
+        op.attrs["ndim"] = n
+        self.append(op)
+
+    def builtin_len(self, op):
+        (v,) = op.operands
+        if isinstance(v.type, ArrayType):
+            zero = self.typed_const(0, T.int32, op.loc)
+            self.call_builtin(op, "array_shape", [v, zero])
+        elif T.is_composite(v.type):
+            self.replace(op.results[0], self.typed_const(v.type._shape_[0], T.int32, op.loc))
+        elif isinstance(v.type, ShapeType):
+            self.replace(op.results[0], self.typed_const(v.type.ndim, T.int32, op.loc))
+        else:
+            raise self.error(f"len() of a {describe(v.type)}", op)
+
+    # ---------------------------------------------------------------------------------------------- access
+
+    def op_getattr(self, op):
+        (base,) = op.operands
+        attr = op.attrs["attr"]
+        t = base.type
+        if is_struct(t):
+            fields = t._wp_struct_.fields
+            if attr not in fields:
+                raise self.error(f"struct {t.__name__} has no field '{attr}'", op)
+            op.results[0].type = fields[attr]
+            self.append(ir.Op("call", [base], op.results, {"name": "struct_get", "field": attr,
+                                                           "overload": registry.BUILTINS["struct_get"][0]},
+                              [], op.loc))
+            return
+        if (T.is_vector(t) or T.is_quat(t)) and attr in _COMPONENTS and _COMPONENTS[attr] < t._shape_[0]:
+            idx = self.typed_const(_COMPONENTS[attr], T.int32, op.loc)
+            self.call_builtin(op, "extract", [base, idx])
+            return
+        if T.is_transform(t) and attr in ("p", "q"):
+            self.call_builtin(op, "transform_get_translation" if attr == "p" else "transform_get_rotation", [base])
+            return
+        if isinstance(t, ArrayType) and attr == "shape":
+            # a compile-time handle; indexing it (a.shape[0]) reads the dimension
+            op.results[0].type = ShapeType(t.ndim)
+            self.append(ir.Op("shape_of", [base], op.results, {}, [], op.loc))
+            return
+        if isinstance(t, ArrayType) and attr == "ndim":
+            self.replace(op.results[0], self.typed_const(t.ndim, T.int32, op.loc))
+            return
+        raise self.error(f"a {describe(t)} has no attribute '{attr}'", op)
+
+    def op_shape_of(self, op):
+        self.append(op)
+
+    def op_getitem(self, op):
+        base, *idx = op.operands
+        t = base.type
+        if isinstance(t, ArrayType):
+            if len(idx) != t.ndim:
+                raise self.error(f"a {t.ndim}-d array is indexed with {t.ndim} indices, got {len(idx)}", op)
+            self.check_indices(idx, op)
+            self.call_builtin(op, "load", [base, *idx])
+            return
+        if isinstance(t, ShapeType):
+            k = self.static_value(idx[0], op, "an index into .shape")
+            array_v = base.owner.operands[0]
+            self.call_builtin(op, "array_shape", [array_v, self.typed_const(int(k), T.int32, op.loc)])
+            return
+        if T.is_composite(t):
+            self.check_indices(idx, op)
+            self.call_builtin(op, "extract", [base, *idx])
+            return
+        raise self.error(f"a {describe(t)} cannot be indexed", op)
+
+    def check_indices(self, idx, op):
+        for i in idx:
+            if not T.is_int(i.type):
+                raise self.error(f"indices must be integers, got {describe(i.type)}", op)
+
+    def op_setitem(self, op):
+        base, *idx, value = op.operands
+        t = base.type
+        if isinstance(t, ArrayType):
+            if len(idx) != t.ndim:
+                raise self.error(f"a {t.ndim}-d array is indexed with {t.ndim} indices, got {len(idx)}", op)
+            self.check_indices(idx, op)
+            value = self.convert_weak_to(value, T.scalar_type(t.dtype) if T.is_scalar(t.dtype) else value.type, op)
+            store = ir.Op("call", [base, *idx, value], [], {"name": "store"}, [], op.loc)
+            self.call_builtin(store, "store", [base, *idx, value])
+            self.replace(op.results[0], base)
+            return
+        if T.is_composite(t):
+            self.check_indices(idx, op)
+            self.call_builtin(op, "assign", [base, *idx, self.convert_weak_to(value, t._wp_scalar_type_, op)])
+            return
+        raise self.error(f"cannot assign into an element of a {describe(t)}", op)
+
+    def op_augitem(self, op):
+        base, *idx, value = op.operands
+        t = base.type
+        name = op.attrs["op"]
+        if isinstance(t, ArrayType):
+            if name not in ("add", "sub"):
+                raise self.error(f"array elements support += and -= (atomic); not {name}=", op)
+            self.check_indices(idx, op)
+            atomic = ir.Op("call", [], [ir.Value()], {"name": "atomic_" + name, "nresults": 1}, [], op.loc)
+            call = self.call_builtin(atomic, "atomic_" + name, [base, *idx, value])
+            call.results = []  # statement form: the old value is not needed
+            self.replace(op.results[0], base)
+            return
+        get = ir.Op("getitem", [base, *idx], [ir.Value()], {}, [], op.loc)
+        self.op_getitem(get)
+        cur = self.subst.get(get.results[0], get.results[0])
+        new = ir.Op("call", [cur, value], [ir.Value()], {"name": name}, [], op.loc)
+        self.op_call(new)
+        res = self.subst.get(new.results[0], new.results[0])
+        put = ir.Op("setitem", [base, *idx, res], op.results, {}, [], op.loc)
+        self.op_setitem(put)
+
+    def op_setattr(self, op):
+        base, value = op.operands
+        attr = op.attrs["attr"]
+        t = base.type
+        if is_struct(t):
+            fields = t._wp_struct_.fields
+            if attr not in fields:
+                raise self.error(f"struct {t.__name__} has no field '{attr}'", op)
+            value = self.convert_weak_to(value, fields[attr], op)
+            if value.type != fields[attr]:
+                raise self.error(f"field '{attr}' of {t.__name__} is {describe(fields[attr])}, "
+                                 f"got {describe(value.type)}", op)
+            op.results[0].type = t
+            self.append(ir.Op("call", [base, value], op.results,
+                              {"name": "struct_set", "field": attr, "overload": registry.BUILTINS["struct_set"][0]},
+                              [], op.loc))
+            return
+        if (T.is_vector(t) or T.is_quat(t)) and attr in _COMPONENTS:
+            idx = self.typed_const(_COMPONENTS[attr], T.int32, op.loc)
+            self.call_builtin(op, "assign", [base, idx, self.convert_weak_to(value, t._wp_scalar_type_, op)])
+            return
+        raise self.error(f"cannot assign attribute '{attr}' of a {describe(t)}", op)
+
+    def op_construct(self, op):
+        t = T.canonical_type(op.attrs["type"])
+        args = op.operands
+        if isinstance(t, ArrayType) or t is T.Any:
+            raise self.error(f"cannot construct a {describe(t)} inside a kernel", op)
+        if T.is_scalar(t):
+            if len(args) != 1:
+                raise self.error(f"{describe(t)}() takes one argument", op)
+            (a,) = args
+            if self.is_weak(a):
+                self.replace(op.results[0], self.typed_const(_convert(a.owner.attrs["value"], t), t, op.loc))
+                return
+            if a.type is t:
+                self.replace(op.results[0], a)
+                return
+            if not T.is_scalar(a.type):
+                raise self.error(f"cannot convert a {describe(a.type)} to {describe(t)}", op)
+            op.results[0].type = t
+            self.append(ir.Op("call", [a], op.results, {"name": "cast", "overload": registry.BUILTINS["cast"][0],
+                                                        "rtype": t}, [], op.loc))
+            return
+        if is_struct(t):
+            if args:
+                raise self.error(f"struct {t.__name__}() takes no arguments inside kernels; assign fields", op)
+            op.results[0].type = t
+            self.append(ir.Op("call", [], op.results, {"name": "struct_new",
+                                                       "overload": registry.BUILTINS["struct_new"][0]}, [], op.loc))
+            return
+        if T.is_composite(t):
+            s = t._wp_scalar_type_
+            args = [self.convert_weak_to(a, s, op) for a in args]
+            ov, rtype = registry.resolve("construct_" + t._category_, [StaticType(t)] + [a.type for a in args])
+            if ov is None:
+                got = ", ".join(describe(a.type) for a in args)
+                raise self.error(f"cannot construct a {describe(t)} from ({got})", op)
+            op.results[0].type = rtype
+            # the target type is the first pattern (a TypeArg); it is rendered as the template argument
+            self.append(ir.Op("call", args, op.results, {"name": ov.name, "overload": ov, "type_arg": True}, [],
+                              op.loc))
+            return
+        raise self.error(f"'{describe(t)}' cannot be called in a kernel", op)
+
+    # ---------------------------------------------------------------------------------------------- control flow
+
+    def as_condition(self, v, op):
+        if v.type is T.bool_:
+            return v
+        if T.is_scalar(v.type):
+            r = ir.Value(type=T.bool_)
+            ov, _ = registry.resolve("nonzero", [v.type])
+            self.append(ir.Op("call", [v], [r], {"name": "nonzero", "overload": ov}, [], op.loc))
+            return r
+        raise self.error(f"a {describe(v.type)} cannot be used as a condition", op)
+
+    def op_if(self, op):
+        op.operands = [self.as_condition(op.operands[0], op)]
+        then_b, else_b = op.regions
+        self.visit_block(then_b)
+        self.visit_block(else_b)
+        for i, r in enumerate(op.results):
+            a, b = then_b.yields[i], else_b.yields[i]
+            r.type = self.merge_types(a, b, op, r.name, then_b, else_b, i)
+        self.append(op)
+
+    def merge_types(self, a, b, op, name, then_b, else_b, i):
+        ta, tb = a.type, b.type
+        if ta is None and tb is None:
+            raise self.error(f"cannot tell the type of '{name}'", op)
+        if ta is None:
+            a.type = tb
+            return tb
+        if tb is None:
+            b.type = ta
+            return ta
+        if ta == tb:
+            return ta
+        # one side a weak literal: convert it to the other side's type inside its branch
+        for side, other, blk in ((a, b, then_b), (b, a, else_b)):
+            if self.is_weak(side) and T.is_scalar(other.type):
+                outer = self.cur
+                self.cur = blk
+                blk.yields[i] = self.convert_weak_to(side, other.type, op)
+                self.cur = outer
+                if blk.yields[i].type == other.type:
+                    return other.type
+        raise self.error(f"'{name}' is {describe(ta)} on one branch and {describe(tb)} on the other", op)
+
+    def op_for(self, op):
+        n_bounds = 3
+        bounds = op.operands[:n_bounds]
+        itype = T.int64 if any(b.type is T.int64 for b in bounds) else T.int32
+        for b in bounds:
+            if not T.is_int(b.type):
+                raise self.error(f"range() bounds must be integers, got {describe(b.type)}", op)
+        op.operands[:n_bounds] = [self.convert_weak_to(b, itype, op) if b.type is not itype else b for b in bounds]
+        body = op.regions[0]
+        body.args[0].type = itype
+        self.loop(op, op.operands[n_bounds:], body.args[1:], [body])
+
+    def op_while(self, op):
+        cond_b, body = op.regions
+        self.loop(op, op.operands, body.args, [cond_b, body], cond_args=cond_b.args)
+
+    def loop(self, op, inits, args, blocks, cond_args=None):
+        for init, a in zip(inits, args):
+            if init.type is None:
+                raise self.error(f"'{a.name}' may be used before it is assigned", op)
+            a.type = init.type
+        if cond_args is not None:
+            for init, a in zip(inits, cond_args):
+                a.type = init.type
+            self.visit_block(blocks[0])
+            c = blocks[0].yields[0]
+            outer = self.cur
+            self.cur = blocks[0]
+            blocks[0].yields = [self.as_condition(c, op)]
+            self.cur = outer
+        body = blocks[-1]
+        self.visit_block(body)
+        for k, (a, y) in enumerate(zip(args, body.yields)):
+            if y.type != a.type:
+                outer = self.cur
+                self.cur = body
+                body.yields[k] = y = self.convert_weak_to(y, a.type, op)
+                self.cur = outer
+            if y.type != a.type:
+                raise self.error(f"'{a.name}' changes type in the loop: {describe(a.type)} before it, "
+                                 f"{describe(y.type)} after an iteration; give its initial value that type "
+                                 f"(e.g. wp.{describe(y.type)}(...))", op)
+        for r, a in zip(op.results, args):
+            r.type = a.type
+        self.append(op)
+
+    def op_return(self, op):
+        types = [v.type for v in op.operands]
+        for v in op.operands:
+            if v.type is None:
+                raise self.error("a return value's type cannot be determined", op)
+        self.return_types = types
+        self.append(op)
+
+
+def _convert(value, t):
+    if T.is_float(t):
+        return float(value)
+    if t is T.bool_:
+        return bool(value)
+    return int(value)
+
+
+def infer_types(fn: ir.Function, specialize=None) -> ir.Function:
+    return TypeInference(fn, specialize).run()

@@ -1,0 +1,277 @@
+"""Renderer, backward half: the adjoint (reverse-mode) body of kernels and user functions.
+
+Structure of every backward function (see passes/adjoint.py for the decisions it follows):
+  1. declarations: every primal value and its adjoint (zero), hoisted;
+  2. replay: the forward body again, without side effects (stores, atomics, printing); loops count iterations;
+  3. reverse: each op's adjoint in reverse order. Branches reverse under the same condition; dynamic loops run
+     their iterations backwards, replaying the body of each iteration first (and, where the analysis says so,
+     restoring the loop-carried values of that iteration by replaying the earlier ones).
+Array values have no accumulator: their adjoint is the gradient array (an alias), set once.
+"""
+
+from __future__ import annotations
+
+from . import ir
+from .passes.adjoint import analyze, array_adjoint_source
+from .render import FunctionRenderer, _has_ctype, ctype
+from .typesys import ArrayType, StaticType, is_differentiable_type, is_struct
+
+
+def _differentiable_value(t) -> bool:
+    return _has_ctype(t) and is_differentiable_type(t) and not isinstance(t, ArrayType)
+
+
+class AdjointRenderer(FunctionRenderer):
+    def __init__(self, fn, dialect, debug, func_names):
+        super().__init__(fn, dialect, debug, func_names)
+        self.adj_names: dict = {}
+        self.counters: dict = {}
+
+    def adj(self, v: ir.Value) -> str:
+        n = self.adj_names.get(v)
+        if n is None:
+            n = "adj_" + self.name(v)
+            self.adj_names[v] = n
+        return n
+
+    # ------------------------------------------------------------------------------------------ declarations
+
+    def declare_adjoints(self, block: ir.Block):
+        for op in ir.walk(block):
+            vals = list(op.results) + [a for region in op.regions for a in region.args]
+            for v in vals:
+                if _has_ctype(v.type) and v not in self.adj_names:
+                    self.emit(f"{ctype(v.type)} {self.adj(v)} = {ctype(v.type)}();")
+            if op.opcode in ("for", "while"):
+                c = f"count{len(self.counters)}_"
+                self.counters[op] = c
+                self.emit(f"wp::int64 {c} = 0;")
+        self.alias_loop_args(block)
+
+    def alias_loop_args(self, block):
+        for op in ir.walk(block):
+            if op.opcode == "for":
+                self.bind_args(op.regions[0].args[1:], op.results)
+            elif op.opcode == "while":
+                self.bind_args(op.regions[0].args, op.results)
+                self.bind_args(op.regions[1].args, op.results)
+
+    def zero_adjoints(self, block: ir.Block):
+        """Reset the adjoints of values defined in `block` (per reverse loop iteration)."""
+        for op in ir.walk(block):
+            for v in list(op.results) + [a for region in op.regions for a in region.args]:
+                if _differentiable_value(v.type) and v in self.adj_names:
+                    self.emit(f"{self.adj(v)} = {ctype(v.type)}();")
+        for a in block.args:
+            if _differentiable_value(a.type):
+                self.emit(f"{self.adj(a)} = {ctype(a.type)}();")
+
+    # ------------------------------------------------------------------------------------------ replay
+
+    def op_for(self, op, replay):
+        if replay and op in self.counters:
+            self.emit(f"{self.counters[op]} = 0;")
+        super().op_for(op, replay)
+
+    def op_while(self, op, replay):
+        if replay and op in self.counters:
+            self.emit(f"{self.counters[op]} = 0;")
+        super().op_while(op, replay)
+
+    def block(self, block, replay=False):
+        super().block(block, replay)
+        # count loop iterations in replay: the counter of the loop that owns this body
+        owner = getattr(block, "_loop_owner", None)
+        if replay and owner is not None and owner in self.counters:
+            self.emit(f"{self.counters[owner]}++;")
+
+    def op_call(self, op, replay):
+        super().op_call(op, replay)
+        if replay and op.attrs.get("name") == "struct_get" and op.results and \
+                isinstance(op.results[0].type, ArrayType):
+            r = op.results[0]
+            self.emit(f"{self.adj(r)} = {self.adj(op.operands[0])}.{op.attrs['field']};")
+
+    # ------------------------------------------------------------------------------------------ reverse
+
+    def reverse(self, block: ir.Block):
+        for op in reversed(block.ops):
+            getattr(self, "rev_" + op.opcode, self.rev_nothing)(op)
+
+    def rev_nothing(self, op):
+        pass
+
+    def adj_args(self, values) -> str:
+        out = []
+        for v in values:
+            if isinstance(v.type, StaticType):
+                continue
+            out.append(self.adj(v))
+        return ", ".join(out)
+
+    def rev_call(self, op):
+        name = op.attrs.get("name")
+        a = op.operands
+        callee = op.attrs.get("callee")
+        if callee is not None:
+            rets = [self.adj(r) for r in op.results if _has_ctype(r.type)]
+            args = ", ".join(x for x in (self.args(a), self.adj_args(a), ", ".join(rets)) if x)
+            self.emit(f"adj_{self.func_names[callee]}({args});")
+            return
+        ov = op.attrs["overload"]
+        if name in ("tid", "array_shape", "struct_new", "stop_gradient") or not ov.differentiable:
+            return
+        line = self.line_arg(op)
+        if name == "load":
+            self.emit(f"wp::adj_index_load({self.adj(a[0])}, {line}, {self.args(a[1:])}, {self.adj(op.results[0])});")
+            return
+        if name in ("store", "atomic_add", "atomic_sub"):
+            sign = "-" if name == "atomic_sub" else ""
+            self.emit(f"wp::adj_index_store({self.adj(a[0])}, {line}, {self.args(a[1:-1])}, {self.adj(a[-1])}, "
+                      f"{'true' if sign else 'false'});")
+            return
+        if name == "struct_get":
+            if not isinstance(op.results[0].type, ArrayType):
+                f = op.attrs["field"]
+                self.emit(f"{self.adj(a[0])}.{f} = wp::add({self.adj(a[0])}.{f}, {self.adj(op.results[0])});")
+            return
+        if name == "struct_set":
+            f = op.attrs["field"]
+            r = self.adj(op.results[0])
+            if not isinstance(a[1].type, ArrayType):
+                self.emit(f"{self.adj(a[1])} = wp::add({self.adj(a[1])}, {r}.{f});")
+                self.emit(f"{{ {ctype(op.results[0].type)} t_ = {r}; t_.{f} = {ctype(a[1].type)}(); "
+                          f"{self.adj(a[0])} = wp::add({self.adj(a[0])}, t_); }}")
+            else:
+                self.emit(f"{self.adj(a[0])} = wp::add({self.adj(a[0])}, {r});")
+            return
+        rets = [self.adj(r) for r in op.results if _has_ctype(r.type)]
+        if not rets:
+            return
+        args = ", ".join(x for x in (self.args(a), self.adj_args(a), ", ".join(rets)) if x)
+        if name == "cast":
+            self.emit(f"wp::adj_cast<{ctype(op.results[0].type)}>({args});")
+        elif ov.template_ret:
+            self.emit(f"wp::adj_{ov.native}<{ctype(op.results[0].type)}>({args});")
+        else:
+            self.emit(f"wp::adj_{ov.native}({args});")
+
+    def rev_if(self, op):
+        self.emit(f"if ({self.name(op.operands[0])}) {{")
+        self.rev_branch(op, op.regions[0])
+        self.emit("} else {")
+        self.rev_branch(op, op.regions[1])
+        self.emit("}")
+
+    def rev_branch(self, op, block):
+        self.depth += 1
+        for r, y in zip(op.results, block.yields):
+            if _differentiable_value(r.type):
+                self.emit(f"{self.adj(y)} = wp::add({self.adj(y)}, {self.adj(r)});")
+        self.reverse(block)
+        self.depth -= 1
+
+    def rev_for(self, op):
+        start, stop, step, *inits = op.operands
+        body = op.regions[0]
+        index, *args = body.args
+        self.rev_loop(op, body, args, inits,
+                      set_index=lambda it: self.emit(f"{self.name(index)} = {ctype(index.type)}("
+                                                     f"{self.name(start)} + {it} * {self.name(step)});"))
+
+    def rev_while(self, op):
+        cond_b, body = op.regions
+        self.rev_loop(op, body, body.args, op.operands, set_index=lambda it: None)
+
+    def rev_loop(self, op, body, args, inits, set_index):
+        count = self.counters[op]
+        it = f"it{count}"
+        self.emit(f"for (wp::int64 {it} = {count} - 1; {it} >= 0; --{it}) {{")
+        self.depth += 1
+        if op.attrs.get("recompute") and args:
+            # restore the carried values at the start of iteration `it` by replaying iterations 0..it-1
+            self.assign_carried(op.results, inits)
+            self.emit(f"for (wp::int64 j_ = 0; j_ < {it}; ++j_) {{")
+            self.depth += 1
+            set_index("j_")
+            self.replay_body(op, body)
+            self.assign_carried(op.results, body.yields)
+            self.depth -= 1
+            self.emit("}")
+        set_index(it)
+        self.replay_body(op, body)
+        self.zero_adjoints(body)
+        for r, y in zip(op.results, body.yields):
+            if _differentiable_value(r.type):
+                self.emit(f"{self.adj(y)} = wp::add({self.adj(y)}, {self.adj(r)});")
+        self.reverse(body)
+        for r, a in zip(op.results, args):
+            if _differentiable_value(r.type):
+                self.emit(f"{self.adj(r)} = {self.adj(a)};")
+        self.depth -= 1
+        self.emit("}")
+        for r, i in zip(op.results, inits):
+            if _differentiable_value(r.type):
+                self.emit(f"{self.adj(i)} = wp::add({self.adj(i)}, {self.adj(r)});")
+
+    def replay_body(self, op, body):
+        owner = getattr(body, "_loop_owner", None)
+        body._loop_owner = None  # no counting while replaying single iterations
+        if op.opcode == "while":
+            self.block(op.regions[0], True)
+        self.block(body, True)
+        body._loop_owner = owner
+
+    def rev_return(self, op):
+        for v, adj_ret in zip(op.operands, self.adj_ret_names):
+            if _differentiable_value(v.type):
+                self.emit(f"{self.adj(v)} = wp::add({self.adj(v)}, {adj_ret});")
+
+    # ------------------------------------------------------------------------------------------ bodies
+
+    def prepare(self):
+        analyze(self.fn)
+        for op in ir.walk(self.fn.body):
+            if op.opcode in ("for", "while"):
+                op.regions[-1]._loop_owner = op
+        # array adjoints must come from somewhere known
+        for op in ir.walk(self.fn.body):
+            if op.opcode == "call" and op.attrs.get("name") in ("load", "store", "atomic_add", "atomic_sub"):
+                array_adjoint_source(op.operands[0], self.fn)
+
+    def backward_body(self):
+        self.declare_values(self.fn.body)
+        self.declare_adjoints(self.fn.body)
+        self.block(self.fn.body, replay=True)
+        self.reverse(self.fn.body)
+        return "\n".join(self.lines)
+
+
+def render_adjoint_kernel(fn: ir.Function, src, entry: str) -> str:
+    r = AdjointRenderer(fn, src.dialect, src.debug, src.func_names)
+    r.prepare()
+    for p, n in zip(fn.params, fn.param_names):
+        r.emit(f"const {ctype(p.type)} {r.name(p)} = args.{n};")
+        if isinstance(p.type, ArrayType) or is_struct(p.type):
+            r.emit(f"{ctype(p.type)} {r.adj(p)} = adj_args.{n};")
+        else:
+            r.emit(f"{ctype(p.type)} {r.adj(p)} = {ctype(p.type)}();")
+    body = r.backward_body()
+    thread = (f"static CUDA_CALLABLE inline void {entry}_backward_thread(const wp::launch_bounds_t& lb, "
+              f"wp::int64 task, const {entry}_args& args, const {entry}_args& adj_args) {{\n"
+              f"    (void)lb; (void)task;\n{body}\n}}")
+    return thread + "\n" + src.entry_point(entry, "backward", f"const {entry}_args* args, const {entry}_args* adj_args",
+                                           "*args, *adj_args")
+
+
+def render_adjoint_function(fn: ir.Function, src, name: str, ret: str) -> str:
+    r = AdjointRenderer(fn, src.dialect, src.debug, src.func_names)
+    r.prepare()
+    params = [f"{ctype(p.type)} {r.name(p)}" for p in fn.params]
+    adj_params = [f"{ctype(p.type)}& {r.adj(p)}" for p in fn.params]
+    r.adj_ret_names = [f"adj_ret{k}" for k in range(len(fn.return_types))]
+    ret_params = [f"const {ctype(t)}& adj_ret{k}" for k, t in enumerate(fn.return_types)]
+    body = r.backward_body()
+    sig = ", ".join(params + adj_params + ret_params)
+    return f"static CUDA_CALLABLE inline void adj_{name}({sig}) {{\n{body}\n}}"
+

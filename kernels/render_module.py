@@ -1,0 +1,149 @@
+"""Assembles the source of one compiled module: structs, user functions, kernels and their entry points.
+
+The body of each function is rendered by render.FunctionRenderer (forward) and adjoint.AdjointRenderer (backward);
+this file adds the declarations around them and the dialect-specific kernel entry points.
+"""
+
+from __future__ import annotations
+
+from . import ir
+from .render import CPU, CUDA, FunctionRenderer, ctype, _has_ctype
+from .typesys import ArrayType, is_struct
+
+HEADER = '#include "builtin.h"\n'
+
+
+class ModuleSource:
+    """Collects the pieces of a module in dependency order and joins them into one source text."""
+
+    def __init__(self, dialect: str, debug: bool):
+        self.dialect = dialect
+        self.debug = debug
+        self.structs: list = []
+        self.func_names: dict = {}  # typed ir.Function -> C++ name
+        self.func_order: list = []
+        self.parts: list = []
+
+    # ---- structs
+
+    def add_struct(self, t):
+        if t in self.structs:
+            return
+        for ft in t._wp_struct_.fields.values():
+            self.add_type(ft)
+        self.structs.append(t)
+
+    def add_type(self, t):
+        if is_struct(t):
+            self.add_struct(t)
+        elif isinstance(t, ArrayType) and is_struct(t.dtype):
+            self.add_struct(t.dtype)
+
+    def render_struct(self, t) -> str:
+        info = t._wp_struct_
+        fields = "\n".join(f"    {ctype(ft)} {name};" for name, ft in info.fields.items())
+        # adjoint accumulation of struct values adds field by field; array members are views, never summed
+        adds = "\n".join(f"    r.{name} = wp::add(a.{name}, b.{name});" for name, ft in info.fields.items()
+                         if not isinstance(ft, ArrayType))
+        return (f"struct {info.cname} {{\n{fields}\n}};\n"
+                f"CUDA_CALLABLE inline {info.cname} add(const {info.cname}& a, const {info.cname}& b) {{\n"
+                f"    {info.cname} r = a;\n{adds}\n    return r;\n}}\n")
+
+    # ---- functions
+
+    def add_function(self, fn: ir.Function):
+        """Register a typed user function and (first) everything it calls."""
+        if fn in self.func_names:
+            return
+        for p in fn.params:
+            self.add_type(p.type)
+        for op in ir.walk(fn.body):
+            for r in op.results:
+                self.add_type(r.type)
+            callee = op.attrs.get("callee")
+            if callee is not None:
+                self.add_function(callee)
+        self.func_names[fn] = f"f{len(self.func_names)}_{fn.name}"
+        self.func_order.append(fn)
+
+    def render_function(self, fn: ir.Function, adjoint_renderer=None) -> str:
+        name = self.func_names[fn]
+        r = FunctionRenderer(fn, self.dialect, self.debug, self.func_names)
+        params = ", ".join(f"{ctype(p.type)} {r.name(p)}" for p in fn.params)
+        rts = fn.return_types
+        out = []
+        if len(rts) > 1:
+            members = " ".join(f"{ctype(t)} v{k};" for k, t in enumerate(rts))
+            out.append(f"struct {name}_ret {{ {members} }};")
+            ret = f"{name}_ret"
+        else:
+            ret = ctype(rts[0]) if rts else "void"
+        r.declare_values(fn.body)
+        r.block(fn.body)
+        body = "\n".join(r.lines)
+        out.append(f"static CUDA_CALLABLE inline {ret} {name}({params}) {{\n{body}\n}}")
+        if adjoint_renderer is not None:
+            out.append(adjoint_renderer(fn, self, name, ret))
+        return "\n".join(out) + "\n"
+
+    # ---- kernels
+
+    def render_kernel(self, fn: ir.Function, entry: str, adjoint_renderer=None) -> str:
+        """Args struct, per-thread forward function and the entry point named `{entry}_forward`."""
+        for p in fn.params:
+            self.add_type(p.type)
+        fields = "\n".join(f"    {ctype(p.type)} {n};" for p, n in zip(fn.params, fn.param_names))
+        out = [f"struct {entry}_args {{\n{fields}\n}};"]
+        r = FunctionRenderer(fn, self.dialect, self.debug, self.func_names)
+        for p, n in zip(fn.params, fn.param_names):
+            r.emit(f"const {ctype(p.type)} {r.name(p)} = args.{n};")
+        r.declare_values(fn.body)
+        r.block(fn.body)
+        body = "\n".join(r.lines)
+        out.append(f"static CUDA_CALLABLE inline void {entry}_forward_thread(const wp::launch_bounds_t& lb, "
+                   f"wp::int64 task, const {entry}_args& args) {{\n    (void)lb; (void)task;\n{body}\n}}")
+        out.append(self.entry_point(entry, "forward", f"const {entry}_args* args", "*args"))
+        if adjoint_renderer is not None:
+            out.append(adjoint_renderer(fn, self, entry))
+        return "\n".join(out) + "\n"
+
+    def entry_point(self, entry: str, kind: str, params: str, call_args: str) -> str:
+        thread = f"{entry}_{kind}_thread"
+        if self.dialect == CPU:
+            return (f'extern "C" WP_EXPORT void {entry}_{kind}(const wp::launch_bounds_t* lb, {params}, '
+                    f"wp::int64 parallel_threshold) {{\n"
+                    f"    const wp::int64 n = lb->size;\n"
+                    f"    if (n >= parallel_threshold) {{\n"
+                    f"        #pragma omp parallel for schedule(static)\n"
+                    f"        for (wp::int64 task = 0; task < n; ++task) {thread}(*lb, task, {call_args});\n"
+                    f"    }} else {{\n"
+                    f"        for (wp::int64 task = 0; task < n; ++task) {thread}(*lb, task, {call_args});\n"
+                    f"    }}\n}}")
+        # CUDA: parameters by value, grid-stride loop over thread ids
+        cuda_params = params.replace("const ", "").replace("* ", " ").replace("*", "")
+        cuda_call = call_args.replace("*", "")
+        return (f'extern "C" __global__ void {entry}_cuda_{kind}(wp::launch_bounds_t lb, {cuda_params}) {{\n'
+                f"    for (wp::int64 task = wp::int64(blockDim.x) * blockIdx.x + threadIdx.x; task < lb.size;\n"
+                f"         task += wp::int64(blockDim.x) * gridDim.x)\n"
+                f"        {thread}(lb, task, {cuda_call});\n}}")
+
+    # ---- assembly
+
+    def source(self, kernel_parts: list, adjoint_func_renderer=None) -> str:
+        pieces = [f"// generated by kernels: {self.dialect}{' debug' if self.debug else ''}"]
+        if self.debug:
+            pieces.append("#define WP_DEBUG 1")
+        if self.dialect == CPU:
+            pieces.append('#define WP_EXPORT __attribute__((visibility("default")))')
+        pieces.append(HEADER)
+        if self.debug and self.dialect == CPU:
+            pieces.append('extern "C" WP_EXPORT wp::error_t g_error = {};')
+        for t in self.structs:
+            pieces.append("namespace wp {\n" + self.render_struct(t) + "}  // namespace wp")
+        for fn in self.func_order:
+            pieces.append(self.render_function(fn, adjoint_func_renderer))
+        pieces.extend(kernel_parts)
+        return "\n".join(pieces) + "\n"
+
+
+__all__ = ["ModuleSource", "CPU", "CUDA", "_has_ctype"]

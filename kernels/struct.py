@@ -1,0 +1,137 @@
+"""`@wp.struct`: user-defined value types with scalar, vector, matrix, array and nested struct members.
+
+A struct instance on the Python side holds its members live (arrays by reference): it is converted to its native
+layout at each launch, so arrays put into it before or after `requires_grad` was set are seen as they are then.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import typing
+
+import numpy as np
+
+from . import types as T
+from .typesys import ArrayType, is_struct
+
+_count = [0]
+
+
+class StructInfo:
+    """Compile-time description of a struct type: ordered fields, C++ name, native layout."""
+
+    def __init__(self, cls, fields: dict):
+        self.cls = cls
+        self.fields = fields
+        _count[0] += 1
+        self.cname = f"S{_count[0]}_{cls.__name__}"
+        self._ctype = None
+
+    def ctype(self):
+        if self._ctype is None:
+            from .array import ArrayDescriptor
+            members = []
+            for name, t in self.fields.items():
+                if isinstance(t, ArrayType):
+                    members.append((name, ArrayDescriptor))
+                elif is_struct(t):
+                    members.append((name, t._wp_struct_.ctype()))
+                elif T.is_composite(t):
+                    members.append((name, t._ctype()))
+                else:
+                    members.append((name, t._ctype_))
+            self._ctype = type(f"{self.cname}_c", (ctypes.Structure,), {"_fields_": members})
+        return self._ctype
+
+    @property
+    def numpy_dtype(self):
+        return np.dtype(self.ctype())
+
+
+def _field_type(name, ann, cls):
+    from .array import array
+    t = T.canonical_type(ann)
+    if isinstance(t, array):
+        return ArrayType(T.canonical_type(t.dtype), t.ndim)
+    if T.is_scalar(t) or T.is_composite(t) or is_struct(t):
+        return t
+    raise TypeError(f"struct {cls.__name__}: field '{name}' has unsupported type {ann!r}")
+
+
+def struct(cls):
+    """Decorator: turn an annotated class into a kernel struct type (Warp's `@wp.struct`)."""
+    hints = typing.get_type_hints(cls) if not any(isinstance(a, str) for a in cls.__annotations__.values()) \
+        else {k: eval(v, vars(__import__(cls.__module__))) if isinstance(v, str) else v
+              for k, v in cls.__annotations__.items()}
+    fields = {name: _field_type(name, ann, cls) for name, ann in hints.items()}
+    info = StructInfo(cls, fields)
+
+    def __init__(self, **kwargs):
+        for name, t in fields.items():
+            object.__setattr__(self, name, _default(t))
+        for k, v in kwargs.items():
+            setattr(self, k, v)
+
+    def __setattr__(self, name, value):
+        if name not in fields:
+            raise AttributeError(f"struct {cls.__name__} has no field '{name}'")
+        object.__setattr__(self, name, _check_value(cls, name, fields[name], value))
+
+    def _to_ctype(self):
+        c = info.ctype()()
+        for name, t in fields.items():
+            v = getattr(self, name)
+            if isinstance(t, ArrayType):
+                if v is not None:
+                    setattr(c, name, v._descriptor())
+            elif is_struct(t):
+                setattr(c, name, v._to_ctype())
+            elif T.is_composite(t):
+                setattr(c, name, v._to_ctype())
+            else:
+                setattr(c, name, t._np_(v).item() if t is not T.float16 else int(np.float16(v).view(np.uint16)))
+        return c
+
+    def _to_numpy_record(self):
+        return np.frombuffer(bytes(self._to_ctype()), dtype=info.numpy_dtype)[0]
+
+    def __repr__(self):
+        return f"{cls.__name__}({', '.join(f'{n}={getattr(self, n)!r}' for n in fields)})"
+
+    ns = {"__init__": __init__, "__setattr__": __setattr__, "_to_ctype": _to_ctype,
+          "_to_numpy_record": _to_numpy_record, "__repr__": __repr__, "_wp_struct_": info,
+          "__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": cls.__doc__}
+    new_cls = type(cls.__name__, (), ns)
+    info.cls = new_cls
+    return new_cls
+
+
+def _default(t):
+    if isinstance(t, ArrayType):
+        return None
+    if is_struct(t):
+        return t()
+    if T.is_composite(t):
+        return t()
+    return t._np_(0)
+
+
+def _check_value(cls, name, t, value):
+    from .array import array
+    if isinstance(t, ArrayType):
+        if value is None:
+            return None
+        if not isinstance(value, array):
+            from .array import as_array
+            value = as_array(value, t)
+        if value.ndim != t.ndim or (value.dtype != t.dtype and t.dtype is not T.Any):
+            raise TypeError(f"struct {cls.__name__}.{name}: expected {t!r}, got array of "
+                            f"{T.type_repr(value.dtype)} with {value.ndim} dims")
+        return value
+    if is_struct(t):
+        if type(value) is not t:
+            raise TypeError(f"struct {cls.__name__}.{name}: expected {t.__name__}, got {type(value).__name__}")
+        return value
+    if T.is_composite(t):
+        return value if isinstance(value, t) else t(value)
+    return t._np_(value)

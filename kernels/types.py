@@ -1,0 +1,362 @@
+"""The kernel language's value types: scalars, vectors, matrices, quaternions and transforms.
+
+Each type is a Python class that is usable in three places: as an annotation in a kernel signature, as a
+constructor inside a kernel, and as a constructor in ordinary Python (`wp.vec3(1, 2, 3)`). Composite types are
+created by `vector()` / `matrix()` and cached, so `vector(3, float32) is vec3`.
+"""
+
+from __future__ import annotations
+
+import builtins
+import ctypes
+
+import numpy as np
+
+# --------------------------------------------------------------------------------------------------------------
+# Scalars
+
+
+class Scalar:
+    """Base of the scalar type classes. Calling a scalar type returns a numpy scalar of that type."""
+
+    _np_ = None  # numpy dtype
+    _ctype_ = None  # ctypes type
+    _cname_ = ""  # C++ name in namespace wp
+    _kind_ = ""  # "float", "int", "uint" or "bool"
+
+    def __new__(cls, value=0):
+        return cls._np_(value)
+
+
+class float16(Scalar):
+    _np_, _ctype_, _cname_, _kind_ = np.float16, ctypes.c_uint16, "float16", "float"
+
+
+class float32(Scalar):
+    _np_, _ctype_, _cname_, _kind_ = np.float32, ctypes.c_float, "float32", "float"
+
+
+class float64(Scalar):
+    _np_, _ctype_, _cname_, _kind_ = np.float64, ctypes.c_double, "float64", "float"
+
+
+class int8(Scalar):
+    _np_, _ctype_, _cname_, _kind_ = np.int8, ctypes.c_int8, "int8", "int"
+
+
+class uint8(Scalar):
+    _np_, _ctype_, _cname_, _kind_ = np.uint8, ctypes.c_uint8, "uint8", "uint"
+
+
+class int16(Scalar):
+    _np_, _ctype_, _cname_, _kind_ = np.int16, ctypes.c_int16, "int16", "int"
+
+
+class uint16(Scalar):
+    _np_, _ctype_, _cname_, _kind_ = np.uint16, ctypes.c_uint16, "uint16", "uint"
+
+
+class int32(Scalar):
+    _np_, _ctype_, _cname_, _kind_ = np.int32, ctypes.c_int32, "int32", "int"
+
+
+class uint32(Scalar):
+    _np_, _ctype_, _cname_, _kind_ = np.uint32, ctypes.c_uint32, "uint32", "uint"
+
+
+class int64(Scalar):
+    _np_, _ctype_, _cname_, _kind_ = np.int64, ctypes.c_int64, "int64", "int"
+
+
+class uint64(Scalar):
+    _np_, _ctype_, _cname_, _kind_ = np.uint64, ctypes.c_uint64, "uint64", "uint"
+
+
+class bool_(Scalar):
+    _np_, _ctype_, _cname_, _kind_ = np.bool_, ctypes.c_bool, "bool", "bool"
+
+
+float_types = (float16, float32, float64)
+int_types = (int8, uint8, int16, uint16, int32, uint32, int64, uint64)
+scalar_types = float_types + int_types + (bool_,)
+
+_python_to_scalar = {builtins.float: float32, builtins.int: int32, builtins.bool: bool_}
+_numpy_to_scalar = {np.dtype(t._np_): t for t in scalar_types}
+
+
+def is_scalar(t) -> bool:
+    return isinstance(t, type) and issubclass(t, Scalar) and t is not Scalar
+
+
+def is_float(t) -> bool:
+    return is_scalar(t) and t._kind_ == "float"
+
+
+def is_int(t) -> bool:
+    return is_scalar(t) and t._kind_ in ("int", "uint")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Composite value types (vectors, matrices, quaternions, transforms)
+
+
+class Composite:
+    """Base of fixed-size value types: a flat tuple of scalars with a shape.
+
+    Instances hold their components in a numpy array `_data` of the scalar type, laid out row-major; this is also
+    their memory layout in C++ (`wp::vec_t`, `wp::mat_t`, `wp::quat_t`, `wp::transform_t`).
+    """
+
+    _shape_: tuple = ()
+    _wp_scalar_type_ = float32
+    _category_ = ""  # "vector", "matrix", "quat", "transform"
+
+    def __init__(self, *args):
+        n = int(np.prod(self._shape_))
+        st = self._wp_scalar_type_._np_
+        if len(args) == 0:
+            data = np.zeros(n, dtype=st)
+        elif len(args) == 1 and np.ndim(args[0]) == 0 and self._category_ == "vector":
+            data = np.full(n, args[0], dtype=st)
+        elif len(args) == 1:
+            data = np.asarray(args[0], dtype=st).reshape(-1)
+        elif self._category_ == "transform" and len(args) == 2:
+            data = np.concatenate([np.asarray(args[0], st).reshape(-1), np.asarray(args[1], st).reshape(-1)])
+        else:
+            data = np.concatenate([np.asarray(a, dtype=st).reshape(-1) for a in args])
+        if data.size != n:
+            raise ValueError(f"{type(self).__name__} expects {n} components, got {data.size}")
+        self._data = data
+
+    # Python-side conveniences; kernels never call these.
+    def numpy(self) -> np.ndarray:
+        return self._data.reshape(self._shape_).copy()
+
+    def __array__(self, dtype=None, copy=None):
+        a = self._data.reshape(self._shape_)
+        return a.astype(dtype) if dtype is not None else a
+
+    def __len__(self):
+        return self._shape_[0]
+
+    def __getitem__(self, key):
+        return self._data.reshape(self._shape_)[key]
+
+    def __setitem__(self, key, value):
+        self._data.reshape(self._shape_)[key] = value
+
+    def __iter__(self):
+        return iter(self._data.reshape(self._shape_))
+
+    def __eq__(self, other):
+        return np.array_equal(self._data.reshape(self._shape_), np.asarray(other).reshape(self._shape_))
+
+    def __hash__(self):
+        return hash((type(self), self._data.tobytes()))
+
+    def __repr__(self):
+        return f"{type(self).__name__}({', '.join(repr(x) for x in self._data.tolist())})"
+
+    def _wrap(self, data):
+        out = type(self).__new__(type(self))
+        out._data = np.asarray(data, dtype=self._wp_scalar_type_._np_).reshape(-1)
+        return out
+
+    def __add__(self, o):
+        return self._wrap(self._data + np.asarray(o).reshape(-1))
+
+    def __sub__(self, o):
+        return self._wrap(self._data - np.asarray(o).reshape(-1))
+
+    def __mul__(self, o):
+        if np.ndim(o) == 0:
+            return self._wrap(self._data * o)
+        return NotImplemented
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, o):
+        return self._wrap(self._data / o)
+
+    def __neg__(self):
+        return self._wrap(-self._data)
+
+    def __getattr__(self, name):
+        idx = _COMPONENT_INDEX.get(name)
+        if idx is not None and self._category_ in ("vector", "quat") and idx < self._shape_[0]:
+            return self._data[idx]
+        raise AttributeError(name)
+
+    def __setattr__(self, name, value):
+        idx = _COMPONENT_INDEX.get(name)
+        if idx is not None and self._category_ in ("vector", "quat"):
+            self._data[idx] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    @classmethod
+    def _ctype(cls):
+        return cls._wp_scalar_type_._ctype_ * int(np.prod(cls._shape_))
+
+    def _to_ctype(self):
+        t = self._ctype()
+        if self._wp_scalar_type_ is float16:
+            return t(*self._data.view(np.uint16).tolist())
+        return t(*self._data.tolist())
+
+
+_COMPONENT_INDEX = {"x": 0, "y": 1, "z": 2, "w": 3}
+
+_composite_cache: dict = {}
+
+
+def _make_composite(category: str, shape: tuple, dtype, name: str):
+    dtype = scalar_type(dtype)
+    key = (category, shape, dtype)
+    t = _composite_cache.get(key)
+    if t is None:
+        t = type(name, (Composite,), {"_shape_": shape, "_wp_scalar_type_": dtype, "_category_": category})
+        t._length_ = shape[0] if len(shape) == 1 else shape[0] * shape[1]
+        _composite_cache[key] = t
+    return t
+
+
+_SUFFIX = {float16: "h", float32: "", float64: "d", int8: "b", uint8: "ub", int16: "s", uint16: "us",
+           int32: "i", uint32: "ui", int64: "l", uint64: "ul", bool_: "bool"}
+
+
+def vector(length: int, dtype=float32):
+    """Vector type with `length` components of scalar `dtype` (Warp's `wp.types.vector`)."""
+    dtype = scalar_type(dtype)
+    return _make_composite("vector", (int(length),), dtype, f"vec{length}{_SUFFIX[dtype]}")
+
+
+def matrix(shape, dtype=float32):
+    """Matrix type of `shape` (rows, cols) with scalar `dtype` (Warp's `wp.types.matrix`)."""
+    dtype = scalar_type(dtype)
+    rows, cols = int(shape[0]), int(shape[1])
+    return _make_composite("matrix", (rows, cols), dtype, f"mat{rows}{cols}{_SUFFIX[dtype]}")
+
+
+def quaternion(dtype=float32):
+    dtype = scalar_type(dtype)
+    return _make_composite("quat", (4,), dtype, f"quat{_SUFFIX[dtype]}")
+
+
+def transformation(dtype=float32):
+    dtype = scalar_type(dtype)
+    return _make_composite("transform", (7,), dtype, f"transform{_SUFFIX[dtype]}")
+
+
+def spatial_vector_type(dtype=float32):
+    dtype = scalar_type(dtype)
+    return _make_composite("vector", (6,), dtype, f"spatial_vector{_SUFFIX[dtype]}")
+
+
+def is_composite(t) -> bool:
+    return isinstance(t, type) and issubclass(t, Composite) and t is not Composite
+
+
+def is_vector(t) -> bool:
+    return is_composite(t) and t._category_ == "vector"
+
+
+def is_matrix(t) -> bool:
+    return is_composite(t) and t._category_ == "matrix"
+
+
+def is_quat(t) -> bool:
+    return is_composite(t) and t._category_ == "quat"
+
+
+def is_transform(t) -> bool:
+    return is_composite(t) and t._category_ == "transform"
+
+
+def scalar_type(t):
+    """The scalar type class for `t`, which may be a scalar class, a Python type, a numpy dtype or a composite."""
+    if is_scalar(t):
+        return t
+    if is_composite(t):
+        return t._wp_scalar_type_
+    if t in _python_to_scalar:
+        return _python_to_scalar[t]
+    try:
+        return _numpy_to_scalar[np.dtype(t)]
+    except (TypeError, KeyError):
+        raise TypeError(f"not a scalar type: {t!r}") from None
+
+
+def canonical_type(t):
+    """Map annotations users write (`float`, `int`, `bool`, numpy dtypes) to our type classes; others unchanged."""
+    if t in _python_to_scalar:
+        return _python_to_scalar[t]
+    if isinstance(t, type) and issubclass(t, np.generic):
+        return _numpy_to_scalar[np.dtype(t)]
+    return t
+
+
+def type_size(t) -> int:
+    """Size in bytes of one value of type `t` in memory."""
+    if is_scalar(t):
+        return ctypes.sizeof(t._ctype_)
+    if is_composite(t):
+        return ctypes.sizeof(t._ctype())
+    if hasattr(t, "_ctype"):
+        return ctypes.sizeof(t._ctype())
+    raise TypeError(f"type {t!r} has no size")
+
+
+def type_repr(t) -> str:
+    """Short human-readable name of a type for error messages."""
+    if t is None:
+        return "None"
+    if is_scalar(t) and t is bool_:
+        return "bool"
+    return getattr(t, "__name__", None) or str(t)
+
+
+def numpy_dtype(t):
+    """numpy dtype of the scalars that make up `t`."""
+    return np.dtype(scalar_type(t)._np_)
+
+
+def type_shape(t) -> tuple:
+    """Shape of one value of `t` as numpy sees it (() for scalars, (3,) for vec3, (3, 3) for mat33)."""
+    if is_composite(t):
+        return t._shape_ if t._category_ != "quat" and t._category_ != "transform" else t._shape_
+    return ()
+
+
+# Warp's public type names ------------------------------------------------------------------------------------
+
+vec2h, vec3h, vec4h = (vector(n, float16) for n in (2, 3, 4))
+vec2, vec3, vec4 = (vector(n, float32) for n in (2, 3, 4))
+vec2f, vec3f, vec4f = vec2, vec3, vec4
+vec2d, vec3d, vec4d = (vector(n, float64) for n in (2, 3, 4))
+vec2i, vec3i, vec4i = (vector(n, int32) for n in (2, 3, 4))
+vec2ui, vec3ui, vec4ui = (vector(n, uint32) for n in (2, 3, 4))
+vec2l, vec3l, vec4l = (vector(n, int64) for n in (2, 3, 4))
+vec2b, vec3b, vec4b = (vector(n, int8) for n in (2, 3, 4))
+vec2ub, vec3ub, vec4ub = (vector(n, uint8) for n in (2, 3, 4))
+mat22, mat33, mat44 = (matrix((n, n), float32) for n in (2, 3, 4))
+mat22f, mat33f, mat44f = mat22, mat33, mat44
+mat22d, mat33d, mat44d = (matrix((n, n), float64) for n in (2, 3, 4))
+mat22h, mat33h, mat44h = (matrix((n, n), float16) for n in (2, 3, 4))
+quat, quatf, quatd, quath = quaternion(float32), quaternion(float32), quaternion(float64), quaternion(float16)
+transform, transformf, transformd = transformation(float32), transformation(float32), transformation(float64)
+spatial_vector, spatial_vectorf, spatial_vectord = (spatial_vector_type(float32), spatial_vector_type(float32),
+                                                    spatial_vector_type(float64))
+spatial_matrix, spatial_matrixd = matrix((6, 6), float32), matrix((6, 6), float64)
+
+
+class _AnyType:
+    """Placeholder for generic annotations (`typing.Any` or `wp.types.Any`): specialised per call site."""
+
+    def __repr__(self):
+        return "Any"
+
+
+Any = _AnyType()
+Float = Any
+Scalar_ = Any

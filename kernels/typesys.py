@@ -1,0 +1,78 @@
+"""Types that exist only at compile time: arrays as kernel parameters, compile-time constants, structs.
+
+Value types (scalars, vectors, ...) live in types.py; this module adds what the compiler needs beyond them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import types as T
+
+
+@dataclass(frozen=True)
+class ArrayType:
+    """Type of an array parameter or value in a kernel: element type and number of dimensions (1-4)."""
+
+    dtype: object
+    ndim: int = 1
+
+    @property
+    def __name__(self):
+        return f"array{'' if self.ndim == 1 else f'{self.ndim}d'}({T.type_repr(self.dtype)})"
+
+    def __repr__(self):
+        return self.__name__
+
+
+@dataclass(frozen=True)
+class StaticType:
+    """Type of a compile-time Python object used as an operand (a format string, a shape tuple, a type)."""
+
+    obj: object
+
+    @property
+    def __name__(self):
+        return f"static({self.obj!r})"
+
+    def __hash__(self):
+        try:
+            return hash(("static", self.obj))
+        except TypeError:
+            return hash(("static", id(self.obj)))
+
+
+@dataclass(frozen=True)
+class ShapeType:
+    """The `.shape` of an array inside a kernel: indexable by a constant, `len` gives ndim."""
+
+    ndim: int
+
+    @property
+    def __name__(self):
+        return f"shape{self.ndim}"
+
+
+def is_array(t) -> bool:
+    return isinstance(t, ArrayType)
+
+
+def is_struct(t) -> bool:
+    return getattr(t, "_wp_struct_", None) is not None
+
+
+def is_differentiable_type(t) -> bool:
+    """Whether values of type `t` carry a gradient (floats, float composites, structs with such members)."""
+    if T.is_scalar(t):
+        return T.is_float(t)
+    if T.is_composite(t):
+        return T.is_float(t._wp_scalar_type_)
+    if is_struct(t):
+        return any(is_differentiable_type(f) or is_array(f) for f in t._wp_struct_.fields.values())
+    return False
+
+
+def describe(t) -> str:
+    if is_struct(t):
+        return t.__name__
+    return T.type_repr(t)
