@@ -731,6 +731,14 @@ class Frontend:
             return self.emit("construct", operands, node, attrs={**attrs, "type": target})
         if what == "builtin":
             attrs["name"] = target
+            if _mutates_first(target):
+                # the call also yields the updated first argument, rebound to the caller's variable
+                attrs["mutates_first"] = True
+                results = self.emit("call", operands, node, nresults=nresults + 1, attrs=attrs)
+                if node.args and isinstance(node.args[0], ast.Name):
+                    self.env[node.args[0].id] = results[-1]
+                    results[-1].name = node.args[0].id
+                return results[:-1]
         else:
             attrs["func"] = target
         return self.emit("call", operands, node, nresults=nresults, attrs=attrs)
@@ -748,6 +756,11 @@ class Frontend:
 
     def expr_Lambda(self, node):
         raise self.error("lambdas are not supported in kernels; define a @wp.func", node)
+
+
+def _mutates_first(name) -> bool:
+    from .builtins import BUILTINS
+    return any(ov.mutates_first for ov in BUILTINS.get(name, ()))
 
 
 def _is_number(x):

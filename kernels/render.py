@@ -215,6 +215,13 @@ class FunctionRenderer:
                 r = op.results[0]
                 self.emit(f"{self.name(r)} = {self.name(a[0])}; {self.name(r)}.{op.attrs['field']} = {self.name(a[1])};")
                 return
+        if op.attrs.get("mutates_first"):
+            # the native function advances its first argument in place: give it a copy, then bind the copy
+            *outs, updated = op.results
+            self.emit(f"{self.name(updated)} = {self.name(a[0])};")
+            call = f"wp::{op.attrs['overload'].native}({', '.join([self.name(updated)] + [self.name(v) for v in a[1:]])})"
+            self.emit(f"{self.name(outs[0])} = {call};" if outs else f"{call};")
+            return
         expr = self.call_expr(op)
         results = [r for r in op.results if _has_ctype(r.type)]
         if not results:

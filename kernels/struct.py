@@ -14,17 +14,15 @@ import numpy as np
 from . import types as T
 from .typesys import ArrayType, is_struct
 
-_count = [0]
-
-
 class StructInfo:
     """Compile-time description of a struct type: ordered fields, C++ name, native layout."""
 
     def __init__(self, cls, fields: dict):
         self.cls = cls
         self.fields = fields
-        _count[0] += 1
-        self.cname = f"S{_count[0]}_{cls.__name__}"
+        # named by where it is defined, so generated source is the same in every process
+        qual = f"{cls.__module__}_{cls.__qualname__}".replace("<locals>", "L")
+        self.cname = "S_" + "".join(c if c.isalnum() else "_" for c in qual)
         self._ctype = None
 
     def ctype(self):

@@ -177,19 +177,23 @@ class Overload:
     # Arguments the renderer passes as compile-time template values, e.g. the result type of a cast.
     template_ret: bool = False
     adjoint: bool = True  # False when the native header has no adj_ function (non-differentiable)
+    # The native function updates its first argument in place (random states: `x = wp.randf(state)` advances
+    # `state`); the compiler rebinds the caller's variable to the updated value.
+    mutates_first: bool = False
 
 
 BUILTINS: dict[str, list[Overload]] = {}
 
 
 def add_builtin(name, args, ret, native=None, *, differentiable=True, side_effect=False, doc="", group="",
-                arg_names=None, defaults=None, template_ret=False):
+                arg_names=None, defaults=None, template_ret=False, mutates_first=False):
     """Declare an overload of builtin `name`. See the module docstring for the native convention."""
     if arg_names is None:
         arg_names = tuple("abcdefghijklmnop"[: len(args)])
     ov = Overload(name=name, args=tuple(args), ret=ret, native=native or name, differentiable=differentiable,
                   side_effect=side_effect, doc=doc, group=group, arg_names=tuple(arg_names),
-                  defaults=dict(defaults or {}), template_ret=template_ret, adjoint=differentiable)
+                  defaults=dict(defaults or {}), template_ret=template_ret, adjoint=differentiable,
+                  mutates_first=mutates_first)
     BUILTINS.setdefault(name, []).append(ov)
     return ov
 

@@ -180,7 +180,7 @@ CUDA_CALLABLE inline void adj_assign(const mat_t<R, C, T>&, I i, const vec_t<C, 
 // Elementwise arithmetic. `elementwise` applies a scalar lambda to every element, keeping the loops in one place.
 namespace linalg {
 template <unsigned R, unsigned C, typename T, typename F>
-CUDA_CALLABLE inline mat_t<R, C, T> elementwise(const mat_t<R, C, T>& a, F f) {
+CUDA_CALLABLE inline mat_t<R, C, T> elementwise(const mat_t<R, C, T>&, F f) {
     mat_t<R, C, T> r;
     for (unsigned i = 0; i < R; ++i)
         for (unsigned j = 0; j < C; ++j) r.data[i][j] = f(i, j);
@@ -413,6 +413,17 @@ CUDA_CALLABLE inline void adj_mul(const mat_t<R, K, T>& a, const mat_t<K, C, T>&
                 linalg::acc(adj_a.data[i][k], T(adj_ret.data[i][j] * b.data[k][j]));
                 linalg::acc(adj_b.data[k][j], T(a.data[i][k] * adj_ret.data[i][j]));
             }
+}
+
+// The square case, spelled out so that it is more specialised than scalar_ops.h's generic mul(T, T).
+template <unsigned N, typename T>
+CUDA_CALLABLE inline mat_t<N, N, T> mul(const mat_t<N, N, T>& a, const mat_t<N, N, T>& b) {
+    return mul<N, N, N, T>(a, b);
+}
+template <unsigned N, typename T>
+CUDA_CALLABLE inline void adj_mul(const mat_t<N, N, T>& a, const mat_t<N, N, T>& b, mat_t<N, N, T>& adj_a,
+                                  mat_t<N, N, T>& adj_b, const mat_t<N, N, T>& adj_ret) {
+    adj_mul<N, N, N, T>(a, b, adj_a, adj_b, adj_ret);
 }
 
 // Double dot (Frobenius inner product): sum_ij a_ij b_ij

@@ -144,6 +144,11 @@ class TypeInference:
         rtypes = list(rtype) if isinstance(rtype, tuple) else ([] if rtype is None else [rtype])
         results = op.results
         nwant = op.attrs.get("nresults", 1)
+        attrs = {"name": name, "overload": ov}
+        if op.attrs.get("mutates_first"):
+            results[-1].type = args[0].type
+            rtypes = rtypes + [args[0].type]
+            attrs["mutates_first"] = True
         if len(rtypes) != len(results):
             if len(rtypes) == 0 and len(results) == 1:
                 results = []  # a call used as a statement
@@ -152,7 +157,7 @@ class TypeInference:
                 raise self.error(f"'{name}' gives {len(rtypes)} value(s), but {nwant} are expected here", op)
         for r, t in zip(results, rtypes):
             r.type = t
-        new = ir.Op("call", args, results, {"name": name, "overload": ov}, [], op.loc)
+        new = ir.Op("call", args, results, attrs, [], op.loc)
         self.append(new)
         return new
 
