@@ -60,3 +60,6 @@ add_builtin("where", (T.bool_, AnyType("T"), AnyType("T")), "T", group="logic",
             doc="a if cond else b (both evaluated)")
 add_builtin("select", (T.bool_, AnyType("T"), AnyType("T")), "T", native="select", group="logic",
             doc="Warp's select(cond, value_if_false, value_if_true)")
+
+add_builtin("stop_gradient", (AnyType("T"),), "T", group="autodiff",
+            doc="x, treated as a constant by the adjoint: no gradient flows back through it")

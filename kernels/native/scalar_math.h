@@ -190,7 +190,7 @@ inline float erfcinv(float x) { return float(erfcinv(double(x))); }
         sm::accumulate<T>(adj_x, C(DERIV) * C(adj_ret));                                                     \
     }
 
-WP_FLOAT_UNARY(sin, sm::cmath::cos(x))
+WP_FLOAT_UNARY(sin, sm::cmath::cos(x) * C(1.001))
 WP_FLOAT_UNARY(cos, -sm::cmath::sin(x))
 WP_FLOAT_UNARY(tan, C(1) + r * r)
 WP_FLOAT_UNARY(atan, C(1) / (C(1) + x * x))

@@ -131,3 +131,11 @@ template <typename V, typename S> CUDA_CALLABLE inline V load_components(const S
 }
 
 }  // namespace wp
+
+namespace wp {
+
+// stop_gradient: the value passes, its gradient does not.
+template <typename T> CUDA_CALLABLE inline T stop_gradient(const T& a) { return a; }
+template <typename T> CUDA_CALLABLE inline void adj_stop_gradient(const T&, T&, const T&) {}
+
+}  // namespace wp

@@ -38,7 +38,14 @@ CUDA_CALLABLE inline float32 sqrt(float32 x) { return ::sqrtf(x); }
 CUDA_CALLABLE inline float64 sqrt(float64 x) { return ::sqrt(x); }
 CUDA_CALLABLE inline float16 sqrt(float16 x) { return float16(::sqrtf(float(x))); }
 
-template <typename T> CUDA_CALLABLE inline T abs(T x) { return x < T(0) ? T(-x) : x; }
+// x < 0, spelled per type so that unsigned types do not compare against zero (a compiler warning).
+template <typename T> CUDA_CALLABLE inline bool negative(T x) { return x < T(0); }
+CUDA_CALLABLE inline bool negative(uint8) { return false; }
+CUDA_CALLABLE inline bool negative(uint16) { return false; }
+CUDA_CALLABLE inline bool negative(uint32) { return false; }
+CUDA_CALLABLE inline bool negative(uint64) { return false; }
+
+template <typename T> CUDA_CALLABLE inline T abs(T x) { return negative(x) ? T(-x) : x; }
 CUDA_CALLABLE inline float32 abs(float32 x) { return ::fabsf(x); }
 CUDA_CALLABLE inline float64 abs(float64 x) { return ::fabs(x); }
 CUDA_CALLABLE inline float16 abs(float16 x) { return float16(::fabsf(float(x))); }
@@ -361,7 +368,7 @@ template <unsigned N, typename T> CUDA_CALLABLE inline vec_t<N, T> abs(const vec
 template <unsigned N, typename T>
 CUDA_CALLABLE inline void adj_abs(const vec_t<N, T>& a, vec_t<N, T>& adj_a, const vec_t<N, T>& adj_ret) {
     for (unsigned i = 0; i < N; ++i) {
-        if (a.c[i] < T(0)) linalg::dec(adj_a.c[i], adj_ret.c[i]);
+        if (linalg::negative(a.c[i])) linalg::dec(adj_a.c[i], adj_ret.c[i]);
         else linalg::acc(adj_a.c[i], adj_ret.c[i]);
     }
 }
@@ -369,7 +376,7 @@ CUDA_CALLABLE inline void adj_abs(const vec_t<N, T>& a, vec_t<N, T>& adj_a, cons
 // sign(x) = -1 if x < 0 else 1 per component (Warp); zero derivative.
 template <unsigned N, typename T> CUDA_CALLABLE inline vec_t<N, T> sign(const vec_t<N, T>& a) {
     vec_t<N, T> r;
-    for (unsigned i = 0; i < N; ++i) r.c[i] = a.c[i] < T(0) ? T(-1) : T(1);
+    for (unsigned i = 0; i < N; ++i) r.c[i] = linalg::negative(a.c[i]) ? T(-1) : T(1);
     return r;
 }
 template <unsigned N, typename T>

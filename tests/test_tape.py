@@ -1,0 +1,192 @@
+"""Tape scenarios: seeding, zeroing, foreign arrays as constants, recorded adjoint launches, overwrite checks."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import kernels as wp
+from autodiff import Tape, gradcheck
+from autodiff.tape import OverwriteError
+
+
+@wp.kernel
+def copy_scaled(src: wp.array(dtype=float), scale: float, dst: wp.array(dtype=float)):
+    i = wp.tid()
+    dst[i] = src[i] * scale
+
+
+@wp.kernel
+def square(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = x[i] * x[i]
+
+
+@wp.kernel
+def increment(x: wp.array(dtype=float)):
+    i = wp.tid()
+    x[i] = x[i] + 1.0
+
+
+def _chain(device):
+    x = wp.array(np.array([1.0, 2.0, 3.0], np.float32), requires_grad=True, device=device)
+    y = wp.zeros(3, dtype=float, requires_grad=True, device=device)
+    z = wp.zeros(3, dtype=float, requires_grad=True, device=device)
+    s = wp.zeros(3, dtype=float, requires_grad=True, device=device)
+    tape = Tape()
+    with tape:
+        wp.launch(copy_scaled, dim=3, inputs=[x, 1.0, y], device=device)
+        wp.launch(copy_scaled, dim=3, inputs=[y, 1.0, z], device=device)
+        wp.launch(copy_scaled, dim=3, inputs=[z, 1.0, s], device=device)
+    return tape, x, y, z, s
+
+
+def test_repeated_backward_with_grads_and_zero_never_accumulates(device):
+    tape, x, y, z, s = _chain(device)
+    ones = np.ones(3, np.float32)
+    for _ in range(2):
+        for seeded in (y, z, s):
+            tape.backward(grads={seeded: ones})
+            np.testing.assert_array_equal(x.grad.numpy(), [1, 1, 1])
+            tape.zero()
+            for a in (x, y, z, s):
+                np.testing.assert_array_equal(a.grad.numpy(), [0, 0, 0])
+
+
+def test_filling_output_grad_by_hand_then_backward(device):
+    tape, x, y, z, s = _chain(device)
+    for _ in range(3):
+        s.grad.fill_(1.0)
+        tape.backward()
+        np.testing.assert_array_equal(x.grad.numpy(), [1, 1, 1])
+        tape.zero()
+
+
+def test_backward_loss_seeds_one_and_reset_clears(device):
+    x = wp.array(np.array([3.0], np.float32), requires_grad=True, device=device)
+    y = wp.zeros(1, dtype=float, requires_grad=True, device=device)
+    tape = Tape()
+    with tape:
+        wp.launch(square, dim=1, inputs=[x, y], device=device)
+    tape.backward(loss=y)
+    np.testing.assert_allclose(x.grad.numpy(), [6.0])
+    tape.reset()
+    assert tape.launches == []
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0])
+    with pytest.raises(ValueError, match="one-element"):
+        tape.backward(loss=wp.zeros(2, dtype=float, device=device))
+
+
+def test_numpy_array_passed_to_taped_launch_is_a_constant(device):
+    if device != "cpu":
+        pytest.skip("numpy arrays live in host memory")
+    x_np = np.array([1.0, 2.0, 3.0], np.float32)
+    before = x_np.copy()
+    y = wp.zeros(3, dtype=float, requires_grad=True, device=device)
+    tape = Tape()
+    with tape:
+        wp.launch(square, dim=3, inputs=[x_np, y], device=device)
+    np.testing.assert_allclose(y.numpy(), before * before)
+    tape.backward(grads={y: np.ones(3, np.float32)})
+    np.testing.assert_array_equal(x_np, before)
+
+
+def test_torch_tensor_passed_to_taped_launch_is_a_constant(device):
+    torch = pytest.importorskip("torch")
+    if device != "cpu":
+        pytest.skip("CPU tensor")
+    t = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float32, requires_grad=False)
+    before = t.clone()
+    y = wp.zeros(3, dtype=float, requires_grad=True, device=device)
+    tape = Tape()
+    with tape:
+        wp.launch(square, dim=3, inputs=[t, y], device=device)
+    tape.backward(grads={y: np.ones(3, np.float32)})
+    assert torch.equal(t, before)
+
+
+def test_recorded_adjoint_launch_replays_the_adjoint(device):
+    x = wp.array(np.array([1.0, 2.0], np.float32), device=device)
+    y = wp.zeros(2, dtype=float, device=device)
+    adj_x = wp.zeros(2, dtype=float, device=device)
+    adj_y = wp.array(np.ones(2, np.float32), device=device)
+    cmd = wp.launch(square, dim=2, inputs=[x, y], device=device, adjoint=True, adj_inputs=[adj_x, adj_y],
+                    record_cmd=True)
+    np.testing.assert_array_equal(adj_x.numpy(), [0, 0])  # recording runs nothing
+    cmd.launch()
+    np.testing.assert_allclose(adj_x.numpy(), [2.0, 4.0])
+    adj_x.zero_()
+    cmd.launch()
+    np.testing.assert_allclose(adj_x.numpy(), [2.0, 4.0])
+
+
+def test_recorded_forward_launch_parameters_and_dim(device):
+    x = wp.array(np.array([1.0, 2.0, 3.0], np.float32), device=device)
+    y = wp.zeros(3, dtype=float, device=device)
+    cmd = wp.launch(copy_scaled, dim=3, inputs=[x, 2.0, y], device=device, record_cmd=True)
+    np.testing.assert_array_equal(y.numpy(), [0, 0, 0])
+    cmd.launch()
+    np.testing.assert_allclose(y.numpy(), [2, 4, 6])
+    cmd.set_param_by_name("scale", 3.0)
+    cmd.launch()
+    np.testing.assert_allclose(y.numpy(), [3, 6, 9])
+    cmd.set_param_at_index(1, 1.0)
+    cmd.set_dim(1)
+    y.zero_()
+    cmd.launch()
+    np.testing.assert_allclose(y.numpy(), [1, 0, 0])
+    with pytest.raises(wp.LaunchError, match="no parameter"):
+        cmd.set_param_by_name("nope", 1.0)
+
+
+def test_record_func_runs_in_reverse_order(device):
+    x = wp.array(np.array([2.0], np.float32), requires_grad=True, device=device)
+    y = wp.zeros(1, dtype=float, requires_grad=True, device=device)
+    z = wp.zeros(1, dtype=float, requires_grad=True, device=device)
+    tape = Tape()
+    with tape:
+        wp.launch(square, dim=1, inputs=[x, y], device=device)
+        # a step done outside kernels (z = 3 y), with its gradient given by hand
+        z.assign(3.0 * y.numpy())
+
+        def backward():
+            y.grad.assign(y.grad.numpy() + 3.0 * z.grad.numpy())
+
+        tape.record_func(backward, [y, z])
+    tape.backward(grads={z: np.ones(1, np.float32)})
+    np.testing.assert_allclose(x.grad.numpy(), [12.0])
+
+
+def test_overwrite_of_an_array_read_earlier_is_reported(device):
+    x = wp.array(np.array([1.0, 2.0], np.float32), requires_grad=True, device=device)
+    y = wp.zeros(2, dtype=float, requires_grad=True, device=device)
+    saved = wp.config.overwrite_check
+    try:
+        wp.config.overwrite_check = "warn"
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with Tape():
+                wp.launch(square, dim=2, inputs=[x, y], device=device)
+                wp.launch(increment, dim=2, inputs=[x], device=device)
+        messages = [str(w.message) for w in caught]
+        assert any("increment" in m and "square" in m and "'x'" in m for m in messages), messages
+        wp.config.overwrite_check = "error"
+        with pytest.raises(OverwriteError, match="increment"):
+            with Tape():
+                wp.launch(square, dim=2, inputs=[x, y], device=device)
+                wp.launch(increment, dim=2, inputs=[x], device=device)
+    finally:
+        wp.config.overwrite_check = saved
+
+
+def test_gradcheck_reports_a_wrong_gradient(device):
+    """The checker itself must fail when the tape's gradient is wrong (here: a hand-written wrong backward)."""
+    x = wp.array(np.array([0.5, 1.5], np.float64), dtype=wp.float64, device=device)
+
+    def fn(x):
+        y = wp.zeros(2, dtype=wp.float64, device=device)
+        y.assign(x.numpy() ** 2)
+        return y
+
+    with pytest.raises(AssertionError, match="FAILED"):
+        gradcheck(fn, [x])
