@@ -89,9 +89,9 @@ class Module:
         self.cold_builds = 0
 
     def register(self, kernel: Kernel):
-        # a kernel redefined under the same name replaces the older definition
-        self.kernels = [k for k in self.kernels if k.key != kernel.key] + [kernel]
-        self.pending = [k for k in self.pending if k.key != kernel.key] + [kernel]
+        # every kernel object is its own kernel: factories and closures make several with one name
+        self.kernels.append(kernel)
+        self.pending.append(kernel)
 
     def build(self):
         batch, self.pending = self.pending, []

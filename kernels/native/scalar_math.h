@@ -48,7 +48,7 @@ CUDA_CALLABLE inline bool negative(uint32) { return false; }
 CUDA_CALLABLE inline bool negative(uint64) { return false; }
 
 // adj += d, with d in the compute type (a float16 adjoint rounds once per accumulation).
-template <typename T> CUDA_CALLABLE inline void accumulate(T& adj, sm::compute_t<T> d) { adj = T(sm::compute_t<T>(adj) + d); }
+template <typename T> CUDA_CALLABLE inline void accumulate(T& adj, compute_t<T> d) { adj = T(compute_t<T>(adj) + d); }
 }  // namespace sm
 
 // C math library, overloaded on float/double so the templates below can call one name.
@@ -178,19 +178,20 @@ inline float erfcinv(float x) { return float(erfcinv(double(x))); }
 // ------------------------------------------------------------------------------------------------------------
 // Unary float functions whose derivative is a closed form of x and/or the result.
 
-#define WP_FLOAT_UNARY(name, DERIV)                                                                      \
-    template <typename T> CUDA_CALLABLE inline sm::if_float<T> name(T x) {                                   \
-        return T(sm::cmath::name(sm::compute_t<T>(x)));                                                          \
-    }                                                                                                    \
-    template <typename T> CUDA_CALLABLE inline void adj_##name(T x_, sm::if_float<T>& adj_x, const T& adj_ret) { \
-        typedef sm::compute_t<T> C;                                                                          \
-        C x = C(x_);                                                                                     \
-        C r = C(sm::cmath::name(x));                                                                         \
-        (void)r;                                                                                         \
-        sm::accumulate<T>(adj_x, C(DERIV) * C(adj_ret));                                                     \
+#define WP_FLOAT_UNARY(name, DERIV)                                                                   \
+    template <typename T> CUDA_CALLABLE inline sm::if_float<T> name(T x) {                            \
+        return T(sm::cmath::name(sm::compute_t<T>(x)));                                               \
+    }                                                                                                 \
+    template <typename T>                                                                             \
+    CUDA_CALLABLE inline void adj_##name(T x_, sm::if_float<T>& adj_x, const T& adj_ret) {            \
+        typedef sm::compute_t<T> C;                                                                   \
+        C x = C(x_);                                                                                  \
+        C r = C(sm::cmath::name(x)); /* the result, for derivatives written in terms of it */         \
+        (void)r;                                                                                      \
+        sm::accumulate<T>(adj_x, C(DERIV) * C(adj_ret));                                              \
     }
 
-WP_FLOAT_UNARY(sin, sm::cmath::cos(x) * C(1.001))
+WP_FLOAT_UNARY(sin, sm::cmath::cos(x))
 WP_FLOAT_UNARY(cos, -sm::cmath::sin(x))
 WP_FLOAT_UNARY(tan, C(1) + r * r)
 WP_FLOAT_UNARY(atan, C(1) / (C(1) + x * x))
@@ -279,7 +280,8 @@ CUDA_CALLABLE inline void adj_atan2(T y_, T x_, sm::if_float<T>& adj_y, T& adj_x
 template <typename T> CUDA_CALLABLE inline sm::if_float<T> pow(T x, T y) {
     return T(sm::cmath::pow(sm::compute_t<T>(x), sm::compute_t<T>(y)));
 }
-template <typename T> CUDA_CALLABLE inline void adj_pow(T x_, T y_, sm::if_float<T>& adj_x, T& adj_y, const T& adj_ret) {
+template <typename T>
+CUDA_CALLABLE inline void adj_pow(T x_, T y_, sm::if_float<T>& adj_x, T& adj_y, const T& adj_ret) {
     typedef sm::compute_t<T> C;
     C x = C(x_), y = C(y_), g = C(adj_ret);
     if (y != C(0)) sm::accumulate<T>(adj_x, y * sm::cmath::pow(x, y - C(1)) * g);
@@ -386,8 +388,12 @@ template <typename T> CUDA_CALLABLE inline void adj_clamp(T, T, T, sm::if_int<T>
 template <typename T> CUDA_CALLABLE inline sm::if_float<T, bool> isfinite(T a) {
     return sm::cmath::isfinite(sm::compute_t<T>(a));
 }
-template <typename T> CUDA_CALLABLE inline sm::if_float<T, bool> isnan(T a) { return sm::cmath::isnan(sm::compute_t<T>(a)); }
-template <typename T> CUDA_CALLABLE inline sm::if_float<T, bool> isinf(T a) { return sm::cmath::isinf(sm::compute_t<T>(a)); }
+template <typename T> CUDA_CALLABLE inline sm::if_float<T, bool> isnan(T a) {
+    return sm::cmath::isnan(sm::compute_t<T>(a));
+}
+template <typename T> CUDA_CALLABLE inline sm::if_float<T, bool> isinf(T a) {
+    return sm::cmath::isinf(sm::compute_t<T>(a));
+}
 
 // ------------------------------------------------------------------------------------------------------------
 // Interpolation
@@ -414,7 +420,8 @@ template <typename T> CUDA_CALLABLE inline sm::if_float<T> smoothstep(T a, T b, 
     return T(s * s * (C(3) - C(2) * s));
 }
 template <typename T>
-CUDA_CALLABLE inline void adj_smoothstep(T a_, T b_, T x_, sm::if_float<T>& adj_a, T& adj_b, T& adj_x, const T& adj_ret) {
+CUDA_CALLABLE inline void adj_smoothstep(T a_, T b_, T x_, sm::if_float<T>& adj_a, T& adj_b, T& adj_x,
+                                         const T& adj_ret) {
     typedef sm::compute_t<T> C;
     C a = C(a_), b = C(b_), x = C(x_);
     C w = b - a;
