@@ -377,7 +377,11 @@ def as_array(obj, expected: ArrayType | None = None):
         a = np.from_dlpack(obj)
     else:
         raise TypeError(f"expected an array, got {type(obj).__name__}")
-    dtype = expected.dtype if expected is not None else _infer_dtype(a)
+    dtype = expected.dtype if expected is not None and expected.dtype is not T.Any else _infer_dtype(a)
+    want = _element_info(dtype)[0]
+    if a.dtype != want:
+        # converting would make a copy, and the kernel's writes would be lost with it
+        raise TypeError(f"its elements are {a.dtype}, expected {want}: convert it first")
     out = array(a, dtype=dtype, copy=False)
     out._foreign = True
     return out

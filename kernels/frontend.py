@@ -424,8 +424,23 @@ class Frontend:
     # ---- loops
 
     def loop_carried(self, body_stmts, extra=()):
-        names = _assigned_names(body_stmts) | set(extra)
+        names = _assigned_names(body_stmts) | set(extra) | self.mutated_by_calls(body_stmts)
         return [n for n in self.env if n in names and isinstance(self.env[n], ir.Value)]
+
+    def mutated_by_calls(self, stmts) -> set:
+        """Variables passed first to builtins that advance them (`wp.randf(state)`): they change in a loop."""
+        out = set()
+        for stmt in stmts:
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name):
+                    try:
+                        f = self.static_eval(node.func, quiet=True)
+                    except Exception:
+                        continue
+                    name = getattr(f, "_wp_builtin_", None)
+                    if name is not None and _mutates_first(name):
+                        out.add(node.args[0].id)
+        return out
 
     def stmt_For(self, node):
         if node.orelse:

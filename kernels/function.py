@@ -98,10 +98,10 @@ class Func:
         out = list(args[:npos]) + [None] * (len(names) - npos)
         for k, v in zip(kwargs_names, args[npos:]):
             if k not in names:
-                raise CompileError(f"'{self.name}' has no parameter '{k}'", op.loc)
+                raise CompileError(f"'{self.name}' has no parameter '{k}'", op.loc, _caller(op))
             out[names.index(k)] = v
         if any(v is None for v in out):
-            raise CompileError(f"'{self.name}' is missing arguments", op.loc)
+            raise CompileError(f"'{self.name}' is missing arguments", op.loc, _caller(op))
         return out
 
     def specialize(self, args, ti, op):
@@ -116,7 +116,8 @@ class Func:
                 fn = self.specializations.get(types_)
                 if fn is None:
                     if types_ in _in_progress:
-                        raise CompileError(f"'{self.name}' calls itself: recursion is not supported", op.loc)
+                        raise CompileError(f"'{self.name}' calls itself: recursion is not supported", op.loc,
+                                           ti.fn.name)
                     _in_progress.add(types_)
                     try:
                         fn = compile_ir(source, "func", self.name, list(types_))
@@ -126,10 +127,14 @@ class Func:
                     self.specializations[types_] = fn
                 return fn, conv
         got = ", ".join(describe(a.type) for a in args)
-        raise CompileError(f"no overload of '{self.name}' accepts ({got})", op.loc)
+        raise CompileError(f"no overload of '{self.name}' accepts ({got})", op.loc, ti.fn.name)
 
 
 _in_progress: set = set()
+
+
+def _caller(op) -> str:
+    return op.attrs.get("caller", "")
 
 
 def compile_ir(source: FunctionSource, kind: str, name: str, param_types: list) -> ir.Function:

@@ -207,6 +207,8 @@ def launch(kernel, dim, inputs=(), outputs=(), device=None, adjoint=False, adj_i
     values = list(inputs) + list(outputs)
     if adjoint and not kernel.enable_backward:
         raise LaunchError(f"kernel '{kernel.name}' was compiled with enable_backward=False")
+    if adjoint and kernel.adjoint_error is not None:
+        raise kernel.adjoint_error
     adj_values = None
     if adjoint:
         adj_values = list(adj_inputs or [None] * len(inputs)) + list(adj_outputs or [None] * len(outputs))

@@ -40,6 +40,7 @@ class Kernel:
         self.backward_fn = None
         self.args_ctype = None
         self.tid_ndim = 0
+        self.adjoint_error = None  # why this kernel has no backward (a CompileError), raised when one is asked for
         self.__doc__ = pyfunc.__doc__
 
     def __call__(self, *args, **kwargs):
@@ -117,7 +118,7 @@ class Module:
                     k.error = e
 
     def _build_library(self, kernels: list):
-        from .render_adjoint import render_adjoint_function, render_adjoint_kernel
+        from .render_adjoint import adjoint_error, render_adjoint_function, render_adjoint_kernel
         debug = config.mode == "debug"
         src = ModuleSource(CPU, debug)
         parts = []
@@ -146,7 +147,8 @@ class Module:
             k.entry = k._pending_entry
             k.forward_fn = getattr(lib, f"{k.entry}_forward")
             k.forward_fn.restype = None
-            if k.enable_backward:
+            k.adjoint_error = adjoint_error(k.ir) if k.enable_backward else None
+            if k.enable_backward and k.adjoint_error is None:
                 k.backward_fn = getattr(lib, f"{k.entry}_backward")
                 k.backward_fn.restype = None
             k.source_text = source

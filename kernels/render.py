@@ -158,6 +158,8 @@ class FunctionRenderer:
                 if isinstance(obj, str):
                     out.append('"' + obj.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"')
                     continue
+                if isinstance(obj, type) or T.is_scalar(T.canonical_type(obj)):
+                    continue  # a type argument (dtype=...): already part of the overload's C++ types
                 raise CompileError(f"compile-time value {obj!r} cannot be passed here", None, self.fn.name)
             out.append(self.name(v))
         return ", ".join(out)
@@ -260,10 +262,12 @@ class FunctionRenderer:
         if len(pairs) == 1:
             self.emit(f"{self.name(pairs[0][0])} = {self.name(pairs[0][1])};")
             return
+        self.emit("{")
         for k, (t, v) in enumerate(pairs):
-            self.emit(f"{ctype(t.type)} carry{k}_ = {self.name(v)};")
+            self.emit(f"    {ctype(t.type)} carry{k}_ = {self.name(v)};")
         for k, (t, v) in enumerate(pairs):
-            self.emit(f"{self.name(t)} = carry{k}_;")
+            self.emit(f"    {self.name(t)} = carry{k}_;")
+        self.emit("}")
 
     def bind_args(self, args, results):
         """Loop block arguments share the C++ variable of the loop result they carry."""

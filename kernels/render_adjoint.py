@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from . import ir
 from .passes.adjoint import analyze, array_adjoint_source
+from .errors import CompileError
 from .render import FunctionRenderer, _has_ctype, ctype
 from .typesys import ArrayType, StaticType, is_differentiable_type, is_struct
 
@@ -88,7 +89,8 @@ class AdjointRenderer(FunctionRenderer):
     def op_call(self, op, replay):
         super().op_call(op, replay)
         if replay and op.attrs.get("name") == "struct_get" and op.results and \
-                isinstance(op.results[0].type, ArrayType):
+                (isinstance(op.results[0].type, ArrayType) or is_struct(op.results[0].type)):
+            # array members (also inside nested structs) take their gradient arrays from the adjoint struct
             r = op.results[0]
             self.emit(f"{self.adj(r)} = {self.adj(op.operands[0])}.{op.attrs['field']};")
 
@@ -125,10 +127,13 @@ class AdjointRenderer(FunctionRenderer):
         if name == "load":
             self.emit(f"wp::adj_index_load({self.adj(a[0])}, {line}, {self.args(a[1:])}, {self.adj(op.results[0])});")
             return
-        if name in ("store", "atomic_add", "atomic_sub"):
-            sign = "-" if name == "atomic_sub" else ""
-            self.emit(f"wp::adj_index_store({self.adj(a[0])}, {line}, {self.args(a[1:-1])}, {self.adj(a[-1])}, "
-                      f"{'true' if sign else 'false'});")
+        if name in ("store", "atomic_add"):
+            self.emit(f"wp::adj_index_store({self.adj(a[0])}, {line}, {self.args(a[1:-1])}, {self.adj(a[-1])});")
+            return
+        if name == "atomic_sub":
+            t = ctype(a[-1].type)
+            self.emit(f"{{ {t} g_ = {t}(); wp::adj_index_store({self.adj(a[0])}, {line}, {self.args(a[1:-1])}, g_); "
+                      f"{self.adj(a[-1])} = wp::sub({self.adj(a[-1])}, g_); }}")
             return
         if name == "struct_get":
             if not isinstance(op.results[0].type, ArrayType):
@@ -230,14 +235,12 @@ class AdjointRenderer(FunctionRenderer):
     # ------------------------------------------------------------------------------------------ bodies
 
     def prepare(self):
-        analyze(self.fn)
+        error = adjoint_error(self.fn)
+        if error is not None:
+            raise error
         for op in ir.walk(self.fn.body):
             if op.opcode in ("for", "while"):
                 op.regions[-1]._loop_owner = op
-        # array adjoints must come from somewhere known
-        for op in ir.walk(self.fn.body):
-            if op.opcode == "call" and op.attrs.get("name") in ("load", "store", "atomic_add", "atomic_sub"):
-                array_adjoint_source(op.operands[0], self.fn)
 
     def backward_body(self):
         self.declare_values(self.fn.body)
@@ -245,6 +248,25 @@ class AdjointRenderer(FunctionRenderer):
         self.block(self.fn.body, replay=True)
         self.reverse(self.fn.body)
         return "\n".join(self.lines)
+
+
+def adjoint_error(fn: ir.Function):
+    """The CompileError that makes `fn` (or a function it calls) non-differentiable, or None. Cached."""
+    if not hasattr(fn, "_adjoint_error"):
+        fn._adjoint_error = None
+        try:
+            analyze(fn)
+            for op in ir.walk(fn.body):
+                if op.opcode == "call" and op.operands and op.attrs.get("name") in (
+                        "load", "store", "atomic_add", "atomic_sub"):
+                    array_adjoint_source(op.operands[0], fn)
+                callee = op.attrs.get("callee")
+                if callee is not None and adjoint_error(callee) is not None:
+                    fn._adjoint_error = adjoint_error(callee)
+                    break
+        except CompileError as e:
+            fn._adjoint_error = e
+    return fn._adjoint_error
 
 
 def render_adjoint_kernel(fn: ir.Function, src, entry: str) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from . import ir
 from .render import CPU, CUDA, FunctionRenderer, ctype, _has_ctype
+from .render_adjoint import adjoint_error
 from .typesys import ArrayType, is_struct
 
 HEADER = '#include "builtin.h"\n'
@@ -45,9 +46,13 @@ class ModuleSource:
         # adjoint accumulation of struct values adds field by field; array members are views, never summed
         adds = "\n".join(f"    r.{name} = wp::add(a.{name}, b.{name});" for name, ft in info.fields.items()
                          if not isinstance(ft, ArrayType))
+        atomics = "\n".join(f"    atomic_rmw_add(&p->{name}, v.{name});" for name, ft in info.fields.items()
+                            if not isinstance(ft, ArrayType))
         return (f"struct {info.cname} {{\n{fields}\n}};\n"
                 f"CUDA_CALLABLE inline {info.cname} add(const {info.cname}& a, const {info.cname}& b) {{\n"
-                f"    {info.cname} r = a;\n{adds}\n    return r;\n}}\n")
+                f"    {info.cname} r = a;\n{adds}\n    return r;\n}}\n"
+                f"CUDA_CALLABLE inline {info.cname} atomic_rmw_add({info.cname}* p, const {info.cname}& v) {{\n"
+                f"    {info.cname} old = *p;\n{atomics}\n    return old;\n}}\n")
 
     # ---- functions
 
@@ -82,7 +87,7 @@ class ModuleSource:
         r.block(fn.body)
         body = "\n".join(r.lines)
         out.append(f"static CUDA_CALLABLE inline {ret} {name}({params}) {{\n{body}\n}}")
-        if adjoint_renderer is not None:
+        if adjoint_renderer is not None and adjoint_error(fn) is None:
             out.append(adjoint_renderer(fn, self, name, ret))
         return "\n".join(out) + "\n"
 
@@ -92,6 +97,9 @@ class ModuleSource:
         """Args struct, per-thread forward function and the entry point named `{entry}_forward`."""
         for p in fn.params:
             self.add_type(p.type)
+        for op in ir.walk(fn.body):
+            for r in op.results:
+                self.add_type(r.type)
         fields = "\n".join(f"    {ctype(p.type)} {n};" for p, n in zip(fn.params, fn.param_names))
         out = [f"struct {entry}_args {{\n{fields}\n}};"]
         r = FunctionRenderer(fn, self.dialect, self.debug, self.func_names)
@@ -103,7 +111,7 @@ class ModuleSource:
         out.append(f"static CUDA_CALLABLE inline void {entry}_forward_thread(const wp::launch_bounds_t& lb, "
                    f"wp::int64 task, const {entry}_args& args) {{\n    (void)lb; (void)task;\n{body}\n}}")
         out.append(self.entry_point(entry, "forward", f"const {entry}_args* args", "*args"))
-        if adjoint_renderer is not None:
+        if adjoint_renderer is not None and adjoint_error(fn) is None:
             out.append(adjoint_renderer(fn, self, entry))
         return "\n".join(out) + "\n"
 

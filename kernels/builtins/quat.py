@@ -1,9 +1,8 @@
-"""Quaternion, transform and spatial-vector builtins (Warp 1.19's "Quaternion Math", "Transformations" and
-"Spatial Math" groups), for float16/float32/float64.
+"""Quaternion and transform builtins (Warp 1.19's "Quaternion Math" and "Transformations" groups), for
+float16/float32/float64. Spatial vectors (spatial_top, spatial_cross, ...) are the vector group's.
 
 Conventions, as in Warp: a quaternion is (x, y, z, w) with w the real part; `a * b` is the Hamilton product and
-applies b first; a transform is (p, q) and maps x to quat_rotate(q, x) + p; a spatial vector is 6-d, top (0..2)
-angular and bottom (3..5) linear for twists, torque and force for wrenches. `wp.quat()` and `wp.transform()` are
+applies b first; a transform is (p, q) and maps x to quat_rotate(q, x) + p. `wp.quat()` and `wp.transform()` are
 all zeros; `quat_identity()` / `transform_identity()` give the identity rotation.
 
 Native code: kernels/native/quat.h and kernels/native/transform.h (forward and adjoint side by side).
@@ -22,8 +21,8 @@ F = S("T", "float")
 U = S("U", "float")  # the source scalar type of a conversion
 IDX = S("I", "int")
 QF, XF = Q(F), X(F)
-V3, V6 = V(3, F), V(6, F)
-GROUP_QUAT, GROUP_XFORM, GROUP_SPATIAL = "quaternion", "transform", "spatial"
+V3 = V(3, F)
+GROUP_QUAT, GROUP_XFORM = "quaternion", "transform"
 
 
 def _quat(name, args, ret, doc, arg_names, **kw):
@@ -73,8 +72,7 @@ _quat("quat_inverse", (QF,), QF, "conjugate (-x, -y, -z, w): the inverse of a un
 _quat("quat_from_axis_angle", (V3, F), QF, "rotation of angle [rad] about the unit axis, right-handed",
       ("axis", "angle"))
 _quat("quat_to_axis_angle", (QF,), (V3, F),
-      "(axis, angle [rad] in [0, pi]) of normalize(quat); axis (1, 0, 0) for a zero angle", ("quat",),
-      differentiable=False)
+      "(axis, angle [rad] in [0, pi]) of normalize(quat); axis (1, 0, 0) for a zero angle", ("quat",))
 _quat("quat_rotate", (QF, V3), V3, "vec rotated by quat (unit length expected)", ("quat", "vec"))
 _quat("quat_rotate_inv", (QF, V3), V3, "vec rotated by the inverse of quat", ("quat", "vec"))
 _quat("quat_to_matrix", (QF,), M(3, 3, F), "3x3 rotation matrix m with m @ v == quat_rotate(quat, v)", ("quat",))
@@ -121,16 +119,3 @@ _xform("transform_point", (XF, V3), V3, "quat_rotate(xform.q, point) + xform.p",
 _xform("transform_point", (M(4, 4, F), V3), V3, "first 3 components of mat @ (point, 1)", ("mat", "point"))
 _xform("transform_vector", (XF, V3), V3, "quat_rotate(xform.q, vec) (no translation)", ("xform", "vec"))
 _xform("transform_vector", (M(4, 4, F), V3), V3, "first 3 components of mat @ (vec, 0)", ("mat", "vec"))
-
-# ---- spatial vectors (length-6 vectors; their construction and arithmetic belong to the vector group) -------------
-
-add_builtin("spatial_top", (V6,), V3, group=GROUP_SPATIAL, doc="components 0..2: angular velocity or torque",
-            arg_names=("svec",))
-add_builtin("spatial_bottom", (V6,), V3, group=GROUP_SPATIAL, doc="components 3..5: linear velocity or force",
-            arg_names=("svec",))
-add_builtin("spatial_dot", (V6, V6), "T", group=GROUP_SPATIAL, doc="6-d dot product (wrench . twist = power)",
-            arg_names=("a", "b"))
-add_builtin("spatial_cross", (V6, V6), V6, group=GROUP_SPATIAL,
-            doc="twist x twist: (wa x wb, va x wb + wa x vb) for a = (wa, va), b = (wb, vb)", arg_names=("a", "b"))
-add_builtin("spatial_cross_dual", (V6, V6), V6, group=GROUP_SPATIAL,
-            doc="twist x* wrench: (w x n + v x f, w x f) for a = (w, v), b = (n, f)", arg_names=("a", "b"))

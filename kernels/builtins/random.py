@@ -3,7 +3,7 @@
 An RNG state is a uint32 made by `rand_init(seed[, offset])`; every draw advances it with the PCG hash
 (Jarzynski & Olano 2020), so `rng = wp.rand_init(seed, tid); a = wp.randf(rng); b = wp.randf(rng)` gives a != b.
 Results are deterministic for a seed, offset and call order, and identical on the CPU and CUDA. None of these
-builtins is differentiable.
+builtins is differentiable; printf/print are declared differentiable with an empty adjoint (see below).
 
 Native code: kernels/native/random.h (draws take the state by reference and advance it) and
 kernels/native/debug_print.h.
@@ -50,10 +50,12 @@ _draw("sample_unit_cube", (U32,), T.vec3, "uniform point in [-0.5, 0.5)^3")
 # ---- debug printing -------------------------------------------------------------------------------------------
 
 # printf(fmt, *args): fmt is a compile-time string, rendered as a C string literal; 0 to 8 values.
+# Printing yields nothing, so it contributes nothing to a gradient: differentiable (with an empty adjoint), which lets
+# kernels print values that carry gradients. It is a side effect, so the backward pass does not print again.
 for _n in range(9):
     add_builtin("printf", (AnyType("FMT"),) + tuple(AnyType(f"A{k}") for k in range(_n)), None, native="printf",
-                group="debug", side_effect=True, differentiable=False,
+                group="debug", side_effect=True,
                 arg_names=("fmt",) + tuple(f"arg{k}" for k in range(_n)),
                 doc="C printf (float16 printed through double); on CUDA, lines of different threads interleave")
-add_builtin("print", (AnyType("A"),), None, native="print", group="debug", side_effect=True, differentiable=False,
+add_builtin("print", (AnyType("A"),), None, native="print", group="debug", side_effect=True,
             arg_names=("value",), doc="print a scalar, vector, matrix, quaternion or transform on one line")

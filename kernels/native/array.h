@@ -194,23 +194,23 @@ CUDA_CALLABLE inline void adj_index_load(const array_t<T>& g, int line, int64 i,
     if (g.data) atomic_rmw_add(&index(g, line, i, j, k, l), adj);
 }
 
-// Adjoint of a write a[i...] = v (or an atomic add/sub of v): v's adjoint gains the gradient of that element.
-template <typename T> CUDA_CALLABLE inline void adj_index_store(const array_t<T>& g, int line, int64 i, T& adj_v, bool negate) {
-    if (g.data) adj_v = negate ? sub(adj_v, index(g, line, i)) : add(adj_v, index(g, line, i));
+// Adjoint of a write a[i...] = v (or an atomic add of v): v's adjoint gains the gradient of that element.
+// atomic_sub renders its value negated, so its adjoint flows through that negation.
+template <typename T> CUDA_CALLABLE inline void adj_index_store(const array_t<T>& g, int line, int64 i, T& adj_v) {
+    if (g.data) adj_v = add(adj_v, index(g, line, i));
 }
 template <typename T>
-CUDA_CALLABLE inline void adj_index_store(const array_t<T>& g, int line, int64 i, int64 j, T& adj_v, bool negate) {
-    if (g.data) adj_v = negate ? sub(adj_v, index(g, line, i, j)) : add(adj_v, index(g, line, i, j));
+CUDA_CALLABLE inline void adj_index_store(const array_t<T>& g, int line, int64 i, int64 j, T& adj_v) {
+    if (g.data) adj_v = add(adj_v, index(g, line, i, j));
 }
 template <typename T>
-CUDA_CALLABLE inline void adj_index_store(const array_t<T>& g, int line, int64 i, int64 j, int64 k, T& adj_v,
-                                          bool negate) {
-    if (g.data) adj_v = negate ? sub(adj_v, index(g, line, i, j, k)) : add(adj_v, index(g, line, i, j, k));
+CUDA_CALLABLE inline void adj_index_store(const array_t<T>& g, int line, int64 i, int64 j, int64 k, T& adj_v) {
+    if (g.data) adj_v = add(adj_v, index(g, line, i, j, k));
 }
 template <typename T>
 CUDA_CALLABLE inline void adj_index_store(const array_t<T>& g, int line, int64 i, int64 j, int64 k, int64 l,
-                                          T& adj_v, bool negate) {
-    if (g.data) adj_v = negate ? sub(adj_v, index(g, line, i, j, k, l)) : add(adj_v, index(g, line, i, j, k, l));
+                                          T& adj_v) {
+    if (g.data) adj_v = add(adj_v, index(g, line, i, j, k, l));
 }
 
 }  // namespace wp

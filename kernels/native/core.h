@@ -113,7 +113,7 @@ struct mat_t {
 template <typename Type>
 struct quat_t {
     Type x, y, z, w;
-    CUDA_CALLABLE quat_t() : x(0), y(0), z(0), w(1) {}
+    CUDA_CALLABLE quat_t() : x(0), y(0), z(0), w(0) {}
     CUDA_CALLABLE quat_t(Type x_, Type y_, Type z_, Type w_) : x(x_), y(y_), z(z_), w(w_) {}
 };
 

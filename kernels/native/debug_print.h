@@ -1,4 +1,4 @@
-// printf and print for kernels, on the CPU and in CUDA. Not differentiable; never replayed in the adjoint.
+// printf and print for kernels, on the CPU and in CUDA. No gradient contribution; never replayed in the adjoint.
 // Each printed line is one ::printf call, so lines from different threads interleave whole.
 #pragma once
 #include "core.h"
@@ -17,6 +17,8 @@ CUDA_CALLABLE inline unsigned long long printf_arg(uint64 v) { return (unsigned 
 template <typename... Args> CUDA_CALLABLE inline void printf(const char* fmt, Args... args) {
     ::printf(fmt, printf_arg(args)...);
 }
+// Printing contributes nothing to gradients (and is not repeated by the backward pass).
+template <typename... Args> CUDA_CALLABLE inline void adj_printf(const char*, Args&&...) {}
 
 // ---- print(x): the value on one line, Python-like ([a, b, c] for vectors) ------------------------------------
 
@@ -69,7 +71,9 @@ CUDA_CALLABLE inline void print_row(const char* label, const char* open, const T
              a[15]);
 }
 
-template <typename T> CUDA_CALLABLE inline void print_value(const char* label, T v) { print_row(label, "", &v, 1, "\n"); }
+template <typename T> CUDA_CALLABLE inline void print_value(const char* label, T v) {
+    print_row(label, "", &v, 1, "\n");
+}
 CUDA_CALLABLE inline void print_value(const char* label, bool v) { ::printf("%s%s\n", label, v ? "True" : "False"); }
 template <unsigned N, typename T> CUDA_CALLABLE inline void print_value(const char* label, const vec_t<N, T>& v) {
     for (unsigned i = 0; i < N; i += 16) {
@@ -77,7 +81,8 @@ template <unsigned N, typename T> CUDA_CALLABLE inline void print_value(const ch
         print_row(i == 0 ? label : "", i == 0 ? "[" : " ", v.c + i, int(n), i + 16 >= N ? "]\n" : ",\n");
     }
 }
-template <unsigned R, unsigned C, typename T> CUDA_CALLABLE inline void print_value(const char* label, const mat_t<R, C, T>& m) {
+template <unsigned R, unsigned C, typename T> CUDA_CALLABLE inline void print_value(const char* label, const mat_t<R,
+                                                                                    C, T>& m) {
     for (unsigned i = 0; i < R; ++i)
         print_row(i == 0 ? label : "", i == 0 ? "[[" : " [", m.data[i], int(C), i + 1 == R ? "]]\n" : "],\n");
 }
@@ -92,5 +97,6 @@ template <typename T> CUDA_CALLABLE inline void print_value(const char* label, c
 
 // print(x) as in Python: the value alone.
 template <typename T> CUDA_CALLABLE inline void print(const T& v) { print_value("", v); }
+template <typename T> CUDA_CALLABLE inline void adj_print(const T&, T&) {}
 
 }  // namespace wp

@@ -32,7 +32,9 @@ template <typename T> CUDA_CALLABLE inline vec_t<3, T> quat_vec3(T x, T y, T z) 
     v.c[0] = x; v.c[1] = y; v.c[2] = z;
     return v;
 }
-template <typename T> CUDA_CALLABLE inline vec_t<3, T> quat_imag(const quat_t<T>& q) { return quat_vec3<T>(q.x, q.y, q.z); }
+template <typename T> CUDA_CALLABLE inline vec_t<3, T> quat_imag(const quat_t<T>& q) {
+    return quat_vec3<T>(q.x, q.y, q.z);
+}
 template <typename T> CUDA_CALLABLE inline T quat_dot3(const vec_t<3, T>& a, const vec_t<3, T>& b) {
     return T(a.c[0] * b.c[0] + a.c[1] * b.c[1] + a.c[2] * b.c[2]);
 }
@@ -108,7 +110,9 @@ CUDA_CALLABLE inline void adj_sub(const quat_t<T>&, const quat_t<T>&, quat_t<T>&
     quat_accq(adj_a, adj_ret); quat_accq(adj_b, adj_ret, T(-1));
 }
 
-template <typename T> CUDA_CALLABLE inline quat_t<T> neg(const quat_t<T>& a) { return quat_t<T>(-a.x, -a.y, -a.z, -a.w); }
+template <typename T> CUDA_CALLABLE inline quat_t<T> neg(const quat_t<T>& a) {
+    return quat_t<T>(-a.x, -a.y, -a.z, -a.w);
+}
 template <typename T> CUDA_CALLABLE inline void adj_neg(const quat_t<T>&, quat_t<T>& adj_a, const quat_t<T>& adj_ret) {
     quat_accq(adj_a, adj_ret, T(-1));
 }
@@ -148,8 +152,10 @@ CUDA_CALLABLE inline void adj_div(T s, const quat_t<T>& a, T& adj_s, quat_t<T>& 
 
 // Hamilton product: rotations compose right to left, rotate(a * b, v) == rotate(a, rotate(b, v)).
 template <typename T> CUDA_CALLABLE inline quat_t<T> mul(const quat_t<T>& a, const quat_t<T>& b) {
-    return quat_t<T>(T(a.w * b.x + a.x * b.w + a.y * b.z - a.z * b.y), T(a.w * b.y - a.x * b.z + a.y * b.w + a.z * b.x),
-                     T(a.w * b.z + a.x * b.y - a.y * b.x + a.z * b.w), T(a.w * b.w - a.x * b.x - a.y * b.y - a.z * b.z));
+    return quat_t<T>(T(a.w * b.x + a.x * b.w + a.y * b.z - a.z * b.y),
+                     T(a.w * b.y - a.x * b.z + a.y * b.w + a.z * b.x),
+                     T(a.w * b.z + a.x * b.y - a.y * b.x + a.z * b.w),
+                     T(a.w * b.w - a.x * b.x - a.y * b.y - a.z * b.z));
 }
 template <typename T> CUDA_CALLABLE inline quat_t<T> quat_inverse(const quat_t<T>& q) {
     return quat_t<T>(-q.x, -q.y, -q.z, q.w);
@@ -193,7 +199,8 @@ template <typename T> CUDA_CALLABLE inline quat_t<T> normalize(const quat_t<T>& 
     T l = length(a);
     return l > T(0) ? div(a, l) : quat_t<T>(0, 0, 0, 0);
 }
-template <typename T> CUDA_CALLABLE inline void adj_normalize(const quat_t<T>& a, quat_t<T>& adj_a, const quat_t<T>& adj_ret) {
+template <typename T> CUDA_CALLABLE inline void adj_normalize(const quat_t<T>& a, quat_t<T>& adj_a,
+                                                              const quat_t<T>& adj_ret) {
     T l = length(a);
     if (!(l > T(0))) return;
     quat_t<T> n = div(a, l);
@@ -214,7 +221,9 @@ CUDA_CALLABLE inline void adj_lerp(const quat_t<T>& a, const quat_t<T>& b, T t, 
 
 // ---- components -----------------------------------------------------------------------------------------------
 
-template <typename T, typename I> CUDA_CALLABLE inline T extract(const quat_t<T>& q, I i) { return quat_component(q, int(i)); }
+template <typename T, typename I> CUDA_CALLABLE inline T extract(const quat_t<T>& q, I i) {
+    return quat_component(q, int(i));
+}
 template <typename T, typename I>
 CUDA_CALLABLE inline void adj_extract(const quat_t<T>&, I i, quat_t<T>& adj_q, I&, const T& adj_ret) {
     quat_acc(quat_component(adj_q, int(i)), adj_ret);
@@ -227,7 +236,8 @@ template <typename T, typename I> CUDA_CALLABLE inline quat_t<T> assign(const qu
     return r;
 }
 template <typename T, typename I>
-CUDA_CALLABLE inline void adj_assign(const quat_t<T>&, I i, T, quat_t<T>& adj_q, I&, T& adj_v, const quat_t<T>& adj_ret) {
+CUDA_CALLABLE inline void adj_assign(const quat_t<T>&, I i, T, quat_t<T>& adj_q, I&, T& adj_v,
+                                     const quat_t<T>& adj_ret) {
     quat_t<T> g = adj_ret;
     quat_acc(adj_v, quat_component(g, int(i)));
     quat_component(g, int(i)) = T(0);
@@ -243,8 +253,8 @@ template <typename T> CUDA_CALLABLE inline quat_t<T> quat_from_axis_angle(const 
     return quat_t<T>(T(axis.c[0] * s), T(axis.c[1] * s), T(axis.c[2] * s), quat_cos(h));
 }
 template <typename T>
-CUDA_CALLABLE inline void adj_quat_from_axis_angle(const vec_t<3, T>& axis, T angle, vec_t<3, T>& adj_axis, T& adj_angle,
-                                                   const quat_t<T>& adj_ret) {
+CUDA_CALLABLE inline void adj_quat_from_axis_angle(const vec_t<3, T>& axis, T angle, vec_t<3, T>& adj_axis,
+                                                   T& adj_angle, const quat_t<T>& adj_ret) {
     T h = T(angle * T(0.5));
     T s = quat_sin(h), c = quat_cos(h);
     vec_t<3, T> g = quat_imag(adj_ret);
@@ -254,7 +264,8 @@ CUDA_CALLABLE inline void adj_quat_from_axis_angle(const vec_t<3, T>& axis, T an
 
 // Rotation of v by q: v (2w^2 - 1) + 2w (u x v) + 2u (u . v), u the imaginary part. Equal to q v q* for unit q;
 // this form (Warp's) fixes the derivative with respect to q off the unit sphere.
-template <typename T> CUDA_CALLABLE inline vec_t<3, T> quat_rotate_signed(const quat_t<T>& q, const vec_t<3, T>& v, T sign) {
+template <typename T>
+CUDA_CALLABLE inline vec_t<3, T> quat_rotate_signed(const quat_t<T>& q, const vec_t<3, T>& v, T sign) {
     vec_t<3, T> u = quat_imag(q);
     T c = T(T(2) * q.w * q.w - T(1));
     T uv = quat_dot3(u, v);
@@ -285,8 +296,8 @@ template <typename T> CUDA_CALLABLE inline vec_t<3, T> quat_rotate(const quat_t<
     return quat_rotate_signed(q, v, T(1));
 }
 template <typename T>
-CUDA_CALLABLE inline void adj_quat_rotate(const quat_t<T>& q, const vec_t<3, T>& v, quat_t<T>& adj_q, vec_t<3, T>& adj_v,
-                                          const vec_t<3, T>& adj_ret) {
+CUDA_CALLABLE inline void adj_quat_rotate(const quat_t<T>& q, const vec_t<3, T>& v, quat_t<T>& adj_q,
+                                          vec_t<3, T>& adj_v, const vec_t<3, T>& adj_ret) {
     adj_quat_rotate_signed(q, v, T(1), adj_q, adj_v, adj_ret);
 }
 template <typename T> CUDA_CALLABLE inline vec_t<3, T> quat_rotate_inv(const quat_t<T>& q, const vec_t<3, T>& v) {
@@ -374,7 +385,8 @@ template <unsigned R, unsigned C, typename T> CUDA_CALLABLE inline quat_t<T> qua
     return normalize(quat_shepperd_raw(m, quat_shepperd(quat_shepperd_choice(m))));
 }
 template <unsigned R, unsigned C, typename T>
-CUDA_CALLABLE inline void adj_quat_from_matrix(const mat_t<R, C, T>& m, mat_t<R, C, T>& adj_m, const quat_t<T>& adj_ret) {
+CUDA_CALLABLE inline void adj_quat_from_matrix(const mat_t<R, C, T>& m, mat_t<R, C, T>& adj_m,
+                                               const quat_t<T>& adj_ret) {
     quat_shepperd_branch br = quat_shepperd(quat_shepperd_choice(m));
     quat_t<T> p = quat_shepperd_raw(m, br);
     quat_t<T> adj_p(0, 0, 0, 0);
@@ -404,7 +416,8 @@ template <typename T> CUDA_CALLABLE inline quat_t<T> quat_axis_rotation(int axis
     quat_component(q, axis) = quat_sin(h);
     return q;
 }
-template <typename T> CUDA_CALLABLE inline void adj_quat_axis_rotation(int axis, T angle, T& adj_angle, const quat_t<T>& g) {
+template <typename T>
+CUDA_CALLABLE inline void adj_quat_axis_rotation(int axis, T angle, T& adj_angle, const quat_t<T>& g) {
     T h = T(angle * T(0.5));
     quat_acc(adj_angle, T(0.5) * (quat_cos(h) * quat_component(g, axis) - quat_sin(h) * g.w));
 }
@@ -443,6 +456,31 @@ template <typename T> CUDA_CALLABLE inline quat_axis_angle_t<T> quat_to_axis_ang
     }
     return r;
 }
+// One adjoint per result (axis, angle). No gradient flows through a zero rotation, where the axis is arbitrary.
+template <typename T>
+CUDA_CALLABLE inline void adj_quat_to_axis_angle(const quat_t<T>& q, quat_t<T>& adj_q, const vec_t<3, T>& adj_axis,
+                                                 const T& adj_angle) {
+    quat_t<T> n = normalize(q);
+    T sign = T(1);
+    if (n.w < T(0)) {
+        n = neg(n);
+        sign = T(-1);
+    }
+    vec_t<3, T> u = quat_imag(n);
+    T s = quat_sqrt(quat_dot3(u, u));
+    if (!(s > T(0))) return;
+    vec_t<3, T> axis = quat_vec3<T>(T(u.c[0] / s), T(u.c[1] / s), T(u.c[2] / s));
+    // angle = 2 atan2(s, w); axis = u / s; s = |u|
+    T r2 = T(s * s + n.w * n.w);
+    T adj_s = T(adj_angle * T(2) * n.w / r2);
+    T adj_w = T(-adj_angle * T(2) * s / r2);
+    T ag = quat_dot3(axis, adj_axis);
+    quat_t<T> adj_n(0, 0, 0, 0);
+    for (int i = 0; i < 3; ++i)
+        quat_component(adj_n, i) = T((adj_axis.c[i] - axis.c[i] * ag) / s + adj_s * axis.c[i]);
+    adj_n.w = adj_w;
+    adj_normalize(q, adj_q, mul(adj_n, sign));
+}
 
 // Spherical interpolation along the shortest arc: a at t = 0, +-normalize(b) at t = 1 (the sign making
 // dot(a, b) >= 0). Nearly parallel inputs fall back to linear interpolation.
@@ -463,8 +501,8 @@ template <typename T> CUDA_CALLABLE inline quat_t<T> quat_slerp(const quat_t<T>&
     return add(mul(a, alpha), mul(bn, beta));
 }
 template <typename T>
-CUDA_CALLABLE inline void adj_quat_slerp(const quat_t<T>& a, const quat_t<T>& b, T t, quat_t<T>& adj_a, quat_t<T>& adj_b,
-                                         T& adj_t, const quat_t<T>& adj_ret) {
+CUDA_CALLABLE inline void adj_quat_slerp(const quat_t<T>& a, const quat_t<T>& b, T t, quat_t<T>& adj_a,
+                                         quat_t<T>& adj_b, T& adj_t, const quat_t<T>& adj_ret) {
     quat_t<T> bn = normalize(b);
     T d = dot(a, bn);
     T sign = T(1);

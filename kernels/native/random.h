@@ -40,9 +40,10 @@ CUDA_CALLABLE inline float32 randf(uint32& state, float32 low, float32 high) {
     return low + (high - low) * randf(state);
 }
 
-// Standard normal by Box-Muller, two uniform draws (the first mapped to (0, 1] so that the log is finite).
+// Standard normal by Box-Muller, two uniform draws (Warp's values; a zero first draw is nudged to 2^-25 so that the
+// log stays finite).
 CUDA_CALLABLE inline float32 randn(uint32& state) {
-    float32 u1 = 1.0f - randf(state);
+    float32 u1 = ::fmaxf(randf(state), 2.98023224e-8f);
     float32 u2 = randf(state);
     return ::sqrtf(-2.0f * ::logf(u1)) * ::cosf(6.28318530717958647692f * u2);
 }

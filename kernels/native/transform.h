@@ -1,5 +1,5 @@
-// Rigid transforms (p, q): x -> quat_rotate(q, x) + p, and 6-d spatial vectors (top: angular, bottom: linear),
-// with their adjoints side by side. Convention: R f(A a) and void adj_f(A a, A& adj_a, const R& adj_ret), accumulating.
+// Rigid transforms (p, q): x -> quat_rotate(q, x) + p, with their adjoints side by side (spatial vectors: vec.h).
+// Convention: R f(A a) and void adj_f(A a, A& adj_a, const R& adj_ret), accumulating.
 #pragma once
 #include "core.h"
 #include "quat.h"
@@ -67,7 +67,8 @@ CUDA_CALLABLE inline void adj_construct_transform(T, T, T, T, T, T, T, T& a0, T&
 template <typename R, typename T> CUDA_CALLABLE inline R construct_transform_fill(T s) {
     return R(quat_vec3<T>(s, s, s), quat_t<T>(s, s, s, s));
 }
-template <typename R, typename T> CUDA_CALLABLE inline void adj_construct_transform_fill(T, T& adj_s, const R& adj_ret) {
+template <typename R, typename T>
+CUDA_CALLABLE inline void adj_construct_transform_fill(T, T& adj_s, const R& adj_ret) {
     for (int i = 0; i < 7; ++i) quat_acc(adj_s, xform_component(adj_ret, i));
 }
 
@@ -91,7 +92,9 @@ template <typename R> CUDA_CALLABLE inline R transform_identity() {
 
 // ---- components -----------------------------------------------------------------------------------------------
 
-template <typename T> CUDA_CALLABLE inline vec_t<3, T> transform_get_translation(const transform_t<T>& t) { return t.p; }
+template <typename T> CUDA_CALLABLE inline vec_t<3, T> transform_get_translation(const transform_t<T>& t) {
+    return t.p;
+}
 template <typename T>
 CUDA_CALLABLE inline void adj_transform_get_translation(const transform_t<T>&, transform_t<T>& adj_t,
                                                         const vec_t<3, T>& adj_ret) {
@@ -99,7 +102,8 @@ CUDA_CALLABLE inline void adj_transform_get_translation(const transform_t<T>&, t
 }
 template <typename T> CUDA_CALLABLE inline quat_t<T> transform_get_rotation(const transform_t<T>& t) { return t.q; }
 template <typename T>
-CUDA_CALLABLE inline void adj_transform_get_rotation(const transform_t<T>&, transform_t<T>& adj_t, const quat_t<T>& adj_ret) {
+CUDA_CALLABLE inline void adj_transform_get_rotation(const transform_t<T>&, transform_t<T>& adj_t,
+                                                     const quat_t<T>& adj_ret) {
     quat_accq(adj_t.q, adj_ret);
 }
 
@@ -197,15 +201,16 @@ CUDA_CALLABLE inline void adj_transform_vector(const transform_t<T>& t, const ve
 }
 
 // 4x4 matrices act on column vectors (x, 1) for points and (v, 0) for vectors; the last row is ignored.
-template <typename T> CUDA_CALLABLE inline vec_t<3, T> xform_mat44_apply(const mat_t<4, 4, T>& m, const vec_t<3, T>& x, T w) {
+template <typename T>
+CUDA_CALLABLE inline vec_t<3, T> xform_mat44_apply(const mat_t<4, 4, T>& m, const vec_t<3, T>& x, T w) {
     vec_t<3, T> r;
     for (int i = 0; i < 3; ++i)
         r.c[i] = T(m.data[i][0] * x.c[0] + m.data[i][1] * x.c[1] + m.data[i][2] * x.c[2] + m.data[i][3] * w);
     return r;
 }
 template <typename T>
-CUDA_CALLABLE inline void adj_xform_mat44_apply(const mat_t<4, 4, T>& m, const vec_t<3, T>& x, T w, mat_t<4, 4, T>& adj_m,
-                                                vec_t<3, T>& adj_x, const vec_t<3, T>& g) {
+CUDA_CALLABLE inline void adj_xform_mat44_apply(const mat_t<4, 4, T>& m, const vec_t<3, T>& x, T w,
+                                                mat_t<4, 4, T>& adj_m, vec_t<3, T>& adj_x, const vec_t<3, T>& g) {
     for (int i = 0; i < 3; ++i) {
         for (int j = 0; j < 3; ++j) {
             quat_acc(adj_m.data[i][j], g.c[i] * x.c[j]);
@@ -232,11 +237,13 @@ CUDA_CALLABLE inline void adj_transform_vector(const mat_t<4, 4, T>& m, const ve
 }
 
 // a * b applies b first: p = a.p + rotate(a.q, b.p), q = a.q * b.q.
-template <typename T> CUDA_CALLABLE inline transform_t<T> transform_multiply(const transform_t<T>& a, const transform_t<T>& b) {
+template <typename T> CUDA_CALLABLE inline transform_t<T> transform_multiply(const transform_t<T>& a,
+                                                                             const transform_t<T>& b) {
     return transform_t<T>(xform_add3(quat_rotate(a.q, b.p), a.p), mul(a.q, b.q));
 }
 template <typename T>
-CUDA_CALLABLE inline void adj_transform_multiply(const transform_t<T>& a, const transform_t<T>& b, transform_t<T>& adj_a,
+CUDA_CALLABLE inline void adj_transform_multiply(const transform_t<T>& a, const transform_t<T>& b,
+                                                 transform_t<T>& adj_a,
                                                  transform_t<T>& adj_b, const transform_t<T>& adj_ret) {
     quat_acc3(adj_a.p, adj_ret.p);
     adj_quat_rotate(a.q, b.p, adj_a.q, adj_b.p, adj_ret.p);
@@ -258,99 +265,13 @@ template <typename T> CUDA_CALLABLE inline transform_t<T> transform_inverse(cons
     return transform_t<T>(quat_vec3<T>(-p.c[0], -p.c[1], -p.c[2]), qi);
 }
 template <typename T>
-CUDA_CALLABLE inline void adj_transform_inverse(const transform_t<T>& t, transform_t<T>& adj_t, const transform_t<T>& adj_ret) {
+CUDA_CALLABLE inline void adj_transform_inverse(const transform_t<T>& t, transform_t<T>& adj_t,
+                                                const transform_t<T>& adj_ret) {
     quat_t<T> qi = quat_inverse(t.q);
     quat_t<T> adj_qi = adj_ret.q;
     vec_t<3, T> g = quat_vec3<T>(-adj_ret.p.c[0], -adj_ret.p.c[1], -adj_ret.p.c[2]);
     adj_quat_rotate(qi, t.p, adj_qi, adj_t.p, g);
     adj_quat_inverse(t.q, adj_t.q, adj_qi);
-}
-
-// ---- spatial vectors: (top, bottom) = (angular, linear) for twists, (torque, force) for wrenches ------------------
-
-template <typename T> CUDA_CALLABLE inline vec_t<3, T> spatial_top(const vec_t<6, T>& a) {
-    return quat_vec3<T>(a.c[0], a.c[1], a.c[2]);
-}
-template <typename T>
-CUDA_CALLABLE inline void adj_spatial_top(const vec_t<6, T>&, vec_t<6, T>& adj_a, const vec_t<3, T>& adj_ret) {
-    for (int i = 0; i < 3; ++i) quat_acc(adj_a.c[i], adj_ret.c[i]);
-}
-template <typename T> CUDA_CALLABLE inline vec_t<3, T> spatial_bottom(const vec_t<6, T>& a) {
-    return quat_vec3<T>(a.c[3], a.c[4], a.c[5]);
-}
-template <typename T>
-CUDA_CALLABLE inline void adj_spatial_bottom(const vec_t<6, T>&, vec_t<6, T>& adj_a, const vec_t<3, T>& adj_ret) {
-    for (int i = 0; i < 3; ++i) quat_acc(adj_a.c[i + 3], adj_ret.c[i]);
-}
-
-template <typename T> CUDA_CALLABLE inline T spatial_dot(const vec_t<6, T>& a, const vec_t<6, T>& b) {
-    T r = T(0);
-    for (int i = 0; i < 6; ++i) r = T(r + a.c[i] * b.c[i]);
-    return r;
-}
-template <typename T>
-CUDA_CALLABLE inline void adj_spatial_dot(const vec_t<6, T>& a, const vec_t<6, T>& b, vec_t<6, T>& adj_a,
-                                          vec_t<6, T>& adj_b, const T& adj_ret) {
-    for (int i = 0; i < 6; ++i) {
-        quat_acc(adj_a.c[i], b.c[i] * adj_ret);
-        quat_acc(adj_b.c[i], a.c[i] * adj_ret);
-    }
-}
-
-template <typename T> CUDA_CALLABLE inline vec_t<6, T> xform_spatial(const vec_t<3, T>& top, const vec_t<3, T>& bottom) {
-    vec_t<6, T> r;
-    for (int i = 0; i < 3; ++i) {
-        r.c[i] = top.c[i];
-        r.c[i + 3] = bottom.c[i];
-    }
-    return r;
-}
-// adj of c = x cross y: adj_x += y cross g, adj_y += g cross x.
-template <typename T>
-CUDA_CALLABLE inline void xform_adj_cross(const vec_t<3, T>& x, const vec_t<3, T>& y, vec_t<3, T>& adj_x, vec_t<3, T>& adj_y,
-                                          const vec_t<3, T>& g) {
-    quat_acc3(adj_x, quat_cross3(y, g));
-    quat_acc3(adj_y, quat_cross3(g, x));
-}
-
-// Twist cross twist: (wa x wb, va x wb + wa x vb).
-template <typename T> CUDA_CALLABLE inline vec_t<6, T> spatial_cross(const vec_t<6, T>& a, const vec_t<6, T>& b) {
-    vec_t<3, T> wa = spatial_top(a), va = spatial_bottom(a), wb = spatial_top(b), vb = spatial_bottom(b);
-    return xform_spatial(quat_cross3(wa, wb), xform_add3(quat_cross3(va, wb), quat_cross3(wa, vb)));
-}
-template <typename T>
-CUDA_CALLABLE inline void adj_spatial_cross(const vec_t<6, T>& a, const vec_t<6, T>& b, vec_t<6, T>& adj_a,
-                                            vec_t<6, T>& adj_b, const vec_t<6, T>& adj_ret) {
-    vec_t<3, T> wa = spatial_top(a), va = spatial_bottom(a), wb = spatial_top(b), vb = spatial_bottom(b);
-    vec_t<3, T> gt = spatial_top(adj_ret), gb = spatial_bottom(adj_ret);
-    vec_t<3, T> awa, ava, awb, avb;
-    xform_adj_cross(wa, wb, awa, awb, gt);
-    xform_adj_cross(va, wb, ava, awb, gb);
-    xform_adj_cross(wa, vb, awa, avb, gb);
-    adj_spatial_top(a, adj_a, awa);
-    adj_spatial_bottom(a, adj_a, ava);
-    adj_spatial_top(b, adj_b, awb);
-    adj_spatial_bottom(b, adj_b, avb);
-}
-
-// Twist a = (w, v) cross* wrench b = (n, f): (w x n + v x f, w x f).
-template <typename T> CUDA_CALLABLE inline vec_t<6, T> spatial_cross_dual(const vec_t<6, T>& a, const vec_t<6, T>& b) {
-    vec_t<3, T> w = spatial_top(a), v = spatial_bottom(a), n = spatial_top(b), f = spatial_bottom(b);
-    return xform_spatial(xform_add3(quat_cross3(w, n), quat_cross3(v, f)), quat_cross3(w, f));
-}
-template <typename T>
-CUDA_CALLABLE inline void adj_spatial_cross_dual(const vec_t<6, T>& a, const vec_t<6, T>& b, vec_t<6, T>& adj_a,
-                                                 vec_t<6, T>& adj_b, const vec_t<6, T>& adj_ret) {
-    vec_t<3, T> w = spatial_top(a), v = spatial_bottom(a), n = spatial_top(b), f = spatial_bottom(b);
-    vec_t<3, T> gt = spatial_top(adj_ret), gb = spatial_bottom(adj_ret);
-    vec_t<3, T> aw, av, an, af;
-    xform_adj_cross(w, n, aw, an, gt);
-    xform_adj_cross(v, f, av, af, gt);
-    xform_adj_cross(w, f, aw, af, gb);
-    adj_spatial_top(a, adj_a, aw);
-    adj_spatial_bottom(a, adj_a, av);
-    adj_spatial_top(b, adj_b, an);
-    adj_spatial_bottom(b, adj_b, af);
 }
 
 }  // namespace wp

@@ -461,4 +461,101 @@ CUDA_CALLABLE inline void adj_normalize(const vec_t<N, T>& a, vec_t<N, T>& adj_a
     for (unsigned i = 0; i < N; ++i) linalg::acc(adj_a.c[i], T((adj_ret.c[i] - n.c[i] * proj) / l));
 }
 
+// ------------------------------------------------------------------------------------------------------------
+// Spatial vectors (length 6: angular part on top, linear part below), as Warp's spatial_* builtins.
+
+namespace linalg {
+template <typename T> CUDA_CALLABLE inline vec_t<3, T> half(const vec_t<6, T>& a, unsigned offset) {
+    vec_t<3, T> r;
+    for (unsigned i = 0; i < 3; ++i) r.c[i] = a.c[offset + i];
+    return r;
+}
+template <typename T> CUDA_CALLABLE inline vec_t<6, T> join(const vec_t<3, T>& top, const vec_t<3, T>& bottom) {
+    vec_t<6, T> r;
+    for (unsigned i = 0; i < 3; ++i) {
+        r.c[i] = top.c[i];
+        r.c[3 + i] = bottom.c[i];
+    }
+    return r;
+}
+template <typename T> CUDA_CALLABLE inline void acc_half(vec_t<6, T>& a, unsigned offset, const vec_t<3, T>& d) {
+    for (unsigned i = 0; i < 3; ++i) acc(a.c[offset + i], d.c[i]);
+}
+}  // namespace linalg
+
+// spatial_vector(w, v): rendered vec_from_halves<V>(w, v).
+template <typename V, typename T>
+CUDA_CALLABLE inline V vec_from_halves(const vec_t<3, T>& top, const vec_t<3, T>& bottom) {
+    return linalg::join(top, bottom);
+}
+template <typename V, typename T>
+CUDA_CALLABLE inline void adj_vec_from_halves(const vec_t<3, T>&, const vec_t<3, T>&, vec_t<3, T>& adj_top,
+                                              vec_t<3, T>& adj_bottom, const V& adj_ret) {
+    adj_top = add(adj_top, linalg::half(adj_ret, 0));
+    adj_bottom = add(adj_bottom, linalg::half(adj_ret, 3));
+}
+
+template <typename T> CUDA_CALLABLE inline vec_t<3, T> spatial_top(const vec_t<6, T>& a) { return linalg::half(a, 0); }
+template <typename T>
+CUDA_CALLABLE inline void adj_spatial_top(const vec_t<6, T>&, vec_t<6, T>& adj_a, const vec_t<3, T>& adj_ret) {
+    linalg::acc_half(adj_a, 0, adj_ret);
+}
+template <typename T> CUDA_CALLABLE inline vec_t<3, T> spatial_bottom(const vec_t<6, T>& a) {
+    return linalg::half(a, 3);
+}
+template <typename T>
+CUDA_CALLABLE inline void adj_spatial_bottom(const vec_t<6, T>&, vec_t<6, T>& adj_a, const vec_t<3, T>& adj_ret) {
+    linalg::acc_half(adj_a, 3, adj_ret);
+}
+
+template <typename T> CUDA_CALLABLE inline T spatial_dot(const vec_t<6, T>& a, const vec_t<6, T>& b) {
+    return dot(a, b);
+}
+template <typename T>
+CUDA_CALLABLE inline void adj_spatial_dot(const vec_t<6, T>& a, const vec_t<6, T>& b, vec_t<6, T>& adj_a,
+                                          vec_t<6, T>& adj_b, const T& adj_ret) {
+    adj_dot(a, b, adj_a, adj_b, adj_ret);
+}
+
+// Motion cross product: (wa x wb, va x wb + wa x vb)
+template <typename T> CUDA_CALLABLE inline vec_t<6, T> spatial_cross(const vec_t<6, T>& a, const vec_t<6, T>& b) {
+    vec_t<3, T> wa = linalg::half(a, 0), va = linalg::half(a, 3), wb = linalg::half(b, 0), vb = linalg::half(b, 3);
+    return linalg::join(cross(wa, wb), add(cross(va, wb), cross(wa, vb)));
+}
+template <typename T>
+CUDA_CALLABLE inline void adj_spatial_cross(const vec_t<6, T>& a, const vec_t<6, T>& b, vec_t<6, T>& adj_a,
+                                            vec_t<6, T>& adj_b, const vec_t<6, T>& adj_ret) {
+    vec_t<3, T> wa = linalg::half(a, 0), va = linalg::half(a, 3), wb = linalg::half(b, 0), vb = linalg::half(b, 3);
+    vec_t<3, T> gw = linalg::half(adj_ret, 0), gv = linalg::half(adj_ret, 3);
+    vec_t<3, T> g_wa, g_va, g_wb, g_vb;
+    adj_cross(wa, wb, g_wa, g_wb, gw);
+    adj_cross(va, wb, g_va, g_wb, gv);
+    adj_cross(wa, vb, g_wa, g_vb, gv);
+    linalg::acc_half(adj_a, 0, g_wa);
+    linalg::acc_half(adj_a, 3, g_va);
+    linalg::acc_half(adj_b, 0, g_wb);
+    linalg::acc_half(adj_b, 3, g_vb);
+}
+
+// Force cross product: (wa x wb + va x vb, wa x vb)
+template <typename T>
+CUDA_CALLABLE inline vec_t<6, T> spatial_cross_dual(const vec_t<6, T>& a, const vec_t<6, T>& b) {
+    vec_t<3, T> wa = linalg::half(a, 0), va = linalg::half(a, 3), wb = linalg::half(b, 0), vb = linalg::half(b, 3);
+    return linalg::join(add(cross(wa, wb), cross(va, vb)), cross(wa, vb));
+}
+template <typename T>
+CUDA_CALLABLE inline void adj_spatial_cross_dual(const vec_t<6, T>& a, const vec_t<6, T>& b, vec_t<6, T>& adj_a,
+                                                 vec_t<6, T>& adj_b, const vec_t<6, T>& adj_ret) {
+    vec_t<3, T> wa = linalg::half(a, 0), va = linalg::half(a, 3), wb = linalg::half(b, 0), vb = linalg::half(b, 3);
+    vec_t<3, T> gw = linalg::half(adj_ret, 0), gv = linalg::half(adj_ret, 3);
+    vec_t<3, T> g_wa, g_va, g_wb, g_vb;
+    adj_cross(wa, wb, g_wa, g_wb, gw);
+    adj_cross(va, vb, g_va, g_vb, gw);
+    adj_cross(wa, vb, g_wa, g_vb, gv);
+    linalg::acc_half(adj_a, 0, g_wa);
+    linalg::acc_half(adj_a, 3, g_va);
+    linalg::acc_half(adj_b, 0, g_wb);
+    linalg::acc_half(adj_b, 3, g_vb);
+}
+
 }  // namespace wp

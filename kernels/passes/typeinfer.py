@@ -14,6 +14,7 @@ from .. import types as T
 from ..builtins import registry
 from ..errors import CompileError
 from ..typesys import ArrayType, ShapeType, StaticType, describe, is_struct
+from .clone import substitute
 
 _COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
 
@@ -237,6 +238,7 @@ class TypeInference:
         func = op.attrs["func"]
         args = op.operands
         if op.attrs.get("kwargs"):
+            op.attrs["caller"] = self.fn.name
             args = func.order_arguments(args, op.attrs["kwargs"], op)
         try:
             callee, args = func.specialize(args, self, op)
@@ -397,6 +399,12 @@ class TypeInference:
             fields = t._wp_struct_.fields
             if attr not in fields:
                 raise self.error(f"struct {t.__name__} has no field '{attr}'", op)
+            owner = value.owner
+            if owner is not None and owner.attrs.get("name") == "struct_get" and owner.operands[0] is base \
+                    and owner.attrs.get("field") == attr:
+                # writing a field back unchanged (after storing into an array member): the struct is the same
+                self.replace(op.results[0], base)
+                return
             value = self.convert_weak_to(value, fields[attr], op)
             if value.type != fields[attr]:
                 raise self.error(f"field '{attr}' of {t.__name__} is {describe(fields[attr])}, "
@@ -471,9 +479,17 @@ class TypeInference:
         then_b, else_b = op.regions
         self.visit_block(then_b)
         self.visit_block(else_b)
+        keep = []
         for i, r in enumerate(op.results):
             a, b = then_b.yields[i], else_b.yields[i]
+            if a is b:  # the same value on both paths (e.g. an array stored into): no merge
+                self.replace(r, a)
+                continue
             r.type = self.merge_types(a, b, op, r.name, then_b, else_b, i)
+            keep.append(i)
+        op.results = [op.results[i] for i in keep]
+        then_b.yields = [then_b.yields[i] for i in keep]
+        else_b.yields = [else_b.yields[i] for i in keep]
         self.append(op)
 
     def merge_types(self, a, b, op, name, then_b, else_b, i):
@@ -543,7 +559,41 @@ class TypeInference:
                                  f"(e.g. wp.{describe(y.type)}(...))", op)
         for r, a in zip(op.results, args):
             r.type = a.type
+        self.drop_invariant(op)
         self.append(op)
+
+    def drop_invariant(self, op):
+        """Carried values that no iteration changes (arrays stored into, unchanged variables) become plain uses
+        of their initial value."""
+        body = op.regions[-1]
+        n_fixed = 3 if op.opcode == "for" else 0
+        args = body.args[1:] if op.opcode == "for" else body.args
+        inits = op.operands[n_fixed:]
+        keep, mapping = [], {}
+        for k, (a, i, y) in enumerate(zip(args, inits, body.yields)):
+            if y is a or y is i:
+                mapping[a] = i
+                if op.opcode == "while":
+                    mapping[op.regions[0].args[k]] = i
+                self.replace(op.results[k], i)
+            else:
+                keep.append(k)
+        if not mapping:
+            return
+        for region in op.regions:
+            substitute(region, mapping)
+        carried = op.attrs.get("carried", [])
+        brk = op.attrs.get("break_flag")
+        op.attrs["carried"] = [carried[k] for k in keep] if carried else carried
+        if brk is not None:
+            op.attrs["break_flag"] = keep.index(brk)
+        op.operands = op.operands[:n_fixed] + [inits[k] for k in keep]
+        op.results = [op.results[k] for k in keep]
+        new_args = [args[k] for k in keep]
+        body.args = ([body.args[0]] if op.opcode == "for" else []) + new_args
+        body.yields = [body.yields[k] for k in keep]
+        if op.opcode == "while":
+            op.regions[0].args = [op.regions[0].args[k] for k in keep]
 
     def op_return(self, op):
         types = [v.type for v in op.operands]

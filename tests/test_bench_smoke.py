@@ -1,0 +1,28 @@
+"""Smoke test of tools/bench.py: the quick run finishes and prints its table; CUDA is refused clearly."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_bench_quick_prints_table():
+    proc = subprocess.run([sys.executable, os.path.join("tools", "bench.py"), "--quick"], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    header = next((line for line in lines if line.startswith("benchmark")), None)
+    assert header is not None, proc.stdout
+    assert header.split()[:4] == ["benchmark", "unit", "ours", "numpy"]
+    assert any(line.startswith("saxpy") for line in lines)
+    assert lines[-1].startswith("targets:") and lines[-1].count("PASS") + lines[-1].count("MISS") >= 1
+
+
+def test_bench_rejects_cuda_device():
+    from tools import bench
+    with pytest.raises(SystemExit) as info:
+        bench.parse_args(["--device", "cuda"])
+    assert info.value.code == 2

@@ -1,0 +1,635 @@
+"""Benchmark the CPU backend side by side with numpy and Warp CPU: bandwidth, launch overhead, compile, autodiff.
+
+Run `python tools/bench.py` (or `python -m tools.bench`); `--quick` finishes in under a minute. Every number in the
+printed table is measured in this run; a closing line checks them against the targets of the performance issue.
+Warp's columns are left empty when `warp` is not installed.
+
+What is measured: saxpy GB/s count 12 bytes per element for the kernels and numpy (`y += a*x`), 8 for the
+memcpy column (`np.copyto`, one thread); launch overheads are µs per call of a dim=1 kernel; cold and warm are the
+seconds `load_module` takes in a fresh interpreter, with an empty compile cache and then the cache it filled;
+"backward / forward" is ((forward+backward) - forward) / forward. Each number is the best of several runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import importlib.util
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import kernels
+
+try:
+    import warp
+except ImportError:  # Warp is optional: its columns stay empty
+    warp = None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Problem sizes and repeat counts of one run."""
+
+    saxpy_count: int  # elements of the saxpy arrays (float32)
+    saxpy_repeats: int  # timed runs, best kept
+    launch_count: int  # launches per timed round
+    launch_rounds: int  # timed rounds, best kept
+    compile_repeats: int  # cold and warm subprocess runs, best kept
+    spring_count: int  # springs of the autodiff benchmark
+    spring_repeats: int  # timed runs, best kept
+
+
+FULL = Settings(saxpy_count=10**7, saxpy_repeats=10, launch_count=20000, launch_rounds=5, compile_repeats=3,
+                spring_count=10**6, spring_repeats=10)
+QUICK = Settings(saxpy_count=2 * 10**6, saxpy_repeats=3, launch_count=2000, launch_rounds=3, compile_repeats=1,
+                 spring_count=2 * 10**5, spring_repeats=3)
+
+# ---------------------------------------------------------------------------------------------------------------
+# Kernel sources. Each is written to a file once per backend, headed by `import kernels as wp` or
+# `import warp as wp`, so both compilers see the same text.
+
+SMALL_KERNELS = '''
+@wp.kernel
+def saxpy(a: float, x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = a * x[i] + y[i]
+
+
+@wp.kernel
+def tiny_one_arg(a: wp.array(dtype=float)):
+    a[0] = a[0] + 1.0
+
+
+@wp.kernel
+def tiny_eight_args(a: wp.array(dtype=float), b: wp.array(dtype=float), c: wp.array(dtype=int),
+                    d: wp.array2d(dtype=float), s: float, t: float, k: int, m: int):
+    a[0] = b[0] * s + d[0, 1] * t + float(c[0] + k + m)
+'''
+
+# A spring chain with damping, aerodynamic drag and lift, and bending: the vec3 math of a cloth or rope step.
+SPRING_KERNEL_VEC3 = '''
+@wp.kernel
+def spring_forces(x: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3), rest: wp.array(dtype=float),
+                  ke: float, kd: float, wind: wp.vec3,
+                  f: wp.array(dtype=wp.vec3), energy: wp.array(dtype=float)):
+    i = wp.tid()
+    count = x.shape[0]
+    j = (i + 1) % count
+    h = (i + count - 1) % count
+    xi = x[i]
+    vi = v[i]
+    d = x[j] - xi
+    dv = v[j] - vi
+    length = wp.length(d)
+    n = wp.normalize(d)
+    stretch = length - rest[i]
+    rate = wp.dot(n, dv)
+    f_spring = n * (ke * stretch + kd * rate)
+
+    # drag and lift of the segment in the wind
+    v_rel = 0.5 * (vi + v[j]) - wind
+    speed = wp.length(v_rel)
+    normal = wp.cross(n, v_rel)
+    area = wp.length(normal) + 1.0e-6
+    lift_dir = wp.normalize(wp.cross(normal, v_rel) + wp.vec3(0.0, 1.0e-6, 0.0))
+    f_drag = wp.cw_mul(v_rel, wp.vec3(0.1, 0.2, 0.1)) * (-speed)
+    f_lift = lift_dir * (0.05 * area * speed)
+
+    # bending: turn the segment towards the previous one
+    d_prev = xi - x[h]
+    bend = wp.cross(wp.normalize(d_prev), n)
+    f_bend = wp.cross(bend, n) * (0.01 * ke)
+
+    f[i] = f_spring + f_drag + f_lift + f_bend
+    energy[i] = 0.5 * ke * stretch * stretch + 0.5 * wp.dot(vi, vi) + 0.5 * wp.dot(bend, bend)
+'''
+
+# The same physics in scalar math on float arrays of shape [count, 3], for a compiler without vec3 builtins.
+SPRING_KERNEL_SCALAR = '''
+@wp.kernel
+def spring_forces(x: wp.array2d(dtype=float), v: wp.array2d(dtype=float), rest: wp.array(dtype=float),
+                  ke: float, kd: float, wind_x: float, f: wp.array2d(dtype=float), energy: wp.array(dtype=float)):
+    i = wp.tid()
+    count = x.shape[0]
+    j = (i + 1) % count
+    dx = x[j, 0] - x[i, 0]
+    dy = x[j, 1] - x[i, 1]
+    dz = x[j, 2] - x[i, 2]
+    dvx = v[j, 0] - v[i, 0]
+    dvy = v[j, 1] - v[i, 1]
+    dvz = v[j, 2] - v[i, 2]
+    length = wp.sqrt(dx * dx + dy * dy + dz * dz)
+    nx = dx / length
+    ny = dy / length
+    nz = dz / length
+    stretch = length - rest[i]
+    rate = nx * dvx + ny * dvy + nz * dvz
+    s = ke * stretch + kd * rate
+
+    # drag and lift of the segment in the wind
+    rx = 0.5 * (v[i, 0] + v[j, 0]) - wind_x
+    ry = 0.5 * (v[i, 1] + v[j, 1])
+    rz = 0.5 * (v[i, 2] + v[j, 2])
+    speed = wp.sqrt(rx * rx + ry * ry + rz * rz)
+    cx = ny * rz - nz * ry
+    cy = nz * rx - nx * rz
+    cz = nx * ry - ny * rx
+    area = wp.sqrt(cx * cx + cy * cy + cz * cz) + 1.0e-6
+    lift = 0.05 * area * speed
+
+    f[i, 0] = nx * s - 0.1 * rx * speed + lift * (cy * rz - cz * ry)
+    f[i, 1] = ny * s - 0.2 * ry * speed + lift * (cz * rx - cx * rz)
+    f[i, 2] = nz * s - 0.1 * rz * speed + lift * (cx * ry - cy * rx)
+    energy[i] = 0.5 * ke * stretch * stretch + 0.5 * (v[i, 0] * v[i, 0] + v[i, 1] * v[i, 1] + v[i, 2] * v[i, 2])
+'''
+
+# Run in a fresh interpreter: import a kernel module and time loading it (compile or cache hit), nothing else.
+COMPILE_CHILD = r'''
+import importlib, json, sys, time
+backend, kernel_dir, module_name, cache_dir = sys.argv[1:5]
+if backend == "ours":
+    import kernels as wp
+    wp.config.cache_dir = cache_dir
+else:
+    import warp as wp
+    wp.config.log_level = wp.LOG_WARNING
+    wp.config.kernel_cache_dir = cache_dir
+    wp.init()
+sys.path.insert(0, kernel_dir)
+module = importlib.import_module(module_name)
+t0 = time.perf_counter()
+wp.load_module(module, device="cpu")
+seconds = time.perf_counter() - t0
+cold_builds = None
+if backend == "ours":
+    from kernels.module import get_module
+    cold_builds = get_module(module_name).cold_builds
+print(json.dumps({"seconds": seconds, "cold_builds": cold_builds}))
+'''
+
+# ---------------------------------------------------------------------------------------------------------------
+# Backends
+
+
+@dataclass
+class Backend:
+    """A kernel library under test: ours (`kernels`) or Warp, with its kernel modules loaded from files."""
+
+    name: str  # "ours" or "warp"
+    wp: object  # the library module
+    root: str  # scratch directory: kernel files and compile cache
+    modules: dict = field(default_factory=dict)
+
+    def tape(self):
+        if self.name == "warp":
+            return self.wp.Tape()
+        from autodiff import Tape
+        return Tape()
+
+    def load(self, module_name: str, source: str):
+        """Write `source` as module `module_name` under this backend's scratch directory and import it."""
+        if module_name not in self.modules:
+            unique_name = f"{module_name}_{self.name}"  # both backends import their copy in this process
+            directory = os.path.join(self.root, "modules")
+            path = write_kernel_module(directory, unique_name, self.wp.__name__, source)
+            spec = importlib.util.spec_from_file_location(unique_name, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[unique_name] = module
+            spec.loader.exec_module(module)
+            self.modules[module_name] = module
+        return self.modules[module_name]
+
+    def unload(self, module_name: str):
+        """Forget a module loaded by `load`, so that the next `load` of that name imports new source."""
+        self.modules.pop(module_name, None)
+        sys.modules.pop(f"{module_name}_{self.name}", None)
+
+
+def write_kernel_module(directory: str, module_name: str, library: str, source: str) -> str:
+    """Write a kernel module file headed by `import <library> as wp`; returns its path."""
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, f"{module_name}.py")
+    with open(path, "w") as f:
+        f.write(f"import {library} as wp\n\n{source}")
+    return path
+
+
+@contextlib.contextmanager
+def stderr_silenced():
+    """Send file descriptor 2 to /dev/null: Warp's native init warns about a missing CUDA driver there."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(os.devnull, "w") as null:
+        os.dup2(null.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+def make_backends(scratch: str) -> dict:
+    """Ours, and Warp when it is installed, each with a private compile cache under `scratch`."""
+    ours = Backend("ours", kernels, os.path.join(scratch, "ours"))
+    kernels.config.cache_dir = os.path.join(ours.root, "cache")
+    backends = {"ours": ours}
+    if warp is not None:
+        backends["warp"] = Backend("warp", warp, os.path.join(scratch, "warp"))
+        warp.config.log_level = warp.LOG_WARNING
+        warp.config.kernel_cache_dir = os.path.join(backends["warp"].root, "cache")
+        with stderr_silenced():
+            warp.init()
+    return backends
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Timing. Contenders run in turns, one call each per round, so that load from other processes on the machine
+# falls on all of them alike rather than on whichever was measured during a busy second.
+
+
+def best_seconds(runs: dict, repeats: int, warmup: int = 1) -> dict:
+    """Shortest wall time of each `runs[key]()` over `repeats` interleaved rounds, after `warmup` rounds."""
+    for _ in range(warmup):
+        for run in runs.values():
+            run()
+    best = dict.fromkeys(runs, math.inf)
+    for _ in range(repeats):
+        for key, run in runs.items():
+            t0 = time.perf_counter()
+            run()
+            best[key] = min(best[key], time.perf_counter() - t0)
+    return best
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 1. saxpy bandwidth
+
+
+def saxpy_kernel_run(backend: Backend, count: int):
+    """A call of `y = a*x + y` on float32 arrays of `count` elements, launched on `backend`."""
+    lib = backend.wp
+    module = backend.load("bench_small", SMALL_KERNELS)
+    x = lib.array(np.ones(count, np.float32), dtype=lib.float32, device="cpu")
+    y = lib.array(np.ones(count, np.float32), dtype=lib.float32, device="cpu")
+
+    def run():
+        lib.launch(module.saxpy, count, inputs=[0.5, x, y], device="cpu")
+        lib.synchronize()
+
+    return run
+
+
+def saxpy_numpy_run(count: int):
+    """A call of numpy's `y += a*x` on float32 arrays."""
+    x = np.ones(count, np.float32)
+    y = np.ones(count, np.float32)
+    return lambda: y.__iadd__(np.float32(0.5) * x)
+
+
+def copy_run(count: int):
+    """A call of `np.copyto` between float32 arrays: the memory bandwidth ceiling."""
+    src = np.ones(count, np.float32)
+    dst = np.empty(count, np.float32)
+    return lambda: np.copyto(dst, src)
+
+
+def saxpy_gbps(backends: dict, settings: Settings) -> dict:
+    """GB/s of saxpy per backend and for numpy (12 bytes per element: read x, read y, write y) and of a copy
+    (8 bytes per element)."""
+    count = settings.saxpy_count
+    runs = {name: saxpy_kernel_run(backend, count) for name, backend in backends.items()}
+    runs.update(numpy=saxpy_numpy_run(count), copy=copy_run(count))
+    seconds = best_seconds(runs, settings.saxpy_repeats)
+    return {key: (8 if key == "copy" else 12) * count / t / 1e9 for key, t in seconds.items()}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 2. launch overhead
+
+
+def launch_calls(backend: Backend) -> dict:
+    """Launches of a dim=1 kernel: 1 array argument, 8 mixed arguments, and a replay of a recorded launch."""
+    lib = backend.wp
+    module = backend.load("bench_small", SMALL_KERNELS)
+    a = lib.zeros(1, dtype=lib.float32, device="cpu")
+    b = lib.ones(1, dtype=lib.float32, device="cpu")
+    c = lib.ones(1, dtype=lib.int32, device="cpu")
+    d = lib.ones((1, 3), dtype=lib.float32, device="cpu")
+    eight = [a, b, c, d, 2.0, 3.0, 4, 5]
+    cmd = lib.launch(module.tiny_one_arg, 1, inputs=[a], device="cpu", record_cmd=True)
+    return {
+        "one": lambda: lib.launch(module.tiny_one_arg, 1, inputs=[a], device="cpu"),
+        "eight": lambda: lib.launch(module.tiny_eight_args, 1, inputs=eight, device="cpu"),
+        "replay": cmd.launch,
+    }
+
+
+def repeated(call, count: int):
+    """A function that calls `call()` `count` times."""
+    def run():
+        for _ in range(count):
+            call()
+
+    return run
+
+
+def launch_microseconds(backends: dict, settings: Settings) -> dict:
+    """µs per launch, {backend: {"one" | "eight" | "replay": µs}}."""
+    count = settings.launch_count
+    runs = {(name, kind): repeated(call, count)
+            for name, backend in backends.items() for kind, call in launch_calls(backend).items()}
+    seconds = best_seconds(runs, settings.launch_rounds)
+    out = {name: {} for name in backends}
+    for (name, kind), t in seconds.items():
+        out[name][kind] = t / count * 1e6
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 3. cold compile and warm load, each in a fresh interpreter
+
+
+def load_seconds_in_child(backend_name: str, kernel_dir: str, module_name: str, cache_dir: str) -> dict:
+    """Run COMPILE_CHILD; returns its JSON: seconds spent in load_module, and (ours) the number of cold builds."""
+    cmd = [sys.executable, "-c", COMPILE_CHILD, backend_name, kernel_dir, module_name, cache_dir]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{backend_name} compile child failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def cold_then_warm(backend: Backend, kernel_dir: str) -> tuple:
+    """Seconds of a cold build into a new empty cache directory, then of a warm load from it."""
+    cache_dir = tempfile.mkdtemp(prefix="cache_", dir=kernel_dir)
+    first = load_seconds_in_child(backend.name, kernel_dir, "bench_springs", cache_dir)
+    second = load_seconds_in_child(backend.name, kernel_dir, "bench_springs", cache_dir)
+    if backend.name == "ours" and (first["cold_builds"], second["cold_builds"]) != (1, 0):
+        print(f"warning: expected 1 cold build then 0, got {first['cold_builds']} then {second['cold_builds']} "
+              f"(were kernels/native headers edited meanwhile? they are part of the cache key)", file=sys.stderr)
+    return first["seconds"], second["seconds"]
+
+
+def compile_seconds(backends: dict, spring_source: str, settings: Settings) -> dict:
+    """Best cold and warm seconds of the spring kernel, {backend: {"cold": s, "warm": s}}; backends in turns."""
+    kernel_dirs = {}
+    for name, backend in backends.items():
+        kernel_dirs[name] = os.path.join(backend.root, "compile")
+        write_kernel_module(kernel_dirs[name], "bench_springs", backend.wp.__name__, spring_source)
+    out = {name: {"cold": math.inf, "warm": math.inf} for name in backends}
+    for _ in range(settings.compile_repeats):
+        for name, backend in backends.items():
+            cold, warm = cold_then_warm(backend, kernel_dirs[name])
+            out[name]["cold"] = min(out[name]["cold"], cold)
+            out[name]["warm"] = min(out[name]["warm"], warm)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 4. autodiff: forward vs forward + backward
+
+
+def spring_state(count: int) -> dict:
+    """Positions [m] and velocities [m/s] of a helical chain of `count` particles, shape [count, 3], and rest
+    lengths [m], shape [count]."""
+    rng = np.random.default_rng(0)
+    theta = np.linspace(0.0, 40.0 * np.pi, count)
+    x = np.stack([np.cos(theta), np.sin(theta), 1e-3 * np.arange(count)], axis=1)
+    x += 1e-3 * rng.standard_normal(x.shape)
+    v = 0.1 * rng.standard_normal(x.shape)
+    segment = np.linalg.norm(np.roll(x, -1, axis=0) - x, axis=1)
+    return {"x": x.astype(np.float32), "v": v.astype(np.float32), "rest": (0.9 * segment).astype(np.float32)}
+
+
+def spring_launch_args(backend: Backend, state: dict, vec3: bool) -> tuple:
+    """(inputs, outputs, output gradient seeds) of `spring_forces`, arrays with gradients."""
+    lib = backend.wp
+    count = len(state["rest"])
+    vtype = lib.vec3 if vec3 else lib.float32
+    shape = count if vec3 else (count, 3)
+
+    def grad_array(values):
+        return lib.array(values, dtype=vtype, device="cpu", requires_grad=True)
+
+    x, v = grad_array(state["x"]), grad_array(state["v"])
+    rest = lib.array(state["rest"], dtype=lib.float32, device="cpu")
+    wind = lib.vec3(1.0, 0.0, 0.0) if vec3 else 1.0
+    f = lib.zeros(shape, dtype=vtype, device="cpu", requires_grad=True)
+    energy = lib.zeros(count, dtype=lib.float32, device="cpu", requires_grad=True)
+    seeds = {f: lib.ones(shape, dtype=vtype, device="cpu"), energy: lib.ones(count, dtype=lib.float32, device="cpu")}
+    return [x, v, rest, 100.0, 0.5, wind], [f, energy], seeds
+
+
+def spring_runs(backend: Backend, spring_source: str, vec3: bool, count: int) -> dict:
+    """Calls of a forward launch of `spring_forces` and of a taped forward launch plus `tape.backward`."""
+    lib = backend.wp
+    kernel = backend.load("bench_springs_ad", spring_source).spring_forces
+    inputs, outputs, seeds = spring_launch_args(backend, spring_state(count), vec3)
+
+    def forward():
+        lib.launch(kernel, count, inputs=inputs, outputs=outputs, device="cpu")
+        lib.synchronize()
+
+    def forward_backward():
+        tape = backend.tape()
+        with tape:
+            lib.launch(kernel, count, inputs=inputs, outputs=outputs, device="cpu")
+        tape.backward(grads=seeds)
+        lib.synchronize()
+
+    return {"forward": forward, "forward_backward": forward_backward}
+
+
+def autodiff_milliseconds(backends: dict, spring_source: str, vec3: bool, settings: Settings) -> dict:
+    """Best ms of forward and forward+backward, {backend: {"forward": ms, "forward_backward": ms}}."""
+    runs = {(name, kind): run for name, backend in backends.items()
+            for kind, run in spring_runs(backend, spring_source, vec3, settings.spring_count).items()}
+    seconds = best_seconds(runs, settings.spring_repeats)
+    out = {name: {} for name in backends}
+    for (name, kind), t in seconds.items():
+        out[name][kind] = 1e3 * t
+    return out
+
+
+def vec3_builtins_work(ours: Backend) -> tuple:
+    """Whether our compiler builds the vec3 spring kernel (length, normalize, dot, cross, cw_mul); (ok, reason)."""
+    try:
+        module = ours.load("bench_springs_ad", SPRING_KERNEL_VEC3)
+        kernels.load_module(module)
+        module.spring_forces.ensure_built()
+    except Exception as e:  # any compile failure means: fall back to scalar math
+        ours.unload("bench_springs_ad")
+        return False, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    return True, ""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Table
+
+
+@dataclass
+class Row:
+    """One line of the table: a measurement in one unit for each column (None: not measured)."""
+
+    label: str
+    unit: str
+    ours: float | None = None
+    numpy: float | None = None
+    copy: float | None = None
+    warp: float | None = None
+
+
+COLUMNS = ("ours", "numpy", "copy", "warp")
+HEADERS = {"ours": "ours", "numpy": "numpy", "copy": "memcpy", "warp": "Warp CPU"}
+
+
+def format_value(value) -> str:
+    """About three significant digits; "-" for a value not measured."""
+    if value is None:
+        return "-"
+    if value >= 100:
+        return f"{value:.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    return f"{value:.3g}" if value >= 1 else f"{value:.3f}"
+
+
+def render_table(rows: list) -> str:
+    """Rows as aligned text: label and unit left-aligned, numbers right-aligned."""
+    header = ["benchmark", "unit"] + [HEADERS[c] for c in COLUMNS]
+    cells = [header] + [[r.label, r.unit] + [format_value(getattr(r, c)) for c in COLUMNS] for r in rows]
+    widths = [max(len(line[k]) for line in cells) for k in range(len(header))]
+
+    def render_line(line):
+        left = [line[k].ljust(widths[k]) for k in range(2)]
+        right = [line[k].rjust(widths[k]) for k in range(2, len(line))]
+        return "  ".join(left + right)
+
+    lines = [render_line(cells[0]), "-" * (sum(widths) + 2 * (len(widths) - 1))]
+    return "\n".join(lines + [render_line(line) for line in cells[1:]])
+
+
+def target_verdict(name: str, value, limit: float, *, at_least: bool) -> str:
+    """'name VALUE >= LIMIT PASS' (or MISS); 'n/a' when the value could not be measured."""
+    if value is None:
+        return f"{name} n/a"
+    ok = value >= limit if at_least else value <= limit
+    sign = ">=" if at_least else "<="
+    return f"{name} {value:.2f} {sign} {limit:g} {'PASS' if ok else 'MISS'}"
+
+
+def ratio(a, b):
+    """a / b, or None when either is missing."""
+    return None if a is None or b is None else a / b
+
+
+def closing_line(results: dict) -> str:
+    """The issue's targets, each with the measured ratio and PASS/MISS."""
+    launch = results["launch"]
+    launch_ratios = [ratio(launch["ours"][k], launch.get("warp", {}).get(k)) for k in ("one", "eight", "replay")]
+    worst_launch = None if None in launch_ratios else max(launch_ratios)
+    compile_ = results["compile"]
+    cold = ratio(compile_["ours"]["cold"], compile_.get("warp", {}).get("cold"))
+    warm = ratio(compile_["ours"]["warm"], compile_.get("warp", {}).get("warm"))
+    ad = results["autodiff"]["ours"]
+    backward = (ad["forward_backward"] - ad["forward"]) / ad["forward"]
+    verdicts = [
+        target_verdict("saxpy/memcpy", ratio(results["saxpy"]["ours"], results["saxpy"]["copy"]), 0.7, at_least=True),
+        target_verdict("launch/Warp (worst)", worst_launch, 1.0, at_least=False),
+        target_verdict("cold/Warp", cold, 1.5, at_least=False),
+        target_verdict("warm/Warp", warm, 2.0, at_least=False),
+        target_verdict("backward/forward", backward, 3.0, at_least=False),
+    ]
+    return "targets: " + " | ".join(verdicts)
+
+
+def table_rows(results: dict, settings: Settings, kernel_label: str) -> list:
+    """The measurements as table rows, in the order of the issue."""
+    saxpy, launch, compile_, ad = results["saxpy"], results["launch"], results["compile"], results["autodiff"]
+
+    def both(d, key):
+        return {"ours": d["ours"][key], "warp": d["warp"][key] if "warp" in d else None}
+
+    def backward_ratio(m):
+        return (m["forward_backward"] - m["forward"]) / m["forward"]
+
+    n_saxpy = f"{settings.saxpy_count:.0e}".replace("+0", "")
+    n_spring = f"{settings.spring_count:.0e}".replace("+0", "")
+    return [
+        Row(f"saxpy {n_saxpy} float32 (12 B/elem)", "GB/s", saxpy["ours"], saxpy["numpy"], saxpy["copy"],
+            saxpy.get("warp")),
+        Row("launch dim=1, 1 array arg", "us", **both(launch, "one")),
+        Row("launch dim=1, 8 args", "us", **both(launch, "eight")),
+        Row("recorded launch replay", "us", **both(launch, "replay")),
+        Row(f"cold compile {kernel_label}", "s", **both(compile_, "cold")),
+        Row(f"warm load {kernel_label}", "s", **both(compile_, "warm")),
+        Row(f"forward {kernel_label} {n_spring}", "ms", **both(ad, "forward")),
+        Row(f"forward+backward {kernel_label} {n_spring}", "ms", **both(ad, "forward_backward")),
+        Row("backward / forward", "x", backward_ratio(ad["ours"]),
+            warp=backward_ratio(ad["warp"]) if "warp" in ad else None),
+    ]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Driver
+
+
+def measure_all(backends: dict, settings: Settings, spring_source: str, vec3: bool) -> dict:
+    """Run the four benchmarks; nested dicts of numbers keyed by benchmark, then backend (or numpy, copy)."""
+    return {
+        "saxpy": saxpy_gbps(backends, settings),
+        "launch": launch_microseconds(backends, settings),
+        "compile": compile_seconds(backends, spring_source, settings),
+        "autodiff": autodiff_milliseconds(backends, spring_source, vec3, settings),
+    }
+
+
+def describe_run(quick: bool) -> str:
+    """The title line: versions, cores, and the load average, since other processes on the machine skew timings."""
+    warp_name = f"Warp {warp.__version__}" if warp else "Warp (not installed)"
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return (f"kernels {kernels.__version__} vs numpy {np.__version__} vs {warp_name} on CPU, {os.cpu_count()} cores, "
+            f"load average {load:.1f}{' (--quick)' if quick else ''}")
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    """--quick and --device; a CUDA device is refused until the CUDA backend exists."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats (under a minute)")
+    parser.add_argument("--device", default="cpu", help="device to benchmark (only 'cpu' for now)")
+    args = parser.parse_args(argv)
+    if args.device.startswith("cuda"):
+        parser.error(f"--device {args.device}: the CUDA backend is not built yet; only --device cpu is supported")
+    if args.device != "cpu":
+        parser.error(f"--device {args.device}: unknown device; only --device cpu is supported")
+    return args
+
+
+def main(argv=None) -> int:
+    """Measure everything, then print the title, the table and the targets line."""
+    args = parse_args(argv)
+    settings = QUICK if args.quick else FULL
+    with tempfile.TemporaryDirectory(prefix="kernels-bench-") as scratch:
+        backends = make_backends(scratch)
+        vec3, reason = vec3_builtins_work(backends["ours"])
+        spring_source = SPRING_KERNEL_VEC3 if vec3 else SPRING_KERNEL_SCALAR
+        kernel_label = "spring vec3 kernel" if vec3 else "spring kernel (scalar)"
+        results = measure_all(backends, settings, spring_source, vec3)
+    print(describe_run(args.quick))
+    if not vec3:
+        print(f"note: vec3 builtins not available in kernels ({reason}); the spring kernel uses scalar math")
+    print(render_table(table_rows(results, settings, kernel_label)))
+    print(closing_line(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
