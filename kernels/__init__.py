@@ -10,7 +10,7 @@ from .array import (array, array1d, array2d, array3d, array4d, clone, copy, empt
 from .device import (Device, ScopedDevice, get_cuda_device_count, get_device, get_preferred_device,
                      is_cuda_available, set_device, synchronize, synchronize_device)
 from .errors import CompileError, KernelError, LaunchError, NativeCompileError
-from .function import func
+from .function import func, func_grad, func_replay
 from .launch import Launch, launch
 from .module import kernel, load_module
 from .struct import struct
@@ -38,6 +38,18 @@ def static(expr):
     return expr
 
 
+class _AdjointAccessor:
+    """`wp.adjoint[x] += v` inside a @wp.func_grad adds v to the adjoint of argument x."""
+
+    _wp_adjoint_ = True
+
+    def __getitem__(self, key):
+        raise RuntimeError("wp.adjoint[...] is only meaningful inside a @wp.func_grad function")
+
+
+adjoint = _AdjointAccessor()
+
+
 class _BuiltinFunction:
     """A kernel builtin reachable as `wp.<name>`; callable only inside kernels."""
 
@@ -53,7 +65,7 @@ class _BuiltinFunction:
 
 
 _HIDDEN = {"add", "sub", "mul", "div", "mod", "floordiv", "neg", "pos", "eq", "ne", "lt", "le", "gt", "ge",
-           "logical_and", "logical_or", "logical_not", "nonzero", "bit_and", "bit_or", "bit_xor", "lshift", "rshift",
+           "logical_and", "logical_or", "logical_not", "truthy", "bit_and", "bit_or", "bit_xor", "lshift", "rshift",
            "invert", "cast", "load", "store", "struct_get", "struct_set", "struct_new", "array_shape", "extract",
            "assign"}
 for _name in list(_builtins.BUILTINS):

@@ -15,8 +15,10 @@ class KernelError(Exception):
     def _format(self) -> str:
         where = f" in '{self.function}'" if self.function else ""
         if self.loc is None:
-            return f"{self.message}{where}"
-        text = f"{self.loc.file}:{self.loc.line}: {self.message}{where}"
+            first, _, rest = self.message.partition("\n")
+            return f"{first}{where}" + (f"\n{rest}" if rest else "")
+        first, _, rest = self.message.partition("\n")
+        text = f"{self.loc.file}:{self.loc.line}: {first}{where}" + (f"\n{rest}" if rest else "")
         if self.loc.source:
             text += f"\n    {self.loc.source.strip()}"
         return text

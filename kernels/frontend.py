@@ -51,13 +51,20 @@ class FunctionSource:
         self.tree = ast.parse(textwrap.dedent("".join(lines)))
         self.fdef = next(n for n in self.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
         self.globals = pyfunc.__globals__
-        self.closure = {}
+
+    @property
+    def closure(self) -> dict:
+        """The function's closure variables as they are now: read at compile time, so names bound after the
+        decorator ran (a later helper, the function itself) are visible."""
+        out = {}
+        pyfunc = self.pyfunc
         if pyfunc.__closure__:
             for name, cell in zip(pyfunc.__code__.co_freevars, pyfunc.__closure__):
                 try:
-                    self.closure[name] = cell.cell_contents
-                except ValueError:  # cell not yet filled (a function defined later in the enclosing scope)
+                    out[name] = cell.cell_contents
+                except ValueError:  # a cell not filled yet
                     pass
+        return out
 
     def loc(self, node) -> ir.Loc:
         line = getattr(node, "lineno", 1)
@@ -66,8 +73,9 @@ class FunctionSource:
 
     def lookup(self, name):
         """Resolve a non-local name at compile time; raises KeyError when it is not defined."""
-        if name in self.closure:
-            return self.closure[name]
+        closure = self.closure
+        if name in closure:
+            return closure[name]
         if name in self.globals:
             return self.globals[name]
         if hasattr(py_builtins, name):
@@ -300,6 +308,8 @@ class Frontend:
             raise self.error(f"unsupported operator {type(node.op).__name__}=", node)
         target = node.target
         value = self.as_value(self.lower_expr(node.value), node)
+        if isinstance(target, ast.Subscript) and self.is_adjoint_accessor(target.value):
+            return self.adjoint_accumulate(target, value, opname, node)
         if isinstance(target, ast.Subscript):
             base = self.as_value(self.lower_expr(target.value), node)
             indices = self.lower_indices(target.slice, node)
@@ -317,6 +327,24 @@ class Frontend:
             self.assign(target, res, node)
         else:
             raise self.error("unsupported augmented assignment target", node)
+        return None
+
+    def is_adjoint_accessor(self, node) -> bool:
+        try:
+            return bool(getattr(self.static_eval(node, quiet=True), "_wp_adjoint_", False))
+        except Exception:
+            return False
+
+    def adjoint_accumulate(self, target, value, opname, node):
+        """`wp.adjoint[x] += v` in a @wp.func_grad: add v to the adjoint of parameter x."""
+        names = [a.arg for a in self.src.fdef.args.args]
+        if not isinstance(target.slice, ast.Name) or target.slice.id not in names:
+            raise self.error("wp.adjoint[...] takes a parameter name of the function", node)
+        if opname not in ("add", "sub"):
+            raise self.error("wp.adjoint[x] supports += and -=", node)
+        if opname == "sub":
+            value = self.emit("call", [value], node, attrs={"name": "neg"})[0]
+        self.emit("adj_accum", [value], node, nresults=0, attrs={"param": names.index(target.slice.id)})
         return None
 
     def stmt_Return(self, node):

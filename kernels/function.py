@@ -53,6 +53,8 @@ def resolve_static(obj):
     from .builtins import BUILTINS
     if isinstance(obj, Func):
         return ("func", obj)
+    if obj is T.vector or obj is T.matrix:
+        return ("builtin", obj.__name__)  # special forms in type inference: the type depends on the arguments
     name = getattr(obj, "_wp_builtin_", None)
     if name is not None and name in BUILTINS:
         return ("builtin", name)
@@ -121,13 +123,39 @@ class Func:
                     _in_progress.add(types_)
                     try:
                         fn = compile_ir(source, "func", self.name, list(types_))
+                    except CompileError as e:
+                        # say which caller asked for this function, with these argument types
+                        note = f"(called from '{ti.fn.name}' at {op.loc})"
+                        raise CompileError(f"{e.message}\n    {note}" if "called from" not in e.message
+                                           else e.message, e.loc, e.function) from None
                     finally:
                         _in_progress.discard(types_)
                     fn.func_object = self
+                    self._compile_custom(fn, list(types_), op)
                     self.specializations[types_] = fn
                 return fn, conv
         got = ", ".join(describe(a.type) for a in args)
         raise CompileError(f"no overload of '{self.name}' accepts ({got})", op.loc, ti.fn.name)
+
+
+    def _compile_custom(self, fn: ir.Function, types_: list, op):
+        """Typed IR of the user's custom adjoint and replay for this specialisation, attached to `fn`."""
+        fn.custom_grad_ir = None
+        fn.custom_replay_ir = None
+        if self.custom_grad is not None:
+            grad_types = types_ + list(fn.return_types)
+            n = len(self.custom_grad.fdef.args.args)
+            if n != len(grad_types):
+                raise CompileError(f"@wp.func_grad of '{self.name}' must take the {len(types_)} arguments of "
+                                   f"'{self.name}' and then the adjoint of each of its {len(fn.return_types)} "
+                                   f"result(s); it takes {n}", self.custom_grad.loc(self.custom_grad.fdef))
+            fn.custom_grad_ir = compile_ir(self.custom_grad, "func", f"adj_{self.name}", grad_types)
+        if self.custom_replay is not None:
+            replay = compile_ir(self.custom_replay, "func", f"replay_{self.name}", types_)
+            if replay.return_types != fn.return_types:
+                raise CompileError(f"@wp.func_replay of '{self.name}' must return what '{self.name}' returns",
+                                   self.custom_replay.loc(self.custom_replay.fdef))
+            fn.custom_replay_ir = replay
 
 
 _in_progress: set = set()
@@ -172,3 +200,34 @@ def _is_overload(existing: Func, pyfunc) -> bool:
         del existing.overloads[i]
     existing.specializations.clear()
     return bool(existing.overloads) or bool(same)
+
+
+def func_grad(forward: Func):
+    """Decorator: a custom adjoint for the @wp.func `forward` (Warp's `@wp.func_grad`).
+
+    The decorated function takes `forward`'s arguments followed by the adjoint of each of its results, and adds
+    to the arguments' adjoints with `wp.adjoint[x] += ...`. It replaces the derived adjoint of `forward`.
+    """
+    if not isinstance(forward, Func):
+        raise TypeError("@wp.func_grad(f) needs a @wp.func f")
+
+    def decorate(pyfunc):
+        forward.custom_grad = FunctionSource(pyfunc)
+        forward.specializations.clear()
+        return pyfunc
+
+    return decorate
+
+
+def func_replay(forward: Func):
+    """Decorator: what the backward pass runs instead of `forward` when it replays the forward computation
+    (Warp's `@wp.func_replay`), e.g. to skip side effects or use a cheaper equivalent. Same signature and results."""
+    if not isinstance(forward, Func):
+        raise TypeError("@wp.func_replay(f) needs a @wp.func f")
+
+    def decorate(pyfunc):
+        forward.custom_replay = FunctionSource(pyfunc)
+        forward.specializations.clear()
+        return pyfunc
+
+    return decorate

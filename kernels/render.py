@@ -99,6 +99,8 @@ class FunctionRenderer:
         self.name = Names()
         self.lines: list = []
         self.depth = 1
+        self.keep_returns = False  # a function's replay version returns its values; inline replays do not
+        self.custom_adjoints: list = []  # adjoint variables that `wp.adjoint[x] += v` adds to (custom grads)
 
     def emit(self, text: str):
         self.lines.append("    " * self.depth + text)
@@ -167,10 +169,11 @@ class FunctionRenderer:
     def line_arg(self, op) -> str:
         return str(op.loc.line if op.loc else 0)
 
-    def call_expr(self, op) -> str:
-        """The C++ expression for a builtin or user call (forward)."""
+    def call_expr(self, op, replay=False) -> str:
+        """The C++ expression for a builtin or user call (forward; in replay, user functions' replay versions)."""
         if "callee" in op.attrs:
-            return f"{self.func_names[op.attrs['callee']]}({self.args(op.operands)})"
+            prefix = "replay_" if replay else ""
+            return f"{prefix}{self.func_names[op.attrs['callee']]}({self.args(op.operands)})"
         ov = op.attrs["overload"]
         name = op.attrs["name"]
         a = op.operands
@@ -224,7 +227,7 @@ class FunctionRenderer:
             call = f"wp::{op.attrs['overload'].native}({', '.join([self.name(updated)] + [self.name(v) for v in a[1:]])})"
             self.emit(f"{self.name(outs[0])} = {call};" if outs else f"{call};")
             return
-        expr = self.call_expr(op)
+        expr = self.call_expr(op, replay)
         results = [r for r in op.results if _has_ctype(r.type)]
         if not results:
             self.emit(f"{expr};")
@@ -311,8 +314,12 @@ class FunctionRenderer:
         self.depth -= 1
         self.emit("}")
 
+    def op_adj_accum(self, op, replay):
+        target = self.custom_adjoints[op.attrs["param"]]
+        self.emit(f"{target} = wp::add({target}, {self.name(op.operands[0])});")
+
     def op_return(self, op, replay):
-        if replay:
+        if replay and not self.keep_returns:
             return
         vals = [self.name(v) for v in op.operands]
         if len(vals) == 1:

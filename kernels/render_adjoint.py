@@ -254,6 +254,8 @@ def adjoint_error(fn: ir.Function):
     """The CompileError that makes `fn` (or a function it calls) non-differentiable, or None. Cached."""
     if not hasattr(fn, "_adjoint_error"):
         fn._adjoint_error = None
+        if getattr(fn, "custom_grad_ir", None) is not None:
+            return None  # the user wrote its adjoint
         try:
             analyze(fn)
             for op in ir.walk(fn.body):

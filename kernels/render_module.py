@@ -72,9 +72,8 @@ class ModuleSource:
         self.func_order.append(fn)
 
     def render_function(self, fn: ir.Function, adjoint_renderer=None) -> str:
+        """A user function: forward, replay (no side effects, used by backward passes) and adjoint versions."""
         name = self.func_names[fn]
-        r = FunctionRenderer(fn, self.dialect, self.debug, self.func_names)
-        params = ", ".join(f"{ctype(p.type)} {r.name(p)}" for p in fn.params)
         rts = fn.return_types
         out = []
         if len(rts) > 1:
@@ -83,13 +82,43 @@ class ModuleSource:
             ret = f"{name}_ret"
         else:
             ret = ctype(rts[0]) if rts else "void"
-        r.declare_values(fn.body)
-        r.block(fn.body)
-        body = "\n".join(r.lines)
-        out.append(f"static CUDA_CALLABLE inline {ret} {name}({params}) {{\n{body}\n}}")
-        if adjoint_renderer is not None and adjoint_error(fn) is None:
-            out.append(adjoint_renderer(fn, self, name, ret))
+        out.append(self.function_body(fn, name, ret, replay=False))
+        if adjoint_renderer is not None:
+            custom = getattr(fn, "custom_replay_ir", None)
+            if custom is not None:  # the user's replay runs as written, side effects included
+                out.append(self.function_body(custom, f"replay_{name}", ret, replay=False))
+            else:
+                out.append(self.function_body(fn, f"replay_{name}", ret, replay=True))
+            if getattr(fn, "custom_grad_ir", None) is not None:
+                out.append(self.custom_adjoint(fn, name))
+            elif adjoint_error(fn) is None:
+                out.append(adjoint_renderer(fn, self, name, ret))
         return "\n".join(out) + "\n"
+
+    def function_body(self, fn: ir.Function, name: str, ret: str, replay: bool) -> str:
+        r = FunctionRenderer(fn, self.dialect, self.debug, self.func_names)
+        r.keep_returns = True
+        params = ", ".join(f"{ctype(p.type)} {r.name(p)}" for p in fn.params)
+        r.declare_values(fn.body)
+        r.block(fn.body, replay)
+        body = "\n".join(r.lines)
+        return f"static CUDA_CALLABLE inline {ret} {name}({params}) {{\n{body}\n}}"
+
+    def custom_adjoint(self, fn: ir.Function, name: str) -> str:
+        """`adj_<name>` from a @wp.func_grad body: its first parameters are the primal arguments, the rest the
+        adjoints of the results; `wp.adjoint[x] += v` adds to the adjoint argument of x."""
+        grad = fn.custom_grad_ir
+        r = FunctionRenderer(grad, self.dialect, self.debug, self.func_names)
+        n = len(fn.params)
+        primal, adj_rets = grad.params[:n], grad.params[n:]
+        r.custom_adjoints = [f"adj_{r.name(p)}" for p in primal]
+        params = [f"{ctype(p.type)} {r.name(p)}" for p in primal]
+        params += [f"{ctype(p.type)}& adj_{r.name(p)}" for p in primal]
+        params += [f"const {ctype(p.type)}& {r.name(p)}" for p in adj_rets]
+        r.declare_values(grad.body)
+        r.block(grad.body)
+        body = "\n".join(r.lines)
+        return f"static CUDA_CALLABLE inline void adj_{name}({', '.join(params)}) {{\n{body}\n}}"
 
     # ---- kernels
 

@@ -116,7 +116,7 @@ class Composite:
         st = self._wp_scalar_type_._np_
         if len(args) == 0:
             data = np.zeros(n, dtype=st)
-        elif len(args) == 1 and np.ndim(args[0]) == 0 and self._category_ == "vector":
+        elif len(args) == 1 and np.ndim(args[0]) == 0 and self._category_ in ("vector", "matrix"):
             data = np.full(n, args[0], dtype=st)
         elif len(args) == 1:
             data = np.asarray(args[0], dtype=st).reshape(-1)

@@ -392,8 +392,6 @@ def _identity_kernel():
 IDENTITY_KERNEL = _identity_kernel()
 
 
-@pytest.mark.xfail(reason="identity(n, dtype) needs a typeinfer special form: its result type depends on the value "
-                          "of n, which overload patterns cannot see", strict=False)
 def test_identity(device):
     out3 = wp.zeros(2, dtype=wp.mat33d, device=device)
     out2 = wp.zeros(2, dtype=wp.mat22, device=device)

@@ -28,7 +28,9 @@ for _name in ("lt", "le", "gt", "ge"):
 add_builtin("logical_and", (T.bool_, T.bool_), T.bool_, group="logic", differentiable=False, doc="a and b")
 add_builtin("logical_or", (T.bool_, T.bool_), T.bool_, group="logic", differentiable=False, doc="a or b")
 add_builtin("logical_not", (T.bool_,), T.bool_, group="logic", differentiable=False, doc="not a")
-add_builtin("nonzero", (S("T", "any"),), T.bool_, group="logic", differentiable=False, doc="a != 0 (truthiness)")
+add_builtin("truthy", (S("T", "any"),), T.bool_, group="logic", differentiable=False,
+            doc="a != 0: the truth value of a number in `if x:`")
+add_builtin("nonzero", (N,), "T", group="logic", doc="1 if a != 0 else 0, in the type of a (zero gradient)")
 for _name in ("bit_and", "bit_or", "bit_xor", "lshift", "rshift"):
     add_builtin(_name, (I, I), "T", group="bitwise", differentiable=False, doc="integer bit operation")
 add_builtin("invert", (I,), "T", group="bitwise", differentiable=False, doc="~a")

@@ -79,7 +79,9 @@ template <typename T> CUDA_CALLABLE inline T rshift(T a, T b) { return T(a >> b)
 template <typename T> CUDA_CALLABLE inline T invert(T a) { return T(~a); }
 
 // Truthiness of a scalar, for `if x:` on numbers.
-template <typename T> CUDA_CALLABLE inline bool nonzero(T a) { return a != T(0); }
+template <typename T> CUDA_CALLABLE inline bool truthy(T a) { return a != T(0); }
+template <typename T> CUDA_CALLABLE inline T nonzero(T a) { return a != T(0) ? T(1) : T(0); }
+template <typename T> CUDA_CALLABLE inline void adj_nonzero(T, T&, const T&) {}
 
 // Casts between scalar types: `R cast<R>(A)`. The gradient flows between float types and stops at integers.
 template <typename R, typename A> CUDA_CALLABLE inline R cast(A a) { return R(a); }

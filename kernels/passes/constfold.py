@@ -19,7 +19,7 @@ from .clone import substitute
 _FOLD = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "eq": operator.eq, "ne": operator.ne,
          "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
          "logical_and": lambda a, b: bool(a and b), "logical_or": lambda a, b: bool(a or b),
-         "logical_not": lambda a: not a, "neg": operator.neg, "pos": operator.pos, "nonzero": lambda a: a != 0}
+         "logical_not": lambda a: not a, "neg": operator.neg, "pos": operator.pos, "truthy": lambda a: a != 0}
 
 
 def _const(v: ir.Value):

@@ -265,7 +265,7 @@ class TypeInference:
             self.replace(op.results[0], v)
             return
         if T.is_scalar(v.type):
-            self.call_builtin(op, "nonzero", [v])
+            self.call_builtin(op, "truthy", [v])
             return
         raise self.error(f"a {describe(v.type)} cannot be used as a condition", op)
 
@@ -278,6 +278,68 @@ class TypeInference:
         op.attrs["overload"] = registry.BUILTINS["tid"][0]
         op.attrs["ndim"] = n
         self.append(op)
+
+    def call_arguments(self, op, names):
+        """Positional and keyword operands of a special form, by parameter name (missing ones absent)."""
+        kw = op.attrs.get("kwargs") or []
+        npos = len(op.operands) - len(kw)
+        if npos > len(names):
+            raise self.error(f"{op.attrs['name']}() takes at most {len(names)} arguments", op)
+        out = dict(zip(names, op.operands[:npos]))
+        for k, v in zip(kw, op.operands[npos:]):
+            if k not in names:
+                raise self.error(f"{op.attrs['name']}() has no argument '{k}'", op)
+            out[k] = v
+        return out
+
+    def static_type_arg(self, v, op, what):
+        t = T.canonical_type(self.static_value(v, op, what))
+        if not T.is_scalar(t):
+            raise self.error(f"{what} must be a scalar type, got {t!r}", op)
+        return t
+
+    def construct_as(self, op, t, args):
+        """Emit the construction of composite type `t` from `args`, as calling `t(*args)` would."""
+        op.attrs = {"type": t}
+        op.operands = list(args)
+        self.op_construct(op)
+
+    def builtin_identity(self, op):
+        """identity(n, dtype=float32): the n x n identity matrix; n is a compile-time int."""
+        args = self.call_arguments(op, ("n", "dtype"))
+        if "n" not in args:
+            raise self.error("identity() needs n", op)
+        n = self.static_value(args["n"], op, "identity's n")
+        dtype = self.static_type_arg(args["dtype"], op, "identity's dtype") if "dtype" in args else T.float32
+        t = T.matrix((int(n), int(n)), dtype)
+        ov, rtype = registry.resolve("identity", [StaticType(t)])
+        op.results[0].type = rtype
+        self.append(ir.Op("call", [], op.results, {"name": "identity", "overload": ov, "type_arg": True}, [],
+                          op.loc))
+
+    def builtin_vector(self, op):
+        """wp.vector(*components, length=None, dtype=None): a vector type chosen at compile time."""
+        kw = op.attrs.get("kwargs") or []
+        comps = op.operands[: len(op.operands) - len(kw)]
+        named = dict(zip(kw, op.operands[len(comps):]))
+        length = int(self.static_value(named["length"], op, "length")) if "length" in named else len(comps)
+        dtype = (self.static_type_arg(named["dtype"], op, "dtype") if "dtype" in named else
+                 next((c.type for c in comps if T.is_scalar(c.type) and not self.is_weak(c)), T.float32))
+        if length == 0:
+            raise self.error("wp.vector() needs components or length=", op)
+        self.construct_as(op, T.vector(length, dtype), comps)
+
+    def builtin_matrix(self, op):
+        """wp.matrix(*components, shape=(rows, cols), dtype=None): a matrix type chosen at compile time."""
+        kw = op.attrs.get("kwargs") or []
+        comps = op.operands[: len(op.operands) - len(kw)]
+        named = dict(zip(kw, op.operands[len(comps):]))
+        if "shape" not in named:
+            raise self.error("wp.matrix(...) needs shape=(rows, cols)", op)
+        shape = self.static_value(named["shape"], op, "shape")
+        dtype = (self.static_type_arg(named["dtype"], op, "dtype") if "dtype" in named else
+                 next((c.type for c in comps if T.is_scalar(c.type) and not self.is_weak(c)), T.float32))
+        self.construct_as(op, T.matrix(tuple(shape), dtype), comps)
 
     def builtin_len(self, op):
         (v,) = op.operands
@@ -469,8 +531,8 @@ class TypeInference:
             return v
         if T.is_scalar(v.type):
             r = ir.Value(type=T.bool_)
-            ov, _ = registry.resolve("nonzero", [v.type])
-            self.append(ir.Op("call", [v], [r], {"name": "nonzero", "overload": ov}, [], op.loc))
+            ov, _ = registry.resolve("truthy", [v.type])
+            self.append(ir.Op("call", [v], [r], {"name": "truthy", "overload": ov}, [], op.loc))
             return r
         raise self.error(f"a {describe(v.type)} cannot be used as a condition", op)
 
@@ -594,6 +656,15 @@ class TypeInference:
         body.yields = [body.yields[k] for k in keep]
         if op.opcode == "while":
             op.regions[0].args = [op.regions[0].args[k] for k in keep]
+
+    def op_adj_accum(self, op):
+        param = self.fn.params[op.attrs["param"]]
+        value = self.convert_weak_to(op.operands[0], param.type, op)
+        if value.type != param.type:
+            raise self.error(f"the adjoint of '{param.name}' is {describe(param.type)}, got {describe(value.type)}",
+                             op)
+        op.operands = [value]
+        self.append(op)
 
     def op_return(self, op):
         types = [v.type for v in op.operands]

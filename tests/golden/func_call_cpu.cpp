@@ -7,6 +7,11 @@ static CUDA_CALLABLE inline wp::float32 f0_square(wp::float32 v0_x) {
     v1 = wp::mul(v0_x, v0_x);
     return v1;
 }
+static CUDA_CALLABLE inline wp::float32 replay_f0_square(wp::float32 v0_x) {
+    wp::float32 v1;
+    v1 = wp::mul(v0_x, v0_x);
+    return v1;
+}
 static CUDA_CALLABLE inline void adj_f0_square(wp::float32 v0_x, wp::float32& adj_v0_x, const wp::float32& adj_ret0) {
     wp::float32 v1;
     wp::float32 adj_v1 = wp::float32();
@@ -62,7 +67,7 @@ static CUDA_CALLABLE inline void k0_func_call_backward_thread(const wp::launch_b
     wp::float32 adj_v6 = wp::float32();
     v2_i = wp::int32(task);
     v3 = wp::index(v0_x, 50, v2_i);
-    v4 = f0_square(v3);
+    v4 = replay_f0_square(v3);
     v5 = 1.0f;
     v6 = wp::add(v4, v5);
     wp::adj_index_store(adj_v1_out, 50, v2_i, adj_v6);
