@@ -1,6 +1,6 @@
 """autodiff: reverse-mode differentiation of kernel launches (Tape), gradient checking, optimisers."""
 
 from .gradcheck import GradcheckReport, gradcheck
-from .tape import Tape
+from .tape import MissingGradientError, OverwriteError, Tape
 
-__all__ = ["Tape", "gradcheck", "GradcheckReport"]
+__all__ = ["Tape", "gradcheck", "GradcheckReport", "MissingGradientError", "OverwriteError"]

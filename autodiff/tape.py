@@ -4,6 +4,12 @@ Arrays that are not toolkit arrays (numpy arrays, torch tensors, anything passed
 DLPack) are constants for differentiation: backward passes no gradient array for them, so their memory is never
 written. Arrays inside structs are looked up when backward runs, so gradients reach them whether `requires_grad`
 was set before or after the array was put into the struct.
+
+Gradient buffers: `requires_grad=True` gives an array a zeroed `.grad` at once; `backward(grads={a: g})` gives
+`a` one if it has none. Every gradient is retained (there is no separate `retain_grad`): after `backward()`,
+intermediate arrays hold their adjoints too, until `zero()` or `reset()`. An array that carries gradient from
+one taped launch to a later one must have a gradient buffer; if it has none, `backward()` raises
+MissingGradientError naming it (and the struct field it sits in) rather than silently dropping the gradient.
 """
 
 from __future__ import annotations
@@ -17,6 +23,10 @@ from kernels.typesys import ArrayType, is_struct
 
 class OverwriteError(RuntimeError):
     """An array read by an earlier taped launch was then overwritten: its gradient would be wrong."""
+
+
+class MissingGradientError(RuntimeError):
+    """An array that carries gradient between two taped launches has no gradient buffer."""
 
 
 class _Record:
@@ -119,6 +129,7 @@ class Tape:
                 a.grad = wp.zeros(a.shape, dtype=a.dtype, device=a.device)
             a.grad.assign(seed)
             self._touch(a)
+        self._check_gradient_chain()
         for rec in reversed(self.launches):
             if callable(rec) and not isinstance(rec, _Record):
                 rec()
@@ -128,6 +139,42 @@ class Tape:
             adj_out = [self._adjoint_of(v, t) for v, t in zip(rec.outputs, k.arg_types[len(rec.inputs):])]
             wp.launch(k, rec.dim, inputs=rec.inputs, outputs=rec.outputs, device=rec.device, adjoint=True,
                       adj_inputs=adj_in, adj_outputs=adj_out)
+
+    def _arrays_of(self, rec):
+        """(path, array, read, written) for the differentiable toolkit arrays a recorded launch touches."""
+        values = dict(zip(rec.kernel.arg_names, list(rec.inputs) + list(rec.outputs)))
+        out = []
+        for path, (read, written) in rec.kernel.param_access().items():
+            head, *fields = path.split(".")
+            obj = values.get(head)
+            for f in fields:
+                obj = getattr(obj, f, None) if obj is not None else None
+            if isinstance(obj, wp.array) and not obj._foreign and wp.types.is_float(wp.types.scalar_type(obj.dtype)):
+                out.append((path, obj, read, written))
+        return out
+
+    def _check_gradient_chain(self):
+        """Refuse to run when an array written by one launch on the gradient path and read by a later one has no
+        gradient buffer: the gradient would stop there and the earlier inputs would silently get zeros."""
+        writer: dict = {}  # id(array) -> (record, path) of its latest writer so far
+        for rec in self.launches:
+            if not isinstance(rec, _Record):
+                continue
+            arrays = self._arrays_of(rec)
+            feeds_gradient = any(w and a.grad is not None for _, a, _, w in arrays)
+            for path, a, read, _ in arrays:
+                if not (read and feeds_gradient and a.grad is None and id(a) in writer):
+                    continue
+                source, source_path = writer[id(a)]
+                if any(r and b.grad is not None for _, b, r, _ in self._arrays_of(source)):
+                    where = _describe_path(path)
+                    raise MissingGradientError(
+                        f"{where} of kernel '{rec.kernel.name}' is written by kernel '{source.kernel.name}' "
+                        f"({_describe_path(source_path)}) and read here, but has no gradient buffer: gradients "
+                        f"cannot flow back through it. Create that array with requires_grad=True.")
+            for path, a, _, written in arrays:
+                if written:
+                    writer[id(a)] = (rec, path)
 
     def zero(self):
         """Zero every gradient this tape has touched, seeded ones included, so rounds never accumulate."""
@@ -145,3 +192,10 @@ class Tape:
         self.launches = []
         self.touched = {}
         self._reads = {}
+
+
+def _describe_path(path: str) -> str:
+    head, *fields = path.split(".")
+    if not fields:
+        return f"array argument '{head}'"
+    return f"field '{'.'.join(fields)}' of struct argument '{head}'"

@@ -12,8 +12,6 @@ import ctypes
 import hashlib
 import os
 import shutil
-import subprocess
-import tempfile
 import time
 
 from . import config
@@ -40,6 +38,7 @@ def find_cxx() -> str:
 def compiler_identity(cxx: str) -> str:
     ident = _compiler_cache.get(cxx)
     if ident is None:
+        import subprocess
         out = subprocess.run([cxx, "--version"], capture_output=True, text=True)
         ident = (out.stdout.splitlines() or [""])[0]
         _compiler_cache[cxx] = ident
@@ -53,24 +52,29 @@ def cpu_flags(debug: bool) -> list:
 
 
 def native_hash() -> str:
-    """Hash of the native headers: a change to them invalidates every cached module."""
-    h = hashlib.sha256()
-    for name in sorted(os.listdir(NATIVE_DIR)):
-        if name.endswith(".h"):
+    """Hash of the native headers: a change to them invalidates every cached module. The headers are read again
+    only when their names, sizes or modification times changed since the last call in this process."""
+    global _native_hash
+    names = sorted(n for n in os.listdir(NATIVE_DIR) if n.endswith(".h"))
+    stamp = []
+    for name in names:
+        st = os.stat(os.path.join(NATIVE_DIR, name))
+        stamp.append((name, st.st_size, st.st_mtime_ns))
+    if _native_hash is None or _native_hash[0] != stamp:
+        h = hashlib.sha256()
+        for name in names:
             with open(os.path.join(NATIVE_DIR, name), "rb") as f:
                 h.update(name.encode() + f.read())
-    return h.hexdigest()
+        _native_hash = (stamp, h.hexdigest())
+    return _native_hash[1]
 
 
-_native_hash = None
+_native_hash = None  # (stamp of the headers, their hash)
 
 
 def cache_key(source: str, compiler: str, flags: list) -> str:
-    global _native_hash
-    if _native_hash is None:
-        _native_hash = native_hash()
     h = hashlib.sha256()
-    for part in (source, compiler, " ".join(flags), VERSION, _native_hash):
+    for part in (source, compiler, " ".join(flags), VERSION, native_hash()):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:24]
@@ -92,6 +96,8 @@ def build_cpu(source: str, name: str, debug: bool) -> BuildResult:
     lib = os.path.join(entry, "module.so")
     if os.path.exists(lib):
         return BuildResult(lib, True, 0.0)
+    import subprocess
+    import tempfile
     os.makedirs(os.path.dirname(entry), exist_ok=True)
     t0 = time.perf_counter()
     tmp = tempfile.mkdtemp(prefix=f".{name}_", dir=os.path.dirname(entry))
@@ -110,9 +116,15 @@ def build_cpu(source: str, name: str, debug: bool) -> BuildResult:
         try:
             os.rename(tmp, entry)
         except OSError:
-            # another process finished the same entry first: use theirs
+            # another process finished the same entry first: use theirs. An entry without its library was
+            # damaged (entries appear whole, by rename): replace it.
             if not os.path.exists(lib):
-                raise
+                shutil.rmtree(entry, ignore_errors=True)
+                try:
+                    os.rename(tmp, entry)
+                except OSError:
+                    if not os.path.exists(lib):
+                        raise
     finally:
         if os.path.exists(tmp):
             shutil.rmtree(tmp, ignore_errors=True)

@@ -162,7 +162,9 @@ class Frontend:
             obj = x.obj
             return self.emit("const", [], node, attrs={"value": obj, "weak": isinstance(obj, (bool, int, float))})[0]
         if isinstance(x, tuple):
-            raise self.error("a tuple cannot be used as a value here; unpack it into variables", node)
+            # a tuple of run-time values (e.g. a tile offset): a pack that builtins taking tuples read apart
+            items = [self.as_value(i, node) for i in x]
+            return self.emit("tuple", items, node)[0]
         raise self.error(f"cannot use {x!r} as a value", node)
 
     # ------------------------------------------------------------------------------------------------ entry
@@ -456,18 +458,20 @@ class Frontend:
         return [n for n in self.env if n in names and isinstance(self.env[n], ir.Value)]
 
     def mutated_by_calls(self, stmts) -> set:
-        """Variables passed first to builtins that advance them (`wp.randf(state)`): they change in a loop."""
+        """Variables that builtins update in place (`wp.randf(state)`, `wp.tile_matmul(a, b, out)`): they change
+        in a loop."""
         out = set()
         for stmt in stmts:
             for node in ast.walk(stmt):
-                if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name):
+                if isinstance(node, ast.Call) and node.args:
                     try:
                         f = self.static_eval(node.func, quiet=True)
                     except Exception:
                         continue
                     name = getattr(f, "_wp_builtin_", None)
-                    if name is not None and _mutates_first(name):
-                        out.add(node.args[0].id)
+                    idx = _mutated_arg(name) if name is not None else None
+                    if idx is not None and idx < len(node.args) and isinstance(node.args[idx], ast.Name):
+                        out.add(node.args[idx].id)
         return out
 
     def stmt_For(self, node):
@@ -774,13 +778,14 @@ class Frontend:
             return self.emit("construct", operands, node, attrs={**attrs, "type": target})
         if what == "builtin":
             attrs["name"] = target
-            if _mutates_first(target):
-                # the call also yields the updated first argument, rebound to the caller's variable
-                attrs["mutates_first"] = True
+            idx = _mutated_arg(target)
+            if idx is not None and idx < len(node.args):
+                # the call also yields the updated argument, rebound to the caller's variable
+                attrs["mutates"] = idx
                 results = self.emit("call", operands, node, nresults=nresults + 1, attrs=attrs)
-                if node.args and isinstance(node.args[0], ast.Name):
-                    self.env[node.args[0].id] = results[-1]
-                    results[-1].name = node.args[0].id
+                if isinstance(node.args[idx], ast.Name):
+                    self.env[node.args[idx].id] = results[-1]
+                    results[-1].name = node.args[idx].id
                 return results[:-1]
         else:
             attrs["func"] = target
@@ -801,9 +806,15 @@ class Frontend:
         raise self.error("lambdas are not supported in kernels; define a @wp.func", node)
 
 
-def _mutates_first(name) -> bool:
+def _mutated_arg(name):
+    """Position of the argument that builtin `name` updates in place, or None."""
     from .builtins import BUILTINS
-    return any(ov.mutates_first for ov in BUILTINS.get(name, ()))
+    for ov in BUILTINS.get(name, ()):
+        if ov.mutates_first:
+            return 0
+        if ov.mutates_arg is not None:
+            return ov.mutates_arg
+    return None
 
 
 def _is_number(x):

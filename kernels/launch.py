@@ -223,3 +223,18 @@ def launch(kernel, dim, inputs=(), outputs=(), device=None, adjoint=False, adj_i
     if record_tape and not adjoint and tape_hooks:
         tape_hooks[-1](kernel, dims, list(inputs), list(outputs), device)
     return None
+
+
+def launch_tiled(kernel, dim, inputs=(), outputs=(), device=None, block_dim: int = 256, adjoint=False,
+                 adj_inputs=None, adj_outputs=None, record_cmd=False, record_tape=True, stream=None):
+    """Launch `kernel` over a grid of `dim` blocks, each running tile operations together (Warp's
+    `wp.launch_tiled`). `wp.tid()` gives the block's index; an extra trailing index gives the lane in the block.
+    On the CPU a block runs as one lane (lane 0), so tile operations cover the whole tile in that lane."""
+    if block_dim < 1:
+        raise LaunchError(f"block_dim must be positive, got {block_dim}")
+    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    kernel.ensure_built()
+    if kernel.tid_ndim == len(dims) + 1:
+        dims = dims + (1,)  # the lane index: one lane per block on the CPU
+    return launch(kernel, dims, inputs, outputs, device, adjoint, adj_inputs, adj_outputs, record_cmd,
+                  record_tape, stream)

@@ -8,15 +8,14 @@ compiler rejects a module, its kernels are retried one library each.
 from __future__ import annotations
 
 import ctypes
+import os
 import time
 
-from . import config
+from . import cache_index, config
 from .build import build_cpu, load_library
 from .errors import CompileError, NativeCompileError
 from .frontend import FunctionSource
 from .function import compile_ir, signature_types
-from .render import CPU
-from .render_module import ModuleSource
 
 
 class Kernel:
@@ -41,6 +40,9 @@ class Kernel:
         self.args_ctype = None
         self.tid_ndim = 0
         self.adjoint_error = None  # why this kernel has no backward (a CompileError), raised when one is asked for
+        self._access = None
+        self._source_text = None
+        self._library_path = None
         self.__doc__ = pyfunc.__doc__
 
     def __call__(self, *args, **kwargs):
@@ -52,21 +54,27 @@ class Kernel:
         if self.error is not None:
             raise self.error
 
+    @property
+    def source_text(self) -> str | None:
+        """The generated C++ of the library this kernel is in (read from the cache when it was loaded from there)."""
+        if self._source_text is None and self._library_path is not None:
+            try:
+                with open(os.path.join(os.path.dirname(self._library_path), "module.cpp")) as f:
+                    self._source_text = f.read()
+            except OSError:
+                pass
+        return self._source_text
+
+    @source_text.setter
+    def source_text(self, text: str):
+        self._source_text = text
+
     def param_access(self) -> dict:
-        """Parameter name -> (read, written) for array parameters, from the kernel's IR (overwrite checks)."""
-        if getattr(self, "_access", None) is None:
-            from . import ir as _ir
-            access = {n: [False, False] for n in self.arg_names}
-            names = dict(zip(self.ir.params, self.arg_names))
-            for op in _ir.walk(self.ir.body):
-                name = op.attrs.get("name")
-                if op.opcode == "call" and op.operands and op.operands[0] in names:
-                    slot = access[names[op.operands[0]]]
-                    if name == "load":
-                        slot[0] = True
-                    elif name == "store":
-                        slot[1] = True
-            self._access = {k: tuple(v) for k, v in access.items()}
+        """Array parameter path ("x", "p.output") -> (read, written), from the kernel's IR (tape checks)."""
+        if self._access is None:
+            from .access import array_access
+            self.compile_ir()
+            self._access = array_access(self.ir, self.arg_names)
         return self._access
 
     def compile_ir(self):
@@ -88,6 +96,7 @@ class Module:
         self.pending: list = []
         self.build_seconds = 0.0
         self.cold_builds = 0
+        self.index_hits = 0  # batches loaded through the cache index, with no IR compiled
 
     def register(self, kernel: Kernel):
         # every kernel object is its own kernel: factories and closures make several with one name
@@ -96,6 +105,12 @@ class Module:
 
     def build(self):
         batch, self.pending = self.pending, []
+        if not batch:
+            return
+        debug = config.mode == "debug"
+        prekey = cache_index.module_key(self.name, batch, debug)
+        if prekey is not None and self._load_indexed(batch, prekey, debug):
+            return
         ready = []
         for k in batch:
             try:
@@ -106,7 +121,7 @@ class Module:
         if not ready:
             return
         try:
-            self._build_library(ready)
+            self._build_library(ready, prekey if len(ready) == len(batch) else None)
         except NativeCompileError:
             if len(ready) == 1:
                 ready[0].error = _last_native_error[0]
@@ -117,8 +132,40 @@ class Module:
                 except NativeCompileError as e:
                     k.error = e
 
-    def _build_library(self, kernels: list):
+    def _load_indexed(self, kernels: list, prekey: str, debug: bool) -> bool:
+        """Load `kernels` from the library the cache index names for `prekey`, compiling no IR. False when there
+        is no usable entry (none, unreadable, not matching, library gone or broken): then build normally."""
+        t0 = time.perf_counter()
+        record = cache_index.lookup(prekey)
+        if record is None:
+            return False
+        try:
+            infos = record["kernels"]
+            if [r["name"] for r in infos] != [k.name for k in kernels]:
+                return False
+            path = os.path.join(cache_index.library_root(), record["library"], "module.so")
+        except (KeyError, TypeError):
+            return False
+        if not os.path.isfile(path):
+            return False
+        lib = load_library(path)
+        if lib is None:
+            return False
+        try:
+            fields = [_indexed_fields(k, r, lib, debug) for k, r in zip(kernels, infos)]
+        except (AttributeError, KeyError, TypeError, ValueError):
+            return False
+        for k, f in zip(kernels, fields):
+            k.__dict__.update(f)
+            k._library_path = path
+        self.index_hits += 1
+        self.build_seconds += time.perf_counter() - t0
+        return True
+
+    def _build_library(self, kernels: list, prekey: str | None = None):
+        from .render import CPU
         from .render_adjoint import adjoint_error, render_adjoint_function, render_adjoint_kernel
+        from .render_module import ModuleSource
         debug = config.mode == "debug"
         src = ModuleSource(CPU, debug)
         parts = []
@@ -152,10 +199,34 @@ class Module:
                 k.backward_fn = getattr(lib, f"{k.entry}_backward")
                 k.backward_fn.restype = None
             k.source_text = source
+            k._library_path = result.path
             k.error_slot = _error_slot(lib) if debug else None
+        if prekey is not None:
+            cache_index.store(prekey, {"library": os.path.basename(os.path.dirname(result.path)),
+                                       "kernels": [cache_index.kernel_record(k) for k in kernels]})
 
 
 _last_native_error = [None]
+
+
+def _indexed_fields(k: Kernel, r: dict, lib, debug: bool) -> dict:
+    """The attributes a built kernel has, from its index record and library (raises on a record that does not fit)."""
+    forward_fn = getattr(lib, f"{r['entry']}_forward")
+    forward_fn.restype = None
+    backward_fn = None
+    adjoint_error = None
+    if k.enable_backward:
+        if r["backward"]:
+            backward_fn = getattr(lib, f"{r['entry']}_backward")
+            backward_fn.restype = None
+        else:
+            adjoint_error = cache_index.error_from_record(r["adjoint_error"])
+    access = {str(n): (bool(read), bool(written)) for n, (read, written) in r["access"].items()}
+    if any(n.split(".")[0] not in k.arg_names for n in access):
+        raise ValueError("index record does not match the kernel's parameters")
+    return {"lib": lib, "entry": r["entry"], "forward_fn": forward_fn, "backward_fn": backward_fn,
+            "adjoint_error": adjoint_error, "tid_ndim": int(r["tid_ndim"]), "_access": access,
+            "error_slot": _error_slot(lib) if debug else None}
 
 
 def _error_slot(lib):
@@ -168,6 +239,8 @@ def _callees(fn):
     out = []
     for op in ir.walk(fn.body):
         c = op.attrs.get("callee")
+        if c is None and op.attrs.get("elem") is not None and op.attrs["elem"][0] == "func":
+            c = op.attrs["elem"][1]  # the element function of tile_map / tile_reduce
         if c is not None and c not in out:
             out.append(c)
     return out

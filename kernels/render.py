@@ -15,7 +15,7 @@ import numpy as np
 from . import ir
 from . import types as T
 from .errors import CompileError
-from .typesys import ArrayType, ShapeType, StaticType, is_struct
+from .typesys import ArrayType, PackType, ShapeType, StaticType, TileType, is_struct
 
 CPU, CUDA = "cpu", "cuda"
 
@@ -38,6 +38,8 @@ def ctype(t) -> str:
         return f"wp::array_t<{ctype(t.dtype)}>"
     if is_struct(t):
         return f"wp::{t._wp_struct_.cname}"
+    if isinstance(t, TileType):
+        return f"wp::tile_t<{ctype(t.dtype)}, {t.rows}, {t.cols}>"
     raise TypeError(f"type {t!r} has no C++ form")
 
 
@@ -85,7 +87,7 @@ class Names:
 
 
 def _has_ctype(t) -> bool:
-    return not isinstance(t, (StaticType, ShapeType)) and t is not None
+    return not isinstance(t, (StaticType, ShapeType, PackType)) and t is not None
 
 
 class FunctionRenderer:
@@ -152,6 +154,9 @@ class FunctionRenderer:
     def op_shape_of(self, op, replay):
         pass
 
+    def op_tuple(self, op, replay):
+        pass  # read apart by the builtin that takes it
+
     def args(self, values) -> str:
         out = []
         for v in values:
@@ -187,9 +192,32 @@ class FunctionRenderer:
             return f"{self.name(a[0])}.{op.attrs['field']}"
         if name == "struct_new":
             return f"{ctype(op.results[0].type)}()"
+        if name == "tile_map":
+            return f"wp::tile_map<{ctype(op.results[0].type)}>({self.element_lambda(op, len(a))}, {self.args(a)})"
+        if name == "tile_reduce":
+            return f"wp::tile_reduce({self.element_lambda(op, 2)}, {self.args(a)})"
         if ov.template_ret:
             return f"wp::{ov.native}<{ctype(op.results[0].type)}>({self.args(a)})"
         return f"wp::{ov.native}({self.args(a)})"
+
+    def element_function_name(self, op, adjoint=False) -> str:
+        kind, target = op.attrs["elem"]
+        prefix = "adj_" if adjoint else ""
+        if kind == "builtin":
+            return f"wp::{prefix}{target.native}"
+        return prefix + self.func_names[target]
+
+    def element_lambda(self, op, arity: int) -> str:
+        """The element function of tile_map/tile_reduce as a C++ lambda."""
+        params = ", ".join(f"auto x{k}" for k in range(arity))
+        args = ", ".join(f"x{k}" for k in range(arity))
+        return f"[&]({params}) {{ return {self.element_function_name(op)}({args}); }}"
+
+    def element_adjoint_lambda(self, op, arity: int) -> str:
+        params = ", ".join([f"auto x{k}" for k in range(arity)] + [f"auto& adj_x{k}" for k in range(arity)]
+                           + ["auto adj_r"])
+        args = ", ".join([f"x{k}" for k in range(arity)] + [f"adj_x{k}" for k in range(arity)] + ["adj_r"])
+        return f"[&]({params}) {{ {self.element_function_name(op, adjoint=True)}({args}); }}"
 
     def op_call(self, op, replay):
         name = op.attrs.get("name")
@@ -220,11 +248,13 @@ class FunctionRenderer:
                 r = op.results[0]
                 self.emit(f"{self.name(r)} = {self.name(a[0])}; {self.name(r)}.{op.attrs['field']} = {self.name(a[1])};")
                 return
-        if op.attrs.get("mutates_first"):
-            # the native function advances its first argument in place: give it a copy, then bind the copy
+        idx = op.attrs.get("mutates")
+        if idx is not None:
+            # the native function updates that argument in place: give it a copy, then bind the copy
             *outs, updated = op.results
-            self.emit(f"{self.name(updated)} = {self.name(a[0])};")
-            call = f"wp::{op.attrs['overload'].native}({', '.join([self.name(updated)] + [self.name(v) for v in a[1:]])})"
+            self.emit(f"{self.name(updated)} = {self.name(a[idx])};")
+            args = [self.name(updated) if k == idx else self.name(v) for k, v in enumerate(a)]
+            call = f"wp::{op.attrs['overload'].native}({', '.join(args)})"
             self.emit(f"{self.name(outs[0])} = {call};" if outs else f"{call};")
             return
         expr = self.call_expr(op, replay)

@@ -135,6 +135,15 @@ class AdjointRenderer(FunctionRenderer):
             self.emit(f"{{ {t} g_ = {t}(); wp::adj_index_store({self.adj(a[0])}, {line}, {self.args(a[1:-1])}, g_); "
                       f"{self.adj(a[-1])} = wp::sub({self.adj(a[-1])}, g_); }}")
             return
+        if name == "tile_map":
+            lam = self.element_adjoint_lambda(op, len(a))
+            self.emit(f"wp::adj_tile_map<{ctype(op.results[0].type)}>({lam}, {self.args(a)}, {self.adj_args(a)}, "
+                      f"{self.adj(op.results[0])});")
+            return
+        if name == "tile_reduce":
+            self.emit(f"wp::adj_tile_reduce({self.element_lambda(op, 2)}, {self.element_adjoint_lambda(op, 2)}, "
+                      f"{self.args(a)}, {self.adj_args(a)}, {self.adj(op.results[0])});")
+            return
         if name == "struct_get":
             if not isinstance(op.results[0].type, ArrayType):
                 f = op.attrs["field"]

@@ -68,6 +68,9 @@ class ModuleSource:
             callee = op.attrs.get("callee")
             if callee is not None:
                 self.add_function(callee)
+            elem = op.attrs.get("elem")
+            if elem is not None and elem[0] == "func":
+                self.add_function(elem[1])
         self.func_names[fn] = f"f{len(self.func_names)}_{fn.name}"
         self.func_order.append(fn)
 

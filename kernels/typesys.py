@@ -43,6 +43,17 @@ class StaticType:
 
 
 @dataclass(frozen=True)
+class PackType:
+    """A tuple of run-time values passed to a builtin that takes a tuple (tile offsets); never a C++ value."""
+
+    types: tuple
+
+    @property
+    def __name__(self):
+        return f"tuple({', '.join(T.type_repr(t) for t in self.types)})"
+
+
+@dataclass(frozen=True)
 class ShapeType:
     """The `.shape` of an array inside a kernel: indexable by a constant, `len` gives ndim."""
 
@@ -51,6 +62,37 @@ class ShapeType:
     @property
     def __name__(self):
         return f"shape{self.ndim}"
+
+
+@dataclass(frozen=True)
+class TileType:
+    """A tile: a block of values with a static shape (1-d or 2-d), worked on by the whole block together.
+
+    A value type: in C++ `wp::tile_t<T, rows, cols>` (a 1-d tile of length n is n x 1). On the CPU a block runs
+    as one lane, so every tile operation is a loop over the tile in that lane.
+    """
+
+    dtype: object
+    shape: tuple
+
+    @property
+    def rows(self) -> int:
+        return self.shape[0]
+
+    @property
+    def cols(self) -> int:
+        return self.shape[1] if len(self.shape) > 1 else 1
+
+    @property
+    def __name__(self):
+        return f"tile({T.type_repr(self.dtype)}, {self.shape})"
+
+    def __repr__(self):
+        return self.__name__
+
+
+def is_tile(t) -> bool:
+    return isinstance(t, TileType)
 
 
 def is_array(t) -> bool:
@@ -69,6 +111,8 @@ def is_differentiable_type(t) -> bool:
         return T.is_float(t._wp_scalar_type_)
     if is_struct(t):
         return any(is_differentiable_type(f) or is_array(f) for f in t._wp_struct_.fields.values())
+    if is_tile(t):
+        return is_differentiable_type(t.dtype)
     return False
 
 

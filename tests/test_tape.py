@@ -190,3 +190,49 @@ def test_gradcheck_reports_a_wrong_gradient(device):
 
     with pytest.raises(AssertionError, match="FAILED"):
         gradcheck(fn, [x])
+
+
+@wp.struct
+class Stage:
+    source: wp.array(dtype=float)
+    result: wp.array(dtype=float)
+
+
+@wp.kernel
+def stage_square(s: Stage):
+    i = wp.tid()
+    s.result[i] = s.source[i] * s.source[i]
+
+
+def test_missing_gradient_buffer_in_a_struct_is_named(device):
+    from autodiff import MissingGradientError
+    x = wp.array(np.array([1.0, 2.0], np.float32), requires_grad=True, device=device)
+    middle = wp.zeros(2, dtype=float, device=device)  # forgot requires_grad: the chain x -> middle -> out breaks
+    out = wp.zeros(2, dtype=float, requires_grad=True, device=device)
+    first, second = Stage(), Stage()
+    first.source, first.result = x, middle
+    second.source, second.result = middle, out
+    tape = Tape()
+    with tape:
+        wp.launch(stage_square, dim=2, inputs=[first], device=device)
+        wp.launch(stage_square, dim=2, inputs=[second], device=device)
+    with pytest.raises(MissingGradientError, match="field 'source' of struct argument 's'.*stage_square"):
+        tape.backward(grads={out: np.ones(2, np.float32)})
+    middle.requires_grad = True  # the struct holds the array by reference: fixing it afterwards works
+    tape.backward(grads={out: np.ones(2, np.float32)})
+    np.testing.assert_allclose(x.grad.numpy(), 4.0 * x.numpy() ** 3)
+
+
+def test_constants_without_gradient_buffers_are_fine(device):
+    """An array that no differentiable input reaches is a constant: no gradient buffer needed."""
+    x = wp.array(np.array([1.0, 2.0], np.float32), requires_grad=True, device=device)
+    c = wp.array(np.array([3.0, 4.0], np.float32), device=device)
+    d = wp.zeros(2, dtype=float, device=device)
+    y = wp.zeros(2, dtype=float, requires_grad=True, device=device)
+    tape = Tape()
+    with tape:
+        wp.launch(copy_scaled, dim=2, inputs=[c, 2.0, d], device=device)  # d = 2c: constant
+        wp.launch(copy_scaled, dim=2, inputs=[d, 1.0, y], device=device)
+        wp.launch(square, dim=2, inputs=[x, y], device=device)
+    tape.backward(grads={y: np.ones(2, np.float32)})
+    np.testing.assert_allclose(x.grad.numpy(), 2.0 * x.numpy())

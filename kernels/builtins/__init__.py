@@ -3,9 +3,4 @@
 from . import core  # noqa: F401  (registration side effects)
 from .registry import BUILTINS, add_builtin, resolve, signatures  # noqa: F401
 
-for _group in ("scalar_math", "vector", "quat", "random"):
-    try:
-        __import__(f"{__name__}.{_group}")
-    except ModuleNotFoundError as e:  # a group not written yet
-        if e.name != f"{__name__}.{_group}":
-            raise
+from . import quat, random, scalar_math, tile, vector  # noqa: F401, E402  (registration side effects)

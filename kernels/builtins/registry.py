@@ -85,6 +85,17 @@ class TypeArg:
     inner: object
 
 
+@dataclass(frozen=True)
+class Tl:
+    """A tile with element pattern `dtype` and shape variables `rows`, `cols` (ints or names); `ndim` 1, 2 or
+    None (either). A 1-d tile has cols == 1."""
+
+    dtype: object = S()
+    rows: object = "M"
+    cols: object = "N"
+    ndim: object = None
+
+
 class AnyType:
     """Matches any type; binds it to `name`."""
 
@@ -122,6 +133,12 @@ def unify(pattern, t, bindings: dict) -> bool:
         if pattern.ndim is not None and not _bind(bindings, pattern.ndim, t.ndim):
             return False
         return pattern.dtype is None or unify(pattern.dtype, t.dtype, bindings)
+    if isinstance(pattern, Tl):
+        from ..typesys import TileType
+        if not isinstance(t, TileType) or (pattern.ndim is not None and len(t.shape) != pattern.ndim):
+            return False
+        return (_bind(bindings, pattern.rows, t.rows) and _bind(bindings, pattern.cols, t.cols)
+                and _bind(bindings, "__tile_ndim", len(t.shape)) and unify(pattern.dtype, t.dtype, bindings))
     if isinstance(pattern, AnyType):
         return _bind(bindings, pattern.name, t)
     if isinstance(pattern, TypeArg):
@@ -138,6 +155,8 @@ def instantiate(rule, bindings: dict):
         return rule(bindings)
     if isinstance(rule, str):
         return bindings[rule]
+    if isinstance(rule, AnyType):
+        return bindings[rule.name]
     if isinstance(rule, S):
         return bindings[rule.name]
     if isinstance(rule, V):
@@ -151,6 +170,14 @@ def instantiate(rule, bindings: dict):
         return T.quaternion(bindings[rule.dtype.name])
     if isinstance(rule, X):
         return T.transformation(bindings[rule.dtype.name])
+    if isinstance(rule, Tl):
+        from ..typesys import TileType
+        rows = rule.rows if isinstance(rule.rows, int) else bindings[rule.rows]
+        cols = rule.cols if isinstance(rule.cols, int) else bindings[rule.cols]
+        dtype = instantiate(rule.dtype, bindings) if not T.is_scalar(rule.dtype) and not T.is_composite(rule.dtype) \
+            else rule.dtype
+        ndim = rule.ndim if rule.ndim is not None else bindings.get("__tile_ndim", 2)
+        return TileType(dtype, (rows,) if ndim == 1 else (rows, cols))
     if isinstance(rule, tuple):
         return tuple(instantiate(r, bindings) for r in rule)
     return rule
@@ -180,20 +207,22 @@ class Overload:
     # The native function updates its first argument in place (random states: `x = wp.randf(state)` advances
     # `state`); the compiler rebinds the caller's variable to the updated value.
     mutates_first: bool = False
+    # Likewise for another argument, by position (`tile_matmul(a, b, out)` accumulates into `out`).
+    mutates_arg: object = None
 
 
 BUILTINS: dict[str, list[Overload]] = {}
 
 
 def add_builtin(name, args, ret, native=None, *, differentiable=True, side_effect=False, doc="", group="",
-                arg_names=None, defaults=None, template_ret=False, mutates_first=False):
+                arg_names=None, defaults=None, template_ret=False, mutates_first=False, mutates_arg=None):
     """Declare an overload of builtin `name`. See the module docstring for the native convention."""
     if arg_names is None:
         arg_names = tuple("abcdefghijklmnop"[: len(args)])
     ov = Overload(name=name, args=tuple(args), ret=ret, native=native or name, differentiable=differentiable,
                   side_effect=side_effect, doc=doc, group=group, arg_names=tuple(arg_names),
                   defaults=dict(defaults or {}), template_ret=template_ret, adjoint=differentiable,
-                  mutates_first=mutates_first)
+                  mutates_first=mutates_first, mutates_arg=mutates_arg)
     BUILTINS.setdefault(name, []).append(ov)
     return ov
 
@@ -232,4 +261,6 @@ def _pattern_repr(p) -> str:
         return "array"
     if isinstance(p, AnyType):
         return "Any"
+    if isinstance(p, Tl):
+        return "tile"
     return T.type_repr(p)

@@ -8,5 +8,6 @@
 #include "quat.h"
 #include "transform.h"
 #include "array.h"
+#include "tile.h"
 #include "random.h"
 #include "debug_print.h"

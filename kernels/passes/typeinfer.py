@@ -13,13 +13,14 @@ from .. import ir
 from .. import types as T
 from ..builtins import registry
 from ..errors import CompileError
-from ..typesys import ArrayType, ShapeType, StaticType, describe, is_struct
+from ..typesys import ArrayType, PackType, ShapeType, StaticType, TileType, describe, is_struct
 from .clone import substitute
+from .typeinfer_tiles import TileForms
 
 _COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
 
 
-class TypeInference:
+class TypeInference(TileForms):
     def __init__(self, fn: ir.Function, specialize):
         self.fn = fn
         self.specialize = specialize  # (user function object, arg types, loc) -> typed ir.Function
@@ -146,13 +147,14 @@ class TypeInference:
         results = op.results
         nwant = op.attrs.get("nresults", 1)
         attrs = {"name": name, "overload": ov}
-        if op.attrs.get("mutates_first"):
-            results[-1].type = args[0].type
-            rtypes = rtypes + [args[0].type]
-            attrs["mutates_first"] = True
+        idx = op.attrs.get("mutates")
+        if idx is not None:
+            results[-1].type = args[idx].type
+            rtypes = rtypes + [args[idx].type]
+            attrs["mutates"] = idx
         if len(rtypes) != len(results):
-            if len(rtypes) == 0 and len(results) == 1:
-                results = []  # a call used as a statement
+            if len(rtypes) == 0 and len(results) == 1 or (idx is not None and len(rtypes) == len(results) - 1):
+                results = results[1:] if idx is not None else []  # a call used as a statement
                 op.results[0].type = None
             else:
                 raise self.error(f"'{name}' gives {len(rtypes)} value(s), but {nwant} are expected here", op)
@@ -388,6 +390,10 @@ class TypeInference:
     def op_shape_of(self, op):
         self.append(op)
 
+    def op_tuple(self, op):
+        op.results[0].type = PackType(tuple(v.type for v in op.operands))
+        self.append(op)
+
     def op_getitem(self, op):
         base, *idx = op.operands
         t = base.type
@@ -402,7 +408,7 @@ class TypeInference:
             array_v = base.owner.operands[0]
             self.call_builtin(op, "array_shape", [array_v, self.typed_const(int(k), T.int32, op.loc)])
             return
-        if T.is_composite(t):
+        if T.is_composite(t) or isinstance(t, TileType):
             self.check_indices(idx, op)
             self.call_builtin(op, "extract", [base, *idx])
             return
@@ -428,6 +434,10 @@ class TypeInference:
         if T.is_composite(t):
             self.check_indices(idx, op)
             self.call_builtin(op, "assign", [base, *idx, self.convert_weak_to(value, t._wp_scalar_type_, op)])
+            return
+        if isinstance(t, TileType):
+            self.check_indices(idx, op)
+            self.call_builtin(op, "assign", [base, *idx, self.convert_weak_to(value, t.dtype, op)])
             return
         raise self.error(f"cannot assign into an element of a {describe(t)}", op)
 

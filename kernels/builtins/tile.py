@@ -1,0 +1,83 @@
+"""Tile builtins: elementwise arithmetic, element access, memory, reductions, shape and matrix products.
+
+Constructors with static shapes (tile_zeros, tile_ones, tile_arange, tile_load, tile_broadcast, tile_view) and the
+higher-order tile_map / tile_reduce are special forms in type inference, which resolves them to the overloads
+declared here. Native code: kernels/native/tile.h.
+"""
+
+from __future__ import annotations
+
+from .. import types as T
+from .registry import A, AnyType, S, Tl, TypeArg, add_builtin
+
+F = S("T", "float")
+N = S("T", "scalar")
+I32 = T.int32
+
+for _name, _doc in (("add", "elementwise a + b"), ("sub", "elementwise a - b"), ("mul", "elementwise a * b"),
+                    ("div", "elementwise a / b")):
+    add_builtin(_name, (Tl(N), Tl(N)), Tl(N), group="tile", doc=_doc)
+add_builtin("mul", (Tl(N), N), Tl(N), group="tile", doc="tile * scalar")
+add_builtin("mul", (N, Tl(N)), Tl(N), group="tile", doc="scalar * tile")
+add_builtin("div", (Tl(N), N), Tl(N), group="tile", doc="tile / scalar")
+add_builtin("neg", (Tl(N),), Tl(N), group="tile", doc="-tile")
+add_builtin("pos", (Tl(N),), Tl(N), group="tile", doc="+tile")
+
+add_builtin("extract", (Tl(AnyType("T")), S("I", "int")), "T", group="tile", doc="t[i] (1-d, or flat index)")
+add_builtin("extract", (Tl(AnyType("T"), ndim=2), S("I", "int"), S("J", "int")), "T", group="tile", doc="t[i, j]")
+add_builtin("assign", (Tl(AnyType("T")), S("I", "int"), AnyType("T")), Tl(AnyType("T")), group="tile",
+            doc="t[i] = v: a new tile")
+add_builtin("assign", (Tl(AnyType("T"), ndim=2), S("I", "int"), S("J", "int"), AnyType("T")),
+            Tl(AnyType("T"), ndim=2), group="tile", doc="t[i, j] = v: a new tile")
+
+# Memory. Offsets are (row, column) element offsets; elements outside the array read as 0 and are not written.
+add_builtin("tile_load", (TypeArg(Tl(AnyType("T"))), A(AnyType("T")), I32, I32), Tl(AnyType("T")),
+            template_ret=True, group="tile", doc="tile_load(a, shape=(m, n), offset=(i, j))")
+add_builtin("tile_store", (A(AnyType("T")), Tl(AnyType("T")), I32, I32), None, side_effect=True, group="tile",
+            doc="tile_store(a, t, offset=(i, j))")
+add_builtin("tile_atomic_add", (A(AnyType("T")), Tl(AnyType("T")), I32, I32), Tl(AnyType("T")), side_effect=True,
+            group="tile", doc="tile_atomic_add(a, t, offset=(i, j)): adds t into a; returns the old values")
+
+# Construction.
+add_builtin("tile_zeros", (TypeArg(Tl(AnyType("T"))),), Tl(AnyType("T")), template_ret=True, group="tile",
+            doc="tile_zeros(shape, dtype=float)")
+add_builtin("tile_ones", (TypeArg(Tl(AnyType("T"))),), Tl(AnyType("T")), template_ret=True, group="tile",
+            doc="tile_ones(shape, dtype=float)")
+add_builtin("tile_arange", (TypeArg(Tl(AnyType("T"), ndim=1)), S("S", "any"), S("S", "any")),
+            Tl(AnyType("T"), ndim=1), template_ret=True, group="tile",
+            doc="tile_arange(start, stop, step, dtype=float) (or (stop) or (start, stop))")
+add_builtin("tile_from_value", (TypeArg(Tl(AnyType("T"), 1, 1, ndim=1)), AnyType("T")),
+            Tl(AnyType("T"), 1, 1, ndim=1), template_ret=True, group="tile",
+            doc="tile(x): the block's values as a tile (one lane on the CPU: shape (1,))")
+add_builtin("untile", (Tl(AnyType("T"), 1, 1),), "T", group="tile", doc="this lane's element of a tile(x) tile")
+
+# Reductions: 1-element tiles.
+add_builtin("tile_sum", (Tl(N),), Tl(N, 1, 1, ndim=1), group="tile", doc="sum of all elements")
+add_builtin("tile_min", (Tl(N),), Tl(N, 1, 1, ndim=1), group="tile", doc="smallest element")
+add_builtin("tile_max", (Tl(N),), Tl(N, 1, 1, ndim=1), group="tile", doc="largest element")
+add_builtin("tile_argmin", (Tl(N),), Tl(T.int32, 1, 1, ndim=1), differentiable=False, group="tile",
+            doc="flat index of the smallest element")
+add_builtin("tile_argmax", (Tl(N),), Tl(T.int32, 1, 1, ndim=1), differentiable=False, group="tile",
+            doc="flat index of the largest element")
+
+# Shape.
+add_builtin("tile_transpose", (Tl(N, "M", "N", ndim=2),), Tl(N, "N", "M", ndim=2), group="tile",
+            doc="transpose of a 2-d tile")
+add_builtin("tile_broadcast", (TypeArg(Tl(AnyType("T"), "P", "Q")), Tl(AnyType("T"))), Tl(AnyType("T"), "P", "Q"),
+            template_ret=True, group="tile", doc="tile_broadcast(t, shape=(m, n)): repeat dimensions of size 1")
+add_builtin("tile_view", (TypeArg(Tl(AnyType("T"), "P", "Q")), Tl(AnyType("T")), I32, I32),
+            Tl(AnyType("T"), "P", "Q"), template_ret=True, group="tile",
+            doc="tile_view(t, offset=(i, j), shape=(m, n)): a copy of a sub-tile")
+
+# Matrix product.
+add_builtin("tile_matmul", (Tl(F, "M", "K", ndim=2), Tl(F, "K", "N", ndim=2)), Tl(F, "M", "N", ndim=2),
+            group="tile", doc="a @ b")
+add_builtin("tile_matmul", (Tl(F, "M", "K", ndim=2), Tl(F, "K", "N", ndim=2), Tl(F, "M", "N", ndim=2)), None,
+            native="tile_matmul_acc", mutates_arg=2, group="tile", doc="tile_matmul(a, b, out): out += a @ b")
+
+# Higher-order forms: resolved by type inference, which renders the element function as a C++ lambda.
+add_builtin("tile_map", (AnyType("F"), Tl(AnyType("T"))), None, group="tile",
+            doc="tile_map(f, a) or tile_map(f, a, b): f applied elementwise (a builtin or @wp.func)")
+add_builtin("tile_reduce", (AnyType("F"), Tl(AnyType("T"))), None, group="tile",
+            doc="tile_reduce(f, t): left fold of the elements with binary f; a 1-element tile")
+add_builtin("tile", (AnyType("T"),), None, group="tile", doc="tile(x): the block's values as a tile")

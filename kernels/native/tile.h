@@ -1,0 +1,445 @@
+// Tiles: fixed-size blocks of values worked on together, with their adjoints side by side.
+// A tile is a value (row-major R x C; a 1-d tile of length n is n x 1). On the CPU a block runs as one lane, so
+// each operation is a loop over the whole tile in that lane; results are the same as a cooperative block's.
+#pragma once
+#include "array.h"
+#include "core.h"
+#include "scalar_ops.h"
+
+namespace wp {
+
+template <typename T, int R, int C>
+struct tile_t {
+    T data[R * C];
+    CUDA_CALLABLE tile_t() { for (int k = 0; k < R * C; ++k) data[k] = T(0); }
+    CUDA_CALLABLE T& at(int i, int j) { return data[i * C + j]; }
+    CUDA_CALLABLE const T& at(int i, int j) const { return data[i * C + j]; }
+};
+
+template <typename Tile> struct tile_traits;
+template <typename T, int R, int C> struct tile_traits<tile_t<T, R, C>> {
+    typedef T value_type;
+    static const int rows = R, cols = C, size = R * C;
+};
+
+// ---- construction ------------------------------------------------------------------------------------------
+
+template <typename Tile> CUDA_CALLABLE inline Tile tile_zeros() { return Tile(); }
+template <typename Tile> CUDA_CALLABLE inline void adj_tile_zeros(const Tile&) {}
+
+template <typename Tile> CUDA_CALLABLE inline Tile tile_ones() {
+    Tile t;
+    for (int k = 0; k < tile_traits<Tile>::size; ++k) t.data[k] = typename tile_traits<Tile>::value_type(1);
+    return t;
+}
+template <typename Tile> CUDA_CALLABLE inline void adj_tile_ones(const Tile&) {}
+
+template <typename Tile, typename S> CUDA_CALLABLE inline Tile tile_arange(S start, S step) {
+    Tile t;
+    for (int k = 0; k < tile_traits<Tile>::size; ++k)
+        t.data[k] = typename tile_traits<Tile>::value_type(start + S(k) * step);
+    return t;
+}
+template <typename Tile, typename S>
+CUDA_CALLABLE inline void adj_tile_arange(S, S, S&, S&, const Tile&) {}
+
+// wp.tile(x): the block's values as a tile; one lane on the CPU gives a tile of one element.
+template <typename Tile, typename T> CUDA_CALLABLE inline Tile tile_from_value(const T& x) {
+    Tile t;
+    t.data[0] = x;
+    return t;
+}
+template <typename Tile, typename T>
+CUDA_CALLABLE inline void adj_tile_from_value(const T&, T& adj_x, const Tile& adj_ret) {
+    adj_x = add(adj_x, adj_ret.data[0]);
+}
+template <typename T, int R, int C> CUDA_CALLABLE inline T untile(const tile_t<T, R, C>& t) { return t.data[0]; }
+template <typename T, int R, int C>
+CUDA_CALLABLE inline void adj_untile(const tile_t<T, R, C>&, tile_t<T, R, C>& adj_t, const T& adj_ret) {
+    adj_t.data[0] = add(adj_t.data[0], adj_ret);
+}
+
+// ---- element access -----------------------------------------------------------------------------------------
+
+template <typename T, int R, int C> CUDA_CALLABLE inline T extract(const tile_t<T, R, C>& t, int32 i) {
+    return t.data[i];
+}
+template <typename T, int R, int C>
+CUDA_CALLABLE inline void adj_extract(const tile_t<T, R, C>&, int32 i, tile_t<T, R, C>& adj_t, int32&, const T& adj_ret) {
+    adj_t.data[i] = add(adj_t.data[i], adj_ret);
+}
+template <typename T, int R, int C> CUDA_CALLABLE inline T extract(const tile_t<T, R, C>& t, int32 i, int32 j) {
+    return t.at(i, j);
+}
+template <typename T, int R, int C>
+CUDA_CALLABLE inline void adj_extract(const tile_t<T, R, C>&, int32 i, int32 j, tile_t<T, R, C>& adj_t, int32&, int32&,
+                                      const T& adj_ret) {
+    adj_t.at(i, j) = add(adj_t.at(i, j), adj_ret);
+}
+// t[i] = v, t[i, j] = v: a new tile. The written element's gradient goes to v, the others' to the old tile.
+template <typename T, int R, int C>
+CUDA_CALLABLE inline tile_t<T, R, C> assign(const tile_t<T, R, C>& t, int32 i, const T& v) {
+    tile_t<T, R, C> r = t;
+    r.data[i] = v;
+    return r;
+}
+template <typename T, int R, int C>
+CUDA_CALLABLE inline void adj_assign(const tile_t<T, R, C>&, int32 i, const T&, tile_t<T, R, C>& adj_t, int32&, T& adj_v,
+                                     const tile_t<T, R, C>& adj_ret) {
+    for (int k = 0; k < R * C; ++k)
+        if (k != i) adj_t.data[k] = add(adj_t.data[k], adj_ret.data[k]);
+    adj_v = add(adj_v, adj_ret.data[i]);
+}
+template <typename T, int R, int C>
+CUDA_CALLABLE inline tile_t<T, R, C> assign(const tile_t<T, R, C>& t, int32 i, int32 j, const T& v) {
+    tile_t<T, R, C> r = t;
+    r.at(i, j) = v;
+    return r;
+}
+template <typename T, int R, int C>
+CUDA_CALLABLE inline void adj_assign(const tile_t<T, R, C>&, int32 i, int32 j, const T&, tile_t<T, R, C>& adj_t, int32&,
+                                     int32&, T& adj_v, const tile_t<T, R, C>& adj_ret) {
+    for (int k = 0; k < R * C; ++k)
+        if (k != i * C + j) adj_t.data[k] = add(adj_t.data[k], adj_ret.data[k]);
+    adj_v = add(adj_v, adj_ret.at(i, j));
+}
+
+// ---- memory: load, store, atomic add (elements outside the array read as zero and are not written) ----------
+
+template <typename T> CUDA_CALLABLE inline bool tile_in_bounds(const array_t<T>& a, int64 i, int64 j) {
+    if (a.ndim == 1) return i >= 0 && i < a.shape[0];
+    return i >= 0 && j >= 0 && i < a.shape[0] && j < a.shape[1];
+}
+template <typename T> CUDA_CALLABLE inline T* tile_elem(const array_t<T>& a, int64 i, int64 j) {
+    if (a.ndim == 1) return (T*)((char*)a.data + i * a.strides[0]);
+    return (T*)((char*)a.data + i * a.strides[0] + j * a.strides[1]);
+}
+
+template <typename Tile, typename T> CUDA_CALLABLE inline Tile tile_load(const array_t<T>& a, int32 oi, int32 oj) {
+    Tile t;
+    const int R = tile_traits<Tile>::rows, C = tile_traits<Tile>::cols;
+    for (int i = 0; i < R; ++i)
+        for (int j = 0; j < C; ++j) {
+            int64 ai = a.ndim == 1 ? int64(oi) + i * C + j : int64(oi) + i;
+            int64 aj = a.ndim == 1 ? 0 : int64(oj) + j;
+            if (tile_in_bounds(a, ai, aj)) t.at(i, j) = *tile_elem(a, ai, aj);
+        }
+    return t;
+}
+template <typename Tile, typename T>
+CUDA_CALLABLE inline void adj_tile_load(const array_t<T>&, int32 oi, int32 oj, const array_t<T>& adj_a, int32&, int32&,
+                                        const Tile& adj_ret) {
+    if (!adj_a.data) return;
+    const int R = tile_traits<Tile>::rows, C = tile_traits<Tile>::cols;
+    for (int i = 0; i < R; ++i)
+        for (int j = 0; j < C; ++j) {
+            int64 ai = adj_a.ndim == 1 ? int64(oi) + i * C + j : int64(oi) + i;
+            int64 aj = adj_a.ndim == 1 ? 0 : int64(oj) + j;
+            if (tile_in_bounds(adj_a, ai, aj)) atomic_rmw_add(tile_elem(adj_a, ai, aj), adj_ret.at(i, j));
+        }
+}
+
+template <typename T, int R, int C>
+CUDA_CALLABLE inline void tile_store(const array_t<T>& a, const tile_t<T, R, C>& t, int32 oi, int32 oj) {
+    for (int i = 0; i < R; ++i)
+        for (int j = 0; j < C; ++j) {
+            int64 ai = a.ndim == 1 ? int64(oi) + i * C + j : int64(oi) + i;
+            int64 aj = a.ndim == 1 ? 0 : int64(oj) + j;
+            if (tile_in_bounds(a, ai, aj)) *tile_elem(a, ai, aj) = t.at(i, j);
+        }
+}
+// The gradient of each stored element (where it landed in the array) flows back to the tile.
+template <typename T, int R, int C>
+CUDA_CALLABLE inline void adj_tile_store(const array_t<T>&, const tile_t<T, R, C>&, int32 oi, int32 oj,
+                                         const array_t<T>& adj_a, tile_t<T, R, C>& adj_t, int32&, int32&) {
+    if (!adj_a.data) return;
+    for (int i = 0; i < R; ++i)
+        for (int j = 0; j < C; ++j) {
+            int64 ai = adj_a.ndim == 1 ? int64(oi) + i * C + j : int64(oi) + i;
+            int64 aj = adj_a.ndim == 1 ? 0 : int64(oj) + j;
+            if (tile_in_bounds(adj_a, ai, aj)) adj_t.at(i, j) = add(adj_t.at(i, j), *tile_elem(adj_a, ai, aj));
+        }
+}
+
+template <typename T, int R, int C>
+CUDA_CALLABLE inline tile_t<T, R, C> tile_atomic_add(const array_t<T>& a, const tile_t<T, R, C>& t, int32 oi, int32 oj) {
+    tile_t<T, R, C> old;
+    for (int i = 0; i < R; ++i)
+        for (int j = 0; j < C; ++j) {
+            int64 ai = a.ndim == 1 ? int64(oi) + i * C + j : int64(oi) + i;
+            int64 aj = a.ndim == 1 ? 0 : int64(oj) + j;
+            if (tile_in_bounds(a, ai, aj)) old.at(i, j) = atomic_rmw_add(tile_elem(a, ai, aj), t.at(i, j));
+        }
+    return old;
+}
+template <typename T, int R, int C>
+CUDA_CALLABLE inline void adj_tile_atomic_add(const array_t<T>& a, const tile_t<T, R, C>& t, int32 oi, int32 oj,
+                                              const array_t<T>& adj_a, tile_t<T, R, C>& adj_t, int32& ai_, int32& aj_,
+                                              const tile_t<T, R, C>&) {
+    adj_tile_store(a, t, oi, oj, adj_a, adj_t, ai_, aj_);
+}
+
+// ---- elementwise arithmetic ------------------------------------------------------------------------------------
+
+#define WP_TILE_BINARY(NAME)                                                                                        \
+    template <typename T, int R, int C>                                                                             \
+    CUDA_CALLABLE inline tile_t<T, R, C> NAME(const tile_t<T, R, C>& a, const tile_t<T, R, C>& b) {                 \
+        tile_t<T, R, C> r;                                                                                          \
+        for (int k = 0; k < R * C; ++k) r.data[k] = NAME(a.data[k], b.data[k]);                                     \
+        return r;                                                                                                   \
+    }                                                                                                               \
+    template <typename T, int R, int C>                                                                             \
+    CUDA_CALLABLE inline void adj_##NAME(const tile_t<T, R, C>& a, const tile_t<T, R, C>& b, tile_t<T, R, C>& adj_a, \
+                                         tile_t<T, R, C>& adj_b, const tile_t<T, R, C>& adj_ret) {                  \
+        for (int k = 0; k < R * C; ++k) adj_##NAME(a.data[k], b.data[k], adj_a.data[k], adj_b.data[k], adj_ret.data[k]); \
+    }
+WP_TILE_BINARY(add)
+WP_TILE_BINARY(sub)
+WP_TILE_BINARY(mul)
+WP_TILE_BINARY(div)
+#undef WP_TILE_BINARY
+
+template <typename T, int R, int C> CUDA_CALLABLE inline tile_t<T, R, C> neg(const tile_t<T, R, C>& a) {
+    tile_t<T, R, C> r;
+    for (int k = 0; k < R * C; ++k) r.data[k] = neg(a.data[k]);
+    return r;
+}
+template <typename T, int R, int C>
+CUDA_CALLABLE inline void adj_neg(const tile_t<T, R, C>&, tile_t<T, R, C>& adj_a, const tile_t<T, R, C>& adj_ret) {
+    for (int k = 0; k < R * C; ++k) adj_a.data[k] = sub(adj_a.data[k], adj_ret.data[k]);
+}
+template <typename T, int R, int C> CUDA_CALLABLE inline tile_t<T, R, C> pos(const tile_t<T, R, C>& a) { return a; }
+template <typename T, int R, int C>
+CUDA_CALLABLE inline void adj_pos(const tile_t<T, R, C>&, tile_t<T, R, C>& adj_a, const tile_t<T, R, C>& adj_ret) {
+    adj_a = add(adj_a, adj_ret);
+}
+
+// tile * scalar, scalar * tile, tile / scalar
+template <typename T, int R, int C> CUDA_CALLABLE inline tile_t<T, R, C> mul(const tile_t<T, R, C>& a, T s) {
+    tile_t<T, R, C> r;
+    for (int k = 0; k < R * C; ++k) r.data[k] = mul(a.data[k], s);
+    return r;
+}
+template <typename T, int R, int C>
+CUDA_CALLABLE inline void adj_mul(const tile_t<T, R, C>& a, T s, tile_t<T, R, C>& adj_a, T& adj_s,
+                                  const tile_t<T, R, C>& adj_ret) {
+    for (int k = 0; k < R * C; ++k) adj_mul(a.data[k], s, adj_a.data[k], adj_s, adj_ret.data[k]);
+}
+template <typename T, int R, int C> CUDA_CALLABLE inline tile_t<T, R, C> mul(T s, const tile_t<T, R, C>& a) {
+    return mul(a, s);
+}
+template <typename T, int R, int C>
+CUDA_CALLABLE inline void adj_mul(T s, const tile_t<T, R, C>& a, T& adj_s, tile_t<T, R, C>& adj_a,
+                                  const tile_t<T, R, C>& adj_ret) {
+    adj_mul(a, s, adj_a, adj_s, adj_ret);
+}
+template <typename T, int R, int C> CUDA_CALLABLE inline tile_t<T, R, C> div(const tile_t<T, R, C>& a, T s) {
+    tile_t<T, R, C> r;
+    for (int k = 0; k < R * C; ++k) r.data[k] = div(a.data[k], s);
+    return r;
+}
+template <typename T, int R, int C>
+CUDA_CALLABLE inline void adj_div(const tile_t<T, R, C>& a, T s, tile_t<T, R, C>& adj_a, T& adj_s,
+                                  const tile_t<T, R, C>& adj_ret) {
+    for (int k = 0; k < R * C; ++k) adj_div(a.data[k], s, adj_a.data[k], adj_s, adj_ret.data[k]);
+}
+
+// ---- shape ----------------------------------------------------------------------------------------------------
+
+template <typename T, int R, int C> CUDA_CALLABLE inline tile_t<T, C, R> tile_transpose(const tile_t<T, R, C>& a) {
+    tile_t<T, C, R> r;
+    for (int i = 0; i < R; ++i)
+        for (int j = 0; j < C; ++j) r.at(j, i) = a.at(i, j);
+    return r;
+}
+template <typename T, int R, int C>
+CUDA_CALLABLE inline void adj_tile_transpose(const tile_t<T, R, C>&, tile_t<T, R, C>& adj_a, const tile_t<T, C, R>& adj_ret) {
+    for (int i = 0; i < R; ++i)
+        for (int j = 0; j < C; ++j) adj_a.at(i, j) = add(adj_a.at(i, j), adj_ret.at(j, i));
+}
+
+// Broadcast a tile to a larger shape: dimensions of size 1 repeat (numpy rules on up to 2 dimensions).
+template <typename Out, typename T, int R, int C> CUDA_CALLABLE inline Out tile_broadcast(const tile_t<T, R, C>& a) {
+    Out r;
+    const int OR = tile_traits<Out>::rows, OC = tile_traits<Out>::cols;
+    for (int i = 0; i < OR; ++i)
+        for (int j = 0; j < OC; ++j) r.at(i, j) = a.at(R == 1 ? 0 : i, C == 1 ? 0 : j);
+    return r;
+}
+template <typename Out, typename T, int R, int C>
+CUDA_CALLABLE inline void adj_tile_broadcast(const tile_t<T, R, C>&, tile_t<T, R, C>& adj_a, const Out& adj_ret) {
+    const int OR = tile_traits<Out>::rows, OC = tile_traits<Out>::cols;
+    for (int i = 0; i < OR; ++i)
+        for (int j = 0; j < OC; ++j) {
+            T& slot = adj_a.at(R == 1 ? 0 : i, C == 1 ? 0 : j);
+            slot = add(slot, adj_ret.at(i, j));
+        }
+}
+
+// A sub-tile copied out of a tile: rows [oi, oi+OR), columns [oj, oj+OC); outside the source reads as zero.
+template <typename Out, typename T, int R, int C>
+CUDA_CALLABLE inline Out tile_view(const tile_t<T, R, C>& a, int32 oi, int32 oj) {
+    Out r;
+    const int OR = tile_traits<Out>::rows, OC = tile_traits<Out>::cols;
+    for (int i = 0; i < OR; ++i)
+        for (int j = 0; j < OC; ++j)
+            if (oi + i < R && oj + j < C && oi + i >= 0 && oj + j >= 0) r.at(i, j) = a.at(oi + i, oj + j);
+    return r;
+}
+template <typename Out, typename T, int R, int C>
+CUDA_CALLABLE inline void adj_tile_view(const tile_t<T, R, C>&, int32 oi, int32 oj, tile_t<T, R, C>& adj_a, int32&,
+                                        int32&, const Out& adj_ret) {
+    const int OR = tile_traits<Out>::rows, OC = tile_traits<Out>::cols;
+    for (int i = 0; i < OR; ++i)
+        for (int j = 0; j < OC; ++j)
+            if (oi + i < R && oj + j < C && oi + i >= 0 && oj + j >= 0)
+                adj_a.at(oi + i, oj + j) = add(adj_a.at(oi + i, oj + j), adj_ret.at(i, j));
+}
+
+// ---- reductions (results are 1-element tiles) ---------------------------------------------------------------------
+
+template <typename T, int R, int C> CUDA_CALLABLE inline tile_t<T, 1, 1> tile_sum(const tile_t<T, R, C>& a) {
+    tile_t<T, 1, 1> r;
+    T s = T(0);
+    for (int k = 0; k < R * C; ++k) s = add(s, a.data[k]);
+    r.data[0] = s;
+    return r;
+}
+template <typename T, int R, int C>
+CUDA_CALLABLE inline void adj_tile_sum(const tile_t<T, R, C>&, tile_t<T, R, C>& adj_a, const tile_t<T, 1, 1>& adj_ret) {
+    for (int k = 0; k < R * C; ++k) adj_a.data[k] = add(adj_a.data[k], adj_ret.data[0]);
+}
+
+template <typename T, int R, int C> CUDA_CALLABLE inline int32 tile_arg_extreme(const tile_t<T, R, C>& a, bool want_max) {
+    int32 best = 0;
+    for (int k = 1; k < R * C; ++k)
+        if (want_max ? (a.data[k] > a.data[best]) : (a.data[k] < a.data[best])) best = k;
+    return best;
+}
+template <typename T, int R, int C> CUDA_CALLABLE inline tile_t<T, 1, 1> tile_min(const tile_t<T, R, C>& a) {
+    tile_t<T, 1, 1> r;
+    r.data[0] = a.data[tile_arg_extreme(a, false)];
+    return r;
+}
+template <typename T, int R, int C>
+CUDA_CALLABLE inline void adj_tile_min(const tile_t<T, R, C>& a, tile_t<T, R, C>& adj_a, const tile_t<T, 1, 1>& adj_ret) {
+    int32 k = tile_arg_extreme(a, false);
+    adj_a.data[k] = add(adj_a.data[k], adj_ret.data[0]);
+}
+template <typename T, int R, int C> CUDA_CALLABLE inline tile_t<T, 1, 1> tile_max(const tile_t<T, R, C>& a) {
+    tile_t<T, 1, 1> r;
+    r.data[0] = a.data[tile_arg_extreme(a, true)];
+    return r;
+}
+template <typename T, int R, int C>
+CUDA_CALLABLE inline void adj_tile_max(const tile_t<T, R, C>& a, tile_t<T, R, C>& adj_a, const tile_t<T, 1, 1>& adj_ret) {
+    int32 k = tile_arg_extreme(a, true);
+    adj_a.data[k] = add(adj_a.data[k], adj_ret.data[0]);
+}
+template <typename T, int R, int C> CUDA_CALLABLE inline tile_t<int32, 1, 1> tile_argmin(const tile_t<T, R, C>& a) {
+    tile_t<int32, 1, 1> r;
+    r.data[0] = tile_arg_extreme(a, false);
+    return r;
+}
+template <typename T, int R, int C> CUDA_CALLABLE inline tile_t<int32, 1, 1> tile_argmax(const tile_t<T, R, C>& a) {
+    tile_t<int32, 1, 1> r;
+    r.data[0] = tile_arg_extreme(a, true);
+    return r;
+}
+
+// tile_map / tile_reduce with a function given as a lambda: f(x) or f(x, y), and its adjoint
+// adj_f(x..., adj_x..., adj_ret).
+template <typename Out, typename F, typename T, int R, int C>
+CUDA_CALLABLE inline Out tile_map(F f, const tile_t<T, R, C>& a) {
+    Out r;
+    for (int k = 0; k < R * C; ++k) r.data[k] = f(a.data[k]);
+    return r;
+}
+template <typename Out, typename AdjF, typename T, int R, int C>
+CUDA_CALLABLE inline void adj_tile_map(AdjF adj_f, const tile_t<T, R, C>& a, tile_t<T, R, C>& adj_a, const Out& adj_ret) {
+    for (int k = 0; k < R * C; ++k) adj_f(a.data[k], adj_a.data[k], adj_ret.data[k]);
+}
+template <typename Out, typename F, typename T, typename U, int R, int C>
+CUDA_CALLABLE inline Out tile_map(F f, const tile_t<T, R, C>& a, const tile_t<U, R, C>& b) {
+    Out r;
+    for (int k = 0; k < R * C; ++k) r.data[k] = f(a.data[k], b.data[k]);
+    return r;
+}
+template <typename Out, typename AdjF, typename T, typename U, int R, int C>
+CUDA_CALLABLE inline void adj_tile_map(AdjF adj_f, const tile_t<T, R, C>& a, const tile_t<U, R, C>& b,
+                                       tile_t<T, R, C>& adj_a, tile_t<U, R, C>& adj_b, const Out& adj_ret) {
+    for (int k = 0; k < R * C; ++k) adj_f(a.data[k], b.data[k], adj_a.data[k], adj_b.data[k], adj_ret.data[k]);
+}
+
+// A left fold: acc = f(acc, x_k) starting from x_0. The adjoint replays the fold to recover each step's
+// accumulator, then runs the steps' adjoints backwards.
+template <typename F, typename T, int R, int C>
+CUDA_CALLABLE inline tile_t<T, 1, 1> tile_reduce(F f, const tile_t<T, R, C>& a) {
+    tile_t<T, 1, 1> r;
+    T acc = a.data[0];
+    for (int k = 1; k < R * C; ++k) acc = f(acc, a.data[k]);
+    r.data[0] = acc;
+    return r;
+}
+template <typename F, typename AdjF, typename T, int R, int C>
+CUDA_CALLABLE inline void adj_tile_reduce(F f, AdjF adj_f, const tile_t<T, R, C>& a, tile_t<T, R, C>& adj_a,
+                                          const tile_t<T, 1, 1>& adj_ret) {
+    T prefix[R * C];
+    prefix[0] = a.data[0];
+    for (int k = 1; k < R * C; ++k) prefix[k] = f(prefix[k - 1], a.data[k]);
+    T adj_acc = adj_ret.data[0];
+    for (int k = R * C - 1; k >= 1; --k) {
+        T adj_prev = T(0);
+        adj_f(prefix[k - 1], a.data[k], adj_prev, adj_a.data[k], adj_acc);
+        adj_acc = adj_prev;
+    }
+    adj_a.data[0] = add(adj_a.data[0], adj_acc);
+}
+
+// ---- matrix product ---------------------------------------------------------------------------------------------
+
+template <typename T, int M, int K, int N>
+CUDA_CALLABLE inline void tile_matmul_accumulate(const tile_t<T, M, K>& a, const tile_t<T, K, N>& b, tile_t<T, M, N>& c) {
+    // i-k-j order: the innermost loop runs along contiguous rows of b and c, which the compiler vectorises
+    for (int i = 0; i < M; ++i)
+        for (int k = 0; k < K; ++k) {
+            const T aik = a.at(i, k);
+            for (int j = 0; j < N; ++j) c.data[i * N + j] += aik * b.data[k * N + j];
+        }
+}
+template <typename T, int M, int K, int N>
+CUDA_CALLABLE inline tile_t<T, M, N> tile_matmul(const tile_t<T, M, K>& a, const tile_t<T, K, N>& b) {
+    tile_t<T, M, N> c;
+    tile_matmul_accumulate(a, b, c);
+    return c;
+}
+// dA += dC B^T, dB += A^T dC
+template <typename T, int M, int K, int N>
+CUDA_CALLABLE inline void adj_tile_matmul(const tile_t<T, M, K>& a, const tile_t<T, K, N>& b, tile_t<T, M, K>& adj_a,
+                                          tile_t<T, K, N>& adj_b, const tile_t<T, M, N>& adj_c) {
+    for (int i = 0; i < M; ++i)
+        for (int k = 0; k < K; ++k) {
+            T s = T(0);
+            for (int j = 0; j < N; ++j) s += adj_c.data[i * N + j] * b.data[k * N + j];
+            adj_a.data[i * K + k] += s;
+        }
+    for (int k = 0; k < K; ++k)
+        for (int i = 0; i < M; ++i) {
+            const T aik = a.at(i, k);
+            for (int j = 0; j < N; ++j) adj_b.data[k * N + j] += aik * adj_c.data[i * N + j];
+        }
+}
+// out += a b (Warp's tile_matmul(a, b, out)): updates `out` in place, which the compiler rebinds.
+template <typename T, int M, int K, int N>
+CUDA_CALLABLE inline void tile_matmul_acc(const tile_t<T, M, K>& a, const tile_t<T, K, N>& b, tile_t<T, M, N>& out) {
+    tile_matmul_accumulate(a, b, out);
+}
+template <typename T, int M, int K, int N>
+CUDA_CALLABLE inline void adj_tile_matmul_acc(const tile_t<T, M, K>& a, const tile_t<T, K, N>& b, const tile_t<T, M, N>&,
+                                              tile_t<T, M, K>& adj_a, tile_t<T, K, N>& adj_b, tile_t<T, M, N>& adj_out,
+                                              const tile_t<T, M, N>& adj_ret) {
+    adj_out = add(adj_out, adj_ret);
+    adj_tile_matmul(a, b, adj_a, adj_b, adj_ret);
+}
+
+}  // namespace wp

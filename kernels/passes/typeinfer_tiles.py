@@ -1,0 +1,200 @@
+"""Type inference of the tile special forms: builtins whose result type depends on compile-time arguments
+(shapes, dtypes) or that take a function (tile_map, tile_reduce). Mixed into TypeInference."""
+
+from __future__ import annotations
+
+import math
+
+from .. import ir
+from .. import types as T
+from ..builtins import registry
+from ..typesys import ArrayType, PackType, StaticType, TileType, describe
+
+
+class TileForms:
+    # ------------------------------------------------------------------------------------------ argument helpers
+
+    def static_shape(self, v, op) -> tuple:
+        shape = self.static_value(v, op, "a tile shape")
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        if not 1 <= len(shape) <= 2 or not all(isinstance(s, int) and s > 0 for s in shape):
+            raise self.error(f"a tile shape is 1 or 2 positive ints, got {shape!r}", op)
+        return shape
+
+    def offsets(self, v, op) -> list:
+        """(row, column) offsets as int32 values, from a pack, a constant tuple, an int or nothing."""
+        if v is None:
+            items = []
+        elif isinstance(v.type, PackType):
+            items = list(v.owner.operands)
+        elif isinstance(v.type, StaticType) and isinstance(v.type.obj, tuple):
+            items = [self.typed_const(int(x), T.int32, op.loc) for x in v.type.obj]
+        else:
+            items = [v]
+        if len(items) > 2:
+            raise self.error("a tile offset has at most 2 components", op)
+        out = []
+        for x in items:
+            x = self.convert_weak_to(x, T.int32, op)
+            if not T.is_int(x.type):
+                raise self.error(f"tile offsets must be integers, got {describe(x.type)}", op)
+            if x.type is not T.int32:
+                x = self.cast_to(x, T.int32, op)
+            out.append(x)
+        while len(out) < 2:
+            out.append(self.typed_const(0, T.int32, op.loc))
+        return out
+
+    def cast_to(self, v, t, op):
+        r = ir.Value(type=t)
+        self.append(ir.Op("call", [v], [r], {"name": "cast", "overload": registry.BUILTINS["cast"][0]}, [], op.loc))
+        return r
+
+    def emit_typed(self, op, name, out_type, args):
+        """A call of the overload of `name` whose first pattern is the result type (rendered as a template)."""
+        ov, rtype = registry.resolve(name, [StaticType(out_type)] + [a.type for a in args])
+        if ov is None:
+            got = ", ".join(describe(a.type) for a in args)
+            raise self.error(f"{name}() cannot make a {describe(out_type)} from ({got})", op)
+        results = op.results if rtype is not None else []
+        for r in results:
+            r.type = rtype
+        self.append(ir.Op("call", list(args), results, {"name": name, "overload": ov, "type_arg": True}, [],
+                          op.loc))
+
+    def tile_dtype(self, args, op):
+        return self.static_type_arg(args["dtype"], op, "dtype") if "dtype" in args else T.float32
+
+    def need_tile(self, v, op, what):
+        if not isinstance(v.type, TileType):
+            raise self.error(f"{what} must be a tile, got {describe(v.type)}", op)
+        return v.type
+
+    # ------------------------------------------------------------------------------------------ constructors
+
+    def builtin_tile_zeros(self, op):
+        args = self.call_arguments(op, ("shape", "dtype", "storage"))
+        self.emit_typed(op, "tile_zeros", TileType(self.tile_dtype(args, op), self.static_shape(args["shape"], op)),
+                        [])
+
+    def builtin_tile_ones(self, op):
+        args = self.call_arguments(op, ("shape", "dtype", "storage"))
+        self.emit_typed(op, "tile_ones", TileType(self.tile_dtype(args, op), self.static_shape(args["shape"], op)),
+                        [])
+
+    def builtin_tile_arange(self, op):
+        kw = op.attrs.get("kwargs") or []
+        pos = op.operands[: len(op.operands) - len(kw)]
+        named = dict(zip(kw, op.operands[len(pos):]))
+        vals = [self.static_value(v, op, "tile_arange's bounds") for v in pos]
+        if not 1 <= len(vals) <= 3:
+            raise self.error("tile_arange takes (stop), (start, stop) or (start, stop, step)", op)
+        start, stop, step = (0, vals[0], 1) if len(vals) == 1 else (vals[0], vals[1], vals[2] if len(vals) > 2 else 1)
+        count = max(0, math.ceil((stop - start) / step))
+        if count == 0:
+            raise self.error("tile_arange gives no elements", op)
+        dtype = self.static_type_arg(named["dtype"], op, "dtype") if "dtype" in named else (
+            T.float32 if any(isinstance(v, float) for v in vals) else T.int32)
+        st = T.float64 if T.is_float(dtype) else T.int64
+        self.emit_typed(op, "tile_arange", TileType(dtype, (count,)),
+                        [self.typed_const(start, st, op.loc), self.typed_const(step, st, op.loc)])
+
+    def builtin_tile(self, op):
+        args = self.call_arguments(op, ("x",))
+        x = args["x"]
+        self.emit_typed(op, "tile_from_value", TileType(x.type, (1,)), [x])
+
+    # ------------------------------------------------------------------------------------------ memory
+
+    def tile_array(self, v, op):
+        if not isinstance(v.type, ArrayType) or v.type.ndim > 2:
+            raise self.error(f"tiles load from and store to 1-d or 2-d arrays, got {describe(v.type)}", op)
+        return v.type
+
+    def builtin_tile_load(self, op):
+        args = self.call_arguments(op, ("a", "shape", "offset", "storage"))
+        at = self.tile_array(args["a"], op)
+        shape = self.static_shape(args["shape"], op)
+        if at.ndim == 2 and len(shape) != 2:
+            raise self.error("tile_load from a 2-d array needs a 2-d shape", op)
+        oi, oj = self.offsets(args.get("offset"), op)
+        self.emit_typed(op, "tile_load", TileType(at.dtype, shape), [args["a"], oi, oj])
+
+    def builtin_tile_store(self, op):
+        args = self.call_arguments(op, ("a", "t", "offset"))
+        self.tile_array(args["a"], op)
+        self.need_tile(args["t"], op, "tile_store's value")
+        oi, oj = self.offsets(args.get("offset"), op)
+        self.call_builtin(op, "tile_store", [args["a"], args["t"], oi, oj])
+
+    def builtin_tile_atomic_add(self, op):
+        args = self.call_arguments(op, ("a", "t", "offset"))
+        self.tile_array(args["a"], op)
+        self.need_tile(args["t"], op, "tile_atomic_add's value")
+        oi, oj = self.offsets(args.get("offset"), op)
+        self.call_builtin(op, "tile_atomic_add", [args["a"], args["t"], oi, oj])
+
+    # ------------------------------------------------------------------------------------------ shape
+
+    def builtin_tile_broadcast(self, op):
+        args = self.call_arguments(op, ("t", "shape"))
+        tt = self.need_tile(args["t"], op, "tile_broadcast's argument")
+        shape = self.static_shape(args["shape"], op)
+        out = TileType(tt.dtype, shape)
+        for have, want in zip((tt.rows, tt.cols), (out.rows, out.cols)):
+            if have not in (1, want):
+                raise self.error(f"cannot broadcast a {describe(tt)} to shape {shape}", op)
+        self.emit_typed(op, "tile_broadcast", out, [args["t"]])
+
+    def builtin_tile_view(self, op):
+        args = self.call_arguments(op, ("t", "offset", "shape"))
+        tt = self.need_tile(args["t"], op, "tile_view's argument")
+        shape = self.static_shape(args["shape"], op) if "shape" in args else tt.shape
+        oi, oj = self.offsets(args.get("offset"), op)
+        self.emit_typed(op, "tile_view", TileType(tt.dtype, shape), [args["t"], oi, oj])
+
+    # ------------------------------------------------------------------------------------------ higher order
+
+    def element_function(self, fv, elem_types, op):
+        """Resolve the function given to tile_map/tile_reduce for element types: ("builtin", overload) or
+        ("func", typed ir.Function), and its result type."""
+        obj = self.static_value(fv, op, "the function given to a tile operation")
+        name = getattr(obj, "_wp_builtin_", None)
+        if name is not None:
+            ov, rtype = registry.resolve(name, list(elem_types))
+            if ov is None or ov.template_ret or ov.mutates_first:
+                got = ", ".join(describe(t) for t in elem_types)
+                raise self.error(f"'{name}' cannot be applied to tile elements of type ({got})", op)
+            return ("builtin", ov), rtype
+        from ..function import Func
+        if isinstance(obj, Func):
+            dummies = [ir.Value(type=t) for t in elem_types]
+            fn, _ = obj.specialize(dummies, self, op)
+            if len(fn.return_types) != 1:
+                raise self.error(f"'{obj.name}' must return one value to be used on tile elements", op)
+            return ("func", fn), fn.return_types[0]
+        raise self.error("tile_map and tile_reduce take a builtin (wp.sin) or a @wp.func", op)
+
+    def builtin_tile_map(self, op):
+        fv, *tiles = op.operands
+        if not 1 <= len(tiles) <= 2:
+            raise self.error("tile_map(f, a) or tile_map(f, a, b)", op)
+        tts = [self.need_tile(t, op, "tile_map's argument") for t in tiles]
+        if len(tts) == 2 and tts[0].shape != tts[1].shape:
+            raise self.error(f"tile_map over tiles of different shapes {tts[0].shape} and {tts[1].shape}", op)
+        elem, rtype = self.element_function(fv, [t.dtype for t in tts], op)
+        out = TileType(rtype, tts[0].shape)
+        op.results[0].type = out
+        self.append(ir.Op("call", tiles, op.results, {"name": "tile_map", "elem": elem,
+                                                      "overload": registry.BUILTINS["tile_map"][0]}, [], op.loc))
+
+    def builtin_tile_reduce(self, op):
+        fv, tile = op.operands
+        tt = self.need_tile(tile, op, "tile_reduce's argument")
+        elem, rtype = self.element_function(fv, [tt.dtype, tt.dtype], op)
+        if rtype != tt.dtype:
+            raise self.error(f"tile_reduce's function must return {describe(tt.dtype)}, got {describe(rtype)}", op)
+        op.results[0].type = TileType(tt.dtype, (1,))
+        self.append(ir.Op("call", [tile], op.results, {"name": "tile_reduce", "elem": elem,
+                                                       "overload": registry.BUILTINS["tile_reduce"][0]}, [],
+                          op.loc))
