@@ -28,6 +28,12 @@ float = float32  # noqa: A001
 int = int32  # noqa: A001
 
 
+def compile_ptx(kernel, arch: int = 90) -> str:
+    """PTX text of `kernel` (forward and backward entry points) for compute capability `arch`; needs no GPU."""
+    from .nvrtc import compile_ptx as _compile_ptx
+    return _compile_ptx(kernel, arch)
+
+
 def constant(value):
     """Mark a module-level value as a kernel constant (Warp's `wp.constant`); kernels capture it at compile time."""
     return value
