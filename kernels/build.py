@@ -3,7 +3,8 @@
 A cache entry is a directory named by the hash of everything that decides the binary (source text, compiler and
 its version, flags, package version). It is built in a temporary directory and renamed into place, so a process
 never sees a half-written entry; two processes building the same entry both succeed and one rename wins.
-An entry whose library fails to load (corrupt, truncated) is deleted and rebuilt.
+An entry whose library fails to load (corrupt, truncated) is deleted and rebuilt. The key needs the generated source;
+cache_index.py finds an entry before code generation, for processes that load a module already built.
 """
 
 from __future__ import annotations
@@ -80,6 +81,11 @@ def cache_key(source: str, compiler: str, flags: list) -> str:
     return h.hexdigest()[:24]
 
 
+def cache_root() -> str:
+    """The directory of this version's cache entries (and of the cache index, cache_index.py)."""
+    return os.path.join(config.cache_dir, VERSION)
+
+
 class BuildResult:
     def __init__(self, path: str, cached: bool, seconds: float):
         self.path = path
@@ -92,7 +98,7 @@ def build_cpu(source: str, name: str, debug: bool) -> BuildResult:
     cxx = find_cxx()
     flags = cpu_flags(debug)
     key = cache_key(source, compiler_identity(cxx), flags)
-    entry = os.path.join(config.cache_dir, VERSION, f"{name}_{key}")
+    entry = os.path.join(cache_root(), f"{name}_{key}")
     lib = os.path.join(entry, "module.so")
     if os.path.exists(lib):
         return BuildResult(lib, True, 0.0)

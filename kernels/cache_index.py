@@ -29,7 +29,7 @@ import typing
 
 from . import config
 from . import types as T
-from .build import NATIVE_DIR, VERSION, cpu_flags, find_cxx
+from .build import NATIVE_DIR, VERSION, cache_root, cpu_flags, find_cxx
 from .errors import CompileError, NativeCompileError
 from .function import Func
 from .typesys import ArrayType, is_struct
@@ -249,7 +249,7 @@ def module_key(module_name: str, kernels: list, debug: bool) -> str | None:
     try:
         described = [kernel_description(k, describer) for k in kernels]
         compiler = compiler_fingerprint(debug)
-    except (Unkeyable, NativeCompileError, OSError):
+    except (Unkeyable, NativeCompileError, OSError, RecursionError):
         return None
     settings = (_code_settings(), debug)
     text = repr((FORMAT, module_name, toolkit_fingerprint(), compiler, settings, described,
@@ -277,12 +277,12 @@ def _digest(text: str) -> str:
 
 
 def index_dir() -> str:
-    return os.path.join(config.cache_dir, VERSION, "index")
+    return os.path.join(cache_root(), "index")
 
 
 def library_root() -> str:
     """Where build.py puts library entries; the index names them relative to this."""
-    return os.path.join(config.cache_dir, VERSION)
+    return cache_root()
 
 
 def lookup(key: str) -> dict | None:

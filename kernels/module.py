@@ -3,6 +3,10 @@
 Kernels registered after a module was built go into a further library (no rebuild of what exists). A kernel with
 a compile error keeps its error and raises it when launched; the others of its module still build: when the C++
 compiler rejects a module, its kernels are retried one library each.
+
+Before compiling anything, a batch looks itself up in the cache index (cache_index.py) by a key computed from
+the Python side; on a hit its library is loaded and no IR is compiled (`Kernel.compile_ir` still gives the IR
+on request).
 """
 
 from __future__ import annotations
@@ -202,8 +206,15 @@ class Module:
             k._library_path = result.path
             k.error_slot = _error_slot(lib) if debug else None
         if prekey is not None:
-            cache_index.store(prekey, {"library": os.path.basename(os.path.dirname(result.path)),
-                                       "kernels": [cache_index.kernel_record(k) for k in kernels]})
+            self._store_index(prekey, kernels, result.path)
+
+    @staticmethod
+    def _store_index(prekey: str, kernels: list, library_path: str):
+        try:
+            records = [cache_index.kernel_record(k) for k in kernels]
+        except Exception:  # noqa: BLE001  the index is only a shortcut; the launch reports a real problem itself
+            return
+        cache_index.store(prekey, {"library": os.path.basename(os.path.dirname(library_path)), "kernels": records})
 
 
 _last_native_error = [None]

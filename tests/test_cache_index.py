@@ -222,6 +222,48 @@ def test_kernel_referencing_an_arbitrary_python_object_is_not_indexed(tmp_path, 
     assert _index_entries(tmp_path) == []
 
 
+DEBUG_MODULE = '''
+import kernels as wp
+
+
+@wp.kernel
+def read_past_the_end(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = x[i + 1]
+'''
+
+DEBUG_WORKER = r'''
+import json, sys
+import kernels as wp
+import kernels.module
+sys.path.insert(0, sys.argv[1])
+import index_kernels as m
+x = wp.zeros(4, dtype=float)
+y = wp.zeros(4, dtype=float)
+try:
+    wp.launch(m.read_past_the_end, 4, inputs=[x, y])
+    error = None
+except wp.LaunchError as e:
+    error = str(e)
+module = kernels.module.get_module("index_kernels")
+print(json.dumps({"index_hits": module.index_hits, "ir": m.read_past_the_end.ir is not None, "error": error}))
+'''
+
+
+def test_debug_mode_bounds_check_works_after_an_index_hit(tmp_path, src):
+    _write_module(src, DEBUG_MODULE)
+    env = dict(os.environ, KERNELS_CACHE_DIR=str(tmp_path / "cache"), KERNELS_MODE="debug")
+    reports = []
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-c", DEBUG_WORKER, str(src)], env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        reports.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    assert [(r["index_hits"], r["ir"]) for r in reports] == [(0, True), (1, False)]
+    assert reports[1]["error"] is not None and "out of bounds" in reports[1]["error"]
+    assert reports[1]["error"] == reports[0]["error"]
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # the pre-key in one process
 
