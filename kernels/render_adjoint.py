@@ -23,6 +23,10 @@ def _differentiable_value(t) -> bool:
 
 
 class AdjointRenderer(FunctionRenderer):
+    # template arguments of adj_index_load: "<Atomic>" in kernel backward threads (a template on whether the launch
+    # runs in parallel); user functions' adjoints always add atomically
+    accumulate_args = ""
+
     def __init__(self, fn, dialect, debug, func_names):
         super().__init__(fn, dialect, debug, func_names)
         self.adj_names: dict = {}
@@ -125,7 +129,8 @@ class AdjointRenderer(FunctionRenderer):
             return
         line = self.line_arg(op)
         if name == "load":
-            self.emit(f"wp::adj_index_load({self.adj(a[0])}, {line}, {self.args(a[1:])}, {self.adj(op.results[0])});")
+            self.emit(f"wp::adj_index_load{self.accumulate_args}({self.adj(a[0])}, {line}, {self.args(a[1:])}, "
+                      f"{self.adj(op.results[0])});")
             return
         if name in ("store", "atomic_add"):
             self.emit(f"wp::adj_index_store({self.adj(a[0])}, {line}, {self.args(a[1:-1])}, {self.adj(a[-1])});")
@@ -160,7 +165,7 @@ class AdjointRenderer(FunctionRenderer):
                 self.emit(f"{self.adj(a[0])} = wp::add({self.adj(a[0])}, {r});")
             return
         rets = [self.adj(r) for r in op.results if _has_ctype(r.type)]
-        if not rets:
+        if not rets and name != "tile_store":  # a store's gradient comes from the array, not from a result
             return
         args = ", ".join(x for x in (self.args(a), self.adj_args(a), ", ".join(rets)) if x)
         if name == "cast":
@@ -282,6 +287,7 @@ def adjoint_error(fn: ir.Function):
 
 def render_adjoint_kernel(fn: ir.Function, src, entry: str) -> str:
     r = AdjointRenderer(fn, src.dialect, src.debug, src.func_names)
+    r.accumulate_args = "<Atomic>"
     r.prepare()
     for p, n in zip(fn.params, fn.param_names):
         r.emit(f"const {ctype(p.type)} {r.name(p)} = args.{n};")
@@ -290,11 +296,12 @@ def render_adjoint_kernel(fn: ir.Function, src, entry: str) -> str:
         else:
             r.emit(f"{ctype(p.type)} {r.adj(p)} = {ctype(p.type)}();")
     body = r.backward_body()
-    thread = (f"static CUDA_CALLABLE inline void {entry}_backward_thread(const wp::launch_bounds_t& lb, "
+    thread = (f"template <bool Atomic>\n"
+              f"static CUDA_CALLABLE inline void {entry}_backward_thread(const wp::launch_bounds_t& lb, "
               f"wp::int64 task, const {entry}_args& args, const {entry}_args& adj_args) {{\n"
               f"    (void)lb; (void)task;\n{body}\n}}")
     return thread + "\n" + src.entry_point(entry, "backward", f"const {entry}_args* args, const {entry}_args* adj_args",
-                                           "*args, *adj_args")
+                                           "*args, *adj_args", atomic_template=True)
 
 
 def render_adjoint_function(fn: ir.Function, src, name: str, ret: str) -> str:

@@ -147,17 +147,23 @@ class ModuleSource:
             out.append(adjoint_renderer(fn, self, entry))
         return "\n".join(out) + "\n"
 
-    def entry_point(self, entry: str, kind: str, params: str, call_args: str) -> str:
+    def entry_point(self, entry: str, kind: str, params: str, call_args: str, *, atomic_template=False) -> str:
+        """The exported function that runs `{entry}_{kind}_thread` over all threads of a launch.
+
+        With `atomic_template`, the thread function is a template on whether other threads may add into the same
+        memory: the parallel path instantiates it with true, the path on one thread with false (no atomics).
+        """
         thread = f"{entry}_{kind}_thread"
+        parallel, serial = (f"{thread}<true>", f"{thread}<false>") if atomic_template else (thread, thread)
         if self.dialect == CPU:
             return (f'extern "C" WP_EXPORT void {entry}_{kind}(const wp::launch_bounds_t* lb, {params}, '
                     f"wp::int64 parallel_threshold) {{\n"
                     f"    const wp::int64 n = lb->size;\n"
-                    f"    if (n >= parallel_threshold) {{\n"
+                    f"    if (n >= parallel_threshold && wp::cpu_parallel()) {{\n"
                     f"        #pragma omp parallel for schedule(static)\n"
-                    f"        for (wp::int64 task = 0; task < n; ++task) {thread}(*lb, task, {call_args});\n"
+                    f"        for (wp::int64 task = 0; task < n; ++task) {parallel}(*lb, task, {call_args});\n"
                     f"    }} else {{\n"
-                    f"        for (wp::int64 task = 0; task < n; ++task) {thread}(*lb, task, {call_args});\n"
+                    f"        for (wp::int64 task = 0; task < n; ++task) {serial}(*lb, task, {call_args});\n"
                     f"    }}\n}}")
         # CUDA: parameters by value, grid-stride loop over thread ids
         cuda_params = params.replace("const ", "").replace("* ", " ").replace("*", "")
@@ -165,7 +171,7 @@ class ModuleSource:
         return (f'extern "C" __global__ void {entry}_cuda_{kind}(wp::launch_bounds_t lb, {cuda_params}) {{\n'
                 f"    for (wp::int64 task = wp::int64(blockDim.x) * blockIdx.x + threadIdx.x; task < lb.size;\n"
                 f"         task += wp::int64(blockDim.x) * gridDim.x)\n"
-                f"        {thread}(lb, task, {cuda_call});\n}}")
+                f"        {parallel}(lb, task, {cuda_call});\n}}")
 
     # ---- assembly
 

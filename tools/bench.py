@@ -1,4 +1,5 @@
-"""Benchmark the CPU backend side by side with numpy and Warp CPU: bandwidth, launch overhead, compile, autodiff.
+"""Benchmark the CPU backend side by side with numpy and Warp CPU: bandwidth, launch overhead, compile, autodiff,
+tiled GEMM.
 
 Run `python tools/bench.py` (or `python -m tools.bench`); `--quick` finishes in under a minute. Every number in the
 printed table is measured in this run; a closing line checks them against the targets of the performance issue.
@@ -7,7 +8,9 @@ Warp's columns are left empty when `warp` is not installed.
 What is measured: saxpy GB/s count 12 bytes per element for the kernels and numpy (`y += a*x`), 8 for the
 memcpy column (`np.copyto`, one thread); launch overheads are µs per call of a dim=1 kernel; cold and warm are the
 seconds `load_module` takes in a fresh interpreter, with an empty compile cache and then the cache it filled;
-"backward / forward" is ((forward+backward) - forward) / forward. Each number is the best of several runs.
+"backward / forward" is ((forward+backward) - forward) / forward; tiled GEMM GFLOP/s count 2*n^3 flops for an
+n x n float32 product (`launch_tiled` of TILED_GEMM against numpy's `a @ b`, which calls its BLAS). Each number is
+the best of several runs.
 """
 
 from __future__ import annotations
@@ -46,12 +49,14 @@ class Settings:
     compile_repeats: int  # cold and warm subprocess runs, best kept
     spring_count: int  # springs of the autodiff benchmark
     spring_repeats: int  # timed runs, best kept
+    gemm_size: int  # rows and columns of the square GEMM matrices (a multiple of every GEMM_TILE size)
+    gemm_repeats: int  # timed runs, best kept
 
 
 FULL = Settings(saxpy_count=10**7, saxpy_repeats=10, launch_count=20000, launch_rounds=5, compile_repeats=3,
-                spring_count=10**6, spring_repeats=10)
+                spring_count=10**6, spring_repeats=10, gemm_size=1024, gemm_repeats=5)
 QUICK = Settings(saxpy_count=2 * 10**6, saxpy_repeats=3, launch_count=2000, launch_rounds=3, compile_repeats=1,
-                 spring_count=2 * 10**5, spring_repeats=3)
+                 spring_count=2 * 10**5, spring_repeats=3, gemm_size=1024, gemm_repeats=3)
 
 # ---------------------------------------------------------------------------------------------------------------
 # Kernel sources. Each is written to a file once per backend, headed by `import kernels as wp` or
@@ -151,6 +156,24 @@ def spring_forces(x: wp.array2d(dtype=float), v: wp.array2d(dtype=float), rest: 
     f[i, 2] = nz * s - 0.1 * rz * speed + lift * (cx * ry - cy * rx)
     energy[i] = 0.5 * ke * stretch * stretch + 0.5 * (v[i, 0] * v[i, 0] + v[i, 1] * v[i, 1] + v[i, 2] * v[i, 2])
 '''
+
+# C = A @ B, one (TM, TN) block of C per tile block, accumulating over K in steps of TK. The tile sizes are
+# formatted in as literals so that both compilers see plain constants. 128x64x128 was the fastest of those tried
+# for ours at n=1024 on a 2-core AVX2 machine (GFLOP/s: 32^3 6, 64^3 13, 128x32x128 24, 128^3 21,
+# 128x64x128 26, 256x64x128 23, numpy 25-60 as the machine's load varied); Warp CPU ran 3-13 GFLOP/s at
+# all of them.
+GEMM_TILE = (128, 64, 128)
+TILED_GEMM = '''
+@wp.kernel
+def tiled_gemm(a: wp.array2d(dtype=float), b: wp.array2d(dtype=float), c: wp.array2d(dtype=float)):
+    i, j = wp.tid()
+    acc = wp.tile_zeros(shape=({tm}, {tn}), dtype=float)
+    for k in range(a.shape[1] // {tk}):
+        ta = wp.tile_load(a, shape=({tm}, {tk}), offset=(i * {tm}, k * {tk}))
+        tb = wp.tile_load(b, shape=({tk}, {tn}), offset=(k * {tk}, j * {tn}))
+        wp.tile_matmul(ta, tb, acc)
+    wp.tile_store(c, acc, offset=(i * {tm}, j * {tn}))
+'''.format(tm=GEMM_TILE[0], tk=GEMM_TILE[1], tn=GEMM_TILE[2])
 
 # Run in a fresh interpreter: import a kernel module and time loading it (compile or cache hit), nothing else.
 COMPILE_CHILD = r'''
@@ -472,6 +495,58 @@ def vec3_builtins_work(ours: Backend) -> tuple:
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# 5. tiled GEMM
+
+
+def gemm_matrices(size: int) -> tuple:
+    """Two random float32 matrices of shape [size, size]."""
+    rng = np.random.default_rng(0)
+    return (rng.standard_normal((size, size)).astype(np.float32),
+            rng.standard_normal((size, size)).astype(np.float32))
+
+
+def gemm_kernel_run(backend: Backend, a_np, b_np):
+    """A call of TILED_GEMM on `backend`, after checking one result against numpy; raises if it is wrong."""
+    lib = backend.wp
+    kernel = backend.load("bench_gemm", TILED_GEMM).tiled_gemm
+    a, b = (lib.array(m, dtype=lib.float32, device="cpu") for m in (a_np, b_np))
+    c = lib.zeros(a_np.shape, dtype=lib.float32, device="cpu")
+    size, (tile_m, _, tile_n) = a_np.shape[0], GEMM_TILE
+
+    def run():
+        lib.launch_tiled(kernel, dim=[size // tile_m, size // tile_n], inputs=[a, b, c], block_dim=64,
+                         device="cpu")
+        lib.synchronize()
+
+    run()
+    expected = a_np @ b_np
+    error = float(np.abs(c.numpy() - expected).max() / np.abs(expected).max())
+    if not error < 1e-4:
+        raise RuntimeError(f"{backend.name} tiled GEMM differs from numpy: max relative error {error:.2e}")
+    return run
+
+
+def gemm_gflops(backends: dict, settings: Settings) -> dict:
+    """GFLOP/s of the tiled GEMM per backend and of numpy's `a @ b`. Warp's CPU tile path is optional: when it
+    fails to build, run or match numpy, its entry is None (printed as '-') and the reason goes to stderr."""
+    a_np, b_np = gemm_matrices(settings.gemm_size)
+    runs = {"numpy": lambda: a_np @ b_np}
+    for name, backend in backends.items():
+        try:
+            runs[name] = gemm_kernel_run(backend, a_np, b_np)
+        except Exception as e:  # Warp's CPU tile path is optional; ours must work
+            if name == "ours":
+                raise
+            reason = str(e).splitlines()[0] if str(e) else ""
+            print(f"note: Warp's CPU tiled GEMM did not run ({type(e).__name__}: {reason})", file=sys.stderr)
+    seconds = best_seconds(runs, settings.gemm_repeats)
+    flops = 2.0 * settings.gemm_size ** 3
+    out = {key: flops / t / 1e9 for key, t in seconds.items()}
+    out.setdefault("warp", None)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # Table
 
 
@@ -547,6 +622,8 @@ def closing_line(results: dict) -> str:
         target_verdict("cold/Warp", cold, 1.5, at_least=False),
         target_verdict("warm/Warp", warm, 2.0, at_least=False),
         target_verdict("backward/forward", backward, 3.0, at_least=False),
+        target_verdict("tiled GEMM within 4x of numpy: numpy/ours",
+                       ratio(results["gemm"]["numpy"], results["gemm"]["ours"]), 4.0, at_least=False),
     ]
     return "targets: " + " | ".join(verdicts)
 
@@ -563,6 +640,7 @@ def table_rows(results: dict, settings: Settings, kernel_label: str) -> list:
 
     n_saxpy = f"{settings.saxpy_count:.0e}".replace("+0", "")
     n_spring = f"{settings.spring_count:.0e}".replace("+0", "")
+    gemm, n_gemm = results["gemm"], settings.gemm_size
     return [
         Row(f"saxpy {n_saxpy} float32 (12 B/elem)", "GB/s", saxpy["ours"], saxpy["numpy"], saxpy["copy"],
             saxpy.get("warp")),
@@ -575,6 +653,8 @@ def table_rows(results: dict, settings: Settings, kernel_label: str) -> list:
         Row(f"forward+backward {kernel_label} {n_spring}", "ms", **both(ad, "forward_backward")),
         Row("backward / forward", "x", backward_ratio(ad["ours"]),
             warp=backward_ratio(ad["warp"]) if "warp" in ad else None),
+        Row(f"tiled GEMM {n_gemm}x{n_gemm} float32 ({'x'.join(map(str, GEMM_TILE))} tiles)", "GFLOP/s",
+            gemm["ours"], gemm["numpy"], warp=gemm["warp"]),
     ]
 
 
@@ -583,12 +663,13 @@ def table_rows(results: dict, settings: Settings, kernel_label: str) -> list:
 
 
 def measure_all(backends: dict, settings: Settings, spring_source: str, vec3: bool) -> dict:
-    """Run the four benchmarks; nested dicts of numbers keyed by benchmark, then backend (or numpy, copy)."""
+    """Run the five benchmarks; nested dicts of numbers keyed by benchmark, then backend (or numpy, copy)."""
     return {
         "saxpy": saxpy_gbps(backends, settings),
         "launch": launch_microseconds(backends, settings),
         "compile": compile_seconds(backends, spring_source, settings),
         "autodiff": autodiff_milliseconds(backends, spring_source, vec3, settings),
+        "gemm": gemm_gflops(backends, settings),
     }
 
 

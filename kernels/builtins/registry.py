@@ -94,6 +94,7 @@ class Tl:
     rows: object = "M"
     cols: object = "N"
     ndim: object = None
+    nd: str = "__tile_ndim"  # variable that ties the number of dimensions of several tile patterns together
 
 
 class AnyType:
@@ -138,7 +139,7 @@ def unify(pattern, t, bindings: dict) -> bool:
         if not isinstance(t, TileType) or (pattern.ndim is not None and len(t.shape) != pattern.ndim):
             return False
         return (_bind(bindings, pattern.rows, t.rows) and _bind(bindings, pattern.cols, t.cols)
-                and _bind(bindings, "__tile_ndim", len(t.shape)) and unify(pattern.dtype, t.dtype, bindings))
+                and _bind(bindings, pattern.nd, len(t.shape)) and unify(pattern.dtype, t.dtype, bindings))
     if isinstance(pattern, AnyType):
         return _bind(bindings, pattern.name, t)
     if isinstance(pattern, TypeArg):
@@ -176,7 +177,7 @@ def instantiate(rule, bindings: dict):
         cols = rule.cols if isinstance(rule.cols, int) else bindings[rule.cols]
         dtype = instantiate(rule.dtype, bindings) if not T.is_scalar(rule.dtype) and not T.is_composite(rule.dtype) \
             else rule.dtype
-        ndim = rule.ndim if rule.ndim is not None else bindings.get("__tile_ndim", 2)
+        ndim = rule.ndim if rule.ndim is not None else bindings.get(rule.nd, 2)
         return TileType(dtype, (rows,) if ndim == 1 else (rows, cols))
     if isinstance(rule, tuple):
         return tuple(instantiate(r, bindings) for r in rule)

@@ -63,10 +63,12 @@ add_builtin("tile_argmax", (Tl(N),), Tl(T.int32, 1, 1, ndim=1), differentiable=F
 # Shape.
 add_builtin("tile_transpose", (Tl(N, "M", "N", ndim=2),), Tl(N, "N", "M", ndim=2), group="tile",
             doc="transpose of a 2-d tile")
-add_builtin("tile_broadcast", (TypeArg(Tl(AnyType("T"), "P", "Q")), Tl(AnyType("T"))), Tl(AnyType("T"), "P", "Q"),
-            template_ret=True, group="tile", doc="tile_broadcast(t, shape=(m, n)): repeat dimensions of size 1")
-add_builtin("tile_view", (TypeArg(Tl(AnyType("T"), "P", "Q")), Tl(AnyType("T")), I32, I32),
-            Tl(AnyType("T"), "P", "Q"), template_ret=True, group="tile",
+_OUT = Tl(AnyType("T"), "P", "Q", nd="__out_ndim")  # a result whose shape differs from the argument's
+add_builtin("tile_broadcast", (TypeArg(_OUT), Tl(AnyType("T"))), _OUT, template_ret=True, group="tile",
+            doc="tile_broadcast(t, shape=(m, n)): repeat dimensions of size 1 (numpy rules)")
+add_builtin("tile_broadcast_row", (TypeArg(_OUT), Tl(AnyType("T"), ndim=1)), _OUT, template_ret=True,
+            group="tile", doc="a 1-d tile broadcast as a row to a 2-d shape (numpy rules)")
+add_builtin("tile_view", (TypeArg(_OUT), Tl(AnyType("T")), I32, I32), _OUT, template_ret=True, group="tile",
             doc="tile_view(t, offset=(i, j), shape=(m, n)): a copy of a sub-tile")
 
 # Matrix product.

@@ -2,6 +2,9 @@
 #pragma once
 #include "core.h"
 #include "scalar_ops.h"
+#if defined(_OPENMP) && !defined(WP_CUDA)
+#include <omp.h>
+#endif
 
 namespace wp {
 
@@ -140,7 +143,51 @@ inline __device__ uint64 atomic_rmw_add(uint64* p, uint64 v) {
 }
 #endif
 
-// Composite values (vectors, matrices, quaternions, transforms) are atomically updated component by component.
+#if !defined(WP_CUDA)
+// A run of n float32 components (a vector, matrix or quaternion) on the CPU: x86 has no atomic float add and every
+// compare-and-swap is a full fence, so each 8-byte aligned pair of components takes one 64-bit CAS instead of two.
+typedef uint64 __attribute__((may_alias)) uint64_alias;
+inline void atomic_add_float32_run(float32* p, const float32* v, float32* old, unsigned n) {
+    unsigned k = 0;
+    while (k < n) {
+        if (k + 1 < n && ((size_t)(p + k) & 7) == 0) {
+            uint64_alias* pair = (uint64_alias*)(p + k);
+            uint64 expected = __atomic_load_n(pair, __ATOMIC_RELAXED), desired;
+            do {
+                float32 sum[2];
+                memcpy(sum, &expected, 8);
+                sum[0] += v[k];
+                sum[1] += v[k + 1];
+                memcpy(&desired, sum, 8);
+            } while (!__atomic_compare_exchange_n(pair, &expected, desired, false, __ATOMIC_RELAXED,
+                                                  __ATOMIC_RELAXED));
+            memcpy(old + k, &expected, 8);
+            k += 2;
+        } else {
+            old[k] = atomic_rmw_add(p + k, v[k]);
+            k += 1;
+        }
+    }
+}
+template <unsigned N> inline vec_t<N, float32> atomic_rmw_add(vec_t<N, float32>* p, vec_t<N, float32> v) {
+    vec_t<N, float32> old;
+    atomic_add_float32_run(p->c, v.c, old.c, N);
+    return old;
+}
+template <unsigned R, unsigned C>
+inline mat_t<R, C, float32> atomic_rmw_add(mat_t<R, C, float32>* p, mat_t<R, C, float32> v) {
+    mat_t<R, C, float32> old;
+    atomic_add_float32_run(&p->data[0][0], &v.data[0][0], &old.data[0][0], R * C);
+    return old;
+}
+inline quat_t<float32> atomic_rmw_add(quat_t<float32>* p, quat_t<float32> v) {
+    quat_t<float32> old;
+    atomic_add_float32_run(&p->x, &v.x, &old.x, 4);
+    return old;
+}
+#endif
+
+// Other composite values (vectors, matrices, quaternions, transforms) are atomically updated component by component.
 template <unsigned N, typename T> CUDA_CALLABLE inline vec_t<N, T> atomic_rmw_add(vec_t<N, T>* p, vec_t<N, T> v) {
     vec_t<N, T> old;
     for (unsigned i = 0; i < N; ++i) old.c[i] = atomic_rmw_add(&p->c[i], v.c[i]);
@@ -176,22 +223,42 @@ template <typename T> CUDA_CALLABLE inline transform_t<T> atomic_rmw_add(transfo
     return old;
 }
 
-// Adjoint of a read a[i...]: the result's adjoint is added (atomically) into the gradient array, if there is one.
-template <typename T> CUDA_CALLABLE inline void adj_index_load(const array_t<T>& g, int line, int64 i, const T& adj) {
-    if (g.data) atomic_rmw_add(&index(g, line, i), adj);
+// Whether a CPU launch of at least the parallel threshold runs on more than one thread. When it does not, backward
+// passes add into gradient arrays without atomics.
+#if !defined(WP_CUDA)
+inline bool cpu_parallel() {
+#if defined(_OPENMP)
+    return omp_get_max_threads() > 1;
+#else
+    return false;
+#endif
 }
-template <typename T>
+#endif
+
+// Add v into *p: atomically when other threads of the launch may add into the same element.
+template <bool Atomic, typename T> CUDA_CALLABLE inline void accumulate(T* p, const T& v) {
+    if (Atomic) atomic_rmw_add(p, v);
+    else *p = add(*p, v);
+}
+
+// Adjoint of a read a[i...]: the result's adjoint is added into the gradient array, if there is one. Kernel backward
+// passes instantiate Atomic = false for launches that run on one thread.
+template <bool Atomic = true, typename T>
+CUDA_CALLABLE inline void adj_index_load(const array_t<T>& g, int line, int64 i, const T& adj) {
+    if (g.data) accumulate<Atomic>(&index(g, line, i), adj);
+}
+template <bool Atomic = true, typename T>
 CUDA_CALLABLE inline void adj_index_load(const array_t<T>& g, int line, int64 i, int64 j, const T& adj) {
-    if (g.data) atomic_rmw_add(&index(g, line, i, j), adj);
+    if (g.data) accumulate<Atomic>(&index(g, line, i, j), adj);
 }
-template <typename T>
+template <bool Atomic = true, typename T>
 CUDA_CALLABLE inline void adj_index_load(const array_t<T>& g, int line, int64 i, int64 j, int64 k, const T& adj) {
-    if (g.data) atomic_rmw_add(&index(g, line, i, j, k), adj);
+    if (g.data) accumulate<Atomic>(&index(g, line, i, j, k), adj);
 }
-template <typename T>
+template <bool Atomic = true, typename T>
 CUDA_CALLABLE inline void adj_index_load(const array_t<T>& g, int line, int64 i, int64 j, int64 k, int64 l,
-                                              const T& adj) {
-    if (g.data) atomic_rmw_add(&index(g, line, i, j, k, l), adj);
+                                         const T& adj) {
+    if (g.data) accumulate<Atomic>(&index(g, line, i, j, k, l), adj);
 }
 
 // Adjoint of a write a[i...] = v (or an atomic add of v): v's adjoint gains the gradient of that element.

@@ -276,6 +276,25 @@ CUDA_CALLABLE inline void adj_tile_broadcast(const tile_t<T, R, C>&, tile_t<T, R
         }
 }
 
+// A 1-d tile of length n (stored n x 1) broadcast as a row: out(i, j) = a[j] (or a[0] when n == 1).
+template <typename Out, typename T, int R>
+CUDA_CALLABLE inline Out tile_broadcast_row(const tile_t<T, R, 1>& a) {
+    Out r;
+    const int OR = tile_traits<Out>::rows, OC = tile_traits<Out>::cols;
+    for (int i = 0; i < OR; ++i)
+        for (int j = 0; j < OC; ++j) r.at(i, j) = a.data[R == 1 ? 0 : j];
+    return r;
+}
+template <typename Out, typename T, int R>
+CUDA_CALLABLE inline void adj_tile_broadcast_row(const tile_t<T, R, 1>&, tile_t<T, R, 1>& adj_a, const Out& adj_ret) {
+    const int OR = tile_traits<Out>::rows, OC = tile_traits<Out>::cols;
+    for (int i = 0; i < OR; ++i)
+        for (int j = 0; j < OC; ++j) {
+            T& slot = adj_a.data[R == 1 ? 0 : j];
+            slot = add(slot, adj_ret.at(i, j));
+        }
+}
+
 // A sub-tile copied out of a tile: rows [oi, oi+OR), columns [oj, oj+OC); outside the source reads as zero.
 template <typename Out, typename T, int R, int C>
 CUDA_CALLABLE inline Out tile_view(const tile_t<T, R, C>& a, int32 oi, int32 oj) {

@@ -141,6 +141,12 @@ class TileForms:
         tt = self.need_tile(args["t"], op, "tile_broadcast's argument")
         shape = self.static_shape(args["shape"], op)
         out = TileType(tt.dtype, shape)
+        if len(tt.shape) == 1 and len(shape) == 2:
+            # numpy rules: a 1-d tile is a row, (n,) -> (1, n)
+            if tt.rows not in (1, out.cols):
+                raise self.error(f"cannot broadcast a {describe(tt)} to shape {shape}", op)
+            self.emit_typed(op, "tile_broadcast_row", out, [args["t"]])
+            return
         for have, want in zip((tt.rows, tt.cols), (out.rows, out.cols)):
             if have not in (1, want):
                 raise self.error(f"cannot broadcast a {describe(tt)} to shape {shape}", op)

@@ -51,13 +51,14 @@ static CUDA_CALLABLE inline void k0_branch_loop_forward_thread(const wp::launch_
 }
 extern "C" WP_EXPORT void k0_branch_loop_forward(const wp::launch_bounds_t* lb, const k0_branch_loop_args* args, wp::int64 parallel_threshold) {
     const wp::int64 n = lb->size;
-    if (n >= parallel_threshold) {
+    if (n >= parallel_threshold && wp::cpu_parallel()) {
         #pragma omp parallel for schedule(static)
         for (wp::int64 task = 0; task < n; ++task) k0_branch_loop_forward_thread(*lb, task, *args);
     } else {
         for (wp::int64 task = 0; task < n; ++task) k0_branch_loop_forward_thread(*lb, task, *args);
     }
 }
+template <bool Atomic>
 static CUDA_CALLABLE inline void k0_branch_loop_backward_thread(const wp::launch_bounds_t& lb, wp::int64 task, const k0_branch_loop_args& args, const k0_branch_loop_args& adj_args) {
     (void)lb; (void)task;
     const wp::int32 v0_n = args.n;
@@ -146,23 +147,23 @@ static CUDA_CALLABLE inline void k0_branch_loop_backward_thread(const wp::launch
         if (v12) {
             adj_v15_s = wp::add(adj_v15_s, adj_v13_s);
             wp::adj_add(v7_s, v14, adj_v9_s, adj_v14, adj_v15_s);
-            wp::adj_index_load(adj_v1_x, 41, v3_i, adj_v14);
+            wp::adj_index_load<Atomic>(adj_v1_x, 41, v3_i, adj_v14);
         } else {
             adj_v17_s = wp::add(adj_v17_s, adj_v13_s);
             wp::adj_sub(v7_s, v16, adj_v9_s, adj_v16, adj_v17_s);
         }
-        wp::adj_index_load(adj_v1_x, 40, v3_i, adj_v10);
+        wp::adj_index_load<Atomic>(adj_v1_x, 40, v3_i, adj_v10);
         adj_v7_s = adj_v9_s;
     }
     adj_v4_s = wp::add(adj_v4_s, adj_v7_s);
 }
 extern "C" WP_EXPORT void k0_branch_loop_backward(const wp::launch_bounds_t* lb, const k0_branch_loop_args* args, const k0_branch_loop_args* adj_args, wp::int64 parallel_threshold) {
     const wp::int64 n = lb->size;
-    if (n >= parallel_threshold) {
+    if (n >= parallel_threshold && wp::cpu_parallel()) {
         #pragma omp parallel for schedule(static)
-        for (wp::int64 task = 0; task < n; ++task) k0_branch_loop_backward_thread(*lb, task, *args, *adj_args);
+        for (wp::int64 task = 0; task < n; ++task) k0_branch_loop_backward_thread<true>(*lb, task, *args, *adj_args);
     } else {
-        for (wp::int64 task = 0; task < n; ++task) k0_branch_loop_backward_thread(*lb, task, *args, *adj_args);
+        for (wp::int64 task = 0; task < n; ++task) k0_branch_loop_backward_thread<false>(*lb, task, *args, *adj_args);
     }
 }
 

@@ -42,13 +42,14 @@ static CUDA_CALLABLE inline void k0_func_call_forward_thread(const wp::launch_bo
 }
 extern "C" WP_EXPORT void k0_func_call_forward(const wp::launch_bounds_t* lb, const k0_func_call_args* args, wp::int64 parallel_threshold) {
     const wp::int64 n = lb->size;
-    if (n >= parallel_threshold) {
+    if (n >= parallel_threshold && wp::cpu_parallel()) {
         #pragma omp parallel for schedule(static)
         for (wp::int64 task = 0; task < n; ++task) k0_func_call_forward_thread(*lb, task, *args);
     } else {
         for (wp::int64 task = 0; task < n; ++task) k0_func_call_forward_thread(*lb, task, *args);
     }
 }
+template <bool Atomic>
 static CUDA_CALLABLE inline void k0_func_call_backward_thread(const wp::launch_bounds_t& lb, wp::int64 task, const k0_func_call_args& args, const k0_func_call_args& adj_args) {
     (void)lb; (void)task;
     const wp::array_t<wp::float32> v0_x = args.x;
@@ -73,15 +74,15 @@ static CUDA_CALLABLE inline void k0_func_call_backward_thread(const wp::launch_b
     wp::adj_index_store(adj_v1_out, 50, v2_i, adj_v6);
     wp::adj_add(v4, v5, adj_v4, adj_v5, adj_v6);
     adj_f0_square(v3, adj_v3, adj_v4);
-    wp::adj_index_load(adj_v0_x, 50, v2_i, adj_v3);
+    wp::adj_index_load<Atomic>(adj_v0_x, 50, v2_i, adj_v3);
 }
 extern "C" WP_EXPORT void k0_func_call_backward(const wp::launch_bounds_t* lb, const k0_func_call_args* args, const k0_func_call_args* adj_args, wp::int64 parallel_threshold) {
     const wp::int64 n = lb->size;
-    if (n >= parallel_threshold) {
+    if (n >= parallel_threshold && wp::cpu_parallel()) {
         #pragma omp parallel for schedule(static)
-        for (wp::int64 task = 0; task < n; ++task) k0_func_call_backward_thread(*lb, task, *args, *adj_args);
+        for (wp::int64 task = 0; task < n; ++task) k0_func_call_backward_thread<true>(*lb, task, *args, *adj_args);
     } else {
-        for (wp::int64 task = 0; task < n; ++task) k0_func_call_backward_thread(*lb, task, *args, *adj_args);
+        for (wp::int64 task = 0; task < n; ++task) k0_func_call_backward_thread<false>(*lb, task, *args, *adj_args);
     }
 }
 

@@ -26,13 +26,14 @@ static CUDA_CALLABLE inline void k0_saxpy_forward_thread(const wp::launch_bounds
 }
 extern "C" WP_EXPORT void k0_saxpy_forward(const wp::launch_bounds_t* lb, const k0_saxpy_args* args, wp::int64 parallel_threshold) {
     const wp::int64 n = lb->size;
-    if (n >= parallel_threshold) {
+    if (n >= parallel_threshold && wp::cpu_parallel()) {
         #pragma omp parallel for schedule(static)
         for (wp::int64 task = 0; task < n; ++task) k0_saxpy_forward_thread(*lb, task, *args);
     } else {
         for (wp::int64 task = 0; task < n; ++task) k0_saxpy_forward_thread(*lb, task, *args);
     }
 }
+template <bool Atomic>
 static CUDA_CALLABLE inline void k0_saxpy_backward_thread(const wp::launch_bounds_t& lb, wp::int64 task, const k0_saxpy_args& args, const k0_saxpy_args& adj_args) {
     (void)lb; (void)task;
     const wp::float32 v0_alpha = args.alpha;
@@ -58,17 +59,17 @@ static CUDA_CALLABLE inline void k0_saxpy_backward_thread(const wp::launch_bound
     v7 = wp::add(v5, v6);
     wp::adj_index_store(adj_v2_y, 32, v3_i, adj_v7);
     wp::adj_add(v5, v6, adj_v5, adj_v6, adj_v7);
-    wp::adj_index_load(adj_v2_y, 32, v3_i, adj_v6);
+    wp::adj_index_load<Atomic>(adj_v2_y, 32, v3_i, adj_v6);
     wp::adj_mul(v0_alpha, v4, adj_v0_alpha, adj_v4, adj_v5);
-    wp::adj_index_load(adj_v1_x, 32, v3_i, adj_v4);
+    wp::adj_index_load<Atomic>(adj_v1_x, 32, v3_i, adj_v4);
 }
 extern "C" WP_EXPORT void k0_saxpy_backward(const wp::launch_bounds_t* lb, const k0_saxpy_args* args, const k0_saxpy_args* adj_args, wp::int64 parallel_threshold) {
     const wp::int64 n = lb->size;
-    if (n >= parallel_threshold) {
+    if (n >= parallel_threshold && wp::cpu_parallel()) {
         #pragma omp parallel for schedule(static)
-        for (wp::int64 task = 0; task < n; ++task) k0_saxpy_backward_thread(*lb, task, *args, *adj_args);
+        for (wp::int64 task = 0; task < n; ++task) k0_saxpy_backward_thread<true>(*lb, task, *args, *adj_args);
     } else {
-        for (wp::int64 task = 0; task < n; ++task) k0_saxpy_backward_thread(*lb, task, *args, *adj_args);
+        for (wp::int64 task = 0; task < n; ++task) k0_saxpy_backward_thread<false>(*lb, task, *args, *adj_args);
     }
 }
 

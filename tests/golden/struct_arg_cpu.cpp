@@ -46,13 +46,14 @@ static CUDA_CALLABLE inline void k0_struct_arg_forward_thread(const wp::launch_b
 }
 extern "C" WP_EXPORT void k0_struct_arg_forward(const wp::launch_bounds_t* lb, const k0_struct_arg_args* args, wp::int64 parallel_threshold) {
     const wp::int64 n = lb->size;
-    if (n >= parallel_threshold) {
+    if (n >= parallel_threshold && wp::cpu_parallel()) {
         #pragma omp parallel for schedule(static)
         for (wp::int64 task = 0; task < n; ++task) k0_struct_arg_forward_thread(*lb, task, *args);
     } else {
         for (wp::int64 task = 0; task < n; ++task) k0_struct_arg_forward_thread(*lb, task, *args);
     }
 }
+template <bool Atomic>
 static CUDA_CALLABLE inline void k0_struct_arg_backward_thread(const wp::launch_bounds_t& lb, wp::int64 task, const k0_struct_arg_args& args, const k0_struct_arg_args& adj_args) {
     (void)lb; (void)task;
     const wp::S__golden_kernels_Affine v0_p = args.p;
@@ -83,16 +84,16 @@ static CUDA_CALLABLE inline void k0_struct_arg_backward_thread(const wp::launch_
     wp::adj_add(v6, v7, adj_v6, adj_v7, adj_v8);
     adj_v0_p.offset = wp::add(adj_v0_p.offset, adj_v7);
     wp::adj_mul(v4, v5, adj_v4, adj_v5, adj_v6);
-    wp::adj_index_load(adj_v1_x, 56, v3_i, adj_v5);
+    wp::adj_index_load<Atomic>(adj_v1_x, 56, v3_i, adj_v5);
     adj_v0_p.scale = wp::add(adj_v0_p.scale, adj_v4);
 }
 extern "C" WP_EXPORT void k0_struct_arg_backward(const wp::launch_bounds_t* lb, const k0_struct_arg_args* args, const k0_struct_arg_args* adj_args, wp::int64 parallel_threshold) {
     const wp::int64 n = lb->size;
-    if (n >= parallel_threshold) {
+    if (n >= parallel_threshold && wp::cpu_parallel()) {
         #pragma omp parallel for schedule(static)
-        for (wp::int64 task = 0; task < n; ++task) k0_struct_arg_backward_thread(*lb, task, *args, *adj_args);
+        for (wp::int64 task = 0; task < n; ++task) k0_struct_arg_backward_thread<true>(*lb, task, *args, *adj_args);
     } else {
-        for (wp::int64 task = 0; task < n; ++task) k0_struct_arg_backward_thread(*lb, task, *args, *adj_args);
+        for (wp::int64 task = 0; task < n; ++task) k0_struct_arg_backward_thread<false>(*lb, task, *args, *adj_args);
     }
 }
 
