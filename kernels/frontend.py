@@ -186,6 +186,8 @@ class Frontend:
         self.block = body
         self.entry_block_ops = body.ops
         self.env[_RET] = self.const(False, fdef, weak=False)
+        if self.kind == "func":
+            self.declare_return_slots(fdef)
         self.lower_stmts(fdef.body)
         if self.kind == "func":
             rets = [self.env[f"__retval{i}"] for i in range(self.n_returns or 0)]
@@ -365,15 +367,22 @@ class Frontend:
                 self.init_retvals(node)
             elif self.n_returns != len(values):
                 raise self.error(f"returns {len(values)} values here but {self.n_returns} elsewhere", node)
-            if self.in_loop and values:
-                raise self.error("'return' with a value inside a loop is not supported in a @func: assign the "
-                                 "result to a variable, 'break', and return after the loop", node)
             for i, v in enumerate(values):
                 self.env[f"__retval{i}"] = v
         self.env[_RET] = self.const(True, node, weak=False)
         if self.in_loop:
             self.env[_BREAK] = self.const(True, node, weak=False)
         return "exit"
+
+    def declare_return_slots(self, fdef):
+        """Create the return-value slots at entry when the first `return` sits inside a loop, so that loops can
+        carry them (their type comes from what the loop assigns)."""
+        for node in _walk_no_nested_defs(fdef, stop_at_loops=False):
+            if isinstance(node, ast.Return) and node is not fdef:
+                n = 0 if node.value is None else (len(node.value.elts) if isinstance(node.value, ast.Tuple) else 1)
+                self.n_returns = n
+                self.init_retvals(node)
+                return
 
     def init_retvals(self, node):
         """Return-value slots must exist at function entry so that branches can merge them."""
@@ -520,6 +529,7 @@ class Frontend:
         extra = [_BREAK] if has_break else []
         if _contains(body_stmts, ast.Return, stop_at_loops=False):
             extra.append(_RET)
+            extra.extend(f"__retval{i}" for i in range(self.n_returns or 0))
         carried = self.loop_carried(body_stmts, extra)
         inits = [self.env[n] for n in carried]
         outer_block, before = self.block, dict(self.env)

@@ -904,3 +904,38 @@ def test_stop_gradient(device):
         wp.launch(stop_gradient_paths, dim=4, inputs=[x, y], device=device)
     tape.backward(grads={y: np.ones(4)})
     np.testing.assert_allclose(x.grad.numpy(), x_np + np.floor(x_np), rtol=1e-12)
+
+
+@wp.func
+def first_above(x: wp.array(dtype=wp.float64), n: int, threshold: wp.float64):
+    # returns from inside a loop, with two values
+    for j in range(n):
+        if x[j] > threshold:
+            return x[j] * 2.0, j
+    return wp.float64(-1.0), -1
+
+
+@wp.kernel
+def search_kernel(x: wp.array(dtype=wp.float64), n: int, y: wp.array(dtype=wp.float64),
+                  idx: wp.array(dtype=int)):
+    v, j = first_above(x, n, wp.float64(0.5))
+    y[0] = v
+    idx[0] = j
+
+
+def test_func_returns_values_from_inside_a_loop(device):
+    y = wp.zeros(1, dtype=wp.float64, device=device)
+    idx = wp.zeros(1, dtype=int, device=device)
+    found = wp.array(np.array([0.1, 0.7, 0.9]), dtype=wp.float64, device=device)
+    wp.launch(search_kernel, dim=1, inputs=[found, 3, y, idx], device=device)
+    assert (y.numpy()[0], idx.numpy()[0]) == (1.4, 1)
+    missing = wp.array(np.array([0.1, 0.2, 0.3]), dtype=wp.float64, device=device)
+    wp.launch(search_kernel, dim=1, inputs=[missing, 3, y, idx], device=device)
+    assert (y.numpy()[0], idx.numpy()[0]) == (-1.0, -1)
+
+    def fn(x):
+        out = wp.zeros(1, dtype=wp.float64, device=device)
+        wp.launch(search_kernel, dim=1, inputs=[x, 3, out, wp.zeros(1, dtype=int, device=device)], device=device)
+        return out
+
+    gradcheck(fn, [found])

@@ -605,9 +605,9 @@ class TypeInference(TileForms):
 
     def loop(self, op, inits, args, blocks, cond_args=None):
         for init, a in zip(inits, args):
-            if init.type is None:
+            if init.type is None and not (init.owner is not None and init.owner.opcode == "undef"):
                 raise self.error(f"'{a.name}' may be used before it is assigned", op)
-            a.type = init.type
+            a.type = init.type  # None for a return slot not typed yet: the body's assignment types it
         if cond_args is not None:
             for init, a in zip(inits, cond_args):
                 a.type = init.type
@@ -619,6 +619,11 @@ class TypeInference(TileForms):
             self.cur = outer
         body = blocks[-1]
         self.visit_block(body)
+        for init, a in zip(inits, args):
+            if a.type is None:
+                raise self.error(f"cannot tell the type of '{a.name}' carried through this loop", op)
+            if init.type is None:
+                init.type = a.type  # a return slot, typed by the return inside the loop
         for k, (a, y) in enumerate(zip(args, body.yields)):
             if y.type != a.type:
                 outer = self.cur
