@@ -1,0 +1,19 @@
+"""sim: differentiable particle and cloth simulation built on the kernel language.
+
+    import sim
+    b = sim.ModelBuilder(up_axis="y")
+    b.add_cloth_grid(pos=(0, 2, 0), rot=sim.quat_identity(), vel=(0, 0, 0), dim_x=32, dim_y=32, cell_x=0.05,
+                     cell_y=0.05, mass=0.1, fix_left=True)
+    b.add_ground_plane()
+    model = b.finalize(device="cpu", requires_grad=True)
+    solver = sim.SolverSemiImplicit(model)      # or sim.SolverXPBD(model, iterations=10)
+    s0, s1 = model.state(), model.state()
+    solver.step(model, s0, s1, control=None, dt=1e-3)
+"""
+
+from .builder import ModelBuilder, quat_from_axis_angle, quat_identity
+from .model import (PARTICLE_ACTIVE, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_PLANE, SHAPE_SPHERE, ContactParams, Control,
+                    Model, State)
+
+__all__ = ["ModelBuilder", "Model", "State", "Control", "ContactParams", "quat_identity", "quat_from_axis_angle",
+           "SHAPE_SPHERE", "SHAPE_BOX", "SHAPE_CAPSULE", "SHAPE_PLANE", "PARTICLE_ACTIVE"]

@@ -1,0 +1,336 @@
+"""ModelBuilder: assemble particles, springs, cloth and colliders in Python, then `finalize` into a Model.
+
+Rotations are given as a `wp.quat` or a plain (x, y, z, w) tuple. Positions in metres, masses in kilograms.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import kernels as wp
+
+from .model import PARTICLE_ACTIVE, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_PLANE, SHAPE_SPHERE, Model
+
+_AXES = {"x": 0, "y": 1, "z": 2}
+
+
+def quat_identity():
+    """The identity rotation as a wp.quat (x, y, z, w)."""
+    return wp.quat(0.0, 0.0, 0.0, 1.0)
+
+
+def quat_from_axis_angle(axis, angle: float):
+    """Rotation of `angle` radians about `axis` (normalised here) as a wp.quat."""
+    a = np.asarray(axis, dtype=np.float64)
+    a = a / np.linalg.norm(a)
+    s = math.sin(angle * 0.5)
+    return wp.quat(a[0] * s, a[1] * s, a[2] * s, math.cos(angle * 0.5))
+
+
+def _quat(rot) -> np.ndarray:
+    q = np.asarray(rot, dtype=np.float64).reshape(-1)
+    if q.shape != (4,):
+        raise ValueError(f"a rotation is a quaternion (x, y, z, w), got {rot!r}")
+    n = np.linalg.norm(q)
+    if n == 0:
+        raise ValueError("a rotation quaternion must not be zero")
+    return q / n
+
+
+def _rotate(q: np.ndarray, v) -> np.ndarray:
+    """Rotate vectors v, shape (3,) or (n, 3), by unit quaternion q (x, y, z, w)."""
+    u, w = q[:3], q[3]
+    v = np.asarray(v, dtype=np.float64)
+    return v * (2 * w * w - 1) + 2 * w * np.cross(u, v) + 2 * np.multiply.outer(v @ u, u)
+
+
+class ModelBuilder:
+    """Collects the pieces of a Model. `up_axis` ("x", "y" or "z") sets gravity's direction and the ground."""
+
+    def __init__(self, up_axis: str = "y", gravity: float = -9.81):
+        if up_axis not in _AXES:
+            raise ValueError(f"up_axis must be 'x', 'y' or 'z', got {up_axis!r}")
+        self.up_axis = _AXES[up_axis]
+        self.gravity = gravity
+        self.particle_q, self.particle_qd, self.particle_mass, self.particle_radius = [], [], [], []
+        self.particle_flags = []
+        self.spring_indices, self.spring_rest_length, self.spring_stiffness, self.spring_damping = [], [], [], []
+        self.tri_indices, self.tri_poses, self.tri_areas, self.tri_materials = [], [], [], []
+        self.edge_indices, self.edge_rest_angle, self.edge_bending_properties = [], [], []
+        self.shape_type, self.shape_transform, self.shape_scale, self.shape_body = [], [], [], []
+        self.default_particle_radius = 0.01
+
+    @property
+    def up_vector(self) -> np.ndarray:
+        v = np.zeros(3)
+        v[self.up_axis] = 1.0
+        return v
+
+    @property
+    def particle_count(self) -> int:
+        return len(self.particle_q)
+
+    # ------------------------------------------------------------------------------------------------ particles
+
+    def add_particle(self, pos, vel=(0.0, 0.0, 0.0), mass: float = 1.0, radius: float | None = None,
+                     flags: int = PARTICLE_ACTIVE) -> int:
+        """Add a particle at `pos` [m] with velocity `vel` [m/s] and `mass` [kg] (0: fixed). Returns its index."""
+        if mass < 0:
+            raise ValueError(f"particle mass must be >= 0 (0 fixes the particle), got {mass}")
+        self.particle_q.append(np.asarray(pos, dtype=np.float64).reshape(3))
+        self.particle_qd.append(np.asarray(vel, dtype=np.float64).reshape(3))
+        self.particle_mass.append(float(mass))
+        self.particle_radius.append(self.default_particle_radius if radius is None else float(radius))
+        self.particle_flags.append(int(flags))
+        return len(self.particle_q) - 1
+
+    def add_particle_grid(self, pos, rot, vel, dim_x: int, dim_y: int, dim_z: int, cell_x: float, cell_y: float,
+                          cell_z: float, mass: float, jitter: float = 0.0, radius: float | None = None,
+                          seed: int = 42) -> list:
+        """A block of dim_x * dim_y * dim_z particles spaced by cell_* [m], rotated by `rot` about `pos`."""
+        q = _quat(rot)
+        rng = np.random.default_rng(seed)
+        out = []
+        for z in range(dim_z):
+            for y in range(dim_y):
+                for x in range(dim_x):
+                    local = np.array([x * cell_x, y * cell_y, z * cell_z]) + rng.uniform(-1, 1, 3) * jitter
+                    out.append(self.add_particle(np.asarray(pos) + _rotate(q, local), vel, mass, radius))
+        return out
+
+    def add_spring(self, i: int, j: int, ke: float, kd: float, rest_length: float | None = None) -> int:
+        """A spring between particles i and j with stiffness `ke` [N/m] and damping `kd` [N s/m]."""
+        if rest_length is None:
+            rest_length = float(np.linalg.norm(self.particle_q[i] - self.particle_q[j]))
+        self.spring_indices.append((i, j))
+        self.spring_rest_length.append(rest_length)
+        self.spring_stiffness.append(ke)
+        self.spring_damping.append(kd)
+        return len(self.spring_indices) - 1
+
+    # ------------------------------------------------------------------------------------------------ cloth
+
+    def add_triangle(self, i: int, j: int, k: int, tri_ke: float, tri_ka: float, tri_kd: float,
+                     tri_drag: float = 0.0, tri_lift: float = 0.0) -> float:
+        """A membrane triangle over particles i, j, k with Lame parameters `tri_ke` (mu) and `tri_ka` (lambda)
+        [N/m] and damping `tri_kd`. Returns its rest area [m^2]; degenerate triangles are refused."""
+        p, q, r = self.particle_q[i], self.particle_q[j], self.particle_q[k]
+        e1, e2 = q - p, r - p
+        n = np.cross(e1, e2)
+        area = 0.5 * np.linalg.norm(n)
+        if area < 1e-12:
+            raise ValueError(f"triangle ({i}, {j}, {k}) has zero area")
+        # rest frame: x along e1, y in the triangle's plane
+        ax = e1 / np.linalg.norm(e1)
+        ay = np.cross(n / np.linalg.norm(n), ax)
+        dm = np.array([[e1 @ ax, e2 @ ax], [e1 @ ay, e2 @ ay]])
+        self.tri_indices.append((i, j, k))
+        self.tri_poses.append(np.linalg.inv(dm))
+        self.tri_areas.append(area)
+        self.tri_materials.append((tri_ke, tri_ka, tri_kd, tri_drag, tri_lift))
+        return area
+
+    def add_edge(self, o0: int, o1: int, v0: int, v1: int, edge_ke: float, edge_kd: float,
+                 rest: float | None = None) -> int:
+        """A bending edge v0-v1 between triangles (o0, v0, v1) and (o1, v1, v0); -1 for a missing opposite."""
+        if rest is None:
+            rest = 0.0
+            if o0 >= 0 and o1 >= 0:
+                rest = _dihedral_angle(*(self.particle_q[k] for k in (o0, o1, v0, v1)))
+        self.edge_indices.append((o0, o1, v0, v1))
+        self.edge_rest_angle.append(rest)
+        self.edge_bending_properties.append((edge_ke, edge_kd))
+        return len(self.edge_indices) - 1
+
+    def add_cloth_mesh(self, pos, rot, scale: float, vel, vertices, indices, density: float, tri_ke: float = 1e3,
+                       tri_ka: float = 1e3, tri_kd: float = 1e-1, edge_ke: float = 0.0, edge_kd: float = 0.0,
+                       add_springs: bool = False, spring_ke: float = 1e3, spring_kd: float = 0.0,
+                       radius: float | None = None, fixed: tuple = ()) -> list:
+        """A triangle mesh (vertices [n, 3], triangle indices [m, 3]) as cloth with areal `density` [kg/m^2];
+        each vertex gets a third of the mass of its triangles. `fixed` vertex indices get mass 0."""
+        verts = np.asarray(vertices, dtype=np.float64).reshape(-1, 3)
+        tris = np.asarray(indices, dtype=np.int64).reshape(-1, 3)
+        if tris.size and (tris.min() < 0 or tris.max() >= len(verts)):
+            raise ValueError("cloth triangle indices out of range of the vertices")
+        q = _quat(rot)
+        start = self.particle_count
+        world = np.asarray(pos, dtype=np.float64) + _rotate(q, verts * scale)
+        masses = np.zeros(len(verts))
+        for t in tris:
+            a, b, c = world[t]
+            masses[t] += density * 0.5 * np.linalg.norm(np.cross(b - a, c - a)) / 3.0
+        fixed = set(int(f) for f in fixed)
+        ids = [self.add_particle(world[k], vel, 0.0 if k in fixed else masses[k], radius) for k in range(len(verts))]
+        for t in tris:
+            self.add_triangle(*(start + int(k) for k in t), tri_ke, tri_ka, tri_kd)
+        for o0, o1, v0, v1 in _mesh_edges(tris):
+            if add_springs:
+                self.add_spring(start + v0, start + v1, spring_ke, spring_kd)
+            if edge_ke > 0 or edge_kd > 0:
+                self.add_edge(-1 if o0 < 0 else start + o0, -1 if o1 < 0 else start + o1, start + v0, start + v1,
+                              edge_ke, edge_kd)
+        return ids
+
+    def add_cloth_grid(self, pos, rot, vel, dim_x: int, dim_y: int, cell_x: float, cell_y: float, mass: float,
+                       tri_ke: float = 1e3, tri_ka: float = 1e3, tri_kd: float = 1e-1, edge_ke: float = 0.0,
+                       edge_kd: float = 0.0, add_springs: bool = False, spring_ke: float = 1e3,
+                       spring_kd: float = 0.0, fix_left: bool = False, fix_right: bool = False,
+                       fix_top: bool = False, fix_bottom: bool = False, radius: float | None = None) -> list:
+        """A (dim_x + 1) x (dim_y + 1) vertex grid of cells `cell_x` x `cell_y` [m] in the local x-y plane,
+        rotated by `rot` about `pos`; each vertex has `mass` [kg]. `fix_*` pins an edge (mass 0).
+        Returns the particle indices, row by row."""
+        if dim_x < 1 or dim_y < 1:
+            raise ValueError("a cloth grid needs dim_x >= 1 and dim_y >= 1")
+        if mass <= 0:
+            raise ValueError(f"cloth vertex mass must be positive, got {mass}")
+        verts, fixed = [], []
+        for y in range(dim_y + 1):
+            for x in range(dim_x + 1):
+                verts.append((x * cell_x, y * cell_y, 0.0))
+                if (fix_left and x == 0) or (fix_right and x == dim_x) or (fix_bottom and y == 0) or \
+                        (fix_top and y == dim_y):
+                    fixed.append(len(verts) - 1)
+        tris = []
+        for y in range(dim_y):
+            for x in range(dim_x):
+                v0 = y * (dim_x + 1) + x
+                v1, v2, v3 = v0 + 1, v0 + dim_x + 1, v0 + dim_x + 2
+                tris += [(v0, v1, v3), (v0, v3, v2)] if (x + y) % 2 == 0 else [(v0, v1, v2), (v1, v3, v2)]
+        cell_area = cell_x * cell_y
+        # per-vertex mass is given directly: density chosen so that an interior vertex gets `mass`
+        ids = self.add_cloth_mesh(pos, rot, 1.0, vel, verts, tris, density=mass / cell_area, tri_ke=tri_ke,
+                                  tri_ka=tri_ka, tri_kd=tri_kd, edge_ke=edge_ke, edge_kd=edge_kd,
+                                  add_springs=add_springs, spring_ke=spring_ke, spring_kd=spring_kd,
+                                  radius=radius, fixed=fixed)
+        pinned = set(fixed)
+        for k, pid in enumerate(ids):  # every vertex gets exactly `mass`, unless fixed
+            self.particle_mass[pid] = 0.0 if k in pinned else float(mass)
+        return ids
+
+    # ------------------------------------------------------------------------------------------------ colliders
+
+    def _add_shape(self, kind, pos, rot, scale, body) -> int:
+        q = _quat(rot)
+        self.shape_type.append(kind)
+        self.shape_transform.append(np.concatenate([np.asarray(pos, dtype=np.float64).reshape(3), q]))
+        self.shape_scale.append(np.asarray(scale, dtype=np.float64).reshape(3))
+        self.shape_body.append(int(body))
+        return len(self.shape_type) - 1
+
+    def add_shape_sphere(self, pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0), radius: float = 1.0,
+                         body: int = -1) -> int:
+        """A sphere collider of `radius` [m] centred at `pos`."""
+        if radius <= 0:
+            raise ValueError(f"sphere radius must be positive, got {radius}")
+        return self._add_shape(SHAPE_SPHERE, pos, rot, (radius, 0.0, 0.0), body)
+
+    def add_shape_box(self, pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0), hx: float = 0.5, hy: float = 0.5,
+                      hz: float = 0.5, body: int = -1) -> int:
+        """A box collider with half extents hx, hy, hz [m]."""
+        if min(hx, hy, hz) <= 0:
+            raise ValueError("box half extents must be positive")
+        return self._add_shape(SHAPE_BOX, pos, rot, (hx, hy, hz), body)
+
+    def add_shape_capsule(self, pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0), radius: float = 0.5,
+                          half_height: float = 0.5, body: int = -1) -> int:
+        """A capsule collider: a segment of 2 * half_height along local y, swept by `radius` [m]."""
+        if radius <= 0 or half_height < 0:
+            raise ValueError("capsule radius must be positive and half_height non-negative")
+        return self._add_shape(SHAPE_CAPSULE, pos, rot, (radius, half_height, 0.0), body)
+
+    def add_shape_plane(self, pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0), width: float = 0.0,
+                        length: float = 0.0, body: int = -1) -> int:
+        """A plane through `pos` whose normal is the rotated local +y axis (infinite when width/length are 0)."""
+        return self._add_shape(SHAPE_PLANE, pos, rot, (width, length, 0.0), body)
+
+    def add_ground_plane(self, height: float = 0.0) -> int:
+        """An infinite ground plane at `height` [m] along the up axis, normal pointing up."""
+        pos = self.up_vector * height
+        rot = (0.0, 0.0, 0.0, 1.0)
+        if self.up_axis == 0:
+            rot = tuple(quat_from_axis_angle((0, 0, 1), -math.pi / 2))
+        elif self.up_axis == 2:
+            rot = tuple(quat_from_axis_angle((1, 0, 0), math.pi / 2))
+        return self.add_shape_plane(pos, rot)
+
+    # ------------------------------------------------------------------------------------------------ finalize
+
+    def finalize(self, device=None, requires_grad: bool = False) -> Model:
+        """Copy everything into arrays on `device`. With `requires_grad`, arrays a user may differentiate
+        (initial state, masses, material parameters, collider poses) get gradient buffers."""
+        m = Model(device)
+        d = m.device
+        rg = requires_grad
+        m.requires_grad = rg
+        g = np.zeros(3)
+        g[self.up_axis] = self.gravity
+        m.gravity = wp.vec3(*g)
+        m.up_axis = self.up_axis
+
+        def arr(data, dtype, shape_tail=(), grad=False, np_dtype=np.float32):
+            a = np.asarray(data, dtype=np_dtype).reshape((-1,) + shape_tail) if len(data) else \
+                np.zeros((0,) + shape_tail, dtype=np_dtype)
+            return wp.array(a, dtype=dtype, device=d, requires_grad=rg and grad)
+
+        m.particle_count = self.particle_count
+        m.particle_q = arr(self.particle_q, wp.vec3, (3,), grad=True)
+        m.particle_qd = arr(self.particle_qd, wp.vec3, (3,), grad=True)
+        mass = np.asarray(self.particle_mass, dtype=np.float64)
+        m.particle_mass = arr(mass, float, grad=True)
+        m.particle_inv_mass = arr(np.where(mass > 0, 1.0 / np.where(mass > 0, mass, 1.0), 0.0), float, grad=True)
+        m.particle_radius = arr(self.particle_radius, float)
+        m.particle_flags = arr(self.particle_flags, wp.int32, np_dtype=np.int32)
+        m.particle_max_radius = float(max(self.particle_radius, default=0.0))
+
+        m.spring_count = len(self.spring_indices)
+        m.spring_indices = arr(self.spring_indices, wp.int32, (2,), np_dtype=np.int32).reshape((m.spring_count, 2)) \
+            if m.spring_count else wp.zeros((0, 2), dtype=wp.int32, device=d)
+        m.spring_rest_length = arr(self.spring_rest_length, float, grad=True)
+        m.spring_stiffness = arr(self.spring_stiffness, float, grad=True)
+        m.spring_damping = arr(self.spring_damping, float, grad=True)
+
+        m.tri_count = len(self.tri_indices)
+        m.tri_indices = wp.array(np.asarray(self.tri_indices, np.int32).reshape(-1, 3), dtype=wp.int32, device=d)
+        m.tri_poses = arr(self.tri_poses, wp.mat22, (2, 2), grad=True)
+        m.tri_areas = arr(self.tri_areas, float)
+        m.tri_materials = wp.array(np.asarray(self.tri_materials, np.float32).reshape(-1, 5), dtype=float, device=d,
+                                   requires_grad=rg)
+
+        m.edge_count = len(self.edge_indices)
+        m.edge_indices = wp.array(np.asarray(self.edge_indices, np.int32).reshape(-1, 4), dtype=wp.int32, device=d)
+        m.edge_rest_angle = arr(self.edge_rest_angle, float)
+        m.edge_bending_properties = wp.array(np.asarray(self.edge_bending_properties, np.float32).reshape(-1, 2),
+                                             dtype=float, device=d, requires_grad=rg)
+
+        m.shape_count = len(self.shape_type)
+        m.shape_type = arr(self.shape_type, wp.int32, np_dtype=np.int32)
+        m.shape_transform = arr(self.shape_transform, wp.transform, (7,), grad=True)
+        m.shape_scale = arr(self.shape_scale, wp.vec3, (3,), grad=True)
+        m.shape_body = arr(self.shape_body, wp.int32, np_dtype=np.int32)
+        return m
+
+
+def _dihedral_angle(o0, o1, v0, v1) -> float:
+    """Signed angle between the normals of triangles (o0, v0, v1) and (o1, v1, v0) about edge v0-v1 [rad]."""
+    e = v1 - v0
+    n1 = np.cross(v0 - o0, v1 - o0)
+    n2 = np.cross(v1 - o1, v0 - o1)
+    n1 /= np.linalg.norm(n1)
+    n2 /= np.linalg.norm(n2)
+    e_hat = e / np.linalg.norm(e)
+    return float(math.atan2(np.cross(n1, n2) @ e_hat, n1 @ n2))
+
+
+def _mesh_edges(tris: np.ndarray) -> list:
+    """Each undirected edge once as (opposite 0, opposite 1 or -1, v0, v1), in order of first appearance."""
+    edges: dict = {}
+    for t in tris:
+        for a, b, c in ((t[0], t[1], t[2]), (t[1], t[2], t[0]), (t[2], t[0], t[1])):
+            key = (min(a, b), max(a, b))
+            if key in edges:
+                edges[key][1] = int(c)
+            else:
+                edges[key] = [int(c), -1, int(a), int(b)]
+    return [tuple(v) for v in edges.values()]

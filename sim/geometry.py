@@ -1,0 +1,73 @@
+"""Collider geometry in the kernel language: signed distance and outward normal of each shape type.
+
+Shared by the solvers' contact kernels. Distances in metres; negative inside the shape.
+"""
+
+from __future__ import annotations
+
+import kernels as wp
+
+from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_PLANE, SHAPE_SPHERE
+
+#: Distance reported for points that cannot touch a shape (outside a finite plane's extent).
+FAR = wp.constant(1.0e6)
+
+
+@wp.func
+def sphere_sdf(p: wp.vec3, radius: float):
+    """Distance and outward normal of a sphere of `radius` at the origin, in its local frame."""
+    l = wp.length(p)
+    n = wp.vec3(0.0, 1.0, 0.0)
+    if l > 1.0e-9:
+        n = p / l
+    return l - radius, n
+
+
+@wp.func
+def box_sdf(p: wp.vec3, half: wp.vec3):
+    """Distance and outward normal of a box with half extents `half`, centred at the origin."""
+    q = wp.vec3(wp.abs(p[0]) - half[0], wp.abs(p[1]) - half[1], wp.abs(p[2]) - half[2])
+    outside = wp.vec3(wp.max(q[0], 0.0), wp.max(q[1], 0.0), wp.max(q[2], 0.0))
+    lo = wp.length(outside)
+    if lo > 0.0:
+        n = wp.vec3(wp.sign(p[0]) * outside[0], wp.sign(p[1]) * outside[1], wp.sign(p[2]) * outside[2]) / lo
+        return lo, n
+    # inside: the nearest face
+    if q[0] >= q[1] and q[0] >= q[2]:
+        return q[0], wp.vec3(wp.sign(p[0]), 0.0, 0.0)
+    if q[1] >= q[2]:
+        return q[1], wp.vec3(0.0, wp.sign(p[1]), 0.0)
+    return q[2], wp.vec3(0.0, 0.0, wp.sign(p[2]))
+
+
+@wp.func
+def capsule_sdf(p: wp.vec3, radius: float, half_height: float):
+    """Distance and outward normal of a capsule along local y (segment +-half_height, swept by radius)."""
+    c = wp.vec3(0.0, wp.clamp(p[1], -half_height, half_height), 0.0)
+    d, n = sphere_sdf(p - c, radius)
+    return d, n
+
+
+@wp.func
+def plane_sdf(p: wp.vec3, width: float, length: float):
+    """Distance above the local x-z plane (normal +y); beyond a finite plane's extent, FAR."""
+    if (width > 0.0 and wp.abs(p[0]) > width) or (length > 0.0 and wp.abs(p[2]) > length):
+        return FAR, wp.vec3(0.0, 1.0, 0.0)
+    return p[1], wp.vec3(0.0, 1.0, 0.0)
+
+
+@wp.func
+def shape_sdf(shape_type: int, pose: wp.transform, scale: wp.vec3, x: wp.vec3):
+    """Signed distance [m] of world point `x` to a shape and the shape's outward normal there (world frame)."""
+    local = wp.transform_point(wp.transform_inverse(pose), x)
+    d = FAR
+    n = wp.vec3(0.0, 1.0, 0.0)
+    if shape_type == SHAPE_SPHERE:
+        d, n = sphere_sdf(local, scale[0])
+    elif shape_type == SHAPE_BOX:
+        d, n = box_sdf(local, scale)
+    elif shape_type == SHAPE_CAPSULE:
+        d, n = capsule_sdf(local, scale[0], scale[1])
+    elif shape_type == SHAPE_PLANE:
+        d, n = plane_sdf(local, scale[0], scale[1])
+    return d, wp.quat_rotate(wp.transform_get_rotation(pose), n)

@@ -1,0 +1,134 @@
+"""Model (static description of a scene), State (what changes each step) and Control (inputs).
+
+Names follow warp.sim / Newton. Every array documents its shape and SI unit. Arrays with no entries (a model
+without triangles, say) are still allocated with length 0 so that kernels can be launched uniformly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import kernels as wp
+
+# Shape types of `Model.shape_type`
+SHAPE_SPHERE = 0
+SHAPE_BOX = 1
+SHAPE_CAPSULE = 2
+SHAPE_PLANE = 3
+
+# Bits of `Model.particle_flags`
+PARTICLE_ACTIVE = 1
+
+
+@wp.struct
+class ContactParams:
+    """Contact material between particles and shapes (and between particles)."""
+
+    ke: float  # normal stiffness [N/m]
+    kd: float  # normal damping [N s/m]
+    kf: float  # friction stiffness (regularisation of Coulomb friction) [N s/m]
+    mu: float  # Coulomb friction coefficient [-]
+    margin: float  # distance at which contacts start [m]
+
+
+class Model:
+    """Static data of a simulation. Create with `ModelBuilder.finalize`.
+
+    Particles:
+        particle_count: number of particles.
+        particle_q: initial positions [m], shape [particle_count], vec3.
+        particle_qd: initial velocities [m/s], shape [particle_count], vec3.
+        particle_mass: masses [kg], shape [particle_count]; 0 for fixed particles.
+        particle_inv_mass: inverse masses [1/kg], shape [particle_count]; 0 for fixed particles.
+        particle_radius: contact radii [m], shape [particle_count].
+        particle_flags: bit flags (PARTICLE_ACTIVE), shape [particle_count], int32.
+    Springs:
+        spring_indices: particle pairs, shape [spring_count, 2], int32.
+        spring_rest_length [m], spring_stiffness [N/m], spring_damping [N s/m]: shape [spring_count].
+    Triangles (membrane FEM, StVK on the 2x2 rest frame):
+        tri_indices: shape [tri_count, 3], int32.
+        tri_poses: inverse rest-frame matrices [1/m], shape [tri_count], mat22.
+        tri_areas: rest areas [m^2], shape [tri_count].
+        tri_materials: (mu [N/m], lambda [N/m], damping [N s/m], drag, lift), shape [tri_count, 5].
+    Bending edges (dihedral angle between the two triangles of an edge):
+        edge_indices: (opposite 0, opposite 1, edge vertex 0, edge vertex 1), shape [edge_count, 4], int32;
+            -1 for a missing opposite vertex (boundary edge: no bending).
+        edge_rest_angle: rest dihedral angles [rad], shape [edge_count].
+        edge_bending_properties: (stiffness [N m/rad], damping [N m s/rad]), shape [edge_count, 2].
+    Shapes (colliders, static unless attached to a body):
+        shape_type: SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE or SHAPE_PLANE, shape [shape_count], int32.
+        shape_transform: pose in world, shape [shape_count], transform. A plane passes through the pose's origin
+            and its normal is the pose's local +y axis.
+        shape_scale: sphere (radius, 0, 0); box half extents; capsule (radius, half height, 0) along local y;
+            plane (width, length, 0) with 0 meaning infinite [m]; shape [shape_count], vec3.
+        shape_body: body index or -1 for static shapes, shape [shape_count], int32.
+    Settings:
+        gravity: acceleration [m/s^2], vec3.
+        up_axis: 0, 1 or 2 (x, y, z).
+        particle_damping: velocity damping rate [1/s] applied by the integrators.
+        soft_contact: ContactParams for particle-shape contact.
+        particle_contact: ContactParams for particle-particle contact.
+        particle_grid_enabled: whether particle-particle contact is simulated.
+    """
+
+    def __init__(self, device):
+        self.device = wp.get_device(device)
+        self.requires_grad = False
+        self.particle_count = 0
+        self.spring_count = 0
+        self.tri_count = 0
+        self.edge_count = 0
+        self.shape_count = 0
+        self.gravity = wp.vec3(0.0, -9.81, 0.0)
+        self.up_axis = 1
+        self.particle_damping = 0.0
+        self.soft_contact = ContactParams(ke=1.0e4, kd=10.0, kf=1.0e2, mu=0.5, margin=0.01)
+        self.particle_contact = ContactParams(ke=1.0e3, kd=1.0, kf=1.0e2, mu=0.5, margin=0.01)
+        self.particle_grid_enabled = False
+        self.particle_max_radius = 0.0
+
+    def state(self, requires_grad: bool | None = None) -> "State":
+        """A new State holding the model's initial particle positions and velocities."""
+        rg = self.requires_grad if requires_grad is None else requires_grad
+        s = State()
+        s.particle_q = wp.clone(self.particle_q, requires_grad=rg)
+        s.particle_qd = wp.clone(self.particle_qd, requires_grad=rg)
+        s.particle_f = wp.zeros(self.particle_count, dtype=wp.vec3, device=self.device, requires_grad=rg)
+        s.particle_count = self.particle_count
+        return s
+
+    def control(self) -> "Control":
+        """A new Control with no external inputs."""
+        c = Control()
+        c.particle_f = None
+        return c
+
+    def total_mass(self) -> float:
+        return float(np.sum(self.particle_mass.numpy()))
+
+
+class State:
+    """Time-varying data.
+
+    particle_q: positions [m], shape [particle_count], vec3.
+    particle_qd: velocities [m/s], shape [particle_count], vec3.
+    particle_f: forces accumulated during a step [N], shape [particle_count], vec3.
+    """
+
+    particle_q = None
+    particle_qd = None
+    particle_f = None
+    particle_count = 0
+
+    def clear_forces(self):
+        if self.particle_f is not None:
+            self.particle_f.zero_()
+
+
+class Control:
+    """External inputs for a step.
+
+    particle_f: external forces added to particles [N], shape [particle_count], vec3, or None.
+    """
+
+    particle_f = None
