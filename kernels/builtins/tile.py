@@ -8,7 +8,7 @@ declared here. Native code: kernels/native/tile.h.
 from __future__ import annotations
 
 from .. import types as T
-from .registry import A, AnyType, S, Tl, TypeArg, add_builtin
+from .registry import A, AnyType, S, Tl, TypeArg, V, add_builtin
 
 F = S("T", "float")
 N = S("T", "scalar")
@@ -53,6 +53,8 @@ add_builtin("untile", (Tl(AnyType("T"), 1, 1),), "T", group="tile", doc="this la
 
 # Reductions: 1-element tiles.
 add_builtin("tile_sum", (Tl(N),), Tl(N, 1, 1, ndim=1), group="tile", doc="sum of all elements")
+add_builtin("tile_sum", (Tl(V("L", F)),), Tl(V("L", F), 1, 1, ndim=1), group="tile",
+            doc="sum of all elements of a tile of vectors")
 add_builtin("tile_min", (Tl(N),), Tl(N, 1, 1, ndim=1), group="tile", doc="smallest element")
 add_builtin("tile_max", (Tl(N),), Tl(N, 1, 1, ndim=1), group="tile", doc="largest element")
 add_builtin("tile_argmin", (Tl(N),), Tl(T.int32, 1, 1, ndim=1), differentiable=False, group="tile",

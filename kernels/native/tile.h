@@ -11,7 +11,7 @@ namespace wp {
 template <typename T, int R, int C>
 struct tile_t {
     T data[R * C];
-    CUDA_CALLABLE tile_t() { for (int k = 0; k < R * C; ++k) data[k] = T(0); }
+    CUDA_CALLABLE tile_t() { for (int k = 0; k < R * C; ++k) data[k] = T(); }
     CUDA_CALLABLE T& at(int i, int j) { return data[i * C + j]; }
     CUDA_CALLABLE const T& at(int i, int j) const { return data[i * C + j]; }
 };
@@ -319,7 +319,7 @@ CUDA_CALLABLE inline void adj_tile_view(const tile_t<T, R, C>&, int32 oi, int32 
 
 template <typename T, int R, int C> CUDA_CALLABLE inline tile_t<T, 1, 1> tile_sum(const tile_t<T, R, C>& a) {
     tile_t<T, 1, 1> r;
-    T s = T(0);
+    T s = T();
     for (int k = 0; k < R * C; ++k) s = add(s, a.data[k]);
     r.data[0] = s;
     return r;
