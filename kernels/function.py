@@ -202,32 +202,28 @@ def _is_overload(existing: Func, pyfunc) -> bool:
     return bool(existing.overloads) or bool(same)
 
 
+def _attach(forward: Func, attr: str, decorator: str):
+    if not isinstance(forward, Func):
+        raise TypeError(f"@wp.{decorator}(f) needs a @wp.func f")
+
+    def decorate(pyfunc):
+        setattr(forward, attr, FunctionSource(pyfunc))
+        forward.specializations.clear()
+        return pyfunc
+
+    return decorate
+
+
 def func_grad(forward: Func):
     """Decorator: a custom adjoint for the @wp.func `forward` (Warp's `@wp.func_grad`).
 
     The decorated function takes `forward`'s arguments followed by the adjoint of each of its results, and adds
     to the arguments' adjoints with `wp.adjoint[x] += ...`. It replaces the derived adjoint of `forward`.
     """
-    if not isinstance(forward, Func):
-        raise TypeError("@wp.func_grad(f) needs a @wp.func f")
-
-    def decorate(pyfunc):
-        forward.custom_grad = FunctionSource(pyfunc)
-        forward.specializations.clear()
-        return pyfunc
-
-    return decorate
+    return _attach(forward, "custom_grad", "func_grad")
 
 
 def func_replay(forward: Func):
     """Decorator: what the backward pass runs instead of `forward` when it replays the forward computation
     (Warp's `@wp.func_replay`), e.g. to skip side effects or use a cheaper equivalent. Same signature and results."""
-    if not isinstance(forward, Func):
-        raise TypeError("@wp.func_replay(f) needs a @wp.func f")
-
-    def decorate(pyfunc):
-        forward.custom_replay = FunctionSource(pyfunc)
-        forward.specializations.clear()
-        return pyfunc
-
-    return decorate
+    return _attach(forward, "custom_replay", "func_replay")
