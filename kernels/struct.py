@@ -7,7 +7,7 @@ layout at each launch, so arrays put into it before or after `requires_grad` was
 from __future__ import annotations
 
 import ctypes
-import typing
+import sys
 
 import numpy as np
 
@@ -58,9 +58,9 @@ def _field_type(name, ann, cls):
 
 def struct(cls):
     """Decorator: turn an annotated class into a kernel struct type (Warp's `@wp.struct`)."""
-    hints = typing.get_type_hints(cls) if not any(isinstance(a, str) for a in cls.__annotations__.values()) \
-        else {k: eval(v, vars(__import__(cls.__module__))) if isinstance(v, str) else v
-              for k, v in cls.__annotations__.items()}
+    # string annotations (from __future__ import annotations) evaluate in the defining module's namespace
+    namespace = vars(sys.modules[cls.__module__]) if cls.__module__ in sys.modules else {}
+    hints = {k: eval(v, dict(namespace)) if isinstance(v, str) else v for k, v in cls.__annotations__.items()}
     fields = {name: _field_type(name, ann, cls) for name, ann in hints.items()}
     info = StructInfo(cls, fields)
 

@@ -12,8 +12,15 @@
 """
 
 from .builder import ModelBuilder, quat_from_axis_angle, quat_identity
+from .hashgrid import HashGrid
+from .particle_contact import eval_particle_contacts, solve_particle_contacts
+from .reductions import center_of_mass, kinetic_energy, potential_energy_gravity
 from .model import (PARTICLE_ACTIVE, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_PLANE, SHAPE_SPHERE, ContactParams, Control,
                     Model, State)
+from . import solvers
+from .solvers import *  # noqa: F401,F403  every Solver* class
 
 __all__ = ["ModelBuilder", "Model", "State", "Control", "ContactParams", "quat_identity", "quat_from_axis_angle",
-           "SHAPE_SPHERE", "SHAPE_BOX", "SHAPE_CAPSULE", "SHAPE_PLANE", "PARTICLE_ACTIVE"]
+           "HashGrid", "eval_particle_contacts", "solve_particle_contacts", "center_of_mass", "kinetic_energy",
+           "potential_energy_gravity",
+           "SHAPE_SPHERE", "SHAPE_BOX", "SHAPE_CAPSULE", "SHAPE_PLANE", "PARTICLE_ACTIVE"] + solvers.__all__

@@ -544,3 +544,11 @@ def test_debug_mode_bounds_check_2d_store(device, debug_mode):
     assert "write_transposed" in message
     assert f"{__file__}:{line}" in message
     assert "(2, 5)" in message
+
+
+def test_empty_arrays_of_vectors_and_matrices(device):
+    for dtype in (wp.vec3, wp.mat22, wp.transform, float):
+        a = wp.zeros(0, dtype=dtype, device=device)
+        assert a.shape == (0,) and a.size == 0
+    b = wp.array(np.zeros((0, 3), np.float32), dtype=wp.vec3, device=device)
+    assert b.shape == (0,)

@@ -411,3 +411,18 @@ def test_nested_struct_array_gradients(device):
     h = np.tanh(w1.numpy() * x.numpy() + 0.3)
     np.testing.assert_allclose(fn(w1, w2, x).numpy(), w2.numpy() * h * h - 0.1, rtol=1e-12)
     gradcheck(fn, [w1, w2, x])
+
+
+def test_struct_with_string_annotations_in_a_package_submodule(tmp_path, monkeypatch):
+    """`from __future__ import annotations` makes annotations strings; they resolve in the defining module."""
+    pkg = tmp_path / "structpkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "defs.py").write_text("from __future__ import annotations\nimport kernels as wp\n\n"
+                                 "@wp.struct\nclass Body:\n    mass: float\n    pos: wp.vec3\n"
+                                 "    samples: wp.array(dtype=float)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from structpkg.defs import Body
+    fields = Body._wp_struct_.fields
+    assert fields["mass"] is wp.float32 and fields["pos"] is wp.vec3
+    assert fields["samples"].ndim == 1

@@ -443,8 +443,10 @@ template <unsigned N, typename T> CUDA_CALLABLE inline T length(const vec_t<N, T
 template <unsigned N, typename T>
 CUDA_CALLABLE inline void adj_length(const vec_t<N, T>& a, vec_t<N, T>& adj_a, const T& adj_ret) {
     T l = length(a);
-    if (l > T(0))
-        for (unsigned i = 0; i < N; ++i) linalg::acc(adj_a.c[i], T(a.c[i] / l * adj_ret));
+    if (l > T(0)) {
+        T s = adj_ret / l;
+        for (unsigned i = 0; i < N; ++i) linalg::acc(adj_a.c[i], T(a.c[i] * s));
+    }
 }
 
 template <unsigned N, typename T> CUDA_CALLABLE inline vec_t<N, T> normalize(const vec_t<N, T>& a) {
@@ -456,9 +458,11 @@ CUDA_CALLABLE inline void adj_normalize(const vec_t<N, T>& a, vec_t<N, T>& adj_a
     // d(a / |a|) = (I - n n^T) da / |a|
     T l = length(a);
     if (!(l > T(0))) return;
-    vec_t<N, T> n = div(a, l);
+    T inv = T(1) / l;
+    vec_t<N, T> n;
+    for (unsigned i = 0; i < N; ++i) n.c[i] = a.c[i] * inv;
     T proj = dot(n, adj_ret);
-    for (unsigned i = 0; i < N; ++i) linalg::acc(adj_a.c[i], T((adj_ret.c[i] - n.c[i] * proj) / l));
+    for (unsigned i = 0; i < N; ++i) linalg::acc(adj_a.c[i], T((adj_ret.c[i] - n.c[i] * proj) * inv));
 }
 
 // ------------------------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import ir
 from .constfold import fold_constants
+from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
 from .typeinfer import infer_types
 from .unroll import unroll_static_loops
@@ -15,6 +16,7 @@ PIPELINE = (
     ("constfold", fold_constants),
     ("unroll", unroll_static_loops),
     ("constfold-after-unroll", fold_constants),
+    ("cse", eliminate_common_subexpressions),
     ("dce", eliminate_dead_code),
 )
 

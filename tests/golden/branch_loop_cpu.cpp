@@ -13,39 +13,35 @@ static CUDA_CALLABLE inline void k0_branch_loop_forward_thread(const wp::launch_
     const wp::array_t<wp::float32> v1_x = args.x;
     const wp::array_t<wp::float32> v2_out = args.out;
     wp::int32 v3_i;
-    wp::float32 v4_s;
+    wp::float32 v4;
     wp::int32 v5;
     wp::int32 v6;
     wp::float32 v7_s;
     wp::int32 v8_j;
     wp::float32 v9_s;
     wp::float32 v10;
-    wp::float32 v11;
-    bool v12;
+    bool v11;
+    wp::float32 v12_s;
     wp::float32 v13_s;
     wp::float32 v14;
     wp::float32 v15_s;
-    wp::float32 v16;
-    wp::float32 v17_s;
     v3_i = wp::int32(task);
-    v4_s = 0.0f;
+    v4 = 0.0f;
     v5 = 0;
     v6 = 1;
-    v7_s = v4_s;
+    v7_s = v4;
     for (v8_j = v5; v8_j < v0_n; v8_j += v6) {
         v10 = wp::index(v1_x, 40, v3_i);
-        v11 = 0.0f;
-        v12 = wp::gt(v10, v11);
-        if (v12) {
-            v14 = wp::index(v1_x, 41, v3_i);
-            v15_s = wp::add(v7_s, v14);
-            v13_s = v15_s;
+        v11 = wp::gt(v10, v4);
+        if (v11) {
+            v13_s = wp::add(v7_s, v10);
+            v12_s = v13_s;
         } else {
-            v16 = 1.0f;
-            v17_s = wp::sub(v7_s, v16);
-            v13_s = v17_s;
+            v14 = 1.0f;
+            v15_s = wp::sub(v7_s, v14);
+            v12_s = v15_s;
         }
-        v7_s = v13_s;
+        v7_s = v12_s;
     }
     wp::index(v2_out, 44, v3_i) = v7_s;
 }
@@ -68,22 +64,20 @@ static CUDA_CALLABLE inline void k0_branch_loop_backward_thread(const wp::launch
     const wp::array_t<wp::float32> v2_out = args.out;
     wp::array_t<wp::float32> adj_v2_out = adj_args.out;
     wp::int32 v3_i;
-    wp::float32 v4_s;
+    wp::float32 v4;
     wp::int32 v5;
     wp::int32 v6;
     wp::float32 v7_s;
     wp::int32 v8_j;
     wp::float32 v9_s;
     wp::float32 v10;
-    wp::float32 v11;
-    bool v12;
+    bool v11;
+    wp::float32 v12_s;
     wp::float32 v13_s;
     wp::float32 v14;
     wp::float32 v15_s;
-    wp::float32 v16;
-    wp::float32 v17_s;
     wp::int32 adj_v3_i = wp::int32();
-    wp::float32 adj_v4_s = wp::float32();
+    wp::float32 adj_v4 = wp::float32();
     wp::int32 adj_v5 = wp::int32();
     wp::int32 adj_v6 = wp::int32();
     wp::float32 adj_v7_s = wp::float32();
@@ -91,71 +85,62 @@ static CUDA_CALLABLE inline void k0_branch_loop_backward_thread(const wp::launch
     wp::float32 adj_v9_s = wp::float32();
     wp::int64 count0_ = 0;
     wp::float32 adj_v10 = wp::float32();
-    wp::float32 adj_v11 = wp::float32();
-    bool adj_v12 = bool();
+    bool adj_v11 = bool();
+    wp::float32 adj_v12_s = wp::float32();
     wp::float32 adj_v13_s = wp::float32();
     wp::float32 adj_v14 = wp::float32();
     wp::float32 adj_v15_s = wp::float32();
-    wp::float32 adj_v16 = wp::float32();
-    wp::float32 adj_v17_s = wp::float32();
     v3_i = wp::int32(task);
-    v4_s = 0.0f;
+    v4 = 0.0f;
     v5 = 0;
     v6 = 1;
     count0_ = 0;
-    v7_s = v4_s;
+    v7_s = v4;
     for (v8_j = v5; v8_j < v0_n; v8_j += v6) {
         v10 = wp::index(v1_x, 40, v3_i);
-        v11 = 0.0f;
-        v12 = wp::gt(v10, v11);
-        if (v12) {
-            v14 = wp::index(v1_x, 41, v3_i);
-            v15_s = wp::add(v7_s, v14);
-            v13_s = v15_s;
+        v11 = wp::gt(v10, v4);
+        if (v11) {
+            v13_s = wp::add(v7_s, v10);
+            v12_s = v13_s;
         } else {
-            v16 = 1.0f;
-            v17_s = wp::sub(v7_s, v16);
-            v13_s = v17_s;
+            v14 = 1.0f;
+            v15_s = wp::sub(v7_s, v14);
+            v12_s = v15_s;
         }
         count0_++;
-        v7_s = v13_s;
+        v7_s = v12_s;
     }
     wp::adj_index_store(adj_v2_out, 44, v3_i, adj_v7_s);
     for (wp::int64 itcount0_ = count0_ - 1; itcount0_ >= 0; --itcount0_) {
         v8_j = wp::int32(v5 + itcount0_ * v6);
         v10 = wp::index(v1_x, 40, v3_i);
-        v11 = 0.0f;
-        v12 = wp::gt(v10, v11);
-        if (v12) {
-            v14 = wp::index(v1_x, 41, v3_i);
-            v15_s = wp::add(v7_s, v14);
-            v13_s = v15_s;
+        v11 = wp::gt(v10, v4);
+        if (v11) {
+            v13_s = wp::add(v7_s, v10);
+            v12_s = v13_s;
         } else {
-            v16 = 1.0f;
-            v17_s = wp::sub(v7_s, v16);
-            v13_s = v17_s;
+            v14 = 1.0f;
+            v15_s = wp::sub(v7_s, v14);
+            v12_s = v15_s;
         }
         adj_v10 = wp::float32();
-        adj_v11 = wp::float32();
+        adj_v12_s = wp::float32();
         adj_v13_s = wp::float32();
         adj_v14 = wp::float32();
         adj_v15_s = wp::float32();
-        adj_v16 = wp::float32();
-        adj_v17_s = wp::float32();
         adj_v9_s = wp::float32();
-        adj_v13_s = wp::add(adj_v13_s, adj_v7_s);
-        if (v12) {
-            adj_v15_s = wp::add(adj_v15_s, adj_v13_s);
-            wp::adj_add(v7_s, v14, adj_v9_s, adj_v14, adj_v15_s);
-            wp::adj_index_load<Atomic>(adj_v1_x, 41, v3_i, adj_v14);
+        adj_v12_s = wp::add(adj_v12_s, adj_v7_s);
+        if (v11) {
+            adj_v13_s = wp::add(adj_v13_s, adj_v12_s);
+            wp::adj_add(v7_s, v10, adj_v9_s, adj_v10, adj_v13_s);
         } else {
-            adj_v17_s = wp::add(adj_v17_s, adj_v13_s);
-            wp::adj_sub(v7_s, v16, adj_v9_s, adj_v16, adj_v17_s);
+            adj_v15_s = wp::add(adj_v15_s, adj_v12_s);
+            wp::adj_sub(v7_s, v14, adj_v9_s, adj_v14, adj_v15_s);
         }
         wp::adj_index_load<Atomic>(adj_v1_x, 40, v3_i, adj_v10);
         adj_v7_s = adj_v9_s;
     }
-    adj_v4_s = wp::add(adj_v4_s, adj_v7_s);
+    adj_v4 = wp::add(adj_v4, adj_v7_s);
 }
 extern "C" WP_EXPORT void k0_branch_loop_backward(const wp::launch_bounds_t* lb, const k0_branch_loop_args* args, const k0_branch_loop_args* adj_args, wp::int64 parallel_threshold) {
     const wp::int64 n = lb->size;
