@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from . import ir
 
-_READS = {"load"}
-_WRITES = {"store", "atomic_add", "atomic_sub", "atomic_min", "atomic_max"}
+_READS = {"load", "tile_load"}
+_WRITES = {"store", "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "tile_store", "tile_atomic_add"}
 
 
 def array_access(fn: ir.Function, names: list) -> dict:

@@ -300,8 +300,33 @@ def render_adjoint_kernel(fn: ir.Function, src, entry: str) -> str:
               f"static CUDA_CALLABLE inline void {entry}_backward_thread(const wp::launch_bounds_t& lb, "
               f"wp::int64 task, const {entry}_args& args, const {entry}_args& adj_args) {{\n"
               f"    (void)lb; (void)task;\n{body}\n}}")
+    if src.dialect == "cpu":
+        return thread + "\n" + src.privatized_backward(entry, _privatizable(fn))
     return thread + "\n" + src.entry_point(entry, "backward", f"const {entry}_args* args, const {entry}_args* adj_args",
                                            "*args, *adj_args", atomic_template=True)
+
+
+def _privatizable(fn: ir.Function):
+    """Arrays whose gradients a parallel backward may accumulate in per-thread copies: those the kernel reads and
+    never writes (a written array's gradient is read by the backward, so it must stay shared). None when an array
+    is both read and written: then its gradient is read and accumulated, and only atomics are safe."""
+    from .access import array_access
+    access = array_access(fn, fn.param_names)
+    if any(r and w for r, w in access.values()):
+        return None
+    return [(path, t) for path, t in _array_paths(zip(fn.param_names, (p.type for p in fn.params)))
+            if access.get(path, (False, False))[0]]
+
+
+def _array_paths(named_types, prefix: str = "") -> list:
+    """(C++ member path, ArrayType) of every array reachable from kernel parameters, through struct members."""
+    out = []
+    for name, t in named_types:
+        if isinstance(t, ArrayType):
+            out.append((prefix + name, t))
+        elif is_struct(t):
+            out.extend(_array_paths(t._wp_struct_.fields.items(), f"{prefix}{name}."))
+    return out
 
 
 def render_adjoint_function(fn: ir.Function, src, name: str, ret: str) -> str:

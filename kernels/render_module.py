@@ -147,6 +147,46 @@ class ModuleSource:
             out.append(adjoint_renderer(fn, self, entry))
         return "\n".join(out) + "\n"
 
+    def privatized_backward(self, entry: str, array_paths: list) -> str:
+        """CPU backward entry point whose parallel path gives each thread private copies of the gradient arrays in
+        `array_paths` (no atomics), summed afterwards; falls back to atomics when the gradients are much larger
+        than the launch, or always when `array_paths` is None (an array both read and written)."""
+        thread = f"{entry}_backward_thread"
+        if array_paths is None:
+            return self.entry_point(entry, "backward", f"const {entry}_args* args, const {entry}_args* adj_args",
+                                    "*args, *adj_args", atomic_template=True)
+        shadows = "\n".join(f"            wp::grad_shadow<{ctype(t.dtype)}> s{k}_(adj_args->{path}, nt);"
+                             for k, (path, t) in enumerate(array_paths))
+        ok = " && ".join(f"s{k}_.ok()" for k in range(len(array_paths))) or "true"
+        views = "\n".join(f"                local.{path} = s{k}_.view(t);" for k, (path, _) in enumerate(array_paths))
+        reduces = "\n".join(f"            s{k}_.reduce();" for k in range(len(array_paths)))
+        total = " + ".join(f"wp::gradient_elements(adj_args->{path})" for path, _ in array_paths) or "0"
+        return (f'extern "C" WP_EXPORT void {entry}_backward(const wp::launch_bounds_t* lb, const {entry}_args* args, '
+                f"const {entry}_args* adj_args, wp::int64 parallel_threshold) {{\n"
+                f"    const wp::int64 n = lb->size;\n"
+                f"    if (n >= parallel_threshold && wp::cpu_parallel()) {{\n"
+                f"        if (wp::privatize_gradients(n, {total})) {{\n"
+                f"            const int nt = omp_get_max_threads();\n"
+                f"{shadows}\n"
+                f"            if ({ok}) {{\n"
+                f"            #pragma omp parallel num_threads(nt)\n"
+                f"            {{\n"
+                f"                const int t = omp_get_thread_num();\n"
+                f"                {entry}_args local = *adj_args;\n"
+                f"{views}\n"
+                f"                #pragma omp for schedule(static)\n"
+                f"                for (wp::int64 task = 0; task < n; ++task) {thread}<false>(*lb, task, *args, local);\n"
+                f"            }}\n"
+                f"{reduces}\n"
+                f"            return;\n"
+                f"            }}\n"
+                f"        }}\n"
+                f"        #pragma omp parallel for schedule(static)\n"
+                f"        for (wp::int64 task = 0; task < n; ++task) {thread}<true>(*lb, task, *args, *adj_args);\n"
+                f"    }} else {{\n"
+                f"        for (wp::int64 task = 0; task < n; ++task) {thread}<false>(*lb, task, *args, *adj_args);\n"
+                f"    }}\n}}")
+
     def entry_point(self, entry: str, kind: str, params: str, call_args: str, *, atomic_template=False) -> str:
         """The exported function that runs `{entry}_{kind}_thread` over all threads of a launch.
 

@@ -82,3 +82,51 @@ def test_vec3_atomic_add_returns_each_old_value_once(device, count):
         mine = old[np.arange(count) % SLOTS == slot]
         for c, scale in enumerate((1.0, 2.0, 3.0)):
             np.testing.assert_array_equal(np.sort(mine[:, c]), scale * np.arange(per_slot[slot], dtype=np.float32))
+
+
+@wp.kernel
+def strided_gather(src: wp.array(dtype=float), stride: int, out: wp.array(dtype=float)):
+    i = wp.tid()
+    out[i] = src[(i * stride) % src.shape[0]] * 2.0
+
+
+@wp.struct
+class GatherInputs:
+    values: wp.array(dtype=wp.vec3)
+    weights: wp.array(dtype=float)
+
+
+@wp.kernel
+def struct_gather(inputs: GatherInputs, out: wp.array(dtype=float)):
+    i = wp.tid()
+    k = i % inputs.values.shape[0]
+    out[i] = wp.dot(inputs.values[k], wp.vec3(1.0, 2.0, 3.0)) * inputs.weights[k]
+
+
+def test_gradients_much_larger_than_the_launch_use_atomics_and_stay_exact(device):
+    # 40000 threads (parallel) scatter gradients into a 1e6-element array: per-thread copies would not pay off
+    n, size, stride = 40000, 1_000_000, 7
+    src = wp.zeros(size, dtype=float, requires_grad=True, device=device)
+    out = wp.zeros(n, dtype=float, requires_grad=True, device=device)
+    tape = Tape()
+    with tape:
+        wp.launch(strided_gather, dim=n, inputs=[src, stride], outputs=[out], device=device)
+    tape.backward(grads={out: np.ones(n, np.float32)})
+    expected = np.zeros(size)
+    np.add.at(expected, (np.arange(n) * stride) % size, 2.0)
+    np.testing.assert_array_equal(src.grad.numpy(), expected)
+
+
+def test_arrays_inside_structs_get_every_contribution_in_parallel(device):
+    n, slots = 200000, 3
+    inputs = GatherInputs()
+    inputs.values = wp.array(np.ones((slots, 3), np.float32), dtype=wp.vec3, requires_grad=True, device=device)
+    inputs.weights = wp.array(np.full(slots, 0.5, np.float32), requires_grad=True, device=device)
+    out = wp.zeros(n, dtype=float, requires_grad=True, device=device)
+    tape = Tape()
+    with tape:
+        wp.launch(struct_gather, dim=n, inputs=[inputs], outputs=[out], device=device)
+    tape.backward(grads={out: np.ones(n, np.float32)})
+    per_slot = np.bincount(np.arange(n) % slots, minlength=slots).astype(np.float64)
+    np.testing.assert_allclose(inputs.values.grad.numpy(), per_slot[:, None] * 0.5 * np.array([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(inputs.weights.grad.numpy(), per_slot * 6.0)

@@ -235,6 +235,68 @@ inline bool cpu_parallel() {
 }
 #endif
 
+#if !defined(WP_CUDA)
+// Per-thread private copies of a gradient array for a parallel backward pass on the CPU: each thread adds into its
+// own zeroed copy without atomics, then `reduce` sums the copies into the real gradient array in parallel.
+// calloc gives zero pages that cost nothing until touched. An array without a gradient (data == nullptr) is kept.
+template <typename T> struct grad_shadow {
+    array_t<T> target;
+    T* block = nullptr;
+    int64 count = 0;
+    int threads = 0;
+
+    grad_shadow(const array_t<T>& a, int nthreads) : target(a), threads(nthreads) {
+        if (!a.data) return;
+        count = 1;
+        for (int d = 0; d < a.ndim; ++d) count *= a.shape[d];
+        block = (T*)calloc(size_t(count) * size_t(nthreads) > 0 ? size_t(count) * size_t(nthreads) : 1, sizeof(T));
+    }
+    ~grad_shadow() { free(block); }
+    bool ok() const { return !target.data || block != nullptr; }
+
+    // thread t's private view: same shape, contiguous
+    array_t<T> view(int t) const {
+        if (!target.data) return target;
+        array_t<T> v = target;
+        v.data = block + int64(t) * count;
+        int64 stride = sizeof(T);
+        for (int d = v.ndim - 1; d >= 0; --d) {
+            v.strides[d] = stride;
+            stride *= v.shape[d];
+        }
+        return v;
+    }
+
+    void reduce() {
+        if (!target.data) return;
+        #pragma omp parallel for schedule(static)
+        for (int64 e = 0; e < count; ++e) {
+            T sum = block[e];
+            for (int t = 1; t < threads; ++t) sum = add(sum, block[int64(t) * count + e]);
+            int64 rest = e, offset = 0;
+            for (int d = target.ndim - 1; d >= 0; --d) {
+                offset += (rest % target.shape[d]) * target.strides[d];
+                rest /= target.shape[d];
+            }
+            T* dst = (T*)((char*)target.data + offset);
+            *dst = add(*dst, sum);
+        }
+    }
+};
+
+// Private copies pay off when the gradient arrays are not much larger than the launch (every element gets work).
+inline bool privatize_gradients(int64 launch_size, int64 gradient_elements) {
+    return gradient_elements <= 4 * launch_size;
+}
+
+template <typename T> inline int64 gradient_elements(const array_t<T>& a) {
+    if (!a.data) return 0;
+    int64 count = 1;
+    for (int d = 0; d < a.ndim; ++d) count *= a.shape[d];
+    return count;
+}
+#endif
+
 // Add v into *p: atomically when other threads of the launch may add into the same element.
 template <bool Atomic, typename T> CUDA_CALLABLE inline void accumulate(T* p, const T& v) {
     if (Atomic) atomic_rmw_add(p, v);
