@@ -1,0 +1,106 @@
+"""`SolverSemiImplicit`: forces from the current state, then one semi-implicit Euler step."""
+
+from __future__ import annotations
+
+import kernels as wp
+
+from . import kernels as k
+
+
+class SolverSemiImplicit:
+    """Explicit forces (springs, membrane triangles, bending, shape contact, particle contact, external) and a
+    semi-implicit Euler update: v' = (v + dt (f / m + g)) (1 - damping dt), x' = x + dt v'.
+
+    Differentiable through a Tape when every step writes a fresh State (`state_out` never aliases `state_in`).
+    Explicit, hence stable for dt well below sqrt(m / k) of the stiffest spring, membrane or contact (ke), and
+    for c dt / m below 1 for every viscous coefficient c (contact kd and kf, spring and membrane damping).
+
+    Args:
+        model: the Model to simulate.
+        damping: velocity damping rate [1/s]; None uses `model.particle_damping`.
+    """
+
+    def __init__(self, model, *, damping: float | None = None):
+        self.model = model
+        self.damping = damping
+
+    def step(self, model, state_in, state_out, control, dt: float):
+        """Advance `state_in` by `dt` [s] into `state_out`. Forces are accumulated into `state_in.particle_f`
+        (zeroed first), so after the step it holds the forces [N] that moved the particles."""
+        if model.particle_count == 0:
+            return
+        if state_in.particle_f is None:
+            state_in.particle_f = wp.zeros(model.particle_count, dtype=wp.vec3, device=model.device,
+                                           requires_grad=model.requires_grad)
+        f = state_in.particle_f
+        f.zero_()
+        self.eval_forces(model, state_in, control, f)
+        self.integrate(model, state_in, state_out, f, dt)
+
+    def eval_forces(self, model, state, control, f):
+        """Add every force on the particles of `state` into `f` [N], shape [particle_count], vec3."""
+        x, v, device = state.particle_q, state.particle_qd, model.device
+        if model.spring_count:
+            wp.launch(k.eval_spring_forces, dim=model.spring_count, inputs=[x, v, _springs(model), f], device=device)
+        if model.tri_count:
+            wp.launch(k.eval_triangle_forces, dim=model.tri_count, inputs=[x, v, _triangles(model), f], device=device)
+        if model.edge_count:
+            wp.launch(k.eval_bending_forces, dim=model.edge_count, inputs=[x, v, _edges(model), f], device=device)
+        if model.shape_count:
+            wp.launch(k.eval_shape_contact_forces, dim=(model.particle_count, model.shape_count),
+                      inputs=[x, v, model.particle_radius, model.particle_flags, _shapes(model), model.soft_contact,
+                              f], device=device)
+        if model.particle_grid_enabled:
+            from ... import particle_contact  # written alongside the hash grid; imported only when enabled
+            particle_contact.eval_particle_contacts(model, state, f)
+        if control is not None and getattr(control, "particle_f", None) is not None:
+            wp.launch(k.add_external_forces, dim=model.particle_count, inputs=[control.particle_f, f], device=device)
+
+    def integrate(self, model, state_in, state_out, f, dt: float):
+        """Semi-implicit Euler from `state_in` with forces `f` into `state_out`."""
+        damping = model.particle_damping if self.damping is None else self.damping
+        params = k.IntegratorParams()
+        params.gravity = model.gravity
+        params.dt = float(dt)
+        params.velocity_scale = max(0.0, 1.0 - float(damping) * float(dt))
+        wp.launch(k.integrate_particles, dim=model.particle_count,
+                  inputs=[state_in.particle_q, state_in.particle_qd, f, model.particle_mass, model.particle_flags,
+                          params],
+                  outputs=[state_out.particle_q, state_out.particle_qd], device=model.device)
+
+
+# Structs are rebuilt each step from the model's current arrays, so a model array replaced between steps is seen.
+
+
+def _springs(model) -> k.SpringData:
+    s = k.SpringData()
+    s.indices = model.spring_indices
+    s.rest_length = model.spring_rest_length
+    s.stiffness = model.spring_stiffness
+    s.damping = model.spring_damping
+    return s
+
+
+def _triangles(model) -> k.TriangleData:
+    t = k.TriangleData()
+    t.indices = model.tri_indices
+    t.poses = model.tri_poses
+    t.areas = model.tri_areas
+    t.materials = model.tri_materials
+    return t
+
+
+def _edges(model) -> k.BendingData:
+    e = k.BendingData()
+    e.indices = model.edge_indices
+    e.rest_angle = model.edge_rest_angle
+    e.properties = model.edge_bending_properties
+    return e
+
+
+def _shapes(model) -> k.ShapeData:
+    s = k.ShapeData()
+    s.type = model.shape_type
+    s.transform = model.shape_transform
+    s.scale = model.shape_scale
+    return s

@@ -1,0 +1,284 @@
+"""Kernels of the XPBD solver: prediction, Jacobi constraint projections, position update, velocities.
+
+Every constraint kernel reads one iteration's positions and Lagrange multipliers and accumulates corrections into
+that iteration's `delta` [m] and `count` [-] arrays (atomics), writing the updated multipliers into new arrays;
+contacts add into `contact_delta` [m]; `apply_corrections` writes the next iteration's positions into a new
+array. No kernel writes an array it (or an earlier launch of the step) reads, so the tape can
+differentiate the whole iteration sequence. Inverse masses are computed here from the masses (not read from
+`Model.particle_inv_mass`) so that gradients reach `Model.particle_mass`.
+"""
+
+# No `from __future__ import annotations` here: @wp.struct resolves string annotations in the top-level package
+# (__import__ of a dotted module name), where `wp` is not defined.
+import kernels as wp
+
+from ...geometry import shape_sdf
+from ...model import PARTICLE_ACTIVE
+
+#: Lengths, squared lengths and denominators below this count as degenerate: the constraint is skipped.
+EPSILON = wp.constant(1.0e-9)
+PI = wp.constant(3.14159265358979)
+
+
+@wp.struct
+class XPBDSettings:
+    """Per-step settings shared by the solver's kernels."""
+
+    dt: float  # time step [s]
+    relaxation: float  # scale of the averaged Jacobi correction [-]
+    damping: float  # velocity damping rate [1/s] (solver damping + Model.particle_damping)
+    gravity: wp.vec3  # acceleration [m/s^2]
+    friction: float  # Coulomb coefficient of particle-shape contact [-]
+
+
+@wp.func
+def inverse_mass(mass: float, flags: int):
+    """1 / mass [1/kg]; 0 for fixed (mass 0) or inactive particles, which never move."""
+    if mass > 0.0 and (flags & PARTICLE_ACTIVE) != 0:
+        return 1.0 / mass
+    return 0.0
+
+
+@wp.func
+def scaled_compliance(stiffness: float, dt: float):
+    """XPBD's time-scaled compliance alpha / dt^2 [kg] of a constraint with `stiffness` (> 0)."""
+    return 1.0 / (stiffness * dt * dt)
+
+
+@wp.func
+def add_correction(delta: wp.array(dtype=wp.vec3), count: wp.array(dtype=float), i: int, w: float,
+                   dx: wp.vec3):
+    """Accumulate the correction `dx` [m] of particle i (skipped for fixed particles)."""
+    if w > 0.0:
+        wp.atomic_add(delta, i, dx)
+        wp.atomic_add(count, i, 1.0)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Prediction
+
+
+@wp.kernel
+def predict_positions(x: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3), f: wp.array(dtype=wp.vec3),
+                      f_control: wp.array(dtype=wp.vec3), mass: wp.array(dtype=float),
+                      flags: wp.array(dtype=wp.int32), settings: XPBDSettings,
+                      x_pred: wp.array(dtype=wp.vec3)):
+    """x* = x + dt v + dt^2 (g + f / m) for movable particles; fixed ones stay. Shapes [particle_count]."""
+    i = wp.tid()
+    w = inverse_mass(mass[i], flags[i])
+    xi = x[i]
+    if w > 0.0:
+        dt = settings.dt
+        a = settings.gravity + (f[i] + f_control[i]) * w
+        xi = xi + v[i] * dt + a * (dt * dt)
+    x_pred[i] = xi
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Distance constraints: springs and triangle edges
+
+
+@wp.func
+def project_distance(xi: wp.vec3, xj: wp.vec3, wi: float, wj: float, rest: float, stiffness: float, dt: float,
+                     lam: float):
+    """XPBD step of C = |xi - xj| - rest with compliance 1 / stiffness. Returns (dlambda [N s^2], unit direction
+    n from j to i, active); an inactive constraint (no stiffness, both ends fixed, or degenerate) has dlambda 0.
+    Corrections: dxi = wi dlambda n, dxj = -wj dlambda n."""
+    d = xi - xj
+    l = wp.length(d)
+    n = wp.vec3(0.0, 0.0, 0.0)
+    dlam = float(0.0)
+    active = False
+    if stiffness > 0.0 and wi + wj > 0.0 and l > EPSILON:
+        n = d / l
+        alpha = scaled_compliance(stiffness, dt)
+        dlam = (rest - l - alpha * lam) / (wi + wj + alpha)
+        active = True
+    return dlam, n, active
+
+
+@wp.kernel
+def solve_springs(x: wp.array(dtype=wp.vec3), mass: wp.array(dtype=float), flags: wp.array(dtype=wp.int32),
+                  spring_indices: wp.array2d(dtype=wp.int32), rest_length: wp.array(dtype=float),
+                  stiffness: wp.array(dtype=float), lambda_in: wp.array(dtype=float), settings: XPBDSettings,
+                  delta: wp.array(dtype=wp.vec3), count: wp.array(dtype=float),
+                  lambda_out: wp.array(dtype=float)):
+    """One Jacobi pass over the springs (distance constraints, compliance 1 / stiffness). Shapes [spring_count]."""
+    s = wp.tid()
+    i = spring_indices[s, 0]
+    j = spring_indices[s, 1]
+    wi = inverse_mass(mass[i], flags[i])
+    wj = inverse_mass(mass[j], flags[j])
+    lam = lambda_in[s]
+    dlam, n, active = project_distance(x[i], x[j], wi, wj, rest_length[s], stiffness[s], settings.dt, lam)
+    lambda_out[s] = lam + dlam
+    if active:
+        add_correction(delta, count, i, wi, n * (wi * dlam))
+        add_correction(delta, count, j, wj, n * (-wj * dlam))
+
+
+@wp.kernel
+def solve_triangle_edges(x: wp.array(dtype=wp.vec3), mass: wp.array(dtype=float),
+                         flags: wp.array(dtype=wp.int32), tri_indices: wp.array2d(dtype=wp.int32),
+                         tri_poses: wp.array(dtype=wp.mat22), tri_materials: wp.array2d(dtype=float),
+                         lambda_in: wp.array(dtype=float), settings: XPBDSettings, delta: wp.array(dtype=wp.vec3),
+                         count: wp.array(dtype=float), lambda_out: wp.array(dtype=float)):
+    """One Jacobi pass over the triangles' edges, launched over (tri_count, 3); lambdas [tri_count * 3].
+
+    The membrane is three distance constraints per triangle, edge e from vertex e to vertex (e + 1) % 3, of rest
+    length L0 (from the rest frame tri_poses) and stiffness k = 2 mu A / L0^2 [N/m] (A the rest area): the
+    energy k/2 (l - L0)^2 of a stretch along the edge equals StVK's mu term, A mu eps^2. Lambda (area
+    stiffness) is not modelled.
+    """
+    t, e = wp.tid()
+    a = tri_indices[t, e]
+    b = tri_indices[t, (e + 1) % 3]
+    rest_frame = wp.inverse(tri_poses[t])  # columns: rest edges x1 - x0, x2 - x0 in the triangle's plane
+    e1 = wp.vec2(rest_frame[0, 0], rest_frame[1, 0])
+    e2 = wp.vec2(rest_frame[0, 1], rest_frame[1, 1])
+    edge = e1
+    if e == 1:
+        edge = e2 - e1
+    elif e == 2:
+        edge = e2
+    rest = wp.length(edge)
+    area = 0.5 * wp.abs(wp.determinant(rest_frame))
+    stiffness = 2.0 * tri_materials[t, 0] * area / wp.max(rest * rest, EPSILON)
+    wa = inverse_mass(mass[a], flags[a])
+    wb = inverse_mass(mass[b], flags[b])
+    c = t * 3 + e
+    lam = lambda_in[c]
+    dlam, n, active = project_distance(x[a], x[b], wa, wb, rest, stiffness, settings.dt, lam)
+    lambda_out[c] = lam + dlam
+    if active:
+        add_correction(delta, count, a, wa, n * (wa * dlam))
+        add_correction(delta, count, b, wb, n * (-wb * dlam))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Bending
+
+
+@wp.kernel
+def solve_bending(x: wp.array(dtype=wp.vec3), mass: wp.array(dtype=float), flags: wp.array(dtype=wp.int32),
+                  edge_indices: wp.array2d(dtype=wp.int32), rest_angle: wp.array(dtype=float),
+                  bending_properties: wp.array2d(dtype=float), lambda_in: wp.array(dtype=float),
+                  settings: XPBDSettings, delta: wp.array(dtype=wp.vec3), count: wp.array(dtype=float),
+                  lambda_out: wp.array(dtype=float)):
+    """One Jacobi pass over the bending edges: C = theta - rest angle [rad], compliance 1 / ke [rad/(N m)].
+
+    theta is the signed dihedral angle of sim.builder._dihedral_angle: the angle between the normals of triangles
+    (o0, v0, v1) and (o1, v1, v0), positive about v1 - v0. Shapes [edge_count]; edges with a missing opposite
+    vertex (-1) or ke <= 0 are skipped.
+    """
+    k = wp.tid()
+    o0 = edge_indices[k, 0]
+    o1 = edge_indices[k, 1]
+    v0 = edge_indices[k, 2]
+    v1 = edge_indices[k, 3]
+    lam = lambda_in[k]
+    dlam = float(0.0)
+    ke = bending_properties[k, 0]
+    if o0 >= 0 and o1 >= 0 and ke > 0.0:
+        x1 = x[o0]
+        x2 = x[o1]
+        x3 = x[v0]
+        x4 = x[v1]
+        w1 = inverse_mass(mass[o0], flags[o0])
+        w2 = inverse_mass(mass[o1], flags[o1])
+        w3 = inverse_mass(mass[v0], flags[v0])
+        w4 = inverse_mass(mass[v1], flags[v1])
+        n1 = wp.cross(x3 - x1, x4 - x1)
+        n2 = wp.cross(x4 - x2, x3 - x2)
+        n1_sq = wp.dot(n1, n1)
+        n2_sq = wp.dot(n2, n2)
+        edge = x4 - x3
+        edge_length = wp.length(edge)
+        if n1_sq > EPSILON and n2_sq > EPSILON and edge_length > EPSILON:
+            e_hat = edge / edge_length
+            theta = wp.atan2(wp.dot(wp.cross(n1, n2), e_hat), wp.dot(n1, n2))
+            c = theta - rest_angle[k]
+            if c > PI:
+                c = c - 2.0 * PI
+            elif c < -PI:
+                c = c + 2.0 * PI
+            # gradients of theta with respect to o0, o1, v0, v1 (Bridson et al. 2003)
+            m1 = n1 / n1_sq
+            m2 = n2 / n2_sq
+            g1 = m1 * (-edge_length)
+            g2 = m2 * (-edge_length)
+            g3 = -(m1 * wp.dot(x1 - x4, e_hat) + m2 * wp.dot(x2 - x4, e_hat))
+            g4 = -(m1 * wp.dot(x3 - x1, e_hat) + m2 * wp.dot(x3 - x2, e_hat))
+            alpha = scaled_compliance(ke, settings.dt)
+            denom = w1 * wp.dot(g1, g1) + w2 * wp.dot(g2, g2) + w3 * wp.dot(g3, g3) + w4 * wp.dot(g4, g4)
+            if denom > EPSILON:
+                dlam = (-c - alpha * lam) / (denom + alpha)
+                add_correction(delta, count, o0, w1, g1 * (w1 * dlam))
+                add_correction(delta, count, o1, w2, g2 * (w2 * dlam))
+                add_correction(delta, count, v0, w3, g3 * (w3 * dlam))
+                add_correction(delta, count, v1, w4, g4 * (w4 * dlam))
+    lambda_out[k] = lam + dlam
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Particle-shape contact
+
+
+@wp.kernel
+def solve_shape_contacts(x: wp.array(dtype=wp.vec3), x_start: wp.array(dtype=wp.vec3),
+                         mass: wp.array(dtype=float), flags: wp.array(dtype=wp.int32),
+                         radius: wp.array(dtype=float), shape_type: wp.array(dtype=wp.int32),
+                         shape_transform: wp.array(dtype=wp.transform), shape_scale: wp.array(dtype=wp.vec3),
+                         settings: XPBDSettings, contact_delta: wp.array(dtype=wp.vec3)):
+    """One pass over particle-shape pairs, launched over (particle_count, shape_count).
+
+    A particle closer than its radius to a shape's surface is pushed out along the shape's normal to distance
+    radius. Positional Coulomb friction then removes the tangential displacement since the start of the step
+    (`x_start`), by at most friction * (normal correction) [m]: static friction below that limit, sliding above.
+    Contact corrections are summed into `contact_delta` [m], not averaged: each one vanishes as its contact
+    starts, so the step stays continuous in the inputs (a contact count in the Jacobi average would jump).
+    """
+    i, s = wp.tid()
+    w = inverse_mass(mass[i], flags[i])
+    if w > 0.0:
+        xi = x[i]
+        d, n = shape_sdf(shape_type[s], shape_transform[s], shape_scale[s], xi)
+        penetration = radius[i] - d
+        if penetration > 0.0:
+            dx = n * penetration
+            moved = xi + dx - x_start[i]
+            tangential = moved - n * wp.dot(moved, n)
+            # static: remove all the slip (no division, so its derivative holds down to zero slip);
+            # sliding: remove `limit` of it
+            limit = settings.friction * penetration
+            if limit > 0.0:
+                slip = wp.length(tangential)
+                if slip > limit:
+                    dx = dx - tangential * (limit / slip)
+                else:
+                    dx = dx - tangential
+            wp.atomic_add(contact_delta, i, dx)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Position update and velocities
+
+
+@wp.kernel
+def apply_corrections(x: wp.array(dtype=wp.vec3), delta: wp.array(dtype=wp.vec3), count: wp.array(dtype=float),
+                      contact_delta: wp.array(dtype=wp.vec3), settings: XPBDSettings,
+                      x_new: wp.array(dtype=wp.vec3)):
+    """x_new = x + relaxation * (delta / max(count, 1) + contact_delta): the Jacobi average of the constraint
+    corrections plus the summed contact corrections. Shapes [particle_count]."""
+    i = wp.tid()
+    average = delta[i] / wp.max(count[i], 1.0)
+    x_new[i] = x[i] + (average + contact_delta[i]) * settings.relaxation
+
+
+@wp.kernel
+def update_velocities(x_start: wp.array(dtype=wp.vec3), x_end: wp.array(dtype=wp.vec3), settings: XPBDSettings,
+                      v_out: wp.array(dtype=wp.vec3)):
+    """v = (x_end - x_start) / dt, scaled by max(1 - damping dt, 0). Shapes [particle_count]."""
+    i = wp.tid()
+    scale = wp.max(1.0 - settings.damping * settings.dt, 0.0) / settings.dt
+    v_out[i] = (x_end[i] - x_start[i]) * scale
