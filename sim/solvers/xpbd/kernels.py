@@ -1,15 +1,16 @@
 """Kernels of the XPBD solver: prediction, Jacobi constraint projections, position update, velocities.
 
 Every constraint kernel reads one iteration's positions and Lagrange multipliers and accumulates corrections into
-that iteration's `delta` [m] and `count` [-] arrays (atomics), writing the updated multipliers into new arrays;
+that iteration's `delta` [m] array (atomics), writing the updated multipliers into new arrays. Jacobi iterations
+are made consistent by scaling each constraint's multiplier update by 1 / (the largest constraint count of its
+particles): positions move by exactly what the multipliers account for, so the converged state is the compliant
+equilibrium (averaging positions by count while multipliers take full steps would make the cloth count times softer);
 contacts add into `contact_delta` [m]; `apply_corrections` writes the next iteration's positions into a new
 array. No kernel writes an array it (or an earlier launch of the step) reads, so the tape can
 differentiate the whole iteration sequence. Inverse masses are computed here from the masses (not read from
 `Model.particle_inv_mass`) so that gradients reach `Model.particle_mass`.
 """
 
-# No `from __future__ import annotations` here: @wp.struct resolves string annotations in the top-level package
-# (__import__ of a dotted module name), where `wp` is not defined.
 import kernels as wp
 
 from ...geometry import shape_sdf
@@ -46,12 +47,16 @@ def scaled_compliance(stiffness: float, dt: float):
 
 
 @wp.func
-def add_correction(delta: wp.array(dtype=wp.vec3), count: wp.array(dtype=float), i: int, w: float,
-                   dx: wp.vec3):
+def add_correction(delta: wp.array(dtype=wp.vec3), i: int, w: float, dx: wp.vec3):
     """Accumulate the correction `dx` [m] of particle i (skipped for fixed particles)."""
     if w > 0.0:
         wp.atomic_add(delta, i, dx)
-        wp.atomic_add(count, i, 1.0)
+
+
+@wp.func
+def jacobi_scale(degree: wp.array(dtype=float), i: int, j: int):
+    """1 / the largest constraint count of particles i and j: the share of a Jacobi update a constraint takes."""
+    return 1.0 / wp.max(wp.max(degree[i], degree[j]), 1.0)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -101,7 +106,7 @@ def project_distance(xi: wp.vec3, xj: wp.vec3, wi: float, wj: float, rest: float
 def solve_springs(x: wp.array(dtype=wp.vec3), mass: wp.array(dtype=float), flags: wp.array(dtype=wp.int32),
                   spring_indices: wp.array2d(dtype=wp.int32), rest_length: wp.array(dtype=float),
                   stiffness: wp.array(dtype=float), lambda_in: wp.array(dtype=float), settings: XPBDSettings,
-                  delta: wp.array(dtype=wp.vec3), count: wp.array(dtype=float),
+                  delta: wp.array(dtype=wp.vec3), degree: wp.array(dtype=float),
                   lambda_out: wp.array(dtype=float)):
     """One Jacobi pass over the springs (distance constraints, compliance 1 / stiffness). Shapes [spring_count]."""
     s = wp.tid()
@@ -111,10 +116,11 @@ def solve_springs(x: wp.array(dtype=wp.vec3), mass: wp.array(dtype=float), flags
     wj = inverse_mass(mass[j], flags[j])
     lam = lambda_in[s]
     dlam, n, active = project_distance(x[i], x[j], wi, wj, rest_length[s], stiffness[s], settings.dt, lam)
+    dlam = dlam * jacobi_scale(degree, i, j)
     lambda_out[s] = lam + dlam
     if active:
-        add_correction(delta, count, i, wi, n * (wi * dlam))
-        add_correction(delta, count, j, wj, n * (-wj * dlam))
+        add_correction(delta, i, wi, n * (wi * dlam))
+        add_correction(delta, j, wj, n * (-wj * dlam))
 
 
 @wp.kernel
@@ -122,7 +128,7 @@ def solve_triangle_edges(x: wp.array(dtype=wp.vec3), mass: wp.array(dtype=float)
                          flags: wp.array(dtype=wp.int32), tri_indices: wp.array2d(dtype=wp.int32),
                          tri_poses: wp.array(dtype=wp.mat22), tri_materials: wp.array2d(dtype=float),
                          lambda_in: wp.array(dtype=float), settings: XPBDSettings, delta: wp.array(dtype=wp.vec3),
-                         count: wp.array(dtype=float), lambda_out: wp.array(dtype=float)):
+                         degree: wp.array(dtype=float), lambda_out: wp.array(dtype=float)):
     """One Jacobi pass over the triangles' edges, launched over (tri_count, 3); lambdas [tri_count * 3].
 
     The membrane is three distance constraints per triangle, edge e from vertex e to vertex (e + 1) % 3, of rest
@@ -149,10 +155,11 @@ def solve_triangle_edges(x: wp.array(dtype=wp.vec3), mass: wp.array(dtype=float)
     c = t * 3 + e
     lam = lambda_in[c]
     dlam, n, active = project_distance(x[a], x[b], wa, wb, rest, stiffness, settings.dt, lam)
+    dlam = dlam * jacobi_scale(degree, a, b)
     lambda_out[c] = lam + dlam
     if active:
-        add_correction(delta, count, a, wa, n * (wa * dlam))
-        add_correction(delta, count, b, wb, n * (-wb * dlam))
+        add_correction(delta, a, wa, n * (wa * dlam))
+        add_correction(delta, b, wb, n * (-wb * dlam))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -163,7 +170,7 @@ def solve_triangle_edges(x: wp.array(dtype=wp.vec3), mass: wp.array(dtype=float)
 def solve_bending(x: wp.array(dtype=wp.vec3), mass: wp.array(dtype=float), flags: wp.array(dtype=wp.int32),
                   edge_indices: wp.array2d(dtype=wp.int32), rest_angle: wp.array(dtype=float),
                   bending_properties: wp.array2d(dtype=float), lambda_in: wp.array(dtype=float),
-                  settings: XPBDSettings, delta: wp.array(dtype=wp.vec3), count: wp.array(dtype=float),
+                  settings: XPBDSettings, delta: wp.array(dtype=wp.vec3), degree: wp.array(dtype=float),
                   lambda_out: wp.array(dtype=float)):
     """One Jacobi pass over the bending edges: C = theta - rest angle [rad], compliance 1 / ke [rad/(N m)].
 
@@ -213,10 +220,11 @@ def solve_bending(x: wp.array(dtype=wp.vec3), mass: wp.array(dtype=float), flags
             denom = w1 * wp.dot(g1, g1) + w2 * wp.dot(g2, g2) + w3 * wp.dot(g3, g3) + w4 * wp.dot(g4, g4)
             if denom > EPSILON:
                 dlam = (-c - alpha * lam) / (denom + alpha)
-                add_correction(delta, count, o0, w1, g1 * (w1 * dlam))
-                add_correction(delta, count, o1, w2, g2 * (w2 * dlam))
-                add_correction(delta, count, v0, w3, g3 * (w3 * dlam))
-                add_correction(delta, count, v1, w4, g4 * (w4 * dlam))
+                dlam = dlam * wp.min(jacobi_scale(degree, o0, o1), jacobi_scale(degree, v0, v1))
+                add_correction(delta, o0, w1, g1 * (w1 * dlam))
+                add_correction(delta, o1, w2, g2 * (w2 * dlam))
+                add_correction(delta, v0, w3, g3 * (w3 * dlam))
+                add_correction(delta, v1, w4, g4 * (w4 * dlam))
     lambda_out[k] = lam + dlam
 
 
@@ -265,14 +273,13 @@ def solve_shape_contacts(x: wp.array(dtype=wp.vec3), x_start: wp.array(dtype=wp.
 
 
 @wp.kernel
-def apply_corrections(x: wp.array(dtype=wp.vec3), delta: wp.array(dtype=wp.vec3), count: wp.array(dtype=float),
+def apply_corrections(x: wp.array(dtype=wp.vec3), delta: wp.array(dtype=wp.vec3),
                       contact_delta: wp.array(dtype=wp.vec3), settings: XPBDSettings,
                       x_new: wp.array(dtype=wp.vec3)):
-    """x_new = x + relaxation * (delta / max(count, 1) + contact_delta): the Jacobi average of the constraint
-    corrections plus the summed contact corrections. Shapes [particle_count]."""
+    """x_new = x + relaxation * (delta + contact_delta). Constraint corrections arrive already scaled by their
+    Jacobi share (see jacobi_scale), consistently with their multipliers. Shapes [particle_count]."""
     i = wp.tid()
-    average = delta[i] / wp.max(count[i], 1.0)
-    x_new[i] = x[i] + (average + contact_delta[i]) * settings.relaxation
+    x_new[i] = x[i] + (delta[i] + contact_delta[i]) * settings.relaxation
 
 
 @wp.kernel
@@ -282,3 +289,14 @@ def update_velocities(x_start: wp.array(dtype=wp.vec3), x_end: wp.array(dtype=wp
     i = wp.tid()
     scale = wp.max(1.0 - settings.damping * settings.dt, 0.0) / settings.dt
     v_out[i] = (x_end[i] - x_start[i]) * scale
+
+
+@wp.kernel
+def add_averaged_corrections(pair_delta: wp.array(dtype=wp.vec3), pair_count: wp.array(dtype=wp.int32),
+                             contact_delta: wp.array(dtype=wp.vec3)):
+    """contact_delta[i] += pair_delta[i] / count[i]: one particle's particle-contact corrections, averaged [m].
+    An atomic add, not a read and a write, so that the gradient of contact_delta passes through unchanged."""
+    i = wp.tid()
+    c = pair_count[i]
+    if c > 0:
+        wp.atomic_add(contact_delta, i, pair_delta[i] / float(c))

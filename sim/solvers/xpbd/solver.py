@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 import kernels as wp
 
 from . import kernels as k
@@ -11,10 +13,11 @@ class SolverXPBD:
     """Extended position-based dynamics (Macklin et al. 2016) with Jacobi iterations.
 
     A step predicts x* = x + dt v + dt^2 (g + f_ext / m) for movable particles, then runs `iterations` Jacobi
-    iterations. In each one, every constraint computes its XPBD correction from the iteration's positions and
-    Lagrange multipliers and adds it into a correction array; the new positions are
-    x_{k+1} = x_k + relaxation * (delta / max(count, 1) + contact_delta), where count is the number of constraints
-    moving the particle. Finally v = (x_end - x) / dt, damped by max(1 - damping dt, 0).
+    iterations. In each one, every constraint computes its XPBD multiplier update from the iteration's positions
+    and multipliers, scales it by 1 / (the largest number of constraints on any of its particles), and adds the
+    matching position correction; x_{k+1} = x_k + relaxation * (delta + contact_delta). Because positions move by
+    exactly what the multipliers account for, converged iterations reach the compliant equilibrium (the same
+    static state as the force-based solver). Finally v = (x_end - x) / dt, damped by max(1 - damping dt, 0).
 
     Constraints:
         springs: distance constraints, compliance 1 / spring_stiffness (spring_damping is not used).
@@ -30,11 +33,10 @@ class SolverXPBD:
             corrections are summed, not averaged, so a contact that starts does not change the average of the
             other corrections: the step is continuous in its inputs.
 
-    Momentum: internal constraints conserve linear momentum exactly when every particle is moved by the same
-    number of constraints (a closed mesh such as a tetrahedron); where counts differ (the border of a cloth
-    grid), the per-particle averaging does not, as in warp.sim's XPBD.
+    Momentum: each constraint's correction is mass-weighted and sums to zero momentum, so internal constraints
+    conserve linear momentum.
 
-    Differentiability: every iteration reads and writes its own arrays (positions, corrections, counts, lambdas),
+    Differentiability: every iteration reads and writes its own arrays (positions, corrections, lambdas),
     so the Tape never sees an array overwritten after it was read, and inverse masses are computed in the
     kernels from model.particle_mass. Differentiable inputs: the initial state, particle_mass, spring_stiffness,
     spring_rest_length, tri_poses, tri_materials, edge_bending_properties, shape_transform, shape_scale and the
@@ -59,6 +61,7 @@ class SolverXPBD:
         self.relaxation = float(relaxation)
         self.damping = float(damping)
         self._no_force = wp.zeros(model.particle_count, dtype=wp.vec3, device=model.device)
+        self.degree = constraint_degrees(model)
 
     def settings(self, model, dt: float) -> k.XPBDSettings:
         """The kernels' settings for a step of `dt` [s]."""
@@ -101,11 +104,12 @@ class SolverXPBD:
         lambdas = self._zero_lambdas(model, grad)
         for it in range(self.iterations):
             delta = positions()
-            count = wp.zeros(n, dtype=float, device=device, requires_grad=grad)
             contact_delta = positions()
-            lambdas = self._project(model, state_in, x, lambdas, settings, delta, count, contact_delta, grad)
+            lambdas = self._project(model, state_in, x, lambdas, settings, delta, contact_delta, grad)
+            if model.particle_grid_enabled:
+                self._particle_contacts(model, state_in, x, contact_delta, grad)
             x_next = state_out.particle_q if it == self.iterations - 1 else positions()
-            wp.launch(k.apply_corrections, dim=n, device=device, inputs=[x, delta, count, contact_delta, settings],
+            wp.launch(k.apply_corrections, dim=n, device=device, inputs=[x, delta, contact_delta, settings],
                       outputs=[x_next])
             x = x_next
 
@@ -114,12 +118,23 @@ class SolverXPBD:
 
     # ------------------------------------------------------------------------------------------------ helpers
 
+    def _particle_contacts(self, model, state_in, x, contact_delta, grad: bool):
+        """Particle-particle contact corrections (hash grid), averaged per particle into `contact_delta`."""
+        from ...particle_contact import solve_particle_contacts
+        n, device = model.particle_count, model.device
+        pair_delta = wp.zeros(n, dtype=wp.vec3, device=device, requires_grad=grad)
+        pair_count = wp.zeros(n, dtype=wp.int32, device=device)
+        solve_particle_contacts(model, x, model.particle_inv_mass, pair_delta, pair_count,
+                                particle_q_prev=state_in.particle_q)
+        wp.launch(k.add_averaged_corrections, dim=n, device=device, inputs=[pair_delta, pair_count],
+                  outputs=[contact_delta])
+
     def _zero_lambdas(self, model, grad: bool) -> tuple:
         """Lagrange multipliers at the start of a step: springs, triangle edges, bending edges."""
         return tuple(wp.zeros(size, dtype=float, device=model.device, requires_grad=grad)
                      for size in (model.spring_count, model.tri_count * 3, model.edge_count))
 
-    def _project(self, model, state_in, x, lambdas, settings, delta, count, contact_delta, grad: bool) -> tuple:
+    def _project(self, model, state_in, x, lambdas, settings, delta, contact_delta, grad: bool) -> tuple:
         """Launch every constraint kernel of one iteration on positions `x`; returns the new lambdas."""
         device = model.device
         spring_lambda, tri_lambda, edge_lambda = lambdas
@@ -129,17 +144,17 @@ class SolverXPBD:
             wp.launch(k.solve_springs, dim=model.spring_count, device=device,
                       inputs=particles + [model.spring_indices, model.spring_rest_length, model.spring_stiffness,
                                           spring_lambda, settings],
-                      outputs=[delta, count, new[0]])
+                      outputs=[delta, self.degree, new[0]])
         if model.tri_count:
             wp.launch(k.solve_triangle_edges, dim=(model.tri_count, 3), device=device,
                       inputs=particles + [model.tri_indices, model.tri_poses, model.tri_materials, tri_lambda,
                                           settings],
-                      outputs=[delta, count, new[1]])
+                      outputs=[delta, self.degree, new[1]])
         if model.edge_count:
             wp.launch(k.solve_bending, dim=model.edge_count, device=device,
                       inputs=particles + [model.edge_indices, model.edge_rest_angle, model.edge_bending_properties,
                                           edge_lambda, settings],
-                      outputs=[delta, count, new[2]])
+                      outputs=[delta, self.degree, new[2]])
         if model.shape_count:
             wp.launch(k.solve_shape_contacts, dim=(model.particle_count, model.shape_count), device=device,
                       inputs=[x, state_in.particle_q, model.particle_mass, model.particle_flags,
@@ -147,3 +162,19 @@ class SolverXPBD:
                               settings],
                       outputs=[contact_delta])
         return new
+
+
+def constraint_degrees(model) -> wp.array:
+    """Number of springs, triangle edges and bending edges acting on each particle, shape [particle_count]
+    (float). Topology is static, so it is counted once."""
+    degree = np.zeros(model.particle_count)
+    if model.spring_count:
+        np.add.at(degree, model.spring_indices.numpy().reshape(-1), 1.0)
+    if model.tri_count:
+        np.add.at(degree, model.tri_indices.numpy().reshape(-1), 2.0)  # each vertex is on two of the three edges
+    if model.edge_count:
+        edges = model.edge_indices.numpy()
+        ke = model.edge_bending_properties.numpy()[:, 0]
+        bending = edges[(edges[:, 0] >= 0) & (edges[:, 1] >= 0) & (ke > 0.0)]
+        np.add.at(degree, bending.reshape(-1), 1.0)
+    return wp.array(degree.astype(np.float32), dtype=float, device=model.device)
