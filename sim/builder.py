@@ -59,6 +59,7 @@ class ModelBuilder:
         self.spring_indices, self.spring_rest_length, self.spring_stiffness, self.spring_damping = [], [], [], []
         self.tri_indices, self.tri_poses, self.tri_areas, self.tri_materials = [], [], [], []
         self.edge_indices, self.edge_rest_angle, self.edge_bending_properties = [], [], []
+        self.edge_rest_scale = []
         self.shape_type, self.shape_transform, self.shape_scale, self.shape_body = [], [], [], []
         self.default_particle_radius = 0.01
 
@@ -134,12 +135,18 @@ class ModelBuilder:
 
     def add_edge(self, o0: int, o1: int, v0: int, v1: int, edge_ke: float, edge_kd: float,
                  rest: float | None = None) -> int:
-        """A bending edge v0-v1 between triangles (o0, v0, v1) and (o1, v1, v0); -1 for a missing opposite."""
+        """A bending edge v0-v1 between triangles (o0, v0, v1) and (o1, v1, v0); -1 for a missing opposite.
+        `edge_ke` [N/m/rad] and `edge_kd` use warp.sim/Newton's scale (see `_bending_scale`)."""
+        scale = 0.0
+        if o0 >= 0 and o1 >= 0:
+            corners = [self.particle_q[k] for k in (o0, o1, v0, v1)]
+            if rest is None:
+                rest = _dihedral_angle(*corners)
+            scale = _bending_scale(*corners)
+        self.edge_indices.append((o0, o1, v0, v1))
+        self.edge_rest_scale.append(scale)
         if rest is None:
             rest = 0.0
-            if o0 >= 0 and o1 >= 0:
-                rest = _dihedral_angle(*(self.particle_q[k] for k in (o0, o1, v0, v1)))
-        self.edge_indices.append((o0, o1, v0, v1))
         self.edge_rest_angle.append(rest)
         self.edge_bending_properties.append((edge_ke, edge_kd))
         return len(self.edge_indices) - 1
@@ -301,6 +308,7 @@ class ModelBuilder:
         m.edge_count = len(self.edge_indices)
         m.edge_indices = wp.array(np.asarray(self.edge_indices, np.int32).reshape(-1, 4), dtype=wp.int32, device=d)
         m.edge_rest_angle = arr(self.edge_rest_angle, float)
+        m.edge_rest_scale = arr(self.edge_rest_scale, float)
         m.edge_bending_properties = wp.array(np.asarray(self.edge_bending_properties, np.float32).reshape(-1, 2),
                                              dtype=float, device=d, requires_grad=rg)
 
@@ -321,6 +329,18 @@ def _dihedral_angle(o0, o1, v0, v1) -> float:
     n2 /= np.linalg.norm(n2)
     e_hat = e / np.linalg.norm(e)
     return float(math.atan2(np.cross(n1, n2) @ e_hat, n1 @ n2))
+
+
+def _bending_scale(o0, o1, v0, v1) -> float:
+    """Rest constant of a bending edge [m^3]: edge length times the mean of its two triangles' doubled areas.
+
+    The bending energy is ke/2 * scale * (angle - rest)^2: at rest shape its force on an opposite vertex is
+    ke * angle * length^2, the force warp.sim/Newton apply for the same ke, while remaining an exact gradient.
+    """
+    e = v1 - v0
+    n1 = np.cross(v0 - o0, v1 - o0)
+    n2 = np.cross(v1 - o1, v0 - o1)
+    return float(np.linalg.norm(e) * 0.5 * (np.linalg.norm(n1) + np.linalg.norm(n2)))
 
 
 def _mesh_edges(tris: np.ndarray) -> list:

@@ -54,7 +54,10 @@ class Model:
         edge_indices: (opposite 0, opposite 1, edge vertex 0, edge vertex 1), shape [edge_count, 4], int32;
             -1 for a missing opposite vertex (boundary edge: no bending).
         edge_rest_angle: rest dihedral angles [rad], shape [edge_count].
-        edge_bending_properties: (stiffness [N m/rad], damping [N m s/rad]), shape [edge_count, 2].
+        edge_rest_scale: rest edge length times the mean doubled area of the two triangles [m^3], shape
+            [edge_count]; the bending energy is ke/2 * edge_rest_scale * (angle - rest)^2, so that `ke` means what
+            it means in warp.sim/Newton (force ke * angle * length^2 at rest).
+        edge_bending_properties: (stiffness ke [N/m/rad], damping kd [N s/m/rad]), shape [edge_count, 2].
     Shapes (colliders, static unless attached to a body):
         shape_type: SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE or SHAPE_PLANE, shape [shape_count], int32.
         shape_transform: pose in world, shape [shape_count], transform. A plane passes through the pose's origin

@@ -39,6 +39,7 @@ class BendingData:
 
     indices: wp.array2d(dtype=wp.int32)
     rest_angle: wp.array(dtype=float)
+    rest_scale: wp.array(dtype=float)  # [m^3], see Model.edge_rest_scale
     properties: wp.array2d(dtype=float)
 
 
@@ -217,7 +218,8 @@ def eval_bending_forces(x: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3), 
     d3 = -(m1 * wp.dot(x2 - x0, e_hat) + m2 * wp.dot(x2 - x1, e_hat))
     angle = dihedral_angle(x0, x1, x2, x3)
     angle_rate = wp.dot(d0, v[i0]) + wp.dot(d1, v[i1]) + wp.dot(d2, v[i2]) + wp.dot(d3, v[i3])
-    torque = edges.properties[e, 0] * (angle - edges.rest_angle[e]) + edges.properties[e, 1] * angle_rate
+    torque = (edges.properties[e, 0] * (angle - edges.rest_angle[e]) + edges.properties[e, 1] * angle_rate) \
+        * edges.rest_scale[e]
     wp.atomic_sub(f, i0, d0 * torque)
     wp.atomic_sub(f, i1, d1 * torque)
     wp.atomic_sub(f, i2, d2 * torque)

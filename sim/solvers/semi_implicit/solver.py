@@ -94,6 +94,7 @@ def _edges(model) -> k.BendingData:
     e = k.BendingData()
     e.indices = model.edge_indices
     e.rest_angle = model.edge_rest_angle
+    e.rest_scale = model.edge_rest_scale
     e.properties = model.edge_bending_properties
     return e
 

@@ -169,7 +169,8 @@ def solve_triangle_edges(x: wp.array(dtype=wp.vec3), mass: wp.array(dtype=float)
 @wp.kernel
 def solve_bending(x: wp.array(dtype=wp.vec3), mass: wp.array(dtype=float), flags: wp.array(dtype=wp.int32),
                   edge_indices: wp.array2d(dtype=wp.int32), rest_angle: wp.array(dtype=float),
-                  bending_properties: wp.array2d(dtype=float), lambda_in: wp.array(dtype=float),
+                  rest_scale: wp.array(dtype=float), bending_properties: wp.array2d(dtype=float),
+                  lambda_in: wp.array(dtype=float),
                   settings: XPBDSettings, delta: wp.array(dtype=wp.vec3), degree: wp.array(dtype=float),
                   lambda_out: wp.array(dtype=float)):
     """One Jacobi pass over the bending edges: C = theta - rest angle [rad], compliance 1 / ke [rad/(N m)].
@@ -185,7 +186,7 @@ def solve_bending(x: wp.array(dtype=wp.vec3), mass: wp.array(dtype=float), flags
     v1 = edge_indices[k, 3]
     lam = lambda_in[k]
     dlam = float(0.0)
-    ke = bending_properties[k, 0]
+    ke = bending_properties[k, 0] * rest_scale[k]  # Model.edge_rest_scale: warp.sim/Newton's meaning of ke
     if o0 >= 0 and o1 >= 0 and ke > 0.0:
         x1 = x[o0]
         x2 = x[o1]

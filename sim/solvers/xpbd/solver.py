@@ -26,7 +26,7 @@ class SolverXPBD:
             drag and lift are not used). Robust for any stretch and a faithful match of StVK's mu term for a
             stretch along an edge; shear resistance comes from the diagonal edges.
         bending edges: C = dihedral angle - edge_rest_angle (the sign convention of the builder), compliance
-            1 / edge_bending_properties[:, 0].
+            1 / (edge_bending_properties[:, 0] * edge_rest_scale).
         shapes: every particle against every shape (shape_sdf), pushed out to distance particle_radius, with
             positional Coulomb friction of coefficient model.soft_contact.mu (static: the tangential motion since
             the step's start is removed; sliding: by at most mu times the normal correction). Contact
@@ -152,7 +152,8 @@ class SolverXPBD:
                       outputs=[delta, self.degree, new[1]])
         if model.edge_count:
             wp.launch(k.solve_bending, dim=model.edge_count, device=device,
-                      inputs=particles + [model.edge_indices, model.edge_rest_angle, model.edge_bending_properties,
+                      inputs=particles + [model.edge_indices, model.edge_rest_angle, model.edge_rest_scale,
+                                          model.edge_bending_properties,
                                           edge_lambda, settings],
                       outputs=[delta, self.degree, new[2]])
         if model.shape_count:
