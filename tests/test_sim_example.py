@@ -29,4 +29,5 @@ def test_example_cloth_scene_runs(device, solver_name, steps):
     assert q[:, 1].min() > -0.02  # above the ground
     pinned = model.particle_mass.numpy() == 0.0
     np.testing.assert_allclose(q[pinned], model.particle_q.numpy()[pinned])  # the left edge stays put
-    assert q[~pinned, 1].mean() < 2.0  # the free cloth moved down under gravity
+    start = model.particle_q.numpy()
+    assert q[~pinned, 1].mean() < start[~pinned, 1].mean() - 0.005  # the free cloth moved down under gravity
