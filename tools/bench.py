@@ -1,5 +1,5 @@
 """Benchmark the CPU backend side by side with numpy and Warp CPU: bandwidth, launch overhead, compile, autodiff,
-tiled GEMM.
+tiled GEMM, cloth simulation.
 
 Run `python tools/bench.py` (or `python -m tools.bench`); `--quick` finishes in under a minute. Every number in the
 printed table is measured in this run; a closing line checks them against the targets of the performance issue.
@@ -9,7 +9,9 @@ What is measured: saxpy GB/s count 12 bytes per element for the kernels and nump
 memcpy column (`np.copyto`, one thread); launch overheads are µs per call of a dim=1 kernel; cold and warm are the
 seconds `load_module` takes in a fresh interpreter, with an empty compile cache and then the cache it filled;
 "backward / forward" is ((forward+backward) - forward) / forward; tiled GEMM GFLOP/s count 2*n^3 flops for an
-n x n float32 product (`launch_tiled` of TILED_GEMM against numpy's `a @ b`, which calls its BLAS). Each number is
+n x n float32 product (`launch_tiled` of TILED_GEMM against numpy's `a @ b`, which calls its BLAS); cloth rows
+count solver substeps per second of a hanging cloth falling past a sphere (tools/bench_sim.py), and their Warp CPU
+column is Newton on Warp's CPU backend with the same cloth, empty when `newton` is not installed. Each number is
 the best of several runs.
 """
 
@@ -33,6 +35,12 @@ import numpy as np
 import kernels
 
 try:
+    from . import bench_sim
+except ImportError:  # run as a script: tools/ is on sys.path, the repository root is not
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from tools import bench_sim
+
+try:
     import warp
 except ImportError:  # Warp is optional: its columns stay empty
     warp = None
@@ -51,12 +59,17 @@ class Settings:
     spring_repeats: int  # timed runs, best kept
     gemm_size: int  # rows and columns of the square GEMM matrices (a multiple of every GEMM_TILE size)
     gemm_repeats: int  # timed runs, best kept
+    cloth_sizes: tuple  # cells per side of the benchmark cloths
+    cloth_frames: dict  # frames (of bench_sim.SUBSTEPS substeps) per run, by solver
+    cloth_repeats: int  # timed runs, best kept
 
 
 FULL = Settings(saxpy_count=10**7, saxpy_repeats=10, launch_count=20000, launch_rounds=5, compile_repeats=3,
-                spring_count=10**6, spring_repeats=10, gemm_size=1024, gemm_repeats=5)
+                spring_count=10**6, spring_repeats=10, gemm_size=1024, gemm_repeats=5, cloth_sizes=(32, 64),
+                cloth_frames={"semi_implicit": 60, "xpbd": 4}, cloth_repeats=2)
 QUICK = Settings(saxpy_count=2 * 10**6, saxpy_repeats=3, launch_count=2000, launch_rounds=3, compile_repeats=1,
-                 spring_count=2 * 10**5, spring_repeats=3, gemm_size=1024, gemm_repeats=3)
+                 spring_count=2 * 10**5, spring_repeats=3, gemm_size=1024, gemm_repeats=3, cloth_sizes=(32,),
+                 cloth_frames={"semi_implicit": 4, "xpbd": 1}, cloth_repeats=1)
 
 # ---------------------------------------------------------------------------------------------------------------
 # Kernel sources. Each is written to a file once per backend, headed by `import kernels as wp` or
@@ -547,6 +560,29 @@ def gemm_gflops(backends: dict, settings: Settings) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# 6. cloth simulation: steps/s of our sim solvers and of Newton's (on Warp CPU), tools/bench_sim.py
+
+
+def cloth_steps_per_second(backends: dict, settings: Settings) -> dict:
+    """Steps/s of the cloth benchmark, {(solver, cells): {"ours": {...}, "reference": {...} or None}}, plus
+    "warnings" and "notes" (why XPBD or Newton rows are empty). XPBD is measured when `sim.SolverXPBD` runs."""
+    frames = dict(settings.cloth_frames)
+    notes = []
+    xpbd, reason = bench_sim.xpbd_works()
+    if not xpbd:
+        frames.pop("xpbd", None)
+        notes.append(f"sim.SolverXPBD did not run ({reason}); its rows are left out")
+    newton, reason = bench_sim.newton_available()
+    if newton is None:
+        notes.append(f"newton is not importable ({reason}); the reference cloth rows are '-'")
+    out = bench_sim.cloth_steps_per_second(settings.cloth_sizes, frames, settings.cloth_repeats, newton,
+                                           lambda source: backends["ours"].load("bench_sim_loss", source))
+    out["notes"] = notes
+    out["newton"] = None if newton is None else newton.__version__
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # Table
 
 
@@ -624,8 +660,33 @@ def closing_line(results: dict) -> str:
         target_verdict("backward/forward", backward, 3.0, at_least=False),
         target_verdict("tiled GEMM within 4x of numpy: numpy/ours",
                        ratio(results["gemm"]["numpy"], results["gemm"]["ours"]), 4.0, at_least=False),
+        target_verdict("cloth fwd vs reference (semi-implicit, worst size)",
+                       bench_sim.cloth_worst_speedup(results["cloth"]), 1.5, at_least=True),
+        target_verdict("cloth backward/forward (worst of all solvers and sizes)",
+                       bench_sim.cloth_worst_backward(results["cloth"]), 3.0, at_least=False),
     ]
     return "targets: " + " | ".join(verdicts)
+
+
+CLOTH_SOLVER_LABELS = {"semi_implicit": "semi-implicit", "xpbd": f"XPBD {bench_sim.XPBD_ITERATIONS} it"}
+
+
+def cloth_rows(cloth: dict, settings: Settings) -> list:
+    """Forward, forward+backward and their ratio for each cloth; the reference goes in the Warp CPU column."""
+    rows = []
+    for (solver, cells), entry in bench_sim.cloth_entries(cloth):
+        frames = settings.cloth_frames[solver]
+        name = f"cloth {cells}x{cells} {CLOTH_SOLVER_LABELS[solver]}"
+        steps = f"{frames}x{bench_sim.SUBSTEPS} steps"
+        ours, reference = entry["ours"], entry["reference"] or {}
+        rows += [
+            Row(f"{name} forward ({steps})", "steps/s", ours["forward"], warp=reference.get("forward")),
+            Row(f"{name} forward+backward", "steps/s", ours["forward_backward"],
+                warp=reference.get("forward_backward")),
+            Row(f"{name} backward / forward", "x", bench_sim.cloth_backward_ratio(ours),
+                warp=bench_sim.cloth_backward_ratio(reference)),
+        ]
+    return rows
 
 
 def table_rows(results: dict, settings: Settings, kernel_label: str) -> list:
@@ -655,7 +716,7 @@ def table_rows(results: dict, settings: Settings, kernel_label: str) -> list:
             warp=backward_ratio(ad["warp"]) if "warp" in ad else None),
         Row(f"tiled GEMM {n_gemm}x{n_gemm} float32 ({'x'.join(map(str, GEMM_TILE))} tiles)", "GFLOP/s",
             gemm["ours"], gemm["numpy"], warp=gemm["warp"]),
-    ]
+    ] + cloth_rows(results["cloth"], settings)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -663,13 +724,14 @@ def table_rows(results: dict, settings: Settings, kernel_label: str) -> list:
 
 
 def measure_all(backends: dict, settings: Settings, spring_source: str, vec3: bool) -> dict:
-    """Run the five benchmarks; nested dicts of numbers keyed by benchmark, then backend (or numpy, copy)."""
+    """Run the six benchmarks; nested dicts of numbers keyed by benchmark, then backend (or numpy, copy)."""
     return {
         "saxpy": saxpy_gbps(backends, settings),
         "launch": launch_microseconds(backends, settings),
         "compile": compile_seconds(backends, spring_source, settings),
         "autodiff": autodiff_milliseconds(backends, spring_source, vec3, settings),
         "gemm": gemm_gflops(backends, settings),
+        "cloth": cloth_steps_per_second(backends, settings),
     }
 
 
@@ -708,6 +770,8 @@ def main(argv=None) -> int:
     if not vec3:
         print(f"note: vec3 builtins not available in kernels ({reason}); the spring kernel uses scalar math")
     print(render_table(table_rows(results, settings, kernel_label)))
+    for line in bench_sim.cloth_footnotes(results["cloth"]):
+        print(line)
     print(closing_line(results))
     return 0
 
