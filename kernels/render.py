@@ -171,6 +171,21 @@ class FunctionRenderer:
             out.append(self.name(v))
         return ", ".join(out)
 
+    def use_count(self, v: ir.Value) -> int:
+        """How many times `v` is used as an operand or yielded, anywhere in the function."""
+        if not hasattr(self, "_uses"):
+            uses: dict = {}
+            for o in ir.walk(self.fn.body):
+                for x in o.operands:
+                    uses[x] = uses.get(x, 0) + 1
+                for region in o.regions:
+                    for x in region.yields:
+                        uses[x] = uses.get(x, 0) + 1
+            for x in self.fn.body.yields:
+                uses[x] = uses.get(x, 0) + 1
+            self._uses = uses
+        return self._uses.get(v, 0)
+
     def line_arg(self, op) -> str:
         return str(op.loc.line if op.loc else 0)
 
@@ -250,9 +265,13 @@ class FunctionRenderer:
                 return
         idx = op.attrs.get("mutates")
         if idx is not None:
-            # the native function updates that argument in place: give it a copy, then bind the copy
+            # the native function updates that argument in place: give it a copy, then bind the copy; when this
+            # call is the argument's only use, update its variable directly (no copy of e.g. a whole tile)
             *outs, updated = op.results
-            self.emit(f"{self.name(updated)} = {self.name(a[idx])};")
+            if self.use_count(a[idx]) == 1 and a[idx] not in self.fn.params:
+                self.name.alias(updated, self.name(a[idx]))
+            else:
+                self.emit(f"{self.name(updated)} = {self.name(a[idx])};")
             args = [self.name(updated) if k == idx else self.name(v) for k, v in enumerate(a)]
             call = f"wp::{op.attrs['overload'].native}({', '.join(args)})"
             self.emit(f"{self.name(outs[0])} = {call};" if outs else f"{call};")

@@ -171,11 +171,10 @@ def spring_forces(x: wp.array2d(dtype=float), v: wp.array2d(dtype=float), rest: 
 '''
 
 # C = A @ B, one (TM, TN) block of C per tile block, accumulating over K in steps of TK. The tile sizes are
-# formatted in as literals so that both compilers see plain constants. 128x64x128 was the fastest of those tried
-# for ours at n=1024 on a 2-core AVX2 machine (GFLOP/s: 32^3 6, 64^3 13, 128x32x128 24, 128^3 21,
-# 128x64x128 26, 256x64x128 23, numpy 25-60 as the machine's load varied); Warp CPU ran 3-13 GFLOP/s at
-# all of them.
-GEMM_TILE = (128, 64, 128)
+# formatted in as literals so that both compilers see plain constants. 256x64x128 was the fastest of those tried
+# for ours at n=1024 on a quiet 2-core AVX2 machine with the register-blocked tile_matmul (GFLOP/s: 64x64x64 32,
+# 64x64x128 44, 128x32x128 38, 128x64x128 47, 256x64x128 49; numpy 170-185); Warp CPU ran 3-16 GFLOP/s.
+GEMM_TILE = (256, 64, 128)
 TILED_GEMM = '''
 @wp.kernel
 def tiled_gemm(a: wp.array2d(dtype=float), b: wp.array2d(dtype=float), c: wp.array2d(dtype=float)):

@@ -1,7 +1,8 @@
 """Pass: static loop unrolling.
 
 Expects: typed, constant-folded IR. Guarantees: every `for` over a range with constant bounds and at most
-`config.max_unroll` iterations (any count for `wp.static(range(...))`) and no `break` is replaced by copies of its
+`config.max_unroll` iterations (any count for `wp.static(range(...))`), no `break` and no tile values (unless
+`wp.static`) is replaced by copies of its
 body, the index bound to a constant in each copy, carried values threaded from one copy to the next.
 """
 
@@ -17,13 +18,19 @@ def _const_int(v):
     return None
 
 
+def _works_on_tiles(op: ir.Op) -> bool:
+    """Loops over tiles stay loops: each copy of the body would hold its own (large) tiles, for no gain."""
+    from ..typesys import TileType
+    return any(isinstance(r.type, TileType) for o in ir.walk(op.regions[0]) for r in o.results)
+
+
 def unroll_block(block: ir.Block, mapping: dict):
     out = []
     for op in block.ops:
         op.operands = [mapping.get(v, v) for v in op.operands]
         for region in op.regions:
             unroll_block(region, mapping)
-        if op.opcode == "for" and "break_flag" not in op.attrs:
+        if op.opcode == "for" and "break_flag" not in op.attrs and (op.attrs.get("static") or not _works_on_tiles(op)):
             bounds = [_const_int(v) for v in op.operands[:3]]
             if None not in bounds and bounds[2] != 0:
                 iters = list(range(*bounds))
