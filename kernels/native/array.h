@@ -241,24 +241,25 @@ inline bool cpu_parallel() {
 // calloc gives zero pages that cost nothing until touched. An array without a gradient (data == nullptr) is kept.
 template <typename T> struct grad_shadow {
     array_t<T> target;
-    T* block = nullptr;
+    T* block = nullptr;  // copies for threads 1..threads-1; thread 0 adds into `target` itself
     int64 count = 0;
     int threads = 0;
 
     grad_shadow(const array_t<T>& a, int nthreads) : target(a), threads(nthreads) {
-        if (!a.data) return;
+        if (!a.data || nthreads < 2) return;
         count = 1;
         for (int d = 0; d < a.ndim; ++d) count *= a.shape[d];
-        block = (T*)calloc(size_t(count) * size_t(nthreads) > 0 ? size_t(count) * size_t(nthreads) : 1, sizeof(T));
+        size_t n = size_t(count) * size_t(nthreads - 1);
+        block = (T*)calloc(n > 0 ? n : 1, sizeof(T));
     }
     ~grad_shadow() { free(block); }
-    bool ok() const { return !target.data || block != nullptr; }
+    bool ok() const { return !target.data || threads < 2 || block != nullptr; }
 
-    // thread t's private view: same shape, contiguous
+    // thread t's gradient array: the real one for thread 0, a private contiguous copy of the same shape otherwise
     array_t<T> view(int t) const {
-        if (!target.data) return target;
+        if (!target.data || t == 0) return target;
         array_t<T> v = target;
-        v.data = block + int64(t) * count;
+        v.data = block + int64(t - 1) * count;
         int64 stride = sizeof(T);
         for (int d = v.ndim - 1; d >= 0; --d) {
             v.strides[d] = stride;
@@ -267,18 +268,34 @@ template <typename T> struct grad_shadow {
         return v;
     }
 
+    bool contiguous() const {
+        int64 stride = sizeof(T);
+        for (int d = target.ndim - 1; d >= 0; --d) {
+            if (target.strides[d] != stride) return false;
+            stride *= target.shape[d];
+        }
+        return true;
+    }
+
+    // after the launch: add the private copies into the real gradient array
     void reduce() {
-        if (!target.data) return;
+        if (!target.data || threads < 2) return;
+        const bool flat = contiguous();
         #pragma omp parallel for schedule(static)
         for (int64 e = 0; e < count; ++e) {
             T sum = block[e];
-            for (int t = 1; t < threads; ++t) sum = add(sum, block[int64(t) * count + e]);
-            int64 rest = e, offset = 0;
-            for (int d = target.ndim - 1; d >= 0; --d) {
-                offset += (rest % target.shape[d]) * target.strides[d];
-                rest /= target.shape[d];
+            for (int t = 1; t < threads - 1; ++t) sum = add(sum, block[int64(t) * count + e]);
+            T* dst;
+            if (flat) {
+                dst = target.data + e;
+            } else {
+                int64 rest = e, offset = 0;
+                for (int d = target.ndim - 1; d >= 0; --d) {
+                    offset += (rest % target.shape[d]) * target.strides[d];
+                    rest /= target.shape[d];
+                }
+                dst = (T*)((char*)target.data + offset);
             }
-            T* dst = (T*)((char*)target.data + offset);
             *dst = add(*dst, sum);
         }
     }
