@@ -71,3 +71,32 @@ def shape_sdf(shape_type: int, pose: wp.transform, scale: wp.vec3, x: wp.vec3):
     elif shape_type == SHAPE_PLANE:
         d, n = plane_sdf(local, scale[0], scale[1])
     return d, wp.quat_rotate(wp.transform_get_rotation(pose), n)
+
+
+@wp.func
+def dihedral_angle_gradients(x0: wp.vec3, x1: wp.vec3, x2: wp.vec3, x3: wp.vec3):
+    """The bending angle of edge x2-x3 and its gradient, for both solvers.
+
+    (x0, x1, x2, x3) = (opposite 0, opposite 1, edge vertex 0, edge vertex 1): the signed angle [rad] between
+    the normals of triangles (x0, x2, x3) and (x1, x3, x2) about x3 - x2 (ModelBuilder's convention, zero for a
+    flat cloth), and d(angle)/dx of each vertex [rad/m] in Bridson et al.'s closed form (they sum to zero).
+    Returns (angle, d0, d1, d2, d3, ok); ok is False for a degenerate hinge, with zero gradients.
+    """
+    n1 = wp.cross(x2 - x0, x3 - x0)
+    n2 = wp.cross(x3 - x1, x2 - x1)
+    n1_sq = wp.dot(n1, n1)
+    n2_sq = wp.dot(n2, n2)
+    edge = x3 - x2
+    edge_length = wp.length(edge)
+    zero = wp.vec3()
+    if n1_sq < 1.0e-20 or n2_sq < 1.0e-20 or edge_length < 1.0e-9:
+        return 0.0, zero, zero, zero, zero, False
+    e_hat = edge / edge_length
+    angle = wp.atan2(wp.dot(wp.cross(n1, n2), e_hat), wp.dot(n1, n2))
+    m1 = n1 / n1_sq
+    m2 = n2 / n2_sq
+    d0 = m1 * (-edge_length)
+    d1 = m2 * (-edge_length)
+    d2 = -(m1 * wp.dot(x0 - x3, e_hat) + m2 * wp.dot(x1 - x3, e_hat))
+    d3 = -(m1 * wp.dot(x2 - x0, e_hat) + m2 * wp.dot(x2 - x1, e_hat))
+    return angle, d0, d1, d2, d3, True

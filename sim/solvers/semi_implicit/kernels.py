@@ -7,7 +7,7 @@ kernel signature stays short and the Tape finds the gradient of every array memb
 
 import kernels as wp
 
-from ...geometry import shape_sdf
+from ...geometry import dihedral_angle_gradients, shape_sdf
 from ...model import PARTICLE_ACTIVE, ContactParams
 
 
@@ -173,17 +173,6 @@ def eval_triangle_forces(x: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3),
 # ------------------------------------------------------------------------------------------------ bending
 
 
-@wp.func
-def dihedral_angle(x0: wp.vec3, x1: wp.vec3, x2: wp.vec3, x3: wp.vec3):
-    """Signed angle between triangles (o0, v0, v1) and (o1, v1, v0) about edge v0-v1 [rad], with
-    (x0, x1, x2, x3) = (o0, o1, v0, v1): the convention of ModelBuilder, zero for a flat cloth."""
-    n1 = wp.cross(x2 - x0, x3 - x0)
-    n2 = wp.cross(x3 - x1, x2 - x1)
-    e_hat = wp.normalize(x3 - x2)
-    return wp.atan2(wp.dot(wp.cross(n1, n2), e_hat) / (wp.length(n1) * wp.length(n2)),
-                    wp.dot(n1, n2) / (wp.length(n1) * wp.length(n2)))
-
-
 @wp.kernel
 def eval_bending_forces(x: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3), edges: BendingData,
                         f: wp.array(dtype=wp.vec3)):
@@ -196,27 +185,9 @@ def eval_bending_forces(x: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3), 
     i3 = edges.indices[e, 3]
     if i0 < 0 or i1 < 0:
         return
-    x0 = x[i0]
-    x1 = x[i1]
-    x2 = x[i2]
-    x3 = x[i3]
-    n1 = wp.cross(x2 - x0, x3 - x0)
-    n2 = wp.cross(x3 - x1, x2 - x1)
-    n1_sq = wp.dot(n1, n1)
-    n2_sq = wp.dot(n2, n2)
-    edge = x3 - x2
-    edge_length = wp.length(edge)
-    if n1_sq < 1.0e-20 or n2_sq < 1.0e-20 or edge_length < 1.0e-9:
+    angle, d0, d1, d2, d3, ok = dihedral_angle_gradients(x[i0], x[i1], x[i2], x[i3])
+    if not ok:
         return
-    e_hat = edge / edge_length
-    m1 = n1 / n1_sq
-    m2 = n2 / n2_sq
-    # d(angle)/dx of each vertex (they sum to zero)
-    d0 = m1 * (-edge_length)
-    d1 = m2 * (-edge_length)
-    d2 = -(m1 * wp.dot(x0 - x3, e_hat) + m2 * wp.dot(x1 - x3, e_hat))
-    d3 = -(m1 * wp.dot(x2 - x0, e_hat) + m2 * wp.dot(x2 - x1, e_hat))
-    angle = dihedral_angle(x0, x1, x2, x3)
     angle_rate = wp.dot(d0, v[i0]) + wp.dot(d1, v[i1]) + wp.dot(d2, v[i2]) + wp.dot(d3, v[i3])
     torque = (edges.properties[e, 0] * (angle - edges.rest_angle[e]) + edges.properties[e, 1] * angle_rate) \
         * edges.rest_scale[e]

@@ -13,7 +13,7 @@ differentiate the whole iteration sequence. Inverse masses are computed here fro
 
 import kernels as wp
 
-from ...geometry import shape_sdf
+from ...geometry import dihedral_angle_gradients, shape_sdf
 from ...model import PARTICLE_ACTIVE
 
 #: Lengths, squared lengths and denominators below this count as degenerate: the constraint is skipped.
@@ -188,35 +188,17 @@ def solve_bending(x: wp.array(dtype=wp.vec3), mass: wp.array(dtype=float), flags
     dlam = float(0.0)
     ke = bending_properties[k, 0] * rest_scale[k]  # Model.edge_rest_scale: warp.sim/Newton's meaning of ke
     if o0 >= 0 and o1 >= 0 and ke > 0.0:
-        x1 = x[o0]
-        x2 = x[o1]
-        x3 = x[v0]
-        x4 = x[v1]
         w1 = inverse_mass(mass[o0], flags[o0])
         w2 = inverse_mass(mass[o1], flags[o1])
         w3 = inverse_mass(mass[v0], flags[v0])
         w4 = inverse_mass(mass[v1], flags[v1])
-        n1 = wp.cross(x3 - x1, x4 - x1)
-        n2 = wp.cross(x4 - x2, x3 - x2)
-        n1_sq = wp.dot(n1, n1)
-        n2_sq = wp.dot(n2, n2)
-        edge = x4 - x3
-        edge_length = wp.length(edge)
-        if n1_sq > EPSILON and n2_sq > EPSILON and edge_length > EPSILON:
-            e_hat = edge / edge_length
-            theta = wp.atan2(wp.dot(wp.cross(n1, n2), e_hat), wp.dot(n1, n2))
+        theta, g1, g2, g3, g4, ok = dihedral_angle_gradients(x[o0], x[o1], x[v0], x[v1])
+        if ok:
             c = theta - rest_angle[k]
             if c > PI:
                 c = c - 2.0 * PI
             elif c < -PI:
                 c = c + 2.0 * PI
-            # gradients of theta with respect to o0, o1, v0, v1 (Bridson et al. 2003)
-            m1 = n1 / n1_sq
-            m2 = n2 / n2_sq
-            g1 = m1 * (-edge_length)
-            g2 = m2 * (-edge_length)
-            g3 = -(m1 * wp.dot(x1 - x4, e_hat) + m2 * wp.dot(x2 - x4, e_hat))
-            g4 = -(m1 * wp.dot(x3 - x1, e_hat) + m2 * wp.dot(x3 - x2, e_hat))
             alpha = scaled_compliance(ke, settings.dt)
             denom = w1 * wp.dot(g1, g1) + w2 * wp.dot(g2, g2) + w3 * wp.dot(g3, g3) + w4 * wp.dot(g4, g4)
             if denom > EPSILON:
