@@ -1,5 +1,7 @@
 """Frontend: the Python AST of a kernel or function -> untyped IR (structured SSA, see ir.py).
 
+This module lowers statements and control flow; frontend_expr.py lowers expressions.
+
 Python variables become SSA values: each assignment rebinds a name; `if` merges names whose values differ into the
 op's results; loops carry the names they reassign. `break`, `continue` and early `return` are lowered to boolean
 flags that guard the statements after them, so that the IR has only structured control flow.
@@ -16,27 +18,9 @@ import textwrap
 
 from . import ir
 from .errors import CompileError
-
-_BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
-           ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "mul", ast.BitAnd: "bit_and", ast.BitOr: "bit_or",
-           ast.BitXor: "bit_xor", ast.LShift: "lshift", ast.RShift: "rshift"}
-_CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge"}
-_UNARY = {ast.USub: "neg", ast.UAdd: "pos", ast.Invert: "invert", ast.Not: "logical_not"}
-
-# Python builtins that mean a kernel builtin of the same (or another) name inside kernels.
-_PY_BUILTIN_MAP = {py_builtins.min: "min", py_builtins.max: "max", py_builtins.abs: "abs", py_builtins.pow: "pow",
-                   py_builtins.round: "round", py_builtins.print: "print", py_builtins.len: "len"}
+from .frontend_expr import _BINOPS, ExpressionLowering, Static, _mutated_arg  # noqa: F401  (Static re-exported)
 
 _BREAK, _CONT, _RET = "__break", "__continue", "__returned"
-
-
-class Static:
-    """A compile-time Python object reached from kernel code (a constant, type, module, function, tuple)."""
-
-    __slots__ = ("obj",)
-
-    def __init__(self, obj):
-        self.obj = obj
 
 
 class FunctionSource:
@@ -124,7 +108,7 @@ def _walk_no_nested_defs(node, stop_at_loops):
         yield from _walk_no_nested_defs(child, stop_at_loops)
 
 
-class Frontend:
+class Frontend(ExpressionLowering):
     """Lowers one Python function to an `ir.Function`. `param_types` gives each parameter's (canonical) type."""
 
     def __init__(self, source: FunctionSource, kind: str, name: str, param_types: list, resolve_static):
@@ -585,264 +569,6 @@ class Frontend:
             self.env.pop(_CONT, None)
         else:
             self.env[_CONT] = outer_cont
-
-    # ------------------------------------------------------------------------------------------------ expressions
-
-    def truth(self, v, node):
-        return self.emit("call", [v], node, attrs={"name": "bool"})[0]
-
-    def lower_expr(self, node):
-        method = getattr(self, "expr_" + type(node).__name__, None)
-        if method is None:
-            raise self.error(f"unsupported expression '{type(node).__name__}' in a kernel", node)
-        return method(node)
-
-    def expr_Constant(self, node):
-        return Static(node.value)
-
-    def lookup_name(self, name, node):
-        if name in self.env:
-            return self.env[name]
-        try:
-            obj = self.src.lookup(name)
-        except KeyError:
-            raise self.error(f"name '{name}' is not defined", node) from None
-        return Static(obj)
-
-    def expr_Name(self, node):
-        return self.lookup_name(node.id, node)
-
-    def expr_Attribute(self, node):
-        base = self.lower_expr(node.value)
-        if isinstance(base, Static):
-            try:
-                return Static(getattr(base.obj, node.attr))
-            except AttributeError:
-                raise self.error(f"'{ast.unparse(node.value)}' has no attribute '{node.attr}'", node) from None
-        if isinstance(base, tuple):
-            raise self.error("attribute of a tuple", node)
-        return self.emit("getattr", [base], node, attrs={"attr": node.attr})[0]
-
-    def expr_BinOp(self, node):
-        name = _BINOPS.get(type(node.op))
-        if name is None:
-            raise self.error(f"unsupported operator {type(node.op).__name__}", node)
-        a, b = self.lower_expr(node.left), self.lower_expr(node.right)
-        if isinstance(a, Static) and isinstance(b, Static) and _is_number(a.obj) and _is_number(b.obj):
-            return Static(_fold_python(name, a.obj, b.obj))
-        return self.emit("call", [self.as_value(a, node), self.as_value(b, node)], node,
-                         attrs={"name": name, "matmul": isinstance(node.op, ast.MatMult)})[0]
-
-    def expr_UnaryOp(self, node):
-        a = self.lower_expr(node.operand)
-        if isinstance(a, Static) and _is_number(a.obj):
-            if isinstance(node.op, ast.USub):
-                return Static(-a.obj)
-            if isinstance(node.op, ast.Not):
-                return Static(not a.obj)
-        a = self.as_value(a, node)
-        if isinstance(node.op, ast.Not):
-            a = self.truth(a, node)
-        return self.emit("call", [a], node, attrs={"name": _UNARY[type(node.op)]})[0]
-
-    def expr_BoolOp(self, node):
-        name = "logical_and" if isinstance(node.op, ast.And) else "logical_or"
-        values = [self.lower_expr(v) for v in node.values]
-        if all(isinstance(v, Static) for v in values):
-            objs = [v.obj for v in values]
-            return Static(all(objs) if name == "logical_and" else any(objs))
-        acc = self.truth(self.as_value(values[0], node), node)
-        for v in values[1:]:
-            acc = self.emit("call", [acc, self.truth(self.as_value(v, node), node)], node, attrs={"name": name})[0]
-        return acc
-
-    def expr_Compare(self, node):
-        left = self.lower_expr(node.left)
-        acc = None
-        for op, right_node in zip(node.ops, node.comparators):
-            right = self.lower_expr(right_node)
-            if isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
-                raise self.error(f"unsupported comparison '{type(op).__name__}'", node)
-            if isinstance(left, Static) and isinstance(right, Static):
-                c = Static(_fold_compare(_CMPOPS[type(op)], left.obj, right.obj))
-            else:
-                c = self.emit("call", [self.as_value(left, node), self.as_value(right, node)], node,
-                              attrs={"name": _CMPOPS[type(op)]})[0]
-            if acc is None:
-                acc = c
-            elif isinstance(acc, Static) and isinstance(c, Static):
-                acc = Static(acc.obj and c.obj)
-            else:
-                acc = self.emit("call", [self.as_value(acc, node), self.as_value(c, node)], node,
-                                attrs={"name": "logical_and"})[0]
-            left = right
-        return acc
-
-    def expr_IfExp(self, node):
-        test = self.lower_expr(node.test)
-        if isinstance(test, Static):
-            return self.lower_expr(node.body if test.obj else node.orelse)
-        cond = self.as_value(test, node)
-        outer, out = self.block, []
-        blocks = []
-        for branch in (node.body, node.orelse):
-            self.block = ir.Block()
-            v = self.as_value(self.lower_expr(branch), node)
-            self.block.yields = [v]
-            blocks.append(self.block)
-        self.block = outer
-        return self.emit("if", [cond], node, nresults=1, regions=blocks)[0]
-
-    def expr_Tuple(self, node):
-        items = tuple(self.lower_expr(e) for e in node.elts)
-        if all(isinstance(i, Static) for i in items):
-            return Static(tuple(i.obj for i in items))
-        return items
-
-    expr_List = expr_Tuple
-
-    def lower_indices(self, slice_node, node) -> list:
-        if isinstance(slice_node, ast.Tuple):
-            items = slice_node.elts
-        else:
-            items = [slice_node]
-        out = []
-        for it in items:
-            if isinstance(it, ast.Slice):
-                raise self.error("slices are not supported inside kernels", node)
-            out.append(self.as_value(self.lower_expr(it), node))
-        return out
-
-    def expr_Subscript(self, node):
-        base = self.lower_expr(node.value)
-        if isinstance(base, Static):
-            obj = base.obj
-            if isinstance(obj, (tuple, list)):
-                idx = self.lower_expr(node.slice)
-                if isinstance(idx, Static):
-                    return Static(obj[idx.obj])
-            # generic type subscripts such as wp.array[float] are compile-time objects
-            try:
-                return Static(obj[self.static_eval(node.slice)])
-            except Exception:
-                raise self.error(f"cannot index the compile-time value '{ast.unparse(node.value)}'", node) from None
-        if isinstance(base, tuple):
-            idx = self.lower_expr(node.slice)
-            if not isinstance(idx, Static):
-                raise self.error("a tuple can only be indexed by a constant", node)
-            return base[idx.obj]
-        indices = self.lower_indices(node.slice, node)
-        return self.emit("getitem", [base, *indices], node)[0]
-
-    def is_static_call(self, func_node) -> bool:
-        try:
-            f = self.static_eval(func_node, quiet=True)
-        except Exception:
-            return False
-        return getattr(f, "__name__", "") == "static" and getattr(f, "__module__", "").startswith("kernels")
-
-    def static_eval(self, node, quiet=False):
-        """Evaluate an expression in Python at compile time (module globals, closure, and local Statics)."""
-        local = {k: v.obj for k, v in self.env.items() if isinstance(v, Static)}
-        namespace = dict(self.src.globals)
-        namespace.update(self.src.closure)
-        namespace.update(local)
-        try:
-            return eval(compile(ast.Expression(body=node), self.src.file, "eval"), namespace)
-        except Exception as e:
-            if quiet:
-                raise
-            raise self.error(f"cannot evaluate '{ast.unparse(node)}' at compile time: {e}", node) from None
-
-    def expr_Call(self, node):
-        res = self.lower_call(node, nresults=1)
-        return res[0] if isinstance(res, list) else res
-
-    def lower_call(self, node, nresults):
-        if self.is_static_call(node.func):
-            if len(node.args) != 1:
-                raise self.error("wp.static takes one expression", node)
-            return self._static_result(self.static_eval(node.args[0]), nresults, node)
-        callee = self.lower_expr(node.func)
-        if not isinstance(callee, Static):
-            raise self.error(f"'{ast.unparse(node.func)}' is not callable in a kernel", node)
-        obj = callee.obj
-        args = [self.lower_expr(a) for a in node.args]
-        kwargs = {k.arg: self.lower_expr(k.value) for k in node.keywords}
-        if any(k is None for k in kwargs):
-            raise self.error("**kwargs are not supported in kernel calls", node)
-        resolved = self.resolve_static(obj)
-        if resolved is None and obj in _PY_BUILTIN_MAP:
-            resolved = ("builtin", _PY_BUILTIN_MAP[obj])
-        if resolved is None and obj in (float, int, bool):
-            resolved = ("type", obj)
-        if resolved is None:
-            raise self.error(f"'{ast.unparse(node.func)}' is not a kernel builtin, @func or type", node)
-        what, target = resolved
-        if what == "builtin" and all(isinstance(a, Static) for a in args) and not kwargs and target in ("min", "max", "abs") \
-                and all(_is_number(a.obj) for a in args):
-            return [Static({"min": min, "max": max, "abs": abs}[target](*(a.obj for a in args)))]
-        operands = [self.as_value(a, node) for a in args] + [self.as_value(v, node) for v in kwargs.values()]
-        attrs = {"kwargs": list(kwargs), "nresults": nresults}
-        if what == "type":
-            return self.emit("construct", operands, node, attrs={**attrs, "type": target})
-        if what == "builtin":
-            attrs["name"] = target
-            idx = _mutated_arg(target)
-            if idx is not None and idx < len(node.args):
-                # the call also yields the updated argument, rebound to the caller's variable
-                attrs["mutates"] = idx
-                results = self.emit("call", operands, node, nresults=nresults + 1, attrs=attrs)
-                if isinstance(node.args[idx], ast.Name):
-                    self.env[node.args[idx].id] = results[-1]
-                    results[-1].name = node.args[idx].id
-                return results[:-1]
-        else:
-            attrs["func"] = target
-        return self.emit("call", operands, node, nresults=nresults, attrs=attrs)
-
-    def _static_result(self, value, nresults, node):
-        if nresults == 1:
-            return [Static(value)]
-        if isinstance(value, tuple) and len(value) == nresults:
-            return [Static(v) for v in value]
-        raise self.error(f"wp.static value cannot be unpacked into {nresults} names", node)
-
-    # guards against stray ast node types
-    def expr_JoinedStr(self, node):
-        raise self.error("f-strings are not supported in kernels; use wp.printf('%f', x)", node)
-
-    def expr_Lambda(self, node):
-        raise self.error("lambdas are not supported in kernels; define a @wp.func", node)
-
-
-def _mutated_arg(name):
-    """Position of the argument that builtin `name` updates in place, or None."""
-    from .builtins import BUILTINS
-    for ov in BUILTINS.get(name, ()):
-        if ov.mutates_first:
-            return 0
-        if ov.mutates_arg is not None:
-            return ov.mutates_arg
-    return None
-
-
-def _is_number(x):
-    return isinstance(x, (bool, int, float))
-
-
-def _fold_python(name, a, b):
-    import operator
-    ops = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
-           "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow, "bit_and": operator.and_,
-           "bit_or": operator.or_, "bit_xor": operator.xor, "lshift": operator.lshift, "rshift": operator.rshift}
-    return ops[name](a, b)
-
-
-def _fold_compare(name, a, b):
-    import operator
-    return {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
-            "ge": operator.ge}[name](a, b)
 
 
 def lower_function(source: FunctionSource, kind: str, name: str, param_types: list, resolve_static) -> ir.Function:
