@@ -22,7 +22,10 @@ def device_count() -> int:
 
 
 def synchronize_all():
+    """Wait for all work of the current CUDA context; raises naming the driver call if it fails."""
     if device_count() == 0:
         return
     from cuda.bindings import driver
     (err,) = driver.cuCtxSynchronize()
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuCtxSynchronize failed: {err.name}")
