@@ -398,14 +398,11 @@ class Frontend(ExpressionLowering):
         test = self.lower_expr(node.test)
         if isinstance(test, Static):
             # a compile-time condition (e.g. wp.static(...) or a module constant): lower one branch only
-            return self.lower_stmts_status(node.body if test.obj else node.orelse)
+            self.lower_stmts(node.body if test.obj else node.orelse)
+            return None
         cond = self.as_value(test, node)
         self.lower_if_blocks(cond, lambda: self.lower_stmts(node.body), lambda: self.lower_stmts(node.orelse),
                              node, node.body + node.orelse)
-        return None
-
-    def lower_stmts_status(self, stmts):
-        self.lower_stmts(stmts)
         return None
 
     def lower_if_blocks(self, cond, then_fn, else_fn, node, stmts):

@@ -11,7 +11,6 @@ on request).
 
 from __future__ import annotations
 
-import ctypes
 import os
 import time
 
@@ -282,5 +281,3 @@ def load_module(module=None, device=None):
         name = inspect.currentframe().f_back.f_globals["__name__"]
     get_module(name).build()
 
-
-__all__ = ["Kernel", "Module", "kernel", "get_module", "load_module", "ctypes"]

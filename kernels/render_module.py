@@ -7,7 +7,7 @@ this file adds the declarations around them and the dialect-specific kernel entr
 from __future__ import annotations
 
 from . import ir
-from .render import CPU, CUDA, FunctionRenderer, ctype, _has_ctype
+from .render import CPU, FunctionRenderer, ctype
 from .render_adjoint import adjoint_error
 from .typesys import ArrayType, is_struct
 
@@ -231,5 +231,3 @@ class ModuleSource:
         pieces.extend(kernel_parts)
         return "\n".join(pieces) + "\n"
 
-
-__all__ = ["ModuleSource", "CPU", "CUDA", "_has_ctype"]

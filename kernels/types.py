@@ -323,9 +323,7 @@ def numpy_dtype(t):
 
 def type_shape(t) -> tuple:
     """Shape of one value of `t` as numpy sees it (() for scalars, (3,) for vec3, (3, 3) for mat33)."""
-    if is_composite(t):
-        return t._shape_ if t._category_ != "quat" and t._category_ != "transform" else t._shape_
-    return ()
+    return t._shape_ if is_composite(t) else ()
 
 
 # Warp's public type names ------------------------------------------------------------------------------------
@@ -358,5 +356,3 @@ class _AnyType:
 
 
 Any = _AnyType()
-Float = Any
-Scalar_ = Any

@@ -204,7 +204,6 @@ class Overload:
     defaults: dict = field(default_factory=dict)  # arg name -> default Python value
     # Arguments the renderer passes as compile-time template values, e.g. the result type of a cast.
     template_ret: bool = False
-    adjoint: bool = True  # False when the native header has no adj_ function (non-differentiable)
     # The native function updates its first argument in place (random states: `x = wp.randf(state)` advances
     # `state`); the compiler rebinds the caller's variable to the updated value.
     mutates_first: bool = False
@@ -222,7 +221,7 @@ def add_builtin(name, args, ret, native=None, *, differentiable=True, side_effec
         arg_names = tuple("abcdefghijklmnop"[: len(args)])
     ov = Overload(name=name, args=tuple(args), ret=ret, native=native or name, differentiable=differentiable,
                   side_effect=side_effect, doc=doc, group=group, arg_names=tuple(arg_names),
-                  defaults=dict(defaults or {}), template_ret=template_ret, adjoint=differentiable,
+                  defaults=dict(defaults or {}), template_ret=template_ret,
                   mutates_first=mutates_first, mutates_arg=mutates_arg)
     BUILTINS.setdefault(name, []).append(ov)
     return ov
