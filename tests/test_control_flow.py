@@ -939,3 +939,27 @@ def test_func_returns_values_from_inside_a_loop(device):
         return out
 
     gradcheck(fn, [found])
+
+
+@wp.kernel
+def where_select_kernel(a: wp.array(dtype=wp.float64), b: wp.array(dtype=wp.float64),
+                        out: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    w = wp.where(a[i] > b[i], a[i] * a[i], b[i] * 3.0)
+    s = wp.select(a[i] > 0.0, b[i] * b[i], a[i] * 2.0)  # Warp's order: value if false, value if true
+    out[i] = w + s
+
+
+def test_where_and_select_values_and_gradients(device):
+    a = wp.array(np.array([0.5, -1.0, 2.0, 0.1]), dtype=wp.float64, device=device)
+    b = wp.array(np.array([0.2, 0.3, 2.5, -0.4]), dtype=wp.float64, device=device)
+
+    def fn(a, b):
+        out = wp.zeros(4, dtype=wp.float64, device=device)
+        wp.launch(where_select_kernel, dim=4, inputs=[a, b, out], device=device)
+        return out
+
+    an, bn = a.numpy(), b.numpy()
+    expected = np.where(an > bn, an * an, bn * 3.0) + np.where(an > 0.0, an * 2.0, bn * bn)
+    np.testing.assert_allclose(fn(a, b).numpy(), expected)
+    gradcheck(fn, [a, b])
