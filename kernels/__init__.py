@@ -12,7 +12,7 @@ from .device import (Device, ScopedDevice, get_cuda_device_count, get_device, ge
 from .errors import CompileError, KernelError, LaunchError, NativeCompileError
 from .function import func, func_grad, func_replay
 from .launch import Launch, launch, launch_tiled
-from .module import kernel, load_module
+from .module import build_stats, kernel, load_module
 from .struct import struct
 from .types import (Any, bool_, float16, float32, float64, int8, int16, int32, int64, mat22, mat22d, mat22f,
                     mat22h, mat33, mat33d, mat33f, mat33h, mat44, mat44d, mat44f, mat44h, matrix, quat, quatd, quatf,

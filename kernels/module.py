@@ -97,7 +97,7 @@ class Module:
         self.name = name
         self.kernels: list = []
         self.pending: list = []
-        self.build_seconds = 0.0
+        self.build_seconds = 0.0  # wall time in build(): IR, code generation, C++ compile or cache load
         self.cold_builds = 0
         self.index_hits = 0  # batches loaded through the cache index, with no IR compiled
 
@@ -110,6 +110,13 @@ class Module:
         batch, self.pending = self.pending, []
         if not batch:
             return
+        t0 = time.perf_counter()
+        try:
+            self._build_batch(batch)
+        finally:
+            self.build_seconds += time.perf_counter() - t0
+
+    def _build_batch(self, batch: list):
         debug = config.mode == "debug"
         prekey = cache_index.module_key(self.name, batch, debug)
         if prekey is not None and self._load_indexed(batch, prekey, debug):
@@ -138,7 +145,6 @@ class Module:
     def _load_indexed(self, kernels: list, prekey: str, debug: bool) -> bool:
         """Load `kernels` from the library the cache index names for `prekey`, compiling no IR. False when there
         is no usable entry (none, unreadable, not matching, library gone or broken): then build normally."""
-        t0 = time.perf_counter()
         record = cache_index.lookup(prekey)
         if record is None:
             return False
@@ -162,7 +168,6 @@ class Module:
             k.__dict__.update(f)
             k._library_path = path
         self.index_hits += 1
-        self.build_seconds += time.perf_counter() - t0
         return True
 
     def _build_library(self, kernels: list, prekey: str | None = None):
@@ -180,7 +185,6 @@ class Module:
             k._pending_entry = k_entry
         source = src.source(parts, render_adjoint_function)
         safe = "".join(c if c.isalnum() else "_" for c in self.name)[-40:]
-        t0 = time.perf_counter()
         try:
             result = build_cpu(source, safe, debug)
             lib = load_library(result.path)
@@ -190,7 +194,6 @@ class Module:
         except NativeCompileError as e:
             _last_native_error[0] = e
             raise
-        self.build_seconds += time.perf_counter() - t0
         self.cold_builds += 0 if result.cached else 1
         for k in kernels:
             k.lib = lib
@@ -257,6 +260,14 @@ def _callees(fn):
 
 
 _modules: dict = {}
+
+
+def build_stats() -> dict:
+    """Totals over every module so far: `seconds` spent building or loading kernels, `cold_builds` (native
+    libraries compiled) and `index_hits` (batches loaded from the cache with no IR compiled)."""
+    mods = list(_modules.values())
+    return {"seconds": sum(m.build_seconds for m in mods), "cold_builds": sum(m.cold_builds for m in mods),
+            "index_hits": sum(m.index_hits for m in mods)}
 
 
 def get_module(name: str) -> Module:

@@ -24,3 +24,16 @@ __all__ = ["ModelBuilder", "Model", "State", "Control", "ContactParams", "quat_i
            "HashGrid", "eval_particle_contacts", "solve_particle_contacts", "center_of_mass", "kinetic_energy",
            "potential_energy_gravity",
            "SHAPE_SPHERE", "SHAPE_BOX", "SHAPE_CAPSULE", "SHAPE_PLANE", "PARTICLE_ACTIVE"] + solvers.__all__
+
+# Scenes and USD output load pxr and YAML on first use, so `import sim` stays light.
+_LAZY = {"Scene": ("sim.scene", "Scene"), "SceneError": ("sim.scene", "SceneError"),
+         "SimulationError": ("sim.scene", "SimulationError"), "UsdWriter": ("sim.usd", "UsdWriter"),
+         "load_mesh": ("sim.mesh_io", "load_mesh"), "MeshFormatError": ("sim.mesh_io", "MeshFormatError")}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(module), attr)
+    raise AttributeError(f"module 'sim' has no attribute '{name}'")

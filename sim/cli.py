@@ -1,0 +1,100 @@
+"""The `sim` command (also `python -m sim`): run, validate and describe scene files.
+
+Exit codes: 0 success, 2 invalid input (scene, override or option; nothing is written), 3 the simulation blew up
+(non-finite values; the frames before stay in a valid USD file), 130 interrupted (frames so far are kept).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+EXIT_OK, EXIT_INPUT, EXIT_BLOWUP, EXIT_INTERRUPT = 0, 2, 3, 130
+
+
+def _scene_args(p: argparse.ArgumentParser):
+    p.add_argument("scene", help="scene YAML file")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
+                   help="override a scene key, e.g. --set sim.substeps=32 --set cloth.0.mass=0.2 (repeatable)")
+
+
+def create_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sim", description="Run differentiable physics scenes.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run = sub.add_parser("run", help="simulate a scene and write a USD file")
+    _scene_args(run)
+    run.add_argument("--frames", type=_positive_int, help="frames to simulate (default: sim.frames)")
+    run.add_argument("--out", help="USD file to write (default: output.path, else out/<scene>.usd)")
+    run.add_argument("--device", help="cpu, cuda or cuda:N (default: sim.device)")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    validate = sub.add_parser("validate", help="parse and check a scene, run nothing")
+    _scene_args(validate)
+    info = sub.add_parser("info", help="what a scene contains: objects, counts, solver, dt, frames, output")
+    _scene_args(info)
+    return parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def main(argv=None) -> int:
+    args = create_parser().parse_args(argv)
+    from .scene import Scene, SceneError, SimulationError
+    try:
+        scene = Scene.load(args.scene, args.overrides)
+        if args.command == "validate":
+            print(f"{args.scene}: ok")
+            return EXIT_OK
+        if args.command == "info":
+            print(scene.describe())
+            return EXIT_OK
+        device = _device(args.device or scene.spec.sim.device)
+        result = scene.run(frames=args.frames, out=args.out, device=device, progress=not args.quiet)
+    except SceneError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    except SimulationError as e:
+        print(f"error: {e}", file=sys.stderr)
+        _summary(e.result, scene, stopped=True)
+        return EXIT_BLOWUP
+    except KeyboardInterrupt as e:
+        print("interrupted", file=sys.stderr)
+        if getattr(e, "result", None) is not None:
+            _summary(e.result, scene, stopped=True)
+        return EXIT_INTERRUPT
+    _summary(result, scene)
+    return EXIT_OK
+
+
+def _device(name: str):
+    """The device named on the command line, or SceneError (exit 2) when it does not exist here."""
+    import kernels as wp
+    from .scene import SceneError
+    try:
+        device = wp.get_device(name)
+    except (ValueError, RuntimeError) as e:
+        raise SceneError("--device", (), str(e)) from None
+    if device.is_cuda:
+        raise SceneError("--device", (), f"{name}: running scenes on CUDA devices is not available yet; use cpu")
+    return device
+
+
+def _summary(result, scene, stopped: bool = False):
+    fps = scene.spec.sim.fps
+    head = "stopped after" if stopped else "simulated"
+    print(f"{head} {result.frames} frames ({result.frames / fps:.2f} s at {fps:g} fps), {result.steps} steps, "
+          f"{result.steps_per_second:,.0f} steps/s")
+    print(f"compile   {result.compile_seconds:.2f} s ({result.compile_kind})")
+    if result.output:
+        print(f"output    {result.output}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,162 @@
+"""Turn a validated scene (`format.SCENE` spec) into a Model, a solver and the per-object bookkeeping the runner
+and the USD writer need (which particles and triangles belong to which object)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import kernels as wp
+
+from ..builder import ModelBuilder, _quat, _rotate
+from ..model import ContactParams
+from ..solvers import SolverSemiImplicit, SolverXPBD
+from .format import MATERIAL
+from .schema import Ctx
+
+
+@dataclass
+class SceneObject:
+    """One cloth or particle object: its particles are `model.particle_q[start:stop]`; `triangles` (cloth only)
+    index them from `start`, shape [tri_count, 3]."""
+
+    name: str
+    kind: str  # "cloth" or "particles"
+    start: int
+    stop: int
+    radius: np.ndarray  # contact radius of each particle [m], shape [stop - start]
+    color: tuple
+    triangles: np.ndarray | None = None
+
+
+@dataclass
+class BuiltScene:
+    model: object
+    solver: object
+    dt: float  # substep [s]
+    objects: list = field(default_factory=list)
+    colliders: list = field(default_factory=list)  # collider specs (type, name, pos, rot, ...)
+
+    def object_of_particle(self, index: int) -> SceneObject | None:
+        for o in self.objects:
+            if o.start <= index < o.stop:
+                return o
+        return None
+
+
+def cloth_geometry(spec) -> tuple:
+    """Local vertices [n, 3] (m) and triangles [m, 3] of a cloth spec, before its pos/rot."""
+    if spec.grid is not None:
+        g = spec.grid
+        xs, ys = np.meshgrid(np.arange(g.dim_x + 1) * g.cell_x, np.arange(g.dim_y + 1) * g.cell_y)
+        verts = np.stack([xs.ravel(), ys.ravel(), np.zeros(xs.size)], axis=1)
+        return verts, None
+    if spec.mesh is not None:
+        return spec.mesh.vertices * spec.mesh.scale, spec.mesh.triangles
+    return np.asarray(spec.inline.vertices, np.float64), np.asarray(spec.inline.triangles, np.int64)
+
+
+def fixed_vertices(spec, verts: np.ndarray) -> list:
+    """Indices named by `fix`: integers as given, sides and corners of the local bounding box in x and y."""
+    if not spec.fix:
+        return []
+    lo, hi = verts[:, :2].min(axis=0), verts[:, :2].max(axis=0)
+    tol = 1e-6 * max(float(np.max(hi - lo)), 1e-12)
+    at = {"left": np.abs(verts[:, 0] - lo[0]) <= tol, "right": np.abs(verts[:, 0] - hi[0]) <= tol,
+          "bottom": np.abs(verts[:, 1] - lo[1]) <= tol, "top": np.abs(verts[:, 1] - hi[1]) <= tol}
+    out = set()
+    for f in spec.fix:
+        if isinstance(f, int):
+            out.add(f)
+        elif f.endswith("_edge"):
+            out.update(np.nonzero(at[f[:-5]])[0].tolist())
+        else:
+            a, b = f.split("_")
+            out.update(np.nonzero(at[a] & at[b])[0].tolist())
+    return sorted(out)
+
+
+def _material(scene, cloth):
+    m = cloth.material
+    if m is None:
+        return MATERIAL.convert({}, Ctx(None))
+    return scene.materials[m] if isinstance(m, str) else m
+
+
+def _add_cloth(b: ModelBuilder, scene, c) -> SceneObject:
+    mat = _material(scene, c)
+    verts, tris = cloth_geometry(c)
+    fixed = fixed_vertices(c, verts)
+    common = dict(tri_ke=mat.tri_ke, tri_ka=mat.tri_ka, tri_kd=mat.tri_kd, edge_ke=mat.edge_ke, edge_kd=mat.edge_kd,
+                  add_springs=mat.springs, spring_ke=mat.spring_ke, spring_kd=mat.spring_kd, radius=c.radius)
+    start = b.particle_count
+    if c.grid is not None:
+        g = c.grid
+        ids = b.add_cloth_grid(c.pos, c.rot, c.vel, g.dim_x, g.dim_y, g.cell_x, g.cell_y,
+                               mass=c.mass if c.mass is not None else 0.01, **common)
+        for k in fixed:
+            b.particle_mass[ids[k]] = 0.0
+        tris = np.asarray(b.tri_indices[-2 * g.dim_x * g.dim_y:], np.int64) - start
+    else:
+        density = c.density if c.density is not None else 0.2
+        b.add_cloth_mesh(c.pos, c.rot, 1.0, c.vel, verts, tris, density=density, fixed=fixed, **common)
+    stop = b.particle_count
+    return SceneObject(c.name, "cloth", start, stop, np.full(stop - start, c.radius), tuple(c.color),
+                       np.asarray(tris, np.int32))
+
+
+def _add_particles(b: ModelBuilder, p) -> SceneObject:
+    start = b.particle_count
+    if p.grid is not None:
+        g = p.grid
+        radius = p.radius if p.radius is not None else 0.5 * g.spacing
+        b.add_particle_grid(p.pos, p.rot, p.vel, *g.dim, g.spacing, g.spacing, g.spacing, mass=p.mass,
+                            jitter=g.jitter, radius=radius, seed=g.seed)
+    else:
+        radius = p.radius if p.radius is not None else 0.01
+        world = np.asarray(p.pos) + _rotate(_quat(p.rot), np.asarray(p.points, np.float64))
+        for x in world.reshape(-1, 3):
+            b.add_particle(x, p.vel, p.mass, radius)
+    stop = b.particle_count
+    return SceneObject(p.name, "particles", start, stop, np.full(stop - start, radius), tuple(p.color))
+
+
+def _add_collider(b: ModelBuilder, c):
+    if c.type == "ground":
+        b.add_ground_plane(c.height)
+    elif c.type == "sphere":
+        b.add_shape_sphere(c.pos, c.rot, radius=c.radius)
+    elif c.type == "box":
+        b.add_shape_box(c.pos, c.rot, *c.half_extents)
+    elif c.type == "capsule":
+        b.add_shape_capsule(c.pos, c.rot, radius=c.radius, half_height=c.half_height)
+    else:  # the format admits only the types above
+        raise AssertionError(c.type)
+
+
+def _contact(spec) -> ContactParams:
+    return ContactParams(ke=spec.ke, kd=spec.kd, kf=spec.kf, mu=spec.mu, margin=spec.margin)
+
+
+def make_solver(model, solver_spec):
+    if solver_spec.type == "xpbd":
+        return SolverXPBD(model, iterations=solver_spec.iterations, relaxation=solver_spec.relaxation,
+                          damping=solver_spec.damping)
+    return SolverSemiImplicit(model, damping=solver_spec.damping + model.particle_damping)
+
+
+def build_scene(scene, device=None, requires_grad: bool = False) -> BuiltScene:
+    """Model and solver for the validated scene spec `scene` on `device` (default: the scene's sim.device)."""
+    s = scene.sim
+    b = ModelBuilder(up_axis=s.up_axis, gravity=s.gravity)
+    objects = [_add_cloth(b, scene, c) for c in scene.cloth] + [_add_particles(b, p) for p in scene.particles]
+    for c in scene.colliders:
+        _add_collider(b, c)
+    model = b.finalize(device=wp.get_device(device or s.device), requires_grad=requires_grad)
+    model.particle_damping = s.particle_damping
+    model.soft_contact = _contact(s.contact)
+    model.particle_contact = _contact(s.particle_contact)
+    model.particle_grid_enabled = bool(s.particle_contact.enabled and model.particle_count > 1)
+    dt = 1.0 / (s.fps * s.substeps)
+    return BuiltScene(model, make_solver(model, s.solver), dt, objects, list(scene.colliders))

@@ -1,0 +1,296 @@
+"""The scene file format: every key with its kind, default, unit and meaning. docs/scenes.md is generated from
+these declarations (`python tools/gen_scene_docs.py`), so this file is the one place the format is defined."""
+
+from __future__ import annotations
+
+import os
+
+import re
+
+from .schema import (DEFAULTS, REQUIRED, AnyOf, Boolean, Choice, Ctx, Field, FilePath, Integer, Kind, ListOf,
+                     MappingOf, Number, Rotation, Section, String, Variant, Vector, exactly_one)
+from .source import load_source
+
+IDENTITY = (0.0, 0.0, 0.0, 1.0)
+FIX_NAMES = ("left_edge", "right_edge", "bottom_edge", "top_edge", "bottom_left", "bottom_right", "top_left",
+             "top_right")
+
+def _contact_fields(ke: float, kd: float) -> list:
+    return [
+        Field("ke", Number(positive=True), ke, "N/m", "normal contact stiffness"),
+        Field("kd", Number(min=0), kd, "N s/m", "normal contact damping"),
+        Field("kf", Number(min=0), 10.0, "N s/m", "friction regularisation (viscous slope below the Coulomb limit)"),
+        Field("mu", Number(min=0), 0.5, "", "Coulomb friction coefficient"),
+        Field("margin", Number(min=0), 0.01, "m", "distance at which contact starts"),
+    ]
+
+
+CONTACT = Section(_contact_fields(1.0e4, 10.0), doc="Particle-shape contact material (the solvers' soft contact).",
+                  title="sim.contact")
+
+PARTICLE_CONTACT = Section(
+    [Field("enabled", Boolean(), False, "", "simulate particle-particle contact (hash grid)")]
+    + _contact_fields(1.0e3, 1.0), doc="Particle-particle contact.", title="sim.particle_contact")
+
+XPBD = Section([
+    Field("iterations", Integer(min=0), 10, "", "Jacobi constraint iterations per substep"),
+    Field("relaxation", Number(positive=True), 1.0, "", "scale of the averaged position correction"),
+    Field("damping", Number(min=0), 0.0, "1/s", "velocity damping rate added to sim.particle_damping"),
+], doc="`type: xpbd`: position-based dynamics with compliant constraints (SolverXPBD).", title="solver xpbd")
+
+SEMI_IMPLICIT = Section([
+    Field("damping", Number(min=0), 0.0, "1/s", "velocity damping rate added to sim.particle_damping"),
+], doc="`type: semi_implicit`: symplectic Euler with forces (SolverSemiImplicit); needs small substeps.",
+    title="solver semi_implicit")
+
+SOLVER_TYPES = {"xpbd": XPBD, "semi_implicit": SEMI_IMPLICIT}
+
+
+class SolverKind(Variant):
+    """`type` picks the solver; `preset: NAME` first loads configs/solvers/NAME.yaml, and the scene's own keys
+    override the preset's."""
+
+    doc_type = "mapping"
+
+    def __init__(self):
+        super().__init__("type", SOLVER_TYPES, default="xpbd")
+
+    def convert(self, value, ctx):
+        if value is None:
+            value = {}
+        if isinstance(value, dict) and "preset" in value:
+            name = value["preset"]
+            preset = load_preset(name, ctx.child("preset"))
+            value = {**preset, **{k: v for k, v in value.items() if k != "preset"}}
+        spec = super().convert(value, ctx)
+        return spec
+
+
+def preset_dirs(base_dir: str) -> list:
+    """Where `preset: NAME` is looked up, in order: configs/solvers next to or above the scene's folder, in the
+    working directory, and in the source tree this package belongs to."""
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    dirs = [os.path.join(base_dir, "configs", "solvers"), os.path.join(base_dir, "..", "configs", "solvers"),
+            os.path.join(os.getcwd(), "configs", "solvers"), os.path.join(here, "configs", "solvers")]
+    out = []
+    for d in dirs:
+        d = os.path.normpath(d)
+        if d not in out:
+            out.append(d)
+    return out
+
+
+def load_preset(name, ctx: Ctx) -> dict:
+    """The raw keys of solver preset `name`, validated against the solver sections (errors name the preset file)."""
+    name = String().convert(name, ctx)
+    dirs = preset_dirs(ctx.base_dir)
+    for d in dirs:
+        path = os.path.join(d, f"{name}.yaml")
+        if os.path.isfile(path):
+            src = load_source(path)
+            if not isinstance(src.data, dict):
+                raise src.error((), "a solver preset is a mapping of solver settings")
+            SolverKind().convert(dict(src.data), Ctx(src, (), os.path.dirname(path)))
+            return dict(src.data)
+    known = sorted({f[:-5] for d in dirs if os.path.isdir(d) for f in os.listdir(d) if f.endswith(".yaml")})
+    ctx.fail(f"no solver preset '{name}' (known: {', '.join(known) or 'none'}; looked in {', '.join(dirs)})")
+
+
+class Device(Kind):
+    doc_type = "`cpu` \\| `cuda` \\| `cuda:N`"
+
+    def convert(self, value, ctx):
+        if not isinstance(value, str) or not re.fullmatch(r"cpu|cuda(:[0-9]+)?", value):
+            ctx.fail(f"expected cpu, cuda or cuda:N, got {value!r}")
+        return value
+
+
+SIM = Section([
+    Field("fps", Number(positive=True), 60.0, "1/s", "frames per second of the output"),
+    Field("frames", Integer(min=1), 120, "", "frames simulated after the initial frame 0"),
+    Field("substeps", Integer(min=1), 16, "", "solver steps per frame (dt = 1 / (fps * substeps))"),
+    Field("solver", SolverKind(), DEFAULTS, "", "solver settings: `type` (xpbd, semi_implicit) or `preset`, then "
+          "that solver's keys (below)"),
+    Field("gravity", Number(), -9.81, "m/s^2", "acceleration along the up axis (negative pulls down)"),
+    Field("up_axis", Choice("y", "z"), "y", "", "the world's up axis"),
+    Field("device", Device(), "cpu", "",
+          "where to run: cpu, cuda or cuda:N"),
+    Field("particle_damping", Number(min=0), 0.0, "1/s", "velocity damping rate of every particle"),
+    Field("contact", CONTACT, DEFAULTS, "", "particle-shape contact material"),
+    Field("particle_contact", PARTICLE_CONTACT, DEFAULTS, "", "particle-particle contact"),
+], doc="Time stepping, solver, gravity and device.", title="sim")
+
+MATERIAL = Section([
+    Field("tri_ke", Number(min=0), 1.0e3, "N/m", "membrane shear stiffness (Lame mu of the StVK triangles)"),
+    Field("tri_ka", Number(min=0), 1.0e3, "N/m", "membrane area stiffness (Lame lambda)"),
+    Field("tri_kd", Number(min=0), 0.1, "N s/m", "membrane damping"),
+    Field("edge_ke", Number(min=0), 0.0, "N m/rad", "bending stiffness (0: no bending)"),
+    Field("edge_kd", Number(min=0), 0.0, "N m s/rad", "bending damping"),
+    Field("springs", Boolean(), False, "", "add a spring along every mesh edge"),
+    Field("spring_ke", Number(min=0), 1.0e3, "N/m", "edge spring stiffness"),
+    Field("spring_kd", Number(min=0), 0.0, "N s/m", "edge spring damping"),
+], doc="Cloth material: membrane, bending and optional edge springs.", title="material")
+
+GRID = Section([
+    Field("dim_x", Integer(min=1), REQUIRED, "", "cells along the local x axis"),
+    Field("dim_y", Integer(min=1), REQUIRED, "", "cells along the local y axis"),
+    Field("cell_x", Number(positive=True), REQUIRED, "m", "cell width"),
+    Field("cell_y", Number(positive=True), REQUIRED, "m", "cell height"),
+], doc="A rectangular grid of (dim_x + 1) x (dim_y + 1) vertices in the local x-y plane.", title="cloth grid")
+
+MESH = Section([
+    Field("file", FilePath(".obj", ".usd", ".usda", ".usdc"), REQUIRED, "",
+          "triangle mesh file, relative to the scene file"),
+    Field("prim", String(), None, "", "USD prim path of the mesh (default: the first mesh in the file)"),
+    Field("scale", Number(positive=True), 1.0, "m/unit", "scale from file units to metres"),
+], doc="A triangle mesh read from a file (polygons are split into triangles).",
+    checks=[lambda spec, ctx: read_mesh(spec, ctx)], title="cloth mesh")
+
+
+def read_mesh(spec, ctx: Ctx):
+    """Load the mesh file now, so that `sim validate` reports a broken file; keeps vertices and triangles."""
+    from ..mesh_io import MeshFormatError, load_mesh
+    try:
+        verts, tris = load_mesh(spec.file, spec.prim)
+    except (MeshFormatError, OSError) as e:
+        ctx.child("file").fail(str(e))
+    else:
+        spec.__dict__.update(vertices=verts, triangles=tris)
+
+INLINE_MESH = Section([
+    Field("vertices", ListOf(Vector(3), min_len=3), REQUIRED, "m", "vertex positions"),
+    Field("triangles", ListOf(Vector(3, integer=True, min=0), min_len=1), REQUIRED, "", "vertex indices"),
+], doc="A triangle mesh written in the scene.", title="cloth inline mesh")
+
+FIX_ENTRY = AnyOf(Integer(min=0), Choice(*FIX_NAMES), expected="a vertex index or one of " + ", ".join(FIX_NAMES))
+
+class MaterialRef(Kind):
+    """A material mapping, or the name of one under `materials` (names are checked by `check_scene`)."""
+
+    doc_type = "mapping or name"
+
+    def convert(self, value, ctx):
+        if isinstance(value, str):
+            return String().convert(value, ctx)
+        if value is None:
+            ctx.fail("expected a material mapping or the name of one under `materials`, got nothing")
+        return MATERIAL.convert(value, ctx)
+
+
+MATERIAL_REF = MaterialRef()
+
+CLOTH = Section([
+    Field("name", String(), None, "", "object name (prim name in the USD); default cloth_<index>"),
+    Field("grid", GRID, None, "", "a rectangular grid (give one of grid, mesh, inline)"),
+    Field("mesh", MESH, None, "", "a mesh file"),
+    Field("inline", INLINE_MESH, None, "", "a mesh written in the scene"),
+    Field("pos", Vector(3), (0.0, 0.0, 0.0), "m", "translation of the object's local frame"),
+    Field("rot", Rotation(), IDENTITY, "", "rotation of the local frame (quaternion or axis + angle in degrees)"),
+    Field("vel", Vector(3), (0.0, 0.0, 0.0), "m/s", "initial velocity of every vertex"),
+    Field("mass", Number(positive=True), None, "kg", "mass of each vertex (grids; default 0.01)"),
+    Field("density", Number(positive=True), None, "kg/m^2", "areal density (meshes; default 0.2)"),
+    Field("radius", Number(positive=True), 0.01, "m", "contact radius of each vertex"),
+    Field("material", MATERIAL_REF, None, "", "material mapping, or a name from `materials`"),
+    Field("fix", ListOf(FIX_ENTRY), [], "", "pinned vertices: indices and/or named sides and corners "
+          "(" + ", ".join(FIX_NAMES) + "); sides and corners of a mesh are those of its local bounding box"),
+    Field("color", Vector(3, min=0), (0.75, 0.35, 0.25), "", "display colour (RGB in [0, 1]) in the USD"),
+], doc="A cloth: a grid, a mesh file or an inline mesh, with its material and pinned vertices.",
+    checks=[exactly_one("grid", "mesh", "inline"), lambda spec, ctx: check_cloth(spec, ctx)], title="cloth[]")
+
+
+def check_cloth(spec, ctx: Ctx):
+    """Vertex indices in `fix` and inline triangles exist; `mass` belongs to grids and `density` to meshes."""
+    if spec.grid is not None:
+        count = (spec.grid.dim_x + 1) * (spec.grid.dim_y + 1)
+        if spec.given("density"):
+            ctx.child("density").fail("a grid takes `mass` per vertex; `density` is for meshes")
+    else:
+        if spec.given("mass"):
+            ctx.child("mass").fail("a mesh takes an areal `density`; `mass` per vertex is for grids")
+        count = len(spec.mesh.vertices) if spec.mesh is not None else len(spec.inline.vertices)
+    if spec.inline is not None:
+        for i, t in enumerate(spec.inline.triangles):
+            if max(t) >= count:
+                ctx.child("inline").child("triangles").child(i).fail(
+                    f"vertex index {max(t)} out of range ({count} vertices)")
+    for i, v in enumerate(spec.fix):
+        if isinstance(v, int) and v >= count:
+            ctx.child("fix").child(i).fail(f"vertex index {v} out of range (the cloth has {count} vertices)")
+
+PARTICLE_GRID = Section([
+    Field("dim", Vector(3, integer=True, min=1), REQUIRED, "", "particles along local x, y, z"),
+    Field("spacing", Number(positive=True), REQUIRED, "m", "distance between neighbours"),
+    Field("jitter", Number(min=0), 0.0, "m", "random offset of each particle (uniform in +-jitter per axis)"),
+    Field("seed", Integer(min=0), 42, "", "random seed of the jitter"),
+], doc="A block of particles.", title="particles grid")
+
+PARTICLES = Section([
+    Field("name", String(), None, "", "object name (prim name in the USD); default particles_<index>"),
+    Field("grid", PARTICLE_GRID, None, "", "a block of particles (give one of grid, points)"),
+    Field("points", ListOf(Vector(3), min_len=1), None, "m", "particle positions in the local frame"),
+    Field("pos", Vector(3), (0.0, 0.0, 0.0), "m", "translation of the local frame"),
+    Field("rot", Rotation(), IDENTITY, "", "rotation of the local frame"),
+    Field("vel", Vector(3), (0.0, 0.0, 0.0), "m/s", "initial velocity of every particle"),
+    Field("mass", Number(positive=True), 0.01, "kg", "mass of each particle"),
+    Field("radius", Number(positive=True), None, "m", "contact radius (default: half the grid spacing, or 0.01)"),
+    Field("color", Vector(3, min=0), (0.2, 0.45, 0.8), "", "display colour (RGB in [0, 1]) in the USD"),
+], doc="Free particles.", checks=[exactly_one("grid", "points")], title="particles[]")
+
+_POSE = [
+    Field("name", String(), None, "", "prim name in the USD; default <type>_<index>"),
+    Field("pos", Vector(3), (0.0, 0.0, 0.0), "m", "position of the shape's centre"),
+    Field("rot", Rotation(), IDENTITY, "", "orientation"),
+]
+COLLIDERS = {
+    "ground": Section([Field("name", String(), None, "", "prim name in the USD"),
+                       Field("height", Number(), 0.0, "m", "height along the up axis"),
+                       Field("size", Number(positive=True), 20.0, "m", "side of the square drawn in the USD")],
+                      doc="An infinite ground plane, normal along the up axis.", title="collider ground"),
+    "sphere": Section(_POSE + [Field("radius", Number(positive=True), REQUIRED, "m", "radius")],
+                      doc="A static sphere.", title="collider sphere"),
+    "box": Section(_POSE + [Field("half_extents", Vector(3, positive=True), REQUIRED, "m", "half sizes along the "
+                                  "box's local x, y, z")], doc="A static box.", title="collider box"),
+    "capsule": Section(_POSE + [Field("radius", Number(positive=True), REQUIRED, "m", "radius"),
+                                Field("half_height", Number(min=0), REQUIRED, "m", "half length of the segment "
+                                      "along the local y axis")], doc="A static capsule.", title="collider capsule"),
+}
+
+OUTPUT = Section([
+    Field("path", String(), None, "", "USD file to write (.usd, .usdc or .usda), relative to the working "
+          "directory; default out/<scene name>.usd"),
+    Field("normals", Boolean(), True, "", "write time-sampled vertex normals of cloth meshes"),
+    Field("colliders", Boolean(), True, "", "write the colliders as USD shapes"),
+    Field("meters_per_unit", Number(positive=True), 1.0, "m", "the stage's metersPerUnit (the simulation is in "
+          "metres; this only labels the file)"),
+], doc="What to write.", title="output")
+
+SCENE = Section([
+    Field("description", String(), None, "", "free text"),
+    Field("sim", SIM, DEFAULTS, "", "time stepping, solver, gravity, device"),
+    Field("materials", MappingOf(MATERIAL), {}, "", "named cloth materials"),
+    Field("cloth", ListOf(CLOTH), [], "", "cloth objects"),
+    Field("particles", ListOf(PARTICLES), [], "", "particle objects"),
+    Field("colliders", ListOf(Variant("type", COLLIDERS)), [], "", "static colliders, each with a `type`: "
+          + ", ".join(COLLIDERS)),
+    Field("output", OUTPUT, DEFAULTS, "", "output settings"),
+], doc="A scene file's top-level keys.", checks=[lambda spec, ctx: check_scene(spec, ctx)], title="scene")
+
+
+def check_scene(spec, ctx: Ctx):
+    """Cross-references: material names exist; object and collider names are unique."""
+    for i, c in enumerate(spec.cloth):
+        if isinstance(c.material, str) and c.material not in spec.materials:
+            known = ", ".join(spec.materials) or "none defined"
+            ctx.child("cloth").child(i).child("material").fail(f"no material named '{c.material}' (known: {known})")
+    seen = {}
+    for group, prefix in (("cloth", "cloth"), ("particles", "particles"), ("colliders", None)):
+        for i, item in enumerate(getattr(spec, group)):
+            name = item.name or f"{prefix or item.type}_{i}"
+            item.__dict__["name"] = name
+            if name in seen:
+                ctx.child(group).child(i).child("name").fail(f"name '{name}' is already used by {seen[name]}")
+            seen[name] = f"{group}[{i}]"
+
+# Sections listed in the generated docs, in order.
+DOC_SECTIONS = [SCENE, SIM, XPBD, SEMI_IMPLICIT, CONTACT, PARTICLE_CONTACT, MATERIAL, CLOTH, GRID, MESH,
+                INLINE_MESH, PARTICLES, PARTICLE_GRID, *COLLIDERS.values(), OUTPUT]

@@ -1,0 +1,217 @@
+"""`Scene`: a scene file loaded and validated, which builds its Model and runs itself into a USD file.
+
+    scene = sim.Scene.load("scenes/cloth.yaml", overrides=["sim.frames=30"])
+    result = scene.run(out="/tmp/cloth.usd")
+    print(result.steps_per_second, result.output)
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+import kernels as wp
+
+from .build import BuiltScene, build_scene
+from .errors import SimulationError
+from .format import SCENE
+from .progress import Progress
+from .schema import Ctx
+from .source import load_source
+
+
+@dataclass
+class RunResult:
+    """What a run did. `compile_seconds` is the time spent building or loading kernels ('cold' when a native
+    library was compiled, 'warm' when everything came from the cache); `steps_per_second` excludes it."""
+
+    frames: int
+    steps: int
+    seconds: float
+    steps_per_second: float
+    compile_seconds: float
+    compile_kind: str
+    output: str | None
+    state: object  # the final State
+
+
+class Scene:
+    """A validated scene. `spec` holds every key (defaults filled in), see docs/scenes.md."""
+
+    def __init__(self, spec, path: str):
+        self.spec, self.path = spec, path
+
+    @classmethod
+    def load(cls, path: str, overrides=()) -> "Scene":
+        """Read and validate the YAML scene at `path`, after applying `overrides` ("key.path=value" strings).
+        Raises SceneError (file, line, key path) for anything invalid."""
+        return cls.from_source(load_source(str(path)), overrides)
+
+    @classmethod
+    def from_string(cls, text: str, path: str = "<string>", overrides=()) -> "Scene":
+        """A scene from YAML text; relative file names resolve against `path`'s folder."""
+        return cls.from_source(load_source(path, text), overrides)
+
+    @classmethod
+    def from_source(cls, source, overrides=()) -> "Scene":
+        for o in overrides:
+            source.apply_override(o)
+        base = os.path.dirname(os.path.abspath(source.file))
+        spec = SCENE.convert(source.data, Ctx(source, (), base))
+        return cls(spec, source.file)
+
+    # ------------------------------------------------------------------------------------------------ facts
+
+    @property
+    def name(self) -> str:
+        return os.path.splitext(os.path.basename(self.path))[0]
+
+    @property
+    def dt(self) -> float:
+        """Solver step [s]."""
+        return 1.0 / (self.spec.sim.fps * self.spec.sim.substeps)
+
+    def output_path(self, out: str | None = None) -> str:
+        return out or self.spec.output.path or os.path.join("out", f"{self.name}.usd")
+
+    def build(self, device=None, requires_grad: bool = False) -> BuiltScene:
+        """The scene's Model, solver and object table on `device` (default: the scene's sim.device)."""
+        return build_scene(self.spec, device, requires_grad)
+
+    # ------------------------------------------------------------------------------------------------ running
+
+    def run(self, *, frames: int | None = None, out: str | None = None, device=None, progress: bool = False,
+            write: bool = True) -> RunResult:
+        """Simulate `frames` frames (default sim.frames) after the initial frame 0 and write them to the USD file
+        `out` (default output.path). A non-finite position or velocity stops the run with SimulationError (its
+        `result` says what was done); the frames written so far stay in a valid USD file."""
+        s = self.spec.sim
+        frames = s.frames if frames is None else int(frames)
+        if frames < 1:
+            raise ValueError(f"frames must be >= 1, got {frames}")
+        built = self.build(device)
+        path = self.output_path(out) if write else None
+        writer = self._writer(built, path) if write else None
+        stats0 = wp.build_stats()
+        state, scratch = built.model.state(), built.model.state()
+        bar = Progress(frames, enabled=progress)
+        t0 = time.perf_counter()
+        done = 0
+        try:
+            if writer is not None:
+                self._write_frame(writer, built, 0, state)
+            for frame in range(1, frames + 1):
+                for _ in range(s.substeps):
+                    built.solver.step(built.model, state, scratch, None, built.dt)
+                    state, scratch = scratch, state
+                _check_finite(built, state, frame)
+                if writer is not None:
+                    self._write_frame(writer, built, frame, state)
+                done = frame
+                bar.update(frame, _rate(done * s.substeps, t0, stats0))
+        except (SimulationError, KeyboardInterrupt) as e:
+            bar.close()
+            result = self._result(done, t0, stats0, writer.close() if writer else None, state)
+            e.result = result
+            raise
+        except BaseException:
+            bar.close()
+            if writer is not None:
+                writer.abort()
+            raise
+        bar.update(frames, _rate(done * s.substeps, t0, stats0), force=True)
+        bar.close()
+        return self._result(done, t0, stats0, writer.close() if writer else None, state)
+
+    def _result(self, frames: int, t0: float, stats0: dict, output, state) -> RunResult:
+        seconds = time.perf_counter() - t0
+        stats = wp.build_stats()
+        compile_s = stats["seconds"] - stats0["seconds"]
+        kind = "cold" if stats["cold_builds"] > stats0["cold_builds"] else ("warm" if compile_s > 0 else "none")
+        steps = frames * self.spec.sim.substeps
+        sim_s = max(seconds - compile_s, 1e-9)
+        return RunResult(frames, steps, seconds, steps / sim_s, compile_s, kind, output, state)
+
+    def _writer(self, built: BuiltScene, path: str):
+        from ..usd import UsdWriter
+        o = self.spec.output
+        w = UsdWriter(path, fps=self.spec.sim.fps, up_axis=self.spec.sim.up_axis, meters_per_unit=o.meters_per_unit)
+        q = built.model.particle_q.numpy()
+        for obj in built.objects:
+            points = q[obj.start:obj.stop]
+            if obj.kind == "cloth":
+                w.add_mesh(obj.name, points, obj.triangles, normals=o.normals, color=obj.color)
+            else:
+                w.add_points(obj.name, points, obj.radius, color=obj.color)
+        if o.colliders:
+            for c in built.colliders:
+                w.add_collider(c.name, **_collider_shape(c, self.spec.sim.up_axis))
+        return w
+
+    @staticmethod
+    def _write_frame(writer, built: BuiltScene, frame: int, state):
+        q = state.particle_q.numpy()
+        writer.write_frame(frame, points={o.name: q[o.start:o.stop] for o in built.objects})
+
+    # ------------------------------------------------------------------------------------------------ info
+
+    def describe(self, built: BuiltScene | None = None) -> str:
+        """What `sim info` prints: settings, each object with its counts, colliders, totals, output."""
+        s = self.spec.sim
+        built = built or self.build("cpu")
+        m = built.model
+        solver = ", ".join(f"{k} {getattr(s.solver, k)}" for k in s.solver.keys() if k != "type")
+        lines = [f"scene     {self.path}" + (f"  ({self.spec.description})" if self.spec.description else ""),
+                 f"frames    {s.frames} at {s.fps:g} fps ({s.frames / s.fps:.2f} s), {s.substeps} substeps, "
+                 f"dt {self.dt:.4g} s",
+                 f"solver    {s.solver.type}" + (f" ({solver})" if solver else ""),
+                 f"gravity   {s.gravity:g} m/s^2 along {s.up_axis}; device {s.device}"]
+        mass = m.particle_mass.numpy()
+        for obj in built.objects:
+            n = obj.stop - obj.start
+            fixed = int(np.sum(mass[obj.start:obj.stop] == 0))
+            extra = f", {len(obj.triangles)} triangles" if obj.triangles is not None else ""
+            lines.append(f"{obj.kind:<9} {obj.name}: {n} particles{extra}, {fixed} fixed")
+        for c in built.colliders:
+            lines.append(f"collider  {c.name}: {c.type}")
+        lines.append(f"totals    {m.particle_count} particles, {m.spring_count} springs, {m.tri_count} triangles, "
+                     f"{m.edge_count} bending edges, {m.shape_count} shapes")
+        lines.append(f"output    {self.output_path()}")
+        return "\n".join(lines)
+
+
+def _rate(steps: int, t0: float, stats0: dict) -> str:
+    sim_s = time.perf_counter() - t0 - (wp.build_stats()["seconds"] - stats0["seconds"])
+    return f"{steps / sim_s:,.0f} steps/s" if sim_s > 0 and steps else ""
+
+
+def _check_finite(built: BuiltScene, state, frame: int):
+    for quantity in ("particle_q", "particle_qd"):
+        values = getattr(state, quantity).numpy()
+        bad = ~np.isfinite(values).all(axis=-1)
+        if bad.any():
+            i = int(np.argmax(bad))
+            obj = built.object_of_particle(i)
+            where = f"{obj.kind} '{obj.name}', particle {i - obj.start}" if obj else f"particle {i}"
+            raise SimulationError(frame, quantity, f"{where}; {int(bad.sum())} particle(s) affected; try more "
+                                  "substeps or stiffer/softer materials")
+
+
+def _collider_shape(c, up_axis: str) -> dict:
+    """The UsdWriter description of a collider spec (the ground is a plane with its normal along the up axis)."""
+    if c.type == "ground":
+        pos = [0.0, 0.0, 0.0]
+        pos["xyz".index(up_axis)] = c.height
+        rot = (0.0, 0.0, 0.0, 1.0) if up_axis == "y" else (np.sin(np.pi / 4), 0.0, 0.0, np.cos(np.pi / 4))
+        return dict(kind="plane", pos=tuple(pos), rot=rot, width=c.size / 2, length=c.size / 2)  # half sizes
+    shape = dict(kind=c.type, pos=c.pos, rot=tuple(c.rot))
+    if c.type == "sphere":
+        shape.update(radius=c.radius)
+    elif c.type == "box":
+        shape.update(half_extents=c.half_extents)
+    elif c.type == "capsule":
+        shape.update(radius=c.radius, half_height=c.half_height)
+    return shape

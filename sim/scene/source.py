@@ -1,0 +1,141 @@
+"""Read a YAML scene into plain Python values plus the line of every key, and apply `--set` overrides.
+
+Values come back as dicts, lists and scalars; `Source.where(path)` says where the value at a key path came from
+(`file:line`, or the override that set it), so validation errors can point at the line.
+"""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+
+from .errors import SceneError, format_path
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that also reads `1e3` and `-2E-4` as floats (YAML 1.1 wants a dot in the mantissa)."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"))
+
+
+class Source:
+    """The raw scene tree of one file and where each key was written."""
+
+    def __init__(self, data, lines: dict, file: str):
+        self.data, self.lines, self.file = data, lines, file
+
+    def where(self, path: tuple) -> str:
+        """`file:line` of the deepest written prefix of `path` (a missing key points at its parent)."""
+        path = tuple(path)
+        while path not in self.lines and path:
+            path = path[:-1]
+        loc = self.lines.get(path)
+        if isinstance(loc, str):
+            return loc
+        return f"{self.file}:{loc}" if loc is not None else self.file
+
+    def error(self, path: tuple, message: str) -> SceneError:
+        return SceneError(self.where(path), path, message)
+
+    # ------------------------------------------------------------------------------------------------ overrides
+
+    def apply_override(self, text: str):
+        """Apply one `key.path=value` (value parsed as YAML; list items by index: `cloth.0.mass=0.2`)."""
+        label = f"--set {text}"
+        key, sep, raw = text.partition("=")
+        if not sep or not key.strip():
+            raise SceneError(label, (), "expected KEY.PATH=VALUE")
+        try:
+            value = yaml.load(raw, Loader=_Loader) if raw.strip() else None
+        except yaml.YAMLError as e:
+            raise SceneError(label, (), f"the value is not valid YAML ({getattr(e, 'problem', e)})") from None
+        parts = [int(p) if p.lstrip("-").isdigit() else p for p in key.strip().split(".")]
+        if not isinstance(self.data, dict):
+            raise SceneError(label, (), "the scene is not a mapping")
+        node = self.data
+        for depth, p in enumerate(parts[:-1]):
+            node = self._descend(node, p, tuple(parts[:depth + 1]), label)
+        last = parts[-1]
+        self._check_slot(node, last, tuple(parts), label)
+        node[last] = value
+        self._mark(tuple(parts), value, label)
+
+    def _descend(self, node, key, path: tuple, label: str):
+        self._check_slot(node, key, path, label)
+        if isinstance(node, dict) and key not in node:
+            node[key] = {}  # a section the file left out gets created by the override
+            self.lines[path] = label
+        child = node[key]
+        if not isinstance(child, (dict, list)):
+            raise SceneError(label, path, f"is a {type(child).__name__}, not a section or list")
+        return child
+
+    @staticmethod
+    def _check_slot(node, key, path: tuple, label: str):
+        if isinstance(node, list):
+            if not isinstance(key, int) or not -len(node) <= key < len(node):
+                raise SceneError(label, path, f"no item {key} (the list has {len(node)} items, from 0)")
+        elif isinstance(key, int):
+            raise SceneError(label, path, f"{format_path(path[:-1])} is a section, not a list")
+
+    def _mark(self, path: tuple, value, label: str):
+        self.lines = {p: l for p, l in self.lines.items() if p[:len(path)] != path}
+        self.lines[path] = label
+        if isinstance(value, dict):
+            for k, v in value.items():
+                self._mark(path + (k,), v, label)
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                self._mark(path + (i,), v, label)
+
+
+def load_source(path: str, text: str | None = None) -> Source:
+    """Parse the YAML file at `path` (or `text`, reported as `path`). Malformed YAML, duplicate keys and non-string
+    keys raise SceneError with the line."""
+    if text is None:
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except FileNotFoundError:
+            raise SceneError(path, (), "no such file") from None
+        except (OSError, UnicodeDecodeError) as e:
+            raise SceneError(path, (), f"cannot read the file ({e})") from None
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        lines: dict = {}
+        data = _convert(loader, node, (), lines, path) if node is not None else {}
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line = mark.line + 1 if mark is not None else "?"
+        raise SceneError(f"{path}:{line}", (), f"malformed YAML: {e.problem or e.context}") from None
+    except yaml.YAMLError as e:
+        raise SceneError(path, (), f"malformed YAML: {e}") from None
+    finally:
+        loader.dispose()
+    return Source(data, lines, path)
+
+
+def _convert(loader, node, path: tuple, lines: dict, file: str):
+    lines.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        loader.flatten_mapping(node)  # YAML merge keys (<<: *base)
+        out = {}
+        for k_node, v_node in node.value:
+            key = loader.construct_object(k_node, deep=True)
+            line = k_node.start_mark.line + 1
+            if not isinstance(key, str):
+                raise SceneError(f"{file}:{line}", path, f"keys must be names, got {key!r}")
+            if key in out:
+                raise SceneError(f"{file}:{line}", path + (key,), "duplicate key")
+            lines[path + (key,)] = line
+            out[key] = _convert(loader, v_node, path + (key,), lines, file)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_convert(loader, n, path + (i,), lines, file) for i, n in enumerate(node.value)]
+    return loader.construct_object(node, deep=True)
