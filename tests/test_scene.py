@@ -41,7 +41,7 @@ def _simulated_frames(scene: Scene, frames: int) -> list:
     built = scene.build("cpu")
     s, scratch = built.model.state(), built.model.state()
     out = [s.particle_q.numpy().copy()]
-    for _ in range(frames):
+    for frame in range(1, frames + 1):
         for _ in range(scene.spec.sim.substeps):
             built.solver.step(built.model, s, scratch, None, built.dt)
             s, scratch = scratch, s
@@ -281,3 +281,16 @@ def test_scene_docs_are_generated_from_the_format():
     text = open(os.path.join(ROOT, "docs", "scenes.md")).read()
     for key in ("`substeps`", "`half_extents`", "`fix`", "`tri_ke`", "N/m", "`meters_per_unit`"):
         assert key in text
+
+
+def test_per_particle_velocities_and_control_forces():
+    scene = Scene.from_string(
+        "sim: {fps: 10, frames: 3, substeps: 4, gravity: 0, solver: {type: semi_implicit}}\n"
+        "particles:\n  - points: [[0, 1, 0], [1, 1, 0]]\n    mass: 2.0\n    velocities: [[0, 0, 1], [0, 0, -1]]\n"
+        "    forces: [[4, 0, 0], [0, 0, 0]]\n")
+    result = scene.run(write=False)
+    v = result.state.particle_qd.numpy()
+    # 4 N on 2 kg during frame 1 (0.1 s): +0.2 m/s along x, nothing after the list's second (zero) entry
+    np.testing.assert_allclose(v, [[0.2, 0, 1], [0.2, 0, -1]], atol=1e-5)
+    with pytest.raises(SceneError, match=r"particles\[0\]\.velocities: expected one velocity per particle \(2\)"):
+        Scene.from_string("particles:\n  - points: [[0, 1, 0], [1, 1, 0]]\n    velocities: [[0, 0, 1]]\n")

@@ -28,6 +28,16 @@ class SceneObject:
     radius: np.ndarray  # contact radius of each particle [m], shape [stop - start]
     color: tuple
     triangles: np.ndarray | None = None
+    # the object's rows of model.tri_*, edge_* and spring_* arrays: (first, end)
+    tri_range: tuple = (0, 0)
+    edge_range: tuple = (0, 0)
+    spring_range: tuple = (0, 0)
+    # control forces [N] per frame on each particle, vec3 shape [frames]; None: no control
+    forces: object = None
+
+    @property
+    def count(self) -> int:
+        return self.stop - self.start
 
 
 @dataclass
@@ -37,12 +47,47 @@ class BuiltScene:
     dt: float  # substep [s]
     objects: list = field(default_factory=list)
     colliders: list = field(default_factory=list)  # collider specs (type, name, pos, rot, ...)
+    substeps: int = 1
+
+    def control(self, frame: int):
+        """The Control of the steps of `frame` (1-based): the objects' control forces, or None without any."""
+        active = [o for o in self.objects if o.forces is not None and frame <= o.forces.shape[0]]
+        if not active:
+            return None
+        m = self.model
+        f = wp.zeros(m.particle_count, dtype=wp.vec3, device=m.device, requires_grad=_forces_require_grad(active))
+        for o in active:
+            wp.launch(spread_force, dim=o.count, inputs=[o.forces, frame - 1, o.start], outputs=[f], device=m.device)
+        c = m.control()
+        c.particle_f = f
+        return c
+
+    def step_frame(self, state, scratch, frame: int, fresh_state=None):
+        """Advance `state` by one frame (`substeps` solver steps); returns the new state. With `fresh_state` (a
+        function returning a new State) every step writes a new State, as a Tape needs; otherwise the two given
+        states alternate."""
+        control = self.control(frame)
+        for _ in range(self.substeps):
+            out = fresh_state() if fresh_state is not None else scratch
+            self.solver.step(self.model, state, out, control, self.dt)
+            state, scratch = out, state
+        return state, scratch
 
     def object_of_particle(self, index: int) -> SceneObject | None:
         for o in self.objects:
             if o.start <= index < o.stop:
                 return o
         return None
+
+
+def _forces_require_grad(objects) -> bool:
+    return any(o.forces.requires_grad for o in objects)
+
+
+@wp.kernel
+def spread_force(forces: wp.array(dtype=wp.vec3), frame: int, start: int, particle_f: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    particle_f[start + i] = forces[frame]
 
 
 def cloth_geometry(spec) -> tuple:
@@ -91,6 +136,7 @@ def _add_cloth(b: ModelBuilder, scene, c) -> SceneObject:
     common = dict(tri_ke=mat.tri_ke, tri_ka=mat.tri_ka, tri_kd=mat.tri_kd, edge_ke=mat.edge_ke, edge_kd=mat.edge_kd,
                   add_springs=mat.springs, spring_ke=mat.spring_ke, spring_kd=mat.spring_kd, radius=c.radius)
     start = b.particle_count
+    ranges = (len(b.tri_indices), len(b.edge_indices), len(b.spring_indices))
     if c.grid is not None:
         g = c.grid
         ids = b.add_cloth_grid(c.pos, c.rot, c.vel, g.dim_x, g.dim_y, g.cell_x, g.cell_y,
@@ -102,8 +148,16 @@ def _add_cloth(b: ModelBuilder, scene, c) -> SceneObject:
         density = c.density if c.density is not None else 0.2
         b.add_cloth_mesh(c.pos, c.rot, 1.0, c.vel, verts, tris, density=density, fixed=fixed, **common)
     stop = b.particle_count
+    _set_velocities(b, c, start)
     return SceneObject(c.name, "cloth", start, stop, np.full(stop - start, c.radius), tuple(c.color),
-                       np.asarray(tris, np.int32))
+                       np.asarray(tris, np.int32), (ranges[0], len(b.tri_indices)), (ranges[1], len(b.edge_indices)),
+                       (ranges[2], len(b.spring_indices)))
+
+
+def _set_velocities(b: ModelBuilder, spec, start: int):
+    if spec.velocities is not None:
+        for k, v in enumerate(spec.velocities):
+            b.particle_qd[start + k] = np.asarray(v, np.float64)
 
 
 def _add_particles(b: ModelBuilder, p) -> SceneObject:
@@ -119,6 +173,7 @@ def _add_particles(b: ModelBuilder, p) -> SceneObject:
         for x in world.reshape(-1, 3):
             b.add_particle(x, p.vel, p.mass, radius)
     stop = b.particle_count
+    _set_velocities(b, p, start)
     return SceneObject(p.name, "particles", start, stop, np.full(stop - start, radius), tuple(p.color))
 
 
@@ -159,4 +214,9 @@ def build_scene(scene, device=None, requires_grad: bool = False) -> BuiltScene:
     model.particle_contact = _contact(s.particle_contact)
     model.particle_grid_enabled = bool(s.particle_contact.enabled and model.particle_count > 1)
     dt = 1.0 / (s.fps * s.substeps)
-    return BuiltScene(model, make_solver(model, s.solver), dt, objects, list(scene.colliders))
+    specs = list(scene.cloth) + list(scene.particles)
+    for obj, spec in zip(objects, specs):
+        if spec.forces is not None:
+            obj.forces = wp.array(np.asarray(spec.forces, np.float32).reshape(-1, 3), dtype=wp.vec3,
+                                  device=model.device, requires_grad=requires_grad)
+    return BuiltScene(model, make_solver(model, s.solver), dt, objects, list(scene.colliders), s.substeps)

@@ -187,6 +187,9 @@ CLOTH = Section([
     Field("pos", Vector(3), (0.0, 0.0, 0.0), "m", "translation of the object's local frame"),
     Field("rot", Rotation(), IDENTITY, "", "rotation of the local frame (quaternion or axis + angle in degrees)"),
     Field("vel", Vector(3), (0.0, 0.0, 0.0), "m/s", "initial velocity of every vertex"),
+    Field("velocities", ListOf(Vector(3)), None, "m/s", "initial velocity of each vertex (replaces vel)"),
+    Field("forces", ListOf(Vector(3)), None, "N", "control: force on each vertex during frame 1, 2, ... "
+          "(one entry per frame; frames past the list get none)"),
     Field("mass", Number(positive=True), None, "kg", "mass of each vertex (grids; default 0.01)"),
     Field("density", Number(positive=True), None, "kg/m^2", "areal density (meshes; default 0.2)"),
     Field("radius", Number(positive=True), 0.01, "m", "contact radius of each vertex"),
@@ -216,6 +219,18 @@ def check_cloth(spec, ctx: Ctx):
     for i, v in enumerate(spec.fix):
         if isinstance(v, int) and v >= count:
             ctx.child("fix").child(i).fail(f"vertex index {v} out of range (the cloth has {count} vertices)")
+    check_velocities(spec, ctx, count)
+
+
+def check_velocities(spec, ctx: Ctx, count: int):
+    if spec.velocities is not None and len(spec.velocities) != count:
+        ctx.child("velocities").fail(f"expected one velocity per particle ({count}), got {len(spec.velocities)}")
+
+
+def particle_count_of(spec) -> int:
+    if spec.grid is not None:
+        return spec.grid.dim[0] * spec.grid.dim[1] * spec.grid.dim[2]
+    return len(spec.points)
 
 PARTICLE_GRID = Section([
     Field("dim", Vector(3, integer=True, min=1), REQUIRED, "", "particles along local x, y, z"),
@@ -231,10 +246,15 @@ PARTICLES = Section([
     Field("pos", Vector(3), (0.0, 0.0, 0.0), "m", "translation of the local frame"),
     Field("rot", Rotation(), IDENTITY, "", "rotation of the local frame"),
     Field("vel", Vector(3), (0.0, 0.0, 0.0), "m/s", "initial velocity of every particle"),
+    Field("velocities", ListOf(Vector(3)), None, "m/s", "initial velocity of each particle (replaces vel)"),
+    Field("forces", ListOf(Vector(3)), None, "N", "control: force on each particle during frame 1, 2, ... "
+          "(one entry per frame; frames past the list get none)"),
     Field("mass", Number(positive=True), 0.01, "kg", "mass of each particle"),
     Field("radius", Number(positive=True), None, "m", "contact radius (default: half the grid spacing, or 0.01)"),
     Field("color", Vector(3, min=0), (0.2, 0.45, 0.8), "", "display colour (RGB in [0, 1]) in the USD"),
-], doc="Free particles.", checks=[exactly_one("grid", "points")], title="particles[]")
+], doc="Free particles.", checks=[exactly_one("grid", "points"),
+                                 lambda spec, ctx: check_velocities(spec, ctx, particle_count_of(spec))],
+    title="particles[]")
 
 _POSE = [
     Field("name", String(), None, "", "prim name in the USD; default <type>_<index>"),

@@ -104,9 +104,7 @@ class Scene:
             if writer is not None:
                 self._write_frame(writer, built, 0, state)
             for frame in range(1, frames + 1):
-                for _ in range(s.substeps):
-                    built.solver.step(built.model, state, scratch, None, built.dt)
-                    state, scratch = scratch, state
+                state, scratch = built.step_frame(state, scratch, frame)
                 _check_finite(built, state, frame)
                 if writer is not None:
                     self._write_frame(writer, built, frame, state)
