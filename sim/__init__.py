@@ -1,4 +1,4 @@
-"""sim: differentiable particle and cloth simulation built on the kernel language.
+"""sim: differentiable particle, cloth and rigid-body simulation built on the kernel language.
 
     import sim
     b = sim.ModelBuilder(up_axis="y")
@@ -9,6 +9,9 @@
     solver = sim.SolverSemiImplicit(model)      # or sim.SolverXPBD(model, iterations=10)
     s0, s1 = model.state(), model.state()
     solver.step(model, s0, s1, control=None, dt=1e-3)
+
+Rigid bodies: `body = b.add_body(pos=(0, 1, 0), angular_velocity=(0, 2, 0))`, then shapes with `body=body`
+(their density gives the mass), and `sim.SolverRigid(model)`; particles collide with shapes carried by bodies.
 """
 
 from .builder import ModelBuilder, quat_from_axis_angle, quat_identity
@@ -37,3 +40,5 @@ def __getattr__(name):
         module, attr = _LAZY[name]
         return getattr(importlib.import_module(module), attr)
     raise AttributeError(f"module 'sim' has no attribute '{name}'")
+_LAZY.update({"optimize": ("sim.optimization", "optimize"),
+              "load_optimize_config": ("sim.optimization", "load_config")})

@@ -1,4 +1,5 @@
-"""ModelBuilder: assemble particles, springs, cloth and colliders in Python, then `finalize` into a Model.
+"""ModelBuilder: assemble particles, springs, cloth, rigid bodies and colliders in Python, then `finalize` into a
+Model.
 
 Rotations are given as a `wp.quat` or a plain (x, y, z, w) tuple. Positions in metres, masses in kilograms.
 """
@@ -61,7 +62,20 @@ class ModelBuilder:
         self.edge_indices, self.edge_rest_angle, self.edge_bending_properties = [], [], []
         self.edge_rest_scale = []
         self.shape_type, self.shape_transform, self.shape_scale, self.shape_body = [], [], [], []
+        self.shape_density, self.shape_material = [], []
         self.default_particle_radius = 0.01
+        # rigid bodies: what add_body was told; mass properties are computed from the shapes at finalize
+        self.body_q, self.body_qd = [], []
+        self.body_mass, self.body_com, self.body_inertia = [], [], []
+        #: density of shapes attached to bodies [kg/m^3] when add_shape_* is not given one
+        self.default_shape_density = 1000.0
+        #: contact material of new shapes (see Model.shape_material_*): ke [N/m], kd [N s/m], kf [N s/m], mu,
+        #: restitution
+        self.default_shape_ke = 1.0e5
+        self.default_shape_kd = 0.0
+        self.default_shape_kf = 100.0
+        self.default_shape_mu = 0.5
+        self.default_shape_restitution = 0.0
 
     @property
     def up_vector(self) -> np.ndarray:
@@ -72,6 +86,10 @@ class ModelBuilder:
     @property
     def particle_count(self) -> int:
         return len(self.particle_q)
+
+    @property
+    def body_count(self) -> int:
+        return len(self.body_q)
 
     # ------------------------------------------------------------------------------------------------ particles
 
@@ -218,49 +236,137 @@ class ModelBuilder:
 
     # ------------------------------------------------------------------------------------------------ colliders
 
-    def _add_shape(self, kind, pos, rot, scale, body) -> int:
+    def _add_shape(self, kind, pos, rot, scale, body, density, material) -> int:
         q = _quat(rot)
+        if body < -1 or body >= self.body_count:
+            raise ValueError(f"shape body {body} does not exist (there are {self.body_count} bodies; -1: static)")
+        density = self.default_shape_density if density is None else float(density)
+        if density < 0:
+            raise ValueError(f"shape density must be >= 0, got {density}")
+        defaults = (self.default_shape_ke, self.default_shape_kd, self.default_shape_kf, self.default_shape_mu,
+                    self.default_shape_restitution)
+        ke, kd, kf, mu, restitution = (d if v is None else float(v) for v, d in zip(material, defaults))
+        if min(ke, kd, kf, mu) < 0 or not 0.0 <= restitution <= 1.0:
+            raise ValueError("shape contact material: ke, kd, kf and mu must be >= 0 and restitution in [0, 1]")
         self.shape_type.append(kind)
         self.shape_transform.append(np.concatenate([np.asarray(pos, dtype=np.float64).reshape(3), q]))
         self.shape_scale.append(np.asarray(scale, dtype=np.float64).reshape(3))
         self.shape_body.append(int(body))
+        self.shape_density.append(density)
+        self.shape_material.append((ke, kd, kf, mu, restitution))
         return len(self.shape_type) - 1
 
+    # Keyword-only arguments shared by add_shape_*: `density` [kg/m^3] (mass of shapes on bodies) and the contact
+    # material of rigid-body contacts, ke [N/m], kd [N s/m], kf [N s/m], mu, restitution (Model.shape_material_*);
+    # None takes the builder's default_shape_* value. With `body` >= 0, pos and rot are in the body's frame.
+
     def add_shape_sphere(self, pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0), radius: float = 1.0,
-                         body: int = -1) -> int:
+                         body: int = -1, *, density=None, ke=None, kd=None, kf=None, mu=None,
+                         restitution=None) -> int:
         """A sphere collider of `radius` [m] centred at `pos`."""
         if radius <= 0:
             raise ValueError(f"sphere radius must be positive, got {radius}")
-        return self._add_shape(SHAPE_SPHERE, pos, rot, (radius, 0.0, 0.0), body)
+        return self._add_shape(SHAPE_SPHERE, pos, rot, (radius, 0.0, 0.0), body, density,
+                               (ke, kd, kf, mu, restitution))
 
     def add_shape_box(self, pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0), hx: float = 0.5, hy: float = 0.5,
-                      hz: float = 0.5, body: int = -1) -> int:
+                      hz: float = 0.5, body: int = -1, *, density=None, ke=None, kd=None, kf=None, mu=None,
+                      restitution=None) -> int:
         """A box collider with half extents hx, hy, hz [m]."""
         if min(hx, hy, hz) <= 0:
             raise ValueError("box half extents must be positive")
-        return self._add_shape(SHAPE_BOX, pos, rot, (hx, hy, hz), body)
+        return self._add_shape(SHAPE_BOX, pos, rot, (hx, hy, hz), body, density, (ke, kd, kf, mu, restitution))
 
     def add_shape_capsule(self, pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0), radius: float = 0.5,
-                          half_height: float = 0.5, body: int = -1) -> int:
+                          half_height: float = 0.5, body: int = -1, *, density=None, ke=None, kd=None, kf=None,
+                          mu=None, restitution=None) -> int:
         """A capsule collider: a segment of 2 * half_height along local y, swept by `radius` [m]."""
         if radius <= 0 or half_height < 0:
             raise ValueError("capsule radius must be positive and half_height non-negative")
-        return self._add_shape(SHAPE_CAPSULE, pos, rot, (radius, half_height, 0.0), body)
+        return self._add_shape(SHAPE_CAPSULE, pos, rot, (radius, half_height, 0.0), body, density,
+                               (ke, kd, kf, mu, restitution))
 
     def add_shape_plane(self, pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0), width: float = 0.0,
-                        length: float = 0.0, body: int = -1) -> int:
-        """A plane through `pos` whose normal is the rotated local +y axis (infinite when width/length are 0)."""
-        return self._add_shape(SHAPE_PLANE, pos, rot, (width, length, 0.0), body)
+                        length: float = 0.0, body: int = -1, *, ke=None, kd=None, kf=None, mu=None,
+                        restitution=None) -> int:
+        """A plane through `pos` whose normal is the rotated local +y axis (infinite when width/length are 0).
+        Planes have no mass, and rigid bodies collide with static planes only."""
+        return self._add_shape(SHAPE_PLANE, pos, rot, (width, length, 0.0), body, 0.0,
+                               (ke, kd, kf, mu, restitution))
 
-    def add_ground_plane(self, height: float = 0.0) -> int:
-        """An infinite ground plane at `height` [m] along the up axis, normal pointing up."""
+    def add_ground_plane(self, height: float = 0.0, **material) -> int:
+        """An infinite ground plane at `height` [m] along the up axis, normal pointing up. Keyword arguments
+        ke, kd, kf, mu, restitution set its contact material (see add_shape_plane)."""
         pos = self.up_vector * height
         rot = (0.0, 0.0, 0.0, 1.0)
         if self.up_axis == 0:
             rot = tuple(quat_from_axis_angle((0, 0, 1), -math.pi / 2))
         elif self.up_axis == 2:
             rot = tuple(quat_from_axis_angle((1, 0, 0), math.pi / 2))
-        return self.add_shape_plane(pos, rot)
+        return self.add_shape_plane(pos, rot, **material)
+
+    # ------------------------------------------------------------------------------------------------ rigid bodies
+
+    def add_body(self, xform=None, *, pos=None, rot=None, mass: float | None = None, com=None, inertia=None,
+                 linear_velocity=(0.0, 0.0, 0.0), angular_velocity=(0.0, 0.0, 0.0)) -> int:
+        """A free rigid body; returns its index, to pass as `body` to add_shape_*.
+
+        Args:
+            xform: initial pose of the body frame, a wp.transform or (px, py, pz, qx, qy, qz, qw); or give
+                `pos` [m] and `rot` (quaternion (x, y, z, w)) instead. Default: the origin, unrotated.
+            mass: mass [kg]. None: from the attached shapes' densities. Given: the shapes' mass distribution is
+                scaled to it (their densities then only set proportions). A body with no mass is kinematic.
+            com: centre of mass in the body frame [m]; None: the mass-weighted centre of the shapes.
+            inertia: 3x3 inertia tensor about the centre of mass in body axes [kg m^2]; None: from the shapes
+                (analytic sphere, box and capsule tensors, rotated and moved by the parallel-axis theorem).
+            linear_velocity: initial velocity of the centre of mass [m/s], world frame.
+            angular_velocity: initial angular velocity [rad/s], world frame.
+        """
+        if xform is not None and (pos is not None or rot is not None):
+            raise ValueError("add_body takes either xform or pos/rot, not both")
+        if xform is not None:
+            t = np.asarray(xform, dtype=np.float64).reshape(-1)
+            if t.shape != (7,):
+                raise ValueError(f"a body transform is (px, py, pz, qx, qy, qz, qw), got {xform!r}")
+            p, q = t[:3], _quat(t[3:])
+        else:
+            p = np.zeros(3) if pos is None else np.asarray(pos, dtype=np.float64).reshape(3)
+            q = _quat((0.0, 0.0, 0.0, 1.0) if rot is None else rot)
+        if mass is not None and mass < 0:
+            raise ValueError(f"body mass must be >= 0, got {mass}")
+        if inertia is not None:
+            inertia = np.asarray(inertia, dtype=np.float64).reshape(3, 3)
+            if not np.allclose(inertia, inertia.T) or np.linalg.eigvalsh(inertia).min() < 0:
+                raise ValueError("a body inertia must be a symmetric positive semi-definite 3x3 matrix")
+        self.body_q.append(np.concatenate([p, q]))
+        self.body_qd.append(np.concatenate([np.asarray(angular_velocity, dtype=np.float64).reshape(3),
+                                            np.asarray(linear_velocity, dtype=np.float64).reshape(3)]))
+        self.body_mass.append(None if mass is None else float(mass))
+        self.body_com.append(None if com is None else np.asarray(com, dtype=np.float64).reshape(3))
+        self.body_inertia.append(inertia)
+        return self.body_count - 1
+
+    def body_mass_properties(self, body: int) -> tuple:
+        """(mass [kg], centre of mass in the body frame [m] (3,), inertia about it in body axes [kg m^2] (3, 3))
+        of a body, as finalize computes them."""
+        shapes = [s for s, b in enumerate(self.shape_body) if b == body]
+        mass, com, inertia = _combine_shapes([self.shape_type[s] for s in shapes],
+                                             [self.shape_transform[s] for s in shapes],
+                                             [self.shape_scale[s] for s in shapes],
+                                             [self.shape_density[s] for s in shapes])
+        if self.body_com[body] is not None:  # inertia about the given centre instead
+            d = self.body_com[body] - com
+            inertia = inertia + mass * (d @ d * np.eye(3) - np.outer(d, d))
+            com = self.body_com[body]
+        given = self.body_mass[body]
+        if given is not None:
+            if given > 0 and mass <= 0 and self.body_inertia[body] is None:
+                raise ValueError(f"body {body} has a mass but neither shapes with volume nor an inertia")
+            inertia = inertia * (given / mass) if mass > 0 else inertia
+            mass = given
+        if self.body_inertia[body] is not None:
+            inertia = self.body_inertia[body]
+        return float(mass), com, inertia
 
     # ------------------------------------------------------------------------------------------------ finalize
 
@@ -317,7 +423,79 @@ class ModelBuilder:
         m.shape_transform = arr(self.shape_transform, wp.transform, (7,), grad=True)
         m.shape_scale = arr(self.shape_scale, wp.vec3, (3,), grad=True)
         m.shape_body = arr(self.shape_body, wp.int32, np_dtype=np.int32)
+        m.shape_bounding_radius = arr([_bounding_radius(t, sc) for t, sc in zip(self.shape_type, self.shape_scale)],
+                                      float)
+        material = np.asarray(self.shape_material, dtype=np.float64).reshape(-1, 5)
+        for k, name in enumerate(("ke", "kd", "kf", "mu", "restitution")):
+            setattr(m, "shape_material_" + name, arr(material[:, k], float, grad=True))
+        self._finalize_bodies(m, arr)
         return m
+
+    def _finalize_bodies(self, m: Model, arr):
+        """Body arrays of `m`, with mass properties from the attached shapes."""
+        props = [self.body_mass_properties(b) for b in range(self.body_count)]
+        mass = np.array([p[0] for p in props])
+        inertia = np.array([p[2] for p in props]).reshape(-1, 3, 3)
+        dynamic = mass > 0
+        inv_inertia = np.zeros_like(inertia)
+        if dynamic.any():
+            inv_inertia[dynamic] = np.linalg.pinv(inertia[dynamic])
+        m.body_count = self.body_count
+        m.body_q0 = arr(self.body_q, wp.transform, (7,), grad=True)
+        m.body_qd0 = arr(self.body_qd, wp.spatial_vector, (6,), grad=True)
+        m.body_mass = arr(mass, float, grad=True)
+        m.body_inv_mass = arr(np.where(dynamic, 1.0 / np.where(dynamic, mass, 1.0), 0.0), float, grad=True)
+        m.body_inertia = arr(inertia, wp.mat33, (3, 3), grad=True)
+        m.body_inv_inertia = arr(inv_inertia, wp.mat33, (3, 3), grad=True)
+        m.body_com = arr([p[1] for p in props], wp.vec3, (3,), grad=True)
+
+
+def _bounding_radius(kind: int, scale) -> float:
+    """Radius [m] of a sphere about the shape's origin containing it; 0 for planes (never bounded)."""
+    if kind == SHAPE_SPHERE:
+        return float(scale[0])
+    if kind == SHAPE_BOX:
+        return float(np.linalg.norm(scale))
+    if kind == SHAPE_CAPSULE:
+        return float(scale[0] + scale[1])
+    return 0.0
+
+
+def _shape_mass_properties(kind: int, scale, density: float) -> tuple:
+    """(mass [kg], inertia about the shape's centre in its own axes [kg m^2]) of a solid shape; planes: 0."""
+    if kind == SHAPE_SPHERE:
+        r = scale[0]
+        mass = density * 4.0 / 3.0 * math.pi * r ** 3
+        return mass, np.eye(3) * 0.4 * mass * r * r
+    if kind == SHAPE_BOX:
+        hx, hy, hz = scale
+        mass = density * 8.0 * hx * hy * hz
+        return mass, np.diag([hy * hy + hz * hz, hx * hx + hz * hz, hx * hx + hy * hy]) * mass / 3.0
+    if kind == SHAPE_CAPSULE:
+        r, h = scale[0], scale[1]
+        cylinder = density * math.pi * r * r * 2.0 * h
+        caps = density * 4.0 / 3.0 * math.pi * r ** 3  # the two hemispheres
+        axial = cylinder * r * r / 2.0 + caps * 0.4 * r * r
+        # each hemisphere's centre is 3r/8 beyond the cylinder's end: parallel-axis shift folded in
+        transverse = cylinder * (r * r / 4.0 + h * h / 3.0) + caps * (0.4 * r * r + h * h + 0.75 * h * r)
+        return cylinder + caps, np.diag([transverse, axial, transverse])
+    return 0.0, np.zeros((3, 3))
+
+
+def _combine_shapes(kinds, transforms, scales, densities) -> tuple:
+    """(mass [kg], centre of mass (3,) [m], inertia about it (3, 3) [kg m^2]) of shapes posed by `transforms`
+    (p, q) in a common frame: each tensor rotated into that frame, then moved by the parallel-axis theorem."""
+    parts = [(_shape_mass_properties(k, sc, d), t) for k, sc, d, t in zip(kinds, scales, densities, transforms)]
+    mass = sum(mp[0] for mp, _ in parts)
+    if mass <= 0:
+        return 0.0, np.zeros(3), np.zeros((3, 3))
+    com = sum(mp[0] * np.asarray(t[:3]) for mp, t in parts) / mass
+    inertia = np.zeros((3, 3))
+    for (m, local), t in parts:
+        rot = np.stack([_rotate(np.asarray(t[3:]), e) for e in np.eye(3)], axis=1)  # columns: rotated axes
+        d = np.asarray(t[:3]) - com
+        inertia += rot @ local @ rot.T + m * (d @ d * np.eye(3) - np.outer(d, d))
+    return mass, com, inertia
 
 
 def _dihedral_angle(o0, o1, v0, v1) -> float:

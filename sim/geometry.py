@@ -1,9 +1,8 @@
-"""Collider geometry in the kernel language: signed distance and outward normal of each shape type.
+"""Collider geometry in the kernel language: signed distance and outward normal of each shape type, and where
+a shape is and how fast its surface moves when it is attached to a rigid body.
 
 Shared by the solvers' contact kernels. Distances in metres; negative inside the shape.
 """
-
-from __future__ import annotations
 
 import kernels as wp
 
@@ -73,6 +72,51 @@ def shape_sdf(shape_type: int, pose: wp.transform, scale: wp.vec3, x: wp.vec3):
     return d, wp.quat_rotate(wp.transform_get_rotation(pose), n)
 
 
+@wp.struct
+class ShapeData:
+    """Colliders as the particle contact kernels see them.
+
+    type: SHAPE_* [shape_count] int32; transform: pose in world for static shapes, in the body frame for shapes
+    attached to a body [shape_count]; scale: size [m] [shape_count] vec3; body: body index or -1 [shape_count]
+    int32. body_q (body poses, transform), body_qd (spatial velocities (angular [rad/s], linear velocity of the
+    centre of mass [m/s]), world frame) and body_com (centre of mass in the body frame [m], vec3): [body_count],
+    read only for shapes with body >= 0, so they may be empty when there are no bodies.
+    """
+
+    type: wp.array(dtype=wp.int32)
+    transform: wp.array(dtype=wp.transform)
+    scale: wp.array(dtype=wp.vec3)
+    body: wp.array(dtype=wp.int32)
+    body_q: wp.array(dtype=wp.transform)
+    body_qd: wp.array(dtype=wp.spatial_vector)
+    body_com: wp.array(dtype=wp.vec3)
+
+
+@wp.func
+def shape_pose(shapes: ShapeData, s: int):
+    """World pose of shape s: its transform, composed with its body's pose when it is attached to one."""
+    b = shapes.body[s]
+    if b >= 0:
+        return wp.transform_multiply(shapes.body_q[b], shapes.transform[s])
+    return shapes.transform[s]
+
+
+@wp.func
+def body_point_velocity(body_q: wp.transform, body_qd: wp.spatial_vector, body_com: wp.vec3, x: wp.vec3):
+    """Velocity [m/s] of the world point x moving with a body: v_com + w x (x - com)."""
+    com = wp.transform_point(body_q, body_com)
+    return wp.spatial_bottom(body_qd) + wp.cross(wp.spatial_top(body_qd), x - com)
+
+
+@wp.func
+def shape_point_velocity(shapes: ShapeData, s: int, x: wp.vec3):
+    """Velocity [m/s] of the world point x carried by shape s: zero for static shapes."""
+    b = shapes.body[s]
+    if b >= 0:
+        return body_point_velocity(shapes.body_q[b], shapes.body_qd[b], shapes.body_com[b], x)
+    return wp.vec3(0.0, 0.0, 0.0)
+
+
 @wp.func
 def dihedral_angle_gradients(x0: wp.vec3, x1: wp.vec3, x2: wp.vec3, x3: wp.vec3):
     """The bending angle of edge x2-x3 and its gradient, for both solvers.
@@ -100,3 +144,21 @@ def dihedral_angle_gradients(x0: wp.vec3, x1: wp.vec3, x2: wp.vec3, x3: wp.vec3)
     d2 = -(m1 * wp.dot(x0 - x3, e_hat) + m2 * wp.dot(x1 - x3, e_hat))
     d3 = -(m1 * wp.dot(x2 - x0, e_hat) + m2 * wp.dot(x2 - x1, e_hat))
     return angle, d0, d1, d2, d3, True
+
+
+def shape_data(model, state=None) -> ShapeData:
+    """The colliders of `model` for the particle contact kernels; shapes attached to bodies are placed at
+    `state.body_q` / move with `state.body_qd` (the model's initial body state when `state` is None or has none)."""
+    s = ShapeData()
+    s.type = model.shape_type
+    s.transform = model.shape_transform
+    s.scale = model.shape_scale
+    s.body = model.shape_body
+    s.body_q = getattr(state, "body_q", None)
+    s.body_qd = getattr(state, "body_qd", None)
+    if s.body_q is None:
+        s.body_q = model.body_q0
+    if s.body_qd is None:
+        s.body_qd = model.body_qd0
+    s.body_com = model.body_com
+    return s

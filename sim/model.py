@@ -58,13 +58,37 @@ class Model:
             [edge_count]; the bending energy is ke/2 * edge_rest_scale * (angle - rest)^2, so that `ke` means what
             it means in warp.sim/Newton (force ke * angle * length^2 at rest).
         edge_bending_properties: (stiffness ke [N/m/rad], damping kd [N s/m/rad]), shape [edge_count, 2].
+    Rigid bodies (free bodies; see SolverRigid):
+        body_count: number of bodies.
+        body_q0: initial poses of the body frames in world, shape [body_count], transform (p, q (x, y, z, w)).
+        body_qd0: initial spatial velocities, shape [body_count], spatial_vector laid out as (angular velocity w
+            [rad/s], linear velocity v of the centre of mass [m/s]), both in world coordinates. The same layout is
+            used everywhere (State.body_qd; State.body_f holds (torque about the centre of mass [N m],
+            force [N]) in world coordinates).
+        body_mass: masses [kg], shape [body_count]; 0 for a kinematic body, which moves with its velocity and
+            ignores forces.
+        body_inv_mass: inverse masses [1/kg] (0 for kinematic bodies), shape [body_count].
+        body_inertia: inertia tensors about the centre of mass in body-frame axes [kg m^2], shape [body_count],
+            mat33.
+        body_inv_inertia: their inverses [1/(kg m^2)] (0 for kinematic bodies), shape [body_count], mat33.
+        body_com: centres of mass in the body frame [m], shape [body_count], vec3.
     Shapes (colliders, static unless attached to a body):
         shape_type: SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE or SHAPE_PLANE, shape [shape_count], int32.
-        shape_transform: pose in world, shape [shape_count], transform. A plane passes through the pose's origin
-            and its normal is the pose's local +y axis.
+        shape_transform: pose in world for static shapes, relative to the body frame for shapes attached to a
+            body, shape [shape_count], transform. A plane passes through the pose's origin and its normal is the
+            pose's local +y axis.
         shape_scale: sphere (radius, 0, 0); box half extents; capsule (radius, half height, 0) along local y;
             plane (width, length, 0) with 0 meaning infinite [m]; shape [shape_count], vec3.
         shape_body: body index or -1 for static shapes, shape [shape_count], int32.
+        shape_bounding_radius: radius of a sphere about the shape's origin that contains it [m] (0 for planes),
+            shape [shape_count].
+        Contact material of rigid-body contacts (SolverRigid), per shape; a contact uses the mean of its two
+        shapes' values:
+        shape_material_ke: normal stiffness [N/m] per contact point, shape [shape_count].
+        shape_material_kd: normal damping [N s/m] per contact point, shape [shape_count].
+        shape_material_kf: slope of the regularised friction at zero slip [N s/m], shape [shape_count].
+        shape_material_mu: Coulomb friction coefficient [-], shape [shape_count].
+        shape_material_restitution: coefficient of restitution e in [0, 1] [-], shape [shape_count].
     Settings:
         gravity: acceleration [m/s^2], vec3.
         up_axis: 0, 1 or 2 (x, y, z).
@@ -72,6 +96,8 @@ class Model:
         soft_contact: ContactParams for particle-shape contact.
         particle_contact: ContactParams for particle-particle contact.
         particle_grid_enabled: whether particle-particle contact is simulated.
+        rigid_contact_margin: distance [m] below which rigid-body contact candidates are kept (SolverRigid); forces
+            start at touching distance.
     """
 
     def __init__(self, device):
@@ -82,6 +108,8 @@ class Model:
         self.tri_count = 0
         self.edge_count = 0
         self.shape_count = 0
+        self.body_count = 0
+        self.rigid_contact_margin = 0.01
         self.gravity = wp.vec3(0.0, -9.81, 0.0)
         self.up_axis = 1
         self.particle_damping = 0.0
@@ -92,19 +120,25 @@ class Model:
         self.particle_max_radius = 0.0
 
     def state(self, requires_grad: bool | None = None) -> "State":
-        """A new State holding the model's initial particle positions and velocities."""
+        """A new State holding the model's initial particle positions and velocities and body poses and
+        velocities (length-0 body arrays when there are no bodies)."""
         rg = self.requires_grad if requires_grad is None else requires_grad
         s = State()
         s.particle_q = wp.clone(self.particle_q, requires_grad=rg)
         s.particle_qd = wp.clone(self.particle_qd, requires_grad=rg)
         s.particle_f = wp.zeros(self.particle_count, dtype=wp.vec3, device=self.device, requires_grad=rg)
         s.particle_count = self.particle_count
+        s.body_q = wp.clone(self.body_q0, requires_grad=rg)
+        s.body_qd = wp.clone(self.body_qd0, requires_grad=rg)
+        s.body_f = wp.zeros(self.body_count, dtype=wp.spatial_vector, device=self.device, requires_grad=rg)
+        s.body_count = self.body_count
         return s
 
     def control(self) -> "Control":
         """A new Control with no external inputs."""
         c = Control()
         c.particle_f = None
+        c.body_f = None
         return c
 
     def total_mass(self) -> float:
@@ -117,22 +151,36 @@ class State:
     particle_q: positions [m], shape [particle_count], vec3.
     particle_qd: velocities [m/s], shape [particle_count], vec3.
     particle_f: forces accumulated during a step [N], shape [particle_count], vec3.
+    body_q: poses of the body frames in world, shape [body_count], transform.
+    body_qd: spatial velocities (angular velocity [rad/s], linear velocity of the centre of mass [m/s]), world
+        coordinates, shape [body_count], spatial_vector.
+    body_f: wrenches accumulated during a step (torque about the centre of mass [N m], force [N]), world
+        coordinates, shape [body_count], spatial_vector.
     """
 
     particle_q = None
     particle_qd = None
     particle_f = None
     particle_count = 0
+    body_q = None
+    body_qd = None
+    body_f = None
+    body_count = 0
 
     def clear_forces(self):
         if self.particle_f is not None:
             self.particle_f.zero_()
+        if self.body_f is not None:
+            self.body_f.zero_()
 
 
 class Control:
     """External inputs for a step.
 
     particle_f: external forces added to particles [N], shape [particle_count], vec3, or None.
+    body_f: external wrenches on bodies (torque about the centre of mass [N m], force [N]), world coordinates,
+        shape [body_count], spatial_vector, or None.
     """
 
     particle_f = None
+    body_f = None

@@ -7,7 +7,7 @@ kernel signature stays short and the Tape finds the gradient of every array memb
 
 import kernels as wp
 
-from ...geometry import dihedral_angle_gradients, shape_sdf
+from ...geometry import ShapeData, dihedral_angle_gradients, shape_point_velocity, shape_pose, shape_sdf
 from ...model import PARTICLE_ACTIVE, ContactParams
 
 
@@ -41,15 +41,6 @@ class BendingData:
     rest_angle: wp.array(dtype=float)
     rest_scale: wp.array(dtype=float)  # [m^3], see Model.edge_rest_scale
     properties: wp.array2d(dtype=float)
-
-
-@wp.struct
-class ShapeData:
-    """Colliders: type [shape_count] int32, transform [shape_count] (world pose), scale [shape_count] vec3 [m]."""
-
-    type: wp.array(dtype=wp.int32)
-    transform: wp.array(dtype=wp.transform)
-    scale: wp.array(dtype=wp.vec3)
 
 
 @wp.struct
@@ -214,17 +205,19 @@ def friction_force(vt: wp.vec3, fn: float, params: ContactParams):
 def eval_shape_contact_forces(x: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3),
                               radius: wp.array(dtype=float), flags: wp.array(dtype=wp.int32), shapes: ShapeData,
                               params: ContactParams, f: wp.array(dtype=wp.vec3)):
-    """Penalty contact of particle p with static shape s (one thread per pair): the contact begins when the
+    """Penalty contact of particle p with shape s (one thread per pair): the contact begins when the
     particle's surface is within `margin` of the shape; normal force ke * depth plus damping kd of the
-    approaching normal velocity, and regularised Coulomb friction."""
+    approaching normal velocity, and regularised Coulomb friction. Shapes attached to a body sit at the body's
+    pose and damping and friction act on the velocity relative to the body's surface (one-way coupling: the
+    body feels nothing)."""
     p, s = wp.tid()
     if (flags[p] & PARTICLE_ACTIVE) == 0:
         return
-    d, n = shape_sdf(shapes.type[s], shapes.transform[s], shapes.scale[s], x[p])
+    d, n = shape_sdf(shapes.type[s], shape_pose(shapes, s), shapes.scale[s], x[p])
     c = d - radius[p] - params.margin
     if c >= 0.0:
         return
-    vp = v[p]
+    vp = v[p] - shape_point_velocity(shapes, s, x[p])
     vn = wp.dot(vp, n)
     fn = -params.ke * c
     fd = -params.kd * wp.min(vn, 0.0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import kernels as wp
 
+from ...geometry import shape_data
 from . import kernels as k
 
 
@@ -14,6 +15,8 @@ class SolverSemiImplicit:
     Differentiable through a Tape when every step writes a fresh State (`state_out` never aliases `state_in`).
     Explicit, hence stable for dt well below sqrt(m / k) of the stiffest spring, membrane or contact (ke), and
     for c dt / m below 1 for every viscous coefficient c (contact kd and kf, spring and membrane damping).
+    Shapes attached to rigid bodies sit at state_in.body_q, and contact damping and friction act on the velocity
+    relative to the body's surface (one-way coupling: the bodies feel nothing; step them with SolverRigid).
 
     Args:
         model: the Model to simulate.
@@ -48,8 +51,8 @@ class SolverSemiImplicit:
             wp.launch(k.eval_bending_forces, dim=model.edge_count, inputs=[x, v, _edges(model), f], device=device)
         if model.shape_count:
             wp.launch(k.eval_shape_contact_forces, dim=(model.particle_count, model.shape_count),
-                      inputs=[x, v, model.particle_radius, model.particle_flags, _shapes(model), model.soft_contact,
-                              f], device=device)
+                      inputs=[x, v, model.particle_radius, model.particle_flags, _shapes(model, state),
+                              model.soft_contact, f], device=device)
         if model.particle_grid_enabled:
             from ... import particle_contact  # written alongside the hash grid; imported only when enabled
             particle_contact.eval_particle_contacts(model, state, f)
@@ -99,9 +102,7 @@ def _edges(model) -> k.BendingData:
     return e
 
 
-def _shapes(model) -> k.ShapeData:
-    s = k.ShapeData()
-    s.type = model.shape_type
-    s.transform = model.shape_transform
-    s.scale = model.shape_scale
-    return s
+def _shapes(model, state=None) -> k.ShapeData:
+    """Colliders; shapes attached to bodies are placed at `state`'s body poses (the model's initial ones
+    without a state)."""
+    return shape_data(model, state)

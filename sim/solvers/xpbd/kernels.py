@@ -13,7 +13,7 @@ differentiate the whole iteration sequence. Inverse masses are computed here fro
 
 import kernels as wp
 
-from ...geometry import dihedral_angle_gradients, shape_sdf
+from ...geometry import ShapeData, dihedral_angle_gradients, shape_point_velocity, shape_pose, shape_sdf
 from ...model import PARTICLE_ACTIVE
 
 #: Lengths, squared lengths and denominators below this count as degenerate: the constraint is skipped.
@@ -218,14 +218,15 @@ def solve_bending(x: wp.array(dtype=wp.vec3), mass: wp.array(dtype=float), flags
 @wp.kernel
 def solve_shape_contacts(x: wp.array(dtype=wp.vec3), x_start: wp.array(dtype=wp.vec3),
                          mass: wp.array(dtype=float), flags: wp.array(dtype=wp.int32),
-                         radius: wp.array(dtype=float), shape_type: wp.array(dtype=wp.int32),
-                         shape_transform: wp.array(dtype=wp.transform), shape_scale: wp.array(dtype=wp.vec3),
-                         settings: XPBDSettings, contact_delta: wp.array(dtype=wp.vec3)):
+                         radius: wp.array(dtype=float), shapes: ShapeData, settings: XPBDSettings,
+                         contact_delta: wp.array(dtype=wp.vec3)):
     """One pass over particle-shape pairs, launched over (particle_count, shape_count).
 
     A particle closer than its radius to a shape's surface is pushed out along the shape's normal to distance
     radius. Positional Coulomb friction then removes the tangential displacement since the start of the step
-    (`x_start`), by at most friction * (normal correction) [m]: static friction below that limit, sliding above.
+    (`x_start`) relative to the shape's surface (a shape on a body carries the particle along), by at most
+    friction * (normal correction) [m]: static friction below that limit, sliding above. Shapes attached to a
+    body sit at the body's pose of the step's start (one-way coupling: the body feels nothing).
     Contact corrections are summed into `contact_delta` [m], not averaged: each one vanishes as its contact
     starts, so the step stays continuous in the inputs (a contact count in the Jacobi average would jump).
     """
@@ -233,11 +234,11 @@ def solve_shape_contacts(x: wp.array(dtype=wp.vec3), x_start: wp.array(dtype=wp.
     w = inverse_mass(mass[i], flags[i])
     if w > 0.0:
         xi = x[i]
-        d, n = shape_sdf(shape_type[s], shape_transform[s], shape_scale[s], xi)
+        d, n = shape_sdf(shapes.type[s], shape_pose(shapes, s), shapes.scale[s], xi)
         penetration = radius[i] - d
         if penetration > 0.0:
             dx = n * penetration
-            moved = xi + dx - x_start[i]
+            moved = xi + dx - x_start[i] - shape_point_velocity(shapes, s, xi) * settings.dt
             tangential = moved - n * wp.dot(moved, n)
             # static: remove all the slip (no division, so its derivative holds down to zero slip);
             # sliding: remove `limit` of it

@@ -6,6 +6,7 @@ import numpy as np
 
 import kernels as wp
 
+from ...geometry import shape_data
 from . import kernels as k
 
 
@@ -29,7 +30,9 @@ class SolverXPBD:
             1 / (edge_bending_properties[:, 0] * edge_rest_scale).
         shapes: every particle against every shape (shape_sdf), pushed out to distance particle_radius, with
             positional Coulomb friction of coefficient model.soft_contact.mu (static: the tangential motion since
-            the step's start is removed; sliding: by at most mu times the normal correction). Contact
+            the step's start relative to the shape's surface is removed; sliding: by at most mu times the normal
+            correction). Shapes attached to bodies sit at state_in.body_q and move with state_in.body_qd (one-way
+            coupling: the bodies feel nothing). Contact
             corrections are summed, not averaged, so a contact that starts does not change the average of the
             other corrections: the step is continuous in its inputs.
 
@@ -159,8 +162,7 @@ class SolverXPBD:
         if model.shape_count:
             wp.launch(k.solve_shape_contacts, dim=(model.particle_count, model.shape_count), device=device,
                       inputs=[x, state_in.particle_q, model.particle_mass, model.particle_flags,
-                              model.particle_radius, model.shape_type, model.shape_transform, model.shape_scale,
-                              settings],
+                              model.particle_radius, shape_data(model, state_in), settings],
                       outputs=[contact_delta])
         return new
 
