@@ -1,4 +1,4 @@
-"""The `sim` command (also `python -m sim`): run, validate and describe scene files.
+"""The `sim` command (also `python -m sim`): run, validate and describe scene files; optimise parameters.
 
 Exit codes: 0 success, 2 invalid input (scene, override or option; nothing is written), 3 the simulation blew up
 (non-finite values; the frames before stay in a valid USD file), 130 interrupted (frames so far are kept).
@@ -7,6 +7,7 @@ Exit codes: 0 success, 2 invalid input (scene, override or option; nothing is wr
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 EXIT_OK, EXIT_INPUT, EXIT_BLOWUP, EXIT_INTERRUPT = 0, 2, 3, 130
@@ -31,6 +32,15 @@ def create_parser() -> argparse.ArgumentParser:
     _scene_args(validate)
     info = sub.add_parser("info", help="what a scene contains: objects, counts, solver, dt, frames, output")
     _scene_args(info)
+    opt = sub.add_parser("optimize", help="learn scene parameters by gradient descent through the simulation")
+    opt.add_argument("config", help="optimisation config YAML file")
+    opt.add_argument("--iterations", type=_positive_int, help="iterations (default: the config's)")
+    opt.add_argument("--out-dir", help="output folder (default: output.dir, else out/<config>)")
+    opt.add_argument("--resume", action="store_true", help="continue from the output folder's snapshot")
+    opt.add_argument("--device", help="cpu, cuda or cuda:N (default: the scene's sim.device)")
+    opt.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
+                     help="override a config key, e.g. --set optimizer.lr=0.05 (repeatable)")
+    opt.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
 
 
@@ -47,6 +57,8 @@ def _positive_int(text: str) -> int:
 def main(argv=None) -> int:
     args = create_parser().parse_args(argv)
     from .scene import Scene, SceneError, SimulationError
+    if args.command == "optimize":
+        return _optimize(args)
     try:
         scene = Scene.load(args.scene, args.overrides)
         if args.command == "validate":
@@ -70,6 +82,37 @@ def main(argv=None) -> int:
             _summary(e.result, scene, stopped=True)
         return EXIT_INTERRUPT
     _summary(result, scene)
+    return EXIT_OK
+
+
+def _optimize(args) -> int:
+    from .optimization import load_config, optimize
+    from .scene import SceneError, SimulationError
+    try:
+        cfg = load_config(args.config, args.overrides)
+        device = _device(args.device or cfg.scene.spec.sim.device)
+        result = optimize(cfg, iterations=args.iterations, out_dir=args.out_dir, resume=args.resume,
+                          progress=not args.quiet, device=device)
+    except SceneError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    except (SimulationError, FloatingPointError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_BLOWUP
+    except KeyboardInterrupt:
+        print("interrupted: continue with --resume (the last snapshot is kept)", file=sys.stderr)
+        return EXIT_INTERRUPT
+    losses = result.losses
+    status = "converged" if result.converged else "done"
+    print(f"{status} after {result.iterations} iterations: loss {losses[0]:.6g} -> {losses[-1]:.6g}"
+          if losses else "nothing to do")
+    for path, value in result.params.items():
+        shown = value if not isinstance(value, list) or len(value) <= 4 else f"[{len(value)} values]"
+        print(f"learned   {path} = {shown}")
+    rollout = "checkpointed" if result.checkpointed else "full tape"
+    print(f"time      {result.seconds_per_iteration:.2f} s per iteration; peak memory of one iteration "
+          f"{result.peak_memory_bytes / 2**20:.1f} MiB ({rollout})")
+    print(f"output    {result.out_dir}: " + ", ".join(os.path.basename(f) for f in result.files))
     return EXIT_OK
 
 

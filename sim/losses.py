@@ -1,0 +1,139 @@
+"""Losses on simulated states, for optimisation through the simulation: each evaluates at given frames by
+launching kernels that add into a one-element loss array, so a Tape differentiates it.
+
+    CenterOfMassTarget(obj, frame, target)     w |com - target|^2                 [m^2]
+    PositionsTarget(obj, frame, positions)     w mean_i |x_i - p_i|^2             [m^2]
+    TrajectoryMatch(obj, reference)            w mean_frames mean_i |x_i - r_i|^2 [m^2]
+    ParameterL2(param)                         w |theta - theta_0|^2 on a learned parameter's variable
+
+`obj` is a `sim.scene.SceneObject` (which particles); positions are [m], shape [obj.count, 3].
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import kernels as wp
+
+
+@wp.kernel
+def mass_moment(q: wp.array(dtype=wp.vec3), mass: wp.array(dtype=float), start: int,
+                moment: wp.array(dtype=wp.vec3), total: wp.array(dtype=float)):
+    i = wp.tid()
+    m = mass[start + i]
+    wp.atomic_add(moment, 0, q[start + i] * m)
+    wp.atomic_add(total, 0, m)
+
+
+@wp.kernel
+def com_distance_sq(moment: wp.array(dtype=wp.vec3), total: wp.array(dtype=float), target: wp.vec3, weight: float,
+                    loss: wp.array(dtype=float)):
+    d = moment[0] / total[0] - target
+    wp.atomic_add(loss, 0, weight * wp.dot(d, d))
+
+
+@wp.kernel
+def positions_distance_sq(q: wp.array(dtype=wp.vec3), start: int, target: wp.array(dtype=wp.vec3), weight: float,
+                          loss: wp.array(dtype=float)):
+    i = wp.tid()
+    d = q[start + i] - target[i]
+    wp.atomic_add(loss, 0, weight * wp.dot(d, d))
+
+
+@wp.kernel
+def variable_distance_sq(x: wp.array(dtype=float), x0: wp.array(dtype=float), weight: float,
+                         loss: wp.array(dtype=float)):
+    i = wp.tid()
+    d = x[i] - x0[i]
+    wp.atomic_add(loss, 0, weight * d * d)
+
+
+class Loss:
+    """A loss term: `frames` lists the frames at which `evaluate(model, frame, state, loss)` must be called
+    (empty for terms on parameters, evaluated once by `evaluate_parameters(loss)`)."""
+
+    name = "loss"
+    frames: tuple = ()
+
+    def evaluate(self, model, frame: int, state, loss):
+        pass
+
+    def evaluate_parameters(self, loss):
+        pass
+
+
+class CenterOfMassTarget(Loss):
+    """weight * |centre of mass of `obj` at `frame` - target|^2 [m^2]; the centre uses the particle masses."""
+
+    name = "com_target"
+
+    def __init__(self, obj, frame: int, target, weight: float = 1.0):
+        self.obj, self.frames, self.target, self.weight = obj, (int(frame),), wp.vec3(*target), float(weight)
+
+    def evaluate(self, model, frame, state, loss):
+        d = model.device
+        moment = wp.zeros(1, dtype=wp.vec3, device=d, requires_grad=True)
+        total = wp.zeros(1, dtype=float, device=d, requires_grad=True)
+        wp.launch(mass_moment, dim=self.obj.count, inputs=[state.particle_q, model.particle_mass, self.obj.start],
+                  outputs=[moment, total], device=d)
+        wp.launch(com_distance_sq, dim=1, inputs=[moment, total, self.target, self.weight], outputs=[loss], device=d)
+
+
+class PositionsTarget(Loss):
+    """weight * mean over the object's particles of |x_i(frame) - positions_i|^2 [m^2]."""
+
+    name = "positions"
+
+    def __init__(self, obj, frame: int, positions, weight: float = 1.0):
+        positions = np.asarray(positions, np.float32).reshape(-1, 3)
+        if len(positions) != obj.count:
+            raise ValueError(f"target has {len(positions)} positions, object '{obj.name}' has {obj.count} particles")
+        self.obj, self.frames, self.weight = obj, (int(frame),), float(weight)
+        self._target = positions
+
+    def evaluate(self, model, frame, state, loss):
+        target = wp.array(self._target, dtype=wp.vec3, device=model.device)
+        wp.launch(positions_distance_sq, dim=self.obj.count,
+                  inputs=[state.particle_q, self.obj.start, target, self.weight / self.obj.count], outputs=[loss],
+                  device=model.device)
+
+
+class TrajectoryMatch(Loss):
+    """weight * mean over `reference`'s frames and the object's particles of |x_i(f) - r_i(f)|^2 [m^2];
+    `reference` maps frame -> positions [obj.count, 3]."""
+
+    name = "trajectory"
+
+    def __init__(self, obj, reference: dict, weight: float = 1.0):
+        if not reference:
+            raise ValueError("a trajectory needs at least one frame")
+        self.obj, self.weight = obj, float(weight)
+        self._reference = {int(f): np.asarray(p, np.float32).reshape(-1, 3) for f, p in reference.items()}
+        for f, p in self._reference.items():
+            if len(p) != obj.count:
+                raise ValueError(f"frame {f} of the trajectory has {len(p)} positions, object '{obj.name}' has "
+                                 f"{obj.count} particles")
+        self.frames = tuple(sorted(self._reference))
+
+    def evaluate(self, model, frame, state, loss):
+        target = wp.array(self._reference[frame], dtype=wp.vec3, device=model.device)
+        scale = self.weight / (self.obj.count * len(self.frames))
+        wp.launch(positions_distance_sq, dim=self.obj.count, inputs=[state.particle_q, self.obj.start, target, scale],
+                  outputs=[loss], device=model.device)
+
+
+class ParameterL2(Loss):
+    """weight * |variable - its initial value|^2 of a learned parameter (a regulariser)."""
+
+    name = "param_l2"
+
+    def __init__(self, param, weight: float = 1.0):
+        self.param, self.weight = param, float(weight)
+        self._x0 = None
+
+    def evaluate_parameters(self, loss):
+        v = self.param.variable
+        if self._x0 is None:
+            self._x0 = wp.array(self.param.initial_variable(), dtype=float, device=v.device)
+        wp.launch(variable_distance_sq, dim=v.shape[0], inputs=[v, self._x0, self.weight], outputs=[loss],
+                  device=v.device)

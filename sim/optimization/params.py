@@ -1,0 +1,272 @@
+"""Learned parameters: a scene key path (`cloth.0.vel`, `cloth.0.material.tri_ke`, `colliders.1.pos`, ...)
+mapped to a flat float variable and to the model or initial-state entries it sets.
+
+Each iteration `apply` launches kernels that copy the variable into those entries inside the Tape, so the
+gradient reaches the variable. With `log: true` the variable holds log(value) (positive scalars such as
+stiffness, where steps should be relative).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+import kernels as wp
+
+from ..scene.errors import SceneError
+
+LEARNABLE = ("cloth.N.vel", "cloth.N.velocities", "cloth.N.mass", "cloth.N.forces",
+             "cloth.N.material.{tri_ke,tri_ka,tri_kd,edge_ke,edge_kd,spring_ke,spring_kd}",
+             "materials.NAME.{same keys}", "particles.N.{vel,velocities,mass,forces}",
+             "colliders.N.{pos,radius,half_extents,half_height}")
+
+# material key -> (model array, column or None)
+MATERIAL_TARGETS = {"tri_ke": ("tri_materials", 0), "tri_ka": ("tri_materials", 1), "tri_kd": ("tri_materials", 2),
+                    "edge_ke": ("edge_bending_properties", 0), "edge_kd": ("edge_bending_properties", 1),
+                    "spring_ke": ("spring_stiffness", None), "spring_kd": ("spring_damping", None)}
+RANGE_OF = {"tri_materials": "tri_range", "edge_bending_properties": "edge_range", "spring_stiffness": "spring_range",
+            "spring_damping": "spring_range"}
+
+
+@wp.func
+def decode(x: float, log: int):
+    y = x
+    if log != 0:
+        y = wp.exp(x)
+    return y
+
+
+@wp.kernel
+def assign_float(var: wp.array(dtype=float), log: int, src: wp.array(dtype=wp.int32),
+                 rows: wp.array(dtype=wp.int32), dst: wp.array(dtype=float)):
+    j = wp.tid()
+    dst[rows[j]] = decode(var[src[j]], log)
+
+
+@wp.kernel
+def assign_column(var: wp.array(dtype=float), log: int, src: wp.array(dtype=wp.int32),
+                  rows: wp.array(dtype=wp.int32), column: int, dst: wp.array2d(dtype=float)):
+    j = wp.tid()
+    dst[rows[j], column] = decode(var[src[j]], log)
+
+
+@wp.kernel
+def assign_vec3(var: wp.array(dtype=float), src: wp.array(dtype=wp.int32), rows: wp.array(dtype=wp.int32),
+                dst: wp.array(dtype=wp.vec3)):
+    j = wp.tid()
+    s = src[j]
+    dst[rows[j]] = wp.vec3(var[s], var[s + 1], var[s + 2])
+
+
+@wp.kernel
+def assign_vec3_component(var: wp.array(dtype=float), log: int, src: wp.array(dtype=wp.int32),
+                          rows: wp.array(dtype=wp.int32), component: int, base: wp.array(dtype=wp.vec3),
+                          dst: wp.array(dtype=wp.vec3)):
+    j = wp.tid()
+    x = decode(var[src[j]], log)
+    b = base[j]
+    dst[rows[j]] = wp.vec3(wp.where(component == 0, x, b[0]), wp.where(component == 1, x, b[1]),
+                           wp.where(component == 2, x, b[2]))
+
+
+@wp.kernel
+def assign_position(var: wp.array(dtype=float), src: wp.array(dtype=wp.int32), rows: wp.array(dtype=wp.int32),
+                    rotation: wp.array(dtype=wp.quat), dst: wp.array(dtype=wp.transform)):
+    j = wp.tid()
+    s = src[j]
+    dst[rows[j]] = wp.transform(wp.vec3(var[s], var[s + 1], var[s + 2]), rotation[j])
+
+
+@dataclass
+class Target:
+    """Where a parameter goes: `array` names an attribute of the model ('model') or initial state ('state');
+    `rows` are the entries set, `src` the variable offset each reads; `how` picks the kernel."""
+
+    owner: str  # "model", "state" or "object" (a SceneObject attribute)
+    array: str
+    how: str  # "float", "column", "vec3", "vec3_component", "position"
+    rows: np.ndarray
+    src: np.ndarray
+    column: int = 0
+    obj: object = None
+    rotation: object = None  # "position": the shapes' fixed rotations (x, y, z, w), shape [len(rows), 4]
+    base: object = None  # "vec3_component": the vectors whose other components stay, shape [len(rows), 3]
+
+
+class LearnedParameter:
+    """One learned scene key. `variable` is the optimised float array (log of the value when `log`)."""
+
+    def __init__(self, path: str, targets: list, initial: np.ndarray, *, log: bool = False, bounds=None,
+                 shape=()):
+        self.path, self.targets, self.log, self.shape = path, targets, bool(log), tuple(shape)
+        initial = np.asarray(initial, np.float64).reshape(-1)
+        if self.log and np.any(initial <= 0):
+            raise ValueError(f"{path}: log: true needs a positive value, got {initial.min():g}")
+        self._initial = np.log(initial) if self.log else initial
+        self.bounds = None
+        if bounds is not None:
+            lo, hi = bounds
+            self.bounds = (np.log(lo) if self.log else lo, np.log(hi) if self.log else hi)
+        self.variable = None
+
+    @property
+    def size(self) -> int:
+        return self._initial.size
+
+    def initial_variable(self) -> np.ndarray:
+        return self._initial.astype(np.float32)
+
+    def allocate(self, device, values=None):
+        """Create the variable array (initial values, or `values` in value space, e.g. when resuming)."""
+        x = self._initial if values is None else self.encode(values)
+        self.variable = wp.array(np.asarray(x, np.float32), dtype=float, device=device, requires_grad=True)
+
+    def encode(self, values) -> np.ndarray:
+        v = np.asarray(values, np.float64).reshape(-1)
+        return np.log(v) if self.log else v
+
+    def value(self) -> np.ndarray:
+        """Current value(s) in the scene's units, shape `shape` (a scalar as shape ())."""
+        x = self.variable.numpy().astype(np.float64)
+        return (np.exp(x) if self.log else x).reshape(self.shape)
+
+    def yaml_value(self):
+        """The value as a scene key takes it (a number or nested lists)."""
+        v = self.value()
+        return float(v) if v.ndim == 0 else v.tolist()
+
+    def apply(self, built, state0):
+        """Launch the kernels that write the variable into the model / initial state (record them on a Tape)."""
+        for t in self.targets:
+            owner = {"model": built.model, "state": state0, "object": t.obj}[t.owner]
+            dst = getattr(owner, t.array)
+            d = built.model.device
+            rows = wp.array(t.rows.astype(np.int32), dtype=wp.int32, device=d)
+            src = wp.array(t.src.astype(np.int32), dtype=wp.int32, device=d)
+            n, log = len(t.rows), int(self.log)
+            if t.how == "float":
+                wp.launch(assign_float, dim=n, inputs=[self.variable, log, src, rows], outputs=[dst], device=d)
+            elif t.how == "column":
+                wp.launch(assign_column, dim=n, inputs=[self.variable, log, src, rows, t.column], outputs=[dst],
+                          device=d)
+            elif t.how == "vec3":
+                wp.launch(assign_vec3, dim=n, inputs=[self.variable, src, rows], outputs=[dst], device=d)
+            elif t.how == "vec3_component":
+                base = wp.array(t.base, dtype=wp.vec3, device=d)
+                wp.launch(assign_vec3_component, dim=n, inputs=[self.variable, log, src, rows, t.column, base],
+                          outputs=[dst], device=d)
+            else:
+                rot = wp.array(t.rotation, dtype=wp.quat, device=d)
+                wp.launch(assign_position, dim=n, inputs=[self.variable, src, rows, rot], outputs=[dst], device=d)
+
+
+def resolve(path: str, scene, built, *, log: bool = False, bounds=None, where: str = "parameters",
+            key: tuple = ()) -> LearnedParameter:
+    """The LearnedParameter for scene key `path` of the validated `scene` (spec) built into `built`.
+    Raises SceneError (at `where`, config key path `key`) for a key that does not exist or cannot be learned."""
+    parts = [int(p) if p.isdigit() else p for p in path.split(".")]
+
+    def fail(msg):
+        raise SceneError(where, key, f"{path}: {msg}")
+
+    try:
+        targets, initial, shape = _targets(parts, scene, built, fail)
+    except (IndexError, KeyError, TypeError):
+        fail("no such key in the scene")
+    if log and any(t.how in ("vec3", "position") for t in targets):
+        fail("log: true applies to positive scalars (stiffness, mass, radius), not to vectors")
+    try:
+        return LearnedParameter(path, targets, initial, log=log, bounds=bounds, shape=shape)
+    except ValueError as e:
+        fail(str(e).split(": ", 1)[-1])
+
+
+def _object(parts, scene, built, fail):
+    group, i = parts[0], parts[1]
+    specs = scene.cloth if group == "cloth" else scene.particles
+    if not isinstance(i, int) or i >= len(specs):
+        fail(f"no {group} object {i} (the scene has {len(specs)})")
+    offset = 0 if group == "cloth" else len(scene.cloth)
+    return specs[i], built.objects[offset + i]
+
+
+def _targets(parts, scene, built, fail):
+    head = parts[0]
+    m = built.model
+    if head in ("cloth", "particles") and len(parts) >= 3:
+        spec, obj = _object(parts, scene, built, fail)
+        key = parts[2]
+        rows = np.arange(obj.start, obj.stop)
+        if key == "vel" and len(parts) == 3:
+            if spec.velocities is not None:
+                fail("the object sets per-particle `velocities`: learn those instead")
+            return [Target("state", "particle_qd", "vec3", rows, np.zeros(len(rows), int))], np.array(spec.vel), (3,)
+        if key == "velocities" and len(parts) == 3:
+            init = m.particle_qd.numpy()[obj.start:obj.stop].astype(np.float64)
+            return [Target("state", "particle_qd", "vec3", rows, 3 * np.arange(len(rows)))], init, (obj.count, 3)
+        if key == "mass" and len(parts) == 3:
+            if head == "cloth" and spec.grid is None:
+                fail("a mesh cloth's mass comes from its density, which is not learnable; use a grid")
+            mass = m.particle_mass.numpy()[obj.start:obj.stop]
+            free = rows[mass > 0]
+            return [Target("model", "particle_mass", "float", free, np.zeros(len(free), int))], \
+                np.array([mass[mass > 0][0]]), ()
+        if key == "forces" and len(parts) == 3:
+            if obj.forces is None:
+                fail("the object has no `forces` list in the scene: add one (a force per frame) to learn it")
+            frames = obj.forces.shape[0]
+            init = obj.forces.numpy().astype(np.float64)
+            return [Target("object", "forces", "vec3", np.arange(frames), 3 * np.arange(frames), obj=obj)], init, \
+                (frames, 3)
+        if key == "material" and head == "cloth" and len(parts) == 4:
+            if isinstance(spec.material, str):
+                fail(f"the cloth uses the named material '{spec.material}': learn materials.{spec.material}."
+                     f"{parts[3]}")
+            return _material_targets(parts[3], [obj], built, fail)
+    if head == "materials" and len(parts) == 3:
+        name = parts[1]
+        if name not in scene.materials:
+            fail(f"no material named '{name}'")
+        users = [built.objects[i] for i, c in enumerate(scene.cloth) if c.material == name]
+        if not users:
+            fail(f"no cloth uses material '{name}'")
+        return _material_targets(parts[2], users, built, fail)
+    if head == "colliders" and len(parts) == 3:
+        return _collider_targets(parts[1], parts[2], scene, built, fail)
+    fail(f"not a learnable parameter (learnable: {'; '.join(LEARNABLE)}). Contact settings, gravity, counts "
+         "and time stepping are constants of the solvers' kernels and have no gradient")
+
+
+def _material_targets(key, objects, built, fail):
+    if key not in MATERIAL_TARGETS:
+        fail(f"unknown material key (learnable: {', '.join(MATERIAL_TARGETS)})")
+    array, column = MATERIAL_TARGETS[key]
+    rows = np.concatenate([np.arange(*getattr(o, RANGE_OF[array])) for o in objects])
+    if len(rows) == 0:
+        fail(f"the cloth has no {array.split('_')[0]} entries for {key} to act on (is the term enabled?)")
+    data = getattr(built.model, array).numpy()
+    initial = data[rows[0]] if column is None else data[rows[0], column]
+    how = "float" if column is None else "column"
+    return [Target("model", array, how, rows, np.zeros(len(rows), int), column or 0)], np.array([initial]), ()
+
+
+def _collider_targets(i, key, scene, built, fail):
+    if not isinstance(i, int) or i >= len(scene.colliders):
+        fail(f"no collider {i} (the scene has {len(scene.colliders)})")
+    c = scene.colliders[i]
+    m = built.model
+    row = np.array([i])
+    if key == "pos" and c.type != "ground":
+        rotation = np.asarray(m.shape_transform.numpy()[i, 3:], np.float32).reshape(1, 4)
+        return [Target("model", "shape_transform", "position", row, np.array([0]), rotation=rotation)], \
+            np.array(c.pos), (3,)
+    scale = m.shape_scale.numpy()
+    component = {("sphere", "radius"): 0, ("capsule", "radius"): 0, ("capsule", "half_height"): 1}.get((c.type, key))
+    if component is not None:
+        base = scale[i:i + 1].astype(np.float32)
+        return [Target("model", "shape_scale", "vec3_component", row, np.array([0]), component, base=base)], \
+            np.array([scale[i, component]]), ()
+    if c.type == "box" and key == "half_extents":
+        return [Target("model", "shape_scale", "vec3", row, np.array([0]))], scale[i].astype(np.float64), (3,)
+    fail(f"not learnable for a {c.type} collider")

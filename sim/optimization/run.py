@@ -1,0 +1,375 @@
+"""`optimize(config)`: learn scene parameters by gradient descent through the simulation, writing loss.csv,
+loss.png, params.yaml, initial.usd, final.usd and a resumable snapshot into the output folder."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import time
+import tracemalloc
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import kernels as wp
+from autodiff import SGD, Adam, CheckpointedRollout, Tape
+
+from .. import losses as L
+from ..scene.errors import SceneError
+from ..scene.progress import Progress
+from .config import OptimizeConfig, load_config
+from .data import load_trajectory
+from .params import LearnedParameter, resolve
+from .snapshot import SNAPSHOT, load_snapshot, save_snapshot
+
+
+@dataclass
+class OptimizeResult:
+    """What an optimisation did: the loss of each iteration, the learned values, where files went and the
+    memory and time one iteration took."""
+
+    iterations: int
+    losses: list
+    params: dict  # path -> learned value (number or nested lists)
+    out_dir: str | None
+    converged: bool
+    seconds_per_iteration: float
+    checkpointed: bool
+    peak_memory_bytes: int  # peak traced allocations of one forward + backward
+    files: list = field(default_factory=list)
+
+
+class Problem:
+    """The pieces of one config: built scene, learned parameters, loss terms, how to roll out."""
+
+    def __init__(self, cfg: OptimizeConfig, device=None):
+        self.cfg = cfg
+        spec = cfg.spec
+        self.built = cfg.scene.build(device, requires_grad=True)
+        self.frames = spec.frames or cfg.scene.spec.sim.frames
+        self.steps = self.frames * self.built.substeps
+        self.params = [self._param(i, p) for i, p in enumerate(spec.parameters)]
+        device = self.built.model.device
+        for p in self.params:
+            p.allocate(device)
+        self.losses = [self._loss(i, l) for i, l in enumerate(spec.loss)]
+        self.checkpointed = self.steps > spec.checkpoint.above_steps
+        self.optimizer = _optimizer(spec.optimizer, self.params)
+
+    def _param(self, i: int, p) -> LearnedParameter:
+        key = ("parameters", i, "path")
+        param = resolve(p.path, self.cfg.scene.spec, self.built, log=p.log, bounds=p.bounds,
+                        where=self.cfg.source.where(key), key=key)
+        if p.init is not None:
+            if param.size != 1:
+                raise self.cfg.error(("parameters", i, "init"), f"init is for scalar parameters; {p.path} has "
+                                     f"{param.size} components")
+            param._initial = param.encode([p.init])
+        if any(pp.path == p.path for pp in getattr(self, "params", [])):
+            raise self.cfg.error(("parameters", i, "path"), f"{p.path} is learned twice")
+        return param
+
+    def _object(self, i: int, name: str):
+        for o in self.built.objects:
+            if o.name == name:
+                return o
+        known = ", ".join(o.name for o in self.built.objects)
+        raise self.cfg.error(("loss", i, "object"), f"no object named '{name}' in the scene (objects: {known})")
+
+    def _frame(self, i: int, frame) -> int:
+        if frame is None:
+            return self.frames
+        if frame > self.frames:
+            raise self.cfg.error(("loss", i, "frame"), f"frame {frame} is past the last simulated frame "
+                                 f"{self.frames}")
+        return frame
+
+    def _loss(self, i: int, l) -> L.Loss:
+        if l.type == "param_l2":
+            for p in self.params:
+                if p.path == l.param:
+                    return L.ParameterL2(p, l.weight)
+            raise self.cfg.error(("loss", i, "param"), f"'{l.param}' is not one of the learned parameters")
+        obj = self._object(i, l.object)
+        if l.type == "com_target":
+            return L.CenterOfMassTarget(obj, self._frame(i, l.frame), l.target, l.weight)
+        try:
+            recorded = load_trajectory(l.file, l.key, obj.name)
+            if l.type == "positions":
+                return L.PositionsTarget(obj, self._frame(i, l.frame), recorded[max(recorded)], l.weight)
+            frames = l.frames or [f for f in sorted(recorded) if 1 <= f <= self.frames]
+            missing = [f for f in frames if f not in recorded]
+            if missing or not frames:
+                raise ValueError(f"no recorded positions for frame(s) {missing or 'any simulated frame'}")
+            for f in frames:
+                self._frame(i, f)
+            return L.TrajectoryMatch(obj, {f: recorded[f] for f in frames}, l.weight)
+        except (ValueError, OSError) as e:
+            raise self.cfg.error(("loss", i, "file"), str(e)) from None
+
+    # ------------------------------------------------------------------------------------------------ rollout
+
+    def loss_and_gradient(self, measure_memory: bool = False) -> tuple:
+        """Roll out from the current parameters on a Tape, back-propagate; returns (loss, peak bytes or 0). The
+        variables' `.grad` hold the gradient until the next call."""
+        if measure_memory:
+            tracemalloc.start()
+        tape = Tape()
+        try:
+            with tape:
+                loss = self._rollout()
+            tape.backward(loss=loss)
+            value = float(loss.numpy()[0])
+            peak = tracemalloc.get_traced_memory()[1] if measure_memory else 0
+        finally:
+            if measure_memory:
+                tracemalloc.stop()
+        self._tape = tape
+        return value, peak
+
+    def _rollout(self):
+        built, model = self.built, self.built.model
+        state0 = model.state(requires_grad=True)
+        for p in self.params:
+            p.apply(built, state0)
+        loss = wp.zeros(1, dtype=float, device=model.device, requires_grad=True)
+        at_frame: dict = {}
+        for l in self.losses:
+            l.evaluate_parameters(loss)
+            for f in l.frames:
+                at_frame.setdefault(f, []).append(l)
+
+        def observe(frame, state):
+            for l in at_frame.get(frame, ()):
+                l.evaluate(model, frame, state, loss)
+
+        if self.checkpointed:
+            self._checkpointed_rollout(state0, observe)
+        else:
+            state = state0
+            fresh = lambda: model.state(requires_grad=True)  # noqa: E731  one State per step for the Tape
+            for frame in range(1, self.frames + 1):
+                state, _ = built.step_frame(state, None, frame, fresh_state=fresh)
+                observe(frame, state)
+        return loss
+
+    def _checkpointed_rollout(self, state0, observe):
+        built, sub = self.built, self.built.substeps
+
+        def step(i, state_in, state_out):
+            built.solver.step(built.model, state_in, state_out, built.control(i // sub + 1), built.dt)
+
+        def observe_step(n, state):
+            if n % sub == 0:
+                observe(n // sub, state)
+
+        rollout = CheckpointedRollout(step, None, self.steps, self.cfg.spec.checkpoint.every,
+                                      state_arrays=("particle_q", "particle_qd"))
+        rollout.run(state0, observe=observe_step)
+
+    def zero_gradients(self):
+        self._tape.zero()
+
+
+def _optimizer(spec, params: list):
+    variables = [p.variable for p in params]
+    bounds = [p.bounds for p in params]
+    if spec.type == "adam":
+        return Adam(variables, spec.lr, betas=tuple(spec.betas), eps=spec.eps, clip_grad_norm=spec.clip_grad_norm,
+                    bounds=bounds)
+    return SGD(variables, spec.lr, momentum=spec.momentum, clip_grad_norm=spec.clip_grad_norm, bounds=bounds)
+
+
+# ---------------------------------------------------------------------------------------------------- driver
+
+
+def optimize(config, *, iterations: int | None = None, out_dir: str | None = None, resume: bool = False,
+             progress: bool = False, device=None, write: bool = True, stop_after: int | None = None) -> OptimizeResult:
+    """Run the optimisation described by `config` (a path or an OptimizeConfig).
+
+    Args:
+        iterations: overrides the config's `iterations`.
+        out_dir: output folder (default: output.dir, else out/<config name>).
+        resume: continue from the folder's snapshot (same config) instead of starting over.
+        progress: draw a progress bar with the current loss on a terminal.
+        device: overrides the scene's device.
+        write: write the output files (False: only compute, e.g. for benchmarks).
+        stop_after: stop (as if interrupted) after this many iterations of this call; the snapshot is saved.
+    """
+    cfg = config if isinstance(config, OptimizeConfig) else load_config(config)
+    spec = cfg.spec
+    problem = Problem(cfg, device)
+    total = spec.iterations if iterations is None else int(iterations)
+    out_dir = out_dir or spec.output.dir or os.path.join("out", cfg.name)
+    digest = _digest(cfg)
+    start, rows = 0, []
+    if write:
+        os.makedirs(out_dir, exist_ok=True)
+        if resume:
+            if not os.path.exists(os.path.join(out_dir, SNAPSHOT)):
+                raise SceneError(out_dir, (), f"nothing to resume: no {SNAPSHOT} in this folder")
+            start, rows = load_snapshot(out_dir, problem.params, problem.optimizer, digest)
+    bar = Progress(total, unit="iterations", enabled=progress)
+    converged, seconds = bool(rows) and rows[-1][1] <= spec.tolerance, []
+    it = start
+    try:
+        it, converged, peak = _iterate(problem, it, total, rows, seconds, bar, out_dir, digest, write, stop_after,
+                                       converged)
+    except KeyboardInterrupt:
+        bar.close()
+        if write:  # keep every completed iteration: --resume continues from here
+            save_snapshot(out_dir, _next_iteration(rows, start), problem.params, problem.optimizer, rows, digest)
+            write_loss_csv(out_dir, problem.params, rows)
+        raise
+    bar.close()
+
+    result = OptimizeResult(it, [r[1] for r in rows], {p.path: p.yaml_value() for p in problem.params},
+                            out_dir if write else None, converged,
+                            float(np.mean(seconds)) if seconds else 0.0, problem.checkpointed, peak)
+    if write:
+        save_snapshot(out_dir, it, problem.params, problem.optimizer, rows, digest)
+        result.files = write_outputs(out_dir, cfg, problem, rows)
+    return result
+
+
+def _iterate(problem: Problem, it: int, total: int, rows: list, seconds: list, bar, out_dir, digest, write: bool,
+             stop_after, converged: bool) -> tuple:
+    """Iterations `it`.. until `total`, convergence or `stop_after`; appends to rows/seconds as it goes."""
+    spec, start, peak = problem.cfg.spec, it, 0
+    while it < total and not converged and (stop_after is None or it - start < stop_after):
+        t0 = time.perf_counter()
+        loss, mem = problem.loss_and_gradient(measure_memory=(it == start))
+        peak = max(peak, mem)
+        if not math.isfinite(loss):
+            raise FloatingPointError(f"iteration {it}: the loss is {loss}; lower the learning rate or check bounds")
+        values = [p.value() for p in problem.params]
+        converged = loss <= spec.tolerance
+        grad_norm = problem.optimizer.grad_norm()
+        if not converged:  # the row's parameters are those the loss was measured at
+            problem.optimizer.step()
+        problem.zero_gradients()
+        rows.append([it, loss, grad_norm] + _flat_columns(values))
+        seconds.append(time.perf_counter() - t0)
+        it += 1
+        bar.update(it, f"loss {loss:.4g}")
+        if write and (it % spec.output.save_every == 0 or converged or it == total):
+            save_snapshot(out_dir, it, problem.params, problem.optimizer, rows, digest)
+            write_loss_csv(out_dir, problem.params, rows)
+    return it, converged, peak
+
+
+def _next_iteration(rows: list, start: int) -> int:
+    return int(rows[-1][0]) + 1 if rows else start
+
+
+def _digest(cfg: OptimizeConfig) -> str:
+    text = json.dumps(cfg.source.data, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def column_names(params: list) -> list:
+    """loss.csv's columns: iteration, loss, grad_norm, then each parameter (components when it has <= 4,
+    else its L2 norm)."""
+    out = ["iteration", "loss", "grad_norm"]
+    for p in params:
+        if p.size == 1:
+            out.append(p.path)
+        elif p.size <= 4:
+            out += [f"{p.path}[{k}]" for k in range(p.size)]
+        else:
+            out.append(f"{p.path}.norm")
+    return out
+
+
+def _flat_columns(values: list) -> list:
+    out = []
+    for v in values:
+        v = np.asarray(v, np.float64).reshape(-1)
+        out += v.tolist() if v.size <= 4 else [float(np.linalg.norm(v))]
+    return out
+
+
+def write_loss_csv(out_dir: str, params: list, rows: list):
+    lines = [",".join(column_names(params))]
+    for r in rows:
+        lines.append(",".join([str(int(r[0]))] + [repr(float(x)) for x in r[1:]]))
+    _write_text(os.path.join(out_dir, "loss.csv"), "\n".join(lines) + "\n")
+
+
+def write_outputs(out_dir: str, cfg: OptimizeConfig, problem: Problem, rows: list) -> list:
+    """loss.csv, loss.png, params.yaml and (output.usd) initial.usd / final.usd; returns the paths."""
+    from ..plot import save_line_plot
+    files = [os.path.join(out_dir, n) for n in ("loss.csv", "loss.png", "params.yaml")]
+    write_loss_csv(out_dir, problem.params, rows)
+    save_line_plot(files[1], [r[1] for r in rows], xs=[r[0] for r in rows], title=f"{cfg.name}: loss")
+    _write_text(files[2], params_yaml(cfg, problem.params, rows))
+    if cfg.spec.output.usd:
+        learned = [f"{p.path}={json.dumps(p.yaml_value())}" for p in problem.params]
+        for name, extra in (("initial.usd", _initial_overrides(problem)), ("final.usd", learned)):
+            out = os.path.join(out_dir, name)
+            _rebuild_scene(cfg, extra).run(frames=problem.frames, out=out)
+            files.append(out)
+    return files
+
+
+def _initial_overrides(problem: Problem) -> list:
+    """Scene overrides for the parameters' starting values (those given by `init` differ from the scene's)."""
+    out = []
+    for p in problem.params:
+        x = p.initial_variable().astype(np.float64)
+        v = (np.exp(x) if p.log else x).reshape(p.shape)
+        out.append(f"{p.path}={json.dumps(float(v) if v.ndim == 0 else v.tolist())}")
+    return out
+
+
+def _rebuild_scene(cfg: OptimizeConfig, extra: list):
+    from ..scene import Scene
+    from ..scene.source import Source
+    kind, where = cfg.spec.scene
+    overrides = list(cfg.spec.set) + extra
+    if kind == "file":
+        return Scene.load(where, overrides)
+    prefix = len(where)
+    lines = {p[prefix:]: line for p, line in cfg.source.lines.items() if p[:prefix] == where}
+    data = json.loads(json.dumps(cfg.source.data["scene"]))  # a copy: overrides must not touch the config
+    return Scene.from_source(Source(data, lines, cfg.source.file), overrides)
+
+
+def params_yaml(cfg: OptimizeConfig, params: list, rows: list) -> str:
+    """The learned values as scene keys (nested like the scene, lists by index), with how they were found."""
+    import yaml
+    tree: dict = {}
+    for p in params:
+        _put(tree, p.path.split("."), p.yaml_value())
+    head = (f"# learned by `sim optimize {cfg.path}`: {len(rows)} iterations, final loss "
+            f"{rows[-1][1]:.6g}\n" if rows else f"# initial values of {cfg.path}\n")
+    head += "# paste into the scene, or pass each as --set key.path=value:\n"
+    head += "".join(f"#   --set {p.path}={json.dumps(p.yaml_value())}\n" for p in params if p.size <= 4)
+    return head + yaml.safe_dump(_listify(tree), sort_keys=False, default_flow_style=None)
+
+
+def _put(tree: dict, parts: list, value):
+    for p in parts[:-1]:
+        tree = tree.setdefault(p, {})
+    tree[parts[-1]] = value
+
+
+def _listify(node):
+    """{'cloth': {'0': {...}}} -> {'cloth': [{...}]} (list indices padded with empty mappings)."""
+    if not isinstance(node, dict):
+        return node
+    if node and all(k.isdigit() for k in node):
+        out = [{} for _ in range(max(int(k) for k in node) + 1)]
+        for k, v in node.items():
+            out[int(k)] = _listify(v)
+        return out
+    return {k: _listify(v) for k, v in node.items()}
+
+
+def _write_text(path: str, text: str):
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
