@@ -228,6 +228,11 @@ MALFORMED = [
     ("not a mapping", "- 1\n- 2\n", 1, "expected a mapping of keys, got a list"),
     ("bad device", GOOD.replace("fps: 30", "fps: 30\n  device: gpu"), 3, "sim.device: expected cpu, cuda or cuda:N"),
     ("nan", GOOD.replace("mass: 0.01", "mass: .nan"), 8, "cloth[0].mass: expected a positive number, got nan"),
+    ("body without shapes", GOOD + "bodies:\n  - {name: b}\n", 12, "bodies[0]: missing required key 'shapes'"),
+    ("restitution above 1", GOOD + "bodies:\n  - {shapes: [{type: sphere, radius: 0.1}], material: "
+     "{restitution: 1.5}}\n", 12, "bodies[0].material.restitution: expected a number between 0 and 1, got 1.5"),
+    ("plane as a body shape", GOOD + "bodies:\n  - {shapes: [{type: plane}]}\n", 12,
+     "bodies[0].shapes[0].type: expected one of box, sphere, capsule, got 'plane'"),
 ]
 
 
@@ -294,3 +299,21 @@ def test_per_particle_velocities_and_control_forces():
     np.testing.assert_allclose(v, [[0.2, 0, 1], [0.2, 0, -1]], atol=1e-5)
     with pytest.raises(SceneError, match=r"particles\[0\]\.velocities: expected one velocity per particle \(2\)"):
         Scene.from_string("particles:\n  - points: [[0, 1, 0], [1, 1, 0]]\n    velocities: [[0, 0, 1]]\n")
+
+
+def test_bodies_are_usd_xforms_with_their_shapes(tmp_path):
+    from pxr import Usd, UsdGeom
+    out = tmp_path / "b.usd"
+    path = os.path.join(ROOT, "scenes", "rigid_bounce.yaml")
+    result = Scene.load(path).run(frames=30, out=str(out))
+    stage = Usd.Stage.Open(str(out))
+    body = stage.GetDefaultPrim().GetChild("ball_06")
+    assert body.IsA(UsdGeom.Xform)
+    assert any(UsdGeom.Sphere(c) for c in body.GetChildren()), "the body's shape is a child prim"
+    xf = UsdGeom.Xformable(body)
+    world = xf.ComputeLocalToWorldTransform(Usd.TimeCode(30))
+    np.testing.assert_allclose(np.asarray(world.ExtractTranslation()), result.state.body_q.numpy()[1, :3],
+                               atol=1e-5)
+    assert xf.GetTimeSamples() or any(op.GetAttr().GetTimeSamples() for op in xf.GetOrderedXformOps())
+    from sim.usd import validation_errors
+    assert validation_errors(out) == []

@@ -11,7 +11,7 @@ import kernels as wp
 
 from ..builder import ModelBuilder, _quat, _rotate
 from ..model import ContactParams
-from ..solvers import SolverSemiImplicit, SolverXPBD
+from ..solvers import SolverRigid, SolverSemiImplicit, SolverXPBD
 from .format import MATERIAL
 from .schema import Ctx
 
@@ -41,6 +41,28 @@ class SceneObject:
 
 
 @dataclass
+class SceneBody:
+    """A rigid body: `index` into the model's body arrays; `shapes` in the body frame, as UsdWriter takes them."""
+
+    name: str
+    index: int
+    shapes: list
+    color: tuple
+
+
+class CoupledSolver:
+    """Bodies and particles in one step: the rigid solver moves the bodies, the particle solver moves cloth and
+    particles against the bodies' shapes at the step's start (one-way coupling: bodies feel no cloth)."""
+
+    def __init__(self, rigid, particles):
+        self.rigid, self.particles = rigid, particles
+
+    def step(self, model, state_in, state_out, control, dt: float):
+        self.rigid.step(model, state_in, state_out, control, dt)
+        self.particles.step(model, state_in, state_out, control, dt)
+
+
+@dataclass
 class BuiltScene:
     model: object
     solver: object
@@ -48,6 +70,7 @@ class BuiltScene:
     objects: list = field(default_factory=list)
     colliders: list = field(default_factory=list)  # collider specs (type, name, pos, rot, ...)
     substeps: int = 1
+    bodies: list = field(default_factory=list)  # SceneBody
 
     def control(self, frame: int):
         """The Control of the steps of `frame` (1-based): the objects' control forces, or None without any."""
@@ -177,28 +200,66 @@ def _add_particles(b: ModelBuilder, p) -> SceneObject:
     return SceneObject(p.name, "particles", start, stop, np.full(stop - start, radius), tuple(p.color))
 
 
+def _contact_material(spec) -> dict:
+    m = spec.material
+    return dict(ke=m.ke, kd=m.kd, kf=m.kf, mu=m.mu, restitution=m.restitution)
+
+
+def _add_shape(b: ModelBuilder, s, body: int = -1, **extra):
+    """A sphere, box or capsule spec (collider or body shape) as a builder shape."""
+    if s.type == "sphere":
+        return b.add_shape_sphere(s.pos, s.rot, radius=s.radius, body=body, **extra)
+    if s.type == "box":
+        return b.add_shape_box(s.pos, s.rot, *s.half_extents, body=body, **extra)
+    if s.type == "capsule":
+        return b.add_shape_capsule(s.pos, s.rot, radius=s.radius, half_height=s.half_height, body=body, **extra)
+    raise AssertionError(s.type)  # the format admits only the types above
+
+
 def _add_collider(b: ModelBuilder, c):
     if c.type == "ground":
-        b.add_ground_plane(c.height)
-    elif c.type == "sphere":
-        b.add_shape_sphere(c.pos, c.rot, radius=c.radius)
-    elif c.type == "box":
-        b.add_shape_box(c.pos, c.rot, *c.half_extents)
-    elif c.type == "capsule":
-        b.add_shape_capsule(c.pos, c.rot, radius=c.radius, half_height=c.half_height)
-    else:  # the format admits only the types above
-        raise AssertionError(c.type)
+        b.add_ground_plane(c.height, **_contact_material(c))
+    else:
+        _add_shape(b, c, **_contact_material(c))
+
+
+def usd_shape(s) -> dict:
+    """A shape spec as UsdWriter describes shapes."""
+    out = dict(kind=s.type, pos=tuple(s.pos), rot=tuple(s.rot))
+    if s.type == "box":
+        out["half_extents"] = tuple(s.half_extents)
+    else:
+        out["radius"] = s.radius
+        if s.type == "capsule":
+            out["half_height"] = s.half_height
+    return out
+
+
+def _add_body(b: ModelBuilder, spec) -> SceneBody:
+    index = b.add_body(pos=spec.pos, rot=spec.rot, mass=spec.mass, linear_velocity=spec.vel,
+                       angular_velocity=spec.angular_vel)
+    for s in spec.shapes:
+        _add_shape(b, s, index, density=s.density, **_contact_material(spec))
+    return SceneBody(spec.name, index, [usd_shape(s) for s in spec.shapes], tuple(spec.color))
 
 
 def _contact(spec) -> ContactParams:
     return ContactParams(ke=spec.ke, kd=spec.kd, kf=spec.kf, mu=spec.mu, margin=spec.margin)
 
 
-def make_solver(model, solver_spec):
-    if solver_spec.type == "xpbd":
-        return SolverXPBD(model, iterations=solver_spec.iterations, relaxation=solver_spec.relaxation,
-                          damping=solver_spec.damping)
-    return SolverSemiImplicit(model, damping=solver_spec.damping + model.particle_damping)
+def make_solver(model, sim_spec):
+    """The particle solver of `sim.solver`, coupled with SolverRigid when the model has bodies."""
+    s = sim_spec.solver
+    if s.type == "xpbd":
+        solver = SolverXPBD(model, iterations=s.iterations, relaxation=s.relaxation, damping=s.damping)
+    else:
+        solver = SolverSemiImplicit(model, damping=s.damping + model.particle_damping)
+    if model.body_count == 0:
+        return solver
+    r = sim_spec.rigid
+    rigid = SolverRigid(model, linear_damping=r.linear_damping, angular_damping=r.angular_damping,
+                        restitution_velocity=r.restitution_velocity, body_contacts=r.body_contacts)
+    return CoupledSolver(rigid, solver)
 
 
 def build_scene(scene, device=None, requires_grad: bool = False) -> BuiltScene:
@@ -206,6 +267,7 @@ def build_scene(scene, device=None, requires_grad: bool = False) -> BuiltScene:
     s = scene.sim
     b = ModelBuilder(up_axis=s.up_axis, gravity=s.gravity)
     objects = [_add_cloth(b, scene, c) for c in scene.cloth] + [_add_particles(b, p) for p in scene.particles]
+    bodies = [_add_body(b, body) for body in scene.bodies]
     for c in scene.colliders:
         _add_collider(b, c)
     model = b.finalize(device=wp.get_device(device or s.device), requires_grad=requires_grad)
@@ -219,4 +281,4 @@ def build_scene(scene, device=None, requires_grad: bool = False) -> BuiltScene:
         if spec.forces is not None:
             obj.forces = wp.array(np.asarray(spec.forces, np.float32).reshape(-1, 3), dtype=wp.vec3,
                                   device=model.device, requires_grad=requires_grad)
-    return BuiltScene(model, make_solver(model, s.solver), dt, objects, list(scene.colliders), s.substeps)
+    return BuiltScene(model, make_solver(model, s), dt, objects, list(scene.colliders), s.substeps, bodies)

@@ -46,6 +46,24 @@ SEMI_IMPLICIT = Section([
 SOLVER_TYPES = {"xpbd": XPBD, "semi_implicit": SEMI_IMPLICIT}
 
 
+RIGID_MATERIAL = Section([
+    Field("ke", Number(min=0), 1.0e5, "N/m", "contact stiffness"),
+    Field("kd", Number(min=0), 0.0, "N s/m", "contact damping"),
+    Field("kf", Number(min=0), 100.0, "N s/m", "friction regularisation (slope at small slip)"),
+    Field("mu", Number(min=0), 0.5, "", "Coulomb friction coefficient"),
+    Field("restitution", Number(min=0, max=1), 0.0, "", "bounce speed / arrival speed"),
+], doc="Contact material of a shape in rigid-body contacts (a contact uses the mean of its two shapes').",
+    title="rigid material")
+
+RIGID = Section([
+    Field("linear_damping", Number(min=0), 0.0, "1/s", "decay rate of body velocities"),
+    Field("angular_damping", Number(min=0), 0.0, "1/s", "decay rate of body angular momenta"),
+    Field("restitution_velocity", Number(positive=True), 0.2, "m/s", "normal speed over which a contact turns "
+          "from loading to unloading"),
+    Field("body_contacts", Boolean(), True, "", "bodies collide with each other (always with colliders)"),
+], doc="Rigid-body solver settings (SolverRigid), used when the scene has `bodies`.", title="sim.rigid")
+
+
 class SolverKind(Variant):
     """`type` picks the solver; `preset: NAME` first loads configs/solvers/NAME.yaml, and the scene's own keys
     override the preset's."""
@@ -118,7 +136,10 @@ SIM = Section([
     Field("particle_damping", Number(min=0), 0.0, "1/s", "velocity damping rate of every particle"),
     Field("contact", CONTACT, DEFAULTS, "", "particle-shape contact material"),
     Field("particle_contact", PARTICLE_CONTACT, DEFAULTS, "", "particle-particle contact"),
-], doc="Time stepping, solver, gravity and device.", title="sim")
+    Field("rigid", RIGID, DEFAULTS, "", "rigid-body solver settings"),
+], doc="Time stepping, solver, gravity and device. With `bodies`, each substep advances the bodies with the rigid "
+       "solver and the cloth and particles with `solver`, which sees the bodies' shapes as moving colliders.",
+    title="sim")
 
 MATERIAL = Section([
     Field("tri_ke", Number(min=0), 1.0e3, "N/m", "membrane shear stiffness (Lame mu of the StVK triangles)"),
@@ -260,10 +281,12 @@ _POSE = [
     Field("name", String(), None, "", "prim name in the USD; default <type>_<index>"),
     Field("pos", Vector(3), (0.0, 0.0, 0.0), "m", "position of the shape's centre"),
     Field("rot", Rotation(), IDENTITY, "", "orientation"),
+    Field("material", RIGID_MATERIAL, DEFAULTS, "", "contact material for rigid bodies"),
 ]
 COLLIDERS = {
     "ground": Section([Field("name", String(), None, "", "prim name in the USD"),
                        Field("height", Number(), 0.0, "m", "height along the up axis"),
+                       Field("material", RIGID_MATERIAL, DEFAULTS, "", "contact material for rigid bodies"),
                        Field("size", Number(positive=True), 20.0, "m", "side of the square drawn in the USD")],
                       doc="An infinite ground plane, normal along the up axis.", title="collider ground"),
     "sphere": Section(_POSE + [Field("radius", Number(positive=True), REQUIRED, "m", "radius")],
@@ -274,6 +297,35 @@ COLLIDERS = {
                                 Field("half_height", Number(min=0), REQUIRED, "m", "half length of the segment "
                                       "along the local y axis")], doc="A static capsule.", title="collider capsule"),
 }
+
+_SHAPE_POSE = [
+    Field("pos", Vector(3), (0.0, 0.0, 0.0), "m", "position in the body frame"),
+    Field("rot", Rotation(), IDENTITY, "", "orientation in the body frame"),
+    Field("density", Number(min=0), 1000.0, "kg/m^3", "density (sets the body's mass and inertia)"),
+]
+BODY_SHAPES = {
+    "box": Section(_SHAPE_POSE + [Field("half_extents", Vector(3, positive=True), REQUIRED, "m", "half sizes")],
+                   doc="A box shape of a body.", title="body shape box"),
+    "sphere": Section(_SHAPE_POSE + [Field("radius", Number(positive=True), REQUIRED, "m", "radius")],
+                      doc="A sphere shape of a body.", title="body shape sphere"),
+    "capsule": Section(_SHAPE_POSE + [Field("radius", Number(positive=True), REQUIRED, "m", "radius"),
+                                      Field("half_height", Number(min=0), REQUIRED, "m", "half length along "
+                                            "local y")], doc="A capsule shape of a body.",
+                       title="body shape capsule"),
+}
+
+BODY = Section([
+    Field("name", String(), None, "", "prim name in the USD; default body_<index>"),
+    Field("pos", Vector(3), (0.0, 0.0, 0.0), "m", "initial position of the body frame"),
+    Field("rot", Rotation(), IDENTITY, "", "initial orientation"),
+    Field("vel", Vector(3), (0.0, 0.0, 0.0), "m/s", "initial velocity of the centre of mass"),
+    Field("angular_vel", Vector(3), (0.0, 0.0, 0.0), "rad/s", "initial angular velocity (world axes)"),
+    Field("mass", Number(positive=True), None, "kg", "mass (default: from the shapes' densities)"),
+    Field("shapes", ListOf(Variant("type", BODY_SHAPES), min_len=1), REQUIRED, "", "collision shapes, each with "
+          "a `type`: " + ", ".join(BODY_SHAPES)),
+    Field("material", RIGID_MATERIAL, DEFAULTS, "", "contact material of every shape of the body"),
+    Field("color", Vector(3, min=0), (0.6, 0.6, 0.65), "", "display colour (RGB in [0, 1]) in the USD"),
+], doc="A free rigid body made of shapes.", title="bodies[]")
 
 OUTPUT = Section([
     Field("path", String(), None, "", "USD file to write (.usd, .usdc or .usda), relative to the working "
@@ -290,6 +342,7 @@ SCENE = Section([
     Field("materials", MappingOf(MATERIAL), {}, "", "named cloth materials"),
     Field("cloth", ListOf(CLOTH), [], "", "cloth objects"),
     Field("particles", ListOf(PARTICLES), [], "", "particle objects"),
+    Field("bodies", ListOf(BODY), [], "", "rigid bodies"),
     Field("colliders", ListOf(Variant("type", COLLIDERS)), [], "", "static colliders, each with a `type`: "
           + ", ".join(COLLIDERS)),
     Field("output", OUTPUT, DEFAULTS, "", "output settings"),
@@ -303,7 +356,7 @@ def check_scene(spec, ctx: Ctx):
             known = ", ".join(spec.materials) or "none defined"
             ctx.child("cloth").child(i).child("material").fail(f"no material named '{c.material}' (known: {known})")
     seen = {}
-    for group, prefix in (("cloth", "cloth"), ("particles", "particles"), ("colliders", None)):
+    for group, prefix in (("cloth", "cloth"), ("particles", "particles"), ("bodies", "body"), ("colliders", None)):
         for i, item in enumerate(getattr(spec, group)):
             name = item.name or f"{prefix or item.type}_{i}"
             item.__dict__["name"] = name
@@ -312,5 +365,6 @@ def check_scene(spec, ctx: Ctx):
             seen[name] = f"{group}[{i}]"
 
 # Sections listed in the generated docs, in order.
-DOC_SECTIONS = [SCENE, SIM, XPBD, SEMI_IMPLICIT, CONTACT, PARTICLE_CONTACT, MATERIAL, CLOTH, GRID, MESH,
-                INLINE_MESH, PARTICLES, PARTICLE_GRID, *COLLIDERS.values(), OUTPUT]
+DOC_SECTIONS = [SCENE, SIM, XPBD, SEMI_IMPLICIT, CONTACT, PARTICLE_CONTACT, RIGID, MATERIAL, CLOTH, GRID, MESH,
+                INLINE_MESH, PARTICLES, PARTICLE_GRID, BODY, *BODY_SHAPES.values(), RIGID_MATERIAL,
+                *COLLIDERS.values(), OUTPUT]

@@ -15,7 +15,7 @@ import numpy as np
 
 import kernels as wp
 
-from .build import BuiltScene, build_scene
+from .build import BuiltScene, build_scene, usd_shape
 from .errors import SimulationError
 from .format import SCENE
 from .progress import Progress
@@ -144,6 +144,9 @@ class Scene:
                 w.add_mesh(obj.name, points, obj.triangles, normals=o.normals, color=obj.color)
             else:
                 w.add_points(obj.name, points, obj.radius, color=obj.color)
+        q0 = built.model.body_q0.numpy()
+        for body in built.bodies:
+            w.add_body(body.name, body.shapes, pos=q0[body.index, :3], rot=q0[body.index, 3:])
         if o.colliders:
             for c in built.colliders:
                 w.add_collider(c.name, **_collider_shape(c, self.spec.sim.up_axis))
@@ -152,7 +155,9 @@ class Scene:
     @staticmethod
     def _write_frame(writer, built: BuiltScene, frame: int, state):
         q = state.particle_q.numpy()
-        writer.write_frame(frame, points={o.name: q[o.start:o.stop] for o in built.objects})
+        body_q = state.body_q.numpy() if built.bodies else None
+        writer.write_frame(frame, points={o.name: q[o.start:o.stop] for o in built.objects},
+                           bodies={b.name: (body_q[b.index, :3], body_q[b.index, 3:]) for b in built.bodies})
 
     # ------------------------------------------------------------------------------------------------ info
 
@@ -173,10 +178,14 @@ class Scene:
             fixed = int(np.sum(mass[obj.start:obj.stop] == 0))
             extra = f", {len(obj.triangles)} triangles" if obj.triangles is not None else ""
             lines.append(f"{obj.kind:<9} {obj.name}: {n} particles{extra}, {fixed} fixed")
+        masses = m.body_mass.numpy() if built.bodies else None
+        for body in built.bodies:
+            kinds = ", ".join(sh["kind"] for sh in body.shapes)
+            lines.append(f"body      {body.name}: {masses[body.index]:.4g} kg ({kinds})")
         for c in built.colliders:
             lines.append(f"collider  {c.name}: {c.type}")
         lines.append(f"totals    {m.particle_count} particles, {m.spring_count} springs, {m.tri_count} triangles, "
-                     f"{m.edge_count} bending edges, {m.shape_count} shapes")
+                     f"{m.edge_count} bending edges, {m.body_count} bodies, {m.shape_count} shapes")
         lines.append(f"output    {self.output_path()}")
         return "\n".join(lines)
 
@@ -187,6 +196,13 @@ def _rate(steps: int, t0: float, stats0: dict) -> str:
 
 
 def _check_finite(built: BuiltScene, state, frame: int):
+    for quantity in ("body_q", "body_qd"):
+        if built.bodies:
+            bad = ~np.isfinite(getattr(state, quantity).numpy()).all(axis=-1)
+            if bad.any():
+                body = next(b for b in built.bodies if b.index == int(np.argmax(bad)))
+                raise SimulationError(frame, quantity, f"body '{body.name}'; {int(bad.sum())} body(ies) affected; "
+                                      "try more substeps or a softer contact material")
     for quantity in ("particle_q", "particle_qd"):
         values = getattr(state, quantity).numpy()
         bad = ~np.isfinite(values).all(axis=-1)
@@ -205,11 +221,4 @@ def _collider_shape(c, up_axis: str) -> dict:
         pos["xyz".index(up_axis)] = c.height
         rot = (0.0, 0.0, 0.0, 1.0) if up_axis == "y" else (np.sin(np.pi / 4), 0.0, 0.0, np.cos(np.pi / 4))
         return dict(kind="plane", pos=tuple(pos), rot=rot, width=c.size / 2, length=c.size / 2)  # half sizes
-    shape = dict(kind=c.type, pos=c.pos, rot=tuple(c.rot))
-    if c.type == "sphere":
-        shape.update(radius=c.radius)
-    elif c.type == "box":
-        shape.update(half_extents=c.half_extents)
-    elif c.type == "capsule":
-        shape.update(radius=c.radius, half_height=c.half_height)
-    return shape
+    return usd_shape(c)
