@@ -109,6 +109,9 @@ class Model:
         self.edge_count = 0
         self.shape_count = 0
         self.body_count = 0
+        # a Model assembled by hand (not by ModelBuilder.finalize) has no bodies: states still get body arrays
+        self.body_q0 = wp.zeros(0, dtype=wp.transform, device=self.device)
+        self.body_qd0 = wp.zeros(0, dtype=wp.spatial_vector, device=self.device)
         self.rigid_contact_margin = 0.01
         self.gravity = wp.vec3(0.0, -9.81, 0.0)
         self.up_axis = 1
