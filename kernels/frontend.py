@@ -3,8 +3,10 @@
 This module lowers statements and control flow; frontend_expr.py lowers expressions.
 
 Python variables become SSA values: each assignment rebinds a name; `if` merges names whose values differ into the
-op's results; loops carry the names they reassign. `break`, `continue` and early `return` are lowered to boolean
-flags that guard the statements after them, so that the IR has only structured control flow.
+op's results; loops carry the names they reassign. A variable bound to several values (`t = (a, b)`, or `t = f(x)`
+where f returns several) holds a tuple of them, merged and carried item by item. `break`, `continue` and early
+`return` are lowered to boolean flags that guard the statements after them, so that the IR has only structured
+control flow. A func's `return` slots are made at entry; `return f(x)` passes on every value f returns.
 Names that are not local resolve, at compile time, through the function's closure, its module globals and Python
 builtins; such values (constants, types, functions, `wp.static(...)` results) are `Static` until used as operands.
 """
@@ -18,7 +20,8 @@ import textwrap
 
 from . import ir
 from .errors import CompileError
-from .frontend_expr import _BINOPS, ExpressionLowering, Static, _mutated_arg  # noqa: F401  (Static re-exported)
+from .frontend_expr import (  # noqa: F401  (Static re-exported)
+    _BINOPS, ExpressionLowering, Static, _is_number, _mutated_arg)
 
 _BREAK, _CONT, _RET = "__break", "__continue", "__returned"
 
@@ -111,7 +114,8 @@ def _walk_no_nested_defs(node, stop_at_loops):
 class Frontend(ExpressionLowering):
     """Lowers one Python function to an `ir.Function`. `param_types` gives each parameter's (canonical) type."""
 
-    def __init__(self, source: FunctionSource, kind: str, name: str, param_types: list, resolve_static):
+    def __init__(self, source: FunctionSource, kind: str, name: str, param_types: list, resolve_static, *,
+                 return_count=None):
         self.src = source
         self.kind = kind
         self.name = name
@@ -119,7 +123,10 @@ class Frontend(ExpressionLowering):
         self.resolve_static = resolve_static  # hook: (python object) -> Static or None, for wp.* objects
         self.block = None
         self.env: dict = {}
-        self.n_returns = None  # number of values a func returns, fixed by its first return
+        # Number of values a func returns: the first `return` lowered fixes it. Until then it is the guess read
+        # from the first `return` in the source (see declare_return_slots), unless a retry passes it in.
+        self.n_returns = return_count
+        self.n_returns_fixed = return_count is not None
         self.in_loop = False
         self.env_stack: list = []  # environments saved by enclosing ifs, which must see return slots
         self.entry_block_ops: list = []
@@ -224,6 +231,8 @@ class Frontend(ExpressionLowering):
         for target in node.targets:
             if isinstance(target, (ast.Tuple, ast.List)):
                 self.assign_tuple(target, value_node, node)
+            elif isinstance(target, ast.Name) and isinstance(value_node, ast.Call):
+                self.assign(target, self.lower_call_value(value_node), node)  # a tuple if the call gives several
             else:
                 self.assign(target, self.lower_expr(value_node), node)
         return None
@@ -340,17 +349,8 @@ class Frontend(ExpressionLowering):
             if node.value is not None:
                 raise self.error("a kernel cannot return a value; write results to an array", node)
         else:
-            if node.value is None:
-                values = []
-            elif isinstance(node.value, ast.Tuple):
-                values = [self.as_value(self.lower_expr(e), node) for e in node.value.elts]
-            else:
-                values = [self.as_value(self.lower_expr(node.value), node)]
-            if self.n_returns is None:
-                self.n_returns = len(values)
-                self.init_retvals(node)
-            elif self.n_returns != len(values):
-                raise self.error(f"returns {len(values)} values here but {self.n_returns} elsewhere", node)
+            values = self.return_values(node)
+            self.fix_return_count(len(values), node)
             for i, v in enumerate(values):
                 self.env[f"__retval{i}"] = v
         self.env[_RET] = self.const(True, node, weak=False)
@@ -358,15 +358,62 @@ class Frontend(ExpressionLowering):
             self.env[_BREAK] = self.const(True, node, weak=False)
         return "exit"
 
+    def return_values(self, node) -> list:
+        """The values `return ...` gives: a tuple's items, every result of a call (`return f(x)` passes on all
+        that f returns), or the items of a tuple variable."""
+        if node.value is None:
+            return []
+        if isinstance(node.value, ast.Tuple):
+            items = [self.lower_expr(e) for e in node.value.elts]
+        elif isinstance(node.value, ast.Call):
+            items = self.lower_call(node.value, nresults=None)
+        else:
+            v = self.lower_expr(node.value)
+            items = _tuple_items(v)
+            items = [v] if items is None else list(items)
+        if any(_tuple_items(i) is not None for i in items):
+            raise self.error("a function cannot return a tuple inside a tuple; return its items", node)
+        return [self.as_value(i, node) for i in items]
+
+    def fix_return_count(self, n, node):
+        """Every `return` of a func gives the same number of values. The first one lowered fixes it; when the
+        slots were made for another count (a guess from the source), lowering starts again with this one."""
+        if self.n_returns is None:
+            self.n_returns = n
+            self.init_retvals(node)
+        elif not self.n_returns_fixed and n != self.n_returns:
+            raise _ReturnCountGuessWrong(n)
+        elif n != self.n_returns:
+            raise self.error(f"returns {n} values here but {self.n_returns} elsewhere", node)
+        self.n_returns_fixed = True
+
     def declare_return_slots(self, fdef):
-        """Create the return-value slots at entry when the first `return` sits inside a loop, so that loops can
-        carry them (their type comes from what the loop assigns)."""
-        for node in _walk_no_nested_defs(fdef, stop_at_loops=False):
-            if isinstance(node, ast.Return) and node is not fdef:
-                n = 0 if node.value is None else (len(node.value.elts) if isinstance(node.value, ast.Tuple) else 1)
-                self.n_returns = n
-                self.init_retvals(node)
+        """Create the return-value slots at entry, so that branches and loops can carry them (their type comes
+        from what is assigned to them). Their number is known, or guessed from the first `return` in the source."""
+        if self.n_returns is None:
+            first = next((n for n in _walk_no_nested_defs(fdef, stop_at_loops=False) if isinstance(n, ast.Return)),
+                         None)
+            if first is None:
                 return
+            self.n_returns = self.guess_return_count(first)
+        self.init_retvals(fdef)
+
+    def guess_return_count(self, node) -> int:
+        """The number of values `node` returns as far as its syntax and callee tell, before anything is lowered
+        (a variable counts as one value: if it holds a tuple, fix_return_count corrects the guess)."""
+        value = node.value
+        if value is None:
+            return 0
+        if isinstance(value, ast.Tuple):
+            return len(value.elts)
+        if isinstance(value, ast.Call) and not self.is_static_call(value.func):
+            try:
+                resolved = self.resolve_static(self.static_eval(value.func, quiet=True))
+                if resolved is not None:
+                    return self.result_count(*resolved, len(value.args) + len(value.keywords), value)
+            except Exception:  # noqa: BLE001  (a local alias, or an error that lowering the call will report)
+                pass
+        return 1
 
     def init_retvals(self, node):
         """Return-value slots must exist at function entry so that branches can merge them."""
@@ -420,10 +467,13 @@ class Frontend(ExpressionLowering):
         self.env_stack.pop()
         self.block = outer_block
         # names visible after the if: those defined before it (possibly rebound), or defined in both branches
-        merged = []
+        merged, tuples = [], {}
         for name in dict.fromkeys(list(branch_envs[0]) + list(branch_envs[1])):
             a, b = branch_envs[0].get(name, before.get(name)), branch_envs[1].get(name, before.get(name))
             if a is None or b is None or a is b:
+                continue
+            if _tuple_items(a) is not None or _tuple_items(b) is not None:
+                tuples[name] = self.merge_tuple_items(name, a, b, blocks, merged, node)
                 continue
             if not isinstance(a, ir.Value) or not isinstance(b, ir.Value):
                 continue
@@ -435,13 +485,73 @@ class Frontend(ExpressionLowering):
         env = dict(before)
         # keep the (unmerged) names defined identically in both, e.g. values defined before the if
         for (name, _, _), r in zip(merged, results):
-            env[name] = r
+            if "[" not in name:  # not a tuple item (those are put back into their tuple below)
+                env[name] = r
+        for name, items in tuples.items():
+            env[name] = _fill_slots(items, results)
         for name in branch_envs[0]:
             if name not in env and branch_envs[0].get(name) is branch_envs[1].get(name):
                 env[name] = branch_envs[0][name]
         self.env = env
 
+    def merge_tuple_items(self, name, a, b, blocks, merged, node):
+        """A tuple variable that the two branches of an if bind differently, merged item by item: each differing
+        item is appended to `merged`. Returns the tuple after the if, with `_Slot(k)` for `merged[k]`."""
+        a_items, b_items = _tuple_items(a), _tuple_items(b)
+        if a_items is None or b_items is None or len(a_items) != len(b_items):
+            raise self.error(f"'{name}' is {_describe_binding(a)} after one branch of this if and "
+                             f"{_describe_binding(b)} after the other", node)
+        items = []
+        for i, (x, y) in enumerate(zip(a_items, b_items)):
+            key = f"{name}[{i}]"
+            if x is y:
+                items.append(x)
+            elif _tuple_items(x) is not None or _tuple_items(y) is not None:
+                items.append(self.merge_tuple_items(key, x, y, blocks, merged, node))
+            else:
+                merged.append((key, self.value_in(blocks[0], x, node), self.value_in(blocks[1], y, node)))
+                items.append(_Slot(len(merged) - 1))
+        return tuple(items)
+
+    def value_in(self, block, x, node):
+        """`x` as an SSA value; a constant is materialised at the end of `block`."""
+        outer, self.block = self.block, block
+        try:
+            return self.as_value(x, node)
+        finally:
+            self.block = outer
+
     # ---- loops
+
+    def split_tuples(self, names, node) -> dict:
+        """Bind each item of the tuple variables `names` to a name of its own (`t[0]`, ...), so that a loop can
+        carry it as a value. Returns {tuple variable: (the tuple, its item names)}."""
+        out = {}
+        for name in names:
+            keys = []
+            template = _tuple_items(self.env[name])
+            for path, item in _tuple_leaves(template):
+                key = name + "".join(f"[{i}]" for i in path)
+                self.env[key] = self.as_value(item, node)
+                keys.append(key)
+            out[name] = (template, keys)
+        return out
+
+    def join_tuples(self, split: dict):
+        """Undo split_tuples: rebuild each tuple variable from its items' current values."""
+        for name, (template, keys) in split.items():
+            self.env[name] = _fill_leaves(template, iter([self.env.pop(k) for k in keys]))
+
+    def resplit_tuples(self, split: dict, node):
+        """At the end of a loop body: the items of each carried tuple variable, under their own names again."""
+        for name, (template, keys) in split.items():
+            bound = self.env.get(name)
+            value = _tuple_items(bound)
+            if _tuple_shape(value) != _tuple_shape(template):
+                raise self.error(f"'{name}' is {_describe_binding(template)} before this loop and "
+                                 f"{_describe_binding(bound)} at the end of its body", node)
+            for key, (_, item) in zip(keys, _tuple_leaves(value)):
+                self.env[key] = self.as_value(item, node)
 
     def loop_carried(self, body_stmts, extra=()):
         names = _assigned_names(body_stmts) | set(extra) | self.mutated_by_calls(body_stmts)
@@ -511,16 +621,22 @@ class Frontend(ExpressionLowering):
         if _contains(body_stmts, ast.Return, stop_at_loops=False):
             extra.append(_RET)
             extra.extend(f"__retval{i}" for i in range(self.n_returns or 0))
+        assigned = _assigned_names(body_stmts)
+        split = self.split_tuples([n for n, v in self.env.items() if n in assigned and _tuple_items(v) is not None],
+                                  node)
+        extra.extend(k for _, keys in split.values() for k in keys)
         carried = self.loop_carried(body_stmts, extra)
         inits = [self.env[n] for n in carried]
         outer_block, before = self.block, dict(self.env)
 
         def body_env(block):
-            env = dict(before)
+            outer_env, self.env = self.env, dict(before)
             for n in carried:
                 a = ir.Value(name=n.lstrip("_"))
                 block.args.append(a)
-                env[n] = a
+                self.env[n] = a
+            self.join_tuples(split)
+            env, self.env = self.env, outer_env
             return env
 
         regions = []
@@ -544,6 +660,7 @@ class Frontend(ExpressionLowering):
         self.in_loop = True
         self.lower_stmts(body_stmts)
         self.in_loop = outer_in_loop
+        self.resplit_tuples(split, node)
         body.yields = [self.env[n] for n in carried]
         regions.append(body)
         self.block = outer_block
@@ -555,6 +672,7 @@ class Frontend(ExpressionLowering):
         self.env = dict(before)
         for n, r in zip(carried, results):
             self.env[n] = r
+        self.join_tuples(split)
         if has_break:
             if outer_break is None:
                 self.env.pop(_BREAK, None)
@@ -568,6 +686,66 @@ class Frontend(ExpressionLowering):
             self.env[_CONT] = outer_cont
 
 
+class _Slot:
+    """Stands for result `index` of an if op in a tuple being merged (see Frontend.merge_tuple_items)."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int):
+        self.index = index
+
+
+def _fill_slots(items: tuple, results: list) -> tuple:
+    return tuple(results[i.index] if isinstance(i, _Slot) else _fill_slots(i, results) if isinstance(i, tuple)
+                 else i for i in items)
+
+
+def _tuple_items(value):
+    """The items of a tuple variable: a tuple of lowered values, or a compile-time tuple of numbers such as
+    `(1.0, 2.0)`; None for anything else."""
+    if isinstance(value, tuple):
+        return value
+    if isinstance(value, Static) and isinstance(value.obj, tuple) and all(_is_number(v) for v in value.obj):
+        return tuple(Static(v) for v in value.obj)
+    return None
+
+
+def _tuple_leaves(value, path=()):
+    """(path, item) for each item of a (possibly nested) tuple, in order."""
+    if not isinstance(value, tuple):
+        return [(path, value)]
+    return [leaf for i, v in enumerate(value) for leaf in _tuple_leaves(v, path + (i,))]
+
+
+def _fill_leaves(template, leaves):
+    """`template` with each of its items replaced by the next of `leaves`."""
+    if not isinstance(template, tuple):
+        return next(leaves)
+    return tuple(_fill_leaves(t, leaves) for t in template)
+
+
+def _tuple_shape(value):
+    return tuple(_tuple_shape(v) for v in value) if isinstance(value, tuple) else None
+
+
+def _describe_binding(value) -> str:
+    items = _tuple_items(value)
+    if items is not None:
+        return f"a tuple of {len(items)} values"
+    return "one value" if value is not None else "not defined"
+
+
+class _ReturnCountGuessWrong(Exception):
+    """The first `return` lowered gives another number of values than the slots were made for."""
+
+    def __init__(self, count: int):
+        super().__init__(count)
+        self.count = count
+
+
 def lower_function(source: FunctionSource, kind: str, name: str, param_types: list, resolve_static) -> ir.Function:
     """Lower `source` as a kernel or func whose parameters have `param_types`."""
-    return Frontend(source, kind, name, param_types, resolve_static).lower()
+    try:
+        return Frontend(source, kind, name, param_types, resolve_static).lower()
+    except _ReturnCountGuessWrong as wrong:
+        return Frontend(source, kind, name, param_types, resolve_static, return_count=wrong.count).lower()

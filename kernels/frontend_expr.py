@@ -158,7 +158,8 @@ class ExpressionLowering:
         return out
 
     def expr_Subscript(self, node):
-        base = self.lower_expr(node.value)
+        # f(x)[i] picks one of the results of a function that returns several
+        base = self.lower_call_value(node.value) if isinstance(node.value, ast.Call) else self.lower_expr(node.value)
         if isinstance(base, Static):
             obj = base.obj
             if isinstance(obj, (tuple, list)):
@@ -172,8 +173,10 @@ class ExpressionLowering:
                 raise self.error(f"cannot index the compile-time value '{ast.unparse(node.value)}'", node) from None
         if isinstance(base, tuple):
             idx = self.lower_expr(node.slice)
-            if not isinstance(idx, Static):
-                raise self.error("a tuple can only be indexed by a constant", node)
+            if not isinstance(idx, Static) or not isinstance(idx.obj, int):
+                raise self.error("a tuple can only be indexed by a constant integer", node)
+            if not -len(base) <= idx.obj < len(base):
+                raise self.error(f"index {idx.obj} is out of range for a tuple of {len(base)} values", node)
             return base[idx.obj]
         indices = self.lower_indices(node.slice, node)
         return self.emit("getitem", [base, *indices], node)[0]
@@ -202,7 +205,14 @@ class ExpressionLowering:
         res = self.lower_call(node, nresults=1)
         return res[0] if isinstance(res, list) else res
 
+    def lower_call_value(self, node):
+        """A call whose results are kept together (`t = f(x)`, `f(x)[i]`): its value, or a tuple of its values
+        when the callee returns several (as Warp's tuples)."""
+        results = self.lower_call(node, nresults=None)
+        return results[0] if len(results) == 1 else tuple(results)
+
     def lower_call(self, node, nresults):
+        """Lower a call that gives `nresults` values; None: as many as the callee returns (at least one)."""
         if self.is_static_call(node.func):
             if len(node.args) != 1:
                 raise self.error("wp.static takes one expression", node)
@@ -211,10 +221,6 @@ class ExpressionLowering:
         if not isinstance(callee, Static):
             raise self.error(f"'{ast.unparse(node.func)}' is not callable in a kernel", node)
         obj = callee.obj
-        args = [self.lower_expr(a) for a in node.args]
-        kwargs = {k.arg: self.lower_expr(k.value) for k in node.keywords}
-        if any(k is None for k in kwargs):
-            raise self.error("**kwargs are not supported in kernel calls", node)
         resolved = self.resolve_static(obj)
         if resolved is None and obj in _PY_BUILTIN_MAP:
             resolved = ("builtin", _PY_BUILTIN_MAP[obj])
@@ -223,10 +229,21 @@ class ExpressionLowering:
         if resolved is None:
             raise self.error(f"'{ast.unparse(node.func)}' is not a kernel builtin, @func or type", node)
         what, target = resolved
+        if resolved == ("builtin", "len"):
+            args = [self.lower_call_value(a) if isinstance(a, ast.Call) else self.lower_expr(a) for a in node.args]
+        else:
+            args = [self.lower_expr(a) for a in node.args]
+        kwargs = {k.arg: self.lower_expr(k.value) for k in node.keywords}
+        if any(k is None for k in kwargs):
+            raise self.error("**kwargs are not supported in kernel calls", node)
         if what == "builtin" and all(isinstance(a, Static) for a in args) and not kwargs and target in ("min", "max", "abs") \
                 and all(_is_number(a.obj) for a in args):
             return [Static({"min": min, "max": max, "abs": abs}[target](*(a.obj for a in args)))]
+        if what == "builtin" and target == "len" and len(args) == 1 and isinstance(args[0], tuple):
+            return [Static(len(args[0]))]
         operands = [self.as_value(a, node) for a in args] + [self.as_value(v, node) for v in kwargs.values()]
+        if nresults is None:
+            nresults = self.result_count(what, target, len(operands), node)
         attrs = {"kwargs": list(kwargs), "nresults": nresults}
         if what == "type":
             return self.emit("construct", operands, node, attrs={**attrs, "type": target})
@@ -245,8 +262,20 @@ class ExpressionLowering:
             attrs["func"] = target
         return self.emit("call", operands, node, nresults=nresults, attrs=attrs)
 
+    def result_count(self, what, target, nargs, node) -> int:
+        """How many values a call of a builtin, @func or type gives, before types are known: what the builtin
+        table or the function's returns say; 1 when that depends on the arguments' types."""
+        if what == "func":
+            n = target.result_count(nargs, self.src.loc(node), self.name)
+        elif what == "builtin":
+            n = _builtin_result_count(target)
+        else:
+            n = 1
+        # a call that gives nothing asks for one value: type inference reports its use
+        return n if n else 1
+
     def _static_result(self, value, nresults, node):
-        if nresults == 1:
+        if nresults in (1, None):
             return [Static(value)]
         if isinstance(value, tuple) and len(value) == nresults:
             return [Static(v) for v in value]
@@ -270,6 +299,17 @@ def _mutated_arg(name):
         if ov.mutates_arg is not None:
             return ov.mutates_arg
     return None
+
+
+def _builtin_result_count(name):
+    """How many values builtin `name` gives when all its overloads agree, else None."""
+    from .builtins import BUILTINS
+    counts = set()
+    for ov in BUILTINS.get(name, ()):
+        if callable(ov.ret) and not isinstance(ov.ret, type):
+            return None  # a rule computed from the argument types
+        counts.add(0 if ov.ret is None else len(ov.ret) if isinstance(ov.ret, tuple) else 1)
+    return counts.pop() if len(counts) == 1 else None
 
 
 def _is_number(x):

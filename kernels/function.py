@@ -80,6 +80,7 @@ class Func:
         self.name = pyfunc.__name__
         self.overloads: list = []
         self.specializations: dict = {}
+        self.result_counts: dict = {}  # overload source -> how many values it returns
         self.custom_grad = None
         self.custom_replay = None
         self.add_overload(pyfunc)
@@ -117,19 +118,17 @@ class Func:
                 types_ = tuple(a.type for a in conv)
                 fn = self.specializations.get(types_)
                 if fn is None:
-                    if types_ in _in_progress:
+                    key = (source, types_)  # this overload with these types: another function may share them
+                    if key in _in_progress:
                         raise CompileError(f"'{self.name}' calls itself: recursion is not supported", op.loc,
                                            ti.fn.name)
-                    _in_progress.add(types_)
+                    _in_progress.add(key)
                     try:
                         fn = compile_ir(source, "func", self.name, list(types_))
                     except CompileError as e:
-                        # say which caller asked for this function, with these argument types
-                        note = f"(called from '{ti.fn.name}' at {op.loc})"
-                        raise CompileError(f"{e.message}\n    {note}" if "called from" not in e.message
-                                           else e.message, e.loc, e.function) from None
+                        raise _called_from(e, ti.fn.name, op.loc) from None
                     finally:
-                        _in_progress.discard(types_)
+                        _in_progress.discard(key)
                     fn.func_object = self
                     self._compile_custom(fn, list(types_), op)
                     self.specializations[types_] = fn
@@ -137,6 +136,31 @@ class Func:
         got = ", ".join(describe(a.type) for a in args)
         raise CompileError(f"no overload of '{self.name}' accepts ({got})", op.loc, ti.fn.name)
 
+    def result_count(self, nargs: int, loc, caller: str):
+        """How many values a call with `nargs` arguments gives, read from the source before any types are known,
+        so that a caller's frontend can lower `return f(x)` and `t = f(x)`. None when the overloads taking `nargs`
+        arguments disagree (the call then asks for one value and type inference checks it)."""
+        counts = {self._source_result_count(source, params, loc, caller)
+                  for source, params in self.overloads if len(params) == nargs}
+        return counts.pop() if len(counts) == 1 else None
+
+    def _source_result_count(self, source: FunctionSource, params: list, loc, caller: str) -> int:
+        n = self.result_counts.get(source)
+        if n is not None:
+            return n
+        if source in _counting:
+            raise CompileError(f"'{self.name}' calls itself: recursion is not supported", loc, caller)
+        _counting.add(source)
+        try:
+            # the frontend does not look at parameter types: the annotations (or Any) give the same count
+            fn = lower_function(source, "func", self.name, list(params), resolve_static)
+        except CompileError as e:
+            raise _called_from(e, caller, loc) from None
+        finally:
+            _counting.discard(source)
+        n = len(next(op for op in reversed(fn.body.ops) if op.opcode == "return").operands)
+        self.result_counts[source] = n
+        return n
 
     def _compile_custom(self, fn: ir.Function, types_: list, op):
         """Typed IR of the user's custom adjoint and replay for this specialisation, attached to `fn`."""
@@ -158,7 +182,15 @@ class Func:
             fn.custom_replay_ir = replay
 
 
-_in_progress: set = set()
+_in_progress: set = set()  # (overload source, argument types) being compiled: a repeat is recursion
+_counting: set = set()  # overload sources whose result count is being read: a repeat is recursion
+
+
+def _called_from(e: CompileError, caller: str, loc) -> CompileError:
+    """`e` with a note saying which caller asked for the function that failed to compile."""
+    if "called from" in e.message or e.loc == loc:
+        return e
+    return CompileError(f"{e.message}\n    (called from '{caller}' at {loc})", e.loc, e.function)
 
 
 def _caller(op) -> str:

@@ -36,6 +36,9 @@ class TypeInference(TileForms):
     def run(self):
         self.visit_block(self.fn.body)
         self.fn.return_types = list(self.return_types or [])
+        # a return slot that every path assigns before it is read is never merged, so never typed: it is unused
+        self.fn.body.ops = [op for op in self.fn.body.ops
+                            if not (op.opcode == "undef" and op.results[0].type is None)]
         return self.fn
 
     def visit_block(self, block: ir.Block):
