@@ -329,6 +329,7 @@ def kernel_record(kernel) -> dict:
         "backward": kernel.backward_fn is not None,
         "adjoint_error": None if err is None else error_record(err),
         "access": {n: tuple(v) for n, v in kernel.param_access().items()},
+        "work": kernel.work,
     }
 
 

@@ -190,12 +190,12 @@ class Launch:
         self.set_param_at_index(index, value)
 
     def launch(self, stream=None):
+        threshold = ctypes.c_int64(self.kernel.parallel_threshold(config.cpu_parallel_threshold))
         if self.adjoint:
             self.kernel.backward_fn(ctypes.byref(self.bounds), ctypes.byref(self.params),
-                                    ctypes.byref(self.adj_params), ctypes.c_int64(config.cpu_parallel_threshold))
+                                    ctypes.byref(self.adj_params), threshold)
         else:
-            self.kernel.forward_fn(ctypes.byref(self.bounds), ctypes.byref(self.params),
-                                   ctypes.c_int64(config.cpu_parallel_threshold))
+            self.kernel.forward_fn(ctypes.byref(self.bounds), ctypes.byref(self.params), threshold)
         check_error(self.kernel)
 
 

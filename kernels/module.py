@@ -19,6 +19,7 @@ from .build import build_cpu, load_library
 from .errors import CompileError, NativeCompileError
 from .frontend import FunctionSource
 from .function import compile_ir, signature_types
+from .passes.cost import estimate_work, parallel_threshold
 
 
 class Kernel:
@@ -42,6 +43,8 @@ class Kernel:
         self.backward_fn = None
         self.args_ctype = None
         self.tid_ndim = 0
+        self.work = 0  # estimated IR ops per thread (passes/cost.py), sets the CPU parallel threshold
+        self._threshold = None
         self.adjoint_error = None  # why this kernel has no backward (a CompileError), raised when one is asked for
         self._access = None
         self._source_text = None
@@ -50,6 +53,13 @@ class Kernel:
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError(f"kernel '{self.name}' is run with wp.launch({self.name}, dim=..., inputs=[...])")
+
+    def parallel_threshold(self, base: int) -> int:
+        """Launch size from which this kernel runs multithreaded on the CPU (`base` is for a trivial kernel)."""
+        cached = self._threshold
+        if cached is None or cached[0] != base or cached[1] != self.work:
+            cached = self._threshold = (base, self.work, parallel_threshold(self.work, base))
+        return cached[2]
 
     def ensure_built(self):
         if self.lib is None and self.error is None:
@@ -206,6 +216,7 @@ class Module:
                 k.backward_fn.restype = None
             k.source_text = source
             k._library_path = result.path
+            k.work = estimate_work(k.ir)
             k.error_slot = _error_slot(lib) if debug else None
         if prekey is not None:
             self._store_index(prekey, kernels, result.path)
@@ -239,6 +250,7 @@ def _indexed_fields(k: Kernel, r: dict, lib, debug: bool) -> dict:
         raise ValueError("index record does not match the kernel's parameters")
     return {"lib": lib, "entry": r["entry"], "forward_fn": forward_fn, "backward_fn": backward_fn,
             "adjoint_error": adjoint_error, "tid_ndim": int(r["tid_ndim"]), "_access": access,
+            "work": int(r.get("work", 0)),
             "error_slot": _error_slot(lib) if debug else None}
 
 
