@@ -1,4 +1,5 @@
-"""Smoke test of tools/bench.py: the quick run finishes and prints its table; CUDA is refused clearly."""
+"""Smoke test of tools/bench.py: the quick run finishes and prints its table (every section); CUDA and unknown
+sections are refused clearly."""
 
 import os
 import subprocess
@@ -11,13 +12,15 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def test_bench_quick_prints_table():
     proc = subprocess.run([sys.executable, os.path.join("tools", "bench.py"), "--quick"], cwd=REPO_ROOT,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.splitlines()
     header = next((line for line in lines if line.startswith("benchmark")), None)
     assert header is not None, proc.stdout
     assert header.split()[:4] == ["benchmark", "unit", "ours", "numpy"]
-    assert any(line.startswith("saxpy") for line in lines)
+    for prefix in ("saxpy", "cloth", "rigid 1000 boxes", "rigid 100 boxes forward+backward",
+                   "cloth throw optimisation iteration", "loss+gradient peak memory, checkpointed"):
+        assert any(line.startswith(prefix) for line in lines), (prefix, proc.stdout)
     assert lines[-1].startswith("targets:") and lines[-1].count("PASS") + lines[-1].count("MISS") >= 1
 
 
@@ -26,3 +29,13 @@ def test_bench_rejects_cuda_device():
     with pytest.raises(SystemExit) as info:
         bench.parse_args(["--device", "cuda"])
     assert info.value.code == 2
+
+
+def test_bench_only_selects_sections():
+    from tools import bench
+    assert bench.parse_args(["--only", "rigid", "optim"]).only == ["rigid", "optim"]
+    assert bench.parse_args([]).only == list(bench.SECTIONS)
+    with pytest.raises(SystemExit) as info:
+        bench.parse_args(["--only", "fluids"])
+    assert info.value.code == 2
+    assert bench.closing_line({}) == "targets: none in the sections run"

@@ -1,7 +1,8 @@
 """Benchmark the CPU backend side by side with numpy and Warp CPU: bandwidth, launch overhead, compile, autodiff,
-tiled GEMM, cloth simulation.
+tiled GEMM, cloth simulation, rigid bodies, optimisation.
 
-Run `python tools/bench.py` (or `python -m tools.bench`); `--quick` finishes in under a minute. Every number in the
+Run `python tools/bench.py` (or `python -m tools.bench`); `--quick` takes smaller sizes and fewer repeats, and
+`--only SECTION ...` runs some sections (saxpy launch compile autodiff gemm cloth rigid optim). Every number in the
 printed table is measured in this run; a closing line checks them against the targets of the performance issue.
 Warp's columns are left empty when `warp` is not installed.
 
@@ -11,8 +12,11 @@ seconds `load_module` takes in a fresh interpreter, with an empty compile cache 
 "backward / forward" is ((forward+backward) - forward) / forward; tiled GEMM GFLOP/s count 2*n^3 flops for an
 n x n float32 product (`launch_tiled` of TILED_GEMM against numpy's `a @ b`, which calls its BLAS); cloth rows
 count solver substeps per second of a hanging cloth falling past a sphere (tools/bench_sim.py), and their Warp CPU
-column is Newton on Warp's CPU backend with the same cloth, empty when `newton` is not installed. Each number is
-the best of several runs.
+column is Newton on Warp's CPU backend with the same cloth, empty when `newton` is not installed. Rigid rows count
+bodies x steps per second of 1000 boxes falling onto the ground (tools/bench_rigid.py), against Newton's
+semi-implicit solver; optimisation rows are seconds per iteration of configs/cloth_throw.yaml against a
+diffsim_cloth-style iteration in Newton, and the peak traced memory of one loss + gradient with the full tape and
+the checkpointed rollout (tools/bench_optim.py). Each number is the best of several runs.
 """
 
 from __future__ import annotations
@@ -35,10 +39,10 @@ import numpy as np
 import kernels
 
 try:
-    from . import bench_sim
+    from . import bench_optim, bench_rigid, bench_sim
 except ImportError:  # run as a script: tools/ is on sys.path, the repository root is not
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from tools import bench_sim
+    from tools import bench_optim, bench_rigid, bench_sim
 
 try:
     import warp
@@ -62,14 +66,27 @@ class Settings:
     cloth_sizes: tuple  # cells per side of the benchmark cloths
     cloth_frames: dict  # frames (of bench_sim.SUBSTEPS substeps) per run, by solver
     cloth_repeats: int  # timed runs, best kept
+    rigid_boxes: tuple  # (nx, ny, nz) lattice of falling boxes, ny layers
+    rigid_steps: int  # steps per run (of bench_rigid.DT)
+    rigid_grad_boxes: tuple  # lattice of the forward+backward scene
+    rigid_grad_steps: int  # steps per forward+backward run
+    rigid_repeats: int  # timed runs, best kept
+    optim_repeats: int  # timed iterations, best kept
+    optim_memory_frames: int  # frames of the memory comparison (of the scene's substeps each)
 
 
 FULL = Settings(saxpy_count=10**7, saxpy_repeats=10, launch_count=20000, launch_rounds=5, compile_repeats=3,
                 spring_count=10**6, spring_repeats=10, gemm_size=1024, gemm_repeats=5, cloth_sizes=(32, 64),
-                cloth_frames={"semi_implicit": 60, "xpbd": 4}, cloth_repeats=2)
+                cloth_frames={"semi_implicit": 60, "xpbd": 4}, cloth_repeats=2,
+                rigid_boxes=(10, 10, 10), rigid_steps=300, rigid_grad_boxes=(5, 4, 5), rigid_grad_steps=100,
+                rigid_repeats=2, optim_repeats=3, optim_memory_frames=40)
 QUICK = Settings(saxpy_count=2 * 10**6, saxpy_repeats=3, launch_count=2000, launch_rounds=3, compile_repeats=1,
                  spring_count=2 * 10**5, spring_repeats=3, gemm_size=1024, gemm_repeats=3, cloth_sizes=(32,),
-                 cloth_frames={"semi_implicit": 4, "xpbd": 1}, cloth_repeats=1)
+                 cloth_frames={"semi_implicit": 4, "xpbd": 1}, cloth_repeats=1,
+                 rigid_boxes=(10, 10, 10), rigid_steps=90, rigid_grad_boxes=(5, 4, 5), rigid_grad_steps=100,
+                 rigid_repeats=1, optim_repeats=1, optim_memory_frames=32)
+
+SECTIONS = ("saxpy", "launch", "compile", "autodiff", "gemm", "cloth", "rigid", "optim")
 
 # ---------------------------------------------------------------------------------------------------------------
 # Kernel sources. Each is written to a file once per backend, headed by `import kernels as wp` or
@@ -582,6 +599,39 @@ def cloth_steps_per_second(backends: dict, settings: Settings) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# 7. rigid bodies: bodies x steps/s of boxes falling on the ground, ours against Newton's, tools/bench_rigid.py
+
+
+def rigid_body_steps_per_second(backends: dict, settings: Settings) -> dict:
+    """Bodies x steps/s, {"large": {"ours": ..., "reference": ... or None}, "small": {"forward": ...,
+    "forward_backward": ...}}, plus "warnings", "notes" and "newton" (its version, None when not importable)."""
+    newton, reason = bench_sim.newton_available()
+    out = bench_rigid.body_steps_per_second(
+        bench_rigid.Boxes(settings.rigid_boxes), settings.rigid_steps, bench_rigid.Boxes(settings.rigid_grad_boxes),
+        settings.rigid_grad_steps, settings.rigid_repeats, newton,
+        lambda source: backends["ours"].load("bench_rigid_loss", source))
+    out["notes"] = [] if newton else [f"newton is not importable ({reason}); the reference rigid row is '-'"]
+    out["newton"] = None if newton is None else newton.__version__
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 8. optimisation: seconds per iteration of the cloth throw, ours against Newton's; tape memory, tools/bench_optim.py
+
+
+def optimisation_costs(settings: Settings) -> dict:
+    """{"iteration": bench_optim.seconds_per_iteration's dict, "memory": bench_optim.tape_memory's dict}, plus
+    "warnings" and "newton" (its version, None when not importable)."""
+    newton, reason = bench_sim.newton_available()
+    iteration = bench_optim.seconds_per_iteration(settings.optim_repeats, newton)
+    warnings = list(iteration.pop("warnings"))
+    if newton is None:
+        warnings.append(f"newton is not importable ({reason}); the reference iteration row is '-'")
+    return {"iteration": iteration, "memory": bench_optim.tape_memory(settings.optim_memory_frames),
+            "warnings": warnings, "newton": None if newton is None else newton.__version__}
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # Table
 
 
@@ -641,30 +691,43 @@ def ratio(a, b):
     return None if a is None or b is None else a / b
 
 
+def worst_launch_ratio(launch: dict):
+    """Largest ratio of our launch overheads to Warp's; None without Warp."""
+    ratios = [ratio(launch["ours"][k], launch.get("warp", {}).get(k)) for k in ("one", "eight", "replay")]
+    return None if None in ratios else max(ratios)
+
+
+def compile_ratio(compile_: dict, kind: str):
+    """Our cold or warm load time over Warp's; None without Warp."""
+    return ratio(compile_["ours"][kind], compile_.get("warp", {}).get(kind))
+
+
+def spring_backward_ratio(ms: dict):
+    """((forward+backward) - forward) / forward of one backend's spring kernel ms."""
+    return (ms["forward_backward"] - ms["forward"]) / ms["forward"]
+
+
+# The issue's targets: (section, name, value of the results, limit, whether the value must be at least the limit)
+TARGETS = (
+    ("saxpy", "saxpy/memcpy", lambda r: ratio(r["saxpy"]["ours"], r["saxpy"]["copy"]), 0.7, True),
+    ("launch", "launch/Warp (worst)", lambda r: worst_launch_ratio(r["launch"]), 1.0, False),
+    ("compile", "cold/Warp", lambda r: compile_ratio(r["compile"], "cold"), 1.5, False),
+    ("compile", "warm/Warp", lambda r: compile_ratio(r["compile"], "warm"), 2.0, False),
+    ("autodiff", "backward/forward", lambda r: spring_backward_ratio(r["autodiff"]["ours"]), 3.0, False),
+    ("gemm", "tiled GEMM within 4x of numpy: numpy/ours", lambda r: ratio(r["gemm"]["numpy"], r["gemm"]["ours"]),
+     4.0, False),
+    ("cloth", "cloth fwd vs reference (semi-implicit, worst size)",
+     lambda r: bench_sim.cloth_worst_speedup(r["cloth"]), 1.5, True),
+    ("cloth", "cloth backward/forward (worst of all solvers and sizes)",
+     lambda r: bench_sim.cloth_worst_backward(r["cloth"]), 3.0, False),
+)
+
+
 def closing_line(results: dict) -> str:
-    """The issue's targets, each with the measured ratio and PASS/MISS."""
-    launch = results["launch"]
-    launch_ratios = [ratio(launch["ours"][k], launch.get("warp", {}).get(k)) for k in ("one", "eight", "replay")]
-    worst_launch = None if None in launch_ratios else max(launch_ratios)
-    compile_ = results["compile"]
-    cold = ratio(compile_["ours"]["cold"], compile_.get("warp", {}).get("cold"))
-    warm = ratio(compile_["ours"]["warm"], compile_.get("warp", {}).get("warm"))
-    ad = results["autodiff"]["ours"]
-    backward = (ad["forward_backward"] - ad["forward"]) / ad["forward"]
-    verdicts = [
-        target_verdict("saxpy/memcpy", ratio(results["saxpy"]["ours"], results["saxpy"]["copy"]), 0.7, at_least=True),
-        target_verdict("launch/Warp (worst)", worst_launch, 1.0, at_least=False),
-        target_verdict("cold/Warp", cold, 1.5, at_least=False),
-        target_verdict("warm/Warp", warm, 2.0, at_least=False),
-        target_verdict("backward/forward", backward, 3.0, at_least=False),
-        target_verdict("tiled GEMM within 4x of numpy: numpy/ours",
-                       ratio(results["gemm"]["numpy"], results["gemm"]["ours"]), 4.0, at_least=False),
-        target_verdict("cloth fwd vs reference (semi-implicit, worst size)",
-                       bench_sim.cloth_worst_speedup(results["cloth"]), 1.5, at_least=True),
-        target_verdict("cloth backward/forward (worst of all solvers and sizes)",
-                       bench_sim.cloth_worst_backward(results["cloth"]), 3.0, at_least=False),
-    ]
-    return "targets: " + " | ".join(verdicts)
+    """The issue's targets of the measured sections, each with the measured ratio and PASS/MISS."""
+    verdicts = [target_verdict(name, value(results), limit, at_least=at_least)
+                for section, name, value, limit, at_least in TARGETS if section in results]
+    return "targets: " + (" | ".join(verdicts) if verdicts else "none in the sections run")
 
 
 CLOTH_SOLVER_LABELS = {"semi_implicit": "semi-implicit", "xpbd": f"XPBD {bench_sim.XPBD_ITERATIONS} it"}
@@ -688,50 +751,107 @@ def cloth_rows(cloth: dict, settings: Settings) -> list:
     return rows
 
 
-def table_rows(results: dict, settings: Settings, kernel_label: str) -> list:
-    """The measurements as table rows, in the order of the issue."""
-    saxpy, launch, compile_, ad = results["saxpy"], results["launch"], results["compile"], results["autodiff"]
+def rigid_rows(rigid: dict, settings: Settings) -> list:
+    """Bodies x steps/s of the falling boxes (Newton in the Warp CPU column), and our forward+backward cost."""
+    large, small = rigid["large"], rigid["small"]
+    count, grad_count = math.prod(settings.rigid_boxes), math.prod(settings.rigid_grad_boxes)
+    name = f"rigid {grad_count} boxes"
+    return [
+        Row(f"rigid {count} boxes falling, forward ({settings.rigid_steps} steps)", "body-steps/s", large["ours"],
+            warp=large["reference"]),
+        Row(f"{name} forward ({settings.rigid_grad_steps} steps)", "body-steps/s", small["forward"]),
+        Row(f"{name} forward+backward", "body-steps/s", small["forward_backward"]),
+        Row(f"{name} backward / forward", "x", bench_rigid.backward_ratio(small)),
+    ]
 
+
+def optim_rows(optim: dict) -> list:
+    """Seconds per cloth-throw iteration (Newton in the Warp CPU column) and the tape's peak memory."""
+    iteration, memory = optim["iteration"], optim["memory"]
+    mib = 1024.0 ** 2
+    return [
+        Row(f"cloth throw optimisation iteration ({iteration['steps']} steps)", "s", iteration["ours"],
+            warp=iteration["reference"]),
+        Row(f"loss+gradient peak memory, full tape ({memory['steps']} steps)", "MiB", memory["full"] / mib),
+        Row(f"loss+gradient peak memory, checkpointed ({memory['steps']} steps)", "MiB", memory["checkpointed"] / mib),
+        Row("peak memory full / checkpointed", "x", memory["full"] / memory["checkpointed"]),
+    ]
+
+
+def kernel_rows(results: dict, settings: Settings, kernel_label: str) -> list:
+    """The rows of the kernel sections (saxpy, launch, compile, autodiff, gemm) that were measured."""
     def both(d, key):
         return {"ours": d["ours"][key], "warp": d["warp"][key] if "warp" in d else None}
 
-    def backward_ratio(m):
-        return (m["forward_backward"] - m["forward"]) / m["forward"]
+    rows = []
+    if "saxpy" in results:
+        saxpy = results["saxpy"]
+        n_saxpy = f"{settings.saxpy_count:.0e}".replace("+0", "")
+        rows.append(Row(f"saxpy {n_saxpy} float32 (12 B/elem)", "GB/s", saxpy["ours"], saxpy["numpy"],
+                        saxpy["copy"], saxpy.get("warp")))
+    if "launch" in results:
+        launch = results["launch"]
+        rows += [Row("launch dim=1, 1 array arg", "us", **both(launch, "one")),
+                 Row("launch dim=1, 8 args", "us", **both(launch, "eight")),
+                 Row("recorded launch replay", "us", **both(launch, "replay"))]
+    if "compile" in results:
+        rows += [Row(f"cold compile {kernel_label}", "s", **both(results["compile"], "cold")),
+                 Row(f"warm load {kernel_label}", "s", **both(results["compile"], "warm"))]
+    if "autodiff" in results:
+        ad = results["autodiff"]
+        n_spring = f"{settings.spring_count:.0e}".replace("+0", "")
+        rows += [Row(f"forward {kernel_label} {n_spring}", "ms", **both(ad, "forward")),
+                 Row(f"forward+backward {kernel_label} {n_spring}", "ms", **both(ad, "forward_backward")),
+                 Row("backward / forward", "x", spring_backward_ratio(ad["ours"]),
+                     warp=spring_backward_ratio(ad["warp"]) if "warp" in ad else None)]
+    if "gemm" in results:
+        gemm, n_gemm = results["gemm"], settings.gemm_size
+        rows.append(Row(f"tiled GEMM {n_gemm}x{n_gemm} float32 ({'x'.join(map(str, GEMM_TILE))} tiles)", "GFLOP/s",
+                        gemm["ours"], gemm["numpy"], warp=gemm["warp"]))
+    return rows
 
-    n_saxpy = f"{settings.saxpy_count:.0e}".replace("+0", "")
-    n_spring = f"{settings.spring_count:.0e}".replace("+0", "")
-    gemm, n_gemm = results["gemm"], settings.gemm_size
-    return [
-        Row(f"saxpy {n_saxpy} float32 (12 B/elem)", "GB/s", saxpy["ours"], saxpy["numpy"], saxpy["copy"],
-            saxpy.get("warp")),
-        Row("launch dim=1, 1 array arg", "us", **both(launch, "one")),
-        Row("launch dim=1, 8 args", "us", **both(launch, "eight")),
-        Row("recorded launch replay", "us", **both(launch, "replay")),
-        Row(f"cold compile {kernel_label}", "s", **both(compile_, "cold")),
-        Row(f"warm load {kernel_label}", "s", **both(compile_, "warm")),
-        Row(f"forward {kernel_label} {n_spring}", "ms", **both(ad, "forward")),
-        Row(f"forward+backward {kernel_label} {n_spring}", "ms", **both(ad, "forward_backward")),
-        Row("backward / forward", "x", backward_ratio(ad["ours"]),
-            warp=backward_ratio(ad["warp"]) if "warp" in ad else None),
-        Row(f"tiled GEMM {n_gemm}x{n_gemm} float32 ({'x'.join(map(str, GEMM_TILE))} tiles)", "GFLOP/s",
-            gemm["ours"], gemm["numpy"], warp=gemm["warp"]),
-    ] + cloth_rows(results["cloth"], settings)
+
+def table_rows(results: dict, settings: Settings, kernel_label: str) -> list:
+    """The measurements as table rows, in the order of the issue."""
+    rows = kernel_rows(results, settings, kernel_label)
+    if "cloth" in results:
+        rows += cloth_rows(results["cloth"], settings)
+    if "rigid" in results:
+        rows += rigid_rows(results["rigid"], settings)
+    if "optim" in results:
+        rows += optim_rows(results["optim"])
+    return rows
+
+
+def footnotes(results: dict) -> list:
+    """The notes under the table of the simulation sections that were measured."""
+    lines = []
+    if "cloth" in results:
+        lines += bench_sim.cloth_footnotes(results["cloth"])
+    if "rigid" in results:
+        lines += bench_rigid.footnotes(results["rigid"])
+    if "optim" in results:
+        lines += bench_optim.footnotes(results["optim"])
+    return lines
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Driver
 
 
-def measure_all(backends: dict, settings: Settings, spring_source: str, vec3: bool) -> dict:
-    """Run the six benchmarks; nested dicts of numbers keyed by benchmark, then backend (or numpy, copy)."""
-    return {
-        "saxpy": saxpy_gbps(backends, settings),
-        "launch": launch_microseconds(backends, settings),
-        "compile": compile_seconds(backends, spring_source, settings),
-        "autodiff": autodiff_milliseconds(backends, spring_source, vec3, settings),
-        "gemm": gemm_gflops(backends, settings),
-        "cloth": cloth_steps_per_second(backends, settings),
+def measure_all(backends: dict, settings: Settings, spring_source: str, vec3: bool, sections=SECTIONS) -> dict:
+    """Run the benchmarks of `sections`; nested dicts of numbers keyed by section, then backend (or numpy, copy)."""
+    measures = {
+        "saxpy": lambda: saxpy_gbps(backends, settings),
+        "launch": lambda: launch_microseconds(backends, settings),
+        "compile": lambda: compile_seconds(backends, spring_source, settings),
+        "autodiff": lambda: autodiff_milliseconds(backends, spring_source, vec3, settings),
+        "gemm": lambda: gemm_gflops(backends, settings),
+        "cloth": lambda: cloth_steps_per_second(backends, settings),
+        "rigid": lambda: rigid_body_steps_per_second(backends, settings),
+        "optim": lambda: optimisation_costs(settings),
     }
+    return {section: measures[section]() for section in SECTIONS if section in sections}
 
 
 def describe_run(quick: bool) -> str:
@@ -743,10 +863,12 @@ def describe_run(quick: bool) -> str:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    """--quick and --device; a CUDA device is refused until the CUDA backend exists."""
+    """--quick, --only and --device; a CUDA device is refused until the CUDA backend exists."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats (under a minute)")
     parser.add_argument("--device", default="cpu", help="device to benchmark (only 'cpu' for now)")
+    parser.add_argument("--only", nargs="+", choices=SECTIONS, default=list(SECTIONS), metavar="SECTION",
+                        help=f"run only these sections, of: {' '.join(SECTIONS)}")
     args = parser.parse_args(argv)
     if args.device.startswith("cuda"):
         parser.error(f"--device {args.device}: the CUDA backend is not built yet; only --device cpu is supported")
@@ -756,20 +878,22 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def main(argv=None) -> int:
-    """Measure everything, then print the title, the table and the targets line."""
+    """Measure the selected sections, then print the title, the table, its notes and the targets line."""
     args = parse_args(argv)
     settings = QUICK if args.quick else FULL
     with tempfile.TemporaryDirectory(prefix="kernels-bench-") as scratch:
         backends = make_backends(scratch)
-        vec3, reason = vec3_builtins_work(backends["ours"])
+        vec3, reason = True, ""
+        if {"compile", "autodiff"} & set(args.only):
+            vec3, reason = vec3_builtins_work(backends["ours"])
         spring_source = SPRING_KERNEL_VEC3 if vec3 else SPRING_KERNEL_SCALAR
         kernel_label = "spring vec3 kernel" if vec3 else "spring kernel (scalar)"
-        results = measure_all(backends, settings, spring_source, vec3)
+        results = measure_all(backends, settings, spring_source, vec3, args.only)
     print(describe_run(args.quick))
     if not vec3:
         print(f"note: vec3 builtins not available in kernels ({reason}); the spring kernel uses scalar math")
     print(render_table(table_rows(results, settings, kernel_label)))
-    for line in bench_sim.cloth_footnotes(results["cloth"]):
+    for line in footnotes(results):
         print(line)
     print(closing_line(results))
     return 0
