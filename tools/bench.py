@@ -36,12 +36,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-import kernels
+if __package__ in (None, ""):  # run as a script: tools/ is on sys.path, the repository root is not
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import kernels  # noqa: E402
 
 try:
     from . import bench_optim, bench_rigid, bench_sim
-except ImportError:  # run as a script: tools/ is on sys.path, the repository root is not
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+except ImportError:
     from tools import bench_optim, bench_rigid, bench_sim
 
 try:
