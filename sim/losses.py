@@ -2,6 +2,7 @@
 launching kernels that add into a one-element loss array, so a Tape differentiates it.
 
     CenterOfMassTarget(obj, frame, target)     w |com - target|^2                 [m^2]
+    BodyCenterTarget(body, frame, target)      w |body com - target|^2            [m^2]
     PositionsTarget(obj, frame, positions)     w mean_i |x_i - p_i|^2             [m^2]
     TrajectoryMatch(obj, reference)            w mean_frames mean_i |x_i - r_i|^2 [m^2]
     ParameterL2(param)                         w |theta - theta_0|^2 on a learned parameter's variable
@@ -29,6 +30,13 @@ def mass_moment(q: wp.array(dtype=wp.vec3), mass: wp.array(dtype=float), start: 
 def com_distance_sq(moment: wp.array(dtype=wp.vec3), total: wp.array(dtype=float), target: wp.vec3, weight: float,
                     loss: wp.array(dtype=float)):
     d = moment[0] / total[0] - target
+    wp.atomic_add(loss, 0, weight * wp.dot(d, d))
+
+
+@wp.kernel
+def body_com_distance_sq(body_q: wp.array(dtype=wp.transform), body_com: wp.array(dtype=wp.vec3), index: int,
+                         target: wp.vec3, weight: float, loss: wp.array(dtype=float)):
+    d = wp.transform_point(body_q[index], body_com[index]) - target
     wp.atomic_add(loss, 0, weight * wp.dot(d, d))
 
 
@@ -77,6 +85,20 @@ class CenterOfMassTarget(Loss):
         wp.launch(mass_moment, dim=self.obj.count, inputs=[state.particle_q, model.particle_mass, self.obj.start],
                   outputs=[moment, total], device=d)
         wp.launch(com_distance_sq, dim=1, inputs=[moment, total, self.target, self.weight], outputs=[loss], device=d)
+
+
+class BodyCenterTarget(Loss):
+    """weight * |centre of mass of rigid body `body` at `frame` - target|^2 [m^2]; `body` is a
+    `sim.scene.SceneBody` (its index into the model's body arrays)."""
+
+    name = "com_target"
+
+    def __init__(self, body, frame: int, target, weight: float = 1.0):
+        self.body, self.frames, self.target, self.weight = body, (int(frame),), wp.vec3(*target), float(weight)
+
+    def evaluate(self, model, frame, state, loss):
+        wp.launch(body_com_distance_sq, dim=1, inputs=[state.body_q, model.body_com, self.body.index, self.target,
+                                                      self.weight], outputs=[loss], device=model.device)
 
 
 class PositionsTarget(Loss):

@@ -248,3 +248,76 @@ def test_gradcheck_parameter_kernels(log):
         return [f, col, v3, comp, xf]
 
     gradcheck(fn, [var])
+
+
+RIGID = """scene:
+  sim: {fps: 60, frames: 30, substeps: 16}
+  bodies:
+    - {name: puck, pos: [0, 0.1, 0], vel: [2.0, 0, 0], shapes: [{type: box, half_extents: [0.1, 0.1, 0.1]}]}
+  colliders:
+    - {type: ground, material: {mu: 0.5}}
+parameters:
+  - {path: bodies.0.vel, bounds: [-5, 5]}
+  - {path: colliders.0.material.mu, bounds: [0.05, 2.0]}
+  - {path: bodies.0.material.restitution, bounds: [0.0, 1.0]}
+loss:
+  - {type: com_target, object: puck, target: [0.7, 0.1, 0.2]}
+optimizer: {type: adam, lr: 0.05}
+iterations: 4
+"""
+
+
+def test_rigid_body_velocity_and_friction_are_learned(tmp_path):
+    path = tmp_path / "rigid.yaml"
+    path.write_text(RIGID)
+    result = optimize(load_config(str(path)), out_dir=str(tmp_path / "out"))
+    assert result.losses[-1] < 0.5 * result.losses[0], result.losses
+    assert result.params["colliders.0.material.mu"] != pytest.approx(0.5)
+    loss_full, grad_full, _ = _gradient(load_config(str(path)))
+    loss_ck, grad_ck, problem = _gradient(load_config(str(path), ["checkpoint.above_steps=1"]))
+    assert problem.checkpointed and loss_ck == pytest.approx(loss_full, rel=1e-6)
+    for a, b in zip(grad_ck, grad_full):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+
+
+def test_body_mass_is_refused_with_the_reason(tmp_path):
+    path = tmp_path / "rigid.yaml"
+    path.write_text(RIGID.replace("bodies.0.material.restitution", "bodies.0.mass"))
+    with pytest.raises(SceneError, match=r"parameters\[2\]\.path: bodies.0.mass: not learnable for a body"):
+        Problem(load_config(str(path)))
+
+
+def test_gradcheck_spatial_part_and_body_center_loss():
+    rng = np.random.default_rng(4)
+    var = wp.array(rng.standard_normal(3), dtype=float, requires_grad=True)
+    base = wp.array(rng.standard_normal((1, 6)), dtype=wp.spatial_vector)
+    rows = wp.array(np.array([1], np.int32), dtype=wp.int32)
+    src = wp.array(np.array([0], np.int32), dtype=wp.int32)
+    q = np.concatenate([rng.standard_normal((2, 3)), np.tile([0.0, 0.6, 0.0, 0.8], (2, 1))], axis=1)
+    body_q = wp.array(q, dtype=wp.transform, requires_grad=True)
+    com = wp.array(rng.standard_normal((2, 3)), dtype=wp.vec3, requires_grad=True)
+
+    class Body:
+        index = 1
+
+    term = losses.BodyCenterTarget(Body(), 1, (0.1, 0.2, 0.3), weight=1.5)
+
+    def fn(var, body_q, com):
+        outs = []
+        for part in (0, 1):
+            out = wp.zeros(2, dtype=wp.spatial_vector, requires_grad=True)
+            wp.launch(P.assign_spatial_part, dim=1, inputs=[var, src, rows, part, base], outputs=[out])
+            outs.append(out)
+        loss = wp.zeros(1, dtype=float, requires_grad=True)
+
+        class M:
+            body_com, device = com, com.device
+
+        class S:
+            pass
+
+        S.body_q = body_q
+        term.evaluate(M, 1, S, loss)
+        return outs + [loss]
+
+    gradcheck(fn, [var, body_q, com])

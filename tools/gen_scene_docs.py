@@ -48,9 +48,12 @@ tolerance: 1.0e-4
 `cloth.N.velocities` / `particles.N.velocities` (one per particle; the scene must list them),
 `cloth.N.mass` / `particles.N.mass`, `cloth.N.forces` / `particles.N.forces` (a control force per frame; the
 scene must list them), `cloth.N.material.KEY` or `materials.NAME.KEY` for KEY in tri_ke, tri_ka, tri_kd,
-edge_ke, edge_kd, spring_ke, spring_kd, and `colliders.N.pos`, `colliders.N.radius`, `colliders.N.half_extents`,
-`colliders.N.half_height`. Anything else is refused with the reason: contact settings, gravity, counts and time
-stepping are constants of the solvers' kernels and have no gradient.
+edge_ke, edge_kd, spring_ke, spring_kd, `bodies.N.vel`, `bodies.N.angular_vel`, `bodies.N.material.KEY` and
+`colliders.N.material.KEY` for KEY in ke, kd, kf, mu (friction), restitution (rigid-body contacts), and
+`colliders.N.pos`, `colliders.N.radius`, `colliders.N.half_extents`, `colliders.N.half_height`. Anything else is
+refused with the reason: the particle solvers' contact settings (`sim.contact`), gravity, counts and time
+stepping are constants of the solvers' kernels and have no gradient; a body's mass also sets its inertia.
+A `com_target` loss may name a rigid body.
 
 **Long rollouts.** Above `checkpoint.above_steps` solver steps a rollout keeps only every k-th state and
 recomputes the segments in the backward pass (`autodiff.CheckpointedRollout`): the same gradient, with memory

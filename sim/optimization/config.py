@@ -29,7 +29,8 @@ PARAMETER = Section([
     Field("init", Number(), None, "", "start from this value instead of the scene's (scalars only)"),
 ], doc="A learned parameter.", title="parameters[]")
 
-_OBJECT = Field("object", String(), REQUIRED, "", "name of a cloth or particles object of the scene")
+_OBJECT = Field("object", String(), REQUIRED, "", "name of a cloth or particles object of the scene (com_target: "
+                "or of a rigid body)")
 _WEIGHT = Field("weight", Number(min=0), 1.0, "", "factor of this term")
 _FRAME = Field("frame", Integer(min=1), None, "", "frame at which it is measured (default: the last)")
 _DATA = Field("file", FilePath(".npz", ".usd", ".usda", ".usdc"), REQUIRED, "", "recorded positions: .npz or USD")

@@ -19,7 +19,9 @@ from ..scene.errors import SceneError
 LEARNABLE = ("cloth.N.vel", "cloth.N.velocities", "cloth.N.mass", "cloth.N.forces",
              "cloth.N.material.{tri_ke,tri_ka,tri_kd,edge_ke,edge_kd,spring_ke,spring_kd}",
              "materials.NAME.{same keys}", "particles.N.{vel,velocities,mass,forces}",
-             "colliders.N.{pos,radius,half_extents,half_height}")
+             "bodies.N.{vel,angular_vel}", "bodies.N.material.{ke,kd,kf,mu,restitution}",
+             "colliders.N.{pos,radius,half_extents,half_height}", "colliders.N.material.{ke,kd,kf,mu,restitution}")
+RIGID_MATERIAL_KEYS = ("ke", "kd", "kf", "mu", "restitution")
 
 # material key -> (model array, column or None)
 MATERIAL_TARGETS = {"tri_ke": ("tri_materials", 0), "tri_ka": ("tri_materials", 1), "tri_kd": ("tri_materials", 2),
@@ -78,6 +80,19 @@ def assign_position(var: wp.array(dtype=float), src: wp.array(dtype=wp.int32), r
     dst[rows[j]] = wp.transform(wp.vec3(var[s], var[s + 1], var[s + 2]), rotation[j])
 
 
+@wp.kernel
+def assign_spatial_part(var: wp.array(dtype=float), src: wp.array(dtype=wp.int32), rows: wp.array(dtype=wp.int32),
+                        part: int, base: wp.array(dtype=wp.spatial_vector), dst: wp.array(dtype=wp.spatial_vector)):
+    """Set the angular (part 0) or linear (part 1) half of spatial vectors, keeping the other half of `base`."""
+    j = wp.tid()
+    s = src[j]
+    v = wp.vec3(var[s], var[s + 1], var[s + 2])
+    b = base[j]
+    top = wp.where(part == 0, v, wp.spatial_top(b))
+    bottom = wp.where(part == 1, v, wp.spatial_bottom(b))
+    dst[rows[j]] = wp.spatial_vector(top, bottom)
+
+
 @dataclass
 class Target:
     """Where a parameter goes: `array` names an attribute of the model ('model') or initial state ('state');
@@ -85,13 +100,13 @@ class Target:
 
     owner: str  # "model", "state" or "object" (a SceneObject attribute)
     array: str
-    how: str  # "float", "column", "vec3", "vec3_component", "position"
+    how: str  # "float", "column", "vec3", "vec3_component", "spatial_part", "position"
     rows: np.ndarray
     src: np.ndarray
     column: int = 0
     obj: object = None
     rotation: object = None  # "position": the shapes' fixed rotations (x, y, z, w), shape [len(rows), 4]
-    base: object = None  # "vec3_component": the vectors whose other components stay, shape [len(rows), 3]
+    base: object = None  # "vec3_component"/"spatial_part": the vectors whose other components stay
 
 
 class LearnedParameter:
@@ -156,6 +171,10 @@ class LearnedParameter:
                 base = wp.array(t.base, dtype=wp.vec3, device=d)
                 wp.launch(assign_vec3_component, dim=n, inputs=[self.variable, log, src, rows, t.column, base],
                           outputs=[dst], device=d)
+            elif t.how == "spatial_part":
+                base = wp.array(t.base, dtype=wp.spatial_vector, device=d)
+                wp.launch(assign_spatial_part, dim=n, inputs=[self.variable, src, rows, t.column, base],
+                          outputs=[dst], device=d)
             else:
                 rot = wp.array(t.rotation, dtype=wp.quat, device=d)
                 wp.launch(assign_position, dim=n, inputs=[self.variable, src, rows, rot], outputs=[dst], device=d)
@@ -174,7 +193,7 @@ def resolve(path: str, scene, built, *, log: bool = False, bounds=None, where: s
         targets, initial, shape = _targets(parts, scene, built, fail)
     except (IndexError, KeyError, TypeError):
         fail("no such key in the scene")
-    if log and any(t.how in ("vec3", "position") for t in targets):
+    if log and any(t.how in ("vec3", "position", "spatial_part") for t in targets):
         fail("log: true applies to positive scalars (stiffness, mass, radius), not to vectors")
     try:
         return LearnedParameter(path, targets, initial, log=log, bounds=bounds, shape=shape)
@@ -232,8 +251,15 @@ def _targets(parts, scene, built, fail):
         if not users:
             fail(f"no cloth uses material '{name}'")
         return _material_targets(parts[2], users, built, fail)
+    if head == "colliders" and len(parts) == 4 and parts[2] == "material":
+        i = parts[1]
+        if not isinstance(i, int) or i >= len(scene.colliders):
+            fail(f"no collider {i} (the scene has {len(scene.colliders)})")
+        return _rigid_material_targets(parts[3], [built.collider_shapes[i]], built, fail)
     if head == "colliders" and len(parts) == 3:
         return _collider_targets(parts[1], parts[2], scene, built, fail)
+    if head == "bodies" and len(parts) >= 3:
+        return _body_targets(parts, scene, built, fail)
     fail(f"not a learnable parameter (learnable: {'; '.join(LEARNABLE)}). Contact settings, gravity, counts "
          "and time stepping are constants of the solvers' kernels and have no gradient")
 
@@ -251,11 +277,38 @@ def _material_targets(key, objects, built, fail):
     return [Target("model", array, how, rows, np.zeros(len(rows), int), column or 0)], np.array([initial]), ()
 
 
+def _rigid_material_targets(key, shape_rows: list, built, fail):
+    if key not in RIGID_MATERIAL_KEYS:
+        fail(f"unknown material key (learnable: {', '.join(RIGID_MATERIAL_KEYS)})")
+    rows = np.asarray(shape_rows, int)
+    array = f"shape_material_{key}"
+    initial = getattr(built.model, array).numpy()[rows[0]]
+    return [Target("model", array, "float", rows, np.zeros(len(rows), int))], np.array([initial]), ()
+
+
+def _body_targets(parts, scene, built, fail):
+    i, key = parts[1], parts[2]
+    if not isinstance(i, int) or i >= len(scene.bodies):
+        fail(f"no body {i} (the scene has {len(scene.bodies)})")
+    body = built.bodies[i]
+    if key == "material" and len(parts) == 4:
+        return _rigid_material_targets(parts[3], body.shape_rows, built, fail)
+    if key in ("vel", "angular_vel") and len(parts) == 3:
+        qd = built.model.body_qd0.numpy()[body.index:body.index + 1].astype(np.float32)
+        part = 1 if key == "vel" else 0
+        initial = qd[0, 3:] if part == 1 else qd[0, :3]
+        return [Target("state", "body_qd", "spatial_part", np.array([body.index]), np.array([0]), part, base=qd)], \
+            initial.astype(np.float64), (3,)
+    fail("not learnable for a body (learnable: vel, angular_vel, material.{" + ",".join(RIGID_MATERIAL_KEYS) + "}); "
+         "a body's mass also sets its inertia, which is not a learned quantity")
+
+
 def _collider_targets(i, key, scene, built, fail):
     if not isinstance(i, int) or i >= len(scene.colliders):
         fail(f"no collider {i} (the scene has {len(scene.colliders)})")
     c = scene.colliders[i]
     m = built.model
+    i = built.collider_shapes[i]  # the collider's row of the model's shape arrays
     row = np.array([i])
     if key == "pos" and c.type != "ground":
         rotation = np.asarray(m.shape_transform.numpy()[i, 3:], np.float32).reshape(1, 4)

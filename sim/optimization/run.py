@@ -75,7 +75,7 @@ class Problem:
         for o in self.built.objects:
             if o.name == name:
                 return o
-        known = ", ".join(o.name for o in self.built.objects)
+        known = ", ".join([o.name for o in self.built.objects] + [b.name for b in self.built.bodies])
         raise self.cfg.error(("loss", i, "object"), f"no object named '{name}' in the scene (objects: {known})")
 
     def _frame(self, i: int, frame) -> int:
@@ -92,6 +92,12 @@ class Problem:
                 if p.path == l.param:
                     return L.ParameterL2(p, l.weight)
             raise self.cfg.error(("loss", i, "param"), f"'{l.param}' is not one of the learned parameters")
+        body = next((b for b in self.built.bodies if b.name == l.object), None)
+        if body is not None:
+            if l.type != "com_target":
+                raise self.cfg.error(("loss", i, "object"), f"'{l.object}' is a rigid body: only com_target "
+                                     "applies to bodies")
+            return L.BodyCenterTarget(body, self._frame(i, l.frame), l.target, l.weight)
         obj = self._object(i, l.object)
         if l.type == "com_target":
             return L.CenterOfMassTarget(obj, self._frame(i, l.frame), l.target, l.weight)
@@ -165,8 +171,8 @@ class Problem:
             if n % sub == 0:
                 observe(n // sub, state)
 
-        rollout = CheckpointedRollout(step, None, self.steps, self.cfg.spec.checkpoint.every,
-                                      state_arrays=("particle_q", "particle_qd"))
+        arrays = ("particle_q", "particle_qd") + (("body_q", "body_qd") if built.model.body_count else ())
+        rollout = CheckpointedRollout(step, None, self.steps, self.cfg.spec.checkpoint.every, state_arrays=arrays)
         rollout.run(state0, observe=observe_step)
 
     def zero_gradients(self):

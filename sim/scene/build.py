@@ -48,6 +48,7 @@ class SceneBody:
     index: int
     shapes: list
     color: tuple
+    shape_rows: list = field(default_factory=list)  # the body's rows of the model's shape arrays
 
 
 class CoupledSolver:
@@ -71,6 +72,7 @@ class BuiltScene:
     colliders: list = field(default_factory=list)  # collider specs (type, name, pos, rot, ...)
     substeps: int = 1
     bodies: list = field(default_factory=list)  # SceneBody
+    collider_shapes: list = field(default_factory=list)  # the colliders' rows of the model's shape arrays
 
     def control(self, frame: int):
         """The Control of the steps of `frame` (1-based): the objects' control forces, or None without any."""
@@ -216,11 +218,10 @@ def _add_shape(b: ModelBuilder, s, body: int = -1, **extra):
     raise AssertionError(s.type)  # the format admits only the types above
 
 
-def _add_collider(b: ModelBuilder, c):
+def _add_collider(b: ModelBuilder, c) -> int:
     if c.type == "ground":
-        b.add_ground_plane(c.height, **_contact_material(c))
-    else:
-        _add_shape(b, c, **_contact_material(c))
+        return b.add_ground_plane(c.height, **_contact_material(c))
+    return _add_shape(b, c, **_contact_material(c))
 
 
 def usd_shape(s) -> dict:
@@ -238,9 +239,8 @@ def usd_shape(s) -> dict:
 def _add_body(b: ModelBuilder, spec) -> SceneBody:
     index = b.add_body(pos=spec.pos, rot=spec.rot, mass=spec.mass, linear_velocity=spec.vel,
                        angular_velocity=spec.angular_vel)
-    for s in spec.shapes:
-        _add_shape(b, s, index, density=s.density, **_contact_material(spec))
-    return SceneBody(spec.name, index, [usd_shape(s) for s in spec.shapes], tuple(spec.color))
+    rows = [_add_shape(b, s, index, density=s.density, **_contact_material(spec)) for s in spec.shapes]
+    return SceneBody(spec.name, index, [usd_shape(s) for s in spec.shapes], tuple(spec.color), rows)
 
 
 def _contact(spec) -> ContactParams:
@@ -268,8 +268,7 @@ def build_scene(scene, device=None, requires_grad: bool = False) -> BuiltScene:
     b = ModelBuilder(up_axis=s.up_axis, gravity=s.gravity)
     objects = [_add_cloth(b, scene, c) for c in scene.cloth] + [_add_particles(b, p) for p in scene.particles]
     bodies = [_add_body(b, body) for body in scene.bodies]
-    for c in scene.colliders:
-        _add_collider(b, c)
+    collider_shapes = [_add_collider(b, c) for c in scene.colliders]
     model = b.finalize(device=wp.get_device(device or s.device), requires_grad=requires_grad)
     model.particle_damping = s.particle_damping
     model.soft_contact = _contact(s.contact)
@@ -281,4 +280,5 @@ def build_scene(scene, device=None, requires_grad: bool = False) -> BuiltScene:
         if spec.forces is not None:
             obj.forces = wp.array(np.asarray(spec.forces, np.float32).reshape(-1, 3), dtype=wp.vec3,
                                   device=model.device, requires_grad=requires_grad)
-    return BuiltScene(model, make_solver(model, s), dt, objects, list(scene.colliders), s.substeps, bodies)
+    return BuiltScene(model, make_solver(model, s), dt, objects, list(scene.colliders), s.substeps, bodies,
+                      collider_shapes)
