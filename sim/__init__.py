@@ -31,7 +31,8 @@ __all__ = ["ModelBuilder", "Model", "State", "Control", "ContactParams", "quat_i
 # Scenes and USD output load pxr and YAML on first use, so `import sim` stays light.
 _LAZY = {"Scene": ("sim.scene", "Scene"), "SceneError": ("sim.scene", "SceneError"),
          "SimulationError": ("sim.scene", "SimulationError"), "UsdWriter": ("sim.usd", "UsdWriter"),
-         "load_mesh": ("sim.mesh_io", "load_mesh"), "MeshFormatError": ("sim.mesh_io", "MeshFormatError")}
+         "load_mesh": ("sim.mesh_io", "load_mesh"), "MeshFormatError": ("sim.mesh_io", "MeshFormatError"),
+         "optimize": ("sim.optimization", "optimize"), "load_optimize_config": ("sim.optimization", "load_config")}
 
 
 def __getattr__(name):
@@ -40,5 +41,3 @@ def __getattr__(name):
         module, attr = _LAZY[name]
         return getattr(importlib.import_module(module), attr)
     raise AttributeError(f"module 'sim' has no attribute '{name}'")
-_LAZY.update({"optimize": ("sim.optimization", "optimize"),
-              "load_optimize_config": ("sim.optimization", "load_config")})

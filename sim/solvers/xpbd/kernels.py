@@ -1,7 +1,9 @@
 """Kernels of the XPBD solver: prediction, Jacobi constraint projections, position update, velocities.
 
-Every constraint kernel reads one iteration's positions and Lagrange multipliers and accumulates corrections into
-that iteration's `delta` [m] array (atomics), writing the updated multipliers into new arrays. Jacobi iterations
+Every constraint kernel reads one iteration's positions and Lagrange multipliers and writes each of its particles'
+corrections [m] into its own slots of a `corrections` array (no atomics: deterministic, and cheaper than
+compare-and-swap on the CPU); `gather_corrections` sums each particle's slots into `delta`. Updated multipliers
+go into new arrays. Jacobi iterations
 are made consistent by scaling each constraint's multiplier update by 1 / (the largest constraint count of its
 particles): positions move by exactly what the multipliers account for, so the converged state is the compliant
 equilibrium (averaging positions by count while multipliers take full steps would make the cloth count times softer);
@@ -40,17 +42,17 @@ def inverse_mass(mass: float, flags: int):
     return 0.0
 
 
+@wp.kernel
+def inverse_masses(mass: wp.array(dtype=float), flags: wp.array(dtype=wp.int32), inv_mass: wp.array(dtype=float)):
+    """inverse_mass of every particle, once per step: the constraint kernels of every iteration read it."""
+    i = wp.tid()
+    inv_mass[i] = inverse_mass(mass[i], flags[i])
+
+
 @wp.func
 def scaled_compliance(stiffness: float, dt: float):
     """XPBD's time-scaled compliance alpha / dt^2 [kg] of a constraint with `stiffness` (> 0)."""
     return 1.0 / (stiffness * dt * dt)
-
-
-@wp.func
-def add_correction(delta: wp.array(dtype=wp.vec3), i: int, w: float, dx: wp.vec3):
-    """Accumulate the correction `dx` [m] of particle i (skipped for fixed particles)."""
-    if w > 0.0:
-        wp.atomic_add(delta, i, dx)
 
 
 @wp.func
@@ -103,42 +105,33 @@ def project_distance(xi: wp.vec3, xj: wp.vec3, wi: float, wj: float, rest: float
 
 
 @wp.kernel
-def solve_springs(x: wp.array(dtype=wp.vec3), mass: wp.array(dtype=float), flags: wp.array(dtype=wp.int32),
+def solve_springs(x: wp.array(dtype=wp.vec3), inv_mass: wp.array(dtype=float),
                   spring_indices: wp.array2d(dtype=wp.int32), rest_length: wp.array(dtype=float),
                   stiffness: wp.array(dtype=float), lambda_in: wp.array(dtype=float), settings: XPBDSettings,
-                  delta: wp.array(dtype=wp.vec3), degree: wp.array(dtype=float),
+                  degree: wp.array(dtype=float), slot_base: int, corrections: wp.array(dtype=wp.vec3),
                   lambda_out: wp.array(dtype=float)):
-    """One Jacobi pass over the springs (distance constraints, compliance 1 / stiffness). Shapes [spring_count]."""
+    """One Jacobi pass over the springs (distance constraints, compliance 1 / stiffness). Shapes [spring_count];
+    spring s writes the corrections of its two particles to slots slot_base + 2 s (+ 1)."""
     s = wp.tid()
     i = spring_indices[s, 0]
     j = spring_indices[s, 1]
-    wi = inverse_mass(mass[i], flags[i])
-    wj = inverse_mass(mass[j], flags[j])
+    wi = inv_mass[i]
+    wj = inv_mass[j]
     lam = lambda_in[s]
     dlam, n, active = project_distance(x[i], x[j], wi, wj, rest_length[s], stiffness[s], settings.dt, lam)
     dlam = dlam * jacobi_scale(degree, i, j)
     lambda_out[s] = lam + dlam
-    if active:
-        add_correction(delta, i, wi, n * (wi * dlam))
-        add_correction(delta, j, wj, n * (-wj * dlam))
+    corrections[slot_base + 2 * s] = n * (wi * dlam)  # zero when inactive: dlam is 0
+    corrections[slot_base + 2 * s + 1] = n * (-wj * dlam)
 
 
 @wp.kernel
-def solve_triangle_edges(x: wp.array(dtype=wp.vec3), mass: wp.array(dtype=float),
-                         flags: wp.array(dtype=wp.int32), tri_indices: wp.array2d(dtype=wp.int32),
-                         tri_poses: wp.array(dtype=wp.mat22), tri_materials: wp.array2d(dtype=float),
-                         lambda_in: wp.array(dtype=float), settings: XPBDSettings, delta: wp.array(dtype=wp.vec3),
-                         degree: wp.array(dtype=float), lambda_out: wp.array(dtype=float)):
-    """One Jacobi pass over the triangles' edges, launched over (tri_count, 3); lambdas [tri_count * 3].
-
-    The membrane is three distance constraints per triangle, edge e from vertex e to vertex (e + 1) % 3, of rest
-    length L0 (from the rest frame tri_poses) and stiffness k = 2 mu A / L0^2 [N/m] (A the rest area): the
-    energy k/2 (l - L0)^2 of a stretch along the edge equals StVK's mu term, A mu eps^2. Lambda (area
-    stiffness) is not modelled.
-    """
+def triangle_edge_constants(tri_poses: wp.array(dtype=wp.mat22), tri_materials: wp.array2d(dtype=float),
+                            rest_length: wp.array(dtype=float), stiffness: wp.array(dtype=float)):
+    """Rest length L0 [m] and stiffness k = 2 mu A / L0^2 [N/m] of each triangle edge, launched over
+    (tri_count, 3) once per step (the iterations read them); outputs [tri_count * 3], edge e of triangle t at
+    3 t + e, from vertex e to vertex (e + 1) % 3."""
     t, e = wp.tid()
-    a = tri_indices[t, e]
-    b = tri_indices[t, (e + 1) % 3]
     rest_frame = wp.inverse(tri_poses[t])  # columns: rest edges x1 - x0, x2 - x0 in the triangle's plane
     e1 = wp.vec2(rest_frame[0, 0], rest_frame[1, 0])
     e2 = wp.vec2(rest_frame[0, 1], rest_frame[1, 1])
@@ -149,17 +142,35 @@ def solve_triangle_edges(x: wp.array(dtype=wp.vec3), mass: wp.array(dtype=float)
         edge = e2
     rest = wp.length(edge)
     area = 0.5 * wp.abs(wp.determinant(rest_frame))
-    stiffness = 2.0 * tri_materials[t, 0] * area / wp.max(rest * rest, EPSILON)
-    wa = inverse_mass(mass[a], flags[a])
-    wb = inverse_mass(mass[b], flags[b])
+    rest_length[t * 3 + e] = rest
+    stiffness[t * 3 + e] = 2.0 * tri_materials[t, 0] * area / wp.max(rest * rest, EPSILON)
+
+
+@wp.kernel
+def solve_triangle_edges(x: wp.array(dtype=wp.vec3), inv_mass: wp.array(dtype=float),
+                         tri_indices: wp.array2d(dtype=wp.int32),
+                         rest_length: wp.array(dtype=float), stiffness: wp.array(dtype=float),
+                         lambda_in: wp.array(dtype=float), settings: XPBDSettings, degree: wp.array(dtype=float),
+                         slot_base: int, corrections: wp.array(dtype=wp.vec3), lambda_out: wp.array(dtype=float)):
+    """One Jacobi pass over the triangles' edges, launched over (tri_count, 3); lambdas [tri_count * 3].
+
+    The membrane is three distance constraints per triangle, edge e from vertex e to vertex (e + 1) % 3, of rest
+    length L0 and stiffness k = 2 mu A / L0^2 [N/m] (A the rest area; `triangle_edge_constants`): the energy
+    k/2 (l - L0)^2 of a stretch along the edge equals StVK's mu term, A mu eps^2. Lambda (area stiffness) is not
+    modelled. Edge c = 3 t + e writes the corrections of its two particles to slots slot_base + 2 c (+ 1).
+    """
+    t, e = wp.tid()
+    a = tri_indices[t, e]
+    b = tri_indices[t, (e + 1) % 3]
+    wa = inv_mass[a]
+    wb = inv_mass[b]
     c = t * 3 + e
     lam = lambda_in[c]
-    dlam, n, active = project_distance(x[a], x[b], wa, wb, rest, stiffness, settings.dt, lam)
+    dlam, n, active = project_distance(x[a], x[b], wa, wb, rest_length[c], stiffness[c], settings.dt, lam)
     dlam = dlam * jacobi_scale(degree, a, b)
     lambda_out[c] = lam + dlam
-    if active:
-        add_correction(delta, a, wa, n * (wa * dlam))
-        add_correction(delta, b, wb, n * (-wb * dlam))
+    corrections[slot_base + 2 * c] = n * (wa * dlam)  # zero when inactive: dlam is 0
+    corrections[slot_base + 2 * c + 1] = n * (-wb * dlam)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -167,17 +178,17 @@ def solve_triangle_edges(x: wp.array(dtype=wp.vec3), mass: wp.array(dtype=float)
 
 
 @wp.kernel
-def solve_bending(x: wp.array(dtype=wp.vec3), mass: wp.array(dtype=float), flags: wp.array(dtype=wp.int32),
+def solve_bending(x: wp.array(dtype=wp.vec3), inv_mass: wp.array(dtype=float),
                   edge_indices: wp.array2d(dtype=wp.int32), rest_angle: wp.array(dtype=float),
                   rest_scale: wp.array(dtype=float), bending_properties: wp.array2d(dtype=float),
-                  lambda_in: wp.array(dtype=float),
-                  settings: XPBDSettings, delta: wp.array(dtype=wp.vec3), degree: wp.array(dtype=float),
-                  lambda_out: wp.array(dtype=float)):
+                  lambda_in: wp.array(dtype=float), settings: XPBDSettings, degree: wp.array(dtype=float),
+                  slot_base: int, corrections: wp.array(dtype=wp.vec3), lambda_out: wp.array(dtype=float)):
     """One Jacobi pass over the bending edges: C = theta - rest angle [rad], compliance 1 / ke [rad/(N m)].
 
     theta is the signed dihedral angle of sim.builder._dihedral_angle: the angle between the normals of triangles
     (o0, v0, v1) and (o1, v1, v0), positive about v1 - v0. Shapes [edge_count]; edges with a missing opposite
-    vertex (-1) or ke <= 0 are skipped.
+    vertex (-1) or ke <= 0 are skipped. Edge k writes the corrections of (o0, o1, v0, v1) to slots
+    slot_base + 4 k + (0, 1, 2, 3) (zeros when skipped).
     """
     k = wp.tid()
     o0 = edge_indices[k, 0]
@@ -186,12 +197,17 @@ def solve_bending(x: wp.array(dtype=wp.vec3), mass: wp.array(dtype=float), flags
     v1 = edge_indices[k, 3]
     lam = lambda_in[k]
     dlam = float(0.0)
+    zero = wp.vec3(0.0, 0.0, 0.0)
+    d1 = zero
+    d2 = zero
+    d3 = zero
+    d4 = zero
     ke = bending_properties[k, 0] * rest_scale[k]  # Model.edge_rest_scale: warp.sim/Newton's meaning of ke
     if o0 >= 0 and o1 >= 0 and ke > 0.0:
-        w1 = inverse_mass(mass[o0], flags[o0])
-        w2 = inverse_mass(mass[o1], flags[o1])
-        w3 = inverse_mass(mass[v0], flags[v0])
-        w4 = inverse_mass(mass[v1], flags[v1])
+        w1 = inv_mass[o0]
+        w2 = inv_mass[o1]
+        w3 = inv_mass[v0]
+        w4 = inv_mass[v1]
         theta, g1, g2, g3, g4, ok = dihedral_angle_gradients(x[o0], x[o1], x[v0], x[v1])
         if ok:
             c = theta - rest_angle[k]
@@ -204,11 +220,16 @@ def solve_bending(x: wp.array(dtype=wp.vec3), mass: wp.array(dtype=float), flags
             if denom > EPSILON:
                 dlam = (-c - alpha * lam) / (denom + alpha)
                 dlam = dlam * wp.min(jacobi_scale(degree, o0, o1), jacobi_scale(degree, v0, v1))
-                add_correction(delta, o0, w1, g1 * (w1 * dlam))
-                add_correction(delta, o1, w2, g2 * (w2 * dlam))
-                add_correction(delta, v0, w3, g3 * (w3 * dlam))
-                add_correction(delta, v1, w4, g4 * (w4 * dlam))
+                d1 = g1 * (w1 * dlam)
+                d2 = g2 * (w2 * dlam)
+                d3 = g3 * (w3 * dlam)
+                d4 = g4 * (w4 * dlam)
     lambda_out[k] = lam + dlam
+    base = slot_base + 4 * k
+    corrections[base] = d1
+    corrections[base + 1] = d2
+    corrections[base + 2] = d3
+    corrections[base + 3] = d4
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -254,6 +275,17 @@ def solve_shape_contacts(x: wp.array(dtype=wp.vec3), x_start: wp.array(dtype=wp.
 
 # ---------------------------------------------------------------------------------------------------------------
 # Position update and velocities
+
+
+@wp.kernel
+def gather_corrections(slot_start: wp.array(dtype=wp.int32), slots: wp.array(dtype=wp.int32),
+                       corrections: wp.array(dtype=wp.vec3), delta: wp.array(dtype=wp.vec3)):
+    """delta[i] = the sum of particle i's correction slots (CSR: slots[slot_start[i]:slot_start[i + 1]]) [m]."""
+    i = wp.tid()
+    total = wp.vec3(0.0, 0.0, 0.0)
+    for j in range(slot_start[i], slot_start[i + 1]):
+        total = total + corrections[slots[j]]
+    delta[i] = total
 
 
 @wp.kernel

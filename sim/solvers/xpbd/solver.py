@@ -39,11 +39,18 @@ class SolverXPBD:
     Momentum: each constraint's correction is mass-weighted and sums to zero momentum, so internal constraints
     conserve linear momentum.
 
-    Differentiability: every iteration reads and writes its own arrays (positions, corrections, lambdas),
-    so the Tape never sees an array overwritten after it was read, and inverse masses are computed in the
-    kernels from model.particle_mass. Differentiable inputs: the initial state, particle_mass, spring_stiffness,
+    Corrections without atomics: each constraint writes its particles' corrections into its own slots
+    (CorrectionSlots) and a gather kernel sums each particle's slots, so results are deterministic and the
+    CPU needs no compare-and-swap loops.
+
+    Differentiability: on a Tape (model.requires_grad or a state with gradients) every iteration reads and
+    writes its own arrays (positions, correction slots, lambdas), so the Tape never sees an array overwritten
+    after it was read; inverse masses and the triangle edges' rest lengths and stiffnesses are computed once
+    per step from model.particle_mass, tri_poses and tri_materials. Without a Tape the solver reuses its
+    buffers from step to step. Differentiable inputs: the initial state, particle_mass, spring_stiffness,
     spring_rest_length, tri_poses, tri_materials, edge_bending_properties, shape_transform, shape_scale and the
-    external forces. Memory per step grows with `iterations` (about 3 particle arrays and the lambdas each).
+    external forces. Memory per step grows with `iterations` (about 3 particle arrays, the correction slots
+    and the lambdas each).
 
     Args:
         model: the Model to simulate.
@@ -65,6 +72,7 @@ class SolverXPBD:
         self.damping = float(damping)
         self._no_force = wp.zeros(model.particle_count, dtype=wp.vec3, device=model.device)
         self.degree = constraint_degrees(model)
+        self.slots = CorrectionSlots(model)
 
     def settings(self, model, dt: float) -> k.XPBDSettings:
         """The kernels' settings for a step of `dt` [s]."""
@@ -96,22 +104,40 @@ class SolverXPBD:
             f_control = control.particle_f
         f_state = state_in.particle_f if state_in.particle_f is not None else self._no_force
 
-        def positions():
-            return wp.zeros(n, dtype=wp.vec3, device=device, requires_grad=grad)
+        scratch = None if grad else self._scratch(model)
 
-        x = state_out.particle_q if self.iterations == 0 else positions()
+        def positions(slot: str):
+            """A zeroed position-sized array: new ones on a Tape (one per use), else the solver's own buffers."""
+            if scratch is None:
+                return wp.zeros(n, dtype=wp.vec3, device=device, requires_grad=grad)
+            buf = scratch[slot]
+            buf.zero_()
+            return buf
+
+        x = state_out.particle_q if self.iterations == 0 else positions("x0")
         wp.launch(k.predict_positions, dim=n, device=device,
                   inputs=[state_in.particle_q, state_in.particle_qd, f_state, f_control, model.particle_mass,
                           model.particle_flags, settings], outputs=[x])
 
-        lambdas = self._zero_lambdas(model, grad)
+        lambdas = self._zero_lambdas(model, grad, scratch, 0)
+        edges = self._triangle_edges(model, grad)
+        inv_mass = wp.zeros(n, dtype=float, device=device, requires_grad=grad) if scratch is None \
+            else scratch["inv_mass"]
+        wp.launch(k.inverse_masses, dim=n, device=device, inputs=[model.particle_mass, model.particle_flags],
+                  outputs=[inv_mass])
         for it in range(self.iterations):
-            delta = positions()
-            contact_delta = positions()
-            lambdas = self._project(model, state_in, x, lambdas, settings, delta, contact_delta, grad)
+            delta = positions("delta")
+            contact_delta = positions("contact_delta")
+            corrections = self.slots.corrections(grad, scratch)
+            new_lambdas = self._zero_lambdas(model, grad, scratch, (it + 1) % 2)
+            self._project(model, state_in, x, inv_mass, lambdas, new_lambdas, edges, settings, corrections,
+                          contact_delta)
+            wp.launch(k.gather_corrections, dim=n, device=device,
+                      inputs=[self.slots.start, self.slots.slots, corrections], outputs=[delta])
+            lambdas = new_lambdas
             if model.particle_grid_enabled:
                 self._particle_contacts(model, state_in, x, contact_delta, grad)
-            x_next = state_out.particle_q if it == self.iterations - 1 else positions()
+            x_next = state_out.particle_q if it == self.iterations - 1 else positions(f"x{(it + 1) % 2}")
             wp.launch(k.apply_corrections, dim=n, device=device, inputs=[x, delta, contact_delta, settings],
                       outputs=[x_next])
             x = x_next
@@ -132,39 +158,73 @@ class SolverXPBD:
         wp.launch(k.add_averaged_corrections, dim=n, device=device, inputs=[pair_delta, pair_count],
                   outputs=[contact_delta])
 
-    def _zero_lambdas(self, model, grad: bool) -> tuple:
-        """Lagrange multipliers at the start of a step: springs, triangle edges, bending edges."""
+    def _scratch(self, model) -> dict:
+        """Buffers reused from step to step when no Tape needs every intermediate array: two position arrays
+        (ping-pong), the corrections, and two sets of Lagrange multipliers."""
+        key = (model.particle_count, model.spring_count, model.tri_count, model.edge_count)
+        if getattr(self, "_scratch_key", None) != key:
+            n, d = model.particle_count, model.device
+            self._scratch_buffers = {name: wp.zeros(n, dtype=wp.vec3, device=d)
+                                     for name in ("x0", "x1", "delta", "contact_delta")}
+            self._scratch_buffers["lambdas"] = [self._new_lambdas(model, False) for _ in range(2)]
+            self._scratch_buffers["inv_mass"] = wp.zeros(n, dtype=float, device=d)
+            self._scratch_buffers["corrections"] = wp.zeros(max(self.slots.count, 1), dtype=wp.vec3, device=d)
+            self._scratch_key = key
+        return self._scratch_buffers
+
+    @staticmethod
+    def _new_lambdas(model, grad: bool) -> tuple:
         return tuple(wp.zeros(size, dtype=float, device=model.device, requires_grad=grad)
                      for size in (model.spring_count, model.tri_count * 3, model.edge_count))
 
-    def _project(self, model, state_in, x, lambdas, settings, delta, contact_delta, grad: bool) -> tuple:
-        """Launch every constraint kernel of one iteration on positions `x`; returns the new lambdas."""
+    def _zero_lambdas(self, model, grad: bool, scratch=None, slot: int = 0) -> tuple:
+        """Zeroed Lagrange multipliers (springs, triangle edges, bending edges): new arrays, or set `slot` of
+        the scratch buffers."""
+        if scratch is None:
+            return self._new_lambdas(model, grad)
+        out = scratch["lambdas"][slot]
+        for a in out:
+            a.zero_()
+        return out
+
+    @staticmethod
+    def _triangle_edges(model, grad: bool) -> tuple:
+        """Rest lengths and stiffnesses of the triangle edges, computed once per step from tri_poses and
+        tri_materials (on the Tape, so their gradients reach those)."""
+        size = model.tri_count * 3
+        rest = wp.zeros(size, dtype=float, device=model.device, requires_grad=grad)
+        stiffness = wp.zeros(size, dtype=float, device=model.device, requires_grad=grad)
+        if model.tri_count:
+            wp.launch(k.triangle_edge_constants, dim=(model.tri_count, 3), device=model.device,
+                      inputs=[model.tri_poses, model.tri_materials], outputs=[rest, stiffness])
+        return rest, stiffness
+
+    def _project(self, model, state_in, x, inv_mass, lambdas, new, edges, settings, corrections, contact_delta):
+        """Launch every constraint kernel of one iteration on positions `x`, multipliers `lambdas` in, `new` out."""
         device = model.device
         spring_lambda, tri_lambda, edge_lambda = lambdas
-        new = self._zero_lambdas(model, grad)
-        particles = [x, model.particle_mass, model.particle_flags]
+        particles = [x, inv_mass]
         if model.spring_count:
             wp.launch(k.solve_springs, dim=model.spring_count, device=device,
                       inputs=particles + [model.spring_indices, model.spring_rest_length, model.spring_stiffness,
-                                          spring_lambda, settings],
-                      outputs=[delta, self.degree, new[0]])
+                                          spring_lambda, settings, self.degree, self.slots.spring_base],
+                      outputs=[corrections, new[0]])
         if model.tri_count:
             wp.launch(k.solve_triangle_edges, dim=(model.tri_count, 3), device=device,
-                      inputs=particles + [model.tri_indices, model.tri_poses, model.tri_materials, tri_lambda,
-                                          settings],
-                      outputs=[delta, self.degree, new[1]])
+                      inputs=particles + [model.tri_indices, edges[0], edges[1], tri_lambda, settings, self.degree,
+                                          self.slots.tri_base],
+                      outputs=[corrections, new[1]])
         if model.edge_count:
             wp.launch(k.solve_bending, dim=model.edge_count, device=device,
                       inputs=particles + [model.edge_indices, model.edge_rest_angle, model.edge_rest_scale,
-                                          model.edge_bending_properties,
-                                          edge_lambda, settings],
-                      outputs=[delta, self.degree, new[2]])
+                                          model.edge_bending_properties, edge_lambda, settings, self.degree,
+                                          self.slots.edge_base],
+                      outputs=[corrections, new[2]])
         if model.shape_count:
             wp.launch(k.solve_shape_contacts, dim=(model.particle_count, model.shape_count), device=device,
                       inputs=[x, state_in.particle_q, model.particle_mass, model.particle_flags,
                               model.particle_radius, shape_data(model, state_in), settings],
                       outputs=[contact_delta])
-        return new
 
 
 def constraint_degrees(model) -> wp.array:
@@ -181,3 +241,46 @@ def constraint_degrees(model) -> wp.array:
         bending = edges[(edges[:, 0] >= 0) & (edges[:, 1] >= 0) & (ke > 0.0)]
         np.add.at(degree, bending.reshape(-1), 1.0)
     return wp.array(degree.astype(np.float32), dtype=float, device=model.device)
+
+
+class CorrectionSlots:
+    """Where each constraint writes its particles' corrections, and which slots each particle sums (CSR).
+
+    Slots: springs 2 per spring from `spring_base`, triangle edges 2 per edge (3 per triangle) from `tri_base`,
+    bending edges 4 per edge (o0, o1, v0, v1) from `edge_base`. `start` [particle_count + 1] and `slots` list
+    each particle's slots; bending edges with a missing opposite vertex write zeros and are not listed."""
+
+    def __init__(self, model):
+        d = model.device
+        self.spring_base = 0
+        self.tri_base = 2 * model.spring_count
+        self.edge_base = self.tri_base + 6 * model.tri_count
+        self.count = self.edge_base + 4 * model.edge_count
+        owners = [np.zeros(0, np.int64)]
+        ids = [np.zeros(0, np.int64)]
+        if model.spring_count:
+            owners.append(model.spring_indices.numpy().reshape(-1))
+            ids.append(self.spring_base + np.arange(2 * model.spring_count))
+        if model.tri_count:
+            tris = model.tri_indices.numpy()
+            ends = np.stack([tris, np.roll(tris, -1, axis=1)], axis=2)  # edge e: vertex e, vertex (e + 1) % 3
+            owners.append(ends.reshape(-1))
+            ids.append(self.tri_base + np.arange(6 * model.tri_count))
+        if model.edge_count:
+            edges = model.edge_indices.numpy()
+            valid = np.repeat((edges[:, 0] >= 0) & (edges[:, 1] >= 0), 4)
+            owners.append(edges.reshape(-1)[valid])
+            ids.append((self.edge_base + np.arange(4 * model.edge_count))[valid])
+        owner, slot = np.concatenate(owners), np.concatenate(ids)
+        order = np.argsort(owner, kind="stable")
+        start = np.searchsorted(owner[order], np.arange(model.particle_count + 1))
+        self.start = wp.array(start.astype(np.int32), dtype=wp.int32, device=d)
+        self.slots = wp.array(slot[order].astype(np.int32), dtype=wp.int32, device=d)
+        self.device = d
+
+    def corrections(self, grad: bool, scratch):
+        """The slot array of one iteration: a new one on a Tape, else the solver's reused buffer (every slot is
+        rewritten each iteration, so it needs no clearing)."""
+        if scratch is None:
+            return wp.zeros(max(self.count, 1), dtype=wp.vec3, device=self.device, requires_grad=grad)
+        return scratch["corrections"]
