@@ -4,6 +4,7 @@ forward and adjoint. Port a Warp program by writing `import kernels as wp`."""
 from __future__ import annotations
 
 from . import builtins as _builtins
+from . import host_memory as _host_memory
 from . import config
 from .array import (array, array1d, array2d, array3d, array4d, clone, copy, empty, empty_like, from_numpy, full,
                     full_like, ones, ones_like, zeros, zeros_like)
@@ -81,3 +82,5 @@ for _name in list(_builtins.BUILTINS):
 for _name in ("add", "sub", "mul", "div", "mod", "neg"):
     globals()[_name] = _BuiltinFunction(_name)
 del _name
+
+_host_memory.keep_freed_memory()

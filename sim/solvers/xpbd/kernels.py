@@ -1,9 +1,10 @@
 """Kernels of the XPBD solver: prediction, Jacobi constraint projections, position update, velocities.
 
-Every constraint kernel reads one iteration's positions and Lagrange multipliers and writes each of its particles'
-corrections [m] into its own slots of a `corrections` array (no atomics: deterministic, and cheaper than
-compare-and-swap on the CPU); `gather_corrections` sums each particle's slots into `delta`. Updated multipliers
-go into new arrays. Jacobi iterations
+Every constraint kernel reads one iteration's positions and Lagrange multipliers and hands each of its particles'
+corrections [m] to `emit_correction`: without a Tape into its own slot of a `corrections` array (no atomics:
+deterministic, and cheaper than compare-and-swap on the CPU), summed per particle by `gather_corrections`; on a
+Tape atomically into `delta` (a slot array per iteration would cost 4x the memory). Updated multipliers go into
+new arrays. Jacobi iterations
 are made consistent by scaling each constraint's multiplier update by 1 / (the largest constraint count of its
 particles): positions move by exactly what the multipliers account for, so the converged state is the compliant
 equilibrium (averaging positions by count while multipliers take full steps would make the cloth count times softer);
@@ -47,6 +48,17 @@ def inverse_masses(mass: wp.array(dtype=float), flags: wp.array(dtype=wp.int32),
     """inverse_mass of every particle, once per step: the constraint kernels of every iteration read it."""
     i = wp.tid()
     inv_mass[i] = inverse_mass(mass[i], flags[i])
+
+
+@wp.func
+def emit_correction(delta: wp.array(dtype=wp.vec3), corrections: wp.array(dtype=wp.vec3),
+                    slot_of: wp.array(dtype=wp.int32), slot: int, i: int, dx: wp.vec3, use_slots: int):
+    """Hand on particle i's correction dx [m]: into its own slot (gathered later; no atomics, used without a
+    Tape), or atomically into delta[i] (on a Tape, where a slot array per iteration would cost memory)."""
+    if use_slots != 0:
+        corrections[slot_of[slot]] = dx
+    else:
+        wp.atomic_add(delta, i, dx)
 
 
 @wp.func
@@ -108,10 +120,11 @@ def project_distance(xi: wp.vec3, xj: wp.vec3, wi: float, wj: float, rest: float
 def solve_springs(x: wp.array(dtype=wp.vec3), inv_mass: wp.array(dtype=float),
                   spring_indices: wp.array2d(dtype=wp.int32), rest_length: wp.array(dtype=float),
                   stiffness: wp.array(dtype=float), lambda_in: wp.array(dtype=float), settings: XPBDSettings,
-                  degree: wp.array(dtype=float), slot_base: int, corrections: wp.array(dtype=wp.vec3),
+                  degree: wp.array(dtype=float), slot_base: int, slot_of: wp.array(dtype=wp.int32), use_slots: int,
+                  delta: wp.array(dtype=wp.vec3), corrections: wp.array(dtype=wp.vec3),
                   lambda_out: wp.array(dtype=float)):
     """One Jacobi pass over the springs (distance constraints, compliance 1 / stiffness). Shapes [spring_count];
-    spring s writes the corrections of its two particles to slots slot_base + 2 s (+ 1)."""
+    spring s hands the corrections of its two particles to emit_correction (slots slot_of[slot_base + 2 s (+ 1)])."""
     s = wp.tid()
     i = spring_indices[s, 0]
     j = spring_indices[s, 1]
@@ -121,8 +134,8 @@ def solve_springs(x: wp.array(dtype=wp.vec3), inv_mass: wp.array(dtype=float),
     dlam, n, active = project_distance(x[i], x[j], wi, wj, rest_length[s], stiffness[s], settings.dt, lam)
     dlam = dlam * jacobi_scale(degree, i, j)
     lambda_out[s] = lam + dlam
-    corrections[slot_base + 2 * s] = n * (wi * dlam)  # zero when inactive: dlam is 0
-    corrections[slot_base + 2 * s + 1] = n * (-wj * dlam)
+    emit_correction(delta, corrections, slot_of, slot_base + 2 * s, i, n * (wi * dlam), use_slots)
+    emit_correction(delta, corrections, slot_of, slot_base + 2 * s + 1, j, n * (-wj * dlam), use_slots)
 
 
 @wp.kernel
@@ -151,13 +164,15 @@ def solve_triangle_edges(x: wp.array(dtype=wp.vec3), inv_mass: wp.array(dtype=fl
                          tri_indices: wp.array2d(dtype=wp.int32),
                          rest_length: wp.array(dtype=float), stiffness: wp.array(dtype=float),
                          lambda_in: wp.array(dtype=float), settings: XPBDSettings, degree: wp.array(dtype=float),
-                         slot_base: int, corrections: wp.array(dtype=wp.vec3), lambda_out: wp.array(dtype=float)):
+                         slot_base: int, slot_of: wp.array(dtype=wp.int32), use_slots: int,
+                         delta: wp.array(dtype=wp.vec3), corrections: wp.array(dtype=wp.vec3),
+                         lambda_out: wp.array(dtype=float)):
     """One Jacobi pass over the triangles' edges, launched over (tri_count, 3); lambdas [tri_count * 3].
 
     The membrane is three distance constraints per triangle, edge e from vertex e to vertex (e + 1) % 3, of rest
     length L0 and stiffness k = 2 mu A / L0^2 [N/m] (A the rest area; `triangle_edge_constants`): the energy
     k/2 (l - L0)^2 of a stretch along the edge equals StVK's mu term, A mu eps^2. Lambda (area stiffness) is not
-    modelled. Edge c = 3 t + e writes the corrections of its two particles to slots slot_base + 2 c (+ 1).
+    modelled. Edge c = 3 t + e hands its particles' corrections to emit_correction (slots slot_base + 2 c (+ 1)).
     """
     t, e = wp.tid()
     a = tri_indices[t, e]
@@ -169,8 +184,8 @@ def solve_triangle_edges(x: wp.array(dtype=wp.vec3), inv_mass: wp.array(dtype=fl
     dlam, n, active = project_distance(x[a], x[b], wa, wb, rest_length[c], stiffness[c], settings.dt, lam)
     dlam = dlam * jacobi_scale(degree, a, b)
     lambda_out[c] = lam + dlam
-    corrections[slot_base + 2 * c] = n * (wa * dlam)  # zero when inactive: dlam is 0
-    corrections[slot_base + 2 * c + 1] = n * (-wb * dlam)
+    emit_correction(delta, corrections, slot_of, slot_base + 2 * c, a, n * (wa * dlam), use_slots)
+    emit_correction(delta, corrections, slot_of, slot_base + 2 * c + 1, b, n * (-wb * dlam), use_slots)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -182,13 +197,15 @@ def solve_bending(x: wp.array(dtype=wp.vec3), inv_mass: wp.array(dtype=float),
                   edge_indices: wp.array2d(dtype=wp.int32), rest_angle: wp.array(dtype=float),
                   rest_scale: wp.array(dtype=float), bending_properties: wp.array2d(dtype=float),
                   lambda_in: wp.array(dtype=float), settings: XPBDSettings, degree: wp.array(dtype=float),
-                  slot_base: int, corrections: wp.array(dtype=wp.vec3), lambda_out: wp.array(dtype=float)):
+                  slot_base: int, slot_of: wp.array(dtype=wp.int32), use_slots: int,
+                  delta: wp.array(dtype=wp.vec3), corrections: wp.array(dtype=wp.vec3),
+                  lambda_out: wp.array(dtype=float)):
     """One Jacobi pass over the bending edges: C = theta - rest angle [rad], compliance 1 / ke [rad/(N m)].
 
     theta is the signed dihedral angle of sim.builder._dihedral_angle: the angle between the normals of triangles
     (o0, v0, v1) and (o1, v1, v0), positive about v1 - v0. Shapes [edge_count]; edges with a missing opposite
-    vertex (-1) or ke <= 0 are skipped. Edge k writes the corrections of (o0, o1, v0, v1) to slots
-    slot_base + 4 k + (0, 1, 2, 3) (zeros when skipped).
+    vertex (-1) or ke <= 0 are skipped. Edge k hands the corrections of (o0, o1, v0, v1) to emit_correction
+    (slots slot_base + 4 k + (0, 1, 2, 3); zeros when skipped, and the atomic path skips them).
     """
     k = wp.tid()
     o0 = edge_indices[k, 0]
@@ -226,10 +243,16 @@ def solve_bending(x: wp.array(dtype=wp.vec3), inv_mass: wp.array(dtype=float),
                 d4 = g4 * (w4 * dlam)
     lambda_out[k] = lam + dlam
     base = slot_base + 4 * k
-    corrections[base] = d1
-    corrections[base + 1] = d2
-    corrections[base + 2] = d3
-    corrections[base + 3] = d4
+    if use_slots != 0:
+        corrections[slot_of[base]] = d1
+        corrections[slot_of[base + 1]] = d2
+        corrections[slot_of[base + 2]] = d3
+        corrections[slot_of[base + 3]] = d4
+    elif dlam != 0.0:
+        wp.atomic_add(delta, o0, d1)
+        wp.atomic_add(delta, o1, d2)
+        wp.atomic_add(delta, v0, d3)
+        wp.atomic_add(delta, v1, d4)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -278,13 +301,14 @@ def solve_shape_contacts(x: wp.array(dtype=wp.vec3), x_start: wp.array(dtype=wp.
 
 
 @wp.kernel
-def gather_corrections(slot_start: wp.array(dtype=wp.int32), slots: wp.array(dtype=wp.int32),
-                       corrections: wp.array(dtype=wp.vec3), delta: wp.array(dtype=wp.vec3)):
-    """delta[i] = the sum of particle i's correction slots (CSR: slots[slot_start[i]:slot_start[i + 1]]) [m]."""
+def gather_corrections(slot_start: wp.array(dtype=wp.int32), corrections: wp.array(dtype=wp.vec3),
+                       delta: wp.array(dtype=wp.vec3)):
+    """delta[i] = the sum of particle i's correction slots, which are contiguous (slot_start[i] to
+    slot_start[i + 1]) [m]: each thread reads (and in the backward pass, adds into) its own stretch of memory."""
     i = wp.tid()
     total = wp.vec3(0.0, 0.0, 0.0)
     for j in range(slot_start[i], slot_start[i + 1]):
-        total = total + corrections[slots[j]]
+        total = total + corrections[j]
     delta[i] = total
 
 

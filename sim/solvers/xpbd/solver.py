@@ -39,9 +39,10 @@ class SolverXPBD:
     Momentum: each constraint's correction is mass-weighted and sums to zero momentum, so internal constraints
     conserve linear momentum.
 
-    Corrections without atomics: each constraint writes its particles' corrections into its own slots
-    (CorrectionSlots) and a gather kernel sums each particle's slots, so results are deterministic and the
-    CPU needs no compare-and-swap loops.
+    Corrections without atomics when no Tape records: each constraint writes its particles' corrections into its
+    own slots (CorrectionSlots) and a gather kernel sums each particle's slots (deterministic, and no
+    compare-and-swap loops on the CPU). On a Tape they are added atomically into per-iteration `delta` arrays,
+    which keeps the taped memory per iteration small.
 
     Differentiability: on a Tape (model.requires_grad or a state with gradients) every iteration reads and
     writes its own arrays (positions, correction slots, lambdas), so the Tape never sees an array overwritten
@@ -49,8 +50,7 @@ class SolverXPBD:
     per step from model.particle_mass, tri_poses and tri_materials. Without a Tape the solver reuses its
     buffers from step to step. Differentiable inputs: the initial state, particle_mass, spring_stiffness,
     spring_rest_length, tri_poses, tri_materials, edge_bending_properties, shape_transform, shape_scale and the
-    external forces. Memory per step grows with `iterations` (about 3 particle arrays, the correction slots
-    and the lambdas each).
+    external forces. Memory per step grows with `iterations` (about 3 particle arrays and the lambdas each).
 
     Args:
         model: the Model to simulate.
@@ -128,12 +128,13 @@ class SolverXPBD:
         for it in range(self.iterations):
             delta = positions("delta")
             contact_delta = positions("contact_delta")
-            corrections = self.slots.corrections(grad, scratch)
+            corrections = self.slots.corrections(scratch)
             new_lambdas = self._zero_lambdas(model, grad, scratch, (it + 1) % 2)
-            self._project(model, state_in, x, inv_mass, lambdas, new_lambdas, edges, settings, corrections,
-                          contact_delta)
-            wp.launch(k.gather_corrections, dim=n, device=device,
-                      inputs=[self.slots.start, self.slots.slots, corrections], outputs=[delta])
+            self._project(model, state_in, x, inv_mass, lambdas, new_lambdas, edges, settings, delta, corrections,
+                          contact_delta, use_slots=scratch is not None)
+            if scratch is not None:
+                wp.launch(k.gather_corrections, dim=n, device=device,
+                          inputs=[self.slots.start, corrections], outputs=[delta])
             lambdas = new_lambdas
             if model.particle_grid_enabled:
                 self._particle_contacts(model, state_in, x, contact_delta, grad)
@@ -199,27 +200,29 @@ class SolverXPBD:
                       inputs=[model.tri_poses, model.tri_materials], outputs=[rest, stiffness])
         return rest, stiffness
 
-    def _project(self, model, state_in, x, inv_mass, lambdas, new, edges, settings, corrections, contact_delta):
+    def _project(self, model, state_in, x, inv_mass, lambdas, new, edges, settings, delta, corrections,
+                 contact_delta, use_slots: bool):
         """Launch every constraint kernel of one iteration on positions `x`, multipliers `lambdas` in, `new` out."""
         device = model.device
         spring_lambda, tri_lambda, edge_lambda = lambdas
         particles = [x, inv_mass]
+        slots = [self.slots.slot_of, int(use_slots)]
         if model.spring_count:
             wp.launch(k.solve_springs, dim=model.spring_count, device=device,
                       inputs=particles + [model.spring_indices, model.spring_rest_length, model.spring_stiffness,
-                                          spring_lambda, settings, self.degree, self.slots.spring_base],
-                      outputs=[corrections, new[0]])
+                                          spring_lambda, settings, self.degree, self.slots.spring_base] + slots,
+                      outputs=[delta, corrections, new[0]])
         if model.tri_count:
             wp.launch(k.solve_triangle_edges, dim=(model.tri_count, 3), device=device,
                       inputs=particles + [model.tri_indices, edges[0], edges[1], tri_lambda, settings, self.degree,
-                                          self.slots.tri_base],
-                      outputs=[corrections, new[1]])
+                                          self.slots.tri_base] + slots,
+                      outputs=[delta, corrections, new[1]])
         if model.edge_count:
             wp.launch(k.solve_bending, dim=model.edge_count, device=device,
                       inputs=particles + [model.edge_indices, model.edge_rest_angle, model.edge_rest_scale,
                                           model.edge_bending_properties, edge_lambda, settings, self.degree,
-                                          self.slots.edge_base],
-                      outputs=[corrections, new[2]])
+                                          self.slots.edge_base] + slots,
+                      outputs=[delta, corrections, new[2]])
         if model.shape_count:
             wp.launch(k.solve_shape_contacts, dim=(model.particle_count, model.shape_count), device=device,
                       inputs=[x, state_in.particle_q, model.particle_mass, model.particle_flags,
@@ -244,11 +247,13 @@ def constraint_degrees(model) -> wp.array:
 
 
 class CorrectionSlots:
-    """Where each constraint writes its particles' corrections, and which slots each particle sums (CSR).
+    """Where each constraint writes its particles' corrections, laid out by particle so that each particle's
+    slots are contiguous (the gather, and its gradient, stay in one thread's memory).
 
-    Slots: springs 2 per spring from `spring_base`, triangle edges 2 per edge (3 per triangle) from `tri_base`,
-    bending edges 4 per edge (o0, o1, v0, v1) from `edge_base`. `start` [particle_count + 1] and `slots` list
-    each particle's slots; bending edges with a missing opposite vertex write zeros and are not listed."""
+    Constraint-side numbering: springs 2 per spring from `spring_base`, triangle edges 2 per edge (3 per
+    triangle) from `tri_base`, bending edges 4 per edge (o0, o1, v0, v1) from `edge_base`; `slot_of` maps that
+    numbering to the slot. Particle i sums slots start[i] to start[i + 1]; bending edges with a missing opposite
+    vertex write to slots past start[particle_count], which no particle reads."""
 
     def __init__(self, model):
         d = model.device
@@ -257,30 +262,28 @@ class CorrectionSlots:
         self.edge_base = self.tri_base + 6 * model.tri_count
         self.count = self.edge_base + 4 * model.edge_count
         owners = [np.zeros(0, np.int64)]
-        ids = [np.zeros(0, np.int64)]
         if model.spring_count:
-            owners.append(model.spring_indices.numpy().reshape(-1))
-            ids.append(self.spring_base + np.arange(2 * model.spring_count))
+            owners.append(model.spring_indices.numpy().reshape(-1).astype(np.int64))
         if model.tri_count:
             tris = model.tri_indices.numpy()
             ends = np.stack([tris, np.roll(tris, -1, axis=1)], axis=2)  # edge e: vertex e, vertex (e + 1) % 3
-            owners.append(ends.reshape(-1))
-            ids.append(self.tri_base + np.arange(6 * model.tri_count))
+            owners.append(ends.reshape(-1).astype(np.int64))
         if model.edge_count:
-            edges = model.edge_indices.numpy()
+            edges = model.edge_indices.numpy().astype(np.int64)
             valid = np.repeat((edges[:, 0] >= 0) & (edges[:, 1] >= 0), 4)
-            owners.append(edges.reshape(-1)[valid])
-            ids.append((self.edge_base + np.arange(4 * model.edge_count))[valid])
-        owner, slot = np.concatenate(owners), np.concatenate(ids)
+            owners.append(np.where(valid, edges.reshape(-1), model.particle_count))  # unread: sorted last
+        owner = np.concatenate(owners)
         order = np.argsort(owner, kind="stable")
+        slot_of = np.empty(len(owner), np.int64)
+        slot_of[order] = np.arange(len(owner))
         start = np.searchsorted(owner[order], np.arange(model.particle_count + 1))
         self.start = wp.array(start.astype(np.int32), dtype=wp.int32, device=d)
-        self.slots = wp.array(slot[order].astype(np.int32), dtype=wp.int32, device=d)
-        self.device = d
+        self.slot_of = wp.array(slot_of.astype(np.int32), dtype=wp.int32, device=d)
+        self._placeholder = wp.zeros(1, dtype=wp.vec3, device=d)
 
-    def corrections(self, grad: bool, scratch):
-        """The slot array of one iteration: a new one on a Tape, else the solver's reused buffer (every slot is
-        rewritten each iteration, so it needs no clearing)."""
+    def corrections(self, scratch):
+        """The slot array of an iteration: the solver's reused buffer without a Tape (every slot is rewritten each
+        iteration, so it needs no clearing); on a Tape a one-element placeholder (corrections go to delta)."""
         if scratch is None:
-            return wp.zeros(max(self.count, 1), dtype=wp.vec3, device=self.device, requires_grad=grad)
+            return self._placeholder
         return scratch["corrections"]
