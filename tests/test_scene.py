@@ -317,3 +317,33 @@ def test_bodies_are_usd_xforms_with_their_shapes(tmp_path):
     assert xf.GetTimeSamples() or any(op.GetAttr().GetTimeSamples() for op in xf.GetOrderedXformOps())
     from sim.usd import validation_errors
     assert validation_errors(out) == []
+
+
+class _Terminal:
+    """A stream that says it is a terminal and keeps what was written."""
+
+    def __init__(self, tty: bool):
+        self.tty, self.text = tty, ""
+
+    def isatty(self):
+        return self.tty
+
+    def write(self, s):
+        self.text += s
+
+    def flush(self):
+        pass
+
+
+def test_progress_bar_only_on_a_terminal():
+    from sim.scene.progress import Progress
+    for tty, enabled in ((True, True), (False, True), (True, False)):
+        stream = _Terminal(tty)
+        bar = Progress(10, enabled=enabled, stream=stream)
+        for i in range(1, 11):
+            bar.update(i, "x steps/s", force=True)
+        bar.close()
+        if tty and enabled:
+            assert "\r[" in stream.text and "10/10 frames" in stream.text and stream.text.endswith("\n")
+        else:
+            assert stream.text == ""
