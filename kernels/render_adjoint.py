@@ -26,6 +26,7 @@ class AdjointRenderer(FunctionRenderer):
     # template arguments of adj_index_load: "<Atomic>" in kernel backward threads (a template on whether the launch
     # runs in parallel); user functions' adjoints always add atomically
     accumulate_args = ""
+    exclusive_loads: frozenset = frozenset()  # ids of loads whose gradient only this thread adds into
 
     def __init__(self, fn, dialect, debug, func_names):
         super().__init__(fn, dialect, debug, func_names)
@@ -129,7 +130,8 @@ class AdjointRenderer(FunctionRenderer):
             return
         line = self.line_arg(op)
         if name == "load":
-            self.emit(f"wp::adj_index_load{self.accumulate_args}({self.adj(a[0])}, {line}, {self.args(a[1:])}, "
+            template = "<false>" if id(op) in self.exclusive_loads else self.accumulate_args
+            self.emit(f"wp::adj_index_load{template}({self.adj(a[0])}, {line}, {self.args(a[1:])}, "
                       f"{self.adj(op.results[0])});")
             return
         if name in ("store", "atomic_add"):
@@ -288,6 +290,8 @@ def adjoint_error(fn: ir.Function):
 def render_adjoint_kernel(fn: ir.Function, src, entry: str) -> str:
     r = AdjointRenderer(fn, src.dialect, src.debug, src.func_names)
     r.accumulate_args = "<Atomic>"
+    exclusive = _exclusive_arrays(fn) if src.dialect == "cpu" else {}
+    r.exclusive_loads = frozenset(id(op) for ops in exclusive.values() for op in ops)
     r.prepare()
     for p, n in zip(fn.params, fn.param_names):
         r.emit(f"const {ctype(p.type)} {r.name(p)} = args.{n};")
@@ -301,7 +305,11 @@ def render_adjoint_kernel(fn: ir.Function, src, entry: str) -> str:
               f"wp::int64 task, const {entry}_args& args, const {entry}_args& adj_args) {{\n"
               f"    (void)lb; (void)task;\n{body}\n}}")
     if src.dialect == "cpu":
-        return thread + "\n" + src.privatized_backward(entry, _privatizable(fn))
+        private = _privatizable(fn)
+        if private is not None:
+            names = {fn.param_names[fn.params.index(p)] for p in exclusive}
+            private = [(path, t) for path, t in private if path not in names]
+        return thread + "\n" + src.privatized_backward(entry, private)
     return thread + "\n" + src.entry_point(entry, "backward", f"const {entry}_args* args, const {entry}_args* adj_args",
                                            "*args, *adj_args", atomic_template=True)
 
@@ -316,6 +324,35 @@ def _privatizable(fn: ir.Function):
         return None
     return [(path, t) for path, t in _array_paths(zip(fn.param_names, (p.type for p in fn.params)))
             if access.get(path, (False, False))[0]]
+
+
+def _exclusive_arrays(fn: ir.Function) -> dict:
+    """Array parameters read only as a[i] with i = wp.tid() of a one-dimensional index (the flat thread index,
+    unique per thread on the CPU, where a tiled block is one lane) and never written or passed on: in the backward
+    each thread alone adds into its gradient element, so neither atomics nor per-thread copies are needed.
+    Maps each such parameter to its loads."""
+    tids = {op.results[0] for op in ir.walk(fn.body)
+            if op.opcode == "call" and op.attrs.get("name") == "tid" and op.attrs.get("ndim") == 1
+            and len(op.results) == 1}
+    if not tids:
+        return {}
+    loads = {p: [] for p in fn.params if isinstance(p.type, ArrayType)}
+    for op in ir.walk(fn.body):
+        for k, v in enumerate(op.operands):
+            if v not in loads:
+                continue
+            exclusive_load = (op.opcode == "call" and op.attrs.get("name") == "load" and "callee" not in op.attrs
+                              and k == 0 and len(op.operands) == 2 and op.operands[1] in tids)
+            if exclusive_load and loads[v] is not None:
+                loads[v].append(op)
+            else:
+                loads[v] = None
+        for block in op.regions:
+            if any(v in loads for v in block.yields):
+                for v in block.yields:
+                    if v in loads:
+                        loads[v] = None
+    return {p: ops for p, ops in loads.items() if ops}
 
 
 def _array_paths(named_types, prefix: str = "") -> list:

@@ -155,6 +155,16 @@ class ModuleSource:
         if array_paths is None:
             return self.entry_point(entry, "backward", f"const {entry}_args* args, const {entry}_args* adj_args",
                                     "*args, *adj_args", atomic_template=True)
+        if not array_paths:  # every gradient a thread adds into is its own: no atomics, no copies
+            return (f'extern "C" WP_EXPORT void {entry}_backward(const wp::launch_bounds_t* lb, '
+                    f"const {entry}_args* args, const {entry}_args* adj_args, wp::int64 parallel_threshold) {{\n"
+                    f"    const wp::int64 n = lb->size;\n"
+                    f"    if (n >= parallel_threshold && wp::cpu_parallel()) {{\n"
+                    f"        #pragma omp parallel for schedule(static)\n"
+                    f"        for (wp::int64 task = 0; task < n; ++task) {thread}<false>(*lb, task, *args, *adj_args);\n"
+                    f"    }} else {{\n"
+                    f"        for (wp::int64 task = 0; task < n; ++task) {thread}<false>(*lb, task, *args, *adj_args);\n"
+                    f"    }}\n}}")
         shadows = "\n".join(f"            wp::grad_shadow<{ctype(t.dtype)}> s{k}_(adj_args->{path}, nt);"
                              for k, (path, t) in enumerate(array_paths))
         ok = " && ".join(f"s{k}_.ok()" for k in range(len(array_paths))) or "true"

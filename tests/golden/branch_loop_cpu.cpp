@@ -137,7 +137,7 @@ static CUDA_CALLABLE inline void k0_branch_loop_backward_thread(const wp::launch
             adj_v15_s = wp::add(adj_v15_s, adj_v12_s);
             wp::adj_sub(v7_s, v14, adj_v9_s, adj_v14, adj_v15_s);
         }
-        wp::adj_index_load<Atomic>(adj_v1_x, 40, v3_i, adj_v10);
+        wp::adj_index_load<false>(adj_v1_x, 40, v3_i, adj_v10);
         adj_v7_s = adj_v9_s;
     }
     adj_v4 = wp::add(adj_v4, adj_v7_s);
@@ -145,24 +145,8 @@ static CUDA_CALLABLE inline void k0_branch_loop_backward_thread(const wp::launch
 extern "C" WP_EXPORT void k0_branch_loop_backward(const wp::launch_bounds_t* lb, const k0_branch_loop_args* args, const k0_branch_loop_args* adj_args, wp::int64 parallel_threshold) {
     const wp::int64 n = lb->size;
     if (n >= parallel_threshold && wp::cpu_parallel()) {
-        if (wp::privatize_gradients(n, wp::gradient_elements(adj_args->x))) {
-            const int nt = omp_get_max_threads();
-            wp::grad_shadow<wp::float32> s0_(adj_args->x, nt);
-            if (s0_.ok()) {
-            #pragma omp parallel num_threads(nt)
-            {
-                const int t = omp_get_thread_num();
-                k0_branch_loop_args local = *adj_args;
-                local.x = s0_.view(t);
-                #pragma omp for schedule(static)
-                for (wp::int64 task = 0; task < n; ++task) k0_branch_loop_backward_thread<false>(*lb, task, *args, local);
-            }
-            s0_.reduce();
-            return;
-            }
-        }
         #pragma omp parallel for schedule(static)
-        for (wp::int64 task = 0; task < n; ++task) k0_branch_loop_backward_thread<true>(*lb, task, *args, *adj_args);
+        for (wp::int64 task = 0; task < n; ++task) k0_branch_loop_backward_thread<false>(*lb, task, *args, *adj_args);
     } else {
         for (wp::int64 task = 0; task < n; ++task) k0_branch_loop_backward_thread<false>(*lb, task, *args, *adj_args);
     }

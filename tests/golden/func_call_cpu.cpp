@@ -74,29 +74,13 @@ static CUDA_CALLABLE inline void k0_func_call_backward_thread(const wp::launch_b
     wp::adj_index_store(adj_v1_out, 50, v2_i, adj_v6);
     wp::adj_add(v4, v5, adj_v4, adj_v5, adj_v6);
     adj_f0_square(v3, adj_v3, adj_v4);
-    wp::adj_index_load<Atomic>(adj_v0_x, 50, v2_i, adj_v3);
+    wp::adj_index_load<false>(adj_v0_x, 50, v2_i, adj_v3);
 }
 extern "C" WP_EXPORT void k0_func_call_backward(const wp::launch_bounds_t* lb, const k0_func_call_args* args, const k0_func_call_args* adj_args, wp::int64 parallel_threshold) {
     const wp::int64 n = lb->size;
     if (n >= parallel_threshold && wp::cpu_parallel()) {
-        if (wp::privatize_gradients(n, wp::gradient_elements(adj_args->x))) {
-            const int nt = omp_get_max_threads();
-            wp::grad_shadow<wp::float32> s0_(adj_args->x, nt);
-            if (s0_.ok()) {
-            #pragma omp parallel num_threads(nt)
-            {
-                const int t = omp_get_thread_num();
-                k0_func_call_args local = *adj_args;
-                local.x = s0_.view(t);
-                #pragma omp for schedule(static)
-                for (wp::int64 task = 0; task < n; ++task) k0_func_call_backward_thread<false>(*lb, task, *args, local);
-            }
-            s0_.reduce();
-            return;
-            }
-        }
         #pragma omp parallel for schedule(static)
-        for (wp::int64 task = 0; task < n; ++task) k0_func_call_backward_thread<true>(*lb, task, *args, *adj_args);
+        for (wp::int64 task = 0; task < n; ++task) k0_func_call_backward_thread<false>(*lb, task, *args, *adj_args);
     } else {
         for (wp::int64 task = 0; task < n; ++task) k0_func_call_backward_thread<false>(*lb, task, *args, *adj_args);
     }

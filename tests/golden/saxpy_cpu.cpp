@@ -61,7 +61,7 @@ static CUDA_CALLABLE inline void k0_saxpy_backward_thread(const wp::launch_bound
     wp::adj_add(v5, v6, adj_v5, adj_v6, adj_v7);
     wp::adj_index_load<Atomic>(adj_v2_y, 32, v3_i, adj_v6);
     wp::adj_mul(v0_alpha, v4, adj_v0_alpha, adj_v4, adj_v5);
-    wp::adj_index_load<Atomic>(adj_v1_x, 32, v3_i, adj_v4);
+    wp::adj_index_load<false>(adj_v1_x, 32, v3_i, adj_v4);
 }
 extern "C" WP_EXPORT void k0_saxpy_backward(const wp::launch_bounds_t* lb, const k0_saxpy_args* args, const k0_saxpy_args* adj_args, wp::int64 parallel_threshold) {
     const wp::int64 n = lb->size;

@@ -84,30 +84,14 @@ static CUDA_CALLABLE inline void k0_struct_arg_backward_thread(const wp::launch_
     wp::adj_add(v6, v7, adj_v6, adj_v7, adj_v8);
     adj_v0_p.offset = wp::add(adj_v0_p.offset, adj_v7);
     wp::adj_mul(v4, v5, adj_v4, adj_v5, adj_v6);
-    wp::adj_index_load<Atomic>(adj_v1_x, 56, v3_i, adj_v5);
+    wp::adj_index_load<false>(adj_v1_x, 56, v3_i, adj_v5);
     adj_v0_p.scale = wp::add(adj_v0_p.scale, adj_v4);
 }
 extern "C" WP_EXPORT void k0_struct_arg_backward(const wp::launch_bounds_t* lb, const k0_struct_arg_args* args, const k0_struct_arg_args* adj_args, wp::int64 parallel_threshold) {
     const wp::int64 n = lb->size;
     if (n >= parallel_threshold && wp::cpu_parallel()) {
-        if (wp::privatize_gradients(n, wp::gradient_elements(adj_args->x))) {
-            const int nt = omp_get_max_threads();
-            wp::grad_shadow<wp::float32> s0_(adj_args->x, nt);
-            if (s0_.ok()) {
-            #pragma omp parallel num_threads(nt)
-            {
-                const int t = omp_get_thread_num();
-                k0_struct_arg_args local = *adj_args;
-                local.x = s0_.view(t);
-                #pragma omp for schedule(static)
-                for (wp::int64 task = 0; task < n; ++task) k0_struct_arg_backward_thread<false>(*lb, task, *args, local);
-            }
-            s0_.reduce();
-            return;
-            }
-        }
         #pragma omp parallel for schedule(static)
-        for (wp::int64 task = 0; task < n; ++task) k0_struct_arg_backward_thread<true>(*lb, task, *args, *adj_args);
+        for (wp::int64 task = 0; task < n; ++task) k0_struct_arg_backward_thread<false>(*lb, task, *args, *adj_args);
     } else {
         for (wp::int64 task = 0; task < n; ++task) k0_struct_arg_backward_thread<false>(*lb, task, *args, *adj_args);
     }
