@@ -15,6 +15,7 @@ from . import ir
 from .passes.adjoint import analyze, array_adjoint_source
 from .errors import CompileError
 from .render import FunctionRenderer, _has_ctype, ctype
+from .types import scalar_types
 from .typesys import ArrayType, StaticType, is_differentiable_type, is_struct
 
 
@@ -121,9 +122,15 @@ class AdjointRenderer(FunctionRenderer):
         a = op.operands
         callee = op.attrs.get("callee")
         if callee is not None:
-            rets = [self.adj(r) for r in op.results if _has_ctype(r.type)]
+            results = [r for r in op.results if _has_ctype(r.type)]
+            rets = [self.adj(r) for r in results]
             args = ", ".join(x for x in (self.args(a), self.adj_args(a), ", ".join(rets)) if x)
-            self.emit(f"adj_{self.func_names[callee]}({args});")
+            call = f"adj_{self.func_names[callee]}({args});"
+            if results and _pure(callee) and all(_zero_testable(r.type) for r in results):
+                # a pure function's adjoint is linear in its results' adjoints: all zero, nothing to add
+                test = " || ".join(f"!wp::is_zero({n})" for n in rets)
+                call = f"if ({test}) {call}"
+            self.emit(call)
             return
         ov = op.attrs["overload"]
         if name in ("tid", "array_shape", "struct_new", "stop_gradient") or not ov.differentiable:
@@ -324,6 +331,39 @@ def _privatizable(fn: ir.Function):
         return None
     return [(path, t) for path, t in _array_paths(zip(fn.param_names, (p.type for p in fn.params)))
             if access.get(path, (False, False))[0]]
+
+
+def _zero_testable(t) -> bool:
+    """Whether native `wp::is_zero` takes values of type `t` (scalars, vectors, matrices, quaternions,
+    transforms)."""
+    return isinstance(t, type) and (t in scalar_types or getattr(t, "_shape_", None) is not None)
+
+
+def _pure(fn: ir.Function, _seen=None) -> bool:
+    """A user function that touches no array, has no side effect and no custom adjoint, and calls only such
+    functions: its adjoint adds nothing when every result adjoint is zero."""
+    cached = getattr(fn, "_pure", None)
+    if cached is not None:
+        return cached
+    seen = set() if _seen is None else _seen
+    if id(fn) in seen:
+        return False
+    seen.add(id(fn))
+    ok = getattr(fn, "custom_grad_ir", None) is None and getattr(fn, "custom_replay_ir", None) is None
+    ok = ok and not any(isinstance(p.type, ArrayType) or is_struct(p.type) for p in fn.params)
+    for op in ir.walk(fn.body):
+        if not ok:
+            break
+        ov = op.attrs.get("overload")
+        callee = op.attrs.get("callee")
+        if ov is not None and (ov.side_effect or op.attrs.get("name") in ("load", "store", "address")):
+            ok = False
+        elif callee is not None and not _pure(callee, seen):
+            ok = False
+        elif any(isinstance(v.type, ArrayType) for v in op.results):
+            ok = False
+    fn._pure = ok
+    return ok
 
 
 def _exclusive_arrays(fn: ir.Function) -> dict:

@@ -125,6 +125,28 @@ struct transform_t {
     CUDA_CALLABLE transform_t(const vec_t<3, Type>& p_, const quat_t<Type>& q_) : p(p_), q(q_) {}
 };
 
+// Whether a value is all zeros. The backward pass skips a pure function's adjoint when every one of its result
+// adjoints is zero: the adjoint is linear in them, so it would add only zeros.
+template <typename T> CUDA_CALLABLE inline bool is_zero(const T& v) { return v == T(0); }
+CUDA_CALLABLE inline bool is_zero(const float16& v) { return float(v) == 0.0f; }
+template <unsigned N, typename T> CUDA_CALLABLE inline bool is_zero(const vec_t<N, T>& v) {
+    for (unsigned i = 0; i < N; ++i)
+        if (!is_zero(v.c[i])) return false;
+    return true;
+}
+template <unsigned R, unsigned C, typename T> CUDA_CALLABLE inline bool is_zero(const mat_t<R, C, T>& m) {
+    for (unsigned i = 0; i < R; ++i)
+        for (unsigned j = 0; j < C; ++j)
+            if (!is_zero(m.data[i][j])) return false;
+    return true;
+}
+template <typename T> CUDA_CALLABLE inline bool is_zero(const quat_t<T>& q) {
+    return is_zero(q.x) && is_zero(q.y) && is_zero(q.z) && is_zero(q.w);
+}
+template <typename T> CUDA_CALLABLE inline bool is_zero(const transform_t<T>& t) {
+    return is_zero(t.p) && is_zero(t.q);
+}
+
 // Launch grid: up to 4 dimensions, flattened row-major into `size` threads.
 struct launch_bounds_t {
     int64 shape[4];

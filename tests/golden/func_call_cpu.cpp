@@ -73,7 +73,7 @@ static CUDA_CALLABLE inline void k0_func_call_backward_thread(const wp::launch_b
     v6 = wp::add(v4, v5);
     wp::adj_index_store(adj_v1_out, 50, v2_i, adj_v6);
     wp::adj_add(v4, v5, adj_v4, adj_v5, adj_v6);
-    adj_f0_square(v3, adj_v3, adj_v4);
+    if (!wp::is_zero(adj_v4)) adj_f0_square(v3, adj_v3, adj_v4);
     wp::adj_index_load<false>(adj_v0_x, 50, v2_i, adj_v3);
 }
 extern "C" WP_EXPORT void k0_func_call_backward(const wp::launch_bounds_t* lb, const k0_func_call_args* args, const k0_func_call_args* adj_args, wp::int64 parallel_threshold) {
