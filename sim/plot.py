@@ -6,14 +6,13 @@ font, and the PNG is encoded here (8-bit RGB, filter type 0 on every row, one ID
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
 import struct
-import tempfile
 import zlib
 
 import numpy as np
+
+from .atomic_file import write_atomic
 
 WHITE = (255, 255, 255)
 BLACK = (0, 0, 0)
@@ -258,20 +257,3 @@ def encode_png(pixels: np.ndarray) -> bytes:
 
 def _chunk(kind: bytes, data: bytes) -> bytes:
     return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-
-
-def write_atomic(path, data: bytes):
-    """Write `data` to a temporary file next to `path`, then rename it over `path`: readers never see half a
-    file, and a failure leaves any previous file in place."""
-    path = os.fspath(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
-                               dir=os.path.dirname(os.path.abspath(path)))
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)  # mkstemp makes the file private
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise

@@ -18,6 +18,7 @@ from autodiff import SGD, Adam, CheckpointedRollout, Tape
 
 from .. import losses as L
 from ..scene.errors import SceneError
+from ..atomic_file import write_atomic
 from ..scene.progress import Progress
 from .config import OptimizeConfig, load_config
 from .data import load_trajectory
@@ -375,7 +376,4 @@ def _listify(node):
 
 
 def _write_text(path: str, text: str):
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    write_atomic(path, text.encode("utf-8"))

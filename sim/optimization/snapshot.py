@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
-import tempfile
 
 import numpy as np
+
+from ..atomic_file import write_atomic
 
 SNAPSHOT = "snapshot.npz"
 
@@ -23,15 +25,9 @@ def save_snapshot(out_dir: str, iteration: int, params: list, optimizer, rows: l
             "state_names": sorted({k[4:].rsplit("_", 1)[0] for k in arrays if k.startswith("opt_")})}
     arrays["meta"] = np.array(json.dumps(meta, default=_jsonable))
     arrays["rows"] = np.asarray(rows, np.float64).reshape(len(rows), -1) if rows else np.zeros((0, 0))
-    fd, tmp = tempfile.mkstemp(prefix=".snapshot-", suffix=".npz", dir=out_dir)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
-        os.replace(tmp, os.path.join(out_dir, SNAPSHOT))
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    write_atomic(os.path.join(out_dir, SNAPSHOT), buffer.getvalue())
 
 
 def load_snapshot(out_dir: str, params: list, optimizer, config_digest: str) -> tuple:
