@@ -347,3 +347,17 @@ def test_progress_bar_only_on_a_terminal():
             assert "\r[" in stream.text and "10/10 frames" in stream.text and stream.text.endswith("\n")
         else:
             assert stream.text == ""
+
+
+def test_ground_of_a_z_up_scene_faces_up_in_the_usd(tmp_path):
+    from pxr import Gf, Usd, UsdGeom
+    out = tmp_path / "z.usda"
+    scene = Scene.from_string("sim: {frames: 1, substeps: 1, up_axis: z}\n"
+                              "particles:\n  - points: [[0, 0, 1]]\ncolliders:\n  - {type: ground, height: 0.5}\n")
+    scene.run(out=str(out))
+    stage = Usd.Stage.Open(str(out))
+    assert UsdGeom.GetStageUpAxis(stage) == "Z"
+    ground = stage.GetDefaultPrim().GetChild("ground_0")
+    world = UsdGeom.Xformable(ground).ComputeLocalToWorldTransform(Usd.TimeCode.Default())
+    np.testing.assert_allclose(np.asarray(world.TransformDir(Gf.Vec3d(0, 1, 0))), [0, 0, 1], atol=1e-6)
+    np.testing.assert_allclose(np.asarray(world.ExtractTranslation()), [0, 0, 0.5], atol=1e-6)

@@ -148,8 +148,9 @@ class Scene:
         for body in built.bodies:
             w.add_body(body.name, body.shapes, pos=q0[body.index, :3], rot=q0[body.index, 3:])
         if o.colliders:
-            for c in built.colliders:
-                w.add_collider(c.name, **_collider_shape(c, self.spec.sim.up_axis))
+            poses = built.model.shape_transform.numpy()
+            for c, row in zip(built.colliders, built.collider_shapes):
+                w.add_collider(c.name, **_collider_shape(c, poses[row]))
         return w
 
     @staticmethod
@@ -214,11 +215,9 @@ def _check_finite(built: BuiltScene, state, frame: int):
                                   "substeps or stiffer/softer materials")
 
 
-def _collider_shape(c, up_axis: str) -> dict:
-    """The UsdWriter description of a collider spec (the ground is a plane with its normal along the up axis)."""
-    if c.type == "ground":
-        pos = [0.0, 0.0, 0.0]
-        pos["xyz".index(up_axis)] = c.height
-        rot = (0.0, 0.0, 0.0, 1.0) if up_axis == "y" else (np.sin(np.pi / 4), 0.0, 0.0, np.cos(np.pi / 4))
-        return dict(kind="plane", pos=tuple(pos), rot=rot, width=c.size / 2, length=c.size / 2)  # half sizes
-    return usd_shape(c)
+def _collider_shape(c, pose) -> dict:
+    """The UsdWriter description of a collider spec at its model pose (px, py, pz, qx, qy, qz, qw): the pose the
+    builder gave it, so the ground's orientation for the up axis is not worked out twice."""
+    shape = dict(kind="plane", width=c.size / 2, length=c.size / 2) if c.type == "ground" else usd_shape(c)
+    shape.update(pos=tuple(float(v) for v in pose[:3]), rot=tuple(float(v) for v in pose[3:]))
+    return shape
