@@ -143,6 +143,14 @@ BAD = [
     ("regulariser of an unlearned parameter", "loss:\n  - {type: param_l2, param: cloth.0.mass}\n", 10,
      "loss[0].param: 'cloth.0.mass' is not one of the learned parameters"),
     ("missing scene", "scene: nothere.yaml\n", 1, "scene: file not found"),
+    ("learned twice", "parameters:\n  - path: cloth.0.vel\n  - path: cloth.0.vel\n", 9,
+     "parameters[1].path: cloth.0.vel is learned twice"),
+    ("init of a vector", "parameters:\n  - {path: cloth.0.vel, init: 1.0}\n", 8,
+     "parameters[0].init: init is for scalar parameters; cloth.0.vel has 3 components"),
+    ("negative init in log space", "parameters:\n  - {path: cloth.0.mass, init: -1.0, log: true}\n", 8,
+     "parameters[0].init: log: true needs a positive init, got -1"),
+    ("trajectory array missing", "loss:\n  - {type: trajectory, object: cloth, file: data.npz, key: frames}\n", 10,
+     "loss[0].file: data.npz has no array 'frames' (it has: positions)"),
 ]
 
 def _config_text(replace: str, scene: str) -> str:
@@ -158,6 +166,7 @@ def _config_text(replace: str, scene: str) -> str:
 
 @pytest.mark.parametrize("name,section,line,message", BAD, ids=[b[0] for b in BAD])
 def test_bad_config_is_refused_with_file_line_and_key(name, section, line, message, tmp_path, capsys):
+    np.savez(tmp_path / "data.npz", positions=np.zeros((3, 169, 3), np.float32))
     path = tmp_path / "bad.yaml"
     path.write_text(_config_text(section, os.path.join(ROOT, "scenes", "cloth_throw.yaml")))
     out = tmp_path / "out"

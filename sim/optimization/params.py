@@ -107,6 +107,19 @@ class Target:
     obj: object = None
     rotation: object = None  # "position": the shapes' fixed rotations (x, y, z, w), shape [len(rows), 4]
     base: object = None  # "vec3_component"/"spatial_part": the vectors whose other components stay
+    arrays: tuple = ()  # rows, src and rotation/base on the device, made once by `upload`
+
+    def upload(self, device):
+        """Copy the index arrays (and rotation or base) to `device` once, for every later `apply`."""
+        extra = None
+        if self.how == "position":
+            extra = wp.array(self.rotation, dtype=wp.quat, device=device)
+        elif self.how == "vec3_component":
+            extra = wp.array(self.base, dtype=wp.vec3, device=device)
+        elif self.how == "spatial_part":
+            extra = wp.array(self.base, dtype=wp.spatial_vector, device=device)
+        self.arrays = (wp.array(self.rows.astype(np.int32), dtype=wp.int32, device=device),
+                       wp.array(self.src.astype(np.int32), dtype=wp.int32, device=device), extra)
 
 
 class LearnedParameter:
@@ -132,10 +145,20 @@ class LearnedParameter:
     def initial_variable(self) -> np.ndarray:
         return self._initial.astype(np.float32)
 
+    def start_from(self, values):
+        """Start from `values` (in the scene's units) instead of the scene's own."""
+        start = self.encode(values)
+        if start.size != self.size:
+            raise ValueError(f"{self.path}: expected {self.size} value(s), got {start.size}")
+        self._initial = start
+
     def allocate(self, device, values=None):
-        """Create the variable array (initial values, or `values` in value space, e.g. when resuming)."""
+        """Create the variable array (initial values, or `values` in value space) and put the targets' index
+        arrays on `device`."""
         x = self._initial if values is None else self.encode(values)
         self.variable = wp.array(np.asarray(x, np.float32), dtype=float, device=device, requires_grad=True)
+        for t in self.targets:
+            t.upload(device)
 
     def encode(self, values) -> np.ndarray:
         v = np.asarray(values, np.float64).reshape(-1)
@@ -153,31 +176,26 @@ class LearnedParameter:
 
     def apply(self, built, state0):
         """Launch the kernels that write the variable into the model / initial state (record them on a Tape)."""
+        d, var, log = built.model.device, self.variable, int(self.log)
         for t in self.targets:
             owner = {"model": built.model, "state": state0, "object": t.obj}[t.owner]
             dst = getattr(owner, t.array)
-            d = built.model.device
-            rows = wp.array(t.rows.astype(np.int32), dtype=wp.int32, device=d)
-            src = wp.array(t.src.astype(np.int32), dtype=wp.int32, device=d)
-            n, log = len(t.rows), int(self.log)
+            rows, src, extra = t.arrays
+            n = len(t.rows)
             if t.how == "float":
-                wp.launch(assign_float, dim=n, inputs=[self.variable, log, src, rows], outputs=[dst], device=d)
+                wp.launch(assign_float, dim=n, inputs=[var, log, src, rows], outputs=[dst], device=d)
             elif t.how == "column":
-                wp.launch(assign_column, dim=n, inputs=[self.variable, log, src, rows, t.column], outputs=[dst],
-                          device=d)
+                wp.launch(assign_column, dim=n, inputs=[var, log, src, rows, t.column], outputs=[dst], device=d)
             elif t.how == "vec3":
-                wp.launch(assign_vec3, dim=n, inputs=[self.variable, src, rows], outputs=[dst], device=d)
+                wp.launch(assign_vec3, dim=n, inputs=[var, src, rows], outputs=[dst], device=d)
             elif t.how == "vec3_component":
-                base = wp.array(t.base, dtype=wp.vec3, device=d)
-                wp.launch(assign_vec3_component, dim=n, inputs=[self.variable, log, src, rows, t.column, base],
+                wp.launch(assign_vec3_component, dim=n, inputs=[var, log, src, rows, t.column, extra],
                           outputs=[dst], device=d)
             elif t.how == "spatial_part":
-                base = wp.array(t.base, dtype=wp.spatial_vector, device=d)
-                wp.launch(assign_spatial_part, dim=n, inputs=[self.variable, src, rows, t.column, base],
-                          outputs=[dst], device=d)
+                wp.launch(assign_spatial_part, dim=n, inputs=[var, src, rows, t.column, extra], outputs=[dst],
+                          device=d)
             else:
-                rot = wp.array(t.rotation, dtype=wp.quat, device=d)
-                wp.launch(assign_position, dim=n, inputs=[self.variable, src, rows, rot], outputs=[dst], device=d)
+                wp.launch(assign_position, dim=n, inputs=[var, src, rows, extra], outputs=[dst], device=d)
 
 
 def resolve(path: str, scene, built, *, log: bool = False, bounds=None, where: str = "parameters",

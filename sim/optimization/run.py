@@ -51,7 +51,9 @@ class Problem:
         self.built = cfg.scene.build(device, requires_grad=True)
         self.frames = spec.frames or cfg.scene.spec.sim.frames
         self.steps = self.frames * self.built.substeps
-        self.params = [self._param(i, p) for i, p in enumerate(spec.parameters)]
+        self.params = []
+        for i, p in enumerate(spec.parameters):
+            self.params.append(self._param(i, p))
         device = self.built.model.device
         for p in self.params:
             p.allocate(device)
@@ -60,16 +62,19 @@ class Problem:
         self.optimizer = _optimizer(spec.optimizer, self.params)
 
     def _param(self, i: int, p) -> LearnedParameter:
+        """Parameter i of the config; the ones before it are in self.params already."""
         key = ("parameters", i, "path")
+        if any(pp.path == p.path for pp in self.params):
+            raise self.cfg.error(key, f"{p.path} is learned twice")
         param = resolve(p.path, self.cfg.scene.spec, self.built, log=p.log, bounds=p.bounds,
                         where=self.cfg.source.where(key), key=key)
         if p.init is not None:
             if param.size != 1:
                 raise self.cfg.error(("parameters", i, "init"), f"init is for scalar parameters; {p.path} has "
                                      f"{param.size} components")
-            param._initial = param.encode([p.init])
-        if any(pp.path == p.path for pp in getattr(self, "params", [])):
-            raise self.cfg.error(("parameters", i, "path"), f"{p.path} is learned twice")
+            if p.log and p.init <= 0:
+                raise self.cfg.error(("parameters", i, "init"), f"log: true needs a positive init, got {p.init:g}")
+            param.start_from([p.init])
         return param
 
     def _object(self, i: int, name: str):
