@@ -56,6 +56,17 @@ def variable_distance_sq(x: wp.array(dtype=float), x0: wp.array(dtype=float), we
     wp.atomic_add(loss, 0, weight * d * d)
 
 
+def _on_device(term, name: str, device):
+    """term.<name> (positions, or a dict of them) as vec3 arrays on `device`, converted on first use only."""
+    cache = term.__dict__.setdefault("_device_copies", {})
+    key = (name, str(device))
+    if key not in cache:
+        data = getattr(term, name)
+        convert = lambda p: wp.array(p, dtype=wp.vec3, device=device)  # noqa: E731
+        cache[key] = {f: convert(p) for f, p in data.items()} if isinstance(data, dict) else convert(data)
+    return cache[key]
+
+
 class Loss:
     """A loss term: `frames` lists the frames at which `evaluate(model, frame, state, loss)` must be called
     (empty for terms on parameters, evaluated once by `evaluate_parameters(loss)`)."""
@@ -114,7 +125,7 @@ class PositionsTarget(Loss):
         self._target = positions
 
     def evaluate(self, model, frame, state, loss):
-        target = wp.array(self._target, dtype=wp.vec3, device=model.device)
+        target = _on_device(self, "_target", model.device)
         wp.launch(positions_distance_sq, dim=self.obj.count,
                   inputs=[state.particle_q, self.obj.start, target, self.weight / self.obj.count], outputs=[loss],
                   device=model.device)
@@ -138,7 +149,7 @@ class TrajectoryMatch(Loss):
         self.frames = tuple(sorted(self._reference))
 
     def evaluate(self, model, frame, state, loss):
-        target = wp.array(self._reference[frame], dtype=wp.vec3, device=model.device)
+        target = _on_device(self, "_reference", model.device)[frame]
         scale = self.weight / (self.obj.count * len(self.frames))
         wp.launch(positions_distance_sq, dim=self.obj.count, inputs=[state.particle_q, self.obj.start, target, scale],
                   outputs=[loss], device=model.device)

@@ -330,3 +330,18 @@ def test_gradcheck_spatial_part_and_body_center_loss():
         return outs + [loss]
 
     gradcheck(fn, [var, body_q, com])
+
+
+def test_gradcheck_control_forces_reach_the_particles():
+    from sim.scene import Scene
+    scene = Scene.from_string("particles:\n  - points: [[0, 0, 0], [1, 0, 0], [2, 0, 0]]\n"
+                              "    forces: [[1, 2, 3], [4, 5, 6]]\n")
+    built = scene.build("cpu", requires_grad=True)
+    obj = built.objects[0]
+
+    def fn(forces):
+        obj.forces = forces
+        return built.control(2).particle_f  # frame 2: the list's second force on every particle
+
+    gradcheck(fn, [obj.forces])
+    assert built.control(3) is None, "frames past the list get no control"

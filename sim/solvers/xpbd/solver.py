@@ -106,12 +106,14 @@ class SolverXPBD:
 
         scratch = None if grad else self._scratch(model)
 
-        def positions(slot: str):
-            """A zeroed position-sized array: new ones on a Tape (one per use), else the solver's own buffers."""
+        def positions(slot: str, *, accumulated: bool = False):
+            """A position-sized array: new (zeroed) ones on a Tape, one per use; else the solver's own buffer,
+            cleared only when kernels add into it (`accumulated`) rather than write every element."""
             if scratch is None:
                 return wp.zeros(n, dtype=wp.vec3, device=device, requires_grad=grad)
             buf = scratch[slot]
-            buf.zero_()
+            if accumulated:
+                buf.zero_()
             return buf
 
         x = state_out.particle_q if self.iterations == 0 else positions("x0")
@@ -125,13 +127,15 @@ class SolverXPBD:
             else scratch["inv_mass"]
         wp.launch(k.inverse_masses, dim=n, device=device, inputs=[model.particle_mass, model.particle_flags],
                   outputs=[inv_mass])
+        shapes = shape_data(model, state_in)
         for it in range(self.iterations):
-            delta = positions("delta")
-            contact_delta = positions("contact_delta")
+            delta = positions("delta", accumulated=scratch is None)  # the gather writes every element
+            contact_delta = positions("contact_delta", accumulated=True)
             corrections = self.slots.corrections(scratch)
-            new_lambdas = self._zero_lambdas(model, grad, scratch, (it + 1) % 2)
-            self._project(model, state_in, x, inv_mass, lambdas, new_lambdas, edges, settings, delta, corrections,
-                          contact_delta, use_slots=scratch is not None)
+            # every constraint kernel writes all its multipliers: the scratch set needs no clearing
+            new_lambdas = self._new_lambdas(model, grad) if scratch is None else scratch["lambdas"][(it + 1) % 2]
+            self._project(model, state_in, x, inv_mass, lambdas, new_lambdas, edges, shapes, settings, delta,
+                          corrections, contact_delta, use_slots=scratch is not None)
             if scratch is not None:
                 wp.launch(k.gather_corrections, dim=n, device=device,
                           inputs=[self.slots.start, corrections], outputs=[delta])
@@ -200,7 +204,7 @@ class SolverXPBD:
                       inputs=[model.tri_poses, model.tri_materials], outputs=[rest, stiffness])
         return rest, stiffness
 
-    def _project(self, model, state_in, x, inv_mass, lambdas, new, edges, settings, delta, corrections,
+    def _project(self, model, state_in, x, inv_mass, lambdas, new, edges, shapes, settings, delta, corrections,
                  contact_delta, use_slots: bool):
         """Launch every constraint kernel of one iteration on positions `x`, multipliers `lambdas` in, `new` out."""
         device = model.device
@@ -226,7 +230,7 @@ class SolverXPBD:
         if model.shape_count:
             wp.launch(k.solve_shape_contacts, dim=(model.particle_count, model.shape_count), device=device,
                       inputs=[x, state_in.particle_q, model.particle_mass, model.particle_flags,
-                              model.particle_radius, shape_data(model, state_in), settings],
+                              model.particle_radius, shapes, settings],
                       outputs=[contact_delta])
 
 
