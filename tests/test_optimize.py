@@ -345,3 +345,11 @@ def test_gradcheck_control_forces_reach_the_particles():
 
     gradcheck(fn, [obj.forces])
     assert built.control(3) is None, "frames past the list get no control"
+
+
+def test_non_finite_loss_stops_with_exit_code_3(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(Problem, "loss_and_gradient", lambda self, measure_memory=False: (float("nan"), 0))
+    out = tmp_path / "out"
+    code = main(["optimize", CONFIGS["cloth_throw"], "--set", "frames=2", "--out-dir", str(out), "--quiet"])
+    assert code == 3
+    assert "iteration 0: the loss is nan" in capsys.readouterr().err

@@ -155,10 +155,12 @@ def test_blow_up_exits_3_and_keeps_the_frames_before(tmp_path, capsys):
     assert np.isfinite(pts).all()
 
 
-def test_unknown_device_is_an_input_error(tmp_path, capsys):
+@pytest.mark.parametrize("device", ["tpu", "cuda:7"])
+def test_unknown_or_unusable_device_is_an_input_error(device, tmp_path, capsys):
     out = tmp_path / "c.usd"
-    assert main(["run", os.path.join(ROOT, "scenes", "cloth.yaml"), "--device", "tpu", "--out", str(out)]) == 2
-    assert "tpu" in capsys.readouterr().err and not out.exists()
+    assert main(["run", os.path.join(ROOT, "scenes", "cloth.yaml"), "--device", device, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --device: ") and device.split(":")[0] in err and not out.exists()
 
 
 def test_missing_scene_file_exits_2(tmp_path, capsys):
