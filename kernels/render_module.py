@@ -156,15 +156,8 @@ class ModuleSource:
             return self.entry_point(entry, "backward", f"const {entry}_args* args, const {entry}_args* adj_args",
                                     "*args, *adj_args", atomic_template=True)
         if not array_paths:  # every gradient a thread adds into is its own: no atomics, no copies
-            return (f'extern "C" WP_EXPORT void {entry}_backward(const wp::launch_bounds_t* lb, '
-                    f"const {entry}_args* args, const {entry}_args* adj_args, wp::int64 parallel_threshold) {{\n"
-                    f"    const wp::int64 n = lb->size;\n"
-                    f"    if (n >= parallel_threshold && wp::cpu_parallel()) {{\n"
-                    f"        #pragma omp parallel for schedule(static)\n"
-                    f"        for (wp::int64 task = 0; task < n; ++task) {thread}<false>(*lb, task, *args, *adj_args);\n"
-                    f"    }} else {{\n"
-                    f"        for (wp::int64 task = 0; task < n; ++task) {thread}<false>(*lb, task, *args, *adj_args);\n"
-                    f"    }}\n}}")
+            return self.entry_point(entry, "backward", f"const {entry}_args* args, const {entry}_args* adj_args",
+                                    "*args, *adj_args", atomic_template=True, parallel_atomic=False)
         shadows = "\n".join(f"            wp::grad_shadow<{ctype(t.dtype)}> s{k}_(adj_args->{path}, nt);"
                              for k, (path, t) in enumerate(array_paths))
         ok = " && ".join(f"s{k}_.ok()" for k in range(len(array_paths))) or "true"
@@ -197,14 +190,18 @@ class ModuleSource:
                 f"        for (wp::int64 task = 0; task < n; ++task) {thread}<false>(*lb, task, *args, *adj_args);\n"
                 f"    }}\n}}")
 
-    def entry_point(self, entry: str, kind: str, params: str, call_args: str, *, atomic_template=False) -> str:
+    def entry_point(self, entry: str, kind: str, params: str, call_args: str, *, atomic_template=False,
+                    parallel_atomic=True) -> str:
         """The exported function that runs `{entry}_{kind}_thread` over all threads of a launch.
 
         With `atomic_template`, the thread function is a template on whether other threads may add into the same
-        memory: the parallel path instantiates it with true, the path on one thread with false (no atomics).
+        memory: the parallel path instantiates it with `parallel_atomic` (true unless no two threads ever add into
+        the same element), the path on one thread with false (no atomics).
         """
         thread = f"{entry}_{kind}_thread"
-        parallel, serial = (f"{thread}<true>", f"{thread}<false>") if atomic_template else (thread, thread)
+        parallel, serial = (thread, thread)
+        if atomic_template:
+            parallel, serial = f"{thread}<{'true' if parallel_atomic else 'false'}>", f"{thread}<false>"
         if self.dialect == CPU:
             return (f'extern "C" WP_EXPORT void {entry}_{kind}(const wp::launch_bounds_t* lb, {params}, '
                     f"wp::int64 parallel_threshold) {{\n"
