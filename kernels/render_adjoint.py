@@ -15,8 +15,17 @@ from . import ir
 from .passes.adjoint import analyze, array_adjoint_source
 from .errors import CompileError
 from .render import FunctionRenderer, _has_ctype, ctype
+from . import types as T
 from .types import scalar_types
 from .typesys import ArrayType, StaticType, is_differentiable_type, is_struct
+
+
+def adj_zero(t) -> str:
+    """C++ expression of an empty adjoint accumulator of type `t`: -0.0 in 32- and 64-bit float components (see
+    `zero_adjoint` in native core.h), T() for everything else."""
+    if (T.is_scalar(t) or T.is_composite(t)) and T.scalar_type(t) in (T.float32, T.float64):
+        return f"wp::adj_zero<{ctype(t)}>()"
+    return f"{ctype(t)}()"
 
 
 def _differentiable_value(t) -> bool:
@@ -48,7 +57,7 @@ class AdjointRenderer(FunctionRenderer):
             vals = list(op.results) + [a for region in op.regions for a in region.args]
             for v in vals:
                 if _has_ctype(v.type) and v not in self.adj_names:
-                    self.emit(f"{ctype(v.type)} {self.adj(v)} = {ctype(v.type)}();")
+                    self.emit(f"{ctype(v.type)} {self.adj(v)} = {adj_zero(v.type)};")
             if op.opcode in ("for", "while"):
                 c = f"count{len(self.counters)}_"
                 self.counters[op] = c
@@ -68,10 +77,10 @@ class AdjointRenderer(FunctionRenderer):
         for op in ir.walk(block):
             for v in list(op.results) + [a for region in op.regions for a in region.args]:
                 if _differentiable_value(v.type) and v in self.adj_names:
-                    self.emit(f"{self.adj(v)} = {ctype(v.type)}();")
+                    self.emit(f"{self.adj(v)} = {adj_zero(v.type)};")
         for a in block.args:
             if _differentiable_value(a.type):
-                self.emit(f"{self.adj(a)} = {ctype(a.type)}();")
+                self.emit(f"{self.adj(a)} = {adj_zero(a.type)};")
 
     # ------------------------------------------------------------------------------------------ replay
 
@@ -305,7 +314,7 @@ def render_adjoint_kernel(fn: ir.Function, src, entry: str) -> str:
         if isinstance(p.type, ArrayType) or is_struct(p.type):
             r.emit(f"{ctype(p.type)} {r.adj(p)} = adj_args.{n};")
         else:
-            r.emit(f"{ctype(p.type)} {r.adj(p)} = {ctype(p.type)}();")
+            r.emit(f"{ctype(p.type)} {r.adj(p)} = {adj_zero(p.type)};")
     body = r.backward_body()
     thread = (f"template <bool Atomic>\n"
               f"static CUDA_CALLABLE inline void {entry}_backward_thread(const wp::launch_bounds_t& lb, "

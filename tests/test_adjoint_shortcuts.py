@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 import kernels as wp
-from autodiff import gradcheck
+from autodiff import Tape, gradcheck
 
 
 @wp.func
@@ -98,3 +98,22 @@ def test_generated_backward_uses_the_shortcuts():
     assert calls and not any(c.startswith("if (") for c in calls), "a function with a store always runs its adjoint"
     backward = scaled_by_own_element.source_text.split("scaled_by_own_element_backward_thread")[1]
     assert backward.count("adj_index_load<false>") >= 2, "x[i] and w[i] need no atomics"
+
+
+@wp.kernel
+def _untaken_branch(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = wp.where(x[i] > 10.0, x[i], 1.0)
+
+
+def test_zero_gradients_are_positive_zero(device):
+    # adjoint accumulators start at -0.0 (so the compiler can drop the first addition); what reaches a gradient
+    # array must still be +0.0, as an untouched gradient is
+    x = wp.array([1.0, 2.0], dtype=float, device=device, requires_grad=True)
+    y = wp.zeros(2, device=device, requires_grad=True)
+    tape = Tape()
+    with tape:
+        wp.launch(_untaken_branch, 2, inputs=[x, y], device=device)
+    tape.backward(grads={y: wp.ones(2, device=device)})
+    g = x.grad.numpy()
+    assert g.tolist() == [0.0, 0.0] and not np.signbit(g).any()

@@ -26,22 +26,22 @@ template <typename M> CUDA_CALLABLE inline void adj_mat_zero(const M&) {}
 
 template <typename M> CUDA_CALLABLE inline M identity() {
     M r;
-    for (unsigned i = 0; i < mat_traits<M>::rows; ++i) r.data[i][i] = typename mat_traits<M>::scalar(1);
+    WP_UNROLL for (unsigned i = 0; i < mat_traits<M>::rows; ++i) r.data[i][i] = typename mat_traits<M>::scalar(1);
     return r;
 }
 template <typename M> CUDA_CALLABLE inline void adj_identity(const M&) {}
 
 template <typename M> CUDA_CALLABLE inline M mat_fill(typename mat_traits<M>::scalar s) {
     M r;
-    for (unsigned i = 0; i < mat_traits<M>::rows; ++i)
-        for (unsigned j = 0; j < mat_traits<M>::cols; ++j) r.data[i][j] = s;
+    WP_UNROLL for (unsigned i = 0; i < mat_traits<M>::rows; ++i)
+        WP_UNROLL for (unsigned j = 0; j < mat_traits<M>::cols; ++j) r.data[i][j] = s;
     return r;
 }
 template <typename M>
 CUDA_CALLABLE inline void adj_mat_fill(typename mat_traits<M>::scalar, typename mat_traits<M>::scalar& adj_s,
                                        const M& adj_ret) {
-    for (unsigned i = 0; i < mat_traits<M>::rows; ++i)
-        for (unsigned j = 0; j < mat_traits<M>::cols; ++j) linalg::acc(adj_s, adj_ret.data[i][j]);
+    WP_UNROLL for (unsigned i = 0; i < mat_traits<M>::rows; ++i)
+        WP_UNROLL for (unsigned j = 0; j < mat_traits<M>::cols; ++j) linalg::acc(adj_s, adj_ret.data[i][j]);
 }
 
 template <typename M, typename... A> CUDA_CALLABLE inline M mat_from_components(A... c) {
@@ -50,8 +50,8 @@ template <typename M, typename... A> CUDA_CALLABLE inline M mat_from_components(
     static_assert(sizeof...(A) == R * C, "one value per element, row-major");
     const T values[] = {T(c)...};
     M r;
-    for (unsigned i = 0; i < R; ++i)
-        for (unsigned j = 0; j < C; ++j) r.data[i][j] = values[i * C + j];
+    WP_UNROLL for (unsigned i = 0; i < R; ++i)
+        WP_UNROLL for (unsigned j = 0; j < C; ++j) r.data[i][j] = values[i * C + j];
     return r;
 }
 template <typename M, typename... A> CUDA_CALLABLE inline void adj_mat_from_components(A&&... args) {
@@ -60,21 +60,21 @@ template <typename M, typename... A> CUDA_CALLABLE inline void adj_mat_from_comp
     static_assert(sizeof...(A) == 2 * R * C + 1, "values, their adjoints, the result adjoint");
     linalg::variadic_adjoints<T, M, R * C> slots;
     (slots.take(args), ...);
-    for (unsigned i = 0; i < R; ++i)
-        for (unsigned j = 0; j < C; ++j) linalg::acc(*slots.adj[i * C + j], slots.ret->data[i][j]);
+    WP_UNROLL for (unsigned i = 0; i < R; ++i)
+        WP_UNROLL for (unsigned j = 0; j < C; ++j) linalg::acc(*slots.adj[i * C + j], slots.ret->data[i][j]);
 }
 
 template <typename M, unsigned R, unsigned C, typename U> CUDA_CALLABLE inline M mat_cast(const mat_t<R, C, U>& a) {
     typedef typename mat_traits<M>::scalar T;
     M r;
-    for (unsigned i = 0; i < R; ++i)
-        for (unsigned j = 0; j < C; ++j) r.data[i][j] = linalg::convert<T>(a.data[i][j]);
+    WP_UNROLL for (unsigned i = 0; i < R; ++i)
+        WP_UNROLL for (unsigned j = 0; j < C; ++j) r.data[i][j] = linalg::convert<T>(a.data[i][j]);
     return r;
 }
 template <typename M, unsigned R, unsigned C, typename U>
 CUDA_CALLABLE inline void adj_mat_cast(const mat_t<R, C, U>&, mat_t<R, C, U>& adj_a, const M& adj_ret) {
-    for (unsigned i = 0; i < R; ++i)
-        for (unsigned j = 0; j < C; ++j) linalg::acc(adj_a.data[i][j], linalg::convert<U>(adj_ret.data[i][j]));
+    WP_UNROLL for (unsigned i = 0; i < R; ++i)
+        WP_UNROLL for (unsigned j = 0; j < C; ++j) linalg::acc(adj_a.data[i][j], linalg::convert<U>(adj_ret.data[i][j]));
 }
 
 // Rows (or columns) given as K vectors of one length.
@@ -84,8 +84,8 @@ template <typename M, typename... A> CUDA_CALLABLE inline M matrix_from_rows(con
     static_assert(sizeof...(A) == R, "one vector per row");
     const vec_t<C, T> values[] = {rows...};
     M r;
-    for (unsigned i = 0; i < R; ++i)
-        for (unsigned j = 0; j < C; ++j) r.data[i][j] = values[i].c[j];
+    WP_UNROLL for (unsigned i = 0; i < R; ++i)
+        WP_UNROLL for (unsigned j = 0; j < C; ++j) r.data[i][j] = values[i].c[j];
     return r;
 }
 template <typename M, typename... A> CUDA_CALLABLE inline void adj_matrix_from_rows(A&&... args) {
@@ -94,8 +94,8 @@ template <typename M, typename... A> CUDA_CALLABLE inline void adj_matrix_from_r
     static_assert(sizeof...(A) == 2 * R + 1, "rows, their adjoints, the result adjoint");
     linalg::variadic_adjoints<vec_t<C, T>, M, R> slots;
     (slots.take(args), ...);
-    for (unsigned i = 0; i < R; ++i)
-        for (unsigned j = 0; j < C; ++j) linalg::acc(slots.adj[i]->c[j], slots.ret->data[i][j]);
+    WP_UNROLL for (unsigned i = 0; i < R; ++i)
+        WP_UNROLL for (unsigned j = 0; j < C; ++j) linalg::acc(slots.adj[i]->c[j], slots.ret->data[i][j]);
 }
 
 template <typename M, typename... A> CUDA_CALLABLE inline M matrix_from_cols(const A&... cols) {
@@ -104,8 +104,8 @@ template <typename M, typename... A> CUDA_CALLABLE inline M matrix_from_cols(con
     static_assert(sizeof...(A) == C, "one vector per column");
     const vec_t<R, T> values[] = {cols...};
     M r;
-    for (unsigned i = 0; i < R; ++i)
-        for (unsigned j = 0; j < C; ++j) r.data[i][j] = values[j].c[i];
+    WP_UNROLL for (unsigned i = 0; i < R; ++i)
+        WP_UNROLL for (unsigned j = 0; j < C; ++j) r.data[i][j] = values[j].c[i];
     return r;
 }
 template <typename M, typename... A> CUDA_CALLABLE inline void adj_matrix_from_cols(A&&... args) {
@@ -114,8 +114,8 @@ template <typename M, typename... A> CUDA_CALLABLE inline void adj_matrix_from_c
     static_assert(sizeof...(A) == 2 * C + 1, "columns, their adjoints, the result adjoint");
     linalg::variadic_adjoints<vec_t<R, T>, M, C> slots;
     (slots.take(args), ...);
-    for (unsigned i = 0; i < R; ++i)
-        for (unsigned j = 0; j < C; ++j) linalg::acc(slots.adj[j]->c[i], slots.ret->data[i][j]);
+    WP_UNROLL for (unsigned i = 0; i < R; ++i)
+        WP_UNROLL for (unsigned j = 0; j < C; ++j) linalg::acc(slots.adj[j]->c[i], slots.ret->data[i][j]);
 }
 
 // ------------------------------------------------------------------------------------------------------------
@@ -125,14 +125,14 @@ template <unsigned R, unsigned C, typename T, typename I>
 CUDA_CALLABLE inline vec_t<C, T> extract(const mat_t<R, C, T>& a, I i) {
     unsigned k = linalg::wrap(i, R);
     vec_t<C, T> r;
-    for (unsigned j = 0; j < C; ++j) r.c[j] = a.data[k][j];
+    WP_UNROLL for (unsigned j = 0; j < C; ++j) r.c[j] = a.data[k][j];
     return r;
 }
 template <unsigned R, unsigned C, typename T, typename I, typename J>
 CUDA_CALLABLE inline void adj_extract(const mat_t<R, C, T>&, I i, mat_t<R, C, T>& adj_a, const J&,
                                       const vec_t<C, T>& adj_ret) {
     unsigned k = linalg::wrap(i, R);
-    for (unsigned j = 0; j < C; ++j) linalg::acc(adj_a.data[k][j], adj_ret.c[j]);
+    WP_UNROLL for (unsigned j = 0; j < C; ++j) linalg::acc(adj_a.data[k][j], adj_ret.c[j]);
 }
 
 template <unsigned R, unsigned C, typename T, typename I, typename J>
@@ -155,8 +155,8 @@ template <unsigned R, unsigned C, typename T, typename I, typename J, typename K
 CUDA_CALLABLE inline void adj_assign(const mat_t<R, C, T>&, I i, J j, T, mat_t<R, C, T>& adj_a, const K&, const L&,
                                      T& adj_value, const mat_t<R, C, T>& adj_ret) {
     unsigned ki = linalg::wrap(i, R), kj = linalg::wrap(j, C);
-    for (unsigned p = 0; p < R; ++p)
-        for (unsigned q = 0; q < C; ++q)
+    WP_UNROLL for (unsigned p = 0; p < R; ++p)
+        WP_UNROLL for (unsigned q = 0; q < C; ++q)
             if (p != ki || q != kj) linalg::acc(adj_a.data[p][q], adj_ret.data[p][q]);
     linalg::acc(adj_value, adj_ret.data[ki][kj]);
 }
@@ -165,15 +165,15 @@ template <unsigned R, unsigned C, typename T, typename I>
 CUDA_CALLABLE inline mat_t<R, C, T> assign(const mat_t<R, C, T>& a, I i, const vec_t<C, T>& row) {
     mat_t<R, C, T> r = a;
     unsigned k = linalg::wrap(i, R);
-    for (unsigned j = 0; j < C; ++j) r.data[k][j] = row.c[j];
+    WP_UNROLL for (unsigned j = 0; j < C; ++j) r.data[k][j] = row.c[j];
     return r;
 }
 template <unsigned R, unsigned C, typename T, typename I, typename J>
 CUDA_CALLABLE inline void adj_assign(const mat_t<R, C, T>&, I i, const vec_t<C, T>&, mat_t<R, C, T>& adj_a, const J&,
                                      vec_t<C, T>& adj_row, const mat_t<R, C, T>& adj_ret) {
     unsigned k = linalg::wrap(i, R);
-    for (unsigned p = 0; p < R; ++p)
-        for (unsigned q = 0; q < C; ++q) linalg::acc(p == k ? adj_row.c[q] : adj_a.data[p][q], adj_ret.data[p][q]);
+    WP_UNROLL for (unsigned p = 0; p < R; ++p)
+        WP_UNROLL for (unsigned q = 0; q < C; ++q) linalg::acc(p == k ? adj_row.c[q] : adj_a.data[p][q], adj_ret.data[p][q]);
 }
 
 // ------------------------------------------------------------------------------------------------------------
@@ -182,8 +182,8 @@ namespace linalg {
 template <unsigned R, unsigned C, typename T, typename F>
 CUDA_CALLABLE inline mat_t<R, C, T> elementwise(const mat_t<R, C, T>&, F f) {
     mat_t<R, C, T> r;
-    for (unsigned i = 0; i < R; ++i)
-        for (unsigned j = 0; j < C; ++j) r.data[i][j] = f(i, j);
+    WP_UNROLL for (unsigned i = 0; i < R; ++i)
+        WP_UNROLL for (unsigned j = 0; j < C; ++j) r.data[i][j] = f(i, j);
     return r;
 }
 }  // namespace linalg
@@ -195,8 +195,8 @@ CUDA_CALLABLE inline mat_t<R, C, T> add(const mat_t<R, C, T>& a, const mat_t<R, 
 template <unsigned R, unsigned C, typename T>
 CUDA_CALLABLE inline void adj_add(const mat_t<R, C, T>&, const mat_t<R, C, T>&, mat_t<R, C, T>& adj_a,
                                   mat_t<R, C, T>& adj_b, const mat_t<R, C, T>& adj_ret) {
-    for (unsigned i = 0; i < R; ++i)
-        for (unsigned j = 0; j < C; ++j) {
+    WP_UNROLL for (unsigned i = 0; i < R; ++i)
+        WP_UNROLL for (unsigned j = 0; j < C; ++j) {
             linalg::acc(adj_a.data[i][j], adj_ret.data[i][j]);
             linalg::acc(adj_b.data[i][j], adj_ret.data[i][j]);
         }
@@ -209,8 +209,8 @@ CUDA_CALLABLE inline mat_t<R, C, T> sub(const mat_t<R, C, T>& a, const mat_t<R, 
 template <unsigned R, unsigned C, typename T>
 CUDA_CALLABLE inline void adj_sub(const mat_t<R, C, T>&, const mat_t<R, C, T>&, mat_t<R, C, T>& adj_a,
                                   mat_t<R, C, T>& adj_b, const mat_t<R, C, T>& adj_ret) {
-    for (unsigned i = 0; i < R; ++i)
-        for (unsigned j = 0; j < C; ++j) {
+    WP_UNROLL for (unsigned i = 0; i < R; ++i)
+        WP_UNROLL for (unsigned j = 0; j < C; ++j) {
             linalg::acc(adj_a.data[i][j], adj_ret.data[i][j]);
             linalg::dec(adj_b.data[i][j], adj_ret.data[i][j]);
         }
@@ -221,8 +221,8 @@ template <unsigned R, unsigned C, typename T> CUDA_CALLABLE inline mat_t<R, C, T
 }
 template <unsigned R, unsigned C, typename T>
 CUDA_CALLABLE inline void adj_neg(const mat_t<R, C, T>&, mat_t<R, C, T>& adj_a, const mat_t<R, C, T>& adj_ret) {
-    for (unsigned i = 0; i < R; ++i)
-        for (unsigned j = 0; j < C; ++j) linalg::dec(adj_a.data[i][j], adj_ret.data[i][j]);
+    WP_UNROLL for (unsigned i = 0; i < R; ++i)
+        WP_UNROLL for (unsigned j = 0; j < C; ++j) linalg::dec(adj_a.data[i][j], adj_ret.data[i][j]);
 }
 
 template <unsigned R, unsigned C, typename T> CUDA_CALLABLE inline mat_t<R, C, T> pos(const mat_t<R, C, T>& a) {
@@ -239,8 +239,8 @@ template <unsigned R, unsigned C, typename T> CUDA_CALLABLE inline mat_t<R, C, T
 template <unsigned R, unsigned C, typename T>
 CUDA_CALLABLE inline void adj_mul(const mat_t<R, C, T>& a, T s, mat_t<R, C, T>& adj_a, T& adj_s,
                                   const mat_t<R, C, T>& adj_ret) {
-    for (unsigned i = 0; i < R; ++i)
-        for (unsigned j = 0; j < C; ++j) {
+    WP_UNROLL for (unsigned i = 0; i < R; ++i)
+        WP_UNROLL for (unsigned j = 0; j < C; ++j) {
             linalg::acc(adj_a.data[i][j], T(adj_ret.data[i][j] * s));
             linalg::acc(adj_s, T(adj_ret.data[i][j] * a.data[i][j]));
         }
@@ -261,8 +261,8 @@ template <unsigned R, unsigned C, typename T> CUDA_CALLABLE inline mat_t<R, C, T
 template <unsigned R, unsigned C, typename T>
 CUDA_CALLABLE inline void adj_div(const mat_t<R, C, T>& a, T s, mat_t<R, C, T>& adj_a, T& adj_s,
                                   const mat_t<R, C, T>& adj_ret) {
-    for (unsigned i = 0; i < R; ++i)
-        for (unsigned j = 0; j < C; ++j) {
+    WP_UNROLL for (unsigned i = 0; i < R; ++i)
+        WP_UNROLL for (unsigned j = 0; j < C; ++j) {
             linalg::acc(adj_a.data[i][j], T(adj_ret.data[i][j] / s));
             linalg::dec(adj_s, T(adj_ret.data[i][j] * a.data[i][j] / (s * s)));
         }
@@ -274,8 +274,8 @@ template <unsigned R, unsigned C, typename T> CUDA_CALLABLE inline mat_t<R, C, T
 template <unsigned R, unsigned C, typename T>
 CUDA_CALLABLE inline void adj_div(T s, const mat_t<R, C, T>& a, T& adj_s, mat_t<R, C, T>& adj_a,
                                   const mat_t<R, C, T>& adj_ret) {
-    for (unsigned i = 0; i < R; ++i)
-        for (unsigned j = 0; j < C; ++j) {
+    WP_UNROLL for (unsigned i = 0; i < R; ++i)
+        WP_UNROLL for (unsigned j = 0; j < C; ++j) {
             T x = a.data[i][j];
             linalg::acc(adj_s, T(adj_ret.data[i][j] / x));
             linalg::dec(adj_a.data[i][j], T(adj_ret.data[i][j] * s / (x * x)));
@@ -289,8 +289,8 @@ CUDA_CALLABLE inline mat_t<R, C, T> cw_mul(const mat_t<R, C, T>& a, const mat_t<
 template <unsigned R, unsigned C, typename T>
 CUDA_CALLABLE inline void adj_cw_mul(const mat_t<R, C, T>& a, const mat_t<R, C, T>& b, mat_t<R, C, T>& adj_a,
                                      mat_t<R, C, T>& adj_b, const mat_t<R, C, T>& adj_ret) {
-    for (unsigned i = 0; i < R; ++i)
-        for (unsigned j = 0; j < C; ++j) {
+    WP_UNROLL for (unsigned i = 0; i < R; ++i)
+        WP_UNROLL for (unsigned j = 0; j < C; ++j) {
             linalg::acc(adj_a.data[i][j], T(b.data[i][j] * adj_ret.data[i][j]));
             linalg::acc(adj_b.data[i][j], T(a.data[i][j] * adj_ret.data[i][j]));
         }
@@ -303,8 +303,8 @@ CUDA_CALLABLE inline mat_t<R, C, T> cw_div(const mat_t<R, C, T>& a, const mat_t<
 template <unsigned R, unsigned C, typename T>
 CUDA_CALLABLE inline void adj_cw_div(const mat_t<R, C, T>& a, const mat_t<R, C, T>& b, mat_t<R, C, T>& adj_a,
                                      mat_t<R, C, T>& adj_b, const mat_t<R, C, T>& adj_ret) {
-    for (unsigned i = 0; i < R; ++i)
-        for (unsigned j = 0; j < C; ++j) {
+    WP_UNROLL for (unsigned i = 0; i < R; ++i)
+        WP_UNROLL for (unsigned j = 0; j < C; ++j) {
             T y = b.data[i][j];
             linalg::acc(adj_a.data[i][j], T(adj_ret.data[i][j] / y));
             linalg::dec(adj_b.data[i][j], T(adj_ret.data[i][j] * a.data[i][j] / (y * y)));
@@ -319,8 +319,8 @@ CUDA_CALLABLE inline mat_t<R, C, T> lerp(const mat_t<R, C, T>& a, const mat_t<R,
 template <unsigned R, unsigned C, typename T>
 CUDA_CALLABLE inline void adj_lerp(const mat_t<R, C, T>& a, const mat_t<R, C, T>& b, T t, mat_t<R, C, T>& adj_a,
                                    mat_t<R, C, T>& adj_b, T& adj_t, const mat_t<R, C, T>& adj_ret) {
-    for (unsigned i = 0; i < R; ++i)
-        for (unsigned j = 0; j < C; ++j) {
+    WP_UNROLL for (unsigned i = 0; i < R; ++i)
+        WP_UNROLL for (unsigned j = 0; j < C; ++j) {
             linalg::acc(adj_a.data[i][j], T(adj_ret.data[i][j] * T(T(1) - t)));
             linalg::acc(adj_b.data[i][j], T(adj_ret.data[i][j] * t));
             linalg::acc(adj_t, T(adj_ret.data[i][j] * T(b.data[i][j] - a.data[i][j])));
@@ -329,8 +329,8 @@ CUDA_CALLABLE inline void adj_lerp(const mat_t<R, C, T>& a, const mat_t<R, C, T>
 
 template <unsigned R, unsigned C, typename T>
 CUDA_CALLABLE inline bool eq(const mat_t<R, C, T>& a, const mat_t<R, C, T>& b) {
-    for (unsigned i = 0; i < R; ++i)
-        for (unsigned j = 0; j < C; ++j)
+    WP_UNROLL for (unsigned i = 0; i < R; ++i)
+        WP_UNROLL for (unsigned j = 0; j < C; ++j)
             if (!(a.data[i][j] == b.data[i][j])) return false;
     return true;
 }
@@ -345,15 +345,15 @@ CUDA_CALLABLE inline bool ne(const mat_t<R, C, T>& a, const mat_t<R, C, T>& b) {
 template <unsigned R, unsigned C, typename T>
 CUDA_CALLABLE inline mat_t<R, C, T> outer(const vec_t<R, T>& a, const vec_t<C, T>& b) {
     mat_t<R, C, T> r;
-    for (unsigned i = 0; i < R; ++i)
-        for (unsigned j = 0; j < C; ++j) r.data[i][j] = T(a.c[i] * b.c[j]);
+    WP_UNROLL for (unsigned i = 0; i < R; ++i)
+        WP_UNROLL for (unsigned j = 0; j < C; ++j) r.data[i][j] = T(a.c[i] * b.c[j]);
     return r;
 }
 template <unsigned R, unsigned C, typename T>
 CUDA_CALLABLE inline void adj_outer(const vec_t<R, T>& a, const vec_t<C, T>& b, vec_t<R, T>& adj_a, vec_t<C, T>& adj_b,
                                     const mat_t<R, C, T>& adj_ret) {
-    for (unsigned i = 0; i < R; ++i)
-        for (unsigned j = 0; j < C; ++j) {
+    WP_UNROLL for (unsigned i = 0; i < R; ++i)
+        WP_UNROLL for (unsigned j = 0; j < C; ++j) {
             linalg::acc(adj_a.c[i], T(adj_ret.data[i][j] * b.c[j]));
             linalg::acc(adj_b.c[j], T(adj_ret.data[i][j] * a.c[i]));
         }
@@ -363,15 +363,15 @@ CUDA_CALLABLE inline void adj_outer(const vec_t<R, T>& a, const vec_t<C, T>& b, 
 template <unsigned R, unsigned C, typename T>
 CUDA_CALLABLE inline vec_t<R, T> mul(const mat_t<R, C, T>& a, const vec_t<C, T>& b) {
     vec_t<R, T> r;
-    for (unsigned i = 0; i < R; ++i)
-        for (unsigned j = 0; j < C; ++j) r.c[i] = T(r.c[i] + a.data[i][j] * b.c[j]);
+    WP_UNROLL for (unsigned i = 0; i < R; ++i)
+        WP_UNROLL for (unsigned j = 0; j < C; ++j) r.c[i] = T(r.c[i] + a.data[i][j] * b.c[j]);
     return r;
 }
 template <unsigned R, unsigned C, typename T>
 CUDA_CALLABLE inline void adj_mul(const mat_t<R, C, T>& a, const vec_t<C, T>& b, mat_t<R, C, T>& adj_a,
                                   vec_t<C, T>& adj_b, const vec_t<R, T>& adj_ret) {
-    for (unsigned i = 0; i < R; ++i)
-        for (unsigned j = 0; j < C; ++j) {
+    WP_UNROLL for (unsigned i = 0; i < R; ++i)
+        WP_UNROLL for (unsigned j = 0; j < C; ++j) {
             linalg::acc(adj_a.data[i][j], T(adj_ret.c[i] * b.c[j]));
             linalg::acc(adj_b.c[j], T(a.data[i][j] * adj_ret.c[i]));
         }
@@ -381,15 +381,15 @@ CUDA_CALLABLE inline void adj_mul(const mat_t<R, C, T>& a, const vec_t<C, T>& b,
 template <unsigned R, unsigned C, typename T>
 CUDA_CALLABLE inline vec_t<C, T> mul(const vec_t<R, T>& b, const mat_t<R, C, T>& a) {
     vec_t<C, T> r;
-    for (unsigned i = 0; i < R; ++i)
-        for (unsigned j = 0; j < C; ++j) r.c[j] = T(r.c[j] + b.c[i] * a.data[i][j]);
+    WP_UNROLL for (unsigned i = 0; i < R; ++i)
+        WP_UNROLL for (unsigned j = 0; j < C; ++j) r.c[j] = T(r.c[j] + b.c[i] * a.data[i][j]);
     return r;
 }
 template <unsigned R, unsigned C, typename T>
 CUDA_CALLABLE inline void adj_mul(const vec_t<R, T>& b, const mat_t<R, C, T>& a, vec_t<R, T>& adj_b,
                                   mat_t<R, C, T>& adj_a, const vec_t<C, T>& adj_ret) {
-    for (unsigned i = 0; i < R; ++i)
-        for (unsigned j = 0; j < C; ++j) {
+    WP_UNROLL for (unsigned i = 0; i < R; ++i)
+        WP_UNROLL for (unsigned j = 0; j < C; ++j) {
             linalg::acc(adj_b.c[i], T(a.data[i][j] * adj_ret.c[j]));
             linalg::acc(adj_a.data[i][j], T(b.c[i] * adj_ret.c[j]));
         }
@@ -398,18 +398,18 @@ CUDA_CALLABLE inline void adj_mul(const vec_t<R, T>& b, const mat_t<R, C, T>& a,
 template <unsigned R, unsigned K, unsigned C, typename T>
 CUDA_CALLABLE inline mat_t<R, C, T> mul(const mat_t<R, K, T>& a, const mat_t<K, C, T>& b) {
     mat_t<R, C, T> r;
-    for (unsigned i = 0; i < R; ++i)
-        for (unsigned k = 0; k < K; ++k)
-            for (unsigned j = 0; j < C; ++j) r.data[i][j] = T(r.data[i][j] + a.data[i][k] * b.data[k][j]);
+    WP_UNROLL for (unsigned i = 0; i < R; ++i)
+        WP_UNROLL for (unsigned k = 0; k < K; ++k)
+            WP_UNROLL for (unsigned j = 0; j < C; ++j) r.data[i][j] = T(r.data[i][j] + a.data[i][k] * b.data[k][j]);
     return r;
 }
 template <unsigned R, unsigned K, unsigned C, typename T>
 CUDA_CALLABLE inline void adj_mul(const mat_t<R, K, T>& a, const mat_t<K, C, T>& b, mat_t<R, K, T>& adj_a,
                                   mat_t<K, C, T>& adj_b, const mat_t<R, C, T>& adj_ret) {
     // adj_a += adj_ret b^T, adj_b += a^T adj_ret
-    for (unsigned i = 0; i < R; ++i)
-        for (unsigned k = 0; k < K; ++k)
-            for (unsigned j = 0; j < C; ++j) {
+    WP_UNROLL for (unsigned i = 0; i < R; ++i)
+        WP_UNROLL for (unsigned k = 0; k < K; ++k)
+            WP_UNROLL for (unsigned j = 0; j < C; ++j) {
                 linalg::acc(adj_a.data[i][k], T(adj_ret.data[i][j] * b.data[k][j]));
                 linalg::acc(adj_b.data[k][j], T(a.data[i][k] * adj_ret.data[i][j]));
             }
@@ -430,15 +430,15 @@ CUDA_CALLABLE inline void adj_mul(const mat_t<N, N, T>& a, const mat_t<N, N, T>&
 template <unsigned R, unsigned C, typename T>
 CUDA_CALLABLE inline T ddot(const mat_t<R, C, T>& a, const mat_t<R, C, T>& b) {
     T r = T(0);
-    for (unsigned i = 0; i < R; ++i)
-        for (unsigned j = 0; j < C; ++j) r = T(r + a.data[i][j] * b.data[i][j]);
+    WP_UNROLL for (unsigned i = 0; i < R; ++i)
+        WP_UNROLL for (unsigned j = 0; j < C; ++j) r = T(r + a.data[i][j] * b.data[i][j]);
     return r;
 }
 template <unsigned R, unsigned C, typename T>
 CUDA_CALLABLE inline void adj_ddot(const mat_t<R, C, T>& a, const mat_t<R, C, T>& b, mat_t<R, C, T>& adj_a,
                                    mat_t<R, C, T>& adj_b, const T& adj_ret) {
-    for (unsigned i = 0; i < R; ++i)
-        for (unsigned j = 0; j < C; ++j) {
+    WP_UNROLL for (unsigned i = 0; i < R; ++i)
+        WP_UNROLL for (unsigned j = 0; j < C; ++j) {
             linalg::acc(adj_a.data[i][j], T(b.data[i][j] * adj_ret));
             linalg::acc(adj_b.data[i][j], T(a.data[i][j] * adj_ret));
         }
@@ -449,44 +449,44 @@ CUDA_CALLABLE inline void adj_ddot(const mat_t<R, C, T>& a, const mat_t<R, C, T>
 
 template <unsigned R, unsigned C, typename T> CUDA_CALLABLE inline mat_t<C, R, T> transpose(const mat_t<R, C, T>& a) {
     mat_t<C, R, T> r;
-    for (unsigned i = 0; i < R; ++i)
-        for (unsigned j = 0; j < C; ++j) r.data[j][i] = a.data[i][j];
+    WP_UNROLL for (unsigned i = 0; i < R; ++i)
+        WP_UNROLL for (unsigned j = 0; j < C; ++j) r.data[j][i] = a.data[i][j];
     return r;
 }
 template <unsigned R, unsigned C, typename T>
 CUDA_CALLABLE inline void adj_transpose(const mat_t<R, C, T>&, mat_t<R, C, T>& adj_a, const mat_t<C, R, T>& adj_ret) {
-    for (unsigned i = 0; i < R; ++i)
-        for (unsigned j = 0; j < C; ++j) linalg::acc(adj_a.data[i][j], adj_ret.data[j][i]);
+    WP_UNROLL for (unsigned i = 0; i < R; ++i)
+        WP_UNROLL for (unsigned j = 0; j < C; ++j) linalg::acc(adj_a.data[i][j], adj_ret.data[j][i]);
 }
 
 template <unsigned N, typename T> CUDA_CALLABLE inline T trace(const mat_t<N, N, T>& a) {
     T r = T(0);
-    for (unsigned i = 0; i < N; ++i) r = T(r + a.data[i][i]);
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) r = T(r + a.data[i][i]);
     return r;
 }
 template <unsigned N, typename T>
 CUDA_CALLABLE inline void adj_trace(const mat_t<N, N, T>&, mat_t<N, N, T>& adj_a, const T& adj_ret) {
-    for (unsigned i = 0; i < N; ++i) linalg::acc(adj_a.data[i][i], adj_ret);
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) linalg::acc(adj_a.data[i][i], adj_ret);
 }
 
 template <unsigned N, typename T> CUDA_CALLABLE inline mat_t<N, N, T> diag(const vec_t<N, T>& d) {
     mat_t<N, N, T> r;
-    for (unsigned i = 0; i < N; ++i) r.data[i][i] = d.c[i];
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) r.data[i][i] = d.c[i];
     return r;
 }
 template <unsigned N, typename T>
 CUDA_CALLABLE inline void adj_diag(const vec_t<N, T>&, vec_t<N, T>& adj_d, const mat_t<N, N, T>& adj_ret) {
-    for (unsigned i = 0; i < N; ++i) linalg::acc(adj_d.c[i], adj_ret.data[i][i]);
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) linalg::acc(adj_d.c[i], adj_ret.data[i][i]);
 }
 
 template <unsigned N, typename T> CUDA_CALLABLE inline vec_t<N, T> get_diag(const mat_t<N, N, T>& a) {
     vec_t<N, T> r;
-    for (unsigned i = 0; i < N; ++i) r.c[i] = a.data[i][i];
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) r.c[i] = a.data[i][i];
     return r;
 }
 template <unsigned N, typename T>
 CUDA_CALLABLE inline void adj_get_diag(const mat_t<N, N, T>&, mat_t<N, N, T>& adj_a, const vec_t<N, T>& adj_ret) {
-    for (unsigned i = 0; i < N; ++i) linalg::acc(adj_a.data[i][i], adj_ret.c[i]);
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) linalg::acc(adj_a.data[i][i], adj_ret.c[i]);
 }
 
 // skew(a) * b == cross(a, b)
@@ -532,8 +532,8 @@ CUDA_CALLABLE inline T minor3(const mat_t<N, N, T>& a, const unsigned* r, const 
 template <unsigned N, typename T> CUDA_CALLABLE inline mat_t<N, N, T> cofactor(const mat_t<N, N, T>& a) {
     static_assert(N == 3 || N == 4, "cofactor matrix for 2x2, 3x3 and 4x4");
     mat_t<N, N, T> r;
-    for (unsigned i = 0; i < N; ++i)
-        for (unsigned j = 0; j < N; ++j) {
+    WP_UNROLL for (unsigned i = 0; i < N; ++i)
+        WP_UNROLL for (unsigned j = 0; j < N; ++j) {
             // rows other than i, columns other than j
             unsigned rows[3], cols[3];
             for (unsigned k = 0, n = 0; k < N; ++k)
@@ -557,20 +557,20 @@ template <unsigned N, typename T> CUDA_CALLABLE inline mat_t<N, N, T> cofactor(c
 template <unsigned N, typename T> CUDA_CALLABLE inline T determinant(const mat_t<N, N, T>& a) {
     mat_t<N, N, T> cof = linalg::cofactor(a);
     T r = T(0);
-    for (unsigned j = 0; j < N; ++j) r = T(r + a.data[0][j] * cof.data[0][j]);
+    WP_UNROLL for (unsigned j = 0; j < N; ++j) r = T(r + a.data[0][j] * cof.data[0][j]);
     return r;
 }
 template <unsigned N, typename T>
 CUDA_CALLABLE inline void adj_determinant(const mat_t<N, N, T>& a, mat_t<N, N, T>& adj_a, const T& adj_ret) {
     mat_t<N, N, T> cof = linalg::cofactor(a);
-    for (unsigned i = 0; i < N; ++i)
-        for (unsigned j = 0; j < N; ++j) linalg::acc(adj_a.data[i][j], T(cof.data[i][j] * adj_ret));
+    WP_UNROLL for (unsigned i = 0; i < N; ++i)
+        WP_UNROLL for (unsigned j = 0; j < N; ++j) linalg::acc(adj_a.data[i][j], T(cof.data[i][j] * adj_ret));
 }
 
 template <unsigned N, typename T> CUDA_CALLABLE inline mat_t<N, N, T> inverse(const mat_t<N, N, T>& a) {
     mat_t<N, N, T> cof = linalg::cofactor(a);
     T det = T(0);
-    for (unsigned j = 0; j < N; ++j) det = T(det + a.data[0][j] * cof.data[0][j]);
+    WP_UNROLL for (unsigned j = 0; j < N; ++j) det = T(det + a.data[0][j] * cof.data[0][j]);
     if (det == T(0)) return mat_t<N, N, T>();
     return div(transpose(cof), det);
 }

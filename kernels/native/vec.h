@@ -97,13 +97,13 @@ template <typename V> CUDA_CALLABLE inline void adj_vec_zero(const V&) {}
 
 template <typename V> CUDA_CALLABLE inline V vec_fill(typename vec_traits<V>::scalar s) {
     V r;
-    for (unsigned i = 0; i < vec_traits<V>::length; ++i) r.c[i] = s;
+    WP_UNROLL for (unsigned i = 0; i < vec_traits<V>::length; ++i) r.c[i] = s;
     return r;
 }
 template <typename V>
 CUDA_CALLABLE inline void adj_vec_fill(typename vec_traits<V>::scalar, typename vec_traits<V>::scalar& adj_s,
                                        const V& adj_ret) {
-    for (unsigned i = 0; i < vec_traits<V>::length; ++i) linalg::acc(adj_s, adj_ret.c[i]);
+    WP_UNROLL for (unsigned i = 0; i < vec_traits<V>::length; ++i) linalg::acc(adj_s, adj_ret.c[i]);
 }
 
 template <typename V, typename... A> CUDA_CALLABLE inline V vec_from_components(A... c) {
@@ -111,7 +111,7 @@ template <typename V, typename... A> CUDA_CALLABLE inline V vec_from_components(
     static_assert(sizeof...(A) == vec_traits<V>::length, "one value per component");
     const T values[] = {T(c)...};
     V r;
-    for (unsigned i = 0; i < vec_traits<V>::length; ++i) r.c[i] = values[i];
+    WP_UNROLL for (unsigned i = 0; i < vec_traits<V>::length; ++i) r.c[i] = values[i];
     return r;
 }
 template <typename V, typename... A> CUDA_CALLABLE inline void adj_vec_from_components(A&&... args) {
@@ -120,18 +120,18 @@ template <typename V, typename... A> CUDA_CALLABLE inline void adj_vec_from_comp
     static_assert(sizeof...(A) == 2 * N + 1, "values, their adjoints, the result adjoint");
     linalg::variadic_adjoints<T, V, N> slots;
     (slots.take(args), ...);
-    for (unsigned i = 0; i < N; ++i) linalg::acc(*slots.adj[i], slots.ret->c[i]);
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) linalg::acc(*slots.adj[i], slots.ret->c[i]);
 }
 
 template <typename V, unsigned N, typename U> CUDA_CALLABLE inline V vec_cast(const vec_t<N, U>& a) {
     typedef typename vec_traits<V>::scalar T;
     V r;
-    for (unsigned i = 0; i < N; ++i) r.c[i] = linalg::convert<T>(a.c[i]);
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) r.c[i] = linalg::convert<T>(a.c[i]);
     return r;
 }
 template <typename V, unsigned N, typename U>
 CUDA_CALLABLE inline void adj_vec_cast(const vec_t<N, U>&, vec_t<N, U>& adj_a, const V& adj_ret) {
-    for (unsigned i = 0; i < N; ++i) linalg::acc(adj_a.c[i], linalg::convert<U>(adj_ret.c[i]));
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) linalg::acc(adj_a.c[i], linalg::convert<U>(adj_ret.c[i]));
 }
 
 // ------------------------------------------------------------------------------------------------------------
@@ -155,7 +155,7 @@ template <unsigned N, typename T, typename I, typename J>
 CUDA_CALLABLE inline void adj_assign(const vec_t<N, T>&, I i, T, vec_t<N, T>& adj_a, const J&, T& adj_value,
                                      const vec_t<N, T>& adj_ret) {
     unsigned k = linalg::wrap(i, N);
-    for (unsigned j = 0; j < N; ++j)
+    WP_UNROLL for (unsigned j = 0; j < N; ++j)
         if (j != k) linalg::acc(adj_a.c[j], adj_ret.c[j]);
     linalg::acc(adj_value, adj_ret.c[k]);
 }
@@ -165,13 +165,13 @@ CUDA_CALLABLE inline void adj_assign(const vec_t<N, T>&, I i, T, vec_t<N, T>& ad
 
 template <unsigned N, typename T> CUDA_CALLABLE inline vec_t<N, T> add(const vec_t<N, T>& a, const vec_t<N, T>& b) {
     vec_t<N, T> r;
-    for (unsigned i = 0; i < N; ++i) r.c[i] = T(a.c[i] + b.c[i]);
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) r.c[i] = T(a.c[i] + b.c[i]);
     return r;
 }
 template <unsigned N, typename T>
 CUDA_CALLABLE inline void adj_add(const vec_t<N, T>&, const vec_t<N, T>&, vec_t<N, T>& adj_a, vec_t<N, T>& adj_b,
                                   const vec_t<N, T>& adj_ret) {
-    for (unsigned i = 0; i < N; ++i) {
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) {
         linalg::acc(adj_a.c[i], adj_ret.c[i]);
         linalg::acc(adj_b.c[i], adj_ret.c[i]);
     }
@@ -179,13 +179,13 @@ CUDA_CALLABLE inline void adj_add(const vec_t<N, T>&, const vec_t<N, T>&, vec_t<
 
 template <unsigned N, typename T> CUDA_CALLABLE inline vec_t<N, T> sub(const vec_t<N, T>& a, const vec_t<N, T>& b) {
     vec_t<N, T> r;
-    for (unsigned i = 0; i < N; ++i) r.c[i] = T(a.c[i] - b.c[i]);
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) r.c[i] = T(a.c[i] - b.c[i]);
     return r;
 }
 template <unsigned N, typename T>
 CUDA_CALLABLE inline void adj_sub(const vec_t<N, T>&, const vec_t<N, T>&, vec_t<N, T>& adj_a, vec_t<N, T>& adj_b,
                                   const vec_t<N, T>& adj_ret) {
-    for (unsigned i = 0; i < N; ++i) {
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) {
         linalg::acc(adj_a.c[i], adj_ret.c[i]);
         linalg::dec(adj_b.c[i], adj_ret.c[i]);
     }
@@ -193,12 +193,12 @@ CUDA_CALLABLE inline void adj_sub(const vec_t<N, T>&, const vec_t<N, T>&, vec_t<
 
 template <unsigned N, typename T> CUDA_CALLABLE inline vec_t<N, T> mul(const vec_t<N, T>& a, T s) {
     vec_t<N, T> r;
-    for (unsigned i = 0; i < N; ++i) r.c[i] = T(a.c[i] * s);
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) r.c[i] = T(a.c[i] * s);
     return r;
 }
 template <unsigned N, typename T>
 CUDA_CALLABLE inline void adj_mul(const vec_t<N, T>& a, T s, vec_t<N, T>& adj_a, T& adj_s, const vec_t<N, T>& adj_ret) {
-    for (unsigned i = 0; i < N; ++i) {
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) {
         linalg::acc(adj_a.c[i], T(adj_ret.c[i] * s));
         linalg::acc(adj_s, T(a.c[i] * adj_ret.c[i]));
     }
@@ -212,12 +212,12 @@ CUDA_CALLABLE inline void adj_mul(T s, const vec_t<N, T>& a, T& adj_s, vec_t<N, 
 
 template <unsigned N, typename T> CUDA_CALLABLE inline vec_t<N, T> div(const vec_t<N, T>& a, T s) {
     vec_t<N, T> r;
-    for (unsigned i = 0; i < N; ++i) r.c[i] = T(a.c[i] / s);
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) r.c[i] = T(a.c[i] / s);
     return r;
 }
 template <unsigned N, typename T>
 CUDA_CALLABLE inline void adj_div(const vec_t<N, T>& a, T s, vec_t<N, T>& adj_a, T& adj_s, const vec_t<N, T>& adj_ret) {
-    for (unsigned i = 0; i < N; ++i) {
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) {
         linalg::acc(adj_a.c[i], T(adj_ret.c[i] / s));
         linalg::dec(adj_s, T(adj_ret.c[i] * a.c[i] / (s * s)));
     }
@@ -226,12 +226,12 @@ CUDA_CALLABLE inline void adj_div(const vec_t<N, T>& a, T s, vec_t<N, T>& adj_a,
 // s / v is componentwise, as Warp.
 template <unsigned N, typename T> CUDA_CALLABLE inline vec_t<N, T> div(T s, const vec_t<N, T>& a) {
     vec_t<N, T> r;
-    for (unsigned i = 0; i < N; ++i) r.c[i] = T(s / a.c[i]);
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) r.c[i] = T(s / a.c[i]);
     return r;
 }
 template <unsigned N, typename T>
 CUDA_CALLABLE inline void adj_div(T s, const vec_t<N, T>& a, T& adj_s, vec_t<N, T>& adj_a, const vec_t<N, T>& adj_ret) {
-    for (unsigned i = 0; i < N; ++i) {
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) {
         linalg::acc(adj_s, T(adj_ret.c[i] / a.c[i]));
         linalg::dec(adj_a.c[i], T(adj_ret.c[i] * s / (a.c[i] * a.c[i])));
     }
@@ -239,37 +239,37 @@ CUDA_CALLABLE inline void adj_div(T s, const vec_t<N, T>& a, T& adj_s, vec_t<N, 
 
 template <unsigned N, typename T> CUDA_CALLABLE inline vec_t<N, T> neg(const vec_t<N, T>& a) {
     vec_t<N, T> r;
-    for (unsigned i = 0; i < N; ++i) r.c[i] = T(-a.c[i]);
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) r.c[i] = T(-a.c[i]);
     return r;
 }
 template <unsigned N, typename T>
 CUDA_CALLABLE inline void adj_neg(const vec_t<N, T>&, vec_t<N, T>& adj_a, const vec_t<N, T>& adj_ret) {
-    for (unsigned i = 0; i < N; ++i) linalg::dec(adj_a.c[i], adj_ret.c[i]);
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) linalg::dec(adj_a.c[i], adj_ret.c[i]);
 }
 
 template <unsigned N, typename T> CUDA_CALLABLE inline vec_t<N, T> pos(const vec_t<N, T>& a) { return a; }
 template <unsigned N, typename T>
 CUDA_CALLABLE inline void adj_pos(const vec_t<N, T>&, vec_t<N, T>& adj_a, const vec_t<N, T>& adj_ret) {
-    for (unsigned i = 0; i < N; ++i) linalg::acc(adj_a.c[i], adj_ret.c[i]);
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) linalg::acc(adj_a.c[i], adj_ret.c[i]);
 }
 
 // Componentwise remainder with the sign of the dividend (C's % and fmod).
 template <unsigned N, typename T> CUDA_CALLABLE inline vec_t<N, T> mod(const vec_t<N, T>& a, const vec_t<N, T>& b) {
     vec_t<N, T> r;
-    for (unsigned i = 0; i < N; ++i) r.c[i] = linalg::fmod(a.c[i], b.c[i]);
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) r.c[i] = linalg::fmod(a.c[i], b.c[i]);
     return r;
 }
 template <unsigned N, typename T>
 CUDA_CALLABLE inline void adj_mod(const vec_t<N, T>& a, const vec_t<N, T>& b, vec_t<N, T>& adj_a, vec_t<N, T>& adj_b,
                                   const vec_t<N, T>& adj_ret) {
-    for (unsigned i = 0; i < N; ++i) {
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) {
         linalg::acc(adj_a.c[i], adj_ret.c[i]);
         linalg::dec(adj_b.c[i], T(adj_ret.c[i] * T(linalg::trunc(double(a.c[i]) / double(b.c[i])))));
     }
 }
 
 template <unsigned N, typename T> CUDA_CALLABLE inline bool eq(const vec_t<N, T>& a, const vec_t<N, T>& b) {
-    for (unsigned i = 0; i < N; ++i)
+    WP_UNROLL for (unsigned i = 0; i < N; ++i)
         if (!(a.c[i] == b.c[i])) return false;
     return true;
 }
@@ -283,13 +283,13 @@ template <unsigned N, typename T> CUDA_CALLABLE inline bool ne(const vec_t<N, T>
 template <unsigned N, typename T>
 CUDA_CALLABLE inline vec_t<N, T> cw_mul(const vec_t<N, T>& a, const vec_t<N, T>& b) {
     vec_t<N, T> r;
-    for (unsigned i = 0; i < N; ++i) r.c[i] = T(a.c[i] * b.c[i]);
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) r.c[i] = T(a.c[i] * b.c[i]);
     return r;
 }
 template <unsigned N, typename T>
 CUDA_CALLABLE inline void adj_cw_mul(const vec_t<N, T>& a, const vec_t<N, T>& b, vec_t<N, T>& adj_a,
                                      vec_t<N, T>& adj_b, const vec_t<N, T>& adj_ret) {
-    for (unsigned i = 0; i < N; ++i) {
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) {
         linalg::acc(adj_a.c[i], T(b.c[i] * adj_ret.c[i]));
         linalg::acc(adj_b.c[i], T(a.c[i] * adj_ret.c[i]));
     }
@@ -298,13 +298,13 @@ CUDA_CALLABLE inline void adj_cw_mul(const vec_t<N, T>& a, const vec_t<N, T>& b,
 template <unsigned N, typename T>
 CUDA_CALLABLE inline vec_t<N, T> cw_div(const vec_t<N, T>& a, const vec_t<N, T>& b) {
     vec_t<N, T> r;
-    for (unsigned i = 0; i < N; ++i) r.c[i] = T(a.c[i] / b.c[i]);
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) r.c[i] = T(a.c[i] / b.c[i]);
     return r;
 }
 template <unsigned N, typename T>
 CUDA_CALLABLE inline void adj_cw_div(const vec_t<N, T>& a, const vec_t<N, T>& b, vec_t<N, T>& adj_a,
                                      vec_t<N, T>& adj_b, const vec_t<N, T>& adj_ret) {
-    for (unsigned i = 0; i < N; ++i) {
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) {
         linalg::acc(adj_a.c[i], T(adj_ret.c[i] / b.c[i]));
         linalg::dec(adj_b.c[i], T(adj_ret.c[i] * a.c[i] / (b.c[i] * b.c[i])));
     }
@@ -312,25 +312,25 @@ CUDA_CALLABLE inline void adj_cw_div(const vec_t<N, T>& a, const vec_t<N, T>& b,
 
 template <unsigned N, typename T> CUDA_CALLABLE inline vec_t<N, T> min(const vec_t<N, T>& a, const vec_t<N, T>& b) {
     vec_t<N, T> r;
-    for (unsigned i = 0; i < N; ++i) r.c[i] = linalg::min(a.c[i], b.c[i]);
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) r.c[i] = linalg::min(a.c[i], b.c[i]);
     return r;
 }
 template <unsigned N, typename T>
 CUDA_CALLABLE inline void adj_min(const vec_t<N, T>& a, const vec_t<N, T>& b, vec_t<N, T>& adj_a, vec_t<N, T>& adj_b,
                                   const vec_t<N, T>& adj_ret) {
-    for (unsigned i = 0; i < N; ++i)
+    WP_UNROLL for (unsigned i = 0; i < N; ++i)
         linalg::acc(linalg::min_takes_a(a.c[i], b.c[i]) ? adj_a.c[i] : adj_b.c[i], adj_ret.c[i]);
 }
 
 template <unsigned N, typename T> CUDA_CALLABLE inline vec_t<N, T> max(const vec_t<N, T>& a, const vec_t<N, T>& b) {
     vec_t<N, T> r;
-    for (unsigned i = 0; i < N; ++i) r.c[i] = linalg::max(a.c[i], b.c[i]);
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) r.c[i] = linalg::max(a.c[i], b.c[i]);
     return r;
 }
 template <unsigned N, typename T>
 CUDA_CALLABLE inline void adj_max(const vec_t<N, T>& a, const vec_t<N, T>& b, vec_t<N, T>& adj_a, vec_t<N, T>& adj_b,
                                   const vec_t<N, T>& adj_ret) {
-    for (unsigned i = 0; i < N; ++i)
+    WP_UNROLL for (unsigned i = 0; i < N; ++i)
         linalg::acc(linalg::max_takes_a(a.c[i], b.c[i]) ? adj_a.c[i] : adj_b.c[i], adj_ret.c[i]);
 }
 
@@ -362,12 +362,12 @@ CUDA_CALLABLE inline void adj_max(const vec_t<N, T>& v, vec_t<N, T>& adj_v, cons
 
 template <unsigned N, typename T> CUDA_CALLABLE inline vec_t<N, T> abs(const vec_t<N, T>& a) {
     vec_t<N, T> r;
-    for (unsigned i = 0; i < N; ++i) r.c[i] = linalg::abs(a.c[i]);
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) r.c[i] = linalg::abs(a.c[i]);
     return r;
 }
 template <unsigned N, typename T>
 CUDA_CALLABLE inline void adj_abs(const vec_t<N, T>& a, vec_t<N, T>& adj_a, const vec_t<N, T>& adj_ret) {
-    for (unsigned i = 0; i < N; ++i) {
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) {
         if (linalg::negative(a.c[i])) linalg::dec(adj_a.c[i], adj_ret.c[i]);
         else linalg::acc(adj_a.c[i], adj_ret.c[i]);
     }
@@ -376,7 +376,7 @@ CUDA_CALLABLE inline void adj_abs(const vec_t<N, T>& a, vec_t<N, T>& adj_a, cons
 // sign(x) = -1 if x < 0 else 1 per component (Warp); zero derivative.
 template <unsigned N, typename T> CUDA_CALLABLE inline vec_t<N, T> sign(const vec_t<N, T>& a) {
     vec_t<N, T> r;
-    for (unsigned i = 0; i < N; ++i) r.c[i] = linalg::negative(a.c[i]) ? T(-1) : T(1);
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) r.c[i] = linalg::negative(a.c[i]) ? T(-1) : T(1);
     return r;
 }
 template <unsigned N, typename T>
@@ -386,13 +386,13 @@ CUDA_CALLABLE inline void adj_sign(const vec_t<N, T>&, vec_t<N, T>&, const vec_t
 template <unsigned N, typename T>
 CUDA_CALLABLE inline vec_t<N, T> lerp(const vec_t<N, T>& a, const vec_t<N, T>& b, T t) {
     vec_t<N, T> r;
-    for (unsigned i = 0; i < N; ++i) r.c[i] = T(a.c[i] * T(T(1) - t) + b.c[i] * t);
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) r.c[i] = T(a.c[i] * T(T(1) - t) + b.c[i] * t);
     return r;
 }
 template <unsigned N, typename T>
 CUDA_CALLABLE inline void adj_lerp(const vec_t<N, T>& a, const vec_t<N, T>& b, T t, vec_t<N, T>& adj_a,
                                    vec_t<N, T>& adj_b, T& adj_t, const vec_t<N, T>& adj_ret) {
-    for (unsigned i = 0; i < N; ++i) {
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) {
         linalg::acc(adj_a.c[i], T(adj_ret.c[i] * T(T(1) - t)));
         linalg::acc(adj_b.c[i], T(adj_ret.c[i] * t));
         linalg::acc(adj_t, T(adj_ret.c[i] * T(b.c[i] - a.c[i])));
@@ -404,13 +404,13 @@ CUDA_CALLABLE inline void adj_lerp(const vec_t<N, T>& a, const vec_t<N, T>& b, T
 
 template <unsigned N, typename T> CUDA_CALLABLE inline T dot(const vec_t<N, T>& a, const vec_t<N, T>& b) {
     T r = T(0);
-    for (unsigned i = 0; i < N; ++i) r = T(r + a.c[i] * b.c[i]);
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) r = T(r + a.c[i] * b.c[i]);
     return r;
 }
 template <unsigned N, typename T>
 CUDA_CALLABLE inline void adj_dot(const vec_t<N, T>& a, const vec_t<N, T>& b, vec_t<N, T>& adj_a, vec_t<N, T>& adj_b,
                                   const T& adj_ret) {
-    for (unsigned i = 0; i < N; ++i) {
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) {
         linalg::acc(adj_a.c[i], T(b.c[i] * adj_ret));
         linalg::acc(adj_b.c[i], T(a.c[i] * adj_ret));
     }
@@ -434,7 +434,7 @@ CUDA_CALLABLE inline void adj_cross(const vec_t<3, T>& a, const vec_t<3, T>& b, 
 template <unsigned N, typename T> CUDA_CALLABLE inline T length_sq(const vec_t<N, T>& a) { return dot(a, a); }
 template <unsigned N, typename T>
 CUDA_CALLABLE inline void adj_length_sq(const vec_t<N, T>& a, vec_t<N, T>& adj_a, const T& adj_ret) {
-    for (unsigned i = 0; i < N; ++i) linalg::acc(adj_a.c[i], T(T(2) * a.c[i] * adj_ret));
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) linalg::acc(adj_a.c[i], T(T(2) * a.c[i] * adj_ret));
 }
 
 template <unsigned N, typename T> CUDA_CALLABLE inline T length(const vec_t<N, T>& a) {
@@ -445,7 +445,7 @@ CUDA_CALLABLE inline void adj_length(const vec_t<N, T>& a, vec_t<N, T>& adj_a, c
     T l = length(a);
     if (l > T(0)) {
         T s = adj_ret / l;
-        for (unsigned i = 0; i < N; ++i) linalg::acc(adj_a.c[i], T(a.c[i] * s));
+        WP_UNROLL for (unsigned i = 0; i < N; ++i) linalg::acc(adj_a.c[i], T(a.c[i] * s));
     }
 }
 
@@ -460,9 +460,9 @@ CUDA_CALLABLE inline void adj_normalize(const vec_t<N, T>& a, vec_t<N, T>& adj_a
     if (!(l > T(0))) return;
     T inv = T(1) / l;
     vec_t<N, T> n;
-    for (unsigned i = 0; i < N; ++i) n.c[i] = a.c[i] * inv;
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) n.c[i] = a.c[i] * inv;
     T proj = dot(n, adj_ret);
-    for (unsigned i = 0; i < N; ++i) linalg::acc(adj_a.c[i], T((adj_ret.c[i] - n.c[i] * proj) * inv));
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) linalg::acc(adj_a.c[i], T((adj_ret.c[i] - n.c[i] * proj) * inv));
 }
 
 // ------------------------------------------------------------------------------------------------------------
@@ -471,19 +471,19 @@ CUDA_CALLABLE inline void adj_normalize(const vec_t<N, T>& a, vec_t<N, T>& adj_a
 namespace linalg {
 template <typename T> CUDA_CALLABLE inline vec_t<3, T> half(const vec_t<6, T>& a, unsigned offset) {
     vec_t<3, T> r;
-    for (unsigned i = 0; i < 3; ++i) r.c[i] = a.c[offset + i];
+    WP_UNROLL for (unsigned i = 0; i < 3; ++i) r.c[i] = a.c[offset + i];
     return r;
 }
 template <typename T> CUDA_CALLABLE inline vec_t<6, T> join(const vec_t<3, T>& top, const vec_t<3, T>& bottom) {
     vec_t<6, T> r;
-    for (unsigned i = 0; i < 3; ++i) {
+    WP_UNROLL for (unsigned i = 0; i < 3; ++i) {
         r.c[i] = top.c[i];
         r.c[3 + i] = bottom.c[i];
     }
     return r;
 }
 template <typename T> CUDA_CALLABLE inline void acc_half(vec_t<6, T>& a, unsigned offset, const vec_t<3, T>& d) {
-    for (unsigned i = 0; i < 3; ++i) acc(a.c[offset + i], d.c[i]);
+    WP_UNROLL for (unsigned i = 0; i < 3; ++i) acc(a.c[offset + i], d.c[i]);
 }
 }  // namespace linalg
 

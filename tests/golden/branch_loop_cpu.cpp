@@ -77,19 +77,19 @@ static CUDA_CALLABLE inline void k0_branch_loop_backward_thread(const wp::launch
     wp::float32 v14;
     wp::float32 v15_s;
     wp::int32 adj_v3_i = wp::int32();
-    wp::float32 adj_v4 = wp::float32();
+    wp::float32 adj_v4 = wp::adj_zero<wp::float32>();
     wp::int32 adj_v5 = wp::int32();
     wp::int32 adj_v6 = wp::int32();
-    wp::float32 adj_v7_s = wp::float32();
+    wp::float32 adj_v7_s = wp::adj_zero<wp::float32>();
     wp::int32 adj_v8_j = wp::int32();
-    wp::float32 adj_v9_s = wp::float32();
+    wp::float32 adj_v9_s = wp::adj_zero<wp::float32>();
     wp::int64 count0_ = 0;
-    wp::float32 adj_v10 = wp::float32();
+    wp::float32 adj_v10 = wp::adj_zero<wp::float32>();
     bool adj_v11 = bool();
-    wp::float32 adj_v12_s = wp::float32();
-    wp::float32 adj_v13_s = wp::float32();
-    wp::float32 adj_v14 = wp::float32();
-    wp::float32 adj_v15_s = wp::float32();
+    wp::float32 adj_v12_s = wp::adj_zero<wp::float32>();
+    wp::float32 adj_v13_s = wp::adj_zero<wp::float32>();
+    wp::float32 adj_v14 = wp::adj_zero<wp::float32>();
+    wp::float32 adj_v15_s = wp::adj_zero<wp::float32>();
     v3_i = wp::int32(task);
     v4 = 0.0f;
     v5 = 0;
@@ -123,12 +123,12 @@ static CUDA_CALLABLE inline void k0_branch_loop_backward_thread(const wp::launch
             v15_s = wp::sub(v7_s, v14);
             v12_s = v15_s;
         }
-        adj_v10 = wp::float32();
-        adj_v12_s = wp::float32();
-        adj_v13_s = wp::float32();
-        adj_v14 = wp::float32();
-        adj_v15_s = wp::float32();
-        adj_v9_s = wp::float32();
+        adj_v10 = wp::adj_zero<wp::float32>();
+        adj_v12_s = wp::adj_zero<wp::float32>();
+        adj_v13_s = wp::adj_zero<wp::float32>();
+        adj_v14 = wp::adj_zero<wp::float32>();
+        adj_v15_s = wp::adj_zero<wp::float32>();
+        adj_v9_s = wp::adj_zero<wp::float32>();
         adj_v12_s = wp::add(adj_v12_s, adj_v7_s);
         if (v11) {
             adj_v13_s = wp::add(adj_v13_s, adj_v12_s);

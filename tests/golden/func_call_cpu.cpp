@@ -14,7 +14,7 @@ static CUDA_CALLABLE inline wp::float32 replay_f0_square(wp::float32 v0_x) {
 }
 static CUDA_CALLABLE inline void adj_f0_square(wp::float32 v0_x, wp::float32& adj_v0_x, const wp::float32& adj_ret0) {
     wp::float32 v1;
-    wp::float32 adj_v1 = wp::float32();
+    wp::float32 adj_v1 = wp::adj_zero<wp::float32>();
     v1 = wp::mul(v0_x, v0_x);
     adj_v1 = wp::add(adj_v1, adj_ret0);
     wp::adj_mul(v0_x, v0_x, adj_v0_x, adj_v0_x, adj_v1);
@@ -62,10 +62,10 @@ static CUDA_CALLABLE inline void k0_func_call_backward_thread(const wp::launch_b
     wp::float32 v5;
     wp::float32 v6;
     wp::int32 adj_v2_i = wp::int32();
-    wp::float32 adj_v3 = wp::float32();
-    wp::float32 adj_v4 = wp::float32();
-    wp::float32 adj_v5 = wp::float32();
-    wp::float32 adj_v6 = wp::float32();
+    wp::float32 adj_v3 = wp::adj_zero<wp::float32>();
+    wp::float32 adj_v4 = wp::adj_zero<wp::float32>();
+    wp::float32 adj_v5 = wp::adj_zero<wp::float32>();
+    wp::float32 adj_v6 = wp::adj_zero<wp::float32>();
     v2_i = wp::int32(task);
     v3 = wp::index(v0_x, 50, v2_i);
     v4 = replay_f0_square(v3);

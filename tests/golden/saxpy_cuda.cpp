@@ -32,7 +32,7 @@ template <bool Atomic>
 static CUDA_CALLABLE inline void k0_saxpy_backward_thread(const wp::launch_bounds_t& lb, wp::int64 task, const k0_saxpy_args& args, const k0_saxpy_args& adj_args) {
     (void)lb; (void)task;
     const wp::float32 v0_alpha = args.alpha;
-    wp::float32 adj_v0_alpha = wp::float32();
+    wp::float32 adj_v0_alpha = wp::adj_zero<wp::float32>();
     const wp::array_t<wp::float32> v1_x = args.x;
     wp::array_t<wp::float32> adj_v1_x = adj_args.x;
     const wp::array_t<wp::float32> v2_y = args.y;
@@ -43,10 +43,10 @@ static CUDA_CALLABLE inline void k0_saxpy_backward_thread(const wp::launch_bound
     wp::float32 v6;
     wp::float32 v7;
     wp::int32 adj_v3_i = wp::int32();
-    wp::float32 adj_v4 = wp::float32();
-    wp::float32 adj_v5 = wp::float32();
-    wp::float32 adj_v6 = wp::float32();
-    wp::float32 adj_v7 = wp::float32();
+    wp::float32 adj_v4 = wp::adj_zero<wp::float32>();
+    wp::float32 adj_v5 = wp::adj_zero<wp::float32>();
+    wp::float32 adj_v6 = wp::adj_zero<wp::float32>();
+    wp::float32 adj_v7 = wp::adj_zero<wp::float32>();
     v3_i = wp::int32(task);
     v4 = wp::index(v1_x, 32, v3_i);
     v5 = wp::mul(v0_alpha, v4);

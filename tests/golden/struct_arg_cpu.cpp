@@ -69,11 +69,11 @@ static CUDA_CALLABLE inline void k0_struct_arg_backward_thread(const wp::launch_
     wp::float32 v7;
     wp::float32 v8;
     wp::int32 adj_v3_i = wp::int32();
-    wp::float32 adj_v4 = wp::float32();
-    wp::float32 adj_v5 = wp::float32();
-    wp::float32 adj_v6 = wp::float32();
-    wp::float32 adj_v7 = wp::float32();
-    wp::float32 adj_v8 = wp::float32();
+    wp::float32 adj_v4 = wp::adj_zero<wp::float32>();
+    wp::float32 adj_v5 = wp::adj_zero<wp::float32>();
+    wp::float32 adj_v6 = wp::adj_zero<wp::float32>();
+    wp::float32 adj_v7 = wp::adj_zero<wp::float32>();
+    wp::float32 adj_v8 = wp::adj_zero<wp::float32>();
     v3_i = wp::int32(task);
     v4 = v0_p.scale;
     v5 = wp::index(v1_x, 56, v3_i);
