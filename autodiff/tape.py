@@ -17,6 +17,7 @@ from __future__ import annotations
 import warnings
 
 import kernels as wp
+from kernels import capture
 from kernels.launch import tape_hooks
 from kernels.typesys import ArrayType, is_struct
 
@@ -34,6 +35,22 @@ class _Record:
 
     def __init__(self, kernel, dim, inputs, outputs, device):
         self.kernel, self.dim, self.inputs, self.outputs, self.device = kernel, dim, inputs, outputs, device
+
+
+class _Callback:
+    """A `record_func` backward closure and the device of the arrays it works on."""
+
+    __slots__ = ("fn", "device")
+
+    def __init__(self, fn, device):
+        self.fn, self.device = fn, device
+
+    def run(self):
+        rec = capture.recorder(self.device)
+        if rec is not None:  # backward inside a capture: the closure runs at each replay, in its place
+            rec.host(self.fn)
+        else:
+            self.fn()
 
 
 class Tape:
@@ -63,7 +80,8 @@ class Tape:
         arrays whose gradients it reads or writes (zeroed by `zero()`)."""
         for a in arrays:
             self._touch(a)
-        self.launches.append(backward)
+        device = next((a.device for a in arrays if isinstance(a, wp.array)), wp.get_device())
+        self.launches.append(_Callback(backward, device))
 
     def _check_overwrite(self, rec):
         mode = wp.config.overwrite_check
@@ -131,8 +149,8 @@ class Tape:
             self._touch(a)
         self._check_gradient_chain()
         for rec in reversed(self.launches):
-            if callable(rec) and not isinstance(rec, _Record):
-                rec()
+            if isinstance(rec, _Callback):
+                rec.run()
                 continue
             k = rec.kernel
             adj_in = [self._adjoint_of(v, t) for v, t in zip(rec.inputs, k.arg_types)]

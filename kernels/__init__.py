@@ -6,12 +6,16 @@ from __future__ import annotations
 from . import builtins as _builtins
 from . import host_memory as _host_memory
 from . import config
+from .capture import (CaptureError, Graph, ScopedCapture, capture_begin, capture_end, capture_launch,
+                      is_capturing)
 from .array import (array, array1d, array2d, array3d, array4d, clone, copy, empty, empty_like, from_numpy, full,
                     full_like, ones, ones_like, zeros, zeros_like)
 from .device import (Device, ScopedDevice, get_cuda_device_count, get_device, get_preferred_device,
                      is_cuda_available, set_device, synchronize, synchronize_device)
 from .errors import CompileError, KernelError, LaunchError, NativeCompileError
 from .function import func, func_grad, func_replay
+from .interop import (device_from_torch, device_to_torch, dtype_from_torch, dtype_to_torch, from_dlpack, from_torch,
+                      to_dlpack, to_torch)
 from .launch import Launch, launch, launch_tiled
 from .module import build_stats, kernel, load_module
 from .struct import struct

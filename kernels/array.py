@@ -12,6 +12,7 @@ import ctypes
 
 import numpy as np
 
+from . import capture as _capture
 from . import types as T
 from .device import get_device
 from .typesys import ArrayType, is_struct
@@ -208,23 +209,46 @@ class array:
 
     # ------------------------------------------------------------------------------------------------ filling
 
+    # Inside a capture on this array's device (capture.py), these record their work for replay instead of running.
+
     def zero_(self):
-        self._buf[...] = 0
+        rec = _capture.recorder(self.device)
+        if rec is not None:
+            rec.zero(self)
+        else:
+            self._buf[...] = 0
         return self
 
     def fill_(self, value):
         if T.is_composite(self.dtype):
-            self._buf[...] = np.asarray(value, dtype=self._buf.dtype).reshape(self.dtype._shape_)
+            element = np.asarray(value, dtype=self._buf.dtype).reshape(self.dtype._shape_)
         elif is_struct(self.dtype):
-            self._buf[...] = value._to_numpy_record()
+            element = value._to_numpy_record()
         else:
-            self._buf[...] = value
+            element = np.asarray(value, dtype=self._buf.dtype)
+        rec = _capture.recorder(self.device)
+        if rec is not None:
+            rec.fill(self, element)
+        else:
+            self._buf[...] = element
         return self
 
     def assign(self, src):
         """Copy `src` (an array, numpy array or sequence of the same shape) into this array."""
-        data = src.numpy() if isinstance(src, array) else np.asarray(src)
-        self._buf[...] = np.asarray(data, dtype=self._buf.dtype).reshape(self._buf.shape)
+        rec = _capture.recorder(self.device)
+        if isinstance(src, array):
+            if rec is not None:
+                rec.copy(self._buf, src.numpy().reshape(self._buf.shape) if src.is_contiguous else src.numpy(),
+                         (self, src))
+                return self
+            data = src.numpy()
+        else:
+            data = np.asarray(src)
+        data = np.asarray(data, dtype=self._buf.dtype).reshape(self._buf.shape)
+        if rec is not None:
+            rec.copy(self._buf, data.copy(), (self,))  # host data: taken now, written at each replay
+        else:
+            self._buf[...] = data
         return self
 
     # ------------------------------------------------------------------------------------------------ views
@@ -245,6 +269,12 @@ class array:
         return out
 
     def __setitem__(self, key, value):
+        rec = _capture.recorder(self.device)
+        if rec is not None:
+            buf = self._buf
+            src = value.numpy() if isinstance(value, array) else np.array(value, dtype=buf.dtype)
+            rec.host(lambda: buf.__setitem__(key, src))
+            return
         self._buf[key] = value.numpy() if isinstance(value, array) else value
 
     def reshape(self, shape):
@@ -287,7 +317,11 @@ def _shape_arg(shape):
 
 
 def zeros(shape, dtype=float, device=None, requires_grad=False) -> array:
-    return array(shape=_shape_arg(shape), dtype=dtype, device=device, requires_grad=requires_grad)
+    a = array(shape=_shape_arg(shape), dtype=dtype, device=device, requires_grad=requires_grad)
+    rec = _capture.recorder(a.device)
+    if rec is not None:  # as a CUDA graph would: the new memory is zeroed again at each replay
+        rec.zero(a)
+    return a
 
 
 def empty(shape, dtype=float, device=None, requires_grad=False) -> array:
@@ -305,7 +339,11 @@ def full(shape, value, dtype=None, device=None, requires_grad=False) -> array:
 
 def ones(shape, dtype=float, device=None, requires_grad=False) -> array:
     a = zeros(shape, dtype, device, requires_grad)
-    a._buf[...] = 1
+    rec = _capture.recorder(a.device)
+    if rec is not None:
+        rec.fill(a, np.ones(_element_info(a.dtype)[1], dtype=a._buf.dtype))
+    else:
+        a._buf[...] = 1
     return a
 
 
@@ -332,6 +370,9 @@ def clone(src: array, device=None, requires_grad=None) -> array:
     rg = src.requires_grad if requires_grad is None else requires_grad
     out = array(src.numpy(), dtype=src.dtype, device=device or src.device, copy=True)
     out.requires_grad = rg
+    rec = _capture.recorder(out.device)
+    if rec is not None:
+        rec.copy(out.numpy(), src.numpy(), (out, src))
     return out
 
 
@@ -342,7 +383,16 @@ def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, cou
     n = count or min(src.size - src_offset, dest.size - dest_offset)
     if d is None:
         raise ValueError("wp.copy into a non-contiguous array")
-    d[dest_offset:dest_offset + n] = s[src_offset:src_offset + n]
+    rec = _capture.recorder(dest.device)
+    if rec is None:
+        d[dest_offset:dest_offset + n] = s[src_offset:src_offset + n]
+    elif src.is_contiguous:
+        rec.copy(d[dest_offset:dest_offset + n], s[src_offset:src_offset + n], (dest, src))
+    else:  # a strided source: flatten it at replay, not now
+        def run():
+            flat = src.numpy().reshape((src.size,) + src.numpy().shape[src.ndim:])
+            d[dest_offset:dest_offset + n] = flat[src_offset:src_offset + n]
+        rec.host(run)
 
 
 def from_numpy(arr, dtype=None, shape=None, device=None, requires_grad=False) -> array:

@@ -10,7 +10,7 @@ import ctypes
 
 import numpy as np
 
-from . import config
+from . import capture, config
 from . import types as T
 from .array import ArrayDescriptor, array, as_array
 from .device import get_device
@@ -190,6 +190,10 @@ class Launch:
         self.set_param_at_index(index, value)
 
     def launch(self, stream=None):
+        rec = capture.recorder(self.device)
+        if rec is not None:  # inside wp.capture_begin()/capture_end(): recorded for replay, not run
+            rec.launch(self)
+            return
         threshold = ctypes.c_int64(self.kernel.parallel_threshold(config.cpu_parallel_threshold))
         if self.adjoint:
             self.kernel.backward_fn(ctypes.byref(self.bounds), ctypes.byref(self.params),

@@ -374,8 +374,12 @@ def saxpy_gbps(backends: dict, settings: Settings) -> dict:
 # 2. launch overhead
 
 
+GRAPH_LAUNCHES = 100  # launches in the captured graph of the launch section
+
+
 def launch_calls(backend: Backend) -> dict:
-    """Launches of a dim=1 kernel: 1 array argument, 8 mixed arguments, and a replay of a recorded launch."""
+    """Launches of a dim=1 kernel: 1 array argument, 8 mixed arguments, a replay of a recorded launch, and (ours:
+    Warp captures only on CUDA) a captured graph of GRAPH_LAUNCHES launches; {kind: (call, launches per call)}."""
     lib = backend.wp
     module = backend.load("bench_small", SMALL_KERNELS)
     a = lib.zeros(1, dtype=lib.float32, device="cpu")
@@ -384,11 +388,18 @@ def launch_calls(backend: Backend) -> dict:
     d = lib.ones((1, 3), dtype=lib.float32, device="cpu")
     eight = [a, b, c, d, 2.0, 3.0, 4, 5]
     cmd = lib.launch(module.tiny_one_arg, 1, inputs=[a], device="cpu", record_cmd=True)
-    return {
-        "one": lambda: lib.launch(module.tiny_one_arg, 1, inputs=[a], device="cpu"),
-        "eight": lambda: lib.launch(module.tiny_eight_args, 1, inputs=eight, device="cpu"),
-        "replay": cmd.launch,
+    calls = {
+        "one": (lambda: lib.launch(module.tiny_one_arg, 1, inputs=[a], device="cpu"), 1),
+        "eight": (lambda: lib.launch(module.tiny_eight_args, 1, inputs=eight, device="cpu"), 1),
+        "replay": (cmd.launch, 1),
     }
+    if backend.name == "ours":
+        with lib.ScopedCapture("cpu") as capture:
+            for _ in range(GRAPH_LAUNCHES):
+                lib.launch(module.tiny_one_arg, 1, inputs=[a], device="cpu")
+        graph = capture.graph
+        calls["graph"] = (lambda: lib.capture_launch(graph), GRAPH_LAUNCHES)
+    return calls
 
 
 def repeated(call, count: int):
@@ -401,14 +412,16 @@ def repeated(call, count: int):
 
 
 def launch_microseconds(backends: dict, settings: Settings) -> dict:
-    """µs per launch, {backend: {"one" | "eight" | "replay": µs}}."""
+    """µs per launch, {backend: {"one" | "eight" | "replay" | "graph": µs}}."""
     count = settings.launch_count
-    runs = {(name, kind): repeated(call, count)
-            for name, backend in backends.items() for kind, call in launch_calls(backend).items()}
+    calls = {(name, kind): call for name, backend in backends.items()
+             for kind, call in launch_calls(backend).items()}
+    runs = {key: repeated(call, max(1, count // per_call)) for key, (call, per_call) in calls.items()}
     seconds = best_seconds(runs, settings.launch_rounds)
     out = {name: {} for name in backends}
     for (name, kind), t in seconds.items():
-        out[name][kind] = t / count * 1e6
+        per_call = calls[(name, kind)][1]
+        out[name][kind] = t / (max(1, count // per_call) * per_call) * 1e6
     return out
 
 
@@ -656,7 +669,9 @@ def kernel_rows(results: dict, settings: Settings, kernel_label: str) -> list:
         launch = results["launch"]
         rows += [Row("launch dim=1, 1 array arg", "us", **both(launch, "one")),
                  Row("launch dim=1, 8 args", "us", **both(launch, "eight")),
-                 Row("recorded launch replay", "us", **both(launch, "replay"))]
+                 Row("recorded launch replay", "us", **both(launch, "replay")),
+                 Row(f"captured graph replay, per launch ({GRAPH_LAUNCHES} launches)", "us",
+                     launch["ours"].get("graph"))]
     if "compile" in results:
         rows += [Row(f"cold compile {kernel_label}", "s", **both(results["compile"], "cold")),
                  Row(f"warm load {kernel_label}", "s", **both(results["compile"], "warm"))]

@@ -123,6 +123,7 @@ def cloth_rows(cloth: dict, settings: Settings) -> list:
         ours, reference = entry["ours"], entry["reference"] or {}
         rows += [
             Row(f"{name} forward ({steps})", "steps/s", ours["forward"], warp=reference.get("forward")),
+            Row(f"{name} forward, captured graph replay", "steps/s", ours.get("forward_graph")),
             Row(f"{name} forward+backward", "steps/s", ours["forward_backward"],
                 warp=reference.get("forward_backward")),
             Row(f"{name} backward / forward", "x", bench_sim.cloth_backward_ratio(ours),

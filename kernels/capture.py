@@ -1,0 +1,249 @@
+"""Launch capture and replay: Warp's `capture_begin`, `capture_end`, `capture_launch` and `ScopedCapture`.
+
+While a capture is open on a device, work on that device is recorded instead of run: kernel launches (forward and
+adjoint, so a Tape's backward inside the capture is recorded too), `zero_()`, `fill_()`, `assign()`, `wp.copy`, and
+the fills of arrays allocated by `zeros`/`ones`/`full`/`clone` inside the capture. `capture_launch(graph)` replays
+the recorded commands in order from one native loop (native/command_list.cpp): no Python runs per launch.
+
+Semantics are those of a CUDA graph:
+- argument values are fixed at capture: a replay reads and writes the same arrays, whatever they hold by then;
+- host data given to `assign()` (a numpy array, a list) is copied at capture and written again at each replay;
+- arrays used by the recorded commands stay alive as long as the graph;
+- reading an array on the host inside a capture (`.numpy()`) sees its contents at capture time, before any of
+  the recorded work has run.
+Work that has no native form (filling a strided view, a `Tape.record_func` callback) is replayed as a Python
+callback, in order with the rest.
+
+Only the CPU records here. CUDA graphs need the CUDA driver backend, which is not part of this build.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from .device import get_device
+from .errors import LaunchError
+
+FORWARD, BACKWARD, ZERO, COPY, FILL, HOST = range(6)
+
+_HOST_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int64)
+
+
+class Command(ctypes.Structure):
+    """Layout of `command_t` (native/command_list.cpp): keep in sync."""
+
+    _fields_ = [("kind", ctypes.c_int64), ("fn", ctypes.c_void_p), ("bounds", ctypes.c_void_p),
+                ("args", ctypes.c_void_p), ("adj_args", ctypes.c_void_p), ("threshold", ctypes.c_int64),
+                ("dst", ctypes.c_void_p), ("src", ctypes.c_void_p), ("bytes", ctypes.c_int64),
+                ("pattern_bytes", ctypes.c_int64)]
+
+
+class CaptureError(RuntimeError):
+    """A capture was misused: begun twice, ended without a begin, or replayed on the wrong device."""
+
+
+_replay_fn = None
+
+
+def _replayer():
+    """The native `wp_replay` entry point, compiled once and cached like kernel modules."""
+    global _replay_fn
+    if _replay_fn is None:
+        import os
+        from .build import NATIVE_DIR, build_cpu, load_library
+        with open(os.path.join(NATIVE_DIR, "command_list.cpp")) as f:
+            source = f.read()
+        lib = load_library(build_cpu(source, "command_list", False).path)
+        if lib is None:  # a damaged cache entry was removed: build it again
+            lib = load_library(build_cpu(source, "command_list", False).path)
+        fn = lib.wp_replay
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_int64]
+        fn.restype = ctypes.c_int64
+        _replay_fn = fn
+    return _replay_fn
+
+
+class Graph:
+    """A captured sequence of commands on one device; run it with `capture_launch(graph)`."""
+
+    def __init__(self, device, commands: list, keep: list, kernels: list, callbacks: list):
+        self.device = device
+        self.kernels = kernels  # distinct kernels launched, for the debug-mode error check after a replay
+        self._keep = keep  # everything the native commands point into
+        self._callbacks = callbacks  # Python callables of HOST commands, by id
+        self._table = (Command * len(commands))(*commands)
+        self._error = None
+        self._host_fn = _HOST_FN(self._run_callback)
+        for c in self._table:
+            if c.kind == HOST:
+                c.fn = ctypes.cast(self._host_fn, ctypes.c_void_p).value
+
+    @property
+    def launch_count(self) -> int:
+        """Kernel launches (forward and adjoint) in the graph."""
+        return sum(1 for c in self._table if c.kind in (FORWARD, BACKWARD))
+
+    def __len__(self):
+        return len(self._table)
+
+    def _run_callback(self, index: int) -> int:
+        try:
+            self._callbacks[index]()
+            return 0
+        except BaseException as e:  # noqa: BLE001 (handed back to the caller of capture_launch)
+            self._error = e
+            return 1
+
+    def _commands(self) -> list:
+        """Copies of this graph's commands (to nest it in another capture)."""
+        return [Command.from_buffer_copy(c) for c in self._table]
+
+
+class _Recorder:
+    """The commands of an open capture."""
+
+    def __init__(self, device):
+        self.device = device
+        self.commands: list = []
+        self.keep: list = []
+        self.kernels: dict = {}
+        self.callbacks: list = []
+
+    def launch(self, cmd):
+        """Record a `Launch` (forward or adjoint) with copies of its packed arguments."""
+        from . import config
+        k = cmd.kernel
+        bounds = type(cmd.bounds).from_buffer_copy(cmd.bounds)
+        params = type(cmd.params).from_buffer_copy(cmd.params)
+        adj = type(cmd.adj_params).from_buffer_copy(cmd.adj_params) if cmd.adjoint else None
+        fn = k.backward_fn if cmd.adjoint else k.forward_fn
+        c = Command(kind=BACKWARD if cmd.adjoint else FORWARD, fn=ctypes.cast(fn, ctypes.c_void_p).value,
+                    bounds=ctypes.addressof(bounds), args=ctypes.addressof(params),
+                    adj_args=ctypes.addressof(adj) if adj is not None else None,
+                    threshold=k.parallel_threshold(config.cpu_parallel_threshold))
+        self.keep.append((bounds, params, adj, list(cmd.values), list(cmd.adj_values or ())))
+        self.kernels[id(k)] = k
+        self.commands.append(c)
+
+    def zero(self, a):
+        if a.is_contiguous:
+            self.commands.append(Command(kind=ZERO, dst=a.ptr, bytes=a.numpy().nbytes))
+            self.keep.append(a)
+        else:
+            self.host(lambda: a.numpy().__setitem__(Ellipsis, 0))
+
+    def fill(self, a, element: np.ndarray):
+        """Fill `a` with one element's bytes (`element`, already in the array's layout)."""
+        pattern = np.ascontiguousarray(element).copy()
+        if a.is_contiguous:
+            self.commands.append(Command(kind=FILL, dst=a.ptr, src=pattern.ctypes.data, bytes=a.numpy().nbytes,
+                                         pattern_bytes=pattern.nbytes))
+            self.keep.append((a, pattern))
+        else:
+            self.host(lambda: a.numpy().__setitem__(Ellipsis, pattern))
+
+    def copy(self, dst: np.ndarray, src: np.ndarray, owners=()):
+        """Copy numpy view `src` into numpy view `dst` (same shape) at replay: natively when both are contiguous."""
+        if dst.flags.c_contiguous and src.flags.c_contiguous and dst.dtype == src.dtype:
+            self.commands.append(Command(kind=COPY, dst=dst.ctypes.data, src=src.ctypes.data, bytes=dst.nbytes))
+            self.keep.append((dst, src, owners))
+        else:
+            self.host(lambda: dst.__setitem__(Ellipsis, src))
+
+    def host(self, fn):
+        """Record a Python callable, run at its place in the sequence on each replay."""
+        self.commands.append(Command(kind=HOST, threshold=len(self.callbacks)))
+        self.callbacks.append(fn)
+
+    def graph(self, g: Graph):
+        """Record a whole graph (a capture_launch inside a capture)."""
+        base = len(self.callbacks)
+        for c in g._commands():
+            if c.kind == HOST:
+                c.threshold += base
+            self.commands.append(c)
+        self.callbacks.extend(g._callbacks)
+        self.keep.append(g)
+        self.kernels.update((id(k), k) for k in g.kernels)
+
+
+_recorders: dict = {}  # device alias -> _Recorder of the capture open on it
+
+
+def recorder(device):
+    """The open capture on `device` (a Device), or None: callers record their work into it instead of running it."""
+    return _recorders.get(device.alias) if _recorders else None
+
+
+def is_capturing(device=None) -> bool:
+    """Whether a capture is open on `device` (default: the current device)."""
+    return get_device(device).alias in _recorders
+
+
+def capture_begin(device=None, stream=None, force_module_load=None, external=False):
+    """Start recording the work issued on `device`. On the CPU, modules still build on first launch, inside a
+    capture too, so `force_module_load` changes nothing there; `stream` and `external` concern CUDA streams."""
+    dev = get_device(device)
+    if external:
+        raise CaptureError("external=True continues a CUDA stream capture begun outside the toolkit; "
+                           "the CPU has no such capture")
+    if not dev.is_cpu:
+        raise CaptureError(f"capture on {dev} needs the CUDA backend, which this build does not have")
+    if dev.alias in _recorders:
+        raise CaptureError(f"a capture is already open on {dev}: end it with wp.capture_end() first")
+    _recorders[dev.alias] = _Recorder(dev)
+
+
+def capture_end(device=None, stream=None) -> Graph:
+    """Stop recording on `device` and return the recorded work as a Graph."""
+    dev = get_device(device)
+    rec = _recorders.pop(dev.alias, None)
+    if rec is None:
+        raise CaptureError(f"wp.capture_end(): no capture is open on {dev}")
+    return Graph(dev, rec.commands, rec.keep, list(rec.kernels.values()), rec.callbacks)
+
+
+def capture_launch(graph: Graph, stream=None):
+    """Run a captured graph: its commands in order, from native code. Inside another capture on the same device,
+    the graph's commands are recorded into that capture instead."""
+    if not isinstance(graph, Graph):
+        raise TypeError(f"wp.capture_launch() takes a Graph from wp.capture_end(), got {type(graph).__name__}")
+    rec = recorder(graph.device)
+    if rec is not None:
+        rec.graph(graph)
+        return
+    if len(graph._table) == 0:
+        return
+    failed = _replayer()(ctypes.addressof(graph._table), len(graph._table))
+    if failed >= 0:
+        error, graph._error = graph._error, None
+        if error is not None:
+            raise error
+        raise LaunchError(f"graph replay stopped at command {failed} (kind {graph._table[failed].kind})")
+    from .launch import check_error
+    for k in graph.kernels:
+        check_error(k)
+
+
+class ScopedCapture:
+    """`with wp.ScopedCapture() as capture:` records the block's work; the graph is `capture.graph`. If the block
+    raises, the capture is ended and dropped."""
+
+    def __init__(self, device=None, stream=None, force_module_load=None, external=False):
+        self.device = get_device(device)
+        self.stream = stream
+        self.force_module_load = force_module_load
+        self.external = external
+        self.graph = None
+
+    def __enter__(self):
+        capture_begin(self.device, self.stream, self.force_module_load, self.external)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        graph = capture_end(self.device, self.stream)
+        if exc_type is None:
+            self.graph = graph
+        return False
