@@ -28,6 +28,8 @@ def create_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", help="USD file to write (default: output.path, else out/<scene>.usd)")
     run.add_argument("--device", help="cpu, cuda or cuda:N (default: sim.device)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--no-capture", dest="capture", action="store_false",
+                     help="launch every step from Python instead of replaying a captured frame")
     validate = sub.add_parser("validate", help="parse and check a scene, run nothing")
     _scene_args(validate)
     info = sub.add_parser("info", help="what a scene contains: objects, counts, solver, dt, frames, output")
@@ -68,7 +70,8 @@ def main(argv=None) -> int:
             print(scene.describe())
             return EXIT_OK
         device = _device(args.device or scene.spec.sim.device)
-        result = scene.run(frames=args.frames, out=args.out, device=device, progress=not args.quiet)
+        result = scene.run(frames=args.frames, out=args.out, device=device, progress=not args.quiet,
+                           capture=args.capture)
     except SceneError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_INPUT

@@ -98,6 +98,13 @@ class BuiltScene:
             state, scratch = out, state
         return state, scratch
 
+    @property
+    def capturable(self) -> bool:
+        """Whether a frame's steps can be captured once and replayed (kernels.capture): every frame launches the
+        same work. Not with control forces (each frame launches with its own frame index) nor with rigid bodies
+        (their broad phase reads a pair count back on the host every step)."""
+        return not self.bodies and all(o.forces is None for o in self.objects)
+
     def object_of_particle(self, index: int) -> SceneObject | None:
         for o in self.objects:
             if o.start <= index < o.stop:

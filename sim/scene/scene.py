@@ -23,6 +23,28 @@ from .schema import Ctx
 from .source import load_source
 
 
+class _FrameGraphs:
+    """`BuiltScene.step_frame` through captured graphs. Frame 1 runs as usual (solvers set up their buffers on
+    their first step); then each frame replays the graph captured for its starting state: one graph, or two
+    when an odd number of substeps swaps the two states every frame."""
+
+    def __init__(self, built: BuiltScene):
+        self.built = built
+        self.graphs: dict = {}  # id(starting state) -> (graph, state after the frame, scratch after the frame)
+
+    def __call__(self, state, scratch, frame: int):
+        if frame == 1:
+            return self.built.step_frame(state, scratch, frame)
+        entry = self.graphs.get(id(state))
+        if entry is None:
+            with wp.ScopedCapture(self.built.model.device) as capture:
+                after, spare = self.built.step_frame(state, scratch, frame)
+            entry = self.graphs[id(state)] = (capture.graph, after, spare)
+        graph, after, spare = entry
+        wp.capture_launch(graph)
+        return after, spare
+
+
 @dataclass
 class RunResult:
     """What a run did. `compile_seconds` is the time spent building or loading kernels ('cold' when a native
@@ -84,10 +106,13 @@ class Scene:
     # ------------------------------------------------------------------------------------------------ running
 
     def run(self, *, frames: int | None = None, out: str | None = None, device=None, progress: bool = False,
-            write: bool = True) -> RunResult:
+            write: bool = True, capture: bool = True) -> RunResult:
         """Simulate `frames` frames (default sim.frames) after the initial frame 0 and write them to the USD file
         `out` (default output.path). A non-finite position or velocity stops the run with SimulationError (its
-        `result` says what was done); the frames written so far stay in a valid USD file."""
+        `result` says what was done); the frames written so far stay in a valid USD file.
+
+        With `capture` (default), a scene whose frames all launch the same work (BuiltScene.capturable) records a
+        frame's steps once and replays them natively each frame: the same results, without Python per launch."""
         s = self.spec.sim
         frames = s.frames if frames is None else int(frames)
         if frames < 1:
@@ -97,6 +122,7 @@ class Scene:
         writer = self._writer(built, path) if write else None
         stats0 = wp.build_stats()
         state, scratch = built.model.state(), built.model.state()
+        step = _FrameGraphs(built) if capture and built.capturable else built.step_frame
         bar = Progress(frames, enabled=progress)
         t0 = time.perf_counter()
         done = 0
@@ -104,7 +130,7 @@ class Scene:
             if writer is not None:
                 self._write_frame(writer, built, 0, state)
             for frame in range(1, frames + 1):
-                state, scratch = built.step_frame(state, scratch, frame)
+                state, scratch = step(state, scratch, frame)
                 _check_finite(built, state, frame)
                 if writer is not None:
                     self._write_frame(writer, built, frame, state)
