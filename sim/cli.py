@@ -43,6 +43,8 @@ def create_parser() -> argparse.ArgumentParser:
     opt.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
                      help="override a config key, e.g. --set optimizer.lr=0.05 (repeatable)")
     opt.add_argument("--quiet", action="store_true", help="no progress bar")
+    opt.add_argument("--no-capture", dest="capture", action="store_false",
+                     help="launch every step from Python instead of replaying a captured iteration")
     return parser
 
 
@@ -95,7 +97,7 @@ def _optimize(args) -> int:
         cfg = load_config(args.config, args.overrides)
         device = _device(args.device or cfg.scene.spec.sim.device)
         result = optimize(cfg, iterations=args.iterations, out_dir=args.out_dir, resume=args.resume,
-                          progress=not args.quiet, device=device)
+                          progress=not args.quiet, device=device, capture=args.capture)
     except SceneError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_INPUT

@@ -47,6 +47,15 @@ def test_shipped_config_lowers_its_loss_and_writes_outputs(name, tmp_path):
         assert node == pytest.approx(value)
 
 
+@pytest.mark.parametrize("name", ["cloth_throw", "cloth_stiffness_fit"])
+def test_captured_iterations_give_the_losses_and_parameters_of_launched_ones(name):
+    cfg = load_config(CONFIGS[name], SHORT[name])
+    replayed = optimize(cfg, iterations=4, write=False, capture=True)
+    launched = optimize(cfg, iterations=4, write=False, capture=False)
+    assert replayed.losses == launched.losses
+    assert replayed.params == launched.params
+
+
 def test_final_usd_replays_the_learned_parameters(tmp_path):
     from pxr import Usd, UsdGeom
     cfg = load_config(CONFIGS["ball_bounce"], ["frames=20"])

@@ -45,7 +45,7 @@ class OptimizeResult:
 class Problem:
     """The pieces of one config: built scene, learned parameters, loss terms, how to roll out."""
 
-    def __init__(self, cfg: OptimizeConfig, device=None):
+    def __init__(self, cfg: OptimizeConfig, device=None, capture: bool = True):
         self.cfg = cfg
         spec = cfg.spec
         self.built = cfg.scene.build(device, requires_grad=True)
@@ -60,6 +60,12 @@ class Problem:
         self.losses = [self._loss(i, l) for i, l in enumerate(spec.loss)]
         self.checkpointed = self.steps > spec.checkpoint.above_steps
         self.optimizer = _optimizer(spec.optimizer, self.params)
+        # Iterations after the first replay one captured forward + backward (kernels.capture): every iteration
+        # launches the same work on the same arrays. Not with checkpointing (its backward re-runs segments from
+        # Python) nor rigid bodies (their broad phase reads a pair count back on the host every step).
+        self.capture = capture and not self.checkpointed and self.built.model.body_count == 0
+        self._graph = None  # (graph, loss array) once captured
+        self._eager_runs = 0
 
     def _param(self, i: int, p) -> LearnedParameter:
         """Parameter i of the config; the ones before it are in self.params already."""
@@ -126,6 +132,9 @@ class Problem:
     def loss_and_gradient(self, measure_memory: bool = False) -> tuple:
         """Roll out from the current parameters on a Tape, back-propagate; returns (loss, peak bytes or 0). The
         variables' `.grad` hold the gradient until the next call."""
+        if self.capture and self._eager_runs > 0 and not measure_memory:
+            return self._replay(), 0
+        self._eager_runs += 1
         if measure_memory:
             tracemalloc.start()
         tape = Tape()
@@ -140,6 +149,19 @@ class Problem:
                 tracemalloc.stop()
         self._tape = tape
         return value, peak
+
+    def _replay(self) -> float:
+        """The loss of a replay of the captured forward + backward (captured on the first call)."""
+        if self._graph is None:
+            tape = Tape()
+            with wp.ScopedCapture(self.built.model.device) as capture:
+                with tape:
+                    loss = self._rollout()
+                tape.backward(loss=loss)
+            self._graph, self._tape = (capture.graph, loss), tape
+        graph, loss = self._graph
+        wp.capture_launch(graph)
+        return float(loss.numpy()[0])
 
     def _rollout(self):
         built, model = self.built, self.built.model
@@ -198,7 +220,8 @@ def _optimizer(spec, params: list):
 
 
 def optimize(config, *, iterations: int | None = None, out_dir: str | None = None, resume: bool = False,
-             progress: bool = False, device=None, write: bool = True, stop_after: int | None = None) -> OptimizeResult:
+             progress: bool = False, device=None, write: bool = True, stop_after: int | None = None,
+             capture: bool = True) -> OptimizeResult:
     """Run the optimisation described by `config` (a path or an OptimizeConfig).
 
     Args:
@@ -209,10 +232,12 @@ def optimize(config, *, iterations: int | None = None, out_dir: str | None = Non
         device: overrides the scene's device.
         write: write the output files (False: only compute, e.g. for benchmarks).
         stop_after: stop (as if interrupted) after this many iterations of this call; the snapshot is saved.
+        capture: replay a captured forward + backward from the second iteration on, where possible (the same
+            results, less Python per launch).
     """
     cfg = config if isinstance(config, OptimizeConfig) else load_config(config)
     spec = cfg.spec
-    problem = Problem(cfg, device)
+    problem = Problem(cfg, device, capture)
     total = spec.iterations if iterations is None else int(iterations)
     out_dir = out_dir or spec.output.dir or os.path.join("out", cfg.name)
     digest = _digest(cfg)
