@@ -37,8 +37,12 @@ def _element_info(dtype):
 
 
 def _infer_dtype(data) -> object:
+    """The kernel scalar type of `data`'s elements (numpy rules for Python sequences)."""
     a = np.asarray(data)
-    return T.canonical_type(a.dtype.type)
+    try:
+        return T.canonical_type(a.dtype.type)
+    except KeyError:
+        raise TypeError(f"no kernel scalar type for elements of type {a.dtype}") from None
 
 
 class array:

@@ -20,17 +20,10 @@ from . import types as T
 from .array import _element_info, _infer_dtype, array
 
 
-def _numpy_dtype_to_scalar(dt: np.dtype):
-    for t in T.scalar_types:
-        if np.dtype(t._np_) == dt:
-            return t
-    raise TypeError(f"no kernel scalar type for elements of type {dt}")
-
-
 def _wrap(view: np.ndarray, dtype, what: str) -> array:
     """An array of `dtype` over numpy view `view` (whose trailing dims are `dtype`'s components), no copy."""
     if dtype is None:
-        dtype = _numpy_dtype_to_scalar(view.dtype) if view.ndim else _infer_dtype(view)
+        dtype = _infer_dtype(view)
     scalar, inner = _element_info(dtype)
     if view.dtype != scalar:
         raise TypeError(f"{what} has elements of type {view.dtype}; {T.type_repr(dtype)} needs {scalar}: "
@@ -70,7 +63,7 @@ def _torch():
 def dtype_from_torch(torch_dtype):
     """The kernel scalar type of a torch dtype."""
     torch = _torch()
-    return _numpy_dtype_to_scalar(np.dtype(torch.empty(0, dtype=torch_dtype).numpy().dtype))
+    return _infer_dtype(torch.empty(0, dtype=torch_dtype).numpy())
 
 
 def dtype_to_torch(dtype):

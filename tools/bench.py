@@ -416,12 +416,12 @@ def launch_microseconds(backends: dict, settings: Settings) -> dict:
     count = settings.launch_count
     calls = {(name, kind): call for name, backend in backends.items()
              for kind, call in launch_calls(backend).items()}
-    runs = {key: repeated(call, max(1, count // per_call)) for key, (call, per_call) in calls.items()}
+    per_round = {key: max(1, count // per_call) for key, (_, per_call) in calls.items()}  # calls per timed round
+    runs = {key: repeated(call, per_round[key]) for key, (call, _) in calls.items()}
     seconds = best_seconds(runs, settings.launch_rounds)
     out = {name: {} for name in backends}
     for (name, kind), t in seconds.items():
-        per_call = calls[(name, kind)][1]
-        out[name][kind] = t / (max(1, count // per_call) * per_call) * 1e6
+        out[name][kind] = t / (per_round[(name, kind)] * calls[(name, kind)][1]) * 1e6
     return out
 
 
