@@ -1,0 +1,109 @@
+"""Run Warp's shipped test files (from the installed warp-lang wheel) in child processes and collect outcomes.
+
+One child per file (see `runner.py`). A child that crashes or hangs costs only the test it was in: that test is
+recorded as `crash`/`timeout` and a new child carries on with the tests after it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+
+# The files issue 14 names; paths relative to warp/tests.
+FILES = (
+    "test_codegen.py", "test_func.py", "test_struct.py", "test_vec.py", "matrix/test_mat.py", "test_quat.py",
+    "test_scalar_ops.py", "test_math.py", "test_array.py", "test_atomic.py", "test_grad.py", "test_tape.py",
+    "test_launch.py", "test_copy.py", "test_rand.py", "test_adam.py", "tile/test_tile.py",
+    "tile/test_tile_matmul_no_mathdx.py", "geometry/test_hash_grid.py", "geometry/test_mesh.py",
+)
+PASSING = ("pass",)
+
+
+def run_file(impl: str, rel: str, *, stall_timeout: float = 300.0, env: dict | None = None) -> dict:
+    """Outcomes of one Warp test file: {"tests": {test_id: [status, message]}, "import_error": str|None}.
+
+    Statuses: pass, fail, error, skip, excluded, crash (the child died in it), timeout (no progress for
+    `stall_timeout` seconds).
+    """
+    tests: dict = {}
+    import_error = None
+    skip: list = []
+    child_env = dict(os.environ, **(env or {}))
+    child_env["PYTHONPATH"] = os.pathsep.join(filter(None, [REPO, child_env.get("PYTHONPATH", "")]))
+    child_env.setdefault("PYTHONFAULTHANDLER", "1")
+    while True:
+        with tempfile.NamedTemporaryFile("r", suffix=".jsonl", delete=False) as log:
+            log_path = log.name
+        cmd = [sys.executable, os.path.join(HERE, "runner.py"), "--impl", impl, "--file", rel, "--log", log_path,
+               "--skip", *skip]
+        with open(os.devnull, "w") as devnull:
+            proc = subprocess.Popen(cmd, stdout=devnull, stderr=subprocess.PIPE, env=child_env, cwd=REPO, text=True)
+            stalled, stderr = _wait(proc, log_path, stall_timeout)
+        current = None
+        with open(log_path) as f:
+            for line in f:
+                if not line.endswith("\n"):
+                    break
+                record = json.loads(line)
+                if record["event"] == "start":
+                    current = record["id"]
+                elif record["event"] == "end":
+                    tests[record["id"]] = [record["status"], record["message"]]
+                    current = None
+                elif record["event"] == "import_error":
+                    import_error = record["message"]
+        os.unlink(log_path)
+        if current is None:
+            if proc.returncode != 0 and not tests and import_error is None:
+                import_error = f"runner exited with {proc.returncode}: {stderr[-2000:]}"
+            return {"tests": tests, "import_error": import_error}
+        status = "timeout" if stalled else "crash"
+        tests[current] = [status, f"child exited with {proc.returncode}: {stderr[-1500:]}"]
+        skip = sorted(tests)
+
+
+def _wait(proc, log_path: str, stall_timeout: float):
+    """Wait for the child; kill it when its log has not grown for `stall_timeout` s. Returns (stalled, stderr)."""
+    last_size, last_change = -1, time.monotonic()
+    stderr_chunks = []
+    import threading
+
+    reader = threading.Thread(target=lambda: stderr_chunks.append(proc.stderr.read()), daemon=True)
+    reader.start()
+    stalled = False
+    while proc.poll() is None:
+        time.sleep(0.2)
+        size = os.path.getsize(log_path)
+        if size != last_size:
+            last_size, last_change = size, time.monotonic()
+        elif time.monotonic() - last_change > stall_timeout:
+            proc.kill()
+            stalled = True
+            proc.wait()
+    reader.join(timeout=5)
+    return stalled, "".join(stderr_chunks)
+
+
+def summarize(results: dict) -> dict:
+    counts: dict = {}
+    for status, _ in results["tests"].values():
+        counts[status] = counts.get(status, 0) + 1
+    return counts
+
+
+if __name__ == "__main__":
+    impl, rel = sys.argv[1], sys.argv[2]
+    res = run_file(impl, rel)
+    print(json.dumps(summarize(res)))
+    if res["import_error"]:
+        print(res["import_error"])
+    for tid, (status, msg) in sorted(res["tests"].items()):
+        if status not in PASSING:
+            print(f"{status:9s} {tid}: {msg.strip().splitlines()[-1] if msg.strip() else ''}")

@@ -1,0 +1,116 @@
+"""What the Warp-suite harness excludes, and the few type tables it lends Warp's tests.
+
+The rule, applied identically to the warp-lang baseline and to our run: a test is excluded when its body (the test
+function, or the kernel of an `add_kernel_test`) uses something that is not part of Warp's public API or that needs
+a CUDA device:
+- Warp internals: any `warp._src` attribute other than the type tables below, `wp.context`, the runtime object,
+  module builders/hashers, native error-output switches, generated-source inspection;
+- CUDA-only features: streams, events, mempools, peer access, CUDA graphs, `__cuda_array_interface__`, `cuda:N`
+  device strings, JAX/Paddle/Torch CUDA interop.
+Type tables (`warp._src.types.int_types`, `float_types`, `scalar_types`, `np_dtype_to_warp_type`, ...) are plain
+data listing Warp's public types; the harness provides them, built from `kernels.types`, so the tests that loop over
+every dtype run.
+"""
+
+import inspect
+import re
+import types
+
+import numpy as np
+
+_TYPE_TABLES = ("int_types", "float_types", "scalar_types", "np_dtype_to_warp_type", "non_atomic_types",
+                "vector_types", "vector", "matrix", "quaternion", "transformation", "array")
+
+INTERNAL = re.compile(
+    r"_src\.(?!types\.(?:%s)\b)" % "|".join(_TYPE_TABLES)
+    + r"|\bwp\.context\b|\bruntime\b|ModuleHasher|ModuleBuilder|get_module\(|\.module\.(?:load|unload|hash)"
+    + r"|codegen\.|_logger\.|_get_live_kernels|\.adj\.|kernel\.adj|set_error_output|get_error_string")
+CUDA_ONLY = re.compile(
+    r"\bStream\(|ScopedStream|\bEvent\(|mempool|peer_access|capture_begin|ScopedCapture|__cuda_array_interface__"
+    r"|[\"']cuda(?::\d)?[\"']|is_cuda_available\(\)|get_cuda_device|jax|paddle|torch")
+
+
+def exclusion(test) -> str:
+    """The reason `test` is excluded, or "" when it runs."""
+    method = getattr(type(test), test._testMethodName)
+    sources = []
+    for obj in _bodies(method):
+        try:
+            sources.append(inspect.getsource(obj))
+        except (OSError, TypeError):
+            continue
+    text = "\n".join(sources)
+    m = INTERNAL.search(text)
+    if m:
+        return f"uses Warp internals ({m.group(0).strip()})"
+    m = CUDA_ONLY.search(text)
+    if m:
+        return f"CUDA-only feature ({m.group(0).strip()})"
+    return ""
+
+
+def _bodies(method):
+    """The functions whose source decides the rule: the wrapped test function, or an add_kernel_test's kernel."""
+    seen = method
+    while hasattr(seen, "__wrapped__"):
+        seen = seen.__wrapped__
+    kernel = getattr(method, "__wrapped_kernel__", None) or _closure_kernel(method)
+    if kernel is not None:
+        func = getattr(kernel, "func", None)
+        return [func] if func is not None else []
+    return [seen]
+
+
+def _closure_kernel(method):
+    """Warp's own add_kernel_test keeps the kernel in a closure cell of the registered wrapper."""
+    for cell in getattr(method, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            continue
+        if callable(value) and getattr(value, "__closure__", None):
+            for inner in value.__closure__:
+                try:
+                    v = inner.cell_contents
+                except ValueError:
+                    continue
+                if hasattr(v, "func") and hasattr(v, "key"):
+                    return v
+    return None
+
+
+def install_type_tables(wp) -> None:
+    """Give the shim a `warp._src.types` holding only the public type tables (see the module docstring)."""
+    import sys
+
+    t = wp.types
+    ints = (wp.int8, wp.uint8, wp.int16, wp.uint16, wp.int32, wp.uint32, wp.int64, wp.uint64)
+    floats = (wp.float16, wp.float32, wp.float64)
+    table = types.ModuleType("warp._src.types")
+    table.int_types = ints
+    table.float_types = floats
+    table.scalar_types = ints + floats
+    table.non_atomic_types = (wp.int8, wp.uint8, wp.int16, wp.uint16, wp.int64)
+    table.np_dtype_to_warp_type = {np.dtype(s._np_): s for s in (*ints, *floats)}
+    table.np_dtype_to_warp_type[np.dtype(np.bool_)] = wp.bool
+    table.vector_types = tuple(t.vector(n, s) for n in (2, 3, 4) for s in ints + floats)
+    table.vector, table.matrix = t.vector, t.matrix
+    table.quaternion, table.transformation = t.quaternion, t.transformation
+    table.array = wp.array
+    src = types.ModuleType("warp._src")
+    src.__path__ = []
+    src.types = table
+    wp._src = src
+    sys.modules["warp._src"] = src
+    sys.modules["warp._src.types"] = table
+    # Some test files import internals at their top; those names exist so the file loads, and every test that
+    # touches them is excluded by INTERNAL above.
+    for name in ("codegen", "logger", "context"):
+        stub = _InternalStub(f"warp._src.{name}")
+        setattr(src, name, stub)
+        sys.modules[stub.__name__] = stub
+
+
+class _InternalStub(types.ModuleType):
+    def __getattr__(self, name):
+        raise AttributeError(f"{self.__name__}.{name} is a Warp internal, not provided by the kernels shim")
