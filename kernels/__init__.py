@@ -17,7 +17,8 @@ from .function import func, func_grad, func_replay
 from .interop import (device_from_torch, device_to_torch, dtype_from_torch, dtype_to_torch, from_dlpack, from_torch,
                       to_dlpack, to_torch)
 from .launch import Launch, launch, launch_tiled
-from .module import build_stats, kernel, load_module
+from .module import (Kernel, Module, build_stats, get_module, get_module_options, kernel, load_module, overload,
+                     set_module_options)
 from .struct import struct
 from .types import (Any, bool_, float16, float32, float64, int8, int16, int32, int64, mat22, mat22d, mat22f,
                     mat22h, mat33, mat33d, mat33f, mat33h, mat44, mat44d, mat44f, mat44h, matrix, quat, quatd, quatf,
@@ -25,6 +26,8 @@ from .types import (Any, bool_, float16, float32, float64, int8, int16, int32, i
                     transform, transformd, transformf, uint8, uint16, uint32, uint64, vec2, vec2b, vec2d, vec2f,
                     vec2h, vec2i, vec2l, vec2ub, vec2ui, vec3, vec3b, vec3d, vec3f, vec3h, vec3i, vec3l, vec3ub,
                     vec3ui, vec4, vec4b, vec4d, vec4f, vec4h, vec4i, vec4l, vec4ub, vec4ui, vector)
+from .types import (dtype_from_numpy, dtype_to_numpy, spatial_matrixf, spatial_matrixh, spatial_vectorh,
+                    transformh, vec2s, vec2ul, vec2us, vec3s, vec3ul, vec3us, vec4s, vec4ul, vec4us)
 from . import types  # noqa: E402  (wp.types.vector / wp.types.matrix as in Warp)
 
 __version__ = "0.1.0"

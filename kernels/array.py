@@ -60,6 +60,13 @@ class array:
 
     _foreign = False  # wraps memory we do not own (numpy, torch): never written by backward passes
 
+    def __class_getitem__(cls, params):
+        """`wp.array[float]`, `wp.array[wp.vec3, 2]`: the annotation `wp.array(dtype=float, ndim=...)`."""
+        if isinstance(params, tuple):
+            dtype, ndim = params
+            return array(dtype=dtype, ndim=int(ndim))
+        return array(dtype=params, ndim=1)
+
     def __init__(self, data=None, dtype=T.Any, shape=None, strides=None, device=None, requires_grad=False,
                  copy=True, ndim=None, _buf=None, _owner=None):
         dtype = T.canonical_type(dtype)
@@ -404,20 +411,33 @@ def from_numpy(arr, dtype=None, shape=None, device=None, requires_grad=False) ->
     return a.reshape(shape) if shape is not None else a
 
 
-def array1d(dtype=T.Any, **kwargs):
-    return array(dtype=dtype, ndim=1, **kwargs)
+class _FixedDimArray(array):
+    """`wp.array1d` ... `wp.array4d`: arrays (and annotations) with a fixed number of dimensions."""
+
+    _fixed_ndim_ = 1
+
+    def __init__(self, data=None, dtype=T.Any, shape=None, *args, **kwargs):
+        kwargs.setdefault("ndim", self._fixed_ndim_)
+        super().__init__(data, dtype, shape, *args, **kwargs)
+
+    def __class_getitem__(cls, dtype):
+        return array(dtype=dtype, ndim=cls._fixed_ndim_)
 
 
-def array2d(dtype=T.Any, **kwargs):
-    return array(dtype=dtype, ndim=2, **kwargs)
+class array1d(_FixedDimArray):
+    _fixed_ndim_ = 1
 
 
-def array3d(dtype=T.Any, **kwargs):
-    return array(dtype=dtype, ndim=3, **kwargs)
+class array2d(_FixedDimArray):
+    _fixed_ndim_ = 2
 
 
-def array4d(dtype=T.Any, **kwargs):
-    return array(dtype=dtype, ndim=4, **kwargs)
+class array3d(_FixedDimArray):
+    _fixed_ndim_ = 3
+
+
+class array4d(_FixedDimArray):
+    _fixed_ndim_ = 4
 
 
 def as_array(obj, expected: ArrayType | None = None):

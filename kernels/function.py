@@ -21,12 +21,21 @@ def annotation_type(ann, where: str):
     from .array import array
     if ann is typing.Any or ann is T.Any:
         return T.Any
+    if isinstance(ann, ArrayType):
+        return ann
     t = T.canonical_type(ann)
     if isinstance(t, array):
         return ArrayType(T.Any if t.dtype is typing.Any else T.canonical_type(t.dtype), t.ndim)
     if T.is_scalar(t) or T.is_composite(t) or is_struct(t):
         return t
     raise TypeError(f"{where}: unsupported annotation {ann!r}")
+
+
+def is_generic_type(t) -> bool:
+    """True for `Any` and for arrays of `Any` (types a generic kernel takes from its launch arguments)."""
+    if t is T.Any:
+        return True
+    return isinstance(t, ArrayType) and t.dtype is T.Any
 
 
 def signature_types(source: FunctionSource, name: str, require: bool):

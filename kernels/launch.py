@@ -111,6 +111,26 @@ def _pack_value(kernel, i, t, value):
         raise _arg_error(kernel, i, f"expected a {describe(t)}, got {value!r} ({e})") from None
 
 
+def argument_type(value, declared):
+    """The kernel type of a launch argument for a generic (`Any`) parameter `declared`."""
+    if isinstance(declared, ArrayType) or isinstance(value, array):
+        if not isinstance(value, array):
+            value = as_array(value)
+        return ArrayType(value.dtype, value.ndim)
+    if isinstance(value, np.generic):
+        return T.canonical_type(type(value))
+    if isinstance(value, bool):
+        return T.bool_
+    if isinstance(value, int):
+        return T.int32
+    if isinstance(value, float):
+        return T.float32
+    t = type(value)
+    if T.is_composite(t) or is_struct(t):
+        return t
+    raise LaunchError(f"cannot infer a kernel type for a {t.__name__} argument of a generic kernel")
+
+
 def pack_args(kernel, values, device):
     """Fill the kernel's ctypes args struct from Python values, checking each against the signature."""
     types_ = kernel.arg_types
@@ -206,6 +226,8 @@ class Launch:
 def launch(kernel, dim, inputs=(), outputs=(), device=None, adjoint=False, adj_inputs=None, adj_outputs=None,
            record_cmd=False, record_tape=True, stream=None, block_dim=None, max_blocks=0):
     """Run `kernel` over `dim` threads (an int or a tuple of up to 4 ints). See Warp's `wp.launch`."""
+    if kernel.is_generic:
+        kernel = kernel.specialize_for(list(inputs) + list(outputs))
     kernel.ensure_built()
     device = get_device(device)
     values = list(inputs) + list(outputs)
@@ -237,6 +259,8 @@ def launch_tiled(kernel, dim, inputs=(), outputs=(), device=None, block_dim: int
     if block_dim < 1:
         raise LaunchError(f"block_dim must be positive, got {block_dim}")
     dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    if kernel.is_generic:
+        kernel = kernel.specialize_for(list(inputs) + list(outputs))
     kernel.ensure_built()
     if kernel.tid_ndim == len(dims) + 1:
         dims = dims + (1,)  # the lane index: one lane per block on the CPU

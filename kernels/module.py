@@ -18,23 +18,37 @@ from . import cache_index, config
 from .build import build_cpu, load_library
 from .errors import CompileError, NativeCompileError
 from .frontend import FunctionSource
-from .function import compile_ir, signature_types
+from .function import annotation_type, compile_ir, is_generic_type, signature_types
 from .passes.cost import estimate_work, parallel_threshold
 
 
 class Kernel:
     """A compiled-on-demand kernel (Warp's `@wp.kernel`)."""
 
-    def __init__(self, pyfunc, *, enable_backward: bool = True, module: str | None = None):
+    def __init__(self, pyfunc=None, *, enable_backward: bool = True, module: str | None = None, arg_types=None,
+                 source: FunctionSource | None = None, func=None, key=None, options=None):
+        pyfunc = pyfunc if pyfunc is not None else func  # Warp spells it wp.Kernel(func=..., key=..., module=...)
+        if options and "enable_backward" in options:
+            enable_backward = options["enable_backward"]
         self.func = pyfunc
         self.key = f"{pyfunc.__module__}.{pyfunc.__qualname__}"
         self.name = pyfunc.__name__
         self.enable_backward = enable_backward
-        self.source = FunctionSource(pyfunc)
-        self.arg_types = signature_types(self.source, self.name, require=True)
+        self.source = source or FunctionSource(pyfunc)
+        self.arg_types = list(arg_types) if arg_types is not None else \
+            signature_types(self.source, self.name, require=True)
         self.arg_names = [a.arg for a in self.source.fdef.args.args]
+        if isinstance(module, Module):
+            module = module.name
         self.module = get_module(module or pyfunc.__module__)
-        self.module.register(self)
+        # A kernel with `Any` in its signature is generic: it is compiled once per concrete signature
+        # (wp.overload, or the argument types of a launch), never itself.
+        self.is_generic = any(is_generic_type(t) for t in self.arg_types)
+        self.overloads: dict = {}
+        if not self.is_generic:
+            self.module.register(self)
+        if key is not None:
+            self.key = key
         self.ir = None
         self.error = None  # CompileError or NativeCompileError, raised at launch
         self.entry = None  # C symbol prefix in the library
@@ -53,6 +67,43 @@ class Kernel:
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError(f"kernel '{self.name}' is run with wp.launch({self.name}, dim=..., inputs=[...])")
+
+    def add_overload(self, arg_types) -> Kernel:
+        """The concrete kernel of this generic kernel for `arg_types` (a list in parameter order, or a dict by
+        parameter name), compiled with its module. Non-generic parameters may be left out of a dict."""
+        if not self.is_generic:
+            raise TypeError(f"kernel '{self.name}' is not generic (no Any in its signature): it needs no overload")
+        if isinstance(arg_types, dict):
+            unknown = set(arg_types) - set(self.arg_names)
+            if unknown:
+                raise TypeError(f"kernel '{self.name}' has no parameter {sorted(unknown)[0]!r}")
+            arg_types = [arg_types.get(n, t) for n, t in zip(self.arg_names, self.arg_types)]
+        if len(arg_types) != len(self.arg_types):
+            raise TypeError(f"kernel '{self.name}' has {len(self.arg_types)} parameters, got {len(arg_types)} types")
+        concrete = [annotation_type(t, f"kernel '{self.name}' overload parameter '{n}'")
+                    for n, t in zip(self.arg_names, arg_types)]
+        for n, t in zip(self.arg_names, concrete):
+            if is_generic_type(t):
+                raise TypeError(f"kernel '{self.name}' overload: parameter '{n}' is still generic ({t!r})")
+        key = tuple(concrete)
+        k = self.overloads.get(key)
+        if k is None:
+            k = self.overloads[key] = Kernel(self.func, enable_backward=self.enable_backward,
+                                             module=self.module.name, arg_types=concrete, source=self.source)
+            k.key = self.key
+        return k
+
+    def get_overload(self, arg_types):
+        return self.add_overload(arg_types)
+
+    def specialize_for(self, values) -> Kernel:
+        """The overload of a generic kernel for the types of launch arguments `values`."""
+        from .launch import argument_type
+        if len(values) != len(self.arg_types):
+            raise CompileError(f"kernel '{self.name}' takes {len(self.arg_types)} arguments, got {len(values)}",
+                               None, self.name)
+        types_ = [argument_type(v, t) if is_generic_type(t) else t for v, t in zip(values, self.arg_types)]
+        return self.add_overload(types_)
 
     def parallel_threshold(self, base: int) -> int:
         """Launch size from which this kernel runs multithreaded on the CPU (`base` is for a trivial kernel)."""
@@ -110,6 +161,7 @@ class Module:
         self.build_seconds = 0.0  # wall time in build(): IR, code generation, C++ compile or cache load
         self.cold_builds = 0
         self.index_hits = 0  # batches loaded through the cache index, with no IR compiled
+        self.options: dict = {}  # Warp's module options (wp.set_module_options); see set_module_options
 
     def register(self, kernel: Kernel):
         # every kernel object is its own kernel: factories and closures make several with one name
@@ -289,11 +341,78 @@ def get_module(name: str) -> Module:
     return m
 
 
-def kernel(f=None, *, enable_backward: bool = True, module: str | None = None):
-    """Decorator: compile a Python function as a kernel (Warp's `@wp.kernel`)."""
-    if f is None:
-        return lambda g: Kernel(g, enable_backward=enable_backward, module=module)
-    return Kernel(f, enable_backward=enable_backward, module=module)
+def _caller_module_name(depth: int = 2) -> str:
+    import inspect
+
+    frame = inspect.currentframe()
+    for _ in range(depth):
+        frame = frame.f_back
+    return frame.f_globals["__name__"]
+
+
+def set_module_options(options: dict, module=None):
+    """Warp's `wp.set_module_options`: options of the calling (or the named) module's kernels.
+
+    Recorded per module and returned by `get_module_options`. `enable_backward` is the default of the module's
+    kernels that do not set it themselves; options about CUDA code generation (`block_dim`, `fast_math`,
+    `enable_mathdx_gemm`, ...) have no effect on the CPU backend.
+    """
+    name = module if isinstance(module, str) else getattr(module, "__name__", None) or _caller_module_name()
+    get_module(name).options.update(options)
+
+
+def get_module_options(module=None) -> dict:
+    """The options set with `set_module_options` for the calling (or the named) module."""
+    name = module if isinstance(module, str) else getattr(module, "__name__", None) or _caller_module_name()
+    return dict(get_module(name).options)
+
+
+def kernel(f=None, *, enable_backward: bool | None = None, module=None, launch_bounds=None,
+           module_options: dict | None = None):
+    """Decorator: compile a Python function as a kernel (Warp's `@wp.kernel`).
+
+    Args:
+        enable_backward: compile the adjoint (default: the module option, else True).
+        module: the module (name or Module) the kernel is built with; "unique" gives it a module of its own.
+        launch_bounds: CUDA `__launch_bounds__`; no effect on the CPU backend.
+        module_options: options set on the kernel's module (see `set_module_options`).
+    """
+    def make(g):
+        name = module
+        if isinstance(name, Module):
+            name = name.name
+        elif name == "unique":
+            name = f"{g.__module__}.{g.__qualname__}:{g.__code__.co_firstlineno}:{id(g):x}"
+        if module_options:
+            get_module(name or g.__module__).options.update(module_options)
+        backward = enable_backward
+        if backward is None:
+            backward = get_module(name or g.__module__).options.get("enable_backward", True)
+        return Kernel(g, enable_backward=bool(backward), module=name)
+
+    return make if f is None else make(f)
+
+
+def overload(kernel, arg_types=None):
+    """Warp's `wp.overload`: a concrete overload of a generic kernel, `wp.overload(k, [types])` or
+    `wp.overload(k, {"name": type})`; as a decorator on a function with concrete annotations, the overload of the
+    generic kernel of the same name in the caller's scope. Returns the concrete kernel."""
+    if isinstance(kernel, Kernel):
+        if arg_types is None:
+            raise TypeError("wp.overload(kernel, arg_types): arg_types is required")
+        return kernel.add_overload(arg_types)
+    import inspect
+    import typing
+    if callable(kernel) and arg_types is None:
+        caller = inspect.currentframe().f_back
+        generic = caller.f_locals.get(kernel.__name__, caller.f_globals.get(kernel.__name__))
+        if not isinstance(generic, Kernel):
+            raise TypeError(f"@wp.overload: no generic kernel named '{kernel.__name__}' in scope")
+        hints = typing.get_type_hints(kernel) if not any(isinstance(v, str) for v in
+                                                         kernel.__annotations__.values()) else kernel.__annotations__
+        generic.add_overload({n: hints[n] for n in generic.arg_names if n in hints})
+        return generic
+    raise TypeError(f"wp.overload: expected a kernel, got {type(kernel).__name__}")
 
 
 def load_module(module=None, device=None):

@@ -337,15 +337,35 @@ vec2ui, vec3ui, vec4ui = (vector(n, uint32) for n in (2, 3, 4))
 vec2l, vec3l, vec4l = (vector(n, int64) for n in (2, 3, 4))
 vec2b, vec3b, vec4b = (vector(n, int8) for n in (2, 3, 4))
 vec2ub, vec3ub, vec4ub = (vector(n, uint8) for n in (2, 3, 4))
+vec2s, vec3s, vec4s = (vector(n, int16) for n in (2, 3, 4))
+vec2us, vec3us, vec4us = (vector(n, uint16) for n in (2, 3, 4))
+vec2ul, vec3ul, vec4ul = (vector(n, uint64) for n in (2, 3, 4))
 mat22, mat33, mat44 = (matrix((n, n), float32) for n in (2, 3, 4))
 mat22f, mat33f, mat44f = mat22, mat33, mat44
 mat22d, mat33d, mat44d = (matrix((n, n), float64) for n in (2, 3, 4))
 mat22h, mat33h, mat44h = (matrix((n, n), float16) for n in (2, 3, 4))
 quat, quatf, quatd, quath = quaternion(float32), quaternion(float32), quaternion(float64), quaternion(float16)
 transform, transformf, transformd = transformation(float32), transformation(float32), transformation(float64)
+transformh = transformation(float16)
 spatial_vector, spatial_vectorf, spatial_vectord = (spatial_vector_type(float32), spatial_vector_type(float32),
                                                     spatial_vector_type(float64))
+spatial_vectorh = spatial_vector_type(float16)
 spatial_matrix, spatial_matrixd = matrix((6, 6), float32), matrix((6, 6), float64)
+spatial_matrixf, spatial_matrixh = spatial_matrix, matrix((6, 6), float16)
+
+
+def dtype_from_numpy(numpy_dtype):
+    """The kernel scalar type of a numpy dtype (Warp's `wp.dtype_from_numpy`)."""
+    nd = np.dtype(numpy_dtype)
+    for t in (float16, float32, float64, int8, uint8, int16, uint16, int32, uint32, int64, uint64, bool_):
+        if np.dtype(t._np_) == nd:
+            return t
+    raise TypeError(f"no kernel type for numpy dtype {nd}")
+
+
+def dtype_to_numpy(t):
+    """The numpy dtype of a kernel scalar type (Warp's `wp.dtype_to_numpy`)."""
+    return np.dtype(scalar_type(t)._np_)
 
 
 class _AnyType:

@@ -46,6 +46,7 @@ def install_kernels_alias(tests_dir: str) -> None:
     spec.loader.exec_module(utils)
     tests_pkg.unittest_utils = utils
     rules.install_type_tables(wp)
+    rules.install_out_of_scope(wp)
 
 
 class _Logger(unittest.TestResult):
