@@ -9,6 +9,7 @@ are in bytes, so slices and columns of larger arrays are arrays too and kernels 
 from __future__ import annotations
 
 import ctypes
+import typing
 
 import numpy as np
 
@@ -61,9 +62,12 @@ class array:
     _foreign = False  # wraps memory we do not own (numpy, torch): never written by backward passes
 
     def __class_getitem__(cls, params):
-        """`wp.array[float]`, `wp.array[wp.vec3, 2]`: the annotation `wp.array(dtype=float, ndim=...)`."""
+        """`wp.array[float]`, `wp.array[wp.vec3, 2]` (or `typing.Literal[2]`): the annotation
+        `wp.array(dtype=float, ndim=...)`."""
         if isinstance(params, tuple):
             dtype, ndim = params
+            if typing.get_origin(ndim) is typing.Literal:
+                (ndim,) = typing.get_args(ndim)
             return array(dtype=dtype, ndim=int(ndim))
         return array(dtype=params, ndim=1)
 
