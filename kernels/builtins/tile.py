@@ -14,14 +14,8 @@ F = S("T", "float")
 N = S("T", "scalar")
 I32 = T.int32
 
-for _name, _doc in (("add", "elementwise a + b"), ("sub", "elementwise a - b"), ("mul", "elementwise a * b"),
-                    ("div", "elementwise a / b")):
-    add_builtin(_name, (Tl(N), Tl(N)), Tl(N), group="tile", doc=_doc)
-add_builtin("mul", (Tl(N), N), Tl(N), group="tile", doc="tile * scalar")
-add_builtin("mul", (N, Tl(N)), Tl(N), group="tile", doc="scalar * tile")
-add_builtin("div", (Tl(N), N), Tl(N), group="tile", doc="tile / scalar")
-add_builtin("neg", (Tl(N),), Tl(N), group="tile", doc="-tile")
-add_builtin("pos", (Tl(N),), Tl(N), group="tile", doc="+tile")
+# Tile arithmetic (a + b, t * 2.0, v / t, -t, ...) is not declared here: type inference rewrites it into an
+# elementwise tile_map of the scalar builtin over the element types (typeinfer_tiles.tile_elementwise).
 
 add_builtin("extract", (Tl(AnyType("T")), S("I", "int")), "T", group="tile", doc="t[i] (1-d, or flat index)")
 add_builtin("extract", (Tl(AnyType("T"), ndim=2), S("I", "int"), S("J", "int")), "T", group="tile", doc="t[i, j]")
@@ -81,7 +75,11 @@ add_builtin("tile_matmul", (Tl(F, "M", "K", ndim=2), Tl(F, "K", "N", ndim=2), Tl
 
 # Higher-order forms: resolved by type inference, which renders the element function as a C++ lambda.
 add_builtin("tile_map", (AnyType("F"), Tl(AnyType("T"))), None, group="tile",
-            doc="tile_map(f, a) or tile_map(f, a, b): f applied elementwise (a builtin or @wp.func)")
+            doc="tile_map(f, a, ...): f applied elementwise (a builtin or @wp.func); non-tile arguments broadcast")
+add_builtin("tile_map", (AnyType("F"), Tl(AnyType("T"))), None, group="tile", differentiable=False,
+            doc="tile_map(f, a, ...) of an element function without a gradient (wp.bit_and)")
+add_builtin("tile_astype", (Tl(AnyType("T")), AnyType("D")), None, group="tile",
+            doc="tile_astype(t, dtype): a tile of the elements converted to dtype (gradients flow for floats)")
 add_builtin("tile_reduce", (AnyType("F"), Tl(AnyType("T"))), None, group="tile",
             doc="tile_reduce(f, t): left fold of the elements with binary f; a 1-element tile")
 add_builtin("tile", (AnyType("T"),), None, group="tile", doc="tile(x): the block's values as a tile")

@@ -191,67 +191,23 @@ CUDA_CALLABLE inline void adj_tile_atomic_add(const array_t<T>& a, const tile_t<
 
 // ---- elementwise arithmetic ------------------------------------------------------------------------------------
 
+// add/sub/neg/pos on whole tiles: the adjoint code accumulates tile adjoints with them. (Tile arithmetic in
+// kernels is an elementwise tile_map, which handles mixed element types and broadcast scalars.)
 #define WP_TILE_BINARY(NAME)                                                                                        \
     template <typename T, int R, int C>                                                                             \
     CUDA_CALLABLE inline tile_t<T, R, C> NAME(const tile_t<T, R, C>& a, const tile_t<T, R, C>& b) {                 \
-        tile_t<T, R, C> r = tile_t<T, R, C>();                                                                                          \
+        tile_t<T, R, C> r;                                                                                          \
         for (int k = 0; k < R * C; ++k) r.data[k] = NAME(a.data[k], b.data[k]);                                     \
         return r;                                                                                                   \
-    }                                                                                                               \
-    template <typename T, int R, int C>                                                                             \
-    CUDA_CALLABLE inline void adj_##NAME(const tile_t<T, R, C>& a, const tile_t<T, R, C>& b, tile_t<T, R, C>& adj_a, \
-                                         tile_t<T, R, C>& adj_b, const tile_t<T, R, C>& adj_ret) {                  \
-        for (int k = 0; k < R * C; ++k) adj_##NAME(a.data[k], b.data[k], adj_a.data[k], adj_b.data[k], adj_ret.data[k]); \
     }
 WP_TILE_BINARY(add)
 WP_TILE_BINARY(sub)
-WP_TILE_BINARY(mul)
-WP_TILE_BINARY(div)
 #undef WP_TILE_BINARY
 
 template <typename T, int R, int C> CUDA_CALLABLE inline tile_t<T, R, C> neg(const tile_t<T, R, C>& a) {
-    tile_t<T, R, C> r = tile_t<T, R, C>();
+    tile_t<T, R, C> r;
     for (int k = 0; k < R * C; ++k) r.data[k] = neg(a.data[k]);
     return r;
-}
-template <typename T, int R, int C>
-CUDA_CALLABLE inline void adj_neg(const tile_t<T, R, C>&, tile_t<T, R, C>& adj_a, const tile_t<T, R, C>& adj_ret) {
-    for (int k = 0; k < R * C; ++k) adj_a.data[k] = sub(adj_a.data[k], adj_ret.data[k]);
-}
-template <typename T, int R, int C> CUDA_CALLABLE inline tile_t<T, R, C> pos(const tile_t<T, R, C>& a) { return a; }
-template <typename T, int R, int C>
-CUDA_CALLABLE inline void adj_pos(const tile_t<T, R, C>&, tile_t<T, R, C>& adj_a, const tile_t<T, R, C>& adj_ret) {
-    adj_a = add(adj_a, adj_ret);
-}
-
-// tile * scalar, scalar * tile, tile / scalar
-template <typename T, int R, int C> CUDA_CALLABLE inline tile_t<T, R, C> mul(const tile_t<T, R, C>& a, T s) {
-    tile_t<T, R, C> r = tile_t<T, R, C>();
-    for (int k = 0; k < R * C; ++k) r.data[k] = mul(a.data[k], s);
-    return r;
-}
-template <typename T, int R, int C>
-CUDA_CALLABLE inline void adj_mul(const tile_t<T, R, C>& a, T s, tile_t<T, R, C>& adj_a, T& adj_s,
-                                  const tile_t<T, R, C>& adj_ret) {
-    for (int k = 0; k < R * C; ++k) adj_mul(a.data[k], s, adj_a.data[k], adj_s, adj_ret.data[k]);
-}
-template <typename T, int R, int C> CUDA_CALLABLE inline tile_t<T, R, C> mul(T s, const tile_t<T, R, C>& a) {
-    return mul(a, s);
-}
-template <typename T, int R, int C>
-CUDA_CALLABLE inline void adj_mul(T s, const tile_t<T, R, C>& a, T& adj_s, tile_t<T, R, C>& adj_a,
-                                  const tile_t<T, R, C>& adj_ret) {
-    adj_mul(a, s, adj_a, adj_s, adj_ret);
-}
-template <typename T, int R, int C> CUDA_CALLABLE inline tile_t<T, R, C> div(const tile_t<T, R, C>& a, T s) {
-    tile_t<T, R, C> r = tile_t<T, R, C>();
-    for (int k = 0; k < R * C; ++k) r.data[k] = div(a.data[k], s);
-    return r;
-}
-template <typename T, int R, int C>
-CUDA_CALLABLE inline void adj_div(const tile_t<T, R, C>& a, T s, tile_t<T, R, C>& adj_a, T& adj_s,
-                                  const tile_t<T, R, C>& adj_ret) {
-    for (int k = 0; k < R * C; ++k) adj_div(a.data[k], s, adj_a.data[k], adj_s, adj_ret.data[k]);
 }
 
 // ---- shape ----------------------------------------------------------------------------------------------------
@@ -376,30 +332,28 @@ template <typename T, int R, int C> CUDA_CALLABLE inline tile_t<int32, 1, 1> til
     return r;
 }
 
-// tile_map / tile_reduce with a function given as a lambda: f(x) or f(x, y), and its adjoint
-// adj_f(x..., adj_x..., adj_ret).
-template <typename Out, typename F, typename T, int R, int C>
-CUDA_CALLABLE inline Out tile_map(F f, const tile_t<T, R, C>& a) {
-    Out r = Out();
-    for (int k = 0; k < R * C; ++k) r.data[k] = f(a.data[k]);
+// tile_map: element k of the result is f(k), a lambda the compiler writes as `fn(tile_elem(a, k), ...)`. The
+// adjoint runs adj_f(k) for every k, which calls the element function's adjoint with tile_elem_ref(adj_a, k) slots.
+// A non-tile argument is the same value for every element (broadcast); its adjoint slot is itself, so it
+// accumulates the sum over the elements.
+template <typename X> CUDA_CALLABLE inline const X& tile_elem(const X& x, int) { return x; }
+template <typename T, int R, int C> CUDA_CALLABLE inline const T& tile_elem(const tile_t<T, R, C>& t, int k) {
+    return t.data[k];
+}
+template <typename X> CUDA_CALLABLE inline X& tile_elem_ref(X& x, int) { return x; }
+template <typename T, int R, int C> CUDA_CALLABLE inline T& tile_elem_ref(tile_t<T, R, C>& t, int k) {
+    return t.data[k];
+}
+template <typename Out, typename F> CUDA_CALLABLE inline Out tile_map(F f) {
+    Out r;
+    for (int k = 0; k < tile_traits<Out>::size; ++k) r.data[k] = f(k);
     return r;
 }
-template <typename Out, typename AdjF, typename T, int R, int C>
-CUDA_CALLABLE inline void adj_tile_map(AdjF adj_f, const tile_t<T, R, C>& a, tile_t<T, R, C>& adj_a, const Out& adj_ret) {
-    for (int k = 0; k < R * C; ++k) adj_f(a.data[k], adj_a.data[k], adj_ret.data[k]);
-}
-template <typename Out, typename F, typename T, typename U, int R, int C>
-CUDA_CALLABLE inline Out tile_map(F f, const tile_t<T, R, C>& a, const tile_t<U, R, C>& b) {
-    Out r = Out();
-    for (int k = 0; k < R * C; ++k) r.data[k] = f(a.data[k], b.data[k]);
-    return r;
-}
-template <typename Out, typename AdjF, typename T, typename U, int R, int C>
-CUDA_CALLABLE inline void adj_tile_map(AdjF adj_f, const tile_t<T, R, C>& a, const tile_t<U, R, C>& b,
-                                       tile_t<T, R, C>& adj_a, tile_t<U, R, C>& adj_b, const Out& adj_ret) {
-    for (int k = 0; k < R * C; ++k) adj_f(a.data[k], b.data[k], adj_a.data[k], adj_b.data[k], adj_ret.data[k]);
+template <int Size, typename AdjF> CUDA_CALLABLE inline void adj_tile_map(AdjF adj_f) {
+    for (int k = Size - 1; k >= 0; --k) adj_f(k);
 }
 
+// tile_reduce with its function given as lambdas f(x, y) and adj_f(x, y, adj_x, adj_y, adj_ret).
 // A left fold: acc = f(acc, x_k) starting from x_0. The adjoint replays the fold to recover each step's
 // accumulator, then runs the steps' adjoints backwards.
 template <typename F, typename T, int R, int C>

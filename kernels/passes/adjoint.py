@@ -164,6 +164,8 @@ def array_adjoint_source(v: ir.Value, fn):
     op = v.owner
     if op.opcode == "call" and op.attrs.get("name") == "struct_get":
         return ("field", op.operands[0], op.attrs["field"])
+    if op.opcode == "call" and op.attrs.get("name") == "view":
+        return array_adjoint_source(op.operands[0], fn)
     raise CompileError("the gradient of an array chosen by control flow cannot be computed; "
                        "pass the array directly", op.loc, fn.name)
 

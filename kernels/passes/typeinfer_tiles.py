@@ -182,17 +182,66 @@ class TileForms:
         raise self.error("tile_map and tile_reduce take a builtin (wp.sin) or a @wp.func", op)
 
     def builtin_tile_map(self, op):
-        fv, *tiles = op.operands
-        if not 1 <= len(tiles) <= 2:
-            raise self.error("tile_map(f, a) or tile_map(f, a, b)", op)
-        tts = [self.need_tile(t, op, "tile_map's argument") for t in tiles]
-        if len(tts) == 2 and tts[0].shape != tts[1].shape:
-            raise self.error(f"tile_map over tiles of different shapes {tts[0].shape} and {tts[1].shape}", op)
-        elem, rtype = self.element_function(fv, [t.dtype for t in tts], op)
-        out = TileType(rtype, tts[0].shape)
+        fv, *args = op.operands
+        tiles = [a.type for a in args if isinstance(a.type, TileType)]
+        if not tiles:
+            raise self.error("tile_map(f, a, ...) needs at least one tile argument", op)
+        shape = self.common_shape(tiles, op, "tile_map")
+        elem_types = [a.type.dtype if isinstance(a.type, TileType) else a.type for a in args]
+        elem, rtype = self.element_function(fv, elem_types, op)
+        self.emit_tile_map(op, elem, args, TileType(rtype, shape))
+
+    def common_shape(self, tiles, op, what):
+        for t in tiles[1:]:
+            if t.shape != tiles[0].shape:
+                raise self.error(f"{what} over tiles of different shapes {tiles[0].shape} and {t.shape}", op,
+                                 kind=ValueError)
+        return tiles[0].shape
+
+    def emit_tile_map(self, op, elem, args, out):
+        """The elementwise call `elem` over `args` (tiles of one shape, or broadcast values) giving tile `out`."""
+        differentiable = elem[0] != "builtin" or elem[1].differentiable
         op.results[0].type = out
-        self.append(ir.Op("call", tiles, op.results, {"name": "tile_map", "elem": elem,
-                                                      "overload": registry.BUILTINS["tile_map"][0]}, [], op.loc))
+        ov = registry.BUILTINS["tile_map"][0 if differentiable else 1]
+        self.append(ir.Op("call", list(args), op.results[:1], {"name": "tile_map", "elem": elem, "overload": ov},
+                          [], op.loc))
+
+    def tile_elementwise(self, op, name):
+        """`a + b`, `t * 2.0`, `v / t`, `-t` with a tile operand: the scalar builtin mapped over the elements.
+        Non-tile operands broadcast; Python literals take the tile's scalar type."""
+        args = list(op.operands)
+        tiles = [a.type for a in args if isinstance(a.type, TileType)]
+        shape = self.common_shape(tiles, op, f"'{name}'")
+        scalar = T.scalar_type(tiles[0].dtype)
+        args = [self.convert_weak_to(a, scalar, op) for a in args]
+        elem_types = [a.type.dtype if isinstance(a.type, TileType) else a.type for a in args]
+        if name in ("mul", "div") and len(args) == 2 and not any(T.is_scalar(t) for t in elem_types):
+            verb = "multiply" if name == "mul" else "divide"
+            if len(tiles) == 2:
+                raise self.error(f"Cannot {verb} tile<{describe(elem_types[0])}> by tile<{describe(elem_types[1])}> "
+                                 f"element-wise: the element type must be scalar on at least one side", op,
+                                 kind=TypeError)
+            left, right = (f"tile<{describe(t.dtype)}>" if isinstance(t, TileType) else describe(t)
+                           for t in (args[0].type, args[1].type))
+            raise self.error(f"Cannot {verb} {left} by {right}: at least one operand must be a scalar type", op,
+                             kind=TypeError)
+        ov, rtype = registry.resolve(name, elem_types)
+        if ov is None:
+            got = ", ".join(describe(a.type) for a in args)
+            raise self.error(f"'{name}' is not defined for the elements of ({got})", op, kind=TypeError)
+        self.emit_tile_map(op, ("builtin", ov), args, TileType(rtype, shape))
+
+    def builtin_tile_astype(self, op):
+        args = self.call_arguments(op, ("t", "dtype"))
+        tt = self.need_tile(args["t"], op, "tile_astype's argument")
+        dtype = T.canonical_type(self.static_value(args["dtype"], op, "dtype"))
+        if not (T.is_scalar(dtype) or T.is_composite(dtype)):
+            raise self.error(f"tile_astype's dtype must be a value type, got {dtype!r}", op, kind=TypeError)
+        if T.is_composite(dtype) != T.is_composite(tt.dtype) or \
+                T.is_composite(dtype) and dtype._shape_ != tt.dtype._shape_:
+            raise self.error(f"tile_astype cannot convert {describe(tt.dtype)} elements to {describe(dtype)}", op,
+                             kind=TypeError)
+        self.emit_tile_map(op, ("cast", dtype), [args["t"]], TileType(dtype, tt.shape))
 
     def builtin_tile_reduce(self, op):
         fv, tile = op.operands

@@ -1,0 +1,197 @@
+"""Tiles of vectors and matrices, elementwise tile arithmetic with broadcast operands, n-ary tile_map and
+tile_astype: values against numpy, float64 gradients against finite differences (autodiff.gradcheck).
+
+Kernels are module-level (float64, so gradcheck runs in double precision) and compile into one library.
+"""
+
+import numpy as np
+import pytest
+
+import kernels as wp
+from autodiff import gradcheck
+
+N = 4  # tile length
+
+
+def _rng(seed=0):
+    return np.random.default_rng(seed)
+
+
+def _vec3(values, device):
+    return wp.array(np.asarray(values, dtype=np.float64), dtype=wp.vec3d, device=device)
+
+
+def _scalars(values, device):
+    return wp.array(np.asarray(values, dtype=np.float64), dtype=wp.float64, device=device)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Elementwise arithmetic: tile<vec3> with scalars, scalar tiles with vectors and matrices, tile op tile
+
+
+@wp.kernel
+def vector_arithmetic(v: wp.array(dtype=wp.vec3d), s: wp.array(dtype=wp.float64), out: wp.array2d(dtype=wp.vec3d)):
+    tv = wp.tile_load(v, shape=N)
+    ts = wp.tile_load(s, shape=N)
+    c = wp.vec3d(wp.float64(1.0), wp.float64(-2.0), wp.float64(0.5))
+    wp.tile_store(out[0], tv * 2.0)
+    wp.tile_store(out[1], 3.0 * tv)
+    wp.tile_store(out[2], tv / 2.0)
+    wp.tile_store(out[3], ts * c)
+    wp.tile_store(out[4], c * ts)
+    wp.tile_store(out[5], tv / ts)
+    wp.tile_store(out[6], ts / tv)
+    wp.tile_store(out[7], ts * tv + tv - c * ts)
+    wp.tile_store(out[8], -tv)
+
+
+def _run_vector_arithmetic(v, s, device):
+    out = wp.zeros((9, N), dtype=wp.vec3d, device=device)
+    wp.launch_tiled(vector_arithmetic, dim=1, inputs=[v, s, out], block_dim=8, device=device)
+    return out
+
+
+def test_vector_tile_arithmetic(device):
+    v = _rng().uniform(0.5, 2.0, (N, 3))
+    s = _rng(1).uniform(0.5, 2.0, N)
+    c = np.array([1.0, -2.0, 0.5])
+    out = _run_vector_arithmetic(_vec3(v, device), _scalars(s, device), device).numpy()
+    sc = s[:, None]
+    expected = [v * 2.0, 3.0 * v, v / 2.0, sc * c, c * sc, v / sc, sc / v, sc * v + v - c * sc, -v]
+    np.testing.assert_allclose(out, np.stack(expected), rtol=1e-12)
+
+
+def test_vector_tile_arithmetic_gradient(device):
+    v = _vec3(_rng().uniform(0.5, 2.0, (N, 3)), device)
+    s = _scalars(_rng(1).uniform(0.5, 2.0, N), device)
+    gradcheck(lambda v, s: _run_vector_arithmetic(v, s, device), [v, s])
+
+
+@wp.kernel
+def matrix_arithmetic(m: wp.array(dtype=wp.mat22d), s: wp.array(dtype=wp.float64), out: wp.array2d(dtype=wp.mat22d)):
+    tm = wp.tile_load(m, shape=N)
+    ts = wp.tile_load(s, shape=N)
+    c = wp.mat22d(wp.float64(1.0), wp.float64(2.0), wp.float64(4.0), wp.float64(8.0))
+    wp.tile_store(out[0], tm * 2.0)
+    wp.tile_store(out[1], ts * c)
+    wp.tile_store(out[2], c / ts)
+    wp.tile_store(out[3], 1.0 / tm)
+    wp.tile_store(out[4], tm + tm * ts)
+
+
+def _run_matrix_arithmetic(m, s, device):
+    out = wp.zeros((5, N), dtype=wp.mat22d, device=device)
+    wp.launch_tiled(matrix_arithmetic, dim=1, inputs=[m, s, out], block_dim=8, device=device)
+    return out
+
+
+def test_matrix_tile_arithmetic(device):
+    m = _rng().uniform(0.5, 2.0, (N, 2, 2))
+    s = _rng(1).uniform(0.5, 2.0, N)
+    c = np.array([[1.0, 2.0], [4.0, 8.0]])
+    out = _run_matrix_arithmetic(wp.array(m, dtype=wp.mat22d, device=device), _scalars(s, device), device)
+    sc = s[:, None, None]
+    expected = [m * 2.0, sc * c, c / sc, 1.0 / m, m + m * sc]
+    np.testing.assert_allclose(out.numpy(), np.stack(expected), rtol=1e-12)
+
+
+def test_matrix_tile_arithmetic_gradient(device):
+    m = wp.array(_rng().uniform(0.5, 2.0, (N, 2, 2)), dtype=wp.mat22d, device=device)
+    s = _scalars(_rng(1).uniform(0.5, 2.0, N), device)
+    gradcheck(lambda m, s: _run_matrix_arithmetic(m, s, device), [m, s])
+
+
+@wp.kernel(module="unique")
+def vector_times_vector(a: wp.array(dtype=wp.vec3), out: wp.array(dtype=wp.vec3)):
+    ta = wp.tile_load(a, shape=4)
+    wp.tile_store(out, ta * wp.vec3(1.0, 2.0, 3.0))
+
+
+@wp.kernel(module="unique")
+def vector_over_vector(a: wp.array(dtype=wp.vec3), out: wp.array(dtype=wp.vec3)):
+    ta = wp.tile_load(a, shape=4)
+    wp.tile_store(out, wp.vec3(1.0, 2.0, 3.0) / ta)
+
+
+@wp.kernel(module="unique")
+def vector_tile_squared(a: wp.array(dtype=wp.vec3), out: wp.array(dtype=wp.vec3)):
+    ta = wp.tile_load(a, shape=4)
+    wp.tile_store(out, ta * ta)
+
+
+@pytest.mark.parametrize("kernel, message", [
+    (vector_times_vector, r"Cannot multiply tile<vec3> by vec3: at least one operand must be a scalar"),
+    (vector_over_vector, r"Cannot divide vec3 by tile<vec3>: at least one operand must be a scalar"),
+    (vector_tile_squared, r"element type must be scalar"),
+])
+def test_vector_by_vector_is_a_type_error(device, kernel, message):
+    a = wp.zeros(4, dtype=wp.vec3, device=device)
+    with pytest.raises(TypeError, match=message):
+        wp.launch_tiled(kernel, dim=1, inputs=[a, a], block_dim=8, device=device)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# tile_map: three tiles and a broadcast value; tile_astype
+
+
+@wp.func
+def fused(x: wp.float64, y: wp.vec3d, z: wp.float64, w: wp.vec3d):
+    return y * (x * z) + wp.cross(y, w) * wp.sin(x)
+
+
+@wp.kernel
+def map_nary(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.vec3d), z: wp.array(dtype=wp.float64),
+             w: wp.array(dtype=wp.vec3d), out: wp.array(dtype=wp.vec3d)):
+    tx = wp.tile_load(x, shape=N)
+    ty = wp.tile_load(y, shape=N)
+    tz = wp.tile_load(z, shape=N)
+    wp.tile_store(out, wp.tile_map(fused, tx, ty, tz, w[0]) + wp.tile_map(wp.mul, tz, w[1]))
+
+
+def _run_map_nary(x, y, z, w, device):
+    out = wp.zeros(N, dtype=wp.vec3d, device=device)
+    wp.launch_tiled(map_nary, dim=1, inputs=[x, y, z, w, out], block_dim=8, device=device)
+    return out
+
+
+def test_tile_map_nary_with_broadcast_value(device):
+    x, z = _rng().uniform(-1, 1, N), _rng(1).uniform(-1, 1, N)
+    y, w = _rng(2).uniform(-1, 1, (N, 3)), _rng(3).uniform(-1, 1, (2, 3))
+    out = _run_map_nary(_scalars(x, device), _vec3(y, device), _scalars(z, device), _vec3(w, device), device)
+    expected = y * (x * z)[:, None] + np.cross(y, w[0]) * np.sin(x)[:, None] + z[:, None] * w[1]
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-12, atol=1e-14)
+
+
+def test_tile_map_nary_with_broadcast_value_gradient(device):
+    inputs = [_scalars(_rng().uniform(-1, 1, N), device), _vec3(_rng(2).uniform(-1, 1, (N, 3)), device),
+              _scalars(_rng(1).uniform(-1, 1, N), device), _vec3(_rng(3).uniform(-1, 1, (2, 3)), device)]
+    gradcheck(lambda x, y, z, w: _run_map_nary(x, y, z, w, device), inputs)
+
+
+@wp.kernel
+def astype(x: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float32), whole: wp.array(dtype=wp.int32)):
+    t = wp.tile_load(x, shape=N)
+    wp.tile_store(out, wp.tile_astype(t * t, dtype=wp.float32))
+    wp.tile_store(whole, wp.tile_astype(t, dtype=wp.int32))
+
+
+def test_tile_astype(device):
+    x = np.array([1.5, -2.25, 3.0, 0.75])
+    out = wp.zeros(N, dtype=wp.float32, device=device)
+    whole = wp.zeros(N, dtype=wp.int32, device=device)
+    wp.launch_tiled(astype, dim=1, inputs=[_scalars(x, device), out, whole], block_dim=8, device=device)
+    np.testing.assert_array_equal(out.numpy(), (x * x).astype(np.float32))
+    np.testing.assert_array_equal(whole.numpy(), x.astype(np.int32))
+
+
+def test_tile_astype_gradient(device):
+    x = _scalars(_rng().uniform(-2, 2, N), device)
+
+    def run(x):
+        out = wp.zeros(N, dtype=wp.float32, device=device)
+        whole = wp.zeros(N, dtype=wp.int32, device=device)
+        wp.launch_tiled(astype, dim=1, inputs=[x, out, whole], block_dim=8, device=device)
+        return out
+
+    # float32 output: compare at float32 precision
+    gradcheck(run, [x], eps=1e-3, atol=1e-3, rtol=1e-3)
