@@ -29,3 +29,8 @@ cxx_flags: tuple = ()
 
 #: Check that taped launches do not overwrite arrays read earlier on the same tape: "warn", "error" or "off".
 overwrite_check: str = "warn"
+
+#: After every launch, check the floating-point arrays it was given (and, for an adjoint launch, their gradient
+#: arrays) for NaN and inf, and raise a LaunchError naming the kernel and the argument. Costs a pass over the
+#: arrays per launch; does not change generated code. (Warp's flag of the same name.)
+verify_fp: bool = False

@@ -195,3 +195,118 @@ def test_tile_astype_gradient(device):
 
     # float32 output: compare at float32 precision
     gradcheck(run, [x], eps=1e-3, atol=1e-3, rtol=1e-3)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# tile_matmul with alpha and beta; tile_load from a sub-array a[i]
+
+
+@wp.kernel
+def matmul_scaled(a: wp.array3d(dtype=wp.float64), b: wp.array2d(dtype=wp.float64),
+                  c: wp.array2d(dtype=wp.float64), out: wp.array3d(dtype=wp.float64)):
+    i = wp.tid()
+    ta = wp.tile_load(a[i], shape=(2, 3))
+    tb = wp.tile_load(b, shape=(3, 2))
+    tc = wp.tile_load(c, shape=(2, 2))
+    wp.tile_matmul(ta, tb, tc, alpha=0.5, beta=-2.0)
+    wp.tile_store(out[i], tc)
+    wp.tile_store(out[i + 2], wp.tile_matmul(ta, tb, alpha=3.0))
+    td = wp.tile_load(c, shape=(2, 2))
+    wp.tile_matmul(ta, tb, td, beta=0.0)
+    wp.tile_store(out[i + 4], td)
+
+
+def _run_matmul_scaled(a, b, c, device):
+    out = wp.zeros((6, 2, 2), dtype=wp.float64, device=device)
+    wp.launch_tiled(matmul_scaled, dim=2, inputs=[a, b, c, out], block_dim=8, device=device)
+    return out
+
+
+def test_matmul_alpha_beta(device):
+    a, b = _rng().uniform(-1, 1, (2, 2, 3)), _rng(1).uniform(-1, 1, (3, 2))
+    c = _rng(2).uniform(-1, 1, (2, 2))
+    out = _run_matmul_scaled(*(wp.array(x, dtype=wp.float64, device=device) for x in (a, b, c)), device).numpy()
+    for i in range(2):
+        np.testing.assert_allclose(out[i], 0.5 * a[i] @ b - 2.0 * c, rtol=1e-12)
+        np.testing.assert_allclose(out[i + 2], 3.0 * a[i] @ b, rtol=1e-12)
+        np.testing.assert_allclose(out[i + 4], a[i] @ b, rtol=1e-12)
+
+
+def test_matmul_alpha_beta_gradient(device):
+    inputs = [wp.array(x, dtype=wp.float64, device=device) for x in
+              (_rng().uniform(-1, 1, (2, 2, 3)), _rng(1).uniform(-1, 1, (3, 2)), _rng(2).uniform(-1, 1, (2, 2)))]
+    gradcheck(lambda a, b, c: _run_matmul_scaled(a, b, c, device), inputs)
+
+
+@wp.kernel
+def matmul_beta_zero(c: wp.array2d(dtype=float)):
+    ones = wp.tile_ones(shape=(3, 3), dtype=float)
+    tc = wp.tile_load(c, shape=(3, 3))
+    wp.tile_matmul(ones, ones, tc, beta=0.0)
+    wp.tile_store(c, tc)
+
+
+def test_matmul_beta_zero_does_not_read_out(device):
+    c = wp.array(np.full((3, 3), np.nan, dtype=np.float32), device=device)
+    wp.launch_tiled(matmul_beta_zero, dim=1, inputs=[c], block_dim=8, device=device)
+    np.testing.assert_array_equal(c.numpy(), np.full((3, 3), 3.0))
+
+
+@wp.kernel(module="unique")
+def matmul_learned_beta(a: wp.array2d(dtype=float), beta: wp.array(dtype=float), out: wp.array2d(dtype=float)):
+    ta = wp.tile_load(a, shape=(2, 2))
+    tc = wp.tile_ones(shape=(2, 2), dtype=float)
+    wp.tile_matmul(ta, ta, tc, beta=beta[0])
+    wp.tile_store(out, tc)
+
+
+def test_matmul_beta_with_a_gradient_is_refused(device):
+    from autodiff import Tape
+    a = wp.ones((2, 2), dtype=float, device=device, requires_grad=True)
+    beta = wp.ones(1, dtype=float, device=device, requires_grad=True)
+    out = wp.zeros((2, 2), dtype=float, device=device, requires_grad=True)
+    tape = Tape()
+    with tape:
+        wp.launch_tiled(matmul_learned_beta, dim=1, inputs=[a, beta, out], block_dim=8, device=device)
+    np.testing.assert_array_equal(out.numpy(), np.full((2, 2), 3.0))
+    with pytest.raises(wp.CompileError, match="no gradient with respect to its argument 'beta'"):
+        tape.backward(grads={out: wp.ones_like(out)})
+
+
+@wp.kernel
+def matmul_half(a: wp.array2d(dtype=wp.float16), b: wp.array2d(dtype=wp.float16), c: wp.array2d(dtype=wp.float16)):
+    acc = wp.tile_zeros(shape=(4, 4), dtype=a.dtype)
+    wp.tile_matmul(wp.tile_load(a, shape=(4, 8)), wp.tile_load(b, shape=(8, 4)), acc)
+    wp.tile_store(c, acc)
+
+
+def test_matmul_float16_accumulates_in_float32(device):
+    a, b = _rng().uniform(-1, 1, (4, 8)).astype(np.float16), _rng(1).uniform(-1, 1, (8, 4)).astype(np.float16)
+    c = wp.zeros((4, 4), dtype=wp.float16, device=device)
+    wp.launch_tiled(matmul_half, dim=1, inputs=[wp.array(a, device=device), wp.array(b, device=device), c],
+                    block_dim=8, device=device)
+    expected = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
+    np.testing.assert_array_equal(c.numpy(), expected)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# wp.config.verify_fp
+
+
+@wp.kernel
+def reciprocal(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = 1.0 / x[i]
+
+
+def test_verify_fp_reports_non_finite_results(device):
+    x = wp.array(np.array([1.0, 0.0], dtype=np.float32), device=device)
+    y = wp.zeros(2, dtype=float, device=device)
+    old = wp.config.verify_fp
+    wp.config.verify_fp = True
+    try:
+        with pytest.raises(wp.LaunchError, match="argument 'y' holds NaN or inf"):
+            wp.launch(reciprocal, dim=2, inputs=[x, y], device=device)
+        wp.launch(reciprocal, dim=1, inputs=[x, wp.zeros(2, dtype=float, device=device)], device=device)  # finite
+    finally:
+        wp.config.verify_fp = old

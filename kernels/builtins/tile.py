@@ -72,6 +72,15 @@ add_builtin("tile_matmul", (Tl(F, "M", "K", ndim=2), Tl(F, "K", "N", ndim=2)), T
             group="tile", doc="a @ b")
 add_builtin("tile_matmul", (Tl(F, "M", "K", ndim=2), Tl(F, "K", "N", ndim=2), Tl(F, "M", "N", ndim=2)), None,
             native="tile_matmul_acc", mutates_arg=2, group="tile", doc="tile_matmul(a, b, out): out += a @ b")
+# With scale factors (type inference fills in the defaults 1.0); no gradient flows to alpha or beta.
+add_builtin("tile_matmul", (Tl(F, "M", "K", ndim=2), Tl(F, "K", "N", ndim=2), F), Tl(F, "M", "N", ndim=2),
+            native="tile_matmul_scaled", arg_names=("a", "b", "alpha"), constant_args=(2,), group="tile",
+            doc="tile_matmul(a, b, alpha=1.0): alpha * (a @ b)")
+add_builtin("tile_matmul", (Tl(F, "M", "K", ndim=2), Tl(F, "K", "N", ndim=2), Tl(F, "M", "N", ndim=2), F, F), None,
+            native="tile_matmul_acc", mutates_arg=2, arg_names=("a", "b", "out", "alpha", "beta"),
+            constant_args=(3, 4), group="tile",
+            doc="tile_matmul(a, b, out, alpha=1.0, beta=1.0): out = alpha * (a @ b) + beta * out (out is not read "
+                "when beta is 0)")
 
 # Higher-order forms: resolved by type inference, which renders the element function as a C++ lambda.
 add_builtin("tile_map", (AnyType("F"), Tl(AnyType("T"))), None, group="tile",

@@ -439,6 +439,30 @@ CUDA_CALLABLE inline void adj_tile_matmul(const tile_t<T, M, K>& a, const tile_t
             for (int j = 0; j < N; ++j) adj_b.data[k * N + j] += aik * adj_c.data[i * N + j];
         }
 }
+// float16 tiles: products accumulate in float32 and are rounded to half once, at the end.
+template <typename To, typename From, int R, int C>
+CUDA_CALLABLE inline tile_t<To, R, C> tile_convert(const tile_t<From, R, C>& t) {
+    tile_t<To, R, C> r;
+    for (int k = 0; k < R * C; ++k) r.data[k] = To(t.data[k]);
+    return r;
+}
+template <int M, int K, int N>
+CUDA_CALLABLE inline void tile_matmul_accumulate(const tile_t<float16, M, K>& a, const tile_t<float16, K, N>& b,
+                                                 tile_t<float16, M, N>& c) {
+    tile_t<float32, M, N> wide = tile_convert<float32>(c);
+    tile_matmul_accumulate(tile_convert<float32>(a), tile_convert<float32>(b), wide);
+    c = tile_convert<float16>(wide);
+}
+template <int M, int K, int N>
+CUDA_CALLABLE inline void adj_tile_matmul(const tile_t<float16, M, K>& a, const tile_t<float16, K, N>& b,
+                                          tile_t<float16, M, K>& adj_a, tile_t<float16, K, N>& adj_b,
+                                          const tile_t<float16, M, N>& adj_c) {
+    tile_t<float32, M, K> wide_a = tile_convert<float32>(adj_a);
+    tile_t<float32, K, N> wide_b = tile_convert<float32>(adj_b);
+    adj_tile_matmul(tile_convert<float32>(a), tile_convert<float32>(b), wide_a, wide_b, tile_convert<float32>(adj_c));
+    adj_a = tile_convert<float16>(wide_a);
+    adj_b = tile_convert<float16>(wide_b);
+}
 // out += a b (Warp's tile_matmul(a, b, out)): updates `out` in place, which the compiler rebinds.
 template <typename T, int M, int K, int N>
 CUDA_CALLABLE inline void tile_matmul_acc(const tile_t<T, M, K>& a, const tile_t<T, K, N>& b, tile_t<T, M, N>& out) {
@@ -450,6 +474,45 @@ CUDA_CALLABLE inline void adj_tile_matmul_acc(const tile_t<T, M, K>& a, const ti
                                               const tile_t<T, M, N>& adj_ret) {
     adj_out = add(adj_out, adj_ret);
     adj_tile_matmul(a, b, adj_a, adj_b, adj_ret);
+}
+
+// alpha * (a b), and out = alpha * (a b) + beta * out; beta == 0 overwrites out without reading it, so stale
+// NaN or inf there does not leak into the result. alpha and beta get no gradient (the compiler refuses one).
+template <typename T, int M, int K, int N>
+CUDA_CALLABLE inline tile_t<T, M, N> tile_matmul_scaled(const tile_t<T, M, K>& a, const tile_t<T, K, N>& b, T alpha) {
+    tile_t<T, M, N> c = tile_matmul(a, b);
+    for (int k = 0; k < M * N; ++k) c.data[k] = mul(alpha, c.data[k]);
+    return c;
+}
+template <typename T, int M, int K, int N>
+CUDA_CALLABLE inline void adj_tile_matmul_scaled(const tile_t<T, M, K>& a, const tile_t<T, K, N>& b, T alpha,
+                                                 tile_t<T, M, K>& adj_a, tile_t<T, K, N>& adj_b, T&,
+                                                 const tile_t<T, M, N>& adj_ret) {
+    tile_t<T, M, N> scaled;
+    for (int k = 0; k < M * N; ++k) scaled.data[k] = mul(alpha, adj_ret.data[k]);
+    adj_tile_matmul(a, b, adj_a, adj_b, scaled);
+}
+template <typename T, int M, int K, int N>
+CUDA_CALLABLE inline void tile_matmul_acc(const tile_t<T, M, K>& a, const tile_t<T, K, N>& b, tile_t<T, M, N>& out,
+                                          T alpha, T beta) {
+    if (alpha == T(1) && beta == T(1)) {
+        tile_matmul_accumulate(a, b, out);
+        return;
+    }
+    tile_t<T, M, N> c = tile_matmul(a, b);
+    for (int k = 0; k < M * N; ++k)
+        out.data[k] = beta == T(0) ? mul(alpha, c.data[k]) : add(mul(alpha, c.data[k]), mul(beta, out.data[k]));
+}
+template <typename T, int M, int K, int N>
+CUDA_CALLABLE inline void adj_tile_matmul_acc(const tile_t<T, M, K>& a, const tile_t<T, K, N>& b, const tile_t<T, M, N>&,
+                                              T alpha, T beta, tile_t<T, M, K>& adj_a, tile_t<T, K, N>& adj_b,
+                                              tile_t<T, M, N>& adj_out, T&, T&, const tile_t<T, M, N>& adj_ret) {
+    tile_t<T, M, N> scaled;
+    for (int k = 0; k < M * N; ++k) {
+        if (beta != T(0)) adj_out.data[k] = add(adj_out.data[k], mul(beta, adj_ret.data[k]));
+        scaled.data[k] = mul(alpha, adj_ret.data[k]);
+    }
+    adj_tile_matmul(a, b, adj_a, adj_b, scaled);
 }
 
 }  // namespace wp

@@ -390,6 +390,11 @@ class TypeInference(TileForms):
             op.results[0].type = ShapeType(t.ndim)
             self.append(ir.Op("shape_of", [base], op.results, {}, [], op.loc))
             return
+        if isinstance(t, ArrayType) and attr == "dtype":
+            # a compile-time type: `wp.tile_zeros(..., dtype=a.dtype)`
+            self.replace(op.results[0], self.new_op("const", [], StaticType(t.dtype), op.loc,
+                                                    {"value": t.dtype, "weak": False}))
+            return
         if isinstance(t, ArrayType) and attr == "ndim":
             self.replace(op.results[0], self.typed_const(t.ndim, T.int32, op.loc))
             return

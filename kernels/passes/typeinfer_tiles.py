@@ -63,7 +63,13 @@ class TileForms:
                           op.loc))
 
     def tile_dtype(self, args, op):
-        return self.static_type_arg(args["dtype"], op, "dtype") if "dtype" in args else T.float32
+        """The element type of a tile constructor: a scalar, vector or matrix type (default float32)."""
+        if "dtype" not in args:
+            return T.float32
+        t = T.canonical_type(self.static_value(args["dtype"], op, "dtype"))
+        if not (T.is_scalar(t) or T.is_composite(t)):
+            raise self.error(f"a tile's dtype must be a scalar, vector or matrix type, got {t!r}", op, kind=TypeError)
+        return t
 
     def need_tile(self, v, op, what):
         if not isinstance(v.type, TileType):
@@ -158,6 +164,28 @@ class TileForms:
         shape = self.static_shape(args["shape"], op) if "shape" in args else tt.shape
         oi, oj = self.offsets(args.get("offset"), op)
         self.emit_typed(op, "tile_view", TileType(tt.dtype, shape), [args["t"], oi, oj])
+
+    # ------------------------------------------------------------------------------------------ matrix product
+
+    def builtin_tile_matmul(self, op):
+        """tile_matmul(a, b, alpha=1.0) returns alpha * a @ b; tile_matmul(a, b, out, alpha=1.0, beta=1.0) updates
+        out. Without scale factors the plain overloads are used."""
+        args = self.call_arguments(op, ("a", "b", "out", "alpha", "beta"))
+        if "a" not in args or "b" not in args:
+            raise self.error("tile_matmul(a, b[, out], alpha=..., beta=...) needs a and b", op)
+        dtype = self.need_tile(args["a"], op, "tile_matmul's a").dtype
+        if "beta" in args and "out" not in args:
+            raise self.error("tile_matmul's beta scales `out`; the returning form takes only alpha", op)
+        scales = [k for k in ("alpha", "beta") if k in args]
+        if not scales:
+            self.call_builtin(op, "tile_matmul", [args[k] for k in ("a", "b", "out") if k in args])
+            return
+        values = {}
+        for k in ("alpha", "beta") if "out" in args else ("alpha",):
+            v = args.get(k)
+            values[k] = self.typed_const(1.0, dtype, op.loc) if v is None else self.convert_weak_to(v, dtype, op)
+        names = ("a", "b", "out", "alpha", "beta") if "out" in args else ("a", "b", "alpha")
+        self.call_builtin(op, "tile_matmul", [values.get(k, args.get(k)) for k in names])
 
     # ------------------------------------------------------------------------------------------ higher order
 
