@@ -302,6 +302,18 @@ class array:
             out._grad = self._grad.reshape(shape)
         return out
 
+    def transpose(self, axes=None):
+        """A view with the dimensions permuted (reversed by default), as numpy's `transpose`; shares memory."""
+        axes = tuple(reversed(range(self.ndim))) if axes is None else tuple(axes)
+        if sorted(axes) != list(range(self.ndim)):
+            raise ValueError(f"transpose axes {axes} are not a permutation of the {self.ndim} dimensions")
+        inner = _element_info(self.dtype)[1]
+        perm = axes + tuple(range(self.ndim, self.ndim + len(inner)))
+        out = array(dtype=self.dtype, _buf=self._buf.transpose(perm), device=self.device, _owner=self)
+        if self._grad is not None:
+            out._grad = self._grad.transpose(axes)
+        return out
+
     def flatten(self):
         return self.reshape((self.size,))
 

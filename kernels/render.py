@@ -211,6 +211,8 @@ class FunctionRenderer:
             elems = ", ".join(f"wp::tile_elem({self.name(v)}, k)" for v in a)
             fn = self.element_function_name(op)
             return f"wp::tile_map<{ctype(op.results[0].type)}>([&](int k) {{ return {fn}({elems}); }})"
+        if name == "tile_reduce" and "axis" in op.attrs:
+            return f"wp::tile_reduce_axis<{op.attrs['axis']}>({self.element_lambda(op, 2)}, {self.args(a)})"
         if name == "tile_reduce":
             return f"wp::tile_reduce({self.element_lambda(op, 2)}, {self.args(a)})"
         if ov.template_ret:

@@ -171,7 +171,8 @@ class AdjointRenderer(FunctionRenderer):
                       f"{self.element_function_name(op, adjoint=True)}({', '.join(slots)}); }});")
             return
         if name == "tile_reduce":
-            self.emit(f"wp::adj_tile_reduce({self.element_lambda(op, 2)}, {self.element_adjoint_lambda(op, 2)}, "
+            axis = f"_axis<{op.attrs['axis']}>" if "axis" in op.attrs else ""
+            self.emit(f"wp::adj_tile_reduce{axis}({self.element_lambda(op, 2)}, {self.element_adjoint_lambda(op, 2)}, "
                       f"{self.args(a)}, {self.adj_args(a)}, {self.adj(op.results[0])});")
             return
         if name == "struct_get":

@@ -310,3 +310,107 @@ def test_verify_fp_reports_non_finite_results(device):
         wp.launch(reciprocal, dim=1, inputs=[x, wp.zeros(2, dtype=float, device=device)], device=device)  # finite
     finally:
         wp.config.verify_fp = old
+
+
+# ------------------------------------------------------------------------------------------------------------
+# tile_reduce / tile_sum along an axis (tile_reduce(wp.add, t, axis=1) used to fail in type inference)
+
+
+@wp.func
+def soft_max2(a: wp.float64, b: wp.float64):
+    return wp.log(wp.exp(a) + wp.exp(b))
+
+
+@wp.kernel
+def reduce_axis(x: wp.array2d(dtype=wp.float64), v: wp.array(dtype=wp.float64), rows: wp.array2d(dtype=wp.float64),
+                cols: wp.array2d(dtype=wp.float64), whole: wp.array(dtype=wp.float64)):
+    t = wp.tile_load(x, shape=(3, 4))
+    wp.tile_store(rows[0], wp.tile_reduce(wp.add, t, axis=1))
+    wp.tile_store(rows[1], wp.tile_reduce(wp.mul, t, axis=1))
+    wp.tile_store(rows[2], wp.tile_sum(t, axis=1))
+    wp.tile_store(rows[3], wp.tile_reduce(soft_max2, t, axis=1))
+    wp.tile_store(cols[0], wp.tile_reduce(wp.max, t, axis=0))
+    wp.tile_store(cols[1], wp.tile_sum(t, axis=0))
+    wp.tile_store(cols[2], wp.tile_reduce(soft_max2, t, axis=0))
+    tv = wp.tile_load(v, shape=5)
+    wp.tile_store(whole, wp.tile_sum(tv, axis=0))
+    wp.tile_store(whole, wp.tile_reduce(wp.mul, tv, axis=0), offset=1)
+
+
+def _run_reduce_axis(x, v, device):
+    rows = wp.zeros((4, 3), dtype=wp.float64, device=device)
+    cols = wp.zeros((3, 4), dtype=wp.float64, device=device)
+    whole = wp.zeros(2, dtype=wp.float64, device=device)
+    wp.launch_tiled(reduce_axis, dim=1, inputs=[x, v, rows, cols, whole], block_dim=8, device=device)
+    return rows, cols, whole
+
+
+def test_reduce_along_an_axis(device):
+    x, v = _rng().uniform(0.5, 1.5, (3, 4)), _rng(1).uniform(0.5, 1.5, 5)
+    rows, cols, whole = _run_reduce_axis(wp.array(x, dtype=wp.float64, device=device), _scalars(v, device), device)
+    soft = np.logaddexp.reduce
+    np.testing.assert_allclose(rows.numpy(), [x.sum(1), x.prod(1), x.sum(1), soft(x, axis=1)], rtol=1e-12)
+    np.testing.assert_allclose(cols.numpy(), [x.max(0), x.sum(0), soft(x, axis=0)], rtol=1e-12)
+    np.testing.assert_allclose(whole.numpy(), [v.sum(), v.prod()], rtol=1e-12)
+
+
+def test_reduce_along_an_axis_gradient(device):
+    x = wp.array(_rng().uniform(0.5, 1.5, (3, 4)), dtype=wp.float64, device=device)
+    v = _scalars(_rng(1).uniform(0.5, 1.5, 5), device)
+    gradcheck(lambda x, v: _run_reduce_axis(x, v, device), [x, v])
+
+
+@wp.kernel(module="unique")
+def reduce_bad_axis(x: wp.array2d(dtype=float), out: wp.array(dtype=float)):
+    wp.tile_store(out, wp.tile_sum(wp.tile_load(x, shape=(2, 2)), axis=2))
+
+
+def test_reduce_axis_out_of_bounds_is_a_value_error(device):
+    x = wp.zeros((2, 2), dtype=float, device=device)
+    with pytest.raises(ValueError, match=r"tile_sum\(\) axis 2 is out of bounds for tile with 2 dimensions"):
+        wp.launch_tiled(reduce_bad_axis, dim=1, inputs=[x, wp.zeros(2, dtype=float, device=device)], block_dim=8,
+                        device=device)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# tile_reshape, tile_extract, array.transpose
+
+
+@wp.kernel
+def reshape_extract(x: wp.array2d(dtype=wp.float64), col: wp.array2d(dtype=wp.float64),
+                    picked: wp.array(dtype=wp.float64)):
+    t = wp.tile_load(x, shape=(3, 4))
+    flat = wp.tile_reshape(t, shape=(12, 1))
+    wp.tile_store(col, wp.tile_reshape(flat * 2.0, shape=(-1, 1)))
+    r = wp.tile_reshape(t, shape=(2, 6))
+    picked[0] = wp.tile_extract(r, 1, 2) * wp.tile_extract(t, 0, 3)
+    picked[1] = wp.tile_extract(wp.tile_reshape(t, shape=12), 7)
+
+
+def _run_reshape_extract(x, device):
+    col = wp.zeros((12, 1), dtype=wp.float64, device=device)
+    picked = wp.zeros(2, dtype=wp.float64, device=device)
+    wp.launch_tiled(reshape_extract, dim=1, inputs=[x, col, picked], block_dim=8, device=device)
+    return col, picked
+
+
+def test_reshape_and_extract(device):
+    x = _rng().uniform(-1, 1, (3, 4))
+    col, picked = _run_reshape_extract(wp.array(x, dtype=wp.float64, device=device), device)
+    np.testing.assert_allclose(col.numpy(), 2.0 * x.reshape(12, 1), rtol=1e-12)
+    np.testing.assert_allclose(picked.numpy(), [x.reshape(2, 6)[1, 2] * x[0, 3], x.reshape(-1)[7]], rtol=1e-12)
+
+
+def test_reshape_and_extract_gradient(device):
+    x = wp.array(_rng().uniform(-1, 1, (3, 4)), dtype=wp.float64, device=device)
+    gradcheck(lambda x: _run_reshape_extract(x, device), [x])
+
+
+def test_array_transpose_is_a_view():
+    a = wp.array(np.arange(6, dtype=np.float32).reshape(2, 3))
+    t = a.transpose()
+    np.testing.assert_array_equal(t.numpy(), np.arange(6).reshape(2, 3).T)
+    a.fill_(1.0)
+    np.testing.assert_array_equal(t.numpy(), np.ones((3, 2)))
+    with pytest.raises(ValueError, match="not a permutation"):
+        a.transpose((0, 0))

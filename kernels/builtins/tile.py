@@ -64,6 +64,10 @@ add_builtin("tile_broadcast", (TypeArg(_OUT), Tl(AnyType("T"))), _OUT, template_
             doc="tile_broadcast(t, shape=(m, n)): repeat dimensions of size 1 (numpy rules)")
 add_builtin("tile_broadcast_row", (TypeArg(_OUT), Tl(AnyType("T"), ndim=1)), _OUT, template_ret=True,
             group="tile", doc="a 1-d tile broadcast as a row to a 2-d shape (numpy rules)")
+add_builtin("tile_reshape", (TypeArg(_OUT), Tl(AnyType("T"))), _OUT, template_ret=True, group="tile",
+            doc="tile_reshape(t, shape): the elements in row-major order with a new shape (-1: inferred)")
+add_builtin("tile_extract", (Tl(AnyType("T")), S("I", "int")), "T", native="extract", group="tile",
+            doc="tile_extract(t, i) (or (t, i, j)): one element, as t[i] / t[i, j]")
 add_builtin("tile_view", (TypeArg(_OUT), Tl(AnyType("T")), I32, I32), _OUT, template_ret=True, group="tile",
             doc="tile_view(t, offset=(i, j), shape=(m, n)): a copy of a sub-tile")
 

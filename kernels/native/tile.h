@@ -261,6 +261,17 @@ CUDA_CALLABLE inline void adj_tile_broadcast_row(const tile_t<T, R, 1>&, tile_t<
         }
 }
 
+// The same elements (row-major order) with another shape of the same size.
+template <typename Out, typename T, int R, int C> CUDA_CALLABLE inline Out tile_reshape(const tile_t<T, R, C>& a) {
+    Out r;
+    for (int k = 0; k < R * C; ++k) r.data[k] = a.data[k];
+    return r;
+}
+template <typename Out, typename T, int R, int C>
+CUDA_CALLABLE inline void adj_tile_reshape(const tile_t<T, R, C>&, tile_t<T, R, C>& adj_a, const Out& adj_ret) {
+    for (int k = 0; k < R * C; ++k) adj_a.data[k] = add(adj_a.data[k], adj_ret.data[k]);
+}
+
 // A sub-tile copied out of a tile: rows [oi, oi+OR), columns [oj, oj+OC); outside the source reads as zero.
 template <typename Out, typename T, int R, int C>
 CUDA_CALLABLE inline Out tile_view(const tile_t<T, R, C>& a, int32 oi, int32 oj) {
@@ -377,6 +388,42 @@ CUDA_CALLABLE inline void adj_tile_reduce(F f, AdjF adj_f, const tile_t<T, R, C>
         adj_acc = adj_prev;
     }
     adj_a.data[0] = add(adj_a.data[0], adj_acc);
+}
+
+// tile_reduce / tile_sum along an axis: each line (a column for Axis 0, a row for Axis 1) folds to one element
+// of a 1-d result. Element k of line l sits at data[tile_line_index<Axis, C>(l, k)].
+template <int Axis, int C> CUDA_CALLABLE inline int tile_line_index(int l, int k) {
+    return Axis == 0 ? k * C + l : l * C + k;
+}
+template <int Axis, typename F, typename T, int R, int C>
+CUDA_CALLABLE inline tile_t<T, (Axis == 0 ? C : R), 1> tile_reduce_axis(F f, const tile_t<T, R, C>& a) {
+    const int lines = Axis == 0 ? C : R, n = Axis == 0 ? R : C;
+    tile_t<T, lines, 1> r;
+    for (int l = 0; l < lines; ++l) {
+        T acc = a.data[tile_line_index<Axis, C>(l, 0)];
+        for (int k = 1; k < n; ++k) acc = f(acc, a.data[tile_line_index<Axis, C>(l, k)]);
+        r.data[l] = acc;
+    }
+    return r;
+}
+template <int Axis, typename F, typename AdjF, typename T, int R, int C>
+CUDA_CALLABLE inline void adj_tile_reduce_axis(F f, AdjF adj_f, const tile_t<T, R, C>& a, tile_t<T, R, C>& adj_a,
+                                               const tile_t<T, (Axis == 0 ? C : R), 1>& adj_ret) {
+    const int lines = Axis == 0 ? C : R, n = Axis == 0 ? R : C;
+    T prefix[n];
+    for (int l = 0; l < lines; ++l) {
+        prefix[0] = a.data[tile_line_index<Axis, C>(l, 0)];
+        for (int k = 1; k < n; ++k) prefix[k] = f(prefix[k - 1], a.data[tile_line_index<Axis, C>(l, k)]);
+        T adj_acc = adj_ret.data[l];
+        for (int k = n - 1; k >= 1; --k) {
+            T adj_prev = T(0);
+            int at = tile_line_index<Axis, C>(l, k);
+            adj_f(prefix[k - 1], a.data[at], adj_prev, adj_a.data[at], adj_acc);
+            adj_acc = adj_prev;
+        }
+        int first = tile_line_index<Axis, C>(l, 0);
+        adj_a.data[first] = add(adj_a.data[first], adj_acc);
+    }
 }
 
 // ---- matrix product ---------------------------------------------------------------------------------------------

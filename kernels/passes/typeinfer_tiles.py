@@ -14,11 +14,21 @@ from ..typesys import ArrayType, PackType, StaticType, TileType, describe
 class TileForms:
     # ------------------------------------------------------------------------------------------ argument helpers
 
-    def static_shape(self, v, op) -> tuple:
+    def static_shape(self, v, op, what="a tile") -> tuple:
         shape = self.static_value(v, op, "a tile shape")
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
-        if not 1 <= len(shape) <= 2 or not all(isinstance(s, int) and s > 0 for s in shape):
-            raise self.error(f"a tile shape is 1 or 2 positive ints, got {shape!r}", op)
+        return self.check_shape((shape,) if isinstance(shape, int) else tuple(shape), op, what)
+
+    def check_shape(self, shape, op, what) -> tuple:
+        """`shape` if a tile can have it; else a ValueError naming `what` ("tile_broadcast()")."""
+        if not all(isinstance(s, int) and s > 0 for s in shape):
+            raise self.error(f"a tile shape is positive ints, got {shape!r}", op, kind=ValueError)
+        if not 1 <= len(shape) <= 4:
+            raise self.error(f"{what} output must have between one and four dimensions, got {len(shape)}", op,
+                             kind=ValueError)
+        if len(shape) > 2:
+            # Warp has 3-d and 4-d tiles; ours are 1-d or 2-d (tile_t<T, rows, cols>)
+            raise self.error(f"{len(shape)}-d tiles are not supported (tiles have 1 or 2 dimensions), "
+                             f"got shape {shape!r}", op, kind=ValueError)
         return shape
 
     def offsets(self, v, op) -> list:
@@ -145,7 +155,7 @@ class TileForms:
     def builtin_tile_broadcast(self, op):
         args = self.call_arguments(op, ("t", "shape"))
         tt = self.need_tile(args["t"], op, "tile_broadcast's argument")
-        shape = self.static_shape(args["shape"], op)
+        shape = self.static_shape(args["shape"], op, "tile_broadcast()")
         out = TileType(tt.dtype, shape)
         if len(tt.shape) == 1 and len(shape) == 2:
             # numpy rules: a 1-d tile is a row, (n,) -> (1, n)
@@ -186,6 +196,30 @@ class TileForms:
             values[k] = self.typed_const(1.0, dtype, op.loc) if v is None else self.convert_weak_to(v, dtype, op)
         names = ("a", "b", "out", "alpha", "beta") if "out" in args else ("a", "b", "alpha")
         self.call_builtin(op, "tile_matmul", [values.get(k, args.get(k)) for k in names])
+
+    def builtin_tile_reshape(self, op):
+        """tile_reshape(t, shape): the same elements in row-major order with a new shape (one entry may be -1)."""
+        args = self.call_arguments(op, ("t", "shape", "storage"))
+        tt = self.need_tile(args["t"], op, "tile_reshape's argument")
+        want = self.static_value(args["shape"], op, "tile_reshape's shape")
+        want = [want] if isinstance(want, int) else list(want)
+        size = tt.rows * tt.cols
+        if want.count(-1) == 1:
+            known = math.prod(n for n in want if n != -1)
+            if known <= 0 or size % known:
+                raise self.error(f"cannot reshape a tile of {size} elements to {tuple(want)}", op, kind=ValueError)
+            want[want.index(-1)] = size // known
+        shape = self.check_shape(tuple(want), op, "tile_reshape()")
+        if math.prod(shape) != size:
+            raise self.error(f"cannot reshape a tile of {size} elements to {shape}", op, kind=ValueError)
+        self.emit_typed(op, "tile_reshape", TileType(tt.dtype, shape), [args["t"]])
+
+    def builtin_tile_extract(self, op):
+        """tile_extract(t, i) / tile_extract(t, i, j): one element, as t[i] / t[i, j]."""
+        tile, *idx = op.operands
+        self.need_tile(tile, op, "tile_extract's argument")
+        self.check_indices(idx, op)
+        self.call_builtin(op, "extract", [tile, *idx])
 
     # ------------------------------------------------------------------------------------------ higher order
 
@@ -272,12 +306,39 @@ class TileForms:
         self.emit_tile_map(op, ("cast", dtype), [args["t"]], TileType(dtype, tt.shape))
 
     def builtin_tile_reduce(self, op):
-        fv, tile = op.operands
-        tt = self.need_tile(tile, op, "tile_reduce's argument")
-        elem, rtype = self.element_function(fv, [tt.dtype, tt.dtype], op)
+        args = self.call_arguments(op, ("op", "a", "axis"))
+        if "op" not in args or "a" not in args:
+            raise self.error("tile_reduce(op, a, axis=None) needs op and a", op)
+        tt = self.need_tile(args["a"], op, "tile_reduce's argument")
+        elem, rtype = self.element_function(args["op"], [tt.dtype, tt.dtype], op)
         if rtype != tt.dtype:
             raise self.error(f"tile_reduce's function must return {describe(tt.dtype)}, got {describe(rtype)}", op)
-        op.results[0].type = TileType(tt.dtype, (1,))
-        self.append(ir.Op("call", [tile], op.results, {"name": "tile_reduce", "elem": elem,
-                                                       "overload": registry.BUILTINS["tile_reduce"][0]}, [],
-                          op.loc))
+        self.emit_reduce(op, "tile_reduce", elem, args["a"], args.get("axis"))
+
+    def builtin_tile_sum(self, op):
+        args = self.call_arguments(op, ("a", "axis"))
+        if "axis" not in args:
+            self.call_builtin(op, "tile_sum", [args["a"]])
+            return
+        tt = self.need_tile(args["a"], op, "tile_sum's argument")
+        ov, _ = registry.resolve("add", [tt.dtype, tt.dtype])
+        if ov is None:
+            raise self.error(f"tile_sum cannot add elements of type {describe(tt.dtype)}", op, kind=TypeError)
+        self.emit_reduce(op, "tile_sum", ("builtin", ov), args["a"], args["axis"])
+
+    def emit_reduce(self, op, what, elem, tile, axis_value):
+        """A left fold of `elem` over the whole tile (a 1-element tile), or along `axis` (that dimension
+        removed; a 1-d tile gives shape (1,))."""
+        tt = tile.type
+        attrs = {"name": "tile_reduce", "elem": elem, "overload": registry.BUILTINS["tile_reduce"][0]}
+        shape = (1,)
+        if axis_value is not None:
+            axis = self.static_value(axis_value, op, f"{what}'s axis")
+            if not isinstance(axis, int) or not 0 <= axis < len(tt.shape):
+                raise self.error(f"{what}() axis {axis} is out of bounds for tile with {len(tt.shape)} dimensions",
+                                 op, kind=ValueError)
+            attrs["axis"] = axis
+            if len(tt.shape) == 2:
+                shape = (tt.shape[1 - axis],)
+        op.results[0].type = TileType(tt.dtype, shape)
+        self.append(ir.Op("call", [tile], op.results[:1], attrs, [], op.loc))
