@@ -34,3 +34,8 @@ overwrite_check: str = "warn"
 #: arrays) for NaN and inf, and raise a LaunchError naming the kernel and the argument. Costs a pass over the
 #: arrays per launch; does not change generated code. (Warp's flag of the same name.)
 verify_fp: bool = False
+
+#: Warp's switch for running CPU blocks with block_dim cooperating lanes. kernels always runs a CPU block as one
+#: lane (tile operations loop over the whole tile in it; whole-tile results are the same); setting this True
+#: makes a CPU launch_tiled with block_dim > 1 raise a LaunchError instead of silently running one lane.
+enable_cpu_blocks: bool = False

@@ -275,6 +275,9 @@ def launch_tiled(kernel, dim, inputs=(), outputs=(), device=None, block_dim: int
     On the CPU a block runs as one lane (lane 0), so tile operations cover the whole tile in that lane."""
     if block_dim < 1:
         raise LaunchError(f"block_dim must be positive, got {block_dim}")
+    if config.enable_cpu_blocks and block_dim > 1 and get_device(device).is_cpu:
+        raise LaunchError("wp.config.enable_cpu_blocks: cooperative CPU blocks are not supported; a CPU block "
+                          "runs as one lane (set it False)")
     dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
     if kernel.is_generic:
         kernel = kernel.specialize_for(list(inputs) + list(outputs))

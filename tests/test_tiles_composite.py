@@ -414,3 +414,36 @@ def test_array_transpose_is_a_view():
     np.testing.assert_array_equal(t.numpy(), np.ones((3, 2)))
     with pytest.raises(ValueError, match="not a permutation"):
         a.transpose((0, 0))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# tile_randi / tile_randf: the lane's generator, seeded with rand_pcg(rng) (rand_init(rng)), fills the tile in order
+
+
+@wp.kernel
+def random_tiles(seed: int, ints: wp.array2d(dtype=int), floats: wp.array2d(dtype=float),
+                 ref_ints: wp.array2d(dtype=int), ref_floats: wp.array2d(dtype=float)):
+    rng = wp.rand_init(seed, 3)
+    wp.tile_store(ints[0], wp.tile_randi(shape=4, rng=rng))
+    wp.tile_store(ints[1], wp.tile_randi(shape=4, rng=rng, min=-5, max=5))
+    wp.tile_store(floats[0], wp.tile_randf(shape=4, rng=rng))
+    wp.tile_store(floats[1], wp.tile_randf(shape=4, rng=rng, min=-2.0, max=3.0))
+    s0 = wp.rand_init(wp.int32(rng))
+    s1 = wp.rand_init(wp.int32(rng))
+    s2 = wp.rand_init(wp.int32(rng))
+    s3 = wp.rand_init(wp.int32(rng))
+    for k in range(4):
+        ref_ints[0, k] = wp.randi(s0)
+        ref_ints[1, k] = wp.randi(s1, -5, 5)
+        ref_floats[0, k] = wp.randf(s2)
+        ref_floats[1, k] = wp.randf(s3, -2.0, 3.0)
+
+
+def test_random_tiles_follow_the_lane_generator(device):
+    arrays = [wp.zeros((2, 4), dtype=t, device=device) for t in (int, float, int, float)]
+    wp.launch_tiled(random_tiles, dim=1, inputs=[42, *arrays], block_dim=8, device=device)
+    ints, floats, ref_ints, ref_floats = (a.numpy() for a in arrays)
+    np.testing.assert_array_equal(ints, ref_ints)
+    np.testing.assert_array_equal(floats, ref_floats)
+    assert len(set(ints[0])) == 4 and np.all((ints[1] >= -5) & (ints[1] < 5))
+    assert np.all((floats[1] >= -2.0) & (floats[1] < 3.0))

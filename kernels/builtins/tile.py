@@ -45,6 +45,15 @@ add_builtin("tile_from_value", (TypeArg(Tl(AnyType("T"), 1, 1, ndim=1)), AnyType
             doc="tile(x): the block's values as a tile (one lane on the CPU: shape (1,))")
 add_builtin("untile", (Tl(AnyType("T"), 1, 1),), "T", group="tile", doc="this lane's element of a tile(x) tile")
 
+# Random tiles: the block's generator rand_pcg(lane + rng) fills the tile in order (one lane on the CPU, as
+# warp-lang's CPU backend does); rng itself is not advanced.
+U32 = T.uint32
+for _name, _dtype in (("tile_randi", I32), ("tile_randf", T.float32)):
+    add_builtin(_name, (TypeArg(Tl(_dtype)), U32), Tl(_dtype), template_ret=True, differentiable=False, group="tile",
+                doc=f"{_name}(shape, rng): random values (as {'randi' if _dtype is I32 else 'randf'})")
+    add_builtin(_name, (TypeArg(Tl(_dtype)), U32, _dtype, _dtype), Tl(_dtype), template_ret=True,
+                differentiable=False, group="tile", doc=f"{_name}(shape, rng, min, max): random values in [min, max)")
+
 # Reductions: 1-element tiles.
 add_builtin("tile_sum", (Tl(N),), Tl(N, 1, 1, ndim=1), group="tile", doc="sum of all elements")
 add_builtin("tile_sum", (Tl(V("L", F)),), Tl(V("L", F), 1, 1, ndim=1), group="tile",

@@ -4,6 +4,7 @@
 #pragma once
 #include "array.h"
 #include "core.h"
+#include "random.h"
 #include "scalar_ops.h"
 
 namespace wp {
@@ -43,6 +44,32 @@ template <typename Tile, typename S> CUDA_CALLABLE inline Tile tile_arange(S sta
 }
 template <typename Tile, typename S>
 CUDA_CALLABLE inline void adj_tile_arange(S, S, S&, S&, const Tile&) {}
+
+// Random tiles: the generator of lane 0 (the only lane on the CPU), rand_pcg(0 + rng), fills the tile in order.
+template <typename Tile> CUDA_CALLABLE inline Tile tile_randi(uint32 rng) {
+    uint32 state = rand_pcg(rng);
+    Tile t;
+    for (int k = 0; k < tile_traits<Tile>::size; ++k) t.data[k] = randi(state);
+    return t;
+}
+template <typename Tile> CUDA_CALLABLE inline Tile tile_randi(uint32 rng, int32 low, int32 high) {
+    uint32 state = rand_pcg(rng);
+    Tile t;
+    for (int k = 0; k < tile_traits<Tile>::size; ++k) t.data[k] = randi(state, low, high);
+    return t;
+}
+template <typename Tile> CUDA_CALLABLE inline Tile tile_randf(uint32 rng) {
+    uint32 state = rand_pcg(rng);
+    Tile t;
+    for (int k = 0; k < tile_traits<Tile>::size; ++k) t.data[k] = randf(state);
+    return t;
+}
+template <typename Tile> CUDA_CALLABLE inline Tile tile_randf(uint32 rng, float32 low, float32 high) {
+    uint32 state = rand_pcg(rng);
+    Tile t;
+    for (int k = 0; k < tile_traits<Tile>::size; ++k) t.data[k] = randf(state, low, high);
+    return t;
+}
 
 // wp.tile(x): the block's values as a tile; one lane on the CPU gives a tile of one element.
 template <typename Tile, typename T> CUDA_CALLABLE inline Tile tile_from_value(const T& x) {

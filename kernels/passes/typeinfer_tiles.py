@@ -115,6 +115,22 @@ class TileForms:
         self.emit_typed(op, "tile_arange", TileType(dtype, (count,)),
                         [self.typed_const(start, st, op.loc), self.typed_const(step, st, op.loc)])
 
+    def builtin_tile_randi(self, op):
+        self.random_tile(op, "tile_randi", T.int32)
+
+    def builtin_tile_randf(self, op):
+        self.random_tile(op, "tile_randf", T.float32)
+
+    def random_tile(self, op, name, dtype):
+        args = self.call_arguments(op, ("shape", "rng", "min", "max", "storage"))
+        if "rng" not in args or "shape" not in args:
+            raise self.error(f"{name}(shape, rng, min=..., max=...) needs shape and rng", op)
+        if ("min" in args) != ("max" in args):
+            raise self.error(f"{name}() takes both min and max, or neither", op)
+        bounds = [self.convert_weak_to(args[k], dtype, op) for k in ("min", "max") if k in args]
+        rng = self.convert_weak_to(args["rng"], T.uint32, op)
+        self.emit_typed(op, name, TileType(dtype, self.static_shape(args["shape"], op)), [rng, *bounds])
+
     def builtin_tile(self, op):
         args = self.call_arguments(op, ("x",))
         x = args["x"]
