@@ -19,7 +19,7 @@ import warnings
 import kernels as wp
 from kernels import capture
 from kernels.launch import tape_hooks
-from kernels.typesys import ArrayType, is_struct
+from kernels.typesys import ArrayType, is_differentiable_type, is_struct
 
 
 class OverwriteError(RuntimeError):
@@ -167,7 +167,7 @@ class Tape:
             obj = values.get(head)
             for f in fields:
                 obj = getattr(obj, f, None) if obj is not None else None
-            if isinstance(obj, wp.array) and not obj._foreign and wp.types.is_float(wp.types.scalar_type(obj.dtype)):
+            if isinstance(obj, wp.array) and not obj._foreign and is_differentiable_type(obj.dtype):
                 out.append((path, obj, read, written))
         return out
 

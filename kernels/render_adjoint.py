@@ -150,6 +150,9 @@ class AdjointRenderer(FunctionRenderer):
             self.emit(f"wp::adj_index_load{template}({self.adj(a[0])}, {line}, {self.args(a[1:])}, "
                       f"{self.adj(op.results[0])});")
             return
+        if name == "store" and op.attrs.get("overwrite"):
+            self.emit(f"wp::adj_index_overwrite({self.adj(a[0])}, {line}, {self.adj(a[-1])}, {self.args(a[1:-1])});")
+            return
         if name in ("store", "atomic_add"):
             self.emit(f"wp::adj_index_store({self.adj(a[0])}, {line}, {self.args(a[1:-1])}, {self.adj(a[-1])});")
             return

@@ -359,4 +359,16 @@ CUDA_CALLABLE inline void adj_index_store(const array_t<T>& g, int line, int64 i
     if (g.data) adj_v = add(adj_v, index(g, line, i, j, k, l));
 }
 
+// Adjoint of a store that overwrites the element it read (a[i].x = v, a[i][j] += v): the stored value takes the
+// element's gradient and the element's gradient restarts from zero, so the earlier read of the old element gives
+// back only the components the store kept. Without the reset the kept components would count twice.
+template <typename T, typename... I>
+CUDA_CALLABLE inline void adj_index_overwrite(const array_t<T>& g, int line, T& adj_v, I... i) {  // indices last: a pack
+    if (g.data) {
+        T& slot = index(g, line, int64(i)...);
+        adj_v = add(adj_v, slot);
+        slot = adj_zero<T>();
+    }
+}
+
 }  // namespace wp
