@@ -144,6 +144,21 @@ class Tape:
         else:
             self.scopes.append((len(self.launches), None, None))
 
+    def visualize(self, filename: str | None = None, simplify_graph: bool = True, hide_readonly_arrays=False,
+                  array_labels: dict | None = None, choose_longest_node_name=True, ignore_graph_scopes=False,
+                  track_inputs=None, track_outputs=None, track_input_names=None, track_output_names=None,
+                  graph_direction: str = "LR") -> str:
+        """The record as GraphViz DOT source (also written to `filename` if given): launches (consecutive
+        identical ones merged into one "repeated Nx" node with `simplify_graph`), the arrays they read and
+        write, and the scopes as clusters. The remaining arguments of Warp's signature are accepted and unused."""
+        from .tape_graph import to_dot
+        dot = to_dot(self, simplify_graph=simplify_graph, array_labels=array_labels,
+                     ignore_graph_scopes=ignore_graph_scopes, graph_direction=graph_direction)
+        if filename is not None:
+            with open(filename, "w") as f:
+                f.write(dot)
+        return dot
+
     @property
     def gradients(self) -> "_Gradients":
         """`tape.gradients[a]`: the gradient of array `a` (its `.grad`), or of struct `a` (a struct of the same type

@@ -360,3 +360,17 @@ def test_second_kernel_write_makes_the_first_dead(device):
         return y
 
     gradcheck(fn, [x, w])
+
+
+def test_tape_visualize_gives_dot_source(device):
+    x = wp.array([2.0], dtype=float, device=device, requires_grad=True)
+    y = wp.zeros(1, dtype=float, device=device, requires_grad=True)
+    tape = Tape()
+    with tape:
+        tape.record_scope_begin("loop")
+        for _ in range(3):
+            wp.launch(square, 1, inputs=[x, y], device=device)
+        tape.record_scope_end()
+    dot = tape.visualize()
+    assert dot.startswith("digraph") and "repeated 3x" in dot and 'label="loop"' in dot
+    assert dot.count("square") == 1
