@@ -22,7 +22,7 @@ class ArrayDescriptor(ctypes.Structure):
     """Argument layout of `wp::array_t<T>` (native/array.h): keep in sync."""
 
     _fields_ = [("data", ctypes.c_void_p), ("shape", ctypes.c_int32 * 4), ("strides", ctypes.c_int64 * 4),
-                ("ndim", ctypes.c_int32), ("pad", ctypes.c_int32)]
+                ("ndim", ctypes.c_int32), ("flags", ctypes.c_int32)]
 
 
 def _element_info(dtype):
@@ -59,6 +59,7 @@ class array:
     """
 
     _foreign = False  # wraps memory we do not own (numpy, torch): never written by backward passes
+    retain_grad = False  # backward keeps this array's gradient where a copy adjoint would consume it
 
     def __class_getitem__(cls, params):
         """`wp.array[float]`, `wp.array[wp.vec3, 2]`: the annotation `wp.array(dtype=float, ndim=...)`."""
@@ -251,8 +252,11 @@ class array:
             if rec is not None:
                 rec.copy(self._buf, src.numpy().reshape(self._buf.shape) if src.is_contiguous else src.numpy(),
                          (self, src))
-                return self
-            data = src.numpy()
+            else:
+                self._buf[...] = np.asarray(src.numpy(), dtype=self._buf.dtype).reshape(self._buf.shape)
+            if copy_hooks:
+                copy_hooks[-1](self, src, 0, 0, self.size)
+            return self
         else:
             data = np.asarray(src)
         data = np.asarray(data, dtype=self._buf.dtype).reshape(self._buf.shape)
@@ -267,6 +271,10 @@ class array:
     def __getitem__(self, key):
         """Slicing gives a view; an integer index on a 1-d array gives the element (as a numpy value)."""
         key = key if isinstance(key, tuple) else (key,)
+        if any(isinstance(k, array) for k in key):
+            # Warp's indexedarray (a view through index arrays) is not implemented; numpy's fancy indexing would
+            # give a copy with other semantics
+            raise TypeError("indexing an array with index arrays (Warp's indexedarray) is not supported")
         if len(key) > self.ndim:
             raise IndexError(f"{len(key)} indices for a {self.ndim}-d array")
         view = self._buf[key]
@@ -323,21 +331,30 @@ class array:
         return d
 
 
-def _shape_arg(shape):
+def _shape_arg(shape, n=None):
+    if shape is None:
+        if n is None:
+            raise TypeError("an array needs a shape")
+        shape = n  # Warp's older spelling: zeros(n=...)
     return (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
 
 
-def zeros(shape, dtype=float, device=None, requires_grad=False) -> array:
-    a = array(shape=_shape_arg(shape), dtype=dtype, device=device, requires_grad=requires_grad)
+def zeros(shape=None, dtype=float, device=None, requires_grad=False, pinned=False, *, n=None,
+          retain_grad=False) -> array:
+    """A zeroed array. `pinned` (page-locked host memory) changes nothing on the CPU; `retain_grad`: backward
+    keeps this array's gradient where it would otherwise consume it (see `array.retain_grad`)."""
+    a = array(shape=_shape_arg(shape, n), dtype=dtype, device=device, requires_grad=requires_grad)
+    a.retain_grad = bool(retain_grad)
     rec = _capture.recorder(a.device)
     if rec is not None:  # as a CUDA graph would: the new memory is zeroed again at each replay
         rec.zero(a)
     return a
 
 
-def empty(shape, dtype=float, device=None, requires_grad=False) -> array:
+def empty(shape=None, dtype=float, device=None, requires_grad=False, pinned=False, *, n=None,
+          retain_grad=False) -> array:
     # zero-filled anyway: the cost is small on the CPU and it makes results reproducible
-    return zeros(shape, dtype, device, requires_grad)
+    return zeros(shape, dtype, device, requires_grad, n=n, retain_grad=retain_grad)
 
 
 def full(shape, value, dtype=None, device=None, requires_grad=False) -> array:
@@ -348,8 +365,9 @@ def full(shape, value, dtype=None, device=None, requires_grad=False) -> array:
     return a.fill_(value)
 
 
-def ones(shape, dtype=float, device=None, requires_grad=False) -> array:
-    a = zeros(shape, dtype, device, requires_grad)
+def ones(shape=None, dtype=float, device=None, requires_grad=False, pinned=False, *, n=None,
+         retain_grad=False) -> array:
+    a = zeros(shape, dtype, device, requires_grad, n=n, retain_grad=retain_grad)
     rec = _capture.recorder(a.device)
     if rec is not None:
         rec.fill(a, np.ones(_element_info(a.dtype)[1], dtype=a._buf.dtype))
@@ -377,6 +395,11 @@ def full_like(src: array, value, device=None, requires_grad=None) -> array:
     return full(src.shape, value, src.dtype, device or src.device, rg)
 
 
+# Set by autodiff.Tape while recording: callables(dest, src, dest_offset, src_offset, count) told of every copy
+# between toolkit arrays (wp.copy, wp.clone, array.assign), so that backward can route gradients through it.
+copy_hooks: list = []
+
+
 def clone(src: array, device=None, requires_grad=None) -> array:
     rg = src.requires_grad if requires_grad is None else requires_grad
     out = array(src.numpy(), dtype=src.dtype, device=device or src.device, copy=True)
@@ -384,26 +407,68 @@ def clone(src: array, device=None, requires_grad=None) -> array:
     rec = _capture.recorder(out.device)
     if rec is not None:
         rec.copy(out.numpy(), src.numpy(), (out, src))
+    if copy_hooks:
+        copy_hooks[-1](out, src, 0, 0, src.size)
     return out
 
 
-def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0):
-    """Copy `count` elements (all when 0) of flattened `src` from `src_offset` into `dest` at `dest_offset`."""
-    s = src.numpy().reshape((src.size,) + src.numpy().shape[src.ndim:])
-    d = dest.numpy().reshape((dest.size,) + dest.numpy().shape[dest.ndim:]) if dest.is_contiguous else None
+def _check_copy_args(dest: array, src: array, dest_offset, src_offset, count):
+    for name, v in (("Source offset", src_offset), ("Destination offset", dest_offset), ("count", count)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise RuntimeError(f"wp.copy: offsets and count must be integers, got {name} {v!r}")
+        if v < 0:
+            raise RuntimeError(f"wp.copy: {name} must be non-negative, got {v}")
+    if _element_info(dest.dtype) != _element_info(src.dtype):
+        raise RuntimeError(f"wp.copy: incompatible array types: destination dtype={T.type_repr(dest.dtype)}, "
+                           f"source dtype={T.type_repr(src.dtype)}")
+
+
+def copy_window(a: array, offset: int, count: int, whole: bool) -> np.ndarray:
+    """The numpy view of `a`'s memory that a copy of `count` elements at element `offset` touches: the flattened
+    elements of a contiguous array, the elements of a 1-d view, or (`whole`) every element of any array."""
+    if whole:
+        return a.numpy()
+    inner = a.numpy().shape[a.ndim:]
+    if a.is_contiguous:
+        return a.numpy().reshape((a.size,) + inner)[offset:offset + count]
+    return a.numpy()[offset:offset + count]
+
+
+def copy_plan(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0):
+    """Check the arguments of a copy; returns (count, whole): the number of elements copied, and whether the copy
+    covers every element of two same-shaped arrays (the only copy that a multi-dimensional strided view allows)."""
+    _check_copy_args(dest, src, dest_offset, src_offset, count)
+    flat = (dest.is_contiguous or dest.ndim == 1) and (src.is_contiguous or src.ndim == 1)
+    if not flat:
+        if dest_offset or src_offset or count not in (0, src.size) or dest.shape != src.shape:
+            if dest_offset or src_offset or count:
+                raise RuntimeError("wp.copy with offsets or a count is only supported for 1-D or contiguous arrays")
+            raise RuntimeError(f"wp.copy: incompatible array shapes: destination shape={dest.shape}, "
+                               f"source shape={src.shape}")
+        return src.size, True
     n = count or min(src.size - src_offset, dest.size - dest_offset)
-    if d is None:
-        raise ValueError("wp.copy into a non-contiguous array")
+    if src_offset + n > src.size:
+        raise RuntimeError(f"wp.copy: {n} elements from offset {src_offset} exceeds the source size {src.size}")
+    if dest_offset + n > dest.size:
+        raise RuntimeError(f"wp.copy: {n} elements at offset {dest_offset} exceeds the destination size "
+                           f"{dest.size}")
+    return max(n, 0), False
+
+
+def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0, stream=None):
+    """Copy `count` elements (0: as many as fit) of `src` from element `src_offset` into `dest` at `dest_offset`.
+    Offsets count flattened elements of contiguous arrays, or elements of 1-d views; other strided views are
+    copied whole (same shapes, no offsets)."""
+    n, whole = copy_plan(dest, src, dest_offset, src_offset, count)
+    d = copy_window(dest, dest_offset, n, whole)
+    s = copy_window(src, src_offset, n, whole)
     rec = _capture.recorder(dest.device)
     if rec is None:
-        d[dest_offset:dest_offset + n] = s[src_offset:src_offset + n]
-    elif src.is_contiguous:
-        rec.copy(d[dest_offset:dest_offset + n], s[src_offset:src_offset + n], (dest, src))
-    else:  # a strided source: flatten it at replay, not now
-        def run():
-            flat = src.numpy().reshape((src.size,) + src.numpy().shape[src.ndim:])
-            d[dest_offset:dest_offset + n] = flat[src_offset:src_offset + n]
-        rec.host(run)
+        d[...] = s
+    else:
+        rec.copy(d, s, (dest, src))
+    if copy_hooks:
+        copy_hooks[-1](dest, src, dest_offset, src_offset, n)
 
 
 def from_numpy(arr, dtype=None, shape=None, device=None, requires_grad=False) -> array:

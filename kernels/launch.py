@@ -146,8 +146,20 @@ def pack_args(kernel, values, device):
     return args_ctype(kernel)(*packed)
 
 
-def pack_adjoint_args(kernel, adj_values, device):
-    """Adjoint args: arrays are the gradient arrays (None: no gradient); non-array adjoints start at zero."""
+def _consuming(descriptor: ArrayDescriptor) -> ArrayDescriptor:
+    d = ArrayDescriptor.from_buffer_copy(descriptor)  # never the array's cached descriptor
+    d.flags = ARRAY_FLAG_CONSUME
+    return d
+
+
+# native/array.h: plain writes in the backward consume this gradient array's elements
+ARRAY_FLAG_CONSUME = 1
+
+
+def pack_adjoint_args(kernel, adj_values, device, values=None):
+    """Adjoint args: arrays are the gradient arrays (None: no gradient); non-array adjoints start at zero.
+    A gradient array that is its primal array's own `.grad` (in `values`) is consumed by plain writes, unless
+    that array has `retain_grad` (see ARRAY_FLAG_CONSUME in native/array.h)."""
     if adj_values is None:
         adj_values = [None] * len(kernel.arg_types)
     if len(adj_values) != len(kernel.arg_types):
@@ -158,7 +170,11 @@ def pack_adjoint_args(kernel, adj_values, device):
         if v is None:
             continue
         if isinstance(t, ArrayType):
-            setattr(c, kernel.arg_names[i], _pack_array(kernel, i, t, v, device))
+            d = _pack_array(kernel, i, t, v, device)
+            primal = values[i] if values is not None else None
+            if isinstance(primal, array) and primal.grad is v and not primal.retain_grad:
+                d = _consuming(d)
+            setattr(c, kernel.arg_names[i], d)
         elif is_struct(t) and type(v) is t:
             setattr(c, kernel.arg_names[i], v._to_ctype())
     return c
@@ -193,7 +209,7 @@ class Launch:
         self.adj_values = list(adj_inputs) if adj_inputs is not None else None
         self.bounds = make_bounds(dim)
         self.params = pack_args(kernel, self.values, device)
-        self.adj_params = pack_adjoint_args(kernel, self.adj_values, device) if adjoint else None
+        self.adj_params = pack_adjoint_args(kernel, self.adj_values, device, self.values) if adjoint else None
 
     def set_dim(self, dim):
         self.bounds = make_bounds(dim)
@@ -223,6 +239,12 @@ class Launch:
         check_error(self.kernel)
 
 
+def _own_gradient(value):
+    if isinstance(value, array) and not value._foreign:
+        return value.grad
+    return None
+
+
 def launch(kernel, dim, inputs=(), outputs=(), device=None, adjoint=False, adj_inputs=None, adj_outputs=None,
            record_cmd=False, record_tape=True, stream=None, block_dim=None, max_blocks=0):
     """Run `kernel` over `dim` threads (an int or a tuple of up to 4 ints). See Warp's `wp.launch`."""
@@ -238,6 +260,8 @@ def launch(kernel, dim, inputs=(), outputs=(), device=None, adjoint=False, adj_i
     adj_values = None
     if adjoint:
         adj_values = list(adj_inputs or [None] * len(inputs)) + list(adj_outputs or [None] * len(outputs))
+        # as in Warp, an array argument given no adjoint uses its own gradient array (when it has one)
+        adj_values = [_own_gradient(v) if a is None else a for a, v in zip(adj_values, values)]
     dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
     if kernel.tid_ndim > 1 and len(dims) != kernel.tid_ndim:
         raise LaunchError(f"kernel '{kernel.name}' reads {kernel.tid_ndim} thread indices (wp.tid()) but was "

@@ -431,7 +431,11 @@ class TypeInference(TileForms):
             self.check_indices(idx, op)
             value = self.convert_weak_to(value, T.scalar_type(t.dtype) if T.is_scalar(t.dtype) else value.type, op)
             store = ir.Op("call", [base, *idx, value], [], {"name": "store"}, [], op.loc)
-            self.call_builtin(store, "store", [base, *idx, value])
+            new = self.call_builtin(store, "store", [base, *idx, value])
+            if op.attrs.get("component_update"):
+                # a[i].x = v stores the element read back with one component replaced: the adjoint of this store
+                # takes the element's whole gradient, and the read of the old element gives back what it kept
+                new.attrs["overwrite"] = True
             self.replace(op.results[0], base)
             return
         if T.is_composite(t):
