@@ -167,7 +167,7 @@ class Tape:
             obj = values.get(head)
             for f in fields:
                 obj = getattr(obj, f, None) if obj is not None else None
-            if isinstance(obj, wp.array) and not obj._foreign and wp.types.is_float(wp.types.scalar_type(obj.dtype)):
+            if isinstance(obj, wp.array) and not obj._foreign and _differentiable(obj.dtype):
                 out.append((path, obj, read, written))
         return out
 
@@ -210,6 +210,14 @@ class Tape:
         self.launches = []
         self.touched = {}
         self._reads = {}
+
+
+def _differentiable(dtype) -> bool:
+    """Whether values of `dtype` carry gradients: float scalars and composites, structs with such a field."""
+    info = getattr(dtype, "_wp_struct_", None)
+    if info is not None:
+        return any(_differentiable(t) for t in info.fields.values() if not hasattr(t, "ndim"))
+    return wp.types.is_float(wp.types.scalar_type(dtype))
 
 
 def _describe_path(path: str) -> str:
