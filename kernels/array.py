@@ -116,26 +116,16 @@ def _fill_element(dtype, np_dtype, value) -> np.ndarray:
     return element
 
 
-def _type_name(t) -> str:
-    """Warp's spelling of a type in messages (`vec4f`, `mat22d`, `float32`)."""
-    if T.is_scalar(t):
-        return t._cname_
-    name = T.type_repr(t)
-    if T.is_composite(t) and T.scalar_type(t) is T.float32 and not name.endswith("f"):
-        return name + "f"
-    return name
-
-
 def _view_layout(a, dtype):
     """(shape, byte strides) of `a` seen as elements of `dtype`; TypeError naming both sizes when impossible."""
     src_size, dst_size = T.type_size(a.dtype), T.type_size(dtype)
-    prefix = f"cannot create an array view with dtype {_type_name(dtype)} from source dtype {_type_name(a.dtype)}"
+    prefix = f"cannot create an array view with dtype {T.warp_type_name(dtype)} from source dtype {T.warp_type_name(a.dtype)}"
     if src_size == dst_size:
         return a.shape, a.strides
     if T.is_scalar(dtype) and T.is_composite(a.dtype):
         scalar = T.scalar_type(a.dtype)
         if T.type_size(scalar) != dst_size:
-            raise TypeError(f"{prefix}: source scalar dtype {_type_name(scalar)} has size {T.type_size(scalar)} "
+            raise TypeError(f"{prefix}: source scalar dtype {T.warp_type_name(scalar)} has size {T.type_size(scalar)} "
                             f"bytes, but target dtype has size {dst_size} bytes")
         inner = a.dtype._shape_
         return a.shape + inner, a.strides + _contiguous_strides(inner, dst_size)
@@ -143,12 +133,12 @@ def _view_layout(a, dtype):
         scalar = T.scalar_type(dtype)
         if T.type_size(scalar) != src_size:
             raise TypeError(f"{prefix}: source dtype has size {src_size} bytes, but target scalar dtype "
-                            f"{_type_name(scalar)} has size {T.type_size(scalar)} bytes")
+                            f"{T.warp_type_name(scalar)} has size {T.type_size(scalar)} bytes")
         inner = dtype._shape_
         k = len(inner)
         if a.shape[a.ndim - k:] != inner or a.strides[a.ndim - k:] != _contiguous_strides(inner, src_size):
             raise TypeError(f"{prefix}: the array's trailing dimensions {a.shape[a.ndim - k:]} are not one "
-                            f"contiguous {_type_name(dtype)}")
+                            f"contiguous {T.warp_type_name(dtype)}")
         if a.ndim == k:  # no 0-d arrays: a single element becomes a 1-element array
             return (1,), (dst_size,)
         return a.shape[:a.ndim - k], a.strides[:a.ndim - k]
@@ -527,11 +517,15 @@ class array:
 
     # ------------------------------------------------------------------------------------------------ launch
 
+    def __ctype__(self) -> ArrayDescriptor:
+        """The native argument form of this array (Warp's `array.__ctype__`)."""
+        return self._descriptor()
+
     def _descriptor(self) -> ArrayDescriptor:
         d = self._desc
         if d is None:
             d = ArrayDescriptor()
-            d.data = self.ptr
+            d.data = self._buf.ctypes.data if self.size else 0
             for k in range(self.ndim):
                 d.shape[k] = self.shape[k]
                 d.strides[k] = self.strides[k]

@@ -32,5 +32,5 @@ class NativeCompileError(Exception):
     """The C++ (or CUDA) compiler rejected generated source: carries the compiler output and the source path."""
 
 
-class LaunchError(Exception):
+class LaunchError(RuntimeError):
     """Bad arguments to `launch`, or an error reported by a kernel at run time (debug-mode bounds checks)."""

@@ -110,7 +110,7 @@ def struct(cls):
         return f"{cls.__name__}({', '.join(f'{n}={getattr(self, n)!r}' for n in fields)})"
 
     ns = {"__init__": __init__, "__setattr__": __setattr__, "_to_ctype": _to_ctype,
-          "_to_numpy_record": _to_numpy_record,
+          "_to_numpy_record": _to_numpy_record, "__ctype__": _to_ctype,
           "_from_numpy_record": _from_numpy_record, "numpy_dtype": numpy_dtype,
           "numpy_value": numpy_value, "__repr__": __repr__, "_wp_struct_": info,
           "__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": cls.__doc__}

@@ -371,6 +371,16 @@ def dtype_to_numpy(t):
     return np.dtype(scalar_type(t)._np_)
 
 
+def warp_type_name(t) -> str:
+    """Warp's spelling of a type in messages (`vec4f`, `mat22d`, `quatf`, `float32`)."""
+    if is_scalar(t):
+        return t._cname_
+    name = type_repr(t)
+    if is_composite(t) and t._wp_scalar_type_ is float32 and not name.endswith("f"):
+        return name + "f"
+    return name
+
+
 def types_equal(a, b) -> bool:
     """Whether two annotations name the same type (`float` and `float32`, `vector(3, float)` and `vec3`)."""
     return canonical_type(a) == canonical_type(b)
