@@ -209,3 +209,19 @@ def test_cptr_of_scalar_array():
     a = wp.array([1, 2, 3], dtype=wp.int32)
     c = a.cptr()
     assert isinstance(c, ctypes.Array) and list(c) == [1, 2, 3]
+
+
+@pytest.mark.parametrize("op, dtype", [("add", wp.int8), ("add", wp.vec3us), ("min", wp.float16),
+                                       ("max", wp.uint16), ("sub", wp.uint8)])
+def test_atomics_refuse_types_without_a_native_atomic(op, dtype):
+    atomic = getattr(wp, f"atomic_{op}")
+    scalar = wp.types.scalar_type(dtype)
+
+    def body(a: wp.array(dtype=dtype)):
+        atomic(a, 0, dtype(scalar(0)))
+
+    k = wp.kernel(body, module="unique")
+    with pytest.raises(wp.CompileError, match=rf"atomic_{op}\(\) operations only work on arrays with .* but got "
+                                              rf"{wp.types.type_repr(dtype)} \(with scalar type "
+                                              rf"{wp.types.type_repr(scalar)}\)$"):
+        wp.launch(k, dim=1, inputs=[wp.zeros(1, dtype=dtype)])
