@@ -119,7 +119,8 @@ def _fill_element(dtype, np_dtype, value) -> np.ndarray:
 def _view_layout(a, dtype):
     """(shape, byte strides) of `a` seen as elements of `dtype`; TypeError naming both sizes when impossible."""
     src_size, dst_size = T.type_size(a.dtype), T.type_size(dtype)
-    prefix = f"cannot create an array view with dtype {T.warp_type_name(dtype)} from source dtype {T.warp_type_name(a.dtype)}"
+    prefix = (f"cannot create an array view with dtype {T.warp_type_name(dtype)} from source dtype "
+              f"{T.warp_type_name(a.dtype)}")
     if src_size == dst_size:
         return a.shape, a.strides
     if T.is_scalar(dtype) and T.is_composite(a.dtype):
