@@ -389,4 +389,22 @@ CUDA_CALLABLE inline void adj_index_overwrite(const array_t<T>& g, int line, T& 
     }
 }
 
+
+// ---- searching sorted 1-d arrays ------------------------------------------------------------------------------
+
+// Index of the first element of a[begin, end) that is >= value, or end - 1 when none is (Warp's lower_bound: the
+// result is always a valid index of a non-empty range).
+template <typename T> CUDA_CALLABLE inline int32 lower_bound(const array_t<T>& a, int32 begin, int32 end, T value) {
+    int32 last = end - 1;
+    while (begin < last) {
+        int32 mid = begin + (last - begin) / 2;
+        if (*(const T*)((const char*)a.data + int64(mid) * a.strides[0]) < value) begin = mid + 1;
+        else last = mid;
+    }
+    return begin;
+}
+template <typename T> CUDA_CALLABLE inline int32 lower_bound(const array_t<T>& a, T value) {
+    return lower_bound(a, 0, a.shape[0], value);
+}
+
 }  // namespace wp
