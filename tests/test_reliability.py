@@ -111,3 +111,23 @@ def test_temporaries_of_a_killed_run_are_removed_by_the_next(tmp_path, capsys):
     assert not stale.exists(), "a dead run's temporary is removed"
     assert live.exists() and other.exists(), "a live process's temporary, and other files, are never touched"
     assert (tmp_path / "c.usd").exists()
+
+
+def test_degenerate_inline_triangle_is_refused_at_validation(tmp_path, capsys):
+    path = tmp_path / "degenerate.yaml"
+    path.write_text("sim: {frames: 2}\ncloth:\n  - name: c\n    inline:\n"
+                    "      vertices: [[0, 0, 0], [1, 0, 0], [0, 1, 0], [2, 0, 0]]\n"
+                    "      triangles: [[0, 1, 2], [1, 1, 2], [0, 1, 3]]\n")
+    err = _refused(capsys, ["validate", str(path)], f"{path}:6:", "cloth[0].inline.triangles[1]",
+                   "(1, 1, 2) repeats a vertex", "1 more degenerate")
+    assert err.count("\n") == 1
+
+
+def test_version_and_info_of_a_rigid_only_scene(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out.startswith("sim 0.")
+    assert main(["info", os.path.join(ROOT, "scenes", "rigid_stack.yaml")]) == 0
+    solver = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("solver")][0]
+    assert solver.split()[1] == "rigid" and "xpbd" not in solver

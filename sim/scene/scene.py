@@ -214,10 +214,17 @@ class Scene:
         built = built or self.build("cpu")
         m = built.model
         solver = ", ".join(f"{k} {getattr(s.solver, k)}" for k in s.solver.keys() if k != "type")
+        rigid = ", ".join(f"{k} {getattr(s.rigid, k)}" for k in s.rigid.keys())
+        if m.particle_count == 0 and m.body_count > 0:
+            solver_line = f"rigid ({rigid})"  # the particle solver has nothing to move
+        else:
+            solver_line = s.solver.type + (f" ({solver})" if solver else "")
+            if m.body_count > 0:
+                solver_line += f", coupled with rigid ({rigid})"
         lines = [f"scene     {self.path}" + (f"  ({self.spec.description})" if self.spec.description else ""),
                  f"frames    {s.frames} at {s.fps:g} fps ({s.frames / s.fps:.2f} s), {s.substeps} substeps, "
                  f"dt {self.dt:.4g} s",
-                 f"solver    {s.solver.type}" + (f" ({solver})" if solver else ""),
+                 f"solver    {solver_line}",
                  f"gravity   {s.gravity:g} m/s^2 along {s.up_axis}; device {s.device}"]
         mass = m.particle_mass.numpy()
         for obj in built.objects:
