@@ -42,7 +42,7 @@ def damage(path: str) -> str | None:
             size_text, digest = f.read().split()
         expected = (int(size_text), digest)
     except (OSError, ValueError):
-        return "it has no valid manifest"
+        return "it has no valid manifest of its size and hash"
     try:
         actual = _digest(path)
     except OSError as e:
@@ -64,7 +64,8 @@ def temp_name(prefix: str) -> str:
     return f".{prefix}.{os.getpid()}."
 
 
-def _owner_alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process with this pid runs on this machine (one we may not signal counts as running)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -95,7 +96,7 @@ def sweep_dead_temporaries(directory: str) -> None:
         pid = int(parts[-2])
         path = os.path.join(directory, name)
         try:
-            if pid == os.getpid() or _owner_alive(pid):
+            if pid == os.getpid() or process_alive(pid):
                 continue
         except OSError:
             continue

@@ -21,6 +21,7 @@ def _scene_args(p: argparse.ArgumentParser):
 
 def create_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sim", description="Run differentiable physics scenes.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run = sub.add_parser("run", help="simulate a scene and write a USD file")
     _scene_args(run)
@@ -46,6 +47,15 @@ def create_parser() -> argparse.ArgumentParser:
     opt.add_argument("--no-capture", dest="capture", action="store_false",
                      help="launch every step from Python instead of replaying a captured iteration")
     return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("kernels-sim")
+    except PackageNotFoundError:  # run from a source tree that was not installed
+        import kernels
+        return kernels.__version__
 
 
 def _positive_int(text: str) -> int:

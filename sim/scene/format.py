@@ -237,10 +237,36 @@ def check_cloth(spec, ctx: Ctx):
             if max(t) >= count:
                 ctx.child("inline").child("triangles").child(i).fail(
                     f"vertex index {max(t)} out of range ({count} vertices)")
+        check_triangle_areas(spec.inline.vertices, spec.inline.triangles, ctx.child("inline").child("triangles"))
+    if spec.mesh is not None:
+        check_triangle_areas(spec.mesh.vertices, spec.mesh.triangles, ctx.child("mesh").child("file"),
+                             in_file=True)
     for i, v in enumerate(spec.fix):
         if isinstance(v, int) and v >= count:
             ctx.child("fix").child(i).fail(f"vertex index {v} out of range (the cloth has {count} vertices)")
     check_velocities(spec, ctx, count)
+
+
+#: A triangle whose area is below this [m^2] is degenerate (the builder refuses it: its rest frame is undefined).
+MIN_TRIANGLE_AREA = 1e-12
+
+
+def check_triangle_areas(vertices, triangles, ctx: Ctx, in_file: bool = False):
+    """Refuse degenerate triangles (repeated vertices, collinear corners) at load, naming the triangle."""
+    import numpy as np
+    v = np.asarray(vertices, dtype=np.float64).reshape(-1, 3)
+    t = np.asarray(triangles, dtype=np.int64).reshape(-1, 3)
+    if len(t) == 0:
+        return
+    area = 0.5 * np.linalg.norm(np.cross(v[t[:, 1]] - v[t[:, 0]], v[t[:, 2]] - v[t[:, 0]]), axis=1)
+    bad = np.flatnonzero(area < MIN_TRIANGLE_AREA)
+    if len(bad):
+        i = int(bad[0])
+        what = "repeats a vertex" if len(set(t[i].tolist())) < 3 else f"has zero area ({area[i]:.3g} m^2)"
+        more = f" ({len(bad) - 1} more degenerate triangles)" if len(bad) > 1 else ""
+        target = ctx if in_file else ctx.child(i)
+        prefix = f"triangle {i} {tuple(int(x) for x in t[i])}" if in_file else f"{tuple(int(x) for x in t[i])}"
+        target.fail(f"{prefix} {what}{more}: degenerate triangles cannot be simulated")
 
 
 def check_velocities(spec, ctx: Ctx, count: int):
