@@ -50,6 +50,8 @@ class StructInfo:
 def _field_type(name, ann, cls):
     from .array import array
     t = T.canonical_type(ann)
+    if isinstance(t, ArrayType):
+        return t
     if isinstance(t, array):
         return ArrayType(T.canonical_type(t.dtype), t.ndim)
     if T.is_scalar(t) or T.is_composite(t) or is_struct(t):

@@ -12,3 +12,5 @@
 #include "random.h"
 #include "debug_print.h"
 #include "hash_grid.h"
+#include "geometry.h"
+#include "mesh.h"
