@@ -52,6 +52,9 @@ add_builtin("mesh_query_point_sign_winding_number", (U64, V3, F32, F32, F32), Me
             arg_names=_ID_P_D + ("accuracy", "threshold"), defaults={"accuracy": 2.0, "threshold": 0.5},
             doc="closest point; inside when the exact winding number exceeds threshold (`accuracy` is accepted "
                 "and unused: the sum over faces is exact); differentiable: u, v w.r.t. point")
+add_builtin("mesh_query_point_sign_winding_number", (U64, V3, F32), MeshQueryPoint, group=GROUP, arg_names=_ID_P_D,
+            native="mesh_query_point_sign_winding_number_default",
+            doc="mesh_query_point_sign_winding_number with accuracy 2 and threshold 0.5")
 # Out-parameter forms: results are written into the caller's variables (not differentiable).
 add_builtin("mesh_query_point", (U64, V3, F32, F32, I32, F32, F32), T.bool_, group=GROUP, differentiable=False,
             mutates_arg=(3, 4, 5, 6), arg_names=_ID_P_D + ("inside", "face", "bary_u", "bary_v"),

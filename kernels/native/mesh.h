@@ -321,6 +321,11 @@ CUDA_CALLABLE inline mesh_query_point_t mesh_query_point_sign_winding_number(uin
     return mesh_query_point_impl(id, p, max_dist, 3, threshold);
 }
 
+CUDA_CALLABLE inline mesh_query_point_t mesh_query_point_sign_winding_number_default(uint64 id, vec3f_t p,
+                                                                                     float32 max_dist) {
+    return mesh_query_point_impl(id, p, max_dist, 3, 0.5f);
+}
+
 #define WP_MESH_QUERY_POINT_ADJ(NAME, CALL)                                                                          \
     CUDA_CALLABLE inline void adj_##NAME(uint64 id, vec3f_t p, float32 max_dist, uint64&, vec3f_t& adj_p, float32&,  \
                                          const mesh_query_point_t& adj_ret) {                                        \
@@ -330,6 +335,7 @@ CUDA_CALLABLE inline mesh_query_point_t mesh_query_point_sign_winding_number(uin
 WP_MESH_QUERY_POINT_ADJ(mesh_query_point, mesh_query_point_no_sign(id, p, max_dist))
 WP_MESH_QUERY_POINT_ADJ(mesh_query_point_no_sign, mesh_query_point_no_sign(id, p, max_dist))
 WP_MESH_QUERY_POINT_ADJ(mesh_query_point_sign_normal, mesh_query_point_no_sign(id, p, max_dist))
+WP_MESH_QUERY_POINT_ADJ(mesh_query_point_sign_winding_number_default, mesh_query_point_no_sign(id, p, max_dist))
 #undef WP_MESH_QUERY_POINT_ADJ
 CUDA_CALLABLE inline void adj_mesh_query_point_sign_winding_number(uint64 id, vec3f_t p, float32 max_dist,
                                                                    float32 accuracy, float32 threshold, uint64&,
