@@ -31,6 +31,7 @@ import copy
 import math
 
 import kernels as wp
+from kernels.array import copy_hooks
 from kernels.launch import tape_hooks
 
 from .tape import Tape
@@ -129,11 +130,13 @@ class CheckpointedRollout:
         collector = _LaunchCollector(state0)
         if outer is not None:
             tape_hooks.append(collector)  # the last hook gets the launches: nothing reaches the outer tape
+            copy_hooks.append(_ignore_copy)  # nor do copies: the recomputation in backward makes them again
         try:
             final, checkpoints = self._forward(state0, names, observe, collector, ledger)
         finally:
             if outer is not None:
                 tape_hooks.remove(collector)
+                copy_hooks.remove(_ignore_copy)
         if outer is None:
             return final
 
@@ -289,10 +292,16 @@ def _untaped():
         pass
 
     tape_hooks.append(ignore)
+    copy_hooks.append(ignore)
     try:
         yield
     finally:
         tape_hooks.remove(ignore)
+        copy_hooks.remove(ignore)
+
+
+def _ignore_copy(*args):
+    pass
 
 
 def _active_tape() -> Tape | None:

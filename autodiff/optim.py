@@ -88,8 +88,18 @@ def _check_param(k, p):
     if not isinstance(p, wp.array):
         raise TypeError(f"parameter {k} is a {type(p).__name__}, expected a kernels array")
     _scalar_type(p)
-    if p.grad is None:
-        raise ValueError(f"parameter {k} has no gradient buffer: create it with requires_grad=True")
+
+
+def _check_grad(name, k, p, g):
+    """`g`, the gradient given for parameter `p`, must be an array of p's type and shape."""
+    if g is None:
+        raise ValueError(f"parameter {k} has no gradient buffer: create it with requires_grad=True, or pass the "
+                         f"gradients to step()")
+    if g.dtype != p.dtype:
+        raise TypeError(f"{name} gradient dtype must match parameter dtype {wp.types.type_repr(p.dtype)}, got "
+                        f"{wp.types.type_repr(g.dtype)}")
+    if tuple(g.shape) != tuple(p.shape):
+        raise ValueError(f"{name} gradient shape must match parameter shape {tuple(p.shape)}, got {tuple(g.shape)}")
 
 
 def _bounds_list(bounds, count):
@@ -120,7 +130,8 @@ class Optimizer:
 
     Args:
         params: arrays to optimise (float32 or float64 elements of any type: scalars, vectors, matrices...), each
-            with a gradient buffer (`requires_grad=True`).
+            with a gradient buffer (`requires_grad=True`) unless the gradients are passed to `step()`. None: set
+            them later with `set_params()` (Warp's signature).
         lr: learning rate (step size in parameter units per unit of gradient for SGD; per step for Adam).
         clip_grad_norm: if the L2 norm of all gradients together exceeds this, the update uses the gradients
             scaled down to this norm (`.grad` itself is left unchanged). None: no clipping.
@@ -131,27 +142,66 @@ class Optimizer:
     _slots: tuple = ()  # names of the per-parameter state arrays of the subclass
 
     def __init__(self, params, lr: float, *, clip_grad_norm: float | None = None, bounds=None):
-        self.params = list(params)
-        for k, p in enumerate(self.params):
-            _check_param(k, p)
         if clip_grad_norm is not None and not clip_grad_norm > 0:
             raise ValueError(f"clip_grad_norm must be positive, got {clip_grad_norm}")
         self.lr = float(lr)
         self.clip_grad_norm = clip_grad_norm
-        self.bounds = _bounds_list(bounds, len(self.params))
+        self._bounds_arg = bounds
+        self.params = None
+        self.state = {name: [] for name in self._slots}
         self.step_count = 0
-        self._views = [_flat_view(p) for p in self.params]
-        # one zeroed state array per slot and parameter, in the parameter's scalar type
-        self.state = {name: [wp.zeros(v.size, dtype=v.dtype, device=v.device) for v in self._views]
-                      for name in self._slots}
+        if params is not None:
+            self.set_params(params)
 
-    def _grad_views(self):
-        return [_flat_view(p.grad) for p in self.params]  # .grad may have been replaced since the last step
+    def set_params(self, params):
+        """Optimise `params` from now on. State kept for a parameter that was already there (the same array
+        object, or one of the same type and size that replaces it) is kept; new parameters start from zero."""
+        params = list(params)
+        for k, p in enumerate(params):
+            _check_param(k, p)
+        old = self.params or []
+        self.bounds = _bounds_list(self._bounds_arg, len(params))
+        views = [_flat_view(p) for p in params]
+        state = {name: [] for name in self._slots}
+        for k, (p, v) in enumerate(zip(params, views)):
+            for name in self._slots:
+                prev = self.state[name][k] if k < len(old) else None
+                if prev is not None and prev.size == v.size and prev.dtype == v.dtype:
+                    state[name].append(prev)  # Warp's set_params keeps compatible moment buffers
+                else:
+                    state[name].append(wp.zeros(v.size, dtype=v.dtype, device=v.device))
+        self.params, self._views, self.state = params, views, state
 
-    def grad_norm(self) -> float:
-        """L2 norm of all the parameters' gradients together."""
+    def reset_internal_state(self):
+        """Zero the optimiser's state (moments, velocities) and its step count."""
+        for arrays in self.state.values():
+            for a in arrays:
+                a.zero_()
+        self.step_count = 0
+
+    def _require_params(self):
+        if self.params is None:
+            raise RuntimeError(f"{type(self).__name__} parameters must be set before calling step(), got None")
+
+    def _grad_views(self, grads=None):
+        """Flat views of the gradients: `grads` (one per parameter) or, when None, the parameters' `.grad` (which
+        may have been replaced since the last step)."""
+        name = type(self).__name__
+        if grads is not None:
+            grads = list(grads)
+            if len(grads) != len(self.params):
+                raise ValueError(f"{name}.step got {len(grads)} gradients for {len(self.params)} parameters")
+        else:
+            grads = [p.grad for p in self.params]
+        for k, (p, g) in enumerate(zip(self.params, grads)):
+            _check_grad(name, k, p, g)
+        return [_flat_view(g) for g in grads]
+
+    def grad_norm(self, grads=None) -> float:
+        """L2 norm of all the parameters' gradients together (`grads`, or the parameters' `.grad`)."""
+        self._require_params()
         total = 0.0
-        for g in self._grad_views():
+        for g in self._grad_views(grads):
             acc = wp.zeros(1, dtype=wp.float64, device=g.device)
             if g.size:
                 wp.launch(_KERNELS[g.dtype]["grad_sq_norm"], dim=g.size, inputs=[g, acc], device=g.device,
@@ -159,17 +209,21 @@ class Optimizer:
             total += float(acc.numpy()[0])
         return math.sqrt(total)
 
-    def step(self) -> float:
-        """Update every parameter in place from its `.grad`; returns the global gradient norm before clipping.
-        Raises FloatingPointError, leaving parameters and state unchanged, when a gradient is NaN or infinite."""
-        norm = self.grad_norm()
+    def step(self, grad=None) -> float:
+        """Update every parameter in place from its gradient: `grad` (a list with one array per parameter, as
+        Warp's optimisers take it) or, when None, the parameters' `.grad`. Returns the global gradient norm
+        before clipping. Raises FloatingPointError, leaving parameters and state unchanged, when a gradient is
+        NaN or infinite."""
+        self._require_params()
+        grads = self._grad_views(grad)
+        norm = self.grad_norm(grad)
         if not math.isfinite(norm):
             raise FloatingPointError(f"gradient norm is {norm}: a gradient holds NaN or inf; parameters unchanged")
         scale = 1.0
         if self.clip_grad_norm is not None and norm > self.clip_grad_norm:
             scale = self.clip_grad_norm / norm
         self.step_count += 1
-        for k, (p, g) in enumerate(zip(self._views, self._grad_views())):
+        for k, (p, g) in enumerate(zip(self._views, grads)):
             if p.size:
                 self._update(k, p, g, scale)
                 self._clamp(k, p)
@@ -187,8 +241,9 @@ class Optimizer:
 
     def zero_grad(self):
         """Zero every parameter's gradient."""
-        for p in self.params:
-            p.grad.zero_()
+        for p in self.params or []:
+            if p.grad is not None:
+                p.grad.zero_()
 
     # -------------------------------------------------------------------------------------------- state dict
 
@@ -227,8 +282,8 @@ class SGD(Optimizer):
     """Stochastic gradient descent: p -= lr * b with b = momentum * b + g (b = g when momentum is 0), the
     update of PyTorch's SGD without dampening or weight decay. See `Optimizer` for the other arguments."""
 
-    def __init__(self, params, lr: float, *, momentum: float = 0.0, clip_grad_norm: float | None = None,
-                 bounds=None):
+    def __init__(self, params=None, lr: float = 0.001, momentum: float = 0.0, *,
+                 clip_grad_norm: float | None = None, bounds=None):
         if not 0.0 <= momentum < 1.0:
             raise ValueError(f"momentum must be in [0, 1), got {momentum}")
         self._slots = ("velocity",) if momentum > 0.0 else ()
@@ -256,7 +311,7 @@ class Adam(Optimizer):
 
     _slots = ("m", "v")
 
-    def __init__(self, params, lr: float, *, betas=(0.9, 0.999), eps: float = 1e-8,
+    def __init__(self, params=None, lr: float = 0.001, betas=(0.9, 0.999), eps: float = 1e-8, *,
                  clip_grad_norm: float | None = None, bounds=None):
         beta1, beta2 = (float(b) for b in betas)
         if not (0.0 <= beta1 < 1.0 and 0.0 <= beta2 < 1.0):
@@ -264,6 +319,21 @@ class Adam(Optimizer):
         super().__init__(params, lr, clip_grad_norm=clip_grad_norm, bounds=bounds)
         self.betas = (beta1, beta2)
         self.eps = float(eps)
+
+    @property
+    def m(self) -> list:
+        """First moments, one flat array of scalars per parameter."""
+        return self.state["m"]
+
+    @property
+    def v(self) -> list:
+        """Second moments, one flat array of scalars per parameter."""
+        return self.state["v"]
+
+    @property
+    def t(self) -> int:
+        """Steps taken (Warp's name)."""
+        return self.step_count
 
     def _hyperparameters(self) -> dict:
         return {**super()._hyperparameters(), "betas": self.betas, "eps": self.eps}

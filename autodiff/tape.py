@@ -6,8 +6,11 @@ written. Arrays inside structs are looked up when backward runs, so gradients re
 was set before or after the array was put into the struct.
 
 Gradient buffers: `requires_grad=True` gives an array a zeroed `.grad` at once; `backward(grads={a: g})` gives
-`a` one if it has none. Every gradient is retained (there is no separate `retain_grad`): after `backward()`,
-intermediate arrays hold their adjoints too, until `zero()` or `reset()`. An array that carries gradient from
+`a` one if it has none. After `backward()`, arrays hold their adjoints until `zero()` or `reset()`, except what a
+write consumed: a plain write `a[i] = v` in a kernel and a copy into `a` (wp.copy, wp.clone, assign) replace the
+element, so their adjoint takes its gradient and zeroes it, and earlier writers of that element get none (Warp's
+final-write-wins). An array created with `retain_grad=True` keeps its gradient through plain writes and copies.
+Copies between toolkit arrays are recorded like launches. An array that carries gradient from
 one taped launch to a later one must have a gradient buffer; if it has none, `backward()` raises
 MissingGradientError naming it (and the struct field it sits in) rather than silently dropping the gradient.
 """
@@ -18,8 +21,9 @@ import warnings
 
 import kernels as wp
 from kernels import capture
+from kernels.array import copy_hooks, copy_plan, copy_window
 from kernels.launch import tape_hooks
-from kernels.typesys import ArrayType, is_struct
+from kernels.typesys import ArrayType, is_differentiable_type, is_struct
 
 
 class OverwriteError(RuntimeError):
@@ -53,6 +57,45 @@ class _Callback:
             self.fn()
 
 
+class _CopyRecord:
+    """A recorded copy (wp.copy, wp.clone, array.assign): `count` elements of `src` at `src_offset` went to `dest`
+    at `dest_offset` (`whole`: every element of two same-shaped strided views).
+
+    Its adjoint adds the copied window of dest's gradient into src's, then zeroes that window of dest's gradient:
+    the copy overwrote those elements, so whatever gradient reached them belongs to this copy alone, not to
+    earlier writes of dest (unless dest has `retain_grad`)."""
+
+    __slots__ = ("dest", "src", "dest_offset", "src_offset", "count", "whole")
+
+    def __init__(self, dest, src, dest_offset, src_offset, count, whole):
+        self.dest, self.src = dest, src
+        self.dest_offset, self.src_offset, self.count, self.whole = dest_offset, src_offset, count, whole
+
+    def run(self):
+        dest, src = self.dest, self.src
+        if dest.grad is None or self.count == 0:
+            return
+        g_dest = copy_window(dest.grad, self.dest_offset, self.count, self.whole)
+        g_src = copy_window(src.grad, self.src_offset, self.count, self.whole) if src.grad is not None else None
+        keep = dest.retain_grad
+
+        def adjoint():
+            if g_src is not None:
+                g_src[...] += g_dest
+            if not keep:
+                g_dest[...] = 0
+
+        rec = capture.recorder(dest.device)
+        if rec is not None:
+            rec.host(adjoint)
+        else:
+            adjoint()
+
+
+# the tapes recording now (at most one: Warp refuses nested tapes, and so do we)
+_recording: list = []
+
+
 class Tape:
     """Record launches inside `with tape:`; `backward()` computes gradients into the arrays' `.grad`."""
 
@@ -60,15 +103,67 @@ class Tape:
         self.launches: list = []
         self.touched: dict = {}  # id -> array whose gradient this tape has used or seeded
         self._reads: dict = {}  # id(array) -> name of the kernel that read it
+        self.scopes: list = []  # (launch index, name, metadata) at a scope's begin, (launch index, None, None) at end
+        self._open_scopes: list = []  # indices into self.scopes of the begins not ended yet
 
     # ------------------------------------------------------------------------------------------------ recording
 
     def __enter__(self):
+        if _recording:
+            raise RuntimeError("a Tape is already recording: tapes cannot be nested")
+        _recording.append(self)
         tape_hooks.append(self._record_launch)
+        copy_hooks.append(self._record_copy)
         return self
 
     def __exit__(self, *exc):
         tape_hooks.remove(self._record_launch)
+        copy_hooks.remove(self._record_copy)
+        _recording.remove(self)
+
+    def _record_copy(self, dest, src, dest_offset, src_offset, count):
+        if dest._foreign or src._foreign:
+            return  # foreign memory is constant for differentiation
+        n, whole = copy_plan(dest, src, dest_offset, src_offset, count)
+        self._touch(dest)
+        self._touch(src)
+        self.launches.append(_CopyRecord(dest, src, dest_offset, src_offset, n, whole))
+
+    def record_scope_begin(self, name, metadata=None):
+        """Open a named scope over the launches recorded from now on (Warp's scopes, for visualisation)."""
+        self._open_scopes.append(len(self.scopes))
+        self.scopes.append((len(self.launches), name, metadata or {}))
+
+    def record_scope_end(self):
+        """Close the innermost open scope; a scope with no launches leaves no markers."""
+        if not self._open_scopes:
+            raise RuntimeError("ended tape scope, but scope not present")
+        begin = self._open_scopes.pop()
+        if begin == len(self.scopes) - 1 and self.scopes[begin][0] == len(self.launches):
+            self.scopes.pop()
+        else:
+            self.scopes.append((len(self.launches), None, None))
+
+    def visualize(self, filename: str | None = None, simplify_graph: bool = True, hide_readonly_arrays=False,
+                  array_labels: dict | None = None, choose_longest_node_name=True, ignore_graph_scopes=False,
+                  track_inputs=None, track_outputs=None, track_input_names=None, track_output_names=None,
+                  graph_direction: str = "LR") -> str:
+        """The record as GraphViz DOT source (also written to `filename` if given): launches (consecutive
+        identical ones merged into one "repeated Nx" node with `simplify_graph`), the arrays they read and
+        write, and the scopes as clusters. The remaining arguments of Warp's signature are accepted and unused."""
+        from .tape_graph import to_dot
+        dot = to_dot(self, simplify_graph=simplify_graph, array_labels=array_labels,
+                     ignore_graph_scopes=ignore_graph_scopes, graph_direction=graph_direction)
+        if filename is not None:
+            with open(filename, "w") as f:
+                f.write(dot)
+        return dot
+
+    @property
+    def gradients(self) -> "_Gradients":
+        """`tape.gradients[a]`: the gradient of array `a` (its `.grad`), or of struct `a` (a struct of the same type
+        whose arrays are its arrays' gradients)."""
+        return _Gradients(self)
 
     def _record_launch(self, kernel, dim, inputs, outputs, device):
         rec = _Record(kernel, dim, inputs, outputs, device)
@@ -149,7 +244,7 @@ class Tape:
             self._touch(a)
         self._check_gradient_chain()
         for rec in reversed(self.launches):
-            if isinstance(rec, _Callback):
+            if isinstance(rec, (_Callback, _CopyRecord)):
                 rec.run()
                 continue
             k = rec.kernel
@@ -167,7 +262,7 @@ class Tape:
             obj = values.get(head)
             for f in fields:
                 obj = getattr(obj, f, None) if obj is not None else None
-            if isinstance(obj, wp.array) and not obj._foreign and wp.types.is_float(wp.types.scalar_type(obj.dtype)):
+            if isinstance(obj, wp.array) and not obj._foreign and is_differentiable_type(obj.dtype):
                 out.append((path, obj, read, written))
         return out
 
@@ -176,6 +271,14 @@ class Tape:
         gradient buffer: the gradient would stop there and the earlier inputs would silently get zeros."""
         writer: dict = {}  # id(array) -> (record, path) of its latest writer so far
         for rec in self.launches:
+            if isinstance(rec, _CopyRecord):
+                if rec.src.grad is not None and rec.dest.grad is None:
+                    raise MissingGradientError(
+                        "a copy (wp.copy, wp.clone or array.assign) on the tape writes an array without a gradient "
+                        "buffer from one that has one: gradients cannot flow back through it. Create the "
+                        "destination with requires_grad=True.")
+                writer.pop(id(rec.dest), None)
+                continue
             if not isinstance(rec, _Record):
                 continue
             arrays = self._arrays_of(rec)
@@ -208,8 +311,32 @@ class Tape:
         """Zero the gradients and clear the record."""
         self.zero()
         self.launches = []
+        self.scopes = []
+        self._open_scopes = []
         self.touched = {}
         self._reads = {}
+
+
+class _Gradients:
+    """The mapping behind `Tape.gradients`."""
+
+    def __init__(self, tape):
+        self._tape = tape
+
+    def __getitem__(self, value):
+        if isinstance(value, wp.array):
+            if value.grad is None:
+                raise KeyError("the array has no gradient buffer (create it with requires_grad=True)")
+            return value.grad
+        if is_struct(type(value)):
+            return self._tape._struct_adjoint(value, type(value))
+        raise KeyError(f"no gradient for a {type(value).__name__}")
+
+    def __contains__(self, value):
+        return (isinstance(value, wp.array) and value.grad is not None) or is_struct(type(value))
+
+    def get(self, value, default=None):
+        return self[value] if value in self else default
 
 
 def _describe_path(path: str) -> str:

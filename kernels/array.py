@@ -9,6 +9,7 @@ are in bytes, so slices and columns of larger arrays are arrays too and kernels 
 from __future__ import annotations
 
 import ctypes
+import typing
 
 import numpy as np
 
@@ -22,7 +23,7 @@ class ArrayDescriptor(ctypes.Structure):
     """Argument layout of `wp::array_t<T>` (native/array.h): keep in sync."""
 
     _fields_ = [("data", ctypes.c_void_p), ("shape", ctypes.c_int32 * 4), ("strides", ctypes.c_int64 * 4),
-                ("ndim", ctypes.c_int32), ("pad", ctypes.c_int32)]
+                ("ndim", ctypes.c_int32), ("flags", ctypes.c_int32)]
 
 
 def _element_info(dtype):
@@ -45,6 +46,106 @@ def _infer_dtype(data) -> object:
         raise TypeError(f"no kernel scalar type for elements of type {a.dtype}") from None
 
 
+def _shape_arg(shape):
+    if shape is None:
+        return (0,)
+    return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+
+
+def _contiguous_strides(shape, itemsize) -> tuple:
+    """Row-major byte strides, as Warp computes them (a zero extent gives zero strides outside it, unlike numpy)."""
+    strides, step = [], itemsize
+    for dim in reversed(shape):
+        strides.append(step)
+        step *= dim
+    return tuple(reversed(strides))
+
+
+def _allocate(shape: tuple, dtype) -> np.ndarray:
+    """A zeroed buffer of `shape` elements of `dtype`, components trailing."""
+    if any(s < 0 for s in shape):
+        raise ValueError(f"Array shapes must be non-negative, got {shape}")
+    sdt, inner = _element_info(dtype)
+    if 0 not in shape:
+        return np.zeros(shape + inner, dtype=sdt)
+    # a zero-size array keeps a real (one element) allocation so that its memory address is valid
+    backing = np.zeros(inner or (1,), dtype=sdt)
+    itemsize = sdt.itemsize * int(np.prod(inner))
+    full = shape + inner
+    return np.ndarray(full, dtype=sdt, buffer=backing, strides=_contiguous_strides(full, sdt.itemsize)
+                      if inner else _contiguous_strides(shape, itemsize))
+
+
+def _wrap_pointer(ptr: int, dtype, shape: tuple, strides) -> np.ndarray:
+    """A numpy view of memory at address `ptr` (Warp's `wp.array(ptr=...)`); nothing is read or copied."""
+    sdt, inner = _element_info(dtype)
+    itemsize = sdt.itemsize * int(np.prod(inner))
+    strides = _contiguous_strides(shape, itemsize) if strides is None else tuple(int(s) for s in strides)
+    if len(strides) != len(shape):
+        raise ValueError(f"strides {strides} do not match shape {shape}")
+    if any(s < 0 for s in strides):
+        raise ValueError("arrays from a pointer need non-negative strides")
+    extent = 0 if 0 in shape else sum((n - 1) * st for n, st in zip(shape, strides)) + itemsize
+    raw = (ctypes.c_byte * max(extent, 1)).from_address(int(ptr))
+    inner_strides = _contiguous_strides(inner, sdt.itemsize) if inner else ()
+    return np.ndarray(shape + inner, dtype=sdt, buffer=raw, strides=strides + inner_strides)
+
+
+def _element_ctype(dtype):
+    if is_struct(dtype):
+        return dtype._wp_struct_.ctype()
+    return dtype._ctype() if T.is_composite(dtype) else dtype._ctype_
+
+
+def _fill_element(dtype, np_dtype, value) -> np.ndarray:
+    """One element of `dtype` in the buffer's layout, from a fill value."""
+    if is_struct(dtype):
+        if not isinstance(value, dtype):
+            raise TypeError(f"cannot fill an array of struct {dtype.__name__} with {type(value).__name__}")
+        return value._to_numpy_record()
+    if T.is_composite(dtype):
+        element = np.asarray(value, dtype=np_dtype)
+        if element.ndim == 0:  # a scalar fills every component
+            return np.full(dtype._shape_, element, dtype=np_dtype)
+        if element.size != int(np.prod(dtype._shape_)):
+            raise ValueError(f"cannot fill an array of {T.type_repr(dtype)} with a value of shape {element.shape}")
+        return element.reshape(dtype._shape_)
+    element = np.asarray(value, dtype=np_dtype)
+    if element.ndim != 0:
+        raise ValueError(f"cannot fill an array of {T.type_repr(dtype)} with a value of shape {element.shape}")
+    return element
+
+
+def _view_layout(a, dtype):
+    """(shape, byte strides) of `a` seen as elements of `dtype`; TypeError naming both sizes when impossible."""
+    src_size, dst_size = T.type_size(a.dtype), T.type_size(dtype)
+    prefix = (f"cannot create an array view with dtype {T.warp_type_name(dtype)} from source dtype "
+              f"{T.warp_type_name(a.dtype)}")
+    if src_size == dst_size:
+        return a.shape, a.strides
+    if T.is_scalar(dtype) and T.is_composite(a.dtype):
+        scalar = T.scalar_type(a.dtype)
+        if T.type_size(scalar) != dst_size:
+            raise TypeError(f"{prefix}: source scalar dtype {T.warp_type_name(scalar)} has size {T.type_size(scalar)} "
+                            f"bytes, but target dtype has size {dst_size} bytes")
+        inner = a.dtype._shape_
+        return a.shape + inner, a.strides + _contiguous_strides(inner, dst_size)
+    if T.is_scalar(a.dtype) and T.is_composite(dtype):
+        scalar = T.scalar_type(dtype)
+        if T.type_size(scalar) != src_size:
+            raise TypeError(f"{prefix}: source dtype has size {src_size} bytes, but target scalar dtype "
+                            f"{T.warp_type_name(scalar)} has size {T.type_size(scalar)} bytes")
+        inner = dtype._shape_
+        k = len(inner)
+        if a.shape[a.ndim - k:] != inner or a.strides[a.ndim - k:] != _contiguous_strides(inner, src_size):
+            raise TypeError(f"{prefix}: the array's trailing dimensions {a.shape[a.ndim - k:]} are not one "
+                            f"contiguous {T.warp_type_name(dtype)}")
+        if a.ndim == k:  # no 0-d arrays: a single element becomes a 1-element array
+            return (1,), (dst_size,)
+        return a.shape[:a.ndim - k], a.strides[:a.ndim - k]
+    raise TypeError(f"{prefix}: source dtype has size {src_size} bytes, but target dtype has size {dst_size} bytes")
+
+
 class array:
     """A typed array (Warp's `wp.array`). See the module docstring.
 
@@ -59,6 +160,7 @@ class array:
     """
 
     _foreign = False  # wraps memory we do not own (numpy, torch): never written by backward passes
+    retain_grad = False  # backward keeps this array's gradient where a copy adjoint would consume it
 
     def __class_getitem__(cls, params):
         """`wp.array[float]`, `wp.array[wp.vec3, 2]`: the annotation `wp.array(dtype=float, ndim=...)`."""
@@ -67,15 +169,24 @@ class array:
             return array(dtype=dtype, ndim=int(ndim))
         return array(dtype=params, ndim=1)
 
-    def __init__(self, data=None, dtype=T.Any, shape=None, strides=None, device=None, requires_grad=False,
-                 copy=True, ndim=None, _buf=None, _owner=None):
-        dtype = T.canonical_type(dtype)
+    def __init__(self, data=None, dtype=T.Any, shape=None, strides=None, ptr=None, capacity=None, device=None,
+                 pinned=False, copy=True, deleter=None, ndim=None, grad=None, requires_grad=False,
+                 retain_grad=False, _buf=None, _owner=None):
+        dtype = T.Any if dtype is typing.Any else T.canonical_type(dtype)
         self._grad = None
         self._desc = None
-        self.requires_grad = False
+        self._requires_grad = False
+        self._retain_grad = False
         self._owner = _owner
+        self._ref = None
+        self.deleter = None
+        self.pinned = bool(pinned)
         if _buf is not None:
             self._init_from_buffer(_buf, dtype, device)
+        elif data is None and ptr is not None:
+            self._init_from_buffer(_wrap_pointer(ptr, dtype, _shape_arg(shape), strides), dtype, device)
+            self.deleter = deleter
+            self._capacity = capacity
         elif data is None and shape is None:
             # annotation form: a type in a kernel signature, no memory
             self.dtype = dtype
@@ -85,18 +196,37 @@ class array:
             self.device = None
             return
         elif data is None:
-            shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+            shape = _shape_arg(shape)
             if dtype is T.Any:
                 dtype = T.float32
-            sdt, inner = _element_info(dtype)
-            buf = np.zeros(shape + inner, dtype=sdt)
-            self._init_from_buffer(buf, dtype, device)
+            self._init_from_buffer(_allocate(shape, dtype), dtype, device)
         else:
             self._init_from_data(data, dtype, copy, device)
+            if shape is not None and _shape_arg(shape) != self.shape:
+                self._reshape_data(_shape_arg(shape))
         if not 1 <= self.ndim <= 4:
             raise ValueError(f"arrays have 1 to 4 dimensions, got shape {self.shape}")
-        if requires_grad:
+        if grad is not None:
+            self.grad = grad
+            self._requires_grad = True
+        elif requires_grad:
             self.requires_grad = True
+        if retain_grad:
+            self.retain_grad = True
+
+    def __del__(self):
+        # `deleter(ptr, capacity)` frees memory handed over by pointer (Warp's `deleter=`); an array whose
+        # construction never ran has nothing to free
+        deleter = getattr(self, "deleter", None)
+        if deleter is not None:
+            self.deleter = None
+            deleter(self._buf.ctypes.data, self.capacity)
+
+    def _reshape_data(self, shape):
+        inner = _element_info(self.dtype)[1]
+        if int(np.prod(shape)) != self.size:
+            raise ValueError(f"data of shape {self.shape} does not fit the array shape {shape}")
+        self._init_from_buffer(self._buf.reshape(shape + inner), self.dtype, self.device)
 
     def _init_from_data(self, data, dtype, copy, device):
         if isinstance(data, array):
@@ -108,16 +238,26 @@ class array:
             dtype = _infer_dtype(src)
         sdt, inner = _element_info(dtype)
         if is_struct(dtype):
+            if isinstance(src, (list, tuple)) and any(isinstance(v, dtype) for v in src):
+                src = [v._to_numpy_record() if isinstance(v, dtype) else v for v in src]
             buf = np.array(src, dtype=sdt, copy=True) if copy else np.asarray(src)
             if buf.dtype != sdt:
                 raise TypeError(f"struct array data must have dtype {sdt}, got {buf.dtype}")
+            if not copy:
+                self._ref = src
         else:
             a = np.asarray(src)
+            if a.size == 0 and inner and a.shape[a.ndim - len(inner):] != inner:
+                a = a.reshape(a.shape[:-1] + (0,) + inner) if a.ndim else a.reshape((0,) + inner)
             if a.dtype.fields is not None:
                 raise TypeError(f"cannot make an array of {T.type_repr(dtype)} from structured data")
             if inner and a.shape[a.ndim - len(inner):] != inner:
-                if a.ndim >= 1 and a.shape[-1] == int(np.prod(inner)) and len(inner) == 2:
-                    a = a.reshape(a.shape[:-1] + inner)
+                n = int(np.prod(inner))
+                if a.ndim >= 1 and a.shape[-1] > 0 and a.shape[-1] % n == 0:
+                    # as Warp: the last dimension holds whole elements, packed
+                    count = a.shape[-1] // n
+                    outer = a.shape[:-1] if count == 1 and a.ndim > 1 else a.shape[:-1] + (count,)
+                    a = a.reshape(outer + inner)
                 else:
                     raise ValueError(f"data of shape {a.shape} does not end in the shape {inner} of "
                                      f"{T.type_repr(dtype)}")
@@ -125,6 +265,7 @@ class array:
                 buf = np.array(a, dtype=sdt, copy=True, order="C")
             else:
                 buf = a
+                self._ref = src
             if buf.ndim == len(inner):  # a single element: make it a 1-element array
                 buf = buf.reshape((1,) + inner)
         self._init_from_buffer(buf, dtype, device)
@@ -154,12 +295,38 @@ class array:
         return int(np.prod(self.shape)) if self.shape is not None else 0
 
     @property
-    def ptr(self) -> int:
-        return self._buf.ctypes.data if self._buf is not None else 0
+    def ptr(self) -> int | None:
+        """Address of the first element; None for an array with no elements (as in Warp)."""
+        return self._buf.ctypes.data if self._buf is not None and self.size > 0 else None
+
+    @property
+    def capacity(self) -> int:
+        """Bytes spanned by the elements, from the first to the end of the last."""
+        given = getattr(self, "_capacity", None)
+        if given is not None:
+            return int(given)
+        if self._buf is None or self.size == 0:
+            return 0
+        itemsize = T.type_size(self.dtype)
+        return sum((n - 1) * abs(st) for n, st in zip(self.shape, self.strides)) + itemsize
 
     @property
     def is_contiguous(self) -> bool:
         return self._buf.flags.c_contiguous
+
+    @property
+    def retain_grad(self) -> bool:
+        """Keep this array's gradient during the backward pass instead of zeroing it after it is read."""
+        return self._retain_grad
+
+    @retain_grad.setter
+    def retain_grad(self, value: bool):
+        if value and not self.requires_grad:
+            raise ValueError("retain_grad=True requires requires_grad=True")
+        self._retain_grad = bool(value)
+
+    def __bool__(self):
+        return self._buf is not None
 
     @property
     def type(self) -> ArrayType:
@@ -173,14 +340,29 @@ class array:
         return self._buf
 
     def list(self) -> list:
-        return self._buf.tolist()
+        """The elements as a flat Python list: Python scalars, vector/matrix instances or struct instances."""
+        flat = self._buf.reshape((self.size,) + self._buf.shape[self.ndim:])
+        if T.is_composite(self.dtype):
+            return [self.dtype(row) for row in flat]
+        if is_struct(self.dtype):
+            return [self.dtype._from_numpy_record(rec) for rec in flat]
+        return flat.tolist()
+
+    def cptr(self):
+        """The elements as a ctypes array of the native element type (CPU memory, no copy)."""
+        return (_element_ctype(self.dtype) * self.size).from_address(self._buf.ctypes.data)
 
     def __array__(self, dtype=None, copy=None):
         return self._buf if dtype is None else self._buf.astype(dtype)
 
     @property
     def __array_interface__(self):
-        return self._buf.__array_interface__
+        # explicit strides: numpy omits them for arrays it deems contiguous, and a zero-size array's strides
+        # (Warp's, not numpy's) would be lost
+        iface = dict(self._buf.__array_interface__)
+        iface["strides"] = self._buf.strides
+        iface["data"] = (self._buf.ctypes.data, False)
+        return iface
 
     def __dlpack__(self, stream=None, **kwargs):
         return self._buf.__dlpack__(**kwargs)
@@ -215,6 +397,8 @@ class array:
     @requires_grad.setter
     def requires_grad(self, value: bool):
         self._requires_grad = bool(value)
+        if not value:
+            self._retain_grad = False
         if value and self._grad is None and self._buf is not None:
             self._grad = zeros(self.shape, dtype=self.dtype, device=self.device)
 
@@ -231,12 +415,8 @@ class array:
         return self
 
     def fill_(self, value):
-        if T.is_composite(self.dtype):
-            element = np.asarray(value, dtype=self._buf.dtype).reshape(self.dtype._shape_)
-        elif is_struct(self.dtype):
-            element = value._to_numpy_record()
-        else:
-            element = np.asarray(value, dtype=self._buf.dtype)
+        """Set every element to `value`: an element, or a scalar that fills every component of one."""
+        element = _fill_element(self.dtype, self._buf.dtype, value)
         rec = _capture.recorder(self.device)
         if rec is not None:
             rec.fill(self, element)
@@ -251,8 +431,11 @@ class array:
             if rec is not None:
                 rec.copy(self._buf, src.numpy().reshape(self._buf.shape) if src.is_contiguous else src.numpy(),
                          (self, src))
-                return self
-            data = src.numpy()
+            else:
+                self._buf[...] = np.asarray(src.numpy(), dtype=self._buf.dtype).reshape(self._buf.shape)
+            if copy_hooks:
+                copy_hooks[-1](self, src, 0, 0, self.size)
+            return self
         else:
             data = np.asarray(src)
         data = np.asarray(data, dtype=self._buf.dtype).reshape(self._buf.shape)
@@ -267,8 +450,18 @@ class array:
     def __getitem__(self, key):
         """Slicing gives a view; an integer index on a 1-d array gives the element (as a numpy value)."""
         key = key if isinstance(key, tuple) else (key,)
+        if any(isinstance(k, array) for k in key):
+            # Warp's indexedarray (a view through index arrays) is not implemented; numpy's fancy indexing would
+            # give a copy with other semantics
+            raise TypeError("indexing an array with index arrays (Warp's indexedarray) is not supported")
         if len(key) > self.ndim:
             raise IndexError(f"{len(key)} indices for a {self.ndim}-d array")
+        for k in key:
+            if not isinstance(k, (int, np.integer, slice)):
+                # Warp answers an index array with an indexed array (rows x columns), numpy with a gather:
+                # neither is offered here, so refuse rather than give numpy's differently shaped result
+                raise TypeError(f"arrays are indexed with ints and slices; an index of type {type(k).__name__} "
+                                "would make an indexed array (wp.indexedarray), which kernels does not support")
         view = self._buf[key]
         inner = _element_info(self.dtype)[1]
         if view.ndim == len(inner):
@@ -298,6 +491,29 @@ class array:
             out._grad = self._grad.reshape(shape)
         return out
 
+    def transpose(self, axes=None):
+        """A view with the dimensions permuted (reversed by default); gradients are permuted alike."""
+        axes = tuple(reversed(range(self.ndim))) if axes is None else tuple(axes)
+        if sorted(axes) != list(range(self.ndim)):
+            raise ValueError(f"axes {axes} are not a permutation of the array's {self.ndim} dimensions")
+        inner = tuple(range(self.ndim, self._buf.ndim))
+        out = array(dtype=self.dtype, _buf=self._buf.transpose(axes + inner), device=self.device, _owner=self)
+        if self._grad is not None:
+            out._grad = self._grad.transpose(axes)
+            out._requires_grad = self._requires_grad
+        return out
+
+    def view(self, dtype):
+        """The same memory seen with element type `dtype` (Warp's `array.view`): same-size types keep the shape;
+        a vector/matrix seen as its scalar adds its dimensions; a scalar array seen as vectors/matrices folds its
+        trailing dimensions into elements."""
+        dtype = T.canonical_type(dtype)
+        shape, strides = _view_layout(self, dtype)
+        out = array(dtype=dtype, _buf=_wrap_pointer(self._buf.ctypes.data, dtype, shape, strides),
+                    device=self.device, _owner=self)
+        out._ref = self
+        return out
+
     def flatten(self):
         return self.reshape((self.size,))
 
@@ -310,11 +526,15 @@ class array:
 
     # ------------------------------------------------------------------------------------------------ launch
 
+    def __ctype__(self) -> ArrayDescriptor:
+        """The native argument form of this array (Warp's `array.__ctype__`)."""
+        return self._descriptor()
+
     def _descriptor(self) -> ArrayDescriptor:
         d = self._desc
         if d is None:
             d = ArrayDescriptor()
-            d.data = self.ptr
+            d.data = self._buf.ctypes.data if self.size else 0
             for k in range(self.ndim):
                 d.shape[k] = self.shape[k]
                 d.strides[k] = self.strides[k]
@@ -323,33 +543,67 @@ class array:
         return d
 
 
-def _shape_arg(shape):
-    return (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+
+def _creation_shape(shape, kwargs) -> tuple:
+    """The shape argument of the creation functions; `n=` is Warp's older spelling of a 1-d shape."""
+    if "n" in kwargs:
+        shape = (kwargs.pop("n"),)
+    if kwargs:
+        raise TypeError(f"unexpected keyword arguments {sorted(kwargs)}")
+    return _shape_arg(shape)
 
 
-def zeros(shape, dtype=float, device=None, requires_grad=False) -> array:
-    a = array(shape=_shape_arg(shape), dtype=dtype, device=device, requires_grad=requires_grad)
+def empty(shape=None, dtype=float, device=None, requires_grad=False, pinned=False, retain_grad=False,
+          **kwargs) -> array:
+    """An array of `shape`; zero-filled anyway (cheap on the CPU, and results are reproducible)."""
+    a = array(shape=_creation_shape(shape, kwargs), dtype=dtype, device=device, requires_grad=requires_grad,
+              pinned=pinned, retain_grad=retain_grad)
     rec = _capture.recorder(a.device)
     if rec is not None:  # as a CUDA graph would: the new memory is zeroed again at each replay
         rec.zero(a)
     return a
 
 
-def empty(shape, dtype=float, device=None, requires_grad=False) -> array:
-    # zero-filled anyway: the cost is small on the CPU and it makes results reproducible
-    return zeros(shape, dtype, device, requires_grad)
+def zeros(shape=None, dtype=float, device=None, requires_grad=False, pinned=False, retain_grad=False,
+          **kwargs) -> array:
+    return empty(shape, dtype, device, requires_grad, pinned, retain_grad, **kwargs)
 
 
-def full(shape, value, dtype=None, device=None, requires_grad=False) -> array:
+def _full_dtype(value):
+    """Element type Warp infers for `wp.full(shape, value)` without a dtype."""
+    if isinstance(value, bool):
+        return T.bool_
+    if isinstance(value, int):
+        return T.int32
+    if isinstance(value, float):
+        return T.float32
+    if isinstance(value, np.generic):
+        return T.canonical_type(type(value))
+    if T.is_composite(type(value)) or is_struct(type(value)):
+        return type(value)
+    if hasattr(value, "__len__"):
+        na = np.asarray(value)
+        scalar = _infer_dtype(na)
+        if na.ndim == 1:
+            return T.vector(na.size, scalar)
+        if na.ndim == 2:
+            return T.matrix(na.shape, scalar)
+        raise ValueError("fill values with more than two dimensions are not supported")
+    raise ValueError(f"cannot infer an array type for a fill value of type {type(value).__name__}")
+
+
+def full(shape=None, value=0, dtype=None, device=None, requires_grad=False, pinned=False, retain_grad=False,
+         **kwargs) -> array:
+    """An array of `shape` with every element `value` (a scalar fills every component of a vector/matrix)."""
     if dtype is None:
-        dtype = type(value) if isinstance(value, (T.Composite,)) else (float if isinstance(value, float) else
-                                                                        (int if isinstance(value, int) else float))
-    a = zeros(shape, dtype, device, requires_grad)
+        dtype = _full_dtype(value)
+    a = empty(shape, dtype, device, requires_grad, pinned, retain_grad, **kwargs)
     return a.fill_(value)
 
 
-def ones(shape, dtype=float, device=None, requires_grad=False) -> array:
-    a = zeros(shape, dtype, device, requires_grad)
+def ones(shape=None, dtype=float, device=None, requires_grad=False, pinned=False, retain_grad=False,
+         **kwargs) -> array:
+    a = empty(shape, dtype, device, requires_grad, pinned, retain_grad, **kwargs)
     rec = _capture.recorder(a.device)
     if rec is not None:
         rec.fill(a, np.ones(_element_info(a.dtype)[1], dtype=a._buf.dtype))
@@ -358,56 +612,109 @@ def ones(shape, dtype=float, device=None, requires_grad=False) -> array:
     return a
 
 
-def zeros_like(src: array, device=None, requires_grad=None) -> array:
-    rg = src.requires_grad if requires_grad is None else requires_grad
-    return zeros(src.shape, src.dtype, device or src.device, rg)
+def _like_requires_grad(src, requires_grad):
+    return src.requires_grad if requires_grad is None else requires_grad
 
 
-def empty_like(src: array, device=None, requires_grad=None) -> array:
-    return zeros_like(src, device, requires_grad)
+def zeros_like(src: array, device=None, requires_grad=None, pinned=None, retain_grad=False) -> array:
+    return zeros(src.shape, src.dtype, device or src.device, _like_requires_grad(src, requires_grad),
+                 retain_grad=retain_grad)
 
 
-def ones_like(src: array, device=None, requires_grad=None) -> array:
-    rg = src.requires_grad if requires_grad is None else requires_grad
-    return ones(src.shape, src.dtype, device or src.device, rg)
+def empty_like(src: array, device=None, requires_grad=None, pinned=None, retain_grad=False) -> array:
+    return zeros_like(src, device, requires_grad, pinned, retain_grad)
 
 
-def full_like(src: array, value, device=None, requires_grad=None) -> array:
-    rg = src.requires_grad if requires_grad is None else requires_grad
-    return full(src.shape, value, src.dtype, device or src.device, rg)
+def ones_like(src: array, device=None, requires_grad=None, pinned=None, retain_grad=False) -> array:
+    return ones(src.shape, src.dtype, device or src.device, _like_requires_grad(src, requires_grad),
+                retain_grad=retain_grad)
 
 
-def clone(src: array, device=None, requires_grad=None) -> array:
+# Set by autodiff.Tape while recording: callables(dest, src, dest_offset, src_offset, count) told of every copy
+# between toolkit arrays (wp.copy, wp.clone, array.assign), so that backward can route gradients through it.
+copy_hooks: list = []
+
+
+def full_like(src: array, value, device=None, requires_grad=None, pinned=None, retain_grad=False) -> array:
+    return full(src.shape, value, src.dtype, device or src.device, _like_requires_grad(src, requires_grad),
+                retain_grad=retain_grad)
+
+
+def clone(src: array, device=None, requires_grad=None, pinned=None, retain_grad=False) -> array:
     rg = src.requires_grad if requires_grad is None else requires_grad
     out = array(src.numpy(), dtype=src.dtype, device=device or src.device, copy=True)
     out.requires_grad = rg
+    out.retain_grad = retain_grad
     rec = _capture.recorder(out.device)
     if rec is not None:
         rec.copy(out.numpy(), src.numpy(), (out, src))
+    if copy_hooks:
+        copy_hooks[-1](out, src, 0, 0, src.size)
     return out
 
 
-def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0):
-    """Copy `count` elements (all when 0) of flattened `src` from `src_offset` into `dest` at `dest_offset`."""
-    s = src.numpy().reshape((src.size,) + src.numpy().shape[src.ndim:])
-    d = dest.numpy().reshape((dest.size,) + dest.numpy().shape[dest.ndim:]) if dest.is_contiguous else None
+def _check_copy_args(dest: array, src: array, dest_offset, src_offset, count):
+    for name, v in (("Source offset", src_offset), ("Destination offset", dest_offset), ("count", count)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise RuntimeError(f"wp.copy: offsets and count must be integers, got {name} {v!r}")
+        if v < 0:
+            raise RuntimeError(f"wp.copy: {name} must be non-negative, got {v}")
+    if _element_info(dest.dtype) != _element_info(src.dtype):
+        raise RuntimeError(f"wp.copy: incompatible array types: destination dtype={T.type_repr(dest.dtype)}, "
+                           f"source dtype={T.type_repr(src.dtype)}")
+
+
+def copy_window(a: array, offset: int, count: int, whole: bool) -> np.ndarray:
+    """The numpy view of `a`'s memory that a copy of `count` elements at element `offset` touches: the flattened
+    elements of a contiguous array, the elements of a 1-d view, or (`whole`) every element of any array."""
+    if whole:
+        return a.numpy()
+    inner = a.numpy().shape[a.ndim:]
+    if a.is_contiguous:
+        return a.numpy().reshape((a.size,) + inner)[offset:offset + count]
+    return a.numpy()[offset:offset + count]
+
+
+def copy_plan(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0):
+    """Check the arguments of a copy; returns (count, whole): the number of elements copied, and whether the copy
+    covers every element of two same-shaped arrays (the only copy that a multi-dimensional strided view allows)."""
+    _check_copy_args(dest, src, dest_offset, src_offset, count)
+    flat = (dest.is_contiguous or dest.ndim == 1) and (src.is_contiguous or src.ndim == 1)
+    if not flat:
+        if dest_offset or src_offset or count not in (0, src.size) or dest.shape != src.shape:
+            if dest_offset or src_offset or count:
+                raise RuntimeError("wp.copy with offsets or a count is only supported for 1-D or contiguous arrays")
+            raise RuntimeError(f"wp.copy: incompatible array shapes: destination shape={dest.shape}, "
+                               f"source shape={src.shape}")
+        return src.size, True
     n = count or min(src.size - src_offset, dest.size - dest_offset)
-    if d is None:
-        raise ValueError("wp.copy into a non-contiguous array")
+    if src_offset + n > src.size:
+        raise RuntimeError(f"wp.copy: {n} elements from offset {src_offset} exceeds the source size {src.size}")
+    if dest_offset + n > dest.size:
+        raise RuntimeError(f"wp.copy: {n} elements at offset {dest_offset} exceeds the destination size "
+                           f"{dest.size}")
+    return max(n, 0), False
+
+
+def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0, stream=None):
+    """Copy `count` elements (0: as many as fit) of `src` from element `src_offset` into `dest` at `dest_offset`.
+    Offsets count flattened elements of contiguous arrays, or elements of 1-d views; other strided views are
+    copied whole (same shapes, no offsets)."""
+    n, whole = copy_plan(dest, src, dest_offset, src_offset, count)
+    d = copy_window(dest, dest_offset, n, whole)
+    s = copy_window(src, src_offset, n, whole)
     rec = _capture.recorder(dest.device)
     if rec is None:
-        d[dest_offset:dest_offset + n] = s[src_offset:src_offset + n]
-    elif src.is_contiguous:
-        rec.copy(d[dest_offset:dest_offset + n], s[src_offset:src_offset + n], (dest, src))
-    else:  # a strided source: flatten it at replay, not now
-        def run():
-            flat = src.numpy().reshape((src.size,) + src.numpy().shape[src.ndim:])
-            d[dest_offset:dest_offset + n] = flat[src_offset:src_offset + n]
-        rec.host(run)
+        d[...] = s
+    else:
+        rec.copy(d, s, (dest, src))
+    if copy_hooks:
+        copy_hooks[-1](dest, src, dest_offset, src_offset, n)
 
 
-def from_numpy(arr, dtype=None, shape=None, device=None, requires_grad=False) -> array:
-    a = array(arr, dtype=dtype if dtype is not None else T.Any, device=device, requires_grad=requires_grad)
+def from_numpy(arr, dtype=None, shape=None, device=None, requires_grad=False, retain_grad=False) -> array:
+    a = array(arr, dtype=dtype if dtype is not None else T.Any, device=device, requires_grad=requires_grad,
+              retain_grad=retain_grad)
     return a.reshape(shape) if shape is not None else a
 
 

@@ -129,7 +129,7 @@ class _Recorder:
 
     def zero(self, a):
         if a.is_contiguous:
-            self.commands.append(Command(kind=ZERO, dst=a.ptr, bytes=a.numpy().nbytes))
+            self.commands.append(Command(kind=ZERO, dst=a.numpy().ctypes.data, bytes=a.numpy().nbytes))
             self.keep.append(a)
         else:
             self.host(lambda: a.numpy().__setitem__(Ellipsis, 0))
@@ -138,7 +138,8 @@ class _Recorder:
         """Fill `a` with one element's bytes (`element`, already in the array's layout)."""
         pattern = np.ascontiguousarray(element).copy()
         if a.is_contiguous:
-            self.commands.append(Command(kind=FILL, dst=a.ptr, src=pattern.ctypes.data, bytes=a.numpy().nbytes,
+            self.commands.append(Command(kind=FILL, dst=a.numpy().ctypes.data, src=pattern.ctypes.data,
+                                         bytes=a.numpy().nbytes,
                                          pattern_bytes=pattern.nbytes))
             self.keep.append((a, pattern))
         else:

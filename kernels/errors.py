@@ -28,9 +28,21 @@ class CompileError(KernelError):
     """Type errors, undefined names, unsupported constructs: everything found before C++ is generated."""
 
 
+class UnsupportedAtomicError(CompileError):
+    """An atomic operation on an array whose scalar type has no atomic form. The location and source line come
+    first and Warp's wording last, so that the message ends as Warp's does."""
+
+    def _format(self) -> str:
+        where = f" in '{self.function}'" if self.function else ""
+        if self.loc is None:
+            return f"{where.strip()}: {self.message}" if where else self.message
+        source = f"\n    {self.loc.source.strip()}" if self.loc.source else ""
+        return f"{self.loc.file}:{self.loc.line}{where}:{source}\n{self.message}"
+
+
 class NativeCompileError(Exception):
     """The C++ (or CUDA) compiler rejected generated source: carries the compiler output and the source path."""
 
 
-class LaunchError(Exception):
+class LaunchError(RuntimeError):
     """Bad arguments to `launch`, or an error reported by a kernel at run time (debug-mode bounds checks)."""

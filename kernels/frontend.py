@@ -265,7 +265,9 @@ class Frontend(ExpressionLowering):
         for t, v in zip(target.elts, values):
             self.assign(t, v, node)
 
-    def assign(self, target, value, node):
+    def assign(self, target, value, node, component_update=False):
+        """Bind or store `value` to `target`. `component_update`: the value is `target`'s old value with one
+        component (or field) replaced, i.e. a read-modify-write of an array element (see rebind_base)."""
         if isinstance(target, ast.Name):
             if isinstance(value, Static) and not isinstance(value.obj, (bool, int, float)):
                 self.env[target.id] = value  # e.g. an alias of a function or type
@@ -279,7 +281,8 @@ class Frontend(ExpressionLowering):
             base = self.lower_expr(target.value)
             indices = self.lower_indices(target.slice, node)
             value = self.as_value(value, node)
-            new = self.emit("setitem", [self.as_value(base, node), *indices, value], node)[0]
+            attrs = {"component_update": True} if component_update else None
+            new = self.emit("setitem", [self.as_value(base, node), *indices, value], node, attrs=attrs)[0]
             self.rebind_base(target.value, new, node)
         elif isinstance(target, ast.Attribute):
             base = self.as_value(self.lower_expr(target.value), node)
@@ -294,8 +297,9 @@ class Frontend(ExpressionLowering):
             self.env[base_node.id] = new_value
             new_value.name = new_value.name or base_node.id
         elif isinstance(base_node, (ast.Subscript, ast.Attribute)):
-            # nested update such as m[i][j] = x or s.v.x = x: update the outer value with the new inner one
-            self.assign(base_node, new_value, node)
+            # nested update such as m[i][j] = x or s.v.x = x: update the outer value with the new inner one.
+            # When the outer value is an array element, that store overwrites the element it read.
+            self.assign(base_node, new_value, node, component_update=True)
         else:
             raise self.error(f"cannot assign into '{ast.unparse(base_node)}'", node)
 

@@ -7,6 +7,7 @@ caches its native descriptor. `record_cmd=True` returns a `Launch` whose `.launc
 from __future__ import annotations
 
 import ctypes
+import warnings
 
 import numpy as np
 
@@ -90,14 +91,12 @@ def _pack_array(kernel, i, t: ArrayType, value, device):
 def _pack_value(kernel, i, t, value):
     if is_struct(t):
         if type(value) is not t:
-            raise _arg_error(kernel, i, f"expected struct {t.__name__}, got {type(value).__name__}")
+            got = "None" if value is None else type(value).__name__
+            raise _arg_error(kernel, i, f"argument '{kernel.arg_names[i]}' expects {t.__name__} but got {got}")
         return value._to_ctype()
     if T.is_composite(t):
         if not isinstance(value, t):
-            try:
-                value = t(value)
-            except (TypeError, ValueError) as e:
-                raise _arg_error(kernel, i, f"expected {describe(t)}: {e}") from None
+            value = _composite_argument(kernel, i, t, value)
         return value._to_ctype()
     if isinstance(value, array) or (hasattr(value, "__len__") and not isinstance(value, str)):
         raise _arg_error(kernel, i, f"expected a {describe(t)} scalar, got {type(value).__name__}")
@@ -109,6 +108,26 @@ def _pack_value(kernel, i, t, value):
         return t._np_(value).item()
     except (TypeError, ValueError, OverflowError) as e:
         raise _arg_error(kernel, i, f"expected a {describe(t)}, got {value!r} ({e})") from None
+
+
+def _composite_argument(kernel, i, t, value):
+    """A vector/matrix/quat/transform argument from a sequence. A single Python number is refused, as in Warp
+    (it is most often a mistake); numpy scalars and bools still fill every component, with a DeprecationWarning."""
+    name = T.warp_type_name(t)
+    if value is None:
+        raise ValueError(f"Failed to convert argument for param {kernel.arg_names[i]} to {name}: got None")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        raise _arg_error(kernel, i, f"argument '{kernel.arg_names[i]}' expects {name} but got a single value "
+                                    f"({value!r}); pass a {name}")
+    if np.ndim(value) == 0:
+        warnings.warn(f"passing a value of type `{type(value).__name__}` where `{name}` is expected for kernel "
+                      f"parameter '{kernel.arg_names[i]}' fills every component; this promotion is deprecated",
+                      DeprecationWarning, stacklevel=4)
+        value = np.full(int(np.prod(t._shape_)), value)
+    try:
+        return t(value)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"Failed to convert argument for param {kernel.arg_names[i]} to {name}: {e}") from None
 
 
 def argument_type(value, declared):
@@ -146,19 +165,41 @@ def pack_args(kernel, values, device):
     return args_ctype(kernel)(*packed)
 
 
-def pack_adjoint_args(kernel, adj_values, device):
-    """Adjoint args: arrays are the gradient arrays (None: no gradient); non-array adjoints start at zero."""
+def _consuming(descriptor: ArrayDescriptor) -> ArrayDescriptor:
+    d = ArrayDescriptor.from_buffer_copy(descriptor)  # never the array's cached descriptor
+    d.flags = ARRAY_FLAG_CONSUME
+    return d
+
+
+# native/array.h: plain writes in the backward consume this gradient array's elements
+ARRAY_FLAG_CONSUME = 1
+
+
+def pack_adjoint_args(kernel, adj_values, device, values=None):
+    """Adjoint args: arrays are the gradient arrays; an array's adjoint left None is the array's own `.grad`
+    (none for arrays without one, and for foreign memory, which backward never writes); non-array adjoints start
+    at zero. A gradient array that is its primal array's own `.grad` (in `values`) is consumed by plain writes,
+    unless that array has `retain_grad` (see ARRAY_FLAG_CONSUME in native/array.h)."""
+    count = len(kernel.arg_types)
     if adj_values is None:
-        adj_values = [None] * len(kernel.arg_types)
-    if len(adj_values) != len(kernel.arg_types):
+        adj_values = [None] * count
+    if len(adj_values) != count:
         raise LaunchError(f"kernel '{kernel.name}': {len(adj_values)} adjoint arguments for "
-                          f"{len(kernel.arg_types)} parameters")
+                          f"{count} parameters")
     c = args_ctype(kernel)()
     for i, (t, v) in enumerate(zip(kernel.arg_types, adj_values)):
+        if v is None and values is not None and isinstance(t, ArrayType):
+            primal = values[i]
+            if isinstance(primal, array) and not primal._foreign:
+                v = primal.grad
         if v is None:
             continue
         if isinstance(t, ArrayType):
-            setattr(c, kernel.arg_names[i], _pack_array(kernel, i, t, v, device))
+            d = _pack_array(kernel, i, t, v, device)
+            primal = values[i] if values is not None else None
+            if isinstance(primal, array) and primal.grad is v and not primal.retain_grad:
+                d = _consuming(d)
+            setattr(c, kernel.arg_names[i], d)
         elif is_struct(t) and type(v) is t:
             setattr(c, kernel.arg_names[i], v._to_ctype())
     return c
@@ -183,44 +224,105 @@ def check_error(kernel):
 
 class Launch:
     """A recorded launch (Warp's `wp.Launch`): runs nothing until `.launch()`; replays the adjoint kernel when it
-    was recorded with `adjoint=True`."""
+    was recorded with `adjoint=True`.
 
-    def __init__(self, kernel, dim, inputs, device, adjoint=False, adj_inputs=None):
+    `wp.Launch(kernel, device, adjoint=False)` starts with every parameter zero and a zero launch size: set them
+    with `set_param_*` and `set_dim`. Struct parameters are re-read at each `.launch()`, so changes to a struct's
+    fields after recording are seen, as in Warp. Adjoint arrays left unset are the arrays' own `.grad`.
+    """
+
+    def __init__(self, kernel, device=None, adjoint: bool = False, *, dim=0, inputs=None, adj_inputs=None):
+        if kernel.is_generic:
+            raise LaunchError(f"kernel '{kernel.name}' is generic: record it with wp.launch(..., record_cmd=True) "
+                              "so that its argument types are known")
+        kernel.ensure_built()
         self.kernel = kernel
-        self.device = device
+        self.device = get_device(device)
         self.adjoint = adjoint
-        self.values = list(inputs)
-        self.adj_values = list(adj_inputs) if adj_inputs is not None else None
+        count = len(kernel.arg_types)
+        self.values = list(inputs) if inputs is not None else [None] * count
+        self.adj_values = list(adj_inputs) if adj_inputs is not None else [None] * count
         self.bounds = make_bounds(dim)
-        self.params = pack_args(kernel, self.values, device)
-        self.adj_params = pack_adjoint_args(kernel, self.adj_values, device) if adjoint else None
+        if inputs is not None:
+            self.params = pack_args(kernel, self.values, self.device)
+        else:
+            self.params = args_ctype(kernel)()
+        self._struct_params = [i for i, t in enumerate(kernel.arg_types) if is_struct(t)]
+
+    @property
+    def adj_params(self):
+        """The adjoint arguments, packed when read: unset adjoint arrays fall back to the arrays' `.grad`."""
+        if not self.adjoint:
+            return None
+        return pack_adjoint_args(self.kernel, self.adj_values, self.device, self.values)
 
     def set_dim(self, dim):
         self.bounds = make_bounds(dim)
 
-    def set_param_at_index(self, index: int, value):
+    def set_param_at_index(self, index: int, value, adjoint: bool = False):
+        """Set parameter `index` (its adjoint with `adjoint=True`), checked against the kernel's signature."""
+        t = self.kernel.arg_types[index]
+        if adjoint:
+            self.adj_values[index] = value
+            return
+        packed = (_pack_array(self.kernel, index, t, value, self.device) if isinstance(t, ArrayType)
+                  else _pack_value(self.kernel, index, t, value))
+        setattr(self.params, self.kernel.arg_names[index], packed)
         self.values[index] = value
-        self.params = pack_args(self.kernel, self.values, self.device)
 
-    def set_param_by_name(self, name: str, value):
+    def set_param_by_name(self, name: str, value, adjoint: bool = False):
+        self.set_param_at_index(self._index(name), value, adjoint)
+
+    def set_param_at_index_from_ctype(self, index: int, value):
+        """Set parameter `index` from its native form (a ctypes value, or a value with `__ctype__()`)."""
+        if hasattr(value, "__ctype__"):
+            value = value.__ctype__()
+        elif T.is_composite(type(value)):
+            value = value._to_ctype()
+        setattr(self.params, self.kernel.arg_names[index], value)
+        # the native value is now the truth: no Python value to re-read at launch
+        self.values[index] = None
+
+    def set_param_by_name_from_ctype(self, name: str, value):
+        self.set_param_at_index_from_ctype(self._index(name), value)
+
+    def set_params(self, values):
+        for i, v in enumerate(values):
+            self.set_param_at_index(i, v)
+
+    def _index(self, name: str) -> int:
         try:
-            index = self.kernel.arg_names.index(name)
+            return self.kernel.arg_names.index(name)
         except ValueError:
             raise LaunchError(f"kernel '{self.kernel.name}' has no parameter '{name}'") from None
-        self.set_param_at_index(index, value)
+
+    def _refresh_structs(self):
+        for i in self._struct_params:
+            v = self.values[i]
+            if v is not None:
+                setattr(self.params, self.kernel.arg_names[i], v._to_ctype())
 
     def launch(self, stream=None):
+        if self._struct_params:
+            self._refresh_structs()
         rec = capture.recorder(self.device)
         if rec is not None:  # inside wp.capture_begin()/capture_end(): recorded for replay, not run
             rec.launch(self)
             return
         threshold = ctypes.c_int64(self.kernel.parallel_threshold(config.cpu_parallel_threshold))
         if self.adjoint:
-            self.kernel.backward_fn(ctypes.byref(self.bounds), ctypes.byref(self.params),
-                                    ctypes.byref(self.adj_params), threshold)
+            adj = self.adj_params
+            self.kernel.backward_fn(ctypes.byref(self.bounds), ctypes.byref(self.params), ctypes.byref(adj),
+                                    threshold)
         else:
             self.kernel.forward_fn(ctypes.byref(self.bounds), ctypes.byref(self.params), threshold)
         check_error(self.kernel)
+
+
+def _own_gradient(value):
+    if isinstance(value, array) and not value._foreign:
+        return value.grad
+    return None
 
 
 def launch(kernel, dim, inputs=(), outputs=(), device=None, adjoint=False, adj_inputs=None, adj_outputs=None,
@@ -238,11 +340,13 @@ def launch(kernel, dim, inputs=(), outputs=(), device=None, adjoint=False, adj_i
     adj_values = None
     if adjoint:
         adj_values = list(adj_inputs or [None] * len(inputs)) + list(adj_outputs or [None] * len(outputs))
+        # as in Warp, an array argument given no adjoint uses its own gradient array (when it has one)
+        adj_values = [_own_gradient(v) if a is None else a for a, v in zip(adj_values, values)]
     dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
     if kernel.tid_ndim > 1 and len(dims) != kernel.tid_ndim:
         raise LaunchError(f"kernel '{kernel.name}' reads {kernel.tid_ndim} thread indices (wp.tid()) but was "
                           f"launched with dim={dim!r}")
-    cmd = Launch(kernel, dims, values, device, adjoint, adj_values)
+    cmd = Launch(kernel, device, adjoint, dim=dims, inputs=values, adj_inputs=adj_values)
     if record_cmd:
         return cmd
     cmd.launch()

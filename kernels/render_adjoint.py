@@ -150,13 +150,19 @@ class AdjointRenderer(FunctionRenderer):
             self.emit(f"wp::adj_index_load{template}({self.adj(a[0])}, {line}, {self.args(a[1:])}, "
                       f"{self.adj(op.results[0])});")
             return
-        if name in ("store", "atomic_add"):
+        if name == "store" and op.attrs.get("overwrite"):
+            self.emit(f"wp::adj_index_overwrite({self.adj(a[0])}, {line}, {self.adj(a[-1])}, {self.args(a[1:-1])});")
+            return
+        if name == "store":
             self.emit(f"wp::adj_index_store({self.adj(a[0])}, {line}, {self.args(a[1:-1])}, {self.adj(a[-1])});")
+            return
+        if name == "atomic_add":
+            self.emit(f"wp::adj_index_accumulate({self.adj(a[0])}, {line}, {self.adj(a[-1])}, {self.args(a[1:-1])});")
             return
         if name == "atomic_sub":
             t = ctype(a[-1].type)
-            self.emit(f"{{ {t} g_ = {t}(); wp::adj_index_store({self.adj(a[0])}, {line}, {self.args(a[1:-1])}, g_); "
-                      f"{self.adj(a[-1])} = wp::sub({self.adj(a[-1])}, g_); }}")
+            self.emit(f"{{ {t} g_ = {t}(); wp::adj_index_accumulate({self.adj(a[0])}, {line}, g_, "
+                      f"{self.args(a[1:-1])}); {self.adj(a[-1])} = wp::sub({self.adj(a[-1])}, g_); }}")
             return
         if name == "tile_map":
             lam = self.element_adjoint_lambda(op, len(a))

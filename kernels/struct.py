@@ -96,11 +96,26 @@ def struct(cls):
     def _to_numpy_record(self):
         return np.frombuffer(bytes(self._to_ctype()), dtype=info.numpy_dtype)[0]
 
+    def numpy_value(self):
+        """This value as one record of `numpy_dtype()` (for filling numpy structured arrays)."""
+        return self._to_numpy_record()
+
+    @classmethod
+    def _from_numpy_record(cls_, record):
+        return _from_ctype(cls_, info.ctype().from_buffer_copy(record.tobytes()))
+
+    @staticmethod
+    def numpy_dtype():
+        """The numpy structured dtype of one element of an array of this struct (its native layout)."""
+        return info.numpy_dtype
+
     def __repr__(self):
         return f"{cls.__name__}({', '.join(f'{n}={getattr(self, n)!r}' for n in fields)})"
 
     ns = {"__init__": __init__, "__setattr__": __setattr__, "_to_ctype": _to_ctype,
-          "_to_numpy_record": _to_numpy_record, "__repr__": __repr__, "_wp_struct_": info,
+          "_to_numpy_record": _to_numpy_record, "__ctype__": _to_ctype,
+          "_from_numpy_record": _from_numpy_record, "numpy_dtype": numpy_dtype,
+          "numpy_value": numpy_value, "__repr__": __repr__, "_wp_struct_": info,
           "__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": cls.__doc__}
     new_cls = type(cls.__name__, (), ns)
     info.cls = new_cls
@@ -117,6 +132,29 @@ def native_struct(name: str, cname: str, fields: dict, doc: str = "", module: st
     new_cls._wp_struct_.cname = cname
     new_cls._wp_struct_.native = True
     return new_cls
+
+
+def _from_ctype(cls, c):
+    """A struct instance with the values of its native form `c` (array members become views of their memory)."""
+    from .array import array
+    out = cls()
+    for name, t in cls._wp_struct_.fields.items():
+        v = getattr(c, name)
+        if isinstance(t, ArrayType):
+            shape = tuple(v.shape[k] for k in range(v.ndim))
+            strides = tuple(v.strides[k] for k in range(v.ndim))
+            value = array(ptr=v.data, dtype=t.dtype, shape=shape, strides=strides) if v.data else None
+        elif is_struct(t):
+            value = _from_ctype(t, v)
+        elif T.is_composite(t):
+            raw = np.ctypeslib.as_array(v)
+            value = t(raw.view(np.float16) if T.scalar_type(t) is T.float16 else raw)
+        elif t is T.float16:
+            value = np.uint16(v).view(np.float16)
+        else:
+            value = v
+        object.__setattr__(out, name, t._np_(value) if T.is_scalar(t) and t is not T.float16 else value)
+    return out
 
 
 def _default(t):

@@ -208,6 +208,8 @@ class Composite:
 _COMPONENT_INDEX = {"x": 0, "y": 1, "z": 2, "w": 3}
 
 _composite_cache: dict = {}
+# Warp's name of each category's native template (`wp.types` introspection)
+_GENERIC_NAME = {"vector": "vec_t", "matrix": "mat_t", "quat": "quat_t", "transform": "transform_t"}
 
 
 def _make_composite(category: str, shape: tuple, dtype, name: str):
@@ -215,7 +217,8 @@ def _make_composite(category: str, shape: tuple, dtype, name: str):
     key = (category, shape, dtype)
     t = _composite_cache.get(key)
     if t is None:
-        t = type(name, (Composite,), {"_shape_": shape, "_wp_scalar_type_": dtype, "_category_": category})
+        t = type(name, (Composite,), {"_shape_": shape, "_wp_scalar_type_": dtype, "_category_": category,
+                                      "_wp_generic_type_str_": _GENERIC_NAME[category]})
         t._length_ = shape[0] if len(shape) == 1 else shape[0] * shape[1]
         _composite_cache[key] = t
     return t
@@ -366,6 +369,21 @@ def dtype_from_numpy(numpy_dtype):
 def dtype_to_numpy(t):
     """The numpy dtype of a kernel scalar type (Warp's `wp.dtype_to_numpy`)."""
     return np.dtype(scalar_type(t)._np_)
+
+
+def warp_type_name(t) -> str:
+    """Warp's spelling of a type in messages (`vec4f`, `mat22d`, `quatf`, `float32`)."""
+    if is_scalar(t):
+        return t._cname_
+    name = type_repr(t)
+    if is_composite(t) and t._wp_scalar_type_ is float32 and not name.endswith("f"):
+        return name + "f"
+    return name
+
+
+def types_equal(a, b) -> bool:
+    """Whether two annotations name the same type (`float` and `float32`, `vector(3, float)` and `vec3`)."""
+    return canonical_type(a) == canonical_type(b)
 
 
 class _AnyType:

@@ -1,24 +1,85 @@
-"""Atomic file writes: readers see the old file or the whole new one, never half of one."""
+"""Atomic file writes: readers see the old file or the whole new one, never half of one.
+
+A temporary is written next to its target as `.<name>.simtmp-<pid>-<random><ext>` and renamed over it. The pid
+says whose it is: a process killed before the rename leaves its temporary behind, and the next write to the same
+target removes those of dead processes (`remove_stale_temporaries`), never those of a live one.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
+import re
+import uuid
+
+from kernels.cache_integrity import process_alive
+
+
+def temporary_path(path) -> str:
+    """Where to write `path`'s new content before renaming it into place (same directory and extension)."""
+    directory, filename = os.path.split(os.path.abspath(os.fspath(path)))
+    stem, extension = os.path.splitext(filename)
+    return os.path.join(directory, f".{stem}.simtmp-{os.getpid()}-{uuid.uuid4().hex[:12]}{extension}")
+
+
+def remove_stale_temporaries(path) -> list:
+    """Remove the temporaries of `path` left by processes that no longer run; returns the removed paths."""
+    directory, filename = os.path.split(os.path.abspath(os.fspath(path)))
+    stem, extension = os.path.splitext(filename)
+    pattern = re.compile(re.escape(f".{stem}.simtmp-") + r"(\d+)-[0-9a-f]{12}" + re.escape(extension) + "$")
+    removed = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    for name in names:
+        m = pattern.match(name)
+        if m is None or int(m.group(1)) == os.getpid() or process_alive(int(m.group(1))):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(directory, name))
+            removed.append(os.path.join(directory, name))
+    return removed
 
 
 def write_atomic(path, data: bytes):
     """Write `data` to a temporary file next to `path`, then rename it over `path`: readers never see half a
     file, and a failure leaves any previous file in place."""
     path = os.fspath(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
-                               dir=os.path.dirname(os.path.abspath(path)))
+    remove_stale_temporaries(path)
+    tmp = temporary_path(path)
     try:
-        with os.fdopen(fd, "wb") as f:
+        with open(tmp, "xb") as f:
             f.write(data)
-        os.chmod(tmp, 0o644)  # mkstemp makes the file private
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def output_problem(path) -> str | None:
+    """Why `path` cannot be written as an output file (checked before any work is done), or None.
+
+    The nearest existing ancestor must be a directory in which a file can be created (it is tried: that also
+    catches read-only file systems), and `path` itself must not be a directory."""
+    path = os.path.abspath(os.fspath(path))
+    if os.path.isdir(path):
+        return "it is a directory"
+    parent = os.path.dirname(path)
+    while not os.path.exists(parent):
+        up = os.path.dirname(parent)
+        if up == parent:
+            break
+        parent = up
+    if not os.path.isdir(parent):
+        return f"{parent} is a file, not a directory"
+    probe = os.path.join(parent, f".simtmp-probe-{os.getpid()}-{uuid.uuid4().hex[:12]}")
+    try:
+        with open(probe, "xb"):
+            pass
+    except OSError as e:
+        return f"cannot create files in {parent} ({e.strerror})"
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
+    return None

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import os
 import re
-import uuid
 from dataclasses import dataclass
 
 import numpy as np
 from pxr import Gf, Sdf, Usd, UsdGeom, Vt
+
+from .atomic_file import remove_stale_temporaries, temporary_path
 
 #: Collider and body shape kinds, with the size parameters each takes (see `UsdWriter.add_collider`).
 SHAPE_PARAMETERS = {
@@ -306,12 +307,11 @@ class UsdWriter:
         self._check_open()
         self._stage.SetStartTimeCode(self._first_frame if self._first_frame is not None else 0.0)
         self._stage.SetEndTimeCode(self._last_frame if self._last_frame is not None else 0.0)
-        directory, filename = os.path.split(os.path.abspath(self.path))
-        os.makedirs(directory, exist_ok=True)
-        stem, extension = os.path.splitext(filename)
+        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+        remove_stale_temporaries(self.path)
         # same directory, so the rename stays on one file system and is atomic; same extension, so Sdf picks the
-        # file format from it
-        temporary = os.path.join(directory, f".{stem}.{uuid.uuid4().hex[:12]}.tmp{extension}")
+        # file format from it; the pid in its name lets a later run remove it if this process is killed
+        temporary = temporary_path(self.path)
         try:
             _export_layer(self._stage.GetRootLayer(), temporary, self._format)
             os.replace(temporary, self.path)

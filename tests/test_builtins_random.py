@@ -226,3 +226,65 @@ def test_printf_and_print(device, capfd):
     assert "printf 7 1.250 ok\n" in out
     assert "1.25\n" in out
     assert "[0, 0.5, 0, 1]\n" in out
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Discrete distributions and sorted search
+
+
+@wp.kernel
+def poisson_kernel(seed: int, lam: float, out: wp.array(dtype=wp.uint32)):
+    tid = wp.tid()
+    state = wp.rand_init(seed, tid)
+    out[tid] = wp.poisson(state, lam)
+
+
+@wp.kernel
+def sample_cdf_kernel(seed: int, cdf: wp.array(dtype=float), out: wp.array(dtype=int)):
+    tid = wp.tid()
+    state = wp.rand_init(seed, tid)
+    out[tid] = wp.sample_cdf(state, cdf)
+
+
+@wp.kernel
+def lower_bound_kernel(arr: wp.array(dtype=float), values: wp.array(dtype=float), out: wp.array(dtype=int),
+                       out_range: wp.array(dtype=int)):
+    tid = wp.tid()
+    out[tid] = wp.lower_bound(arr, values[tid])
+    out_range[tid] = wp.lower_bound(arr, 1, 4, values[tid])
+
+
+@pytest.mark.parametrize("lam", [0.5, 3.0, 9.5, 10.0, 12.0, 42.0, 250.0])
+def test_poisson_moments_and_zeros(device, lam):
+    n = 200_000
+    out = wp.zeros(n, dtype=wp.uint32, device=device)
+    wp.launch(poisson_kernel, dim=n, inputs=[7, lam, out], device=device)
+    x = out.numpy().astype(np.float64)
+    # mean and variance are both lam: 6 standard errors
+    assert abs(x.mean() - lam) < 6.0 * np.sqrt(lam / n)
+    assert abs(x.var() - lam) < 6.0 * lam * np.sqrt(2.0 / n) + 6.0 * np.sqrt(lam / n)
+    zeros = np.count_nonzero(x == 0)
+    expected = n * np.exp(-lam)
+    assert zeros <= expected + 6.0 * np.sqrt(expected) + 1
+
+
+def test_sample_cdf_follows_the_table(device):
+    pdf = np.array([0.1, 0.0, 0.6, 0.3], dtype=np.float32)
+    cdf = wp.array(np.cumsum(pdf), dtype=float, device=device)
+    n = 100_000
+    out = wp.zeros(n, dtype=int, device=device)
+    wp.launch(sample_cdf_kernel, dim=n, inputs=[3, cdf, out], device=device)
+    counts = np.bincount(out.numpy(), minlength=4) / n
+    np.testing.assert_allclose(counts, pdf, atol=0.01)
+    assert counts[1] == 0.0
+
+
+def test_lower_bound(device):
+    arr = wp.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0], dtype=float, device=device)
+    values = wp.array([-0.1, 0.0, 2.5, 4.0, 5.0, 5.5], dtype=float, device=device)
+    out = wp.zeros(6, dtype=int, device=device)
+    out_range = wp.zeros(6, dtype=int, device=device)
+    wp.launch(lower_bound_kernel, dim=6, inputs=[arr, values, out, out_range], device=device)
+    # as Warp: no element >= value gives the last index of the range searched
+    np.testing.assert_array_equal(out.numpy(), [0, 0, 3, 4, 5, 5])
+    np.testing.assert_array_equal(out_range.numpy(), [1, 1, 3, 3, 3, 3])

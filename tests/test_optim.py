@@ -167,8 +167,10 @@ def test_state_dict_is_a_copy_and_mismatches_are_refused(device):
 
 
 def test_bad_parameters_are_refused(device):
+    # a parameter without a gradient buffer is accepted (Warp passes gradients to step()), but step() without
+    # gradients refuses it
     with pytest.raises(ValueError, match="requires_grad"):
-        SGD([wp.zeros(3, dtype=float, device=device)], 0.1)
+        SGD([wp.zeros(3, dtype=float, device=device)], 0.1).step()
     with pytest.raises(TypeError, match="float32 or float64"):
         SGD([wp.zeros(3, dtype=wp.int32, device=device, requires_grad=True)], 0.1)
     p = wp.zeros(3, dtype=float, device=device, requires_grad=True)
@@ -212,3 +214,30 @@ def test_adam_minimises_a_taped_loss(device):
         tape.zero()
     assert math.isfinite(norm)
     np.testing.assert_allclose(x.numpy(), np.tile([1.0, -2.0, 0.5], (4, 1)), atol=1e-2)
+
+
+def test_warp_signature_and_explicit_gradients(device):
+    """Warp's optimiser API: Adam(params=None, lr=..., betas=...), set_params, reset_internal_state, step(grads),
+    m/v moments; state is kept by set_params for the same parameters; mismatched gradients are refused."""
+    opt = Adam(lr=0.1, betas=(0.8, 0.99))
+    with pytest.raises(RuntimeError, match="parameters must be set"):
+        opt.step([])
+    p = wp.array([1.0, -2.0], dtype=float, device=device)
+    ref = wp.array([1.0, -2.0], dtype=float, device=device, requires_grad=True)
+    opt.set_params([p])
+    ref_opt = Adam([ref], 0.1, betas=(0.8, 0.99))
+    for _ in range(3):
+        g = wp.array(2.0 * p.numpy(), dtype=float, device=device)
+        ref.grad.assign(2.0 * ref.numpy())
+        opt.step([g])
+        ref_opt.step()
+    np.testing.assert_array_equal(p.numpy(), ref.numpy())
+    m = opt.m[0]
+    opt.set_params([p])
+    assert opt.m[0] is m
+    opt.reset_internal_state()
+    assert not opt.m[0].numpy().any() and not opt.v[0].numpy().any()
+    with pytest.raises(TypeError, match="dtype must match"):
+        opt.step([wp.zeros(2, dtype=wp.int32, device=device)])
+    with pytest.raises(ValueError, match="shape must match"):
+        opt.step([wp.zeros((2, 1), dtype=float, device=device)])

@@ -236,3 +236,141 @@ def test_constants_without_gradient_buffers_are_fine(device):
         wp.launch(square, dim=2, inputs=[x, y], device=device)
     tape.backward(grads={y: np.ones(2, np.float32)})
     np.testing.assert_allclose(x.grad.numpy(), 2.0 * x.numpy())
+
+
+# ------------------------------------------------------------------------------------------------ copies on the tape
+
+
+@wp.kernel
+def double_into(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = x[i] * 2.0
+
+
+def _squared(a, device):
+    out = wp.zeros(a.shape, dtype=float, device=device, requires_grad=True)
+    wp.launch(square, a.shape, inputs=[a, out], device=device)
+    return out
+
+
+def test_clone_copy_and_assign_are_differentiated(device):
+    """wp.clone, wp.copy (with offsets, and from a strided view) and array.assign on a tape pass gradients to
+    their source (they used to leave it at zero)."""
+    rng = np.random.default_rng(1)
+    x = wp.array(rng.uniform(0.5, 1.5, 6), dtype=float, device=device)
+
+    def through_clone(x):
+        return _squared(wp.clone(x), device)
+
+    def through_window(x):
+        w = wp.zeros(3, dtype=float, device=device, requires_grad=True)
+        wp.copy(w, x, dest_offset=0, src_offset=2, count=3)
+        return _squared(w, device)
+
+    def through_assign(x):
+        d = wp.zeros(6, dtype=float, device=device, requires_grad=True)
+        d.assign(x)
+        return _squared(d, device)
+
+    def through_strided_view(x):
+        base = wp.zeros((6, 2), dtype=float, device=device, requires_grad=True)
+        wp.copy(base[:, 1], x)  # into a non-contiguous column
+        col = wp.zeros(4, dtype=float, device=device, requires_grad=True)
+        wp.copy(col, base[:, 1], src_offset=1, count=4)  # out of it, with an offset
+        return _squared(col, device)
+
+    for fn in (through_clone, through_window, through_assign, through_strided_view):
+        gradcheck(fn, [x])
+
+
+def test_copy_overwrite_consumes_earlier_gradient(device):
+    """A copy (or a kernel's plain write) replaces what was there: gradients reach only the last writer. Cloning
+    q and then overwriting the clone with 2 q three times gives dq0 = 8 (was 27: every dead write counted)."""
+    x = wp.array([1.0, 2.0, 3.0], dtype=float, device=device)
+
+    def fn(x):
+        q = x
+        for _ in range(3):
+            out = wp.clone(q)
+            wp.launch(double_into, 3, inputs=[q, out], device=device)
+            q = out
+        return q
+
+    gradcheck(fn, [x])
+    tape = Tape()
+    with tape:
+        q = fn(x)
+    tape.backward(grads={q: np.ones(3, dtype=np.float32)})
+    np.testing.assert_array_equal(x.grad.numpy(), [8.0, 8.0, 8.0])
+
+
+def test_retain_grad_keeps_the_written_arrays_gradient(device):
+    x = wp.array([1.0, 2.0], dtype=float, device=device, requires_grad=True)
+    y = wp.zeros(2, dtype=float, device=device, requires_grad=True, retain_grad=True)
+    z = wp.zeros(n=2, dtype=float, device=device, requires_grad=True)
+    tape = Tape()
+    with tape:
+        wp.launch(double_into, 2, inputs=[x, y], device=device)
+        wp.launch(double_into, 2, inputs=[x, z], device=device)
+    tape.backward(grads={y: np.ones(2, dtype=np.float32), z: np.ones(2, dtype=np.float32)})
+    np.testing.assert_array_equal(x.grad.numpy(), [4.0, 4.0])
+    np.testing.assert_array_equal(y.grad.numpy(), [1.0, 1.0])  # kept
+    np.testing.assert_array_equal(z.grad.numpy(), [0.0, 0.0])  # consumed by the write
+
+
+def test_adjoint_launch_without_adj_inputs_uses_the_arrays_gradients(device):
+    """launch(..., adjoint=True, adj_inputs=[None, None]) falls back to the arrays' .grad (was: no gradient)."""
+    x = wp.array([1.0, 3.0], dtype=float, device=device, requires_grad=True)
+    y = wp.zeros(2, dtype=float, device=device, requires_grad=True)
+    wp.launch(square, 2, inputs=[x, y], device=device)
+    y.grad.fill_(1.0)
+    wp.launch(square, 2, inputs=[x, y], device=device, adjoint=True, adj_inputs=[None, None])
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 6.0])
+
+
+def test_tape_gradients_scopes_and_nesting(device):
+    x = wp.array([2.0], dtype=float, device=device, requires_grad=True)
+    y = wp.zeros(1, dtype=float, device=device, requires_grad=True)
+    tape = Tape()
+    tape.record_scope_begin("outer")
+    with tape:
+        wp.launch(square, 1, inputs=[x, y], device=device)
+        with pytest.raises(RuntimeError, match="nested"):
+            with Tape():
+                pass
+    tape.record_scope_end()
+    assert tape.scopes == [(0, "outer", {}), (1, None, None)]
+    with pytest.raises(RuntimeError, match="scope not present"):
+        tape.record_scope_end()
+    tape.backward(grads={y: np.ones(1, dtype=np.float32)})
+    assert tape.gradients[x] is x.grad
+    np.testing.assert_array_equal(tape.gradients[x].numpy(), [4.0])
+
+
+def test_second_kernel_write_makes_the_first_dead(device):
+    """y written by one launch and then overwritten by another: only the second writer gets y's gradient (the
+    first used to get it too)."""
+    x = wp.array([1.0, 2.0], dtype=float, device=device)
+    w = wp.array([3.0, 5.0], dtype=float, device=device)
+
+    def fn(x, w):
+        y = wp.zeros(2, dtype=float, device=device, requires_grad=True)
+        wp.launch(double_into, 2, inputs=[x, y], device=device)
+        wp.launch(double_into, 2, inputs=[w, y], device=device)
+        return y
+
+    gradcheck(fn, [x, w])
+
+
+def test_tape_visualize_gives_dot_source(device):
+    x = wp.array([2.0], dtype=float, device=device, requires_grad=True)
+    y = wp.zeros(1, dtype=float, device=device, requires_grad=True)
+    tape = Tape()
+    with tape:
+        tape.record_scope_begin("loop")
+        for _ in range(3):
+            wp.launch(square, 1, inputs=[x, y], device=device)
+        tape.record_scope_end()
+    dot = tape.visualize()
+    assert dot.startswith("digraph") and "repeated 3x" in dot and 'label="loop"' in dot
+    assert dot.count("square") == 1

@@ -51,6 +51,12 @@ for _n in range(1, 5):
         add_builtin(f"atomic_{_op}", (A(AnyType("T"), _n),) + _idx + (AnyType("T"),), "T", group="atomic",
                     side_effect=True, differentiable=_op in ("add", "sub"),
                     doc=f"atomically {_op} v into a[i, ...]; returns the old value")
+add_builtin("lower_bound", (A(N, 1), N), T.int32, group="array", differentiable=False,
+            arg_names=("arr", "value"),
+            doc="index of the first element of sorted 1-d arr that is >= value (the last index if none)")
+add_builtin("lower_bound", (A(N, 1), T.int32, T.int32, N), T.int32, group="array", differentiable=False,
+            arg_names=("arr", "arr_begin", "arr_end", "value"),
+            doc="index of the first element of sorted arr[arr_begin:arr_end] that is >= value (arr_end - 1 if none)")
 add_builtin("array_shape", (A(), T.int32), T.int32, group="array", differentiable=False, doc="a.shape[k]")
 
 # Struct values: field read, functional field update, zero-initialised construction. Rendered specially.

@@ -12,7 +12,7 @@ kernels/native/debug_print.h.
 from __future__ import annotations
 
 from .. import types as T
-from .registry import AnyType, S, add_builtin
+from .registry import A, AnyType, S, add_builtin
 
 SEED = S("I", "int")
 U32, I32, F32 = T.uint32, T.int32, T.float32
@@ -36,6 +36,11 @@ _draw("randu", (U32, U32, U32), U32, "uniform uint32 in [low, high) (modulo redu
 _draw("randf", (U32,), F32, "uniform float32 in [0, 1), a multiple of 2^-24")
 _draw("randf", (U32, F32, F32), F32, "uniform float32 in [low, high)", ("state", "low", "high"))
 _draw("randn", (U32,), F32, "standard normal float32 (Box-Muller, two uniform draws)")
+
+_draw("poisson", (U32, F32), U32, "Poisson-distributed count with rate lam (Knuth below 10, PTRS rejection above)",
+      ("state", "lam"))
+_draw("sample_cdf", (U32, A(F32)), I32, "index drawn from a tabulated CDF (non-decreasing, ending at 1): the first "
+      "entry >= a uniform draw", ("state", "cdf"))
 
 _draw("sample_unit_ring", (U32,), T.vec2, "uniform point on the unit circle")
 _draw("sample_unit_disk", (U32,), T.vec2, "uniform point in the unit disk")

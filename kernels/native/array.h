@@ -9,14 +9,20 @@
 namespace wp {
 
 // Layout shared with kernels/array.py (ArrayDescriptor): keep in sync.
+// A gradient array whose primal array is stored to by plain writes (a[i] = v) in this launch, and whose
+// elements those writes consume: the write's adjoint takes the element's gradient and zeroes it, since the value
+// written replaces whatever the earlier writes of that element put there (Warp's final-write-wins). Not set for a
+// gradient array the caller passed explicitly, nor for an array with retain_grad.
+#define ARRAY_FLAG_CONSUME 1
+
 template <typename T>
 struct array_t {
     T* data;
     int32 shape[4];
     int64 strides[4];  // bytes
     int32 ndim;
-    int32 pad_;
-    CUDA_CALLABLE array_t() : data(nullptr), ndim(0), pad_(0) {
+    int32 flags;  // ARRAY_FLAG_*, set on gradient arrays passed to a backward launch
+    CUDA_CALLABLE array_t() : data(nullptr), ndim(0), flags(0) {
         for (int i = 0; i < 4; ++i) { shape[i] = 0; strides[i] = 0; }
     }
 };
@@ -342,21 +348,63 @@ CUDA_CALLABLE inline void adj_index_load(const array_t<T>& g, int line, int64 i,
 
 // Adjoint of a write a[i...] = v (or an atomic add of v): v's adjoint gains the gradient of that element.
 // atomic_sub renders its value negated, so its adjoint flows through that negation.
+// A plain write also consumes the element's gradient when the array is flagged so (ARRAY_FLAG_CONSUME).
+template <typename T> CUDA_CALLABLE inline void adj_store_element(const array_t<T>& g, T& slot, T& adj_v) {
+    adj_v = add(adj_v, slot);
+    if (g.flags & ARRAY_FLAG_CONSUME) slot = adj_zero<T>();
+}
 template <typename T> CUDA_CALLABLE inline void adj_index_store(const array_t<T>& g, int line, int64 i, T& adj_v) {
-    if (g.data) adj_v = add(adj_v, index(g, line, i));
+    if (g.data) adj_store_element(g, index(g, line, i), adj_v);
 }
 template <typename T>
 CUDA_CALLABLE inline void adj_index_store(const array_t<T>& g, int line, int64 i, int64 j, T& adj_v) {
-    if (g.data) adj_v = add(adj_v, index(g, line, i, j));
+    if (g.data) adj_store_element(g, index(g, line, i, j), adj_v);
 }
 template <typename T>
 CUDA_CALLABLE inline void adj_index_store(const array_t<T>& g, int line, int64 i, int64 j, int64 k, T& adj_v) {
-    if (g.data) adj_v = add(adj_v, index(g, line, i, j, k));
+    if (g.data) adj_store_element(g, index(g, line, i, j, k), adj_v);
 }
 template <typename T>
 CUDA_CALLABLE inline void adj_index_store(const array_t<T>& g, int line, int64 i, int64 j, int64 k, int64 l,
                                           T& adj_v) {
-    if (g.data) adj_v = add(adj_v, index(g, line, i, j, k, l));
+    if (g.data) adj_store_element(g, index(g, line, i, j, k, l), adj_v);
+}
+
+// Adjoint of an atomic add a[i] += v: v's adjoint gains the element's gradient, which stays (the add kept the
+// element's earlier value).
+template <typename T, typename... I>
+CUDA_CALLABLE inline void adj_index_accumulate(const array_t<T>& g, int line, T& adj_v, I... i) {
+    if (g.data) adj_v = add(adj_v, index(g, line, int64(i)...));
+}
+
+// Adjoint of a store that overwrites the element it read (a[i].x = v, a[i][j] += v): the stored value takes the
+// element's gradient and the element's gradient restarts from zero, so the earlier read of the old element gives
+// back only the components the store kept. Without the reset the kept components would count twice.
+template <typename T, typename... I>
+CUDA_CALLABLE inline void adj_index_overwrite(const array_t<T>& g, int line, T& adj_v, I... i) {  // indices last: a pack
+    if (g.data) {
+        T& slot = index(g, line, int64(i)...);
+        adj_v = add(adj_v, slot);
+        slot = adj_zero<T>();
+    }
+}
+
+
+// ---- searching sorted 1-d arrays ------------------------------------------------------------------------------
+
+// Index of the first element of a[begin, end) that is >= value, or end - 1 when none is (Warp's lower_bound: the
+// result is always a valid index of a non-empty range).
+template <typename T> CUDA_CALLABLE inline int32 lower_bound(const array_t<T>& a, int32 begin, int32 end, T value) {
+    int32 last = end - 1;
+    while (begin < last) {
+        int32 mid = begin + (last - begin) / 2;
+        if (*(const T*)((const char*)a.data + int64(mid) * a.strides[0]) < value) begin = mid + 1;
+        else last = mid;
+    }
+    return begin;
+}
+template <typename T> CUDA_CALLABLE inline int32 lower_bound(const array_t<T>& a, T value) {
+    return lower_bound(a, 0, a.shape[0], value);
 }
 
 }  // namespace wp

@@ -4,6 +4,7 @@
 // and the adjoint pass's replay of the forward code draws the same numbers.
 #pragma once
 #include "core.h"
+#include "array.h"
 
 namespace wp {
 
@@ -119,6 +120,45 @@ CUDA_CALLABLE inline vec_t<2, float32> sample_triangle(uint32& state) {
         v = 1.0f - v;
     }
     return rand_vec2(u, v);
+}
+
+// ---- discrete distributions -------------------------------------------------------------------------------
+
+// Inverse-transform sample of a tabulated CDF (non-decreasing, last entry 1): the first index whose entry is >= u.
+CUDA_CALLABLE inline int32 sample_cdf(uint32& state, const array_t<float32>& cdf) {
+    return lower_bound(cdf, randf(state));
+}
+
+// Poisson(lam) as uint32. Below lam = 10, Knuth's product of uniforms (cost grows with lam); from 10 on,
+// Hoermann's transformed rejection with squeeze (PTRS, 1993), whose cost is flat in lam. PTRS can propose
+// negative counts near the switch: they are rejected before any conversion to unsigned.
+CUDA_CALLABLE inline uint32 poisson(uint32& state, float32 lam) {
+    if (lam < 10.0f) {
+        const float32 limit = ::expf(-lam);
+        float32 product = randf(state);
+        uint32 k = 0;
+        while (product > limit) {
+            ++k;
+            product *= randf(state);
+        }
+        return k;
+    }
+    const float32 log_lam = ::logf(lam);
+    const float32 b = 0.931f + 2.53f * ::sqrtf(lam);
+    const float32 a = -0.059f + 0.02483f * b;
+    const float32 inv_alpha = 1.1239f + 1.1328f / (b - 3.4f);
+    const float32 v_r = 0.9277f - 3.6224f / (b - 2.0f);
+    while (true) {
+        const float32 u = randf(state) - 0.5f;
+        const float32 v = randf(state);
+        const float32 us = 0.5f - ::fabsf(u);
+        const float32 k = ::floorf((2.0f * a / us + b) * u + lam + 0.43f);
+        if (k < 0.0f) continue;
+        if (us >= 0.07f && v <= v_r) return uint32(k);
+        if (us < 0.013f && v > us) continue;
+        const float32 lhs = ::logf(v) + ::logf(inv_alpha) - ::logf(a / (us * us) + b);
+        if (lhs <= -lam + k * log_lam - ::lgammaf(k + 1.0f)) return uint32(k);
+    }
 }
 
 }  // namespace wp

@@ -10,6 +10,9 @@ Expects: typed, optimised IR. Guarantees, as attrs on ops:
     marks a value as constant for differentiation.
   - raises CompileError when an array value whose gradient is needed is chosen by control flow or taken from a
     locally built struct (its gradient array cannot be known).
+  - raises CompileError when a component write into an array element (`a[i].x *= s`, a store with attr
+    "overwrite") is computed from values of that array read before it by an op whose adjoint needs their primal
+    value: the backward replay would read the array after the write and use the new value in their place.
 """
 
 from __future__ import annotations
@@ -32,8 +35,41 @@ def analyze(fn: ir.Function) -> ir.Function:
         if _active_type(p.type) or isinstance(p.type, ArrayType):
             active.add(p)
     _activity(fn.body, active, fn)
+    _check_overwrites(fn)
     _mark_loops(fn.body)
     return fn
+
+
+# builtins whose adjoint reads no float primal operand: moving components around, array access
+_STRUCTURAL = _LINEAR | {"extract", "assign", "struct_get", "struct_set", "load", "store", "atomic_add", "atomic_sub"}
+
+
+def _check_overwrites(fn: ir.Function):
+    """See the module docstring: refuse a component write whose gradient would need the overwritten values."""
+    ops = list(ir.walk(fn.body))
+    for k, store in enumerate(ops):
+        if not (store.opcode == "call" and store.attrs.get("name") == "store" and store.attrs.get("overwrite")):
+            continue
+        target = store.operands[0]
+        if not is_differentiable_type(target.type.dtype):
+            continue
+        tainted: set = set()
+        for op in ops[:k]:
+            if op.opcode == "call" and op.attrs.get("name") == "load" and op.operands[0] is target:
+                tainted.update(op.results)
+                continue
+            reads = [v for v in op.operands if v in tainted and _active_type(v.type)]
+            if not reads:
+                continue
+            tainted.update(op.results)
+            if op.opcode == "call" and op.attrs.get("name") not in _STRUCTURAL:
+                what = op.attrs.get("name") or getattr(op.attrs.get("callee"), "name", "a function call")
+                raise CompileError(
+                    f"'{what}' uses values read from an array element that a component write on "
+                    f"line {store.loc.line} then overwrites; the backward pass would read the new values in their "
+                    f"place. Differentiable component writes may only copy, add or subtract such values (a[i].x = v, "
+                    f"a[i].x += v): read the element into a local variable, update it, and store it whole",
+                    op.loc, fn.name)
 
 
 def _activity(block: ir.Block, active: set, fn):

@@ -12,12 +12,26 @@ from __future__ import annotations
 from .. import ir
 from .. import types as T
 from ..builtins import registry
-from ..errors import CompileError
+from ..errors import CompileError, UnsupportedAtomicError
 from ..typesys import ArrayType, PackType, ShapeType, StaticType, TileType, describe, is_struct
 from .clone import substitute
 from .typeinfer_tiles import TileForms
 
 _COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
+
+
+_ATOMIC_INTS = (T.int32, T.uint32, T.int64, T.uint64)
+_ADD_WORDING = "[u]int32, [u]int64, float16, bfloat16, float32, or float64"
+_MINMAX_WORDING = "[u]int32, [u]int64, bfloat16, float32, or float64"
+# builtin -> (scalar types with a native atomic form, Warp's wording of the list); bfloat16 joins when it exists
+_ATOMIC_SCALARS = {
+    "atomic_add": (_ATOMIC_INTS + (T.float16, T.float32, T.float64), _ADD_WORDING),
+    "atomic_sub": (_ATOMIC_INTS + (T.float16, T.float32, T.float64), _ADD_WORDING),
+    "atomic_min": (_ATOMIC_INTS + (T.float32, T.float64), _MINMAX_WORDING),
+    "atomic_max": (_ATOMIC_INTS + (T.float32, T.float64), _MINMAX_WORDING),
+}
+if hasattr(T, "bfloat16"):
+    _ATOMIC_SCALARS = {k: (v[0] + (T.bfloat16,), v[1]) for k, v in _ATOMIC_SCALARS.items()}
 
 
 class TypeInference(TileForms):
@@ -135,6 +149,18 @@ class TypeInference(TileForms):
                 return args
         raise self.error(f"{name}() got unexpected keyword arguments {kw}", op)
 
+    def check_atomic(self, name, array_type, op):
+        """Atomics exist natively for 32/64-bit ints and floats (and float16 for add/sub), as in Warp."""
+        dtype = array_type.dtype
+        scalar = T.scalar_type(dtype) if T.is_scalar(dtype) or T.is_composite(dtype) else None
+        allowed, wording = _ATOMIC_SCALARS[name]
+        if scalar is None or scalar not in allowed:
+            got = T.type_repr(dtype)
+            got_scalar = T.type_repr(scalar) if scalar is not None else got
+            raise UnsupportedAtomicError(
+                f"{name}() operations only work on arrays with {wording} as the underlying scalar types, "
+                f"but got {got} (with scalar type {got_scalar})", op.loc, self.fn.name)
+
     def call_builtin(self, op, name, args=None):
         overloads = registry.BUILTINS.get(name)
         if not overloads:
@@ -146,6 +172,8 @@ class TypeInference(TileForms):
             cands = "\n      ".join(registry.signatures(name)[:12])
             raise self.error(f"no overload of '{name}' accepts ({got}); candidates:\n      {cands}", op)
         args = self.coerce_weak(args, ov, op)
+        if name in _ATOMIC_SCALARS:
+            self.check_atomic(name, args[0].type, op)
         rtypes = list(rtype) if isinstance(rtype, tuple) else ([] if rtype is None else [rtype])
         results = op.results
         nwant = op.attrs.get("nresults", 1)
@@ -432,7 +460,11 @@ class TypeInference(TileForms):
             self.check_indices(idx, op)
             value = self.convert_weak_to(value, T.scalar_type(t.dtype) if T.is_scalar(t.dtype) else value.type, op)
             store = ir.Op("call", [base, *idx, value], [], {"name": "store"}, [], op.loc)
-            self.call_builtin(store, "store", [base, *idx, value])
+            new = self.call_builtin(store, "store", [base, *idx, value])
+            if op.attrs.get("component_update"):
+                # a[i].x = v stores the element read back with one component replaced: the adjoint of this store
+                # takes the element's whole gradient, and the read of the old element gives back what it kept
+                new.attrs["overwrite"] = True
             self.replace(op.results[0], base)
             return
         if T.is_composite(t):

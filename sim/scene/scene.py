@@ -16,7 +16,7 @@ import numpy as np
 import kernels as wp
 
 from .build import BuiltScene, build_scene, usd_shape
-from .errors import SimulationError
+from .errors import SceneError, SimulationError
 from .format import SCENE
 from .progress import Progress
 from .schema import Ctx
@@ -117,8 +117,10 @@ class Scene:
         frames = s.frames if frames is None else int(frames)
         if frames < 1:
             raise ValueError(f"frames must be >= 1, got {frames}")
-        built = self.build(device)
         path = self.output_path(out) if write else None
+        if path is not None:
+            self._check_output(path, from_option=out is not None)
+        built = self.build(device)
         writer = self._writer(built, path) if write else None
         stats0 = wp.build_stats()
         state, scratch = built.model.state(), built.model.state()
@@ -138,6 +140,9 @@ class Scene:
                 bar.update(frame, _rate(done * s.substeps, t0, stats0))
         except (SimulationError, KeyboardInterrupt) as e:
             bar.close()
+            if isinstance(e, KeyboardInterrupt) and done == 0 and writer is not None:
+                writer.abort()  # nothing was simulated: an existing output stays as it was
+                writer = None
             result = self._result(done, t0, stats0, writer.close() if writer else None, state)
             e.result = result
             raise
@@ -149,6 +154,21 @@ class Scene:
         bar.update(frames, _rate(done * s.substeps, t0, stats0), force=True)
         bar.close()
         return self._result(done, t0, stats0, writer.close() if writer else None, state)
+
+    def _check_output(self, path: str, from_option: bool):
+        """Refuse, before anything is simulated, an output path that cannot be written (SceneError: exit 2)."""
+        from ..atomic_file import output_problem
+        from ..usd import _FORMATS
+        where, key = ("--out", ()) if from_option else (self.path, ("output", "path"))
+        extension = os.path.splitext(path)[1].lower()
+        if os.path.isdir(path):
+            raise SceneError(where, key, f"{path} cannot be written: it is a directory")
+        if extension not in _FORMATS:
+            raise SceneError(where, key, f"{path}: unsupported output extension {extension or '(none)'!r}; use one "
+                             f"of {', '.join(_FORMATS)}")
+        problem = output_problem(path)
+        if problem is not None:
+            raise SceneError(where, key, f"{path} cannot be written: {problem}")
 
     def _result(self, frames: int, t0: float, stats0: dict, output, state) -> RunResult:
         seconds = time.perf_counter() - t0

@@ -23,6 +23,13 @@ _Loader.add_implicit_resolver(
     list("-+0123456789"))
 
 
+#: Limits on what a scene or config file may expand to: nesting depth of sections/lists, and values after YAML
+#: aliases are expanded (an alias "bomb" of a few lines expands to billions). Shipped scenes use depth < 10 and an
+#: inline mesh of 10^5 vertices is ~4 * 10^5 values.
+MAX_DEPTH = 64
+MAX_VALUES = 5_000_000
+
+
 class Source:
     """The raw scene tree of one file and where each key was written."""
 
@@ -105,11 +112,17 @@ def load_source(path: str, text: str | None = None) -> Source:
             raise SceneError(path, (), "no such file") from None
         except (OSError, UnicodeDecodeError) as e:
             raise SceneError(path, (), f"cannot read the file ({e})") from None
+    if not text.strip() or _only_comments(text):
+        raise SceneError(path, (), "the file is empty: expected a mapping of settings")
+    _check_depth(path, text)
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
+        if node is None:
+            raise SceneError(path, (), "the file is empty: expected a mapping of settings")
+        _check_expansion(path, node)
         lines: dict = {}
-        data = _convert(loader, node, (), lines, path) if node is not None else {}
+        data = _convert(loader, node, (), lines, path)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line = mark.line + 1 if mark is not None else "?"
@@ -119,6 +132,62 @@ def load_source(path: str, text: str | None = None) -> Source:
     finally:
         loader.dispose()
     return Source(data, lines, path)
+
+
+def _only_comments(text: str) -> bool:
+    return all(not ln.strip() or ln.lstrip().startswith("#") or ln.strip() in ("---", "...")
+               for ln in text.splitlines())
+
+
+def _check_depth(path: str, text: str):
+    """Refuse nesting deeper than MAX_DEPTH, from the event stream (iterative, unlike composing nodes, which
+    recurses per level and would end in a RecursionError)."""
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=_Loader):
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise SceneError(f"{path}:{event.start_mark.line + 1}", (),
+                                     f"sections and lists nested more than {MAX_DEPTH} deep")
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line = mark.line + 1 if mark is not None else "?"
+        raise SceneError(f"{path}:{line}", (), f"malformed YAML: {e.problem or e.context}") from None
+    except yaml.YAMLError as e:
+        raise SceneError(path, (), f"malformed YAML: {e}") from None
+
+
+def _check_expansion(path: str, root):
+    """Refuse a document whose values, with every alias expanded, exceed MAX_VALUES. Sizes are computed once per
+    distinct node (aliases share nodes), so a bomb is measured without being expanded."""
+    sizes: dict = {}
+    order, stack = [], [root]
+    while stack:  # post-order without recursion
+        node = stack.pop()
+        if id(node) in sizes:
+            continue
+        sizes[id(node)] = None
+        order.append(node)
+        if isinstance(node, yaml.MappingNode):
+            stack.extend(v for pair in node.value for v in pair)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+    for node in reversed(order):
+        if isinstance(node, yaml.MappingNode):
+            children = [v for pair in node.value for v in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = node.value
+        else:
+            children = ()
+        total = 1 + sum(sizes[id(c)] or 0 for c in children)
+        sizes[id(node)] = total
+        if total > MAX_VALUES:
+            raise SceneError(f"{path}:{node.start_mark.line + 1}", (),
+                             f"expands to more than {MAX_VALUES:,} values (YAML aliases repeat what they refer "
+                             f"to); refusing to load it")
 
 
 def _convert(loader, node, path: tuple, lines: dict, file: str):

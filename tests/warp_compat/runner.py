@@ -60,10 +60,25 @@ class _Logger(unittest.TestResult):
 
     def startTest(self, test):
         super().startTest(test)
+        self._ended = False
+        self._subtest_failure = None
         self._write(event="start", id=_test_id(test))
 
     def _end(self, test, status, message=""):
+        self._ended = True
         self._write(event="end", id=_test_id(test), status=status, message=message[-2000:])
+
+    def addSubTest(self, test, subtest, err):
+        # unittest reports a failed subTest here only: the test itself then gets no addSuccess/addFailure
+        super().addSubTest(test, subtest, err)
+        if err is not None and self._subtest_failure is None:
+            status = "fail" if issubclass(err[0], test.failureException) else "error"
+            self._subtest_failure = (status, f"{subtest._subDescription()}\n{_format(err)}")
+
+    def stopTest(self, test):
+        if not self._ended and self._subtest_failure is not None:
+            self._end(test, *self._subtest_failure)
+        super().stopTest(test)
 
     def addSuccess(self, test):
         self._end(test, "pass")
