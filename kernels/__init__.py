@@ -80,15 +80,23 @@ class _BuiltinFunction:
         return f"<builtin {self._wp_builtin_}>"
 
 
+class _TileBuiltin(_BuiltinFunction):
+    """`wp.tile(x)` inside kernels; `wp.tile[dtype, M, N]` (or `wp.tile[dtype]`, any shape) as an annotation."""
+
+    def __getitem__(self, params):
+        from .typesys import tile_annotation
+        return tile_annotation(params)
+
+
 _HIDDEN = {"add", "sub", "mul", "div", "mod", "floordiv", "neg", "pos", "eq", "ne", "lt", "le", "gt", "ge",
            "logical_and", "logical_or", "logical_not", "truthy", "bit_and", "bit_or", "bit_xor", "lshift", "rshift",
            "invert", "cast", "load", "store", "struct_get", "struct_set", "struct_new", "array_shape", "extract",
            "assign"}
 for _name in list(_builtins.BUILTINS):
     if _name not in _HIDDEN and not _name.startswith("construct_") and _name not in globals():
-        globals()[_name] = _BuiltinFunction(_name)
+        globals()[_name] = (_TileBuiltin if _name == "tile" else _BuiltinFunction)(_name)
 # names Warp exposes for operators too
-for _name in ("add", "sub", "mul", "div", "mod", "neg"):
+for _name in ("add", "sub", "mul", "div", "mod", "neg", "bit_and", "bit_or", "bit_xor", "lshift", "rshift", "invert"):
     globals()[_name] = _BuiltinFunction(_name)
 del _name
 

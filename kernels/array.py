@@ -163,9 +163,12 @@ class array:
     retain_grad = False  # backward keeps this array's gradient where a copy adjoint would consume it
 
     def __class_getitem__(cls, params):
-        """`wp.array[float]`, `wp.array[wp.vec3, 2]`: the annotation `wp.array(dtype=float, ndim=...)`."""
+        """`wp.array[float]`, `wp.array[wp.vec3, 2]` (or `typing.Literal[2]`): the annotation
+        `wp.array(dtype=float, ndim=...)`."""
         if isinstance(params, tuple):
             dtype, ndim = params
+            if typing.get_origin(ndim) is typing.Literal:
+                (ndim,) = typing.get_args(ndim)
             return array(dtype=dtype, ndim=int(ndim))
         return array(dtype=params, ndim=1)
 

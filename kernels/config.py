@@ -29,3 +29,13 @@ cxx_flags: tuple = ()
 
 #: Check that taped launches do not overwrite arrays read earlier on the same tape: "warn", "error" or "off".
 overwrite_check: str = "warn"
+
+#: After every launch, check the floating-point arrays it was given (and, for an adjoint launch, their gradient
+#: arrays) for NaN and inf, and raise a LaunchError naming the kernel and the argument. Costs a pass over the
+#: arrays per launch; does not change generated code. (Warp's flag of the same name.)
+verify_fp: bool = False
+
+#: Warp's switch for running CPU blocks with block_dim cooperating lanes. kernels always runs a CPU block as one
+#: lane (tile operations loop over the whole tile in it; whole-tile results are the same); setting this True
+#: makes a CPU launch_tiled with block_dim > 1 raise a LaunchError instead of silently running one lane.
+enable_cpu_blocks: bool = False

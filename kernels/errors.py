@@ -28,6 +28,14 @@ class CompileError(KernelError):
     """Type errors, undefined names, unsupported constructs: everything found before C++ is generated."""
 
 
+class CompileTypeError(CompileError, TypeError):
+    """A CompileError that is a type error in Python's terms too (Warp raises TypeError for these)."""
+
+
+class CompileValueError(CompileError, ValueError):
+    """A CompileError about a bad compile-time value (an axis out of range, an unsupported rank)."""
+
+
 class UnsupportedAtomicError(CompileError):
     """An atomic operation on an array whose scalar type has no atomic form. The location and source line come
     first and Warp's wording last, so that the message ends as Warp's does."""

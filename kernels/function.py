@@ -13,15 +13,15 @@ from . import ir
 from . import types as T
 from .errors import CompileError
 from .frontend import FunctionSource, lower_function
-from .typesys import ArrayType, StaticType, describe, is_struct
+from .typesys import ArrayType, StaticType, TileType, describe, is_struct
 
 
 def annotation_type(ann, where: str):
-    """Type of a parameter annotation: scalars, composites, structs, arrays (as ArrayType), Any."""
+    """Type of a parameter annotation: scalars, composites, structs, arrays (as ArrayType), tiles, Any."""
     from .array import array
     if ann is typing.Any or ann is T.Any:
         return T.Any
-    if isinstance(ann, ArrayType):
+    if isinstance(ann, (ArrayType, TileType)):
         return ann
     t = T.canonical_type(ann)
     if isinstance(t, array):
@@ -35,6 +35,8 @@ def is_generic_type(t) -> bool:
     """True for `Any` and for arrays of `Any` (types a generic kernel takes from its launch arguments)."""
     if t is T.Any:
         return True
+    if isinstance(t, TileType):
+        return t.dtype is T.Any or t.shape is None
     return isinstance(t, ArrayType) and t.dtype is T.Any
 
 
@@ -78,6 +80,9 @@ def _matches(param_t, arg_t) -> bool:
     if isinstance(param_t, ArrayType):
         return isinstance(arg_t, ArrayType) and param_t.ndim == arg_t.ndim and \
             (param_t.dtype is T.Any or param_t.dtype == arg_t.dtype)
+    if isinstance(param_t, TileType):
+        return isinstance(arg_t, TileType) and (param_t.dtype is T.Any or param_t.dtype == arg_t.dtype) and \
+            (param_t.shape is None or param_t.shape == arg_t.shape)
     return param_t == arg_t
 
 
@@ -121,7 +126,7 @@ class Func:
         for source, params in self.overloads:
             if len(params) != len(args):
                 continue
-            conv = [a if p is T.Any or isinstance(p, ArrayType) else ti.convert_weak_to(a, p, op)
+            conv = [a if p is T.Any or isinstance(p, (ArrayType, TileType)) else ti.convert_weak_to(a, p, op)
                     for a, p in zip(args, params)]
             if all(_matches(p, a.type) for p, a in zip(params, conv)):
                 types_ = tuple(a.type for a in conv)

@@ -222,6 +222,21 @@ def check_error(kernel):
                       f"({shape}) in kernel '{kernel.name}'\n    {src}")
 
 
+def verify_finite(kernel, values, adj_values=None):
+    """wp.config.verify_fp: raise when a float array argument (or gradient) of `kernel` holds NaN or inf."""
+    checks = [(n, v) for n, v in zip(kernel.arg_names, values)]
+    checks += [(f"adjoint of {n}", v) for n, v in zip(kernel.arg_names, adj_values or ())]
+    for name, v in checks:
+        if not hasattr(v, "numpy") or not hasattr(v, "dtype"):
+            continue
+        if not (T.is_scalar(v.dtype) or T.is_composite(v.dtype)) or not T.is_float(T.scalar_type(v.dtype)):
+            continue
+        data = v.numpy()
+        if not np.all(np.isfinite(data)):
+            raise LaunchError(f"kernel '{kernel.name}': argument '{name}' holds NaN or inf after the launch "
+                              f"(wp.config.verify_fp)")
+
+
 class Launch:
     """A recorded launch (Warp's `wp.Launch`): runs nothing until `.launch()`; replays the adjoint kernel when it
     was recorded with `adjoint=True`.
@@ -317,6 +332,8 @@ class Launch:
         else:
             self.kernel.forward_fn(ctypes.byref(self.bounds), ctypes.byref(self.params), threshold)
         check_error(self.kernel)
+        if config.verify_fp:
+            verify_finite(self.kernel, self.values, self.adj_values if self.adjoint else None)
 
 
 def _own_gradient(value):
@@ -362,6 +379,9 @@ def launch_tiled(kernel, dim, inputs=(), outputs=(), device=None, block_dim: int
     On the CPU a block runs as one lane (lane 0), so tile operations cover the whole tile in that lane."""
     if block_dim < 1:
         raise LaunchError(f"block_dim must be positive, got {block_dim}")
+    if config.enable_cpu_blocks and block_dim > 1 and get_device(device).is_cpu:
+        raise LaunchError("wp.config.enable_cpu_blocks: cooperative CPU blocks are not supported; a CPU block "
+                          "runs as one lane (set it False)")
     dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
     if kernel.is_generic:
         kernel = kernel.specialize_for(list(inputs) + list(outputs))

@@ -208,7 +208,11 @@ class FunctionRenderer:
         if name == "struct_new":
             return f"{ctype(op.results[0].type)}()"
         if name == "tile_map":
-            return f"wp::tile_map<{ctype(op.results[0].type)}>({self.element_lambda(op, len(a))}, {self.args(a)})"
+            elems = ", ".join(f"wp::tile_elem({self.name(v)}, k)" for v in a)
+            fn = self.element_function_name(op)
+            return f"wp::tile_map<{ctype(op.results[0].type)}>([&](int k) {{ return {fn}({elems}); }})"
+        if name == "tile_reduce" and "axis" in op.attrs:
+            return f"wp::tile_reduce_axis<{op.attrs['axis']}>({self.element_lambda(op, 2)}, {self.args(a)})"
         if name == "tile_reduce":
             return f"wp::tile_reduce({self.element_lambda(op, 2)}, {self.args(a)})"
         if ov.template_ret:
@@ -218,6 +222,8 @@ class FunctionRenderer:
     def element_function_name(self, op, adjoint=False) -> str:
         kind, target = op.attrs["elem"]
         prefix = "adj_" if adjoint else ""
+        if kind == "cast":
+            return f"wp::{prefix}cast<{ctype(target)}>"
         if kind == "builtin":
             return f"wp::{prefix}{target.native}"
         return prefix + self.func_names[target]

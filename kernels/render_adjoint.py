@@ -108,6 +108,10 @@ class AdjointRenderer(FunctionRenderer):
             # array members (also inside nested structs) take their gradient arrays from the adjoint struct
             r = op.results[0]
             self.emit(f"{self.adj(r)} = {self.adj(op.operands[0])}.{op.attrs['field']};")
+        elif replay and op.attrs.get("name") == "view":
+            # the gradient of a sub-array is the same view of the parent's gradient array
+            a = op.operands
+            self.emit(f"{self.adj(op.results[0])} = wp::view({self.adj(a[0])}, {self.args(a[1:])});")
 
     # ------------------------------------------------------------------------------------------ reverse
 
@@ -142,7 +146,7 @@ class AdjointRenderer(FunctionRenderer):
             self.emit(call)
             return
         ov = op.attrs["overload"]
-        if name in ("tid", "array_shape", "struct_new", "stop_gradient") or not ov.differentiable:
+        if name in ("tid", "array_shape", "struct_new", "stop_gradient", "view") or not ov.differentiable:
             return
         line = self.line_arg(op)
         if name == "load":
@@ -165,12 +169,16 @@ class AdjointRenderer(FunctionRenderer):
                       f"{self.args(a[1:-1])}); {self.adj(a[-1])} = wp::sub({self.adj(a[-1])}, g_); }}")
             return
         if name == "tile_map":
-            lam = self.element_adjoint_lambda(op, len(a))
-            self.emit(f"wp::adj_tile_map<{ctype(op.results[0].type)}>({lam}, {self.args(a)}, {self.adj_args(a)}, "
-                      f"{self.adj(op.results[0])});")
+            r = op.results[0]
+            slots = [f"wp::tile_elem({self.name(v)}, k)" for v in a] + \
+                [f"wp::tile_elem_ref({self.adj(v)}, k)" for v in a] + [f"wp::tile_elem({self.adj(r)}, k)"]
+            size = r.type.rows * r.type.cols
+            self.emit(f"wp::adj_tile_map<{size}>([&](int k) {{ "
+                      f"{self.element_function_name(op, adjoint=True)}({', '.join(slots)}); }});")
             return
         if name == "tile_reduce":
-            self.emit(f"wp::adj_tile_reduce({self.element_lambda(op, 2)}, {self.element_adjoint_lambda(op, 2)}, "
+            axis = f"_axis<{op.attrs['axis']}>" if "axis" in op.attrs else ""
+            self.emit(f"wp::adj_tile_reduce{axis}({self.element_lambda(op, 2)}, {self.element_adjoint_lambda(op, 2)}, "
                       f"{self.args(a)}, {self.adj_args(a)}, {self.adj(op.results[0])});")
             return
         if name == "struct_get":

@@ -91,6 +91,25 @@ class TileType:
         return self.__name__
 
 
+def tile_annotation(params) -> TileType:
+    """The type written `wp.tile[dtype]`, `wp.tile[dtype, M, N]` or `wp.tile[dtype, (M, N)]` in an annotation.
+
+    A missing shape (or dtype `Any`) makes a generic parameter that takes the caller's tile; shape None."""
+    params = params if isinstance(params, tuple) else (params,)
+    if not params:
+        raise TypeError("wp.tile[...] needs at least a dtype")
+    dtype, rest = params[0], params[1:]
+    if len(rest) == 1 and isinstance(rest[0], (tuple, list)):
+        rest = tuple(rest[0])
+    if not rest:
+        shape = None
+    else:
+        shape = tuple(rest)
+        if not 1 <= len(shape) <= 2 or not all(isinstance(n, int) and n > 0 for n in shape):
+            raise TypeError(f"wp.tile[...]: a tile shape is 1 or 2 positive ints, got {shape!r}")
+    return TileType(dtype if dtype is T.Any else T.canonical_type(dtype), shape)
+
+
 def is_tile(t) -> bool:
     return isinstance(t, TileType)
 

@@ -6,6 +6,7 @@ Native code: kernels/native/scalar_ops.h and kernels/native/array.h.
 from __future__ import annotations
 
 from .. import types as T
+from ..typesys import ArrayType
 from .registry import A, AnyType, S, add_builtin
 
 F = S("T", "float")
@@ -58,6 +59,11 @@ add_builtin("lower_bound", (A(N, 1), T.int32, T.int32, N), T.int32, group="array
             arg_names=("arr", "arr_begin", "arr_end", "value"),
             doc="index of the first element of sorted arr[arr_begin:arr_end] that is >= value (arr_end - 1 if none)")
 add_builtin("array_shape", (A(), T.int32), T.int32, group="array", differentiable=False, doc="a.shape[k]")
+# a[i] of a 2-4-d array with fewer indices than dimensions: the sub-array (no copy). Its gradient array is the same
+# view of the parent's gradient, taken again in the backward replay (render_adjoint.op_call).
+for _n in range(1, 4):
+    add_builtin("view", (A(AnyType("T"), "D"),) + (IDX,) * _n,
+                lambda b, n=_n: ArrayType(b["T"], b["D"] - n), group="array", doc="a[i] (a[i, j], ...): the sub-array of the remaining dimensions")
 
 # Struct values: field read, functional field update, zero-initialised construction. Rendered specially.
 add_builtin("struct_get", (AnyType("S"),), None, group="struct", doc="s.field")

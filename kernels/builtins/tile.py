@@ -14,14 +14,8 @@ F = S("T", "float")
 N = S("T", "scalar")
 I32 = T.int32
 
-for _name, _doc in (("add", "elementwise a + b"), ("sub", "elementwise a - b"), ("mul", "elementwise a * b"),
-                    ("div", "elementwise a / b")):
-    add_builtin(_name, (Tl(N), Tl(N)), Tl(N), group="tile", doc=_doc)
-add_builtin("mul", (Tl(N), N), Tl(N), group="tile", doc="tile * scalar")
-add_builtin("mul", (N, Tl(N)), Tl(N), group="tile", doc="scalar * tile")
-add_builtin("div", (Tl(N), N), Tl(N), group="tile", doc="tile / scalar")
-add_builtin("neg", (Tl(N),), Tl(N), group="tile", doc="-tile")
-add_builtin("pos", (Tl(N),), Tl(N), group="tile", doc="+tile")
+# Tile arithmetic (a + b, t * 2.0, v / t, -t, ...) is not declared here: type inference rewrites it into an
+# elementwise tile_map of the scalar builtin over the element types (typeinfer_tiles.tile_elementwise).
 
 add_builtin("extract", (Tl(AnyType("T")), S("I", "int")), "T", group="tile", doc="t[i] (1-d, or flat index)")
 add_builtin("extract", (Tl(AnyType("T"), ndim=2), S("I", "int"), S("J", "int")), "T", group="tile", doc="t[i, j]")
@@ -51,6 +45,15 @@ add_builtin("tile_from_value", (TypeArg(Tl(AnyType("T"), 1, 1, ndim=1)), AnyType
             doc="tile(x): the block's values as a tile (one lane on the CPU: shape (1,))")
 add_builtin("untile", (Tl(AnyType("T"), 1, 1),), "T", group="tile", doc="this lane's element of a tile(x) tile")
 
+# Random tiles: the block's generator rand_pcg(lane + rng) fills the tile in order (one lane on the CPU, as
+# warp-lang's CPU backend does); rng itself is not advanced.
+U32 = T.uint32
+for _name, _dtype in (("tile_randi", I32), ("tile_randf", T.float32)):
+    add_builtin(_name, (TypeArg(Tl(_dtype)), U32), Tl(_dtype), template_ret=True, differentiable=False, group="tile",
+                doc=f"{_name}(shape, rng): random values (as {'randi' if _dtype is I32 else 'randf'})")
+    add_builtin(_name, (TypeArg(Tl(_dtype)), U32, _dtype, _dtype), Tl(_dtype), template_ret=True,
+                differentiable=False, group="tile", doc=f"{_name}(shape, rng, min, max): random values in [min, max)")
+
 # Reductions: 1-element tiles.
 add_builtin("tile_sum", (Tl(N),), Tl(N, 1, 1, ndim=1), group="tile", doc="sum of all elements")
 add_builtin("tile_sum", (Tl(V("L", F)),), Tl(V("L", F), 1, 1, ndim=1), group="tile",
@@ -70,6 +73,10 @@ add_builtin("tile_broadcast", (TypeArg(_OUT), Tl(AnyType("T"))), _OUT, template_
             doc="tile_broadcast(t, shape=(m, n)): repeat dimensions of size 1 (numpy rules)")
 add_builtin("tile_broadcast_row", (TypeArg(_OUT), Tl(AnyType("T"), ndim=1)), _OUT, template_ret=True,
             group="tile", doc="a 1-d tile broadcast as a row to a 2-d shape (numpy rules)")
+add_builtin("tile_reshape", (TypeArg(_OUT), Tl(AnyType("T"))), _OUT, template_ret=True, group="tile",
+            doc="tile_reshape(t, shape): the elements in row-major order with a new shape (-1: inferred)")
+add_builtin("tile_extract", (Tl(AnyType("T")), S("I", "int")), "T", native="extract", group="tile",
+            doc="tile_extract(t, i) (or (t, i, j)): one element, as t[i] / t[i, j]")
 add_builtin("tile_view", (TypeArg(_OUT), Tl(AnyType("T")), I32, I32), _OUT, template_ret=True, group="tile",
             doc="tile_view(t, offset=(i, j), shape=(m, n)): a copy of a sub-tile")
 
@@ -78,10 +85,23 @@ add_builtin("tile_matmul", (Tl(F, "M", "K", ndim=2), Tl(F, "K", "N", ndim=2)), T
             group="tile", doc="a @ b")
 add_builtin("tile_matmul", (Tl(F, "M", "K", ndim=2), Tl(F, "K", "N", ndim=2), Tl(F, "M", "N", ndim=2)), None,
             native="tile_matmul_acc", mutates_arg=2, group="tile", doc="tile_matmul(a, b, out): out += a @ b")
+# With scale factors (type inference fills in the defaults 1.0); no gradient flows to alpha or beta.
+add_builtin("tile_matmul", (Tl(F, "M", "K", ndim=2), Tl(F, "K", "N", ndim=2), F), Tl(F, "M", "N", ndim=2),
+            native="tile_matmul_scaled", arg_names=("a", "b", "alpha"), constant_args=(2,), group="tile",
+            doc="tile_matmul(a, b, alpha=1.0): alpha * (a @ b)")
+add_builtin("tile_matmul", (Tl(F, "M", "K", ndim=2), Tl(F, "K", "N", ndim=2), Tl(F, "M", "N", ndim=2), F, F), None,
+            native="tile_matmul_acc", mutates_arg=2, arg_names=("a", "b", "out", "alpha", "beta"),
+            constant_args=(3, 4), group="tile",
+            doc="tile_matmul(a, b, out, alpha=1.0, beta=1.0): out = alpha * (a @ b) + beta * out (out is not read "
+                "when beta is 0)")
 
 # Higher-order forms: resolved by type inference, which renders the element function as a C++ lambda.
 add_builtin("tile_map", (AnyType("F"), Tl(AnyType("T"))), None, group="tile",
-            doc="tile_map(f, a) or tile_map(f, a, b): f applied elementwise (a builtin or @wp.func)")
+            doc="tile_map(f, a, ...): f applied elementwise (a builtin or @wp.func); non-tile arguments broadcast")
+add_builtin("tile_map", (AnyType("F"), Tl(AnyType("T"))), None, group="tile", differentiable=False,
+            doc="tile_map(f, a, ...) of an element function without a gradient (wp.bit_and)")
+add_builtin("tile_astype", (Tl(AnyType("T")), AnyType("D")), None, group="tile",
+            doc="tile_astype(t, dtype): a tile of the elements converted to dtype (gradients flow for floats)")
 add_builtin("tile_reduce", (AnyType("F"), Tl(AnyType("T"))), None, group="tile",
             doc="tile_reduce(f, t): left fold of the elements with binary f; a 1-element tile")
 add_builtin("tile", (AnyType("T"),), None, group="tile", doc="tile(x): the block's values as a tile")

@@ -80,6 +80,31 @@ CUDA_CALLABLE inline T& index(const array_t<T>& a, int wp_line, int64 i, int64 j
     return *(T*)((char*)a.data + i * a.strides[0] + j * a.strides[1] + k * a.strides[2] + l * a.strides[3]);
 }
 
+// a[i, ...] with fewer indices than dimensions: the sub-array of the remaining dimensions, sharing memory. A
+// missing array (a gradient that was not allocated) stays missing.
+template <typename T> CUDA_CALLABLE inline array_t<T> view_n(const array_t<T>& a, int n, const int64* idx) {
+    array_t<T> r;
+    if (!a.data) return r;
+    char* p = (char*)a.data;
+    for (int d = 0; d < n; ++d) p += idx[d] * a.strides[d];
+    r.data = (T*)p;
+    r.ndim = a.ndim - n;
+    for (int d = 0; d < r.ndim; ++d) { r.shape[d] = a.shape[d + n]; r.strides[d] = a.strides[d + n]; }
+    return r;
+}
+template <typename T> CUDA_CALLABLE inline array_t<T> view(const array_t<T>& a, int64 i) {
+    const int64 idx[1] = {i};
+    return view_n(a, 1, idx);
+}
+template <typename T> CUDA_CALLABLE inline array_t<T> view(const array_t<T>& a, int64 i, int64 j) {
+    const int64 idx[2] = {i, j};
+    return view_n(a, 2, idx);
+}
+template <typename T> CUDA_CALLABLE inline array_t<T> view(const array_t<T>& a, int64 i, int64 j, int64 k) {
+    const int64 idx[3] = {i, j, k};
+    return view_n(a, 3, idx);
+}
+
 // ---- atomics on one address; return the previous value --------------------------------------------------------
 
 // Compare-and-swap on the bits of any 1-8 byte scalar: the building block of float atomics on the CPU.

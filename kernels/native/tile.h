@@ -4,6 +4,7 @@
 #pragma once
 #include "array.h"
 #include "core.h"
+#include "random.h"
 #include "scalar_ops.h"
 
 namespace wp {
@@ -43,6 +44,32 @@ template <typename Tile, typename S> CUDA_CALLABLE inline Tile tile_arange(S sta
 }
 template <typename Tile, typename S>
 CUDA_CALLABLE inline void adj_tile_arange(S, S, S&, S&, const Tile&) {}
+
+// Random tiles: the generator of lane 0 (the only lane on the CPU), rand_pcg(0 + rng), fills the tile in order.
+template <typename Tile> CUDA_CALLABLE inline Tile tile_randi(uint32 rng) {
+    uint32 state = rand_pcg(rng);
+    Tile t;
+    for (int k = 0; k < tile_traits<Tile>::size; ++k) t.data[k] = randi(state);
+    return t;
+}
+template <typename Tile> CUDA_CALLABLE inline Tile tile_randi(uint32 rng, int32 low, int32 high) {
+    uint32 state = rand_pcg(rng);
+    Tile t;
+    for (int k = 0; k < tile_traits<Tile>::size; ++k) t.data[k] = randi(state, low, high);
+    return t;
+}
+template <typename Tile> CUDA_CALLABLE inline Tile tile_randf(uint32 rng) {
+    uint32 state = rand_pcg(rng);
+    Tile t;
+    for (int k = 0; k < tile_traits<Tile>::size; ++k) t.data[k] = randf(state);
+    return t;
+}
+template <typename Tile> CUDA_CALLABLE inline Tile tile_randf(uint32 rng, float32 low, float32 high) {
+    uint32 state = rand_pcg(rng);
+    Tile t;
+    for (int k = 0; k < tile_traits<Tile>::size; ++k) t.data[k] = randf(state, low, high);
+    return t;
+}
 
 // wp.tile(x): the block's values as a tile; one lane on the CPU gives a tile of one element.
 template <typename Tile, typename T> CUDA_CALLABLE inline Tile tile_from_value(const T& x) {
@@ -191,67 +218,23 @@ CUDA_CALLABLE inline void adj_tile_atomic_add(const array_t<T>& a, const tile_t<
 
 // ---- elementwise arithmetic ------------------------------------------------------------------------------------
 
+// add/sub/neg/pos on whole tiles: the adjoint code accumulates tile adjoints with them. (Tile arithmetic in
+// kernels is an elementwise tile_map, which handles mixed element types and broadcast scalars.)
 #define WP_TILE_BINARY(NAME)                                                                                        \
     template <typename T, int R, int C>                                                                             \
     CUDA_CALLABLE inline tile_t<T, R, C> NAME(const tile_t<T, R, C>& a, const tile_t<T, R, C>& b) {                 \
-        tile_t<T, R, C> r = tile_t<T, R, C>();                                                                                          \
+        tile_t<T, R, C> r;                                                                                          \
         for (int k = 0; k < R * C; ++k) r.data[k] = NAME(a.data[k], b.data[k]);                                     \
         return r;                                                                                                   \
-    }                                                                                                               \
-    template <typename T, int R, int C>                                                                             \
-    CUDA_CALLABLE inline void adj_##NAME(const tile_t<T, R, C>& a, const tile_t<T, R, C>& b, tile_t<T, R, C>& adj_a, \
-                                         tile_t<T, R, C>& adj_b, const tile_t<T, R, C>& adj_ret) {                  \
-        for (int k = 0; k < R * C; ++k) adj_##NAME(a.data[k], b.data[k], adj_a.data[k], adj_b.data[k], adj_ret.data[k]); \
     }
 WP_TILE_BINARY(add)
 WP_TILE_BINARY(sub)
-WP_TILE_BINARY(mul)
-WP_TILE_BINARY(div)
 #undef WP_TILE_BINARY
 
 template <typename T, int R, int C> CUDA_CALLABLE inline tile_t<T, R, C> neg(const tile_t<T, R, C>& a) {
-    tile_t<T, R, C> r = tile_t<T, R, C>();
+    tile_t<T, R, C> r;
     for (int k = 0; k < R * C; ++k) r.data[k] = neg(a.data[k]);
     return r;
-}
-template <typename T, int R, int C>
-CUDA_CALLABLE inline void adj_neg(const tile_t<T, R, C>&, tile_t<T, R, C>& adj_a, const tile_t<T, R, C>& adj_ret) {
-    for (int k = 0; k < R * C; ++k) adj_a.data[k] = sub(adj_a.data[k], adj_ret.data[k]);
-}
-template <typename T, int R, int C> CUDA_CALLABLE inline tile_t<T, R, C> pos(const tile_t<T, R, C>& a) { return a; }
-template <typename T, int R, int C>
-CUDA_CALLABLE inline void adj_pos(const tile_t<T, R, C>&, tile_t<T, R, C>& adj_a, const tile_t<T, R, C>& adj_ret) {
-    adj_a = add(adj_a, adj_ret);
-}
-
-// tile * scalar, scalar * tile, tile / scalar
-template <typename T, int R, int C> CUDA_CALLABLE inline tile_t<T, R, C> mul(const tile_t<T, R, C>& a, T s) {
-    tile_t<T, R, C> r = tile_t<T, R, C>();
-    for (int k = 0; k < R * C; ++k) r.data[k] = mul(a.data[k], s);
-    return r;
-}
-template <typename T, int R, int C>
-CUDA_CALLABLE inline void adj_mul(const tile_t<T, R, C>& a, T s, tile_t<T, R, C>& adj_a, T& adj_s,
-                                  const tile_t<T, R, C>& adj_ret) {
-    for (int k = 0; k < R * C; ++k) adj_mul(a.data[k], s, adj_a.data[k], adj_s, adj_ret.data[k]);
-}
-template <typename T, int R, int C> CUDA_CALLABLE inline tile_t<T, R, C> mul(T s, const tile_t<T, R, C>& a) {
-    return mul(a, s);
-}
-template <typename T, int R, int C>
-CUDA_CALLABLE inline void adj_mul(T s, const tile_t<T, R, C>& a, T& adj_s, tile_t<T, R, C>& adj_a,
-                                  const tile_t<T, R, C>& adj_ret) {
-    adj_mul(a, s, adj_a, adj_s, adj_ret);
-}
-template <typename T, int R, int C> CUDA_CALLABLE inline tile_t<T, R, C> div(const tile_t<T, R, C>& a, T s) {
-    tile_t<T, R, C> r = tile_t<T, R, C>();
-    for (int k = 0; k < R * C; ++k) r.data[k] = div(a.data[k], s);
-    return r;
-}
-template <typename T, int R, int C>
-CUDA_CALLABLE inline void adj_div(const tile_t<T, R, C>& a, T s, tile_t<T, R, C>& adj_a, T& adj_s,
-                                  const tile_t<T, R, C>& adj_ret) {
-    for (int k = 0; k < R * C; ++k) adj_div(a.data[k], s, adj_a.data[k], adj_s, adj_ret.data[k]);
 }
 
 // ---- shape ----------------------------------------------------------------------------------------------------
@@ -303,6 +286,17 @@ CUDA_CALLABLE inline void adj_tile_broadcast_row(const tile_t<T, R, 1>&, tile_t<
             T& slot = adj_a.data[R == 1 ? 0 : j];
             slot = add(slot, adj_ret.at(i, j));
         }
+}
+
+// The same elements (row-major order) with another shape of the same size.
+template <typename Out, typename T, int R, int C> CUDA_CALLABLE inline Out tile_reshape(const tile_t<T, R, C>& a) {
+    Out r;
+    for (int k = 0; k < R * C; ++k) r.data[k] = a.data[k];
+    return r;
+}
+template <typename Out, typename T, int R, int C>
+CUDA_CALLABLE inline void adj_tile_reshape(const tile_t<T, R, C>&, tile_t<T, R, C>& adj_a, const Out& adj_ret) {
+    for (int k = 0; k < R * C; ++k) adj_a.data[k] = add(adj_a.data[k], adj_ret.data[k]);
 }
 
 // A sub-tile copied out of a tile: rows [oi, oi+OR), columns [oj, oj+OC); outside the source reads as zero.
@@ -376,30 +370,28 @@ template <typename T, int R, int C> CUDA_CALLABLE inline tile_t<int32, 1, 1> til
     return r;
 }
 
-// tile_map / tile_reduce with a function given as a lambda: f(x) or f(x, y), and its adjoint
-// adj_f(x..., adj_x..., adj_ret).
-template <typename Out, typename F, typename T, int R, int C>
-CUDA_CALLABLE inline Out tile_map(F f, const tile_t<T, R, C>& a) {
-    Out r = Out();
-    for (int k = 0; k < R * C; ++k) r.data[k] = f(a.data[k]);
+// tile_map: element k of the result is f(k), a lambda the compiler writes as `fn(tile_elem(a, k), ...)`. The
+// adjoint runs adj_f(k) for every k, which calls the element function's adjoint with tile_elem_ref(adj_a, k) slots.
+// A non-tile argument is the same value for every element (broadcast); its adjoint slot is itself, so it
+// accumulates the sum over the elements.
+template <typename X> CUDA_CALLABLE inline const X& tile_elem(const X& x, int) { return x; }
+template <typename T, int R, int C> CUDA_CALLABLE inline const T& tile_elem(const tile_t<T, R, C>& t, int k) {
+    return t.data[k];
+}
+template <typename X> CUDA_CALLABLE inline X& tile_elem_ref(X& x, int) { return x; }
+template <typename T, int R, int C> CUDA_CALLABLE inline T& tile_elem_ref(tile_t<T, R, C>& t, int k) {
+    return t.data[k];
+}
+template <typename Out, typename F> CUDA_CALLABLE inline Out tile_map(F f) {
+    Out r;
+    for (int k = 0; k < tile_traits<Out>::size; ++k) r.data[k] = f(k);
     return r;
 }
-template <typename Out, typename AdjF, typename T, int R, int C>
-CUDA_CALLABLE inline void adj_tile_map(AdjF adj_f, const tile_t<T, R, C>& a, tile_t<T, R, C>& adj_a, const Out& adj_ret) {
-    for (int k = 0; k < R * C; ++k) adj_f(a.data[k], adj_a.data[k], adj_ret.data[k]);
-}
-template <typename Out, typename F, typename T, typename U, int R, int C>
-CUDA_CALLABLE inline Out tile_map(F f, const tile_t<T, R, C>& a, const tile_t<U, R, C>& b) {
-    Out r = Out();
-    for (int k = 0; k < R * C; ++k) r.data[k] = f(a.data[k], b.data[k]);
-    return r;
-}
-template <typename Out, typename AdjF, typename T, typename U, int R, int C>
-CUDA_CALLABLE inline void adj_tile_map(AdjF adj_f, const tile_t<T, R, C>& a, const tile_t<U, R, C>& b,
-                                       tile_t<T, R, C>& adj_a, tile_t<U, R, C>& adj_b, const Out& adj_ret) {
-    for (int k = 0; k < R * C; ++k) adj_f(a.data[k], b.data[k], adj_a.data[k], adj_b.data[k], adj_ret.data[k]);
+template <int Size, typename AdjF> CUDA_CALLABLE inline void adj_tile_map(AdjF adj_f) {
+    for (int k = Size - 1; k >= 0; --k) adj_f(k);
 }
 
+// tile_reduce with its function given as lambdas f(x, y) and adj_f(x, y, adj_x, adj_y, adj_ret).
 // A left fold: acc = f(acc, x_k) starting from x_0. The adjoint replays the fold to recover each step's
 // accumulator, then runs the steps' adjoints backwards.
 template <typename F, typename T, int R, int C>
@@ -423,6 +415,42 @@ CUDA_CALLABLE inline void adj_tile_reduce(F f, AdjF adj_f, const tile_t<T, R, C>
         adj_acc = adj_prev;
     }
     adj_a.data[0] = add(adj_a.data[0], adj_acc);
+}
+
+// tile_reduce / tile_sum along an axis: each line (a column for Axis 0, a row for Axis 1) folds to one element
+// of a 1-d result. Element k of line l sits at data[tile_line_index<Axis, C>(l, k)].
+template <int Axis, int C> CUDA_CALLABLE inline int tile_line_index(int l, int k) {
+    return Axis == 0 ? k * C + l : l * C + k;
+}
+template <int Axis, typename F, typename T, int R, int C>
+CUDA_CALLABLE inline tile_t<T, (Axis == 0 ? C : R), 1> tile_reduce_axis(F f, const tile_t<T, R, C>& a) {
+    const int lines = Axis == 0 ? C : R, n = Axis == 0 ? R : C;
+    tile_t<T, lines, 1> r;
+    for (int l = 0; l < lines; ++l) {
+        T acc = a.data[tile_line_index<Axis, C>(l, 0)];
+        for (int k = 1; k < n; ++k) acc = f(acc, a.data[tile_line_index<Axis, C>(l, k)]);
+        r.data[l] = acc;
+    }
+    return r;
+}
+template <int Axis, typename F, typename AdjF, typename T, int R, int C>
+CUDA_CALLABLE inline void adj_tile_reduce_axis(F f, AdjF adj_f, const tile_t<T, R, C>& a, tile_t<T, R, C>& adj_a,
+                                               const tile_t<T, (Axis == 0 ? C : R), 1>& adj_ret) {
+    const int lines = Axis == 0 ? C : R, n = Axis == 0 ? R : C;
+    T prefix[n];
+    for (int l = 0; l < lines; ++l) {
+        prefix[0] = a.data[tile_line_index<Axis, C>(l, 0)];
+        for (int k = 1; k < n; ++k) prefix[k] = f(prefix[k - 1], a.data[tile_line_index<Axis, C>(l, k)]);
+        T adj_acc = adj_ret.data[l];
+        for (int k = n - 1; k >= 1; --k) {
+            T adj_prev = T(0);
+            int at = tile_line_index<Axis, C>(l, k);
+            adj_f(prefix[k - 1], a.data[at], adj_prev, adj_a.data[at], adj_acc);
+            adj_acc = adj_prev;
+        }
+        int first = tile_line_index<Axis, C>(l, 0);
+        adj_a.data[first] = add(adj_a.data[first], adj_acc);
+    }
 }
 
 // ---- matrix product ---------------------------------------------------------------------------------------------
@@ -485,6 +513,30 @@ CUDA_CALLABLE inline void adj_tile_matmul(const tile_t<T, M, K>& a, const tile_t
             for (int j = 0; j < N; ++j) adj_b.data[k * N + j] += aik * adj_c.data[i * N + j];
         }
 }
+// float16 tiles: products accumulate in float32 and are rounded to half once, at the end.
+template <typename To, typename From, int R, int C>
+CUDA_CALLABLE inline tile_t<To, R, C> tile_convert(const tile_t<From, R, C>& t) {
+    tile_t<To, R, C> r;
+    for (int k = 0; k < R * C; ++k) r.data[k] = To(t.data[k]);
+    return r;
+}
+template <int M, int K, int N>
+CUDA_CALLABLE inline void tile_matmul_accumulate(const tile_t<float16, M, K>& a, const tile_t<float16, K, N>& b,
+                                                 tile_t<float16, M, N>& c) {
+    tile_t<float32, M, N> wide = tile_convert<float32>(c);
+    tile_matmul_accumulate(tile_convert<float32>(a), tile_convert<float32>(b), wide);
+    c = tile_convert<float16>(wide);
+}
+template <int M, int K, int N>
+CUDA_CALLABLE inline void adj_tile_matmul(const tile_t<float16, M, K>& a, const tile_t<float16, K, N>& b,
+                                          tile_t<float16, M, K>& adj_a, tile_t<float16, K, N>& adj_b,
+                                          const tile_t<float16, M, N>& adj_c) {
+    tile_t<float32, M, K> wide_a = tile_convert<float32>(adj_a);
+    tile_t<float32, K, N> wide_b = tile_convert<float32>(adj_b);
+    adj_tile_matmul(tile_convert<float32>(a), tile_convert<float32>(b), wide_a, wide_b, tile_convert<float32>(adj_c));
+    adj_a = tile_convert<float16>(wide_a);
+    adj_b = tile_convert<float16>(wide_b);
+}
 // out += a b (Warp's tile_matmul(a, b, out)): updates `out` in place, which the compiler rebinds.
 template <typename T, int M, int K, int N>
 CUDA_CALLABLE inline void tile_matmul_acc(const tile_t<T, M, K>& a, const tile_t<T, K, N>& b, tile_t<T, M, N>& out) {
@@ -496,6 +548,45 @@ CUDA_CALLABLE inline void adj_tile_matmul_acc(const tile_t<T, M, K>& a, const ti
                                               const tile_t<T, M, N>& adj_ret) {
     adj_out = add(adj_out, adj_ret);
     adj_tile_matmul(a, b, adj_a, adj_b, adj_ret);
+}
+
+// alpha * (a b), and out = alpha * (a b) + beta * out; beta == 0 overwrites out without reading it, so stale
+// NaN or inf there does not leak into the result. alpha and beta get no gradient (the compiler refuses one).
+template <typename T, int M, int K, int N>
+CUDA_CALLABLE inline tile_t<T, M, N> tile_matmul_scaled(const tile_t<T, M, K>& a, const tile_t<T, K, N>& b, T alpha) {
+    tile_t<T, M, N> c = tile_matmul(a, b);
+    for (int k = 0; k < M * N; ++k) c.data[k] = mul(alpha, c.data[k]);
+    return c;
+}
+template <typename T, int M, int K, int N>
+CUDA_CALLABLE inline void adj_tile_matmul_scaled(const tile_t<T, M, K>& a, const tile_t<T, K, N>& b, T alpha,
+                                                 tile_t<T, M, K>& adj_a, tile_t<T, K, N>& adj_b, T&,
+                                                 const tile_t<T, M, N>& adj_ret) {
+    tile_t<T, M, N> scaled;
+    for (int k = 0; k < M * N; ++k) scaled.data[k] = mul(alpha, adj_ret.data[k]);
+    adj_tile_matmul(a, b, adj_a, adj_b, scaled);
+}
+template <typename T, int M, int K, int N>
+CUDA_CALLABLE inline void tile_matmul_acc(const tile_t<T, M, K>& a, const tile_t<T, K, N>& b, tile_t<T, M, N>& out,
+                                          T alpha, T beta) {
+    if (alpha == T(1) && beta == T(1)) {
+        tile_matmul_accumulate(a, b, out);
+        return;
+    }
+    tile_t<T, M, N> c = tile_matmul(a, b);
+    for (int k = 0; k < M * N; ++k)
+        out.data[k] = beta == T(0) ? mul(alpha, c.data[k]) : add(mul(alpha, c.data[k]), mul(beta, out.data[k]));
+}
+template <typename T, int M, int K, int N>
+CUDA_CALLABLE inline void adj_tile_matmul_acc(const tile_t<T, M, K>& a, const tile_t<T, K, N>& b, const tile_t<T, M, N>&,
+                                              T alpha, T beta, tile_t<T, M, K>& adj_a, tile_t<T, K, N>& adj_b,
+                                              tile_t<T, M, N>& adj_out, T&, T&, const tile_t<T, M, N>& adj_ret) {
+    tile_t<T, M, N> scaled;
+    for (int k = 0; k < M * N; ++k) {
+        if (beta != T(0)) adj_out.data[k] = add(adj_out.data[k], mul(beta, adj_ret.data[k]));
+        scaled.data[k] = mul(alpha, adj_ret.data[k]);
+    }
+    adj_tile_matmul(a, b, adj_a, adj_b, scaled);
 }
 
 }  // namespace wp

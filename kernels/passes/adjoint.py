@@ -8,6 +8,7 @@ Expects: typed, optimised IR. Guarantees, as attrs on ops:
   - raises CompileError, naming the builtin and line, when a builtin without a derivative (differentiable=False)
     receives a value that carries a gradient and produces a float result or a side effect. `wp.stop_gradient(x)`
     marks a value as constant for differentiation.
+  - raises CompileError when a builtin's argument declared constant (Overload.constant_args) carries a gradient.
   - raises CompileError when an array value whose gradient is needed is chosen by control flow or taken from a
     locally built struct (its gradient array cannot be known).
   - raises CompileError when a component write into an array element (`a[i].x *= s`, a store with attr
@@ -118,6 +119,11 @@ def _activity(block: ir.Block, active: set, fn):
             continue
         if name == "stop_gradient":
             continue
+        for i in getattr(ov, "constant_args", ()):
+            if op.operands[i] in active and _active_type(op.operands[i].type):
+                raise CompileError(f"'{name}' has no gradient with respect to its argument '{ov.arg_names[i]}', "
+                                   f"which depends on differentiable inputs; wrap it in wp.stop_gradient(...)",
+                                   op.loc, fn.name)
         if ov is not None and not ov.differentiable:
             float_in = [v for v in ins if _active_type(v.type)]
             float_out = any(_active_type(r.type) for r in op.results)
@@ -200,6 +206,8 @@ def array_adjoint_source(v: ir.Value, fn):
     op = v.owner
     if op.opcode == "call" and op.attrs.get("name") == "struct_get":
         return ("field", op.operands[0], op.attrs["field"])
+    if op.opcode == "call" and op.attrs.get("name") == "view":
+        return array_adjoint_source(op.operands[0], fn)
     raise CompileError("the gradient of an array chosen by control flow cannot be computed; "
                        "pass the array directly", op.loc, fn.name)
 

@@ -12,12 +12,13 @@ from __future__ import annotations
 from .. import ir
 from .. import types as T
 from ..builtins import registry
-from ..errors import CompileError, UnsupportedAtomicError
+from ..errors import CompileError, CompileTypeError, CompileValueError, UnsupportedAtomicError
 from ..typesys import ArrayType, PackType, ShapeType, StaticType, TileType, describe, is_struct
 from .clone import substitute
 from .typeinfer_tiles import TileForms
 
 _COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
+_TILE_ELEMENTWISE = {"add", "sub", "mul", "div", "mod", "neg", "pos"}
 
 
 _ATOMIC_INTS = (T.int32, T.uint32, T.int64, T.uint64)
@@ -42,8 +43,10 @@ class TypeInference(TileForms):
         self.cur: ir.Block | None = None
         self.return_types = None
 
-    def error(self, message, op):
-        return CompileError(message, op.loc, self.fn.name)
+    def error(self, message, op, kind=None):
+        """A CompileError at `op`; `kind` TypeError or ValueError makes it also one of those (as Warp raises)."""
+        cls = {None: CompileError, TypeError: CompileTypeError, ValueError: CompileValueError}[kind]
+        return cls(message, op.loc, self.fn.name)
 
     # ---------------------------------------------------------------------------------------------- blocks
 
@@ -122,6 +125,8 @@ class TypeInference(TileForms):
         if "func" in op.attrs:
             return self.call_user(op)
         name = op.attrs["name"]
+        if name in _TILE_ELEMENTWISE and any(isinstance(v.type, TileType) for v in op.operands):
+            return self.tile_elementwise(op, name)
         special = getattr(self, "builtin_" + name, None)
         if special is not None:
             return special(op)
@@ -414,6 +419,11 @@ class TypeInference(TileForms):
             op.results[0].type = ShapeType(t.ndim)
             self.append(ir.Op("shape_of", [base], op.results, {}, [], op.loc))
             return
+        if isinstance(t, ArrayType) and attr == "dtype":
+            # a compile-time type: `wp.tile_zeros(..., dtype=a.dtype)`
+            self.replace(op.results[0], self.new_op("const", [], StaticType(t.dtype), op.loc,
+                                                    {"value": t.dtype, "weak": False}))
+            return
         if isinstance(t, ArrayType) and attr == "ndim":
             self.replace(op.results[0], self.typed_const(t.ndim, T.int32, op.loc))
             return
@@ -430,9 +440,12 @@ class TypeInference(TileForms):
         base, *idx = op.operands
         t = base.type
         if isinstance(t, ArrayType):
-            if len(idx) != t.ndim:
+            if len(idx) > t.ndim:
                 raise self.error(f"a {t.ndim}-d array is indexed with {t.ndim} indices, got {len(idx)}", op)
             self.check_indices(idx, op)
+            if len(idx) < t.ndim:
+                self.call_builtin(op, "view", [base, *idx])
+                return
             self.call_builtin(op, "load", [base, *idx])
             return
         if isinstance(t, ShapeType):

@@ -14,11 +14,21 @@ from ..typesys import ArrayType, PackType, StaticType, TileType, describe
 class TileForms:
     # ------------------------------------------------------------------------------------------ argument helpers
 
-    def static_shape(self, v, op) -> tuple:
+    def static_shape(self, v, op, what="a tile") -> tuple:
         shape = self.static_value(v, op, "a tile shape")
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
-        if not 1 <= len(shape) <= 2 or not all(isinstance(s, int) and s > 0 for s in shape):
-            raise self.error(f"a tile shape is 1 or 2 positive ints, got {shape!r}", op)
+        return self.check_shape((shape,) if isinstance(shape, int) else tuple(shape), op, what)
+
+    def check_shape(self, shape, op, what) -> tuple:
+        """`shape` if a tile can have it; else a ValueError naming `what` ("tile_broadcast()")."""
+        if not all(isinstance(s, int) and s > 0 for s in shape):
+            raise self.error(f"a tile shape is positive ints, got {shape!r}", op, kind=ValueError)
+        if not 1 <= len(shape) <= 4:
+            raise self.error(f"{what} output must have between one and four dimensions, got {len(shape)}", op,
+                             kind=ValueError)
+        if len(shape) > 2:
+            # Warp has 3-d and 4-d tiles; ours are 1-d or 2-d (tile_t<T, rows, cols>)
+            raise self.error(f"{len(shape)}-d tiles are not supported (tiles have 1 or 2 dimensions), "
+                             f"got shape {shape!r}", op, kind=ValueError)
         return shape
 
     def offsets(self, v, op) -> list:
@@ -63,7 +73,13 @@ class TileForms:
                           op.loc))
 
     def tile_dtype(self, args, op):
-        return self.static_type_arg(args["dtype"], op, "dtype") if "dtype" in args else T.float32
+        """The element type of a tile constructor: a scalar, vector or matrix type (default float32)."""
+        if "dtype" not in args:
+            return T.float32
+        t = T.canonical_type(self.static_value(args["dtype"], op, "dtype"))
+        if not (T.is_scalar(t) or T.is_composite(t)):
+            raise self.error(f"a tile's dtype must be a scalar, vector or matrix type, got {t!r}", op, kind=TypeError)
+        return t
 
     def need_tile(self, v, op, what):
         if not isinstance(v.type, TileType):
@@ -98,6 +114,22 @@ class TileForms:
         st = T.float64 if T.is_float(dtype) else T.int64
         self.emit_typed(op, "tile_arange", TileType(dtype, (count,)),
                         [self.typed_const(start, st, op.loc), self.typed_const(step, st, op.loc)])
+
+    def builtin_tile_randi(self, op):
+        self.random_tile(op, "tile_randi", T.int32)
+
+    def builtin_tile_randf(self, op):
+        self.random_tile(op, "tile_randf", T.float32)
+
+    def random_tile(self, op, name, dtype):
+        args = self.call_arguments(op, ("shape", "rng", "min", "max", "storage"))
+        if "rng" not in args or "shape" not in args:
+            raise self.error(f"{name}(shape, rng, min=..., max=...) needs shape and rng", op)
+        if ("min" in args) != ("max" in args):
+            raise self.error(f"{name}() takes both min and max, or neither", op)
+        bounds = [self.convert_weak_to(args[k], dtype, op) for k in ("min", "max") if k in args]
+        rng = self.convert_weak_to(args["rng"], T.uint32, op)
+        self.emit_typed(op, name, TileType(dtype, self.static_shape(args["shape"], op)), [rng, *bounds])
 
     def builtin_tile(self, op):
         args = self.call_arguments(op, ("x",))
@@ -139,7 +171,7 @@ class TileForms:
     def builtin_tile_broadcast(self, op):
         args = self.call_arguments(op, ("t", "shape"))
         tt = self.need_tile(args["t"], op, "tile_broadcast's argument")
-        shape = self.static_shape(args["shape"], op)
+        shape = self.static_shape(args["shape"], op, "tile_broadcast()")
         out = TileType(tt.dtype, shape)
         if len(tt.shape) == 1 and len(shape) == 2:
             # numpy rules: a 1-d tile is a row, (n,) -> (1, n)
@@ -158,6 +190,52 @@ class TileForms:
         shape = self.static_shape(args["shape"], op) if "shape" in args else tt.shape
         oi, oj = self.offsets(args.get("offset"), op)
         self.emit_typed(op, "tile_view", TileType(tt.dtype, shape), [args["t"], oi, oj])
+
+    # ------------------------------------------------------------------------------------------ matrix product
+
+    def builtin_tile_matmul(self, op):
+        """tile_matmul(a, b, alpha=1.0) returns alpha * a @ b; tile_matmul(a, b, out, alpha=1.0, beta=1.0) updates
+        out. Without scale factors the plain overloads are used."""
+        args = self.call_arguments(op, ("a", "b", "out", "alpha", "beta"))
+        if "a" not in args or "b" not in args:
+            raise self.error("tile_matmul(a, b[, out], alpha=..., beta=...) needs a and b", op)
+        dtype = self.need_tile(args["a"], op, "tile_matmul's a").dtype
+        if "beta" in args and "out" not in args:
+            raise self.error("tile_matmul's beta scales `out`; the returning form takes only alpha", op)
+        scales = [k for k in ("alpha", "beta") if k in args]
+        if not scales:
+            self.call_builtin(op, "tile_matmul", [args[k] for k in ("a", "b", "out") if k in args])
+            return
+        values = {}
+        for k in ("alpha", "beta") if "out" in args else ("alpha",):
+            v = args.get(k)
+            values[k] = self.typed_const(1.0, dtype, op.loc) if v is None else self.convert_weak_to(v, dtype, op)
+        names = ("a", "b", "out", "alpha", "beta") if "out" in args else ("a", "b", "alpha")
+        self.call_builtin(op, "tile_matmul", [values.get(k, args.get(k)) for k in names])
+
+    def builtin_tile_reshape(self, op):
+        """tile_reshape(t, shape): the same elements in row-major order with a new shape (one entry may be -1)."""
+        args = self.call_arguments(op, ("t", "shape", "storage"))
+        tt = self.need_tile(args["t"], op, "tile_reshape's argument")
+        want = self.static_value(args["shape"], op, "tile_reshape's shape")
+        want = [want] if isinstance(want, int) else list(want)
+        size = tt.rows * tt.cols
+        if want.count(-1) == 1:
+            known = math.prod(n for n in want if n != -1)
+            if known <= 0 or size % known:
+                raise self.error(f"cannot reshape a tile of {size} elements to {tuple(want)}", op, kind=ValueError)
+            want[want.index(-1)] = size // known
+        shape = self.check_shape(tuple(want), op, "tile_reshape()")
+        if math.prod(shape) != size:
+            raise self.error(f"cannot reshape a tile of {size} elements to {shape}", op, kind=ValueError)
+        self.emit_typed(op, "tile_reshape", TileType(tt.dtype, shape), [args["t"]])
+
+    def builtin_tile_extract(self, op):
+        """tile_extract(t, i) / tile_extract(t, i, j): one element, as t[i] / t[i, j]."""
+        tile, *idx = op.operands
+        self.need_tile(tile, op, "tile_extract's argument")
+        self.check_indices(idx, op)
+        self.call_builtin(op, "extract", [tile, *idx])
 
     # ------------------------------------------------------------------------------------------ higher order
 
@@ -182,25 +260,101 @@ class TileForms:
         raise self.error("tile_map and tile_reduce take a builtin (wp.sin) or a @wp.func", op)
 
     def builtin_tile_map(self, op):
-        fv, *tiles = op.operands
-        if not 1 <= len(tiles) <= 2:
-            raise self.error("tile_map(f, a) or tile_map(f, a, b)", op)
-        tts = [self.need_tile(t, op, "tile_map's argument") for t in tiles]
-        if len(tts) == 2 and tts[0].shape != tts[1].shape:
-            raise self.error(f"tile_map over tiles of different shapes {tts[0].shape} and {tts[1].shape}", op)
-        elem, rtype = self.element_function(fv, [t.dtype for t in tts], op)
-        out = TileType(rtype, tts[0].shape)
+        fv, *args = op.operands
+        tiles = [a.type for a in args if isinstance(a.type, TileType)]
+        if not tiles:
+            raise self.error("tile_map(f, a, ...) needs at least one tile argument", op)
+        shape = self.common_shape(tiles, op, "tile_map")
+        elem_types = [a.type.dtype if isinstance(a.type, TileType) else a.type for a in args]
+        elem, rtype = self.element_function(fv, elem_types, op)
+        self.emit_tile_map(op, elem, args, TileType(rtype, shape))
+
+    def common_shape(self, tiles, op, what):
+        for t in tiles[1:]:
+            if t.shape != tiles[0].shape:
+                raise self.error(f"{what} over tiles of different shapes {tiles[0].shape} and {t.shape}", op,
+                                 kind=ValueError)
+        return tiles[0].shape
+
+    def emit_tile_map(self, op, elem, args, out):
+        """The elementwise call `elem` over `args` (tiles of one shape, or broadcast values) giving tile `out`."""
+        differentiable = elem[0] != "builtin" or elem[1].differentiable
         op.results[0].type = out
-        self.append(ir.Op("call", tiles, op.results, {"name": "tile_map", "elem": elem,
-                                                      "overload": registry.BUILTINS["tile_map"][0]}, [], op.loc))
+        ov = registry.BUILTINS["tile_map"][0 if differentiable else 1]
+        self.append(ir.Op("call", list(args), op.results[:1], {"name": "tile_map", "elem": elem, "overload": ov},
+                          [], op.loc))
+
+    def tile_elementwise(self, op, name):
+        """`a + b`, `t * 2.0`, `v / t`, `-t` with a tile operand: the scalar builtin mapped over the elements.
+        Non-tile operands broadcast; Python literals take the tile's scalar type."""
+        args = list(op.operands)
+        tiles = [a.type for a in args if isinstance(a.type, TileType)]
+        shape = self.common_shape(tiles, op, f"'{name}'")
+        scalar = T.scalar_type(tiles[0].dtype)
+        args = [self.convert_weak_to(a, scalar, op) for a in args]
+        elem_types = [a.type.dtype if isinstance(a.type, TileType) else a.type for a in args]
+        if name in ("mul", "div") and len(args) == 2 and not any(T.is_scalar(t) for t in elem_types):
+            verb = "multiply" if name == "mul" else "divide"
+            if len(tiles) == 2:
+                raise self.error(f"Cannot {verb} tile<{describe(elem_types[0])}> by tile<{describe(elem_types[1])}> "
+                                 f"element-wise: the element type must be scalar on at least one side", op,
+                                 kind=TypeError)
+            left, right = (f"tile<{describe(t.dtype)}>" if isinstance(t, TileType) else describe(t)
+                           for t in (args[0].type, args[1].type))
+            raise self.error(f"Cannot {verb} {left} by {right}: at least one operand must be a scalar type", op,
+                             kind=TypeError)
+        ov, rtype = registry.resolve(name, elem_types)
+        if ov is None:
+            got = ", ".join(describe(a.type) for a in args)
+            raise self.error(f"'{name}' is not defined for the elements of ({got})", op, kind=TypeError)
+        self.emit_tile_map(op, ("builtin", ov), args, TileType(rtype, shape))
+
+    def builtin_tile_astype(self, op):
+        args = self.call_arguments(op, ("t", "dtype"))
+        tt = self.need_tile(args["t"], op, "tile_astype's argument")
+        dtype = T.canonical_type(self.static_value(args["dtype"], op, "dtype"))
+        if not (T.is_scalar(dtype) or T.is_composite(dtype)):
+            raise self.error(f"tile_astype's dtype must be a value type, got {dtype!r}", op, kind=TypeError)
+        if T.is_composite(dtype) != T.is_composite(tt.dtype) or \
+                T.is_composite(dtype) and dtype._shape_ != tt.dtype._shape_:
+            raise self.error(f"tile_astype cannot convert {describe(tt.dtype)} elements to {describe(dtype)}", op,
+                             kind=TypeError)
+        self.emit_tile_map(op, ("cast", dtype), [args["t"]], TileType(dtype, tt.shape))
 
     def builtin_tile_reduce(self, op):
-        fv, tile = op.operands
-        tt = self.need_tile(tile, op, "tile_reduce's argument")
-        elem, rtype = self.element_function(fv, [tt.dtype, tt.dtype], op)
+        args = self.call_arguments(op, ("op", "a", "axis"))
+        if "op" not in args or "a" not in args:
+            raise self.error("tile_reduce(op, a, axis=None) needs op and a", op)
+        tt = self.need_tile(args["a"], op, "tile_reduce's argument")
+        elem, rtype = self.element_function(args["op"], [tt.dtype, tt.dtype], op)
         if rtype != tt.dtype:
             raise self.error(f"tile_reduce's function must return {describe(tt.dtype)}, got {describe(rtype)}", op)
-        op.results[0].type = TileType(tt.dtype, (1,))
-        self.append(ir.Op("call", [tile], op.results, {"name": "tile_reduce", "elem": elem,
-                                                       "overload": registry.BUILTINS["tile_reduce"][0]}, [],
-                          op.loc))
+        self.emit_reduce(op, "tile_reduce", elem, args["a"], args.get("axis"))
+
+    def builtin_tile_sum(self, op):
+        args = self.call_arguments(op, ("a", "axis"))
+        if "axis" not in args:
+            self.call_builtin(op, "tile_sum", [args["a"]])
+            return
+        tt = self.need_tile(args["a"], op, "tile_sum's argument")
+        ov, _ = registry.resolve("add", [tt.dtype, tt.dtype])
+        if ov is None:
+            raise self.error(f"tile_sum cannot add elements of type {describe(tt.dtype)}", op, kind=TypeError)
+        self.emit_reduce(op, "tile_sum", ("builtin", ov), args["a"], args["axis"])
+
+    def emit_reduce(self, op, what, elem, tile, axis_value):
+        """A left fold of `elem` over the whole tile (a 1-element tile), or along `axis` (that dimension
+        removed; a 1-d tile gives shape (1,))."""
+        tt = tile.type
+        attrs = {"name": "tile_reduce", "elem": elem, "overload": registry.BUILTINS["tile_reduce"][0]}
+        shape = (1,)
+        if axis_value is not None:
+            axis = self.static_value(axis_value, op, f"{what}'s axis")
+            if not isinstance(axis, int) or not 0 <= axis < len(tt.shape):
+                raise self.error(f"{what}() axis {axis} is out of bounds for tile with {len(tt.shape)} dimensions",
+                                 op, kind=ValueError)
+            attrs["axis"] = axis
+            if len(tt.shape) == 2:
+                shape = (tt.shape[1 - axis],)
+        op.results[0].type = TileType(tt.dtype, shape)
+        self.append(ir.Op("call", [tile], op.results[:1], attrs, [], op.loc))
