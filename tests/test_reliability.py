@@ -201,3 +201,22 @@ def test_optimize_forward_blow_up_names_frame_and_object(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "is not finite" in err and "cloth 'sheet'" in err and "frame" in err and "blew up" in err, err
     assert "learning rate" not in err
+
+
+@pytest.mark.parametrize("body, key", [
+    ("cloth:\n  - name: c\n    grid: {dim_x: 100000, dim_y: 100000, cell_x: 0.01, cell_y: 0.01}\n", "cloth[0].grid"),
+    ("particles:\n  - name: p\n    grid: {dim: [1000, 1000, 1000], spacing: 0.01}\n", "particles[0].grid")])
+def test_scene_larger_than_memory_is_refused_at_validation(tmp_path, capsys, body, key):
+    path = tmp_path / "huge.yaml"
+    path.write_text("sim: {frames: 2}\n" + body)
+    t0 = time.perf_counter()
+    _refused(capsys, ["validate", str(path)], f"{path}:4: {key}:", "needs about", "available")
+    _refused(capsys, ["run", str(path), "--out", str(tmp_path / "h.usd"), "--quiet"], key)
+    assert time.perf_counter() - t0 < 10.0 and not (tmp_path / "h.usd").exists()
+
+
+def test_validate_and_info_print_the_memory_estimate(capsys):
+    assert main(["validate", CLOTH]) == 0
+    assert "memory about" in capsys.readouterr().out
+    assert main(["info", CLOTH]) == 0
+    assert any(ln.startswith("memory    about") and "available" in ln for ln in capsys.readouterr().out.splitlines())
