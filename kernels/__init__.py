@@ -14,6 +14,8 @@ from .device import (Device, ScopedDevice, get_cuda_device_count, get_device, ge
                      is_cuda_available, set_device, synchronize, synchronize_device)
 from .errors import CompileError, KernelError, LaunchError, NativeCompileError
 from .function import func, func_grad, func_replay
+from .hash_grid import HashGrid, HashGridQuery
+from .mesh import Mesh, MeshQueryPoint, MeshQueryRay, is_cubql_available
 from .interop import (device_from_torch, device_to_torch, dtype_from_torch, dtype_to_torch, from_dlpack, from_torch,
                       to_dlpack, to_torch)
 from .launch import Launch, launch, launch_tiled

@@ -21,7 +21,7 @@ import textwrap
 from . import ir
 from .errors import CompileError
 from .frontend_expr import (  # noqa: F401  (Static re-exported)
-    _BINOPS, ExpressionLowering, Static, _is_number, _mutated_arg)
+    _BINOPS, ExpressionLowering, Static, _is_number, _mutated_args)
 
 _BREAK, _CONT, _RET = "__break", "__continue", "__returned"
 
@@ -573,9 +573,9 @@ class Frontend(ExpressionLowering):
                     except Exception:
                         continue
                     name = getattr(f, "_wp_builtin_", None)
-                    idx = _mutated_arg(name) if name is not None else None
-                    if idx is not None and idx < len(node.args) and isinstance(node.args[idx], ast.Name):
-                        out.add(node.args[idx].id)
+                    for idx in (_mutated_args(name) if name is not None else ()):
+                        if idx < len(node.args) and isinstance(node.args[idx], ast.Name):
+                            out.add(node.args[idx].id)
         return out
 
     def stmt_For(self, node):
@@ -601,6 +601,8 @@ class Frontend(ExpressionLowering):
             elif len(args) == 2:
                 args.append(Static(1))
             bounds = args
+        elif isinstance(it, ast.Call) and self.query_iterator(it) is not None:
+            return self.lower_query_loop(node, it)
         else:
             raise self.error(f"for loops must iterate over range(...); got '{ast.unparse(it)}'", node)
         bounds = [self.as_value(b, node) for b in bounds]
@@ -608,9 +610,44 @@ class Frontend(ExpressionLowering):
         self.lower_loop("for", node, bounds, node.body, node.target.id, has_break, is_static)
         return None
 
+    def query_iterator(self, call):
+        """The `*_next` builtin that advances the query made by `call` (`wp.hash_grid_query(...)`), or None."""
+        from .builtins.registry import QUERY_NEXT
+        try:
+            f = self.static_eval(call.func, quiet=True)
+        except Exception:
+            return None
+        return QUERY_NEXT.get(getattr(f, "_wp_builtin_", None))
+
+    def lower_query_loop(self, node, call):
+        """`for i in wp.hash_grid_query(...): body` is `q = wp.hash_grid_query(...); i = int(0);
+        while wp.hash_grid_query_next(q, i): body`, with `q` under a name the user cannot write."""
+        from . import _BuiltinFunction
+        advance = _BuiltinFunction(self.query_iterator(call))
+        n = sum(1 for k in self.env if k.startswith("__query"))
+        query_name, next_name = f"__query{n}", f"__query_next{n}"
+        self.env[query_name] = self.as_value(self.lower_expr(call), node)
+        self.env[next_name] = Static(advance)
+        index = node.target.id
+        self.env[index] = self.emit("const", [], node, attrs={"value": 0, "weak": False}, names=[index])[0]
+        test = ast.Call(func=ast.Name(id=next_name, ctx=ast.Load()),
+                        args=[ast.Name(id=query_name, ctx=ast.Load()), ast.Name(id=index, ctx=ast.Load())],
+                        keywords=[])
+        loop = ast.While(test=test, body=node.body, orelse=[])
+        ast.copy_location(loop, node)
+        ast.fix_missing_locations(loop)
+        return self.stmt_While(loop)
+
     def stmt_While(self, node):
         if node.orelse:
             raise self.error("'while ... else' is not supported", node)
+        if self.mutated_by_calls([node.test]):
+            # a condition that updates variables (`while wp.hash_grid_query_next(query, index):`) runs at the top
+            # of the body, where its updates are carried like any other: `while True: if not c: break; ...`
+            guard = ast.If(test=ast.UnaryOp(op=ast.Not(), operand=node.test), body=[ast.Break()], orelse=[])
+            node = ast.While(test=ast.Constant(value=True), body=[guard, *node.body], orelse=[])
+            ast.copy_location(node, node.body[0].test.operand)
+            ast.fix_missing_locations(node)
         has_break = _may_exit_loop(node.body)
         self.lower_loop("while", node, [], node.body, None, has_break, False, test=node.test)
         return None

@@ -249,15 +249,16 @@ class ExpressionLowering:
             return self.emit("construct", operands, node, attrs={**attrs, "type": target})
         if what == "builtin":
             attrs["name"] = target
-            idx = _mutated_arg(target)
-            if idx is not None and idx < len(node.args):
-                # the call also yields the updated argument, rebound to the caller's variable
-                attrs["mutates"] = idx
-                results = self.emit("call", operands, node, nresults=nresults + 1, attrs=attrs)
-                if isinstance(node.args[idx], ast.Name):
-                    self.env[node.args[idx].id] = results[-1]
-                    results[-1].name = node.args[idx].id
-                return results[:-1]
+            mutated = tuple(i for i in _mutated_args(target) if i < len(node.args))
+            if mutated:
+                # the call also yields each updated argument, rebound to the caller's variable
+                attrs["mutates"] = mutated
+                results = self.emit("call", operands, node, nresults=nresults + len(mutated), attrs=attrs)
+                for idx, updated in zip(mutated, results[nresults:]):
+                    if isinstance(node.args[idx], ast.Name):
+                        self.env[node.args[idx].id] = updated
+                        updated.name = node.args[idx].id
+                return results[:nresults]
         else:
             attrs["func"] = target
         return self.emit("call", operands, node, nresults=nresults, attrs=attrs)
@@ -290,15 +291,14 @@ class ExpressionLowering:
 
 
 
-def _mutated_arg(name):
-    """Position of the argument that builtin `name` updates in place, or None."""
+def _mutated_args(name) -> tuple:
+    """Positions of the arguments that builtin `name` updates in place (empty when none)."""
     from .builtins import BUILTINS
     for ov in BUILTINS.get(name, ()):
-        if ov.mutates_first:
-            return 0
-        if ov.mutates_arg is not None:
-            return ov.mutates_arg
-    return None
+        mutated = ov.mutated_args()
+        if mutated:
+            return mutated
+    return ()
 
 
 def _builtin_result_count(name):

@@ -269,16 +269,19 @@ class FunctionRenderer:
                 r = op.results[0]
                 self.emit(f"{self.name(r)} = {self.name(a[0])}; {self.name(r)}.{op.attrs['field']} = {self.name(a[1])};")
                 return
-        idx = op.attrs.get("mutates")
-        if idx is not None:
-            # the native function updates that argument in place: give it a copy, then bind the copy; when this
-            # call is the argument's only use, update its variable directly (no copy of e.g. a whole tile)
-            *outs, updated = op.results
-            if self.use_count(a[idx]) == 1 and a[idx] not in self.fn.params:
-                self.name.alias(updated, self.name(a[idx]))
-            else:
-                self.emit(f"{self.name(updated)} = {self.name(a[idx])};")
-            args = [self.name(updated) if k == idx else self.name(v) for k, v in enumerate(a)]
+        mutated = op.attrs.get("mutates") or ()
+        if mutated:
+            # the native function updates those arguments in place: give it copies, then bind the copies; when
+            # this call is an argument's only use, update its variable directly (no copy of e.g. a whole tile)
+            outs, updated = op.results[:len(op.results) - len(mutated)], op.results[len(op.results) - len(mutated):]
+            names = {}
+            for idx, r in zip(mutated, updated):
+                if self.use_count(a[idx]) == 1 and a[idx] not in self.fn.params:
+                    self.name.alias(r, self.name(a[idx]))
+                else:
+                    self.emit(f"{self.name(r)} = {self.name(a[idx])};")
+                names[idx] = self.name(r)
+            args = [names.get(k) or self.name(v) for k, v in enumerate(a)]
             call = f"wp::{op.attrs['overload'].native}({', '.join(args)})"
             self.emit(f"{self.name(outs[0])} = {call};" if outs else f"{call};")
             return

@@ -28,7 +28,7 @@ class ModuleSource:
     # ---- structs
 
     def add_struct(self, t):
-        if t in self.structs:
+        if t in self.structs or t._wp_struct_.native:
             return
         for ft in t._wp_struct_.fields.values():
             self.add_type(ft)

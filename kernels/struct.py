@@ -23,6 +23,7 @@ class StructInfo:
         # named by where it is defined, so generated source is the same in every process
         qual = f"{cls.__module__}_{cls.__qualname__}".replace("<locals>", "L")
         self.cname = "S_" + "".join(c if c.isalnum() else "_" for c in qual)
+        self.native = False  # defined by a native header (native_struct), not by generated code
         self._ctype = None
 
     def ctype(self):
@@ -49,6 +50,8 @@ class StructInfo:
 def _field_type(name, ann, cls):
     from .array import array
     t = T.canonical_type(ann)
+    if isinstance(t, ArrayType):
+        return t
     if isinstance(t, array):
         return ArrayType(T.canonical_type(t.dtype), t.ndim)
     if T.is_scalar(t) or T.is_composite(t) or is_struct(t):
@@ -116,6 +119,18 @@ def struct(cls):
           "__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": cls.__doc__}
     new_cls = type(cls.__name__, (), ns)
     info.cls = new_cls
+    return new_cls
+
+
+def native_struct(name: str, cname: str, fields: dict, doc: str = "", module: str = "kernels"):
+    """A struct type whose C++ definition lives in a native header (`wp::<cname>`, with the same fields in the
+    same order, plus `add`): the value a builtin returns, such as `wp.MeshQueryPoint`. Kernels read its fields;
+    generated modules do not define it again."""
+    cls = type(name, (), {"__annotations__": dict(fields), "__module__": module, "__qualname__": name,
+                          "__doc__": doc})
+    new_cls = struct(cls)
+    new_cls._wp_struct_.cname = cname
+    new_cls._wp_struct_.native = True
     return new_cls
 
 

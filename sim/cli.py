@@ -76,7 +76,7 @@ def main(argv=None) -> int:
     try:
         scene = Scene.load(args.scene, args.overrides)
         if args.command == "validate":
-            print(f"{args.scene}: ok")
+            print(f"{args.scene}: ok; memory {scene.memory_line()}")
             return EXIT_OK
         if args.command == "info":
             print(scene.describe())

@@ -131,3 +131,92 @@ def test_version_and_info_of_a_rigid_only_scene(capsys):
     assert main(["info", os.path.join(ROOT, "scenes", "rigid_stack.yaml")]) == 0
     solver = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("solver")][0]
     assert solver.split()[1] == "rigid" and "xpbd" not in solver
+
+
+# ---------------------------------------------------------------------------------------------- sim optimize
+
+BALL = os.path.join(ROOT, "configs", "ball_bounce.yaml")
+
+
+def _config(tmp_path, text, name="c.yaml"):
+    path = tmp_path / name
+    path.write_text(text.replace("SCENE", os.path.join(ROOT, "scenes", "ball_bounce.yaml")))
+    return path
+
+
+def test_optimize_reversed_bounds_are_refused_with_their_line(tmp_path, capsys):
+    path = _config(tmp_path, "scene: SCENE\nparameters:\n  - path: particles.0.vel\n    bounds: [10, -10]\n"
+                             "loss:\n  - {type: com_target, object: ball, target: [1, 1, 0]}\n")
+    _refused(capsys, ["optimize", str(path), "--iterations", "1", "--quiet"], f"{path}:4: parameters[0].bounds:",
+             "lower bound 10 exceeds upper bound -10")
+
+
+def test_optimize_config_set_entries_are_reported_at_their_line(tmp_path, capsys):
+    path = _config(tmp_path, "scene: SCENE\nset: [bogus]\nparameters:\n  - path: particles.0.vel\n"
+                             "loss:\n  - {type: com_target, object: ball, target: [1, 1, 0]}\n")
+    err = _refused(capsys, ["optimize", str(path), "--iterations", "1", "--quiet"], f"{path}:2: set[0]",
+                   "expected KEY.PATH=VALUE")
+    assert "--set" not in err
+
+
+@pytest.mark.parametrize("content", [b"garbage\n", b"PK\x03\x04 truncated zip"])
+def test_optimize_trajectory_that_is_not_an_npz_is_refused(tmp_path, capsys, content):
+    (tmp_path / "bad.npz").write_bytes(content)
+    path = _config(tmp_path, "scene: SCENE\nparameters:\n  - path: particles.0.vel\nloss:\n"
+                             "  - {type: trajectory, object: ball, file: bad.npz}\n")
+    _refused(capsys, ["optimize", str(path), "--iterations", "1", "--quiet"], f"{path}:5: loss[0].file:",
+             "bad.npz is not a")
+
+
+def test_optimize_trajectory_with_nan_is_refused_naming_the_frame(tmp_path, capsys):
+    import numpy as np
+    positions = np.zeros((4, 1, 3))
+    positions[2, 0, 1] = np.nan
+    np.savez(tmp_path / "nan.npz", positions=positions)
+    path = _config(tmp_path, "scene: SCENE\nparameters:\n  - path: particles.0.vel\nloss:\n"
+                             "  - {type: trajectory, object: ball, file: nan.npz}\n")
+    _refused(capsys, ["optimize", str(path), "--iterations", "1", "--quiet"], "loss[0].file:",
+             "frame 2 are not finite", "particle 0")
+
+
+def test_optimize_resume_from_a_corrupt_snapshot_is_refused(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["optimize", BALL, "--iterations", "1", "--quiet", "--out-dir", str(out)]) == 0
+    capsys.readouterr()
+    (out / "snapshot.npz").write_bytes(b"garbage")
+    _refused(capsys, ["optimize", BALL, "--iterations", "2", "--quiet", "--out-dir", str(out), "--resume"],
+             "--resume:", "snapshot.npz is damaged", "remove it")
+    assert (out / "snapshot.npz").read_bytes() == b"garbage", "the snapshot is left for the user to inspect"
+
+
+def test_optimize_forward_blow_up_names_frame_and_object(tmp_path, capsys):
+    scene = tmp_path / "stiff.yaml"
+    scene.write_text("sim: {fps: 10, frames: 20, substeps: 1, solver: {type: semi_implicit}}\n"
+                     "cloth:\n  - name: sheet\n    grid: {dim_x: 4, dim_y: 4, cell_x: 0.1, cell_y: 0.1}\n"
+                     "    material: {tri_ke: 1.0e8, tri_ka: 1.0e8}\n    vel: [0, 0, 5]\n")
+    path = tmp_path / "blow.yaml"
+    path.write_text(f"scene: {scene}\nparameters:\n  - path: cloth.0.vel\n"
+                    "loss:\n  - {type: com_target, object: sheet, target: [1, 1, 0]}\n")
+    assert main(["optimize", str(path), "--iterations", "2", "--quiet", "--out-dir", str(tmp_path / "o")]) == 3
+    err = capsys.readouterr().err
+    assert "is not finite" in err and "cloth 'sheet'" in err and "frame" in err and "blew up" in err, err
+    assert "learning rate" not in err
+
+
+@pytest.mark.parametrize("body, key", [
+    ("cloth:\n  - name: c\n    grid: {dim_x: 100000, dim_y: 100000, cell_x: 0.01, cell_y: 0.01}\n", "cloth[0].grid"),
+    ("particles:\n  - name: p\n    grid: {dim: [1000, 1000, 1000], spacing: 0.01}\n", "particles[0].grid")])
+def test_scene_larger_than_memory_is_refused_at_validation(tmp_path, capsys, body, key):
+    path = tmp_path / "huge.yaml"
+    path.write_text("sim: {frames: 2}\n" + body)
+    t0 = time.perf_counter()
+    _refused(capsys, ["validate", str(path)], f"{path}:4: {key}:", "needs about", "available")
+    _refused(capsys, ["run", str(path), "--out", str(tmp_path / "h.usd"), "--quiet"], key)
+    assert time.perf_counter() - t0 < 10.0 and not (tmp_path / "h.usd").exists()
+
+
+def test_validate_and_info_print_the_memory_estimate(capsys):
+    assert main(["validate", CLOTH]) == 0
+    assert "memory about" in capsys.readouterr().out
+    assert main(["info", CLOTH]) == 0
+    assert any(ln.startswith("memory    about") and "available" in ln for ln in capsys.readouterr().out.splitlines())

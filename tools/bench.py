@@ -747,6 +747,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--device", default="cpu", help="device to benchmark (only 'cpu' for now)")
     parser.add_argument("--only", nargs="+", choices=SECTIONS, default=list(SECTIONS), metavar="SECTION",
                         help=f"run only these sections, of: {' '.join(SECTIONS)}")
+    parser.add_argument("--no-warp", action="store_true",
+                        help="leave the warp-lang columns empty even when it is installed (its cold compiles are slow)")
     args = parser.parse_args(argv)
     if args.device.startswith("cuda"):
         parser.error(f"--device {args.device}: the CUDA backend is not built yet; only --device cpu is supported")
@@ -758,6 +760,9 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> int:
     """Measure the selected sections, then print the title, the table, its notes and the targets line."""
     args = parse_args(argv)
+    if args.no_warp:
+        global warp
+        warp = None
     settings = QUICK if args.quick else FULL
     with tempfile.TemporaryDirectory(prefix="kernels-bench-") as scratch:
         backends = make_backends(scratch)

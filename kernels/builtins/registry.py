@@ -207,14 +207,27 @@ class Overload:
     # The native function updates its first argument in place (random states: `x = wp.randf(state)` advances
     # `state`); the compiler rebinds the caller's variable to the updated value.
     mutates_first: bool = False
-    # Likewise for another argument, by position (`tile_matmul(a, b, out)` accumulates into `out`).
+    # Likewise for other arguments, by position: an int or a tuple of ints (`tile_matmul(a, b, out)` accumulates
+    # into `out`; `hash_grid_query_next(query, index)` advances `query` and writes `index`).
     mutates_arg: object = None
     # Positions of arguments that get no gradient (tile_matmul's alpha, beta): the adjoint pass refuses a value
     # there that carries one, rather than dropping it.
     constant_args: tuple = ()
 
+    def mutated_args(self) -> tuple:
+        """Positions of the arguments the native function updates in place, in order."""
+        if self.mutates_first:
+            return (0,)
+        if self.mutates_arg is None:
+            return ()
+        return tuple(self.mutates_arg) if isinstance(self.mutates_arg, (tuple, list)) else (self.mutates_arg,)
+
 
 BUILTINS: dict[str, list[Overload]] = {}
+
+# Builtins that make a query a `for` loop can iterate over, and the builtin that yields its next index:
+# `for i in wp.hash_grid_query(...)` runs while `hash_grid_query_next(query, i)` gives true.
+QUERY_NEXT: dict[str, str] = {}
 
 
 def add_builtin(name, args, ret, native=None, *, differentiable=True, side_effect=False, doc="", group="",

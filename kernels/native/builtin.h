@@ -11,3 +11,6 @@
 #include "tile.h"
 #include "random.h"
 #include "debug_print.h"
+#include "hash_grid.h"
+#include "geometry.h"
+#include "mesh.h"

@@ -183,14 +183,15 @@ class TypeInference(TileForms):
         results = op.results
         nwant = op.attrs.get("nresults", 1)
         attrs = {"name": name, "overload": ov}
-        idx = op.attrs.get("mutates")
-        if idx is not None:
-            results[-1].type = args[idx].type
-            rtypes = rtypes + [args[idx].type]
-            attrs["mutates"] = idx
+        mutated = op.attrs.get("mutates") or ()
+        if mutated:
+            for r, idx in zip(results[len(results) - len(mutated):], mutated):
+                r.type = args[idx].type
+            rtypes = rtypes + [args[idx].type for idx in mutated]
+            attrs["mutates"] = mutated
         if len(rtypes) != len(results):
-            if len(rtypes) == 0 and len(results) == 1 or (idx is not None and len(rtypes) == len(results) - 1):
-                results = results[1:] if idx is not None else []  # a call used as a statement
+            if len(rtypes) == 0 and len(results) == 1 or (mutated and len(rtypes) == len(results) - 1):
+                results = results[1:] if mutated else []  # a call used as a statement
                 op.results[0].type = None
             else:
                 raise self.error(f"'{name}' gives {len(rtypes)} value(s), but {nwant} are expected here", op)

@@ -27,7 +27,13 @@ PARAMETER = Section([
     Field("bounds", Vector(2), None, "", "[lower, upper] applied to every component after each step"),
     Field("log", Boolean(), False, "", "optimise log(value): relative steps for positive scalars (stiffness)"),
     Field("init", Number(), None, "", "start from this value instead of the scene's (scalars only)"),
-], doc="A learned parameter.", title="parameters[]")
+], doc="A learned parameter.", title="parameters[]", checks=[lambda spec, ctx: check_bounds(spec, ctx)])
+
+
+def check_bounds(spec, ctx):
+    if spec.bounds is not None and not spec.bounds[0] <= spec.bounds[1]:
+        ctx.child("bounds").fail(f"lower bound {spec.bounds[0]:g} exceeds upper bound {spec.bounds[1]:g}: "
+                                 "expected [lower, upper]")
 
 _OBJECT = Field("object", String(), REQUIRED, "", "name of a cloth or particles object of the scene (com_target: "
                 "or of a rigid body)")
@@ -116,11 +122,13 @@ def load_config(path: str, overrides=(), *, text: str | None = None) -> Optimize
     base = os.path.dirname(os.path.abspath(source.file))
     spec = CONFIG.convert(source.data, Ctx(source, (), base))
     kind, where = spec.scene
+    # the config's `set` entries are reported at their own lines, not as --set options
+    labelled = [(text, source.where(("set", i)) + f": set[{i}]") for i, text in enumerate(spec.set)]
     if kind == "file":
-        scene = Scene.load(where, spec.set)
+        scene = Scene.load(where, labelled)
     else:  # an inline scene keeps the config's lines in its messages
         prefix = len(where)
         lines = {p[prefix:]: line for p, line in source.lines.items() if p[:prefix] == where}
         sub = Source(source.data["scene"], lines, source.file)
-        scene = Scene.from_source(sub, spec.set)
+        scene = Scene.from_source(sub, labelled)
     return OptimizeConfig(spec, scene, source.file, source)

@@ -11,21 +11,49 @@ def load_trajectory(path: str, key: str | None, object_name: str) -> dict:
     """frame -> positions [n, 3] (m). .npz: array `key` (default: `object_name`, else 'positions') of shape
     [frames, n, 3] holding frames 0, 1, ...; USD: time samples of the `points` of prim `key` (default: the default
     prim's child named `object_name`), time code = frame. Raises ValueError naming what is missing."""
-    if path.lower().endswith(".npz"):
-        return _npz(path, key, object_name)
-    return _usd(path, key, object_name)
+    frames = _npz(path, key, object_name) if path.lower().endswith(".npz") else _usd(path, key, object_name)
+    for f in sorted(frames):
+        bad = ~np.isfinite(frames[f]).all(axis=-1)
+        if bad.any():
+            raise ValueError(f"{os.path.basename(path)}: the recorded positions of frame {f} are not finite "
+                             f"(particle {int(np.argmax(bad))}, {int(bad.sum())} particle(s) affected)")
+    return frames
 
 
 def _npz(path, key, object_name):
-    with np.load(path) as data:
-        names = list(data.keys())
-        name = key or (object_name if object_name in names else "positions")
-        if name not in names:
-            raise ValueError(f"{os.path.basename(path)} has no array '{name}' (it has: {', '.join(names)})")
-        a = np.asarray(data[name], np.float64)
+    import pickle
+    import zipfile
+    if not _is_zip(path):
+        raise ValueError(f"{os.path.basename(path)} is not a .npz archive (not a zip file)")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            names = list(data.keys())
+            name = key or (object_name if object_name in names else "positions")
+            if name not in names:
+                raise ValueError(f"{os.path.basename(path)} has no array '{name}' (it has: {', '.join(names)})")
+            a = np.asarray(data[name], np.float64)
+    except AttributeError:  # np.load gave a plain array: a .npy file named .npz
+        raise ValueError(f"{os.path.basename(path)} is not a .npz archive (it holds a single array)") from None
+    except (zipfile.BadZipFile, pickle.UnpicklingError, EOFError) as e:
+        raise ValueError(f"{os.path.basename(path)} is not a valid .npz archive ({e})") from None
+    except ValueError as e:
+        if "has no array" in str(e):
+            raise
+        raise ValueError(f"{os.path.basename(path)} is not a valid .npz archive ({e})") from None
     if a.ndim != 3 or a.shape[2] != 3:
         raise ValueError(f"array '{name}' must have shape [frames, particles, 3], got {list(a.shape)}")
     return {f: a[f] for f in range(a.shape[0])}
+
+
+def _is_zip(path: str) -> bool:
+    """Whether `path` starts like a zip archive (what np.savez writes); a missing file is left to np.load."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) in (b"PK\x03\x04", b"PK\x05\x06")
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
 
 
 def _usd(path, key, object_name):

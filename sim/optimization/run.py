@@ -17,7 +17,7 @@ import kernels as wp
 from autodiff import SGD, Adam, CheckpointedRollout, Tape
 
 from .. import losses as L
-from ..scene.errors import SceneError
+from ..scene.errors import SceneError, SimulationError
 from ..atomic_file import write_atomic
 from ..scene.progress import Progress
 from .config import OptimizeConfig, load_config
@@ -150,6 +150,22 @@ class Problem:
         self._tape = tape
         return value, peak
 
+    def find_blowup(self):
+        """Simulate the current parameters without a Tape, checking every frame; the SimulationError naming the
+        first frame and object with a non-finite position or velocity, or None if the rollout stays finite."""
+        from ..scene.scene import _check_finite
+        built, model = self.built, self.built.model
+        state, scratch = model.state(), model.state()
+        for p in self.params:
+            p.apply(built, state)
+        for frame in range(1, self.frames + 1):
+            state, scratch = built.step_frame(state, scratch, frame)
+            try:
+                _check_finite(built, state, frame)
+            except SimulationError as e:
+                return e
+        return None
+
     def _replay(self) -> float:
         """The loss of a replay of the captured forward + backward (captured on the first call)."""
         if self._graph is None:
@@ -247,7 +263,10 @@ def optimize(config, *, iterations: int | None = None, out_dir: str | None = Non
         if resume:
             if not os.path.exists(os.path.join(out_dir, SNAPSHOT)):
                 raise SceneError(out_dir, (), f"nothing to resume: no {SNAPSHOT} in this folder")
-            start, rows = load_snapshot(out_dir, problem.params, problem.optimizer, digest)
+            try:
+                start, rows = load_snapshot(out_dir, problem.params, problem.optimizer, digest)
+            except ValueError as e:
+                raise SceneError("--resume", (), str(e)) from None
     bar = Progress(total, unit="iterations", enabled=progress)
     converged, seconds = bool(rows) and rows[-1][1] <= spec.tolerance, []
     it = start
@@ -280,7 +299,13 @@ def _iterate(problem: Problem, it: int, total: int, rows: list, seconds: list, b
         loss, mem = problem.loss_and_gradient(measure_memory=(it == start))
         peak = max(peak, mem)
         if not math.isfinite(loss):
-            raise FloatingPointError(f"iteration {it}: the loss is {loss}; lower the learning rate or check bounds")
+            blowup = problem.find_blowup()
+            if blowup is not None:
+                raise SimulationError(blowup.frame, blowup.quantity,
+                                      f"{blowup.detail}; the forward simulation blew up at iteration {it}, with "
+                                      f"parameters {_describe_values(problem)}")
+            raise FloatingPointError(f"iteration {it}: the loss is {loss} although the simulation stayed finite; "
+                                     "lower the learning rate or check bounds")
         values = [p.value() for p in problem.params]
         converged = loss <= spec.tolerance
         grad_norm = problem.optimizer.grad_norm()
@@ -295,6 +320,14 @@ def _iterate(problem: Problem, it: int, total: int, rows: list, seconds: list, b
             save_snapshot(out_dir, it, problem.params, problem.optimizer, rows, digest)
             write_loss_csv(out_dir, problem.params, rows)
     return it, converged, peak
+
+
+def _describe_values(problem) -> str:
+    parts = []
+    for p in problem.params:
+        v = p.value()
+        parts.append(f"{p.path} = {v if not isinstance(v, list) or len(v) <= 4 else f'[{len(v)} values]'}")
+    return ", ".join(parts)
 
 
 def _next_iteration(rows: list, start: int) -> int:

@@ -34,11 +34,34 @@ def load_snapshot(out_dir: str, params: list, optimizer, config_digest: str) -> 
     """Restore variables and optimiser from `out_dir`'s snapshot; returns (next iteration, rows). Raises
     FileNotFoundError when there is none and ValueError when it belongs to another config."""
     path = os.path.join(out_dir, SNAPSHOT)
-    with np.load(path) as data:
+    try:
+        return _read_snapshot(path, params, optimizer, config_digest)
+    except FileNotFoundError:
+        raise
+    except _DifferentConfig as e:
+        raise ValueError(str(e)) from None
+    except Exception as e:  # noqa: BLE001  any damage (not a zip, missing arrays, bad json): say so, never a traceback
+        raise SnapshotError(f"{path} is damaged and cannot be resumed from ({type(e).__name__}: {e}); remove it "
+                            "to start over, or use another --out-dir") from None
+
+
+class SnapshotError(ValueError):
+    """A snapshot that cannot be read back."""
+
+
+class _DifferentConfig(Exception):
+    pass
+
+
+def _read_snapshot(path: str, params: list, optimizer, config_digest: str) -> tuple:
+    from .data import _is_zip
+    if os.path.exists(path) and not _is_zip(path):
+        raise ValueError("not a zip archive")
+    with np.load(path, allow_pickle=False) as data:
         meta = json.loads(str(data["meta"]))
         if meta["config"] != config_digest or meta["paths"] != [p.path for p in params]:
-            raise ValueError(f"{path} was written for a different config or parameters; remove it or use another "
-                             "--out-dir")
+            raise _DifferentConfig(f"{path} was written for a different config or parameters; remove it or use "
+                                   "another --out-dir")
         for k, p in enumerate(params):
             p.variable.assign(data[f"var_{k}"])
         state = dict(meta["optimizer"])

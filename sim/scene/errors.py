@@ -25,5 +25,5 @@ class SimulationError(RuntimeError):
     """A run produced a non-finite value: names the frame, the quantity and the object it belongs to."""
 
     def __init__(self, frame: int, quantity: str, detail: str):
-        self.frame, self.quantity = frame, quantity
+        self.frame, self.quantity, self.detail = frame, quantity, detail
         super().__init__(f"frame {frame}: {quantity} is not finite ({detail})")

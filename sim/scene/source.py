@@ -51,9 +51,14 @@ class Source:
 
     # ------------------------------------------------------------------------------------------------ overrides
 
-    def apply_override(self, text: str):
-        """Apply one `key.path=value` (value parsed as YAML; list items by index: `cloth.0.mass=0.2`)."""
-        label = f"--set {text}"
+    def apply_override(self, text, label: str | None = None):
+        """Apply one `key.path=value` (value parsed as YAML; list items by index: `cloth.0.mass=0.2`). `label` says
+        where it came from in errors (default `--set key.path=value`); `text` may also be a (text, label) pair."""
+        if isinstance(text, tuple):
+            text, label = text
+        if not isinstance(text, str):
+            raise SceneError(label or "--set", (), f"expected KEY.PATH=VALUE text, got {text!r}")
+        label = label or f"--set {text}"
         key, sep, raw = text.partition("=")
         if not sep or not key.strip():
             raise SceneError(label, (), "expected KEY.PATH=VALUE")

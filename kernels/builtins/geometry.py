@@ -1,0 +1,96 @@
+"""Spatial queries (Warp's "Geometry" group): hash grid neighbour queries, triangle mesh queries, closest points.
+
+Native code: kernels/native/hash_grid.h, kernels/native/mesh.h, kernels/native/geometry.h. Grids and meshes are
+built on the host (kernels/hash_grid.py, kernels/mesh.py) and reach kernels as uint64 ids.
+"""
+
+from __future__ import annotations
+
+from .. import types as T
+from ..hash_grid import hash_grid_query_type
+from ..mesh import MeshQueryPoint, MeshQueryRay, MeshValue
+from .registry import QUERY_NEXT, S, V, add_builtin
+
+GROUP = "geometry"
+U64, I32 = T.uint64, T.int32
+
+# ---- hash grid -----------------------------------------------------------------------------------------------
+
+_HF = S("T", "float")
+_query = lambda b: hash_grid_query_type(b["T"])  # noqa: E731
+add_builtin("hash_grid_query", (U64, V(3, _HF), _HF), _query, group=GROUP, differentiable=False,
+            arg_names=("id", "point", "max_dist"),
+            doc="query the points of grid `id` in the cells within `max_dist` of `point`; iterate it with "
+                "`for index in ...` or `while wp.hash_grid_query_next(query, index)` and filter by distance")
+add_builtin("hash_grid_query", (U64, V(3, _HF), _HF, I32), _query, group=GROUP, differentiable=False,
+            arg_names=("id", "point", "max_dist", "group"),
+            doc="as hash_grid_query, yielding only points of `group` when the grid was built with groups")
+for _dtype in (T.float16, T.float32, T.float64):
+    add_builtin("hash_grid_query_next", (hash_grid_query_type(_dtype), I32), T.bool_, group=GROUP,
+                differentiable=False, mutates_arg=(0, 1), arg_names=("query", "index"),
+                doc="advance the query: true with the next candidate point's index in `index`, false when done")
+QUERY_NEXT["hash_grid_query"] = "hash_grid_query_next"
+add_builtin("hash_grid_point_id", (U64, I32), I32, group=GROUP, differentiable=False, arg_names=("id", "index"),
+            doc="index of the point at position `index` of the grid's cell order (-1 out of range): launching "
+                "over points in this order makes neighbouring threads read neighbouring points")
+
+# ---- triangle meshes -----------------------------------------------------------------------------------------
+
+F32, V3 = T.float32, T.vec3
+_ID_P_D = ("id", "point", "max_dist")
+add_builtin("mesh_get", (U64,), MeshValue, group=GROUP, differentiable=False, arg_names=("id",),
+            doc="the mesh `id` as a value whose points, velocities and indices arrays kernels can read")
+add_builtin("mesh_query_point", (U64, V3, F32), MeshQueryPoint, group=GROUP, arg_names=_ID_P_D,
+            doc="closest point of the mesh within max_dist; sign by a majority vote of three axis-aligned rays; "
+                "differentiable: u, v w.r.t. point")
+add_builtin("mesh_query_point_no_sign", (U64, V3, F32), MeshQueryPoint, group=GROUP, arg_names=_ID_P_D,
+            doc="closest point of the mesh within max_dist, without a sign; differentiable: u, v w.r.t. point")
+add_builtin("mesh_query_point_sign_normal", (U64, V3, F32), MeshQueryPoint, group=GROUP, arg_names=_ID_P_D,
+            doc="closest point; sign from the closest face's normal (at shared edges and vertices, the face whose "
+                "normal best faces the point); differentiable: u, v w.r.t. point")
+add_builtin("mesh_query_point_sign_winding_number", (U64, V3, F32, F32, F32), MeshQueryPoint, group=GROUP,
+            arg_names=_ID_P_D + ("accuracy", "threshold"), defaults={"accuracy": 2.0, "threshold": 0.5},
+            doc="closest point; inside when the exact winding number exceeds threshold (`accuracy` is accepted "
+                "and unused: the sum over faces is exact); differentiable: u, v w.r.t. point")
+add_builtin("mesh_query_point_sign_winding_number", (U64, V3, F32), MeshQueryPoint, group=GROUP, arg_names=_ID_P_D,
+            native="mesh_query_point_sign_winding_number_default",
+            doc="mesh_query_point_sign_winding_number with accuracy 2 and threshold 0.5")
+# Out-parameter forms: results are written into the caller's variables (not differentiable).
+add_builtin("mesh_query_point", (U64, V3, F32, F32, I32, F32, F32), T.bool_, group=GROUP, differentiable=False,
+            mutates_arg=(3, 4, 5, 6), arg_names=_ID_P_D + ("inside", "face", "bary_u", "bary_v"),
+            doc="closest point, written into sign, face, bary_u, bary_v; true if found")
+add_builtin("mesh_query_point_no_sign", (U64, V3, F32, I32, F32, F32), T.bool_, group=GROUP, differentiable=False,
+            mutates_arg=(3, 4, 5), arg_names=_ID_P_D + ("face", "bary_u", "bary_v"),
+            doc="closest point, written into face, bary_u, bary_v; true if found")
+add_builtin("mesh_query_ray", (U64, V3, V3, F32), MeshQueryRay, group=GROUP, differentiable=False,
+            arg_names=("id", "start", "dir", "max_t"),
+            doc="closest hit of the ray start + t dir, t in [0, max_t) (gradients through ray casts are not "
+                "supported: a compile-time error on a gradient path)")
+_RAY_OUT = ("id", "start", "dir", "max_t", "t", "bary_u", "bary_v", "sign", "normal", "face")
+add_builtin("mesh_query_ray", (U64, V3, V3, F32, F32, F32, F32, F32, V3, I32), T.bool_, group=GROUP,
+            differentiable=False, mutates_arg=(4, 5, 6, 7, 8, 9), arg_names=_RAY_OUT,
+            doc="closest hit, written into t, bary_u, bary_v, sign, normal, face; true if hit")
+add_builtin("mesh_query_ray", (U64, V3, V3, F32, F32, F32, F32, F32, V3, I32, I32), T.bool_, group=GROUP,
+            differentiable=False, mutates_arg=(4, 5, 6, 7, 8, 9), arg_names=_RAY_OUT + ("root",),
+            doc="as mesh_query_ray with outputs, searching only the subtree `root` (mesh_get_group_root; -1: all)")
+add_builtin("mesh_get_group_root", (U64, I32), I32, group=GROUP, differentiable=False, arg_names=("id", "group"),
+            doc="BVH root of the faces of `group` (meshes built with groups), -1 if there is none")
+add_builtin("mesh_eval_position", (U64, I32, F32, F32), V3, group=GROUP, arg_names=("id", "face", "bary_u", "bary_v"),
+            doc="u x_i + v x_j + (1 - u - v) x_k on face `face`; differentiable w.r.t. u, v")
+add_builtin("mesh_eval_velocity", (U64, I32, F32, F32), V3, group=GROUP, arg_names=("id", "face", "bary_u", "bary_v"),
+            doc="vertex velocities interpolated like mesh_eval_position; differentiable w.r.t. u, v")
+add_builtin("mesh_eval_face_normal", (U64, I32), V3, group=GROUP, differentiable=False, arg_names=("id", "face"),
+            doc="unit normal of face `face` (right-handed winding)")
+add_builtin("mesh_get_point", (U64, I32), V3, group=GROUP, differentiable=False, arg_names=("id", "index"),
+            doc="position of the vertex at entry `index` of the indices (3 * face + corner)")
+add_builtin("mesh_get_velocity", (U64, I32), V3, group=GROUP, differentiable=False, arg_names=("id", "index"),
+            doc="velocity of the vertex at entry `index` of the indices")
+add_builtin("mesh_get_index", (U64, I32), I32, group=GROUP, differentiable=False, arg_names=("id", "index"),
+            doc="entry `index` of the mesh's indices")
+
+# ---- closest points ------------------------------------------------------------------------------------------
+
+add_builtin("closest_point_edge_edge", (V3, V3, V3, V3, F32), V3, group=GROUP,
+            arg_names=("p1", "q1", "p2", "q2", "epsilon"),
+            doc="vec3(s, t, d): closest points p1 + s (q1 - p1) and p2 + t (q2 - p2) of two segments and their "
+                "distance; a segment with squared length <= epsilon is a point (weight 0); differentiable")

@@ -1,0 +1,467 @@
+// Triangle mesh queries (wp.Mesh): closest point (with inside/outside sign), ray casts, evaluation at barycentric
+// coordinates. The mesh and its bounding volume hierarchy are built on the host (kernels/mesh.py), which fills
+// mesh_t; kernels get its address as a uint64 id. Barycentrics follow Warp: a point of face f with vertices
+// (i, j, k) is u * x_i + v * x_j + (1 - u - v) * x_k.
+#pragma once
+#include "core.h"
+#include "vec.h"
+#include "array.h"
+#include "geometry.h"
+
+namespace wp {
+
+struct mesh_t {
+    array_t<vec3f_t> points;      // [num_points] vertex positions [m]
+    array_t<vec3f_t> velocities;  // [num_points] vertex velocities [m/s] (may be empty)
+    array_t<int32> indices;       // [3 * num_tris] vertex indices, three per face
+    int32 num_points;
+    int32 num_tris;
+    uint64 magic;                 // MESH_MAGIC: a cheap check that a handle points to a mesh
+    // BVH, nodes stored flat; a node is a leaf when left < 0, its faces being prims[start:end)
+    const vec3f_t* node_lower;
+    const vec3f_t* node_upper;
+    const int32* node_left;
+    const int32* node_right;
+    const int32* node_start;
+    const int32* node_end;
+    const int32* prims;
+    int32 root;                   // the root node, or -1 for an empty mesh
+    int32 num_groups;
+    const int32* group_ids;       // [num_groups] sorted group ids
+    const int32* group_roots;     // [num_groups] the root of each group's subtree
+};
+
+static const uint64 MESH_MAGIC = 0x6d6573682d627668ull;
+
+CUDA_CALLABLE inline mesh_t add(const mesh_t& a, const mesh_t&) { return a; }
+
+// Element i of a mesh array, bounds-checked in debug mode like kernel array reads.
+template <typename T> CUDA_CALLABLE inline T mesh_at(const array_t<T>& a, int64 i) { return index(a, 0, i); }
+
+CUDA_CALLABLE inline const mesh_t* mesh_ptr(uint64 id) {
+    const mesh_t* m = (const mesh_t*)id;
+    if (m == nullptr || m->magic != MESH_MAGIC)
+        return nullptr;
+    return m;
+}
+
+// The mesh as a value (points, velocities, indices readable in kernels); zero for a bad id.
+CUDA_CALLABLE inline mesh_t mesh_get(uint64 id) {
+    const mesh_t* m = mesh_ptr(id);
+    return m ? *m : mesh_t();
+}
+
+CUDA_CALLABLE inline void mesh_face(const mesh_t& m, int32 f, vec3f_t& a, vec3f_t& b, vec3f_t& c) {
+    a = mesh_at(m.points, mesh_at(m.indices, 3 * f));
+    b = mesh_at(m.points, mesh_at(m.indices, 3 * f + 1));
+    c = mesh_at(m.points, mesh_at(m.indices, 3 * f + 2));
+}
+
+// Squared distance from p to the box [lo, hi].
+CUDA_CALLABLE inline float32 mesh_box_dist_sq(const vec3f_t& lo, const vec3f_t& hi, const vec3f_t& p) {
+    float32 d = 0.0f;
+    for (int k = 0; k < 3; ++k) {
+        float32 e = p.c[k] < lo.c[k] ? lo.c[k] - p.c[k] : (p.c[k] > hi.c[k] ? p.c[k] - hi.c[k] : 0.0f);
+        d += e * e;
+    }
+    return d;
+}
+
+static const int MESH_STACK = 64;  // BVH depth bound: the host builder splits at the median, depth <= log2(n) + 2
+
+// ---- closest point ------------------------------------------------------------------------------------------
+
+struct mesh_closest_t {
+    int32 face;
+    float32 u, v;
+    float32 dist_sq;
+    float32 sign_cos;  // normal . (p - closest) / |p - closest| of the chosen face, for the normal sign test
+};
+
+// Closest face strictly within max_dist. Among faces at (numerically) the same distance, keeps the one whose normal
+// is most aligned with p - closest: at a shared edge or vertex that face tells inside from outside correctly.
+CUDA_CALLABLE inline bool mesh_closest(const mesh_t& m, const vec3f_t& p, float32 max_dist, mesh_closest_t& out) {
+    out.face = -1; out.u = 0.0f; out.v = 0.0f; out.sign_cos = 0.0f;
+    out.dist_sq = max_dist * max_dist;
+    if (m.root < 0 || !(max_dist > 0.0f))
+        return false;
+    int32 stack[MESH_STACK];
+    int top = 0;
+    stack[top++] = m.root;
+    while (top > 0) {
+        int32 n = stack[--top];
+        if (mesh_box_dist_sq(m.node_lower[n], m.node_upper[n], p) > out.dist_sq * 1.0001f + 1e-12f)
+            continue;
+        if (m.node_left[n] >= 0) {
+            stack[top++] = m.node_left[n];
+            stack[top++] = m.node_right[n];
+            continue;
+        }
+        for (int32 k = m.node_start[n]; k < m.node_end[n]; ++k) {
+            int32 f = m.prims[k];
+            vec3f_t a, b, c;
+            mesh_face(m, f, a, b, c);
+            float32 wa, wb, wc;
+            closest_point_triangle_weights(a, b, c, p, wa, wb, wc);
+            vec3f_t q = geo_axpy(wa, a, geo_axpy(wb, b, geo_axpy(wc, c, vec3f_t())));
+            vec3f_t d = geo_sub(p, q);
+            float32 dsq = geo_dot(d, d);
+            vec3f_t nrm = geo_cross(geo_sub(b, a), geo_sub(c, a));
+            float32 nn = ::sqrtf(geo_dot(nrm, nrm) * dsq);
+            float32 cosv = nn > 0.0f ? geo_dot(nrm, d) / nn : 0.0f;
+            float32 tol = 1e-6f * (out.dist_sq > 0.0f ? out.dist_sq : 1e-12f);
+            bool better = out.face < 0 ? dsq < out.dist_sq
+                                       : (dsq < out.dist_sq - tol
+                                          || (dsq <= out.dist_sq + tol && ::fabsf(cosv) > ::fabsf(out.sign_cos)));
+            if (better) {
+                out.face = f; out.u = wa; out.v = wb;
+                out.dist_sq = dsq < out.dist_sq ? dsq : out.dist_sq;
+                out.sign_cos = cosv;
+            }
+        }
+    }
+    return out.face >= 0;
+}
+
+// ---- rays ----------------------------------------------------------------------------------------------------
+
+struct mesh_hit_t {
+    int32 face;
+    float32 t, u, v;
+    float32 sign;      // 1 when the ray hits the front of the face (against its normal), -1 from behind
+    vec3f_t normal;    // unit face normal
+};
+
+// Ray-triangle intersection (Moller-Trumbore, edges inclusive): true with t >= 0 and the weights of a and b.
+CUDA_CALLABLE inline bool mesh_ray_triangle(const vec3f_t& o, const vec3f_t& dir, const vec3f_t& a, const vec3f_t& b,
+                                            const vec3f_t& c, float32& t, float32& u, float32& v) {
+    vec3f_t e1 = geo_sub(b, a), e2 = geo_sub(c, a);
+    vec3f_t h = geo_cross(dir, e2);
+    float32 det = geo_dot(e1, h);
+    if (det == 0.0f)
+        return false;
+    float32 inv = 1.0f / det;
+    vec3f_t s = geo_sub(o, a);
+    float32 wb = geo_dot(s, h) * inv;
+    if (wb < 0.0f || wb > 1.0f)
+        return false;
+    vec3f_t qv = geo_cross(s, e1);
+    float32 wc = geo_dot(dir, qv) * inv;
+    if (wc < 0.0f || wb + wc > 1.0f)
+        return false;
+    t = geo_dot(e2, qv) * inv;
+    if (!(t >= 0.0f))
+        return false;
+    u = 1.0f - wb - wc;
+    v = wb;
+    return true;
+}
+
+CUDA_CALLABLE inline bool mesh_ray_box(const vec3f_t& lo, const vec3f_t& hi, const vec3f_t& o, const vec3f_t& dir,
+                                       float32 t_max) {
+    float32 t0 = 0.0f, t1 = t_max;
+    for (int k = 0; k < 3; ++k) {
+        if (dir.c[k] == 0.0f) {
+            if (o.c[k] < lo.c[k] || o.c[k] > hi.c[k]) return false;
+            continue;
+        }
+        float32 inv = 1.0f / dir.c[k];
+        float32 ta = (lo.c[k] - o.c[k]) * inv, tb = (hi.c[k] - o.c[k]) * inv;
+        if (ta > tb) { float32 x = ta; ta = tb; tb = x; }
+        t0 = ta > t0 ? ta : t0;
+        t1 = tb < t1 ? tb : t1;
+        if (t0 > t1 * 1.000001f + 1e-7f) return false;
+    }
+    return true;
+}
+
+// Closest hit with t < max_t from node `root` (the whole mesh when root < 0).
+CUDA_CALLABLE inline bool mesh_ray(const mesh_t& m, const vec3f_t& o, const vec3f_t& dir, float32 max_t, int32 root,
+                                   mesh_hit_t& hit) {
+    hit.face = -1; hit.t = max_t; hit.u = 0.0f; hit.v = 0.0f; hit.sign = 0.0f; hit.normal = vec3f_t();
+    int32 start = root >= 0 ? root : m.root;
+    if (start < 0)
+        return false;
+    int32 stack[MESH_STACK];
+    int top = 0;
+    stack[top++] = start;
+    while (top > 0) {
+        int32 n = stack[--top];
+        if (!mesh_ray_box(m.node_lower[n], m.node_upper[n], o, dir, hit.t))
+            continue;
+        if (m.node_left[n] >= 0) {
+            stack[top++] = m.node_left[n];
+            stack[top++] = m.node_right[n];
+            continue;
+        }
+        for (int32 k = m.node_start[n]; k < m.node_end[n]; ++k) {
+            int32 f = m.prims[k];
+            vec3f_t a, b, c;
+            mesh_face(m, f, a, b, c);
+            float32 t, u, v;
+            if (mesh_ray_triangle(o, dir, a, b, c, t, u, v) && t < hit.t) {
+                hit.face = f; hit.t = t; hit.u = u; hit.v = v;
+                vec3f_t nrm = geo_cross(geo_sub(b, a), geo_sub(c, a));
+                float32 len = ::sqrtf(geo_dot(nrm, nrm));
+                if (len > 0.0f) { nrm.c[0] /= len; nrm.c[1] /= len; nrm.c[2] /= len; }
+                hit.normal = nrm;
+                hit.sign = geo_dot(nrm, dir) < 0.0f ? 1.0f : -1.0f;
+            }
+        }
+    }
+    return hit.face >= 0;
+}
+
+// ---- signs ---------------------------------------------------------------------------------------------------
+
+// Majority vote of three axis-aligned rays: a ray whose closest hit is a back face (hit from inside) votes inside;
+// a miss votes outside. Returns -1 inside, 1 outside.
+CUDA_CALLABLE inline float32 mesh_sign_rays(const mesh_t& m, const vec3f_t& p) {
+    int inside = 0;
+    for (int k = 0; k < 3; ++k) {
+        vec3f_t dir;
+        dir.c[k] = 1.0f;
+        mesh_hit_t hit;
+        if (mesh_ray(m, p, dir, 3.0e38f, -1, hit) && hit.sign < 0.0f)
+            inside++;
+    }
+    return inside >= 2 ? -1.0f : 1.0f;
+}
+
+// Generalised winding number: the solid angles of all faces seen from p, over 4 pi (van Oosterom & Strackee).
+CUDA_CALLABLE inline float32 mesh_winding_number(const mesh_t& m, const vec3f_t& p) {
+    float64 total = 0.0;
+    for (int32 f = 0; f < m.num_tris; ++f) {
+        vec3f_t a, b, c;
+        mesh_face(m, f, a, b, c);
+        vec3f_t x = geo_sub(a, p), y = geo_sub(b, p), z = geo_sub(c, p);
+        float64 lx = ::sqrt(float64(geo_dot(x, x))), ly = ::sqrt(float64(geo_dot(y, y)));
+        float64 lz = ::sqrt(float64(geo_dot(z, z)));
+        float64 num = geo_dot(x, geo_cross(y, z));
+        float64 den = lx * ly * lz + geo_dot(x, y) * lz + geo_dot(y, z) * lx + geo_dot(z, x) * ly;
+        total += 2.0 * ::atan2(num, den);
+    }
+    return float32(total / (4.0 * 3.14159265358979323846));
+}
+
+// ---- query results (wp.MeshQueryPoint, wp.MeshQueryRay) -----------------------------------------------------
+
+struct mesh_query_point_t {
+    bool result;
+    float32 sign;
+    int32 face;
+    float32 u;
+    float32 v;
+    CUDA_CALLABLE mesh_query_point_t() : result(false), sign(0.0f), face(0), u(0.0f), v(0.0f) {}
+};
+CUDA_CALLABLE inline mesh_query_point_t add(const mesh_query_point_t& a, const mesh_query_point_t& b) {
+    mesh_query_point_t r = a;
+    r.sign += b.sign; r.u += b.u; r.v += b.v;
+    return r;
+}
+
+struct mesh_query_ray_t {
+    bool result;
+    float32 sign;
+    int32 face;
+    float32 t;
+    float32 u;
+    float32 v;
+    vec3f_t normal;
+    CUDA_CALLABLE mesh_query_ray_t() : result(false), sign(0.0f), face(0), t(0.0f), u(0.0f), v(0.0f) {}
+};
+CUDA_CALLABLE inline mesh_query_ray_t add(const mesh_query_ray_t& a, const mesh_query_ray_t& b) {
+    mesh_query_ray_t r = a;
+    r.sign += b.sign; r.t += b.t; r.u += b.u; r.v += b.v;
+    r.normal = geo_axpy(1.0f, b.normal, r.normal);
+    return r;
+}
+
+// sign_mode: 0 none, 1 rays, 2 normal, 3 winding number (threshold)
+CUDA_CALLABLE inline mesh_query_point_t mesh_query_point_impl(uint64 id, const vec3f_t& p, float32 max_dist,
+                                                              int sign_mode, float32 threshold) {
+    mesh_query_point_t q;
+    const mesh_t* m = mesh_ptr(id);
+    mesh_closest_t c;
+    if (m == nullptr || !mesh_closest(*m, p, max_dist, c))
+        return q;
+    q.result = true; q.face = c.face; q.u = c.u; q.v = c.v;
+    if (sign_mode == 1)
+        q.sign = mesh_sign_rays(*m, p);
+    else if (sign_mode == 2)
+        q.sign = c.sign_cos < 0.0f ? -1.0f : 1.0f;
+    else if (sign_mode == 3)
+        q.sign = mesh_winding_number(*m, p) > threshold ? -1.0f : 1.0f;
+    return q;
+}
+
+// Gradient of a closest-point query: the weights (u, v) of the closest point move with p (see
+// adj_closest_point_triangle_weights); face and sign are piecewise constant.
+CUDA_CALLABLE inline void mesh_query_point_adjoint(uint64 id, const vec3f_t& p, const mesh_query_point_t& q,
+                                                   vec3f_t& adj_p, const mesh_query_point_t& adj_ret) {
+    const mesh_t* m = mesh_ptr(id);
+    if (m == nullptr || !q.result)
+        return;
+    vec3f_t a, b, c;
+    mesh_face(*m, q.face, a, b, c);
+    adj_closest_point_triangle_weights(a, b, c, p, adj_ret.u, adj_ret.v, adj_p);
+}
+
+CUDA_CALLABLE inline mesh_query_point_t mesh_query_point(uint64 id, vec3f_t p, float32 max_dist) {
+    return mesh_query_point_impl(id, p, max_dist, 1, 0.0f);
+}
+CUDA_CALLABLE inline mesh_query_point_t mesh_query_point_no_sign(uint64 id, vec3f_t p, float32 max_dist) {
+    return mesh_query_point_impl(id, p, max_dist, 0, 0.0f);
+}
+CUDA_CALLABLE inline mesh_query_point_t mesh_query_point_sign_normal(uint64 id, vec3f_t p, float32 max_dist) {
+    return mesh_query_point_impl(id, p, max_dist, 2, 0.0f);
+}
+CUDA_CALLABLE inline mesh_query_point_t mesh_query_point_sign_winding_number(uint64 id, vec3f_t p, float32 max_dist,
+                                                                             float32 accuracy, float32 threshold) {
+    return mesh_query_point_impl(id, p, max_dist, 3, threshold);
+}
+
+CUDA_CALLABLE inline mesh_query_point_t mesh_query_point_sign_winding_number_default(uint64 id, vec3f_t p,
+                                                                                     float32 max_dist) {
+    return mesh_query_point_impl(id, p, max_dist, 3, 0.5f);
+}
+
+#define WP_MESH_QUERY_POINT_ADJ(NAME, CALL)                                                                          \
+    CUDA_CALLABLE inline void adj_##NAME(uint64 id, vec3f_t p, float32 max_dist, uint64&, vec3f_t& adj_p, float32&,  \
+                                         const mesh_query_point_t& adj_ret) {                                        \
+        mesh_query_point_t q = CALL;                                                                                 \
+        mesh_query_point_adjoint(id, p, q, adj_p, adj_ret);                                                          \
+    }
+WP_MESH_QUERY_POINT_ADJ(mesh_query_point, mesh_query_point_no_sign(id, p, max_dist))
+WP_MESH_QUERY_POINT_ADJ(mesh_query_point_no_sign, mesh_query_point_no_sign(id, p, max_dist))
+WP_MESH_QUERY_POINT_ADJ(mesh_query_point_sign_normal, mesh_query_point_no_sign(id, p, max_dist))
+WP_MESH_QUERY_POINT_ADJ(mesh_query_point_sign_winding_number_default, mesh_query_point_no_sign(id, p, max_dist))
+#undef WP_MESH_QUERY_POINT_ADJ
+CUDA_CALLABLE inline void adj_mesh_query_point_sign_winding_number(uint64 id, vec3f_t p, float32 max_dist,
+                                                                   float32 accuracy, float32 threshold, uint64&,
+                                                                   vec3f_t& adj_p, float32&, float32&, float32&,
+                                                                   const mesh_query_point_t& adj_ret) {
+    mesh_query_point_t q = mesh_query_point_no_sign(id, p, max_dist);
+    mesh_query_point_adjoint(id, p, q, adj_p, adj_ret);
+}
+
+// Out-parameter forms (Warp's older signatures): results written into the caller's variables. Not differentiable.
+CUDA_CALLABLE inline bool mesh_query_point_out(uint64 id, vec3f_t p, float32 max_dist, float32& sign, int32& face,
+                                               float32& u, float32& v, int sign_mode) {
+    mesh_query_point_t q = mesh_query_point_impl(id, p, max_dist, sign_mode, 0.0f);
+    if (q.result) { sign = q.sign; face = q.face; u = q.u; v = q.v; }
+    return q.result;
+}
+CUDA_CALLABLE inline bool mesh_query_point(uint64 id, vec3f_t p, float32 max_dist, float32& sign, int32& face,
+                                           float32& u, float32& v) {
+    return mesh_query_point_out(id, p, max_dist, sign, face, u, v, 1);
+}
+CUDA_CALLABLE inline bool mesh_query_point_no_sign(uint64 id, vec3f_t p, float32 max_dist, int32& face, float32& u,
+                                                   float32& v) {
+    float32 sign = 0.0f;
+    return mesh_query_point_out(id, p, max_dist, sign, face, u, v, 0);
+}
+
+CUDA_CALLABLE inline mesh_query_ray_t mesh_query_ray(uint64 id, vec3f_t start, vec3f_t dir, float32 max_t) {
+    mesh_query_ray_t q;
+    const mesh_t* m = mesh_ptr(id);
+    mesh_hit_t hit;
+    if (m == nullptr || !mesh_ray(*m, start, dir, max_t, -1, hit))
+        return q;
+    q.result = true; q.sign = hit.sign; q.face = hit.face; q.t = hit.t; q.u = hit.u; q.v = hit.v;
+    q.normal = hit.normal;
+    return q;
+}
+CUDA_CALLABLE inline bool mesh_query_ray(uint64 id, vec3f_t start, vec3f_t dir, float32 max_t, float32& t,
+                                         float32& u, float32& v, float32& sign, vec3f_t& normal, int32& face,
+                                         int32 root = -1) {
+    const mesh_t* m = mesh_ptr(id);
+    mesh_hit_t hit;
+    if (m == nullptr || !mesh_ray(*m, start, dir, max_t, root, hit))
+        return false;
+    t = hit.t; u = hit.u; v = hit.v; sign = hit.sign; normal = hit.normal; face = hit.face;
+    return true;
+}
+
+// Root of the subtree of the faces in `group` (for grouped ray queries), or -1 if the mesh has no such group.
+CUDA_CALLABLE inline int32 mesh_get_group_root(uint64 id, int32 group) {
+    const mesh_t* m = mesh_ptr(id);
+    if (m == nullptr)
+        return -1;
+    int32 lo = 0, hi = m->num_groups;
+    while (lo < hi) {
+        int32 mid = lo + (hi - lo) / 2;
+        if (m->group_ids[mid] < group) lo = mid + 1; else hi = mid;
+    }
+    return lo < m->num_groups && m->group_ids[lo] == group ? m->group_roots[lo] : -1;
+}
+
+// ---- evaluation ----------------------------------------------------------------------------------------------
+
+CUDA_CALLABLE inline vec3f_t mesh_eval_attr(const mesh_t* m, const array_t<vec3f_t>& attr, int32 face, float32 u,
+                                            float32 v, vec3f_t* x_i, vec3f_t* x_j, vec3f_t* x_k) {
+    vec3f_t a = mesh_at(attr, mesh_at(m->indices, 3 * face));
+    vec3f_t b = mesh_at(attr, mesh_at(m->indices, 3 * face + 1));
+    vec3f_t c = mesh_at(attr, mesh_at(m->indices, 3 * face + 2));
+    if (x_i) { *x_i = a; *x_j = b; *x_k = c; }
+    return geo_axpy(u, a, geo_axpy(v, b, geo_axpy(1.0f - u - v, c, vec3f_t())));
+}
+
+CUDA_CALLABLE inline bool mesh_face_ok(const mesh_t* m, int32 face) {
+    return m != nullptr && face >= 0 && face < m->num_tris;
+}
+
+// u x_i + v x_j + (1 - u - v) x_k of face `face`; zero for a bad id or face.
+CUDA_CALLABLE inline vec3f_t mesh_eval_position(uint64 id, int32 face, float32 u, float32 v) {
+    const mesh_t* m = mesh_ptr(id);
+    return mesh_face_ok(m, face) ? mesh_eval_attr(m, m->points, face, u, v, nullptr, nullptr, nullptr) : vec3f_t();
+}
+CUDA_CALLABLE inline void adj_mesh_eval_position(uint64 id, int32 face, float32 u, float32 v, uint64&, int32&,
+                                                 float32& adj_u, float32& adj_v, const vec3f_t& adj_ret) {
+    const mesh_t* m = mesh_ptr(id);
+    if (!mesh_face_ok(m, face)) return;
+    vec3f_t a, b, c;
+    mesh_eval_attr(m, m->points, face, u, v, &a, &b, &c);
+    adj_u += geo_dot(geo_sub(a, c), adj_ret);
+    adj_v += geo_dot(geo_sub(b, c), adj_ret);
+}
+CUDA_CALLABLE inline vec3f_t mesh_eval_velocity(uint64 id, int32 face, float32 u, float32 v) {
+    const mesh_t* m = mesh_ptr(id);
+    if (!mesh_face_ok(m, face) || m->velocities.data == nullptr) return vec3f_t();
+    return mesh_eval_attr(m, m->velocities, face, u, v, nullptr, nullptr, nullptr);
+}
+CUDA_CALLABLE inline void adj_mesh_eval_velocity(uint64 id, int32 face, float32 u, float32 v, uint64&, int32&,
+                                                 float32& adj_u, float32& adj_v, const vec3f_t& adj_ret) {
+    const mesh_t* m = mesh_ptr(id);
+    if (!mesh_face_ok(m, face) || m->velocities.data == nullptr) return;
+    vec3f_t a, b, c;
+    mesh_eval_attr(m, m->velocities, face, u, v, &a, &b, &c);
+    adj_u += geo_dot(geo_sub(a, c), adj_ret);
+    adj_v += geo_dot(geo_sub(b, c), adj_ret);
+}
+
+// Unit normal of face `face` (right-handed winding).
+CUDA_CALLABLE inline vec3f_t mesh_eval_face_normal(uint64 id, int32 face) {
+    const mesh_t* m = mesh_ptr(id);
+    if (!mesh_face_ok(m, face)) return vec3f_t();
+    vec3f_t a, b, c;
+    mesh_face(*m, face, a, b, c);
+    vec3f_t n = geo_cross(geo_sub(b, a), geo_sub(c, a));
+    float32 len = ::sqrtf(geo_dot(n, n));
+    return len > 0.0f ? geo_axpy(1.0f / len - 1.0f, n, n) : n;
+}
+
+CUDA_CALLABLE inline vec3f_t mesh_get_point(uint64 id, int32 index) {
+    const mesh_t* m = mesh_ptr(id);
+    return m ? mesh_at(m->points, mesh_at(m->indices, index)) : vec3f_t();
+}
+CUDA_CALLABLE inline vec3f_t mesh_get_velocity(uint64 id, int32 index) {
+    const mesh_t* m = mesh_ptr(id);
+    return m && m->velocities.data ? mesh_at(m->velocities, mesh_at(m->indices, index)) : vec3f_t();
+}
+CUDA_CALLABLE inline int32 mesh_get_index(uint64 id, int32 index) {
+    const mesh_t* m = mesh_ptr(id);
+    return m ? mesh_at(m->indices, index) : -1;
+}
+
+}  // namespace wp
