@@ -105,6 +105,33 @@ class Kernel:
         types_ = [argument_type(v, t) if is_generic_type(t) else t for v, t in zip(values, self.arg_types)]
         return self.add_overload(types_)
 
+    @property
+    def uses_tiles(self) -> bool:
+        """Whether the kernel has tile values (from its IR, compiled on request when loaded from the cache)."""
+        if getattr(self, "_uses_tiles", None) is None:
+            from . import ir as _ir
+            from .typesys import TileType
+            self._uses_tiles = any(isinstance(getattr(v, "type", None), TileType)
+                                   for op in _ir.walk(self.compile_ir().body) for v in op.results)
+        return self._uses_tiles
+
+    def calls_any(self, names) -> bool:
+        """Whether the kernel (or a function it calls) calls one of the builtins `names`."""
+        from . import ir as _ir
+        seen, stack = set(), [self.compile_ir()]
+        while stack:
+            fn = stack.pop()
+            if id(fn) in seen:
+                continue
+            seen.add(id(fn))
+            for op in _ir.walk(fn.body):
+                if op.opcode == "call":
+                    if op.attrs.get("name") in names and "callee" not in op.attrs:
+                        return True
+                    if "callee" in op.attrs:
+                        stack.append(op.attrs["callee"])
+        return False
+
     def parallel_threshold(self, base: int) -> int:
         """Launch size from which this kernel runs multithreaded on the CPU (`base` is for a trivial kernel)."""
         cached = self._threshold
