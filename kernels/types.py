@@ -12,6 +12,16 @@ import ctypes
 
 import numpy as np
 
+class _AnyType:
+    """Placeholder for generic annotations (`typing.Any` or `wp.types.Any`): specialised per call site."""
+
+    def __repr__(self):
+        return "Any"
+
+
+Any = _AnyType()
+
+
 # --------------------------------------------------------------------------------------------------------------
 # Scalars
 
@@ -225,14 +235,71 @@ _SUFFIX = {float16: "h", float32: "", float64: "d", int8: "b", uint8: "ub", int1
            int32: "i", uint32: "ui", int64: "l", uint64: "ul", bool_: "bool"}
 
 
+def _is_any(x) -> bool:
+    import typing
+    return x is typing.Any or x is Any
+
+
+def _generic_composite(category: str, shape: tuple, dtype):
+    """A pattern type such as `vector(Any, float32)`: an annotation matching every vector of float32.
+
+    Kernels and functions with such a parameter are generic (compiled per concrete argument type); the pattern
+    itself has no layout and cannot be constructed.
+    """
+    dtype = Any if _is_any(dtype) else scalar_type(dtype)
+    shape = tuple(Any if _is_any(d) else int(d) for d in shape)
+    key = ("generic", category, shape, dtype)
+    t = _composite_cache.get(key)
+    if t is None:
+        dims = ", ".join("Any" if d is Any else str(d) for d in shape)
+        name = f"{category}(({dims}), {type_repr(dtype)})"
+        t = type(name, (GenericComposite,), {"_shape_": shape, "_wp_scalar_type_": dtype, "_category_": category})
+        _composite_cache[key] = t
+    return t
+
+
+class GenericComposite:
+    """Base of generic composite annotations (see `_generic_composite`)."""
+
+    _shape_: tuple = ()
+    _wp_scalar_type_ = None
+    _category_ = ""
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError(f"{cls.__name__} is a generic annotation (it has Any in it) and has no values")
+
+    @classmethod
+    def matches(cls, t) -> bool:
+        """Whether concrete type `t` is an instance of this pattern."""
+        if not is_composite(t) or t._category_ != cls._category_ or len(t._shape_) != len(cls._shape_):
+            return False
+        if cls._wp_scalar_type_ is not Any and t._wp_scalar_type_ is not cls._wp_scalar_type_:
+            return False
+        return all(d is Any or d == e for d, e in zip(cls._shape_, t._shape_))
+
+
+def is_generic_composite(t) -> bool:
+    return isinstance(t, type) and issubclass(t, GenericComposite) and t is not GenericComposite
+
+
 def vector(length: int, dtype=float32):
-    """Vector type with `length` components of scalar `dtype` (Warp's `wp.types.vector`)."""
+    """Vector type with `length` components of scalar `dtype` (Warp's `wp.types.vector`).
+
+    `length` or `dtype` may be `Any`: the result is then a generic annotation (see `_generic_composite`).
+    """
+    if _is_any(length) or _is_any(dtype):
+        return _generic_composite("vector", (length,), dtype)
     dtype = scalar_type(dtype)
     return _make_composite("vector", (int(length),), dtype, f"vec{length}{_SUFFIX[dtype]}")
 
 
 def matrix(shape, dtype=float32):
-    """Matrix type of `shape` (rows, cols) with scalar `dtype` (Warp's `wp.types.matrix`)."""
+    """Matrix type of `shape` (rows, cols) with scalar `dtype` (Warp's `wp.types.matrix`).
+
+    A dimension or `dtype` may be `Any`: the result is then a generic annotation (see `_generic_composite`).
+    """
+    if _is_any(shape[0]) or _is_any(shape[1]) or _is_any(dtype):
+        return _generic_composite("matrix", tuple(shape), dtype)
     dtype = scalar_type(dtype)
     rows, cols = int(shape[0]), int(shape[1])
     return _make_composite("matrix", (rows, cols), dtype, f"mat{rows}{cols}{_SUFFIX[dtype]}")
@@ -366,13 +433,3 @@ def dtype_from_numpy(numpy_dtype):
 def dtype_to_numpy(t):
     """The numpy dtype of a kernel scalar type (Warp's `wp.dtype_to_numpy`)."""
     return np.dtype(scalar_type(t)._np_)
-
-
-class _AnyType:
-    """Placeholder for generic annotations (`typing.Any` or `wp.types.Any`): specialised per call site."""
-
-    def __repr__(self):
-        return "Any"
-
-
-Any = _AnyType()
