@@ -188,6 +188,14 @@ class ExpressionLowering:
             return False
         return getattr(f, "__name__", "") == "static" and getattr(f, "__module__", "").startswith("kernels")
 
+    def _reads_runtime_values(self, node) -> bool:
+        """Whether `node` is `len(x)` of a run-time kernel variable x (not a compile-time object)."""
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len"
+                and len(node.args) == 1 and isinstance(node.args[0], ast.Name)):
+            return False
+        bound = self.env.get(node.args[0].id)
+        return bound is not None and not isinstance(bound, Static)
+
     def static_eval(self, node, quiet=False):
         """Evaluate an expression in Python at compile time (module globals, closure, and local Statics)."""
         local = {k: v.obj for k, v in self.env.items() if isinstance(v, Static)}
@@ -216,6 +224,11 @@ class ExpressionLowering:
         if self.is_static_call(node.func):
             if len(node.args) != 1:
                 raise self.error("wp.static takes one expression", node)
+            if self._reads_runtime_values(node.args[0]):
+                # `wp.static(len(v))` of a kernel variable: its value depends only on v's type, which type
+                # inference folds to a constant; lower it as ordinary code
+                return [self.lower_call_value(node.args[0]) if isinstance(node.args[0], ast.Call)
+                        else self.lower_expr(node.args[0])]
             return self._static_result(self.static_eval(node.args[0]), nresults, node)
         callee = self.lower_expr(node.func)
         if not isinstance(callee, Static):

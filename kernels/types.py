@@ -28,7 +28,16 @@ Any = _AnyType()
 # Scalars
 
 
-class Scalar:
+class _ScalarMeta(type):
+    """`isinstance(x, wp.float32)` holds for the values scalar types make (numpy scalars of that dtype)."""
+
+    def __instancecheck__(cls, inst):
+        if type.__instancecheck__(cls, inst):
+            return True
+        return cls._np_ is not None and isinstance(inst, np.generic) and inst.dtype == np.dtype(cls._np_)
+
+
+class Scalar(metaclass=_ScalarMeta):
     """Base of the scalar type classes. Calling a scalar type returns a numpy scalar of that type.
 
     The value is of a numpy subclass (`_value_class`) that behaves as Warp's scalar values do where numpy's differ:
