@@ -63,7 +63,7 @@ def resolve_static(obj):
     from .builtins import BUILTINS
     if isinstance(obj, Func):
         return ("func", obj)
-    if obj is T.vector or obj is T.matrix:
+    if obj is T.vector or obj is T.matrix or obj is T.quaternion or obj is T.transformation:
         return ("builtin", obj.__name__)  # special forms in type inference: the type depends on the arguments
     name = getattr(obj, "_wp_builtin_", None)
     if name is not None and name in BUILTINS:

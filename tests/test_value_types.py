@@ -107,3 +107,59 @@ def test_generic_composite_has_no_values():
     assert t is wp.types.vector(wp.types.Any, float)
     with pytest.raises(TypeError, match="generic"):
         t()
+
+
+# ---- Warp's output-argument form of builtins with several results ------------------------------------------------
+
+
+@wp.kernel
+def axis_angle_out_args_kernel(q: wp.array(dtype=wp.quatd), out: wp.array(dtype=wp.vec4d)):
+    i = wp.tid()
+    axis = wp.vec3d()
+    angle = wp.float64(0.0)
+    wp.quat_to_axis_angle(q[i], axis, angle)  # the same as `axis, angle = wp.quat_to_axis_angle(q[i])`
+    out[i] = wp.vec4d(axis[0], axis[1], axis[2], angle)
+
+
+def test_output_arguments_and_zero_rotation_axis(device):
+    from autodiff import gradcheck
+    q_np = np.random.default_rng(0).standard_normal((5, 4))
+    q_np[0] = (0.0, 0.0, 0.0, 2.0)  # a zero rotation: Warp gives a zero axis (it was (1, 0, 0))
+    q = wp.array(q_np, dtype=wp.quatd, device=device)
+    out = wp.zeros(5, dtype=wp.vec4d, device=device)
+    wp.launch(axis_angle_out_args_kernel, dim=5, inputs=[q, out], device=device)
+    n = q_np / np.linalg.norm(q_np, axis=1, keepdims=True) * np.sign(q_np[:, 3:])
+    s = np.linalg.norm(n[:, :3], axis=1)
+    np.testing.assert_allclose(out.numpy()[0], [0.0, 0.0, 0.0, 0.0], atol=1e-15)
+    np.testing.assert_allclose(out.numpy()[1:, :3], n[1:, :3] / s[1:, None], rtol=1e-12)
+    np.testing.assert_allclose(out.numpy()[1:, 3], 2 * np.arctan2(s[1:], n[1:, 3]), rtol=1e-12)
+
+    def fn(q):
+        o = wp.zeros(4, dtype=wp.vec4d, device=device)
+        wp.launch(axis_angle_out_args_kernel, dim=4, inputs=[q, o], device=device)
+        return o
+
+    gradcheck(fn, [wp.array(q_np[1:], dtype=wp.quatd, device=device)])
+
+
+# ---- array arithmetic in Python --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [wp.float32, wp.int16, wp.uint8])
+def test_array_operators(dtype, device):
+    a, s = wp.array((1, 2, 3), dtype=dtype, device=device), dtype(5)
+    np_t = np.dtype(dtype._np_)
+    for got, expected in ((a + s, [6, 7, 8]), (s - a, np.array([4, 3, 2])), (a * s, [5, 10, 15]),
+                          (s % a, [0, 1, 2]), (a - s, np.array([-4, -3, -2]).astype(np_t)), (-a, -np.array([1, 2, 3]))):
+        assert isinstance(got, wp.array) and got.dtype is dtype
+        np.testing.assert_array_equal(got.numpy(), np.asarray(expected).astype(np_t))
+    np.testing.assert_array_equal((s / a).numpy(), np.array([5, 2.5, 5 / 3]).astype(np_t))  # ints truncate
+    with pytest.raises(TypeError, match="same dtype and shape"):
+        a + wp.array((1, 2), dtype=dtype, device=device)
+
+
+def test_array_operators_are_differentiable(device):
+    from autodiff import gradcheck
+    x = wp.array(np.array([[1.3, 2.7], [3.1, -0.6]]), dtype=wp.float64, device=device)
+    y = wp.array(np.array([[0.5, -2.0], [4.0, 1.5]]), dtype=wp.float64, device=device)
+    gradcheck(lambda x, y: -((x * y - 3.0 * x) / y) + 2.0 % x + (+y), [x, y])
