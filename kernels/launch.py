@@ -128,7 +128,8 @@ def argument_type(value, declared):
     t = type(value)
     if T.is_generic_composite(declared):
         if not declared.matches(t):
-            raise LaunchError(f"a {T.type_repr(t)} argument does not match the generic parameter type {declared.__name__}")
+            raise LaunchError(f"a {T.type_repr(t)} argument does not match the generic parameter type "
+                              f"{declared.__name__}")
         return t
     if T.is_composite(t) or is_struct(t):
         return t
