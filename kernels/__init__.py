@@ -33,6 +33,19 @@ from .types import (dtype_from_numpy, dtype_to_numpy, spatial_matrixf, spatial_m
 from . import types  # noqa: E402  (wp.types.vector / wp.types.matrix as in Warp)
 
 __version__ = "0.1.0"
+
+# Warp's math constants (Python floats; kernels fold them at compile time)
+E = e = 2.71828182845904523536
+LOG2E = log2e = 1.44269504088896340736
+LOG10E = log10e = 0.43429448190325182765
+LN2 = ln2 = 0.69314718055994530942
+LN10 = ln10 = 2.30258509299404568402
+PHI = phi = 1.61803398874989484820
+PI = pi = 3.14159265358979323846
+HALF_PI = half_pi = 1.57079632679489661923
+TAU = tau = 6.28318530717958647692
+INF = inf = float("inf")
+NAN = nan = float("nan")
 bool = bool_  # noqa: A001  (Warp spells it wp.bool)
 float = float32  # noqa: A001
 int = int32  # noqa: A001
@@ -99,5 +112,12 @@ for _name in list(_builtins.BUILTINS):
 for _name in ("add", "sub", "mul", "div", "mod", "neg", "bit_and", "bit_or", "bit_xor", "lshift", "rshift", "invert"):
     globals()[_name] = _BuiltinFunction(_name)
 del _name
+
+from .mathlib import (norm_huber, norm_l1, norm_l2, norm_pseudo_huber, quat_from_euler, quat_to_euler,  # noqa: E402
+                      quat_to_rpy, quat_twist, quat_twist_angle, quat_twist_angle_signed, smooth_normalize,
+                      transform_twist, transform_wrench, velocity_at_point)
+from . import array_ops as _array_ops  # noqa: E402
+
+_array_ops.install(array)
 
 _host_memory.keep_freed_memory()

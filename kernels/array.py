@@ -492,6 +492,7 @@ class array:
         out = array(dtype=self.dtype, _buf=self._buf.reshape(shape + inner), device=self.device, _owner=self)
         if self._grad is not None:
             out._grad = self._grad.reshape(shape)
+        out._requires_grad = self._requires_grad  # a view of a differentiable array is differentiable
         return out
 
     def transpose(self, axes=None):

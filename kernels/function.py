@@ -26,14 +26,15 @@ def annotation_type(ann, where: str):
     t = T.canonical_type(ann)
     if isinstance(t, array):
         return ArrayType(T.Any if t.dtype is typing.Any else T.canonical_type(t.dtype), t.ndim)
-    if T.is_scalar(t) or T.is_composite(t) or is_struct(t):
+    if T.is_scalar(t) or T.is_composite(t) or T.is_generic_composite(t) or is_struct(t):
         return t
     raise TypeError(f"{where}: unsupported annotation {ann!r}")
 
 
 def is_generic_type(t) -> bool:
-    """True for `Any` and for arrays of `Any` (types a generic kernel takes from its launch arguments)."""
-    if t is T.Any:
+    """True for `Any`, generic composites (`vector(Any, float)`) and arrays of `Any` (types a generic kernel takes
+    from its launch arguments)."""
+    if t is T.Any or T.is_generic_composite(t):
         return True
     if isinstance(t, TileType):
         return t.dtype is T.Any or t.shape is None
@@ -64,7 +65,7 @@ def resolve_static(obj):
     from .builtins import BUILTINS
     if isinstance(obj, Func):
         return ("func", obj)
-    if obj is T.vector or obj is T.matrix:
+    if obj is T.vector or obj is T.matrix or obj is T.quaternion or obj is T.transformation:
         return ("builtin", obj.__name__)  # special forms in type inference: the type depends on the arguments
     name = getattr(obj, "_wp_builtin_", None)
     if name is not None and name in BUILTINS:
@@ -77,6 +78,8 @@ def resolve_static(obj):
 def _matches(param_t, arg_t) -> bool:
     if param_t is T.Any:
         return True
+    if T.is_generic_composite(param_t):
+        return param_t.matches(arg_t)
     if isinstance(param_t, ArrayType):
         return isinstance(arg_t, ArrayType) and param_t.ndim == arg_t.ndim and \
             (param_t.dtype is T.Any or param_t.dtype == arg_t.dtype)
@@ -126,7 +129,7 @@ class Func:
         for source, params in self.overloads:
             if len(params) != len(args):
                 continue
-            conv = [a if p is T.Any or isinstance(p, (ArrayType, TileType)) else ti.convert_weak_to(a, p, op)
+            conv = [a if is_generic_type(p) or isinstance(p, (ArrayType, TileType)) else ti.convert_weak_to(a, p, op)
                     for a, p in zip(args, params)]
             if all(_matches(p, a.type) for p, a in zip(params, conv)):
                 types_ = tuple(a.type for a in conv)

@@ -145,6 +145,11 @@ def argument_type(value, declared):
     if isinstance(value, float):
         return T.float32
     t = type(value)
+    if T.is_generic_composite(declared):
+        if not declared.matches(t):
+            raise LaunchError(f"a {T.type_repr(t)} argument does not match the generic parameter type "
+                              f"{declared.__name__}")
+        return t
     if T.is_composite(t) or is_struct(t):
         return t
     raise LaunchError(f"cannot infer a kernel type for a {t.__name__} argument of a generic kernel")

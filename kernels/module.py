@@ -30,6 +30,7 @@ class Kernel:
         pyfunc = pyfunc if pyfunc is not None else func  # Warp spells it wp.Kernel(func=..., key=..., module=...)
         if options and "enable_backward" in options:
             enable_backward = options["enable_backward"]
+        self.options = dict(options or {})  # Warp's per-kernel options (the module's apply where absent)
         self.func = pyfunc
         self.key = f"{pyfunc.__module__}.{pyfunc.__qualname__}"
         self.name = pyfunc.__name__
@@ -188,7 +189,7 @@ class Module:
         self.build_seconds = 0.0  # wall time in build(): IR, code generation, C++ compile or cache load
         self.cold_builds = 0
         self.index_hits = 0  # batches loaded through the cache index, with no IR compiled
-        self.options: dict = {}  # Warp's module options (wp.set_module_options); see set_module_options
+        self.options: dict = {"enable_backward": True}  # Warp's module options (wp.set_module_options); see set_module_options
 
     def register(self, kernel: Kernel):
         # every kernel object is its own kernel: factories and closures make several with one name

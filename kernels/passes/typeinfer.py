@@ -368,6 +368,37 @@ class TypeInference(TileForms):
             raise self.error("wp.vector() needs components or length=", op)
         self.construct_as(op, T.vector(length, dtype), comps)
 
+    def _composite_dtype(self, op, named, comps):
+        """The scalar type of a composite built by wp.types.quaternion/transformation: dtype=, else that of the
+        first non-literal component, else float32."""
+        if "dtype" in named:
+            return self.static_type_arg(named["dtype"], op, "dtype")
+        for c in comps:
+            if (T.is_scalar(c.type) and not self.is_weak(c)) or T.is_composite(c.type):
+                return T.scalar_type(c.type)
+        return T.float32
+
+    def builtin_quaternion(self, op):
+        """wp.types.quaternion(*components, dtype=None) in a kernel: `quat` of that scalar type."""
+        kw = op.attrs.get("kwargs") or []
+        comps = op.operands[: len(op.operands) - len(kw)]
+        named = dict(zip(kw, op.operands[len(comps):]))
+        if set(named) - {"dtype"}:
+            raise self.error(f"wp.types.quaternion() has no argument '{sorted(set(named) - {'dtype'})[0]}'", op)
+        self.construct_as(op, T.quaternion(self._composite_dtype(op, named, comps)), comps)
+
+    def builtin_transformation(self, op):
+        """wp.types.transformation(p, q, dtype=None) in a kernel (p and q may be named): `transform` of that
+        scalar type."""
+        kw = op.attrs.get("kwargs") or []
+        comps = list(op.operands[: len(op.operands) - len(kw)])
+        named = dict(zip(kw, op.operands[len(comps):]))
+        if set(named) - {"dtype", "p", "q"}:
+            raise self.error(f"wp.types.transformation() has no argument "
+                             f"'{sorted(set(named) - {'dtype', 'p', 'q'})[0]}'", op)
+        comps += [named[k] for k in ("p", "q") if k in named]
+        self.construct_as(op, T.transformation(self._composite_dtype(op, named, comps)), comps)
+
     def builtin_matrix(self, op):
         """wp.matrix(*components, shape=(rows, cols), dtype=None): a matrix type chosen at compile time."""
         kw = op.attrs.get("kwargs") or []
