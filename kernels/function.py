@@ -213,6 +213,9 @@ def compile_ir(source: FunctionSource, kind: str, name: str, param_types: list) 
     for t in param_types:
         if isinstance(t, StaticType):
             raise CompileError("compile-time values cannot be passed to functions", source.loc(source.fdef), name)
+        inner = t.dtype if isinstance(t, ArrayType) else t
+        if is_struct(inner) and inner._wp_struct_.error is not None:
+            raise CompileError(inner._wp_struct_.error, source.loc(source.fdef), name)
     fn = lower_function(source, kind, name, param_types, resolve_static)
     return run_pipeline(fn, check=config.mode == "debug")
 

@@ -426,3 +426,32 @@ def test_struct_with_string_annotations_in_a_package_submodule(tmp_path, monkeyp
     fields = Body._wp_struct_.fields
     assert fields["mass"] is wp.float32 and fields["pos"] is wp.vec3
     assert fields["samples"].ndim == 1
+
+
+class _NotAKernelType:
+    """A class kernels have no layout for."""
+
+
+@wp.struct
+class HoldsUnsupported:
+    ok: float
+    bad: _NotAKernelType
+
+
+@wp.struct
+class NestsUnsupported:
+    inner: HoldsUnsupported
+
+
+@wp.kernel
+def takes_nested_unsupported(s: NestsUnsupported, out: wp.array(dtype=float)):
+    out[0] = s.inner.ok
+
+
+def test_a_struct_with_an_unsupported_field_fails_when_used_not_when_defined():
+    # defining and instantiating it works, so a module that defines such a struct still imports
+    s = NestsUnsupported()
+    with pytest.raises(wp.CompileError, match="field 'bad' has unsupported type"):
+        wp.launch(takes_nested_unsupported, dim=1, inputs=[s, wp.zeros(1, dtype=float)])
+    with pytest.raises(TypeError, match="field 'inner' is unusable"):
+        s._to_ctype()

@@ -11,3 +11,4 @@
 #include "tile.h"
 #include "random.h"
 #include "debug_print.h"
+#include "expect.h"

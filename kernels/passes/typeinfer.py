@@ -117,7 +117,7 @@ class TypeInference(TileForms):
         """Map keyword arguments to positions using the first overload that names them."""
         kw = op.attrs.get("kwargs") or []
         if not kw:
-            return op.operands
+            return self.fill_trailing_defaults(op, overloads)
         npos = len(op.operands) - len(kw)
         for ov in overloads:
             if all(k in ov.arg_names for k in kw) and npos <= len(ov.arg_names):
@@ -129,11 +129,28 @@ class TypeInference(TileForms):
                         n = ov.arg_names[i]
                         if n not in ov.defaults:
                             raise self.error(f"{name}() missing argument '{n}'", op)
-                        d = ov.defaults[n]
-                        args[i] = self.typed_const(d, StaticType(d) if not isinstance(d, (int, float)) else
-                                                   (T.int32 if isinstance(d, int) else T.float32), op.loc)
+                        args[i] = self.default_const(ov.defaults[n], op.loc)
                 return args
         raise self.error(f"{name}() got unexpected keyword arguments {kw}", op)
+
+    def fill_trailing_defaults(self, op, overloads):
+        """Positional arguments, completed with the defaults of the first overload that takes more arguments
+        and has defaults for all of them (`expect_near(a, b)`), unless an overload takes exactly those given."""
+        given = list(op.operands)
+        if any(len(ov.args) == len(given) for ov in overloads):
+            return given
+        for ov in overloads:
+            missing = ov.arg_names[len(given):]
+            if len(ov.args) > len(given) and missing and all(n in ov.defaults for n in missing):
+                return given + [self.default_const(ov.defaults[n], op.loc) for n in missing]
+        return given
+
+    def default_const(self, d, loc):
+        """A builtin's default argument: a number is a Python literal (weak, it takes the type its use needs)."""
+        if isinstance(d, (int, float)) and not isinstance(d, bool):
+            return self.new_op("const", [], T.int32 if isinstance(d, int) else T.float32, loc,
+                               {"value": d, "weak": True})
+        return self.typed_const(d, StaticType(d), loc)
 
     def call_builtin(self, op, name, args=None):
         overloads = registry.BUILTINS.get(name)
