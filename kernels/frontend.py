@@ -19,7 +19,7 @@ import inspect
 import textwrap
 
 from . import ir
-from .errors import CompileError
+from .errors import CompileError, CompileTypeError
 from .frontend_expr import (  # noqa: F401  (Static re-exported)
     _BINOPS, ExpressionLowering, Static, _is_number, _mutated_arg)
 
@@ -133,8 +133,13 @@ class Frontend(ExpressionLowering):
 
     # ------------------------------------------------------------------------------------------------ helpers
 
-    def error(self, message, node):
-        return CompileError(message, self.src.loc(node), self.name)
+    def error(self, message, node, kind=CompileError):
+        return kind(message, self.src.loc(node), self.name)
+
+    def kernel_return_error(self, node):
+        # the wording Warp's users (and its tests) match
+        return self.error("Warp kernels cannot return values. Write results to output arguments, and omit the "
+                          "return annotation or use `-> None`.", node, CompileTypeError)
 
     def emit(self, opcode, operands, node, *, nresults=1, attrs=None, regions=None, names=None):
         results = [ir.Value(name=(names[i] if names else "")) for i in range(nresults)]
@@ -179,6 +184,8 @@ class Frontend(ExpressionLowering):
         self.env[_RET] = self.const(False, fdef, weak=False)
         if self.kind == "func":
             self.declare_return_slots(fdef)
+        elif self.src.pyfunc.__annotations__.get("return", None) not in (None, type(None), "None"):
+            raise self.kernel_return_error(fdef)
         self.lower_stmts(fdef.body)
         if self.kind == "func":
             rets = [self.env[f"__retval{i}"] for i in range(self.n_returns or 0)]
@@ -347,7 +354,7 @@ class Frontend(ExpressionLowering):
     def stmt_Return(self, node):
         if self.kind == "kernel":
             if node.value is not None:
-                raise self.error("a kernel cannot return a value; write results to an array", node)
+                raise self.kernel_return_error(node)
         else:
             values = self.return_values(node)
             self.fix_return_count(len(values), node)

@@ -199,7 +199,7 @@ def _called_from(e: CompileError, caller: str, loc) -> CompileError:
     """`e` with a note saying which caller asked for the function that failed to compile."""
     if "called from" in e.message or e.loc == loc:
         return e
-    return CompileError(f"{e.message}\n    (called from '{caller}' at {loc})", e.loc, e.function)
+    return type(e)(f"{e.message}\n    (called from '{caller}' at {loc})", e.loc, e.function)
 
 
 def _caller(op) -> str:
