@@ -282,56 +282,76 @@ class Frontend(ExpressionLowering):
                 self.env[target.id] = self.as_value(value, node)
                 if not self.env[target.id].name:
                     self.env[target.id].name = target.id
-        elif isinstance(target, ast.Subscript):
-            base = self.lower_expr(target.value)
-            indices = self.lower_indices(target.slice, node)
-            value = self.as_value(value, node)
-            new = self.emit("setitem", [self.as_value(base, node), *indices, value], node)[0]
-            self.rebind_base(target.value, new, node)
-        elif isinstance(target, ast.Attribute):
-            base = self.as_value(self.lower_expr(target.value), node)
-            new = self.emit("setattr", [base, self.as_value(value, node)], node, attrs={"attr": target.attr})[0]
-            self.rebind_base(target.value, new, node)
+        elif isinstance(target, (ast.Subscript, ast.Attribute)):
+            # Python evaluates the value (already lowered) before the target's own subexpressions
+            root_node, root, operands, steps = self.lower_target_path(target, node)
+            new = self.emit("setpath", [root, *operands, self.as_value(value, node)], node,
+                            attrs={"steps": steps})[0]
+            self.rebind_root(root_node, new, node)
         else:
             raise self.error(f"cannot assign to '{ast.unparse(target)}'", node)
 
-    def rebind_base(self, base_node, new_value, node):
-        """After a functional update of `base[...]` or `base.attr`, bind the updated value to the base's name."""
-        if isinstance(base_node, ast.Name):
-            self.env[base_node.id] = new_value
-            new_value.name = new_value.name or base_node.id
-        elif isinstance(base_node, (ast.Subscript, ast.Attribute)):
-            # nested update such as m[i][j] = x or s.v.x = x: update the outer value with the new inner one
-            self.assign(base_node, new_value, node)
-        else:
-            raise self.error(f"cannot assign into '{ast.unparse(base_node)}'", node)
+    def lower_target_path(self, target, node):
+        """The parts of an assignment target such as `a[f(i)][1].x`, each subexpression lowered exactly once,
+        left to right: (root node, root value, index values, steps), a step being ("item", number of indices)
+        or ("attr", name). Type inference turns the path into reads, the update and the writes back."""
+        chain = []
+        while isinstance(target, (ast.Subscript, ast.Attribute)):
+            chain.append(target)
+            target = target.value
+        root = self.as_value(self.lower_expr(target), node)
+        operands, steps = [], []
+        for part in reversed(chain):
+            if isinstance(part, ast.Subscript):
+                indices = self.lower_indices(part.slice, node)
+                operands += indices
+                steps.append(("item", len(indices)))
+            else:
+                steps.append(("attr", part.attr))
+        return target, root, operands, steps
+
+    def rebind_root(self, root_node, new_value, node):
+        """After a functional update of a value reached from `root_node`, bind the updated value to its name."""
+        if not isinstance(root_node, ast.Name):
+            raise self.error(f"cannot assign into '{ast.unparse(root_node)}'", node)
+        self.env[root_node.id] = new_value
+        new_value.name = new_value.name or root_node.id
 
     def stmt_AugAssign(self, node):
         opname = _BINOPS.get(type(node.op))
         if opname is None:
             raise self.error(f"unsupported operator {type(node.op).__name__}=", node)
         target = node.target
-        value = self.as_value(self.lower_expr(node.value), node)
         if isinstance(target, ast.Subscript) and self.is_adjoint_accessor(target.value):
+            value = self.as_value(self.lower_expr(node.value), node)
             return self.adjoint_accumulate(target, value, opname, node)
-        if isinstance(target, ast.Subscript):
-            base = self.as_value(self.lower_expr(target.value), node)
-            indices = self.lower_indices(target.slice, node)
-            # Arrays: atomic update (Warp semantics). Values: read-modify-write, resolved by type inference.
-            new = self.emit("augitem", [base, *indices, value], node, attrs={"op": opname})[0]
-            self.rebind_base(target.value, new, node)
+        if isinstance(target, (ast.Subscript, ast.Attribute)):
+            # Python evaluates the target's subexpressions (once) before the value
+            root_node, root, operands, steps = self.lower_target_path(target, node)
+            value = self.as_value(self.lower_expr(node.value), node)
+            new = self.emit("augpath", [root, *operands, value], node,
+                            attrs={"steps": steps, "op": opname, "user_op": self.user_operator(opname)})[0]
+            self.rebind_root(root_node, new, node)
         elif isinstance(target, ast.Name):
+            value = self.as_value(self.lower_expr(node.value), node)
             cur = self.lookup_name(target.id, target)
             res = self.emit("call", [self.as_value(cur, node), value], node, attrs={"name": opname})[0]
-            self.assign(target, res, node)
-        elif isinstance(target, ast.Attribute):
-            base = self.as_value(self.lower_expr(target.value), node)
-            cur = self.emit("getattr", [base], node, attrs={"attr": target.attr})[0]
-            res = self.emit("call", [cur, value], node, attrs={"name": opname})[0]
             self.assign(target, res, node)
         else:
             raise self.error("unsupported augmented assignment target", node)
         return None
+
+    def user_operator(self, opname):
+        """A @wp.func named like the operator (`add`, `sub`) in the function's scope, or None. As in Warp, it
+        replaces the builtin in `+=` / `-=` on array slots whose types it takes (type inference decides)."""
+        if opname not in ("add", "sub"):
+            return None
+        try:
+            obj = self.src.lookup(opname)
+        except KeyError:
+            return None
+        resolved = self.resolve_static(obj)
+        return resolved[1] if resolved is not None and resolved[0] == "func" else None
 
     def is_adjoint_accessor(self, node) -> bool:
         try:

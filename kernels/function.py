@@ -100,6 +100,11 @@ class Func:
         self.overloads.append((source, signature_types(source, self.name, require=False)))
         self.specializations.clear()
 
+    def takes_exactly(self, types_) -> bool:
+        """Whether an overload takes arguments of exactly these types (generic parameters take any)."""
+        return any(len(params) == len(types_) and all(_matches(p, t) for p, t in zip(params, types_))
+                   for _, params in self.overloads)
+
     def __call__(self, *args):
         raise RuntimeError(f"@wp.func '{self.name}' can only be called from kernels and other @wp.func")
 

@@ -2,8 +2,8 @@
 
 Expects: untyped IR from the frontend (parameters typed).
 Guarantees: every value has a concrete type; every `call` has either attr "overload" (a builtin) or "callee" (a
-typed user function); `getattr`, `getitem`, `setitem`, `setattr`, `augitem` and `construct` are rewritten to calls
-of builtins; Python literals ("weak" constants) take the type their use requires; conditions are `bool`.
+typed user function); `getattr`, `getitem`, `setitem`, `setattr`, `setpath`, `augpath` and `construct` are rewritten
+to calls of builtins; Python literals ("weak" constants) take the type their use requires; conditions are `bool`.
 Raises CompileError naming the source line for any type error.
 """
 
@@ -15,12 +15,13 @@ from ..builtins import registry
 from ..errors import CompileError
 from ..typesys import ArrayType, PackType, ShapeType, StaticType, TileType, describe, is_struct
 from .clone import substitute
+from .typeinfer_paths import PathForms
 from .typeinfer_tiles import TileForms
 
 _COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
 
 
-class TypeInference(TileForms):
+class TypeInference(TileForms, PathForms):
     def __init__(self, fn: ir.Function, specialize):
         self.fn = fn
         self.specialize = specialize  # (user function object, arg types, loc) -> typed ir.Function
@@ -460,28 +461,6 @@ class TypeInference(TileForms):
             self.call_builtin(op, "assign", [base, *idx, self.convert_weak_to(value, t.dtype, op)])
             return
         raise self.error(f"cannot assign into an element of a {describe(t)}", op)
-
-    def op_augitem(self, op):
-        base, *idx, value = op.operands
-        t = base.type
-        name = op.attrs["op"]
-        if isinstance(t, ArrayType):
-            if name not in ("add", "sub"):
-                raise self.error(f"array elements support += and -= (atomic); not {name}=", op)
-            self.check_indices(idx, op)
-            atomic = ir.Op("call", [], [ir.Value()], {"name": "atomic_" + name, "nresults": 1}, [], op.loc)
-            call = self.call_builtin(atomic, "atomic_" + name, [base, *idx, value])
-            call.results = []  # statement form: the old value is not needed
-            self.replace(op.results[0], base)
-            return
-        get = ir.Op("getitem", [base, *idx], [ir.Value()], {}, [], op.loc)
-        self.op_getitem(get)
-        cur = self.subst.get(get.results[0], get.results[0])
-        new = ir.Op("call", [cur, value], [ir.Value()], {"name": name}, [], op.loc)
-        self.op_call(new)
-        res = self.subst.get(new.results[0], new.results[0])
-        put = ir.Op("setitem", [base, *idx, res], op.results, {}, [], op.loc)
-        self.op_setitem(put)
 
     def op_setattr(self, op):
         base, value = op.operands
