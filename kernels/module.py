@@ -195,14 +195,20 @@ class Module:
         try:
             self._build_library(ready, prekey if len(ready) == len(batch) else None)
         except NativeCompileError:
-            if len(ready) == 1:
-                ready[0].error = _last_native_error[0]
-                return
-            for k in ready:  # isolate the kernel the C++ compiler rejects
-                try:
-                    self._build_library([k])
-                except NativeCompileError as e:
-                    k.error = e
+            self._build_isolating(ready)
+
+    def _build_isolating(self, kernels: list):
+        """After the C++ compiler rejected a library of `kernels`: build halves, recursively, so the kernels it
+        rejects get its error and the others still build. One bad kernel among n costs about 2*log2(n) builds."""
+        if len(kernels) == 1:
+            kernels[0].error = _last_native_error[0]
+            return
+        mid = len(kernels) // 2
+        for half in (kernels[:mid], kernels[mid:]):
+            try:
+                self._build_library(half)
+            except NativeCompileError:
+                self._build_isolating(half)
 
     def _load_indexed(self, kernels: list, prekey: str, debug: bool) -> bool:
         """Load `kernels` from the library the cache index names for `prekey`, compiling no IR. False when there

@@ -200,3 +200,35 @@ def test_missing_cxx_compiler_says_what_to_install(tmp_path):
     assert "install" in message and "g++" in message
     assert "CXX" in message
     assert _libraries(tmp_path / "cache") == []
+
+
+def test_a_kernel_the_cxx_compiler_rejects_is_isolated_by_bisection(tmp_path, monkeypatch):
+    """One natively failing kernel among 8: the other 7 build and run, in 1 + 2*log2(8) builds at most."""
+    from kernels import module as kmodule
+
+    monkeypatch.setattr(wp.config, "cache_dir", str(tmp_path))
+    real_build = kmodule.build_cpu
+    builds = []
+
+    def build_rejecting_k5(source, name, debug):
+        builds.append(source.count("_forward("))
+        if "bisect_k5" in source:
+            raise wp.NativeCompileError("the C++ compiler rejects bisect_k5 (simulated)")
+        return real_build(source, name, debug)
+
+    monkeypatch.setattr(kmodule, "build_cpu", build_rejecting_k5)
+    made = []
+    for n in range(8):
+        def body(out: wp.array(dtype=float)):
+            out[wp.tid()] = 1.0
+
+        body.__name__ = body.__qualname__ = f"bisect_k{n}"
+        made.append(wp.kernel(body, module="test_cache_bisect"))
+    out = wp.zeros(1, dtype=float, device="cpu")
+    for n, k in enumerate(made):
+        if n == 5:
+            with pytest.raises(wp.NativeCompileError, match="bisect_k5"):
+                wp.launch(k, 1, inputs=[out], device="cpu")
+        else:
+            wp.launch(k, 1, inputs=[out], device="cpu")
+    assert len(builds) <= 7, builds

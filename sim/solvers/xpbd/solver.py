@@ -141,7 +141,7 @@ class SolverXPBD:
                           inputs=[self.slots.start, corrections], outputs=[delta])
             lambdas = new_lambdas
             if model.particle_grid_enabled:
-                self._particle_contacts(model, state_in, x, contact_delta, grad)
+                self._particle_contacts(model, state_in, x, inv_mass, contact_delta, grad)
             x_next = state_out.particle_q if it == self.iterations - 1 else positions(f"x{(it + 1) % 2}")
             wp.launch(k.apply_corrections, dim=n, device=device, inputs=[x, delta, contact_delta, settings],
                       outputs=[x_next])
@@ -152,13 +152,17 @@ class SolverXPBD:
 
     # ------------------------------------------------------------------------------------------------ helpers
 
-    def _particle_contacts(self, model, state_in, x, contact_delta, grad: bool):
-        """Particle-particle contact corrections (hash grid), averaged per particle into `contact_delta`."""
+    def _particle_contacts(self, model, state_in, x, inv_mass, contact_delta, grad: bool):
+        """Particle-particle contact corrections (hash grid), averaged per particle into `contact_delta`.
+
+        `inv_mass` is this step's inverse masses computed from `model.particle_mass` (not the model's stored
+        `particle_inv_mass`), so a mass changed or learned after finalize splits the corrections, and d/d(mass)
+        flows through collisions."""
         from ...particle_contact import solve_particle_contacts
         n, device = model.particle_count, model.device
         pair_delta = wp.zeros(n, dtype=wp.vec3, device=device, requires_grad=grad)
         pair_count = wp.zeros(n, dtype=wp.int32, device=device)
-        solve_particle_contacts(model, x, model.particle_inv_mass, pair_delta, pair_count,
+        solve_particle_contacts(model, x, inv_mass, pair_delta, pair_count,
                                 particle_q_prev=state_in.particle_q)
         wp.launch(k.add_averaged_corrections, dim=n, device=device, inputs=[pair_delta, pair_count],
                   outputs=[contact_delta])
