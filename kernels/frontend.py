@@ -626,10 +626,39 @@ class Frontend(ExpressionLowering):
             bounds = args
         else:
             raise self.error(f"for loops must iterate over range(...); got '{ast.unparse(it)}'", node)
+        if self.unroll_for_static_index(node, bounds):
+            return None
         bounds = [self.as_value(b, node) for b in bounds]
         has_break = _may_exit_loop(node.body)
         self.lower_loop("for", node, bounds, node.body, node.target.id, has_break, is_static)
         return None
+
+    def unroll_for_static_index(self, node, bounds) -> bool:
+        """A loop over a constant range whose body uses its index inside `wp.static(...)` is unrolled here, the
+        index bound to each compile-time value in turn (as Warp does); True when it was."""
+        name = node.target.id
+        if not self.static_uses(node.body, name):
+            return False
+        values = [b.obj if isinstance(b, Static) else None for b in bounds]
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            raise self.error(f"wp.static(...) uses the loop index '{name}', but the loop's range is not a "
+                             f"compile-time constant", node)
+        if _may_exit_loop(node.body) or _contains(node.body, ast.Return, stop_at_loops=False):
+            raise self.error(f"wp.static(...) uses the loop index '{name}' in a loop with break, continue or "
+                             f"return, which cannot be unrolled at compile time", node)
+        for v in range(*values):
+            self.env[name] = Static(v)
+            self.lower_stmts(node.body)
+        return True
+
+    def static_uses(self, stmts, name) -> bool:
+        """Whether a `wp.static(...)` call in `stmts` reads `name`."""
+        for stmt in stmts:
+            for sub in ast.walk(stmt):
+                if isinstance(sub, ast.Call) and self.is_static_call(sub.func) and any(
+                        isinstance(n, ast.Name) and n.id == name for a in sub.args for n in ast.walk(a)):
+                    return True
+        return False
 
     def stmt_While(self, node):
         if node.orelse:

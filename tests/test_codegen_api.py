@@ -44,3 +44,30 @@ def test_a_kernel_returning_a_value_is_a_type_error(fn):
 @pytest.mark.parametrize("fn", [_annotated_none, _annotated_none_type])
 def test_a_kernel_annotated_to_return_none_runs(fn):
     wp.launch(wp.kernel(fn, module="unique"), dim=1, inputs=[1.0])
+
+
+i = 42  # a module global with the name of a loop index below: wp.static must not read it
+
+
+@wp.kernel
+def static_of_loop_index(out: wp.array(dtype=int)):
+    for i in range(3):  # noqa: F402
+        out[i] = wp.static(i * 10)
+
+
+@wp.kernel
+def static_of_runtime_local(out: wp.array(dtype=int), n: int):
+    i = n  # noqa: F841
+    out[0] = wp.static(i)
+
+
+def test_static_of_a_constant_loop_index_takes_each_value():
+    # before: wp.static(i) read the module global i (42) in every iteration
+    out = wp.zeros(3, dtype=int)
+    wp.launch(static_of_loop_index, dim=1, inputs=[out])
+    assert list(out.numpy()) == [0, 10, 20]
+
+
+def test_static_of_a_runtime_local_is_an_error_not_the_global():
+    with pytest.raises(wp.CompileError, match="'i' is a run-time variable"):
+        wp.launch(static_of_runtime_local, dim=1, inputs=[wp.zeros(1, dtype=int), 3])
