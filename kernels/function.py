@@ -144,8 +144,13 @@ class Func:
                     finally:
                         _in_progress.discard(key)
                     fn.func_object = self
-                    self._compile_custom(fn, list(types_), op)
+                    # registered first: a custom adjoint or replay may call this function itself
                     self.specializations[types_] = fn
+                    try:
+                        self._compile_custom(fn, list(types_), op)
+                    except CompileError:
+                        del self.specializations[types_]
+                        raise
                 return fn, conv
         got = ", ".join(describe(a.type) for a in args)
         raise CompileError(f"no overload of '{self.name}' accepts ({got})", op.loc, ti.fn.name)

@@ -3,9 +3,11 @@ also the Python exception of its kind), and the refusal of kernels that return a
 
 import types
 
+import numpy as np
 import pytest
 
 import kernels as wp
+from autodiff import gradcheck
 
 
 def test_compile_errors_are_runtime_errors_and_typed_kinds_are_their_python_kind():
@@ -71,3 +73,84 @@ def test_static_of_a_constant_loop_index_takes_each_value():
 def test_static_of_a_runtime_local_is_an_error_not_the_global():
     with pytest.raises(wp.CompileError, match="'i' is a run-time variable"):
         wp.launch(static_of_runtime_local, dim=1, inputs=[wp.zeros(1, dtype=int), 3])
+
+
+@wp.func
+def cube(x: float):
+    return x * x * x
+
+
+@wp.func_grad(cube)
+def adj_cube(x: float, adj_ret: float):
+    # calls the function it is the adjoint of (before: endless recursion in the compiler)
+    wp.adjoint[x] += 3.0 * cube(x) / x * adj_ret
+
+
+@wp.kernel
+def cube_all(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = cube(x[i])
+
+
+def test_a_custom_adjoint_may_call_its_own_function():
+    from autodiff import Tape
+    x = wp.array([2.0, -1.0], dtype=float, requires_grad=True)
+    y = wp.zeros(2, dtype=float, requires_grad=True)
+    tape = Tape()
+    with tape:
+        wp.launch(cube_all, dim=2, inputs=[x, y])
+    tape.backward(grads={y: wp.ones(2, dtype=float)})
+    np.testing.assert_allclose(x.grad.numpy(), [12.0, 3.0])
+
+
+@wp.kernel
+def subtract_transforms(x: wp.array(dtype=wp.transform), y: wp.array(dtype=wp.transform)):
+    i = wp.tid()
+    y[i] -= x[i]
+
+
+def test_subtracting_into_a_transform_array_compiles_and_is_differentiable():
+    # before: the generated C++ negated a transform with an operator it does not have
+    rng = np.random.default_rng(3)
+    x = wp.array(rng.uniform(-1, 1, (2, 7)), dtype=wp.transformd)
+
+    @wp.kernel
+    def subtract_d(x: wp.array(dtype=wp.transformd), y: wp.array(dtype=wp.transformd)):
+        i = wp.tid()
+        y[i] -= x[i] * wp.float64(2.0)
+
+    def fn(x):
+        y = wp.zeros(2, dtype=wp.transformd, requires_grad=True)
+        wp.launch(subtract_d, dim=2, inputs=[x, y])
+        return y
+
+    gradcheck(fn, [x])
+    y = wp.array(np.ones((1, 7)), dtype=wp.transform)
+    wp.launch(subtract_transforms, dim=1, inputs=[wp.array(np.full((1, 7), 0.5), dtype=wp.transform), y])
+    np.testing.assert_array_equal(y.numpy(), np.full((1, 7), 0.5))
+
+
+def _fill_one(x: wp.array(dtype=float)):
+    x[0] = 1.0
+
+
+def _fill_two(x: wp.array(dtype=float)):
+    x[0] = 2.0
+
+
+def test_a_kernel_failing_unexpectedly_does_not_poison_its_module(monkeypatch):
+    # before: the batch was dropped and its other kernels failed with "'NoneType' object is not callable"
+    bad = wp.kernel(_fill_one, module="codegen_api_poison")
+    good = wp.kernel(_fill_two, module="codegen_api_poison")
+
+    def broken():
+        raise ValueError("compiler bug stand-in")
+
+    monkeypatch.setattr(bad, "compile_ir", broken)
+    x = wp.zeros(1, dtype=float)
+    with pytest.raises(ValueError, match="stand-in"):
+        wp.launch(bad, dim=1, inputs=[x])
+    wp.launch(good, dim=1, inputs=[x])
+    assert x.numpy()[0] == 2.0
+    with pytest.raises(ValueError, match="stand-in"):
+        wp.launch(bad, dim=1, inputs=[x])
