@@ -16,6 +16,7 @@ import shutil
 import time
 
 from . import config
+from .cache_integrity import damage, report_rebuild, sweep_dead_temporaries, temp_name, write_manifest
 from .errors import NativeCompileError
 
 VERSION = "0.1.0"
@@ -101,12 +102,17 @@ def build_cpu(source: str, name: str, debug: bool) -> BuildResult:
     entry = os.path.join(cache_root(), f"{name}_{key}")
     lib = os.path.join(entry, "module.so")
     if os.path.exists(lib):
-        return BuildResult(lib, True, 0.0)
+        why = damage(lib)
+        if why is None:
+            return BuildResult(lib, True, 0.0)
+        report_rebuild(entry, why)
+        shutil.rmtree(entry, ignore_errors=True)
     import subprocess
     import tempfile
     os.makedirs(os.path.dirname(entry), exist_ok=True)
+    sweep_dead_temporaries(os.path.dirname(entry))
     t0 = time.perf_counter()
-    tmp = tempfile.mkdtemp(prefix=f".{name}_", dir=os.path.dirname(entry))
+    tmp = tempfile.mkdtemp(prefix=temp_name(name), dir=os.path.dirname(entry))
     try:
         src_path = os.path.join(tmp, "module.cpp")
         with open(src_path, "w") as f:
@@ -119,6 +125,7 @@ def build_cpu(source: str, name: str, debug: bool) -> BuildResult:
             shutil.copy(src_path, kept)
             raise NativeCompileError(f"C++ compilation of module '{name}' failed (generated source kept at "
                                      f"{kept}):\n{proc.stderr[-6000:]}")
+        write_manifest(os.path.join(tmp, "module.so"))
         try:
             os.rename(tmp, entry)
         except OSError:
@@ -141,9 +148,15 @@ def build_cpu(source: str, name: str, debug: bool) -> BuildResult:
 
 
 def load_library(path: str):
-    """Load a compiled module; a library that fails to load is removed from the cache (the caller rebuilds)."""
-    try:
-        return ctypes.CDLL(path)
-    except OSError:
-        shutil.rmtree(os.path.dirname(path), ignore_errors=True)
-        return None
+    """Load a compiled module after checking it against its manifest (size and hash written at build time).
+    A damaged library, or one that fails to load, is removed from the cache with one line on stderr, and None
+    returned: the caller rebuilds it. A damaged library is never handed to the dynamic loader."""
+    why = damage(path)
+    if why is None:
+        try:
+            return ctypes.CDLL(path)
+        except OSError as e:
+            why = f"the loader refused it: {e}"
+    report_rebuild(os.path.dirname(path), why)
+    shutil.rmtree(os.path.dirname(path), ignore_errors=True)
+    return None

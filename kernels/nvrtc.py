@@ -59,16 +59,23 @@ def compile_source_to_ptx(source: str, arch: int = 90, name: str = "module.cu") 
     nvrtc = _nvrtc()
     version = nvrtc.nvrtcVersion()[1:]
     key = hashlib.sha256("\0".join([source, str(arch), str(version), VERSION, native_hash()]).encode()).hexdigest()
+    from .cache_integrity import damage, report_rebuild, sweep_dead_temporaries, write_manifest
     path = os.path.join(config.cache_dir, VERSION, "ptx", f"{key[:24]}.ptx")
     if os.path.exists(path):
-        with open(path) as f:
-            return f.read()
+        why = damage(path)
+        if why is None:
+            with open(path) as f:
+                return f.read()
+        report_rebuild(path, why)
     ptx = _compile(nvrtc, source, arch, name)
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.tmp"
+    sweep_dead_temporaries(os.path.dirname(path))
+    tmp = f"{os.path.dirname(path)}/.{os.path.basename(path)}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
         f.write(ptx)
-    os.replace(tmp, path)  # atomic: readers see the old state or the whole file
+    write_manifest(tmp)
+    os.replace(tmp + ".sha256", path + ".sha256")
+    os.replace(tmp, path)  # atomic: readers see the old state or the whole file (checked against the manifest)
     return ptx
 
 
