@@ -81,6 +81,23 @@ def _matches(param_t, arg_t) -> bool:
     return param_t == arg_t
 
 
+def _host_value_matches(param_t, value) -> bool:
+    """Whether a Python value may be passed for a parameter of type `param_t` in a call from Python."""
+    from .array import array
+    if param_t is T.Any:
+        return True
+    if isinstance(param_t, ArrayType):
+        return isinstance(value, array) and value.ndim == param_t.ndim and \
+            (param_t.dtype is T.Any or value.dtype == param_t.dtype)
+    if isinstance(value, bool):
+        return param_t is T.bool_
+    if isinstance(value, int):
+        return param_t is T.int32
+    if isinstance(value, float):
+        return param_t is T.float32
+    return type(value) is param_t or (T.is_scalar(param_t) and isinstance(value, param_t._np_))
+
+
 class Func:
     """A user function callable from kernels (Warp's `@wp.func`)."""
 
@@ -106,7 +123,12 @@ class Func:
                    for _, params in self.overloads)
 
     def __call__(self, *args):
-        raise RuntimeError(f"@wp.func '{self.name}' can only be called from kernels and other @wp.func")
+        """Called from Python (as Warp allows): runs the Python body of the overload whose annotations take the
+        arguments (a Python int is an int32, a float a float32). Kernel builtins it calls raise, as outside kernels."""
+        for source, params in self.overloads:
+            if len(params) == len(args) and all(_host_value_matches(p, a) for p, a in zip(params, args)):
+                return source.pyfunc(*args)
+        raise RuntimeError(f"Error calling function '{self.name}', no overload found for arguments {args!r}")
 
     def order_arguments(self, args, kwargs_names, op):
         source, _ = self.overloads[0]

@@ -154,3 +154,31 @@ def test_a_kernel_failing_unexpectedly_does_not_poison_its_module(monkeypatch):
     assert x.numpy()[0] == 2.0
     with pytest.raises(ValueError, match="stand-in"):
         wp.launch(bad, dim=1, inputs=[x])
+
+
+@wp.func
+def twice(x: int):
+    return x * 2
+
+
+@wp.func
+def twice(x: float):  # noqa: F811  (an overload)
+    return x * 2.0
+
+
+@wp.func
+def halve_double(x: wp.float64):
+    return x / wp.float64(2.0)
+
+
+@wp.func
+def length_of(a: wp.array(dtype=float)):
+    return len(a)
+
+
+def test_a_func_called_from_python_runs_the_overload_taking_the_values():
+    assert twice(3) == 6 and isinstance(twice(3), int)
+    assert twice(1.5) == 3.0
+    assert length_of(wp.zeros(4, dtype=float)) == 4
+    with pytest.raises(RuntimeError, match=r"no overload found for arguments \(1.0,\)"):
+        halve_double(1.0)
