@@ -46,6 +46,8 @@ class StructInfo:
                     members.append((name, t._ctype()))
                 else:
                     members.append((name, t._ctype_))
+            if not members:
+                members.append(("_empty", ctypes.c_uint8))  # a C++ struct with no members still has size 1
             self._ctype = type(f"{self.cname}_c", (ctypes.Structure,), {"_fields_": members})
         return self._ctype
 

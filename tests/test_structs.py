@@ -455,3 +455,29 @@ def test_a_struct_with_an_unsupported_field_fails_when_used_not_when_defined():
         wp.launch(takes_nested_unsupported, dim=1, inputs=[s, wp.zeros(1, dtype=float)])
     with pytest.raises(TypeError, match="field 'inner' is unusable"):
         s._to_ctype()
+
+
+@wp.struct
+class NoFields:
+    pass
+
+
+@wp.struct
+class AfterEmptyFields:
+    a: NoFields
+    b: NoFields
+    z: int
+
+
+@wp.kernel
+def read_after_empty_fields(s: AfterEmptyFields, out: wp.array(dtype=int)):
+    out[0] = s.z
+
+
+def test_fields_after_empty_struct_members_are_read_at_their_native_offset():
+    # before: an empty member took 0 bytes on the Python side and 1 in C++, so z read as 0
+    s = AfterEmptyFields()
+    s.z = 42
+    out = wp.zeros(1, dtype=int)
+    wp.launch(read_after_empty_fields, dim=1, inputs=[s, out])
+    assert out.numpy()[0] == 42
