@@ -153,5 +153,11 @@ def _check_value(cls, name, t, value):
             raise TypeError(f"struct {cls.__name__}.{name}: expected {t.__name__}, got {type(value).__name__}")
         return value
     if T.is_composite(t):
+        if value is None:
+            return t()  # zero, as at construction
+        if isinstance(value, (int, float, np.number)):
+            # one number would fill every component silently; Warp refuses it too
+            raise TypeError(f"Struct field '{name}' expects {T.type_repr(t)} but got a single value "
+                            f"({value!r}) in struct {cls.__name__}")
         return value if isinstance(value, t) else t(value)
     return t._np_(value)

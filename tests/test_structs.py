@@ -481,3 +481,21 @@ def test_fields_after_empty_struct_members_are_read_at_their_native_offset():
     out = wp.zeros(1, dtype=int)
     wp.launch(read_after_empty_fields, dim=1, inputs=[s, out])
     assert out.numpy()[0] == 42
+
+
+@wp.struct
+class CompositeFields:
+    v: wp.vec3
+    m: wp.mat22
+
+
+def test_a_composite_field_refuses_one_number_and_none_zeroes_it():
+    # before: 123 filled every component silently and None gave NaNs
+    s = CompositeFields()
+    with pytest.raises(TypeError, match="expects vec3 but got a single value"):
+        s.v = 123
+    s.v = (1.0, 2.0, 3.0)
+    s.v = None
+    np.testing.assert_array_equal(np.array(s.v), np.zeros(3))
+    s.m = [[1.0, 2.0], [3.0, 4.0]]
+    np.testing.assert_array_equal(np.array(s.m).reshape(2, 2), [[1.0, 2.0], [3.0, 4.0]])
