@@ -499,3 +499,29 @@ def test_a_composite_field_refuses_one_number_and_none_zeroes_it():
     np.testing.assert_array_equal(np.array(s.v), np.zeros(3))
     s.m = [[1.0, 2.0], [3.0, 4.0]]
     np.testing.assert_array_equal(np.array(s.m).reshape(2, 2), [[1.0, 2.0], [3.0, 4.0]])
+
+
+@wp.struct
+class Spring:
+    stiffness: float
+    rest: wp.vec3
+    count: int
+
+
+@wp.kernel
+def build_spring(k: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    s = Spring(k[i] * 2.0, wp.vec3(k[i], 1.0, 2.0))
+    out[i] = s.stiffness + s.rest[0] + float(s.count)
+
+
+def test_a_struct_constructed_in_a_kernel_from_positional_field_values():
+    k = wp.array(np.array([0.5, 1.5]), dtype=float)
+
+    def fn(k):
+        out = wp.zeros(2, dtype=float, requires_grad=True)
+        wp.launch(build_spring, dim=2, inputs=[k, out])
+        return out
+
+    np.testing.assert_allclose(fn(k).numpy(), [1.5, 4.5])
+    gradcheck(fn, [k])

@@ -513,11 +513,18 @@ class TypeInference(TileForms, PathForms):
                                                         "rtype": t}, [], op.loc))
             return
         if is_struct(t):
-            if args:
-                raise self.error(f"struct {t.__name__}() takes no arguments inside kernels; assign fields", op)
-            op.results[0].type = t
-            self.append(ir.Op("call", [], op.results, {"name": "struct_new",
-                                                       "overload": registry.BUILTINS["struct_new"][0]}, [], op.loc))
+            fields = list(t._wp_struct_.fields)
+            if len(args) > len(fields):
+                raise self.error(f"struct {t.__name__}() takes at most {len(fields)} arguments (its fields in "
+                                 f"order), got {len(args)}", op)
+            value = ir.Value(type=t)
+            self.append(ir.Op("call", [], [value], {"name": "struct_new",
+                                                    "overload": registry.BUILTINS["struct_new"][0]}, [], op.loc))
+            for name, a in zip(fields, args):  # positional arguments set the fields in declaration order
+                put = ir.Op("setattr", [value, a], [ir.Value()], {"attr": name}, [], op.loc)
+                self.op_setattr(put)
+                value = self.subst.get(put.results[0], put.results[0])
+            self.replace(op.results[0], value)
             return
         if T.is_composite(t):
             s = t._wp_scalar_type_
