@@ -525,3 +525,28 @@ def test_a_struct_constructed_in_a_kernel_from_positional_field_values():
 
     np.testing.assert_allclose(fn(k).numpy(), [1.5, 4.5])
     gradcheck(fn, [k])
+
+
+@wp.struct
+class Buffers:
+    src: wp.array(dtype=float)
+    dst: wp.array(dtype=float)
+
+
+@wp.kernel
+def square_through_local_struct(src: wp.array(dtype=float), dst: wp.array(dtype=float)):
+    i = wp.tid()
+    b = Buffers(src, dst)
+    b.dst[i] = b.src[i] * b.src[i]
+
+
+def test_arrays_of_a_struct_built_in_the_kernel_keep_their_gradients():
+    # a field read back from a struct built here is the array that was set, whose gradient array is known
+    x = wp.array(np.array([0.5, -2.0, 1.5]), dtype=float)
+
+    def fn(x):
+        y = wp.zeros(3, dtype=float, requires_grad=True)
+        wp.launch(square_through_local_struct, dim=3, inputs=[x, y])
+        return y
+
+    gradcheck(fn, [x])

@@ -21,6 +21,16 @@ from .typeinfer_tiles import TileForms
 _COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
 
 
+def _field_value(struct_value, field):
+    """The value last set to `field` of a struct built in this function (struct_set chain), or None."""
+    v = struct_value
+    while v.owner is not None and v.owner.opcode == "call" and v.owner.attrs.get("name") == "struct_set":
+        if v.owner.attrs.get("field") == field:
+            return v.owner.operands[1]
+        v = v.owner.operands[0]
+    return None
+
+
 class TypeInference(TileForms, PathForms):
     def __init__(self, fn: ir.Function, specialize):
         self.fn = fn
@@ -386,6 +396,11 @@ class TypeInference(TileForms, PathForms):
             fields = t._wp_struct_.fields
             if attr not in fields:
                 raise self.error(f"struct {t.__name__} has no field '{attr}'", op)
+            known = _field_value(base, attr)
+            if known is not None:
+                # read back what was set: an array keeps its origin (a parameter's field), which its gradient needs
+                self.replace(op.results[0], known)
+                return
             op.results[0].type = fields[attr]
             self.append(ir.Op("call", [base], op.results, {"name": "struct_get", "field": attr,
                                                            "overload": registry.BUILTINS["struct_get"][0]},
