@@ -52,6 +52,10 @@ def compile_ptx(kernel, arch: int = 90) -> str:
     return _compile_ptx(kernel, arch)
 
 
+def init():
+    """Warp's `wp.init()`: nothing to do here, the runtime starts on first use."""
+
+
 def constant(value):
     """Mark a module-level value as a kernel constant (Warp's `wp.constant`); kernels capture it at compile time."""
     return value

@@ -182,3 +182,19 @@ def test_a_func_called_from_python_runs_the_overload_taking_the_values():
     assert length_of(wp.zeros(4, dtype=float)) == 4
     with pytest.raises(RuntimeError, match=r"no overload found for arguments \(1.0,\)"):
         halve_double(1.0)
+
+
+@wp.struct
+class OneField:
+    a: float
+
+
+@wp.kernel
+def read_missing_field(s: OneField):
+    _ = s.missing
+
+
+def test_a_missing_struct_field_is_an_attribute_error():
+    wp.init()  # Warp's explicit start: nothing to do
+    with pytest.raises(AttributeError, match="has no field 'missing'"):
+        wp.launch(read_missing_field, dim=1, inputs=[OneField()])

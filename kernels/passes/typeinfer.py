@@ -12,7 +12,7 @@ from __future__ import annotations
 from .. import ir
 from .. import types as T
 from ..builtins import registry
-from ..errors import CompileError
+from ..errors import CompileAttributeError, CompileError
 from ..typesys import ArrayType, PackType, ShapeType, StaticType, TileType, describe, is_struct
 from .clone import substitute
 from .typeinfer_paths import PathForms
@@ -39,8 +39,8 @@ class TypeInference(TileForms, PathForms):
         self.cur: ir.Block | None = None
         self.return_types = None
 
-    def error(self, message, op):
-        return CompileError(message, op.loc, self.fn.name)
+    def error(self, message, op, kind=CompileError):
+        return kind(message, op.loc, self.fn.name)
 
     # ---------------------------------------------------------------------------------------------- blocks
 
@@ -395,7 +395,7 @@ class TypeInference(TileForms, PathForms):
         if is_struct(t):
             fields = t._wp_struct_.fields
             if attr not in fields:
-                raise self.error(f"struct {t.__name__} has no field '{attr}'", op)
+                raise self.error(f"struct {t.__name__} has no field '{attr}'", op, CompileAttributeError)
             known = _field_value(base, attr)
             if known is not None:
                 # read back what was set: an array keeps its origin (a parameter's field), which its gradient needs
@@ -484,7 +484,7 @@ class TypeInference(TileForms, PathForms):
         if is_struct(t):
             fields = t._wp_struct_.fields
             if attr not in fields:
-                raise self.error(f"struct {t.__name__} has no field '{attr}'", op)
+                raise self.error(f"struct {t.__name__} has no field '{attr}'", op, CompileAttributeError)
             owner = value.owner
             if owner is not None and owner.attrs.get("name") == "struct_get" and owner.operands[0] is base \
                     and owner.attrs.get("field") == attr:
