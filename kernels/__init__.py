@@ -13,6 +13,8 @@ from .array import (array, array1d, array2d, array3d, array4d, clone, copy, empt
 from .device import (Device, ScopedDevice, get_cuda_device_count, get_device, get_preferred_device,
                      is_cuda_available, set_device, synchronize, synchronize_device)
 from .errors import CompileError, KernelError, LaunchError, NativeCompileError
+from .errors import (CompileAttributeError, CompileIndexError, CompileKeyError, CompileTypeError,
+                     CompileValueError)
 from .function import func, func_grad, func_replay
 from .hash_grid import HashGrid, HashGridQuery
 from .mesh import Mesh, MeshQueryPoint, MeshQueryRay, is_cubql_available
@@ -31,6 +33,14 @@ from .types import (Any, bool_, float16, float32, float64, int8, int16, int32, i
 from .types import (dtype_from_numpy, dtype_to_numpy, spatial_matrixf, spatial_matrixh, spatial_vectorh,
                     transformh, vec2s, vec2ul, vec2us, vec3s, vec3ul, vec3us, vec4s, vec4ul, vec4us)
 from . import types  # noqa: E402  (wp.types.vector / wp.types.matrix as in Warp)
+
+# Warp's names for compile errors
+WarpCodegenError = CompileError
+WarpCodegenTypeError = CompileTypeError
+WarpCodegenAttributeError = CompileAttributeError
+WarpCodegenIndexError = CompileIndexError
+WarpCodegenKeyError = CompileKeyError
+WarpCodegenValueError = CompileValueError
 
 __version__ = "0.1.0"
 
@@ -55,6 +65,10 @@ def compile_ptx(kernel, arch: int = 90) -> str:
     """PTX text of `kernel` (forward and backward entry points) for compute capability `arch`; needs no GPU."""
     from .nvrtc import compile_ptx as _compile_ptx
     return _compile_ptx(kernel, arch)
+
+
+def init():
+    """Warp's `wp.init()`: nothing to do here, the runtime starts on first use."""
 
 
 def constant(value):

@@ -199,6 +199,11 @@ class ExpressionLowering:
     def static_eval(self, node, quiet=False):
         """Evaluate an expression in Python at compile time (module globals, closure, and local Statics)."""
         local = {k: v.obj for k, v in self.env.items() if isinstance(v, Static)}
+        for n in ast.walk(node):
+            # a run-time local shadows any global of its name: it has no compile-time value
+            if isinstance(n, ast.Name) and n.id in self.env and n.id not in local and not n.id.startswith("__"):
+                raise self.error(f"'{n.id}' is a run-time variable of the kernel; wp.static(...) and other "
+                                 f"compile-time expressions cannot use it", node)
         namespace = dict(self.src.globals)
         namespace.update(self.src.closure)
         namespace.update(local)

@@ -89,6 +89,23 @@ def _matches(param_t, arg_t) -> bool:
     return param_t == arg_t
 
 
+def _host_value_matches(param_t, value) -> bool:
+    """Whether a Python value may be passed for a parameter of type `param_t` in a call from Python."""
+    from .array import array
+    if param_t is T.Any:
+        return True
+    if isinstance(param_t, ArrayType):
+        return isinstance(value, array) and value.ndim == param_t.ndim and \
+            (param_t.dtype is T.Any or value.dtype == param_t.dtype)
+    if isinstance(value, bool):
+        return param_t is T.bool_
+    if isinstance(value, int):
+        return param_t is T.int32
+    if isinstance(value, float):
+        return param_t is T.float32
+    return type(value) is param_t or (T.is_scalar(param_t) and isinstance(value, param_t._np_))
+
+
 class Func:
     """A user function callable from kernels (Warp's `@wp.func`)."""
 
@@ -108,8 +125,18 @@ class Func:
         self.overloads.append((source, signature_types(source, self.name, require=False)))
         self.specializations.clear()
 
+    def takes_exactly(self, types_) -> bool:
+        """Whether an overload takes arguments of exactly these types (generic parameters take any)."""
+        return any(len(params) == len(types_) and all(_matches(p, t) for p, t in zip(params, types_))
+                   for _, params in self.overloads)
+
     def __call__(self, *args):
-        raise RuntimeError(f"@wp.func '{self.name}' can only be called from kernels and other @wp.func")
+        """Called from Python (as Warp allows): runs the Python body of the overload whose annotations take the
+        arguments (a Python int is an int32, a float a float32). Kernel builtins it calls raise, as outside kernels."""
+        for source, params in self.overloads:
+            if len(params) == len(args) and all(_host_value_matches(p, a) for p, a in zip(params, args)):
+                return source.pyfunc(*args)
+        raise RuntimeError(f"Error calling function '{self.name}', no overload found for arguments {args!r}")
 
     def order_arguments(self, args, kwargs_names, op):
         source, _ = self.overloads[0]
@@ -147,8 +174,13 @@ class Func:
                     finally:
                         _in_progress.discard(key)
                     fn.func_object = self
-                    self._compile_custom(fn, list(types_), op)
+                    # registered first: a custom adjoint or replay may call this function itself
                     self.specializations[types_] = fn
+                    try:
+                        self._compile_custom(fn, list(types_), op)
+                    except CompileError:
+                        del self.specializations[types_]
+                        raise
                 return fn, conv
         got = ", ".join(describe(a.type) for a in args)
         raise CompileError(f"no overload of '{self.name}' accepts ({got})", op.loc, ti.fn.name)
@@ -207,7 +239,7 @@ def _called_from(e: CompileError, caller: str, loc) -> CompileError:
     """`e` with a note saying which caller asked for the function that failed to compile."""
     if "called from" in e.message or e.loc == loc:
         return e
-    return CompileError(f"{e.message}\n    (called from '{caller}' at {loc})", e.loc, e.function)
+    return type(e)(f"{e.message}\n    (called from '{caller}' at {loc})", e.loc, e.function)
 
 
 def _caller(op) -> str:
@@ -221,6 +253,9 @@ def compile_ir(source: FunctionSource, kind: str, name: str, param_types: list) 
     for t in param_types:
         if isinstance(t, StaticType):
             raise CompileError("compile-time values cannot be passed to functions", source.loc(source.fdef), name)
+        inner = t.dtype if isinstance(t, ArrayType) else t
+        if is_struct(inner) and inner._wp_struct_.error is not None:
+            raise CompileError(inner._wp_struct_.error, source.loc(source.fdef), name)
     fn = lower_function(source, kind, name, param_types, resolve_static)
     return run_pipeline(fn, check=config.mode == "debug")
 

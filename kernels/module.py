@@ -142,6 +142,8 @@ class Kernel:
 
     def ensure_built(self):
         if self.lib is None and self.error is None:
+            if self not in self.module.pending and self in self.module.kernels:
+                self.module.pending.append(self)  # its batch was interrupted before reaching it
             self.module.build()
         if self.error is not None:
             raise self.error
@@ -216,27 +218,28 @@ class Module:
             try:
                 k.compile_ir()
                 ready.append(k)
-            except CompileError as e:
+            except Exception as e:  # noqa: BLE001  kept and raised at its launch: it never poisons its neighbours
                 k.error = e
         if not ready:
             return
         try:
             self._build_library(ready, prekey if len(ready) == len(batch) else None)
-        except NativeCompileError:
-            self._build_isolating(ready)
+        except Exception as e:  # noqa: BLE001  code generation or the C++ compiler: as above
+            self._build_isolating(ready, e)
 
-    def _build_isolating(self, kernels: list):
-        """After the C++ compiler rejected a library of `kernels`: build halves, recursively, so the kernels it
-        rejects get its error and the others still build. One bad kernel among n costs about 2*log2(n) builds."""
+    def _build_isolating(self, kernels: list, error: Exception):
+        """After a library of `kernels` failed to build (`error`: the C++ compiler rejected it, or generating its
+        source failed): build halves, recursively, so the kernels at fault get the error and the others still
+        build. One bad kernel among n costs about 2*log2(n) builds."""
         if len(kernels) == 1:
-            kernels[0].error = _last_native_error[0]
+            kernels[0].error = _last_native_error[0] if isinstance(error, NativeCompileError) else error
             return
         mid = len(kernels) // 2
         for half in (kernels[:mid], kernels[mid:]):
             try:
                 self._build_library(half)
-            except NativeCompileError:
-                self._build_isolating(half)
+            except Exception as e:  # noqa: BLE001
+                self._build_isolating(half, e)
 
     def _load_indexed(self, kernels: list, prekey: str, debug: bool) -> bool:
         """Load `kernels` from the library the cache index names for `prekey`, compiling no IR. False when there
