@@ -66,6 +66,11 @@ def _int_pow(self, other, mod=None):
     raise TypeError(f"'**' is not defined for integer values ({type(self).__name__}), as in Warp")
 
 
+def is_scalar_value(x) -> bool:
+    """Whether `x` was made by a scalar type (`wp.float32(1.5)`), as opposed to a plain numpy scalar."""
+    return type(x) in _VALUE_CLASSES.values()
+
+
 def _value_class(cls):
     """The numpy subclass whose instances `cls(...)` returns (see `Scalar`)."""
     vc = _VALUE_CLASSES.get(cls)
