@@ -93,6 +93,11 @@ class _AdjointAccessor:
 adjoint = _AdjointAccessor()
 
 
+# builtins that only make sense inside a kernel (thread index, tiles, atomics on arrays, printing, queries)
+_KERNEL_ONLY = {"tid", "print", "printf", "expect_eq", "expect_neq", "expect_near", "atomic_add", "atomic_sub",
+                "atomic_min", "atomic_max", "block_dim", "static"}
+
+
 class _BuiltinFunction:
     """A kernel builtin reachable as `wp.<name>`; callable only inside kernels."""
 
@@ -101,7 +106,11 @@ class _BuiltinFunction:
         self.__name__ = name
 
     def __call__(self, *args, **kwargs):
-        raise RuntimeError(f"wp.{self._wp_builtin_}() can only be called inside kernels and @wp.func")
+        """From Python scope, the builtin runs as a one-thread CPU kernel (kernels/host_call.py), as in Warp."""
+        if self._wp_builtin_ in _KERNEL_ONLY:
+            raise RuntimeError(f"wp.{self._wp_builtin_}() can only be called inside kernels and @wp.func")
+        from .host_call import call
+        return call(self._wp_builtin_, args, kwargs)
 
     def __repr__(self):
         return f"<builtin {self._wp_builtin_}>"
