@@ -405,7 +405,7 @@ def get_module_options(module=None) -> dict:
 
 
 def kernel(f=None, *, enable_backward: bool | None = None, module=None, launch_bounds=None,
-           module_options: dict | None = None):
+           module_options: dict | None = None, name: str | None = None):
     """Decorator: compile a Python function as a kernel (Warp's `@wp.kernel`).
 
     Args:
@@ -413,19 +413,21 @@ def kernel(f=None, *, enable_backward: bool | None = None, module=None, launch_b
         module: the module (name or Module) the kernel is built with; "unique" gives it a module of its own.
         launch_bounds: CUDA `__launch_bounds__`; no effect on the CPU backend.
         module_options: options set on the kernel's module (see `set_module_options`).
+        name: the kernel's key (Warp's explicit kernel name); must be a valid C++ identifier.
     """
+    if name is not None and not (name.isidentifier() and name.isascii()):
+        raise ValueError(f"kernel name {name!r} is not a valid C++ identifier")
+
     def make(g):
-        name = module
-        if isinstance(name, Module):
-            name = name.name
-        elif name == "unique":
-            name = f"{g.__module__}.{g.__qualname__}:{g.__code__.co_firstlineno}:{id(g):x}"
+        mod = module.name if isinstance(module, Module) else module
+        if mod == "unique":
+            mod = f"{g.__module__}.{g.__qualname__}:{g.__code__.co_firstlineno}:{name or ''}:{id(g):x}"
         if module_options:
-            get_module(name or g.__module__).options.update(module_options)
+            get_module(mod or g.__module__).options.update(module_options)
         backward = enable_backward
         if backward is None:
-            backward = get_module(name or g.__module__).options.get("enable_backward", True)
-        return Kernel(g, enable_backward=bool(backward), module=name)
+            backward = get_module(mod or g.__module__).options.get("enable_backward", True)
+        return Kernel(g, enable_backward=bool(backward), module=mod, key=name)
 
     return make if f is None else make(f)
 
