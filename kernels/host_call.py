@@ -55,18 +55,21 @@ def call(name: str, args: tuple, kwargs: dict):
     entry = _cache.get(key)
     if entry is None:
         entry = _cache[key] = _build(name, types_, key[2])
-    kernel, result_type = entry
+    kernel, result_types = entry
     from .array import zeros
     from .launch import launch
-    out = zeros(1, dtype=result_type, device="cpu") if result_type is not None else None
-    values = [a if _weak(a) else a for a in args]
-    launch(kernel, 1, inputs=values + ([out] if out is not None else []), device="cpu")
-    if out is None:
+    outs = [zeros(1, dtype=t, device="cpu") for t in result_types]
+    launch(kernel, 1, inputs=list(args) + outs, device="cpu")
+    values = [_value(t, out.numpy()[0]) for t, out in zip(result_types, outs)]
+    if not values:
         return None
-    value = out.numpy()[0]
-    if T.is_composite(result_type):
-        return result_type(*np.asarray(value).reshape(-1).tolist())
-    return result_type(value) if not T.is_scalar(result_type) else result_type._np_(value)
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def _value(t, raw):
+    if T.is_composite(t):
+        return t(*np.asarray(raw).reshape(-1).tolist())
+    return t._np_(raw)
 
 
 def _build(name: str, types_: tuple, weak: tuple):
@@ -75,22 +78,29 @@ def _build(name: str, types_: tuple, weak: tuple):
     from .function import compile_ir
     from .module import Kernel
     params = [f"a{i}" for i in range(len(types_))]
-    # a weak Python number is passed as a literal-typed parameter but converted like a literal: float(a) / int(a)
     call_args = ", ".join(params)
     namespace = {"wp": __import__("kernels"), **{f"T{i}": t for i, t in enumerate(types_)}}
     sig = ", ".join(f"{p}: T{i}" for i, p in enumerate(params))
+    # the probe gives the builtin's result type(s) through the kernels' own type inference
     probe = _source_function(f"def probe({sig}):\n    return wp.{name}({call_args})\n", namespace, "probe")
     try:
         fn = compile_ir(FunctionSource(probe), "func", f"wp.{name}", list(types_))
     except CompileError as e:
         raise TypeError(f"wp.{name}() called from Python with {', '.join(T.type_repr(t) for t in types_)}: "
                         f"{e.message if hasattr(e, 'message') else e}") from None
-    result = fn.return_types[0] if fn.return_types else None
-    if result is not None:
-        namespace["R"] = result
-        body = f"def host_call({sig}{', ' if sig else ''}out: wp.array(dtype=R)):\n    out[0] = wp.{name}({call_args})\n"
+    results = list(fn.return_types)
+    outs = [f"out{k}" for k in range(len(results))]
+    namespace.update({f"R{k}": t for k, t in enumerate(results)})
+    params_text = ", ".join([f"{p}: T{i}" for i, p in enumerate(params)]
+                            + [f"out{k}: wp.array(dtype=R{k})" for k in range(len(results))])
+    if len(results) > 1:
+        body = (f"def host_call({params_text}):\n    {', '.join(f'r{k}' for k in range(len(results)))} = "
+                f"wp.{name}({call_args})\n" + "".join(f"    out{k}[0] = r{k}\n" for k in range(len(results))))
+    elif results:
+        body = f"def host_call({params_text}):\n    out0[0] = wp.{name}({call_args})\n"
     else:
-        body = f"def host_call({sig}):\n    wp.{name}({call_args})\n"
+        body = f"def host_call({params_text}):\n    wp.{name}({call_args})\n"
+    del outs
     pyfunc = _source_function(body, namespace, "host_call")
     kernel = Kernel(pyfunc, enable_backward=False, module=f"kernels.host_call.{name}")
-    return kernel, result
+    return kernel, results

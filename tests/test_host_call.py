@@ -34,3 +34,26 @@ def test_kernel_only_builtins_and_bad_arguments_are_refused():
         wp.tid()
     with pytest.raises(TypeError, match="wp.length"):
         wp.length(1.0)
+
+
+def test_builtins_with_several_results_return_a_tuple():
+    axis, angle = wp.quat_to_axis_angle(wp.quat_from_axis_angle(wp.vec3(0.0, 0.0, 1.0), 0.5))
+    np.testing.assert_allclose(list(axis), [0.0, 0.0, 1.0], atol=1e-6)
+    np.testing.assert_allclose(angle, 0.5, atol=1e-6)
+
+
+def test_arrays_from_outside_and_lists_are_refused_in_kernels():
+    outside = wp.array([1.0, 2.0], dtype=float)
+
+    def reads_outside(out: wp.array(dtype=float)):
+        out[0] = outside[0]
+
+    def builds_a_list(out: wp.array(dtype=float)):
+        x = [1.0, 2.0]
+        out[0] = 1.0
+
+    out = wp.zeros(1, dtype=float)
+    with pytest.raises(TypeError, match="Invalid external reference type.*pass it as a kernel argument"):
+        wp.launch(wp.kernel(reads_outside, module="unique"), 1, inputs=[out])
+    with pytest.raises(RuntimeError, match="List constructs are not supported in kernels"):
+        wp.launch(wp.kernel(builds_a_list, module="unique"), 1, inputs=[out])
