@@ -369,8 +369,10 @@ def _builtin_result_count(name):
 
 
 def _is_array_object(obj) -> bool:
+    """A toolkit or numpy array (not a numpy scalar, which is a constant like a Python number)."""
+    import numpy as np
     from .array import array
-    return isinstance(obj, array) or (hasattr(obj, "__array_interface__") and not isinstance(obj, type))
+    return isinstance(obj, (array, np.ndarray))
 
 
 def _is_number(x):
