@@ -86,6 +86,12 @@ def _assigned_names(stmts) -> set:
     return names
 
 
+def _is_reversed_range(it) -> bool:
+    return (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "reversed"
+            and len(it.args) == 1 and not it.keywords and isinstance(it.args[0], ast.Call)
+            and isinstance(it.args[0].func, ast.Name) and it.args[0].func.id == "range")
+
+
 def _may_exit_loop(body) -> bool:
     """Whether a loop body can leave the loop early: a break of its own, or a return anywhere inside."""
     return _contains(body, ast.Break, stop_at_loops=True) or _contains(body, ast.Return)
@@ -628,6 +634,8 @@ class Frontend(ExpressionLowering):
             bounds = args
         elif isinstance(it, ast.Call) and self.query_iterator(it) is not None:
             return self.lower_query_loop(node, it)
+        elif _is_reversed_range(it):
+            return self.lower_reversed_range(node, it.args[0])
         else:
             raise self.error(f"for loops must iterate over range(...); got '{ast.unparse(it)}'", node)
         if self.unroll_for_static_index(node, bounds):
@@ -635,6 +643,35 @@ class Frontend(ExpressionLowering):
         bounds = [self.as_value(b, node) for b in bounds]
         has_break = _may_exit_loop(node.body)
         self.lower_loop("for", node, bounds, node.body, node.target.id, has_break, is_static)
+        return None
+
+    def lower_reversed_range(self, node, range_call):
+        """`for i in reversed(range(a, b, s)): body` visits range(a, b, s)'s values last first: it is lowered as
+        `for k in range(n): i = a + (n - 1 - k) * s; body`, with a, b, s evaluated once and n the range's length
+        (whatever the sign of s)."""
+        if range_call.keywords or not 1 <= len(range_call.args) <= 3:
+            raise self.error("range() takes 1 to 3 positional arguments", node)
+        args = list(range_call.args)
+        if len(args) == 1:
+            args = [ast.Constant(0), args[0]]
+        if len(args) == 2:
+            args.append(ast.Constant(1))
+        tag = sum(1 for k in self.env if k.startswith("__rev_start"))
+        start, stop, step, count, k = (f"__rev_{w}{tag}" for w in ("start", "stop", "step", "count", "k"))
+        code = (f"{start} = int({ast.unparse(args[0])})\n{stop} = int({ast.unparse(args[1])})\n"
+                f"{step} = int({ast.unparse(args[2])})\n"
+                f"{count} = max(0, ({stop} - {start} + {step} - 1) // {step}) if {step} > 0 else "
+                f"max(0, ({start} - {stop} - {step} - 1) // (-{step}))\n"
+                f"for {k} in range({count}):\n    {node.target.id} = {start} + ({count} - 1 - {k}) * {step}\n")
+        tree = ast.parse(code)
+        loop = tree.body[-1]
+        loop.body.extend(node.body)
+        for stmt in tree.body:
+            for sub in ast.walk(stmt):
+                if hasattr(sub, "lineno") and sub not in node.body:
+                    ast.copy_location(sub, node)
+        ast.fix_missing_locations(tree)
+        self.lower_stmts(tree.body)
         return None
 
     def query_iterator(self, call):
