@@ -134,11 +134,19 @@ class Func:
         """Called from Python (as Warp allows): runs the Python body of the overload whose annotations take the
         arguments (a Python int is an int32, a float a float32). Kernel builtins it calls raise, as outside kernels."""
         for source, params in self.overloads:
-            if len(params) == len(args) and all(_host_value_matches(p, a) for p, a in zip(params, args)):
+            required = len(params) - len(source.pyfunc.__defaults__ or ())
+            if required <= len(args) <= len(params) and all(_host_value_matches(p, a) for p, a in zip(params, args)):
                 return source.pyfunc(*args)
         raise RuntimeError(f"Error calling function '{self.name}', no overload found for arguments {args!r}")
 
-    def order_arguments(self, args, kwargs_names, op):
+    def needs_defaults(self, count: int) -> bool:
+        """Whether a call with `count` positional arguments leaves parameters to their default values."""
+        source, _ = self.overloads[0]
+        return count < len(source.fdef.args.args) and bool(source.pyfunc.__defaults__)
+
+    def order_arguments(self, args, kwargs_names, op, default=None):
+        """Arguments in parameter order: positional, then keywords by name, then the Python defaults of the
+        parameters left out (`default(value)` makes the IR value of a default)."""
         source, _ = self.overloads[0]
         names = [a.arg for a in source.fdef.args.args]
         npos = len(args) - len(kwargs_names)
@@ -147,8 +155,14 @@ class Func:
             if k not in names:
                 raise CompileError(f"'{self.name}' has no parameter '{k}'", op.loc, _caller(op))
             out[names.index(k)] = v
-        if any(v is None for v in out):
-            raise CompileError(f"'{self.name}' is missing arguments", op.loc, _caller(op))
+        defaults = source.pyfunc.__defaults__ or ()
+        first_default = len(names) - len(defaults)
+        for i, v in enumerate(out):
+            if v is None and i >= first_default and default is not None:
+                out[i] = default(defaults[i - first_default])
+        missing = [n for n, v in zip(names, out) if v is None]
+        if missing:
+            raise CompileError(f"'{self.name}' is missing arguments: {', '.join(missing)}", op.loc, _caller(op))
         return out
 
     def specialize(self, args, ti, op):

@@ -306,9 +306,10 @@ class TypeInference(TileForms, PathForms):
     def call_user(self, op):
         func = op.attrs["func"]
         args = op.operands
-        if op.attrs.get("kwargs"):
+        if op.attrs.get("kwargs") or func.needs_defaults(len(args)):
             op.attrs["caller"] = self.fn.name
-            args = func.order_arguments(args, op.attrs["kwargs"], op)
+            args = func.order_arguments(args, op.attrs.get("kwargs") or [], op,
+                                        default=lambda d: self.default_const(d, op.loc))
         try:
             callee, args = func.specialize(args, self, op)
         except CompileError:
