@@ -143,4 +143,17 @@ from . import array_ops as _array_ops  # noqa: E402
 
 _array_ops.install(array)
 
+def transformation(*args, p=None, q=None, dtype=None):
+    """Warp's `wp.transformation(p, q, dtype=...)` / `wp.transformation(px, py, pz, qx, qy, qz, qw)`: a transform
+    value from Python; inside kernels the same constructor (`wp.types.transformation`'s special form)."""
+    if p is not None or q is not None:
+        args = (p, q) + args
+    t = types.transformation(dtype if dtype is not None else types.float32)
+    if len(args) == 2:
+        return t(*list(args[0]), *list(args[1]))
+    return t(*args)
+
+
+transformation._wp_kernel_form_ = types.transformation
+
 _host_memory.keep_freed_memory()

@@ -65,6 +65,7 @@ def resolve_static(obj):
     from .builtins import BUILTINS
     if isinstance(obj, Func):
         return ("func", obj)
+    obj = getattr(obj, "_wp_kernel_form_", obj)  # a Python-side helper whose kernel meaning is another object
     if obj is T.vector or obj is T.matrix or obj is T.quaternion or obj is T.transformation:
         return ("builtin", obj.__name__)  # special forms in type inference: the type depends on the arguments
     name = getattr(obj, "_wp_builtin_", None)

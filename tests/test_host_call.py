@@ -57,3 +57,20 @@ def test_arrays_from_outside_and_lists_are_refused_in_kernels():
         wp.launch(wp.kernel(reads_outside, module="unique"), 1, inputs=[out])
     with pytest.raises(RuntimeError, match="List constructs are not supported in kernels"):
         wp.launch(wp.kernel(builds_a_list, module="unique"), 1, inputs=[out])
+
+
+@wp.kernel
+def _make_transforms(vs: wp.array(dtype=wp.vec3), qs: wp.array(dtype=wp.quat), out: wp.array(dtype=wp.transform)):
+    out[0] = wp.transformation(p=vs[0], q=qs[0])
+    out[1] = wp.transformation(vs[0], qs[0])
+    out[2] = wp.transformation(2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0)
+
+
+def test_transformation_constructor_in_kernels_and_python():
+    vs = wp.array([[2.0, 3.0, 4.0]], dtype=wp.vec3)
+    qs = wp.array([[5.0, 6.0, 7.0, 8.0]], dtype=wp.quat)
+    out = wp.zeros(3, dtype=wp.transform)
+    wp.launch(_make_transforms, 1, inputs=[vs, qs, out])
+    np.testing.assert_array_equal(out.numpy(), np.tile(np.arange(2.0, 9.0), (3, 1)))
+    t = wp.transformation(p=wp.vec3(1.0, 2.0, 3.0), q=wp.quat_identity(), dtype=wp.float64)
+    assert isinstance(t, wp.transformd) and list(t) == [1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 1.0]
