@@ -28,6 +28,8 @@ class ArrayDescriptor(ctypes.Structure):
 
 def _element_info(dtype):
     """(numpy scalar dtype, trailing component shape) of an element type."""
+    if T.unsupported_reason(dtype):
+        raise TypeError(T.unsupported_reason(dtype))
     if T.is_scalar(dtype):
         return np.dtype(dtype._np_), ()
     if T.is_composite(dtype):

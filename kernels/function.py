@@ -23,6 +23,9 @@ def annotation_type(ann, where: str):
         return T.Any
     if isinstance(ann, (ArrayType, TileType)):
         return ann
+    reason = T.unsupported_reason(ann) or T.unsupported_reason(getattr(ann, "dtype", None))
+    if reason:
+        raise TypeError(f"{where}: {reason}")
     t = T.canonical_type(ann)
     if isinstance(t, array):
         return ArrayType(T.Any if t.dtype is typing.Any else T.canonical_type(t.dtype), t.ndim)
@@ -66,6 +69,8 @@ def resolve_static(obj):
     if isinstance(obj, Func):
         return ("func", obj)
     obj = getattr(obj, "_wp_kernel_form_", obj)  # a Python-side helper whose kernel meaning is another object
+    if T.unsupported_reason(obj):
+        raise TypeError(T.unsupported_reason(obj))
     if obj is T.vector or obj is T.matrix or obj is T.quaternion or obj is T.transformation:
         return ("builtin", obj.__name__)  # special forms in type inference: the type depends on the arguments
     name = getattr(obj, "_wp_builtin_", None)

@@ -130,6 +130,22 @@ class bool_(Scalar):
     _np_, _ctype_, _cname_, _kind_ = np.bool_, ctypes.c_bool, "bool", "bool"
 
 
+class bfloat16:
+    """Warp's bfloat16 scalar type, named so that code that mentions it loads; not supported by kernels yet: every
+    use (a value, an array, an annotation, a constructor in a kernel) raises a TypeError saying so."""
+
+    _unsupported_ = ("bfloat16 is not supported by kernels (use float16, float32 or float64): neither arrays, "
+                     "kernel parameters nor values of it can be made")
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError(cls._unsupported_)
+
+
+def unsupported_reason(t) -> str | None:
+    """Why type `t` cannot be used (a type Warp has that kernels does not support), or None."""
+    return getattr(t, "_unsupported_", None) if isinstance(t, type) else None
+
+
 float_types = (float16, float32, float64)
 int_types = (int8, uint8, int16, uint16, int32, uint32, int64, uint64)
 scalar_types = float_types + int_types + (bool_,)
