@@ -94,8 +94,7 @@ adjoint = _AdjointAccessor()
 
 
 # builtins that only make sense inside a kernel (thread index, tiles, atomics on arrays, printing, queries)
-_KERNEL_ONLY = {"tid", "print", "printf", "expect_eq", "expect_neq", "expect_near", "atomic_add", "atomic_sub",
-                "atomic_min", "atomic_max", "block_dim", "static"}
+_KERNEL_ONLY = {"tid", "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "block_dim", "static"}
 
 
 class _BuiltinFunction:

@@ -136,13 +136,18 @@ class Func:
         return any(len(params) == len(types_) and all(_matches(p, t) for p, t in zip(params, types_))
                    for _, params in self.overloads)
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
         """Called from Python (as Warp allows): runs the Python body of the overload whose annotations take the
-        arguments (a Python int is an int32, a float a float32). Kernel builtins it calls raise, as outside kernels."""
+        arguments (a Python int is an int32, a float a float32); kernel builtins it calls run on the host too."""
+        import inspect
         for source, params in self.overloads:
-            required = len(params) - len(source.pyfunc.__defaults__ or ())
-            if required <= len(args) <= len(params) and all(_host_value_matches(p, a) for p, a in zip(params, args)):
-                return source.pyfunc(*args)
+            try:
+                bound = inspect.signature(source.pyfunc).bind(*args, **kwargs)
+            except TypeError:
+                continue
+            names = [a.arg for a in source.fdef.args.args]
+            if all(_host_value_matches(p, bound.arguments[n]) for p, n in zip(params, names) if n in bound.arguments):
+                return source.pyfunc(*args, **kwargs)
         raise RuntimeError(f"Error calling function '{self.name}', no overload found for arguments {args!r}")
 
     def needs_defaults(self, count: int) -> bool:

@@ -457,3 +457,22 @@ def test_slerp_is_warps_composite_in_value_and_gradient():
         return out
 
     gradcheck(f, [q0, q1, t], eps=1e-6)
+
+
+@wp.kernel
+def _negative_components(out: wp.array(dtype=float)):
+    q = wp.quat(1.0, 2.0, 3.0, 4.0)
+    q[-1] = 123.0
+    q[-2] *= 2.0
+    out[0] = q[0]
+    out[1] = q[1]
+    out[2] = q[2]
+    out[3] = q[3]
+    out[4] = q[-4]
+
+
+def test_negative_quaternion_indices_count_from_the_end():
+    # q[-2] read and wrote w before (every index other than 0, 1, 2 was w)
+    out = wp.zeros(5, dtype=float)
+    wp.launch(_negative_components, 1, inputs=[out])
+    assert out.numpy().tolist() == [1.0, 2.0, 6.0, 123.0, 1.0]

@@ -48,10 +48,13 @@ template <typename T> CUDA_CALLABLE inline void quat_acc3(vec_t<3, T>& a, const 
 template <typename T> CUDA_CALLABLE inline void quat_accq(quat_t<T>& a, const quat_t<T>& v, T s = T(1)) {
     quat_acc(a.x, v.x * s); quat_acc(a.y, v.y * s); quat_acc(a.z, v.z * s); quat_acc(a.w, v.w * s);
 }
+// Component i of a quaternion; a negative i counts from the end, as in Python (q[-1] is w).
 template <typename T> CUDA_CALLABLE inline T& quat_component(quat_t<T>& q, int i) {
+    if (i < 0) i += 4;
     return i == 0 ? q.x : (i == 1 ? q.y : (i == 2 ? q.z : q.w));
 }
 template <typename T> CUDA_CALLABLE inline T quat_component(const quat_t<T>& q, int i) {
+    if (i < 0) i += 4;
     return i == 0 ? q.x : (i == 1 ? q.y : (i == 2 ? q.z : q.w));
 }
 
