@@ -248,3 +248,24 @@ def test_overwritten_integer_read_feeding_the_gradient_refused():
         wp.launch(count_and_scale, 2, inputs=[counts, table, xs, ys])
     with pytest.raises(CompileError, match="'counts'"):
         tape.backward(grads={ys: np.ones(2)})
+
+
+@wp.kernel
+def relu_in_place(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    if x[i] < wp.float64(0.0):
+        x[i] = wp.float64(0.0)
+    y[i] = x[i] * x[i]
+
+
+def test_overwritten_read_deciding_a_branch_refused():
+    """The replay would test the new value and take the other branch (skipping the write's adjoint)."""
+    x0 = wp.array([-1.0, 2.0], dtype=wp.float64, requires_grad=True)
+
+    def fn(x0):
+        y = wp.zeros(2, dtype=wp.float64, requires_grad=True)
+        x = _in_place(relu_in_place, x0, y)
+        return [x, y]
+
+    with pytest.raises(CompileError, match="relu_in_place"):
+        gradcheck(fn, [x0])
