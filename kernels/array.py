@@ -29,6 +29,8 @@ class ArrayDescriptor(ctypes.Structure):
 
 def _element_info(dtype):
     """(numpy scalar dtype, trailing component shape) of an element type."""
+    if T.unsupported_reason(dtype):
+        raise TypeError(T.unsupported_reason(dtype))
     if T.is_scalar(dtype):
         return np.dtype(dtype._np_), ()
     if T.is_composite(dtype):
@@ -530,9 +532,16 @@ class array:
         if not self.is_contiguous:
             raise ValueError("reshape needs a contiguous array")
         inner = _element_info(self.dtype)[1]
+        known = int(np.prod([d for d in shape if d != -1]))
+        if list(shape).count(-1) == 1 and known > 0 and self.size % known == 0:
+            shape = tuple(self.size // known if d == -1 else d for d in shape)
+        if any(d < 0 for d in shape) or int(np.prod(shape)) != self.size:
+            raise RuntimeError(f"cannot reshape array of shape {self.shape} (size {self.size}) into shape {shape} "
+                               f"(size {int(np.prod(shape))})")
         out = array(dtype=self.dtype, _buf=self._buf.reshape(shape + inner), device=self.device, _owner=self)
         if self._grad is not None:
             out._grad = self._grad.reshape(shape)
+        out._requires_grad = self._requires_grad  # a view of a differentiable array is differentiable
         return out
 
     def transpose(self, axes=None):

@@ -437,7 +437,7 @@ CUDA_CALLABLE inline void adj_quat_rpy(T roll, T pitch, T yaw, T& adj_roll, T& a
     adj_quat_axis_rotation(2, yaw, adj_yaw, adj_qz);
 }
 
-// Axis and angle in [0, pi] of normalize(q); the axis is (1, 0, 0) when the angle is zero. Two results (v0, v1).
+// Axis and angle in [0, pi] of normalize(q); the axis is zero when the angle is zero. Two results (v0, v1).
 template <typename T> struct quat_axis_angle_t {
     vec_t<3, T> v0;
     T v1;
@@ -449,10 +449,10 @@ template <typename T> CUDA_CALLABLE inline quat_axis_angle_t<T> quat_to_axis_ang
     T s = quat_sqrt(quat_dot3(u, u));
     quat_axis_angle_t<T> r;
     r.v1 = T(T(2) * quat_atan2(s, n.w));
+    // a zero rotation has no axis: zero, as Warp gives (normalize of a zero vector)
+    r.v0 = vec_zero<vec_t<3, T>>();
     if (s > T(0)) {
         for (int i = 0; i < 3; ++i) r.v0.c[i] = T(u.c[i] / s);
-    } else {
-        r.v0.c[0] = T(1);
     }
     return r;
 }

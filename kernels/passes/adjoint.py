@@ -9,6 +9,8 @@ Expects: typed, optimised IR. Guarantees, as attrs on ops:
     receives a value that carries a gradient and produces a float result or a side effect. `wp.stop_gradient(x)`
     marks a value as constant for differentiation.
   - raises CompileError when a builtin's argument declared constant (Overload.constant_args) carries a gradient.
+  - raises CompileError for an op that type inference marked "refuse_adjoint" (a read-modify-write of an array
+    slot, see typeinfer_paths.py), with its message.
   - raises CompileError when an array value whose gradient is needed is chosen by control flow or taken from a
     locally built struct (its gradient array cannot be known).
   - raises CompileError when a component write into an array element (`a[i].x *= s`, a store with attr
@@ -119,6 +121,8 @@ def _activity(block: ir.Block, active: set, fn):
             continue
         name = op.attrs.get("name")
         ov = op.attrs.get("overload")
+        if op.attrs.get("refuse_adjoint"):
+            raise CompileError(op.attrs["refuse_adjoint"], op.loc, fn.name)
         ins = [v for v in op.operands if v in active]
         if not ins:
             continue

@@ -376,7 +376,9 @@ SCENE = Section([
 
 
 def check_scene(spec, ctx: Ctx):
-    """Cross-references: material names exist; object and collider names are unique."""
+    """Cross-references: material names exist; object and collider names are unique; the scene fits in memory."""
+    from .memory import check_memory
+    check_memory(spec, ctx)
     for i, c in enumerate(spec.cloth):
         if isinstance(c.material, str) and c.material not in spec.materials:
             known = ", ".join(spec.materials) or "none defined"

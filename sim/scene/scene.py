@@ -155,6 +155,17 @@ class Scene:
         bar.close()
         return self._result(done, t0, stats0, writer.close() if writer else None, state)
 
+    def stability_warning(self) -> str | None:
+        """A warning when a semi-implicit scene's dt exceeds its estimated stability limit (scene/stability.py)."""
+        from .stability import stability_warning
+        return stability_warning(self.spec, self.dt)
+
+    def memory_line(self) -> str:
+        """Estimated memory of a run (sim/scene/memory.py) and what the machine has available."""
+        from .memory import available_bytes, estimate_bytes, mib
+        have = available_bytes()
+        return f"about {mib(estimate_bytes(self.spec))} estimated" + (f" ({mib(have)} available)" if have else "")
+
     def _check_output(self, path: str, from_option: bool):
         """Refuse, before anything is simulated, an output path that cannot be written (SceneError: exit 2)."""
         from ..atomic_file import output_problem
@@ -240,6 +251,7 @@ class Scene:
             lines.append(f"collider  {c.name}: {c.type}")
         lines.append(f"totals    {m.particle_count} particles, {m.spring_count} springs, {m.tri_count} triangles, "
                      f"{m.edge_count} bending edges, {m.body_count} bodies, {m.shape_count} shapes")
+        lines.append(f"memory    {self.memory_line()}")
         lines.append(f"output    {self.output_path()}")
         return "\n".join(lines)
 
