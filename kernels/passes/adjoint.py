@@ -16,6 +16,8 @@ Expects: typed, optimised IR. Guarantees, as attrs on ops:
   - raises CompileError when a component write into an array element (`a[i].x *= s`, a store with attr
     "overwrite") is computed from values of that array read before it by an op whose adjoint needs their primal
     value: the backward replay would read the array after the write and use the new value in their place.
+  - raises CompileError (passes/inplace.py) when a kernel reads an array element whose value the reverse needs
+    and may write that element afterwards: the replay would read the new value.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 from .. import ir
 from ..errors import CompileError
 from ..typesys import ArrayType, is_differentiable_type
+from .inplace import check_inplace
 
 # builtins whose adjoint does not read the primal values of their operands
 _LINEAR = {"add", "sub", "neg", "pos", "copy"}
@@ -39,6 +42,8 @@ def analyze(fn: ir.Function) -> ir.Function:
             active.add(p)
     _activity(fn.body, active, fn)
     _check_overwrites(fn)
+    if fn.kind == "kernel":
+        check_inplace(fn)
     _mark_loops(fn.body)
     return fn
 
