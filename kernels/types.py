@@ -182,9 +182,20 @@ class Composite:
     _category_ = ""  # "vector", "matrix", "quat", "transform"
     __array_priority__ = 100  # numpy scalars and arrays defer to our reflected operators (`2.0 / v`)
 
-    def __init__(self, *args):
+    def __init__(self, *args, **kwargs):
         n = int(np.prod(self._shape_))
         st = np.dtype(self._wp_scalar_type_._np_)
+        if self._category_ == "transform" and (kwargs or not args):
+            # Warp's Python-side transform: p defaults to zero and q to the identity rotation (inside kernels,
+            # wp.transform() is all zeros there as here)
+            unknown = [k for k in kwargs if k not in ("p", "q")]
+            if unknown:
+                raise TypeError(f"got an unexpected keyword argument '{unknown[0]}'")
+            p = kwargs.get("p", args[0] if args else (0.0, 0.0, 0.0))
+            q = kwargs.get("q", args[1] if len(args) > 1 else (0.0, 0.0, 0.0, 1.0))
+            args = (p, q)
+        elif kwargs:
+            raise TypeError(f"{type(self).__name__}() takes no keyword arguments")
         if len(args) == 0:
             data = np.zeros(n, dtype=st)
         elif len(args) == 1 and np.ndim(args[0]) == 0 and self._category_ in ("vector", "matrix"):
