@@ -39,7 +39,7 @@ class ExpressionLowering:
     def lower_expr(self, node):
         method = getattr(self, "expr_" + type(node).__name__, None)
         if method is None:
-            raise self.error(f"unsupported expression '{type(node).__name__}' in a kernel", node)
+            raise self.error(f"Construct `ast.{type(node).__name__}` not supported in kernels.", node)
         return method(node)
 
     def expr_Constant(self, node):
@@ -52,6 +52,11 @@ class ExpressionLowering:
             obj = self.src.lookup(name)
         except KeyError:
             raise self.error(f"name '{name}' is not defined", node) from None
+        if _is_array_object(obj):
+            # its contents would be read once, at compile time, and later changes silently ignored
+            from .errors import CompileTypeError
+            raise self.error(f"Invalid external reference type: {type(obj)}: '{name}' is an array defined outside "
+                             "the kernel; pass it as a kernel argument", node, CompileTypeError)
         return Static(obj)
 
     def expr_Name(self, node):
@@ -143,7 +148,9 @@ class ExpressionLowering:
             return Static(tuple(i.obj for i in items))
         return items
 
-    expr_List = expr_Tuple
+    def expr_List(self, node):
+        raise self.error("List constructs are not supported in kernels. Use vectors like `wp.vec3()` for small "
+                         "fixed-size collections, or `wp.zeros(shape=N, dtype=...)` for stack-allocated arrays.", node)
 
     def lower_indices(self, slice_node, node) -> list:
         if isinstance(slice_node, ast.Tuple):
@@ -188,9 +195,22 @@ class ExpressionLowering:
             return False
         return getattr(f, "__name__", "") == "static" and getattr(f, "__module__", "").startswith("kernels")
 
+    def _reads_runtime_values(self, node) -> bool:
+        """Whether `node` is `len(x)` of a run-time kernel variable x (not a compile-time object)."""
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len"
+                and len(node.args) == 1 and isinstance(node.args[0], ast.Name)):
+            return False
+        bound = self.env.get(node.args[0].id)
+        return bound is not None and not isinstance(bound, Static)
+
     def static_eval(self, node, quiet=False):
         """Evaluate an expression in Python at compile time (module globals, closure, and local Statics)."""
         local = {k: v.obj for k, v in self.env.items() if isinstance(v, Static)}
+        for n in ast.walk(node):
+            # a run-time local shadows any global of its name: it has no compile-time value
+            if isinstance(n, ast.Name) and n.id in self.env and n.id not in local and not n.id.startswith("__"):
+                raise self.error(f"'{n.id}' is a run-time variable of the kernel; wp.static(...) and other "
+                                 f"compile-time expressions cannot use it", node)
         namespace = dict(self.src.globals)
         namespace.update(self.src.closure)
         namespace.update(local)
@@ -216,6 +236,11 @@ class ExpressionLowering:
         if self.is_static_call(node.func):
             if len(node.args) != 1:
                 raise self.error("wp.static takes one expression", node)
+            if self._reads_runtime_values(node.args[0]):
+                # `wp.static(len(v))` of a kernel variable: its value depends only on v's type, which type
+                # inference folds to a constant; lower it as ordinary code
+                return [self.lower_call_value(node.args[0]) if isinstance(node.args[0], ast.Call)
+                        else self.lower_expr(node.args[0])]
             return self._static_result(self.static_eval(node.args[0]), nresults, node)
         callee = self.lower_expr(node.func)
         if not isinstance(callee, Static):
@@ -229,6 +254,9 @@ class ExpressionLowering:
         if resolved is None:
             raise self.error(f"'{ast.unparse(node.func)}' is not a kernel builtin, @func or type", node)
         what, target = resolved
+        n_out = _output_argument_count(target, len(node.args)) if what == "builtin" and not node.keywords else 0
+        if n_out:
+            return self._call_with_outputs(node, target, n_out)
         if resolved == ("builtin", "len"):
             args = [self.lower_call_value(a) if isinstance(a, ast.Call) else self.lower_expr(a) for a in node.args]
         else:
@@ -262,6 +290,21 @@ class ExpressionLowering:
         else:
             attrs["func"] = target
         return self.emit("call", operands, node, nresults=nresults, attrs=attrs)
+
+    def _call_with_outputs(self, node, target, n_out):
+        """Warp's output-argument form of a builtin that gives several values: `wp.svd3(A, U, sigma, V)` is
+        `U, sigma, V = wp.svd3(A)`; the trailing arguments must be variable names."""
+        inputs, outputs = node.args[:-n_out], node.args[-n_out:]
+        for out in outputs:
+            if not isinstance(out, ast.Name):
+                raise self.error(f"the output arguments of {target}() must be variable names, got "
+                                 f"'{ast.unparse(out)}'", node)
+        operands = [self.as_value(self.lower_expr(a), node) for a in inputs]
+        results = self.emit("call", operands, node, nresults=n_out,
+                            attrs={"name": target, "kwargs": [], "nresults": n_out})
+        for out, value in zip(outputs, results):
+            self.assign(out, value, node)
+        return results[:1]
 
     def result_count(self, what, target, nargs, node) -> int:
         """How many values a call of a builtin, @func or type gives, before types are known: what the builtin
@@ -301,6 +344,19 @@ def _mutated_args(name) -> tuple:
     return ()
 
 
+def _output_argument_count(name, nargs):
+    """How many trailing arguments of a call of builtin `name` with `nargs` arguments are outputs (Warp's form
+    `f(x, out1, out2)` of a builtin that returns (out1, out2)); 0 when the call is an ordinary one."""
+    from .builtins import BUILTINS
+    overloads = BUILTINS.get(name, ())
+    if any(len(ov.args) == nargs for ov in overloads):
+        return 0
+    for ov in overloads:
+        if isinstance(ov.ret, tuple) and len(ov.ret) > 1 and len(ov.args) + len(ov.ret) == nargs:
+            return len(ov.ret)
+    return 0
+
+
 def _builtin_result_count(name):
     """How many values builtin `name` gives when all its overloads agree, else None."""
     from .builtins import BUILTINS
@@ -310,6 +366,13 @@ def _builtin_result_count(name):
             return None  # a rule computed from the argument types
         counts.add(0 if ov.ret is None else len(ov.ret) if isinstance(ov.ret, tuple) else 1)
     return counts.pop() if len(counts) == 1 else None
+
+
+def _is_array_object(obj) -> bool:
+    """A toolkit or numpy array (not a numpy scalar, which is a constant like a Python number)."""
+    import numpy as np
+    from .array import array
+    return isinstance(obj, (array, np.ndarray))
 
 
 def _is_number(x):

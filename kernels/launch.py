@@ -116,7 +116,8 @@ def _composite_argument(kernel, i, t, value):
     name = T.warp_type_name(t)
     if value is None:
         raise ValueError(f"Failed to convert argument for param {kernel.arg_names[i]} to {name}: got None")
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    single = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if single or (T.is_scalar_value(value) and not isinstance(value, np.bool_)):  # Warp scalar values too
         raise _arg_error(kernel, i, f"argument '{kernel.arg_names[i]}' expects {name} but got a single value "
                                     f"({value!r}); pass a {name}")
     if np.ndim(value) == 0:
@@ -145,6 +146,11 @@ def argument_type(value, declared):
     if isinstance(value, float):
         return T.float32
     t = type(value)
+    if T.is_generic_composite(declared):
+        if not declared.matches(t):
+            raise LaunchError(f"a {T.type_repr(t)} argument does not match the generic parameter type "
+                              f"{declared.__name__}")
+        return t
     if T.is_composite(t) or is_struct(t):
         return t
     raise LaunchError(f"cannot infer a kernel type for a {t.__name__} argument of a generic kernel")
@@ -360,6 +366,11 @@ def launch(kernel, dim, inputs=(), outputs=(), device=None, adjoint=False, adj_i
         # as in Warp, an array argument given no adjoint uses its own gradient array (when it has one)
         adj_values = [_own_gradient(v) if a is None else a for a, v in zip(adj_values, values)]
     dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    if config.enable_cpu_blocks and block_dim is not None and block_dim > 1 and device.is_cpu and kernel.uses_tiles:
+        # each thread of a plain launch would hold its own copy of the tiles that the block shares in Warp
+        raise LaunchError(f"kernel '{kernel.name}' uses tiles and is launched with block_dim={block_dim} while "
+                          "wp.config.enable_cpu_blocks asks for cooperative CPU blocks, which kernels does not run "
+                          "(use wp.launch_tiled, or leave enable_cpu_blocks False)")
     if kernel.tid_ndim > 1 and len(dims) != kernel.tid_ndim:
         raise LaunchError(f"kernel '{kernel.name}' reads {kernel.tid_ndim} thread indices (wp.tid()) but was "
                           f"launched with dim={dim!r}")
@@ -372,6 +383,10 @@ def launch(kernel, dim, inputs=(), outputs=(), device=None, adjoint=False, adj_i
     return None
 
 
+# builtins whose results depend on how a block's work is spread over its lanes
+LANE_DEPENDENT_BUILTINS = frozenset({"tile_randi", "tile_randf", "tile_from_thread"})
+
+
 def launch_tiled(kernel, dim, inputs=(), outputs=(), device=None, block_dim: int = 256, adjoint=False,
                  adj_inputs=None, adj_outputs=None, record_cmd=False, record_tape=True, stream=None):
     """Launch `kernel` over a grid of `dim` blocks, each running tile operations together (Warp's
@@ -379,13 +394,18 @@ def launch_tiled(kernel, dim, inputs=(), outputs=(), device=None, block_dim: int
     On the CPU a block runs as one lane (lane 0), so tile operations cover the whole tile in that lane."""
     if block_dim < 1:
         raise LaunchError(f"block_dim must be positive, got {block_dim}")
-    if config.enable_cpu_blocks and block_dim > 1 and get_device(device).is_cpu:
-        raise LaunchError("wp.config.enable_cpu_blocks: cooperative CPU blocks are not supported; a CPU block "
-                          "runs as one lane (set it False)")
     dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
     if kernel.is_generic:
         kernel = kernel.specialize_for(list(inputs) + list(outputs))
     kernel.ensure_built()
+    if config.enable_cpu_blocks and block_dim > 1 and get_device(device).is_cpu:
+        # whole-tile operations give the same result in one lane; a kernel that reads its lane, or draws tile
+        # random numbers (which Warp spreads over the lanes), would not
+        why = "reads its lane index (wp.tid())" if kernel.tid_ndim == len(dims) + 1 else \
+            ("draws tile random numbers" if kernel.calls_any(LANE_DEPENDENT_BUILTINS) else None)
+        if why:
+            raise LaunchError(f"kernel '{kernel.name}' {why} and wp.config.enable_cpu_blocks asks for cooperative "
+                              "CPU blocks, which kernels does not run: a CPU block runs as one lane")
     if kernel.tid_ndim == len(dims) + 1:
         dims = dims + (1,)  # the lane index: one lane per block on the CPU
     return launch(kernel, dims, inputs, outputs, device, adjoint, adj_inputs, adj_outputs, record_cmd,

@@ -12,12 +12,37 @@ import ctypes
 
 import numpy as np
 
+from . import host_ops
+
+class _AnyType:
+    """Placeholder for generic annotations (`typing.Any` or `wp.types.Any`): specialised per call site."""
+
+    def __repr__(self):
+        return "Any"
+
+
+Any = _AnyType()
+
+
 # --------------------------------------------------------------------------------------------------------------
 # Scalars
 
 
-class Scalar:
-    """Base of the scalar type classes. Calling a scalar type returns a numpy scalar of that type."""
+class _ScalarMeta(type):
+    """`isinstance(x, wp.float32)` holds for the values scalar types make (numpy scalars of that dtype)."""
+
+    def __instancecheck__(cls, inst):
+        if type.__instancecheck__(cls, inst):
+            return True
+        return cls._np_ is not None and isinstance(inst, np.generic) and inst.dtype == np.dtype(cls._np_)
+
+
+class Scalar(metaclass=_ScalarMeta):
+    """Base of the scalar type classes. Calling a scalar type returns a numpy scalar of that type.
+
+    The value is of a numpy subclass (`_value_class`) that behaves as Warp's scalar values do where numpy's differ:
+    Python ints wrap around (`uint8(-1)` is 255), `**` on integers is a TypeError, and `.value` is the Python number.
+    """
 
     _np_ = None  # numpy dtype
     _ctype_ = None  # ctypes type
@@ -25,7 +50,36 @@ class Scalar:
     _kind_ = ""  # "float", "int", "uint" or "bool"
 
     def __new__(cls, value=0):
-        return cls._np_(value)
+        if cls._kind_ in ("int", "uint") and isinstance(value, builtins.int):
+            value = cls._ctype_(value).value
+        return _value_class(cls)(value)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._type_ = cls._ctype_  # Warp's scalar classes are ctypes-backed: `wp.int8._type_` is c_int8
+
+
+_VALUE_CLASSES: dict = {}
+
+
+def _int_pow(self, other, mod=None):
+    raise TypeError(f"'**' is not defined for integer values ({type(self).__name__}), as in Warp")
+
+
+def is_scalar_value(x) -> bool:
+    """Whether `x` was made by a scalar type (`wp.float32(1.5)`), as opposed to a plain numpy scalar."""
+    return type(x) in _VALUE_CLASSES.values()
+
+
+def _value_class(cls):
+    """The numpy subclass whose instances `cls(...)` returns (see `Scalar`)."""
+    vc = _VALUE_CLASSES.get(cls)
+    if vc is None:
+        ns = {"value": property(lambda self: self.item()), "__module__": __name__}
+        if cls._kind_ in ("int", "uint"):
+            ns["__pow__"] = ns["__rpow__"] = _int_pow
+        vc = _VALUE_CLASSES[cls] = type(cls.__name__, (cls._np_,), ns)
+    return vc
 
 
 class float16(Scalar):
@@ -76,6 +130,22 @@ class bool_(Scalar):
     _np_, _ctype_, _cname_, _kind_ = np.bool_, ctypes.c_bool, "bool", "bool"
 
 
+class bfloat16:
+    """Warp's bfloat16 scalar type, named so that code that mentions it loads; not supported by kernels yet: every
+    use (a value, an array, an annotation, a constructor in a kernel) raises a TypeError saying so."""
+
+    _unsupported_ = ("bfloat16 is not supported by kernels (use float16, float32 or float64): neither arrays, "
+                     "kernel parameters nor values of it can be made")
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError(cls._unsupported_)
+
+
+def unsupported_reason(t) -> str | None:
+    """Why type `t` cannot be used (a type Warp has that kernels does not support), or None."""
+    return getattr(t, "_unsupported_", None) if isinstance(t, type) else None
+
+
 float_types = (float16, float32, float64)
 int_types = (int8, uint8, int16, uint16, int32, uint32, int64, uint64)
 scalar_types = float_types + int_types + (bool_,)
@@ -110,20 +180,30 @@ class Composite:
     _shape_: tuple = ()
     _wp_scalar_type_ = float32
     _category_ = ""  # "vector", "matrix", "quat", "transform"
+    __array_priority__ = 100  # numpy scalars and arrays defer to our reflected operators (`2.0 / v`)
 
-    def __init__(self, *args):
+    def __init__(self, *args, **kwargs):
         n = int(np.prod(self._shape_))
-        st = self._wp_scalar_type_._np_
+        st = np.dtype(self._wp_scalar_type_._np_)
+        if self._category_ == "transform" and (kwargs or not args):
+            # Warp's Python-side transform: p defaults to zero and q to the identity rotation (inside kernels,
+            # wp.transform() is all zeros there as here)
+            unknown = [k for k in kwargs if k not in ("p", "q")]
+            if unknown:
+                raise TypeError(f"got an unexpected keyword argument '{unknown[0]}'")
+            p = kwargs.get("p", args[0] if args else (0.0, 0.0, 0.0))
+            q = kwargs.get("q", args[1] if len(args) > 1 else (0.0, 0.0, 0.0, 1.0))
+            args = (p, q)
+        elif kwargs:
+            raise TypeError(f"{type(self).__name__}() takes no keyword arguments")
         if len(args) == 0:
             data = np.zeros(n, dtype=st)
         elif len(args) == 1 and np.ndim(args[0]) == 0 and self._category_ in ("vector", "matrix"):
-            data = np.full(n, args[0], dtype=st)
+            data = np.full(n, _components(args[0], st)[0], dtype=st)
         elif len(args) == 1:
-            data = np.asarray(args[0], dtype=st).reshape(-1)
-        elif self._category_ == "transform" and len(args) == 2:
-            data = np.concatenate([np.asarray(args[0], st).reshape(-1), np.asarray(args[1], st).reshape(-1)])
+            data = _components(args[0], st)
         else:
-            data = np.concatenate([np.asarray(a, dtype=st).reshape(-1) for a in args])
+            data = np.concatenate([_components(a, st) for a in args])
         if data.size != n:
             raise ValueError(f"{type(self).__name__} expects {n} components, got {data.size}")
         self._data = data
@@ -140,16 +220,20 @@ class Composite:
         return self._shape_[0]
 
     def __getitem__(self, key):
-        return self._data.reshape(self._shape_)[key]
+        item = self._data.reshape(self._shape_)[key]
+        if self._category_ == "matrix" and isinstance(item, np.ndarray) and item.ndim == 1 and \
+                not isinstance(key, tuple) and not isinstance(key, slice):
+            return host_ops._wrap(self, item, vector(item.shape[0], self._wp_scalar_type_))  # a row
+        return item
 
     def __setitem__(self, key, value):
         self._data.reshape(self._shape_)[key] = value
 
     def __iter__(self):
-        return iter(self._data.reshape(self._shape_))
+        return (self[i] for i in range(self._shape_[0]))
 
     def __eq__(self, other):
-        return np.array_equal(self._data.reshape(self._shape_), np.asarray(other).reshape(self._shape_))
+        return host_ops.equal(self, other)
 
     def __hash__(self):
         return hash((type(self), self._data.tobytes()))
@@ -157,29 +241,51 @@ class Composite:
     def __repr__(self):
         return f"{type(self).__name__}({', '.join(repr(x) for x in self._data.tolist())})"
 
-    def _wrap(self, data):
-        out = type(self).__new__(type(self))
-        out._data = np.asarray(data, dtype=self._wp_scalar_type_._np_).reshape(-1)
-        return out
+    def __str__(self):
+        return host_ops.to_str(self)
 
+    # Python-side arithmetic follows the kernel operators (host_ops.py).
     def __add__(self, o):
-        return self._wrap(self._data + np.asarray(o).reshape(-1))
+        return host_ops.elementwise(self, o, "+")
+
+    def __radd__(self, o):
+        return host_ops.elementwise(self, o, "+", reverse=True)
 
     def __sub__(self, o):
-        return self._wrap(self._data - np.asarray(o).reshape(-1))
+        return host_ops.elementwise(self, o, "-")
+
+    def __rsub__(self, o):
+        return host_ops.elementwise(self, o, "-", reverse=True)
 
     def __mul__(self, o):
-        if np.ndim(o) == 0:
-            return self._wrap(self._data * o)
-        return NotImplemented
+        return host_ops.product(self, o)
 
-    __rmul__ = __mul__
+    def __rmul__(self, o):
+        return host_ops.product(self, o, reverse=True)
+
+    def __matmul__(self, o):
+        return host_ops.matmul(self, o)
+
+    def __rmatmul__(self, o):
+        return host_ops.matmul(o, self)
 
     def __truediv__(self, o):
-        return self._wrap(self._data / o)
+        return host_ops.elementwise(self, o, "/")
+
+    def __rtruediv__(self, o):
+        return host_ops.elementwise(self, o, "/", reverse=True)
+
+    def __mod__(self, o):
+        return host_ops.elementwise(self, o, "%")
+
+    def __rmod__(self, o):
+        return host_ops.elementwise(self, o, "%", reverse=True)
 
     def __neg__(self):
-        return self._wrap(-self._data)
+        return host_ops._wrap(self, -self._data)
+
+    def __pos__(self):
+        return host_ops._wrap(self, self._data.copy())
 
     def __getattr__(self, name):
         idx = _COMPONENT_INDEX.get(name)
@@ -205,6 +311,15 @@ class Composite:
         return t(*self._data.tolist())
 
 
+def _components(value, st: np.dtype) -> np.ndarray:
+    """Flat components of a constructor argument in scalar dtype `st`; integers wrap like the C++ types."""
+    a = np.asarray(value._data if isinstance(value, Composite) else value)
+    if a.dtype != st:
+        with np.errstate(over="ignore", invalid="ignore"):
+            a = a.astype(st)
+    return a.reshape(-1)
+
+
 _COMPONENT_INDEX = {"x": 0, "y": 1, "z": 2, "w": 3}
 
 _composite_cache: dict = {}
@@ -228,14 +343,71 @@ _SUFFIX = {float16: "h", float32: "", float64: "d", int8: "b", uint8: "ub", int1
            int32: "i", uint32: "ui", int64: "l", uint64: "ul", bool_: "bool"}
 
 
+def _is_any(x) -> bool:
+    import typing
+    return x is typing.Any or x is Any
+
+
+def _generic_composite(category: str, shape: tuple, dtype):
+    """A pattern type such as `vector(Any, float32)`: an annotation matching every vector of float32.
+
+    Kernels and functions with such a parameter are generic (compiled per concrete argument type); the pattern
+    itself has no layout and cannot be constructed.
+    """
+    dtype = Any if _is_any(dtype) else scalar_type(dtype)
+    shape = tuple(Any if _is_any(d) else int(d) for d in shape)
+    key = ("generic", category, shape, dtype)
+    t = _composite_cache.get(key)
+    if t is None:
+        dims = ", ".join("Any" if d is Any else str(d) for d in shape)
+        name = f"{category}(({dims}), {type_repr(dtype)})"
+        t = type(name, (GenericComposite,), {"_shape_": shape, "_wp_scalar_type_": dtype, "_category_": category})
+        _composite_cache[key] = t
+    return t
+
+
+class GenericComposite:
+    """Base of generic composite annotations (see `_generic_composite`)."""
+
+    _shape_: tuple = ()
+    _wp_scalar_type_ = None
+    _category_ = ""
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError(f"{cls.__name__} is a generic annotation (it has Any in it) and has no values")
+
+    @classmethod
+    def matches(cls, t) -> bool:
+        """Whether concrete type `t` is an instance of this pattern."""
+        if not is_composite(t) or t._category_ != cls._category_ or len(t._shape_) != len(cls._shape_):
+            return False
+        if cls._wp_scalar_type_ is not Any and t._wp_scalar_type_ is not cls._wp_scalar_type_:
+            return False
+        return all(d is Any or d == e for d, e in zip(cls._shape_, t._shape_))
+
+
+def is_generic_composite(t) -> bool:
+    return isinstance(t, type) and issubclass(t, GenericComposite) and t is not GenericComposite
+
+
 def vector(length: int, dtype=float32):
-    """Vector type with `length` components of scalar `dtype` (Warp's `wp.types.vector`)."""
+    """Vector type with `length` components of scalar `dtype` (Warp's `wp.types.vector`).
+
+    `length` or `dtype` may be `Any`: the result is then a generic annotation (see `_generic_composite`).
+    """
+    if _is_any(length) or _is_any(dtype):
+        return _generic_composite("vector", (length,), dtype)
     dtype = scalar_type(dtype)
     return _make_composite("vector", (int(length),), dtype, f"vec{length}{_SUFFIX[dtype]}")
 
 
 def matrix(shape, dtype=float32):
-    """Matrix type of `shape` (rows, cols) with scalar `dtype` (Warp's `wp.types.matrix`)."""
+    """Matrix type of `shape` (rows, cols) with scalar `dtype` (Warp's `wp.types.matrix`).
+
+    A dimension or `dtype` may be `Any`: the result is then a generic annotation (see `_generic_composite`).
+    """
+    if _is_any(shape[0]) or _is_any(shape[1]) or _is_any(dtype):
+        return _generic_composite("matrix", tuple(shape), dtype)
     dtype = scalar_type(dtype)
     rows, cols = int(shape[0]), int(shape[1])
     return _make_composite("matrix", (rows, cols), dtype, f"mat{rows}{cols}{_SUFFIX[dtype]}")
@@ -385,12 +557,3 @@ def types_equal(a, b) -> bool:
     """Whether two annotations name the same type (`float` and `float32`, `vector(3, float)` and `vec3`)."""
     return canonical_type(a) == canonical_type(b)
 
-
-class _AnyType:
-    """Placeholder for generic annotations (`typing.Any` or `wp.types.Any`): specialised per call site."""
-
-    def __repr__(self):
-        return "Any"
-
-
-Any = _AnyType()

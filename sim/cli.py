@@ -73,8 +73,12 @@ def main(argv=None) -> int:
     from .scene import Scene, SceneError, SimulationError
     if args.command == "optimize":
         return _optimize(args)
+    warning = None
     try:
         scene = Scene.load(args.scene, args.overrides)
+        warning = scene.stability_warning()
+        if warning and args.command in ("validate", "run"):
+            print(f"warning: {warning}", file=sys.stderr)
         if args.command == "validate":
             print(f"{args.scene}: ok; memory {scene.memory_line()}")
             return EXIT_OK
@@ -89,6 +93,8 @@ def main(argv=None) -> int:
         return EXIT_INPUT
     except SimulationError as e:
         print(f"error: {e}", file=sys.stderr)
+        if warning:
+            print(f"note: {warning}", file=sys.stderr)
         _summary(e.result, scene, stopped=True)
         return EXIT_BLOWUP
     except KeyboardInterrupt as e:

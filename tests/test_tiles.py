@@ -691,3 +691,41 @@ def test_matmul_returning_and_out_forms_gradient(device):
     _, _, a, b = _matmul_inputs(5, 3, 6, np.float64, device)
     bias = _array(_rng(5).uniform(-1, 1, (5, 6)), np.float64, device)
     gradcheck(lambda a, b, bias: _run_matmul_single(a, b, bias, np.float64, device), [a, b, bias])
+
+
+@wp.kernel
+def _whole_tile_double(a: wp.array2d(dtype=float), out: wp.array2d(dtype=float)):
+    i = wp.tid()
+    t = wp.tile_load(a[i], shape=4)
+    wp.tile_store(out[i], t * 2.0)
+
+
+@wp.kernel
+def _lane_reader(out: wp.array2d(dtype=int)):
+    i, lane = wp.tid()
+    out[i, lane] = lane
+
+
+@wp.kernel
+def _per_thread_tile_write(out: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    t = wp.tile_zeros(shape=(4,), dtype=wp.vec3)
+    t[i][1] = 17.0
+    wp.tile_store(out, t)
+
+
+def test_cooperative_cpu_blocks_are_refused_where_one_lane_would_differ(monkeypatch):
+    """wp.config.enable_cpu_blocks asks for cooperative CPU blocks, which kernels runs as one lane: whole-tile
+    work gives the same result and runs; a kernel that reads its lane, or a plain launch whose threads would share
+    a tile, is refused (never a different result)."""
+    monkeypatch.setattr(wp.config, "enable_cpu_blocks", True)
+    a = wp.array(np.arange(8, dtype=np.float32).reshape(2, 4), dtype=float, device="cpu")
+    out = wp.zeros((2, 4), dtype=float, device="cpu")
+    wp.launch_tiled(_whole_tile_double, dim=2, inputs=[a, out], block_dim=32, device="cpu")
+    np.testing.assert_array_equal(out.numpy(), 2.0 * a.numpy())
+    with pytest.raises(wp.LaunchError, match="reads its lane index"):
+        wp.launch_tiled(_lane_reader, dim=2, inputs=[wp.zeros((2, 32), dtype=int, device="cpu")], block_dim=32,
+                        device="cpu")
+    with pytest.raises(wp.LaunchError, match="uses tiles and is launched with block_dim=4"):
+        wp.launch(_per_thread_tile_write, dim=4, inputs=[wp.zeros(4, dtype=wp.vec3, device="cpu")], block_dim=4,
+                  device="cpu")

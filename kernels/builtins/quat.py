@@ -72,7 +72,7 @@ _quat("quat_inverse", (QF,), QF, "conjugate (-x, -y, -z, w): the inverse of a un
 _quat("quat_from_axis_angle", (V3, F), QF, "rotation of angle [rad] about the unit axis, right-handed",
       ("axis", "angle"))
 _quat("quat_to_axis_angle", (QF,), (V3, F),
-      "(axis, angle [rad] in [0, pi]) of normalize(quat); axis (1, 0, 0) for a zero angle", ("quat",))
+      "(axis, angle [rad] in [0, pi]) of normalize(quat); a zero axis for a zero angle (as Warp)", ("quat",))
 _quat("quat_rotate", (QF, V3), V3, "vec rotated by quat (unit length expected)", ("quat", "vec"))
 _quat("quat_rotate_inv", (QF, V3), V3, "vec rotated by the inverse of quat", ("quat", "vec"))
 _quat("quat_to_matrix", (QF,), M(3, 3, F), "3x3 rotation matrix m with m @ v == quat_rotate(quat, v)", ("quat",))

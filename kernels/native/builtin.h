@@ -15,3 +15,4 @@
 #include "hash_grid.h"
 #include "geometry.h"
 #include "mesh.h"
+#include "expect.h"

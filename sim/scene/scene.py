@@ -155,6 +155,11 @@ class Scene:
         bar.close()
         return self._result(done, t0, stats0, writer.close() if writer else None, state)
 
+    def stability_warning(self) -> str | None:
+        """A warning when a semi-implicit scene's dt exceeds its estimated stability limit (scene/stability.py)."""
+        from .stability import stability_warning
+        return stability_warning(self.spec, self.dt)
+
     def memory_line(self) -> str:
         """Estimated memory of a run (sim/scene/memory.py) and what the machine has available."""
         from .memory import available_bytes, estimate_bytes, mib

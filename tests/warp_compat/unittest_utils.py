@@ -167,13 +167,21 @@ def sanitize_identifier(s):
 def create_test_func(func, device, check_output, device_check=None, enable_cpu_blocks=False, **kwargs):
     @functools.wraps(func)
     def test_func(self):
-        if device_check is not None:
-            device_check(self, device)
-        if check_output:
-            with CheckOutput(self):
+        # as Warp's harness: the test runs with cooperative CPU blocks when it asks for them (kernels refuses a
+        # tiled launch then, since its CPU blocks run as one lane: an error, never a different result)
+        previous = getattr(wp.config, "enable_cpu_blocks", False)
+        if enable_cpu_blocks:
+            wp.config.enable_cpu_blocks = True
+        try:
+            if device_check is not None:
+                device_check(self, device)
+            if check_output:
+                with CheckOutput(self):
+                    func(self, device, **kwargs)
+            else:
                 func(self, device, **kwargs)
-        else:
-            func(self, device, **kwargs)
+        finally:
+            wp.config.enable_cpu_blocks = previous
 
     return test_func
 

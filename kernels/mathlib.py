@@ -1,0 +1,210 @@
+"""Warp's math helpers that are compositions of builtins (Warp's `warp.math`), written as `@func`s.
+
+Their gradients are those of the builtins they are made of (the adjoint pass differentiates the bodies, branches
+included), so none has a hand-written adjoint. Conventions follow Warp 1.19: quaternions are (x, y, z, w);
+spatial vectors are (angular, linear); Euler sequences (i, j, k) are rotations about the fixed axes i, then j,
+then k (axes 0, 1, 2 = x, y, z), and Euler angle vectors are indexed by axis. Angles in radians.
+"""
+
+from __future__ import annotations
+
+import kernels as wp
+
+from .types import Any
+
+
+@wp.func
+def norm_l1(v: Any):
+    """Sum of |v_i| of a float vector."""
+    n = wp.abs(v[0])
+    for i in range(1, len(v)):
+        n += wp.abs(v[i])
+    return n
+
+
+@wp.func
+def norm_l2(v: Any):
+    """Euclidean norm of a float vector (`length`)."""
+    return wp.length(v)
+
+
+@wp.func
+def norm_huber(v: Any, delta: float):
+    """Huber norm: |v|^2 / 2 where |v| <= delta, else delta (|v| - delta / 2)."""
+    a = wp.dot(v, v)
+    if a <= delta * delta:
+        return 0.5 * a
+    return delta * (wp.sqrt(a) - 0.5 * delta)
+
+
+@wp.func
+def norm_huber(v: Any):  # noqa: F811  (overload: delta = 1)
+    return norm_huber(v, 1.0)
+
+
+@wp.func
+def norm_pseudo_huber(v: Any, delta: float):
+    """Pseudo-Huber norm delta sqrt(1 + |v|^2 / delta^2): smooth, ~|v|^2 / 2 near zero, ~delta |v| far out."""
+    return delta * wp.sqrt(1.0 + wp.dot(v, v) / (delta * delta))
+
+
+@wp.func
+def norm_pseudo_huber(v: Any):  # noqa: F811  (overload: delta = 1)
+    return norm_pseudo_huber(v, 1.0)
+
+
+@wp.func
+def smooth_normalize(v: Any, delta: float):
+    """v divided by its pseudo-Huber norm: a normalisation that is smooth at zero (zero maps to zero)."""
+    return v / norm_pseudo_huber(v, delta)
+
+
+@wp.func
+def smooth_normalize(v: Any):  # noqa: F811  (overload: delta = 1)
+    return smooth_normalize(v, 1.0)
+
+
+@wp.func
+def velocity_at_point(qd: wp.spatial_vector, r: wp.vec3):
+    """Linear velocity [m/s] of a point at offset r [m] from the origin of a frame moving with twist qd = (w, v)."""
+    return wp.spatial_bottom(qd) + wp.cross(wp.spatial_top(qd), r)
+
+
+@wp.func
+def quat_twist(axis: wp.vec3, q: wp.quat):
+    """The twist part about the unit `axis` of q's swing-twist decomposition, as a unit quaternion."""
+    imag = wp.vec3(q[0], q[1], q[2])
+    along = wp.dot(imag, axis) * axis
+    return wp.normalize(wp.quat(along[0], along[1], along[2], q[3]))
+
+
+@wp.func
+def quat_twist_angle(axis: wp.vec3, q: wp.quat):
+    """Unsigned twist angle of q about the unit `axis`: in [0, pi] when q[3] >= 0, else in (pi, 2 pi]."""
+    s = wp.abs(wp.dot(axis, wp.vec3(q[0], q[1], q[2])))
+    return 2.0 * wp.atan2(s, q[3])
+
+
+@wp.func
+def quat_twist_angle_signed(axis: wp.vec3, q: wp.quat):
+    """Twist angle of q about the unit `axis`, positive by the right-hand rule; in [-pi, pi] when q[3] >= 0."""
+    s = wp.dot(axis, wp.vec3(q[0], q[1], q[2]))
+    return 2.0 * wp.atan2(s, q[3])
+
+
+@wp.func
+def quat_to_rpy(q: wp.quat):
+    """(roll, pitch, yaw) of a unit quaternion: the inverse of quat_rpy (extrinsic x, y, z); pitch in
+    [-pi/2, pi/2], inaccurate roll and yaw near gimbal lock."""
+    x = q[0]
+    y = q[1]
+    z = q[2]
+    w = q[3]
+    roll = wp.atan2(2.0 * (w * x + y * z), 1.0 - 2.0 * (x * x + y * y))
+    pitch = wp.asin(wp.clamp(2.0 * (w * y - z * x), -1.0, 1.0))
+    yaw = wp.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+    return wp.vec3(roll, pitch, yaw)
+
+
+@wp.func
+def _axis_rotation(axis: int, angle: float):
+    """Rotation of `angle` about coordinate axis 0, 1 or 2."""
+    s = wp.sin(0.5 * angle)
+    c = wp.cos(0.5 * angle)
+    if axis == 0:
+        return wp.quat(s, 0.0, 0.0, c)
+    if axis == 1:
+        return wp.quat(0.0, s, 0.0, c)
+    return wp.quat(0.0, 0.0, s, c)
+
+
+@wp.func
+def quat_from_euler(e: wp.vec3, i: int, j: int, k: int):
+    """Rotation about the fixed axes i, then j, then k by the angles e[i], e[j], e[k]: q_k * q_j * q_i.
+    `quat_from_euler(e, 0, 1, 2)` equals `quat_rpy(e[0], e[1], e[2])`."""
+    return _axis_rotation(k, e[k]) * (_axis_rotation(j, e[j]) * _axis_rotation(i, e[i]))
+
+
+@wp.func
+def _scalar_first(q: wp.quat, axis: int):
+    """Component `axis` (1, 2, 3 = x, y, z) of q in the scalar-first numbering, 0 for the real part."""
+    if axis == 1:
+        return q[0]
+    if axis == 2:
+        return q[1]
+    if axis == 3:
+        return q[2]
+    return q[3]
+
+
+@wp.func
+def quat_to_euler(q: wp.quat, i: int, j: int, k: int):
+    """Angles e (indexed by axis) with quat_from_euler(e, i, j, k) the rotation q, for Tait-Bryan sequences
+    (i != k), gimbal lock included: the second angle in [-pi/2, pi/2]. For proper sequences (i == k) the third
+    angle, also about axis i, is stored in e[3 - i - j] and the second is in [0, pi].
+
+    The direct method of Bernardes and Viollet (PLoS ONE, 2022) on the scalar-first quaternion."""
+    a1 = i + 1
+    a2 = j + 1
+    a3 = k + 1
+    tait_bryan = a1 != a3
+    if not tait_bryan:
+        a3 = 6 - a1 - a2
+    sign = float((a1 - a2) * (a2 - a3) * (a3 - a1)) / 2.0  # Levi-Civita symbol of (a1, a2, a3)
+    a = q[3]
+    b = _scalar_first(q, a1)
+    c = _scalar_first(q, a2)
+    d = _scalar_first(q, a3) * sign
+    if tait_bryan:
+        a_new = a - c
+        b_new = b + d
+        c_new = c + a
+        d_new = d - b
+        a = a_new
+        b = b_new
+        c = c_new
+        d = d_new
+    middle = wp.acos(2.0 * (a * a + b * b) / (a * a + b * b + c * c + d * d) - 1.0)
+    plus = wp.atan2(b, a)
+    minus = wp.atan2(d, c)
+    first = 0.0
+    third = 0.0
+    if wp.abs(middle) < 1.0e-6:
+        third = 2.0 * plus
+    elif wp.abs(middle - wp.pi) < 1.0e-6:
+        third = 2.0 * minus
+    else:
+        first = plus - minus
+        third = plus + minus
+    if tait_bryan:
+        middle = middle - wp.HALF_PI
+        third = third * sign
+    return _place_angles(a1, a2, a3, first, middle, third)
+
+
+@wp.func
+def _place_angles(a1: int, a2: int, a3: int, first: float, middle: float, third: float):
+    """The vector with `first` at axis a1, `middle` at a2 and `third` at a3 (1-based axes)."""
+    out = wp.vec3(0.0, 0.0, 0.0)
+    out[a1 - 1] = first
+    out[a2 - 1] = middle
+    out[a3 - 1] = third
+    return out
+
+
+@wp.func
+def transform_twist(t: wp.transform, x: wp.spatial_vector):
+    """Twist x = (w, v) in the source frame of t = (p, R), expressed in its destination: (R w, R v + p x R w)."""
+    q = wp.transform_get_rotation(t)
+    w = wp.quat_rotate(q, wp.spatial_top(x))
+    v = wp.quat_rotate(q, wp.spatial_bottom(x)) + wp.cross(wp.transform_get_translation(t), w)
+    return wp.spatial_vector(w, v)
+
+
+@wp.func
+def transform_wrench(t: wp.transform, x: wp.spatial_vector):
+    """Wrench x = (tau, f) in the source frame of t = (p, R), expressed in its destination: (R tau + p x R f, R f)."""
+    q = wp.transform_get_rotation(t)
+    f = wp.quat_rotate(q, wp.spatial_bottom(x))
+    tau = wp.quat_rotate(q, wp.spatial_top(x)) + wp.cross(wp.transform_get_translation(t), f)
+    return wp.spatial_vector(tau, f)
