@@ -211,18 +211,6 @@ class AdjointRenderer(FunctionRenderer):
             self.emit(f"wp::adj_{ov.native}<{ctype(op.results[0].type)}>({args});")
         else:
             self.emit(f"wp::adj_{ov.native}({args});")
-        if ov.out_params:
-            self.clear_overwritten(op)
-
-    def clear_overwritten(self, op):
-        """An out-parameter's incoming value was not read: where the renderer let the updated value share the
-        argument's variable (and so its adjoint), that adjoint now belongs to the old value and must be zero."""
-        mutated = op.attrs.get("mutates") or ()
-        updated = op.results[len(op.results) - len(mutated):]
-        for idx, r in zip(mutated, updated):
-            a = op.operands[idx]
-            if _differentiable_value(a.type) and self.adj(a) == self.adj(r):
-                self.emit(f"{self.adj(a)} = {adj_zero(a.type)};")
 
     def rev_if(self, op):
         self.emit(f"if ({self.name(op.operands[0])}) {{")

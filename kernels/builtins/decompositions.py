@@ -17,7 +17,7 @@ def _decomposition(name, size, outputs, out_names, doc):
     """Declare both forms of a decomposition of a `size` x `size` matrix giving `outputs` (patterns)."""
     add_builtin(name, (M(size, size, F),), tuple(outputs), group=GROUP, arg_names=("A",), doc=doc)
     add_builtin(name, (M(size, size, F),) + tuple(outputs), None, group=GROUP,
-                mutates_arg=tuple(range(1, 1 + len(outputs))), out_params=True, arg_names=("A",) + out_names,
+                mutates_arg=tuple(range(1, 1 + len(outputs))), arg_names=("A",) + out_names,
                 doc=f"{doc}; written into {', '.join(out_names)}")
 
 

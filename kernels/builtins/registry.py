@@ -210,9 +210,6 @@ class Overload:
     # Likewise for other arguments, by position: an int or a tuple of ints (`tile_matmul(a, b, out)` accumulates
     # into `out`; `hash_grid_query_next(query, index)` advances `query` and writes `index`).
     mutates_arg: object = None
-    # The mutated arguments are pure outputs (`svd3(A, U, sigma, V)`): their incoming values are never read, so
-    # those values get no gradient.
-    out_params: bool = False
     # Positions of arguments that get no gradient (tile_matmul's alpha, beta): the adjoint pass refuses a value
     # there that carries one, rather than dropping it.
     constant_args: tuple = ()
@@ -235,15 +232,14 @@ QUERY_NEXT: dict[str, str] = {}
 
 def add_builtin(name, args, ret, native=None, *, differentiable=True, side_effect=False, doc="", group="",
                 arg_names=None, defaults=None, template_ret=False, mutates_first=False, mutates_arg=None,
-                out_params=False, constant_args=()):
+                constant_args=()):
     """Declare an overload of builtin `name`. See the module docstring for the native convention."""
     if arg_names is None:
         arg_names = tuple("abcdefghijklmnop"[: len(args)])
     ov = Overload(name=name, args=tuple(args), ret=ret, native=native or name, differentiable=differentiable,
                   side_effect=side_effect, doc=doc, group=group, arg_names=tuple(arg_names),
                   defaults=dict(defaults or {}), template_ret=template_ret,
-                  mutates_first=mutates_first, mutates_arg=mutates_arg, out_params=out_params,
-                  constant_args=tuple(constant_args))
+                  mutates_first=mutates_first, mutates_arg=mutates_arg, constant_args=tuple(constant_args))
     BUILTINS.setdefault(name, []).append(ov)
     return ov
 

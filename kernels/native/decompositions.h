@@ -443,12 +443,12 @@ CUDA_CALLABLE inline void adj_qr3_impl(const mat_t<3, 3, T>& a, mat_t<3, 3, T>& 
     decomp::dmat<3> b = decomp::mul(q, m);
     for (unsigned i = 0; i < 3; ++i)
         for (unsigned j = 0; j < 3; ++j) b.m[i][j] += aq.m[i][j];
-    // adj_A = B R^-T: solve X R^T = B row by row (R^T lower triangular: forward substitution over columns)
+    // adj_A = B R^-T: solve X R^T = B, i.e. sum_{k >= j} X_ik R_jk = B_ij, by back substitution over columns
     decomp::dmat<3> x = decomp::dzero<3>();
     for (unsigned i = 0; i < 3; ++i)
-        for (unsigned j = 0; j < 3; ++j) {
+        for (int j = 2; j >= 0; --j) {
             double t = b.m[i][j];
-            for (unsigned k = 0; k < j; ++k) t -= x.m[i][k] * r.m[k][j];
+            for (unsigned k = j + 1; k < 3; ++k) t -= x.m[i][k] * r.m[j][k];
             x.m[i][j] = r.m[j][j] != 0.0 ? t / r.m[j][j] : 0.0;
         }
     decomp::accumulate(adj_a, x);
