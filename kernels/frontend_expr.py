@@ -312,7 +312,7 @@ class ExpressionLowering:
         if what == "func":
             n = target.result_count(nargs, self.src.loc(node), self.name)
         elif what == "builtin":
-            n = _builtin_result_count(target)
+            n = _builtin_result_count(target, nargs)
         else:
             n = 1
         # a call that gives nothing asks for one value: type inference reports its use
@@ -357,11 +357,15 @@ def _output_argument_count(name, nargs):
     return 0
 
 
-def _builtin_result_count(name):
-    """How many values builtin `name` gives when all its overloads agree, else None."""
+def _builtin_result_count(name, nargs=None):
+    """How many values builtin `name` gives when all its overloads (those taking `nargs` arguments, if any do)
+    agree, else None. The arity tells `U, s, V = wp.svd3(A)` from the out-parameter form `wp.svd3(A, U, s, V)`."""
     from .builtins import BUILTINS
+    overloads = BUILTINS.get(name, ())
+    if nargs is not None and any(len(ov.args) == nargs for ov in overloads):
+        overloads = [ov for ov in overloads if len(ov.args) == nargs]
     counts = set()
-    for ov in BUILTINS.get(name, ()):
+    for ov in overloads:
         if callable(ov.ret) and not isinstance(ov.ret, type):
             return None  # a rule computed from the argument types
         counts.add(0 if ov.ret is None else len(ov.ret) if isinstance(ov.ret, tuple) else 1)

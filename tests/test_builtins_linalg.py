@@ -359,3 +359,36 @@ def test_out_parameter_value_passed_in_gets_no_gradient():
     # |U|^2 is constant (U orthogonal): only sigma[0] contributes, d sigma_0 / dA = u_0 v_0^T
     u, s, vt = np.linalg.svd(a_np)
     np.testing.assert_allclose(a.grad.numpy(), u[:, :, 0:1] * vt[:, 0:1, :], atol=1e-10)
+
+
+@wp.func
+def svd3_of(a: M33D):
+    return wp.svd3(a)  # all three results passed on (the one-argument overload's count, not the statement form's)
+
+
+@wp.kernel
+def svd3_through_func(a: wp.array(dtype=M33D), u: wp.array(dtype=M33D), s: wp.array(dtype=V3D),
+                      v: wp.array(dtype=M33D)):
+    i = wp.tid()
+    U, sigma, V = svd3_of(a[i])
+    u[i] = U
+    s[i] = sigma
+    v[i] = V
+
+
+def test_svd3_signs_match_warps_example():
+    """Warp's own test of svd3 on [[1, 2, 3], [4, 5, 6], [7, 8, 9]] expects these factors (signs included), from
+    a kernel, a @wp.func returning the results, and a call from Python."""
+    a = np.arange(1.0, 10.0).reshape(1, 3, 3)
+    expected_u = [[0.21483721, 0.88723058, -0.40824816], [0.52058744, 0.24964368, 0.81649637],
+                  [0.82633746, -0.38794267, -0.40824834]]
+    expected_v = [[0.47967088, -0.77669406, 0.40824246], [0.57236743, -0.07568054, -0.81649727],
+                  [0.66506463, 0.62531471, 0.40825251]]
+    for kernel in (svd3_ret, svd3_through_func):
+        u, s, v = _launch(kernel, a, M33D, (M33D, V3D, M33D))
+        np.testing.assert_allclose(u[0], expected_u, atol=1e-5)
+        np.testing.assert_allclose(s[0], [16.84809875, 1.06836915, 0.0], atol=1e-5)
+        np.testing.assert_allclose(v[0], expected_v, atol=1e-5)
+    U, sigma, V = wp.svd3(wp.mat33(*a.reshape(-1)))
+    np.testing.assert_allclose(np.array(U).reshape(3, 3), expected_u, atol=1e-5)
+    np.testing.assert_allclose(np.array(V).reshape(3, 3), expected_v, atol=1e-5)

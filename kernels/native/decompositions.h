@@ -11,8 +11,9 @@
 //   qr3:  A = Q R, Q a rotation, R upper triangular with R[0][0], R[1][1] >= 0 (R[2][2] has the sign of det(A)).
 //   eig3: symmetric A = Q diag(d) Q^T, Q a rotation, d increasing. Only the symmetric part (A + A^T) / 2 is read,
 //         so the gradient is symmetric.
-// Signs: each singular/eigen vector pair is oriented so that the largest-magnitude component of the right (V)
-// or eigen (Q) vector is positive (the last one is then fixed by det +1). This makes the factors continuous in A
+// Signs: each pair of singular vectors is oriented so that the largest-magnitude component of the left one (U)
+// is positive, each eigenvector likewise (the last column of a rotation is then fixed by det +1); for
+// A = [[1, 2, 3], [4, 5, 6], [7, 8, 9]] this gives the factors Warp's own tests expect. This makes the factors continuous in A
 // away from ties, so finite differences and the adjoints agree.
 //
 // Adjoints: the standard formulas (A = U S V^T: dA = U [F o (U^T dU - dU^T U) S + diag(dS) + S F o (V^T dV -
@@ -183,7 +184,7 @@ CUDA_CALLABLE inline void jacobi_rotation(double app, double aqq, double apq, do
 }
 
 // One-sided (Hestenes) Jacobi SVD of a square matrix: A = U diag(s) V^T with s >= 0 decreasing, U and V
-// orthogonal, pairs oriented by V's leading component. Columns of U for zero singular values complete the basis.
+// orthogonal, pairs oriented by U's leading component. Columns of U for zero singular values complete the basis.
 template <unsigned N> CUDA_CALLABLE inline void svd_jacobi(const dmat<N>& a, dmat<N>& u, double* s, dmat<N>& v) {
     dmat<N> b = a;
     v = didentity<N>();
@@ -216,14 +217,14 @@ template <unsigned N> CUDA_CALLABLE inline void svd_jacobi(const dmat<N>& a, dma
             swap_columns(b, j, j - 1);
             swap_columns(v, j, j - 1);
         }
-    for (unsigned j = 0; j < N; ++j)
-        if (leading_negative(v, j)) {
-            negate_column(v, j);
-            negate_column(b, j);
-        }
     u = b;
     double floor = 1e-13 * s[0] > 1e-300 ? 1e-13 * s[0] : 1e-300;
     for (unsigned j = 0; j < N; ++j) orthonormalize_column(u, j, floor);
+    for (unsigned j = 0; j < N; ++j)
+        if (leading_negative(u, j)) {
+            negate_column(u, j);
+            negate_column(v, j);
+        }
 }
 
 // Symmetric 3x3 eigenproblem by cyclic Jacobi rotations of the symmetric part of `a`: a = q diag(d) q^T,
