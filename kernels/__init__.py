@@ -22,7 +22,7 @@ from .launch import Launch, launch, launch_tiled
 from .module import (Kernel, Module, build_stats, get_module, get_module_options, kernel, load_module, overload,
                      set_module_options)
 from .struct import struct
-from .types import (Any, bool_, float16, float32, float64, int8, int16, int32, int64, mat22, mat22d, mat22f,
+from .types import (Any, bfloat16, bool_, float16, float32, float64, int8, int16, int32, int64, mat22, mat22d, mat22f,
                     mat22h, mat33, mat33d, mat33f, mat33h, mat44, mat44d, mat44f, mat44h, matrix, quat, quatd, quatf,
                     quath, spatial_matrix, spatial_matrixd, spatial_vector, spatial_vectord, spatial_vectorf,
                     transform, transformd, transformf, uint8, uint16, uint32, uint64, vec2, vec2b, vec2d, vec2f,
