@@ -25,6 +25,8 @@ from kernels.array import copy_hooks, copy_plan, copy_window
 from kernels.launch import tape_hooks
 from kernels.typesys import ArrayType, is_differentiable_type, is_struct
 
+from . import read_flags
+
 
 class OverwriteError(RuntimeError):
     """An array read by an earlier taped launch was then overwritten: its gradient would be wrong."""
@@ -128,6 +130,8 @@ class Tape:
         self._touch(dest)
         self._touch(src)
         self.launches.append(_CopyRecord(dest, src, dest_offset, src_offset, n, whole))
+        if wp.config.verify_autograd_array_access:
+            read_flags.mark_copy(dest, src)
 
     def record_scope_begin(self, name, metadata=None):
         """Open a named scope over the launches recorded from now on (Warp's scopes, for visualisation)."""
@@ -169,6 +173,8 @@ class Tape:
         rec = _Record(kernel, dim, inputs, outputs, device)
         self._check_overwrite(rec)
         self.launches.append(rec)
+        if wp.config.verify_autograd_array_access:
+            read_flags.mark_launch(kernel, inputs, outputs)
 
     def record_func(self, backward, arrays):
         """Record a Python callback run during backward (in reverse order with the launches); `arrays` are the
@@ -252,6 +258,8 @@ class Tape:
             adj_out = [self._adjoint_of(v, t) for v, t in zip(rec.outputs, k.arg_types[len(rec.inputs):])]
             wp.launch(k, rec.dim, inputs=rec.inputs, outputs=rec.outputs, device=rec.device, adjoint=True,
                       adj_inputs=adj_in, adj_outputs=adj_out)
+        if wp.config.verify_autograd_array_access:  # the reads are used up: later writes harm no gradient
+            read_flags.clear(read_flags.recorded_arrays(self.launches))
 
     def _arrays_of(self, rec):
         """(path, array, read, written) for the differentiable toolkit arrays a recorded launch touches."""
@@ -308,7 +316,9 @@ class Tape:
                 a.grad.zero_()
 
     def reset(self):
-        """Zero the gradients and clear the record."""
+        """Zero the gradients and clear the record (and, with verify_autograd_array_access, its read marks)."""
+        if wp.config.verify_autograd_array_access:
+            read_flags.clear(read_flags.recorded_arrays(self.launches))
         self.zero()
         self.launches = []
         self.scopes = []

@@ -13,6 +13,8 @@ from .array import (array, array1d, array2d, array3d, array4d, clone, copy, empt
 from .device import (Device, ScopedDevice, get_cuda_device_count, get_device, get_preferred_device,
                      is_cuda_available, set_device, synchronize, synchronize_device)
 from .errors import CompileError, KernelError, LaunchError, NativeCompileError
+from .errors import (CompileAttributeError, CompileIndexError, CompileKeyError, CompileTypeError,
+                     CompileValueError)
 from .function import func, func_grad, func_replay
 from .hash_grid import HashGrid, HashGridQuery
 from .mesh import Mesh, MeshQueryPoint, MeshQueryRay, is_cubql_available
@@ -22,15 +24,23 @@ from .launch import Launch, launch, launch_tiled
 from .module import (Kernel, Module, build_stats, get_module, get_module_options, kernel, load_module, overload,
                      set_module_options)
 from .struct import struct
-from .types import (Any, bfloat16, bool_, float16, float32, float64, int8, int16, int32, int64, mat22, mat22d, mat22f,
+from .types import (Any, bool_, float16, float32, float64, int8, int16, int32, int64, mat22, mat22d, mat22f,
                     mat22h, mat33, mat33d, mat33f, mat33h, mat44, mat44d, mat44f, mat44h, matrix, quat, quatd, quatf,
                     quath, spatial_matrix, spatial_matrixd, spatial_vector, spatial_vectord, spatial_vectorf,
                     transform, transformd, transformf, uint8, uint16, uint32, uint64, vec2, vec2b, vec2d, vec2f,
                     vec2h, vec2i, vec2l, vec2ub, vec2ui, vec3, vec3b, vec3d, vec3f, vec3h, vec3i, vec3l, vec3ub,
                     vec3ui, vec4, vec4b, vec4d, vec4f, vec4h, vec4i, vec4l, vec4ub, vec4ui, vector)
-from .types import (dtype_from_numpy, dtype_to_numpy, spatial_matrixf, spatial_matrixh, spatial_vectorh,
+from .types import (bfloat16, dtype_from_numpy, dtype_to_numpy, spatial_matrixf, spatial_matrixh, spatial_vectorh,
                     transformh, vec2s, vec2ul, vec2us, vec3s, vec3ul, vec3us, vec4s, vec4ul, vec4us)
 from . import types  # noqa: E402  (wp.types.vector / wp.types.matrix as in Warp)
+
+# Warp's names for compile errors
+WarpCodegenError = CompileError
+WarpCodegenTypeError = CompileTypeError
+WarpCodegenAttributeError = CompileAttributeError
+WarpCodegenIndexError = CompileIndexError
+WarpCodegenKeyError = CompileKeyError
+WarpCodegenValueError = CompileValueError
 
 __version__ = "0.1.0"
 
@@ -57,6 +67,10 @@ def compile_ptx(kernel, arch: int = 90) -> str:
     return _compile_ptx(kernel, arch)
 
 
+def init():
+    """Warp's `wp.init()`: nothing to do here, the runtime starts on first use."""
+
+
 def constant(value):
     """Mark a module-level value as a kernel constant (Warp's `wp.constant`); kernels capture it at compile time."""
     return value
@@ -79,6 +93,10 @@ class _AdjointAccessor:
 adjoint = _AdjointAccessor()
 
 
+# builtins that only make sense inside a kernel (thread index, tiles, atomics on arrays, printing, queries)
+_KERNEL_ONLY = {"tid", "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "block_dim", "static"}
+
+
 class _BuiltinFunction:
     """A kernel builtin reachable as `wp.<name>`; callable only inside kernels."""
 
@@ -87,7 +105,11 @@ class _BuiltinFunction:
         self.__name__ = name
 
     def __call__(self, *args, **kwargs):
-        raise RuntimeError(f"wp.{self._wp_builtin_}() can only be called inside kernels and @wp.func")
+        """From Python scope, the builtin runs as a one-thread CPU kernel (kernels/host_call.py), as in Warp."""
+        if self._wp_builtin_ in _KERNEL_ONLY:
+            raise RuntimeError(f"wp.{self._wp_builtin_}() can only be called inside kernels and @wp.func")
+        from .host_call import call
+        return call(self._wp_builtin_, args, kwargs)
 
     def __repr__(self):
         return f"<builtin {self._wp_builtin_}>"
@@ -119,5 +141,18 @@ from .mathlib import (norm_huber, norm_l1, norm_l2, norm_pseudo_huber, quat_from
 from . import array_ops as _array_ops  # noqa: E402
 
 _array_ops.install(array)
+
+def transformation(*args, p=None, q=None, dtype=None):
+    """Warp's `wp.transformation(p, q, dtype=...)` / `wp.transformation(px, py, pz, qx, qy, qz, qw)`: a transform
+    value from Python; inside kernels the same constructor (`wp.types.transformation`'s special form)."""
+    if p is not None or q is not None:
+        args = (p, q) + args
+    t = types.transformation(dtype if dtype is not None else types.float32)
+    if len(args) == 2:
+        return t(*list(args[0]), *list(args[1]))
+    return t(*args)
+
+
+transformation._wp_kernel_form_ = types.transformation
 
 _host_memory.keep_freed_memory()

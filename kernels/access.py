@@ -28,6 +28,9 @@ def _walk(fn: ir.Function, paths: dict, access: dict):
         if name == "struct_get" and op.operands[0] in paths:
             paths[op.results[0]] = f"{paths[op.operands[0]]}.{op.attrs['field']}"
             continue
+        if name == "view" and op.operands[0] in paths:  # a sub-array: accesses count for the whole array
+            paths[op.results[0]] = paths[op.operands[0]]
+            continue
         callee = op.attrs.get("callee")
         if callee is not None:
             inner = {p: paths[a] for p, a in zip(callee.params, op.operands) if a in paths}

@@ -9,6 +9,7 @@ are in bytes, so slices and columns of larger arrays are arrays too and kernels 
 from __future__ import annotations
 
 import ctypes
+import sys
 import typing
 
 import numpy as np
@@ -28,6 +29,8 @@ class ArrayDescriptor(ctypes.Structure):
 
 def _element_info(dtype):
     """(numpy scalar dtype, trailing component shape) of an element type."""
+    if T.unsupported_reason(dtype):
+        raise TypeError(T.unsupported_reason(dtype))
     if T.is_scalar(dtype):
         return np.dtype(dtype._np_), ()
     if T.is_composite(dtype):
@@ -418,6 +421,46 @@ class array:
         if value and self._grad is None and self._buf is not None:
             self._grad = zeros(self.shape, dtype=self.dtype, device=self.device)
 
+    # ------------------------------------------------------------------------------------------------ read flags
+
+    # wp.config.verify_autograd_array_access (Warp's): taped launches and copies mark the arrays they read; a later
+    # write to a marked array reports that the gradient through the earlier read would use the new values.
+    _is_read = False
+
+    def _parents(self):
+        """The arrays this one views, nearest first (slices, reshapes, dtype views)."""
+        a = self
+        while True:
+            a = a._owner if isinstance(a._owner, array) else a._ref if isinstance(a._ref, array) else None
+            if a is None:
+                return
+            yield a
+
+    def mark_init(self):
+        """Forget that this array was read (Warp's name)."""
+        self._is_read = False
+
+    def mark_read(self):
+        """Mark this array, and the arrays it is a view of, as read by a launch recorded on a tape."""
+        self._is_read = True
+        for parent in self._parents():
+            parent._is_read = True
+
+    def mark_write(self, **where):
+        """Report on stderr when this array, read earlier on a tape, is written. `where` names the writer:
+        arg_name, kernel_name, filename, lineno (a launch) or operation, filename, lineno (a copy)."""
+        if not self._is_read:
+            return
+        if {"arg_name", "kernel_name", "filename", "lineno"} <= where.keys():
+            who = (f" passed to argument {where['arg_name']} in kernel {where['kernel_name']} at "
+                   f"{where['filename']}:{where['lineno']} is being written to")
+        elif {"operation", "filename", "lineno"} <= where.keys():
+            who = f" is being written to by {where['operation']} at {where['filename']}:{where['lineno']}"
+        else:
+            who = " is being written to"
+        print(f"Warp Warning: Array {self}{who} but has already been read from in a previous launch. This may "
+              f"corrupt gradient computation in the backward pass.", file=sys.stderr)
+
     # ------------------------------------------------------------------------------------------------ filling
 
     # Inside a capture on this array's device (capture.py), these record their work for replay instead of running.
@@ -504,6 +547,12 @@ class array:
         if not self.is_contiguous:
             raise ValueError("reshape needs a contiguous array")
         inner = _element_info(self.dtype)[1]
+        known = int(np.prod([d for d in shape if d != -1]))
+        if list(shape).count(-1) == 1 and known > 0 and self.size % known == 0:
+            shape = tuple(self.size // known if d == -1 else d for d in shape)
+        if any(d < 0 for d in shape) or int(np.prod(shape)) != self.size:
+            raise RuntimeError(f"cannot reshape array of shape {self.shape} (size {self.size}) into shape {shape} "
+                               f"(size {int(np.prod(shape))})")
         out = array(dtype=self.dtype, _buf=self._buf.reshape(shape + inner), device=self.device, _owner=self)
         if self._grad is not None:
             out._grad = self._grad.reshape(shape)

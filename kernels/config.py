@@ -30,6 +30,10 @@ cxx_flags: tuple = ()
 #: Check that taped launches do not overwrite arrays read earlier on the same tape: "warn", "error" or "off".
 overwrite_check: str = "warn"
 
+#: Warp's switch: taped launches and copies mark the arrays they read (`array._is_read`), and writing a marked array
+#: later prints a warning to stderr naming the writer; `Tape.backward()` and `Tape.reset()` clear the marks.
+verify_autograd_array_access: bool = False
+
 #: After every launch, check the floating-point arrays it was given (and, for an adjoint launch, their gradient
 #: arrays) for NaN and inf, and raise a LaunchError naming the kernel and the argument. Costs a pass over the
 #: arrays per launch; does not change generated code. (Warp's flag of the same name.)

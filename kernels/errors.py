@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-class KernelError(Exception):
+class KernelError(RuntimeError):
     """A problem in a kernel or function's source: names the function, the Python file:line and shows the line."""
 
     def __init__(self, message: str, loc=None, function: str = ""):
@@ -25,15 +25,33 @@ class KernelError(Exception):
 
 
 class CompileError(KernelError):
-    """Type errors, undefined names, unsupported constructs: everything found before C++ is generated."""
+    """Type errors, undefined names, unsupported constructs: everything found before C++ is generated.
+
+    A RuntimeError, as Warp's `WarpCodegenError` (whose name it also has); the subclasses below are also the
+    Python exception of their kind, so `except TypeError` catches a kernel's type error as it does with Warp."""
 
 
 class CompileTypeError(CompileError, TypeError):
-    """A CompileError that is a type error in Python's terms too (Warp raises TypeError for these)."""
+    """A value or annotation of the wrong type in kernel source (Warp's `WarpCodegenTypeError`)."""
+
+
+class CompileAttributeError(CompileError, AttributeError):
+    """An attribute that does not exist (Warp's `WarpCodegenAttributeError`)."""
+
+
+class CompileIndexError(CompileError, IndexError):
+    """A constant index out of range (Warp's `WarpCodegenIndexError`)."""
+
+
+class CompileKeyError(CompileError, KeyError):
+    """A name or key that does not exist (Warp's `WarpCodegenKeyError`)."""
+
+    def __str__(self):  # KeyError would show the message quoted
+        return RuntimeError.__str__(self)
 
 
 class CompileValueError(CompileError, ValueError):
-    """A CompileError about a bad compile-time value (an axis out of range, an unsupported rank)."""
+    """A value out of its allowed range (Warp's `WarpCodegenValueError`)."""
 
 
 class UnsupportedAtomicError(CompileError):

@@ -19,7 +19,7 @@ import inspect
 import textwrap
 
 from . import ir
-from .errors import CompileError
+from .errors import CompileError, CompileTypeError
 from .frontend_expr import (  # noqa: F401  (Static re-exported)
     _BINOPS, ExpressionLowering, Static, _is_number, _mutated_args)
 
@@ -86,6 +86,12 @@ def _assigned_names(stmts) -> set:
     return names
 
 
+def _is_reversed_range(it) -> bool:
+    return (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "reversed"
+            and len(it.args) == 1 and not it.keywords and isinstance(it.args[0], ast.Call)
+            and isinstance(it.args[0].func, ast.Name) and it.args[0].func.id == "range")
+
+
 def _may_exit_loop(body) -> bool:
     """Whether a loop body can leave the loop early: a break of its own, or a return anywhere inside."""
     return _contains(body, ast.Break, stop_at_loops=True) or _contains(body, ast.Return)
@@ -133,8 +139,13 @@ class Frontend(ExpressionLowering):
 
     # ------------------------------------------------------------------------------------------------ helpers
 
-    def error(self, message, node):
-        return CompileError(message, self.src.loc(node), self.name)
+    def error(self, message, node, kind=CompileError):
+        return kind(message, self.src.loc(node), self.name)
+
+    def kernel_return_error(self, node):
+        # the wording Warp's users (and its tests) match
+        return self.error("Warp kernels cannot return values. Write results to output arguments, and omit the "
+                          "return annotation or use `-> None`.", node, CompileTypeError)
 
     def emit(self, opcode, operands, node, *, nresults=1, attrs=None, regions=None, names=None):
         results = [ir.Value(name=(names[i] if names else "")) for i in range(nresults)]
@@ -179,6 +190,8 @@ class Frontend(ExpressionLowering):
         self.env[_RET] = self.const(False, fdef, weak=False)
         if self.kind == "func":
             self.declare_return_slots(fdef)
+        elif self.src.pyfunc.__annotations__.get("return", None) not in (None, type(None), "None"):
+            raise self.kernel_return_error(fdef)
         self.lower_stmts(fdef.body)
         if self.kind == "func":
             rets = [self.env[f"__retval{i}"] for i in range(self.n_returns or 0)]
@@ -265,9 +278,9 @@ class Frontend(ExpressionLowering):
         for t, v in zip(target.elts, values):
             self.assign(t, v, node)
 
-    def assign(self, target, value, node, component_update=False):
-        """Bind or store `value` to `target`. `component_update`: the value is `target`'s old value with one
-        component (or field) replaced, i.e. a read-modify-write of an array element (see rebind_base)."""
+    def assign(self, target, value, node):
+        """Bind `value` to a name, or store it into a part of a value (`a[i].x = v`: a `setpath`, see
+        passes/typeinfer_paths.py)."""
         if isinstance(target, ast.Name):
             if isinstance(value, Static) and not isinstance(value.obj, (bool, int, float)):
                 self.env[target.id] = value  # e.g. an alias of a function or type
@@ -277,58 +290,76 @@ class Frontend(ExpressionLowering):
                 self.env[target.id] = self.as_value(value, node)
                 if not self.env[target.id].name:
                     self.env[target.id].name = target.id
-        elif isinstance(target, ast.Subscript):
-            base = self.lower_expr(target.value)
-            indices = self.lower_indices(target.slice, node)
-            value = self.as_value(value, node)
-            attrs = {"component_update": True} if component_update else None
-            new = self.emit("setitem", [self.as_value(base, node), *indices, value], node, attrs=attrs)[0]
-            self.rebind_base(target.value, new, node)
-        elif isinstance(target, ast.Attribute):
-            base = self.as_value(self.lower_expr(target.value), node)
-            new = self.emit("setattr", [base, self.as_value(value, node)], node, attrs={"attr": target.attr})[0]
-            self.rebind_base(target.value, new, node)
+        elif isinstance(target, (ast.Subscript, ast.Attribute)):
+            # Python evaluates the value (already lowered) before the target's own subexpressions
+            root_node, root, operands, steps = self.lower_target_path(target, node)
+            new = self.emit("setpath", [root, *operands, self.as_value(value, node)], node,
+                            attrs={"steps": steps})[0]
+            self.rebind_root(root_node, new, node)
         else:
             raise self.error(f"cannot assign to '{ast.unparse(target)}'", node)
 
-    def rebind_base(self, base_node, new_value, node):
-        """After a functional update of `base[...]` or `base.attr`, bind the updated value to the base's name."""
-        if isinstance(base_node, ast.Name):
-            self.env[base_node.id] = new_value
-            new_value.name = new_value.name or base_node.id
-        elif isinstance(base_node, (ast.Subscript, ast.Attribute)):
-            # nested update such as m[i][j] = x or s.v.x = x: update the outer value with the new inner one.
-            # When the outer value is an array element, that store overwrites the element it read.
-            self.assign(base_node, new_value, node, component_update=True)
-        else:
-            raise self.error(f"cannot assign into '{ast.unparse(base_node)}'", node)
+    def lower_target_path(self, target, node):
+        """The parts of an assignment target such as `a[f(i)][1].x`, each subexpression lowered exactly once,
+        left to right: (root node, root value, index values, steps), a step being ("item", number of indices)
+        or ("attr", name). Type inference turns the path into reads, the update and the writes back."""
+        chain = []
+        while isinstance(target, (ast.Subscript, ast.Attribute)):
+            chain.append(target)
+            target = target.value
+        root = self.as_value(self.lower_expr(target), node)
+        operands, steps = [], []
+        for part in reversed(chain):
+            if isinstance(part, ast.Subscript):
+                indices = self.lower_indices(part.slice, node)
+                operands += indices
+                steps.append(("item", len(indices)))
+            else:
+                steps.append(("attr", part.attr))
+        return target, root, operands, steps
+
+    def rebind_root(self, root_node, new_value, node):
+        """After a functional update of a value reached from `root_node`, bind the updated value to its name."""
+        if not isinstance(root_node, ast.Name):
+            raise self.error(f"cannot assign into '{ast.unparse(root_node)}'", node)
+        self.env[root_node.id] = new_value
+        new_value.name = new_value.name or root_node.id
 
     def stmt_AugAssign(self, node):
         opname = _BINOPS.get(type(node.op))
         if opname is None:
             raise self.error(f"unsupported operator {type(node.op).__name__}=", node)
         target = node.target
-        value = self.as_value(self.lower_expr(node.value), node)
         if isinstance(target, ast.Subscript) and self.is_adjoint_accessor(target.value):
+            value = self.as_value(self.lower_expr(node.value), node)
             return self.adjoint_accumulate(target, value, opname, node)
-        if isinstance(target, ast.Subscript):
-            base = self.as_value(self.lower_expr(target.value), node)
-            indices = self.lower_indices(target.slice, node)
-            # Arrays: atomic update (Warp semantics). Values: read-modify-write, resolved by type inference.
-            new = self.emit("augitem", [base, *indices, value], node, attrs={"op": opname})[0]
-            self.rebind_base(target.value, new, node)
+        if isinstance(target, (ast.Subscript, ast.Attribute)):
+            # Python evaluates the target's subexpressions (once) before the value
+            root_node, root, operands, steps = self.lower_target_path(target, node)
+            value = self.as_value(self.lower_expr(node.value), node)
+            new = self.emit("augpath", [root, *operands, value], node,
+                            attrs={"steps": steps, "op": opname, "user_op": self.user_operator(opname)})[0]
+            self.rebind_root(root_node, new, node)
         elif isinstance(target, ast.Name):
+            value = self.as_value(self.lower_expr(node.value), node)
             cur = self.lookup_name(target.id, target)
             res = self.emit("call", [self.as_value(cur, node), value], node, attrs={"name": opname})[0]
-            self.assign(target, res, node)
-        elif isinstance(target, ast.Attribute):
-            base = self.as_value(self.lower_expr(target.value), node)
-            cur = self.emit("getattr", [base], node, attrs={"attr": target.attr})[0]
-            res = self.emit("call", [cur, value], node, attrs={"name": opname})[0]
             self.assign(target, res, node)
         else:
             raise self.error("unsupported augmented assignment target", node)
         return None
+
+    def user_operator(self, opname):
+        """A @wp.func named like the operator (`add`, `sub`) in the function's scope, or None. As in Warp, it
+        replaces the builtin in `+=` / `-=` on array slots whose types it takes (type inference decides)."""
+        if opname not in ("add", "sub"):
+            return None
+        try:
+            obj = self.src.lookup(opname)
+        except KeyError:
+            return None
+        resolved = self.resolve_static(obj)
+        return resolved[1] if resolved is not None and resolved[0] == "func" else None
 
     def is_adjoint_accessor(self, node) -> bool:
         try:
@@ -351,7 +382,7 @@ class Frontend(ExpressionLowering):
     def stmt_Return(self, node):
         if self.kind == "kernel":
             if node.value is not None:
-                raise self.error("a kernel cannot return a value; write results to an array", node)
+                raise self.kernel_return_error(node)
         else:
             values = self.return_values(node)
             self.fix_return_count(len(values), node)
@@ -603,11 +634,44 @@ class Frontend(ExpressionLowering):
             bounds = args
         elif isinstance(it, ast.Call) and self.query_iterator(it) is not None:
             return self.lower_query_loop(node, it)
+        elif _is_reversed_range(it):
+            return self.lower_reversed_range(node, it.args[0])
         else:
             raise self.error(f"for loops must iterate over range(...); got '{ast.unparse(it)}'", node)
+        if self.unroll_for_static_index(node, bounds):
+            return None
         bounds = [self.as_value(b, node) for b in bounds]
         has_break = _may_exit_loop(node.body)
         self.lower_loop("for", node, bounds, node.body, node.target.id, has_break, is_static)
+        return None
+
+    def lower_reversed_range(self, node, range_call):
+        """`for i in reversed(range(a, b, s)): body` visits range(a, b, s)'s values last first: it is lowered as
+        `for k in range(n): i = a + (n - 1 - k) * s; body`, with a, b, s evaluated once and n the range's length
+        (whatever the sign of s)."""
+        if range_call.keywords or not 1 <= len(range_call.args) <= 3:
+            raise self.error("range() takes 1 to 3 positional arguments", node)
+        args = list(range_call.args)
+        if len(args) == 1:
+            args = [ast.Constant(0), args[0]]
+        if len(args) == 2:
+            args.append(ast.Constant(1))
+        tag = sum(1 for k in self.env if k.startswith("__rev_start"))
+        start, stop, step, count, k = (f"__rev_{w}{tag}" for w in ("start", "stop", "step", "count", "k"))
+        code = (f"{start} = int({ast.unparse(args[0])})\n{stop} = int({ast.unparse(args[1])})\n"
+                f"{step} = int({ast.unparse(args[2])})\n"
+                f"{count} = max(0, ({stop} - {start} + {step} - 1) // {step}) if {step} > 0 else "
+                f"max(0, ({start} - {stop} - {step} - 1) // (-{step}))\n"
+                f"for {k} in range({count}):\n    {node.target.id} = {start} + ({count} - 1 - {k}) * {step}\n")
+        tree = ast.parse(code)
+        loop = tree.body[-1]
+        loop.body.extend(node.body)
+        for stmt in tree.body:
+            for sub in ast.walk(stmt):
+                if hasattr(sub, "lineno") and sub not in node.body:
+                    ast.copy_location(sub, node)
+        ast.fix_missing_locations(tree)
+        self.lower_stmts(tree.body)
         return None
 
     def query_iterator(self, call):
@@ -637,6 +701,33 @@ class Frontend(ExpressionLowering):
         ast.copy_location(loop, node)
         ast.fix_missing_locations(loop)
         return self.stmt_While(loop)
+
+    def unroll_for_static_index(self, node, bounds) -> bool:
+        """A loop over a constant range whose body uses its index inside `wp.static(...)` is unrolled here, the
+        index bound to each compile-time value in turn (as Warp does); True when it was."""
+        name = node.target.id
+        if not self.static_uses(node.body, name):
+            return False
+        values = [b.obj if isinstance(b, Static) else None for b in bounds]
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            raise self.error(f"wp.static(...) uses the loop index '{name}', but the loop's range is not a "
+                             f"compile-time constant", node)
+        if _may_exit_loop(node.body) or _contains(node.body, ast.Return, stop_at_loops=False):
+            raise self.error(f"wp.static(...) uses the loop index '{name}' in a loop with break, continue or "
+                             f"return, which cannot be unrolled at compile time", node)
+        for v in range(*values):
+            self.env[name] = Static(v)
+            self.lower_stmts(node.body)
+        return True
+
+    def static_uses(self, stmts, name) -> bool:
+        """Whether a `wp.static(...)` call in `stmts` reads `name`."""
+        for stmt in stmts:
+            for sub in ast.walk(stmt):
+                if isinstance(sub, ast.Call) and self.is_static_call(sub.func) and any(
+                        isinstance(n, ast.Name) and n.id == name for a in sub.args for n in ast.walk(a)):
+                    return True
+        return False
 
     def stmt_While(self, node):
         if node.orelse:

@@ -39,7 +39,7 @@ class ExpressionLowering:
     def lower_expr(self, node):
         method = getattr(self, "expr_" + type(node).__name__, None)
         if method is None:
-            raise self.error(f"unsupported expression '{type(node).__name__}' in a kernel", node)
+            raise self.error(f"Construct `ast.{type(node).__name__}` not supported in kernels.", node)
         return method(node)
 
     def expr_Constant(self, node):
@@ -52,6 +52,11 @@ class ExpressionLowering:
             obj = self.src.lookup(name)
         except KeyError:
             raise self.error(f"name '{name}' is not defined", node) from None
+        if _is_array_object(obj):
+            # its contents would be read once, at compile time, and later changes silently ignored
+            from .errors import CompileTypeError
+            raise self.error(f"Invalid external reference type: {type(obj)}: '{name}' is an array defined outside "
+                             "the kernel; pass it as a kernel argument", node, CompileTypeError)
         return Static(obj)
 
     def expr_Name(self, node):
@@ -143,7 +148,9 @@ class ExpressionLowering:
             return Static(tuple(i.obj for i in items))
         return items
 
-    expr_List = expr_Tuple
+    def expr_List(self, node):
+        raise self.error("List constructs are not supported in kernels. Use vectors like `wp.vec3()` for small "
+                         "fixed-size collections, or `wp.zeros(shape=N, dtype=...)` for stack-allocated arrays.", node)
 
     def lower_indices(self, slice_node, node) -> list:
         if isinstance(slice_node, ast.Tuple):
@@ -199,6 +206,11 @@ class ExpressionLowering:
     def static_eval(self, node, quiet=False):
         """Evaluate an expression in Python at compile time (module globals, closure, and local Statics)."""
         local = {k: v.obj for k, v in self.env.items() if isinstance(v, Static)}
+        for n in ast.walk(node):
+            # a run-time local shadows any global of its name: it has no compile-time value
+            if isinstance(n, ast.Name) and n.id in self.env and n.id not in local and not n.id.startswith("__"):
+                raise self.error(f"'{n.id}' is a run-time variable of the kernel; wp.static(...) and other "
+                                 f"compile-time expressions cannot use it", node)
         namespace = dict(self.src.globals)
         namespace.update(self.src.closure)
         namespace.update(local)
@@ -354,6 +366,13 @@ def _builtin_result_count(name):
             return None  # a rule computed from the argument types
         counts.add(0 if ov.ret is None else len(ov.ret) if isinstance(ov.ret, tuple) else 1)
     return counts.pop() if len(counts) == 1 else None
+
+
+def _is_array_object(obj) -> bool:
+    """A toolkit or numpy array (not a numpy scalar, which is a constant like a Python number)."""
+    import numpy as np
+    from .array import array
+    return isinstance(obj, (array, np.ndarray))
 
 
 def _is_number(x):

@@ -23,6 +23,9 @@ def annotation_type(ann, where: str):
         return T.Any
     if isinstance(ann, (ArrayType, TileType)):
         return ann
+    reason = T.unsupported_reason(ann) or T.unsupported_reason(getattr(ann, "dtype", None))
+    if reason:
+        raise TypeError(f"{where}: {reason}")
     t = T.canonical_type(ann)
     if isinstance(t, array):
         return ArrayType(T.Any if t.dtype is typing.Any else T.canonical_type(t.dtype), t.ndim)
@@ -60,11 +63,56 @@ def signature_types(source: FunctionSource, name: str, require: bool):
     return types_
 
 
+def _check_return_annotation(source: FunctionSource, name: str, fn) -> None:
+    """A @wp.func's return annotation, when it has one, must be what the body returns (as Warp checks): a
+    CompileError otherwise, never a value of another type than declared."""
+    ann = source.pyfunc.__annotations__.get("return", inspect_empty)
+    if ann is inspect_empty or ann is None:
+        return
+    if isinstance(ann, str):
+        try:
+            ann = eval(ann, source.globals)  # noqa: S307  (an annotation of the user's own source)
+        except Exception:  # noqa: BLE001  an annotation we cannot evaluate is not checked
+            return
+    got = list(fn.return_types)
+    where = source.loc(source.fdef)
+
+    def spell(t):
+        return getattr(t, "__name__", None) or repr(t)
+
+    if typing.get_origin(ann) is tuple:
+        want = list(typing.get_args(ann))
+        if len(want) != len(got):
+            raise CompileError(f"The function `{name}` has its return type annotated as a tuple of {len(want)} "
+                               f"elements but the code returns {len(got)} values.", where, name)
+        if any(T.canonical_type(w) != g for w, g in zip(want, got)):
+            raise CompileError(f"The function `{name}` has its return type annotated as "
+                               f"`tuple[{', '.join(spell(w) for w in want)}]` but the code returns a tuple with "
+                               f"types `({', '.join(T.type_repr(g) for g in got)})`.", where, name)
+        return
+    if len(got) != 1:
+        raise CompileError(f"The function `{name}` has its return type annotated as `{spell(ann)}` but the code "
+                           f"returns {len(got)} values.", where, name)
+    try:
+        want = annotation_type(ann, "return")
+    except TypeError:
+        return
+    if not is_generic_type(want) and want != got[0]:
+        raise CompileError(f"The function `{name}` has its return type annotated as `{T.type_repr(want)}` but the "
+                           f"code returns a value of type `{T.type_repr(got[0])}`.", where, name)
+
+
+inspect_empty = object()
+
+
 def resolve_static(obj):
     """How kernel code may call a compile-time object: ("builtin", name), ("func", Func), ("type", t) or None."""
     from .builtins import BUILTINS
     if isinstance(obj, Func):
         return ("func", obj)
+    obj = getattr(obj, "_wp_kernel_form_", obj)  # a Python-side helper whose kernel meaning is another object
+    if T.unsupported_reason(obj):
+        raise TypeError(T.unsupported_reason(obj))
     if obj is T.vector or obj is T.matrix or obj is T.quaternion or obj is T.transformation:
         return ("builtin", obj.__name__)  # special forms in type inference: the type depends on the arguments
     name = getattr(obj, "_wp_builtin_", None)
@@ -89,6 +137,23 @@ def _matches(param_t, arg_t) -> bool:
     return param_t == arg_t
 
 
+def _host_value_matches(param_t, value) -> bool:
+    """Whether a Python value may be passed for a parameter of type `param_t` in a call from Python."""
+    from .array import array
+    if param_t is T.Any:
+        return True
+    if isinstance(param_t, ArrayType):
+        return isinstance(value, array) and value.ndim == param_t.ndim and \
+            (param_t.dtype is T.Any or value.dtype == param_t.dtype)
+    if isinstance(value, bool):
+        return param_t is T.bool_
+    if isinstance(value, int):
+        return param_t is T.int32
+    if isinstance(value, float):
+        return param_t is T.float32
+    return type(value) is param_t or (T.is_scalar(param_t) and isinstance(value, param_t._np_))
+
+
 class Func:
     """A user function callable from kernels (Warp's `@wp.func`)."""
 
@@ -108,10 +173,33 @@ class Func:
         self.overloads.append((source, signature_types(source, self.name, require=False)))
         self.specializations.clear()
 
-    def __call__(self, *args):
-        raise RuntimeError(f"@wp.func '{self.name}' can only be called from kernels and other @wp.func")
+    def takes_exactly(self, types_) -> bool:
+        """Whether an overload takes arguments of exactly these types (generic parameters take any)."""
+        return any(len(params) == len(types_) and all(_matches(p, t) for p, t in zip(params, types_))
+                   for _, params in self.overloads)
 
-    def order_arguments(self, args, kwargs_names, op):
+    def __call__(self, *args, **kwargs):
+        """Called from Python (as Warp allows): runs the Python body of the overload whose annotations take the
+        arguments (a Python int is an int32, a float a float32); kernel builtins it calls run on the host too."""
+        import inspect
+        for source, params in self.overloads:
+            try:
+                bound = inspect.signature(source.pyfunc).bind(*args, **kwargs)
+            except TypeError:
+                continue
+            names = [a.arg for a in source.fdef.args.args]
+            if all(_host_value_matches(p, bound.arguments[n]) for p, n in zip(params, names) if n in bound.arguments):
+                return source.pyfunc(*args, **kwargs)
+        raise RuntimeError(f"Error calling function '{self.name}', no overload found for arguments {args!r}")
+
+    def needs_defaults(self, count: int) -> bool:
+        """Whether a call with `count` positional arguments leaves parameters to their default values."""
+        source, _ = self.overloads[0]
+        return count < len(source.fdef.args.args) and bool(source.pyfunc.__defaults__)
+
+    def order_arguments(self, args, kwargs_names, op, default=None):
+        """Arguments in parameter order: positional, then keywords by name, then the Python defaults of the
+        parameters left out (`default(value)` makes the IR value of a default)."""
         source, _ = self.overloads[0]
         names = [a.arg for a in source.fdef.args.args]
         npos = len(args) - len(kwargs_names)
@@ -120,8 +208,14 @@ class Func:
             if k not in names:
                 raise CompileError(f"'{self.name}' has no parameter '{k}'", op.loc, _caller(op))
             out[names.index(k)] = v
-        if any(v is None for v in out):
-            raise CompileError(f"'{self.name}' is missing arguments", op.loc, _caller(op))
+        defaults = source.pyfunc.__defaults__ or ()
+        first_default = len(names) - len(defaults)
+        for i, v in enumerate(out):
+            if v is None and i >= first_default and default is not None:
+                out[i] = default(defaults[i - first_default])
+        missing = [n for n, v in zip(names, out) if v is None]
+        if missing:
+            raise CompileError(f"'{self.name}' is missing arguments: {', '.join(missing)}", op.loc, _caller(op))
         return out
 
     def specialize(self, args, ti, op):
@@ -142,13 +236,19 @@ class Func:
                     _in_progress.add(key)
                     try:
                         fn = compile_ir(source, "func", self.name, list(types_))
+                        _check_return_annotation(source, self.name, fn)
                     except CompileError as e:
                         raise _called_from(e, ti.fn.name, op.loc) from None
                     finally:
                         _in_progress.discard(key)
                     fn.func_object = self
-                    self._compile_custom(fn, list(types_), op)
+                    # registered first: a custom adjoint or replay may call this function itself
                     self.specializations[types_] = fn
+                    try:
+                        self._compile_custom(fn, list(types_), op)
+                    except CompileError:
+                        del self.specializations[types_]
+                        raise
                 return fn, conv
         got = ", ".join(describe(a.type) for a in args)
         raise CompileError(f"no overload of '{self.name}' accepts ({got})", op.loc, ti.fn.name)
@@ -207,7 +307,7 @@ def _called_from(e: CompileError, caller: str, loc) -> CompileError:
     """`e` with a note saying which caller asked for the function that failed to compile."""
     if "called from" in e.message or e.loc == loc:
         return e
-    return CompileError(f"{e.message}\n    (called from '{caller}' at {loc})", e.loc, e.function)
+    return type(e)(f"{e.message}\n    (called from '{caller}' at {loc})", e.loc, e.function)
 
 
 def _caller(op) -> str:
@@ -221,6 +321,9 @@ def compile_ir(source: FunctionSource, kind: str, name: str, param_types: list) 
     for t in param_types:
         if isinstance(t, StaticType):
             raise CompileError("compile-time values cannot be passed to functions", source.loc(source.fdef), name)
+        inner = t.dtype if isinstance(t, ArrayType) else t
+        if is_struct(inner) and inner._wp_struct_.error is not None:
+            raise CompileError(inner._wp_struct_.error, source.loc(source.fdef), name)
     fn = lower_function(source, kind, name, param_types, resolve_static)
     return run_pipeline(fn, check=config.mode == "debug")
 

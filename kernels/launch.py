@@ -118,7 +118,8 @@ def _composite_argument(kernel, i, t, value):
     name = T.warp_type_name(t)
     if value is None:
         raise ValueError(f"Failed to convert argument for param {kernel.arg_names[i]} to {name}: got None")
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    single = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if single or (T.is_scalar_value(value) and not isinstance(value, np.bool_)):  # Warp scalar values too
         raise _arg_error(kernel, i, f"argument '{kernel.arg_names[i]}' expects {name} but got a single value "
                                     f"({value!r}); pass a {name}")
     if np.ndim(value) == 0:

@@ -12,6 +12,7 @@ on request).
 from __future__ import annotations
 
 import os
+import re
 import time
 
 from . import cache_index, config
@@ -32,7 +33,8 @@ class Kernel:
             enable_backward = options["enable_backward"]
         self.options = dict(options or {})  # Warp's per-kernel options (the module's apply where absent)
         self.func = pyfunc
-        self.key = f"{pyfunc.__module__}.{pyfunc.__qualname__}"
+        # Warp's key: the qualified name, "." as "__", other punctuation dropped ("outer.<locals>.k" -> "outer__locals__k")
+        self.key = re.sub(r"[^0-9a-zA-Z_]+", "", pyfunc.__qualname__.replace(".", "__"))
         self.name = pyfunc.__name__
         self.enable_backward = enable_backward
         self.source = source or FunctionSource(pyfunc)
@@ -142,6 +144,8 @@ class Kernel:
 
     def ensure_built(self):
         if self.lib is None and self.error is None:
+            if self not in self.module.pending and self in self.module.kernels:
+                self.module.pending.append(self)  # its batch was interrupted before reaching it
             self.module.build()
         if self.error is not None:
             raise self.error
@@ -216,27 +220,28 @@ class Module:
             try:
                 k.compile_ir()
                 ready.append(k)
-            except CompileError as e:
+            except Exception as e:  # noqa: BLE001  kept and raised at its launch: it never poisons its neighbours
                 k.error = e
         if not ready:
             return
         try:
             self._build_library(ready, prekey if len(ready) == len(batch) else None)
-        except NativeCompileError:
-            self._build_isolating(ready)
+        except Exception as e:  # noqa: BLE001  code generation or the C++ compiler: as above
+            self._build_isolating(ready, e)
 
-    def _build_isolating(self, kernels: list):
-        """After the C++ compiler rejected a library of `kernels`: build halves, recursively, so the kernels it
-        rejects get its error and the others still build. One bad kernel among n costs about 2*log2(n) builds."""
+    def _build_isolating(self, kernels: list, error: Exception):
+        """After a library of `kernels` failed to build (`error`: the C++ compiler rejected it, or generating its
+        source failed): build halves, recursively, so the kernels at fault get the error and the others still
+        build. One bad kernel among n costs about 2*log2(n) builds."""
         if len(kernels) == 1:
-            kernels[0].error = _last_native_error[0]
+            kernels[0].error = _last_native_error[0] if isinstance(error, NativeCompileError) else error
             return
         mid = len(kernels) // 2
         for half in (kernels[:mid], kernels[mid:]):
             try:
                 self._build_library(half)
-            except NativeCompileError:
-                self._build_isolating(half)
+            except Exception as e:  # noqa: BLE001
+                self._build_isolating(half, e)
 
     def _load_indexed(self, kernels: list, prekey: str, debug: bool) -> bool:
         """Load `kernels` from the library the cache index names for `prekey`, compiling no IR. False when there
@@ -402,7 +407,7 @@ def get_module_options(module=None) -> dict:
 
 
 def kernel(f=None, *, enable_backward: bool | None = None, module=None, launch_bounds=None,
-           module_options: dict | None = None):
+           module_options: dict | None = None, name: str | None = None):
     """Decorator: compile a Python function as a kernel (Warp's `@wp.kernel`).
 
     Args:
@@ -410,19 +415,21 @@ def kernel(f=None, *, enable_backward: bool | None = None, module=None, launch_b
         module: the module (name or Module) the kernel is built with; "unique" gives it a module of its own.
         launch_bounds: CUDA `__launch_bounds__`; no effect on the CPU backend.
         module_options: options set on the kernel's module (see `set_module_options`).
+        name: the kernel's key (Warp's explicit kernel name); must be a valid C++ identifier.
     """
+    if name is not None and not (name.isidentifier() and name.isascii()):
+        raise ValueError(f"kernel name {name!r} is not a valid C++ identifier")
+
     def make(g):
-        name = module
-        if isinstance(name, Module):
-            name = name.name
-        elif name == "unique":
-            name = f"{g.__module__}.{g.__qualname__}:{g.__code__.co_firstlineno}:{id(g):x}"
+        mod = module.name if isinstance(module, Module) else module
+        if mod == "unique":
+            mod = f"{g.__module__}.{g.__qualname__}:{g.__code__.co_firstlineno}:{name or ''}:{id(g):x}"
         if module_options:
-            get_module(name or g.__module__).options.update(module_options)
+            get_module(mod or g.__module__).options.update(module_options)
         backward = enable_backward
         if backward is None:
-            backward = get_module(name or g.__module__).options.get("enable_backward", True)
-        return Kernel(g, enable_backward=bool(backward), module=name)
+            backward = get_module(mod or g.__module__).options.get("enable_backward", True)
+        return Kernel(g, enable_backward=bool(backward), module=mod, key=name)
 
     return make if f is None else make(f)
 

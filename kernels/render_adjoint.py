@@ -163,6 +163,11 @@ class AdjointRenderer(FunctionRenderer):
         if name == "atomic_add":
             self.emit(f"wp::adj_index_accumulate({self.adj(a[0])}, {line}, {self.adj(a[-1])}, {self.args(a[1:-1])});")
             return
+        if name in ("atomic_min", "atomic_max"):
+            # the final a[i] (read in the backward, after every forward thread ran) names the winner(s)
+            self.emit(f"wp::adj_index_minmax({self.name(a[0])}, {self.adj(a[0])}, {line}, {self.name(a[-1])}, "
+                      f"{self.adj(a[-1])}, {self.args(a[1:-1])});")
+            return
         if name == "atomic_sub":
             t = ctype(a[-1].type)
             self.emit(f"{{ {t} g_ = {t}(); wp::adj_index_accumulate({self.adj(a[0])}, {line}, g_, "

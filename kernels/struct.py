@@ -25,6 +25,14 @@ class StructInfo:
         self.cname = "S_" + "".join(c if c.isalnum() else "_" for c in qual)
         self.native = False  # defined by a native header (native_struct), not by generated code
         self._ctype = None
+        # Why the struct cannot be used (a field of a type kernels do not have), raised at first use rather
+        # than at definition, so that a module defining such a struct still imports.
+        self.error: str | None = None
+
+    def check_usable(self):
+        """Raises TypeError when a field of the struct (or of a nested struct) has an unsupported type."""
+        if self.error is not None:
+            raise TypeError(self.error)
 
     def ctype(self):
         if self._ctype is None:
@@ -39,6 +47,8 @@ class StructInfo:
                     members.append((name, t._ctype()))
                 else:
                     members.append((name, t._ctype_))
+            if not members:
+                members.append(("_empty", ctypes.c_uint8))  # a C++ struct with no members still has size 1
             self._ctype = type(f"{self.cname}_c", (ctypes.Structure,), {"_fields_": members})
         return self._ctype
 
@@ -54,7 +64,11 @@ def _field_type(name, ann, cls):
         return t
     if isinstance(t, array):
         return ArrayType(T.canonical_type(t.dtype), t.ndim)
-    if T.is_scalar(t) or T.is_composite(t) or is_struct(t):
+    if is_struct(t):
+        if t._wp_struct_.error is not None:
+            raise TypeError(f"struct {cls.__name__}: field '{name}' is unusable: {t._wp_struct_.error}")
+        return t
+    if T.is_scalar(t) or T.is_composite(t):
         return t
     raise TypeError(f"struct {cls.__name__}: field '{name}' has unsupported type {ann!r}")
 
@@ -64,8 +78,15 @@ def struct(cls):
     # string annotations (from __future__ import annotations) evaluate in the defining module's namespace
     namespace = vars(sys.modules[cls.__module__]) if cls.__module__ in sys.modules else {}
     hints = {k: eval(v, dict(namespace)) if isinstance(v, str) else v for k, v in cls.__annotations__.items()}
-    fields = {name: _field_type(name, ann, cls) for name, ann in hints.items()}
+    fields = {}
+    error = None
+    for name, ann in hints.items():
+        try:
+            fields[name] = _field_type(name, ann, cls)
+        except TypeError as e:
+            error = error or str(e)
     info = StructInfo(cls, fields)
+    info.error = error
 
     def __init__(self, **kwargs):
         for name, t in fields.items():
@@ -79,6 +100,7 @@ def struct(cls):
         object.__setattr__(self, name, _check_value(cls, name, fields[name], value))
 
     def _to_ctype(self):
+        info.check_usable()
         c = info.ctype()()
         for name, t in fields.items():
             v = getattr(self, name)
@@ -195,5 +217,11 @@ def _check_value(cls, name, t, value):
             raise TypeError(f"struct {cls.__name__}.{name}: expected {t.__name__}, got {type(value).__name__}")
         return value
     if T.is_composite(t):
+        if value is None:
+            return t()  # zero, as at construction
+        if isinstance(value, (int, float, np.number)):
+            # one number would fill every component silently; Warp refuses it too
+            raise TypeError(f"Struct field '{name}' expects {T.type_repr(t)} but got a single value "
+                            f"({value!r}) in struct {cls.__name__}")
         return value if isinstance(value, t) else t(value)
     return t(value) if t is T.bfloat16 else t._np_(value)

@@ -71,6 +71,11 @@ def _int_pow(self, other, mod=None):
     raise TypeError(f"'**' is not defined for integer values ({type(self).__name__}), as in Warp")
 
 
+def is_scalar_value(x) -> bool:
+    """Whether `x` was made by a scalar type (`wp.float32(1.5)`), as opposed to a plain numpy scalar."""
+    return type(x) in _VALUE_CLASSES.values()
+
+
 def _value_class(cls):
     """The numpy subclass whose instances `cls(...)` returns (see `Scalar`)."""
     vc = _VALUE_CLASSES.get(cls)
@@ -138,6 +143,11 @@ class bool_(Scalar):
     _np_, _ctype_, _cname_, _kind_ = np.bool_, ctypes.c_bool, "bool", "bool"
 
 
+def unsupported_reason(t) -> str | None:
+    """Why type `t` cannot be used (a type Warp has that kernels does not support), or None."""
+    return getattr(t, "_unsupported_", None) if isinstance(t, type) else None
+
+
 float_types = (float16, bfloat16, float32, float64)
 int_types = (int8, uint8, int16, uint16, int32, uint32, int64, uint64)
 scalar_types = float_types + int_types + (bool_,)
@@ -194,9 +204,20 @@ class Composite:
     _category_ = ""  # "vector", "matrix", "quat", "transform"
     __array_priority__ = 100  # numpy scalars and arrays defer to our reflected operators (`2.0 / v`)
 
-    def __init__(self, *args):
+    def __init__(self, *args, **kwargs):
         n = int(np.prod(self._shape_))
         st = value_dtype(self._wp_scalar_type_)
+        if self._category_ == "transform" and (kwargs or not args):
+            # Warp's Python-side transform: p defaults to zero and q to the identity rotation (inside kernels,
+            # wp.transform() is all zeros there as here)
+            unknown = [k for k in kwargs if k not in ("p", "q")]
+            if unknown:
+                raise TypeError(f"got an unexpected keyword argument '{unknown[0]}'")
+            p = kwargs.get("p", args[0] if args else (0.0, 0.0, 0.0))
+            q = kwargs.get("q", args[1] if len(args) > 1 else (0.0, 0.0, 0.0, 1.0))
+            args = (p, q)
+        elif kwargs:
+            raise TypeError(f"{type(self).__name__}() takes no keyword arguments")
         if len(args) == 0:
             data = np.zeros(n, dtype=st)
         elif len(args) == 1 and np.ndim(args[0]) == 0 and self._category_ in ("vector", "matrix"):

@@ -225,3 +225,10 @@ def test_atomics_refuse_types_without_a_native_atomic(op, dtype):
                                               rf"{wp.types.type_repr(dtype)} \(with scalar type "
                                               rf"{wp.types.type_repr(scalar)}\)$"):
         wp.launch(k, dim=1, inputs=[wp.zeros(1, dtype=dtype)])
+
+
+def test_reshape_infers_one_dimension_and_names_sizes():
+    a = wp.array(np.arange(6, dtype=np.float32))
+    assert a.reshape((-1, 3)).shape == (2, 3)
+    with pytest.raises(RuntimeError, match=r"shape \(6,\) \(size 6\) into shape \(4, 2\) \(size 8\)"):
+        a.reshape((4, 2))

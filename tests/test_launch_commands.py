@@ -104,3 +104,10 @@ def test_argument_checks():
     assert out.numpy()[0] == 6.0
     wp.launch(take_vec3, dim=1, inputs=[(1.0, 2.0, 3.0), out])
     assert out.numpy()[0] == 6.0
+
+
+def test_warp_scalar_values_are_single_values_too():
+    out = wp.zeros(1, dtype=float)
+    for value in (wp.float32(1.5), wp.int32(2)):
+        with pytest.raises(RuntimeError, match="expects vec3f but got a single value"):
+            wp.launch(take_vec3, dim=1, inputs=[value, out])

@@ -3,6 +3,7 @@
     python tools/warp_compat.py baseline [FILE ...]   # real warp-lang on its CPU -> tests/warp_compat/warp_cpu_baseline.json
     python tools/warp_compat.py run [FILE ...]        # kernels -> tests/warp_compat/last_run.json, prints a table
     python tools/warp_compat.py report                # README table + docs/warp_compat.md from baseline + last run
+    python tools/warp_compat.py triage                # from the last run: failures not listed, listed ones now passing
 
 FILE is a path relative to warp/tests (default: every file the harness covers). The baseline is run once per
 warp-lang version and committed; `run` is what CI's test (tests/warp_compat/test_warp_suite.py) does per file.
@@ -129,9 +130,33 @@ def cmd_report() -> None:
     print(table)
 
 
+def cmd_triage() -> int:
+    """Print what the known-failure lists need: tests Warp passes that fail here unlisted, and listed tests that
+    pass now. Returns the number of such tests."""
+    baseline, ours = _load(BASELINE), _load(LAST_RUN)
+    count = 0
+    for rel in harness.FILES:
+        base = baseline.get(rel, {}).get("statuses", {})
+        mine = ours.get(rel, {}).get("statuses", {})
+        messages = ours.get(rel, {}).get("messages", {})
+        known = _known(rel)
+        for tid in sorted(t for t, st in base.items() if st == "pass"):
+            status = mine.get(tid, "missing")
+            if status != "pass" and tid not in known:
+                last = (messages.get(tid, "").strip().splitlines() or [""])[-1][:160]
+                print(f"UNLISTED {rel} {tid} [{status}] {last}")
+                count += 1
+            elif status == "pass" and tid in known:
+                print(f"PASSING  {rel} {tid} (listed: {known[tid]})")
+                count += 1
+        if ours.get(rel, {}).get("import_error"):
+            print(f"IMPORT   {rel}: {ours[rel]['import_error'].strip().splitlines()[-1][:200]}")
+    return count
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=("baseline", "run", "report"))
+    parser.add_argument("command", choices=("baseline", "run", "report", "triage"))
     parser.add_argument("files", nargs="*")
     args = parser.parse_args(argv)
     files = args.files or list(harness.FILES)
@@ -139,6 +164,8 @@ def main(argv=None) -> int:
         cmd_run("warp", files, BASELINE)
     elif args.command == "run":
         cmd_run("kernels", files, LAST_RUN)
+    elif args.command == "triage":
+        return 1 if cmd_triage() else 0
     else:
         cmd_report()
     return 0

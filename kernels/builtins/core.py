@@ -50,8 +50,11 @@ for _n in range(1, 5):
                 differentiable=True, doc="a[i, ...] = v")
     for _op in ("add", "sub", "min", "max"):
         add_builtin(f"atomic_{_op}", (A(AnyType("T"), _n),) + _idx + (AnyType("T"),), "T", group="atomic",
-                    side_effect=True, differentiable=_op in ("add", "sub"),
-                    doc=f"atomically {_op} v into a[i, ...]; returns the old value")
+                    side_effect=True, differentiable=True,
+                    doc=f"atomically {_op} v into a[i, ...]; returns the old value"
+                    + ("" if _op in ("add", "sub") else "; the gradient of a[i, ...] goes to each v equal to its "
+                       "final value (the winning thread; every tied one), per component, as in Warp; a[i, ...]'s own gradient "
+                       "is left as it was"))
 add_builtin("lower_bound", (A(N, 1), N), T.int32, group="array", differentiable=False,
             arg_names=("arr", "value"),
             doc="index of the first element of sorted 1-d arr that is >= value (the last index if none)")

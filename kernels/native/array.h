@@ -241,6 +241,20 @@ CUDA_CALLABLE inline mat_t<R, C, T> atomic_rmw_add(mat_t<R, C, T>* p, mat_t<R, C
         for (unsigned j = 0; j < C; ++j) old.data[i][j] = atomic_rmw_add(&p->data[i][j], v.data[i][j]);
     return old;
 }
+template <unsigned R, unsigned C, typename T>
+CUDA_CALLABLE inline mat_t<R, C, T> atomic_rmw_min(mat_t<R, C, T>* p, mat_t<R, C, T> v) {
+    mat_t<R, C, T> old;
+    for (unsigned i = 0; i < R; ++i)
+        for (unsigned j = 0; j < C; ++j) old.data[i][j] = atomic_rmw_min(&p->data[i][j], v.data[i][j]);
+    return old;
+}
+template <unsigned R, unsigned C, typename T>
+CUDA_CALLABLE inline mat_t<R, C, T> atomic_rmw_max(mat_t<R, C, T>* p, mat_t<R, C, T> v) {
+    mat_t<R, C, T> old;
+    for (unsigned i = 0; i < R; ++i)
+        for (unsigned j = 0; j < C; ++j) old.data[i][j] = atomic_rmw_max(&p->data[i][j], v.data[i][j]);
+    return old;
+}
 template <typename T> CUDA_CALLABLE inline quat_t<T> atomic_rmw_add(quat_t<T>* p, quat_t<T> v) {
     quat_t<T> old;
     old.x = atomic_rmw_add(&p->x, v.x); old.y = atomic_rmw_add(&p->y, v.y);
@@ -400,6 +414,31 @@ CUDA_CALLABLE inline void adj_index_store(const array_t<T>& g, int line, int64 i
 template <typename T, typename... I>
 CUDA_CALLABLE inline void adj_index_accumulate(const array_t<T>& g, int line, T& adj_v, I... i) {
     if (g.data) adj_v = add(adj_v, index(g, line, int64(i)...));
+}
+
+// Adjoint of atomic_min/atomic_max: the element's gradient goes to the value that equals its final value (the thread
+// that won; every tied thread gets it too, as in Warp), component by component for vectors and matrices.
+CUDA_CALLABLE inline void minmax_winner(float16 final_v, float16 v, float16 g, float16& adj_v) {
+    if (float(final_v) == float(v)) adj_v = float16(float(adj_v) + float(g));
+}
+template <typename T> CUDA_CALLABLE inline void minmax_winner(T final_v, T v, T g, T& adj_v) {
+    if (final_v == v) adj_v = add(adj_v, g);
+}
+template <unsigned N, typename T>
+CUDA_CALLABLE inline void minmax_winner(const vec_t<N, T>& f, const vec_t<N, T>& v, const vec_t<N, T>& g,
+                                        vec_t<N, T>& adj_v) {
+    for (unsigned k = 0; k < N; ++k) minmax_winner(f.c[k], v.c[k], g.c[k], adj_v.c[k]);
+}
+template <unsigned R, unsigned C, typename T>
+CUDA_CALLABLE inline void minmax_winner(const mat_t<R, C, T>& f, const mat_t<R, C, T>& v, const mat_t<R, C, T>& g,
+                                        mat_t<R, C, T>& adj_v) {
+    for (unsigned i = 0; i < R; ++i)
+        for (unsigned j = 0; j < C; ++j) minmax_winner(f.data[i][j], v.data[i][j], g.data[i][j], adj_v.data[i][j]);
+}
+template <typename T, typename... I>
+CUDA_CALLABLE inline void adj_index_minmax(const array_t<T>& a, const array_t<T>& g, int line, const T& v, T& adj_v,
+                                           I... i) {
+    if (g.data) minmax_winner(index(a, line, int64(i)...), v, index(g, line, int64(i)...), adj_v);
 }
 
 // Adjoint of a store that overwrites the element it read (a[i].x = v, a[i][j] += v): the stored value takes the

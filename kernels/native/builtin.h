@@ -14,3 +14,4 @@
 #include "hash_grid.h"
 #include "geometry.h"
 #include "mesh.h"
+#include "expect.h"

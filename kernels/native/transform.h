@@ -151,6 +151,16 @@ CUDA_CALLABLE inline void adj_sub(const transform_t<T>&, const transform_t<T>&, 
     xform_acc(adj_a, adj_ret);
     xform_acc(adj_b, adj_ret, T(-1));
 }
+// -a componentwise: `a[i] -= t` on a transform array is an atomic add of neg(t).
+template <typename T> CUDA_CALLABLE inline transform_t<T> neg(const transform_t<T>& a) {
+    transform_t<T> r;
+    for (int i = 0; i < 7; ++i) xform_component(r, i) = T(-xform_component(a, i));
+    return r;
+}
+template <typename T>
+CUDA_CALLABLE inline void adj_neg(const transform_t<T>&, transform_t<T>& adj_a, const transform_t<T>& adj_ret) {
+    xform_acc(adj_a, adj_ret, T(-1));
+}
 template <typename T> CUDA_CALLABLE inline transform_t<T> mul(const transform_t<T>& a, T s) {
     transform_t<T> r;
     for (int i = 0; i < 7; ++i) xform_component(r, i) = T(xform_component(a, i) * s);

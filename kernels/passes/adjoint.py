@@ -9,11 +9,15 @@ Expects: typed, optimised IR. Guarantees, as attrs on ops:
     receives a value that carries a gradient and produces a float result or a side effect. `wp.stop_gradient(x)`
     marks a value as constant for differentiation.
   - raises CompileError when a builtin's argument declared constant (Overload.constant_args) carries a gradient.
+  - raises CompileError for an op that type inference marked "refuse_adjoint" (a read-modify-write of an array
+    slot, see typeinfer_paths.py), with its message.
   - raises CompileError when an array value whose gradient is needed is chosen by control flow or taken from a
     locally built struct (its gradient array cannot be known).
   - raises CompileError when a component write into an array element (`a[i].x *= s`, a store with attr
     "overwrite") is computed from values of that array read before it by an op whose adjoint needs their primal
     value: the backward replay would read the array after the write and use the new value in their place.
+  - raises CompileError (passes/inplace.py) when a kernel reads an array element whose value the reverse needs
+    and may write that element afterwards: the replay would read the new value.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 from .. import ir
 from ..errors import CompileError
 from ..typesys import ArrayType, is_differentiable_type
+from .inplace import check_inplace
 
 # builtins whose adjoint does not read the primal values of their operands
 _LINEAR = {"add", "sub", "neg", "pos", "copy"}
@@ -37,6 +42,8 @@ def analyze(fn: ir.Function) -> ir.Function:
             active.add(p)
     _activity(fn.body, active, fn)
     _check_overwrites(fn)
+    if fn.kind == "kernel":
+        check_inplace(fn)
     _mark_loops(fn.body)
     return fn
 
@@ -114,6 +121,8 @@ def _activity(block: ir.Block, active: set, fn):
             continue
         name = op.attrs.get("name")
         ov = op.attrs.get("overload")
+        if op.attrs.get("refuse_adjoint"):
+            raise CompileError(op.attrs["refuse_adjoint"], op.loc, fn.name)
         ins = [v for v in op.operands if v in active]
         if not ins:
             continue
@@ -199,12 +208,33 @@ def _mark_loops(block: ir.Block):
         op.attrs["recompute"] = bool(needed & tainted)
 
 
+def _check_struct_root(base: ir.Value, use: ir.Op, fn):
+    """An array reached through struct fields has a gradient array only when the struct is a kernel parameter (its
+    adjoint struct holds the fields' gradient arrays). A struct made in the kernel (by a builtin such as
+    wp.mesh_get, or built locally) has none: refuse rather than drop the gradient."""
+    from ..typesys import ArrayType, is_differentiable_type
+    t = use.results[0].type if use.results else None
+    if isinstance(t, ArrayType) and not is_differentiable_type(t.dtype):
+        return  # an array of ints carries no gradient
+    while base.owner is not None:
+        op = base.owner
+        if op.opcode == "call" and op.attrs.get("name") == "struct_get":
+            base = op.operands[0]
+            continue
+        maker = op.attrs.get("name") or op.opcode
+        raise CompileError(f"the gradient of array field '{use.attrs['field']}' of a struct made in the kernel "
+                           f"(by {maker}) cannot be computed: its gradient array is unknown here; pass the array "
+                           "to the kernel as an argument (or a field of a struct argument), or wrap the read in "
+                           "wp.stop_gradient(...)", use.loc, fn.name)
+
+
 def array_adjoint_source(v: ir.Value, fn):
     """How the gradient array of array value `v` is found: ("param", v) or ("field", base, name)."""
     if v.owner is None:
         return ("param", v)
     op = v.owner
     if op.opcode == "call" and op.attrs.get("name") == "struct_get":
+        _check_struct_root(op.operands[0], op, fn)
         return ("field", op.operands[0], op.attrs["field"])
     if op.opcode == "call" and op.attrs.get("name") == "view":
         return array_adjoint_source(op.operands[0], fn)

@@ -2,8 +2,8 @@
 
 Expects: untyped IR from the frontend (parameters typed).
 Guarantees: every value has a concrete type; every `call` has either attr "overload" (a builtin) or "callee" (a
-typed user function); `getattr`, `getitem`, `setitem`, `setattr`, `augitem` and `construct` are rewritten to calls
-of builtins; Python literals ("weak" constants) take the type their use requires; conditions are `bool`.
+typed user function); `getattr`, `getitem`, `setitem`, `setattr`, `setpath`, `augpath` and `construct` are rewritten
+to calls of builtins; Python literals ("weak" constants) take the type their use requires; conditions are `bool`.
 Raises CompileError naming the source line for any type error.
 """
 
@@ -12,9 +12,11 @@ from __future__ import annotations
 from .. import ir
 from .. import types as T
 from ..builtins import registry
-from ..errors import CompileError, CompileTypeError, CompileValueError, UnsupportedAtomicError
+from ..errors import (CompileAttributeError, CompileError, CompileTypeError, CompileValueError,
+                      UnsupportedAtomicError)
 from ..typesys import ArrayType, PackType, ShapeType, StaticType, TileType, describe, is_struct
 from .clone import substitute
+from .typeinfer_paths import PathForms
 from .typeinfer_tiles import TileForms
 
 _COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
@@ -35,7 +37,17 @@ if hasattr(T, "bfloat16"):
     _ATOMIC_SCALARS = {k: (v[0] + (T.bfloat16,), v[1]) for k, v in _ATOMIC_SCALARS.items()}
 
 
-class TypeInference(TileForms):
+def _field_value(struct_value, field):
+    """The value last set to `field` of a struct built in this function (struct_set chain), or None."""
+    v = struct_value
+    while v.owner is not None and v.owner.opcode == "call" and v.owner.attrs.get("name") == "struct_set":
+        if v.owner.attrs.get("field") == field:
+            return v.owner.operands[1]
+        v = v.owner.operands[0]
+    return None
+
+
+class TypeInference(TileForms, PathForms):
     def __init__(self, fn: ir.Function, specialize):
         self.fn = fn
         self.specialize = specialize  # (user function object, arg types, loc) -> typed ir.Function
@@ -44,8 +56,9 @@ class TypeInference(TileForms):
         self.return_types = None
 
     def error(self, message, op, kind=None):
-        """A CompileError at `op`; `kind` TypeError or ValueError makes it also one of those (as Warp raises)."""
-        cls = {None: CompileError, TypeError: CompileTypeError, ValueError: CompileValueError}[kind]
+        """A CompileError at `op`. `kind` TypeError or ValueError makes it also one of those (as Warp raises), or
+        is a CompileError subclass to raise."""
+        cls = {None: CompileError, TypeError: CompileTypeError, ValueError: CompileValueError}.get(kind, kind)
         return cls(message, op.loc, self.fn.name)
 
     # ---------------------------------------------------------------------------------------------- blocks
@@ -136,7 +149,7 @@ class TypeInference(TileForms):
         """Map keyword arguments to positions using the first overload that names them."""
         kw = op.attrs.get("kwargs") or []
         if not kw:
-            return op.operands
+            return self.fill_trailing_defaults(op, overloads)
         npos = len(op.operands) - len(kw)
         for ov in overloads:
             if all(k in ov.arg_names for k in kw) and npos <= len(ov.arg_names):
@@ -148,9 +161,7 @@ class TypeInference(TileForms):
                         n = ov.arg_names[i]
                         if n not in ov.defaults:
                             raise self.error(f"{name}() missing argument '{n}'", op)
-                        d = ov.defaults[n]
-                        args[i] = self.typed_const(d, StaticType(d) if not isinstance(d, (int, float)) else
-                                                   (T.int32 if isinstance(d, int) else T.float32), op.loc)
+                        args[i] = self.default_const(ov.defaults[n], op.loc)
                 return args
         raise self.error(f"{name}() got unexpected keyword arguments {kw}", op)
 
@@ -165,6 +176,25 @@ class TypeInference(TileForms):
             raise UnsupportedAtomicError(
                 f"{name}() operations only work on arrays with {wording} as the underlying scalar types, "
                 f"but got {got} (with scalar type {got_scalar})", op.loc, self.fn.name)
+
+    def fill_trailing_defaults(self, op, overloads):
+        """Positional arguments, completed with the defaults of the first overload that takes more arguments
+        and has defaults for all of them (`expect_near(a, b)`), unless an overload takes exactly those given."""
+        given = list(op.operands)
+        if any(len(ov.args) == len(given) for ov in overloads):
+            return given
+        for ov in overloads:
+            missing = ov.arg_names[len(given):]
+            if len(ov.args) > len(given) and missing and all(n in ov.defaults for n in missing):
+                return given + [self.default_const(ov.defaults[n], op.loc) for n in missing]
+        return given
+
+    def default_const(self, d, loc):
+        """A builtin's default argument: a number is a Python literal (weak, it takes the type its use needs)."""
+        if isinstance(d, (int, float)) and not isinstance(d, bool):
+            return self.new_op("const", [], T.int32 if isinstance(d, int) else T.float32, loc,
+                               {"value": d, "weak": True})
+        return self.typed_const(d, StaticType(d), loc)
 
     def call_builtin(self, op, name, args=None):
         overloads = registry.BUILTINS.get(name)
@@ -276,9 +306,10 @@ class TypeInference(TileForms):
     def call_user(self, op):
         func = op.attrs["func"]
         args = op.operands
-        if op.attrs.get("kwargs"):
+        if op.attrs.get("kwargs") or func.needs_defaults(len(args)):
             op.attrs["caller"] = self.fn.name
-            args = func.order_arguments(args, op.attrs["kwargs"], op)
+            args = func.order_arguments(args, op.attrs.get("kwargs") or [], op,
+                                        default=lambda d: self.default_const(d, op.loc))
         try:
             callee, args = func.specialize(args, self, op)
         except CompileError:
@@ -432,7 +463,12 @@ class TypeInference(TileForms):
         if is_struct(t):
             fields = t._wp_struct_.fields
             if attr not in fields:
-                raise self.error(f"struct {t.__name__} has no field '{attr}'", op)
+                raise self.error(f"struct {t.__name__} has no field '{attr}'", op, CompileAttributeError)
+            known = _field_value(base, attr)
+            if known is not None:
+                # read back what was set: an array keeps its origin (a parameter's field), which its gradient needs
+                self.replace(op.results[0], known)
+                return
             op.results[0].type = fields[attr]
             self.append(ir.Op("call", [base], op.results, {"name": "struct_get", "field": attr,
                                                            "overload": registry.BUILTINS["struct_get"][0]},
@@ -521,28 +557,6 @@ class TypeInference(TileForms):
             return
         raise self.error(f"cannot assign into an element of a {describe(t)}", op)
 
-    def op_augitem(self, op):
-        base, *idx, value = op.operands
-        t = base.type
-        name = op.attrs["op"]
-        if isinstance(t, ArrayType):
-            if name not in ("add", "sub"):
-                raise self.error(f"array elements support += and -= (atomic); not {name}=", op)
-            self.check_indices(idx, op)
-            atomic = ir.Op("call", [], [ir.Value()], {"name": "atomic_" + name, "nresults": 1}, [], op.loc)
-            call = self.call_builtin(atomic, "atomic_" + name, [base, *idx, value])
-            call.results = []  # statement form: the old value is not needed
-            self.replace(op.results[0], base)
-            return
-        get = ir.Op("getitem", [base, *idx], [ir.Value()], {}, [], op.loc)
-        self.op_getitem(get)
-        cur = self.subst.get(get.results[0], get.results[0])
-        new = ir.Op("call", [cur, value], [ir.Value()], {"name": name}, [], op.loc)
-        self.op_call(new)
-        res = self.subst.get(new.results[0], new.results[0])
-        put = ir.Op("setitem", [base, *idx, res], op.results, {}, [], op.loc)
-        self.op_setitem(put)
-
     def op_setattr(self, op):
         base, value = op.operands
         attr = op.attrs["attr"]
@@ -550,7 +564,7 @@ class TypeInference(TileForms):
         if is_struct(t):
             fields = t._wp_struct_.fields
             if attr not in fields:
-                raise self.error(f"struct {t.__name__} has no field '{attr}'", op)
+                raise self.error(f"struct {t.__name__} has no field '{attr}'", op, CompileAttributeError)
             owner = value.owner
             if owner is not None and owner.attrs.get("name") == "struct_get" and owner.operands[0] is base \
                     and owner.attrs.get("field") == attr:
@@ -594,11 +608,18 @@ class TypeInference(TileForms):
                                                         "rtype": t}, [], op.loc))
             return
         if is_struct(t):
-            if args:
-                raise self.error(f"struct {t.__name__}() takes no arguments inside kernels; assign fields", op)
-            op.results[0].type = t
-            self.append(ir.Op("call", [], op.results, {"name": "struct_new",
-                                                       "overload": registry.BUILTINS["struct_new"][0]}, [], op.loc))
+            fields = list(t._wp_struct_.fields)
+            if len(args) > len(fields):
+                raise self.error(f"struct {t.__name__}() takes at most {len(fields)} arguments (its fields in "
+                                 f"order), got {len(args)}", op)
+            value = ir.Value(type=t)
+            self.append(ir.Op("call", [], [value], {"name": "struct_new",
+                                                    "overload": registry.BUILTINS["struct_new"][0]}, [], op.loc))
+            for name, a in zip(fields, args):  # positional arguments set the fields in declaration order
+                put = ir.Op("setattr", [value, a], [ir.Value()], {"attr": name}, [], op.loc)
+                self.op_setattr(put)
+                value = self.subst.get(put.results[0], put.results[0])
+            self.replace(op.results[0], value)
             return
         if T.is_composite(t):
             s = t._wp_scalar_type_

@@ -24,10 +24,11 @@ _TYPE_TABLES = ("int_types", "float_types", "scalar_types", "np_dtype_to_warp_ty
 INTERNAL = re.compile(
     r"_src\.(?!types\.(?:%s)\b)" % "|".join(_TYPE_TABLES)
     + r"|\bwp\.context\b|\bruntime\b|ModuleHasher|ModuleBuilder|get_module\(|\.module\.(?:load|unload|hash)"
-    + r"|codegen\.|_logger\.|_get_live_kernels|\.adj\.|kernel\.adj|set_error_output|get_error_string")
+    + r"|codegen\.|_logger\.|_get_live_kernels|\.adj\.|kernel\.adj|set_error_output|get_error_string"
+    + r"|_codegen_cuda_source|_build_cuda_meta|get_mangled_name")
 CUDA_ONLY = re.compile(
     r"\bStream\(|ScopedStream|\bEvent\(|mempool|peer_access|capture_begin|ScopedCapture|__cuda_array_interface__"
-    r"|[\"']cuda(?::\d)?[\"']|is_cuda_available\(\)|get_cuda_device|jax|paddle|torch")
+    r"|[\"']cuda(?::\d)?[\"']|is_cuda_available\(\)|get_cuda_device|jax|paddle|torch|entry_point_abi")
 
 
 def exclusion(test) -> str:
