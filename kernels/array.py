@@ -384,6 +384,10 @@ class array:
         return iface
 
     def __dlpack__(self, stream=None, **kwargs):
+        if _is_bf16(self.dtype):
+            # numpy has no bfloat16: the capsule would say uint16, and a consumer would read bit patterns as numbers
+            raise TypeError("bfloat16 arrays cannot be exported through DLPack (or to torch) here: their memory "
+                            "would be typed uint16; convert to float32 in a kernel first")
         return self._buf.__dlpack__(**kwargs)
 
     def __dlpack_device__(self):

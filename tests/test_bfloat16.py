@@ -228,3 +228,9 @@ def test_atomics_on_non_atomic_types_still_refused(bad):
 
     with pytest.raises(Exception, match="bfloat16"):
         wp.launch(k, 1, [wp.zeros(1, dtype=dtype)])
+
+
+def test_dlpack_export_is_refused_rather_than_typed_uint16():
+    a = wp.array([1.0, 2.0], dtype=wp.bfloat16)
+    with pytest.raises(TypeError, match="bfloat16 arrays cannot be exported through DLPack"):
+        wp.to_dlpack(a)
