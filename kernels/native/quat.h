@@ -1,6 +1,6 @@
 // Quaternions (x, y, z, w with w the real part): construction, Hamilton product, rotation, conversions, slerp,
 // with their adjoints side by side. Convention: R f(A a) and void adj_f(A a, A& adj_a, const R& adj_ret), accumulating.
-// float16 quaternions compute through float (see the quat_ scalar helpers).
+// float16 and bfloat16 quaternions compute through float (see the quat_ scalar helpers).
 #pragma once
 #include "core.h"
 
@@ -11,18 +11,23 @@ namespace wp {
 CUDA_CALLABLE inline float32 quat_sqrt(float32 x) { return ::sqrtf(x); }
 CUDA_CALLABLE inline float64 quat_sqrt(float64 x) { return ::sqrt(x); }
 CUDA_CALLABLE inline float16 quat_sqrt(float16 x) { return float16(::sqrtf(float(x))); }
+CUDA_CALLABLE inline bfloat16 quat_sqrt(bfloat16 x) { return bfloat16(::sqrtf(float(x))); }
 CUDA_CALLABLE inline float32 quat_sin(float32 x) { return ::sinf(x); }
 CUDA_CALLABLE inline float64 quat_sin(float64 x) { return ::sin(x); }
 CUDA_CALLABLE inline float16 quat_sin(float16 x) { return float16(::sinf(float(x))); }
+CUDA_CALLABLE inline bfloat16 quat_sin(bfloat16 x) { return bfloat16(::sinf(float(x))); }
 CUDA_CALLABLE inline float32 quat_cos(float32 x) { return ::cosf(x); }
 CUDA_CALLABLE inline float64 quat_cos(float64 x) { return ::cos(x); }
 CUDA_CALLABLE inline float16 quat_cos(float16 x) { return float16(::cosf(float(x))); }
+CUDA_CALLABLE inline bfloat16 quat_cos(bfloat16 x) { return bfloat16(::cosf(float(x))); }
 CUDA_CALLABLE inline float32 quat_acos(float32 x) { return ::acosf(x); }
 CUDA_CALLABLE inline float64 quat_acos(float64 x) { return ::acos(x); }
 CUDA_CALLABLE inline float16 quat_acos(float16 x) { return float16(::acosf(float(x))); }
+CUDA_CALLABLE inline bfloat16 quat_acos(bfloat16 x) { return bfloat16(::acosf(float(x))); }
 CUDA_CALLABLE inline float32 quat_atan2(float32 y, float32 x) { return ::atan2f(y, x); }
 CUDA_CALLABLE inline float64 quat_atan2(float64 y, float64 x) { return ::atan2(y, x); }
 CUDA_CALLABLE inline float16 quat_atan2(float16 y, float16 x) { return float16(::atan2f(float(y), float(x))); }
+CUDA_CALLABLE inline bfloat16 quat_atan2(bfloat16 y, bfloat16 x) { return bfloat16(::atan2f(float(y), float(x))); }
 
 // a += v for any float type (float16 has no compound assignment).
 template <typename T, typename U> CUDA_CALLABLE inline void quat_acc(T& a, U v) { a = T(a + v); }
