@@ -1,11 +1,13 @@
 """Matrix decompositions svd3, svd2, qr3, eig3: factorisation, orthogonality, Warp's ordering and sign conventions,
-both call forms, and gradients (tape vs central differences) in float64, plus float32 and float16 forward."""
+both call forms, and gradients (tape vs central differences) in float64, plus float32, float16 and bfloat16
+forward."""
 
 import numpy as np
 import pytest
 
 import kernels as wp
 from autodiff import Tape, gradcheck
+from kernels.halfbits import bfloat16_bits_to_float32
 
 M33D, V3D, M22D, V2D = wp.mat33d, wp.vec3d, wp.mat22d, wp.vec2d
 
@@ -392,3 +394,25 @@ def test_svd3_signs_match_warps_example():
     U, sigma, V = wp.svd3(wp.mat33(*a.reshape(-1)))
     np.testing.assert_allclose(np.array(U).reshape(3, 3), expected_u, atol=1e-5)
     np.testing.assert_allclose(np.array(V).reshape(3, 3), expected_v, atol=1e-5)
+
+
+M33BF = wp.types.matrix((3, 3), wp.bfloat16)
+V3BF = wp.types.vector(3, wp.bfloat16)
+
+
+@wp.kernel
+def eig3_bfloat16(a: wp.array(dtype=M33BF), q: wp.array(dtype=M33BF), d: wp.array(dtype=V3BF)):
+    i = wp.tid()
+    Q, D = wp.eig3(a[i])
+    q[i] = Q
+    d[i] = D
+
+
+def test_bfloat16_eig3_reconstructs():
+    sym = np.array([np.diag([1.0, 2.0, 4.0]), [[2.0, 1.0, 0.0], [1.0, 2.0, 0.0], [0.0, 0.0, 1.0]]])
+    q = wp.zeros(2, dtype=M33BF)
+    d = wp.zeros(2, dtype=V3BF)
+    wp.launch(eig3_bfloat16, dim=2, inputs=[wp.array(sym.astype(np.float32), dtype=M33BF)], outputs=[q, d])
+    qn = bfloat16_bits_to_float32(q.numpy()).astype(np.float64)
+    dn = bfloat16_bits_to_float32(d.numpy()).astype(np.float64)
+    np.testing.assert_allclose(qn @ (dn[:, :, None] * np.swapaxes(qn, 1, 2)), sym, atol=5e-2)

@@ -1,6 +1,6 @@
 // Small dense decompositions (Warp's svd3, svd2, qr3, eig3), each forward function with its adjoint beside it.
 //
-// Every decomposition is computed in double precision whatever the input type (float16, float32, float64) and
+// Every decomposition is computed in double precision whatever the input type (float16, bfloat16, float32, float64) and
 // rounded once at the end: the iterations then converge to full float32 accuracy, and float16 inputs do not
 // suffer half-precision rotations. Adjoints recompute the decomposition from A (the out-parameters may alias).
 //
@@ -35,6 +35,7 @@ namespace decomp {
 template <typename T> struct tie_tolerance { static constexpr double value = 1e-6; };
 template <> struct tie_tolerance<float64> { static constexpr double value = 1e-12; };
 template <> struct tie_tolerance<float16> { static constexpr double value = 1e-3; };
+template <> struct tie_tolerance<bfloat16> { static constexpr double value = 1e-2; };
 
 template <unsigned N> struct dmat {
     double m[N][N];
