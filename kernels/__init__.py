@@ -94,8 +94,7 @@ adjoint = _AdjointAccessor()
 
 
 # builtins that only make sense inside a kernel (thread index, tiles, atomics on arrays, printing, queries)
-_KERNEL_ONLY = {"tid", "print", "printf", "expect_eq", "expect_neq", "expect_near", "atomic_add", "atomic_sub",
-                "atomic_min", "atomic_max", "block_dim", "static"}
+_KERNEL_ONLY = {"tid", "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "block_dim", "static"}
 
 
 class _BuiltinFunction:
@@ -132,7 +131,8 @@ for _name in list(_builtins.BUILTINS):
     if _name not in _HIDDEN and not _name.startswith("construct_") and _name not in globals():
         globals()[_name] = (_TileBuiltin if _name == "tile" else _BuiltinFunction)(_name)
 # names Warp exposes for operators too
-for _name in ("add", "sub", "mul", "div", "mod", "neg", "bit_and", "bit_or", "bit_xor", "lshift", "rshift", "invert"):
+for _name in ("add", "sub", "mul", "div", "mod", "floordiv", "neg", "bit_and", "bit_or", "bit_xor", "lshift",
+              "rshift", "invert"):
     globals()[_name] = _BuiltinFunction(_name)
 del _name
 

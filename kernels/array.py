@@ -100,12 +100,19 @@ def _element_ctype(dtype):
     return dtype._ctype() if T.is_composite(dtype) else dtype._ctype_
 
 
+def _is_bf16(dtype) -> bool:
+    """Whether `dtype`'s scalars are bfloat16 (stored as uint16 bit patterns: values convert on the way in)."""
+    return (T.is_scalar(dtype) or T.is_composite(dtype)) and T.scalar_type(dtype) is T.bfloat16
+
+
 def _fill_element(dtype, np_dtype, value) -> np.ndarray:
     """One element of `dtype` in the buffer's layout, from a fill value."""
     if is_struct(dtype):
         if not isinstance(value, dtype):
             raise TypeError(f"cannot fill an array of struct {dtype.__name__} with {type(value).__name__}")
         return value._to_numpy_record()
+    if _is_bf16(dtype):
+        value = T.to_storage(T.bfloat16, np.asarray(value, dtype=np.float32))  # then laid out as any element
     if T.is_composite(dtype):
         element = np.asarray(value, dtype=np_dtype)
         if element.ndim == 0:  # a scalar fills every component
@@ -267,7 +274,10 @@ class array:
                 else:
                     raise ValueError(f"data of shape {a.shape} does not end in the shape {inner} of "
                                      f"{T.type_repr(dtype)}")
-            if copy or a.dtype != sdt:
+            if _is_bf16(dtype) and a.dtype != sdt:
+                # numbers round to bfloat16; uint16 data is taken as bit patterns already (as Warp does)
+                buf = np.ascontiguousarray(T.to_storage(T.bfloat16, a))
+            elif copy or a.dtype != sdt:
                 buf = np.array(a, dtype=sdt, copy=True, order="C")
             else:
                 buf = a
@@ -349,9 +359,12 @@ class array:
         """The elements as a flat Python list: Python scalars, vector/matrix instances or struct instances."""
         flat = self._buf.reshape((self.size,) + self._buf.shape[self.ndim:])
         if T.is_composite(self.dtype):
-            return [self.dtype(row) for row in flat]
+            rows = T.from_storage(T.scalar_type(self.dtype), flat)
+            return [self.dtype(row) for row in rows]
         if is_struct(self.dtype):
             return [self.dtype._from_numpy_record(rec) for rec in flat]
+        if self.dtype is T.bfloat16:
+            return [T.bfloat16(v) for v in T.from_storage(T.bfloat16, flat).tolist()]
         return flat.tolist()
 
     def cptr(self):
@@ -371,6 +384,10 @@ class array:
         return iface
 
     def __dlpack__(self, stream=None, **kwargs):
+        if _is_bf16(self.dtype):
+            # numpy has no bfloat16: the capsule would say uint16, and a consumer would read bit patterns as numbers
+            raise TypeError("bfloat16 arrays cannot be exported through DLPack (or to torch) here: their memory "
+                            "would be typed uint16; convert to float32 in a kernel first")
         return self._buf.__dlpack__(**kwargs)
 
     def __dlpack_device__(self):
@@ -484,6 +501,8 @@ class array:
             return self
         else:
             data = np.asarray(src)
+        if _is_bf16(self.dtype) and data.dtype != self._buf.dtype:
+            data = T.to_storage(T.bfloat16, data)
         data = np.asarray(data, dtype=self._buf.dtype).reshape(self._buf.shape)
         if rec is not None:
             rec.copy(self._buf, data.copy(), (self,))  # host data: taken now, written at each replay
@@ -657,11 +676,12 @@ def full(shape=None, value=0, dtype=None, device=None, requires_grad=False, pinn
 def ones(shape=None, dtype=float, device=None, requires_grad=False, pinned=False, retain_grad=False,
          **kwargs) -> array:
     a = empty(shape, dtype, device, requires_grad, pinned, retain_grad, **kwargs)
+    one = _fill_element(a.dtype, a._buf.dtype, 1) if _is_bf16(a.dtype) else 1  # bfloat16 1.0 is 0x3f80
     rec = _capture.recorder(a.device)
     if rec is not None:
-        rec.fill(a, np.ones(_element_info(a.dtype)[1], dtype=a._buf.dtype))
+        rec.fill(a, np.ones(_element_info(a.dtype)[1], dtype=a._buf.dtype) * one)
     else:
-        a._buf[...] = 1
+        a._buf[...] = one
     return a
 
 

@@ -63,6 +63,48 @@ def signature_types(source: FunctionSource, name: str, require: bool):
     return types_
 
 
+def _check_return_annotation(source: FunctionSource, name: str, fn) -> None:
+    """A @wp.func's return annotation, when it has one, must be what the body returns (as Warp checks): a
+    CompileError otherwise, never a value of another type than declared."""
+    ann = source.pyfunc.__annotations__.get("return", inspect_empty)
+    if ann is inspect_empty or ann is None:
+        return
+    if isinstance(ann, str):
+        try:
+            ann = eval(ann, source.globals)  # noqa: S307  (an annotation of the user's own source)
+        except Exception:  # noqa: BLE001  an annotation we cannot evaluate is not checked
+            return
+    got = list(fn.return_types)
+    where = source.loc(source.fdef)
+
+    def spell(t):
+        return getattr(t, "__name__", None) or repr(t)
+
+    if typing.get_origin(ann) is tuple:
+        want = list(typing.get_args(ann))
+        if len(want) != len(got):
+            raise CompileError(f"The function `{name}` has its return type annotated as a tuple of {len(want)} "
+                               f"elements but the code returns {len(got)} values.", where, name)
+        if any(T.canonical_type(w) != g for w, g in zip(want, got)):
+            raise CompileError(f"The function `{name}` has its return type annotated as "
+                               f"`tuple[{', '.join(spell(w) for w in want)}]` but the code returns a tuple with "
+                               f"types `({', '.join(T.type_repr(g) for g in got)})`.", where, name)
+        return
+    if len(got) != 1:
+        raise CompileError(f"The function `{name}` has its return type annotated as `{spell(ann)}` but the code "
+                           f"returns {len(got)} values.", where, name)
+    try:
+        want = annotation_type(ann, "return")
+    except TypeError:
+        return
+    if not is_generic_type(want) and want != got[0]:
+        raise CompileError(f"The function `{name}` has its return type annotated as `{T.type_repr(want)}` but the "
+                           f"code returns a value of type `{T.type_repr(got[0])}`.", where, name)
+
+
+inspect_empty = object()
+
+
 def resolve_static(obj):
     """How kernel code may call a compile-time object: ("builtin", name), ("func", Func), ("type", t) or None."""
     from .builtins import BUILTINS
@@ -136,13 +178,18 @@ class Func:
         return any(len(params) == len(types_) and all(_matches(p, t) for p, t in zip(params, types_))
                    for _, params in self.overloads)
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
         """Called from Python (as Warp allows): runs the Python body of the overload whose annotations take the
-        arguments (a Python int is an int32, a float a float32). Kernel builtins it calls raise, as outside kernels."""
+        arguments (a Python int is an int32, a float a float32); kernel builtins it calls run on the host too."""
+        import inspect
         for source, params in self.overloads:
-            required = len(params) - len(source.pyfunc.__defaults__ or ())
-            if required <= len(args) <= len(params) and all(_host_value_matches(p, a) for p, a in zip(params, args)):
-                return source.pyfunc(*args)
+            try:
+                bound = inspect.signature(source.pyfunc).bind(*args, **kwargs)
+            except TypeError:
+                continue
+            names = [a.arg for a in source.fdef.args.args]
+            if all(_host_value_matches(p, bound.arguments[n]) for p, n in zip(params, names) if n in bound.arguments):
+                return source.pyfunc(*args, **kwargs)
         raise RuntimeError(f"Error calling function '{self.name}', no overload found for arguments {args!r}")
 
     def needs_defaults(self, count: int) -> bool:
@@ -189,6 +236,7 @@ class Func:
                     _in_progress.add(key)
                     try:
                         fn = compile_ir(source, "func", self.name, list(types_))
+                        _check_return_annotation(source, self.name, fn)
                     except CompileError as e:
                         raise _called_from(e, ti.fn.name, op.loc) from None
                     finally:

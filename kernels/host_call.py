@@ -81,14 +81,19 @@ def _build(name: str, types_: tuple, weak: tuple):
     call_args = ", ".join(params)
     namespace = {"wp": __import__("kernels"), **{f"T{i}": t for i, t in enumerate(types_)}}
     sig = ", ".join(f"{p}: T{i}" for i, p in enumerate(params))
-    # the probe gives the builtin's result type(s) through the kernels' own type inference
+    # the probes give the builtin's result type(s) through the kernels' own type inference: first as a returned
+    # value (one or several results), else as a statement (a builtin with no result, such as wp.expect_eq)
     probe = _source_function(f"def probe({sig}):\n    return wp.{name}({call_args})\n", namespace, "probe")
+    statement = _source_function(f"def probe({sig}):\n    wp.{name}({call_args})\n", namespace, "probe")
     try:
-        fn = compile_ir(FunctionSource(probe), "func", f"wp.{name}", list(types_))
+        results = list(compile_ir(FunctionSource(probe), "func", f"wp.{name}", list(types_)).return_types)
     except CompileError as e:
-        raise TypeError(f"wp.{name}() called from Python with {', '.join(T.type_repr(t) for t in types_)}: "
-                        f"{e.message if hasattr(e, 'message') else e}") from None
-    results = list(fn.return_types)
+        try:
+            compile_ir(FunctionSource(statement), "func", f"wp.{name}", list(types_))
+        except CompileError:
+            raise TypeError(f"wp.{name}() called from Python with {', '.join(T.type_repr(t) for t in types_)}: "
+                            f"{e.message if hasattr(e, 'message') else e}") from None
+        results = []
     outs = [f"out{k}" for k in range(len(results))]
     namespace.update({f"R{k}": t for k, t in enumerate(results)})
     params_text = ", ".join([f"{p}: T{i}" for i, p in enumerate(params)]

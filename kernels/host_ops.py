@@ -25,13 +25,15 @@ def _data(x, shape=None) -> np.ndarray:
 
 def _wrap(like, data, cls=None):
     """A value of `cls` (default: the type of `like`) holding `data`, converted to its scalar type (ints wrap)."""
+    from . import types as T
     cls = cls or type(like)
     out = cls.__new__(cls)
-    st = np.dtype(cls._wp_scalar_type_._np_)
+    st = T.value_dtype(cls._wp_scalar_type_)
     a = np.asarray(data)
     if a.dtype != st:
         a = a.astype(st) if st.kind != "f" or a.dtype.kind != "O" else a.astype(np.float64).astype(st)
-    object.__setattr__(out, "_data", np.array(a, dtype=st).reshape(-1))
+    a = np.array(a, dtype=st).reshape(-1)
+    object.__setattr__(out, "_data", T.halfbits.round_to_bfloat16(a) if cls._wp_scalar_type_ is T.bfloat16 else a)
     return out
 
 

@@ -97,6 +97,9 @@ def to_torch(a: array, requires_grad=None):
     its `.grad` shares `a.grad`."""
     torch = _torch()
     requires_grad = a.requires_grad if requires_grad is None else bool(requires_grad)
+    if T.is_scalar(a.dtype) or T.is_composite(a.dtype):
+        if T.scalar_type(a.dtype) is T.bfloat16:
+            a.__dlpack__()  # refuses, saying why (a uint16 tensor would hold bit patterns, not the numbers)
     t = torch.from_numpy(a.numpy())
     if requires_grad:
         t.requires_grad_(True)

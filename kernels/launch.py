@@ -103,6 +103,8 @@ def _pack_value(kernel, i, t, value):
     try:
         if t is T.float16:
             return int(np.float16(value).view(np.uint16))
+        if t is T.bfloat16:
+            return int(T.to_storage(t, float(value)))
         if T.is_int(t) and isinstance(value, (float, np.floating)):
             raise TypeError("a float")
         return t._np_(value).item()

@@ -12,6 +12,7 @@ on request).
 from __future__ import annotations
 
 import os
+import re
 import time
 
 from . import cache_index, config
@@ -32,7 +33,8 @@ class Kernel:
             enable_backward = options["enable_backward"]
         self.options = dict(options or {})  # Warp's per-kernel options (the module's apply where absent)
         self.func = pyfunc
-        self.key = f"{pyfunc.__module__}.{pyfunc.__qualname__}"
+        # Warp's key: the qualified name, "." as "__", other punctuation dropped ("outer.<locals>.k" -> "outer__locals__k")
+        self.key = re.sub(r"[^0-9a-zA-Z_]+", "", pyfunc.__qualname__.replace(".", "__"))
         self.name = pyfunc.__name__
         self.enable_backward = enable_backward
         self.source = source or FunctionSource(pyfunc)

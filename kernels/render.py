@@ -58,7 +58,7 @@ def literal(value, t) -> str:
             return f"wp::float32_from_bits({f32.view(np.uint32)}u)"
         text = repr(float(f32))
         text = text if ("e" in text or "." in text) else text + ".0"
-        return f"{text}f" if t is T.float32 else f"wp::float16({text}f)"
+        return f"{text}f" if t is T.float32 else f"wp::{t._cname_}({text}f)"
     if T.is_int(t):
         v = int(value)
         suffix = {T.int64: "ll", T.uint64: "ull", T.uint32: "u"}.get(t, "")

@@ -112,7 +112,7 @@ def struct(cls):
             elif T.is_composite(t):
                 setattr(c, name, v._to_ctype())
             else:
-                setattr(c, name, t._np_(v).item() if t is not T.float16 else int(np.float16(v).view(np.uint16)))
+                setattr(c, name, _scalar_bits(t, v))
         return c
 
     def _to_numpy_record(self):
@@ -170,13 +170,24 @@ def _from_ctype(cls, c):
             value = _from_ctype(t, v)
         elif T.is_composite(t):
             raw = np.ctypeslib.as_array(v)
-            value = t(raw.view(np.float16) if T.scalar_type(t) is T.float16 else raw)
+            value = t(raw.view(np.float16) if T.scalar_type(t) is T.float16 else T.from_storage(T.scalar_type(t), raw))
         elif t is T.float16:
             value = np.uint16(v).view(np.float16)
+        elif t is T.bfloat16:
+            value = t(T.from_storage(t, v))
         else:
             value = v
-        object.__setattr__(out, name, t._np_(value) if T.is_scalar(t) and t is not T.float16 else value)
+        object.__setattr__(out, name, t._np_(value) if T.is_scalar(t) and t not in (T.float16, T.bfloat16) else value)
     return out
+
+
+def _scalar_bits(t, v):
+    """The ctypes field value of scalar `v` of type `t` (16-bit floats as their bit patterns)."""
+    if t is T.float16:
+        return int(np.float16(v).view(np.uint16))
+    if t is T.bfloat16:
+        return int(T.to_storage(t, float(v)))
+    return t._np_(v).item()
 
 
 def _default(t):
@@ -186,7 +197,7 @@ def _default(t):
         return t()
     if T.is_composite(t):
         return t()
-    return t._np_(0)
+    return t(0) if t is T.bfloat16 else t._np_(0)
 
 
 def _check_value(cls, name, t, value):
@@ -213,4 +224,4 @@ def _check_value(cls, name, t, value):
             raise TypeError(f"Struct field '{name}' expects {T.type_repr(t)} but got a single value "
                             f"({value!r}) in struct {cls.__name__}")
         return value if isinstance(value, t) else t(value)
-    return t._np_(value)
+    return t(value) if t is T.bfloat16 else t._np_(value)

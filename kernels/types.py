@@ -12,7 +12,7 @@ import ctypes
 
 import numpy as np
 
-from . import host_ops
+from . import halfbits, host_ops
 
 class _AnyType:
     """Placeholder for generic annotations (`typing.Any` or `wp.types.Any`): specialised per call site."""
@@ -34,6 +34,8 @@ class _ScalarMeta(type):
     def __instancecheck__(cls, inst):
         if type.__instancecheck__(cls, inst):
             return True
+        if cls._value_np_ is not None:  # bfloat16: only its own values (its storage dtype is uint16's)
+            return type(inst) is _VALUE_CLASSES.get(cls)
         return cls._np_ is not None and isinstance(inst, np.generic) and inst.dtype == np.dtype(cls._np_)
 
 
@@ -44,7 +46,8 @@ class Scalar(metaclass=_ScalarMeta):
     Python ints wrap around (`uint8(-1)` is 255), `**` on integers is a TypeError, and `.value` is the Python number.
     """
 
-    _np_ = None  # numpy dtype
+    _np_ = None  # numpy dtype of the stored bits (arrays, components)
+    _value_np_ = None  # numpy dtype of host values when it differs from `_np_` (bfloat16: float32)
     _ctype_ = None  # ctypes type
     _cname_ = ""  # C++ name in namespace wp
     _kind_ = ""  # "float", "int", "uint" or "bool"
@@ -52,6 +55,8 @@ class Scalar(metaclass=_ScalarMeta):
     def __new__(cls, value=0):
         if cls._kind_ in ("int", "uint") and isinstance(value, builtins.int):
             value = cls._ctype_(value).value
+        if cls._value_np_ is not None:
+            value = halfbits.round_to_bfloat16(float(value))
         return _value_class(cls)(value)
 
     def __init_subclass__(cls, **kwargs):
@@ -78,12 +83,20 @@ def _value_class(cls):
         ns = {"value": property(lambda self: self.item()), "__module__": __name__}
         if cls._kind_ in ("int", "uint"):
             ns["__pow__"] = ns["__rpow__"] = _int_pow
-        vc = _VALUE_CLASSES[cls] = type(cls.__name__, (cls._np_,), ns)
+        vc = _VALUE_CLASSES[cls] = type(cls.__name__, (value_dtype(cls).type,), ns)
     return vc
 
 
 class float16(Scalar):
     _np_, _ctype_, _cname_, _kind_ = np.float16, ctypes.c_uint16, "float16", "float"
+
+
+class bfloat16(Scalar):
+    """Brain float: float32's sign and 8-bit exponent with a 7-bit mantissa; stored as 16 bits (uint16 patterns on
+    the host, see halfbits.py); host values are float32 numbers rounded to the nearest bfloat16."""
+
+    _np_, _ctype_, _cname_, _kind_ = np.uint16, ctypes.c_uint16, "bfloat16", "float"
+    _value_np_ = np.float32
 
 
 class float32(Scalar):
@@ -130,28 +143,37 @@ class bool_(Scalar):
     _np_, _ctype_, _cname_, _kind_ = np.bool_, ctypes.c_bool, "bool", "bool"
 
 
-class bfloat16:
-    """Warp's bfloat16 scalar type, named so that code that mentions it loads; not supported by kernels yet: every
-    use (a value, an array, an annotation, a constructor in a kernel) raises a TypeError saying so."""
-
-    _unsupported_ = ("bfloat16 is not supported by kernels (use float16, float32 or float64): neither arrays, "
-                     "kernel parameters nor values of it can be made")
-
-    def __new__(cls, *args, **kwargs):
-        raise TypeError(cls._unsupported_)
-
-
 def unsupported_reason(t) -> str | None:
     """Why type `t` cannot be used (a type Warp has that kernels does not support), or None."""
     return getattr(t, "_unsupported_", None) if isinstance(t, type) else None
 
 
-float_types = (float16, float32, float64)
+float_types = (float16, bfloat16, float32, float64)
 int_types = (int8, uint8, int16, uint16, int32, uint32, int64, uint64)
 scalar_types = float_types + int_types + (bool_,)
 
 _python_to_scalar = {builtins.float: float32, builtins.int: int32, builtins.bool: bool_}
-_numpy_to_scalar = {np.dtype(t._np_): t for t in scalar_types}
+# bfloat16 has no numpy dtype (its uint16 storage dtype means uint16)
+_numpy_to_scalar = {np.dtype(t._np_): t for t in scalar_types if t is not bfloat16}
+
+
+def value_dtype(t) -> np.dtype:
+    """numpy dtype of host values of scalar type `t` (float32 for bfloat16; otherwise its storage dtype)."""
+    return np.dtype(t._value_np_ if t._value_np_ is not None else t._np_)
+
+
+def to_storage(t, values) -> np.ndarray:
+    """Host `values` of scalar type `t` as its stored numpy representation (bfloat16: rounded uint16 patterns)."""
+    if t is bfloat16:
+        return halfbits.float32_to_bfloat16_bits(values)
+    return np.asarray(values, dtype=t._np_)
+
+
+def from_storage(t, stored) -> np.ndarray:
+    """Host values from the stored representation of scalar type `t` (inverse of `to_storage`)."""
+    if t is bfloat16:
+        return halfbits.bfloat16_bits_to_float32(stored)
+    return np.asarray(stored)
 
 
 def is_scalar(t) -> bool:
@@ -182,9 +204,20 @@ class Composite:
     _category_ = ""  # "vector", "matrix", "quat", "transform"
     __array_priority__ = 100  # numpy scalars and arrays defer to our reflected operators (`2.0 / v`)
 
-    def __init__(self, *args):
+    def __init__(self, *args, **kwargs):
         n = int(np.prod(self._shape_))
-        st = np.dtype(self._wp_scalar_type_._np_)
+        st = value_dtype(self._wp_scalar_type_)
+        if self._category_ == "transform" and (kwargs or not args):
+            # Warp's Python-side transform: p defaults to zero and q to the identity rotation (inside kernels,
+            # wp.transform() is all zeros there as here)
+            unknown = [k for k in kwargs if k not in ("p", "q")]
+            if unknown:
+                raise TypeError(f"got an unexpected keyword argument '{unknown[0]}'")
+            p = kwargs.get("p", args[0] if args else (0.0, 0.0, 0.0))
+            q = kwargs.get("q", args[1] if len(args) > 1 else (0.0, 0.0, 0.0, 1.0))
+            args = (p, q)
+        elif kwargs:
+            raise TypeError(f"{type(self).__name__}() takes no keyword arguments")
         if len(args) == 0:
             data = np.zeros(n, dtype=st)
         elif len(args) == 1 and np.ndim(args[0]) == 0 and self._category_ in ("vector", "matrix"):
@@ -195,7 +228,7 @@ class Composite:
             data = np.concatenate([_components(a, st) for a in args])
         if data.size != n:
             raise ValueError(f"{type(self).__name__} expects {n} components, got {data.size}")
-        self._data = data
+        self._data = halfbits.round_to_bfloat16(data) if self._wp_scalar_type_ is bfloat16 else data
 
     # Python-side conveniences; kernels never call these.
     def numpy(self) -> np.ndarray:
@@ -297,6 +330,8 @@ class Composite:
         t = self._ctype()
         if self._wp_scalar_type_ is float16:
             return t(*self._data.view(np.uint16).tolist())
+        if self._wp_scalar_type_ is bfloat16:
+            return t(*halfbits.float32_to_bfloat16_bits(self._data).tolist())
         return t(*self._data.tolist())
 
 
@@ -328,7 +363,7 @@ def _make_composite(category: str, shape: tuple, dtype, name: str):
     return t
 
 
-_SUFFIX = {float16: "h", float32: "", float64: "d", int8: "b", uint8: "ub", int16: "s", uint16: "us",
+_SUFFIX = {float16: "h", bfloat16: "bf", float32: "", float64: "d", int8: "b", uint8: "ub", int16: "s", uint16: "us",
            int32: "i", uint32: "ui", int64: "l", uint64: "ul", bool_: "bool"}
 
 
@@ -456,6 +491,8 @@ def canonical_type(t):
     if t in _python_to_scalar:
         return _python_to_scalar[t]
     if isinstance(t, type) and issubclass(t, np.generic):
+        if t is _VALUE_CLASSES.get(bfloat16):  # a float32 subclass that means bfloat16
+            return bfloat16
         return _numpy_to_scalar[np.dtype(t)]
     return t
 
@@ -522,7 +559,7 @@ def dtype_from_numpy(numpy_dtype):
     """The kernel scalar type of a numpy dtype (Warp's `wp.dtype_from_numpy`)."""
     nd = np.dtype(numpy_dtype)
     for t in (float16, float32, float64, int8, uint8, int16, uint16, int32, uint32, int64, uint64, bool_):
-        if np.dtype(t._np_) == nd:
+        if np.dtype(t._np_) == nd:  # bfloat16 has no numpy dtype of its own
             return t
     raise TypeError(f"no kernel type for numpy dtype {nd}")
 

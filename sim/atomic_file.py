@@ -26,7 +26,10 @@ def remove_stale_temporaries(path) -> list:
     """Remove the temporaries of `path` left by processes that no longer run; returns the removed paths."""
     directory, filename = os.path.split(os.path.abspath(os.fspath(path)))
     stem, extension = os.path.splitext(filename)
-    pattern = re.compile(re.escape(f".{stem}.simtmp-") + r"(\d+)-[0-9a-f]{12}" + re.escape(extension) + "$")
+    # anything after the marker: a writer may have made its own temporary from ours (USD's export writes
+    # `<our temporary>.XXXXXX` and renames it), and a kill can leave that one too
+    del extension
+    pattern = re.compile(re.escape(f".{stem}.simtmp-") + r"(\d+)-[0-9a-f]{12}(\.|$)")
     removed = []
     try:
         names = os.listdir(directory)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import kernels as wp
-from autodiff import gradcheck
+from autodiff import Tape, gradcheck
 
 FLOATS = (wp.float32, wp.float64)
 TOL = {wp.float32: 3e-5, wp.float64: 1e-12}
@@ -414,3 +414,65 @@ def test_transform_inverse_composes_to_identity(device):
     xi = _launch("transform_inverse", wp.float64, [x], device)
     e = _launch("transform_multiply", wp.float64, [x, xi], device)
     np.testing.assert_allclose(e, np.tile([0, 0, 0, 0, 0, 0, 1.0], (N, 1)), atol=1e-12)  # q q* = +|q|^2
+
+
+@wp.kernel
+def _slerp_builtin(q0: wp.array(dtype=wp.quatd), q1: wp.array(dtype=wp.quatd), t: wp.array(dtype=wp.float64),
+                   out: wp.array(dtype=wp.quatd)):
+    i = wp.tid()
+    out[i] = wp.quat_slerp(q0[i], q1[i], t[i])
+
+
+@wp.kernel
+def _slerp_composed(q0: wp.array(dtype=wp.quatd), q1: wp.array(dtype=wp.quatd), t: wp.array(dtype=wp.float64),
+                    out: wp.array(dtype=wp.quatd)):
+    i = wp.tid()
+    axis, angle = wp.quat_to_axis_angle(wp.mul(wp.quat_inverse(q0[i]), q1[i]))
+    out[i] = wp.mul(q0[i], wp.quat_from_axis_angle(axis, t[i] * angle))
+
+
+def test_slerp_is_warps_composite_in_value_and_gradient():
+    """quat_slerp is q0 * exp(t log(q0^-1 q1)) as Warp defines it: the same values and the same gradients as that
+    composition, off the unit sphere too (a different extension gave different q0 gradients before)."""
+    rng = np.random.default_rng(4)
+    q = rng.normal(size=(2, 6, 4))
+    q0 = wp.array(q[0] / np.linalg.norm(q[0], axis=1, keepdims=True), dtype=wp.quatd, requires_grad=True)
+    q1 = wp.array(q[1] / np.linalg.norm(q[1], axis=1, keepdims=True), dtype=wp.quatd, requires_grad=True)
+    t = wp.array(rng.uniform(0.0, 1.0, 6), dtype=wp.float64, requires_grad=True)
+    grads = []
+    for kernel in (_slerp_builtin, _slerp_composed):
+        out = wp.zeros(6, dtype=wp.quatd, requires_grad=True)
+        tape = Tape()
+        with tape:
+            wp.launch(kernel, 6, inputs=[q0, q1, t, out])
+        tape.backward(grads={out: wp.array(np.ones((6, 4)), dtype=wp.quatd)})
+        grads.append((out.numpy().copy(), q0.grad.numpy().copy(), q1.grad.numpy().copy(), t.grad.numpy().copy()))
+        tape.zero()
+    for a, b in zip(*grads):
+        np.testing.assert_allclose(a, b, atol=1e-10)
+
+    def f(q0, q1, t):
+        out = wp.zeros(6, dtype=wp.quatd, requires_grad=True)
+        wp.launch(_slerp_builtin, 6, inputs=[q0, q1, t, out])
+        return out
+
+    gradcheck(f, [q0, q1, t], eps=1e-6)
+
+
+@wp.kernel
+def _negative_components(out: wp.array(dtype=float)):
+    q = wp.quat(1.0, 2.0, 3.0, 4.0)
+    q[-1] = 123.0
+    q[-2] *= 2.0
+    out[0] = q[0]
+    out[1] = q[1]
+    out[2] = q[2]
+    out[3] = q[3]
+    out[4] = q[-4]
+
+
+def test_negative_quaternion_indices_count_from_the_end():
+    # q[-2] read and wrote w before (every index other than 0, 1, 2 was w)
+    out = wp.zeros(5, dtype=float)
+    wp.launch(_negative_components, 1, inputs=[out])
+    assert out.numpy().tolist() == [1.0, 2.0, 6.0, 123.0, 1.0]

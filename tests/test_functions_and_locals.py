@@ -338,3 +338,26 @@ def test_func_parameters_with_default_values(device):
     wp.launch(_call_with_defaults, 1, inputs=[out], device=device)
     assert out.numpy().tolist() == [357.0, 345.0, 234.0, 3.0, 4.5]
     assert _with_defaults() == 357 and _scaled(1.5) == 3.0
+
+
+def test_func_return_annotation_must_match_what_it_returns():
+    @wp.func
+    def narrow(x: wp.int32) -> wp.int16:
+        return wp.int8(x)
+
+    @wp.func
+    def pair(x: int) -> tuple[int, int, int]:
+        return (x + x, x * x)
+
+    def use_narrow(out: wp.array(dtype=int)):
+        out[0] = int(narrow(123))
+
+    def use_pair(out: wp.array(dtype=int)):
+        a, b, c = pair(3)
+        out[0] = a
+
+    out = wp.zeros(1, dtype=int)
+    with pytest.raises(wp.CompileError, match="annotated as `int16` but the code returns a value of type `int8`"):
+        wp.launch(wp.kernel(use_narrow, module="unique"), 1, inputs=[out])
+    with pytest.raises(wp.CompileError, match="annotated as a tuple of 3 elements but the code returns 2 values"):
+        wp.launch(wp.kernel(use_pair, module="unique"), 1, inputs=[out])

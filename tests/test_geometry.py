@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import kernels as wp
-from autodiff import gradcheck
+from autodiff import Tape, gradcheck
 from kernels.errors import CompileError
 
 CUBE_POINTS = np.array([(0.5, -0.5, 0.5), (-0.5, -0.5, 0.5), (0.5, 0.5, 0.5), (-0.5, 0.5, 0.5), (-0.5, -0.5, -0.5),
@@ -268,3 +268,26 @@ def test_gradcheck_closest_point_edge_edge(case):
         return out
 
     gradcheck(fn, [wp.array(EDGE_CASES[case:case + 1, k], dtype=wp.vec3) for k in range(4)])
+
+
+def test_gradient_through_a_mesh_struct_is_refused_not_zero():
+    """Points read through wp.mesh_get(id).points have no gradient array in the kernel: the backward is refused
+    with a message (it was a silent zero gradient)."""
+    pos = wp.array(np.eye(4, 3, dtype=np.float32), dtype=wp.vec3, requires_grad=True)
+    mesh = wp.Mesh(points=pos, indices=wp.array([0, 1, 2, 0, 2, 3], dtype=wp.int32))
+
+    @wp.kernel(module="unique")
+    def area(mesh_id: wp.uint64, out: wp.array(dtype=float)):
+        m = wp.mesh_get(mesh_id)
+        t = wp.tid()
+        a = m.points[m.indices[t * 3]]
+        b = m.points[m.indices[t * 3 + 1]]
+        c = m.points[m.indices[t * 3 + 2]]
+        wp.atomic_add(out, 0, wp.length(wp.cross(b - a, c - a)))
+
+    out = wp.zeros(1, dtype=float, requires_grad=True)
+    tape = Tape()
+    with tape:
+        wp.launch(area, 2, inputs=[mesh.id, out])
+    with pytest.raises(wp.CompileError, match="array field 'points' of a struct made in the kernel"):
+        tape.backward(loss=out)

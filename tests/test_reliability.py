@@ -257,3 +257,29 @@ def test_estimated_limit_is_close_to_the_measured_one():
     limit, what = stability_limit(scene.spec)
     measured = 4.1e-3  # bisected largest stable dt of this cloth (see sim/scene/stability.py)
     assert measured / 1.5 < limit < measured and "membrane" in what
+
+
+def test_run_killed_while_its_output_is_written_leaves_the_old_file_and_no_temporary(tmp_path):
+    """SIGKILL the moment the USD temporary appears (while the stage is exported): the existing output is intact,
+    and the next run removes the dead run's temporary."""
+    out = tmp_path / "c.usda"
+    out.write_text("#usda 1.0\n")
+    before = out.read_bytes()
+    proc = subprocess.Popen([sys.executable, "-m", "sim", "run", CLOTH, "--frames", "30", "--out", str(out),
+                             "--quiet"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    temporary = []
+    deadline = time.monotonic() + 600
+    while not temporary and proc.poll() is None and time.monotonic() < deadline:
+        temporary = [p for p in tmp_path.iterdir() if ".simtmp-" in p.name]
+    if not temporary:
+        proc.wait()
+        pytest.skip("the export finished before its temporary was seen")
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert out.read_bytes() == before, "a killed export never replaces the output"
+    assert any(".simtmp-" in p.name for p in tmp_path.iterdir())
+    scene = tmp_path / "tiny.yaml"
+    scene.write_text(TINY)
+    assert main(["run", str(scene), "--out", str(out), "--quiet"]) == 0
+    assert [p.name for p in tmp_path.iterdir() if ".simtmp-" in p.name] == []
+    assert out.read_bytes() != before

@@ -163,3 +163,13 @@ def test_array_operators_are_differentiable(device):
     x = wp.array(np.array([[1.3, 2.7], [3.1, -0.6]]), dtype=wp.float64, device=device)
     y = wp.array(np.array([[0.5, -2.0], [4.0, 1.5]]), dtype=wp.float64, device=device)
     gradcheck(lambda x, y: -((x * y - 3.0 * x) / y) + 2.0 % x + (+y), [x, y])
+
+
+def test_python_transform_defaults_to_the_identity_rotation():
+    """As in Warp's Python scope: wp.transform() is (0, 0, 0, 0, 0, 0, 1); p and q may be given by keyword."""
+    assert list(wp.transform()) == [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]
+    assert list(wp.transform(p=(1.0, 2.0, 3.0))) == [1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 1.0]
+    assert list(wp.transform(q=(4.0, 5.0, 6.0, 7.0))) == [0.0, 0.0, 0.0, 4.0, 5.0, 6.0, 7.0]
+    assert list(wp.transform((1.0, 2.0, 3.0), q=(4.0, 5.0, 6.0, 7.0))) == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'pos'"):
+        wp.transform(pos=(1.0, 2.0, 3.0))

@@ -3,4 +3,5 @@
 from . import core  # noqa: F401  (registration side effects)
 from .registry import BUILTINS, add_builtin, resolve, signatures  # noqa: F401
 
-from . import expect, geometry, quat, random, scalar_math, tile, vector  # noqa: F401, E402  (registration side effects)
+from . import (decompositions, expect, geometry, quat, random, scalar_math, tile,  # noqa: F401, E402
+               vector)  # (registration side effects)

@@ -18,6 +18,8 @@ for _name, _doc in (("add", "a + b"), ("sub", "a - b"), ("mul", "a * b"), ("div"
     add_builtin(_name, (N, N), "T", group="operators", doc=_doc, differentiable=True)
 add_builtin("mod", (N, N), "T", group="operators", doc="a % b with the sign of a (C's % and fmod)")
 add_builtin("floordiv", (N, N), "T", group="operators", doc="a // b, rounding down", differentiable=False)
+add_builtin("div_approx", (F, F), "T", native="div", group="operators",
+            doc="a / b for floats (Warp's fast approximate division; computed exactly here, so its gradient is div's)")
 add_builtin("neg", (N,), "T", group="operators", doc="-a")
 add_builtin("pos", (N,), "T", group="operators", doc="+a")
 

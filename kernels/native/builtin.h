@@ -5,6 +5,7 @@
 #include "scalar_math.h"
 #include "vec.h"
 #include "mat.h"
+#include "decompositions.h"
 #include "quat.h"
 #include "transform.h"
 #include "array.h"

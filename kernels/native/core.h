@@ -103,6 +103,30 @@ struct float16 {
     }
 };
 
+// bfloat16 (float32's sign and exponent, 7 mantissa bits) stored as 16 bits; arithmetic converts to float32, as
+// Warp does. float32 -> bfloat16 rounds to nearest, ties to even; NaN stays NaN (quiet bit forced), as in
+// kernels/halfbits.py on the host.
+struct bfloat16 {
+    uint16 bits;
+    CUDA_CALLABLE bfloat16() : bits(0) {}
+    CUDA_CALLABLE bfloat16(float f) : bits(from_float(f)) {}
+    CUDA_CALLABLE bfloat16(double f) : bits(from_float(float(f))) {}
+    CUDA_CALLABLE bfloat16(int f) : bits(from_float(float(f))) {}
+    CUDA_CALLABLE operator float() const { return to_float(bits); }
+
+    static CUDA_CALLABLE uint16 from_float(float f) {
+        union { float f; uint32 u; } v; v.f = f;
+        uint32 x = v.u;
+        if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu))  // NaN
+            return uint16((x | 0x400000u) >> 16);
+        return uint16((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+    }
+    static CUDA_CALLABLE float to_float(uint16 b) {
+        union { uint32 u; float f; } v; v.u = uint32(b) << 16;
+        return v.f;
+    }
+};
+
 // Value-type storage. Operations live in vec.h, mat.h, quat.h, transform.h.
 template <unsigned Length, typename Type>
 struct vec_t {
@@ -140,6 +164,7 @@ struct transform_t {
 // adjoints is zero: the adjoint is linear in them, so it would add only zeros.
 template <typename T> CUDA_CALLABLE inline bool is_zero(const T& v) { return v == T(0); }
 CUDA_CALLABLE inline bool is_zero(const float16& v) { return float(v) == 0.0f; }
+CUDA_CALLABLE inline bool is_zero(const bfloat16& v) { return float(v) == 0.0f; }
 template <unsigned N, typename T> CUDA_CALLABLE inline bool is_zero(const vec_t<N, T>& v) {
     WP_UNROLL for (unsigned i = 0; i < N; ++i)
         if (!is_zero(v.c[i])) return false;
@@ -160,7 +185,7 @@ template <typename T> CUDA_CALLABLE inline bool is_zero(const transform_t<T>& t)
 
 // The starting value of an adjoint accumulator: -0.0 in floating-point components, because x + (-0.0) == x for
 // every x (+0.0 + -0.0 is +0.0) and the compiler may drop that first addition, while x + 0.0 is not x for x = -0.0
-// and must be kept. Integers, float16 and structs start at T().
+// and must be kept. Integers, float16, bfloat16 and structs start at T().
 template <typename T> struct zero_adjoint {
     CUDA_CALLABLE static T value() { return T(); }
 };

@@ -5,9 +5,10 @@
 
 namespace wp {
 
-// Variadic arguments promote as C does, except that our float16 (a struct) must become a double explicitly.
+// Variadic arguments promote as C does, except that our float16 and bfloat16 (structs) must become doubles explicitly.
 template <typename T> CUDA_CALLABLE inline T printf_arg(T v) { return v; }
 CUDA_CALLABLE inline double printf_arg(float16 v) { return double(float(v)); }
+CUDA_CALLABLE inline double printf_arg(bfloat16 v) { return double(float(v)); }
 CUDA_CALLABLE inline double printf_arg(float32 v) { return double(v); }
 CUDA_CALLABLE inline int printf_arg(bool v) { return v ? 1 : 0; }
 CUDA_CALLABLE inline long long printf_arg(int64 v) { return (long long)v; }
@@ -38,6 +39,7 @@ template <> struct print_spec<float16> {
     typedef double arg_t;
     static CUDA_CALLABLE const char* spec() { return "%g"; }
 };
+template <> struct print_spec<bfloat16> : print_spec<float16> {};
 template <> struct print_spec<float32> : print_spec<float16> {};
 template <> struct print_spec<float64> : print_spec<float16> {};
 
@@ -45,6 +47,7 @@ template <typename T> CUDA_CALLABLE inline typename print_spec<T>::arg_t print_c
     return typename print_spec<T>::arg_t(v);
 }
 CUDA_CALLABLE inline double print_component(float16 v) { return double(float(v)); }
+CUDA_CALLABLE inline double print_component(bfloat16 v) { return double(float(v)); }
 
 CUDA_CALLABLE inline int print_append(char* buf, int k, const char* s) {
     while (*s) buf[k++] = *s++;

@@ -1,6 +1,6 @@
 // Quaternions (x, y, z, w with w the real part): construction, Hamilton product, rotation, conversions, slerp,
 // with their adjoints side by side. Convention: R f(A a) and void adj_f(A a, A& adj_a, const R& adj_ret), accumulating.
-// float16 quaternions compute through float (see the quat_ scalar helpers).
+// float16 and bfloat16 quaternions compute through float (see the quat_ scalar helpers).
 #pragma once
 #include "core.h"
 
@@ -11,18 +11,23 @@ namespace wp {
 CUDA_CALLABLE inline float32 quat_sqrt(float32 x) { return ::sqrtf(x); }
 CUDA_CALLABLE inline float64 quat_sqrt(float64 x) { return ::sqrt(x); }
 CUDA_CALLABLE inline float16 quat_sqrt(float16 x) { return float16(::sqrtf(float(x))); }
+CUDA_CALLABLE inline bfloat16 quat_sqrt(bfloat16 x) { return bfloat16(::sqrtf(float(x))); }
 CUDA_CALLABLE inline float32 quat_sin(float32 x) { return ::sinf(x); }
 CUDA_CALLABLE inline float64 quat_sin(float64 x) { return ::sin(x); }
 CUDA_CALLABLE inline float16 quat_sin(float16 x) { return float16(::sinf(float(x))); }
+CUDA_CALLABLE inline bfloat16 quat_sin(bfloat16 x) { return bfloat16(::sinf(float(x))); }
 CUDA_CALLABLE inline float32 quat_cos(float32 x) { return ::cosf(x); }
 CUDA_CALLABLE inline float64 quat_cos(float64 x) { return ::cos(x); }
 CUDA_CALLABLE inline float16 quat_cos(float16 x) { return float16(::cosf(float(x))); }
+CUDA_CALLABLE inline bfloat16 quat_cos(bfloat16 x) { return bfloat16(::cosf(float(x))); }
 CUDA_CALLABLE inline float32 quat_acos(float32 x) { return ::acosf(x); }
 CUDA_CALLABLE inline float64 quat_acos(float64 x) { return ::acos(x); }
 CUDA_CALLABLE inline float16 quat_acos(float16 x) { return float16(::acosf(float(x))); }
+CUDA_CALLABLE inline bfloat16 quat_acos(bfloat16 x) { return bfloat16(::acosf(float(x))); }
 CUDA_CALLABLE inline float32 quat_atan2(float32 y, float32 x) { return ::atan2f(y, x); }
 CUDA_CALLABLE inline float64 quat_atan2(float64 y, float64 x) { return ::atan2(y, x); }
 CUDA_CALLABLE inline float16 quat_atan2(float16 y, float16 x) { return float16(::atan2f(float(y), float(x))); }
+CUDA_CALLABLE inline bfloat16 quat_atan2(bfloat16 y, bfloat16 x) { return bfloat16(::atan2f(float(y), float(x))); }
 
 // a += v for any float type (float16 has no compound assignment).
 template <typename T, typename U> CUDA_CALLABLE inline void quat_acc(T& a, U v) { a = T(a + v); }
@@ -48,10 +53,13 @@ template <typename T> CUDA_CALLABLE inline void quat_acc3(vec_t<3, T>& a, const 
 template <typename T> CUDA_CALLABLE inline void quat_accq(quat_t<T>& a, const quat_t<T>& v, T s = T(1)) {
     quat_acc(a.x, v.x * s); quat_acc(a.y, v.y * s); quat_acc(a.z, v.z * s); quat_acc(a.w, v.w * s);
 }
+// Component i of a quaternion; a negative i counts from the end, as in Python (q[-1] is w).
 template <typename T> CUDA_CALLABLE inline T& quat_component(quat_t<T>& q, int i) {
+    if (i < 0) i += 4;
     return i == 0 ? q.x : (i == 1 ? q.y : (i == 2 ? q.z : q.w));
 }
 template <typename T> CUDA_CALLABLE inline T quat_component(const quat_t<T>& q, int i) {
+    if (i < 0) i += 4;
     return i == 0 ? q.x : (i == 1 ? q.y : (i == 2 ? q.z : q.w));
 }
 
@@ -484,55 +492,32 @@ CUDA_CALLABLE inline void adj_quat_to_axis_angle(const quat_t<T>& q, quat_t<T>& 
 
 // Spherical interpolation along the shortest arc: a at t = 0, +-normalize(b) at t = 1 (the sign making
 // dot(a, b) >= 0). Nearly parallel inputs fall back to linear interpolation.
-template <typename T> CUDA_CALLABLE inline T quat_slerp_parallel_threshold() { return T(1.0 - 1e-6); }
-
-template <typename T> CUDA_CALLABLE inline quat_t<T> quat_slerp(const quat_t<T>& a, const quat_t<T>& b, T t) {
-    quat_t<T> bn = normalize(b);
-    T d = dot(a, bn);
-    if (d < T(0)) {
-        bn = neg(bn);
-        d = T(-d);
-    }
-    if (d > quat_slerp_parallel_threshold<T>()) return lerp(a, bn, t);
-    T theta = quat_acos(d);
-    T st = quat_sin(theta);
-    T alpha = T(quat_sin(T((T(1) - t) * theta)) / st);
-    T beta = T(quat_sin(T(t * theta)) / st);
-    return add(mul(a, alpha), mul(bn, beta));
+// Spherical interpolation as Warp defines it: q0 * exp(t * log(q0^-1 q1)), through the axis and angle of the
+// relative rotation. On unit quaternions this is the usual slerp (shorter arc, since the angle is in [0, pi]); off
+// the unit sphere it extends the same way Warp's does, so gradients agree with Warp's in every direction.
+template <typename T> CUDA_CALLABLE inline quat_t<T> quat_slerp(const quat_t<T>& q0, const quat_t<T>& q1, T t) {
+    quat_axis_angle_t<T> rel = quat_to_axis_angle(mul(quat_inverse(q0), q1));
+    return mul(q0, quat_from_axis_angle(rel.v0, T(t * rel.v1)));
 }
+// The chain rule through the same steps (each step's own adjoint), recomputing the forward values.
 template <typename T>
-CUDA_CALLABLE inline void adj_quat_slerp(const quat_t<T>& a, const quat_t<T>& b, T t, quat_t<T>& adj_a,
-                                         quat_t<T>& adj_b, T& adj_t, const quat_t<T>& adj_ret) {
-    quat_t<T> bn = normalize(b);
-    T d = dot(a, bn);
-    T sign = T(1);
-    if (d < T(0)) {
-        bn = neg(bn);
-        d = T(-d);
-        sign = T(-1);
-    }
-    quat_t<T> adj_bn(0, 0, 0, 0);
-    if (d > quat_slerp_parallel_threshold<T>()) {
-        adj_lerp(a, bn, t, adj_a, adj_bn, adj_t, adj_ret);
-    } else {
-        T theta = quat_acos(d);
-        T st = quat_sin(theta), ct = quat_cos(theta);
-        T u = T((T(1) - t) * theta), w = T(t * theta);
-        T su = quat_sin(u), cu = quat_cos(u), sw = quat_sin(w), cw = quat_cos(w);
-        T alpha = T(su / st), beta = T(sw / st);
-        quat_accq(adj_a, adj_ret, alpha);
-        quat_accq(adj_bn, adj_ret, beta);
-        T adj_alpha = dot(a, adj_ret), adj_beta = dot(bn, adj_ret);
-        T dalpha_dtheta = T(((T(1) - t) * cu * st - su * ct) / (st * st));
-        T dbeta_dtheta = T((t * cw * st - sw * ct) / (st * st));
-        quat_acc(adj_t, adj_alpha * (-theta * cu / st) + adj_beta * (theta * cw / st));
-        T adj_theta = T(adj_alpha * dalpha_dtheta + adj_beta * dbeta_dtheta);
-        T adj_d = T(-adj_theta / st);  // d(acos d)/dd = -1 / sin(theta)
-        quat_accq(adj_a, bn, adj_d);
-        quat_accq(adj_bn, a, adj_d);
-    }
-    quat_t<T> adj_bn_signed = mul(adj_bn, sign);
-    adj_normalize(b, adj_b, adj_bn_signed);
+CUDA_CALLABLE inline void adj_quat_slerp(const quat_t<T>& q0, const quat_t<T>& q1, T t, quat_t<T>& adj_q0,
+                                         quat_t<T>& adj_q1, T& adj_t, const quat_t<T>& adj_ret) {
+    quat_t<T> inv = quat_inverse(q0);
+    quat_t<T> rel = mul(inv, q1);
+    quat_axis_angle_t<T> aa = quat_to_axis_angle(rel);
+    T scaled = T(t * aa.v1);
+    quat_t<T> step = quat_from_axis_angle(aa.v0, scaled);
+    quat_t<T> adj_step(0, 0, 0, 0), adj_rel(0, 0, 0, 0), adj_inv(0, 0, 0, 0);
+    vec_t<3, T> adj_axis = vec_zero<vec_t<3, T>>();
+    T adj_scaled = T(0), adj_angle = T(0);
+    adj_mul(q0, step, adj_q0, adj_step, adj_ret);
+    adj_quat_from_axis_angle(aa.v0, scaled, adj_axis, adj_scaled, adj_step);
+    quat_acc(adj_t, T(adj_scaled * aa.v1));
+    quat_acc(adj_angle, T(adj_scaled * t));
+    adj_quat_to_axis_angle(rel, adj_rel, adj_axis, adj_angle);
+    adj_mul(inv, q1, adj_inv, adj_q1, adj_rel);
+    adj_quat_inverse(q0, adj_q0, adj_inv);
 }
 
 }  // namespace wp

@@ -1,8 +1,8 @@
 // Scalar math builtins (trigonometry, exponentials, rounding, min/max/clamp, interpolation, classification),
 // forward functions and their adjoints side by side. Convention as in scalar_ops.h: adjoints accumulate.
 //
-// Float functions are templates restricted to float16/float32/float64 (SFINAE through sm::if_float), so they do
-// not compete with vector/matrix overloads of the same name in other headers. float16 computes in float32.
+// Float functions are templates restricted to float16/bfloat16/float32/float64 (SFINAE through sm::if_float), so they
+// do not compete with vector/matrix overloads of the same name in other headers. 16-bit floats compute in float32.
 // Integer overloads (abs, sign, step, min, max, clamp, bit_count) are likewise restricted to the integer types.
 //
 // Choices where the derivative is infinite or undefined (documented in kernels/builtins/scalar_math.py):
@@ -23,6 +23,7 @@ template <typename R> struct enable_if<true, R> { typedef R type; };
 
 template <typename T> struct is_float { static const bool value = false; };
 template <> struct is_float<float16> { static const bool value = true; };
+template <> struct is_float<bfloat16> { static const bool value = true; };
 template <> struct is_float<float32> { static const bool value = true; };
 template <> struct is_float<float64> { static const bool value = true; };
 template <typename T> struct is_int { static const bool value = false; };
@@ -35,9 +36,10 @@ WP_SM_DECLARE_INT(int32) WP_SM_DECLARE_INT(uint32) WP_SM_DECLARE_INT(int64) WP_S
 template <typename T, typename R = T> using if_float = typename enable_if<is_float<T>::value, R>::type;
 template <typename T, typename R = T> using if_int = typename enable_if<is_int<T>::value, R>::type;
 
-// The type a float computes in: float16 computes in float32.
+// The type a float computes in: float16 and bfloat16 compute in float32.
 template <typename T> struct compute { typedef T type; };
 template <> struct compute<float16> { typedef float32 type; };
+template <> struct compute<bfloat16> { typedef float32 type; };
 template <typename T> using compute_t = typename compute<T>::type;
 
 // x < 0, without comparing an unsigned value with zero (a warning on every compiler).

@@ -7,7 +7,7 @@ namespace wp {
 
 // Integer scalars have no derivative; their adjoint slots are accepted and ignored.
 #define WP_FOR_INT_TYPES(X) X(int8) X(uint8) X(int16) X(uint16) X(int32) X(uint32) X(int64) X(uint64)
-#define WP_FOR_FLOAT_TYPES(X) X(float16) X(float32) X(float64)
+#define WP_FOR_FLOAT_TYPES(X) X(float16) X(bfloat16) X(float32) X(float64)
 
 template <typename T> CUDA_CALLABLE inline T add(T a, T b) { return T(a + b); }
 template <typename T> CUDA_CALLABLE inline void adj_add(T, T, T& adj_a, T& adj_b, const T& adj_ret) {
@@ -44,6 +44,7 @@ template <typename T> CUDA_CALLABLE inline T mod(T a, T b) { return T(a % b); }
 CUDA_CALLABLE inline float32 mod(float32 a, float32 b) { return ::fmodf(a, b); }
 CUDA_CALLABLE inline float64 mod(float64 a, float64 b) { return ::fmod(a, b); }
 CUDA_CALLABLE inline float16 mod(float16 a, float16 b) { return float16(::fmodf(float(a), float(b))); }
+CUDA_CALLABLE inline bfloat16 mod(bfloat16 a, bfloat16 b) { return bfloat16(::fmodf(float(a), float(b))); }
 template <typename T> CUDA_CALLABLE inline void adj_mod(T a, T b, T& adj_a, T& adj_b, const T& adj_ret) {
     // d/da fmod(a, b) = 1; d/db = -trunc(a / b)
     adj_a = T(adj_a + adj_ret);
@@ -59,6 +60,9 @@ template <typename T> CUDA_CALLABLE inline T floordiv(T a, T b) {
 CUDA_CALLABLE inline float32 floordiv(float32 a, float32 b) { return ::floorf(a / b); }
 CUDA_CALLABLE inline float64 floordiv(float64 a, float64 b) { return ::floor(a / b); }
 CUDA_CALLABLE inline float16 floordiv(float16 a, float16 b) { return float16(::floorf(float(a) / float(b))); }
+CUDA_CALLABLE inline bfloat16 floordiv(bfloat16 a, bfloat16 b) {
+    return bfloat16(::floorf(float(a) / float(b)));
+}
 
 // Comparisons and logic: no derivative.
 template <typename T> CUDA_CALLABLE inline bool eq(T a, T b) { return a == b; }
@@ -86,11 +90,15 @@ template <typename T> CUDA_CALLABLE inline void adj_nonzero(T, T&, const T&) {}
 // Casts between scalar types: `R cast<R>(A)`. The gradient flows between float types and stops at integers.
 template <typename R, typename A> CUDA_CALLABLE inline R cast(A a) { return R(a); }
 template <typename R> CUDA_CALLABLE inline R cast(float16 a) { return R(float(a)); }
+template <typename R> CUDA_CALLABLE inline R cast(bfloat16 a) { return R(float(a)); }
 template <typename R, typename A> CUDA_CALLABLE inline void adj_cast(A, A& adj_a, const R& adj_ret) {
     adj_a = A(adj_a + A(adj_ret));
 }
 template <typename R> CUDA_CALLABLE inline void adj_cast(float16, float16& adj_a, const R& adj_ret) {
     adj_a = float16(float(adj_a) + float(adj_ret));
+}
+template <typename R> CUDA_CALLABLE inline void adj_cast(bfloat16, bfloat16& adj_a, const R& adj_ret) {
+    adj_a = bfloat16(float(adj_a) + float(adj_ret));
 }
 
 // Copy of a value (used for explicit `wp.copy`-style rebinding in the IR).

@@ -513,7 +513,7 @@ CUDA_CALLABLE inline void adj_tile_matmul(const tile_t<T, M, K>& a, const tile_t
             for (int j = 0; j < N; ++j) adj_b.data[k * N + j] += aik * adj_c.data[i * N + j];
         }
 }
-// float16 tiles: products accumulate in float32 and are rounded to half once, at the end.
+// float16 and bfloat16 tiles: products accumulate in float32 and are rounded to 16 bits once, at the end.
 template <typename To, typename From, int R, int C>
 CUDA_CALLABLE inline tile_t<To, R, C> tile_convert(const tile_t<From, R, C>& t) {
     tile_t<To, R, C> r;
@@ -536,6 +536,23 @@ CUDA_CALLABLE inline void adj_tile_matmul(const tile_t<float16, M, K>& a, const 
     adj_tile_matmul(tile_convert<float32>(a), tile_convert<float32>(b), wide_a, wide_b, tile_convert<float32>(adj_c));
     adj_a = tile_convert<float16>(wide_a);
     adj_b = tile_convert<float16>(wide_b);
+}
+template <int M, int K, int N>
+CUDA_CALLABLE inline void tile_matmul_accumulate(const tile_t<bfloat16, M, K>& a, const tile_t<bfloat16, K, N>& b,
+                                                 tile_t<bfloat16, M, N>& c) {
+    tile_t<float32, M, N> wide = tile_convert<float32>(c);
+    tile_matmul_accumulate(tile_convert<float32>(a), tile_convert<float32>(b), wide);
+    c = tile_convert<bfloat16>(wide);
+}
+template <int M, int K, int N>
+CUDA_CALLABLE inline void adj_tile_matmul(const tile_t<bfloat16, M, K>& a, const tile_t<bfloat16, K, N>& b,
+                                          tile_t<bfloat16, M, K>& adj_a, tile_t<bfloat16, K, N>& adj_b,
+                                          const tile_t<bfloat16, M, N>& adj_c) {
+    tile_t<float32, M, K> wide_a = tile_convert<float32>(adj_a);
+    tile_t<float32, K, N> wide_b = tile_convert<float32>(adj_b);
+    adj_tile_matmul(tile_convert<float32>(a), tile_convert<float32>(b), wide_a, wide_b, tile_convert<float32>(adj_c));
+    adj_a = tile_convert<bfloat16>(wide_a);
+    adj_b = tile_convert<bfloat16>(wide_b);
 }
 // out += a b (Warp's tile_matmul(a, b, out)): updates `out` in place, which the compiler rebinds.
 template <typename T, int M, int K, int N>

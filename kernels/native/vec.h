@@ -13,7 +13,7 @@ namespace wp {
 // Private scalar helpers, in their own namespace so they never compete with scalar_math.h's public overloads.
 namespace linalg {
 
-// Conversion between any two scalar types; float16 goes through float (its only conversions).
+// Conversion between any two scalar types; float16 and bfloat16 go through float (their only conversions).
 template <typename T, typename U> struct convert_t {
     static CUDA_CALLABLE T apply(U u) { return T(u); }
 };
@@ -26,6 +26,22 @@ template <typename T> struct convert_t<T, float16> {
 template <> struct convert_t<float16, float16> {
     static CUDA_CALLABLE float16 apply(float16 u) { return u; }
 };
+template <typename U> struct convert_t<bfloat16, U> {
+    static CUDA_CALLABLE bfloat16 apply(U u) { return bfloat16(float(u)); }
+};
+template <typename T> struct convert_t<T, bfloat16> {
+    static CUDA_CALLABLE T apply(bfloat16 u) { return T(float(u)); }
+};
+template <> struct convert_t<bfloat16, bfloat16> {
+    static CUDA_CALLABLE bfloat16 apply(bfloat16 u) { return u; }
+};
+// between the two 16-bit floats (each partial specialisation above would match: name the pair)
+template <> struct convert_t<float16, bfloat16> {
+    static CUDA_CALLABLE float16 apply(bfloat16 u) { return float16(float(u)); }
+};
+template <> struct convert_t<bfloat16, float16> {
+    static CUDA_CALLABLE bfloat16 apply(float16 u) { return bfloat16(float(u)); }
+};
 template <typename T, typename U> CUDA_CALLABLE inline T convert(U u) { return convert_t<T, U>::apply(u); }
 
 // a += b for any scalar type (float16 has no compound assignment).
@@ -37,6 +53,7 @@ template <typename T> CUDA_CALLABLE inline bool is_nan(T x) { return !(x == x); 
 CUDA_CALLABLE inline float32 sqrt(float32 x) { return ::sqrtf(x); }
 CUDA_CALLABLE inline float64 sqrt(float64 x) { return ::sqrt(x); }
 CUDA_CALLABLE inline float16 sqrt(float16 x) { return float16(::sqrtf(float(x))); }
+CUDA_CALLABLE inline bfloat16 sqrt(bfloat16 x) { return bfloat16(::sqrtf(float(x))); }
 
 // x < 0, spelled per type so that unsigned types do not compare against zero (a compiler warning).
 template <typename T> CUDA_CALLABLE inline bool negative(T x) { return x < T(0); }
@@ -49,11 +66,13 @@ template <typename T> CUDA_CALLABLE inline T abs(T x) { return negative(x) ? T(-
 CUDA_CALLABLE inline float32 abs(float32 x) { return ::fabsf(x); }
 CUDA_CALLABLE inline float64 abs(float64 x) { return ::fabs(x); }
 CUDA_CALLABLE inline float16 abs(float16 x) { return float16(::fabsf(float(x))); }
+CUDA_CALLABLE inline bfloat16 abs(bfloat16 x) { return bfloat16(::fabsf(float(x))); }
 
 template <typename T> CUDA_CALLABLE inline T fmod(T a, T b) { return T(a % b); }
 CUDA_CALLABLE inline float32 fmod(float32 a, float32 b) { return ::fmodf(a, b); }
 CUDA_CALLABLE inline float64 fmod(float64 a, float64 b) { return ::fmod(a, b); }
 CUDA_CALLABLE inline float16 fmod(float16 a, float16 b) { return float16(::fmodf(float(a), float(b))); }
+CUDA_CALLABLE inline bfloat16 fmod(bfloat16 a, bfloat16 b) { return bfloat16(::fmodf(float(a), float(b))); }
 CUDA_CALLABLE inline double trunc(double x) { return ::trunc(x); }
 
 // fmin/fmax semantics: a NaN operand is treated as missing. The adjoint follows the operand that was returned.

@@ -208,12 +208,33 @@ def _mark_loops(block: ir.Block):
         op.attrs["recompute"] = bool(needed & tainted)
 
 
+def _check_struct_root(base: ir.Value, use: ir.Op, fn):
+    """An array reached through struct fields has a gradient array only when the struct is a kernel parameter (its
+    adjoint struct holds the fields' gradient arrays). A struct made in the kernel (by a builtin such as
+    wp.mesh_get, or built locally) has none: refuse rather than drop the gradient."""
+    from ..typesys import ArrayType, is_differentiable_type
+    t = use.results[0].type if use.results else None
+    if isinstance(t, ArrayType) and not is_differentiable_type(t.dtype):
+        return  # an array of ints carries no gradient
+    while base.owner is not None:
+        op = base.owner
+        if op.opcode == "call" and op.attrs.get("name") == "struct_get":
+            base = op.operands[0]
+            continue
+        maker = op.attrs.get("name") or op.opcode
+        raise CompileError(f"the gradient of array field '{use.attrs['field']}' of a struct made in the kernel "
+                           f"(by {maker}) cannot be computed: its gradient array is unknown here; pass the array "
+                           "to the kernel as an argument (or a field of a struct argument), or wrap the read in "
+                           "wp.stop_gradient(...)", use.loc, fn.name)
+
+
 def array_adjoint_source(v: ir.Value, fn):
     """How the gradient array of array value `v` is found: ("param", v) or ("field", base, name)."""
     if v.owner is None:
         return ("param", v)
     op = v.owner
     if op.opcode == "call" and op.attrs.get("name") == "struct_get":
+        _check_struct_root(op.operands[0], op, fn)
         return ("field", op.operands[0], op.attrs["field"])
     if op.opcode == "call" and op.attrs.get("name") == "view":
         return array_adjoint_source(op.operands[0], fn)

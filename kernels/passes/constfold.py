@@ -50,7 +50,7 @@ def _fold_value(name, args, t):
         info = np.iinfo(t._np_)
         return int(r) if info.min <= int(r) <= info.max else None  # overflow: leave it to run time
     if T.is_float(t):
-        r = float(t._np_(r))
+        r = float(t(r)) if t is T.bfloat16 else float(t._np_(r))  # bfloat16: a value rounded to it
         return r if math.isfinite(r) else None
     return None
 

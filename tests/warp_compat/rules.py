@@ -86,15 +86,20 @@ def install_type_tables(wp) -> None:
 
     t = wp.types
     ints = (wp.int8, wp.uint8, wp.int16, wp.uint16, wp.int32, wp.uint32, wp.int64, wp.uint64)
-    floats = (wp.float16, wp.float32, wp.float64)
+    floats = (wp.float16, wp.bfloat16, wp.float32, wp.float64)
+    numpy_floats = (wp.float16, wp.float32, wp.float64)  # bfloat16 has no numpy dtype (nor named vectors in Warp)
     table = types.ModuleType("warp._src.types")
     table.int_types = ints
     table.float_types = floats
     table.scalar_types = ints + floats
     table.non_atomic_types = (wp.int8, wp.uint8, wp.int16, wp.uint16, wp.int64)
-    table.np_dtype_to_warp_type = {np.dtype(s._np_): s for s in (*ints, *floats)}
+    table.np_dtype_to_warp_type = {np.dtype(s._np_): s for s in (*ints, *numpy_floats)}
     table.np_dtype_to_warp_type[np.dtype(np.bool_)] = wp.bool
-    table.vector_types = tuple(t.vector(n, s) for n in (2, 3, 4) for s in ints + floats)
+    table.vector_types = tuple(t.vector(n, s) for n in (2, 3, 4) for s in ints + numpy_floats)
+    # test_bf16.py imports Warp's array-wide bfloat16 conversions (and dtype_from_numpy) at its top: ours stand in
+    table._np_float32_to_bfloat16_bits = wp.halfbits.float32_to_bfloat16_bits
+    table._np_bfloat16_bits_to_float32 = wp.halfbits.bfloat16_bits_to_float32
+    table.dtype_from_numpy = wp.dtype_from_numpy
     table.vector, table.matrix = t.vector, t.matrix
     table.quaternion, table.transformation = t.quaternion, t.transformation
     table.array = wp.array
