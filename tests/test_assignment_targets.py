@@ -196,3 +196,22 @@ def test_integer_slot_updates_need_no_gradient():
     counts = wp.array([2], dtype=int)
     wp.launch(scale_counts, dim=1, inputs=[counts])
     assert counts.numpy()[0] == 6
+
+
+@wp.kernel
+def _small_int_updates(x: wp.array(dtype=wp.int8), y: wp.array(dtype=wp.int8), v: wp.array(dtype=wp.vec2s)):
+    i = wp.tid()
+    x[i] += y[i]
+    x[i] -= wp.int8(3)
+    v[i] += wp.vec2s(wp.int16(2), wp.int16(5))
+
+
+def test_updates_of_slots_without_atomics_are_plain_read_modify_writes(device):
+    """8- and 16-bit integer slots have no atomic add: += and -= read, update and store them, as in Warp (each
+    thread updates its own slot here, so the result is exact)."""
+    x = wp.full(3, 10, dtype=wp.int8, device=device)
+    y = wp.full(3, 1, dtype=wp.int8, device=device)
+    v = wp.zeros(3, dtype=wp.vec2s, device=device)
+    wp.launch(_small_int_updates, 3, inputs=[x, y, v], device=device)
+    assert x.numpy().tolist() == [8, 8, 8]
+    assert v.numpy().tolist() == [[2, 5]] * 3

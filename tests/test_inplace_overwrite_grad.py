@@ -269,3 +269,23 @@ def test_overwritten_read_deciding_a_branch_refused():
 
     with pytest.raises(CompileError, match="relu_in_place"):
         gradcheck(fn, [x0])
+
+
+@wp.kernel
+def sort_pairs_in_place(keys: wp.array(dtype=wp.int32)):
+    i = wp.tid()
+    a = keys[2 * i]
+    b = keys[2 * i + 1]
+    if a > b:
+        keys[2 * i] = b
+        keys[2 * i + 1] = a
+
+
+def test_integer_only_in_place_kernel_has_a_backward():
+    """Nothing differentiable is read or written: the (empty) backward is allowed, as for the hash grid's sort."""
+    keys = wp.array([3, 1, 2, 4], dtype=wp.int32)
+    tape = Tape()
+    with tape:
+        wp.launch(sort_pairs_in_place, 2, inputs=[keys])
+    tape.backward()
+    np.testing.assert_array_equal(keys.numpy(), [1, 3, 2, 4])

@@ -20,6 +20,7 @@ integer bookkeeping of non-differentiable arrays, is not needed and stays allowe
 from __future__ import annotations
 
 from .. import ir
+from ..access import array_access
 from ..errors import CompileError
 from ..typesys import ArrayType, is_differentiable_type, is_struct
 
@@ -51,6 +52,7 @@ class _Flat:
         self.viewed: set = set()  # array keys that are sub-array views (their indices are relative)
         self.accesses: list = []
         self.always_needed: set = set()
+        self.returns: dict = {}  # call path -> keys of the values the inlined function returns
 
     def key(self, v, env, ctx):
         k = env.get(v)
@@ -61,6 +63,8 @@ class _Flat:
 
 
 def check_inplace(fn: ir.Function):
+    if not any(read and written for read, written in array_access(fn, fn.param_names).values()):
+        return  # no array both read and written: the common case, decided by a cheap walk
     flat = _Flat()
     env = {}
     for p, name in zip(fn.params, fn.param_names):
@@ -68,6 +72,8 @@ def check_inplace(fn: ir.Function):
         env[p] = k
         flat.roots[k] = name
     _flatten(fn.body, flat, env, (), (), (), fn.name)
+    if not any(_differentiable_array(a) for a in flat.accesses):
+        return  # integer bookkeeping only (sorting, counting): the backward does nothing with what it reads
     active = _activity(flat)
     needed = _needed(flat, active)
     _refuse_overwritten_reads(flat, needed, fn)
@@ -92,7 +98,7 @@ def _flatten(block, flat, env, ctx, loops, branches, where):
         elif op.opcode == "call":
             _flatten_call(op, flat, env, ctx, loops, branches, where, results, operands)
         elif op.opcode == "return":
-            flat.nodes.append((["return", ctx], operands, "return"))
+            flat.returns[ctx] = operands
         else:
             flat.nodes.append((results, operands, "nonlinear"))
 
@@ -128,7 +134,7 @@ def _flatten_call(op, flat, env, ctx, loops, branches, where, results, operands)
         inner_ctx = ctx + (id(op),)
         inner_env = {p: k for p, k in zip(callee.params, operands)}
         _flatten(callee.body, flat, inner_env, inner_ctx, loops, branches, callee.name)
-        rets = next((n[1] for n in flat.nodes if n[0] == ["return", inner_ctx]), [])
+        rets = flat.returns.get(inner_ctx, [])
         for r, k in zip(results, rets):
             flat.nodes.append(([r], [k], "linear"))
         return
@@ -172,6 +178,11 @@ def _flatten_call(op, flat, env, ctx, loops, branches, where, results, operands)
     flat.nodes.append((results, operands, kind))
 
 
+def _differentiable_array(access) -> bool:
+    dtype = getattr(access.op.operands[0].type, "dtype", None)
+    return dtype is not None and is_differentiable_type(dtype)
+
+
 def _activity(flat: _Flat) -> set:
     """Keys that carry a gradient: values computed from reads of differentiable arrays. Scalar kernel arguments
     carry none (their adjoints are not returned)."""
@@ -180,8 +191,6 @@ def _activity(flat: _Flat) -> set:
     while changed:
         changed = False
         for results, operands, kind in flat.nodes:
-            if kind == "return":
-                continue
             if kind == "load":
                 on = True
             elif kind == "stop":
@@ -200,8 +209,6 @@ def _needed(flat: _Flat, active: set) -> set:
     needed = set(flat.always_needed)
     defs = {}
     for results, operands, kind in flat.nodes:
-        if kind == "return":
-            continue
         for r in results:
             defs.setdefault(r, []).extend(operands)
         act = [k in active for k in operands]

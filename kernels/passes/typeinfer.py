@@ -205,6 +205,8 @@ class TypeInference(TileForms, PathForms):
         if ov is None:
             got = ", ".join(describe(a.type) for a in args)
             cands = "\n      ".join(registry.signatures(name)[:12])
+            if name in ("expect_eq", "expect_neq") and len(args) == 2 and args[0].type != args[1].type:
+                raise self.error("Can't test equality for objects with different types", op)  # Warp's wording
             raise self.error(f"no overload of '{name}' accepts ({got}); candidates:\n      {cands}", op)
         args = self.coerce_weak(args, ov, op)
         if name in _ATOMIC_SCALARS:

@@ -19,6 +19,8 @@ Semantics, as in Warp:
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import ir
 from .. import types as T
 from ..typesys import ArrayType, is_differentiable_type, is_struct
@@ -109,7 +111,7 @@ class PathForms:
         value = self.convert_weak_to(value, leaf_type, op) if leaf_type is not None else value
         user = user if user is not None and user.takes_exactly([leaf_type, value.type]) else None
         if name in ("add", "sub") and user is None and leaf_type is not None and value.type == leaf_type \
-                and (k + 1 == len(steps) or T.is_composite(element_type)):
+                and (k + 1 == len(steps) or T.is_composite(element_type)) and _has_atomic(element_type):
             delta = self.one_hot(element_type, steps[k + 1:], value, op)
             self.call_value("atomic_" + name, [array, *index[1], delta], op.loc)
             self.cur.ops[-1].results = []  # statement form: the old value is not needed
@@ -148,6 +150,13 @@ class PathForms:
 
 
 _SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%", "floordiv": "//", "pow": "**"}
+
+
+def _has_atomic(element_type) -> bool:
+    """Whether += / -= on a slot of this element type is atomic. 8- and 16-bit integers (and their vectors) have
+    no atomic form: as in Warp, their update is a plain read, add and store (no gradient: they are integers)."""
+    scalar = T.scalar_type(element_type) if T.is_scalar(element_type) or T.is_composite(element_type) else None
+    return scalar is None or not (T.is_int(scalar) and np.dtype(scalar._np_).itemsize < 4)
 
 
 def _part_type(t, steps):
