@@ -28,33 +28,20 @@ def _source_function(text: str, namespace: dict, name: str):
     return namespace[name]
 
 
-def _arg_type(value):
-    if isinstance(value, np.generic):
-        return T.canonical_type(type(value))
-    if isinstance(value, bool):
-        return T.bool_
-    if isinstance(value, int):
-        return T.int32
-    if isinstance(value, float):
-        return T.float32
-    if T.is_composite(type(value)):
-        return type(value)
-    raise TypeError(f"cannot pass a {type(value).__name__} to a builtin called from Python")
-
-
-def _weak(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, (bool, np.generic))
-
-
 def call(name: str, args: tuple, kwargs: dict):
     """Run builtin `name` on `args` (Python scope) and return its result."""
     if kwargs:
         raise TypeError(f"wp.{name}() called from Python takes positional arguments only")
-    types_ = tuple(_arg_type(a) for a in args)
-    key = (name, types_, tuple(_weak(a) for a in args))
+    from .launch import argument_type
+    from .errors import LaunchError
+    try:
+        types_ = tuple(argument_type(a, T.Any) for a in args)  # the launch rules: int -> int32, float -> float32
+    except LaunchError as e:
+        raise TypeError(f"wp.{name}() called from Python: {e}") from None
+    key = (name, types_)
     entry = _cache.get(key)
     if entry is None:
-        entry = _cache[key] = _build(name, types_, key[2])
+        entry = _cache[key] = _build(name, types_)
     kernel, result_types = entry
     from .array import zeros
     from .launch import launch
@@ -72,7 +59,7 @@ def _value(t, raw):
     return t._np_(raw)
 
 
-def _build(name: str, types_: tuple, weak: tuple):
+def _build(name: str, types_: tuple):
     from .errors import CompileError
     from .frontend import FunctionSource
     from .function import compile_ir
@@ -94,7 +81,6 @@ def _build(name: str, types_: tuple, weak: tuple):
             raise TypeError(f"wp.{name}() called from Python with {', '.join(T.type_repr(t) for t in types_)}: "
                             f"{e.message if hasattr(e, 'message') else e}") from None
         results = []
-    outs = [f"out{k}" for k in range(len(results))]
     namespace.update({f"R{k}": t for k, t in enumerate(results)})
     params_text = ", ".join([f"{p}: T{i}" for i, p in enumerate(params)]
                             + [f"out{k}: wp.array(dtype=R{k})" for k in range(len(results))])
@@ -105,7 +91,6 @@ def _build(name: str, types_: tuple, weak: tuple):
         body = f"def host_call({params_text}):\n    out0[0] = wp.{name}({call_args})\n"
     else:
         body = f"def host_call({params_text}):\n    wp.{name}({call_args})\n"
-    del outs
     pyfunc = _source_function(body, namespace, "host_call")
     kernel = Kernel(pyfunc, enable_backward=False, module=f"kernels.host_call.{name}")
     return kernel, results
