@@ -7,6 +7,7 @@ Calls into user functions count through their parameters.
 from __future__ import annotations
 
 from . import ir
+from .typesys import ARRAY_VIEWS
 
 _READS = {"load", "tile_load"}
 _WRITES = {"store", "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "tile_store", "tile_atomic_add"}
@@ -28,7 +29,7 @@ def _walk(fn: ir.Function, paths: dict, access: dict):
         if name == "struct_get" and op.operands[0] in paths:
             paths[op.results[0]] = f"{paths[op.operands[0]]}.{op.attrs['field']}"
             continue
-        if name == "view" and op.operands[0] in paths:  # a sub-array: accesses count for the whole array
+        if name in ARRAY_VIEWS and op.operands[0] in paths:  # a sub-array: accesses count for the whole array
             paths[op.results[0]] = paths[op.operands[0]]
             continue
         callee = op.attrs.get("callee")

@@ -49,7 +49,10 @@ def compiler_identity(cxx: str) -> str:
 
 def cpu_flags(debug: bool) -> list:
     opt = ["-O1", "-g"] if debug else ["-O3"]
-    return ["-std=c++17", "-shared", "-fPIC", "-fopenmp", "-fno-math-errno", "-march=native",
+    # parallel launches run on the process's own thread pool (native/thread_pool.cpp, kernels/runtime.py); the
+    # OpenMP runtime it replaced stays selectable for comparison (config.cpu_runtime)
+    threads = ["-fopenmp", "-DWP_OPENMP_RUNTIME"] if config.cpu_runtime == "openmp" else ["-pthread"]
+    return ["-std=c++17", "-shared", "-fPIC", *threads, "-fno-math-errno", "-march=native",
             "-fvisibility=hidden", "-w", *opt, *config.cxx_flags]
 
 
@@ -154,9 +157,13 @@ def load_library(path: str):
     why = damage(path)
     if why is None:
         try:
-            return ctypes.CDLL(path)
+            lib = ctypes.CDLL(path)
         except OSError as e:
             why = f"the loader refused it: {e}"
+        else:
+            from . import runtime
+            runtime.bind(lib)
+            return lib
     report_rebuild(os.path.dirname(path), why)
     shutil.rmtree(os.path.dirname(path), ignore_errors=True)
     return None

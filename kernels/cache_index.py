@@ -258,7 +258,7 @@ def module_key(module_name: str, kernels: list, debug: bool) -> str | None:
 
 
 # Settings that only act at run time; every other setting is assumed to shape the generated code.
-_RUNTIME_SETTINGS = frozenset({"cache_dir", "verbose", "cpu_parallel_threshold", "overwrite_check",
+_RUNTIME_SETTINGS = frozenset({"cache_dir", "verbose", "cpu_parallel_threshold", "cpu_threads", "overwrite_check",
                                "verify_autograd_array_access"})
 
 

@@ -14,9 +14,18 @@ cache_dir: str = os.environ.get("KERNELS_CACHE_DIR", os.path.join(os.path.expand
 #: Print each compile (source path, time) to stdout.
 verbose: bool = bool(int(os.environ.get("KERNELS_VERBOSE", "0")))
 
-#: Launches with at least this many threads run in parallel on the CPU (OpenMP); smaller ones run on one core,
-#: where starting threads would cost more than it saves.
+#: Launches with at least this many threads run in parallel on the CPU (the runtime's thread pool); smaller ones run
+#: on one core, where starting threads would cost more than it saves.
 cpu_parallel_threshold: int = 16384
+
+#: Threads for CPU launches, the launching thread included. None: $KERNELS_NUM_THREADS, else $OMP_NUM_THREADS, else
+#: every core this process may use (affinity mask and cgroup CPU quota). Takes effect at the next launch.
+cpu_threads: int | None = None
+
+#: How CPU launches run in parallel: "pool" (the runtime's own thread pool: bounded spinning, no waiting for
+#: descheduled threads; see README's performance notes) or "openmp" (the OpenMP runtime it replaced, kept for
+#: comparison; OMP_* variables apply to it). Changes generated code. Environment variable: KERNELS_CPU_RUNTIME.
+cpu_runtime: str = os.environ.get("KERNELS_CPU_RUNTIME", "pool")
 
 #: Static `range` loops with constant bounds and at most this many iterations are unrolled.
 max_unroll: int = 16

@@ -13,15 +13,13 @@ class KernelError(RuntimeError):
         super().__init__(self._format())
 
     def _format(self) -> str:
-        where = f" in '{self.function}'" if self.function else ""
+        # where first, the message last (as a Python traceback ends with the error): a message that ends as Warp's
+        # still ends the text, so patterns anchored at the end (`...$`) match as they do with Warp
+        where = f"in '{self.function}'" if self.function else ""
         if self.loc is None:
-            first, _, rest = self.message.partition("\n")
-            return f"{first}{where}" + (f"\n{rest}" if rest else "")
-        first, _, rest = self.message.partition("\n")
-        text = f"{self.loc.file}:{self.loc.line}: {first}{where}" + (f"\n{rest}" if rest else "")
-        if self.loc.source:
-            text += f"\n    {self.loc.source.strip()}"
-        return text
+            return f"{where}: {self.message}" if where else self.message
+        source = f"\n    {self.loc.source.strip()}" if self.loc.source else ""
+        return f"{self.loc.file}:{self.loc.line}: {where}:{source}\n{self.message}"
 
 
 class CompileError(KernelError):
@@ -55,15 +53,7 @@ class CompileValueError(CompileError, ValueError):
 
 
 class UnsupportedAtomicError(CompileError):
-    """An atomic operation on an array whose scalar type has no atomic form. The location and source line come
-    first and Warp's wording last, so that the message ends as Warp's does."""
-
-    def _format(self) -> str:
-        where = f" in '{self.function}'" if self.function else ""
-        if self.loc is None:
-            return f"{where.strip()}: {self.message}" if where else self.message
-        source = f"\n    {self.loc.source.strip()}" if self.loc.source else ""
-        return f"{self.loc.file}:{self.loc.line}{where}:{source}\n{self.message}"
+    """An atomic operation on an array whose scalar type has no atomic form (Warp's wording)."""
 
 
 class NativeCompileError(Exception):

@@ -9,6 +9,7 @@ import ast
 import builtins as py_builtins
 
 from . import ir
+from .errors import CompileValueError
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
            ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "mul", ast.BitAnd: "bit_and", ast.BitOr: "bit_or",
@@ -159,10 +160,18 @@ class ExpressionLowering:
             items = [slice_node]
         out = []
         for it in items:
-            if isinstance(it, ast.Slice):
-                raise self.error("slices are not supported inside kernels", node)
-            out.append(self.as_value(self.lower_expr(it), node))
+            out.append(self.lower_slice(it, node) if isinstance(it, ast.Slice)
+                       else self.as_value(self.lower_expr(it), node))
         return out
+
+    def lower_slice(self, item, node):
+        """`start:stop:step` in a subscript: a `slice` op whose operands are the bounds given (attr "parts" says
+        which); type inference reads them (constants for vectors and matrices, any ints for arrays)."""
+        parts = (item.lower is not None, item.upper is not None, item.step is not None)
+        bounds = [self.as_value(self.lower_expr(b), node) for b in (item.lower, item.upper, item.step) if b is not None]
+        if item.step is not None and isinstance(item.step, ast.Constant) and item.step.value == 0:
+            raise self.error("Slice step cannot be zero.", node, CompileValueError)
+        return self.emit("slice", bounds, node, attrs={"parts": parts})[0]
 
     def expr_Subscript(self, node):
         # f(x)[i] picks one of the results of a function that returns several

@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from . import capture, config
+from . import capture, config, runtime
 from . import types as T
 from .array import ArrayDescriptor, array, as_array
 from .device import get_device
@@ -332,6 +332,8 @@ class Launch:
         if rec is not None:  # inside wp.capture_begin()/capture_end(): recorded for replay, not run
             rec.launch(self)
             return
+        if config.cpu_threads != runtime.applied_setting:  # wp.config.cpu_threads changed: resize the pool
+            runtime.apply()
         threshold = ctypes.c_int64(self.kernel.parallel_threshold(config.cpu_parallel_threshold))
         if self.adjoint:
             adj = self.adj_params

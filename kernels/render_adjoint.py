@@ -17,7 +17,7 @@ from .errors import CompileError
 from .render import FunctionRenderer, _has_ctype, ctype
 from . import types as T
 from .types import scalar_types
-from .typesys import ArrayType, StaticType, is_differentiable_type, is_struct
+from .typesys import ARRAY_VIEWS, ArrayType, StaticType, is_differentiable_type, is_struct
 
 
 def adj_zero(t) -> str:
@@ -108,10 +108,10 @@ class AdjointRenderer(FunctionRenderer):
             # array members (also inside nested structs) take their gradient arrays from the adjoint struct
             r = op.results[0]
             self.emit(f"{self.adj(r)} = {self.adj(op.operands[0])}.{op.attrs['field']};")
-        elif replay and op.attrs.get("name") == "view":
+        elif replay and op.attrs.get("name") in ARRAY_VIEWS:
             # the gradient of a sub-array is the same view of the parent's gradient array
             a = op.operands
-            self.emit(f"{self.adj(op.results[0])} = wp::view({self.adj(a[0])}, {self.args(a[1:])});")
+            self.emit(f"{self.adj(op.results[0])} = wp::{op.attrs['name']}({self.adj(a[0])}, {self.args(a[1:])});")
 
     # ------------------------------------------------------------------------------------------ reverse
 
@@ -146,7 +146,7 @@ class AdjointRenderer(FunctionRenderer):
             self.emit(call)
             return
         ov = op.attrs["overload"]
-        if name in ("tid", "array_shape", "struct_new", "stop_gradient", "view") or not ov.differentiable:
+        if name in ("tid", "array_shape", "struct_new", "stop_gradient") + ARRAY_VIEWS or not ov.differentiable:
             return
         line = self.line_arg(op)
         if name == "load":

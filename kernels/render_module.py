@@ -161,7 +161,7 @@ class ModuleSource:
         shadows = "\n".join(f"            wp::grad_shadow<{ctype(t.dtype)}> s{k}_(adj_args->{path}, nt);"
                              for k, (path, t) in enumerate(array_paths))
         ok = " && ".join(f"s{k}_.ok()" for k in range(len(array_paths))) or "true"
-        views = "\n".join(f"                local.{path} = s{k}_.view(t);" for k, (path, _) in enumerate(array_paths))
+        views = "\n".join(f"                    local.{path} = s{k}_.view(t);" for k, (path, _) in enumerate(array_paths))
         reduces = "\n".join(f"            s{k}_.reduce();" for k in range(len(array_paths)))
         total = " + ".join(f"wp::gradient_elements(adj_args->{path})" for path, _ in array_paths) or "0"
         return (f'extern "C" WP_EXPORT void {entry}_backward(const wp::launch_bounds_t* lb, const {entry}_args* args, '
@@ -169,23 +169,20 @@ class ModuleSource:
                 f"    const wp::int64 n = lb->size;\n"
                 f"    if (n >= parallel_threshold && wp::cpu_parallel()) {{\n"
                 f"        if (wp::privatize_gradients(n, {total})) {{\n"
-                f"            const int nt = omp_get_max_threads();\n"
+                f"            const int nt = wp::cpu_threads();\n"
                 f"{shadows}\n"
                 f"            if ({ok}) {{\n"
-                f"            #pragma omp parallel num_threads(nt)\n"
-                f"            {{\n"
-                f"                const int t = omp_get_thread_num();\n"
-                f"                {entry}_args local = *adj_args;\n"
+                f"                // one chunk per copy: chunk t adds into copy t, whichever thread runs it\n"
+                f"                wp::parallel_for(n, nt, nt, [&](wp::int64 begin, wp::int64 end, int t) {{\n"
+                f"                    {entry}_args local = *adj_args;\n"
                 f"{views}\n"
-                f"                #pragma omp for schedule(static)\n"
-                f"                for (wp::int64 task = 0; task < n; ++task) {thread}<false>(*lb, task, *args, local);\n"
-                f"            }}\n"
+                f"                    for (wp::int64 task = begin; task < end; ++task) {thread}<false>(*lb, task, *args, local);\n"
+                f"                }});\n"
                 f"{reduces}\n"
-                f"            return;\n"
+                f"                return;\n"
                 f"            }}\n"
                 f"        }}\n"
-                f"        #pragma omp parallel for schedule(static)\n"
-                f"        for (wp::int64 task = 0; task < n; ++task) {thread}<true>(*lb, task, *args, *adj_args);\n"
+                f"{_parallel_loop(f'{thread}<true>', '*args, *adj_args')}"
                 f"    }} else {{\n"
                 f"        for (wp::int64 task = 0; task < n; ++task) {thread}<false>(*lb, task, *args, *adj_args);\n"
                 f"    }}\n}}")
@@ -207,8 +204,7 @@ class ModuleSource:
                     f"wp::int64 parallel_threshold) {{\n"
                     f"    const wp::int64 n = lb->size;\n"
                     f"    if (n >= parallel_threshold && wp::cpu_parallel()) {{\n"
-                    f"        #pragma omp parallel for schedule(static)\n"
-                    f"        for (wp::int64 task = 0; task < n; ++task) {parallel}(*lb, task, {call_args});\n"
+                    f"{_parallel_loop(parallel, call_args)}"
                     f"    }} else {{\n"
                     f"        for (wp::int64 task = 0; task < n; ++task) {serial}(*lb, task, {call_args});\n"
                     f"    }}\n}}")
@@ -238,3 +234,10 @@ class ModuleSource:
         pieces.extend(kernel_parts)
         return "\n".join(pieces) + "\n"
 
+
+def _parallel_loop(thread: str, call_args: str) -> str:
+    """C++ that runs `thread(*lb, task, call_args)` for every task of the launch on the process's thread pool."""
+    return (f"        wp::parallel_for(n, wp::cpu_threads() * wp::kChunksPerThread, wp::cpu_threads(),\n"
+            f"                         [&](wp::int64 begin, wp::int64 end, int) {{\n"
+            f"            for (wp::int64 task = begin; task < end; ++task) {thread}(*lb, task, {call_args});\n"
+            f"        }});\n")

@@ -243,9 +243,15 @@ class Composite:
 
     def __getitem__(self, key):
         item = self._data.reshape(self._shape_)[key]
-        if self._category_ == "matrix" and isinstance(item, np.ndarray) and item.ndim == 1 and \
-                not isinstance(key, tuple) and not isinstance(key, slice):
-            return host_ops._wrap(self, item, vector(item.shape[0], self._wp_scalar_type_))  # a row
+        if not isinstance(item, np.ndarray) or self._category_ == "transform":
+            return item
+        sliced = any(isinstance(k, slice) for k in (key if isinstance(key, tuple) else (key,)))
+        if item.ndim == 1 and (sliced or self._category_ == "matrix"):
+            # a row, or a slice: a new vector (a quaternion's slice too), as inside kernels
+            return host_ops._wrap(self, item.copy(), vector(item.shape[0], self._wp_scalar_type_))
+        if item.ndim == 2 and sliced:
+            shape = item.shape if item.size else (0, 0)  # an empty selection is a 0x0 matrix, as in Warp
+            return host_ops._wrap(self, item.reshape(-1).copy(), matrix(shape, self._wp_scalar_type_))
         return item
 
     def __setitem__(self, key, value):

@@ -64,6 +64,21 @@ class ShapeType:
         return f"shape{self.ndim}"
 
 
+#: The builtins that give a view of an array (no copy): a[i] of a 2-4-d array and slices inside kernels. The
+#: gradient array of a view is the same view of the parent's gradient array (render_adjoint replays them).
+ARRAY_VIEWS = ("view", "slice_view", "index_view")
+
+
+@dataclass(frozen=True)
+class SliceType:
+    """A `start:stop:step` inside a subscript; never a C++ value (type inference turns the subscript into
+    component reads and writes, or into an array view). Its bounds are the operands of the `slice` op."""
+
+    @property
+    def __name__(self):
+        return "slice"
+
+
 @dataclass(frozen=True)
 class TileType:
     """A tile: a block of values with a static shape (1-d or 2-d), worked on by the whole block together.

@@ -31,6 +31,7 @@ def create_parser() -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--no-capture", dest="capture", action="store_false",
                      help="launch every step from Python instead of replaying a captured frame")
+    _threads_arg(run)
     validate = sub.add_parser("validate", help="parse and check a scene, run nothing")
     _scene_args(validate)
     info = sub.add_parser("info", help="what a scene contains: objects, counts, solver, dt, frames, output")
@@ -46,7 +47,15 @@ def create_parser() -> argparse.ArgumentParser:
     opt.add_argument("--quiet", action="store_true", help="no progress bar")
     opt.add_argument("--no-capture", dest="capture", action="store_false",
                      help="launch every step from Python instead of replaying a captured iteration")
+    _threads_arg(opt)
     return parser
+
+
+def _threads_arg(p: argparse.ArgumentParser):
+    p.add_argument("--threads", type=_positive_int, metavar="N",
+                   help="CPU threads for kernel launches (default: $KERNELS_NUM_THREADS, else $OMP_NUM_THREADS, "
+                        "else every core this process may use); several simulations side by side run best with "
+                        "cores / processes each")
 
 
 def _version() -> str:
@@ -70,6 +79,9 @@ def _positive_int(text: str) -> int:
 
 def main(argv=None) -> int:
     args = create_parser().parse_args(argv)
+    if getattr(args, "threads", None) is not None:
+        import kernels
+        kernels.config.cpu_threads = args.threads
     from .scene import Scene, SceneError, SimulationError
     if args.command == "optimize":
         return _optimize(args)

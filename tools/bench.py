@@ -2,7 +2,7 @@
 tiled GEMM, cloth simulation, rigid bodies, optimisation.
 
 Run `python tools/bench.py` (or `python -m tools.bench`); `--quick` takes smaller sizes and fewer repeats, and
-`--only SECTION ...` runs some sections (saxpy launch compile autodiff gemm cloth rigid optim). Every number in the
+`--only SECTION ...` runs some sections (saxpy launch compile autodiff gemm cloth rigid optim contention). Every number in the
 printed table is measured in this run; a closing line checks them against the targets of the performance issue.
 Warp's columns are left empty when `warp` is not installed.
 
@@ -16,7 +16,9 @@ column is Newton on Warp's CPU backend with the same cloth, empty when `newton` 
 bodies x steps per second of 1000 boxes falling onto the ground (tools/bench_rigid.py), against Newton's
 semi-implicit solver; optimisation rows are seconds per iteration of configs/cloth_throw.yaml against a
 diffsim_cloth-style iteration in Newton, and the peak traced memory of one loss + gradient with the full tape and
-the checkpointed rollout (tools/bench_optim.py). Each number is the best of several runs.
+the checkpointed rollout (tools/bench_optim.py). The contention section runs workloads in separate processes alone,
+two at once and next to a busy core, on this toolkit's thread pool and on the OpenMP runtime it replaced
+(tools/bench_contention.py). Each number is the best of several runs, except the contention rates (one run each).
 """
 
 from __future__ import annotations
@@ -42,11 +44,11 @@ if __package__ in (None, ""):  # run as a script: tools/ is on sys.path, the rep
 import kernels  # noqa: E402
 
 try:
-    from . import bench_optim, bench_rigid, bench_sim
+    from . import bench_contention, bench_optim, bench_rigid, bench_sim
     from .bench_report import (Row, closing_line, cloth_rows, optim_rows, render_table, rigid_rows,
                                spring_backward_ratio)
 except ImportError:
-    from tools import bench_optim, bench_rigid, bench_sim
+    from tools import bench_contention, bench_optim, bench_rigid, bench_sim
     from tools.bench_report import (Row, closing_line, cloth_rows, optim_rows, render_table, rigid_rows,
                                     spring_backward_ratio)
 
@@ -79,6 +81,8 @@ class Settings:
     rigid_repeats: int  # timed runs, best kept
     optim_repeats: int  # timed iterations, best kept
     optim_memory_frames: int  # frames of the memory comparison (of the scene's substeps each)
+    contention_seconds: float = 3.0  # measured time of each process of the contention section
+    contention_workloads: tuple = bench_contention.WORKLOADS
 
 
 FULL = Settings(saxpy_count=10**7, saxpy_repeats=10, launch_count=20000, launch_rounds=5, compile_repeats=3,
@@ -90,9 +94,10 @@ QUICK = Settings(saxpy_count=2 * 10**6, saxpy_repeats=3, launch_count=2000, laun
                  spring_count=2 * 10**5, spring_repeats=3, gemm_size=1024, gemm_repeats=3, cloth_sizes=(32,),
                  cloth_frames={"semi_implicit": 4, "xpbd": 1}, cloth_repeats=1,
                  rigid_boxes=(10, 10, 10), rigid_steps=90, rigid_grad_boxes=(5, 4, 5), rigid_grad_steps=100,
-                 rigid_repeats=1, optim_repeats=1, optim_memory_frames=32)
+                 rigid_repeats=1, optim_repeats=1, optim_memory_frames=32, contention_seconds=0.5,
+                 contention_workloads=("xpbd32",))
 
-SECTIONS = ("saxpy", "launch", "compile", "autodiff", "gemm", "cloth", "rigid", "optim")
+SECTIONS = ("saxpy", "launch", "compile", "autodiff", "gemm", "cloth", "rigid", "optim", "contention")
 
 # ---------------------------------------------------------------------------------------------------------------
 # Kernel sources. Each is written to a file once per backend, headed by `import kernels as wp` or
@@ -728,6 +733,7 @@ def measure_all(backends: dict, settings: Settings, spring_source: str, vec3: bo
         "cloth": lambda: cloth_steps_per_second(backends, settings),
         "rigid": lambda: rigid_body_steps_per_second(backends, settings),
         "optim": lambda: optimisation_costs(settings),
+        "contention": lambda: bench_contention.measure(settings.contention_seconds, settings.contention_workloads),
     }
     return {section: measures[section]() for section in SECTIONS if section in sections}
 
@@ -776,6 +782,8 @@ def main(argv=None) -> int:
     if not vec3:
         print(f"note: vec3 builtins not available in kernels ({reason}); the spring kernel uses scalar math")
     print(render_table(table_rows(results, settings, kernel_label)))
+    if "contention" in results:
+        print(bench_contention.render(bench_contention.table(results["contention"])))
     for line in footnotes(results):
         print(line)
     print(closing_line(results))

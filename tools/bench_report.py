@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 try:
-    from . import bench_rigid, bench_sim
+    from . import bench_contention, bench_rigid, bench_sim
 except ImportError:  # run as a script: tools/ is on sys.path, the repository root is not
-    from tools import bench_rigid, bench_sim
+    from tools import bench_contention, bench_rigid, bench_sim
 
 if TYPE_CHECKING:
     from tools.bench import Settings
@@ -100,6 +100,10 @@ TARGETS = (
      lambda r: bench_sim.cloth_worst_speedup(r["cloth"]), 1.5, True),
     ("cloth", "cloth backward/forward (worst of all solvers and sizes)",
      lambda r: bench_sim.cloth_worst_backward(r["cloth"]), 3.0, False),
+    ("contention", "2 processes at once: each vs alone (worst cloth row)",
+     lambda r: bench_contention.worst_pair_ratio(r["contention"]), 0.45, True),
+    ("contention", "alone: pool vs previous runtime (worst row)",
+     lambda r: bench_contention.worst_alone_ratio(r["contention"]), 0.9, True),
 )
 
 

@@ -70,6 +70,17 @@ for _n in range(1, 4):
     add_builtin("view", (A(AnyType("T"), "D"),) + (IDX,) * _n,
                 lambda b, n=_n: ArrayType(b["T"], b["D"] - n), group="array", doc="a[i] (a[i, j], ...): the sub-array of the remaining dimensions")
 
+# a[start:stop:step, i, ...] inside a kernel: views of the selected elements (no copy), one dimension at a time;
+# bit k of `given` says whether start/stop/step was written. Gradient arrays are viewed the same way on replay.
+add_builtin("slice_view", (A(AnyType("T"), "D"), T.int32, S("I1", "int"), S("I2", "int"), S("I3", "int"), T.int32),
+            lambda b: ArrayType(b["T"], b["D"]), group="array", differentiable=False,
+            arg_names=("a", "dim", "start", "stop", "step", "given"),
+            doc="a[..., start:stop:step, ...] along dimension dim (Python's slice rules): a view")
+add_builtin("index_view", (A(AnyType("T"), "D"), T.int32, IDX),
+            lambda b: ArrayType(b["T"], b["D"] - 1), group="array", differentiable=False,
+            arg_names=("a", "dim", "i"),
+            doc="a[..., i, ...] inside a slicing subscript: dimension dim dropped at i (negative i counts from the end)")
+
 # Struct values: field read, functional field update, zero-initialised construction. Rendered specially.
 add_builtin("struct_get", (AnyType("S"),), None, group="struct", doc="s.field")
 add_builtin("struct_set", (AnyType("S"), AnyType("V")), None, group="struct", doc="s.field = v (new value)")

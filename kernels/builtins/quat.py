@@ -83,6 +83,10 @@ _quat("quat_rpy", (F, F, F), QF, "qz * qy * qx: extrinsic rotations about x (rol
 _quat("quat_slerp", (QF, QF, F), QF,
       "spherical interpolation on the shortest arc: a at t = 0, +-normalize(b) at t = 1", ("a", "b", "t"))
 
+for _name, _doc in (("eq", "a == b (every component)"), ("ne", "a != b (any component)")):
+    _quat(_name, (QF, QF), T.bool_, _doc, ("a", "b"), differentiable=False)
+    _xform(_name, (XF, XF), T.bool_, _doc, ("a", "b"), differentiable=False)
+
 # ---- transforms (`wp.transform(...)` resolves to construct_transform) --------------------------------------------
 
 _CONSTRUCT = dict(native="construct_transform", template_ret=True)

@@ -2,9 +2,7 @@
 #pragma once
 #include "core.h"
 #include "scalar_ops.h"
-#if defined(_OPENMP) && !defined(WP_CUDA)
-#include <omp.h>
-#endif
+#include "parallel.h"
 
 namespace wp {
 
@@ -81,10 +79,12 @@ CUDA_CALLABLE inline T& index(const array_t<T>& a, int wp_line, int64 i, int64 j
 }
 
 // a[i, ...] with fewer indices than dimensions: the sub-array of the remaining dimensions, sharing memory. A
-// missing array (a gradient that was not allocated) stays missing.
+// missing array (a gradient that was not allocated) stays missing. A view of a gradient array keeps its flags:
+// a plain write through the view consumes the element's gradient as a write into the parent does.
 template <typename T> CUDA_CALLABLE inline array_t<T> view_n(const array_t<T>& a, int n, const int64* idx) {
     array_t<T> r;
     if (!a.data) return r;
+    r.flags = a.flags;
     char* p = (char*)a.data;
     for (int d = 0; d < n; ++d) p += idx[d] * a.strides[d];
     r.data = (T*)p;
@@ -103,6 +103,46 @@ template <typename T> CUDA_CALLABLE inline array_t<T> view(const array_t<T>& a, 
 template <typename T> CUDA_CALLABLE inline array_t<T> view(const array_t<T>& a, int64 i, int64 j, int64 k) {
     const int64 idx[3] = {i, j, k};
     return view_n(a, 3, idx);
+}
+
+// a[..., start:stop:step, ...] along dimension d, with Python's slice rules (bit 0/1/2 of `given`: start/stop/step
+// written; negative bounds count from the end; bounds clamped). A zero step (only possible at run time; a literal
+// one is refused by the compiler) selects nothing. Same missing-array rule as view_n.
+template <typename T>
+CUDA_CALLABLE inline array_t<T> slice_view(const array_t<T>& a, int32 d, int64 start, int64 stop, int64 step,
+                                           int32 given) {
+    array_t<T> r;
+    if (!a.data) return r;
+    r = a;
+    const int64 n = a.shape[d];
+    if (!(given & 4)) step = 1;
+    const int64 lo = step > 0 ? 0 : -1, hi = step > 0 ? n : n - 1;
+    const int64 s0 = (given & 1) ? (start < 0 ? (start + n > lo ? start + n : lo) : (start < hi ? start : hi))
+                                 : (step > 0 ? lo : hi);
+    const int64 s1 = (given & 2) ? (stop < 0 ? (stop + n > lo ? stop + n : lo) : (stop < hi ? stop : hi))
+                                 : (step > 0 ? hi : lo);
+    int64 count = 0;
+    if (step > 0 && s1 > s0) count = (s1 - s0 + step - 1) / step;
+    if (step < 0 && s0 > s1) count = (s0 - s1 - step - 1) / (-step);
+    if (count > 0) r.data = (T*)((char*)a.data + s0 * a.strides[d]);
+    r.shape[d] = (int32)count;
+    r.strides[d] = a.strides[d] * step;
+    return r;
+}
+// a[..., i, ...] inside a subscript that also slices: dimension d dropped at index i (negative i counts from the end)
+template <typename T> CUDA_CALLABLE inline array_t<T> index_view(const array_t<T>& a, int32 d, int64 i) {
+    array_t<T> r;
+    if (!a.data) return r;
+    if (i < 0) i += a.shape[d];
+    r.flags = a.flags;
+    r.data = (T*)((char*)a.data + i * a.strides[d]);
+    r.ndim = a.ndim - 1;
+    for (int k = 0; k < r.ndim; ++k) {
+        const int src = k < d ? k : k + 1;
+        r.shape[k] = a.shape[src];
+        r.strides[k] = a.strides[src];
+    }
+    return r;
 }
 
 // ---- atomics on one address; return the previous value --------------------------------------------------------
@@ -268,27 +308,16 @@ template <typename T> CUDA_CALLABLE inline transform_t<T> atomic_rmw_add(transfo
     return old;
 }
 
-// Whether a CPU launch of at least the parallel threshold runs on more than one thread. When it does not, backward
-// passes add into gradient arrays without atomics.
 #if !defined(WP_CUDA)
-inline bool cpu_parallel() {
-#if defined(_OPENMP)
-    return omp_get_max_threads() > 1;
-#else
-    return false;
-#endif
-}
-#endif
-
-#if !defined(WP_CUDA)
-// Per-thread private copies of a gradient array for a parallel backward pass on the CPU: each thread adds into its
-// own zeroed copy without atomics, then `reduce` sums the copies into the real gradient array in parallel.
+// Private copies of a gradient array for a parallel backward pass on the CPU, one per chunk of the launch: each chunk
+// adds into its own zeroed copy without atomics (chunk 0 into the real array), then `reduce` sums the copies into the
+// real gradient array in parallel, in chunk order, so the result does not depend on which thread ran which chunk.
 // calloc gives zero pages that cost nothing until touched. An array without a gradient (data == nullptr) is kept.
 template <typename T> struct grad_shadow {
     array_t<T> target;
-    T* block = nullptr;  // copies for threads 1..threads-1; thread 0 adds into `target` itself
+    T* block = nullptr;  // copies for chunks 1..threads-1; chunk 0 adds into `target` itself
     int64 count = 0;
-    int threads = 0;
+    int threads = 0;  // number of chunks (one per pool thread)
 
     grad_shadow(const array_t<T>& a, int nthreads) : target(a), threads(nthreads) {
         if (!a.data || nthreads < 2) return;
@@ -326,8 +355,8 @@ template <typename T> struct grad_shadow {
     void reduce() {
         if (!target.data || threads < 2) return;
         const bool flat = contiguous();
-        #pragma omp parallel for schedule(static)
-        for (int64 e = 0; e < count; ++e) {
+        parallel_for(count, threads * kChunksPerThread, threads, [&](int64 begin, int64 end, int) {
+        for (int64 e = begin; e < end; ++e) {
             T sum = block[e];
             for (int t = 1; t < threads - 1; ++t) sum = add(sum, block[int64(t) * count + e]);
             T* dst;
@@ -343,6 +372,7 @@ template <typename T> struct grad_shadow {
             }
             *dst = add(*dst, sum);
         }
+        });
     }
 };
 

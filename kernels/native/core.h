@@ -145,6 +145,22 @@ struct mat_t {
     }
 };
 
+// Zero-size vectors and matrices (an empty slice such as v[9:]): C++ has no zero-size arrays (NVRTC refuses them),
+// so one unused element is stored; every operation loops over the zero length and never touches it.
+template <typename Type>
+struct vec_t<0, Type> {
+    Type c[1];
+    CUDA_CALLABLE vec_t() { c[0] = Type(0); }
+    CUDA_CALLABLE Type& operator[](int i) { return c[i]; }
+    CUDA_CALLABLE const Type& operator[](int i) const { return c[i]; }
+};
+
+template <typename Type>
+struct mat_t<0, 0, Type> {
+    Type data[1][1];
+    CUDA_CALLABLE mat_t() { data[0][0] = Type(0); }
+};
+
 template <typename Type>
 struct quat_t {
     Type x, y, z, w;

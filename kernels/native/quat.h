@@ -520,4 +520,16 @@ CUDA_CALLABLE inline void adj_quat_slerp(const quat_t<T>& q0, const quat_t<T>& q
     adj_quat_inverse(q0, adj_q0, adj_inv);
 }
 
+// ---- comparisons (no adjoint: booleans) ----------------------------------------------------------------------
+template <typename T> CUDA_CALLABLE inline bool eq(const quat_t<T>& a, const quat_t<T>& b) {
+    return a.x == b.x && a.y == b.y && a.z == b.z && a.w == b.w;
+}
+template <typename T> CUDA_CALLABLE inline bool ne(const quat_t<T>& a, const quat_t<T>& b) { return !eq(a, b); }
+template <typename T> CUDA_CALLABLE inline bool eq(const transform_t<T>& a, const transform_t<T>& b) {
+    return eq(a.p, b.p) && eq(a.q, b.q);
+}
+template <typename T> CUDA_CALLABLE inline bool ne(const transform_t<T>& a, const transform_t<T>& b) {
+    return !eq(a, b);
+}
+
 }  // namespace wp

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from .. import ir
 from ..errors import CompileError
-from ..typesys import ArrayType, is_differentiable_type
+from ..typesys import ARRAY_VIEWS, ArrayType, is_differentiable_type
 from .inplace import check_inplace
 
 # builtins whose adjoint does not read the primal values of their operands
@@ -212,7 +212,7 @@ def _check_struct_root(base: ir.Value, use: ir.Op, fn):
     """An array reached through struct fields has a gradient array only when the struct is a kernel parameter (its
     adjoint struct holds the fields' gradient arrays). A struct made in the kernel (by a builtin such as
     wp.mesh_get, or built locally) has none: refuse rather than drop the gradient."""
-    from ..typesys import ArrayType, is_differentiable_type
+    from ..typesys import ARRAY_VIEWS, ArrayType, is_differentiable_type
     t = use.results[0].type if use.results else None
     if isinstance(t, ArrayType) and not is_differentiable_type(t.dtype):
         return  # an array of ints carries no gradient
@@ -236,7 +236,7 @@ def array_adjoint_source(v: ir.Value, fn):
     if op.opcode == "call" and op.attrs.get("name") == "struct_get":
         _check_struct_root(op.operands[0], op, fn)
         return ("field", op.operands[0], op.attrs["field"])
-    if op.opcode == "call" and op.attrs.get("name") == "view":
+    if op.opcode == "call" and op.attrs.get("name") in ARRAY_VIEWS:
         return array_adjoint_source(op.operands[0], fn)
     raise CompileError("the gradient of an array chosen by control flow cannot be computed; "
                        "pass the array directly", op.loc, fn.name)

@@ -22,12 +22,16 @@ from __future__ import annotations
 from .. import ir
 from ..access import array_access
 from ..errors import CompileError
-from ..typesys import ArrayType, is_differentiable_type, is_struct
+from ..typesys import ARRAY_VIEWS, ArrayType, is_differentiable_type, is_struct
 
 _READS = {"load", "tile_load"}
 _WRITES = {"store", "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "tile_store", "tile_atomic_add"}
+# builtins whose adjoint reads no primal value (constructors from components and conversions among float types are
+# linear too: each output component is one input component)
 _LINEAR = {"add", "sub", "neg", "pos", "copy", "extract", "assign", "struct_get", "struct_set", "construct",
-           "address"}
+           "address", "construct_vector", "construct_matrix", "construct_quat", "construct_transform",
+           "matrix_from_rows", "matrix_from_cols", "transpose", "transform_get_translation",
+           "transform_get_rotation"}
 
 
 class _Access:
@@ -148,10 +152,10 @@ def _flatten_call(op, flat, env, ctx, loops, branches, where, results, operands)
         flat.nodes.append((results, operands, "linear"))
         return
     if results and isinstance(op.results[0].type, ArrayType):
-        if name in ("struct_get", "view") and operands[0] in flat.roots:
+        if (name == "struct_get" or name in ARRAY_VIEWS) and operands[0] in flat.roots:
             field = op.attrs.get("field")
             flat.roots[results[0]] = flat.roots[operands[0]] + (f".{field}" if name == "struct_get" else "")
-            if name == "view" or operands[0] in flat.viewed:
+            if name in ARRAY_VIEWS or operands[0] in flat.viewed:
                 flat.viewed.add(results[0])
         return
     if name in _READS or name in _WRITES:

@@ -17,6 +17,7 @@ from ..errors import (CompileAttributeError, CompileError, CompileTypeError, Com
 from ..typesys import ArrayType, PackType, ShapeType, StaticType, TileType, describe, is_struct
 from .clone import substitute
 from .typeinfer_paths import PathForms
+from .typeinfer_slices import SliceForms, is_slice
 from .typeinfer_tiles import TileForms
 
 _COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
@@ -47,7 +48,7 @@ def _field_value(struct_value, field):
     return None
 
 
-class TypeInference(TileForms, PathForms):
+class TypeInference(TileForms, PathForms, SliceForms):
     def __init__(self, fn: ir.Function, specialize):
         self.fn = fn
         self.specialize = specialize  # (user function object, arg types, loc) -> typed ir.Function
@@ -508,6 +509,8 @@ class TypeInference(TileForms, PathForms):
     def op_getitem(self, op):
         base, *idx = op.operands
         t = base.type
+        if any(is_slice(i) for i in idx):
+            return self.getitem_sliced(op, base, idx)
         if isinstance(t, ArrayType):
             if len(idx) > t.ndim:
                 raise self.error(f"a {t.ndim}-d array is indexed with {t.ndim} indices, got {len(idx)}", op)
@@ -536,6 +539,8 @@ class TypeInference(TileForms, PathForms):
     def op_setitem(self, op):
         base, *idx, value = op.operands
         t = base.type
+        if any(is_slice(i) for i in idx):
+            return self.setitem_sliced(op, base, idx, value)
         if isinstance(t, ArrayType):
             if len(idx) != t.ndim:
                 raise self.error(f"a {t.ndim}-d array is indexed with {t.ndim} indices, got {len(idx)}", op)

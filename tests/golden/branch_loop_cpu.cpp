@@ -48,8 +48,10 @@ static CUDA_CALLABLE inline void k0_branch_loop_forward_thread(const wp::launch_
 extern "C" WP_EXPORT void k0_branch_loop_forward(const wp::launch_bounds_t* lb, const k0_branch_loop_args* args, wp::int64 parallel_threshold) {
     const wp::int64 n = lb->size;
     if (n >= parallel_threshold && wp::cpu_parallel()) {
-        #pragma omp parallel for schedule(static)
-        for (wp::int64 task = 0; task < n; ++task) k0_branch_loop_forward_thread(*lb, task, *args);
+        wp::parallel_for(n, wp::cpu_threads() * wp::kChunksPerThread, wp::cpu_threads(),
+                         [&](wp::int64 begin, wp::int64 end, int) {
+            for (wp::int64 task = begin; task < end; ++task) k0_branch_loop_forward_thread(*lb, task, *args);
+        });
     } else {
         for (wp::int64 task = 0; task < n; ++task) k0_branch_loop_forward_thread(*lb, task, *args);
     }
@@ -145,8 +147,10 @@ static CUDA_CALLABLE inline void k0_branch_loop_backward_thread(const wp::launch
 extern "C" WP_EXPORT void k0_branch_loop_backward(const wp::launch_bounds_t* lb, const k0_branch_loop_args* args, const k0_branch_loop_args* adj_args, wp::int64 parallel_threshold) {
     const wp::int64 n = lb->size;
     if (n >= parallel_threshold && wp::cpu_parallel()) {
-        #pragma omp parallel for schedule(static)
-        for (wp::int64 task = 0; task < n; ++task) k0_branch_loop_backward_thread<false>(*lb, task, *args, *adj_args);
+        wp::parallel_for(n, wp::cpu_threads() * wp::kChunksPerThread, wp::cpu_threads(),
+                         [&](wp::int64 begin, wp::int64 end, int) {
+            for (wp::int64 task = begin; task < end; ++task) k0_branch_loop_backward_thread<false>(*lb, task, *args, *adj_args);
+        });
     } else {
         for (wp::int64 task = 0; task < n; ++task) k0_branch_loop_backward_thread<false>(*lb, task, *args, *adj_args);
     }

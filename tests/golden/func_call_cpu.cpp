@@ -43,8 +43,10 @@ static CUDA_CALLABLE inline void k0_func_call_forward_thread(const wp::launch_bo
 extern "C" WP_EXPORT void k0_func_call_forward(const wp::launch_bounds_t* lb, const k0_func_call_args* args, wp::int64 parallel_threshold) {
     const wp::int64 n = lb->size;
     if (n >= parallel_threshold && wp::cpu_parallel()) {
-        #pragma omp parallel for schedule(static)
-        for (wp::int64 task = 0; task < n; ++task) k0_func_call_forward_thread(*lb, task, *args);
+        wp::parallel_for(n, wp::cpu_threads() * wp::kChunksPerThread, wp::cpu_threads(),
+                         [&](wp::int64 begin, wp::int64 end, int) {
+            for (wp::int64 task = begin; task < end; ++task) k0_func_call_forward_thread(*lb, task, *args);
+        });
     } else {
         for (wp::int64 task = 0; task < n; ++task) k0_func_call_forward_thread(*lb, task, *args);
     }
@@ -79,8 +81,10 @@ static CUDA_CALLABLE inline void k0_func_call_backward_thread(const wp::launch_b
 extern "C" WP_EXPORT void k0_func_call_backward(const wp::launch_bounds_t* lb, const k0_func_call_args* args, const k0_func_call_args* adj_args, wp::int64 parallel_threshold) {
     const wp::int64 n = lb->size;
     if (n >= parallel_threshold && wp::cpu_parallel()) {
-        #pragma omp parallel for schedule(static)
-        for (wp::int64 task = 0; task < n; ++task) k0_func_call_backward_thread<false>(*lb, task, *args, *adj_args);
+        wp::parallel_for(n, wp::cpu_threads() * wp::kChunksPerThread, wp::cpu_threads(),
+                         [&](wp::int64 begin, wp::int64 end, int) {
+            for (wp::int64 task = begin; task < end; ++task) k0_func_call_backward_thread<false>(*lb, task, *args, *adj_args);
+        });
     } else {
         for (wp::int64 task = 0; task < n; ++task) k0_func_call_backward_thread<false>(*lb, task, *args, *adj_args);
     }
