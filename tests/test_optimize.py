@@ -135,8 +135,8 @@ def test_resume_without_snapshot_or_with_another_config_is_refused(tmp_path, cap
 BAD = [
     ("unknown parameter path", "parameters:\n  - path: cloth.0.colour\n", 8, "parameters[0].path: cloth.0.colour: "
      "not a learnable parameter"),
-    ("non-differentiable parameter", "parameters:\n  - path: sim.contact.mu\n", 8,
-     "sim.contact.mu: not a learnable parameter"),
+    ("non-differentiable parameter", "parameters:\n  - path: sim.contact.ke\n", 8,
+     "sim.contact.ke: not a learnable parameter"),
     ("time stepping is not learnable", "parameters:\n  - path: sim.substeps\n", 8, "sim.substeps: not a learnable"),
     ("object index out of range", "parameters:\n  - path: cloth.3.vel\n", 8, "cloth.3.vel: no cloth object 3"),
     ("log of a vector", "parameters:\n  - {path: cloth.0.vel, log: true}\n", 8, "log: true applies to positive"),
