@@ -290,3 +290,10 @@ def test_judge_fails_at_a_jump_and_at_a_kink():
     jump = dict(smooth, losses=smooth["losses"] + 0.01 * (x > 0.025))
     kink = dict(smooth, losses=smooth["losses"] + 0.4 * np.maximum(x - 0.015, 0.0))
     assert any("not smooth" in p for p in judge(jump)) and any("not smooth" in p for p in judge(kink))
+
+
+def test_the_table_in_docs_gradients_md_is_up_to_date():
+    from tools import param_table
+    with open(param_table.DOC_PATH, encoding="utf-8") as f:
+        text = f.read()
+    assert param_table.updated(text) == text, "docs/gradients.md is out of date: run python tools/param_table.py"
