@@ -22,7 +22,8 @@ PARTICLE_ACTIVE = 1
 
 @wp.struct
 class ContactParams:
-    """Contact material between particles and shapes (and between particles)."""
+    """Contact material between particles and shapes (and between particles). For particle-shape contact the
+    solvers read mu from `Model.soft_contact_mu` (an array, so that a Tape differentiates it)."""
 
     ke: float  # normal stiffness [N/m]
     kd: float  # normal damping [N s/m]
@@ -94,6 +95,8 @@ class Model:
         up_axis: 0, 1 or 2 (x, y, z).
         particle_damping: velocity damping rate [1/s] applied by the integrators.
         soft_contact: ContactParams for particle-shape contact.
+        soft_contact_mu: its Coulomb coefficient as the array the particle solvers read [-], shape [1]
+            (a property, see there).
         particle_contact: ContactParams for particle-particle contact.
         particle_grid_enabled: whether particle-particle contact is simulated.
         rigid_contact_margin: distance [m] below which rigid-body contact candidates are kept (SolverRigid); forces
@@ -118,9 +121,32 @@ class Model:
         self.particle_damping = 0.0
         # kf (viscous friction) stays explicit-stable for light cloth vertices (kf dt / m < 1 at dt = 1e-3, m = 0.01 kg)
         self.soft_contact = ContactParams(ke=1.0e4, kd=10.0, kf=10.0, mu=0.5, margin=0.01)
+        self._soft_contact_mu = wp.zeros(1, dtype=float, device=self.device)
+        self._soft_contact_mu_copied = None  # the soft_contact.mu last copied into the array
         self.particle_contact = ContactParams(ke=1.0e3, kd=1.0, kf=10.0, mu=0.5, margin=0.01)
         self.particle_grid_enabled = False
         self.particle_max_radius = 0.0
+
+    @property
+    def soft_contact_mu(self) -> wp.array:
+        """Coulomb friction coefficient of particle-shape contact, the array the particle solvers read [-],
+        shape [1].
+
+        `soft_contact.mu` is the setting; it is copied in here whenever it changed since the last read. Kernels
+        read the array rather than the struct's float so that a Tape sees the coefficient: `sim optimize` learns
+        `sim.contact.mu` by writing this array inside the Tape. Assigning a number sets `soft_contact.mu`
+        (warp.sim's `soft_contact_mu` is a float attribute)."""
+        mu = float(self.soft_contact.mu)
+        if mu != self._soft_contact_mu_copied:
+            self._soft_contact_mu.fill_(mu)
+            self._soft_contact_mu_copied = mu
+        if self.requires_grad and not self._soft_contact_mu.requires_grad:
+            self._soft_contact_mu.requires_grad = True
+        return self._soft_contact_mu
+
+    @soft_contact_mu.setter
+    def soft_contact_mu(self, value: float):
+        self.soft_contact.mu = float(value)
 
     def state(self, requires_grad: bool | None = None) -> "State":
         """A new State holding the model's initial particle positions and velocities and body poses and

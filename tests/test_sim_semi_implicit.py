@@ -342,7 +342,8 @@ def test_rollout_gradient(device, scene, wrt):
 
 
 def test_contact_force_gradient_in_every_regime(device):
-    """One launch of the contact kernel: sliding, sticking, approaching (damped), separating and no contact."""
+    """One launch of the contact kernel: sliding, sticking, approaching (damped), separating and no contact;
+    gradients with respect to positions, velocities and the friction coefficient (Model.soft_contact_mu)."""
     b = sim.ModelBuilder()
     cases = [((0.0, 0.005, 0.0), (1.0, -0.2, 0.0)),  # sliding on the ground, approaching
              ((0.3, 0.008, 0.0), (0.01, 0.1, 0.02)),  # sticking (viscous friction), separating
@@ -355,15 +356,15 @@ def test_contact_force_gradient_in_every_regime(device):
     b.add_shape_sphere(pos=(1.0, 0.0, 1.0), radius=0.4)
     model = b.finalize(device, requires_grad=True)
     model.soft_contact = sim.ContactParams(ke=1.0e3, kd=5.0, kf=10.0, mu=0.5, margin=0.0)
-    x, v = model.particle_q, model.particle_qd
+    x, v, mu = model.particle_q, model.particle_qd, model.soft_contact_mu
 
     def forces(*_):
         f = wp.zeros(model.particle_count, dtype=wp.vec3, device=device, requires_grad=True)
         wp.launch(semi_implicit_kernels.eval_shape_contact_forces, dim=(model.particle_count, model.shape_count),
-                  inputs=[x, v, model.particle_radius, model.particle_flags, _shapes(model), model.soft_contact, f],
-                  device=device)
+                  inputs=[x, v, model.particle_radius, model.particle_flags, _shapes(model), model.soft_contact, mu,
+                          f], device=device)
         return f
 
     f = forces().numpy()
     assert np.all(f[:2, 1] > 0) and np.all(f[2] == 0) and f[3, 1] > 0
-    gradcheck(forces, [x, v], eps=1e-4, atol=2e-2, rtol=1e-2)
+    gradcheck(forces, [x, v, mu], eps=1e-4, atol=2e-2, rtol=1e-2)

@@ -15,13 +15,7 @@ import numpy as np
 import kernels as wp
 
 from ..scene.errors import SceneError
-
-LEARNABLE = ("cloth.N.vel", "cloth.N.velocities", "cloth.N.mass", "cloth.N.forces",
-             "cloth.N.material.{tri_ke,tri_ka,tri_kd,edge_ke,edge_kd,spring_ke,spring_kd}",
-             "materials.NAME.{same keys}", "particles.N.{vel,velocities,mass,forces}",
-             "bodies.N.{vel,angular_vel}", "bodies.N.material.{ke,kd,kf,mu,restitution}",
-             "colliders.N.{pos,radius,half_extents,half_height}", "colliders.N.material.{ke,kd,kf,mu,restitution}")
-RIGID_MATERIAL_KEYS = ("ke", "kd", "kf", "mu", "restitution")
+from .learnable import LEARNABLE, REFUSED, RIGID_MATERIAL_KEYS, acting_solvers, learnable_summary, pattern_of
 
 # material key -> (model array, column or None)
 MATERIAL_TARGETS = {"tri_ke": ("tri_materials", 0), "tri_ka": ("tri_materials", 1), "tri_kd": ("tri_materials", 2),
@@ -211,12 +205,23 @@ def resolve(path: str, scene, built, *, log: bool = False, bounds=None, where: s
         targets, initial, shape = _targets(parts, scene, built, fail)
     except (IndexError, KeyError, TypeError):
         fail("no such key in the scene")
+    _check_acted_on(pattern_of(parts), scene, fail)
     if log and any(t.how in ("vec3", "position", "spatial_part") for t in targets):
         fail("log: true applies to positive scalars (stiffness, mass, radius), not to vectors")
     try:
         return LearnedParameter(path, targets, initial, log=log, bounds=bounds, shape=shape)
     except ValueError as e:
         fail(str(e).split(": ", 1)[-1])
+
+
+def _check_acted_on(pattern: str, scene, fail):
+    """Refuse a key that no solver of the scene reads (its gradient would be a silent zero): see REFUSED."""
+    acting = acting_solvers(pattern, scene)
+    if not acting:
+        fail("nothing in the scene is simulated by a solver that reads it")
+    reasons = [REFUSED.get((solver, pattern)) for solver in acting]
+    if all(reasons):
+        fail(f"not learnable with the {' and '.join(acting)} solver: {'; '.join(dict.fromkeys(reasons))}")
 
 
 def _object(parts, scene, built, fail):
@@ -278,8 +283,12 @@ def _targets(parts, scene, built, fail):
         return _collider_targets(parts[1], parts[2], scene, built, fail)
     if head == "bodies" and len(parts) >= 3:
         return _body_targets(parts, scene, built, fail)
-    fail(f"not a learnable parameter (learnable: {'; '.join(LEARNABLE)}). Contact settings, gravity, counts "
-         "and time stepping are constants of the solvers' kernels and have no gradient")
+    if parts == ["sim", "contact", "mu"]:
+        # Model.soft_contact_mu is the array the particle solvers read (the struct's float has no gradient)
+        return [Target("model", "soft_contact_mu", "float", np.array([0]), np.array([0]))], \
+            np.array([scene.sim.contact.mu]), ()
+    fail(f"not a learnable parameter (learnable: {learnable_summary()}). The other contact settings, gravity, "
+         "counts and time stepping are constants of the solvers' kernels and have no gradient")
 
 
 def _material_targets(key, objects, built, fail):

@@ -150,6 +150,10 @@ class Problem:
         self._tape = tape
         return value, peak
 
+    def loss(self) -> float:
+        """The loss at the current parameters, from a rollout without a Tape (for finite differences)."""
+        return float(self._rollout().numpy()[0])
+
     def find_blowup(self):
         """Simulate the current parameters without a Tape, checking every frame; the SimulationError naming the
         first frame and object with a non-finite position or velocity, or None if the rollout stays finite."""

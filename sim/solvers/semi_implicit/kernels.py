@@ -192,24 +192,25 @@ def eval_bending_forces(x: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3), 
 
 
 @wp.func
-def friction_force(vt: wp.vec3, fn: float, params: ContactParams):
+def friction_force(vt: wp.vec3, fn: float, kf: float, mu: float):
     """Regularised Coulomb friction opposing the tangential velocity `vt` [m/s]: -min(kf |vt|, mu fn) vt/|vt|.
     The viscous branch needs no division, so it is smooth through |vt| = 0."""
     speed = wp.length(vt)
-    if params.kf * speed <= params.mu * fn:
-        return vt * (-params.kf)
-    return vt * (-params.mu * fn / speed)
+    if kf * speed <= mu * fn:
+        return vt * (-kf)
+    return vt * (-mu * fn / speed)
 
 
 @wp.kernel
 def eval_shape_contact_forces(x: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3),
                               radius: wp.array(dtype=float), flags: wp.array(dtype=wp.int32), shapes: ShapeData,
-                              params: ContactParams, f: wp.array(dtype=wp.vec3)):
+                              params: ContactParams, mu: wp.array(dtype=float), f: wp.array(dtype=wp.vec3)):
     """Penalty contact of particle p with shape s (one thread per pair): the contact begins when the
     particle's surface is within `margin` of the shape; normal force ke * depth plus damping kd of the
-    approaching normal velocity, and regularised Coulomb friction. Shapes attached to a body sit at the body's
-    pose and damping and friction act on the velocity relative to the body's surface (one-way coupling: the
-    body feels nothing)."""
+    approaching normal velocity, and regularised Coulomb friction of coefficient mu[0] (Model.soft_contact_mu:
+    an array, so that its gradient is computed; params.mu is not read). Shapes attached to a body sit at the
+    body's pose and damping and friction act on the velocity relative to the body's surface (one-way coupling:
+    the body feels nothing)."""
     p, s = wp.tid()
     if (flags[p] & PARTICLE_ACTIVE) == 0:
         return
@@ -221,7 +222,7 @@ def eval_shape_contact_forces(x: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.v
     vn = wp.dot(vp, n)
     fn = -params.ke * c
     fd = -params.kd * wp.min(vn, 0.0)
-    ft = friction_force(vp - n * vn, fn, params)
+    ft = friction_force(vp - n * vn, fn, params.kf, mu[0])
     wp.atomic_add(f, p, n * (fn + fd) + ft)
 
 

@@ -52,7 +52,7 @@ class SolverSemiImplicit:
         if model.shape_count:
             wp.launch(k.eval_shape_contact_forces, dim=(model.particle_count, model.shape_count),
                       inputs=[x, v, model.particle_radius, model.particle_flags, _shapes(model, state),
-                              model.soft_contact, f], device=device)
+                              model.soft_contact, model.soft_contact_mu, f], device=device)
         if model.particle_grid_enabled:
             from ... import particle_contact  # written alongside the hash grid; imported only when enabled
             particle_contact.eval_particle_contacts(model, state, f)

@@ -32,7 +32,6 @@ class XPBDSettings:
     relaxation: float  # scale of the averaged Jacobi correction [-]
     damping: float  # velocity damping rate [1/s] (solver damping + Model.particle_damping)
     gravity: wp.vec3  # acceleration [m/s^2]
-    friction: float  # Coulomb coefficient of particle-shape contact [-]
 
 
 @wp.func
@@ -262,15 +261,16 @@ def solve_bending(x: wp.array(dtype=wp.vec3), inv_mass: wp.array(dtype=float),
 @wp.kernel
 def solve_shape_contacts(x: wp.array(dtype=wp.vec3), x_start: wp.array(dtype=wp.vec3),
                          mass: wp.array(dtype=float), flags: wp.array(dtype=wp.int32),
-                         radius: wp.array(dtype=float), shapes: ShapeData, settings: XPBDSettings,
-                         contact_delta: wp.array(dtype=wp.vec3)):
+                         radius: wp.array(dtype=float), shapes: ShapeData, friction: wp.array(dtype=float),
+                         settings: XPBDSettings, contact_delta: wp.array(dtype=wp.vec3)):
     """One pass over particle-shape pairs, launched over (particle_count, shape_count).
 
     A particle closer than its radius to a shape's surface is pushed out along the shape's normal to distance
     radius. Positional Coulomb friction then removes the tangential displacement since the start of the step
     (`x_start`) relative to the shape's surface (a shape on a body carries the particle along), by at most
-    friction * (normal correction) [m]: static friction below that limit, sliding above. Shapes attached to a
-    body sit at the body's pose of the step's start (one-way coupling: the body feels nothing).
+    friction[0] * (normal correction) [m]: static friction below that limit, sliding above (the coefficient is
+    an array, Model.soft_contact_mu, so that its gradient is computed). Shapes attached to a body sit at the
+    body's pose of the step's start (one-way coupling: the body feels nothing).
     Contact corrections are summed into `contact_delta` [m], not averaged: each one vanishes as its contact
     starts, so the step stays continuous in the inputs (a contact count in the Jacobi average would jump).
     """
@@ -286,7 +286,7 @@ def solve_shape_contacts(x: wp.array(dtype=wp.vec3), x_start: wp.array(dtype=wp.
             tangential = moved - n * wp.dot(moved, n)
             # static: remove all the slip (no division, so its derivative holds down to zero slip);
             # sliding: remove `limit` of it
-            limit = settings.friction * penetration
+            limit = friction[0] * penetration
             if limit > 0.0:
                 slip = wp.length(tangential)
                 if slip > limit:

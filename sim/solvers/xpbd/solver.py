@@ -29,7 +29,7 @@ class SolverXPBD:
         bending edges: C = dihedral angle - edge_rest_angle (the sign convention of the builder), compliance
             1 / (edge_bending_properties[:, 0] * edge_rest_scale).
         shapes: every particle against every shape (shape_sdf), pushed out to distance particle_radius, with
-            positional Coulomb friction of coefficient model.soft_contact.mu (static: the tangential motion since
+            positional Coulomb friction of coefficient model.soft_contact_mu (static: the tangential motion since
             the step's start relative to the shape's surface is removed; sliding: by at most mu times the normal
             correction). Shapes attached to bodies sit at state_in.body_q and move with state_in.body_qd (one-way
             coupling: the bodies feel nothing). Contact
@@ -49,8 +49,9 @@ class SolverXPBD:
     after it was read; inverse masses and the triangle edges' rest lengths and stiffnesses are computed once
     per step from model.particle_mass, tri_poses and tri_materials. Without a Tape the solver reuses its
     buffers from step to step. Differentiable inputs: the initial state, particle_mass, spring_stiffness,
-    spring_rest_length, tri_poses, tri_materials, edge_bending_properties, shape_transform, shape_scale and the
-    external forces. Memory per step grows with `iterations` (about 3 particle arrays and the lambdas each).
+    spring_rest_length, tri_poses, tri_materials, edge_bending_properties, shape_transform, shape_scale,
+    soft_contact_mu and the external forces (docs/gradients.md lists what is not). Memory per step grows with
+    `iterations` (about 3 particle arrays and the lambdas each).
 
     Args:
         model: the Model to simulate.
@@ -81,7 +82,6 @@ class SolverXPBD:
         s.relaxation = self.relaxation
         s.damping = self.damping + float(model.particle_damping)
         s.gravity = model.gravity
-        s.friction = float(model.soft_contact.mu)
         return s
 
     def step(self, model, state_in, state_out, control, dt: float):
@@ -234,7 +234,7 @@ class SolverXPBD:
         if model.shape_count:
             wp.launch(k.solve_shape_contacts, dim=(model.particle_count, model.shape_count), device=device,
                       inputs=[x, state_in.particle_q, model.particle_mass, model.particle_flags,
-                              model.particle_radius, shapes, settings],
+                              model.particle_radius, shapes, model.soft_contact_mu, settings],
                       outputs=[contact_delta])
 
 
