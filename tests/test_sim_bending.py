@@ -320,3 +320,15 @@ def test_landing_gradient_matches_finite_differences(device):
     landing = Landing(device, "quadratic", requires_grad=True)
     landing.vx.assign(np.array([1.0], np.float32))
     gradcheck(landing, [landing.vx], eps=1e-2)
+
+
+def test_scene_key_sim_bending_picks_the_model():
+    from sim.scene import Scene
+    text = "sim: {frames: 1}\ncloth:\n  - grid: {dim_x: 2, dim_y: 2, cell_x: 0.1, cell_y: 0.1}\n" \
+           "    material: {edge_ke: 1.0}\n"
+    assert Scene.from_string(text).build("cpu").model.bending_model == "quadratic"  # the default
+    for bending in ("quadratic", "dihedral"):
+        scene = Scene.from_string(text, overrides=[f"sim.bending={bending}"])
+        model = scene.build("cpu").model
+        assert model.bending_model == bending and model.edge_count == 16
+        assert np.abs(model.edge_bending_weights.numpy()).max() > 0
