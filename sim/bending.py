@@ -62,8 +62,9 @@ def dihedral_angle(o0, o1, v0, v1) -> float:
 def bending_scale(o0, o1, v0, v1) -> float:
     """Rest constant of a bending edge [m^3]: edge length times the mean of its two triangles' doubled areas.
 
-    The bending energy is ke/2 * scale * (angle - rest)^2: at rest shape its force on an opposite vertex is
-    ke * angle * length^2, the force warp.sim/Newton apply for the same ke, while remaining an exact gradient.
+    The dihedral model's energy is ke/2 * scale * (angle - rest)^2: at rest shape its force on an opposite vertex
+    is ke * angle * length^2, the force warp.sim/Newton apply for the same ke, while remaining an exact gradient.
+    The quadratic model's energy, ke/2 * scale * |b|^2, equals it to second order at a flat hinge.
     """
     e = v1 - v0
     n1 = np.cross(v0 - o0, v1 - o0)
@@ -72,7 +73,7 @@ def bending_scale(o0, o1, v0, v1) -> float:
 
 
 def _cot(a, b) -> float:
-    """Cotangent of the angle between vectors a and b; inf-free only for non-parallel vectors."""
+    """Cotangent of the angle between vectors a and b, which must not be parallel."""
     return float(np.dot(a, b) / np.linalg.norm(np.cross(a, b)))
 
 

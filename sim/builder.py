@@ -428,15 +428,15 @@ class ModelBuilder:
         m.edge_indices = wp.array(np.asarray(self.edge_indices, np.int32).reshape(-1, 4), dtype=wp.int32, device=d)
         m.edge_rest_angle = arr(self.edge_rest_angle, float)
         m.edge_rest_scale = arr(self.edge_rest_scale, float)
+        m.edge_bending_weights = wp.array(np.asarray(self.edge_bending_weights, np.float32).reshape(-1, 4),
+                                          dtype=float, device=d)
+        m.edge_bending_properties = wp.array(np.asarray(self.edge_bending_properties, np.float32).reshape(-1, 2),
+                                             dtype=float, device=d, requires_grad=rg)
         m.bending_model = self.bending
         if self.bending == "quadratic":
             curved = curved_rest_warning(self.edge_indices, self.edge_rest_angle, self.edge_bending_properties)
             if curved is not None:
                 warnings.warn(curved, stacklevel=2)
-        m.edge_bending_weights = wp.array(np.asarray(self.edge_bending_weights, np.float32).reshape(-1, 4),
-                                          dtype=float, device=d)
-        m.edge_bending_properties = wp.array(np.asarray(self.edge_bending_properties, np.float32).reshape(-1, 2),
-                                             dtype=float, device=d, requires_grad=rg)
 
         m.shape_count = len(self.shape_type)
         m.shape_type = arr(self.shape_type, wp.int32, np_dtype=np.int32)

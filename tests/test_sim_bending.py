@@ -15,7 +15,7 @@ import pytest
 
 import kernels as wp
 import sim
-from autodiff import gradcheck
+from autodiff import Tape, gradcheck
 from sim.bending import bending_energy, bending_scale, dihedral_angle, hinge_weights
 from sim.solvers.semi_implicit import kernels as semi_implicit_kernels
 from sim.solvers.semi_implicit.solver import _bending_kernel, _edges
@@ -148,18 +148,22 @@ def test_quadratic_bending_force_passes_gradcheck(device):
 
 
 def xpbd_bending_pass(model, solver, x, lambda_in, dt):
-    """One Jacobi pass of the quadratic bending constraints alone (atomic path, as on a Tape): the position
-    corrections [m] and the updated multipliers."""
+    """One Jacobi pass of the bending constraints of model.bending_model alone (atomic path, as on a Tape): the
+    position corrections [m] and the updated multipliers (vec3 for the quadratic model)."""
     device = model.device
     n = model.particle_count
     mass = model.particle_mass.numpy()
     inv_mass = wp.array((1.0 / mass).astype(np.float32), dtype=float, device=device)
     delta = wp.zeros(n, dtype=wp.vec3, device=device, requires_grad=True)
-    lambda_out = wp.zeros(model.edge_count, dtype=wp.vec3, device=device, requires_grad=True)
-    wp.launch(xpbd_kernels.solve_bending_quadratic, dim=model.edge_count, device=device,
-              inputs=[x, inv_mass, model.edge_indices, model.edge_bending_weights, model.edge_rest_scale,
-                      model.edge_bending_properties, lambda_in, solver.settings(model, dt), solver.degree,
-                      solver.slots.edge_base, solver.slots.slot_of, 0],
+    lambda_out = wp.zeros(model.edge_count, dtype=lambda_in.dtype, device=device, requires_grad=True)
+    if model.bending_model == "quadratic":
+        kernel, geometry = xpbd_kernels.solve_bending_quadratic, [model.edge_bending_weights]
+    else:
+        kernel, geometry = xpbd_kernels.solve_bending, [model.edge_rest_angle]
+    wp.launch(kernel, dim=model.edge_count, device=device,
+              inputs=[x, inv_mass, model.edge_indices] + geometry + [
+                  model.edge_rest_scale, model.edge_bending_properties, lambda_in, solver.settings(model, dt),
+                  solver.degree, solver.slots.edge_base, solver.slots.slot_of, 0],
               outputs=[delta, solver.slots.corrections(None), lambda_out])
     return delta, lambda_out
 
@@ -179,6 +183,30 @@ def test_quadratic_bending_constraint_passes_gradcheck(device):
 
     gradcheck(run, [x, lambda_in], eps=1e-3, atol=1e-4)
     gradcheck(run, [model.edge_bending_properties], eps=1.0, atol=1e-4)
+
+
+@pytest.mark.parametrize("bending", ["quadratic", "dihedral"])
+def test_xpbd_bending_gradient_at_an_exactly_flat_hinge(device, bending):
+    """The first iteration of a step from a flat cloth: C = 0 and no multiplier, so the update is 0 but its
+    derivative is not. (The dihedral kernel used to skip its corrections, and with them their adjoint, when
+    the update was 0: a zero gradient where central differences give 0.06.)"""
+    model, _, _ = bent_cloth(device, bending, ke=100.0)
+    x = wp.clone(model.particle_q, requires_grad=True)
+    solver = sim.SolverXPBD(model, iterations=1)
+    lambda_in = wp.zeros(model.edge_count, dtype=wp.vec3 if bending == "quadratic" else float, device=device,
+                         requires_grad=True)
+
+    def run(*_):
+        return xpbd_bending_pass(model, solver, x, lambda_in, 1.0 / 30.0)[0]
+
+    tape = Tape()
+    with tape:
+        delta = run()
+    weights = np.random.default_rng(2).standard_normal((model.particle_count, 3)).astype(np.float32)
+    tape.backward(grads={delta: wp.array(weights, dtype=wp.vec3, device=device)})
+    assert np.abs(x.grad.numpy()).max() > 1e-2  # well above the tolerance below
+    tape.zero()
+    gradcheck(run, [x], eps=1e-3, atol=1e-4)
 
 
 def test_new_bending_kernels_compile_to_ptx():

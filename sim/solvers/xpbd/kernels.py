@@ -193,6 +193,21 @@ def solve_triangle_edges(x: wp.array(dtype=wp.vec3), inv_mass: wp.array(dtype=fl
 # Bending
 
 
+@wp.func
+def emit_hinge_corrections(delta: wp.array(dtype=wp.vec3), corrections: wp.array(dtype=wp.vec3),
+                           slot_of: wp.array(dtype=wp.int32), base: int, o0: int, o1: int, v0: int, v1: int,
+                           d1: wp.vec3, d2: wp.vec3, d3: wp.vec3, d4: wp.vec3, use_slots: int, active: bool):
+    """Hand on a bending edge's corrections of (o0, o1, v0, v1) [m] (emit_correction, slots base + 0..3). A
+    skipped edge (not `active`: an opposite vertex may be -1) writes only its zero slots. Gated on `active`,
+    not on a nonzero multiplier update: at an exactly flat hinge with no multiplier the update is 0 but its
+    derivative is not, and the adjoint must still run."""
+    if use_slots != 0 or active:
+        emit_correction(delta, corrections, slot_of, base, o0, d1, use_slots)
+        emit_correction(delta, corrections, slot_of, base + 1, o1, d2, use_slots)
+        emit_correction(delta, corrections, slot_of, base + 2, v0, d3, use_slots)
+        emit_correction(delta, corrections, slot_of, base + 3, v1, d4, use_slots)
+
+
 @wp.kernel
 def solve_bending(x: wp.array(dtype=wp.vec3), inv_mass: wp.array(dtype=float),
                   edge_indices: wp.array2d(dtype=wp.int32), rest_angle: wp.array(dtype=float),
@@ -221,6 +236,7 @@ def solve_bending(x: wp.array(dtype=wp.vec3), inv_mass: wp.array(dtype=float),
     d2 = zero
     d3 = zero
     d4 = zero
+    active = False
     ke = bending_properties[k, 0] * rest_scale[k]  # Model.edge_rest_scale: warp.sim/Newton's meaning of ke
     if o0 >= 0 and o1 >= 0 and ke > 0.0:
         w1 = inv_mass[o0]
@@ -243,18 +259,10 @@ def solve_bending(x: wp.array(dtype=wp.vec3), inv_mass: wp.array(dtype=float),
                 d2 = g2 * (w2 * dlam)
                 d3 = g3 * (w3 * dlam)
                 d4 = g4 * (w4 * dlam)
+                active = True
     lambda_out[k] = lam + dlam
-    base = slot_base + 4 * k
-    if use_slots != 0:
-        corrections[slot_of[base]] = d1
-        corrections[slot_of[base + 1]] = d2
-        corrections[slot_of[base + 2]] = d3
-        corrections[slot_of[base + 3]] = d4
-    elif dlam != 0.0:
-        wp.atomic_add(delta, o0, d1)
-        wp.atomic_add(delta, o1, d2)
-        wp.atomic_add(delta, v0, d3)
-        wp.atomic_add(delta, v1, d4)
+    emit_hinge_corrections(delta, corrections, slot_of, slot_base + 4 * k, o0, o1, v0, v1, d1, d2, d3, d4,
+                           use_slots, active)
 
 
 @wp.kernel
@@ -306,17 +314,8 @@ def solve_bending_quadratic(x: wp.array(dtype=wp.vec3), inv_mass: wp.array(dtype
             d4 = dlam * (w4 * g4)
             active = True
     lambda_out[k] = lam + dlam
-    base = slot_base + 4 * k
-    if use_slots != 0:
-        corrections[slot_of[base]] = d1
-        corrections[slot_of[base + 1]] = d2
-        corrections[slot_of[base + 2]] = d3
-        corrections[slot_of[base + 3]] = d4
-    elif active:
-        wp.atomic_add(delta, o0, d1)
-        wp.atomic_add(delta, o1, d2)
-        wp.atomic_add(delta, v0, d3)
-        wp.atomic_add(delta, v1, d4)
+    emit_hinge_corrections(delta, corrections, slot_of, slot_base + 4 * k, o0, o1, v0, v1, d1, d2, d3, d4,
+                           use_slots, active)
 
 
 # ---------------------------------------------------------------------------------------------------------------
