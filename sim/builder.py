@@ -7,11 +7,14 @@ Rotations are given as a `wp.quat` or a plain (x, y, z, w) tuple. Positions in m
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
 import kernels as wp
 
+from .bending import (DEFAULT_BENDING, bending_scale, check_bending_model, curved_rest_warning, dihedral_angle,
+                      hinge_weights)
 from .model import PARTICLE_ACTIVE, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_PLANE, SHAPE_SPHERE, Model
 
 _AXES = {"x": 0, "y": 1, "z": 2}
@@ -48,19 +51,26 @@ def _rotate(q: np.ndarray, v) -> np.ndarray:
 
 
 class ModelBuilder:
-    """Collects the pieces of a Model. `up_axis` ("x", "y" or "z") sets gravity's direction and the ground."""
+    """Collects the pieces of a Model. `up_axis` ("x", "y" or "z") sets gravity's direction and the ground.
 
-    def __init__(self, up_axis: str = "y", gravity: float = -9.81):
+    `bending` picks the bending model of every edge (Model.bending_model, see docs/bending.md): "quadratic"
+    (default; smooth everywhere, for nearly flat rest shapes: rest angles are taken as 0, and `finalize` warns
+    when a stiff hinge's rest angle exceeds sim.bending.FLAT_REST_TOLERANCE) or "dihedral" (keeps curved rest
+    shapes, but its force jumps when a hinge folds through +-pi).
+    """
+
+    def __init__(self, up_axis: str = "y", gravity: float = -9.81, *, bending: str = DEFAULT_BENDING):
         if up_axis not in _AXES:
             raise ValueError(f"up_axis must be 'x', 'y' or 'z', got {up_axis!r}")
         self.up_axis = _AXES[up_axis]
         self.gravity = gravity
+        self.bending = check_bending_model(bending)
         self.particle_q, self.particle_qd, self.particle_mass, self.particle_radius = [], [], [], []
         self.particle_flags = []
         self.spring_indices, self.spring_rest_length, self.spring_stiffness, self.spring_damping = [], [], [], []
         self.tri_indices, self.tri_poses, self.tri_areas, self.tri_materials = [], [], [], []
         self.edge_indices, self.edge_rest_angle, self.edge_bending_properties = [], [], []
-        self.edge_rest_scale = []
+        self.edge_rest_scale, self.edge_bending_weights = [], []
         self.shape_type, self.shape_transform, self.shape_scale, self.shape_body = [], [], [], []
         self.shape_density, self.shape_material = [], []
         self.default_particle_radius = 0.01
@@ -154,15 +164,18 @@ class ModelBuilder:
     def add_edge(self, o0: int, o1: int, v0: int, v1: int, edge_ke: float, edge_kd: float,
                  rest: float | None = None) -> int:
         """A bending edge v0-v1 between triangles (o0, v0, v1) and (o1, v1, v0); -1 for a missing opposite.
-        `edge_ke` [N/m/rad] and `edge_kd` use warp.sim/Newton's scale (see `_bending_scale`)."""
-        scale = 0.0
+        `edge_ke` [N/m/rad] and `edge_kd` use warp.sim/Newton's scale (see `sim.bending.bending_scale`).
+        `rest` [rad] (default: the current dihedral angle) is used by the dihedral model only."""
+        scale, weights = 0.0, np.zeros(4)
         if o0 >= 0 and o1 >= 0:
             corners = [self.particle_q[k] for k in (o0, o1, v0, v1)]
             if rest is None:
-                rest = _dihedral_angle(*corners)
-            scale = _bending_scale(*corners)
+                rest = dihedral_angle(*corners)
+            scale = bending_scale(*corners)
+            weights = hinge_weights(*corners)
         self.edge_indices.append((o0, o1, v0, v1))
         self.edge_rest_scale.append(scale)
+        self.edge_bending_weights.append(weights)
         if rest is None:
             rest = 0.0
         self.edge_rest_angle.append(rest)
@@ -415,8 +428,15 @@ class ModelBuilder:
         m.edge_indices = wp.array(np.asarray(self.edge_indices, np.int32).reshape(-1, 4), dtype=wp.int32, device=d)
         m.edge_rest_angle = arr(self.edge_rest_angle, float)
         m.edge_rest_scale = arr(self.edge_rest_scale, float)
+        m.edge_bending_weights = wp.array(np.asarray(self.edge_bending_weights, np.float32).reshape(-1, 4),
+                                          dtype=float, device=d)
         m.edge_bending_properties = wp.array(np.asarray(self.edge_bending_properties, np.float32).reshape(-1, 2),
                                              dtype=float, device=d, requires_grad=rg)
+        m.bending_model = self.bending
+        if self.bending == "quadratic":
+            curved = curved_rest_warning(self.edge_indices, self.edge_rest_angle, self.edge_bending_properties)
+            if curved is not None:
+                warnings.warn(curved, stacklevel=2)
 
         m.shape_count = len(self.shape_type)
         m.shape_type = arr(self.shape_type, wp.int32, np_dtype=np.int32)
@@ -496,29 +516,6 @@ def _combine_shapes(kinds, transforms, scales, densities) -> tuple:
         d = np.asarray(t[:3]) - com
         inertia += rot @ local @ rot.T + m * (d @ d * np.eye(3) - np.outer(d, d))
     return mass, com, inertia
-
-
-def _dihedral_angle(o0, o1, v0, v1) -> float:
-    """Signed angle between the normals of triangles (o0, v0, v1) and (o1, v1, v0) about edge v0-v1 [rad]."""
-    e = v1 - v0
-    n1 = np.cross(v0 - o0, v1 - o0)
-    n2 = np.cross(v1 - o1, v0 - o1)
-    n1 /= np.linalg.norm(n1)
-    n2 /= np.linalg.norm(n2)
-    e_hat = e / np.linalg.norm(e)
-    return float(math.atan2(np.cross(n1, n2) @ e_hat, n1 @ n2))
-
-
-def _bending_scale(o0, o1, v0, v1) -> float:
-    """Rest constant of a bending edge [m^3]: edge length times the mean of its two triangles' doubled areas.
-
-    The bending energy is ke/2 * scale * (angle - rest)^2: at rest shape its force on an opposite vertex is
-    ke * angle * length^2, the force warp.sim/Newton apply for the same ke, while remaining an exact gradient.
-    """
-    e = v1 - v0
-    n1 = np.cross(v0 - o0, v1 - o0)
-    n2 = np.cross(v1 - o1, v0 - o1)
-    return float(np.linalg.norm(e) * 0.5 * (np.linalg.norm(n1) + np.linalg.norm(n2)))
 
 
 def _mesh_edges(tris: np.ndarray) -> list:

@@ -10,6 +10,8 @@ import numpy as np
 
 import kernels as wp
 
+from .bending import DEFAULT_BENDING
+
 # Shape types of `Model.shape_type`
 SHAPE_SPHERE = 0
 SHAPE_BOX = 1
@@ -51,13 +53,20 @@ class Model:
         tri_poses: inverse rest-frame matrices [1/m], shape [tri_count], mat22.
         tri_areas: rest areas [m^2], shape [tri_count].
         tri_materials: (mu [N/m], lambda [N/m], damping [N s/m], drag, lift), shape [tri_count, 5].
-    Bending edges (dihedral angle between the two triangles of an edge):
+    Bending edges (hinges: the two triangles of an edge; models compared in docs/bending.md):
+        bending_model: "quadratic" (energy ke/2 * edge_rest_scale * |b|^2 with the bend vector
+            b = sum_i edge_bending_weights[e, i] x_i: constant Hessian, smooth everywhere, rest shape flat) or
+            "dihedral" (ke/2 * edge_rest_scale * (angle - rest)^2: keeps curved rest shapes, but the angle wraps
+            at +-pi, so the force jumps when a hinge folds through). Read by both solvers at every step.
         edge_indices: (opposite 0, opposite 1, edge vertex 0, edge vertex 1), shape [edge_count, 4], int32;
             -1 for a missing opposite vertex (boundary edge: no bending).
-        edge_rest_angle: rest dihedral angles [rad], shape [edge_count].
+        edge_rest_angle: rest dihedral angles [rad], shape [edge_count] (dihedral model only).
         edge_rest_scale: rest edge length times the mean doubled area of the two triangles [m^3], shape
             [edge_count]; the bending energy is ke/2 * edge_rest_scale * (angle - rest)^2, so that `ke` means what
-            it means in warp.sim/Newton (force ke * angle * length^2 at rest).
+            it means in warp.sim/Newton (force ke * angle * length^2 at rest). The quadratic model has the same
+            energy to second order around a flat rest shape (|b| = 2 sin(angle / 2) for an unstretched fold).
+        edge_bending_weights: the quadratic model's weights of (o0, o1, v0, v1) [1/m], shape [edge_count, 4]:
+            cotangent weights of the rest triangles over the rest edge length (zeros for boundary edges).
         edge_bending_properties: (stiffness ke [N/m/rad], damping kd [N s/m/rad]), shape [edge_count, 2].
     Rigid bodies (free bodies; see SolverRigid):
         body_count: number of bodies.
@@ -126,6 +135,7 @@ class Model:
         self.particle_contact = ContactParams(ke=1.0e3, kd=1.0, kf=10.0, mu=0.5, margin=0.01)
         self.particle_grid_enabled = False
         self.particle_max_radius = 0.0
+        self.bending_model = DEFAULT_BENDING
 
     @property
     def soft_contact_mu(self) -> wp.array:

@@ -248,6 +248,8 @@ MALFORMED = [
     ("density on a grid", GOOD.replace("mass: 0.01", "density: 0.1"), 8, "cloth[0].density: a grid takes `mass`"),
     ("not a mapping", "- 1\n- 2\n", 1, "expected a mapping of keys, got a list"),
     ("bad device", GOOD.replace("fps: 30", "fps: 30\n  device: gpu"), 3, "sim.device: expected cpu, cuda or cuda:N"),
+    ("unknown bending model", GOOD.replace("substeps: 2", "substeps: 2\n  bending: dihedrel"), 5,
+     "sim.bending: expected one of quadratic, dihedral, got 'dihedrel' (did you mean 'dihedral'?)"),
     ("nan", GOOD.replace("mass: 0.01", "mass: .nan"), 8, "cloth[0].mass: expected a positive number, got nan"),
     ("body without shapes", GOOD + "bodies:\n  - {name: b}\n", 12, "bodies[0]: missing required key 'shapes'"),
     ("restitution above 1", GOOD + "bodies:\n  - {shapes: [{type: sphere, radius: 0.1}], material: "

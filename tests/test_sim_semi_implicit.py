@@ -10,7 +10,7 @@ import pytest
 import kernels as wp
 import sim
 from autodiff import Tape, gradcheck
-from sim.builder import _dihedral_angle
+from sim.bending import bending_energy
 from sim.solvers.semi_implicit import kernels as semi_implicit_kernels
 from sim.solvers.semi_implicit.solver import _shapes
 
@@ -45,7 +45,8 @@ def kinetic_energy(model, state):
 
 
 def elastic_energy(model, x):
-    """Spring, StVK membrane and bending energy [J] of positions x [particle_count, 3] (float64, numpy)."""
+    """Spring, StVK membrane and bending energy [J] of positions x [particle_count, 3] (float64, numpy); bending
+    by the model's bending model."""
     energy = 0.0
     for (i, j), rest, ke in zip(model.spring_indices.numpy(), model.spring_rest_length.numpy(),
                                 model.spring_stiffness.numpy()):
@@ -55,11 +56,7 @@ def elastic_energy(model, x):
         f = np.stack([x[j] - x[i], x[k] - x[i]], axis=1) @ dm_inv.astype(np.float64)
         e = 0.5 * (f.T @ f - np.eye(2))
         energy += area * (mat[0] * np.sum(e * e) + 0.5 * mat[1] * np.trace(e) ** 2)
-    for (o0, o1, v0, v1), rest, scale, (ke, _) in zip(model.edge_indices.numpy(), model.edge_rest_angle.numpy(),
-                                                      model.edge_rest_scale.numpy(),
-                                                      model.edge_bending_properties.numpy()):
-        if o0 >= 0 and o1 >= 0:
-            energy += 0.5 * ke * scale * (_dihedral_angle(x[o0], x[o1], x[v0], x[v1]) - rest) ** 2
+    energy += bending_energy(model, x)
     return energy
 
 

@@ -108,21 +108,26 @@ def test_no_tunnelling_through_sphere(device):
     assert q[:, 1].min() > -radius
 
 
-def tetrahedron(device, masses_equal=True):
-    """A tetrahedron of springs, membrane triangles and bending edges."""
-    b = sim.ModelBuilder(gravity=0.0)
+def tetrahedron(device, masses_equal=True, bending="dihedral"):
+    """A tetrahedron of springs, membrane triangles and bending edges (a curved rest shape: the quadratic
+    bending model, which takes rest shapes as flat, warns at finalize)."""
+    b = sim.ModelBuilder(gravity=0.0, bending=bending)
     verts = [(1.0, 1.0, 1.0), (1.0, -1.0, -1.0), (-1.0, 1.0, -1.0), (-1.0, -1.0, 1.0)]
     tris = [(0, 1, 2), (0, 3, 1), (0, 2, 3), (1, 3, 2)]
     b.add_cloth_mesh(pos=(0.0, 0.0, 0.0), rot=sim.quat_identity(), scale=0.2, vel=(0.0, 0.0, 0.0), vertices=verts,
                      indices=tris, density=1.0, tri_ke=100.0, edge_ke=0.1, add_springs=True, spring_ke=100.0)
     if not masses_equal:
         b.particle_mass = [0.5, 1.0, 1.5, 2.0]
+    if bending == "quadratic":
+        with pytest.warns(UserWarning, match="rest angles up to 1.91 rad.*flatten"):
+            return b.finalize(device=device)
     return b.finalize(device=device)
 
 
+@pytest.mark.parametrize("bending", ["dihedral", "quadratic"])
 @pytest.mark.parametrize("masses_equal", [True, False])
-def test_internal_constraints_conserve_momentum(device, masses_equal):
-    model = tetrahedron(device, masses_equal)
+def test_internal_constraints_conserve_momentum(device, masses_equal, bending):
+    model = tetrahedron(device, masses_equal, bending)
     rng = np.random.default_rng(3)
     model.particle_q.assign(model.particle_q.numpy() + rng.normal(scale=0.05, size=(4, 3)).astype(np.float32))
     model.particle_qd.assign(rng.normal(size=(4, 3)).astype(np.float32))

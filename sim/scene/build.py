@@ -272,7 +272,7 @@ def make_solver(model, sim_spec):
 def build_scene(scene, device=None, requires_grad: bool = False) -> BuiltScene:
     """Model and solver for the validated scene spec `scene` on `device` (default: the scene's sim.device)."""
     s = scene.sim
-    b = ModelBuilder(up_axis=s.up_axis, gravity=s.gravity)
+    b = ModelBuilder(up_axis=s.up_axis, gravity=s.gravity, bending=s.bending)
     objects = [_add_cloth(b, scene, c) for c in scene.cloth] + [_add_particles(b, p) for p in scene.particles]
     bodies = [_add_body(b, body) for body in scene.bodies]
     collider_shapes = [_add_collider(b, c) for c in scene.colliders]

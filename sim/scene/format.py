@@ -7,6 +7,7 @@ import os
 
 import re
 
+from ..bending import BENDING_MODELS, DEFAULT_BENDING
 from .schema import (DEFAULTS, REQUIRED, AnyOf, Boolean, Choice, Ctx, Field, FilePath, Integer, Kind, ListOf,
                      MappingOf, Number, Rotation, Section, String, Variant, Vector, exactly_one)
 from .source import load_source
@@ -134,6 +135,9 @@ SIM = Section([
     Field("device", Device(), "cpu", "",
           "where to run: cpu, cuda or cuda:N"),
     Field("particle_damping", Number(min=0), 0.0, "1/s", "velocity damping rate of every particle"),
+    Field("bending", Choice(*BENDING_MODELS), DEFAULT_BENDING, "", "bending model of every cloth: quadratic "
+          "(smooth through folds, for gradients; rest shapes taken as flat) or dihedral (keeps curved rest "
+          "shapes; its force jumps when a hinge folds through +-180 degrees); see docs/bending.md"),
     Field("contact", CONTACT, DEFAULTS, "", "particle-shape contact material"),
     Field("particle_contact", PARTICLE_CONTACT, DEFAULTS, "", "particle-particle contact"),
     Field("rigid", RIGID, DEFAULTS, "", "rigid-body solver settings"),

@@ -7,6 +7,7 @@ kernel signature stays short and the Tape finds the gradient of every array memb
 
 import kernels as wp
 
+from ...bending import bend_vector
 from ...geometry import ShapeData, dihedral_angle_gradients, shape_point_velocity, shape_pose, shape_sdf
 from ...model import PARTICLE_ACTIVE, ContactParams
 
@@ -34,12 +35,14 @@ class TriangleData:
 
 @wp.struct
 class BendingData:
-    """Bending edges: indices [edge_count, 4] = (o0, o1, v0, v1) int32, rest_angle [rad],
-    properties [edge_count, 2] = (stiffness [N m/rad], damping [N m s/rad])."""
+    """Bending edges: indices [edge_count, 4] = (o0, o1, v0, v1) int32, rest_angle [rad] (dihedral model),
+    weights [edge_count, 4] [1/m] (quadratic model), properties [edge_count, 2] = (stiffness [N m/rad],
+    damping [N m s/rad])."""
 
     indices: wp.array2d(dtype=wp.int32)
     rest_angle: wp.array(dtype=float)
     rest_scale: wp.array(dtype=float)  # [m^3], see Model.edge_rest_scale
+    weights: wp.array2d(dtype=float)  # see Model.edge_bending_weights
     properties: wp.array2d(dtype=float)
 
 
@@ -186,6 +189,32 @@ def eval_bending_forces(x: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3), 
     wp.atomic_sub(f, i1, d1 * torque)
     wp.atomic_sub(f, i2, d2 * torque)
     wp.atomic_sub(f, i3, d3 * torque)
+
+
+@wp.kernel
+def eval_quadratic_bending_forces(x: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3), edges: BendingData,
+                                  f: wp.array(dtype=wp.vec3)):
+    """Quadratic bending (Bergou et al. 2006): energy ke/2 scale |b|^2 of the bend vector b = sum_i w_i x_i and
+    damping kd scale db/dt with db/dt = sum_i w_i v_i; the force on vertex i is -w_i (ke b + kd db/dt) scale.
+    Linear in the positions, so smooth through any fold. One thread per edge, boundary edges skipped."""
+    e = wp.tid()
+    i0 = edges.indices[e, 0]
+    i1 = edges.indices[e, 1]
+    i2 = edges.indices[e, 2]
+    i3 = edges.indices[e, 3]
+    if i0 < 0 or i1 < 0:
+        return
+    w0 = edges.weights[e, 0]
+    w1 = edges.weights[e, 1]
+    w2 = edges.weights[e, 2]
+    w3 = edges.weights[e, 3]
+    bend = bend_vector(x[i0], x[i1], x[i2], x[i3], w0, w1, w2, w3)
+    bend_rate = bend_vector(v[i0], v[i1], v[i2], v[i3], w0, w1, w2, w3)
+    load = (bend * edges.properties[e, 0] + bend_rate * edges.properties[e, 1]) * edges.rest_scale[e]
+    wp.atomic_sub(f, i0, load * w0)
+    wp.atomic_sub(f, i1, load * w1)
+    wp.atomic_sub(f, i2, load * w2)
+    wp.atomic_sub(f, i3, load * w3)
 
 
 # ------------------------------------------------------------------------------------------------ contact

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import kernels as wp
 
+from ...bending import check_bending_model
 from ...geometry import shape_data
 from . import kernels as k
 
 
 class SolverSemiImplicit:
-    """Explicit forces (springs, membrane triangles, bending, shape contact, particle contact, external) and a
-    semi-implicit Euler update: v' = (v + dt (f / m + g)) (1 - damping dt), x' = x + dt v'.
+    """Explicit forces (springs, membrane triangles, bending of `model.bending_model`, shape contact, particle
+    contact, external) and a semi-implicit Euler update: v' = (v + dt (f / m + g)) (1 - damping dt),
+    x' = x + dt v'.
 
     Differentiable through a Tape when every step writes a fresh State (`state_out` never aliases `state_in`).
     Explicit, hence stable for dt well below sqrt(m / k) of the stiffest spring, membrane or contact (ke), and
@@ -48,7 +50,7 @@ class SolverSemiImplicit:
         if model.tri_count:
             wp.launch(k.eval_triangle_forces, dim=model.tri_count, inputs=[x, v, _triangles(model), f], device=device)
         if model.edge_count:
-            wp.launch(k.eval_bending_forces, dim=model.edge_count, inputs=[x, v, _edges(model), f], device=device)
+            wp.launch(_bending_kernel(model), dim=model.edge_count, inputs=[x, v, _edges(model), f], device=device)
         if model.shape_count:
             wp.launch(k.eval_shape_contact_forces, dim=(model.particle_count, model.shape_count),
                       inputs=[x, v, model.particle_radius, model.particle_flags, _shapes(model, state),
@@ -98,8 +100,16 @@ def _edges(model) -> k.BendingData:
     e.indices = model.edge_indices
     e.rest_angle = model.edge_rest_angle
     e.rest_scale = model.edge_rest_scale
+    e.weights = model.edge_bending_weights
     e.properties = model.edge_bending_properties
     return e
+
+
+def _bending_kernel(model):
+    """The force kernel of `model.bending_model`."""
+    if check_bending_model(model.bending_model) == "quadratic":
+        return k.eval_quadratic_bending_forces
+    return k.eval_bending_forces
 
 
 def _shapes(model, state=None) -> k.ShapeData:

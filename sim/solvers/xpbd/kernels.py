@@ -16,6 +16,7 @@ differentiate the whole iteration sequence. Inverse masses are computed here fro
 
 import kernels as wp
 
+from ...bending import bend_vector
 from ...geometry import ShapeData, dihedral_angle_gradients, shape_point_velocity, shape_pose, shape_sdf
 from ...model import PARTICLE_ACTIVE
 
@@ -191,6 +192,21 @@ def solve_triangle_edges(x: wp.array(dtype=wp.vec3), inv_mass: wp.array(dtype=fl
 # Bending
 
 
+@wp.func
+def emit_hinge_corrections(delta: wp.array(dtype=wp.vec3), corrections: wp.array(dtype=wp.vec3),
+                           slot_of: wp.array(dtype=wp.int32), base: int, o0: int, o1: int, v0: int, v1: int,
+                           d1: wp.vec3, d2: wp.vec3, d3: wp.vec3, d4: wp.vec3, use_slots: int, active: bool):
+    """Hand on a bending edge's corrections of (o0, o1, v0, v1) [m] (emit_correction, slots base + 0..3). A
+    skipped edge (not `active`: an opposite vertex may be -1) writes only its zero slots. Gated on `active`,
+    not on a nonzero multiplier update: at an exactly flat hinge with no multiplier the update is 0 but its
+    derivative is not, and the adjoint must still run."""
+    if use_slots != 0 or active:
+        emit_correction(delta, corrections, slot_of, base, o0, d1, use_slots)
+        emit_correction(delta, corrections, slot_of, base + 1, o1, d2, use_slots)
+        emit_correction(delta, corrections, slot_of, base + 2, v0, d3, use_slots)
+        emit_correction(delta, corrections, slot_of, base + 3, v1, d4, use_slots)
+
+
 @wp.kernel
 def solve_bending(x: wp.array(dtype=wp.vec3), inv_mass: wp.array(dtype=float),
                   edge_indices: wp.array2d(dtype=wp.int32), rest_angle: wp.array(dtype=float),
@@ -199,9 +215,10 @@ def solve_bending(x: wp.array(dtype=wp.vec3), inv_mass: wp.array(dtype=float),
                   slot_base: int, slot_of: wp.array(dtype=wp.int32), use_slots: int,
                   delta: wp.array(dtype=wp.vec3), corrections: wp.array(dtype=wp.vec3),
                   lambda_out: wp.array(dtype=float)):
-    """One Jacobi pass over the bending edges: C = theta - rest angle [rad], compliance 1 / ke [rad/(N m)].
+    """One Jacobi pass over the bending edges of the dihedral model: C = theta - rest angle [rad], compliance
+    1 / (ke scale) [rad/(N m)].
 
-    theta is the signed dihedral angle of sim.builder._dihedral_angle: the angle between the normals of triangles
+    theta is the signed dihedral angle of sim.bending.dihedral_angle: the angle between the normals of triangles
     (o0, v0, v1) and (o1, v1, v0), positive about v1 - v0. Shapes [edge_count]; edges with a missing opposite
     vertex (-1) or ke <= 0 are skipped. Edge k hands the corrections of (o0, o1, v0, v1) to emit_correction
     (slots slot_base + 4 k + (0, 1, 2, 3); zeros when skipped, and the atomic path skips them).
@@ -218,6 +235,7 @@ def solve_bending(x: wp.array(dtype=wp.vec3), inv_mass: wp.array(dtype=float),
     d2 = zero
     d3 = zero
     d4 = zero
+    active = False
     ke = bending_properties[k, 0] * rest_scale[k]  # Model.edge_rest_scale: warp.sim/Newton's meaning of ke
     if o0 >= 0 and o1 >= 0 and ke > 0.0:
         w1 = inv_mass[o0]
@@ -240,18 +258,63 @@ def solve_bending(x: wp.array(dtype=wp.vec3), inv_mass: wp.array(dtype=float),
                 d2 = g2 * (w2 * dlam)
                 d3 = g3 * (w3 * dlam)
                 d4 = g4 * (w4 * dlam)
+                active = True
     lambda_out[k] = lam + dlam
-    base = slot_base + 4 * k
-    if use_slots != 0:
-        corrections[slot_of[base]] = d1
-        corrections[slot_of[base + 1]] = d2
-        corrections[slot_of[base + 2]] = d3
-        corrections[slot_of[base + 3]] = d4
-    elif dlam != 0.0:
-        wp.atomic_add(delta, o0, d1)
-        wp.atomic_add(delta, o1, d2)
-        wp.atomic_add(delta, v0, d3)
-        wp.atomic_add(delta, v1, d4)
+    emit_hinge_corrections(delta, corrections, slot_of, slot_base + 4 * k, o0, o1, v0, v1, d1, d2, d3, d4,
+                           use_slots, active)
+
+
+@wp.kernel
+def solve_bending_quadratic(x: wp.array(dtype=wp.vec3), inv_mass: wp.array(dtype=float),
+                            edge_indices: wp.array2d(dtype=wp.int32), edge_weights: wp.array2d(dtype=float),
+                            rest_scale: wp.array(dtype=float), bending_properties: wp.array2d(dtype=float),
+                            lambda_in: wp.array(dtype=wp.vec3), settings: XPBDSettings,
+                            degree: wp.array(dtype=float), slot_base: int, slot_of: wp.array(dtype=wp.int32),
+                            use_slots: int, delta: wp.array(dtype=wp.vec3), corrections: wp.array(dtype=wp.vec3),
+                            lambda_out: wp.array(dtype=wp.vec3)):
+    """One Jacobi pass over the bending edges of the quadratic model: the vector constraint C = b, the bend
+    vector sum_i w_i x_i [-] (Model.edge_bending_weights), compliance 1 / (ke scale); multipliers vec3
+    [edge_count].
+
+    dC/dx_i = w_i I, so the XPBD system is a multiple of the identity, sum_i inv_mass_i w_i^2, and the update is
+    exact and linear in the positions: no angle, no wrap at +-pi. Slots and skipped edges as in solve_bending.
+    """
+    k = wp.tid()
+    o0 = edge_indices[k, 0]
+    o1 = edge_indices[k, 1]
+    v0 = edge_indices[k, 2]
+    v1 = edge_indices[k, 3]
+    lam = lambda_in[k]
+    dlam = wp.vec3(0.0, 0.0, 0.0)
+    d1 = dlam
+    d2 = dlam
+    d3 = dlam
+    d4 = dlam
+    active = False
+    ke = bending_properties[k, 0] * rest_scale[k]
+    if o0 >= 0 and o1 >= 0 and ke > 0.0:
+        g1 = edge_weights[k, 0]
+        g2 = edge_weights[k, 1]
+        g3 = edge_weights[k, 2]
+        g4 = edge_weights[k, 3]
+        w1 = inv_mass[o0]
+        w2 = inv_mass[o1]
+        w3 = inv_mass[v0]
+        w4 = inv_mass[v1]
+        denom = w1 * g1 * g1 + w2 * g2 * g2 + w3 * g3 * g3 + w4 * g4 * g4
+        if denom > EPSILON:
+            c = bend_vector(x[o0], x[o1], x[v0], x[v1], g1, g2, g3, g4)
+            alpha = scaled_compliance(ke, settings.dt)
+            dlam = (c + lam * alpha) * (-1.0 / (denom + alpha))
+            dlam = dlam * wp.min(jacobi_scale(degree, o0, o1), jacobi_scale(degree, v0, v1))
+            d1 = dlam * (w1 * g1)
+            d2 = dlam * (w2 * g2)
+            d3 = dlam * (w3 * g3)
+            d4 = dlam * (w4 * g4)
+            active = True
+    lambda_out[k] = lam + dlam
+    emit_hinge_corrections(delta, corrections, slot_of, slot_base + 4 * k, o0, o1, v0, v1, d1, d2, d3, d4,
+                           use_slots, active)
 
 
 # ---------------------------------------------------------------------------------------------------------------

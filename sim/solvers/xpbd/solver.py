@@ -6,6 +6,7 @@ import numpy as np
 
 import kernels as wp
 
+from ...bending import check_bending_model
 from ...geometry import shape_data
 from . import kernels as k
 
@@ -26,8 +27,10 @@ class SolverXPBD:
             from tri_materials[:, 0], A the rest area and L0 the rest edge length (tri_materials lambda, damping,
             drag and lift are not used). Robust for any stretch and a faithful match of StVK's mu term for a
             stretch along an edge; shear resistance comes from the diagonal edges.
-        bending edges: C = dihedral angle - edge_rest_angle (the sign convention of the builder), compliance
-            1 / (edge_bending_properties[:, 0] * edge_rest_scale).
+        bending edges, by model.bending_model (docs/bending.md), compliance 1 / (edge_bending_properties[:, 0]
+            * edge_rest_scale): "quadratic", the vector constraint C = sum_i edge_bending_weights[:, i] x_i (the
+            bend vector; linear, smooth through folds); "dihedral", C = dihedral angle - edge_rest_angle (the sign
+            convention of the builder; wraps at +-pi). edge_bending_properties[:, 1] (damping) is not used.
         shapes: every particle against every shape (shape_sdf), pushed out to distance particle_radius, with
             positional Coulomb friction of coefficient model.soft_contact_mu (static: the tangential motion since
             the step's start relative to the shape's surface is removed; sliding: by at most mu times the normal
@@ -170,7 +173,7 @@ class SolverXPBD:
     def _scratch(self, model) -> dict:
         """Buffers reused from step to step when no Tape needs every intermediate array: two position arrays
         (ping-pong), the corrections, and two sets of Lagrange multipliers."""
-        key = (model.particle_count, model.spring_count, model.tri_count, model.edge_count)
+        key = (model.particle_count, model.spring_count, model.tri_count, model.edge_count, model.bending_model)
         if getattr(self, "_scratch_key", None) != key:
             n, d = model.particle_count, model.device
             self._scratch_buffers = {name: wp.zeros(n, dtype=wp.vec3, device=d)
@@ -183,8 +186,12 @@ class SolverXPBD:
 
     @staticmethod
     def _new_lambdas(model, grad: bool) -> tuple:
-        return tuple(wp.zeros(size, dtype=float, device=model.device, requires_grad=grad)
-                     for size in (model.spring_count, model.tri_count * 3, model.edge_count))
+        """Zeroed multipliers of springs, triangle edges and bending edges (vec3 for the quadratic model's
+        vector constraint)."""
+        edge_dtype = wp.vec3 if check_bending_model(model.bending_model) == "quadratic" else float
+        return tuple(wp.zeros(size, dtype=dtype, device=model.device, requires_grad=grad)
+                     for size, dtype in ((model.spring_count, float), (model.tri_count * 3, float),
+                                         (model.edge_count, edge_dtype)))
 
     def _zero_lambdas(self, model, grad: bool, scratch=None, slot: int = 0) -> tuple:
         """Zeroed Lagrange multipliers (springs, triangle edges, bending edges): new arrays, or set `slot` of
@@ -226,10 +233,14 @@ class SolverXPBD:
                                           self.slots.tri_base] + slots,
                       outputs=[delta, corrections, new[1]])
         if model.edge_count:
-            wp.launch(k.solve_bending, dim=model.edge_count, device=device,
-                      inputs=particles + [model.edge_indices, model.edge_rest_angle, model.edge_rest_scale,
-                                          model.edge_bending_properties, edge_lambda, settings, self.degree,
-                                          self.slots.edge_base] + slots,
+            if model.bending_model == "quadratic":
+                kernel, geometry = k.solve_bending_quadratic, [model.edge_bending_weights, model.edge_rest_scale]
+            else:
+                kernel, geometry = k.solve_bending, [model.edge_rest_angle, model.edge_rest_scale]
+            wp.launch(kernel, dim=model.edge_count, device=device,
+                      inputs=particles + [model.edge_indices] + geometry + [
+                          model.edge_bending_properties, edge_lambda, settings, self.degree,
+                          self.slots.edge_base] + slots,
                       outputs=[delta, corrections, new[2]])
         if model.shape_count:
             wp.launch(k.solve_shape_contacts, dim=(model.particle_count, model.shape_count), device=device,
