@@ -15,10 +15,12 @@ import os
 
 from . import config
 
-#: How long an idle worker spins before it sleeps [microseconds]: long enough that the launches of one simulation
-#: step find the workers awake, short enough that idle workers leave their cores to other processes. See README's
-#: performance notes for the measurements behind it. Environment variable: KERNELS_SPIN_US.
-SPIN_US = 50
+#: How long an idle worker spins on its core [microseconds], then how long it keeps polling while yielding its core
+#: at every turn (to threads of other processes) before it sleeps: long enough that the launches of a simulation
+#: step find the workers awake, without taking cores from other processes. See README's performance notes for the
+#: measurements behind them. Environment variables: KERNELS_SPIN_US, KERNELS_YIELD_US.
+SPIN_US = 20
+YIELD_US = 5000
 
 _lib = None
 _api = None
@@ -38,10 +40,11 @@ def _library():
         lib.wp_pool_set_threads.argtypes = [ctypes.c_int]
         lib.wp_pool_set_threads.restype = ctypes.c_int
         lib.wp_pool_threads.restype = ctypes.c_int
-        lib.wp_pool_set_spin_ns.argtypes = [ctypes.c_int64]
+        lib.wp_pool_set_wait_ns.argtypes = [ctypes.c_int64, ctypes.c_int64]
         lib.wp_runtime_api.restype = ctypes.c_void_p
         lib.wp_pool_last_runners.restype = ctypes.c_uint64
-        lib.wp_pool_set_spin_ns(int(float(os.environ.get("KERNELS_SPIN_US", SPIN_US)) * 1000))
+        lib.wp_pool_set_wait_ns(int(float(os.environ.get("KERNELS_SPIN_US", SPIN_US)) * 1000),
+                                int(float(os.environ.get("KERNELS_YIELD_US", YIELD_US)) * 1000))
         _api = lib.wp_runtime_api()
         _lib = lib
     return _lib

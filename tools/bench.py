@@ -733,7 +733,8 @@ def measure_all(backends: dict, settings: Settings, spring_source: str, vec3: bo
         "cloth": lambda: cloth_steps_per_second(backends, settings),
         "rigid": lambda: rigid_body_steps_per_second(backends, settings),
         "optim": lambda: optimisation_costs(settings),
-        "contention": lambda: bench_contention.measure(settings.contention_seconds, settings.contention_workloads),
+        "contention": lambda: bench_contention.measure(settings.contention_seconds, settings.contention_workloads,
+                                                       1 if settings is QUICK else 2),
     }
     return {section: measures[section]() for section in SECTIONS if section in sections}
 

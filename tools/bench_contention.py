@@ -20,6 +20,11 @@ import sys
 import tempfile
 import time
 
+if __package__ in (None, ""):  # run as a script: the repository root is not on sys.path
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import kernels as wp  # noqa: E402
+
 WORKLOADS = ("xpbd32", "xpbd64", "semi32", "semi64", "saxpy")
 SCENARIOS = ("alone", "pair", "busy")
 RUNTIMES = {"pool": {"KERNELS_CPU_RUNTIME": "pool"},
@@ -29,6 +34,12 @@ UNITS = {"saxpy": "launches/s"}
 CLOTH = ("xpbd32", "xpbd64", "semi32", "semi64")
 
 
+@wp.kernel
+def saxpy(a: float, x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = a * x[i] + y[i]
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Child: one workload, measured after the parent says go
 
@@ -36,13 +47,7 @@ CLOTH = ("xpbd32", "xpbd64", "semi32", "semi64")
 def _workload(name: str):
     """A function doing one unit of work (a cloth step, a saxpy launch), warmed up."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import kernels as wp
     if name == "saxpy":
-        @wp.kernel
-        def saxpy(a: float, x: wp.array(dtype=float), y: wp.array(dtype=float)):
-            i = wp.tid()
-            y[i] = a * x[i] + y[i]
-
         n = 10_000_000
         x, y = wp.ones(n, dtype=float), wp.zeros(n, dtype=float)
 
@@ -88,13 +93,15 @@ def _busy_loop() -> None:
 # Parent
 
 
-def run_scenario(workload: str, scenario: str, runtime: str, seconds: float) -> list:
-    """The rates of the measured processes of one scenario (one number, or two for "pair")."""
+def run_scenario(workload: str, scenario: str, runtime: str, seconds: float, extra_env=None) -> list:
+    """The rates of the measured processes of one scenario (one number, or two for "pair"). Thread-count variables
+    of this environment are not passed on (each process uses every core) unless given in `extra_env`."""
     env = dict(os.environ, **RUNTIMES[runtime])
     env.pop("KERNELS_NUM_THREADS", None)
     env.pop("OMP_NUM_THREADS", None)
     if runtime == "pool":
         env.pop("OMP_WAIT_POLICY", None)
+    env.update(extra_env or {})
     with tempfile.TemporaryDirectory(prefix="kernels-contention-") as scratch:
         go = os.path.join(scratch, "go")
         count = 2 if scenario == "pair" else 1
@@ -123,9 +130,15 @@ def run_scenario(workload: str, scenario: str, runtime: str, seconds: float) -> 
     return rates
 
 
-def measure(seconds: float, workloads=WORKLOADS) -> dict:
-    """{workload: {runtime: {scenario: [rates]}}}."""
-    return {w: {r: {s: run_scenario(w, s, r, seconds) for s in SCENARIOS} for r in RUNTIMES} for w in workloads}
+def measure(seconds: float, workloads=WORKLOADS, alone_repeats: int = 2) -> dict:
+    """{workload: {runtime: {scenario: [rates]}}}; the single-process rate is the best of `alone_repeats` runs (the
+    reference every ratio divides by, so the least disturbed one)."""
+    def scenario(w, s, r):
+        if s == "alone":
+            return [max(run_scenario(w, s, r, seconds)[0] for _ in range(alone_repeats))]
+        return run_scenario(w, s, r, seconds)
+
+    return {w: {r: {s: scenario(w, s, r) for s in SCENARIOS} for r in RUNTIMES} for w in workloads}
 
 
 def table(results: dict) -> list:
@@ -175,7 +188,7 @@ def main(argv=None) -> int:
     if args.child:
         child(args.child[0], args.child[1], float(args.child[2]))
         return 0
-    results = measure(1.0 if args.quick else 3.0, args.only)
+    results = measure(1.0 if args.quick else 3.0, args.only, 1 if args.quick else 2)
     print(f"contention: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
     print(render(table(results)))
     return 0

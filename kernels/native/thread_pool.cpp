@@ -53,7 +53,8 @@ std::atomic<uint32_t> g_wake{0};      // futex word: bumped when a job is publis
 std::atomic<int> g_sleepers{0};
 std::atomic<bool> g_stop{false};
 std::atomic<int> g_threads{1};        // pool size including the launching thread
-std::atomic<int64_t> g_spin_ns{50000};  // how long an idle worker spins before it sleeps
+std::atomic<int64_t> g_spin_ns{20000};    // how long an idle worker spins on its core
+std::atomic<int64_t> g_yield_ns{5000000};  // how long it polls, yielding its core, before it sleeps
 std::atomic<uint64_t> g_last_runners{0};  // Job::runners of the last launch the pool ran
 std::mutex g_launch;                  // held by the thread whose job the pool is running
 pthread_t* g_workers = nullptr;
@@ -106,14 +107,23 @@ void* worker_main(void* arg) {
     const uint32_t runner = uint32_t(reinterpret_cast<intptr_t>(arg));
     uint32_t seen = uint32_t(g_state.load(std::memory_order_acquire) >> 32);
     for (;;) {
-        // bounded spin: back-to-back launches find the worker awake
-        const int64_t deadline = now_ns() + g_spin_ns.load(std::memory_order_relaxed);
+        // Bounded waiting, so that the launches of a simulation step find the worker awake: first a short spin,
+        // then polling that yields the core at every turn (to a thread of another process, when one is waiting
+        // for it: the worker costs nobody anything), then sleep.
+        const int64_t start = now_ns();
+        const int64_t spin_until = start + g_spin_ns.load(std::memory_order_relaxed);
+        const int64_t yield_until = start + g_yield_ns.load(std::memory_order_relaxed);
         uint32_t gen = seen;
         for (int k = 0;; ++k) {
             gen = uint32_t(g_state.load(std::memory_order_acquire) >> 32);
             if (gen != seen || g_stop.load(std::memory_order_relaxed)) break;
-            cpu_relax();
-            if ((k & 255) == 255 && now_ns() > deadline) break;
+            if ((k & 63) != 63) {
+                cpu_relax();
+                continue;
+            }
+            const int64_t t = now_ns();
+            if (t > yield_until) break;
+            if (t > spin_until) sched_yield();
         }
         if (g_stop.load(std::memory_order_relaxed)) return nullptr;
         if (gen == seen) {
@@ -185,8 +195,11 @@ WP_EXPORT int wp_pool_set_threads(int threads) {
 
 WP_EXPORT int wp_pool_threads() { return g_threads.load(std::memory_order_relaxed); }
 
-// How long idle workers spin before they sleep [ns].
-WP_EXPORT void wp_pool_set_spin_ns(int64_t ns) { g_spin_ns.store(ns < 0 ? 0 : ns); }
+// How long idle workers spin [ns], and how long they poll yielding their core [ns] before they sleep.
+WP_EXPORT void wp_pool_set_wait_ns(int64_t spin_ns, int64_t yield_ns) {
+    g_spin_ns.store(spin_ns < 0 ? 0 : spin_ns);
+    g_yield_ns.store(yield_ns < spin_ns ? spin_ns : yield_ns);
+}
 
 // Run fn over [0, n) split into `chunks` ranges (chunk index c covers [c * size, min(n, (c + 1) * size))), on at most
 // `max_runners` threads. Chunks run on any thread, each exactly once, and all have finished when this returns.
