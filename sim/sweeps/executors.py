@@ -121,7 +121,7 @@ class RayExecutor:
 def lost_row(payload: dict, message: str) -> dict:
     """The row of a run whose worker never reported back."""
     return {"run": payload["index"], "key": payload["key"], **payload["values"], "status": "error",
-            "error": message, "seconds": float("nan"), "host": ""}
+            "error": message, "seconds": float("nan"), "host": "", "node": ""}
 
 
 def _pythonpath() -> str:

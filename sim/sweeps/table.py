@@ -17,11 +17,11 @@ from .metrics import metric_columns
 
 #: Statuses of a finished run that `--resume` keeps; `error` rows (an unexpected exception) are run again.
 COMPLETE = ("ok", "invalid", "blowup")
-TRAILING = ["status", "error", "seconds", "host"]
+TRAILING = ["status", "error", "seconds", "host", "node"]
 
 
 def columns(axes: list, metrics: list) -> list:
-    """Column order: run number, run key, the axis values, the metrics, then status, error, seconds, host."""
+    """Column order: run number, run key, the axis values, the metrics, then status, error, seconds, host, Ray node."""
     return ["run", "key"] + list(axes) + metric_columns(metrics) + TRAILING
 
 

@@ -29,7 +29,7 @@ def run_one(payload: dict) -> dict:
     kernels.config.cpu_threads = payload["threads"]
     from ..scene import SceneError, SimulationError
     row = {"run": payload["index"], "key": payload["key"], **payload["values"], "status": "ok", "error": "",
-           "seconds": 0.0, "host": socket.gethostname(), "pid": os.getpid()}
+           "seconds": 0.0, "host": socket.gethostname(), "node": _ray_node()}
     t0 = time.perf_counter()
     try:
         run = _run_scene if payload["kind"] == "scene" else _run_optimize
@@ -86,6 +86,15 @@ def optimize_overrides(config_path: str, overrides: list) -> list:
         return rest
     existing = load_source(config_path).data.get("set", []) or []
     return rest + [f"set={json.dumps(list(existing) + scene)}"]
+
+
+def _ray_node() -> str:
+    """The Ray node id running this task (several nodes may share one host name), '' outside Ray."""
+    import sys
+    ray = sys.modules.get("ray")  # imported by the Ray worker itself; never imported here for local processes
+    if ray is None or not ray.is_initialized():
+        return ""
+    return ray.get_runtime_context().get_node_id()[:12]
 
 
 def _save_npz(run_dir: str, **arrays):
