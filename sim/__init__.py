@@ -32,7 +32,8 @@ __all__ = ["ModelBuilder", "Model", "State", "Control", "ContactParams", "quat_i
 _LAZY = {"Scene": ("sim.scene", "Scene"), "SceneError": ("sim.scene", "SceneError"),
          "SimulationError": ("sim.scene", "SimulationError"), "UsdWriter": ("sim.usd", "UsdWriter"),
          "load_mesh": ("sim.mesh_io", "load_mesh"), "MeshFormatError": ("sim.mesh_io", "MeshFormatError"),
-         "optimize": ("sim.optimization", "optimize"), "load_optimize_config": ("sim.optimization", "load_config")}
+         "optimize": ("sim.optimization", "optimize"), "load_optimize_config": ("sim.optimization", "load_config"),
+         "sweep": ("sim.sweeps", "sweep")}
 
 
 def __getattr__(name):

@@ -48,7 +48,26 @@ def create_parser() -> argparse.ArgumentParser:
     opt.add_argument("--no-capture", dest="capture", action="store_false",
                      help="launch every step from Python instead of replaying a captured iteration")
     _threads_arg(opt)
+    _sweep_parser(sub)
     return parser
+
+
+def _sweep_parser(sub):
+    sweep = sub.add_parser("sweep", help="many runs of a scene or optimisation over a grid of overrides, on Ray "
+                                         "(or local processes without it); one row per run in results.csv")
+    sweep.add_argument("sweep", help="sweep YAML file (configs/sweeps/)")
+    sweep.add_argument("--address", help="Ray cluster to run on: auto (the cluster this machine is in) or "
+                                         "ray://host:port (default: start a local Ray for this sweep)")
+    sweep.add_argument("--workers", type=_positive_int, metavar="N",
+                       help="runs in flight at once (default: as many as the CPUs allow)")
+    sweep.add_argument("--threads-per-run", type=_positive_int, default=1, metavar="K",
+                       help="kernel threads of each run, and CPUs each Ray task asks for (default 1)")
+    sweep.add_argument("--resume", action="store_true", help="run only the runs without a complete row in "
+                                                             "the output folder")
+    sweep.add_argument("--out-dir", help="output folder (default: out/sweeps/<sweep name>)")
+    sweep.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
+                       help="override applied to every run (repeatable)")
+    sweep.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def _threads_arg(p: argparse.ArgumentParser):
@@ -85,6 +104,8 @@ def main(argv=None) -> int:
     from .scene import Scene, SceneError, SimulationError
     if args.command == "optimize":
         return _optimize(args)
+    if args.command == "sweep":
+        return _sweep(args)
     warning = None
     try:
         scene = Scene.load(args.scene, args.overrides)
@@ -146,6 +167,23 @@ def _optimize(args) -> int:
     print(f"time      {result.seconds_per_iteration:.2f} s per iteration; peak memory of one iteration "
           f"{result.peak_memory_bytes / 2**20:.1f} MiB ({rollout})")
     print(f"output    {result.out_dir}: " + ", ".join(os.path.basename(f) for f in result.files))
+    return EXIT_OK
+
+
+def _sweep(args) -> int:
+    """Exit 0 when the sweep finished (failed runs are rows, not a failed sweep), 2 for an invalid sweep file."""
+    from .scene import SceneError
+    from .sweeps import sweep
+    try:
+        sweep(args.sweep, args.address, workers=args.workers, threads_per_run=args.threads_per_run,
+              resume=args.resume, out_dir=args.out_dir, progress=not args.quiet, overrides=args.overrides,
+              say=print)
+    except SceneError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        print("interrupted: finished rows are kept; continue with --resume", file=sys.stderr)
+        return EXIT_INTERRUPT
     return EXIT_OK
 
 

@@ -2,7 +2,7 @@
 tiled GEMM, cloth simulation, rigid bodies, optimisation.
 
 Run `python tools/bench.py` (or `python -m tools.bench`); `--quick` takes smaller sizes and fewer repeats, and
-`--only SECTION ...` runs some sections (saxpy launch compile autodiff gemm cloth rigid optim contention). Every number in the
+`--only SECTION ...` runs some sections (saxpy launch compile autodiff gemm cloth rigid optim contention sweep). Every number in the
 printed table is measured in this run; a closing line checks them against the targets of the performance issue.
 Warp's columns are left empty when `warp` is not installed.
 
@@ -44,11 +44,11 @@ if __package__ in (None, ""):  # run as a script: tools/ is on sys.path, the rep
 import kernels  # noqa: E402
 
 try:
-    from . import bench_contention, bench_optim, bench_rigid, bench_sim
+    from . import bench_contention, bench_optim, bench_sweep, bench_rigid, bench_sim
     from .bench_report import (Row, closing_line, cloth_rows, optim_rows, render_table, rigid_rows,
                                spring_backward_ratio)
 except ImportError:
-    from tools import bench_contention, bench_optim, bench_rigid, bench_sim
+    from tools import bench_contention, bench_optim, bench_sweep, bench_rigid, bench_sim
     from tools.bench_report import (Row, closing_line, cloth_rows, optim_rows, render_table, rigid_rows,
                                     spring_backward_ratio)
 
@@ -83,6 +83,8 @@ class Settings:
     optim_memory_frames: int  # frames of the memory comparison (of the scene's substeps each)
     contention_seconds: float = 3.0  # measured time of each process of the contention section
     contention_workloads: tuple = bench_contention.WORKLOADS
+    sweep_runs: int = 16  # cloth runs of the sweep section (0: skipped)
+    sweep_frames: int = 60
 
 
 FULL = Settings(saxpy_count=10**7, saxpy_repeats=10, launch_count=20000, launch_rounds=5, compile_repeats=3,
@@ -95,9 +97,9 @@ QUICK = Settings(saxpy_count=2 * 10**6, saxpy_repeats=3, launch_count=2000, laun
                  cloth_frames={"semi_implicit": 4, "xpbd": 1}, cloth_repeats=1,
                  rigid_boxes=(10, 10, 10), rigid_steps=90, rigid_grad_boxes=(5, 4, 5), rigid_grad_steps=100,
                  rigid_repeats=1, optim_repeats=1, optim_memory_frames=32, contention_seconds=0.5,
-                 contention_workloads=("xpbd32",))
+                 contention_workloads=("xpbd32",), sweep_runs=0)
 
-SECTIONS = ("saxpy", "launch", "compile", "autodiff", "gemm", "cloth", "rigid", "optim", "contention")
+SECTIONS = ("saxpy", "launch", "compile", "autodiff", "gemm", "cloth", "rigid", "optim", "contention", "sweep")
 
 # ---------------------------------------------------------------------------------------------------------------
 # Kernel sources. Each is written to a file once per backend, headed by `import kernels as wp` or
@@ -735,6 +737,7 @@ def measure_all(backends: dict, settings: Settings, spring_source: str, vec3: bo
         "optim": lambda: optimisation_costs(settings),
         "contention": lambda: bench_contention.measure(settings.contention_seconds, settings.contention_workloads,
                                                        1 if settings is QUICK else 2),
+        "sweep": lambda: bench_sweep.measure(settings.sweep_runs, settings.sweep_frames),
     }
     return {section: measures[section]() for section in SECTIONS if section in sections}
 
@@ -785,6 +788,8 @@ def main(argv=None) -> int:
     print(render_table(table_rows(results, settings, kernel_label)))
     if "contention" in results:
         print(bench_contention.render(bench_contention.table(results["contention"])))
+    if "sweep" in results:
+        print(bench_sweep.render(results["sweep"], args.quick))
     for line in footnotes(results):
         print(line)
     print(closing_line(results))

@@ -106,13 +106,16 @@ class Scene:
     # ------------------------------------------------------------------------------------------------ running
 
     def run(self, *, frames: int | None = None, out: str | None = None, device=None, progress: bool = False,
-            write: bool = True, capture: bool = True) -> RunResult:
+            write: bool = True, capture: bool = True, observe=None) -> RunResult:
         """Simulate `frames` frames (default sim.frames) after the initial frame 0 and write them to the USD file
         `out` (default output.path). A non-finite position or velocity stops the run with SimulationError (its
         `result` says what was done); the frames written so far stay in a valid USD file.
 
         With `capture` (default), a scene whose frames all launch the same work (BuiltScene.capturable) records a
-        frame's steps once and replays them natively each frame: the same results, without Python per launch."""
+        frame's steps once and replays them natively each frame: the same results, without Python per launch.
+
+        `observe(frame, state, model)`, when given, is called for frame 0 and after each simulated frame (once the
+        state is known to be finite); sweeps use it to record metrics and trajectories without a loop of their own."""
         s = self.spec.sim
         frames = s.frames if frames is None else int(frames)
         if frames < 1:
@@ -131,9 +134,13 @@ class Scene:
         try:
             if writer is not None:
                 self._write_frame(writer, built, 0, state)
+            if observe is not None:
+                observe(0, state, built.model)
             for frame in range(1, frames + 1):
                 state, scratch = step(state, scratch, frame)
                 _check_finite(built, state, frame)
+                if observe is not None:
+                    observe(frame, state, built.model)
                 if writer is not None:
                     self._write_frame(writer, built, frame, state)
                 done = frame

@@ -1,0 +1,101 @@
+"""`sim.sweep(path)`: expand a sweep file into runs, fan them out to an executor, stream the rows into the results
+table, and return the table.
+
+    table = sim.sweep("configs/sweeps/cloth_materials.yaml")               # a local Ray, or local processes
+    table = sim.sweep("configs/sweeps/cloth_materials.yaml", address="auto")  # the Ray cluster this node is in
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from .executors import LocalExecutor, RayExecutor, ray_available
+from .report import SweepProgress, summary
+from .spec import load_sweep
+from .table import ResultsTable, columns
+from .task import run_one
+
+
+def sweep(path: str, address: str | None = None, *, workers: int | None = None, threads_per_run: int = 1,
+          resume: bool = False, out_dir: str | None = None, progress: bool = False, say=None, run_fn=run_one,
+          overrides=()):
+    """Run every run of the sweep file at `path` and return the results table, one row per run (a pandas
+    DataFrame when pandas is importable, else a list of dicts in run order).
+
+    Args:
+        address: a Ray cluster ('auto', 'ray://host:port'); None starts a local Ray for this sweep (or uses the
+            one this process is already connected to), or local processes when Ray is not installed.
+        workers: runs in flight at once (default: local: cores / threads_per_run; Ray: as the cluster's CPUs allow).
+        threads_per_run: kernel threads of each run, and the CPUs each Ray task asks for.
+        resume: keep the complete rows already in out_dir and run only the others.
+        out_dir: where results.csv, results.parquet and kept outputs go (default out/sweeps/<sweep name>).
+        progress: draw a progress bar on a terminal.
+        say: where one-line notes go (default: stderr).
+        run_fn: the function a worker runs per payload (tests wrap it to inject faults).
+        overrides: extra KEY.PATH=VALUE overrides for every run, after the file's `set`.
+    Raises SceneError (file:line: key: message) for an invalid sweep file; failing runs are rows, never raised.
+    """
+    say = say or (lambda text: print(text, file=sys.stderr))
+    spec = load_sweep(path, overrides)
+    out_dir = out_dir or os.path.join("out", "sweeps", spec.name)
+    table = ResultsTable(out_dir, columns(spec.axes, spec.metrics), resume=resume, say=say)
+    todo = [r for r in spec.runs if r.key not in table.done_keys]
+    executor = _executor(address, workers, threads_per_run, run_fn, say)
+    t0 = time.perf_counter()
+    try:
+        _drain(executor, spec, todo, table, out_dir, threads_per_run, workers, progress)
+    finally:
+        executor.shutdown()
+    rows = table.close()
+    say(summary(rows, spec.axes, spec.metrics, spec.kind, time.perf_counter() - t0, executor.kind))
+    return _as_table(rows, table.cols)
+
+
+def _executor(address, workers, threads, run_fn, say):
+    if ray_available():
+        return RayExecutor(address, threads, workers, run_fn)
+    if address is not None:
+        from ..scene import SceneError
+        raise SceneError("--address", (), "Ray is not installed: pip install -e '.[distributed]'")
+    say("note: Ray is not installed (pip install -e '.[distributed]'); running the sweep in local processes")
+    return LocalExecutor(workers or max(1, (os.cpu_count() or 1) // threads), run_fn)
+
+
+def _drain(executor, spec, todo: list, table, out_dir: str, threads: int, workers, progress: bool):
+    """Keep the executor busy until every run in `todo` has a row in `table`."""
+    import kernels
+    limit = workers or getattr(executor, "workers", None) or max(1, executor.cluster_cpus // threads)
+    cache_dir = kernels.config.cache_dir if executor.shares_cache else None
+    queue = [_payload(spec, run, out_dir, threads, cache_dir) for run in todo]
+    queue.reverse()
+    bar = SweepProgress(len(todo), enabled=progress)
+    done = failed = 0
+    try:
+        while queue or executor.pending:
+            while queue and len(executor.pending) < limit:
+                executor.submit(queue.pop())
+            for row in executor.wait():
+                table.add(row)
+                done += 1
+                failed += row["status"] != "ok"
+            bar.update(done, failed, len(executor.pending))
+        bar.update(done, failed, 0, force=True)
+    finally:
+        bar.close()
+
+
+def _payload(spec, run, out_dir: str, threads: int, cache_dir) -> dict:
+    return {"index": run.index, "key": run.key, "kind": spec.kind, "target": spec.target,
+            "overrides": run.overrides, "values": run.values, "metrics": spec.metrics, "keep": spec.keep,
+            "run_dir": os.path.abspath(os.path.join(out_dir, "runs", f"{run.index:04d}")), "threads": threads,
+            "cache_dir": cache_dir}
+
+
+def _as_table(rows: list, cols: list):
+    try:
+        import pandas as pd
+    except ImportError:
+        return [{c: r.get(c) for c in cols} for r in rows]
+    return pd.DataFrame([{c: r.get(c) for c in cols} for r in rows], columns=cols)

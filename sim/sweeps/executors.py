@@ -1,0 +1,129 @@
+"""Where the runs of a sweep execute: Ray tasks (a local Ray started for the sweep, or a cluster by address), or
+local processes when Ray is not installed. Both take payloads and hand back rows as runs finish; neither has a
+scheduler of its own beyond keeping at most `workers` runs in flight.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing
+import os
+
+from .task import run_one
+
+#: Ray retries a task whose worker process died (killed, out of memory) this many times before the row is an error.
+TASK_RETRIES = 3
+
+
+def ray_available() -> bool:
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def source_root() -> str:
+    """The folder holding the `sim` package this driver imported: local workers import the same code from it."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class LocalExecutor:
+    """`workers` spawned processes on this machine (spawn, not fork: the driver may hold kernel threads)."""
+
+    kind = "local processes"
+    shares_cache = True  # same machine, same cache folder
+
+    def __init__(self, workers: int, run_fn=run_one):
+        self.workers, self.run_fn = workers, run_fn
+        self.pool = cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+        self.pending: dict = {}
+
+    def submit(self, payload: dict):
+        self.pending[self.pool.submit(self.run_fn, payload)] = payload
+
+    def wait(self) -> list:
+        """Rows of the runs that finished next (blocks until at least one did)."""
+        done, _ = cf.wait(list(self.pending), return_when=cf.FIRST_COMPLETED)
+        rows = []
+        for future in done:
+            payload = self.pending.pop(future)
+            try:
+                rows.append(future.result())
+            except cf.process.BrokenProcessPool as e:
+                # a local worker that died takes the pool with it: a fresh pool carries on with the other runs
+                rows.append(lost_row(payload, f"worker process died ({e})"))
+                self._renew()
+        return rows
+
+    def _renew(self):
+        lost = dict(self.pending)
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        self.pool = cf.ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+        self.pending = {}
+        for payload in lost.values():
+            self.submit(payload)
+
+    def shutdown(self):
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+class RayExecutor:
+    """Each run a Ray task asking for `threads` CPUs, retried when its worker dies. Uses the Ray this process is
+    already connected to, else connects to `address`, else starts a local Ray sized to the machine (and shuts
+    down only what it started)."""
+
+    kind = "ray"
+
+    def __init__(self, address: str | None, threads: int, workers: int | None, run_fn=run_one):
+        import ray
+        self.ray, self.workers = ray, workers
+        self.started = False
+        self.shares_cache = address is None  # on a cluster every node keeps its own cache at its default place
+        if not ray.is_initialized():
+            if address is None:
+                # the driver's source tree on the path of local workers, so they run the same code
+                env = {"env_vars": {"PYTHONPATH": _pythonpath()}}
+                ray.init(num_cpus=os.cpu_count(), runtime_env=env, include_dashboard=False,
+                         log_to_driver=False, configure_logging=False)
+            else:
+                ray.init(address=address, log_to_driver=False, configure_logging=False)
+            self.started = True
+        self.task = ray.remote(run_fn).options(num_cpus=threads, max_retries=TASK_RETRIES, retry_exceptions=False)
+        self.pending: dict = {}
+
+    @property
+    def cluster_cpus(self) -> int:
+        return int(self.ray.cluster_resources().get("CPU", 1))
+
+    def submit(self, payload: dict):
+        self.pending[self.task.remote(payload)] = payload
+
+    def wait(self) -> list:
+        ready, _ = self.ray.wait(list(self.pending), num_returns=1)
+        rows = []
+        for ref in ready:
+            payload = self.pending.pop(ref)
+            try:
+                rows.append(self.ray.get(ref))
+            except self.ray.exceptions.RayError as e:
+                # retries exhausted (the worker or its node kept dying): a row that says so, not an aborted sweep
+                rows.append(lost_row(payload, f"{type(e).__name__}: {str(e).splitlines()[0]}"))
+        return rows
+
+    def shutdown(self):
+        for ref in self.pending:
+            self.ray.cancel(ref, force=True)
+        if self.started:
+            self.ray.shutdown()
+
+
+def lost_row(payload: dict, message: str) -> dict:
+    """The row of a run whose worker never reported back."""
+    return {"run": payload["index"], "key": payload["key"], **payload["values"], "status": "error",
+            "error": message, "seconds": float("nan"), "host": "", "node": ""}
+
+
+def _pythonpath() -> str:
+    parts = [source_root()] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return os.pathsep.join(dict.fromkeys(parts))

@@ -1,0 +1,106 @@
+"""One run of a sweep, executed where a worker runs it (a Ray task or a local process): load the scene or config
+with the run's overrides, run it with K kernel threads, and return its row.
+
+A run never raises for a bad run: invalid input, a blow-up or any other exception becomes a row with a status and
+the reason, so one bad corner of the parameter space cannot stop a sweep.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import traceback
+
+#: Row statuses: ok; invalid (the overrides or the file failed validation, `sim run` exit 2); blowup (non-finite
+#: values, exit 3); error (anything else, with the exception's last line).
+STATUSES = ("ok", "invalid", "blowup", "error")
+
+
+def run_one(payload: dict) -> dict:
+    """Execute the run described by `payload` (built by `sim.sweeps.driver._payload`) and return its row.
+
+    Keys: index, key, kind ('scene' or 'optimize'), target, overrides, values, metrics, keep, run_dir, threads,
+    cache_dir (None: the node's default cache)."""
+    import kernels
+    if payload.get("cache_dir"):
+        kernels.config.cache_dir = payload["cache_dir"]
+    kernels.config.cpu_threads = payload["threads"]
+    from ..scene import SceneError, SimulationError
+    row = {"run": payload["index"], "key": payload["key"], **payload["values"], "status": "ok", "error": "",
+           "seconds": 0.0, "host": socket.gethostname(), "node": _ray_node()}
+    t0 = time.perf_counter()
+    try:
+        run = _run_scene if payload["kind"] == "scene" else _run_optimize
+        row.update(run(payload, t0))
+    except SceneError as e:
+        row.update(status="invalid", error=str(e))
+    except (SimulationError, FloatingPointError) as e:
+        row.update(status="blowup", error=str(e))
+    except Exception as e:  # a bug or an environment problem in one run must not stop the sweep
+        last = traceback.format_exception_only(type(e), e)[-1].strip()
+        row.update(status="error", error=last)
+    row["seconds"] = time.perf_counter() - t0
+    return row
+
+
+def _run_scene(payload: dict, t0: float) -> dict:
+    from ..scene import Scene
+    from .metrics import TrajectoryRecorder, collect
+    scene = Scene.load(payload["target"], payload["overrides"])
+    keep = payload["keep"]
+    recorder = TrajectoryRecorder(keep_positions=keep == "npz")
+    out = None
+    if keep == "usd":
+        os.makedirs(payload["run_dir"], exist_ok=True)
+        out = os.path.join(payload["run_dir"], f"{scene.name}.usd")
+    result = scene.run(out=out, write=keep == "usd", observe=recorder)
+    if keep == "npz":
+        _save_npz(payload["run_dir"], positions=recorder.positions, fps=scene.spec.sim.fps)
+    builtin = recorder.values()
+    builtin.update(wall_time=time.perf_counter() - t0, steps_per_second=result.steps_per_second)
+    return collect(payload["metrics"], builtin, result)
+
+
+def _run_optimize(payload: dict, t0: float) -> dict:
+    from ..optimization import load_config, optimize
+    from .metrics import collect
+    cfg = load_config(payload["target"], optimize_overrides(payload["target"], payload["overrides"]))
+    keep = payload["keep"]
+    result = optimize(cfg, out_dir=payload["run_dir"], write=keep == "usd")
+    if keep == "npz":
+        _save_npz(payload["run_dir"], losses=result.losses)
+    builtin = {"final_loss": result.losses[-1] if result.losses else float("nan"),
+               "iterations": result.iterations, "wall_time": time.perf_counter() - t0}
+    return collect(payload["metrics"], builtin, result)
+
+
+def optimize_overrides(config_path: str, overrides: list) -> list:
+    """Overrides for an optimisation config: `scene.key=value` ones are added to the config's own `set` list (the
+    scene overrides it applies), the others apply to the config's keys as they are."""
+    from ..scene.source import load_source
+    scene = [o[len("scene."):] for o in overrides if o.startswith("scene.")]
+    rest = [o for o in overrides if not o.startswith("scene.")]
+    if not scene:
+        return rest
+    existing = load_source(config_path).data.get("set", []) or []
+    return rest + [f"set={json.dumps(list(existing) + scene)}"]
+
+
+def _ray_node() -> str:
+    """The Ray node id running this task (several nodes may share one host name), '' outside Ray."""
+    import sys
+    ray = sys.modules.get("ray")  # imported by the Ray worker itself; never imported here for local processes
+    if ray is None or not ray.is_initialized():
+        return ""
+    return ray.get_runtime_context().get_node_id()[:12]
+
+
+def _save_npz(run_dir: str, **arrays):
+    import numpy as np
+    os.makedirs(run_dir, exist_ok=True)
+    path = os.path.join(run_dir, "trajectory.npz")
+    tmp = path + ".tmp.npz"  # written then renamed: a killed worker never leaves half a file
+    np.savez_compressed(tmp, **{k: np.asarray(v) for k, v in arrays.items()})
+    os.replace(tmp, path)
