@@ -159,3 +159,28 @@ def test_shipped_sweeps_name_their_runs():
     assert len({r.key for r in restarts.runs}) == 16, "16 different initial velocities"
     with pytest.raises(SceneError):
         load_sweep(os.path.join(ROOT, "configs", "cloth_throw.yaml"))
+
+
+def test_an_optimisation_sweep_records_final_losses_and_names_the_best_run(tmp_path):
+    # throw_restarts.yaml's form, cut to 2 starts of 2 iterations: each row is a `sim optimize` run
+    path = tmp_path / "restarts.yaml"
+    path.write_text(f"optimize: {os.path.join(ROOT, 'configs', 'cloth_throw.yaml')}\nset: [iterations=2]\nmode: zip\n"
+                    "axes:\n  scene.cloth.0.vel: {random: [[-3.0, 1.0, -3.0], [3.0, 6.0, 3.0]], count: 2, seed: 7}\n"
+                    "metrics: [final_loss, iterations, wall_time]\nkeep: none\n")
+    lines = []
+    table = sweep(str(path), out_dir=str(tmp_path / "out"), say=lines.append)
+    assert len(table) == 2 and (table["status"] == "ok").all()
+    assert (table["iterations"] == 2).all()
+    losses = table["final_loss"].tolist()
+    assert all(math.isfinite(x) and x > 0 for x in losses) and losses[0] != losses[1]
+    best = int(table["run"][table["final_loss"].idxmin()])
+    assert any(line.startswith(f"best run {best}:") for text in lines for line in str(text).splitlines()), lines
+
+
+def test_runs_on_a_cuda_device_ask_ray_for_a_gpu(tmp_path):
+    from sim.sweeps.driver import _payload
+    path = _write_sweep(tmp_path, "  sim.device: [cpu, cuda]\n")
+    spec = load_sweep(path)
+    gpus = [_payload(spec, run, str(tmp_path), 1, None)["gpus"] for run in spec.runs]
+    assert gpus == [0, 1]
+    assert _payload(load_sweep(_write_sweep(tmp_path, EIGHT)), spec.runs[0], str(tmp_path), 1, None)["gpus"] == 0

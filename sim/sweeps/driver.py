@@ -90,7 +90,24 @@ def _payload(spec, run, out_dir: str, threads: int, cache_dir) -> dict:
     return {"index": run.index, "key": run.key, "kind": spec.kind, "target": spec.target,
             "overrides": run.overrides, "values": run.values, "metrics": spec.metrics, "keep": spec.keep,
             "run_dir": os.path.abspath(os.path.join(out_dir, "runs", f"{run.index:04d}")), "threads": threads,
-            "cache_dir": cache_dir}
+            "cache_dir": cache_dir, "gpus": 1 if _run_device(spec, run).startswith("cuda") else 0}
+
+
+def _run_device(spec, run) -> str:
+    """The device a run simulates on: its last `sim.device` override, else the scene's sim.device ("cpu" when the
+    scene cannot be read here: the run itself reports why)."""
+    key = "sim.device=" if spec.kind == "scene" else "scene.sim.device="
+    for o in reversed(run.overrides):
+        if o.startswith(key):
+            return o[len(key):].strip().strip("'\"")  # axis values are written as YAML scalars ("cuda")
+    try:
+        if spec.kind == "scene":
+            from ..scene import Scene
+            return str(Scene.load(spec.target).spec.sim.device)
+        from ..optimization import load_config
+        return str(load_config(spec.target).scene.spec.sim.device)
+    except Exception:  # an invalid target is the run's failure to report, as a row
+        return "cpu"
 
 
 def _as_table(rows: list, cols: list):

@@ -97,7 +97,9 @@ class RayExecutor:
         return int(self.ray.cluster_resources().get("CPU", 1))
 
     def submit(self, payload: dict):
-        self.pending[self.task.remote(payload)] = payload
+        # a run on a CUDA device asks for a GPU as well as its CPUs
+        task = self.task.options(num_gpus=payload["gpus"]) if payload.get("gpus") else self.task
+        self.pending[task.remote(payload)] = payload
 
     def wait(self) -> list:
         ready, _ = self.ray.wait(list(self.pending), num_returns=1)
