@@ -184,3 +184,24 @@ def test_runs_on_a_cuda_device_ask_ray_for_a_gpu(tmp_path):
     gpus = [_payload(spec, run, str(tmp_path), 1, None)["gpus"] for run in spec.runs]
     assert gpus == [0, 1]
     assert _payload(load_sweep(_write_sweep(tmp_path, EIGHT)), spec.runs[0], str(tmp_path), 1, None)["gpus"] == 0
+
+
+@pytest.mark.parametrize("keep", ["usd", "npz", "none"])
+def test_kept_outputs(tmp_path, keep):
+    import numpy as np
+    path = _write_sweep(tmp_path, "  cloth.0.vel: [[0, 0, 0], [0.5, 1.0, 0]]\n", extra=f"keep: {keep}\n")
+    out = tmp_path / "out"
+    table = sweep(path, out_dir=str(out), say=_quiet)
+    assert (table["status"] == "ok").all()
+    kept = sorted(p.relative_to(out / "runs").as_posix() for p in (out / "runs").rglob("*") if p.is_file()) \
+        if (out / "runs").exists() else []
+    if keep == "none":
+        assert kept == []
+    elif keep == "usd":
+        assert len(kept) == 2 and all(k.endswith(".usd") for k in kept), kept
+        from pxr import Usd
+        assert Usd.Stage.Open(str(out / "runs" / kept[0])).GetEndTimeCode() > 0
+    else:
+        assert len(kept) == 2 and all(k.endswith(".npz") for k in kept), kept
+        positions = np.load(out / "runs" / kept[1])["positions"]
+        assert positions.ndim == 3 and positions.shape[2] == 3 and np.isfinite(positions).all()
