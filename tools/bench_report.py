@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 try:
-    from . import bench_contention, bench_rigid, bench_sim
+    from . import bench_contention, bench_rigid, bench_sim, bench_sweep
 except ImportError:  # run as a script: tools/ is on sys.path, the repository root is not
-    from tools import bench_contention, bench_rigid, bench_sim
+    from tools import bench_contention, bench_rigid, bench_sim, bench_sweep
 
 if TYPE_CHECKING:
     from tools.bench import Settings
@@ -104,6 +104,7 @@ TARGETS = (
      lambda r: bench_contention.worst_pair_ratio(r["contention"]), 0.45, True),
     ("contention", "alone: pool vs previous runtime (worst row)",
      lambda r: bench_contention.worst_alone_ratio(r["contention"]), 0.9, True),
+    ("sweep", "sweep: 2 workers vs 1", lambda r: bench_sweep.speedup(r["sweep"]), bench_sweep.TARGET, True),
 )
 
 
