@@ -150,6 +150,16 @@ def build_cpu(source: str, name: str, debug: bool) -> BuildResult:
     return BuildResult(lib, False, seconds)
 
 
+def load_native_library(name: str):
+    """The runtime library kernels/native/<name>.cpp, compiled once and cached like kernel modules, loaded."""
+    with open(os.path.join(NATIVE_DIR, f"{name}.cpp")) as f:
+        source = f.read()
+    lib = load_library(build_cpu(source, name, False).path)
+    if lib is None:  # a damaged cache entry was removed: build it again
+        lib = load_library(build_cpu(source, name, False).path)
+    return lib
+
+
 def load_library(path: str):
     """Load a compiled module after checking it against its manifest (size and hash written at build time).
     A damaged library, or one that fails to load, is removed from the cache with one line on stderr, and None

@@ -51,14 +51,8 @@ def _replayer():
     """The native `wp_replay` entry point, compiled once and cached like kernel modules."""
     global _replay_fn
     if _replay_fn is None:
-        import os
-        from .build import NATIVE_DIR, build_cpu, load_library
-        with open(os.path.join(NATIVE_DIR, "command_list.cpp")) as f:
-            source = f.read()
-        lib = load_library(build_cpu(source, "command_list", False).path)
-        if lib is None:  # a damaged cache entry was removed: build it again
-            lib = load_library(build_cpu(source, "command_list", False).path)
-        fn = lib.wp_replay
+        from .build import load_native_library
+        fn = load_native_library("command_list").wp_replay
         fn.argtypes = [ctypes.c_void_p, ctypes.c_int64]
         fn.restype = ctypes.c_int64
         _replay_fn = fn

@@ -9,7 +9,6 @@ import ast
 import builtins as py_builtins
 
 from . import ir
-from .errors import CompileValueError
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
            ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "mul", ast.BitAnd: "bit_and", ast.BitOr: "bit_or",
@@ -169,8 +168,6 @@ class ExpressionLowering:
         which); type inference reads them (constants for vectors and matrices, any ints for arrays)."""
         parts = (item.lower is not None, item.upper is not None, item.step is not None)
         bounds = [self.as_value(self.lower_expr(b), node) for b in (item.lower, item.upper, item.step) if b is not None]
-        if item.step is not None and isinstance(item.step, ast.Constant) and item.step.value == 0:
-            raise self.error("Slice step cannot be zero.", node, CompileValueError)
         return self.emit("slice", bounds, node, attrs={"parts": parts})[0]
 
     def expr_Subscript(self, node):

@@ -31,12 +31,8 @@ applied_setting = _UNSET  # the config.cpu_threads value the pool was last sized
 def _library():
     global _lib, _api
     if _lib is None:
-        from .build import NATIVE_DIR, build_cpu, load_library
-        with open(os.path.join(NATIVE_DIR, "thread_pool.cpp")) as f:
-            source = f.read()
-        lib = load_library(build_cpu(source, "thread_pool", False).path)
-        if lib is None:  # a damaged cache entry was removed: build it again
-            lib = load_library(build_cpu(source, "thread_pool", False).path)
+        from .build import load_native_library
+        lib = load_native_library("thread_pool")
         lib.wp_pool_set_threads.argtypes = [ctypes.c_int]
         lib.wp_pool_set_threads.restype = ctypes.c_int
         lib.wp_pool_threads.restype = ctypes.c_int

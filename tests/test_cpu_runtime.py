@@ -87,6 +87,9 @@ def test_environment_and_setting_precedence(tmp_path):
     assert resolved(OMP_NUM_THREADS="3") == 3
     assert resolved(OMP_NUM_THREADS="2,1") == 2
     assert resolved(KERNELS_NUM_THREADS="5", OMP_NUM_THREADS="3") == 5
+    bad = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, KERNELS_NUM_THREADS="many"))
+    assert bad.returncode != 0 and "$KERNELS_NUM_THREADS must be a positive integer" in bad.stderr
 
 
 def test_bad_thread_counts_are_refused(threads_setting):

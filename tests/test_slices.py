@@ -241,6 +241,24 @@ def test_gradient_of_a_store_through_an_array_view(device):
     gradcheck(f, [x])
 
 
+def test_gradient_of_loads_through_an_integer_keyed_view(device):
+    # y[1, ::-1] drops the first dimension (index_view) and reverses the second (slice_view)
+    @wp.kernel
+    def read_row(y: wp.array2d(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
+        i = wp.tid()
+        row = y[1, ::-1]
+        out[i] = row[i] * row[i] * wp.float64(float(i + 1))
+
+    y = wp.array(np.arange(6, dtype=np.float64).reshape(2, 3) * 0.25 - 0.5, dtype=wp.float64, device=device)
+
+    def f(y):
+        out = wp.zeros(3, dtype=wp.float64, device=device, requires_grad=True)
+        wp.launch(read_row, 3, inputs=[y, out], device=device)
+        return out
+
+    gradcheck(f, [y])
+
+
 @wp.kernel
 def first_write(x: wp.array(dtype=float), y: wp.array2d(dtype=float)):
     i = wp.tid()
