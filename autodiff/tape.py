@@ -17,6 +17,8 @@ MissingGradientError naming it (and the struct field it sits in) rather than sil
 
 from __future__ import annotations
 
+import copy
+
 import warnings
 
 import kernels as wp
@@ -222,7 +224,7 @@ class Tape:
 
     def _struct_adjoint(self, s, t):
         """A struct of the same type whose array members are the members' gradient arrays."""
-        adj = t()
+        adj = copy.copy(_zero_struct(t))  # its composite members are only packed, never changed in place
         for name, ft in t._wp_struct_.fields.items():
             v = getattr(s, name)
             if isinstance(ft, ArrayType):
@@ -265,8 +267,7 @@ class Tape:
         """(path, array, read, written) for the differentiable toolkit arrays a recorded launch touches."""
         values = dict(zip(rec.kernel.arg_names, list(rec.inputs) + list(rec.outputs)))
         out = []
-        for path, (read, written) in rec.kernel.param_access().items():
-            head, *fields = path.split(".")
+        for path, head, fields, read, written in _access_paths(rec.kernel):
             obj = values.get(head)
             for f in fields:
                 obj = getattr(obj, f, None) if obj is not None else None
@@ -354,3 +355,25 @@ def _describe_path(path: str) -> str:
     if not fields:
         return f"array argument '{head}'"
     return f"field '{'.'.join(fields)}' of struct argument '{head}'"
+
+
+_ZERO_STRUCTS: dict = {}  # struct type -> an instance with every member at its default
+
+
+def _zero_struct(t):
+    z = _ZERO_STRUCTS.get(t)
+    if z is None:
+        z = _ZERO_STRUCTS[t] = t()
+    return z
+
+
+def _access_paths(kernel) -> list:
+    """kernel.param_access() as (path, head parameter, member names, read, written), split once per kernel."""
+    paths = getattr(kernel, "_tape_access_paths", None)
+    if paths is None:
+        paths = []
+        for path, (read, written) in kernel.param_access().items():
+            head, *fields = path.split(".")
+            paths.append((path, head, fields, read, written))
+        kernel._tape_access_paths = paths
+    return paths

@@ -271,6 +271,7 @@ class Launch:
         else:
             self.params = args_ctype(kernel)()
         self._struct_params = [i for i, t in enumerate(kernel.arg_types) if is_struct(t)]
+        self._structs_packed = inputs is not None  # pack_args just read them: launch() right away need not again
 
     @property
     def adj_params(self):
@@ -326,8 +327,9 @@ class Launch:
                 setattr(self.params, self.kernel.arg_names[i], v._to_ctype())
 
     def launch(self, stream=None):
-        if self._struct_params:
+        if self._struct_params and not self._structs_packed:
             self._refresh_structs()
+        self._structs_packed = False  # later launches re-read the structs (their fields may have changed)
         rec = capture.recorder(self.device)
         if rec is not None:  # inside wp.capture_begin()/capture_end(): recorded for replay, not run
             rec.launch(self)
@@ -380,6 +382,7 @@ def launch(kernel, dim, inputs=(), outputs=(), device=None, adjoint=False, adj_i
                           f"launched with dim={dim!r}")
     cmd = Launch(kernel, device, adjoint, dim=dims, inputs=values, adj_inputs=adj_values)
     if record_cmd:
+        cmd._structs_packed = False  # its structs may change before it first runs
         return cmd
     cmd.launch()
     if record_tape and not adjoint and tape_hooks:

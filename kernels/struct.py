@@ -99,17 +99,20 @@ def struct(cls):
             raise AttributeError(f"struct {cls.__name__} has no field '{name}'")
         object.__setattr__(self, name, _check_value(cls, name, fields[name], value))
 
+    # how each field is packed, decided once (launches pack structs on their hot path): 0 array, 1 struct or
+    # composite (its own _to_ctype), 2 scalar
+    kinds = [(name, t, 0 if isinstance(t, ArrayType) else 1 if is_struct(t) or T.is_composite(t) else 2)
+             for name, t in fields.items()]
+
     def _to_ctype(self):
         info.check_usable()
         c = info.ctype()()
-        for name, t in fields.items():
+        for name, t, kind in kinds:
             v = getattr(self, name)
-            if isinstance(t, ArrayType):
+            if kind == 0:
                 if v is not None:
                     setattr(c, name, v._descriptor())
-            elif is_struct(t):
-                setattr(c, name, v._to_ctype())
-            elif T.is_composite(t):
+            elif kind == 1:
                 setattr(c, name, v._to_ctype())
             else:
                 setattr(c, name, _scalar_bits(t, v))

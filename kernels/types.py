@@ -330,7 +330,11 @@ class Composite:
 
     @classmethod
     def _ctype(cls):
-        return cls._wp_scalar_type_._ctype_ * int(np.prod(cls._shape_))
+        t = cls.__dict__.get("_ctype_cache")
+        if t is None:  # built once per class: launches pack composites on their hot path
+            t = cls._wp_scalar_type_._ctype_ * int(np.prod(cls._shape_))
+            setattr(cls, "_ctype_cache", t)
+        return t
 
     def _to_ctype(self):
         t = self._ctype()

@@ -207,9 +207,10 @@ class HashGrid:
         self._chunk_offset = wp.zeros(self.chunk_count, dtype=wp.int32, device=self.device)
         self._point_cell = None
 
-    def build(self, points, radius: float):
+    def build(self, points, radius: float, keep_arrays: bool = False):
         """Sort `points` (wp.array of vec3 [m], shape [point_count]) into cells of width `radius` [m]: the points
-        within `radius` of a point lie in its cell's 27 neighbours."""
+        within `radius` of a point lie in its cell's 27 neighbours. With `keep_arrays`, the previous build's
+        query arrays are refilled (for callers whose readers no tape records) instead of new ones allocated."""
         if not radius > 0:
             raise ValueError(f"hash grid cell width must be positive, got {radius}")
         n = points.shape[0]
@@ -218,9 +219,15 @@ class HashGrid:
         data.dim_x, data.dim_y, data.dim_z = self.dim_x, self.dim_y, self.dim_z
         data.cell_width = float(radius)
         data.inv_cell_width = 1.0 / float(radius)
-        data.cell_start = wp.zeros(self.cell_count, dtype=wp.int32, device=d)
-        data.cell_end = wp.zeros(self.cell_count, dtype=wp.int32, device=d)
-        data.sorted_index = wp.zeros(n, dtype=wp.int32, device=d)
+        previous = self.data
+        if keep_arrays and previous is not None and previous.sorted_index.shape[0] == n:
+            # every cell's start and end and every point's slot are rewritten below
+            data.cell_start, data.cell_end, data.sorted_index = \
+                previous.cell_start, previous.cell_end, previous.sorted_index
+        else:
+            data.cell_start = wp.zeros(self.cell_count, dtype=wp.int32, device=d)
+            data.cell_end = wp.zeros(self.cell_count, dtype=wp.int32, device=d)
+            data.sorted_index = wp.zeros(n, dtype=wp.int32, device=d)
         if self._point_cell is None or self._point_cell.shape[0] != n:
             self._point_cell = wp.zeros(n, dtype=wp.int32, device=d)
         self._count.zero_()

@@ -13,12 +13,14 @@ seconds `load_module` takes in a fresh interpreter, with an empty compile cache 
 n x n float32 product (`launch_tiled` of TILED_GEMM against numpy's `a @ b`, which calls its BLAS); cloth rows
 count solver substeps per second of a hanging cloth falling past a sphere (tools/bench_sim.py), and their Warp CPU
 column is Newton on Warp's CPU backend with the same cloth, empty when `newton` is not installed. Rigid rows count
-bodies x steps per second of 1000 boxes falling onto the ground (tools/bench_rigid.py), against Newton's
-semi-implicit solver; optimisation rows are seconds per iteration of configs/cloth_throw.yaml against a
+bodies x steps per second of 1000 boxes falling onto the ground (tools/bench_rigid.py), on all cores and on one
+thread, against Newton's semi-implicit solver (one thread); optimisation rows are seconds per iteration of
+configs/cloth_throw.yaml against a
 diffsim_cloth-style iteration in Newton, and the peak traced memory of one loss + gradient with the full tape and
 the checkpointed rollout (tools/bench_optim.py). The contention section runs workloads in separate processes alone,
 two at once and next to a busy core, on this toolkit's thread pool and on the OpenMP runtime it replaced
 (tools/bench_contention.py). Each number is the best of several runs, except the contention rates (one run each).
+`--threads N` runs our kernels on N threads (wp.config.cpu_threads).
 """
 
 from __future__ import annotations
@@ -759,7 +761,11 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help=f"run only these sections, of: {' '.join(SECTIONS)}")
     parser.add_argument("--no-warp", action="store_true",
                         help="leave the warp-lang columns empty even when it is installed (its cold compiles are slow)")
+    parser.add_argument("--threads", type=int, default=None, metavar="N",
+                        help="CPU threads of our kernels (wp.config.cpu_threads; default: all the cores allowed)")
     args = parser.parse_args(argv)
+    if args.threads is not None and args.threads < 1:
+        parser.error(f"--threads must be at least 1, got {args.threads}")
     if args.device.startswith("cuda"):
         parser.error(f"--device {args.device}: the CUDA backend is not built yet; only --device cpu is supported")
     if args.device != "cpu":
@@ -774,6 +780,8 @@ def main(argv=None) -> int:
         global warp
         warp = None
     settings = QUICK if args.quick else FULL
+    if args.threads is not None:
+        kernels.config.cpu_threads = args.threads
     with tempfile.TemporaryDirectory(prefix="kernels-bench-") as scratch:
         backends = make_backends(scratch)
         vec3, reason = True, ""

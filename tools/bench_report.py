@@ -105,6 +105,11 @@ TARGETS = (
     ("contention", "alone: pool vs previous runtime (worst row)",
      lambda r: bench_contention.worst_alone_ratio(r["contention"]), 0.9, True),
     ("sweep", "sweep: 2 workers vs 1", lambda r: bench_sweep.speedup(r["sweep"]), bench_sweep.TARGET, True),
+    ("rigid", "rigid 1000 boxes vs Newton", lambda r: bench_rigid.speedup(r["rigid"]["large"]), 1.5, True),
+    ("rigid", "rigid 1000 boxes, 1 thread vs Newton",
+     lambda r: bench_rigid.speedup(r["rigid"]["large"], "ours_one_thread"), 1.0, True),
+    ("rigid", "rigid 100 boxes forward+backward / forward",
+     lambda r: bench_rigid.forward_backward_cost(r["rigid"]["small"]), 2.0, False),
 )
 
 
@@ -144,6 +149,8 @@ def rigid_rows(rigid: dict, settings: Settings) -> list:
     name = f"rigid {grad_count} boxes"
     return [
         Row(f"rigid {count} boxes falling, forward ({settings.rigid_steps} steps)", "body-steps/s", large["ours"],
+            warp=large["reference"]),
+        Row(f"rigid {count} boxes falling, forward, 1 thread", "body-steps/s", large["ours_one_thread"],
             warp=large["reference"]),
         Row(f"{name} forward ({settings.rigid_grad_steps} steps)", "body-steps/s", small["forward"]),
         Row(f"{name} forward+backward", "body-steps/s", small["forward_backward"]),

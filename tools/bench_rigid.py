@@ -95,20 +95,27 @@ def sum_body_heights(q: wp.array(dtype=wp.transform), loss: wp.array(dtype=float
 '''
 
 
-def ours_forward_run(boxes: Boxes, steps: int):
-    """Forward run of SolverRigid: `steps` steps ping-ponging two States, reset to the lattice first."""
+def ours_forward_run(boxes: Boxes, steps: int, threads: int | None = None):
+    """Forward run of SolverRigid: `steps` steps ping-ponging two States, reset to the lattice first; on `threads`
+    CPU threads (wp.config.cpu_threads, restored after the run) when given."""
     model = ours_model(boxes, requires_grad=False)
     solver = sim.SolverRigid(model)
     pair = [model.state(), model.state()]
 
     def forward():
-        a, b = pair
-        a.body_q.assign(model.body_q0)
-        a.body_qd.assign(model.body_qd0)
-        for _ in range(steps):
-            solver.step(model, a, b, None, DT)
-            a, b = b, a
-        wp.synchronize()
+        previous = wp.config.cpu_threads
+        if threads is not None:
+            wp.config.cpu_threads = threads
+        try:
+            a, b = pair
+            a.body_q.assign(model.body_q0)
+            a.body_qd.assign(model.body_qd0)
+            for _ in range(steps):
+                solver.step(model, a, b, None, DT)
+                a, b = b, a
+            wp.synchronize()
+        finally:
+            wp.config.cpu_threads = previous
         return bool(np.isfinite(a.body_q.numpy()).all())
 
     return forward
@@ -184,11 +191,13 @@ def newton_forward_run(newton, boxes: Boxes, steps: int):
 
 def body_steps_per_second(large: Boxes, large_steps: int, small: Boxes, small_steps: int, repeats: int, newton,
                           load_kernels) -> dict:
-    """Bodies x steps per second: {"large": {"ours": rate, "reference": rate or None}, "small": {"forward": rate,
-    "forward_backward": rate}, "warnings": [...]}. The reference runs the large scene only."""
+    """Bodies x steps per second: {"large": {"ours": rate, "ours_one_thread": rate, "reference": rate or None},
+    "small": {"forward": rate, "forward_backward": rate}, "warnings": [...]}. The reference runs the large scene
+    only (on one thread: Warp's CPU backend)."""
     warnings = []
     # keys (who, what), as bench_sim.best_steps_per_second expects: only "ours" must not fail
     runs = {("ours", "large"): ours_forward_run(large, large_steps),
+            ("ours", "large_one_thread"): ours_forward_run(large, large_steps, threads=1),
             ("ours", "forward"): ours_forward_run(small, small_steps),
             ("ours", "forward_backward"): ours_forward_backward_run(small, small_steps, load_kernels)}
     if newton is not None:
@@ -197,10 +206,11 @@ def body_steps_per_second(large: Boxes, large_steps: int, small: Boxes, small_st
         except Exception as e:  # Newton's API moves between releases: its cell stays empty
             warnings.append(f"Newton rigid scene did not build ({type(e).__name__}: {str(e)[:200]})")
     runs_per_second = bench_sim.best_steps_per_second(runs, 1, repeats, warnings, "rigid boxes")
-    body_steps = {"large": large.count * large_steps, "forward": small.count * small_steps,
-                  "forward_backward": small.count * small_steps}
+    body_steps = {"large": large.count * large_steps, "large_one_thread": large.count * large_steps,
+                  "forward": small.count * small_steps, "forward_backward": small.count * small_steps}
     rates = {key: rate * body_steps[key[1]] for key, rate in runs_per_second.items()}
-    return {"large": {"ours": rates[("ours", "large")], "reference": rates.get(("reference", "large"))},
+    return {"large": {"ours": rates[("ours", "large")], "ours_one_thread": rates[("ours", "large_one_thread")],
+                      "reference": rates.get(("reference", "large"))},
             "small": {"forward": rates[("ours", "forward")],
                       "forward_backward": rates[("ours", "forward_backward")]},
             "warnings": warnings}
@@ -211,6 +221,18 @@ def backward_ratio(small: dict):
     return bench_sim.cloth_backward_ratio(small)
 
 
+def speedup(large: dict, who: str = "ours"):
+    """Our body-steps/s (`who`: "ours" or "ours_one_thread") over Newton's on the large scene; None without
+    Newton."""
+    reference = large.get("reference")
+    return None if not reference else large[who] / reference
+
+
+def forward_backward_cost(small: dict):
+    """Time of forward+backward over time of the forward alone, on the small scene."""
+    return small["forward"] / small["forward_backward"]
+
+
 def footnotes(rigid: dict) -> list:
     """What the rigid rows' reference column is, how its contacts differ from ours, and anything that went wrong."""
     lines = list(rigid["notes"])
@@ -218,7 +240,9 @@ def footnotes(rigid: dict) -> list:
         lines += [
             f"rigid rows, Warp CPU column: Newton {rigid['newton']} on Warp's CPU backend (one thread), "
             f"SolverSemiImplicit with its collision pipeline (GJK/MPR narrow phase, unreduced contacts) every step; "
-            f"ours runs on all cores (OpenMP) with a hash-grid broad phase and at most 4 contact points per box pair",
+            f"ours runs on all cores (the toolkit's thread pool; the '1 thread' row on one) with a hash-grid broad "
+            f"phase, bounding-box culling, one narrow phase per touching pair and at most 4 contact points per box "
+            f"pair",
             "rigid contacts differ in form: ours unload with restitution 0 (no spring force while separating) and "
             "regularise friction with tanh; Newton's penalty spring is elastic both ways and clamps friction at "
             "mu fn; ke, kd, kf, mu, density and dt are the same",

@@ -30,7 +30,7 @@ def _block_work(block: Block, memo: dict) -> int:
     return total
 
 
-def parallel_threshold(work: int, base_threshold: int, floor: int = 1024) -> int:
+def parallel_threshold(work: int, base_threshold: int, floor: int = 64) -> int:
     """Launch size from which a kernel of `work` ops per thread runs multithreaded: `base_threshold` (tuned for a
     trivial kernel) scaled down by how much more work each thread does, not below `floor`."""
     scale = max(work, BASE_WORK) / BASE_WORK

@@ -101,9 +101,12 @@ class BuiltScene:
     @property
     def capturable(self) -> bool:
         """Whether a frame's steps can be captured once and replayed (kernels.capture): every frame launches the
-        same work. Not with control forces (each frame launches with its own frame index) nor with rigid bodies
-        (their broad phase reads a pair count back on the host every step)."""
-        return not self.bodies and all(o.forces is None for o in self.objects)
+        same work, on the device alone. Not with control forces (each frame launches with its own frame index),
+        nor with rigid bodies in a model built for gradients (SolverRigid then sizes its contact slots on the
+        host each step; without gradients its contacts never leave the device)."""
+        if self.bodies and self.model.requires_grad:
+            return False
+        return all(o.forces is None for o in self.objects)
 
     def object_of_particle(self, index: int) -> SceneObject | None:
         for o in self.objects:

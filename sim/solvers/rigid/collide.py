@@ -1,19 +1,24 @@
-"""Narrow phase of rigid-body contact in the kernel language: the contact points of a pair of shapes.
+"""Narrow phase of rigid-body contact in the kernel language: the contact points of a pair of shapes and the
+wrench their forces put on one body of the pair.
 
-A pair of shapes (a, b), ordered so that type(a) <= type(b) (sphere < box < capsule < plane), has up to
-MAX_FEATURES candidate contact points ("features"), each computed on its own by `pair_feature`:
+A pair (a, b) is taken in canonical order: type(a) < type(b) (sphere < box < capsule < plane), or the same type and
+a's shape index lower. Both bodies of a pair evaluate it in that order, each on its own thread, so they compute the
+same points and forces to the last bit and receive exactly opposite forces. A pair's candidate contact points
+("features") are visited in one loop that shares the two poses and, for two boxes, one separating-axis test:
 
     sphere-sphere, sphere-box, sphere-capsule, sphere-plane: 1, the sphere's centre against b's distance field;
-    box-box: 4, the corners of one box's face clipped to the other's (below);
+    box-box: up to 4, the corners of one box's face clipped to the other's (below); none when a face axis
+        separates the boxes;
     box-capsule: 11, the box's 8 corners against the capsule, the capsule's 2 end points and its segment's
         point closest to the box against the box;
     box-plane: 8 corners; capsule-plane: 2 end points;
     capsule-capsule: 5, each capsule's 2 end points against the other, and the closest points of the two
         segments when they lie strictly inside both (crossing capsules; at an end, the end point covers it).
 
-Every feature returns (valid, d, n, x): signed distance d [m] (negative when penetrating), unit normal n pointing
-from b toward a (the direction of the force on a), and the contact point x [m] midway between the surfaces, where
-both bodies receive their equal and opposite forces (so contacts conserve angular momentum).
+Every feature has a signed distance d [m] (negative when penetrating), a unit normal n pointing from b toward a (the
+direction of the force on a), and a contact point x [m] midway between the surfaces, where both bodies receive
+their equal and opposite forces (so contacts conserve angular momentum). A feature with d < 0 is a contact: its
+force is contact_law.contact_force.
 
 Box against box: corners of one box inside the other are not pushed out through the nearest face (a box resting
 on a box of the same size has its corners exactly on the edges of the lower box's top face, where "nearest
@@ -23,38 +28,16 @@ either box along whose axis the boxes overlap least (separating-axis test over t
 face is the other box's face most opposed to it. Each of the incident face's 4 corners is moved to the nearest
 point of the reference rectangle and back onto the incident plane along the normal, which gives 4 contact points
 inside the overlap of the two faces, continuous in the poses, with the local depth; a point that lands off the
-incident face (by more than the margin) is dropped. Edge-edge contacts are only approximated by this.
+incident face (by more than the margin) is dropped. When the least overlap is negative, a face axis separates the
+boxes and every such point lies at a positive distance: the pair has no contact. Edge-edge contacts are only
+approximated by this.
 """
 
 import kernels as wp
 
 from ...geometry import capsule_sdf, shape_sdf
 from ...model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_PLANE, SHAPE_SPHERE
-
-MAX_FEATURES = 11
-
-
-@wp.func
-def feature_count(type_a: int, type_b: int):
-    """Number of candidate contact points of a pair with type_a <= type_b."""
-    if type_a == SHAPE_SPHERE:
-        if type_b == SHAPE_PLANE or type_b == SHAPE_SPHERE or type_b == SHAPE_BOX or type_b == SHAPE_CAPSULE:
-            return 1
-        return 0
-    if type_a == SHAPE_BOX:
-        if type_b == SHAPE_BOX:
-            return 4
-        if type_b == SHAPE_CAPSULE:
-            return 11
-        if type_b == SHAPE_PLANE:
-            return 8
-        return 0
-    if type_a == SHAPE_CAPSULE:
-        if type_b == SHAPE_CAPSULE:
-            return 5
-        if type_b == SHAPE_PLANE:
-            return 2
-    return 0
+from .contact_law import ContactSettings, PairContext, contact_wrench
 
 
 @wp.func
@@ -134,37 +117,38 @@ def segment_box_closest(p0: wp.vec3, p1: wp.vec3, pose: wp.transform, half: wp.v
 
 
 @wp.func
-def box_axis(pose: wp.transform, k: int):
-    """Unit face axis k (0, 1, 2 = local x, y, z) of a box, in world."""
-    e = wp.vec3(0.0, 0.0, 0.0)
-    e[k] = 1.0
-    return wp.quat_rotate(wp.transform_get_rotation(pose), e)
+def box_axes(pose: wp.transform):
+    """A box's face axes (local x, y, z in world) as the rows of a matrix."""
+    return wp.transpose(wp.quat_to_matrix(wp.transform_get_rotation(pose)))
 
 
 @wp.func
-def box_extent(pose: wp.transform, half: wp.vec3, u: wp.vec3):
-    """Half the length of a box's projection on the unit axis u [m]."""
-    return (half[0] * wp.abs(wp.dot(box_axis(pose, 0), u)) + half[1] * wp.abs(wp.dot(box_axis(pose, 1), u))
-            + half[2] * wp.abs(wp.dot(box_axis(pose, 2), u)))
+def box_extent(axes: wp.mat33, half: wp.vec3, u: wp.vec3):
+    """Half the length of a box's projection on the unit axis u [m]; the rows of `axes` are its face axes."""
+    return half[0] * wp.abs(wp.dot(axes[0], u)) + half[1] * wp.abs(wp.dot(axes[1], u)) + \
+        half[2] * wp.abs(wp.dot(axes[2], u))
 
 
 @wp.func
 def box_box_axis(pose_a: wp.transform, half_a: wp.vec3, pose_b: wp.transform, half_b: wp.vec3):
-    """Index of the face axis of least overlap: 0-2 a's local x, y, z, 3-5 b's; ties go to the lower index."""
+    """(index, overlap [m]) of the face axis of least overlap: 0-2 a's local x, y, z, 3-5 b's; ties go to the
+    lower index. A negative overlap separates the boxes."""
+    axes_a = box_axes(pose_a)
+    axes_b = box_axes(pose_b)
     delta = wp.transform_get_translation(pose_a) - wp.transform_get_translation(pose_b)
     best = float(1.0e30)
     best_axis = int(0)
     for k in range(6):
         u = wp.vec3(0.0, 0.0, 0.0)
         if k < 3:
-            u = box_axis(pose_a, k)
+            u = axes_a[k]
         else:
-            u = box_axis(pose_b, k - 3)
-        overlap = box_extent(pose_a, half_a, u) + box_extent(pose_b, half_b, u) - wp.abs(wp.dot(delta, u))
+            u = axes_b[k - 3]
+        overlap = box_extent(axes_a, half_a, u) + box_extent(axes_b, half_b, u) - wp.abs(wp.dot(delta, u))
         if overlap < best:
             best = overlap
             best_axis = k
-    return best_axis
+    return best_axis, best
 
 
 @wp.func
@@ -173,49 +157,50 @@ def face_contact(ref_pose: wp.transform, ref_half: wp.vec3, axis: int, inc_pose:
     """Corner k (0..3) of the incident box's face that faces the reference box's face normal to `axis`, moved
     into that face's rectangle: (valid, distance [m], normal from the reference box toward the incident one,
     contact point)."""
-    n = box_axis(ref_pose, axis)
-    to_incident = wp.transform_get_translation(inc_pose) - wp.transform_get_translation(ref_pose)
-    if wp.dot(to_incident, n) < 0.0:
+    ref_axes = box_axes(ref_pose)
+    inc_axes = box_axes(inc_pose)
+    ref_center = wp.transform_get_translation(ref_pose)
+    inc_center = wp.transform_get_translation(inc_pose)
+    n = ref_axes[axis]
+    if wp.dot(inc_center - ref_center, n) < 0.0:
         n = -n
     i1 = (axis + 1) % 3
     i2 = (axis + 2) % 3
-    u1 = box_axis(ref_pose, i1)
-    u2 = box_axis(ref_pose, i2)
-    face_center = wp.transform_get_translation(ref_pose) + n * ref_half[axis]
+    u1 = ref_axes[i1]
+    u2 = ref_axes[i2]
+    face_center = ref_center + n * ref_half[axis]
     # the incident face: the one whose outward normal m is most opposed to n (|n . m| >= 1 / sqrt(3))
     j = int(0)
     best = float(-1.0)
     for c in range(3):
-        along = wp.abs(wp.dot(box_axis(inc_pose, c), n))
+        along = wp.abs(wp.dot(inc_axes[c], n))
         if along > best:
             best = along
             j = c
-    m = box_axis(inc_pose, j)
+    m = inc_axes[j]
     if wp.dot(m, n) > 0.0:
         m = -m
     j1 = (j + 1) % 3
     j2 = (j + 2) % 3
-    v1 = box_axis(inc_pose, j1)
-    v2 = box_axis(inc_pose, j2)
-    inc_center = wp.transform_get_translation(inc_pose) + m * inc_half[j]
-    corner = inc_center + v1 * (inc_half[j1] * float((k & 1) * 2 - 1)) \
-        + v2 * (inc_half[j2] * float((k >> 1) * 2 - 1))
+    v1 = inc_axes[j1]
+    v2 = inc_axes[j2]
+    inc_face = inc_center + m * inc_half[j]
+    corner = inc_face + v1 * (inc_half[j1] * float((k & 1) * 2 - 1)) + v2 * (inc_half[j2] * float((k >> 1) * 2 - 1))
     # clamp into the reference rectangle, then back onto the incident plane along n
     r = corner - face_center
-    q = face_center + u1 * wp.clamp(wp.dot(r, u1), -ref_half[i1], ref_half[i1]) \
-        + u2 * wp.clamp(wp.dot(r, u2), -ref_half[i2], ref_half[i2])
-    d = wp.dot(inc_center - q, m) / wp.dot(n, m)
-    on_face = q + n * d - inc_center
+    q = face_center + u1 * wp.clamp(wp.dot(r, u1), -ref_half[i1], ref_half[i1]) + \
+        u2 * wp.clamp(wp.dot(r, u2), -ref_half[i2], ref_half[i2])
+    d = wp.dot(inc_face - q, m) / wp.dot(n, m)
+    on_face = q + n * d - inc_face
     valid = wp.abs(wp.dot(on_face, v1)) <= inc_half[j1] + margin and \
         wp.abs(wp.dot(on_face, v2)) <= inc_half[j2] + margin
     return valid, d, n, q + n * (0.5 * d)
 
 
 @wp.func
-def box_box_feature(pose_a: wp.transform, half_a: wp.vec3, pose_b: wp.transform, half_b: wp.vec3, k: int,
-                    margin: float):
-    """Contact point k (0..3) of two boxes: face clipping against the face of least overlap (see module doc)."""
-    axis = box_box_axis(pose_a, half_a, pose_b, half_b)
+def box_box_feature(pose_a: wp.transform, half_a: wp.vec3, pose_b: wp.transform, half_b: wp.vec3, axis: int,
+                    k: int, margin: float):
+    """Contact point k (0..3) of two boxes, clipped against the face of least overlap `axis` (box_box_axis)."""
     if axis < 3:  # a's face is the reference: its normal points toward b
         valid, d, n, x = face_contact(pose_a, half_a, axis, pose_b, half_b, k, margin)
         return valid, d, -n, x
@@ -263,16 +248,39 @@ def capsule_capsule_feature(pose_a: wp.transform, scale_a: wp.vec3, pose_b: wp.t
 
 
 @wp.func
+def feature_count(type_a: int, type_b: int):
+    """Number of candidate contact points of a pair with type_a <= type_b."""
+    if type_a == SHAPE_SPHERE:
+        if type_b == SHAPE_PLANE or type_b == SHAPE_SPHERE or type_b == SHAPE_BOX or type_b == SHAPE_CAPSULE:
+            return 1
+        return 0
+    if type_a == SHAPE_BOX:
+        if type_b == SHAPE_BOX:
+            return 4
+        if type_b == SHAPE_CAPSULE:
+            return 11
+        if type_b == SHAPE_PLANE:
+            return 8
+        return 0
+    if type_a == SHAPE_CAPSULE:
+        if type_b == SHAPE_CAPSULE:
+            return 5
+        if type_b == SHAPE_PLANE:
+            return 2
+    return 0
+
+
+@wp.func
 def pair_feature(type_a: int, pose_a: wp.transform, scale_a: wp.vec3, type_b: int, pose_b: wp.transform,
-                 scale_b: wp.vec3, k: int, margin: float):
-    """Candidate contact point k of shapes a and b (type_a <= type_b, k < feature_count): (valid, distance [m],
-    normal from b toward a, contact point [m])."""
+                 scale_b: wp.vec3, box_axis: int, k: int, margin: float):
+    """Candidate contact point k of shapes a and b (type_a <= type_b, k < feature_count; two boxes clip against
+    their face of least overlap `box_axis`): (valid, distance [m], normal from b toward a, contact point [m])."""
     if type_a == SHAPE_SPHERE:
         d, n, x = point_contact(wp.transform_get_translation(pose_a), scale_a[0], type_b, pose_b, scale_b)
         return True, d, n, x
     if type_a == SHAPE_BOX:
         if type_b == SHAPE_BOX:
-            valid, d, n, x = box_box_feature(pose_a, scale_a, pose_b, scale_b, k, margin)
+            valid, d, n, x = box_box_feature(pose_a, scale_a, pose_b, scale_b, box_axis, k, margin)
             return valid, d, n, x
         if type_b == SHAPE_CAPSULE:
             valid, d, n, x = box_capsule_feature(pose_a, scale_a, pose_b, scale_b, k)
@@ -284,3 +292,29 @@ def pair_feature(type_a: int, pose_a: wp.transform, scale_a: wp.vec3, type_b: in
         return valid, d, n, x
     d, n, x = point_contact(capsule_end(pose_a, scale_a[1], k), scale_a[0], type_b, pose_b, scale_b)
     return True, d, n, x
+
+
+@wp.func
+def pair_contacts(ctx: PairContext, body_q: wp.array(dtype=wp.transform),
+                  body_qd: wp.array(dtype=wp.spatial_vector), body_com: wp.array(dtype=wp.vec3),
+                  settings: ContactSettings, type_a: int, pose_a: wp.transform, scale_a: wp.vec3, type_b: int,
+                  pose_b: wp.transform, scale_b: wp.vec3):
+    """(touching, wrench on ctx's self body) of shapes a and b in canonical order (type_a <= type_b): whether any
+    candidate point penetrates, and the sum of their contact wrenches (zero unless ctx.forces). The points are
+    visited in one loop (one copy of the contact law, which keeps the compiled code small); two boxes run their
+    separating-axis test once, before it."""
+    count = feature_count(type_a, type_b)
+    axis = int(0)
+    if type_a == SHAPE_BOX and type_b == SHAPE_BOX:
+        best, overlap = box_box_axis(pose_a, scale_a, pose_b, scale_b)
+        axis = best
+        if overlap < 0.0:  # a face axis separates the boxes: every clipped point lies at a positive distance
+            count = 0
+    touching = bool(False)
+    w = wp.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    for k in range(count):
+        valid, d, n, x = pair_feature(type_a, pose_a, scale_a, type_b, pose_b, scale_b, axis, k, settings.margin)
+        if valid:
+            touching = touching or d < 0.0
+            w = w + contact_wrench(ctx, body_q, body_qd, body_com, settings, d, n, x)
+    return touching, w

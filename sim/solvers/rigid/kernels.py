@@ -1,4 +1,4 @@
-"""Kernels of the rigid-body solver: broad phase, contact forces, external wrenches, Newton-Euler integration.
+"""Kernels of the rigid-body solver: contact partners and wrenches, external wrenches, Newton-Euler integration.
 
 Conventions (the same in Model, State and Control): body_q is the pose of the body frame in world; body_qd is a
 spatial_vector (angular velocity w [rad/s], linear velocity v of the centre of mass [m/s]), both in world
@@ -9,13 +9,10 @@ reach those arrays.
 
 import kernels as wp
 
-from ...geometry import body_point_velocity
 from ...hashgrid import HashGridData, hash_grid_cell_of, hash_grid_neighbor_cell
-from ...model import SHAPE_PLANE
-from .collide import MAX_FEATURES, feature_count, pair_feature
-
-#: candidate contact points per shape pair: the second launch dimension of eval_contact_forces
-FEATURES = wp.constant(MAX_FEATURES)
+from ...model import SHAPE_BOX, SHAPE_PLANE, SHAPE_SPHERE
+from .collide import pair_contacts
+from .contact_law import ContactSettings, PairContext
 
 
 @wp.struct
@@ -34,15 +31,6 @@ class RigidShapeData:
     kf: wp.array(dtype=float)
     mu: wp.array(dtype=float)
     restitution: wp.array(dtype=float)
-
-
-@wp.struct
-class ContactSettings:
-    """Settings of the contact kernels."""
-
-    margin: float  # candidate points closer than this are examined [m]
-    restitution_velocity: float  # normal speed over which loading turns into unloading [m/s]
-    smoothing: float  # depth over which the normal stiffness ramps up from 0 to ke [m]; 0: none
 
 
 @wp.struct
@@ -67,151 +55,246 @@ def shape_world_pose(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform
     return shapes.transform[s]
 
 
-@wp.kernel
-def shape_centers(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform), ids: wp.array(dtype=wp.int32),
-                  centers: wp.array(dtype=wp.vec3)):
-    """World position [m] of the origin of shape ids[i] (the centre of its bounding sphere)."""
+@wp.func
+def shape_bounds(shape_type: int, pose: wp.transform, scale: wp.vec3):
+    """(lower, upper) corners [m] of the world axis-aligned box around a sphere, box or capsule at `pose`."""
+    c = wp.transform_get_translation(pose)
+    if shape_type == SHAPE_SPHERE:
+        r = wp.vec3(scale[0], scale[0], scale[0])
+        return c - r, c + r
+    rot = wp.quat_to_matrix(wp.transform_get_rotation(pose))
+    if shape_type == SHAPE_BOX:
+        half = wp.vec3(0.0, 0.0, 0.0)
+        for k in range(3):
+            half[k] = wp.abs(rot[k, 0]) * scale[0] + wp.abs(rot[k, 1]) * scale[1] + wp.abs(rot[k, 2]) * scale[2]
+        return c - half, c + half
+    # capsule: its segment along local y, swept by the radius
+    half = wp.vec3(0.0, 0.0, 0.0)
+    for k in range(3):
+        half[k] = wp.abs(rot[k, 1]) * scale[1] + scale[0]
+    return c - half, c + half
+
+
+@wp.kernel(enable_backward=False)
+def movable_shape_bounds(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
+                         ids: wp.array(dtype=wp.int32), centers: wp.array(dtype=wp.vec3),
+                         lower: wp.array(dtype=wp.vec3), upper: wp.array(dtype=wp.vec3)):
+    """World origin [m] (the centre of its bounding sphere) and axis-aligned bounds [m] of shape ids[i]."""
     i = wp.tid()
-    centers[i] = wp.transform_get_translation(shape_world_pose(shapes, body_q, ids[i]))
+    s = ids[i]
+    pose = shape_world_pose(shapes, body_q, s)
+    centers[i] = wp.transform_get_translation(pose)
+    lo, hi = shape_bounds(shapes.type[s], pose, shapes.scale[s])
+    lower[i] = lo
+    upper[i] = hi
 
 
-# ------------------------------------------------------------------------------------------------ broad phase
-
-
-@wp.func
-def bounding_spheres_overlap(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform), sa: int, sb: int,
-                             margin: float):
-    """Whether the bounding spheres of shapes sa and sb, grown by `margin`, overlap (planes always do)."""
-    if shapes.type[sa] == SHAPE_PLANE or shapes.type[sb] == SHAPE_PLANE:
-        return True
-    pa = wp.transform_get_translation(shape_world_pose(shapes, body_q, sa))
-    pb = wp.transform_get_translation(shape_world_pose(shapes, body_q, sb))
-    reach = shapes.bounding_radius[sa] + shapes.bounding_radius[sb] + margin
-    return wp.length_sq(pa - pb) < reach * reach
-
-
-@wp.kernel
-def find_grid_pairs(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform), ids: wp.array(dtype=wp.int32),
-                    centers: wp.array(dtype=wp.vec3), grid: HashGridData, settings: ContactSettings,
-                    pairs: wp.array2d(dtype=wp.int32), pair_count: wp.array(dtype=wp.int32)):
-    """Body-shape pairs (i < j, on different bodies) whose bounding spheres overlap, from the hash grid of the
-    body shapes' centres; written to `pairs` up to its capacity, and counted in pair_count[0] (which may end
-    larger than the capacity: the caller grows the list and searches again)."""
-    i = wp.tid()
-    sa = ids[i]
-    c = hash_grid_cell_of(grid, centers[i])
-    for cell_offset in range(27):
-        cell = hash_grid_neighbor_cell(grid, c, cell_offset)
-        if cell >= 0:
-            for slot in range(grid.cell_start[cell], grid.cell_end[cell]):
-                j = grid.sorted_index[slot]
-                sb = ids[j]
-                if j > i and shapes.body[sa] != shapes.body[sb]:
-                    if bounding_spheres_overlap(shapes, body_q, sa, sb, settings.margin):
-                        k = wp.atomic_add(pair_count, 0, 1)
-                        if k < pairs.shape[0]:
-                            pairs[k, 0] = sa
-                            pairs[k, 1] = sb
-
-
-# ------------------------------------------------------------------------------------------------ contact forces
+# ------------------------------------------------------------------------------------------------ contacts
 
 
 @wp.func
-def friction_force(vt: wp.vec3, fn: float, mu: float, kf: float):
-    """Regularised Coulomb friction on the slip velocity vt [m/s]: -mu fn tanh(kf |vt| / (mu fn)) vt / |vt|,
-    viscous (-kf vt) at small slip and mu fn at large slip, smooth everywhere (no division near zero slip)."""
-    limit = mu * fn
-    if limit <= 0.0 or kf <= 0.0:
-        return wp.vec3(0.0, 0.0, 0.0)
-    speed = wp.length(vt)
-    a = kf * speed / limit
-    if a < 1.0e-3:  # tanh(a) / a = 1 - a^2 / 3 + ...: below float32 resolution here
-        return vt * (-kf)
-    return vt * (-limit * wp.tanh(a) / speed)
-
-
-@wp.func
-def smoothed_depth(depth: float, width: float):
-    """depth [m] (> 0), with the kink at contact's start rounded over `width` [m]: depth^2 / (2 width) below
-    width, depth - width / 2 above (continuous slope, so the force's derivative does not jump as a contact
-    starts or ends within a step)."""
-    if depth < width:
-        return depth * depth / (2.0 * width)
-    return depth - 0.5 * width
-
-
-@wp.func
-def contact_force(d: float, n: wp.vec3, v_rel: wp.vec3, ke: float, kd: float, kf: float, mu: float,
-                  restitution: float, settings: ContactSettings):
-    """Force [N] on body a of a contact at penetration -d [m] with normal n (from b to a) and velocity of a
-    relative to b v_rel [m/s].
-
-    Normal: ke * depth at full stiffness while the bodies approach and at e^2 ke while they separate, blended
-    smoothly over |v_n| ~ restitution_velocity: the contact returns the fraction e^2 of the energy it stored, so
-    the normal speed leaves at e times the arrival speed whatever the masses; plus damping -kd v_n; never
-    pulling. Tangential: regularised Coulomb friction (friction_force)."""
-    vn = wp.dot(v_rel, n)
-    approaching = 0.5 * (1.0 - wp.tanh(vn / settings.restitution_velocity))
-    e2 = restitution * restitution
-    depth = smoothed_depth(-d, settings.smoothing)
-    fn = wp.max(ke * depth * (e2 + (1.0 - e2) * approaching) - kd * vn, 0.0)
-    return n * fn + friction_force(v_rel - n * vn, fn, mu, kf)
-
-
-@wp.func
-def add_wrench(body_f: wp.array(dtype=wp.spatial_vector), body_q: wp.array(dtype=wp.transform),
-               body_com: wp.array(dtype=wp.vec3), b: int, x: wp.vec3, f: wp.vec3):
-    """Add force f [N] acting at world point x to body b (skipped for static shapes, b < 0)."""
-    if b >= 0:
-        r = x - wp.transform_point(body_q[b], body_com[b])
-        wp.atomic_add(body_f, b, wp.spatial_vector(wp.cross(r, f), f))
-
-
-@wp.func
-def point_velocity(body_q: wp.array(dtype=wp.transform), body_qd: wp.array(dtype=wp.spatial_vector),
-                   body_com: wp.array(dtype=wp.vec3), b: int, x: wp.vec3):
-    """Velocity [m/s] of world point x moving with body b (zero for static shapes, b < 0)."""
-    if b >= 0:
-        return body_point_velocity(body_q[b], body_qd[b], body_com[b], x)
-    return wp.vec3(0.0, 0.0, 0.0)
-
-
-@wp.kernel
-def eval_contact_forces(pairs: wp.array2d(dtype=wp.int32), shapes: RigidShapeData,
-                        body_q: wp.array(dtype=wp.transform), body_qd: wp.array(dtype=wp.spatial_vector),
-                        body_com: wp.array(dtype=wp.vec3), settings: ContactSettings,
-                        body_f: wp.array(dtype=wp.spatial_vector)):
-    """Penalty contact forces of candidate point k of pair p, launched over (pair_count, FEATURES): the force of
-    contact_force at the contact point, with the material the mean of the two shapes', added to both bodies as
-    wrenches about their centres of mass (body_f, (torque [N m], force [N]))."""
-    p, k = wp.tid()
-    sa = pairs[p, 0]
-    sb = pairs[p, 1]
-    if shapes.type[sa] > shapes.type[sb]:
-        swap = sa
-        sa = sb
-        sb = swap
-    type_a = shapes.type[sa]
-    type_b = shapes.type[sb]
-    if k >= feature_count(type_a, type_b):
-        return
-    if not bounding_spheres_overlap(shapes, body_q, sa, sb, settings.margin):
-        return
+def pair_wrench(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
+                body_qd: wp.array(dtype=wp.spatial_vector), body_com: wp.array(dtype=wp.vec3),
+                settings: ContactSettings, s: int, other: int, forces: int):
+    """(touching, wrench on the body of shape s) of the pair of shapes s (on a body) and `other`: whether any of
+    its candidate points penetrates, and (when `forces` is 1) the sum of their contact wrenches on s's body
+    (torque about its centre of mass [N m], force [N]). The pair is evaluated in canonical order (collide.py), so
+    the two bodies of a pair compute exactly opposite forces. Shapes whose bounding spheres, grown by the margin,
+    do not overlap (planes always do) do not touch."""
+    sa = s
+    sb = other
+    if shapes.type[other] < shapes.type[s] or (shapes.type[other] == shapes.type[s] and other < s):
+        sa = other
+        sb = s
     pose_a = shape_world_pose(shapes, body_q, sa)
     pose_b = shape_world_pose(shapes, body_q, sb)
-    valid, d, n, x = pair_feature(type_a, pose_a, shapes.scale[sa], type_b, pose_b, shapes.scale[sb], k,
-                                  settings.margin)
-    if not valid or d >= 0.0:
-        return
-    ba = shapes.body[sa]
-    bb = shapes.body[sb]
-    v_rel = point_velocity(body_q, body_qd, body_com, ba, x) - point_velocity(body_q, body_qd, body_com, bb, x)
-    f = contact_force(d, n, v_rel, 0.5 * (shapes.ke[sa] + shapes.ke[sb]), 0.5 * (shapes.kd[sa] + shapes.kd[sb]),
-                      0.5 * (shapes.kf[sa] + shapes.kf[sb]), 0.5 * (shapes.mu[sa] + shapes.mu[sb]),
-                      0.5 * (shapes.restitution[sa] + shapes.restitution[sb]), settings)
-    add_wrench(body_f, body_q, body_com, ba, x, f)
-    add_wrench(body_f, body_q, body_com, bb, x, -f)
+    type_a = shapes.type[sa]
+    type_b = shapes.type[sb]
+    if type_a != SHAPE_PLANE and type_b != SHAPE_PLANE:
+        reach = shapes.bounding_radius[sa] + shapes.bounding_radius[sb] + settings.margin
+        gap = wp.transform_get_translation(pose_a) - wp.transform_get_translation(pose_b)
+        if wp.length_sq(gap) >= reach * reach:
+            return False, wp.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    ctx = PairContext()
+    ctx.body_a = shapes.body[sa]
+    ctx.body_b = shapes.body[sb]
+    ctx.self_is_a = 0
+    if sa == s:
+        ctx.self_is_a = 1
+    b = shapes.body[s]
+    ctx.self_com = wp.transform_point(body_q[b], body_com[b])
+    ctx.ke = 0.5 * (shapes.ke[sa] + shapes.ke[sb])
+    ctx.kd = 0.5 * (shapes.kd[sa] + shapes.kd[sb])
+    ctx.kf = 0.5 * (shapes.kf[sa] + shapes.kf[sb])
+    ctx.mu = 0.5 * (shapes.mu[sa] + shapes.mu[sb])
+    ctx.restitution = 0.5 * (shapes.restitution[sa] + shapes.restitution[sb])
+    ctx.forces = forces
+    touching, w = pair_contacts(ctx, body_q, body_qd, body_com, settings, type_a, pose_a, shapes.scale[sa], type_b,
+                                pose_b, shapes.scale[sb])
+    return touching, w
+
+
+@wp.struct
+class CandidateShapes:
+    """Where a body shape (a row) looks for contact partners: every static shape (static_ids [static_count]
+    int32); unless it is a plane, the other non-plane body shapes (movable_ids [movable_count] int32), all of
+    them when use_grid is 0, else those in the 27 cells of `grid` (built on the movable shapes' centres, indexed
+    like movable_ids) around its centre. lower, upper [movable_count]: the movable shapes' world axis-aligned
+    bounds [m], a first test that spares the narrow phase of most candidates. Row t never pairs with the shapes
+    excluded[excluded_start[t]:excluded_start[t + 1]] (e.g. the shapes of bodies joined by a joint)."""
+
+    static_ids: wp.array(dtype=wp.int32)
+    movable_ids: wp.array(dtype=wp.int32)
+    excluded_start: wp.array(dtype=wp.int32)
+    excluded: wp.array(dtype=wp.int32)
+    lower: wp.array(dtype=wp.vec3)
+    upper: wp.array(dtype=wp.vec3)
+    use_grid: int
+    grid: HashGridData
+
+
+@wp.func
+def bounds_may_touch(shapes: RigidShapeData, candidates: CandidateShapes, s: int, lower: wp.vec3, upper: wp.vec3,
+                     j: int, other: int, margin: float):
+    """Whether movable candidate j (shape `other`) is on another body than shape s and its bounds come within
+    `margin` [m] of s's bounds (lower, upper) along every axis: shapes farther apart cannot touch."""
+    if shapes.body[other] == shapes.body[s]:
+        return False
+    lo = candidates.lower[j]
+    hi = candidates.upper[j]
+    return lo[0] <= upper[0] + margin and lower[0] <= hi[0] + margin and lo[1] <= upper[1] + margin and \
+        lower[1] <= hi[1] + margin and lo[2] <= upper[2] + margin and lower[2] <= hi[2] + margin
+
+
+@wp.func
+def is_excluded(candidates: CandidateShapes, t: int, other: int):
+    """Whether row t must not pair with shape `other`."""
+    for k in range(candidates.excluded_start[t], candidates.excluded_start[t + 1]):
+        if candidates.excluded[k] == other:
+            return True
+    return False
+
+
+@wp.func
+def visit_partner(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
+                  body_qd: wp.array(dtype=wp.spatial_vector), body_com: wp.array(dtype=wp.vec3),
+                  candidates: CandidateShapes, settings: ContactSettings, s: int, other: int, t: int, slots: int,
+                  forces: int,
+                  record_into: wp.array2d(dtype=wp.int32), count: int, w: wp.spatial_vector):
+    """scan_partners' step for one candidate `other` of row t (shape s): a touching pair is the row's partner
+    number `count`; the first `slots` are the row's slots (recorded in record_into[t] as far as it has columns),
+    the wrenches of the others add to w. Returns the new (count, w)."""
+    if is_excluded(candidates, t, other):
+        return count, w
+    touching, pw = pair_wrench(shapes, body_q, body_qd, body_com, settings, s, other, forces)
+    if touching:
+        if count < slots:
+            if count < record_into.shape[1]:
+                record_into[t, count] = other
+        else:
+            w = w + pw
+        count = count + 1
+    return count, w
+
+
+@wp.func
+def scan_partners(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
+                  body_qd: wp.array(dtype=wp.spatial_vector), body_com: wp.array(dtype=wp.vec3),
+                  candidates: CandidateShapes, settings: ContactSettings, t: int, s: int, slots: int, forces: int,
+                  record_into: wp.array2d(dtype=wp.int32)):
+    """Every touching partner of body shape s (row t), in a fixed order: static shapes, then body shapes in the
+    order of the candidates' scan. The first `slots` are the row's slots (written to record_into[t], as far as it
+    has columns); the wrenches of the rest (when `forces`) are summed. Returns (partner count, that sum)."""
+    count = int(0)
+    w = wp.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    for k in range(candidates.static_ids.shape[0]):
+        count, w = visit_partner(shapes, body_q, body_qd, body_com, candidates, settings, s,
+                                 candidates.static_ids[k], t, slots, forces, record_into, count, w)
+    if shapes.type[s] != SHAPE_PLANE and candidates.movable_ids.shape[0] > 0:
+        pose = shape_world_pose(shapes, body_q, s)
+        lower, upper = shape_bounds(shapes.type[s], pose, shapes.scale[s])
+        if candidates.use_grid != 0:
+            grid = candidates.grid
+            c = hash_grid_cell_of(grid, wp.transform_get_translation(pose))
+            for cell_offset in range(27):
+                cell = hash_grid_neighbor_cell(grid, c, cell_offset)
+                if cell >= 0:
+                    for slot in range(grid.cell_start[cell], grid.cell_end[cell]):
+                        j = grid.sorted_index[slot]
+                        other = candidates.movable_ids[j]
+                        if bounds_may_touch(shapes, candidates, s, lower, upper, j, other, settings.margin):
+                            count, w = visit_partner(shapes, body_q, body_qd, body_com, candidates, settings, s,
+                                                     other, t, slots, forces, record_into, count, w)
+        else:
+            for j in range(candidates.movable_ids.shape[0]):
+                other = candidates.movable_ids[j]
+                if bounds_may_touch(shapes, candidates, s, lower, upper, j, other, settings.margin):
+                    count, w = visit_partner(shapes, body_q, body_qd, body_com, candidates, settings, s, other,
+                                             t, slots, forces, record_into, count, w)
+    return count, w
+
+
+@wp.func
+def store_row_wrench(shapes: RigidShapeData, rows: wp.array(dtype=wp.int32), t: int, w: wp.spatial_vector,
+                     to_body: int, row_wrench: wp.array(dtype=wp.spatial_vector),
+                     body_f: wp.array(dtype=wp.spatial_vector)):
+    """The contact wrench w of row t: straight into its body's body_f when every body has at most one row
+    (to_body 1), else into row_wrench[t] for gather_body_wrenches."""
+    if to_body != 0:
+        body_f[shapes.body[rows[t]]] = w
+    else:
+        row_wrench[t] = w
+
+
+@wp.kernel(enable_backward=False)
+def find_contacts(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
+                  body_qd: wp.array(dtype=wp.spatial_vector), body_com: wp.array(dtype=wp.vec3),
+                  rows: wp.array(dtype=wp.int32), candidates: CandidateShapes, settings: ContactSettings,
+                  partners: wp.array2d(dtype=wp.int32), partner_count: wp.array(dtype=wp.int32), to_body: int,
+                  row_wrench: wp.array(dtype=wp.spatial_vector), body_f: wp.array(dtype=wp.spatial_vector)):
+    """The contacts of body shape rows[t], not differentiated. With slots (K = partners.shape[1] > 0): its first
+    K touching partners into partners[t] and its number of partners into partner_count[t] (no forces; the
+    wrenches are eval_partner_wrenches'). Without (K = 0): the number of partners, and the sum of all their
+    wrenches on the row's body (store_row_wrench)."""
+    t = wp.tid()
+    slots = partners.shape[1]
+    forces = int(0)
+    if slots == 0:
+        forces = 1
+    count, w = scan_partners(shapes, body_q, body_qd, body_com, candidates, settings, t, rows[t], slots, forces,
+                             partners)
+    partner_count[t] = count
+    if forces != 0:
+        store_row_wrench(shapes, rows, t, w, to_body, row_wrench, body_f)
+
+
+@wp.kernel
+def eval_partner_wrenches(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
+                          body_qd: wp.array(dtype=wp.spatial_vector), body_com: wp.array(dtype=wp.vec3),
+                          rows: wp.array(dtype=wp.int32), settings: ContactSettings,
+                          partners: wp.array2d(dtype=wp.int32), partner_count: wp.array(dtype=wp.int32),
+                          to_body: int, row_wrench: wp.array(dtype=wp.spatial_vector),
+                          body_f: wp.array(dtype=wp.spatial_vector)):
+    """The wrench on the body of shape rows[t] from the partners find_contacts recorded in its slots (all of
+    them: the caller sized the slots to the largest count), summed in slot order (store_row_wrench)."""
+    t = wp.tid()
+    w = wp.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    for k in range(partner_count[t]):
+        touching, pw = pair_wrench(shapes, body_q, body_qd, body_com, settings, rows[t], partners[t, k], 1)
+        w = w + pw
+    store_row_wrench(shapes, rows, t, w, to_body, row_wrench, body_f)
+
+
+@wp.kernel
+def gather_body_wrenches(body_row_start: wp.array(dtype=wp.int32), body_rows: wp.array(dtype=wp.int32),
+                         row_wrench: wp.array(dtype=wp.spatial_vector), body_f: wp.array(dtype=wp.spatial_vector)):
+    """body_f[b] = the contact wrenches of body b's shapes (the rows body_rows[body_row_start[b]:
+    body_row_start[b + 1]]), summed in that order: no atomics, a sum that does not depend on thread timing."""
+    b = wp.tid()
+    w = wp.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    for r in range(body_row_start[b], body_row_start[b + 1]):
+        w = w + row_wrench[body_rows[r]]
+    body_f[b] = w
 
 
 @wp.kernel
@@ -236,13 +319,11 @@ def world_inverse_inertia_times(q: wp.quat, inertia_inv: wp.mat33, x: wp.vec3):
     return wp.quat_rotate(q, inertia_inv * wp.quat_rotate_inv(q, x))
 
 
-@wp.kernel
-def integrate_bodies(body_q: wp.array(dtype=wp.transform), body_qd: wp.array(dtype=wp.spatial_vector),
-                     body_f: wp.array(dtype=wp.spatial_vector), body_mass: wp.array(dtype=float),
-                     body_inertia: wp.array(dtype=wp.mat33), body_com: wp.array(dtype=wp.vec3),
-                     settings: IntegrationSettings, body_q_out: wp.array(dtype=wp.transform),
-                     body_qd_out: wp.array(dtype=wp.spatial_vector)):
-    """One Newton-Euler step per body, semi-implicit (new velocities move the body).
+@wp.func
+def integrate_body(pose: wp.transform, qd: wp.spatial_vector, f: wp.spatial_vector, m: float, inertia: wp.mat33,
+                   com_local: wp.vec3, settings: IntegrationSettings):
+    """(pose, velocity) of one body after one Newton-Euler step under the wrench f, semi-implicit (new velocities
+    move the body).
 
     Linear: v' = (v + dt (f / m + g)) * linear_scale, x_com' = x_com + dt v'.
     Angular, on the world angular momentum L = R I R^T w: L' = L + dt torque. The orientation turns over dt by
@@ -252,19 +333,12 @@ def integrate_bodies(body_q: wp.array(dtype=wp.transform), body_qd: wp.array(dty
     1000 steps of a box tumbling at 6 rad/s with dt = 1 ms), where the explicit w += dt I^-1 (-w x I w) grows it,
     and turning at the start's angular velocity grows it by O(dt) (2% there).
     Kinematic bodies (mass 0) move with their velocity and ignore forces."""
-    i = wp.tid()
-    pose = body_q[i]
-    qd = body_qd[i]
     q = wp.transform_get_rotation(pose)
-    com_local = body_com[i]
     x_com = wp.transform_point(pose, com_local)
     w = wp.spatial_top(qd)
     v = wp.spatial_bottom(qd)
-    m = body_mass[i]
     if m > 0.0:
-        f = body_f[i]
         v = (v + (wp.spatial_bottom(f) / m + settings.gravity) * settings.dt) * settings.linear_scale
-        inertia = body_inertia[i]
         inertia_inv = wp.inverse(inertia)
         momentum = wp.quat_rotate(q, inertia * wp.quat_rotate_inv(q, w)) + wp.spatial_top(f) * settings.dt
         momentum = momentum * settings.angular_scale
@@ -275,5 +349,46 @@ def integrate_bodies(body_q: wp.array(dtype=wp.transform), body_qd: wp.array(dty
     else:
         q_new = rotate_quat(q, w, settings.dt)
     x_com = x_com + v * settings.dt
-    body_q_out[i] = wp.transform(x_com - wp.quat_rotate(q_new, com_local), q_new)
-    body_qd_out[i] = wp.spatial_vector(w, v)
+    return wp.transform(x_com - wp.quat_rotate(q_new, com_local), q_new), wp.spatial_vector(w, v)
+
+
+@wp.kernel
+def integrate_bodies(body_q: wp.array(dtype=wp.transform), body_qd: wp.array(dtype=wp.spatial_vector),
+                     body_f: wp.array(dtype=wp.spatial_vector), body_mass: wp.array(dtype=float),
+                     body_inertia: wp.array(dtype=wp.mat33), body_com: wp.array(dtype=wp.vec3),
+                     settings: IntegrationSettings, body_q_out: wp.array(dtype=wp.transform),
+                     body_qd_out: wp.array(dtype=wp.spatial_vector)):
+    """One Newton-Euler step per body (integrate_body) under the wrenches body_f."""
+    i = wp.tid()
+    pose, qd = integrate_body(body_q[i], body_qd[i], body_f[i], body_mass[i], body_inertia[i], body_com[i],
+                              settings)
+    body_q_out[i] = pose
+    body_qd_out[i] = qd
+
+
+@wp.kernel
+def step_bodies(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
+                body_qd: wp.array(dtype=wp.spatial_vector), body_com: wp.array(dtype=wp.vec3),
+                body_mass: wp.array(dtype=float), body_inertia: wp.array(dtype=wp.mat33),
+                rows: wp.array(dtype=wp.int32), body_row: wp.array(dtype=wp.int32), contact: ContactSettings,
+                partners: wp.array2d(dtype=wp.int32), partner_count: wp.array(dtype=wp.int32),
+                external: wp.array(dtype=wp.spatial_vector), has_external: int, settings: IntegrationSettings,
+                body_f: wp.array(dtype=wp.spatial_vector), body_q_out: wp.array(dtype=wp.transform),
+                body_qd_out: wp.array(dtype=wp.spatial_vector)):
+    """A whole differentiated step of body b when every body has at most one shape (row body_row[b], -1: none):
+    the wrenches of the contact partners find_contacts recorded for its row, in slot order, plus external[b]
+    (when has_external), into body_f[b]; then integrate_body. One kernel, so the backward pass runs one adjoint
+    per step."""
+    b = wp.tid()
+    w = wp.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    t = body_row[b]
+    if t >= 0:
+        for k in range(partner_count[t]):
+            touching, pw = pair_wrench(shapes, body_q, body_qd, body_com, contact, rows[t], partners[t, k], 1)
+            w = w + pw
+    if has_external != 0:
+        w = w + external[b]
+    body_f[b] = w
+    pose, qd = integrate_body(body_q[b], body_qd[b], w, body_mass[b], body_inertia[b], body_com[b], settings)
+    body_q_out[b] = pose
+    body_qd_out[b] = qd

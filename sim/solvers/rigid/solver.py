@@ -32,10 +32,11 @@ class SolverRigid:
             `contact_smoothing` (on by default when gradients are requested) so is their slope as a contact starts
             or ends: rollouts are differentiable with respect to the initial state, body_mass, body_inertia and
             the materials.
-        broad phase: every body shape against every static shape, with a bounding-sphere test in the kernel (O(n)
-            for a ground plane); body shapes against each other, on different bodies only, as all pairs up to
-            `all_pairs_limit` body shapes and through a hash grid of bounding spheres above. Planes attached to
-            bodies collide with static shapes only.
+        contact partners: every body shape against every static shape, with a bounding-sphere test in the kernel
+            (O(n) for a ground plane); body shapes against each other, on different bodies only, as all pairs up
+            to `all_pairs_limit` body shapes and through a hash grid of bounding spheres above. Planes attached to
+            bodies collide with static shapes only. Each pair's contact points share one narrow phase (collide.py);
+            each body sums its wrenches in a fixed order, so results do not depend on thread timing.
 
     Explicit in the contact forces: stable for dt well below sqrt(m_eff / (n ke)) (n contact points carrying a body
     of effective mass m_eff), for kf dt / m_eff below about 1/4 per contact, and for the hysteresis damping
@@ -56,11 +57,14 @@ class SolverRigid:
         body_contacts: whether bodies collide with each other (they always collide with static shapes).
         all_pairs_limit: up to this many body shapes, every pair is tested each step; above, a hash grid finds
             the candidate pairs.
+        excluded_shape_pairs: pairs of shape indices (a, b) that never collide (SolverFeatherstone excludes the
+            shapes of the two bodies of each joint).
     """
 
     def __init__(self, model, *, linear_damping: float = 0.0, angular_damping: float = 0.0,
                  restitution_velocity: float = 0.2, contact_smoothing: float | None = None,
-                 body_contacts: bool = True, all_pairs_limit: int = 64):
+                 body_contacts: bool = True, all_pairs_limit: int = 64,
+                 excluded_shape_pairs=()):
         if linear_damping < 0 or angular_damping < 0:
             raise ValueError("damping rates must be >= 0")
         if not restitution_velocity > 0:
@@ -75,32 +79,49 @@ class SolverRigid:
             raise ValueError(f"contact_smoothing must be >= 0, got {contact_smoothing}")
         self.contact_smoothing = float(contact_smoothing)
         self.body_contacts = bool(body_contacts)
-        self._setup_pairs(model, all_pairs_limit)
+        self._setup_contacts(model, all_pairs_limit, excluded_shape_pairs)
 
-    def _setup_pairs(self, model, all_pairs_limit: int):
-        """The fixed candidate pair lists (body shape x static shape; body shape pairs when few) or the hash grid."""
+    def _setup_contacts(self, model, all_pairs_limit: int, excluded_shape_pairs):
+        """The rows of the contact kernels (one per shape on a body), grouped by body for the gather, and where
+        each row looks for partners: every static shape; unless it is a plane, the other bodies' non-plane shapes,
+        all of them up to `all_pairs_limit` such shapes, else through a hash grid of their bounding spheres."""
         device = model.device
         shape_body = model.shape_body.numpy() if model.shape_count else np.zeros(0, np.int32)
         shape_type = model.shape_type.numpy() if model.shape_count else np.zeros(0, np.int32)
         on_body = np.flatnonzero(shape_body >= 0).astype(np.int32)
         static = np.flatnonzero(shape_body < 0).astype(np.int32)
-        self.static_pairs = _pair_array(np.stack(np.meshgrid(on_body, static, indexing="ij"), -1).reshape(-1, 2),
-                                        device)
         # body-body candidates: planes on bodies are unbounded, so they meet static shapes only
         movable = on_body[shape_type[on_body] != SHAPE_PLANE]
-        self._grid_ids = None
-        self.body_pairs = _pair_array(np.zeros((0, 2), np.int32), device)
-        if self.body_contacts and len(movable) > 1:
-            if len(movable) <= all_pairs_limit:
-                i, j = np.triu_indices(len(movable), 1)
-                pairs = np.stack([movable[i], movable[j]], -1)
-                self.body_pairs = _pair_array(pairs[shape_body[pairs[:, 0]] != shape_body[pairs[:, 1]]], device)
-            else:
-                self._grid_ids = wp.array(movable, dtype=wp.int32, device=device)
-                self._grid = HashGrid(*(hash_grid_dims_for(len(movable)),) * 3, device=device)
-                radius = model.shape_bounding_radius.numpy()[movable]
-                self._grid_cell = float(2.0 * radius.max()) + model.rigid_contact_margin
-                self._pair_capacity = 8 * len(movable)
+        if not self.body_contacts or len(np.unique(shape_body[movable])) < 2:
+            movable = movable[:0]
+        self._rows = _int_array(on_body, device)
+        order = np.argsort(shape_body[on_body], kind="stable")
+        start = np.zeros(model.body_count + 1, np.int64)
+        np.cumsum(np.bincount(shape_body[on_body], minlength=model.body_count), out=start[1:])
+        self._body_row_start = _int_array(start, device)
+        self._body_rows = _int_array(order, device)
+        self._static_ids = _int_array(static, device)
+        self._excluded_start, self._excluded = _excluded_partners(on_body, excluded_shape_pairs, model.shape_count,
+                                                                  device)
+        self._movable_ids = _int_array(movable, device)
+        self._grid = None
+        self._idle_grid = HashGrid(1, 1, 1, device=device).build(wp.zeros(0, dtype=wp.vec3, device=device), 1.0)
+        if len(movable) > all_pairs_limit:
+            self._grid = HashGrid(*(hash_grid_dims_for(len(movable)),) * 3, device=device)
+            radius = model.shape_bounding_radius.numpy()[movable]
+            self._grid_cell = float(2.0 * radius.max()) + model.rigid_contact_margin
+        self._bounds = tuple(wp.zeros(len(movable), dtype=wp.vec3, device=device) for _ in range(3))
+        rows = len(on_body)
+        # buffers of steps that nothing differentiates (steps that may be differentiated allocate their own)
+        self._one_row_per_body = len(np.unique(shape_body[on_body])) == len(on_body)
+        body_row = np.full(model.body_count, -1, np.int64)
+        body_row[shape_body[on_body]] = np.arange(len(on_body))
+        self._body_row = _int_array(body_row, device)  # used when one row per body
+        self._no_external = wp.zeros(0, dtype=wp.spatial_vector, device=device)
+        self._partner_count = wp.zeros(rows, dtype=wp.int32, device=device)
+        self._row_wrench = wp.zeros(rows, dtype=wp.spatial_vector, device=device)
+        self._no_partners = wp.zeros((rows, 0), dtype=wp.int32, device=device)
+        self._slots = 4  # contact slots per shape of differentiated steps: grown to the most partners seen
 
     # ------------------------------------------------------------------------------------------------ step
 
@@ -118,60 +139,141 @@ class SolverRigid:
             state_in.body_f = wp.zeros(model.body_count, dtype=wp.spatial_vector, device=model.device,
                                        requires_grad=model.requires_grad)
         f = state_in.body_f
-        f.zero_()
+        if self._one_row_per_body and self._rows.shape[0] and self._contacts_need_gradients(model, state_in):
+            self._step_differentiated(model, state_in, state_out, control, f, dt)
+            return
         self.eval_contact_forces(model, state_in, f)
         if control is not None and getattr(control, "body_f", None) is not None:
             wp.launch(k.add_external_wrenches, dim=model.body_count, inputs=[control.body_f, f],
                       device=model.device)
         self.integrate(model, state_in, state_out, f, dt)
 
+    def _step_differentiated(self, model, state_in, state_out, control, f, dt: float):
+        """step() when the contact forces may be differentiated and every body has at most one shape: the
+        partners recorded (find_contacts), then contacts, external wrenches and integration in one taped kernel
+        (step_bodies), so that the backward pass runs one adjoint per step."""
+        partners, count = self._record_partners(model, state_in)
+        external = getattr(control, "body_f", None) if control is not None else None
+        wp.launch(k.step_bodies, dim=model.body_count,
+                  inputs=[self.shape_data(model), state_in.body_q, state_in.body_qd, model.body_com, model.body_mass,
+                          model.body_inertia, self._rows, self._body_row, self.contact_settings(model), partners,
+                          count, self._no_external if external is None else external, 0 if external is None else 1,
+                          self.integration_settings(dt)],
+                  outputs=[f, state_out.body_q, state_out.body_qd], device=model.device)
+
     def eval_contact_forces(self, model, state, f):
-        """Add the contact wrenches on the bodies of `state` into `f`, shape [body_count], spatial_vector."""
+        """Set `f` (shape [body_count], spatial_vector) to the contact wrenches on the bodies of `state`.
+
+        Each body shape's contact partners are found by one thread that looks at its candidates; each pair's
+        contact points share one narrow phase (collide.py); each body sums its wrenches in a fixed order (no float
+        atomics), so results do not depend on thread timing. When no input of the contact forces carries a
+        gradient, that thread also sums its partners' wrenches, and the step stays on the device (it can be
+        captured and replays bit for bit). Otherwise the partners are recorded (not differentiated) in slots
+        sized on the host to the largest count, and the taped kernel differentiates only those pairs, one thread per
+        body shape: the backward pass does not revisit pairs that do not touch."""
+        rows = self._rows.shape[0]
+        f.zero_()
+        if rows == 0:
+            return
+        device = model.device
         shapes = self.shape_data(model)
+        settings = self.contact_settings(model)
+        taped = self._contacts_need_gradients(model, state)
+        candidates = self.contact_candidates(model, state)
+        scan = [shapes, state.body_q, state.body_qd, model.body_com, self._rows, candidates, settings]
+        to_body = 1 if self._one_row_per_body else 0
+        if not taped:
+            count, row_wrench = self._partner_count, self._row_wrench
+            wp.launch(k.find_contacts, dim=rows, inputs=scan + [self._no_partners, count, to_body, row_wrench, f],
+                      device=device, record_tape=False)
+            if not to_body:
+                wp.launch(k.gather_body_wrenches, dim=model.body_count,
+                          inputs=[self._body_row_start, self._body_rows, row_wrench, f], device=device,
+                          record_tape=False)
+            return
+        partners, count = self._record_partners(model, state, shapes, settings, candidates)
+        row_wrench = self._row_wrench if to_body else \
+            wp.empty(rows, dtype=wp.spatial_vector, device=device, requires_grad=True)
+        wp.launch(k.eval_partner_wrenches, dim=rows,
+                  inputs=[shapes, state.body_q, state.body_qd, model.body_com, self._rows, settings, partners, count,
+                          to_body, row_wrench, f], device=device)
+        if not to_body:
+            wp.launch(k.gather_body_wrenches, dim=model.body_count,
+                      inputs=[self._body_row_start, self._body_rows, row_wrench, f], device=device)
+
+    def _record_partners(self, model, state, shapes=None, settings=None, candidates=None) -> tuple:
+        """(partners [rows, slots] int32, count [rows] int32): every body shape's touching partners, recorded by
+        find_contacts (not differentiated) in new arrays (a tape keeps the arrays its launches read), with as many
+        slots as the most partners of any shape (grown and recorded again when a shape has more)."""
+        device = model.device
+        if wp.is_capturing(device):
+            raise RuntimeError("a SolverRigid step whose contact forces may be differentiated cannot be captured: "
+                               "it sizes its contact slots on the host; capture steps whose inputs need no "
+                               "gradient, or launch this one uncaptured")
+        shapes = self.shape_data(model) if shapes is None else shapes
+        settings = self.contact_settings(model) if settings is None else settings
+        candidates = self.contact_candidates(model, state) if candidates is None else candidates
+        rows = self._rows.shape[0]
+        scan = [shapes, state.body_q, state.body_qd, model.body_com, self._rows, candidates, settings]
+        count = wp.empty(rows, dtype=wp.int32, device=device)
+        while True:
+            partners = wp.empty((rows, self._slots), dtype=wp.int32, device=device)
+            wp.launch(k.find_contacts, dim=rows, inputs=scan + [partners, count, 0, self._row_wrench, self._row_wrench],
+                      device=device, record_tape=False)
+            most = int(count.numpy().max())
+            if most <= self._slots:
+                return partners, count
+            self._slots = most + max(4, most // 4)  # every partner gets a slot: record again, wider
+
+    def contact_candidates(self, model, state) -> k.CandidateShapes:
+        """Where the body shapes of `state` look for contact partners (the hash grid rebuilt for `state`). Only
+        find_contacts reads them, which no tape records: the same arrays serve every step."""
+        candidates = k.CandidateShapes()
+        candidates.static_ids = self._static_ids
+        candidates.movable_ids = self._movable_ids
+        candidates.excluded_start = self._excluded_start
+        candidates.excluded = self._excluded
+        candidates.use_grid = 0 if self._grid is None else 1
+        candidates.grid = self._idle_grid
+        centers, lower, upper = self._bounds
+        candidates.lower = lower
+        candidates.upper = upper
+        if self._movable_ids.shape[0]:
+            wp.launch(k.movable_shape_bounds, dim=self._movable_ids.shape[0],
+                      inputs=[self.shape_data(model), state.body_q, self._movable_ids, centers, lower, upper],
+                      device=model.device, record_tape=False)
+        if self._grid is not None:
+            candidates.grid = self._grid.build(centers, self._grid_cell, keep_arrays=True)
+        return candidates
+
+    def integration_settings(self, dt: float) -> k.IntegrationSettings:
+        settings = k.IntegrationSettings()
+        settings.gravity = self.model.gravity
+        settings.dt = float(dt)
+        settings.linear_scale = max(0.0, 1.0 - self.linear_damping * float(dt))
+        settings.angular_scale = max(0.0, 1.0 - self.angular_damping * float(dt))
+        return settings
+
+    def contact_settings(self, model) -> k.ContactSettings:
         settings = k.ContactSettings()
         settings.margin = float(model.rigid_contact_margin)
         settings.restitution_velocity = self.restitution_velocity
         settings.smoothing = self.contact_smoothing
-        for pairs, count in ((self.static_pairs, self.static_pairs.shape[0]), self.find_body_pairs(model, state)):
-            if count:
-                wp.launch(k.eval_contact_forces, dim=(count, k.FEATURES),
-                          inputs=[pairs, shapes, state.body_q, state.body_qd, model.body_com, settings, f],
-                          device=model.device)
+        return settings
 
-    def find_body_pairs(self, model, state) -> tuple:
-        """(pairs [n, 2] int32, n): the body-shape pairs whose bounding spheres may touch in `state`."""
-        if self._grid_ids is None:
-            return self.body_pairs, self.body_pairs.shape[0]
-        device, n = model.device, self._grid_ids.shape[0]
-        shapes = self.shape_data(model)
-        settings = k.ContactSettings()
-        settings.margin = float(model.rigid_contact_margin)
-        centers = wp.empty(n, dtype=wp.vec3, device=device)
-        wp.launch(k.shape_centers, dim=n, inputs=[shapes, state.body_q, self._grid_ids, centers], device=device,
-                  record_tape=False)
-        grid = self._grid.build(centers, self._grid_cell)
-        while True:
-            # new arrays each step: a tape keeps the ones its launches read
-            pairs = wp.zeros((self._pair_capacity, 2), dtype=wp.int32, device=device)
-            count = wp.zeros(1, dtype=wp.int32, device=device)
-            wp.launch(k.find_grid_pairs, dim=n,
-                      inputs=[shapes, state.body_q, self._grid_ids, centers, grid, settings, pairs, count],
-                      device=device, record_tape=False)
-            found = int(count.numpy()[0])
-            if found <= self._pair_capacity:
-                return pairs, found
-            self._pair_capacity = 2 * found
+    @staticmethod
+    def _contacts_need_gradients(model, state) -> bool:
+        """Whether any input of the contact forces has a gradient array (a tape could differentiate them)."""
+        inputs = (state.body_q, state.body_qd, model.body_com, model.shape_transform, model.shape_scale,
+                  model.shape_material_ke, model.shape_material_kd, model.shape_material_kf,
+                  model.shape_material_mu, model.shape_material_restitution)
+        return any(a is not None and a.requires_grad for a in inputs)
 
     def integrate(self, model, state_in, state_out, f, dt: float):
         """Newton-Euler step of every body from `state_in` with wrenches `f` into `state_out`."""
-        settings = k.IntegrationSettings()
-        settings.gravity = model.gravity
-        settings.dt = float(dt)
-        settings.linear_scale = max(0.0, 1.0 - self.linear_damping * float(dt))
-        settings.angular_scale = max(0.0, 1.0 - self.angular_damping * float(dt))
         wp.launch(k.integrate_bodies, dim=model.body_count,
                   inputs=[state_in.body_q, state_in.body_qd, f, model.body_mass, model.body_inertia, model.body_com,
-                          settings],
+                          self.integration_settings(dt)],
                   outputs=[state_out.body_q, state_out.body_qd], device=model.device)
 
     @staticmethod
@@ -191,9 +293,24 @@ class SolverRigid:
         return s
 
 
-def _pair_array(pairs: np.ndarray, device) -> wp.array:
-    """Shape pairs as an int32 array [n, 2] (an empty one keeps its two columns)."""
-    pairs = np.ascontiguousarray(pairs, dtype=np.int32).reshape(-1, 2)
-    if len(pairs) == 0:
-        return wp.zeros((0, 2), dtype=wp.int32, device=device)
-    return wp.array(pairs, dtype=wp.int32, device=device)
+def _int_array(values: np.ndarray, device) -> wp.array:
+    """An int32 array on `device` (an empty one too)."""
+    return wp.array(np.ascontiguousarray(values, dtype=np.int32), dtype=wp.int32, device=device)
+
+
+def _excluded_partners(rows: np.ndarray, pairs, shape_count: int, device) -> tuple:
+    """(start [len(rows) + 1], partners): the shapes row t must not pair with are
+    partners[start[t]:start[t + 1]], from the symmetric list of excluded shape pairs."""
+    pairs = np.asarray(list(pairs), dtype=np.int64).reshape(-1, 2)
+    if len(pairs) and (pairs.min() < 0 or pairs.max() >= shape_count):
+        raise ValueError(f"excluded_shape_pairs: shape indices must lie in [0, {shape_count})")
+    both = np.concatenate([pairs, pairs[:, ::-1]]) if len(pairs) else pairs
+    row_of = np.full(shape_count, -1, np.int64)
+    row_of[rows] = np.arange(len(rows))
+    both = both[row_of[both[:, 0]] >= 0]
+    both = np.unique(both, axis=0)
+    order = np.lexsort((both[:, 1], row_of[both[:, 0]]))
+    both = both[order]
+    start = np.zeros(len(rows) + 1, np.int64)
+    np.cumsum(np.bincount(row_of[both[:, 0]], minlength=len(rows)), out=start[1:])
+    return _int_array(start, device), _int_array(both[:, 1], device)

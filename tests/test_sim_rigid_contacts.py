@@ -1,0 +1,164 @@
+"""SolverRigid's contact pipeline: results that do not depend on thread timing, differentiated steps that compute
+the same forces as plain ones (including shapes with more partners than the first slots, and bodies of several
+shapes), exactly opposite forces between bodies, excluded shape pairs, gradients through contacts between
+bodies, and the refusal to capture a differentiated step."""
+
+import numpy as np
+import pytest
+
+import kernels as wp
+import sim
+from autodiff import gradcheck
+
+
+def rollout(model, solver, steps, dt, state=None):
+    """`steps` steps with a fresh State each step; returns the last state."""
+    s = state or model.state()
+    for _ in range(steps):
+        s_next = model.state()
+        solver.step(model, s, s_next, None, dt)
+        s = s_next
+    return s
+
+
+def box_pile(count_x, count_z, layers, *, seed=0):
+    """A loose lattice of tilted boxes above the ground (more than all_pairs_limit: the hash grid finds pairs)."""
+    b = sim.ModelBuilder()
+    rng = np.random.default_rng(seed)
+    for i in range(count_x):
+        for j in range(layers):
+            for k in range(count_z):
+                axis = rng.standard_normal(3)
+                rot = sim.quat_from_axis_angle(axis / np.linalg.norm(axis), rng.uniform(0.0, 0.3))
+                body = b.add_body(pos=(0.22 * i, 0.11 + 0.205 * j, 0.22 * k), rot=rot)
+                b.add_shape_box(hx=0.1, hy=0.1, hz=0.1, body=body)
+    b.add_ground_plane()
+    return b
+
+
+def crowded_scene():
+    """A wide box under six spheres, and a body made of two boxes (a dumbbell) resting on it: the wide box has more
+    contact partners than a differentiated step's first slots, the dumbbell has two shapes."""
+    b = sim.ModelBuilder()
+    base = b.add_body(pos=(0.0, 0.1, 0.0))
+    b.add_shape_box(hx=0.6, hy=0.1, hz=0.3, body=base, ke=1e4)
+    for i in range(6):
+        ball = b.add_body(pos=(-0.5 + 0.2 * i, 0.295, 0.15))
+        b.add_shape_sphere(radius=0.1, body=ball, density=200.0, ke=1e4)
+    dumbbell = b.add_body(pos=(0.0, 0.29, -0.15))
+    b.add_shape_box(pos=(-0.2, 0.0, 0.0), hx=0.08, hy=0.09, hz=0.08, body=dumbbell, ke=1e4)
+    b.add_shape_box(pos=(0.2, 0.0, 0.0), hx=0.08, hy=0.09, hz=0.08, body=dumbbell, ke=1e4)
+    b.add_ground_plane(ke=1e4)
+    return b
+
+
+def test_a_pile_gives_the_same_bits_on_one_thread_and_on_two():
+    """Contact wrenches are summed per body in a fixed order, never with float atomics."""
+    model = box_pile(5, 5, 3).finalize("cpu")
+    results = []
+    previous = wp.config.cpu_threads
+    try:
+        for threads in (1, 2, 2):
+            wp.config.cpu_threads = threads
+            solver = sim.SolverRigid(model, all_pairs_limit=16)
+            assert solver._grid is not None
+            results.append(rollout(model, solver, 120, 2e-3).body_q.numpy())
+    finally:
+        wp.config.cpu_threads = previous
+    assert np.abs(results[0] - model.body_q0.numpy()).max() > 0.05  # the boxes fell and met
+    np.testing.assert_array_equal(results[0], results[1])
+    np.testing.assert_array_equal(results[1], results[2])
+
+
+@pytest.mark.parametrize("slots", [4, 1])
+def test_differentiated_steps_compute_the_forces_of_plain_steps(device, slots):
+    """The same scene finalized with and without gradients (same contact smoothing) moves bit for bit the same:
+    the recorded partners, their slots grown to the most partners of any shape, the gather of a body of two
+    shapes."""
+    plain = crowded_scene().finalize(device)
+    taped = crowded_scene().finalize(device, requires_grad=True)
+    final = []
+    for model in (plain, taped):
+        solver = sim.SolverRigid(model, contact_smoothing=1e-3)
+        solver._slots = slots  # start narrower than the wide box's partners: the slots must grow
+        final.append(rollout(model, solver, 80, 1e-3))
+        if model is taped:
+            assert solver._slots >= 8  # six spheres, the dumbbell's two boxes and the ground on the wide box
+    np.testing.assert_array_equal(final[0].body_q.numpy(), final[1].body_q.numpy())
+    np.testing.assert_array_equal(final[0].body_qd.numpy(), final[1].body_qd.numpy())
+
+
+def test_bodies_receive_exactly_opposite_contact_forces(device):
+    """Each body computes a pair on its own thread, in the pair's canonical order: the forces cancel to the bit."""
+    b = sim.ModelBuilder(gravity=0.0)
+    for x, v in ((-0.12, 1.0), (0.12, -1.0)):
+        body = b.add_body(pos=(x, 1.0, 0.0), rot=sim.quat_from_axis_angle((0.3, 1.0, 0.2), 4.0 * x),
+                          linear_velocity=(v, 0.0, 0.0))
+        b.add_shape_box(hx=0.1, hy=0.1, hz=0.1, body=body)
+    model = b.finalize(device)
+    state = model.state()
+    solver = sim.SolverRigid(model)
+    forces = []
+    for _ in range(40):
+        nxt = model.state()
+        solver.step(model, state, nxt, None, 1e-3)
+        forces.append(state.body_f.numpy()[:, 3:].copy())
+        state = nxt
+    forces = np.array(forces)
+    assert np.abs(forces).max() > 1.0  # they collided
+    np.testing.assert_array_equal(forces[:, 0], -forces[:, 1])
+
+
+def test_excluded_shape_pairs_do_not_collide(device):
+    b = sim.ModelBuilder(gravity=0.0)
+    for x in (-0.05, 0.05):
+        body = b.add_body(pos=(x, 1.0, 0.0))
+        b.add_shape_box(hx=0.1, hy=0.1, hz=0.1, body=body)
+    model = b.finalize(device)
+    for excluded, touching in (((), True), ([(1, 0)], False)):
+        solver = sim.SolverRigid(model, excluded_shape_pairs=excluded)
+        f = wp.zeros(model.body_count, dtype=wp.spatial_vector, device=device)
+        solver.eval_contact_forces(model, model.state(), f)
+        assert (np.abs(f.numpy()).max() > 1.0) == touching
+    with pytest.raises(ValueError, match="excluded_shape_pairs"):
+        sim.SolverRigid(model, excluded_shape_pairs=[(0, 5)])
+
+
+@pytest.mark.parametrize("scene", ["stack", "crowded"])
+def test_gradient_through_contacts_between_bodies(device, scene):
+    """Final poses of a box landing on another (one shape per body: the fused differentiated step) and of the
+    crowded scene (slots grown, a body of two shapes: partner wrenches and the gather), differentiated with
+    respect to the initial velocities."""
+    if scene == "stack":
+        b = sim.ModelBuilder()
+        lower = b.add_body(pos=(0.0, 0.1, 0.0))
+        b.add_shape_box(hx=0.1, hy=0.1, hz=0.1, body=lower, ke=1e4, mu=0.4)
+        upper = b.add_body(pos=(0.03, 0.32, 0.0), rot=sim.quat_from_axis_angle((0.0, 0.0, 1.0), 0.1))
+        b.add_shape_box(hx=0.1, hy=0.1, hz=0.1, body=upper, ke=1e4, mu=0.4)
+        b.add_ground_plane(ke=1e4, mu=0.4)
+        steps = 60
+    else:
+        b = crowded_scene()
+        steps = 30
+    model = b.finalize(device, requires_grad=True)
+    solver = sim.SolverRigid(model)
+    qd = np.zeros((model.body_count, 6), np.float32)
+    qd[:, 3:] = np.random.default_rng(2).uniform(-0.3, 0.3, (model.body_count, 3))
+    qd[:, 4] -= 0.5
+    velocity = wp.array(qd, dtype=wp.spatial_vector, device=device, requires_grad=True)
+
+    def fn(*_):
+        state = model.state()
+        state.body_qd = velocity
+        return rollout(model, solver, steps, 2e-3, state=state).body_q
+
+    gradcheck(fn, [velocity], eps=2e-3, atol=5e-4, rtol=5e-2)
+
+
+def test_a_differentiated_step_refuses_to_be_captured(device):
+    model = crowded_scene().finalize(device, requires_grad=True)
+    solver = sim.SolverRigid(model)
+    a, b = model.state(), model.state()
+    with pytest.raises(RuntimeError, match="cannot be captured"):
+        with wp.ScopedCapture(device):
+            solver.step(model, a, b, None, 1e-3)
