@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import kernels as wp
 
-from .joints import JOINT_BALL, JOINT_D6, JOINT_FREE
+from .joints import JOINT_BALL, JOINT_FREE
 
 FREE = wp.constant(JOINT_FREE)
 BALL = wp.constant(JOINT_BALL)
-D6 = wp.constant(JOINT_D6)
 
 
 @wp.struct
@@ -251,9 +250,13 @@ def eval_fk(model, joint_q, joint_qd, state):
     velocity, then the centre of mass's velocity, world frame) from joint coordinates `joint_q` [m, rad,
     quaternions], shape [joint_coord_count], and velocities `joint_qd` [m/s, rad/s], shape [joint_dof_count].
     Bodies that are the child of no joint are left as they are. Differentiable (record it on a Tape)."""
+    launch_fk(model, joint_data(model), joint_q, joint_qd, state)
+
+
+def launch_fk(model, joints: JointData, joint_q, joint_qd, state):
+    """eval_fk with the model's JointData already built (solvers keep theirs)."""
     if model.joint_count == 0:
         return
-    joints = joint_data(model)
     wp.launch(eval_poses, dim=model.joint_count, inputs=[joints, joint_q], outputs=[state.body_q],
               device=model.device)
     wp.launch(eval_velocities, dim=model.joint_count, inputs=[joints, joint_q, joint_qd, state.body_q,
@@ -263,7 +266,8 @@ def eval_fk(model, joint_q, joint_qd, state):
 
 def eval_ik(model, state, joint_q, joint_qd):
     """Joint coordinates `joint_q` and velocities `joint_qd` (written) from the body poses and velocities of
-    `state`: the inverse of eval_fk where the bodies satisfy the joints (angles in (-pi, pi]). D6 joints with
+    `state`: the inverse of eval_fk where the bodies satisfy the joints (angles as the rotation's angle about
+    the axis, within +-2 pi; the quaternions of ball and free joints up to sign). D6 joints with
     more than one angular axis are recovered only when the angles are small (each angle from the rotation's
     component along its axis); linear axes are assumed orthonormal."""
     if model.joint_count == 0:

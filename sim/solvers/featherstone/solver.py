@@ -6,7 +6,7 @@ import numpy as np
 
 import kernels as wp
 
-from ...articulation import eval_fk, eval_poses, joint_data
+from ...articulation import eval_poses, joint_data, launch_fk
 from . import kernels as k
 from .mass_matrix import solve_mass_matrix
 
@@ -34,6 +34,9 @@ class SolverFeatherstone:
     with respect to the initial joint_q and joint_qd, Control.joint_f and the drive targets, the model's gains,
     damping, masses and inertias.
 
+    The model's joint arrays are read through a struct built here: assign new values into them (`.assign`,
+    `.numpy()[...] = `), or make a new solver after replacing one.
+
     Args:
         model: the Model to simulate (with at least one joint for anything to happen).
     """
@@ -49,6 +52,7 @@ class SolverFeatherstone:
         self.H_start = wp.array(np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int32)
                                 if len(sizes) else np.zeros(0, np.int32), dtype=wp.int32, device=model.device)
         self._no_body_f = wp.zeros(0, dtype=wp.spatial_vector, device=model.device)
+        self._joints = joint_data(model) if model.joint_count else None
 
     def step(self, model, state_in, state_out, control, dt: float):
         """Advance the joints of `state_in` by `dt` [s] into `state_out` (joint_q, joint_qd, body_q, body_qd)."""
@@ -60,14 +64,14 @@ class SolverFeatherstone:
             raise ValueError("SolverFeatherstone.step needs distinct state_in and state_out")
         qdd = self.eval_joint_accelerations(model, state_in, control)
         wp.launch(k.integrate_joints, dim=model.joint_count,
-                  inputs=[joint_data(model), model.body_com, state_in.joint_q, state_in.joint_qd, qdd, float(dt)],
+                  inputs=[self._joints, model.body_com, state_in.joint_q, state_in.joint_qd, qdd, float(dt)],
                   outputs=[state_out.joint_q, state_out.joint_qd], device=model.device)
-        eval_fk(model, state_out.joint_q, state_out.joint_qd, state_out)
+        launch_fk(model, self._joints, state_out.joint_q, state_out.joint_qd, state_out)
 
     def eval_joint_accelerations(self, model, state, control) -> wp.array:
         """qdd = H^-1 (tau - C) [m/s^2, rad/s^2], shape [joint_dof_count], at `state` under `control`."""
         device, rg = model.device, model.requires_grad
-        joints = joint_data(model)
+        joints = self._joints
         bodies = self._bodies(model)
         body_q = wp.zeros(model.body_count, dtype=wp.transform, device=device, requires_grad=rg)
         body_f = self._no_body_f
