@@ -247,9 +247,15 @@ def test_factor_then_solve_gradient(device, n, kind):
     gradcheck(lambda a, y: _run_factor_then_solve(a, y, n, kind, device), [a, y])
 
 
+def _solve_gradients(a, y, seed):
+    """The gradients of sum(seed * x), x = A^-1 y, for symmetric A: -w x^T with w = A^-1 seed, on the
+    lower-triangle parameterisation (an off-diagonal entry carries both mirrored terms), and w for y."""
+    w = np.linalg.solve(a, seed)
+    full = -np.outer(w, np.linalg.solve(a, y))
+    return np.tril(full + full.T) - np.diag(np.diag(full)), w
+
+
 def test_factor_then_solve_gradient_matches_symmetric_formula(device):
-    """For symmetric A the gradient of x = A^-1 y is -A^-T w x^T (w the seed): on the lower-triangle
-    parameterisation the off-diagonal entries carry both mirrored terms, the diagonal one."""
     n = 7
     a_np, y_np, seed = _spd(n), _rng(1).uniform(-1, 1, n), _rng(2).uniform(-1, 1, n)
     a, y = _f64(a_np, device), _f64(y_np, device)
@@ -258,11 +264,9 @@ def test_factor_then_solve_gradient_matches_symmetric_formula(device):
     with tape:
         x = _run_factor_then_solve(a, y, n, "vector", device)
     tape.backward(grads={x: _f64(seed, device)})
-    w = np.linalg.solve(a_np, seed)
-    full = -np.outer(w, np.linalg.solve(a_np, y_np))
-    expected = np.tril(full + full.T) - np.diag(np.diag(full))
-    np.testing.assert_allclose(a.grad.numpy(), expected, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(y.grad.numpy(), w, rtol=1e-10, atol=1e-12)
+    grad_a, grad_y = _solve_gradients(a_np, y_np, seed)
+    np.testing.assert_allclose(a.grad.numpy(), grad_a, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(y.grad.numpy(), grad_y, rtol=1e-10, atol=1e-12)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -297,6 +301,22 @@ def test_articulation_qdd(device, dof):
     np.testing.assert_allclose(qdd.numpy(), expected, rtol=1e-9, atol=1e-10)
     qdd_flat = _run_qdd_2d(_f64(h.reshape(count * dof, dof), device), _f64(tau.reshape(-1), device), dof, device)
     np.testing.assert_allclose(qdd_flat.numpy(), expected.reshape(-1), rtol=1e-9, atol=1e-10)
+
+
+def test_articulation_qdd_gradient_of_the_largest_articulations(device):
+    """Backward at 64 degrees of freedom (too many entries for finite differences): the closed form."""
+    h_np, tau_np = _articulations(4, DOF_LARGE)
+    seed = _rng(7).uniform(-1, 1, tau_np.shape)
+    h, tau = _f64(h_np, device), _f64(tau_np, device)
+    h.requires_grad = tau.requires_grad = True
+    tape = Tape()
+    with tape:
+        qdd = _run_qdd_3d(h, tau, DOF_LARGE, device)
+    tape.backward(grads={qdd: _f64(seed, device)})
+    for k in range(len(h_np)):
+        grad_h, grad_tau = _solve_gradients(h_np[k], tau_np[k], seed[k])
+        np.testing.assert_allclose(h.grad.numpy()[k], grad_h, rtol=1e-8, atol=1e-11)
+        np.testing.assert_allclose(tau.grad.numpy()[k], grad_tau, rtol=1e-8, atol=1e-11)
 
 
 def test_articulation_qdd_gradient(device):
