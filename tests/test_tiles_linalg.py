@@ -387,7 +387,12 @@ def _misuses():
     def half_precision(b: wp.array2d(dtype=wp.float16)):
         wp.tile_store(b, wp.tile_cholesky(wp.tile_load(b, shape=(3, 3))))
 
-    return [(not_square, "must be a square 2-d tile"), (bad_fill_mode, 'fill_mode must be "lower" or "upper"'),
+    @wp.kernel(module="unique")
+    def no_right_hand_side(a: wp.array2d(dtype=F64)):
+        wp.tile_store(a, wp.tile_upper_solve(wp.tile_load(a, shape=(3, 3))))
+
+    return [(no_right_hand_side, r"tile_upper_solve\(\) missing argument 'z'"),
+            (not_square, "must be a square 2-d tile"), (bad_fill_mode, 'fill_mode must be "lower" or "upper"'),
             (rows_differ, "must have 3 rows"), (dtypes_differ, "the same dtype"),
             (half_precision, "float32 or float64")]
 

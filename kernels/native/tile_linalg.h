@@ -90,8 +90,9 @@ CUDA_CALLABLE inline tile_t<T, N, C> tile_lower_solve(const tile_t<T, N, N>& l, 
     return tile_forward_substitute<false>(l, y);
 }
 template <typename T, int N, int C>
-CUDA_CALLABLE inline void adj_tile_lower_solve(const tile_t<T, N, N>& l, const tile_t<T, N, C>& y, tile_t<T, N, N>& adj_l,
-                                               tile_t<T, N, C>& adj_y, const tile_t<T, N, C>& adj_ret) {
+CUDA_CALLABLE inline void adj_tile_lower_solve(const tile_t<T, N, N>& l, const tile_t<T, N, C>& y,
+                                               tile_t<T, N, N>& adj_l, tile_t<T, N, C>& adj_y,
+                                               const tile_t<T, N, C>& adj_ret) {
     adj_tile_forward_substitute<false>(l, tile_forward_substitute<false>(l, y), adj_l, adj_y, adj_ret);
 }
 
@@ -100,8 +101,9 @@ CUDA_CALLABLE inline tile_t<T, N, C> tile_upper_solve(const tile_t<T, N, N>& u, 
     return tile_back_substitute<false>(u, z);
 }
 template <typename T, int N, int C>
-CUDA_CALLABLE inline void adj_tile_upper_solve(const tile_t<T, N, N>& u, const tile_t<T, N, C>& z, tile_t<T, N, N>& adj_u,
-                                               tile_t<T, N, C>& adj_z, const tile_t<T, N, C>& adj_ret) {
+CUDA_CALLABLE inline void adj_tile_upper_solve(const tile_t<T, N, N>& u, const tile_t<T, N, C>& z,
+                                               tile_t<T, N, N>& adj_u, tile_t<T, N, C>& adj_z,
+                                               const tile_t<T, N, C>& adj_ret) {
     adj_tile_back_substitute<false>(u, tile_back_substitute<false>(u, z), adj_u, adj_z, adj_ret);
 }
 
@@ -143,8 +145,8 @@ CUDA_CALLABLE inline void adj_tile_cholesky_lower_factor(const tile_t<T, N, N>& 
             s.at(i, j) = p;  // S = P + P^T: P's halved diagonal counts twice
             s.at(j, i) = p;
         }
-    const tile_t<T, N, N> x = tile_back_substitute<true>(l, s);                      // L^-T S
-    const tile_t<T, N, N> bt = tile_back_substitute<true>(l, tile_transpose(x));     // (L^-T S L^-1)^T
+    const tile_t<T, N, N> x = tile_back_substitute<true>(l, s);                   // L^-T S
+    const tile_t<T, N, N> bt = tile_back_substitute<true>(l, tile_transpose(x));  // (L^-T S L^-1)^T
     for (int i = 0; i < N; ++i)
         for (int j = 0; j <= i; ++j) {
             const T g = i == j ? T(0.5) * bt.at(i, i) : bt.at(j, i);
@@ -184,7 +186,8 @@ CUDA_CALLABLE inline void adj_tile_cholesky_solve_with(const tile_t<T, N, N>& f,
 }
 
 template <typename T, int N, int C>
-CUDA_CALLABLE inline tile_t<T, N, C> tile_cholesky_solve(const tile_t<T, N, N>& f, const tile_t<T, N, C>& y, bool upper) {
+CUDA_CALLABLE inline tile_t<T, N, C> tile_cholesky_solve(const tile_t<T, N, N>& f, const tile_t<T, N, C>& y,
+                                                         bool upper) {
     return upper ? tile_cholesky_solve_with<true>(f, y) : tile_cholesky_solve_with<false>(f, y);
 }
 template <typename T, int N, int C>

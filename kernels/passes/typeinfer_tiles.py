@@ -409,7 +409,8 @@ def _linalg_form(name, names, fill_mode):
     return form
 
 
-# name -> (argument names, takes fill_mode); the builtins are declared in kernels/builtins/tile.py
+# The special forms TileForms.builtin_<name> and builtin_<name>_inplace, by name: (argument names, whether it takes
+# fill_mode). The builtins are declared in kernels/builtins/tile.py.
 _LINALG_FORMS = {
     "tile_cholesky": (("A",), True), "tile_cholesky_solve": (("L", "y"), True),
     "tile_lower_solve": (("L", "y"), False), "tile_upper_solve": (("U", "z"), False),
