@@ -11,7 +11,7 @@ import pytest
 import kernels as wp
 import sim
 from _sim_rollout import quat_to_matrix, rollout
-from autodiff import Tape, gradcheck
+from autodiff import CheckpointedRollout, Tape, gradcheck
 
 G = 9.81
 
@@ -301,13 +301,14 @@ def test_free_joint_agrees_with_the_rigid_solver(device):
 
 def test_solver_kernels_compile_to_ptx():
     """The CUDA path of the solver's kernels (forward and backward; they call every joint function of
-    sim/articulation.py) compiles, with or without a GPU."""
+    sim/articulation.py) and of the tiled mass-matrix solve compiles, with or without a GPU."""
     from kernels.module import get_module
     from kernels.nvrtc import compile_source_to_ptx, render_cuda_source
 
     from sim.solvers.featherstone import kernels as featherstone_kernels
+    from sim.solvers.featherstone.mass_matrix import solve_kernel
 
-    solver_kernels = get_module(featherstone_kernels.__name__).kernels
+    solver_kernels = list(get_module(featherstone_kernels.__name__).kernels) + [solve_kernel(3)]
     ptx = compile_source_to_ptx(render_cuda_source(solver_kernels), 90, "featherstone.cu")
     for i, k in enumerate(solver_kernels):
         assert f"k{i}_{k.name}_cuda_forward" in ptx and f"k{i}_{k.name}_cuda_backward" in ptx
@@ -317,21 +318,50 @@ def test_solver_kernels_compile_to_ptx():
 # Gradients
 
 
-def two_link_arm(device):
-    """A driven, damped two-link arm (revolute about z, then about a tilted axis) with offset centres of mass."""
-    b = sim.ModelBuilder(up_axis="y")
+def add_two_link_arm(b, *, origin=(0.0, 2.0, 0.0)):
+    """A driven, damped two-link arm (revolute about z, then about a tilted axis) with offset centres of mass,
+    hung at `origin`, starting at q = (0.3, -0.4), qd = (0.5, 1.0)."""
     inertia = np.diag([0.01, 0.02, 0.03])
     upper = b.add_body(mass=1.0, inertia=inertia, com=(0.1, 0.0, 0.0))
     lower = b.add_body(mass=0.5, inertia=inertia, com=(0.0, -0.2, 0.05))
-    b.add_joint_revolute(-1, upper, axis=(0, 0, 1), parent_xform=(0, 2, 0, 0, 0, 0, 1),
+    b.add_joint_revolute(-1, upper, axis=(0, 0, 1), parent_xform=(*origin, 0, 0, 0, 1),
                          child_xform=(0, 0.5, 0, 0, 0, 0, 1), target_pos=0.2, target_ke=5.0, target_kd=0.5,
                          damping=0.1)
     b.add_joint_revolute(upper, lower, axis=(1, 0, 1), parent_xform=(0, -0.5, 0, 0, 0, 0, 1), target_ke=2.0,
                          target_kd=0.2, damping=0.2, armature=0.01)
-    model = b.finalize(device, requires_grad=True)
-    model.joint_q.numpy()[:] = [0.3, -0.4]
-    model.joint_qd.numpy()[:] = [0.5, 1.0]
-    return model
+    b.joint_q[-2:] = [0.3, -0.4]
+    b.joint_qd[-2:] = [0.5, 1.0]
+
+
+def add_ball_pendulum(b):
+    """A body hanging from a ball joint, tumbling (3 dofs)."""
+    body = b.add_body(mass=0.8, inertia=np.diag([0.02, 0.03, 0.01]), com=(0.05, -0.3, 0.0))
+    b.add_joint_ball(-1, body, parent_xform=(2, 2, 0, 0, 0, 0, 1), damping=0.05, armature=0.02)
+    r = np.array([0.2, 0.1, -0.1, 1.0])
+    b.joint_q[-4:] = r / np.linalg.norm(r)
+    b.joint_qd[-3:] = [0.4, -0.6, 1.2]
+
+
+def add_cart(b):
+    """A cart on a rail along x (1 dof) pushed by a spring drive."""
+    cart = b.add_body(mass=2.0, inertia=np.eye(3) * 0.1)
+    b.add_joint_prismatic(-1, cart, axis=(1, 0, 0), parent_xform=(-2, 0, 0, 0, 0, 0, 1), target_pos=0.5,
+                          target_ke=20.0, armature=0.1)
+    b.joint_qd[-1] = -0.3
+
+
+def two_link_arm(device):
+    b = sim.ModelBuilder(up_axis="y")
+    add_two_link_arm(b)
+    return b.finalize(device, requires_grad=True)
+
+
+def three_articulations(device, parts=(add_two_link_arm, add_ball_pendulum, add_cart)):
+    """Articulations of 2, 3 and 1 dofs in one model: their mass matrices are padded to 3 x 3 tiles."""
+    b = sim.ModelBuilder(up_axis="y")
+    for add in parts:
+        add(b)
+    return b.finalize(device, requires_grad=True)
 
 
 @pytest.mark.parametrize("wrt", ["joint_q", "joint_qd", "joint_f", "target_pos", "target_ke", "target_kd",
@@ -388,3 +418,69 @@ def test_fk_gradient(device):
         return state.body_q, state.body_qd
 
     gradcheck(fn, [model.joint_q, model.joint_qd], eps=1e-3, atol=5e-4, rtol=2e-2)
+
+
+def test_articulations_of_different_sizes_step_as_if_alone(device):
+    """Three articulations of 2, 3 and 1 dofs (tiles padded with the identity) in one model: the accelerations
+    and 50 steps of each equal those of a model holding it alone."""
+    parts = (add_two_link_arm, add_ball_pendulum, add_cart)
+    model = three_articulations(device, parts)
+    solver = sim.SolverFeatherstone(model)
+    assert solver.max_articulation_dofs == 3
+    qdd = solver.eval_joint_accelerations(model, model.state(), model.control()).numpy()
+    final, _ = rollout(model, solver, 50, 2e-3)
+    q_start, dof = 0, 0
+    for add in parts:
+        alone = three_articulations(device, (add,))
+        alone_solver = sim.SolverFeatherstone(alone)
+        n, nq = alone.joint_dof_count, alone.joint_coord_count
+        np.testing.assert_allclose(
+            qdd[dof:dof + n], alone_solver.eval_joint_accelerations(alone, alone.state(), alone.control()).numpy(),
+            rtol=1e-5, atol=1e-5)
+        alone_final, _ = rollout(alone, alone_solver, 50, 2e-3)
+        np.testing.assert_allclose(final.joint_q.numpy()[q_start:q_start + nq], alone_final.joint_q.numpy(),
+                                   rtol=1e-5, atol=1e-6)
+        q_start, dof = q_start + nq, dof + n
+    assert np.isfinite(final.body_q.numpy()).all()
+
+
+@pytest.mark.parametrize("wrt", ["joint_qd", "joint_armature"])
+def test_rollout_gradient_with_padded_mass_matrices(device, wrt):
+    """Gradients through the tiled solve of articulations of different sizes (the tiles' padding)."""
+    model = three_articulations(device)
+    solver = sim.SolverFeatherstone(model)
+
+    def fn(*_):
+        state = model.state()
+        state.joint_q, state.joint_qd = model.joint_q, model.joint_qd
+        final, _ = rollout(model, solver, 10, 1e-2, state=state)
+        return final.joint_q, final.joint_qd
+
+    gradcheck(fn, [getattr(model, wrt)], eps=1e-3, atol=5e-4, rtol=2e-2)
+
+
+def test_checkpointed_rollout_gradient_equals_the_full_tape(device):
+    """SolverFeatherstone inside autodiff.CheckpointedRollout: the gradients with respect to the initial joint
+    coordinates and velocities and the link masses equal those of a fully taped rollout."""
+    steps, dt = 24, 1e-2
+
+    def gradients(checkpointed):
+        model = three_articulations(device)
+        solver = sim.SolverFeatherstone(model)
+        state0 = model.state()
+        tape = Tape()
+        with tape:
+            if checkpointed:
+                run = CheckpointedRollout(lambda i, a, b: solver.step(model, a, b, None, dt), None, steps, 5)
+                final = run.run(state0)
+            else:
+                final, _ = rollout(model, solver, steps, dt, state=state0)
+        tape.backward(grads={final.body_q: np.ones(final.body_q.shape + (7,), np.float32),
+                             final.joint_qd: np.ones(final.joint_qd.shape, np.float32)})
+        return [a.grad.numpy().copy() for a in (state0.joint_q, state0.joint_qd, model.body_mass,
+                                                model.joint_armature)]
+
+    full, checkpointed = gradients(False), gradients(True)
+    for ref, got in zip(full, checkpointed):
+        assert np.abs(ref).max() > 1e-3
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6 * np.abs(ref).max())

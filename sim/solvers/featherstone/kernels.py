@@ -187,31 +187,28 @@ def eval_joint_forces(joints: JointData, joint_q: wp.array(dtype=float), joint_q
 
 @wp.kernel
 def eval_mass_matrix(joints: JointData, joint_articulation: wp.array(dtype=wp.int32),
-                     armature: wp.array(dtype=float), bodies: ArticulatedBodies, H_start: wp.array(dtype=wp.int32),
-                     H: wp.array(dtype=float)):
+                     armature: wp.array(dtype=float), bodies: ArticulatedBodies, H: wp.array3d(dtype=float)):
     """Composite-rigid-body algorithm, the rows of joint i: H[a, d] = S_d . (I_c S_a) for a dof a of joint i and
     d of i (d <= a) or of an ancestor (I_c: the composite inertia of i's subtree), mirrored, plus the armature on
-    the diagonal. H of articulation k is dense, row-major, n x n (n its dof count) at H[H_start[k]:]; entries
-    between unrelated branches stay 0."""
+    the diagonal. H[k] holds articulation k's matrix in its upper left n x n block (n its dof count); entries
+    between unrelated branches, and the padding, stay 0."""
     i = wp.tid()
     art = joint_articulation[i]
     d0 = joints.qd_start[joints.articulation_start[art]]
-    n = joints.qd_start[joints.articulation_start[art + 1]] - d0
-    h0 = H_start[art]
     child = joints.child[i]
     for a in range(joints.qd_start[i], joints.qd_start[i + 1]):
         F = inertia_times(bodies.cA[child], bodies.ch[child], bodies.cm[child], bodies.S[a])
-        H[h0 + (a - d0) * n + (a - d0)] = wp.spatial_dot(bodies.S[a], F) + armature[a]
+        H[art, a - d0, a - d0] = wp.spatial_dot(bodies.S[a], F) + armature[a]
         for d in range(joints.qd_start[i], a):
             value = wp.spatial_dot(bodies.S[d], F)
-            H[h0 + (a - d0) * n + (d - d0)] = value
-            H[h0 + (d - d0) * n + (a - d0)] = value
+            H[art, a - d0, d - d0] = value
+            H[art, d - d0, a - d0] = value
         j = joints.ancestor[i]
         while j >= 0:
             for d in range(joints.qd_start[j], joints.qd_start[j + 1]):
                 value = wp.spatial_dot(bodies.S[d], F)
-                H[h0 + (a - d0) * n + (d - d0)] = value
-                H[h0 + (d - d0) * n + (a - d0)] = value
+                H[art, a - d0, d - d0] = value
+                H[art, d - d0, a - d0] = value
             j = joints.ancestor[j]
 
 

@@ -20,9 +20,9 @@ class SolverFeatherstone:
     Control.joint_f, passive damping (Model.joint_damping), the PD drive on each axis
     target_ke (target_pos - q) + target_kd (target_vel - qd) clamped to +-effort_limit, and limit penalties
     limit_ke (limit - q) - limit_kd qd beyond a limit; the joint-space mass matrix H by the composite-rigid-body
-    algorithm, with the armature on its diagonal; qdd = H^-1 tau by Cholesky (mass_matrix.py); semi-implicit
-    Euler of the coordinates (quaternions of ball and free joints normalised); forward kinematics of the new
-    coordinates into State.body_q and State.body_qd.
+    algorithm, with the armature on its diagonal; qdd = H^-1 tau by a tiled Cholesky factorisation and solve per
+    articulation (mass_matrix.py); semi-implicit Euler of the coordinates (quaternions of ball and free joints
+    normalised); forward kinematics of the new coordinates into State.body_q and State.body_qd.
 
     Drives and limits act on revolute, prismatic and D6 axes; ball and free joints get joint_f and damping only.
     Contacts are not simulated yet; body wrenches from Control.body_f (torque about the centre of mass [N m],
@@ -46,11 +46,9 @@ class SolverFeatherstone:
         starts = model.articulation_start.numpy() if model.articulation_count else np.zeros(1, np.int32)
         qd_start = model.joint_qd_start.numpy() if model.joint_count else np.zeros(1, np.int32)
         dof_start = qd_start[starts].astype(np.int32)
-        sizes = np.diff(dof_start).astype(np.int64) ** 2
-        self.H_size = int(sizes.sum())
+        #: most dofs of an articulation: the tile size of the mass matrix (at least 1)
+        self.max_articulation_dofs = max(int(np.diff(dof_start).max(initial=0)), 1)
         self.dof_start = wp.array(dof_start, dtype=wp.int32, device=model.device)
-        self.H_start = wp.array(np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int32)
-                                if len(sizes) else np.zeros(0, np.int32), dtype=wp.int32, device=model.device)
         self._no_body_f = wp.zeros(0, dtype=wp.spatial_vector, device=model.device)
         self._joints = joint_data(model) if model.joint_count else None
 
@@ -89,12 +87,12 @@ class SolverFeatherstone:
         wp.launch(k.eval_joint_forces, dim=n,
                   inputs=[joints, state.joint_q, state.joint_qd, self._drive(model, control), bodies],
                   outputs=[tau], device=device)
-        H = wp.zeros(self.H_size, dtype=float, device=device, requires_grad=rg)
-        wp.launch(k.eval_mass_matrix, dim=n,
-                  inputs=[joints, model.joint_articulation, model.joint_armature, bodies, self.H_start],
+        size = self.max_articulation_dofs
+        H = wp.zeros((model.articulation_count, size, size), dtype=float, device=device, requires_grad=rg)
+        wp.launch(k.eval_mass_matrix, dim=n, inputs=[joints, model.joint_articulation, model.joint_armature, bodies],
                   outputs=[H], device=device)
         qdd = wp.zeros(model.joint_dof_count, dtype=float, device=device, requires_grad=rg)
-        solve_mass_matrix(H, self.H_start, self.dof_start, tau, qdd, model.articulation_count, device)
+        solve_mass_matrix(H, self.dof_start, tau, qdd, device)
         return qdd
 
     @staticmethod
