@@ -484,3 +484,113 @@ def test_checkpointed_rollout_gradient_equals_the_full_tape(device):
     for ref, got in zip(full, checkpointed):
         assert np.abs(ref).max() > 1e-3
         np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6 * np.abs(ref).max())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Contacts
+
+
+def arm_over_the_ground(device, *, requires_grad=False, angle=0.0, speed=0.0):
+    """A 1 kg link (centre of mass 0.5 m out) on a revolute joint 0.3 m above the ground, a sphere of radius
+    0.1 m at its end 1 m from the pivot."""
+    b = sim.ModelBuilder(up_axis="y")
+    link = b.add_body(mass=1.0, inertia=np.eye(3) * 0.01, com=(0.5, 0.0, 0.0))
+    b.add_shape_sphere(pos=(1.0, 0.0, 0.0), radius=0.1, body=link, density=0.0)
+    b.add_joint_revolute(-1, link, axis=(0, 0, 1), parent_xform=(0, 0.3, 0, 0, 0, 0, 1))
+    b.add_ground_plane()
+    b.joint_q[0], b.joint_qd[0] = angle, speed
+    return b.finalize(device, requires_grad=requires_grad)
+
+
+def cartpole(device, *, body_contacts=True, pole_angle=0.4, height=0.5):
+    """A cart (box) free to move in x and y (a D6 joint) carrying a pole (capsule) on a revolute joint; the
+    capsule overlaps the box at the joint."""
+    b = sim.ModelBuilder(up_axis="y")
+    cart = b.add_body(mass=2.0, inertia=np.eye(3) * 0.05)
+    b.add_shape_box(hx=0.2, hy=0.1, hz=0.15, body=cart, density=0.0)
+    pole = b.add_body(mass=0.5, inertia=np.diag([0.04, 0.001, 0.04]), com=(0.0, 0.4, 0.0))
+    b.add_shape_capsule(pos=(0, 0.4, 0), radius=0.04, half_height=0.4, body=pole, density=0.0)
+    b.add_joint_d6(-1, cart, linear_axes=[(1, 0, 0), (0, 1, 0)], parent_xform=(0, height, 0, 0, 0, 0, 1))
+    b.add_joint_revolute(cart, pole, axis=(0, 0, 1))
+    b.joint_q[-1] = pole_angle
+    b.add_ground_plane()
+    model = b.finalize(device)
+    return model, sim.SolverFeatherstone(model, body_contacts=body_contacts)
+
+
+def test_arm_link_rests_on_the_ground(device):
+    """The link falls onto the ground and rests with its sphere on it: the angle where the sphere's centre is
+    one radius up (less the contact's compression, m g / ke ~ 5e-5 m), no motion left."""
+    model = arm_over_the_ground(device)
+    final, _ = rollout(model, sim.SolverFeatherstone(model), 2000, 1e-3)
+    assert final.joint_q.numpy()[0] == pytest.approx(-math.asin(0.2), abs=2e-4)
+    assert abs(final.joint_qd.numpy()[0]) < 1e-4
+    assert final.body_q.numpy()[0, 1] == pytest.approx(0.3, abs=1e-6)  # the body frame stays on the pivot
+
+
+def test_cartpole_drops_onto_the_ground_and_comes_to_rest(device):
+    """The cart lands on its box, the pole tips over onto the ground: at rest, the box on the ground, the pole's
+    tip one capsule radius up; the shapes of the cart and the pole (overlapping at their joint) exert no force
+    on each other."""
+    model, solver = cartpole(device)
+    final, states = rollout(model, solver, 1500, 1e-3, every=100)
+    q, qd = final.joint_q.numpy(), final.joint_qd.numpy()
+    assert np.abs(qd).max() < 1e-3, qd
+    assert q[1] == pytest.approx(0.1 - 0.5, abs=1e-3)  # the cart's centre one half-height up
+    tip = 0.1 + 0.8 * math.cos(q[2])  # height of the centre of the pole's far cap (0.8 m out, radius 0.04 m)
+    assert abs(q[2]) > math.pi / 2 and tip == pytest.approx(0.04, abs=2e-3), q
+    assert all(np.isfinite(s.joint_q.numpy()).all() for s in states)
+    # in the air, body contacts on or off: the same accelerations (the overlapping pair is excluded)
+    airborne = cartpole(device, height=2.0)
+    alone = cartpole(device, height=2.0, body_contacts=False)
+    qdd = [m_s[1].eval_joint_accelerations(m_s[0], m_s[0].state(), None).numpy() for m_s in (airborne, alone)]
+    np.testing.assert_allclose(qdd[0], qdd[1], atol=1e-6)
+    assert qdd[0][1] == pytest.approx(-G, rel=1e-5)
+
+
+def test_links_that_are_not_jointed_collide(device):
+    """A three-link chain folded so that the first and the third link's spheres overlap: they push apart
+    (body_contacts), while the spheres of jointed neighbours, which overlap too, do not."""
+    def chain(body_contacts):
+        b = sim.ModelBuilder(up_axis="y", gravity=0.0)
+        bodies = [b.add_body(mass=1.0, inertia=np.eye(3) * 0.01) for _ in range(3)]
+        for body in bodies:
+            b.add_shape_sphere(radius=0.3, body=body, density=0.0)
+        b.add_joint_revolute(-1, bodies[0], axis=(0, 0, 1))
+        b.add_joint_revolute(bodies[0], bodies[1], axis=(0, 0, 1), parent_xform=(0.4, 0, 0, 0, 0, 0, 1))
+        b.add_joint_revolute(bodies[1], bodies[2], axis=(0, 0, 1), parent_xform=(0.4, 0, 0, 0, 0, 0, 1))
+        b.joint_q[:] = [0.0, 2.0, 2.0]  # the third body's centre 0.2 m from the first's
+        model = b.finalize(device)
+        return model, sim.SolverFeatherstone(model, body_contacts=body_contacts)
+
+    qdd = {}
+    for on in (True, False):
+        model, solver = chain(on)
+        qdd[on] = solver.eval_joint_accelerations(model, model.state(), None).numpy()
+    np.testing.assert_allclose(qdd[False], 0.0, atol=1e-6)
+    assert np.abs(qdd[True]).max() > 1.0
+    excluded = sim.solvers.featherstone.contacts.jointed_shape_pairs(model)
+    assert excluded == {(0, 1), (1, 2)}
+
+
+@pytest.mark.parametrize("wrt", ["joint_qd", "joint_f", "body_mass"])
+def test_rollout_gradient_with_ground_contact(device, wrt):
+    """The link swings down onto the ground within the rollout (contact smoothing on: requires_grad):
+    gradients with respect to the initial joint velocity, per-step joint forces and the link's mass."""
+    model = arm_over_the_ground(device, requires_grad=True, angle=-0.17, speed=-0.5)
+    solver = sim.SolverFeatherstone(model)
+    steps = 25
+    controls = [model.control() for _ in range(steps)]
+    x = {"joint_qd": [model.joint_qd], "joint_f": [controls[0].joint_f, controls[12].joint_f],
+         "body_mass": [model.body_mass]}[wrt]
+
+    def fn(*_):
+        state = model.state()
+        state.joint_q, state.joint_qd = model.joint_q, model.joint_qd
+        final, _ = rollout(model, solver, steps, 2e-3, state=state, control=controls)
+        return final.joint_q, final.joint_qd
+
+    final = fn()[0].numpy()[0]
+    assert final < -math.asin(0.2) + 0.01  # the sphere reached the ground
+    # the mass moves the final state little (d/dm ~ 0.02): a step of 1e-3 kg is lost in float32 rounding
+    gradcheck(fn, x, eps=1e-2 if wrt == "body_mass" else 1e-3, atol=5e-4, rtol=2e-2)

@@ -112,11 +112,11 @@ def eval_joint_motion(joints: JointData, joint_q: wp.array(dtype=float), joint_q
 @wp.kernel
 def eval_bias_wrenches(joints: JointData, body_q: wp.array(dtype=wp.transform), body_com: wp.array(dtype=wp.vec3),
                        body_mass: wp.array(dtype=float), body_f_ext: wp.array(dtype=wp.spatial_vector),
-                       gravity: wp.vec3, bodies: ArticulatedBodies):
+                       body_f_contact: wp.array(dtype=wp.spatial_vector), gravity: wp.vec3, bodies: ArticulatedBodies):
     """Recursive Newton-Euler for joint i's child, walking its chain up: its twist v (the sum of the joint
     twists), its velocity-product acceleration a (the sum of c_k + v_k x v_j,k), its bias wrench
-    I a + v x* I v - gravity - external, which with its inertia is added to the subtree sums (cf, cA, ch, cm) of
-    the body and of every ancestor."""
+    I a + v x* I v - gravity - external (applied and contact wrenches, given about the centre of mass), which
+    with its inertia is added to the subtree sums (cf, cA, ch, cm) of the body and of every ancestor."""
     i = wp.tid()
     child = joints.child[i]
     v = bodies.v_j[i]
@@ -139,10 +139,13 @@ def eval_bias_wrenches(joints: JointData, body_q: wp.array(dtype=wp.transform), 
     f = inertia_times(A, h, m, a) + wp.spatial_cross_dual(v, inertia_times(A, h, m, v))
     g = gravity * m
     f = f - wp.spatial_vector(wp.cross(com, g), g)
+    ext = wp.spatial_vector()
     if body_f_ext.shape[0] > 0:
-        ext = body_f_ext[child]
-        force = wp.spatial_bottom(ext)
-        f = f - wp.spatial_vector(wp.spatial_top(ext) + wp.cross(com, force), force)
+        ext = ext + body_f_ext[child]
+    if body_f_contact.shape[0] > 0:
+        ext = ext + body_f_contact[child]
+    force = wp.spatial_bottom(ext)
+    f = f - wp.spatial_vector(wp.spatial_top(ext) + wp.cross(com, force), force)
     j = i
     while j >= 0:
         body = joints.child[j]

@@ -6,8 +6,9 @@ import numpy as np
 
 import kernels as wp
 
-from ...articulation import eval_poses, joint_data, launch_fk
+from ...articulation import eval_poses, eval_velocities, joint_data, launch_fk
 from . import kernels as k
+from .contacts import LinkContacts
 from .mass_matrix import solve_mass_matrix
 
 
@@ -25,24 +26,33 @@ class SolverFeatherstone:
     normalised); forward kinematics of the new coordinates into State.body_q and State.body_qd.
 
     Drives and limits act on revolute, prismatic and D6 axes; ball and free joints get joint_f and damping only.
-    Contacts are not simulated yet; body wrenches from Control.body_f (torque about the centre of mass [N m],
-    force [N], world) enter through the bias wrenches, i.e. as J^T f. Bodies that are the child of no joint are
-    not moved. Explicit in the joint forces: stable for dt well below sqrt(m_eff / ke) of the stiffest limit or
-    drive.
+    Contacts: the shapes on the links collide with static shapes (the ground) and, with `body_contacts`, with the
+    shapes of other bodies, except those of a joint's parent and child; the contact wrenches are SolverRigid's
+    (penalty normal force, regularised Coulomb friction, per-shape materials; see SolverRigid) at the poses and
+    velocities of the joint state, and enter with Control.body_f (torque about the centre of mass [N m], force
+    [N], world) through the bias wrenches, i.e. as J^T f. Bodies that are the child of no joint are not moved.
+    Explicit in the joint and contact forces: stable for dt well below sqrt(m_eff / ke) of the stiffest limit,
+    drive or contact.
 
     Differentiable through a Tape when every step writes a fresh State (state_out never aliases state_in):
     with respect to the initial joint_q and joint_qd, Control.joint_f and the drive targets, the model's gains,
-    damping, masses and inertias.
+    damping, masses and inertias, with or without contacts.
 
     The model's joint arrays are read through a struct built here: assign new values into them (`.assign`,
     `.numpy()[...] = `), or make a new solver after replacing one.
 
     Args:
         model: the Model to simulate (with at least one joint for anything to happen).
+        body_contacts: whether links collide with the shapes of other bodies (always with static shapes).
+        restitution_velocity: as for SolverRigid [m/s].
+        contact_smoothing: as for SolverRigid [m] (None: 1 mm when the model has requires_grad, else 0).
     """
 
-    def __init__(self, model):
+    def __init__(self, model, *, body_contacts: bool = True, restitution_velocity: float = 0.2,
+                 contact_smoothing: float | None = None):
         self.model = model
+        self.contacts = LinkContacts(model, body_contacts=body_contacts, restitution_velocity=restitution_velocity,
+                                     contact_smoothing=contact_smoothing)
         starts = model.articulation_start.numpy() if model.articulation_count else np.zeros(1, np.int32)
         qd_start = model.joint_qd_start.numpy() if model.joint_count else np.zeros(1, np.int32)
         dof_start = qd_start[starts].astype(np.int32)
@@ -76,12 +86,21 @@ class SolverFeatherstone:
         if control is not None and getattr(control, "body_f", None) is not None:
             body_f = control.body_f
         n = model.joint_count
+        contact_f = self._no_body_f
+        if self.contacts.active:
+            body_qd = wp.zeros(model.body_count, dtype=wp.spatial_vector, device=device, requires_grad=rg)
+            self.contacts.fill_unjointed(model, state, body_q, body_qd)
         wp.launch(eval_poses, dim=n, inputs=[joints, state.joint_q], outputs=[body_q], device=device)
+        if self.contacts.active:
+            wp.launch(eval_velocities, dim=n, inputs=[joints, state.joint_q, state.joint_qd, body_q, model.body_com],
+                      outputs=[body_qd], device=device)
+            contact_f = self.contacts.wrenches(model, state, body_q, body_qd)
         wp.launch(k.eval_joint_motion, dim=n,
                   inputs=[joints, state.joint_q, state.joint_qd, body_q, model.body_com, model.body_mass,
                           model.body_inertia], outputs=[bodies], device=device)
         wp.launch(k.eval_bias_wrenches, dim=n,
-                  inputs=[joints, body_q, model.body_com, model.body_mass, body_f, model.gravity], outputs=[bodies],
+                  inputs=[joints, body_q, model.body_com, model.body_mass, body_f, contact_f, model.gravity],
+                  outputs=[bodies],
                   device=device)
         tau = wp.zeros(model.joint_dof_count, dtype=float, device=device, requires_grad=rg)
         wp.launch(k.eval_joint_forces, dim=n,
