@@ -272,6 +272,14 @@ def test_prismatic_cart_under_constant_force(device, armature):
     assert final.joint_qd.numpy()[0] == pytest.approx(force * t / (mass + armature), rel=1e-4)
 
 
+def test_joint_friction_is_not_simulated_and_says_so():
+    b = sim.ModelBuilder()
+    body = b.add_body(mass=1.0, inertia=np.eye(3))
+    b.add_joint_ball(-1, body, friction=0.5)
+    with pytest.warns(UserWarning, match="joint_friction"):
+        sim.SolverFeatherstone(b.finalize("cpu"))
+
+
 def test_free_joint_agrees_with_the_rigid_solver(device):
     """A body tumbling under gravity: on a free joint (SolverFeatherstone) and as a free body (SolverRigid), the
     centre of mass follows the same parabola and the orientations agree to the integrators' O(dt) difference."""

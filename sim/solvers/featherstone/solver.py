@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 import kernels as wp
@@ -25,7 +27,9 @@ class SolverFeatherstone:
     articulation (mass_matrix.py); semi-implicit Euler of the coordinates (quaternions of ball and free joints
     normalised); forward kinematics of the new coordinates into State.body_q and State.body_qd.
 
-    Drives and limits act on revolute, prismatic and D6 axes; ball and free joints get joint_f and damping only.
+    Drives and limits act on revolute, prismatic and D6 axes; ball and free joints get joint_f and damping only,
+    as in Newton's SolverFeatherstone (1.8). Model.joint_friction is not simulated (nor is it by Newton's): a
+    warning says so when it is non-zero.
     Contacts: the shapes on the links collide with static shapes (the ground) and, with `body_contacts`, with the
     shapes of other bodies, except those of a joint's parent and child; the contact wrenches are SolverRigid's
     (penalty normal force, regularised Coulomb friction, per-shape materials; see SolverRigid) at the poses and
@@ -51,6 +55,9 @@ class SolverFeatherstone:
     def __init__(self, model, *, body_contacts: bool = True, restitution_velocity: float = 0.2,
                  contact_smoothing: float | None = None):
         self.model = model
+        if model.joint_count and np.any(model.joint_friction.numpy() != 0.0):
+            warnings.warn("SolverFeatherstone does not simulate joint_friction (nor does Newton's); the model's "
+                          "non-zero values are ignored", stacklevel=2)
         self.contacts = LinkContacts(model, body_contacts=body_contacts, restitution_velocity=restitution_velocity,
                                      contact_smoothing=contact_smoothing)
         starts = model.articulation_start.numpy() if model.articulation_count else np.zeros(1, np.int32)
