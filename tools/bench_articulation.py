@@ -76,22 +76,27 @@ def ours_model(chain: Chain, requires_grad: bool):
     return b.finalize("cpu", requires_grad=requires_grad)
 
 
-def ours_forward_run(chain: Chain, steps: int):
-    model = ours_model(chain, requires_grad=False)
-    solver = sim.SolverFeatherstone(model)
-    pair = [model.state(), model.state()]
-
+def ping_pong_run(pair, initial, step, synchronize, steps: int):
+    """A run of `steps` steps, step(a, b), alternating the two states of `pair`, from the joint coordinates and
+    velocities of `initial`; whether the final coordinates are finite."""
     def forward():
         a, b = pair
-        a.joint_q.assign(model.joint_q)
-        a.joint_qd.assign(model.joint_qd)
+        a.joint_q.assign(initial.joint_q)
+        a.joint_qd.assign(initial.joint_qd)
         for _ in range(steps):
-            solver.step(model, a, b, None, DT)
+            step(a, b)
             a, b = b, a
-        wp.synchronize()
+        synchronize()
         return bool(np.isfinite(a.joint_q.numpy()).all())
 
     return forward
+
+
+def ours_forward_run(chain: Chain, steps: int):
+    model = ours_model(chain, requires_grad=False)
+    solver = sim.SolverFeatherstone(model)
+    return ping_pong_run([model.state(), model.state()], model, lambda a, b: solver.step(model, a, b, None, DT),
+                         wp.synchronize, steps)
 
 
 def ours_forward_backward_run(chain: Chain, steps: int):
@@ -135,20 +140,8 @@ def newton_forward_run(newton, chain: Chain, steps: int):
     model = builder.finalize(device="cpu")
     solver = newton.solvers.SolverFeatherstone(model)
     control = model.control()
-    initial = model.state()
-    pair = [model.state(), model.state()]
-
-    def forward():
-        a, b = pair
-        a.joint_q.assign(initial.joint_q)
-        a.joint_qd.assign(initial.joint_qd)
-        for _ in range(steps):
-            solver.step(a, b, control, None, DT)
-            a, b = b, a
-        warp.synchronize()
-        return bool(np.isfinite(a.joint_q.numpy()).all())
-
-    return forward
+    return ping_pong_run([model.state(), model.state()], model.state(),
+                         lambda a, b: solver.step(a, b, control, None, DT), warp.synchronize, steps)
 
 
 def mujoco_xml(chain: Chain) -> str:
