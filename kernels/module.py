@@ -407,7 +407,7 @@ def get_module_options(module=None) -> dict:
 
 
 def kernel(f=None, *, enable_backward: bool | None = None, module=None, launch_bounds=None,
-           module_options: dict | None = None, name: str | None = None):
+           module_options: dict | None = None, name: str | None = None, grid_stride: bool = True):
     """Decorator: compile a Python function as a kernel (Warp's `@wp.kernel`).
 
     Args:
@@ -416,7 +416,10 @@ def kernel(f=None, *, enable_backward: bool | None = None, module=None, launch_b
         launch_bounds: CUDA `__launch_bounds__`; no effect on the CPU backend.
         module_options: options set on the kernel's module (see `set_module_options`).
         name: the kernel's key (Warp's explicit kernel name); must be a valid C++ identifier.
+        grid_stride: Warp's switch for a grid-stride loop in the CUDA kernel. Accepted for Warp code and not
+            used: the CUDA kernels here always loop with a grid stride, which gives the same result either way.
     """
+    del grid_stride
     if name is not None and not (name.isidentifier() and name.isascii()):
         raise ValueError(f"kernel name {name!r} is not a valid C++ identifier")
 

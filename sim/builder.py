@@ -15,6 +15,7 @@ import kernels as wp
 
 from .bending import (DEFAULT_BENDING, bending_scale, check_bending_model, curved_rest_warning, dihedral_angle,
                       hinge_weights)
+from .builder_joints import JointBuilderMixin
 from .model import PARTICLE_ACTIVE, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_PLANE, SHAPE_SPHERE, Model
 
 _AXES = {"x": 0, "y": 1, "z": 2}
@@ -50,13 +51,16 @@ def _rotate(q: np.ndarray, v) -> np.ndarray:
     return v * (2 * w * w - 1) + 2 * w * np.cross(u, v) + 2 * np.multiply.outer(v @ u, u)
 
 
-class ModelBuilder:
+class ModelBuilder(JointBuilderMixin):
     """Collects the pieces of a Model. `up_axis` ("x", "y" or "z") sets gravity's direction and the ground.
 
     `bending` picks the bending model of every edge (Model.bending_model, see docs/bending.md): "quadratic"
     (default; smooth everywhere, for nearly flat rest shapes: rest angles are taken as 0, and `finalize` warns
     when a stiff hinge's rest angle exceeds sim.bending.FLAT_REST_TOLERANCE) or "dihedral" (keeps curved rest
     shapes, but its force jumps when a hinge folds through +-pi).
+
+    Articulations (sim/builder_joints.py): add_joint_revolute, add_joint_prismatic, add_joint_ball,
+    add_joint_fixed, add_joint_free, add_joint_d6 and add_articulation; see docs/articulations.md.
     """
 
     def __init__(self, up_axis: str = "y", gravity: float = -9.81, *, bending: str = DEFAULT_BENDING):
@@ -86,6 +90,7 @@ class ModelBuilder:
         self.default_shape_kf = 100.0
         self.default_shape_mu = 0.5
         self.default_shape_restitution = 0.0
+        self._init_joints()
 
     @property
     def up_vector(self) -> np.ndarray:
@@ -449,6 +454,7 @@ class ModelBuilder:
         for k, name in enumerate(("ke", "kd", "kf", "mu", "restitution")):
             setattr(m, "shape_material_" + name, arr(material[:, k], float, grad=True))
         self._finalize_bodies(m, arr)
+        self._finalize_joints(m, arr)
         return m
 
     def _finalize_bodies(self, m: Model, arr):

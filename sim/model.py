@@ -99,6 +99,34 @@ class Model:
         shape_material_kf: slope of the regularised friction at zero slip [N s/m], shape [shape_count].
         shape_material_mu: Coulomb friction coefficient [-], shape [shape_count].
         shape_material_restitution: coefficient of restitution e in [0, 1] [-], shape [shape_count].
+    Joints and articulations (ModelBuilder.add_joint_*, SolverFeatherstone; docs/articulations.md). Units of
+    per-axis values are [m]-based for linear axes and [rad]-based for angular ones:
+        joint_count, joint_dof_count (velocity entries), joint_coord_count (position entries),
+        articulation_count.
+        joint_type: sim.joints.JOINT_* (Newton's numbering), shape [joint_count], int32.
+        joint_parent: parent body, -1 for the world; joint_child: child body; shape [joint_count], int32.
+        joint_ancestor: the joint whose child is this joint's parent body, -1 at a root, shape [joint_count].
+        joint_X_p: parent anchor frame in the parent body's frame (in world for the world), shape
+            [joint_count], transform. joint_X_c: child anchor frame in the child body's frame, same shape.
+        joint_axis: axis of each degree of freedom in the parent anchor frame (unit), shape [joint_dof_count],
+            vec3.
+        joint_dof_dim: (linear axis count, angular axis count) per joint, shape [joint_count, 2], int32.
+        joint_q_start, joint_qd_start: first entry of each joint in joint_q / joint_qd, shape
+            [joint_count + 1], int32 (the last entry is the total).
+        joint_q: initial joint coordinates [m, rad; quaternions (x, y, z, w) for ball and free joints], shape
+            [joint_coord_count]. joint_qd: initial joint velocities [m/s, rad/s], shape [joint_dof_count].
+        joint_limit_lower, joint_limit_upper: coordinate limits [m or rad], shape [joint_dof_count].
+        joint_limit_ke: limit stiffness [N/m or N m/rad]; joint_limit_kd: limit damping [N s/m or N m s/rad].
+        joint_target_pos [m or rad], joint_target_vel [m/s or rad/s]: initial drive targets (Control copies
+            them), shape [joint_dof_count].
+        joint_target_ke [N/m or N m/rad], joint_target_kd [N s/m or N m s/rad]: drive gains, joint_effort_limit
+            [N or N m]: the largest drive force, shape [joint_dof_count].
+        joint_armature: inertia added to the mass matrix diagonal [kg or kg m^2], shape [joint_dof_count].
+        joint_friction [N or N m] (not used by SolverFeatherstone), joint_damping: passive viscous damping
+            [N s/m or N m s/rad], shape [joint_dof_count].
+        articulation_start: first joint of each articulation, shape [articulation_count + 1], int32 (the last
+            entry is joint_count); an articulation's joints are contiguous and each comes after its ancestor.
+        joint_articulation: the articulation of each joint, shape [joint_count], int32.
     Settings:
         gravity: acceleration [m/s^2], vec3.
         up_axis: 0, 1 or 2 (x, y, z).
@@ -121,9 +149,15 @@ class Model:
         self.edge_count = 0
         self.shape_count = 0
         self.body_count = 0
+        self.joint_count = 0
+        self.joint_dof_count = 0
+        self.joint_coord_count = 0
+        self.articulation_count = 0
         # a Model assembled by hand (not by ModelBuilder.finalize) has no bodies: states still get body arrays
         self.body_q0 = wp.zeros(0, dtype=wp.transform, device=self.device)
         self.body_qd0 = wp.zeros(0, dtype=wp.spatial_vector, device=self.device)
+        self.joint_q = wp.zeros(0, dtype=float, device=self.device)
+        self.joint_qd = wp.zeros(0, dtype=float, device=self.device)
         self.rigid_contact_margin = 0.01
         self.gravity = wp.vec3(0.0, -9.81, 0.0)
         self.up_axis = 1
@@ -171,13 +205,21 @@ class Model:
         s.body_qd = wp.clone(self.body_qd0, requires_grad=rg)
         s.body_f = wp.zeros(self.body_count, dtype=wp.spatial_vector, device=self.device, requires_grad=rg)
         s.body_count = self.body_count
+        s.joint_q = wp.clone(self.joint_q, requires_grad=rg)
+        s.joint_qd = wp.clone(self.joint_qd, requires_grad=rg)
         return s
 
     def control(self) -> "Control":
-        """A new Control with no external inputs."""
+        """A new Control with no external forces; with joints, joint_f zero and the drive targets copied from
+        the model (requires_grad as the model)."""
         c = Control()
         c.particle_f = None
         c.body_f = None
+        if self.joint_dof_count:
+            rg = self.requires_grad
+            c.joint_f = wp.zeros(self.joint_dof_count, dtype=float, device=self.device, requires_grad=rg)
+            c.joint_target_pos = wp.clone(self.joint_target_pos, requires_grad=rg)
+            c.joint_target_vel = wp.clone(self.joint_target_vel, requires_grad=rg)
         return c
 
     def total_mass(self) -> float:
@@ -195,6 +237,8 @@ class State:
         coordinates, shape [body_count], spatial_vector.
     body_f: wrenches accumulated during a step (torque about the centre of mass [N m], force [N]), world
         coordinates, shape [body_count], spatial_vector.
+    joint_q: joint coordinates [m, rad; quaternions for ball and free joints], shape [joint_coord_count].
+    joint_qd: joint velocities [m/s, rad/s], shape [joint_dof_count] (layout in Model's joint section).
     """
 
     particle_q = None
@@ -205,6 +249,8 @@ class State:
     body_qd = None
     body_f = None
     body_count = 0
+    joint_q = None
+    joint_qd = None
 
     def clear_forces(self):
         if self.particle_f is not None:
@@ -219,7 +265,15 @@ class Control:
     particle_f: external forces added to particles [N], shape [particle_count], vec3, or None.
     body_f: external wrenches on bodies (torque about the centre of mass [N m], force [N]), world coordinates,
         shape [body_count], spatial_vector, or None.
+    joint_f: generalized joint forces [N or N m] added to every degree of freedom, shape [joint_dof_count], or
+        None. For a free joint: the force at the centre of mass, then the torque, in the parent anchor frame.
+    joint_target_pos: drive position targets [m or rad], shape [joint_dof_count], or None (the model's).
+    joint_target_vel: drive velocity targets [m/s or rad/s], shape [joint_dof_count], or None (the model's).
+    (Newton 1.8 calls these two joint_target_q and joint_target_qd.)
     """
 
     particle_f = None
     body_f = None
+    joint_f = None
+    joint_target_pos = None
+    joint_target_vel = None

@@ -20,6 +20,7 @@ def test_bench_quick_prints_table():
     assert header is not None, proc.stdout
     assert header.split()[:4] == ["benchmark", "unit", "ours", "numpy"]
     for prefix in ("saxpy", "cloth", "rigid 1000 boxes", "rigid 100 boxes forward+backward",
+                   "articulation 7-dof arm forward", "articulation 20-link chain backward / forward",
                    "cloth throw optimisation iteration", "loss+gradient peak memory, checkpointed",
                    "xpbd32 (steps/s)"):
         assert any(line.startswith(prefix) for line in lines), (prefix, proc.stdout)

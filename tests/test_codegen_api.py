@@ -198,3 +198,16 @@ def test_a_missing_struct_field_is_an_attribute_error():
     wp.init()  # Warp's explicit start: nothing to do
     with pytest.raises(AttributeError, match="has no field 'missing'"):
         wp.launch(read_missing_field, dim=1, inputs=[OneField()])
+
+
+def test_warp_grid_stride_option_is_accepted_and_gives_the_same_result():
+    """`@wp.kernel(grid_stride=False)` (Warp's switch for a CUDA grid-stride loop) changes no result."""
+
+    def double(x: wp.array(dtype=float)):
+        i = wp.tid()
+        x[i] = x[i] * 2.0
+
+    for grid_stride in (False, True):
+        x = wp.array(np.arange(5, dtype=np.float32), device="cpu")
+        wp.launch(wp.kernel(double, module="unique", grid_stride=grid_stride), dim=5, inputs=[x], device="cpu")
+        np.testing.assert_array_equal(x.numpy(), 2.0 * np.arange(5))

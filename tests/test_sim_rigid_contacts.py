@@ -8,17 +8,8 @@ import pytest
 
 import kernels as wp
 import sim
+from _sim_rollout import rollout
 from autodiff import gradcheck
-
-
-def rollout(model, solver, steps, dt, state=None):
-    """`steps` steps with a fresh State each step; returns the last state."""
-    s = state or model.state()
-    for _ in range(steps):
-        s_next = model.state()
-        solver.step(model, s, s_next, None, dt)
-        s = s_next
-    return s
 
 
 def box_pile(count_x, count_z, layers, *, seed=0):
@@ -62,7 +53,7 @@ def test_a_pile_gives_the_same_bits_on_one_thread_and_on_two():
             wp.config.cpu_threads = threads
             solver = sim.SolverRigid(model, all_pairs_limit=16)
             assert solver._grid is not None
-            results.append(rollout(model, solver, 120, 2e-3).body_q.numpy())
+            results.append(rollout(model, solver, 120, 2e-3)[0].body_q.numpy())
     finally:
         wp.config.cpu_threads = previous
     assert np.abs(results[0] - model.body_q0.numpy()).max() > 0.05  # the boxes fell and met
@@ -81,7 +72,7 @@ def test_differentiated_steps_compute_the_forces_of_plain_steps(device, slots):
     for model in (plain, taped):
         solver = sim.SolverRigid(model, contact_smoothing=1e-3)
         solver._slots = slots  # start narrower than the wide box's partners: the slots must grow
-        final.append(rollout(model, solver, 80, 1e-3))
+        final.append(rollout(model, solver, 80, 1e-3)[0])
         if model is taped:
             assert solver._slots >= 8  # six spheres, the dumbbell's two boxes and the ground on the wide box
     np.testing.assert_array_equal(final[0].body_q.numpy(), final[1].body_q.numpy())
@@ -150,7 +141,7 @@ def test_gradient_through_contacts_between_bodies(device, scene):
     def fn(*_):
         state = model.state()
         state.body_qd = velocity
-        return rollout(model, solver, steps, 2e-3, state=state).body_q
+        return rollout(model, solver, steps, 2e-3, state=state)[0].body_q
 
     gradcheck(fn, [velocity], eps=2e-3, atol=5e-4, rtol=5e-2)
 

@@ -2,7 +2,8 @@
 tiled GEMM, cloth simulation, rigid bodies, optimisation.
 
 Run `python tools/bench.py` (or `python -m tools.bench`); `--quick` takes smaller sizes and fewer repeats, and
-`--only SECTION ...` runs some sections (saxpy launch compile autodiff gemm cloth rigid optim contention sweep). Every number in the
+`--only SECTION ...` runs some sections (saxpy launch compile autodiff gemm cloth rigid articulation optim contention
+sweep). Every number in the
 printed table is measured in this run; a closing line checks them against the targets of the performance issue.
 Warp's columns are left empty when `warp` is not installed.
 
@@ -14,8 +15,10 @@ n x n float32 product (`launch_tiled` of TILED_GEMM against numpy's `a @ b`, whi
 count solver substeps per second of a hanging cloth falling past a sphere (tools/bench_sim.py), and their Warp CPU
 column is Newton on Warp's CPU backend with the same cloth, empty when `newton` is not installed. Rigid rows count
 bodies x steps per second of 1000 boxes falling onto the ground (tools/bench_rigid.py), on all cores and on one
-thread, against Newton's semi-implicit solver (one thread); optimisation rows are seconds per iteration of
-configs/cloth_throw.yaml against a
+thread, against Newton's semi-implicit solver (one thread); articulation rows count joints x steps per second of a
+7-dof arm and a 20-link chain swinging under gravity (tools/bench_articulation.py), against Newton's
+SolverFeatherstone and MuJoCo (its own column, '-' when `mujoco` is not installed); optimisation rows are seconds per
+iteration of configs/cloth_throw.yaml against a
 diffsim_cloth-style iteration in Newton, and the peak traced memory of one loss + gradient with the full tape and
 the checkpointed rollout (tools/bench_optim.py). The contention section runs workloads in separate processes alone,
 two at once and next to a busy core, on this toolkit's thread pool and on the OpenMP runtime it replaced
@@ -46,13 +49,13 @@ if __package__ in (None, ""):  # run as a script: tools/ is on sys.path, the rep
 import kernels  # noqa: E402
 
 try:
-    from . import bench_contention, bench_optim, bench_sweep, bench_rigid, bench_sim
-    from .bench_report import (Row, closing_line, cloth_rows, optim_rows, render_table, rigid_rows,
-                               spring_backward_ratio)
+    from . import bench_articulation, bench_contention, bench_optim, bench_sweep, bench_rigid, bench_sim
+    from .bench_report import (Row, articulation_rows, closing_line, cloth_rows, optim_rows, render_table,
+                               rigid_rows, spring_backward_ratio)
 except ImportError:
-    from tools import bench_contention, bench_optim, bench_sweep, bench_rigid, bench_sim
-    from tools.bench_report import (Row, closing_line, cloth_rows, optim_rows, render_table, rigid_rows,
-                                    spring_backward_ratio)
+    from tools import bench_articulation, bench_contention, bench_optim, bench_sweep, bench_rigid, bench_sim
+    from tools.bench_report import (Row, articulation_rows, closing_line, cloth_rows, optim_rows, render_table,
+                                    rigid_rows, spring_backward_ratio)
 
 try:
     import warp
@@ -81,6 +84,9 @@ class Settings:
     rigid_grad_boxes: tuple  # lattice of the forward+backward scene
     rigid_grad_steps: int  # steps per forward+backward run
     rigid_repeats: int  # timed runs, best kept
+    articulation_steps: int  # forward steps per articulation run
+    articulation_grad_steps: int  # steps per forward+backward articulation run
+    articulation_repeats: int  # timed runs, best kept
     optim_repeats: int  # timed iterations, best kept
     optim_memory_frames: int  # frames of the memory comparison (of the scene's substeps each)
     contention_seconds: float = 3.0  # measured time of each process of the contention section
@@ -93,15 +99,18 @@ FULL = Settings(saxpy_count=10**7, saxpy_repeats=10, launch_count=20000, launch_
                 spring_count=10**6, spring_repeats=10, gemm_size=1024, gemm_repeats=5, cloth_sizes=(32, 64),
                 cloth_frames={"semi_implicit": 60, "xpbd": 4}, cloth_repeats=2,
                 rigid_boxes=(10, 10, 10), rigid_steps=300, rigid_grad_boxes=(5, 4, 5), rigid_grad_steps=100,
-                rigid_repeats=2, optim_repeats=3, optim_memory_frames=40)
+                rigid_repeats=2, articulation_steps=500, articulation_grad_steps=200, articulation_repeats=3,
+                optim_repeats=3, optim_memory_frames=40)
 QUICK = Settings(saxpy_count=2 * 10**6, saxpy_repeats=3, launch_count=2000, launch_rounds=3, compile_repeats=1,
                  spring_count=2 * 10**5, spring_repeats=3, gemm_size=1024, gemm_repeats=3, cloth_sizes=(32,),
                  cloth_frames={"semi_implicit": 4, "xpbd": 1}, cloth_repeats=1,
                  rigid_boxes=(10, 10, 10), rigid_steps=90, rigid_grad_boxes=(5, 4, 5), rigid_grad_steps=100,
-                 rigid_repeats=1, optim_repeats=1, optim_memory_frames=32, contention_seconds=0.5,
+                 rigid_repeats=1, articulation_steps=100, articulation_grad_steps=50, articulation_repeats=1,
+                 optim_repeats=1, optim_memory_frames=32, contention_seconds=0.5,
                  contention_workloads=("xpbd32",), sweep_runs=0)
 
-SECTIONS = ("saxpy", "launch", "compile", "autodiff", "gemm", "cloth", "rigid", "optim", "contention", "sweep")
+SECTIONS = ("saxpy", "launch", "compile", "autodiff", "gemm", "cloth", "rigid", "articulation", "optim", "contention",
+            "sweep")
 
 # ---------------------------------------------------------------------------------------------------------------
 # Kernel sources. Each is written to a file once per backend, headed by `import kernels as wp` or
@@ -644,7 +653,22 @@ def rigid_body_steps_per_second(backends: dict, settings: Settings) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# 8. optimisation: seconds per iteration of the cloth throw, ours against Newton's; tape memory, tools/bench_optim.py
+# 8. articulations: joints x steps/s of two chains, ours against Newton's Featherstone and MuJoCo,
+# tools/bench_articulation.py
+
+
+def articulation_steps_per_second(settings: Settings) -> dict:
+    """bench_articulation.joint_steps_per_second's dict; a note when Newton is not importable."""
+    newton, reason = bench_sim.newton_available()
+    out = bench_articulation.joint_steps_per_second(settings.articulation_steps, settings.articulation_grad_steps,
+                                                    settings.articulation_repeats, newton)
+    if newton is None:
+        out["notes"].append(f"newton is not importable ({reason}); the reference articulation rows are '-'")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 9. optimisation: seconds per iteration of the cloth throw, ours against Newton's; tape memory, tools/bench_optim.py
 
 
 def optimisation_costs(settings: Settings) -> dict:
@@ -705,6 +729,8 @@ def table_rows(results: dict, settings: Settings, kernel_label: str) -> list:
         rows += cloth_rows(results["cloth"], settings)
     if "rigid" in results:
         rows += rigid_rows(results["rigid"], settings)
+    if "articulation" in results:
+        rows += articulation_rows(results["articulation"], settings)
     if "optim" in results:
         rows += optim_rows(results["optim"])
     return rows
@@ -717,6 +743,8 @@ def footnotes(results: dict) -> list:
         lines += bench_sim.cloth_footnotes(results["cloth"])
     if "rigid" in results:
         lines += bench_rigid.footnotes(results["rigid"])
+    if "articulation" in results:
+        lines += bench_articulation.footnotes(results["articulation"])
     if "optim" in results:
         lines += bench_optim.footnotes(results["optim"])
     return lines
@@ -736,6 +764,7 @@ def measure_all(backends: dict, settings: Settings, spring_source: str, vec3: bo
         "gemm": lambda: gemm_gflops(backends, settings),
         "cloth": lambda: cloth_steps_per_second(backends, settings),
         "rigid": lambda: rigid_body_steps_per_second(backends, settings),
+        "articulation": lambda: articulation_steps_per_second(settings),
         "optim": lambda: optimisation_costs(settings),
         "contention": lambda: bench_contention.measure(settings.contention_seconds, settings.contention_workloads,
                                                        1 if settings is QUICK else 2),
@@ -793,7 +822,8 @@ def main(argv=None) -> int:
     print(describe_run(args.quick))
     if not vec3:
         print(f"note: vec3 builtins not available in kernels ({reason}); the spring kernel uses scalar math")
-    print(render_table(table_rows(results, settings, kernel_label)))
+    print(render_table(table_rows(results, settings, kernel_label),
+                       extra_columns=("mujoco",) if "articulation" in results else ()))
     if "contention" in results:
         print(bench_contention.render(bench_contention.table(results["contention"])))
     if "sweep" in results:

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 try:
-    from . import bench_contention, bench_rigid, bench_sim, bench_sweep
+    from . import bench_articulation, bench_contention, bench_rigid, bench_sim, bench_sweep
 except ImportError:  # run as a script: tools/ is on sys.path, the repository root is not
-    from tools import bench_contention, bench_rigid, bench_sim, bench_sweep
+    from tools import bench_articulation, bench_contention, bench_rigid, bench_sim, bench_sweep
 
 if TYPE_CHECKING:
     from tools.bench import Settings
@@ -25,10 +25,11 @@ class Row:
     numpy: float | None = None
     copy: float | None = None
     warp: float | None = None
+    mujoco: float | None = None  # an extra column, shown when asked for (render_table)
 
 
 COLUMNS = ("ours", "numpy", "copy", "warp")
-HEADERS = {"ours": "ours", "numpy": "numpy", "copy": "memcpy", "warp": "Warp CPU"}
+HEADERS = {"ours": "ours", "numpy": "numpy", "copy": "memcpy", "warp": "Warp CPU", "mujoco": "MuJoCo CPU"}
 
 
 def format_value(value) -> str:
@@ -42,10 +43,12 @@ def format_value(value) -> str:
     return f"{value:.3g}" if value >= 1 else f"{value:.3f}"
 
 
-def render_table(rows: list) -> str:
-    """Rows as aligned text: label and unit left-aligned, numbers right-aligned."""
-    header = ["benchmark", "unit"] + [HEADERS[c] for c in COLUMNS]
-    cells = [header] + [[r.label, r.unit] + [format_value(getattr(r, c)) for c in COLUMNS] for r in rows]
+def render_table(rows: list, extra_columns=()) -> str:
+    """Rows as aligned text: label and unit left-aligned, numbers right-aligned; `extra_columns` (of "mujoco")
+    after the usual ones."""
+    columns = COLUMNS + tuple(extra_columns)
+    header = ["benchmark", "unit"] + [HEADERS[c] for c in columns]
+    cells = [header] + [[r.label, r.unit] + [format_value(getattr(r, c)) for c in columns] for r in rows]
     widths = [max(len(line[k]) for line in cells) for k in range(len(header))]
 
     def render_line(line):
@@ -100,6 +103,10 @@ TARGETS = (
      lambda r: bench_sim.cloth_worst_speedup(r["cloth"]), 1.5, True),
     ("cloth", "cloth backward/forward (worst of all solvers and sizes)",
      lambda r: bench_sim.cloth_worst_backward(r["cloth"]), 3.0, False),
+    ("articulation", "articulation fwd vs Newton Featherstone (worst scene)",
+     lambda r: bench_articulation.worst_speedup(r["articulation"]), 1.0, True),
+    ("articulation", "articulation backward/forward (worst scene)",
+     lambda r: bench_articulation.worst_backward(r["articulation"]), 3.0, False),
     ("contention", "2 processes at once: each vs alone (worst cloth row)",
      lambda r: bench_contention.worst_pair_ratio(r["contention"]), 0.45, True),
     ("contention", "alone: pool vs previous runtime (worst row)",
@@ -156,6 +163,23 @@ def rigid_rows(rigid: dict, settings: Settings) -> list:
         Row(f"{name} forward+backward", "body-steps/s", small["forward_backward"]),
         Row(f"{name} backward / forward", "x", bench_rigid.backward_ratio(small)),
     ]
+
+
+def articulation_rows(results: dict, settings: Settings) -> list:
+    """Joint-steps/s of each chain forward (Newton in the Warp CPU column, MuJoCo in its own) and forward+backward,
+    and our backward / forward."""
+    rows = []
+    for chain in bench_articulation.SCENES:
+        rates = results[chain.name]
+        name = f"articulation {chain.name}"
+        rows += [
+            Row(f"{name} forward ({settings.articulation_steps} steps)", "joint-steps/s", rates["forward"],
+                warp=rates["newton"], mujoco=rates["mujoco"]),
+            Row(f"{name} forward+backward ({settings.articulation_grad_steps} steps)", "joint-steps/s",
+                rates["forward_backward"]),
+            Row(f"{name} backward / forward", "x", bench_articulation.backward_ratio(rates)),
+        ]
+    return rows
 
 
 def optim_rows(optim: dict) -> list:

@@ -105,3 +105,31 @@ add_builtin("tile_astype", (Tl(AnyType("T")), AnyType("D")), None, group="tile",
 add_builtin("tile_reduce", (AnyType("F"), Tl(AnyType("T"))), None, group="tile",
             doc="tile_reduce(f, t): left fold of the elements with binary f; a 1-element tile")
 add_builtin("tile", (AnyType("T"),), None, group="tile", doc="tile(x): the block's values as a tile")
+
+# Linear algebra (kernels/native/tile_linalg.h) on float32/float64 tiles. A square N x N matrix tile; a right-hand
+# side of shape (N,) or (N, K), and the solution has its shape. Type inference (typeinfer_tiles) checks shapes and
+# dtypes and turns fill_mode="lower"/"upper" into the `upper` flag. Each reads one triangle of its matrix; the
+# gradient goes to that triangle only (the other is never read). Warp's in-place forms have no gradient.
+_SQUARE = Tl(F, "M", "M", ndim=2, nd="__square_ndim")
+_RHS = Tl(F, "M", "K")
+B = T.bool_
+add_builtin("tile_cholesky", (_SQUARE, B), _SQUARE, arg_names=("A", "upper"), constant_args=(1,), group="tile_linalg",
+            doc="tile_cholesky(A, fill_mode='lower'): L with L L^T = A (or U with U^T U = A for 'upper'), the "
+                "other triangle zero; A must be symmetric positive definite (else NaN)")
+add_builtin("tile_cholesky_solve", (_SQUARE, _RHS, B), _RHS, arg_names=("L", "y", "upper"), constant_args=(2,),
+            group="tile_linalg", doc="tile_cholesky_solve(L, y, fill_mode='lower'): x with A x = y, given A's Cholesky "
+                              "factor L (A = L L^T; 'upper': L holds U, A = U^T U)")
+add_builtin("tile_lower_solve", (_SQUARE, _RHS), _RHS, arg_names=("L", "y"), group="tile_linalg",
+            doc="tile_lower_solve(L, y): z with L z = y, reading L's lower triangle (forward substitution)")
+add_builtin("tile_upper_solve", (_SQUARE, _RHS), _RHS, arg_names=("U", "z"), group="tile_linalg",
+            doc="tile_upper_solve(U, z): x with U x = z, reading U's upper triangle (back substitution)")
+add_builtin("tile_cholesky_inplace", (_SQUARE, B), None, arg_names=("A", "upper"), mutates_arg=0,
+            differentiable=False, group="tile_linalg",
+            doc="tile_cholesky_inplace(A, fill_mode='lower'): A = tile_cholesky(A)")
+add_builtin("tile_cholesky_solve_inplace", (_SQUARE, _RHS, B), None, arg_names=("L", "y", "upper"), mutates_arg=1,
+            differentiable=False, group="tile_linalg",
+            doc="tile_cholesky_solve_inplace(L, y, fill_mode='lower'): y = tile_cholesky_solve(L, y)")
+add_builtin("tile_lower_solve_inplace", (_SQUARE, _RHS), None, arg_names=("L", "y"), mutates_arg=1,
+            differentiable=False, group="tile_linalg", doc="tile_lower_solve_inplace(L, y): y = tile_lower_solve(L, y)")
+add_builtin("tile_upper_solve_inplace", (_SQUARE, _RHS), None, arg_names=("U", "z"), mutates_arg=1,
+            differentiable=False, group="tile_linalg", doc="tile_upper_solve_inplace(U, z): z = tile_upper_solve(U, z)")

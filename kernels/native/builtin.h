@@ -10,6 +10,7 @@
 #include "transform.h"
 #include "array.h"
 #include "tile.h"
+#include "tile_linalg.h"
 #include "random.h"
 #include "debug_print.h"
 #include "hash_grid.h"

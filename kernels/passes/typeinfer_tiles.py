@@ -358,3 +358,64 @@ class TileForms:
                 shape = (tt.shape[1 - axis],)
         op.results[0].type = TileType(tt.dtype, shape)
         self.append(ir.Op("call", [tile], op.results[:1], attrs, [], op.loc))
+
+    # ------------------------------------------------------------------------------------------ linear algebra
+
+    def tile_linalg(self, op, name, names, fill_mode):
+        """tile_cholesky / tile_*_solve (and their _inplace forms): a square float32/float64 matrix tile named
+        names[0], a right-hand side names[1] (if any) of as many rows and the same dtype, and for the Cholesky
+        forms fill_mode ("lower" or "upper", a compile-time constant) passed on as the `upper` flag."""
+        args = self.call_arguments(op, names + (("fill_mode",) if fill_mode else ()))
+        for n in names:
+            if n not in args:
+                raise self.error(f"{name}() missing argument '{n}'", op)
+        matrix = args[names[0]]
+        mt = self.need_tile(matrix, op, f"{name}() argument '{names[0]}'")
+        if len(mt.shape) != 2 or mt.rows != mt.cols:
+            raise self.error(f"{name}() argument '{names[0]}' must be a square 2-d tile, got shape {mt.shape}", op,
+                             kind=ValueError)
+        if mt.dtype not in (T.float32, T.float64):
+            raise self.error(f"{name}() takes tiles of float32 or float64, got {describe(mt.dtype)}", op,
+                             kind=TypeError)
+        operands = [matrix]
+        if len(names) > 1:
+            rhs = args[names[1]]
+            rt = self.need_tile(rhs, op, f"{name}() argument '{names[1]}'")
+            if rt.dtype != mt.dtype:
+                raise self.error(f"{name}() arguments must have the same dtype, got {describe(mt.dtype)} and "
+                                 f"{describe(rt.dtype)}", op, kind=TypeError)
+            if rt.rows != mt.rows:
+                raise self.error(f"{name}() argument '{names[1]}' must have {mt.rows} rows, as '{names[0]}' has, "
+                                 f"got shape {rt.shape}", op, kind=ValueError)
+            operands.append(rhs)
+        if fill_mode:
+            operands.append(self.typed_const(self.fill_mode_is_upper(args, op, name), T.bool_, op.loc))
+        self.call_builtin(op, name, operands)
+
+    def fill_mode_is_upper(self, args, op, name) -> bool:
+        if "fill_mode" not in args:
+            return False
+        mode = self.static_value(args["fill_mode"], op, f"{name}() fill_mode")
+        if mode not in ("lower", "upper"):
+            raise self.error(f'{name}() fill_mode must be "lower" or "upper", got {mode!r}', op, kind=ValueError)
+        return mode == "upper"
+
+
+def _linalg_form(name, names, fill_mode):
+    def form(self, op):
+        self.tile_linalg(op, name, names, fill_mode)
+    form.__name__ = "builtin_" + name
+    form.__doc__ = f"{name}({', '.join(names)}{', fill_mode' if fill_mode else ''}): see TileForms.tile_linalg."
+    return form
+
+
+# The special forms TileForms.builtin_<name> and builtin_<name>_inplace, by name: (argument names, whether it takes
+# fill_mode). The builtins are declared in kernels/builtins/tile.py.
+_LINALG_FORMS = {
+    "tile_cholesky": (("A",), True), "tile_cholesky_solve": (("L", "y"), True),
+    "tile_lower_solve": (("L", "y"), False), "tile_upper_solve": (("U", "z"), False),
+}
+for _name, (_names, _fill) in _LINALG_FORMS.items():
+    for _variant in (_name, _name + "_inplace"):
+        setattr(TileForms, "builtin_" + _variant, _linalg_form(_variant, _names, _fill))
+del _name, _names, _fill, _variant

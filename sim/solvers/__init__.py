@@ -3,6 +3,7 @@
 Add a solver with one import line; `__all__` lists every imported `Solver*` class.
 """
 
+from .featherstone import SolverFeatherstone
 from .rigid import SolverRigid
 from .semi_implicit import SolverSemiImplicit
 from .xpbd import SolverXPBD
