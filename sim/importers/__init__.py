@@ -6,5 +6,6 @@ ImporterError naming the file, the element and what was expected. Supported and 
 
 from .assembly import ImporterError, ImportResult, ImportWarning, VisualSpec
 from .urdf import import_urdf
+from .usd_physics import import_usd_physics
 
-__all__ = ["import_urdf", "ImporterError", "ImportResult", "ImportWarning", "VisualSpec"]
+__all__ = ["import_urdf", "import_usd_physics", "ImporterError", "ImportResult", "ImportWarning", "VisualSpec"]

@@ -281,6 +281,8 @@ def collapse_fixed_joints(links: dict, joints: list, density: float) -> dict:
 def joint_coordinates(kind: str, axis, x_wp: np.ndarray, x_wc: np.ndarray) -> list:
     """Coordinates of a joint whose parent anchor is at world pose x_wp and child anchor at x_wc."""
     rel = _compose(_inverse(x_wp), x_wc)
+    if rel[6] < 0:  # the quaternion with w >= 0, so that angles come out in [-pi, pi]
+        rel[3:] = -rel[3:]
     axis = np.asarray(axis, dtype=np.float64) / np.linalg.norm(axis)
     if kind == "revolute":
         return [2.0 * math.atan2(float(rel[3:6] @ axis), rel[6])]
@@ -310,7 +312,7 @@ def add_to_builder(builder, links: dict, joints: list, result: ImportResult, err
         try:
             result.body[name] = body = builder.add_body(xform=poses[name], **_body_mass_arguments(link))
             for s in link.shapes:
-                _add_shape(builder, s, body, link.density if link.density is not None else density)
+                add_shape(builder, s, body, link.density if link.density is not None else density)
         except ValueError as e:
             raise error(link.line, link.where, str(e)) from None
         joint = by_child.get(name)
@@ -346,7 +348,7 @@ def _body_mass_arguments(link: LinkSpec) -> dict:
     return dict(mass=link.mass, com=link.com, inertia=inertia)
 
 
-def _add_shape(builder, shape: ShapeSpec, body: int, density: float) -> int:
+def add_shape(builder, shape: ShapeSpec, body: int, density: float) -> int:
     pos, rot = shape.xform[:3], shape.xform[3:]
     if shape.kind == "box":
         hx, hy, hz = shape.size
