@@ -152,11 +152,11 @@ class _Parser:
             elif el.tag not in _KNOWN["robot"]:
                 label = f"<{el.tag}>" + (f" {name!r}" if name else "")
                 self.ignore(el, f"robot {root.get('name')!r}", f"{label} element (not imported)")
-                self._mimic_note(el)
+                self._note_transmission_joints(el)
         self._world_link(links, joints)
         return links, joints
 
-    def _mimic_note(self, el):
+    def _note_transmission_joints(self, el):
         """Transmissions name the joints they drive: list them, so a reader sees what has no actuator model."""
         joints = [j.get("name") for j in el.iter("joint") if j.get("name")]
         if el.tag == "transmission" and joints:
