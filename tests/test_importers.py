@@ -219,6 +219,11 @@ def test_usd_errors_name_the_prim(tmp_path):
     from pxr import Usd, UsdGeom, UsdPhysics
     with pytest.raises(FileNotFoundError, match="USD file not found: 'nowhere.usda'"):
         import_usd_physics("nowhere.usda", sim.ModelBuilder())
+    bad = tmp_path / "bad.usda"
+    bad.write_text('#usda 1.0\ndef Xform "a" {\n  float x = \n}\n')
+    with pytest.raises(ImporterError) as info:
+        import_usd_physics(str(bad), sim.ModelBuilder())
+    assert str(info.value) == f"{bad}:3: malformed USD: Expected }} at 'float x = ' in </a>"
     path = str(write_double_pendulum(tmp_path / "mesh.usda"))
     stage = Usd.Stage.Open(path)
     UsdPhysics.CollisionAPI.Apply(UsdGeom.Mesh.Define(stage, "/World/pendulum/link1/hull").GetPrim())
@@ -230,6 +235,13 @@ def test_usd_errors_name_the_prim(tmp_path):
     stage = Usd.Stage.Open(str(write_double_pendulum(tmp_path / "distance.usda")))
     UsdPhysics.DistanceJoint.Define(stage, "/World/pendulum/rope")
     with pytest.raises(ImporterError, match=r"prim </World/pendulum/rope>: PhysicsDistanceJoint is not supported"):
+        import_usd_physics(stage, sim.ModelBuilder())
+    stage = Usd.Stage.Open(str(write_double_pendulum(tmp_path / "swapped.usda")))
+    hinge = UsdPhysics.RevoluteJoint.Get(stage, "/World/pendulum/hinge1")
+    hinge.GetBody0Rel().SetTargets(hinge.GetBody1Rel().GetTargets())
+    hinge.GetBody1Rel().ClearTargets(True)
+    with pytest.raises(ImporterError, match=r"hinge1>: physics:body1 must be a rigid body \(the joint's child\); "
+                                            "swap body0 and body1 if the child is body0"):
         import_usd_physics(stage, sim.ModelBuilder())
 
 

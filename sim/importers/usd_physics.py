@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import math
 import os
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -90,11 +91,21 @@ def _open(source, Usd):
         raise FileNotFoundError(errno.ENOENT, "USD file not found", path)
     try:
         stage = Usd.Stage.Open(path)
-    except Exception as e:  # pxr raises Tf.ErrorException with the parser's message
-        raise ImporterError(path, None, None, f"cannot open the USD stage: {str(e).strip()}") from None
+    except Exception as e:  # pxr raises Tf.ErrorException: "Error in '<C++ function>' ... : '<message>'"
+        raise _open_error(path, str(e)) from None
     if stage is None:
         raise ImporterError(path, None, None, "cannot open the USD stage")
     return stage, path
+
+
+def _open_error(path: str, text: str) -> ImporterError:
+    """One line from pxr's error text: its first message, with the line number when the parser gives one."""
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    message = first.split(" : '", 1)[-1].rstrip("'").strip()
+    located = re.match(rf"{re.escape(path)}:(\d+):\d+: (.*)", message)
+    if located:
+        return ImporterError(path, int(located.group(1)), None, f"malformed USD: {located.group(2)}")
+    return ImporterError(path, None, None, f"cannot open the USD stage: {message or 'unknown error'}")
 
 
 def _quat(gf_quat) -> np.ndarray:
