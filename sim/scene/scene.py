@@ -163,9 +163,15 @@ class Scene:
         return self._result(done, t0, stats0, writer.close() if writer else None, state)
 
     def stability_warning(self) -> str | None:
-        """A warning when a semi-implicit scene's dt exceeds its estimated stability limit (scene/stability.py)."""
+        """A warning when a semi-implicit scene's dt exceeds its estimated stability limit (scene/stability.py),
+        or when colliders are given to articulated bodies, which do not collide yet."""
+        from .format_joints import articulated
         from .stability import stability_warning
-        return stability_warning(self.spec, self.dt)
+        notes = [stability_warning(self.spec, self.dt)]
+        if articulated(self.spec) and self.spec.colliders and not (self.spec.cloth or self.spec.particles):
+            notes.append("SolverFeatherstone simulates no contacts yet: the colliders are drawn, and the jointed "
+                         "bodies pass through them")
+        return "; ".join(n for n in notes if n) or None
 
     def memory_line(self) -> str:
         """Estimated memory of a run (sim/scene/memory.py) and what the machine has available."""
@@ -233,12 +239,16 @@ class Scene:
         m = built.model
         solver = ", ".join(f"{k} {getattr(s.solver, k)}" for k in s.solver.keys() if k != "type")
         rigid = ", ".join(f"{k} {getattr(s.rigid, k)}" for k in s.rigid.keys())
+        bodies_solver = f"rigid ({rigid})"
+        if built.joints:
+            bodies_solver = (f"featherstone ({m.joint_count} joints, {m.joint_dof_count} degrees of freedom, "
+                             f"{m.articulation_count} articulations)")
         if m.particle_count == 0 and m.body_count > 0:
-            solver_line = f"rigid ({rigid})"  # the particle solver has nothing to move
+            solver_line = bodies_solver  # the particle solver has nothing to move
         else:
             solver_line = s.solver.type + (f" ({solver})" if solver else "")
             if m.body_count > 0:
-                solver_line += f", coupled with rigid ({rigid})"
+                solver_line += f", coupled with {bodies_solver}"
         lines = [f"scene     {self.path}" + (f"  ({self.spec.description})" if self.spec.description else ""),
                  f"frames    {s.frames} at {s.fps:g} fps ({s.frames / s.fps:.2f} s), {s.substeps} substeps, "
                  f"dt {self.dt:.4g} s",
@@ -254,6 +264,14 @@ class Scene:
         for body in built.bodies:
             kinds = ", ".join(sh["kind"] for sh in body.shapes)
             lines.append(f"body      {body.name}: {masses[body.index]:.4g} kg ({kinds})")
+        parents = m.joint_parent.numpy() if built.joints else None
+        names = {b.index: b.name for b in built.bodies}
+        for j in built.joints:
+            parent = names.get(int(parents[j.index]), "world")
+            child = names.get(int(m.joint_child.numpy()[j.index]), "?")
+            lines.append(f"joint     {j.name}: {j.kind}, {parent} -> {child}, {j.dof_count} dof")
+        if self.spec.robot is not None and self.spec.robot.imported.ignored:
+            lines += [f"ignored   {line}" for line in self.spec.robot.imported.ignored]
         for c in built.colliders:
             lines.append(f"collider  {c.name}: {c.type}")
         lines.append(f"totals    {m.particle_count} particles, {m.spring_count} springs, {m.tri_count} triangles, "
