@@ -7,6 +7,7 @@ Exit codes: 0 success, 2 invalid input (scene, override or option; nothing is wr
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 
@@ -163,6 +164,9 @@ def _optimize(args) -> int:
     for path, value in result.params.items():
         shown = value if not isinstance(value, list) or len(value) <= 4 else f"[{len(value)} values]"
         print(f"learned   {path} = {shown}")
+    for what, error in result.final_errors.items():
+        degrees = f" ({math.degrees(error):.3g} deg)" if what.endswith("[rad]") else ""
+        print(f"final     {what}: {error:.4g}{degrees} from its target")
     rollout = "checkpointed" if result.checkpointed else "full tape"
     print(f"time      {result.seconds_per_iteration:.2f} s per iteration; peak memory of one iteration "
           f"{result.peak_memory_bytes / 2**20:.1f} MiB ({rollout})")

@@ -6,6 +6,7 @@ launching kernels that add into a one-element loss array, so a Tape differentiat
     PositionsTarget(obj, frame, positions)     w mean_i |x_i - p_i|^2             [m^2]
     TrajectoryMatch(obj, reference)            w mean_frames mean_i |x_i - r_i|^2 [m^2]
     ParameterL2(param)                         w |theta - theta_0|^2 on a learned parameter's variable
+    JointTarget(joint, frame, target)          w (|q - target|^2 + v |qd|^2) of a joint     [m^2, rad^2]
 
 `obj` is a `sim.scene.SceneObject` (which particles); positions are [m], shape [obj.count, 3].
 """
@@ -111,6 +112,14 @@ class BodyCenterTarget(Loss):
         wp.launch(body_com_distance_sq, dim=1, inputs=[state.body_q, model.body_com, self.body.index, self.target,
                                                       self.weight], outputs=[loss], device=model.device)
 
+    def error(self, model, state) -> float:
+        """|centre of mass - target| at `state` [m]."""
+        pose = state.body_q.numpy()[self.body.index].astype(np.float64)
+        com = model.body_com.numpy()[self.body.index].astype(np.float64)
+        x, w = pose[3:6], pose[6]  # rotate com by the quaternion (x, y, z, w)
+        rotated = com + 2.0 * np.cross(x, np.cross(x, com) + w * com)
+        return float(np.linalg.norm(pose[:3] + rotated - np.array(self.target, np.float64)))
+
 
 class PositionsTarget(Loss):
     """weight * mean over the object's particles of |x_i(frame) - positions_i|^2 [m^2]."""
@@ -153,6 +162,45 @@ class TrajectoryMatch(Loss):
         scale = self.weight / (self.obj.count * len(self.frames))
         wp.launch(positions_distance_sq, dim=self.obj.count, inputs=[state.particle_q, self.obj.start, target, scale],
                   outputs=[loss], device=model.device)
+
+
+@wp.kernel
+def joint_distance_sq(joint_q: wp.array(dtype=float), joint_qd: wp.array(dtype=float), q_start: int,
+                      qd_start: int, target: wp.array(dtype=float), weight: float, velocity_weight: float,
+                      loss: wp.array(dtype=float)):
+    k = wp.tid()
+    d = joint_q[q_start + k] - target[k]
+    v = joint_qd[qd_start + k]
+    wp.atomic_add(loss, 0, weight * (d * d + velocity_weight * v * v))
+
+
+class JointTarget(Loss):
+    """weight * (|q - target|^2 + velocity_weight |qd|^2) of a joint's coordinates and velocities at `frame`
+    [m^2 or rad^2]; `joint` is a `sim.scene.build_joints.SceneJoint` with one coordinate per axis (revolute,
+    prismatic, d6)."""
+
+    name = "joint_target"
+
+    def __init__(self, joint, frame: int, target, weight: float = 1.0, velocity_weight: float = 0.0):
+        target = np.asarray(target, np.float32).reshape(-1)
+        if len(target) != joint.coord_count:
+            raise ValueError(f"joint '{joint.name}' has {joint.coord_count} coordinate(s), the target "
+                             f"{len(target)}")
+        self.joint, self.frames, self.weight = joint, (int(frame),), float(weight)
+        self.velocity_weight, self._target = float(velocity_weight), target
+
+    def evaluate(self, model, frame, state, loss):
+        d, j = model.device, self.joint
+        target = self.__dict__.setdefault("_device_target", wp.array(self._target, dtype=float, device=d))
+        wp.launch(joint_distance_sq, dim=j.coord_count,
+                  inputs=[state.joint_q, state.joint_qd, j.coord_start, j.dof_start, target, self.weight,
+                          self.velocity_weight], outputs=[loss], device=d)
+
+    def error(self, state) -> float:
+        """|q - target| at `state` [m or rad]."""
+        j = self.joint
+        q = state.joint_q.numpy()[j.coord_start:j.coord_start + j.coord_count]
+        return float(np.linalg.norm(q - self._target))
 
 
 class ParameterL2(Loss):

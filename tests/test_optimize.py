@@ -301,7 +301,8 @@ def test_rigid_body_velocity_and_friction_are_learned(tmp_path):
 def test_body_mass_is_refused_with_the_reason(tmp_path):
     path = tmp_path / "rigid.yaml"
     path.write_text(RIGID.replace("bodies.0.material.restitution", "bodies.0.mass"))
-    with pytest.raises(SceneError, match=r"parameters\[2\]\.path: bodies.0.mass: not learnable for a body"):
+    with pytest.raises(SceneError, match=r"parameters\[2\]\.path: bodies.0.mass: not learnable with the rigid "
+                                         r"solver: SolverRigid reads the inverse mass"):
         Problem(load_config(str(path)))
 
 

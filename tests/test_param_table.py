@@ -12,6 +12,7 @@ difference is too small to mean anything).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -124,6 +125,31 @@ def rigid_scene(collider: str) -> dict:
     return {"sim": {"fps": 60, "frames": 4, "substeps": 8}, "bodies": [ball], "colliders": [target]}
 
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DRIVE = {"target_pos": 0.4, "target_vel": 0.5, "ke": 20.0, "kd": 2.0}
+
+
+def pendulum_scene() -> dict:
+    """A double pendulum (SolverFeatherstone), swinging from 0.6 rad with the elbow driven towards 0.4 rad and
+    both joints pushed by per-frame torques, so that every joint key matters within its few frames."""
+    link = {"type": "capsule", "pos": [0.0, -0.25, 0.0], "radius": 0.04, "half_height": 0.2, "density": 100.0}
+    torques = [0.2, -0.1, 0.3, 0.1]  # [N m] per frame
+    return {"sim": {"fps": 60, "frames": 4, "substeps": 8},
+            "bodies": [{"name": "upper", "shapes": [dict(link)]}, {"name": "lower", "shapes": [dict(link)]}],
+            "joints": [{"type": "revolute", "child": "upper", "axis": [0, 0, 1], "q": 0.6, "qd": 0.5,
+                        "parent_anchor": {"pos": [0.0, 1.0, 0.0]}, "forces": torques},
+                       {"type": "revolute", "parent": "upper", "child": "lower", "axis": [0, 0, 1], "q": -0.3,
+                        "qd": -1.0, "parent_anchor": {"pos": [0.0, -0.5, 0.0]}, "forces": torques,
+                        "drive": dict(DRIVE)}]}
+
+
+def arm_scene() -> dict:
+    """assets/arm/arm.urdf with its elbow driven and pushed (SolverFeatherstone)."""
+    elbow = {"drive": dict(DRIVE), "forces": [0.5, -0.2, 0.3, 0.1], "q": 0.3, "qd": 1.0}
+    return {"sim": {"fps": 60, "frames": 4, "substeps": 8, "up_axis": "z"},
+            "robot": {"urdf": f"{ROOT}/assets/arm/arm.urdf", "armature": 0.01, "joints": {"elbow": elbow}}}
+
+
 # ---------------------------------------------------------------------------------------------------- rows
 
 
@@ -175,7 +201,17 @@ def _rigid_rows() -> dict:
     return {("rigid", pattern): row for pattern, row in rows.items()}
 
 
-CHECKS = {**_cloth_rows("semi_implicit"), **_cloth_rows("xpbd"), **_rigid_rows()}
+def _featherstone_rows() -> dict:
+    rows = {"joints.N.forces": Row("joints.1.forces", pendulum_scene(), "lower", 0.1),
+            "robot.joints.NAME.forces": Row("robot.joints.elbow.forces", arm_scene(), "tool", 0.1),
+            "bodies.N.mass": Row("bodies.0.mass", pendulum_scene(), "lower")}
+    for k in DRIVE:
+        rows[f"joints.N.drive.{k}"] = Row(f"joints.1.drive.{k}", pendulum_scene(), "lower")
+        rows[f"robot.joints.NAME.drive.{k}"] = Row(f"robot.joints.elbow.drive.{k}", arm_scene(), "tool")
+    return {("featherstone", pattern): row for pattern, row in rows.items()}
+
+
+CHECKS = {**_cloth_rows("semi_implicit"), **_cloth_rows("xpbd"), **_rigid_rows(), **_featherstone_rows()}
 CHECKS = {k: v for k, v in CHECKS.items() if k not in REFUSED}
 COMBINATIONS = [(solver, pattern) for pattern in LEARNABLE for solver in solvers_of(pattern)]
 
@@ -184,18 +220,28 @@ def _refused_scene(solver: str, pattern: str) -> tuple:
     """A scene where `solver` is the only one acting on `pattern`, and the concrete key."""
     named = pattern.startswith("materials.")
     key = pattern.replace(".N.", ".0.").replace("NAME", "silk")
+    if solver == "rigid":
+        return key, rigid_scene("sphere")
+    if solver == "featherstone":
+        collider = {"colliders.0.half_extents": "box", "colliders.0.half_height": "capsule"}.get(key, "sphere")
+        scene = pendulum_scene()
+        scene["colliders"] = [dict(COLLIDERS[collider][0])]
+        return key, scene
     return key, particle_scene(solver, "box", named_material=named)
 
 
 # ---------------------------------------------------------------------------------------------------- running
 
 
+BODY_TARGETS = {"ball": [0.5, 0.3, 0.2], "lower": [0.3, 0.2, 0.1], "tool": [0.2, -0.3, 0.4]}  # [m]
+
+
 def _config(tmp_path, key: str, scene: dict, obj: str) -> str:
     """Write a config learning `key` in `scene`, the loss the mean squared distance of `obj`'s particles to
     scattered targets near them (so that the cloth's shape matters, not only where it goes), or the ball's
     centre's squared distance to a target; returns its path."""
-    if obj == "ball":
-        loss = {"type": "com_target", "object": "ball", "target": [0.5, 0.3, 0.2], "weight": 30.0}
+    if obj in BODY_TARGETS:
+        loss = {"type": "com_target", "object": obj, "target": BODY_TARGETS[obj], "weight": 30.0}
     else:
         count = 9 if obj == "cloth" else 2
         targets = np.random.default_rng(3).uniform(-0.15, 0.15, (1, count, 3)) + np.array([0.05, 0.05, 0.0])
@@ -257,7 +303,7 @@ def judge(result: dict) -> list:
 
 def test_every_learnable_key_with_every_solver_has_a_row():
     """A key added to LEARNABLE (or a solver to SOLVERS) without a check or a refusal fails here."""
-    assert set(SOLVERS) == {"semi_implicit", "xpbd", "rigid"}
+    assert set(SOLVERS) == {"semi_implicit", "xpbd", "rigid", "featherstone"}
     missing = [c for c in COMBINATIONS if c not in CHECKS and c not in REFUSED]
     assert not missing, f"no gradient check and no refusal for: {missing}"
     stale = [c for c in list(CHECKS) + list(REFUSED) if c not in COMBINATIONS]

@@ -55,8 +55,17 @@ edge_ke, edge_kd, spring_ke, spring_kd, `bodies.N.vel`, `bodies.N.angular_vel`, 
 the reason (XPBD ignores tri_ka, tri_kd, edge_kd and spring_kd; collider materials act on rigid bodies only):
 [gradients.md](gradients.md) lists, per solver, what is differentiable, what is refused and where the model
 itself is discontinuous. Anything else is refused too: the other contact settings, gravity, counts and time
-stepping are constants of the solvers' kernels and have no gradient; a body's mass also sets its inertia.
-A `com_target` loss may name a rigid body.
+stepping are constants of the solvers' kernels and have no gradient.
+A `com_target` loss may name a rigid body (or a robot's link).
+
+**Articulations** (scenes with `joints` or a `robot`, stepped by SolverFeatherstone): `joints.N.forces` and
+`robot.joints.NAME.forces` (a generalized force per frame on the joint's axes, from zero for every simulated
+frame when the scene gives none), `joints.N.drive.KEY` and `robot.joints.NAME.drive.KEY` for KEY in
+target_pos, target_vel, ke, kd (revolute and prismatic joints), and `bodies.N.mass` (the body's inertia
+scales with it; SolverRigid's bodies refuse it). A `joint_target` loss pulls a joint's coordinates towards a
+target (and, with `velocity_weight`, its velocities to rest); `sim optimize` prints how far the learned
+rollout ends from each `joint_target` and rigid-body `com_target` (`OptimizeResult.final_errors`). Examples:
+`configs/cartpole_swingup.yaml`, `configs/arm_reach.yaml`.
 
 **Long rollouts.** Above `checkpoint.above_steps` solver steps a rollout keeps only every k-th state and
 recomputes the segments in the backward pass (`autodiff.CheckpointedRollout`): the same gradient, with memory

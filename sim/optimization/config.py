@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from ..scene.errors import SceneError
-from ..scene.schema import (DEFAULTS, REQUIRED, Boolean, Ctx, Field, FilePath, Integer, Kind, ListOf, Number,
+from ..scene.schema import (DEFAULTS, REQUIRED, AnyOf, Boolean, Ctx, Field, FilePath, Integer, Kind, ListOf, Number,
                             Section, String, Variant, Vector)
 from ..scene.source import Source, load_source
 
@@ -55,6 +55,15 @@ LOSSES = {
                                                        "that is simulated)"), _WEIGHT],
                           doc="weight * mean over frames and particles of |x_i - recorded_i|^2 [m^2].",
                           title="loss trajectory"),
+    "joint_target": Section([Field("joint", String(), REQUIRED, "", "name of a joint of the scene (joints[].name) "
+                                   "or of its robot (revolute, prismatic or d6)"), _FRAME,
+                             Field("target", AnyOf(Number(), ListOf(Number(), min_len=1),
+                                                   expected="a number or a list of numbers"), REQUIRED,
+                                   "m or rad", "target coordinates (a number for one axis)"),
+                             Field("velocity_weight", Number(min=0), 0.0, "s^2", "factor of |qd|^2 (at rest at "
+                                   "the target)"), _WEIGHT],
+                            doc="weight * (|q - target|^2 + velocity_weight |qd|^2) of a joint at a frame "
+                                "[m^2 or rad^2].", title="loss joint_target"),
     "param_l2": Section([Field("param", String(), REQUIRED, "", "path of a learned parameter"), _WEIGHT],
                         doc="weight * |theta - theta_initial|^2 on the optimised variable (a regulariser).",
                         title="loss param_l2"),

@@ -87,6 +87,15 @@ def assign_spatial_part(var: wp.array(dtype=float), src: wp.array(dtype=wp.int32
     dst[rows[j]] = wp.spatial_vector(top, bottom)
 
 
+@wp.kernel
+def assign_scaled_matrix(var: wp.array(dtype=float), log: int, src: wp.array(dtype=wp.int32),
+                         rows: wp.array(dtype=wp.int32), factor: float, base: wp.array(dtype=wp.mat33),
+                         dst: wp.array(dtype=wp.mat33)):
+    """dst = base * (value * factor): an inertia scaled with its body's mass (factor = 1 / the built mass)."""
+    j = wp.tid()
+    dst[rows[j]] = base[j] * (decode(var[src[j]], log) * factor)
+
+
 @dataclass
 class Target:
     """Where a parameter goes: `array` names an attribute of the model ('model') or initial state ('state');
@@ -94,13 +103,15 @@ class Target:
 
     owner: str  # "model", "state" or "object" (a SceneObject attribute)
     array: str
-    how: str  # "float", "column", "vec3", "vec3_component", "spatial_part", "position"
+    how: str  # "float", "column", "vec3", "vec3_component", "spatial_part", "position", "scaled_matrix"
     rows: np.ndarray
     src: np.ndarray
     column: int = 0
     obj: object = None
     rotation: object = None  # "position": the shapes' fixed rotations (x, y, z, w), shape [len(rows), 4]
-    base: object = None  # "vec3_component"/"spatial_part": the vectors whose other components stay
+    base: object = None  # "vec3_component"/"spatial_part": the vectors whose other components stay;
+    # "scaled_matrix": the matrices scaled
+    factor: float = 1.0  # "scaled_matrix": the factor on the value
     arrays: tuple = ()  # rows, src and rotation/base on the device, made once by `upload`
 
     def upload(self, device):
@@ -112,6 +123,8 @@ class Target:
             extra = wp.array(self.base, dtype=wp.vec3, device=device)
         elif self.how == "spatial_part":
             extra = wp.array(self.base, dtype=wp.spatial_vector, device=device)
+        elif self.how == "scaled_matrix":
+            extra = wp.array(self.base, dtype=wp.mat33, device=device)
         self.arrays = (wp.array(self.rows.astype(np.int32), dtype=wp.int32, device=device),
                        wp.array(self.src.astype(np.int32), dtype=wp.int32, device=device), extra)
 
@@ -188,13 +201,17 @@ class LearnedParameter:
             elif t.how == "spatial_part":
                 wp.launch(assign_spatial_part, dim=n, inputs=[var, src, rows, t.column, extra], outputs=[dst],
                           device=d)
+            elif t.how == "scaled_matrix":
+                wp.launch(assign_scaled_matrix, dim=n, inputs=[var, log, src, rows, t.factor, extra], outputs=[dst],
+                          device=d)
             else:
                 wp.launch(assign_position, dim=n, inputs=[var, src, rows, extra], outputs=[dst], device=d)
 
 
 def resolve(path: str, scene, built, *, log: bool = False, bounds=None, where: str = "parameters",
-            key: tuple = ()) -> LearnedParameter:
-    """The LearnedParameter for scene key `path` of the validated `scene` (spec) built into `built`.
+            key: tuple = (), frames: int | None = None) -> LearnedParameter:
+    """The LearnedParameter for scene key `path` of the validated `scene` (spec) built into `built`; `frames`
+    (default sim.frames) sizes a joint's forces that the scene does not give.
     Raises SceneError (at `where`, config key path `key`) for a key that does not exist or cannot be learned."""
     parts = [int(p) if p.isdigit() else p for p in path.split(".")]
 
@@ -202,11 +219,11 @@ def resolve(path: str, scene, built, *, log: bool = False, bounds=None, where: s
         raise SceneError(where, key, f"{path}: {msg}")
 
     try:
-        targets, initial, shape = _targets(parts, scene, built, fail)
+        targets, initial, shape = _targets(parts, scene, built, fail, frames or scene.sim.frames)
     except (IndexError, KeyError, TypeError):
         fail("no such key in the scene")
     _check_acted_on(pattern_of(parts), scene, fail)
-    if log and any(t.how in ("vec3", "position", "spatial_part") for t in targets):
+    if log and any(t.how in ("vec3", "position", "spatial_part") or t.array == "forces" for t in targets):
         fail("log: true applies to positive scalars (stiffness, mass, radius), not to vectors")
     try:
         return LearnedParameter(path, targets, initial, log=log, bounds=bounds, shape=shape)
@@ -233,7 +250,7 @@ def _object(parts, scene, built, fail):
     return specs[i], built.objects[offset + i]
 
 
-def _targets(parts, scene, built, fail):
+def _targets(parts, scene, built, fail, frames: int):
     head = parts[0]
     m = built.model
     if head in ("cloth", "particles") and len(parts) >= 3:
@@ -283,6 +300,16 @@ def _targets(parts, scene, built, fail):
         return _collider_targets(parts[1], parts[2], scene, built, fail)
     if head == "bodies" and len(parts) >= 3:
         return _body_targets(parts, scene, built, fail)
+    if head == "joints" and len(parts) >= 3:
+        i = parts[1]
+        if not isinstance(i, int) or i >= len(scene.joints):
+            fail(f"no joint {i} (the scene has {len(scene.joints)})")
+        return _joint_targets(built.joints[i], parts[2:], built, frames, fail)
+    if parts[:2] == ["robot", "joints"] and len(parts) >= 4 and scene.robot is not None:
+        joint = built.joint(str(parts[2]))
+        if joint is None:
+            fail(f"no joint named '{parts[2]}' in the robot")
+        return _joint_targets(joint, parts[3:], built, frames, fail)
     if parts == ["sim", "contact", "mu"]:
         # Model.soft_contact_mu is the array the particle solvers read (the struct's float has no gradient)
         return [Target("model", "soft_contact_mu", "float", np.array([0]), np.array([0]))], \
@@ -320,14 +347,53 @@ def _body_targets(parts, scene, built, fail):
     body = built.bodies[i]
     if key == "material" and len(parts) == 4:
         return _rigid_material_targets(parts[3], body.shape_rows, built, fail)
+    if key == "mass" and len(parts) == 3:
+        m = built.model
+        mass = float(m.body_mass.numpy()[body.index])
+        if mass <= 0:
+            fail("the body has no mass to scale")
+        rows, inertia = np.array([body.index]), m.body_inertia.numpy()[body.index:body.index + 1]
+        return [Target("model", "body_mass", "float", rows, np.array([0])),
+                Target("model", "body_inertia", "scaled_matrix", rows, np.array([0]), base=inertia,
+                       factor=1.0 / mass)], np.array([mass]), ()
     if key in ("vel", "angular_vel") and len(parts) == 3:
         qd = built.model.body_qd0.numpy()[body.index:body.index + 1].astype(np.float32)
         part = 1 if key == "vel" else 0
         initial = qd[0, 3:] if part == 1 else qd[0, :3]
         return [Target("state", "body_qd", "spatial_part", np.array([body.index]), np.array([0]), part, base=qd)], \
             initial.astype(np.float64), (3,)
-    fail("not learnable for a body (learnable: vel, angular_vel, material.{" + ",".join(RIGID_MATERIAL_KEYS) + "}); "
-         "a body's mass also sets its inertia, which is not a learned quantity")
+    fail("not learnable for a body (learnable: vel, angular_vel, mass (its inertia scales with it), material.{"
+         + ",".join(RIGID_MATERIAL_KEYS) + "})")
+
+
+#: drive key -> the model's per-axis array
+DRIVE_TARGETS = {"target_pos": "joint_target_pos", "target_vel": "joint_target_vel", "ke": "joint_target_ke",
+                 "kd": "joint_target_kd"}
+
+
+def _joint_targets(joint, rest: list, built, frames: int, fail):
+    """A joint's per-frame forces (`forces`, shape [frames] for one axis, else [frames, axes]) or a drive
+    setting of its axis (`drive.KEY`, revolute and prismatic joints)."""
+    if rest == ["forces"]:
+        if joint.dof_count == 0:
+            fail(f"'{joint.name}' is a {joint.kind} joint: it has no axes to push")
+        if joint.forces is None:  # learned from zero, one entry per simulated frame
+            joint.forces = wp.zeros(frames * joint.dof_count, dtype=float, device=built.model.device,
+                                    requires_grad=True)
+            joint.force_frames = frames
+        n = joint.forces.shape[0]
+        shape = (joint.force_frames,) if joint.dof_count == 1 else (joint.force_frames, joint.dof_count)
+        return [Target("object", "forces", "float", np.arange(n), np.arange(n), obj=joint)], \
+            joint.forces.numpy().astype(np.float64), shape
+    if len(rest) == 2 and rest[0] == "drive" and rest[1] in DRIVE_TARGETS:
+        if joint.kind not in ("revolute", "prismatic"):
+            fail(f"'{joint.name}' is a {joint.kind} joint: drive keys are learnable for revolute and prismatic "
+                 "joints")
+        array = DRIVE_TARGETS[rest[1]]
+        row = np.array([joint.dof_start])
+        return [Target("model", array, "float", row, np.array([0]))], \
+            np.array([getattr(built.model, array).numpy()[joint.dof_start]]), ()
+    fail(f"not learnable for a joint (learnable: forces, drive.{{{','.join(DRIVE_TARGETS)}}})")
 
 
 def _collider_targets(i, key, scene, built, fail):

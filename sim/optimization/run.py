@@ -40,6 +40,9 @@ class OptimizeResult:
     checkpointed: bool
     peak_memory_bytes: int  # peak traced allocations of one forward + backward
     files: list = field(default_factory=list)
+    # how far the learned rollout ends from each joint_target and body com_target loss's target:
+    # "joint 'hinge' [rad]" -> |q - target|, "body 'tool' [m]" -> |com - target|
+    final_errors: dict = field(default_factory=dict)
 
 
 class Problem:
@@ -62,8 +65,8 @@ class Problem:
         self.optimizer = _optimizer(spec.optimizer, self.params)
         # Iterations after the first replay one captured forward + backward (kernels.capture): every iteration
         # launches the same work on the same arrays. Not with checkpointing (its backward re-runs segments from
-        # Python) nor rigid bodies (their broad phase reads a pair count back on the host every step).
-        self.capture = capture and not self.checkpointed and self.built.model.body_count == 0
+        # Python) nor SolverRigid (its broad phase reads a pair count back on the host every step).
+        self.capture = capture and not self.checkpointed and not self.built.uses_rigid
         self._graph = None  # (graph, loss array) once captured
         self._eager_runs = 0
 
@@ -73,7 +76,7 @@ class Problem:
         if any(pp.path == p.path for pp in self.params):
             raise self.cfg.error(key, f"{p.path} is learned twice")
         param = resolve(p.path, self.cfg.scene.spec, self.built, log=p.log, bounds=p.bounds,
-                        where=self.cfg.source.where(key), key=key)
+                        where=self.cfg.source.where(key), key=key, frames=self.frames)
         if p.init is not None:
             if param.size != 1:
                 raise self.cfg.error(("parameters", i, "init"), f"init is for scalar parameters; {p.path} has "
@@ -104,6 +107,8 @@ class Problem:
                 if p.path == l.param:
                     return L.ParameterL2(p, l.weight)
             raise self.cfg.error(("loss", i, "param"), f"'{l.param}' is not one of the learned parameters")
+        if l.type == "joint_target":
+            return self._joint_loss(i, l)
         body = next((b for b in self.built.bodies if b.name == l.object), None)
         if body is not None:
             if l.type != "com_target":
@@ -126,6 +131,19 @@ class Problem:
             return L.TrajectoryMatch(obj, {f: recorded[f] for f in frames}, l.weight)
         except (ValueError, OSError) as e:
             raise self.cfg.error(("loss", i, "file"), str(e)) from None
+
+    def _joint_loss(self, i: int, l) -> L.JointTarget:
+        joint = self.built.joint(l.joint)
+        if joint is None:
+            known = ", ".join(j.name for j in self.built.joints) or "none"
+            raise self.cfg.error(("loss", i, "joint"), f"no joint named '{l.joint}' in the scene (joints: {known})")
+        if joint.kind in ("ball", "free", "fixed"):
+            raise self.cfg.error(("loss", i, "joint"), f"'{l.joint}' is a {joint.kind} joint: joint_target "
+                                 "applies to revolute, prismatic and d6 joints")
+        try:
+            return L.JointTarget(joint, self._frame(i, l.frame), l.target, l.weight, l.velocity_weight)
+        except ValueError as e:
+            raise self.cfg.error(("loss", i, "target"), str(e)) from None
 
     # ------------------------------------------------------------------------------------------------ rollout
 
@@ -169,6 +187,29 @@ class Problem:
             except SimulationError as e:
                 return e
         return None
+
+    def final_errors(self) -> dict:
+        """Simulate the current parameters without a Tape; the distance of each joint_target loss's joint [m or
+        rad] and each rigid body's com_target loss's body [m] from its target at the loss's frame."""
+        terms = [l for l in self.losses if isinstance(l, (L.JointTarget, L.BodyCenterTarget))]
+        if not terms:
+            return {}
+        built, model = self.built, self.built.model
+        state, scratch = model.state(requires_grad=False), model.state(requires_grad=False)
+        for p in self.params:
+            p.apply(built, state)
+        out = {}
+        for frame in range(1, max(l.frames[0] for l in terms) + 1):
+            state, scratch = built.step_frame(state, scratch, frame)
+            for l in terms:
+                if l.frames[0] != frame:
+                    continue
+                if isinstance(l, L.JointTarget):
+                    unit = "rad" if l.joint.kind == "revolute" else "m" if l.joint.kind == "prismatic" else "m, rad"
+                    out[f"joint '{l.joint.name}' [{unit}]"] = l.error(state)
+                else:
+                    out[f"body '{l.body.name}' [m]"] = l.error(model, state)
+        return out
 
     def _replay(self) -> float:
         """The loss of a replay of the captured forward + backward (captured on the first call)."""
@@ -219,7 +260,8 @@ class Problem:
             if n % sub == 0:
                 observe(n // sub, state)
 
-        arrays = ("particle_q", "particle_qd") + (("body_q", "body_qd") if built.model.body_count else ())
+        arrays = ("particle_q", "particle_qd") + (("body_q", "body_qd") if built.model.body_count else ()) + \
+            (("joint_q", "joint_qd") if built.model.joint_count else ())
         rollout = CheckpointedRollout(step, None, self.steps, self.cfg.spec.checkpoint.every, state_arrays=arrays)
         rollout.run(state0, observe=observe_step)
 
@@ -288,6 +330,7 @@ def optimize(config, *, iterations: int | None = None, out_dir: str | None = Non
     result = OptimizeResult(it, [r[1] for r in rows], {p.path: p.yaml_value() for p in problem.params},
                             out_dir if write else None, converged,
                             float(np.mean(seconds)) if seconds else 0.0, problem.checkpointed, peak)
+    result.final_errors = problem.final_errors()
     if write:
         save_snapshot(out_dir, it, problem.params, problem.optimizer, rows, digest)
         result.files = write_outputs(out_dir, cfg, problem, rows)

@@ -10,9 +10,12 @@ import numpy as np
 import kernels as wp
 
 from ..builder import ModelBuilder, _quat, _rotate
-from ..model import ContactParams
-from ..solvers import SolverRigid, SolverSemiImplicit, SolverXPBD
+from ..model import ContactParams, Control
+from ..solvers import SolverFeatherstone, SolverRigid, SolverSemiImplicit, SolverXPBD
+from .build_joints import (SceneJoint, add_robot, add_scene_joints, body_shapes, initial_body_state,
+                           spread_joint_force, upload_forces)
 from .format import MATERIAL
+from .format_joints import articulated
 from .schema import Ctx
 
 
@@ -73,19 +76,34 @@ class BuiltScene:
     substeps: int = 1
     bodies: list = field(default_factory=list)  # SceneBody
     collider_shapes: list = field(default_factory=list)  # the colliders' rows of the model's shape arrays
+    joints: list = field(default_factory=list)  # SceneJoint: the scene's joints, then the robot's
+    uses_rigid: bool = False  # bodies stepped by SolverRigid (else SolverFeatherstone, or none)
 
     def control(self, frame: int):
-        """The Control of the steps of `frame` (1-based): the objects' control forces, or None without any."""
+        """The Control of the steps of `frame` (1-based): the objects' and joints' control forces, or None
+        without any (drive targets are the model's)."""
         active = [o for o in self.objects if o.forces is not None and frame <= o.forces.shape[0]]
-        if not active:
+        pushed = [j for j in self.joints if j.forces is not None and frame <= j.force_frames]
+        if not active and not pushed:
             return None
         m = self.model
-        f = wp.zeros(m.particle_count, dtype=wp.vec3, device=m.device, requires_grad=_forces_require_grad(active))
-        for o in active:
-            wp.launch(spread_force, dim=o.count, inputs=[o.forces, frame - 1, o.start], outputs=[f], device=m.device)
-        c = m.control()
-        c.particle_f = f
+        c = Control()
+        if active:
+            c.particle_f = wp.zeros(m.particle_count, dtype=wp.vec3, device=m.device,
+                                    requires_grad=_forces_require_grad(active))
+            for o in active:
+                wp.launch(spread_force, dim=o.count, inputs=[o.forces, frame - 1, o.start], outputs=[c.particle_f],
+                          device=m.device)
+        if pushed:
+            c.joint_f = wp.zeros(m.joint_dof_count, dtype=float, device=m.device,
+                                 requires_grad=_forces_require_grad(pushed))
+            for j in pushed:
+                wp.launch(spread_joint_force, dim=j.dof_count, inputs=[j.forces, frame - 1, j.dof_count, j.dof_start],
+                          outputs=[c.joint_f], device=m.device)
         return c
+
+    def joint(self, name: str) -> SceneJoint | None:
+        return next((j for j in self.joints if j.name == name), None)
 
     def step_frame(self, state, scratch, frame: int, fresh_state=None):
         """Advance `state` by one frame (`substeps` solver steps); returns the new state. With `fresh_state` (a
@@ -106,7 +124,7 @@ class BuiltScene:
         host each step; without gradients its contacts never leave the device)."""
         if self.bodies and self.model.requires_grad:
             return False
-        return all(o.forces is None for o in self.objects)
+        return all(o.forces is None for o in self.objects) and all(j.forces is None for j in self.joints)
 
     def object_of_particle(self, index: int) -> SceneObject | None:
         for o in self.objects:
@@ -257,8 +275,9 @@ def _contact(spec) -> ContactParams:
     return ContactParams(ke=spec.ke, kd=spec.kd, kf=spec.kf, mu=spec.mu, margin=spec.margin)
 
 
-def make_solver(model, sim_spec):
-    """The particle solver of `sim.solver`, coupled with SolverRigid when the model has bodies."""
+def make_solver(model, sim_spec, articulated: bool = False):
+    """The particle solver of `sim.solver`, coupled with the bodies' solver when the model has bodies:
+    SolverFeatherstone for a scene with joints or a robot (`articulated`), else SolverRigid."""
     s = sim_spec.solver
     if s.type == "xpbd":
         solver = SolverXPBD(model, iterations=s.iterations, relaxation=s.relaxation, damping=s.damping)
@@ -266,6 +285,9 @@ def make_solver(model, sim_spec):
         solver = SolverSemiImplicit(model, damping=s.damping + model.particle_damping)
     if model.body_count == 0:
         return solver
+    if articulated:
+        bodies = SolverFeatherstone(model)
+        return CoupledSolver(bodies, solver) if model.particle_count else bodies
     r = sim_spec.rigid
     rigid = SolverRigid(model, linear_damping=r.linear_damping, angular_damping=r.angular_damping,
                         restitution_velocity=r.restitution_velocity, body_contacts=r.body_contacts)
@@ -278,8 +300,17 @@ def build_scene(scene, device=None, requires_grad: bool = False) -> BuiltScene:
     b = ModelBuilder(up_axis=s.up_axis, gravity=s.gravity, bending=s.bending)
     objects = [_add_cloth(b, scene, c) for c in scene.cloth] + [_add_particles(b, p) for p in scene.particles]
     bodies = [_add_body(b, body) for body in scene.bodies]
+    joints = add_scene_joints(b, scene, {body.name: body.index for body in bodies})
+    if scene.robot is not None:
+        robot_joints, links = add_robot(b, scene)
+        joints += list(robot_joints.values())
+        color = tuple(scene.robot.color)
+        bodies += [SceneBody(name, index, body_shapes(b, index), color) for name, index in links]
     collider_shapes = [_add_collider(b, c) for c in scene.colliders]
     model = b.finalize(device=wp.get_device(device or s.device), requires_grad=requires_grad)
+    if joints:
+        initial_body_state(model)
+        upload_forces(joints, model.device, requires_grad)
     model.particle_damping = s.particle_damping
     model.soft_contact = _contact(s.contact)
     model.particle_contact = _contact(s.particle_contact)
@@ -290,5 +321,6 @@ def build_scene(scene, device=None, requires_grad: bool = False) -> BuiltScene:
         if spec.forces is not None:
             obj.forces = wp.array(np.asarray(spec.forces, np.float32).reshape(-1, 3), dtype=wp.vec3,
                                   device=model.device, requires_grad=requires_grad)
-    return BuiltScene(model, make_solver(model, s), dt, objects, list(scene.colliders), s.substeps, bodies,
-                      collider_shapes)
+    is_articulated = articulated(scene)
+    return BuiltScene(model, make_solver(model, s, is_articulated), dt, objects, list(scene.colliders), s.substeps,
+                      bodies, collider_shapes, joints, uses_rigid=bool(bodies) and not is_articulated)

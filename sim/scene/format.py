@@ -10,6 +10,8 @@ import re
 from ..bending import BENDING_MODELS, DEFAULT_BENDING
 from .schema import (DEFAULTS, REQUIRED, AnyOf, Boolean, Choice, Ctx, Field, FilePath, Integer, Kind, ListOf,
                      MappingOf, Number, Rotation, Section, String, Variant, Vector, exactly_one)
+from .format_joints import (ANCHOR, D6_AXIS, DRIVE, JOINT, LIMITS, ROBOT, ROBOT_JOINT,
+                            check_articulation)
 from .source import load_source
 
 IDENTITY = (0.0, 0.0, 0.0, 1.0)
@@ -142,7 +144,8 @@ SIM = Section([
     Field("particle_contact", PARTICLE_CONTACT, DEFAULTS, "", "particle-particle contact"),
     Field("rigid", RIGID, DEFAULTS, "", "rigid-body solver settings"),
 ], doc="Time stepping, solver, gravity and device. With `bodies`, each substep advances the bodies with the rigid "
-       "solver and the cloth and particles with `solver`, which sees the bodies' shapes as moving colliders.",
+       "solver (with `joints` or a `robot`: SolverFeatherstone, in joint coordinates) and the cloth and particles "
+       "with `solver`, which sees the bodies' shapes as moving colliders.",
     title="sim")
 
 MATERIAL = Section([
@@ -355,7 +358,7 @@ BODY = Section([
           "a `type`: " + ", ".join(BODY_SHAPES)),
     Field("material", RIGID_MATERIAL, DEFAULTS, "", "contact material of every shape of the body"),
     Field("color", Vector(3, min=0), (0.6, 0.6, 0.65), "", "display colour (RGB in [0, 1]) in the USD"),
-], doc="A free rigid body made of shapes.", title="bodies[]")
+], doc="A rigid body made of shapes: free, or held by one of `joints`.", title="bodies[]")
 
 OUTPUT = Section([
     Field("path", String(), None, "", "USD file to write (.usd, .usdc or .usda), relative to the working "
@@ -373,6 +376,8 @@ SCENE = Section([
     Field("cloth", ListOf(CLOTH), [], "", "cloth objects"),
     Field("particles", ListOf(PARTICLES), [], "", "particle objects"),
     Field("bodies", ListOf(BODY), [], "", "rigid bodies"),
+    Field("joints", ListOf(JOINT), [], "", "joints connecting bodies into articulations (docs/articulations.md)"),
+    Field("robot", ROBOT, None, "", "a robot imported from a URDF or USD Physics file"),
     Field("colliders", ListOf(Variant("type", COLLIDERS)), [], "", "static colliders, each with a `type`: "
           + ", ".join(COLLIDERS)),
     Field("output", OUTPUT, DEFAULTS, "", "output settings"),
@@ -395,8 +400,9 @@ def check_scene(spec, ctx: Ctx):
             if name in seen:
                 ctx.child(group).child(i).child("name").fail(f"name '{name}' is already used by {seen[name]}")
             seen[name] = f"{group}[{i}]"
+    check_articulation(spec, ctx)
 
 # Sections listed in the generated docs, in order.
 DOC_SECTIONS = [SCENE, SIM, XPBD, SEMI_IMPLICIT, CONTACT, PARTICLE_CONTACT, RIGID, MATERIAL, CLOTH, GRID, MESH,
                 INLINE_MESH, PARTICLES, PARTICLE_GRID, BODY, *BODY_SHAPES.values(), RIGID_MATERIAL,
-                *COLLIDERS.values(), OUTPUT]
+                JOINT, ANCHOR, D6_AXIS, LIMITS, DRIVE, ROBOT, ROBOT_JOINT, *COLLIDERS.values(), OUTPUT]

@@ -233,12 +233,16 @@ class Scene:
         m = built.model
         solver = ", ".join(f"{k} {getattr(s.solver, k)}" for k in s.solver.keys() if k != "type")
         rigid = ", ".join(f"{k} {getattr(s.rigid, k)}" for k in s.rigid.keys())
+        bodies_solver = f"rigid ({rigid})"
+        if built.joints:
+            bodies_solver = (f"featherstone ({m.joint_count} joints, {m.joint_dof_count} degrees of freedom, "
+                             f"{m.articulation_count} articulations)")
         if m.particle_count == 0 and m.body_count > 0:
-            solver_line = f"rigid ({rigid})"  # the particle solver has nothing to move
+            solver_line = bodies_solver  # the particle solver has nothing to move
         else:
             solver_line = s.solver.type + (f" ({solver})" if solver else "")
             if m.body_count > 0:
-                solver_line += f", coupled with rigid ({rigid})"
+                solver_line += f", coupled with {bodies_solver}"
         lines = [f"scene     {self.path}" + (f"  ({self.spec.description})" if self.spec.description else ""),
                  f"frames    {s.frames} at {s.fps:g} fps ({s.frames / s.fps:.2f} s), {s.substeps} substeps, "
                  f"dt {self.dt:.4g} s",
@@ -254,6 +258,14 @@ class Scene:
         for body in built.bodies:
             kinds = ", ".join(sh["kind"] for sh in body.shapes)
             lines.append(f"body      {body.name}: {masses[body.index]:.4g} kg ({kinds})")
+        parents = m.joint_parent.numpy() if built.joints else None
+        names = {b.index: b.name for b in built.bodies}
+        for j in built.joints:
+            parent = names.get(int(parents[j.index]), "world")
+            child = names.get(int(m.joint_child.numpy()[j.index]), "?")
+            lines.append(f"joint     {j.name}: {j.kind}, {parent} -> {child}, {j.dof_count} dof")
+        if self.spec.robot is not None and self.spec.robot.imported.ignored:
+            lines += [f"ignored   {line}" for line in self.spec.robot.imported.ignored]
         for c in built.colliders:
             lines.append(f"collider  {c.name}: {c.type}")
         lines.append(f"totals    {m.particle_count} particles, {m.spring_count} springs, {m.tri_count} triangles, "
