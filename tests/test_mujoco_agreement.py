@@ -1,14 +1,19 @@
 """SolverFeatherstone against MuJoCo: a double pendulum and a cartpole written in MJCF and built with the
 builder API (same masses, inertias, centres of mass, geometry and gravity; no damping, armature, friction or
 contacts) follow the same joint trajectories for 2 s, within 1e-3 rad (m), with MuJoCo's semi-implicit
-`Euler` integrator at the same time step. Skipped when `mujoco` (a test extra) is not installed."""
+`Euler` integrator at the same time step. sim.import_mjcf: the same MJCF gives the builder's models, and an
+imported arm (weld, hinge, slide, ball and free joints, actuators) follows MuJoCo; what it leaves out is
+reported, what it refuses is named. Skipped when `mujoco` (a test extra) is not installed."""
+
+import sys
 
 import numpy as np
 import pytest
 
 import sim
-from sim.joints import JOINT_LIMIT_UNLIMITED
 from _sim_rollout import rollout
+from sim.importers.assembly import matrix_from_quat
+from sim.joints import JOINT_LIMIT_UNLIMITED
 
 mujoco = pytest.importorskip("mujoco", reason="mujoco (a test extra: pip install -e '.[test]') is not installed")
 
@@ -190,3 +195,157 @@ def test_tolerance_tells_integrators_apart(name):
     euler = mujoco_trajectory(name, 1e-3)[0]
     rk4 = mujoco_trajectory(name, 1e-3, integrator="RK4")[0]
     assert np.abs(euler - rk4).max() > 4 * TOLERANCE
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# sim.import_mjcf
+
+
+ARM = """<mujoco model="arm">
+  <compiler angle="degree"/>
+  <option timestep="0.001" integrator="Euler">
+    <flag contact="disable" eulerdamp="disable"/>
+  </option>
+  <default><geom density="500"/></default>
+  <worldbody>
+    <geom name="floor" type="plane" size="0 0 1"/>
+    <body name="base" pos="0.1 0 0.5" euler="0 0 30">
+      <geom type="box" size="0.1 0.1 0.05"/>
+      <body name="link1" pos="0 0 0.1">
+        <joint name="shoulder" type="hinge" axis="0 1 0" range="-170 170" damping="0.05" armature="0.01"/>
+        <geom type="capsule" fromto="0 0 0 0.4 0 0" size="0.04"/>
+        <body name="link2" pos="0.4 0 0" euler="20 0 0">
+          <joint name="slide" type="slide" axis="1 0 0" armature="0.02"/>
+          <geom type="sphere" pos="0.1 0 0" size="0.06"/>
+          <geom name="marker" type="box" pos="0.2 0 0" size="0.1 0.02 0.02" contype="0" conaffinity="0"/>
+          <body name="link3" pos="0.2 0 0">
+            <joint name="wrist" type="ball" pos="0.02 0 0"/>
+            <geom type="capsule" fromto="0 0 0 0 0 -0.3" size="0.03"/>
+          </body>
+        </body>
+      </body>
+    </body>
+    <body name="box" pos="1 1 2" quat="0.9 0.1 0.3 0.2">
+      <freejoint name="box_free"/>
+      <geom type="box" size="0.1 0.2 0.3"/>
+    </body>
+  </worldbody>
+  <actuator>
+    <position name="hold_shoulder" joint="shoulder" kp="20" kv="1" forcerange="-5 5"/>
+    <velocity name="brake_slide" joint="slide" kv="3"/>
+  </actuator>
+</mujoco>"""
+BOX_SPIN = np.array([1.0, -2.0, 0.5])  # [rad/s], the free box's body frame (MuJoCo's qvel)
+
+
+def joint_q_from_qpos(m, qpos):
+    """MuJoCo qpos (rows) in our joint_q layout: quaternions (w, x, y, z) -> (x, y, z, w)."""
+    q = np.array(qpos, dtype=np.float64)
+    for j in range(m.njnt):
+        if int(m.jnt_type[j]) in (mujoco.mjtJoint.mjJNT_FREE, mujoco.mjtJoint.mjJNT_BALL):
+            a = m.jnt_qposadr[j] + (3 if int(m.jnt_type[j]) == mujoco.mjtJoint.mjJNT_FREE else 0)
+            q[..., a:a + 4] = q[..., [a + 1, a + 2, a + 3, a]]
+    return q
+
+
+def same_quaternion_sign(q, reference, m):
+    """`q` with each quaternion's sign flipped where it points away from `reference`'s (the same rotation)."""
+    q = q.copy()
+    for j in range(m.njnt):
+        if int(m.jnt_type[j]) in (mujoco.mjtJoint.mjJNT_FREE, mujoco.mjtJoint.mjJNT_BALL):
+            a = m.jnt_qposadr[j] + (3 if int(m.jnt_type[j]) == mujoco.mjtJoint.mjJNT_FREE else 0)
+            q[..., a:a + 4] *= np.sign(np.sum(q[..., a:a + 4] * reference[..., a:a + 4], axis=-1))[..., None]
+    return q
+
+
+@pytest.mark.parametrize("name", MECHANISMS)
+def test_import_mjcf_equals_the_builder(name):
+    b = sim.ModelBuilder(up_axis="z")
+    result = sim.import_mjcf(MECHANISMS[name][0].format(option=OPTION.format(dt=1e-3, integrator="Euler")), b)
+    assert list(result.joint) == [["shoulder", "elbow"], ["slider", "hinge"]][name == "cartpole"]
+    assert result.ignored == []
+    imported, built = b, MECHANISMS[name][1]()
+    a, c = imported.finalize("cpu"), built.finalize("cpu")
+    for array in ("body_mass", "body_com", "body_inertia", "joint_type", "joint_parent", "joint_child", "joint_X_p",
+                  "joint_X_c", "joint_axis", "joint_limit_lower", "joint_limit_upper", "joint_damping",
+                  "joint_armature", "joint_target_ke", "shape_type", "shape_body", "shape_scale"):
+        np.testing.assert_allclose(getattr(a, array).numpy(), getattr(c, array).numpy(), atol=1e-6, err_msg=array)
+    for k, (x, y) in enumerate(zip(imported.shape_transform, built.shape_transform)):
+        np.testing.assert_allclose(x[:3], y[:3], atol=1e-7)
+        axis = 1 if imported.shape_type[k] == sim.SHAPE_CAPSULE else slice(None)  # capsules: either way round
+        np.testing.assert_allclose(np.abs(matrix_from_quat(x[3:])[:, axis]), np.abs(matrix_from_quat(y[3:])[:, axis]),
+                                   atol=1e-7)
+
+
+def test_imported_arm_follows_mujoco():
+    """Weld, hinge (limits, damping, armature, position actuator with a force range), slide (velocity actuator),
+    ball and free joints, rotated bodies: the imported model against MuJoCo's Euler (implicit damping off)."""
+    dt = 1e-3
+    m = mujoco.MjModel.from_xml_string(ARM)
+    d = mujoco.MjData(m)
+    free_dof = m.jnt_dofadr[m.joint("box_free").id]
+    d.qvel[free_dof + 3:free_dof + 6] = BOX_SPIN
+    qpos = [d.qpos.copy()]
+    for _ in range(round(DURATION / dt)):
+        mujoco.mj_step(m, d)
+        qpos.append(d.qpos.copy())
+    reference = joint_q_from_qpos(m, qpos)
+
+    b = sim.ModelBuilder(up_axis="z")
+    result = sim.import_mjcf(ARM, b)
+    assert list(result.joint) == ["base_weld", "shoulder", "slide", "wrist", "box_free"]
+    assert [(v.link, v.kind) for v in result.visuals] == [("link2", "box")]
+    model = b.finalize("cpu")
+    np.testing.assert_allclose(model.joint_q.numpy(), reference[0], atol=1e-7)
+    joint_qd = model.joint_qd.numpy()  # our free joint's angular velocity is in world axes
+    joint_qd[-3:] = quat_to_matrix_wxyz(m.qpos0[-4:]) @ BOX_SPIN
+    model.joint_qd.assign(joint_qd)
+    _, states = rollout(model, sim.SolverFeatherstone(model), round(DURATION / dt), dt, every=1)
+    ours = np.array([s.joint_q.numpy() for s in states])
+    error = np.abs(same_quaternion_sign(ours, reference, m) - reference).max(axis=0)
+    print(f"imported arm: max |q - qpos| over {DURATION} s per coordinate: {np.array2string(error, precision=1)}")
+    assert error.max() < TOLERANCE
+    assert (np.ptp(reference, axis=0)[[0, 1, 2, 3, 4, 5, 8]] > 0.05).all()  # every joint moved
+
+
+def test_import_mjcf_reports_what_it_leaves_out():
+    xml = ARM.replace('integrator="Euler"', 'integrator="Euler" gravity="0 0 -3"').replace("</actuator>", """
+    <motor name="push" joint="slide" gear="2"/>
+  </actuator>
+  <tendon><fixed name="couple"><joint joint="shoulder" coef="1"/><joint joint="slide" coef="1"/></fixed></tendon>
+  <sensor><jointpos joint="shoulder"/></sensor>""").replace('armature="0.02"', 'armature="0.02" stiffness="4"')
+    with pytest.warns(sim.ImportWarning, match="not imported"):
+        result = sim.import_mjcf(xml, sim.ModelBuilder(up_axis="z"))
+    assert result.ignored == [
+        "joint 'slide': stiffness 4 (a joint spring) not imported",
+        "actuator 'push': not a position or velocity actuator on a hinge or slide with gear 1 (not imported; apply "
+        "its force through Control.joint_f)",
+        "1 tendons not imported", "1 sensors not imported",
+        "option gravity (0.0, 0.0, -3.0) (the builder's is used)"]
+
+
+def test_import_mjcf_refuses_with_the_element_named(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        sim.import_mjcf(str(tmp_path / "nowhere.xml"), sim.ModelBuilder())
+    cylinder = ARM.replace('<geom type="sphere" pos="0.1 0 0" size="0.06"/>',
+                           '<geom name="can" type="cylinder" size="0.06 0.1"/>')
+    with pytest.raises(sim.ImporterError, match="<string>: geom 'can' of body 'link2': cylinder collision"):
+        sim.import_mjcf(cylinder, sim.ModelBuilder(up_axis="z"))
+    two_joints = ARM.replace('<joint name="slide"', '<joint name="twist" type="hinge"/><joint name="slide"')
+    with pytest.raises(sim.ImporterError, match=r"body 'link2': 2 joints \['twist', 'slide'\] on one body"):
+        sim.import_mjcf(two_joints, sim.ModelBuilder(up_axis="z"))
+    path = tmp_path / "bad.xml"
+    path.write_text(ARM.replace('<joint name="wrist" type="ball"', '<joint name="wrist" type="screw"'))
+    with pytest.raises(sim.ImporterError) as caught:
+        sim.import_mjcf(path, sim.ModelBuilder(up_axis="z"))
+    assert str(caught.value) == f"{path}:19: <joint>: XML invalid keyword: 'screw'"
+    bad_inertia = ARM.replace('<geom type="box" size="0.1 0.2 0.3"/>',
+                              '<inertial pos="0 0 0" mass="1" diaginertia="1 0.1 0.1"/>')
+    with pytest.raises(sim.ImporterError, match=r"^<string>:25: element 'box': inertia must satisfy A \+ B >= C"):
+        sim.import_mjcf(bad_inertia, sim.ModelBuilder(up_axis="z"))
+
+
+def test_import_mjcf_without_mujoco_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "mujoco", None)
+    with pytest.raises(ImportError, match="sim.import_mjcf needs the `mujoco` package: pip install mujoco"):
+        sim.import_mjcf(ARM, sim.ModelBuilder(up_axis="z"))
