@@ -14,13 +14,14 @@ Rigid bodies: `body = b.add_body(pos=(0, 1, 0), angular_velocity=(0, 2, 0))`, th
 (their density gives the mass), and `sim.SolverRigid(model)`; particles collide with shapes carried by bodies.
 Articulations: joints between bodies (`b.add_joint_revolute(parent, child, axis=...)`, ...), simulated in joint
 coordinates by `sim.SolverFeatherstone(model)`; `sim.eval_fk` / `sim.eval_ik`; robots from files with
-`sim.import_urdf(path, b)` and `sim.import_usd_physics(path, b)` (docs/articulations.md).
+`sim.import_urdf(path, b)`, `sim.import_usd_physics(path, b)` and `sim.import_mjcf(path, b)` (through the
+`mujoco` package) (docs/articulations.md).
 """
 
 from .articulation import eval_fk, eval_ik
 from .builder import ModelBuilder, quat_from_axis_angle, quat_identity
 from .hashgrid import HashGrid
-from .importers import ImporterError, ImportResult, ImportWarning, import_urdf, import_usd_physics
+from .importers import ImporterError, ImportResult, ImportWarning, import_mjcf, import_urdf, import_usd_physics
 from .particle_contact import eval_particle_contacts, solve_particle_contacts
 from .reductions import center_of_mass, kinetic_energy, potential_energy_gravity
 from .joints import (JOINT_BALL, JOINT_D6, JOINT_FIXED, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE,
@@ -33,7 +34,7 @@ from .solvers import *  # noqa: F401,F403  every Solver* class
 __all__ = ["ModelBuilder", "Model", "State", "Control", "ContactParams", "quat_identity", "quat_from_axis_angle",
            "HashGrid", "eval_particle_contacts", "solve_particle_contacts", "center_of_mass", "kinetic_energy",
            "potential_energy_gravity", "eval_fk", "eval_ik", "JointDofConfig", "JOINT_PRISMATIC", "JOINT_REVOLUTE",
-           "JOINT_BALL", "JOINT_FIXED", "JOINT_FREE", "JOINT_D6", "import_urdf", "import_usd_physics",
+           "JOINT_BALL", "JOINT_FIXED", "JOINT_FREE", "JOINT_D6", "import_urdf", "import_usd_physics", "import_mjcf",
            "ImporterError", "ImportResult", "ImportWarning",
            "SHAPE_SPHERE", "SHAPE_BOX", "SHAPE_CAPSULE", "SHAPE_PLANE", "PARTICLE_ACTIVE"] + solvers.__all__
 
