@@ -261,9 +261,11 @@ def same_quaternion_sign(q, reference, m):
 @pytest.mark.parametrize("name", MECHANISMS)
 def test_import_mjcf_equals_the_builder(name):
     b = sim.ModelBuilder(up_axis="z")
-    result = sim.import_mjcf(MECHANISMS[name][0].format(option=OPTION.format(dt=1e-3, integrator="Euler")), b)
+    with pytest.warns(sim.ImportWarning, match="contact"):
+        result = sim.import_mjcf(MECHANISMS[name][0].format(option=OPTION.format(dt=1e-3, integrator="Euler")), b)
     assert list(result.joint) == [["shoulder", "elbow"], ["slider", "hinge"]][name == "cartpole"]
-    assert result.ignored == []
+    assert result.ignored == ['option <flag contact="disable"/>: a solver setting, not the model\'s '
+                              "(SolverFeatherstone(model, contacts=False) does the same)"]
     imported, built = b, MECHANISMS[name][1]()
     a, c = imported.finalize("cpu"), built.finalize("cpu")
     for array in ("body_mass", "body_com", "body_inertia", "joint_type", "joint_parent", "joint_child", "joint_X_p",
@@ -300,7 +302,8 @@ def test_imported_arm_follows_mujoco():
     joint_qd = model.joint_qd.numpy()  # our free joint's angular velocity is in world axes
     joint_qd[-3:] = quat_to_matrix_wxyz(m.qpos0[-4:]) @ BOX_SPIN
     model.joint_qd.assign(joint_qd)
-    _, states = rollout(model, sim.SolverFeatherstone(model), round(DURATION / dt), dt, every=1)
+    solver = sim.SolverFeatherstone(model, contacts=False)  # as the MJCF's <flag contact="disable"/>
+    _, states = rollout(model, solver, round(DURATION / dt), dt, every=1)
     ours = np.array([s.joint_q.numpy() for s in states])
     error = np.abs(same_quaternion_sign(ours, reference, m) - reference).max(axis=0)
     print(f"imported arm: max |q - qpos| over {DURATION} s per coordinate: {np.array2string(error, precision=1)}")
@@ -321,6 +324,8 @@ def test_import_mjcf_reports_what_it_leaves_out():
         "actuator 'push': not a position or velocity actuator on a hinge or slide with gear 1 (not imported; apply "
         "its force through Control.joint_f)",
         "1 tendons not imported", "1 sensors not imported",
+        'option <flag contact="disable"/>: a solver setting, not the model\'s '
+        "(SolverFeatherstone(model, contacts=False) does the same)",
         "option gravity (0.0, 0.0, -3.0) (the builder's is used)"]
 
 

@@ -263,6 +263,9 @@ class _Reader:
                             (m.nkey, "keyframes"), (m.nsite, "sites"), (m.nexclude, "contact exclusions")):
             if count:
                 self.result.ignored.append(f"{count} {what} not imported")
+        if m.opt.disableflags & int(self.mj.mjtDisableBit.mjDSBL_CONTACT):
+            self.result.ignored.append('option <flag contact="disable"/>: a solver setting, not the model\'s '
+                                       "(SolverFeatherstone(model, contacts=False) does the same)")
         g = np.asarray(m.opt.gravity, dtype=np.float64)
         if not np.allclose(g, (0.0, 0.0, builder.gravity)):  # the file's z is turned onto the builder's up
             self.result.ignored.append(f"option gravity {tuple(float(v) for v in g)} (the builder's is used)")

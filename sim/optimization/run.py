@@ -65,8 +65,11 @@ class Problem:
         self.optimizer = _optimizer(spec.optimizer, self.params)
         # Iterations after the first replay one captured forward + backward (kernels.capture): every iteration
         # launches the same work on the same arrays. Not with checkpointing (its backward re-runs segments from
-        # Python) nor SolverRigid (its broad phase reads a pair count back on the host every step).
-        self.capture = capture and not self.checkpointed and not self.built.uses_rigid
+        # Python) nor with shapes on bodies (SolverRigid's contacts, also those of articulated links, size their
+        # slots on the host in a differentiated step).
+        model = self.built.model
+        shapes_on_bodies = bool(model.shape_count and (model.shape_body.numpy() >= 0).any())
+        self.capture = capture and not self.checkpointed and not self.built.uses_rigid and not shapes_on_bodies
         self._graph = None  # (graph, loss array) once captured
         self._eager_runs = 0
 

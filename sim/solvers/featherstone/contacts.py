@@ -50,14 +50,15 @@ class LinkContacts:
 
     Args:
         model: the Model (its shapes and materials as for SolverRigid).
+        enabled: False: no contacts at all (`active` stays False).
         body_contacts: whether links collide with each other (and with other bodies' shapes).
         restitution_velocity, contact_smoothing: as for SolverRigid.
     """
 
-    def __init__(self, model, *, body_contacts: bool, restitution_velocity: float,
+    def __init__(self, model, *, enabled: bool = True, body_contacts: bool, restitution_velocity: float,
                  contact_smoothing: float | None):
         shape_body = model.shape_body.numpy() if model.shape_count else np.zeros(0, np.int32)
-        self.active = bool((shape_body >= 0).any())
+        self.active = enabled and bool((shape_body >= 0).any())
         if not self.active:
             return
         excluded = jointed_shape_pairs(model) if body_contacts else set()

@@ -47,19 +47,20 @@ class SolverFeatherstone:
 
     Args:
         model: the Model to simulate (with at least one joint for anything to happen).
+        contacts: whether the links' shapes collide at all (False: none, as MuJoCo's `<flag contact="disable"/>`).
         body_contacts: whether links collide with the shapes of other bodies (always with static shapes).
         restitution_velocity: as for SolverRigid [m/s].
         contact_smoothing: as for SolverRigid [m] (None: 1 mm when the model has requires_grad, else 0).
     """
 
-    def __init__(self, model, *, body_contacts: bool = True, restitution_velocity: float = 0.2,
-                 contact_smoothing: float | None = None):
+    def __init__(self, model, *, contacts: bool = True, body_contacts: bool = True,
+                 restitution_velocity: float = 0.2, contact_smoothing: float | None = None):
         self.model = model
         if model.joint_count and np.any(model.joint_friction.numpy() != 0.0):
             warnings.warn("SolverFeatherstone does not simulate joint_friction (nor does Newton's); the model's "
                           "non-zero values are ignored", stacklevel=2)
-        self.contacts = LinkContacts(model, body_contacts=body_contacts, restitution_velocity=restitution_velocity,
-                                     contact_smoothing=contact_smoothing)
+        self.contacts = LinkContacts(model, enabled=contacts, body_contacts=body_contacts,
+                                     restitution_velocity=restitution_velocity, contact_smoothing=contact_smoothing)
         starts = model.articulation_start.numpy() if model.articulation_count else np.zeros(1, np.int32)
         qd_start = model.joint_qd_start.numpy() if model.joint_count else np.zeros(1, np.int32)
         dof_start = qd_start[starts].astype(np.int32)
