@@ -47,7 +47,7 @@ def test_shipped_config_lowers_its_loss_and_writes_outputs(name, tmp_path):
         assert node == pytest.approx(value)
 
 
-@pytest.mark.parametrize("name", ["cloth_throw", "cloth_stiffness_fit"])
+@pytest.mark.parametrize("name", ["cloth_throw", "cloth_stiffness_fit", "ball_bounce"])
 def test_captured_iterations_give_the_losses_and_parameters_of_launched_ones(name):
     cfg = load_config(CONFIGS[name], SHORT[name])
     replayed = optimize(cfg, iterations=4, write=False, capture=True)

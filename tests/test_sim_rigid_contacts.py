@@ -9,7 +9,7 @@ import pytest
 import kernels as wp
 import sim
 from _sim_rollout import rollout
-from autodiff import gradcheck
+from autodiff import Tape, gradcheck
 
 
 def box_pile(count_x, count_z, layers, *, seed=0):
@@ -61,17 +61,18 @@ def test_a_pile_gives_the_same_bits_on_one_thread_and_on_two():
     np.testing.assert_array_equal(results[1], results[2])
 
 
-@pytest.mark.parametrize("slots", [4, 1])
+@pytest.mark.parametrize("slots", [None, 4, 1])
 def test_differentiated_steps_compute_the_forces_of_plain_steps(device, slots):
     """The same scene finalized with and without gradients (same contact smoothing) moves bit for bit the same:
-    the recorded partners, their slots grown to the most partners of any shape, the gather of a body of two
-    shapes."""
+    the recorded partners (a slot for every possible partner, or, as in scenes of many shapes, slots grown on
+    the host to the most partners of any shape), the gather of a body of two shapes."""
     plain = crowded_scene().finalize(device)
     taped = crowded_scene().finalize(device, requires_grad=True)
     final = []
     for model in (plain, taped):
         solver = sim.SolverRigid(model, contact_smoothing=1e-3)
-        solver._slots = slots  # start narrower than the wide box's partners: the slots must grow
+        if slots is not None:  # sized on the host, starting narrower than the wide box's partners: they must grow
+            solver._slots_fixed, solver._slots = False, slots
         final.append(rollout(model, solver, 80, 1e-3)[0])
         if model is taped:
             assert solver._slots >= 8  # six spheres, the dumbbell's two boxes and the ground on the wide box
@@ -146,10 +147,37 @@ def test_gradient_through_contacts_between_bodies(device, scene):
     gradcheck(fn, [velocity], eps=2e-3, atol=5e-4, rtol=5e-2)
 
 
-def test_a_differentiated_step_refuses_to_be_captured(device):
+def test_a_differentiated_step_is_captured_when_few_shapes_else_refused(device):
+    """Few shapes: a slot for every possible partner, nothing read on the host, the captured tape replays the
+    gradient of launching. Many: the slots are sized on the host each step, and capturing is refused."""
     model = crowded_scene().finalize(device, requires_grad=True)
     solver = sim.SolverRigid(model)
-    a, b = model.state(), model.state()
+    assert solver._slots_fixed
+    states = [model.state() for _ in range(21)]
+
+    def record():
+        tape = Tape()
+        with tape:
+            for n in range(20):
+                solver.step(model, states[n], states[n + 1], None, 1e-3)
+        tape.backward(grads={states[-1].body_q: wp.full_like(states[-1].body_q, 1.0)})
+        return tape
+
+    tape = record()
+    launched = states[0].body_qd.grad.numpy().copy()
+    tape.zero()
+    with wp.ScopedCapture(device) as capture:
+        tape = record()
+    for _ in range(2):
+        tape.zero()
+        wp.capture_launch(capture.graph)
+        np.testing.assert_array_equal(states[0].body_qd.grad.numpy(), launched)
+    assert np.abs(launched).max() > 0.0
+
+    pile = box_pile(5, 5, 3).finalize(device, requires_grad=True)
+    solver = sim.SolverRigid(pile)
+    assert not solver._slots_fixed
+    a, b = pile.state(), pile.state()
     with pytest.raises(RuntimeError, match="cannot be captured"):
         with wp.ScopedCapture(device):
-            solver.step(model, a, b, None, 1e-3)
+            solver.step(pile, a, b, None, 1e-3)

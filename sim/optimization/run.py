@@ -20,6 +20,7 @@ from .. import losses as L
 from ..scene.errors import SceneError, SimulationError
 from ..atomic_file import write_atomic
 from ..scene.progress import Progress
+from ..solvers.rigid.solver import contact_slots_fixed
 from .config import OptimizeConfig, load_config
 from .data import load_trajectory
 from .params import LearnedParameter, resolve
@@ -65,11 +66,9 @@ class Problem:
         self.optimizer = _optimizer(spec.optimizer, self.params)
         # Iterations after the first replay one captured forward + backward (kernels.capture): every iteration
         # launches the same work on the same arrays. Not with checkpointing (its backward re-runs segments from
-        # Python) nor with shapes on bodies (SolverRigid's contacts, also those of articulated links, size their
-        # slots on the host in a differentiated step).
-        model = self.built.model
-        shapes_on_bodies = bool(model.shape_count and (model.shape_body.numpy() >= 0).any())
-        self.capture = capture and not self.checkpointed and not self.built.uses_rigid and not shapes_on_bodies
+        # Python) nor with many shapes on bodies (SolverRigid's contacts, also those of articulated links, then
+        # size their slots on the host in a differentiated step).
+        self.capture = capture and not self.checkpointed and contact_slots_fixed(self.built.model)
         self._graph = None  # (graph, loss array) once captured
         self._eager_runs = 0
 

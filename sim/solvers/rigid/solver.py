@@ -121,7 +121,10 @@ class SolverRigid:
         self._partner_count = wp.zeros(rows, dtype=wp.int32, device=device)
         self._row_wrench = wp.zeros(rows, dtype=wp.spatial_vector, device=device)
         self._no_partners = wp.zeros((rows, 0), dtype=wp.int32, device=device)
-        self._slots = 4  # contact slots per shape of differentiated steps: grown to the most partners seen
+        # contact slots per shape of differentiated steps: every possible partner when that is few (nothing then
+        # is read on the host: such steps can be captured), else grown to the most partners seen
+        self._slots_fixed = contact_slots_fixed(model)
+        self._slots = max(len(static) + len(movable), 1) if self._slots_fixed else 4
 
     # ------------------------------------------------------------------------------------------------ step
 
@@ -206,10 +209,11 @@ class SolverRigid:
         find_contacts (not differentiated) in new arrays (a tape keeps the arrays its launches read), with as many
         slots as the most partners of any shape (grown and recorded again when a shape has more)."""
         device = model.device
-        if wp.is_capturing(device):
-            raise RuntimeError("a SolverRigid step whose contact forces may be differentiated cannot be captured: "
-                               "it sizes its contact slots on the host; capture steps whose inputs need no "
-                               "gradient, or launch this one uncaptured")
+        if wp.is_capturing(device) and not self._slots_fixed:
+            raise RuntimeError("a SolverRigid step whose contact forces may be differentiated cannot be captured "
+                               f"with more than {FIXED_SLOT_BUDGET} possible shape pairs: it sizes its contact slots "
+                               "on the host; capture steps whose inputs need no gradient, or launch this one "
+                               "uncaptured")
         shapes = self.shape_data(model) if shapes is None else shapes
         settings = self.contact_settings(model) if settings is None else settings
         candidates = self.contact_candidates(model, state) if candidates is None else candidates
@@ -220,6 +224,8 @@ class SolverRigid:
             partners = wp.empty((rows, self._slots), dtype=wp.int32, device=device)
             wp.launch(k.find_contacts, dim=rows, inputs=scan + [partners, count, 0, self._row_wrench, self._row_wrench],
                       device=device, record_tape=False)
+            if self._slots_fixed:  # a slot for every possible partner
+                return partners, count
             most = int(count.numpy().max())
             if most <= self._slots:
                 return partners, count
@@ -291,6 +297,19 @@ class SolverRigid:
         s.mu = model.shape_material_mu
         s.restitution = model.shape_material_restitution
         return s
+
+
+#: differentiated steps give every shape on a body a slot for every other shape when this covers the products
+FIXED_SLOT_BUDGET = 4096
+
+
+def contact_slots_fixed(model) -> bool:
+    """Whether SolverRigid's differentiated steps on `model` size their contact slots without reading anything on
+    the host (few shapes: shapes on bodies x all shapes <= FIXED_SLOT_BUDGET), so that they can be captured."""
+    if not model.shape_count:
+        return True
+    on_body = int((model.shape_body.numpy() >= 0).sum())
+    return on_body * model.shape_count <= FIXED_SLOT_BUDGET
 
 
 def _int_array(values: np.ndarray, device) -> wp.array:
