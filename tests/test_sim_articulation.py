@@ -163,9 +163,10 @@ def test_pendulum_period_matches_small_angle_theory(device):
 
 
 def test_double_pendulum_conserves_energy(device):
-    """No damping, 10 s at dt = 2 ms: the total energy (potential measured from y = 0, the pivot 2 m up) drifts by
-    less than 1 % (0.82 % measured). Semi-implicit Euler in joint coordinates gains energy in proportion to dt:
-    1.7 % at 1 ms and 3.4 % at 2 ms of the energy above the hanging state, the stricter measure, bounded here."""
+    """No damping, 10 s: the energy above the hanging state (the measure that does not depend on where the
+    potential's zero is) drifts by less than 1 %. Semi-implicit Euler in joint coordinates gains energy in
+    proportion to dt: 1.6 % at 1 ms, 0.8 % at 0.5 ms, 0.41 % at dt = 0.25 ms, run here (40,000 steps, replayed
+    from a captured pair of steps)."""
     b = sim.ModelBuilder(up_axis="y")
     inertia = np.diag([0.02, 0.01, 0.03])
     upper = b.add_body(mass=1.0, inertia=inertia, com=(0.0, -0.5, 0.0))
@@ -178,17 +179,27 @@ def test_double_pendulum_conserves_energy(device):
     resting_energy = mechanical_energy(model, rest)
     model.joint_q.numpy()[:] = [1.0, -0.5]
     solver = sim.SolverFeatherstone(model)
-    dt = 2e-3
-    state = model.state()
+    dt = 2.5e-4
+    state, scratch = model.state(), model.state()
     sim.eval_fk(model, state.joint_q, state.joint_qd, state)
     e0 = mechanical_energy(model, state)
-    _, states = rollout(model, solver, int(10.0 / dt), dt, state=state, every=25)
-    energy = np.array([mechanical_energy(model, s) for s in states])
+    solver.step(model, state, scratch, None, dt)  # set up, then back to the start
+    state.joint_q.assign(model.joint_q)
+    state.joint_qd.assign(model.joint_qd)
+    sim.eval_fk(model, state.joint_q, state.joint_qd, state)
+    with wp.ScopedCapture(device) as capture:
+        solver.step(model, state, scratch, None, dt)
+        solver.step(model, scratch, state, None, dt)
+    energy, lower_angle = [e0], []
+    for n in range(int(round(10.0 / dt / 2))):
+        wp.capture_launch(capture.graph)
+        if n % 50 == 0:
+            energy.append(mechanical_energy(model, state))
+            lower_angle.append(state.joint_q.numpy()[1])
     assert e0 - resting_energy > 5.0  # a big swing
-    drift = np.abs(energy - e0).max()
-    assert drift / e0 < 1e-2, drift / e0
-    assert drift / (e0 - resting_energy) < 4e-2
-    assert np.ptp([s.joint_q.numpy()[1] for s in states]) > 1.0  # the lower link swung about
+    drift = np.abs(np.array(energy) - e0).max()
+    assert drift / (e0 - resting_energy) < 1e-2, drift / (e0 - resting_energy)
+    assert np.ptp(lower_angle) > 1.0  # the lower link swung about
 
 
 def test_ball_and_d6_chain_energy_error_shrinks_with_dt(device):
@@ -498,13 +509,13 @@ def test_checkpointed_rollout_gradient_equals_the_full_tape(device):
 # Contacts
 
 
-def arm_over_the_ground(device, *, requires_grad=False, angle=0.0, speed=0.0):
+def arm_over_the_ground(device, *, requires_grad=False, angle=0.0, speed=0.0, **dof):
     """A 1 kg link (centre of mass 0.5 m out) on a revolute joint 0.3 m above the ground, a sphere of radius
-    0.1 m at its end 1 m from the pivot."""
+    0.1 m at its end 1 m from the pivot; `dof`: the joint's settings (drive, damping)."""
     b = sim.ModelBuilder(up_axis="y")
     link = b.add_body(mass=1.0, inertia=np.eye(3) * 0.01, com=(0.5, 0.0, 0.0))
     b.add_shape_sphere(pos=(1.0, 0.0, 0.0), radius=0.1, body=link, density=0.0)
-    b.add_joint_revolute(-1, link, axis=(0, 0, 1), parent_xform=(0, 0.3, 0, 0, 0, 0, 1))
+    b.add_joint_revolute(-1, link, axis=(0, 0, 1), parent_xform=(0, 0.3, 0, 0, 0, 0, 1), **dof)
     b.add_ground_plane()
     b.joint_q[0], b.joint_qd[0] = angle, speed
     return b.finalize(device, requires_grad=requires_grad)
@@ -581,16 +592,24 @@ def test_links_that_are_not_jointed_collide(device):
     assert excluded == {(0, 1), (1, 2)}
 
 
-@pytest.mark.parametrize("wrt", ["joint_qd", "joint_f", "body_mass"])
+# not joint_q: at this contact the final state's finite differences in the initial angle swing from -13.5 to -65.8
+# as eps goes from 3e-3 to 3e-4 (the tape's -43.4 matches eps 1e-4 within float32 noise): too stiff to check here
+@pytest.mark.parametrize("wrt", ["joint_qd", "joint_f", "body_mass", "target_pos", "target_ke", "target_kd",
+                                 "joint_damping"])
 def test_rollout_gradient_with_ground_contact(device, wrt):
-    """The link swings down onto the ground within the rollout (contact smoothing on: requires_grad):
-    gradients with respect to the initial joint velocity, per-step joint forces and the link's mass."""
-    model = arm_over_the_ground(device, requires_grad=True, angle=-0.17, speed=-0.5)
+    """The link swings down onto the ground within the rollout (contact smoothing on: requires_grad), against a
+    weak drive towards a target below the ground and joint damping: gradients with respect to the initial joint
+    velocity, per-step joint forces and drive targets, the link's mass, the drive's gains and the damping."""
+    model = arm_over_the_ground(device, requires_grad=True, angle=-0.17, speed=-0.5, target_pos=-0.5,
+                                target_ke=2.0, target_kd=0.2, damping=0.05)
     solver = sim.SolverFeatherstone(model)
     steps = 25
     controls = [model.control() for _ in range(steps)]
-    x = {"joint_qd": [model.joint_qd], "joint_f": [controls[0].joint_f, controls[12].joint_f],
-         "body_mass": [model.body_mass]}[wrt]
+    x = {"joint_qd": [model.joint_qd],
+         "joint_f": [controls[0].joint_f, controls[12].joint_f], "body_mass": [model.body_mass],
+         "target_pos": [controls[3].joint_target_pos, controls[20].joint_target_pos],
+         "target_ke": [model.joint_target_ke], "target_kd": [model.joint_target_kd],
+         "joint_damping": [model.joint_damping]}[wrt]
 
     def fn(*_):
         state = model.state()
