@@ -147,6 +147,25 @@ def test_gradient_through_contacts_between_bodies(device, scene):
     gradcheck(fn, [velocity], eps=2e-3, atol=5e-4, rtol=5e-2)
 
 
+def test_gradient_of_an_external_wrench_through_a_contact(device):
+    """A box pushed sideways along the ground by Control.body_f while it lands: one body, one shape, so contacts,
+    the external wrench and integration run in one taped kernel; its final pose differentiated w.r.t. the wrench."""
+    b = sim.ModelBuilder()
+    body = b.add_body(pos=(0.0, 0.105, 0.0))
+    b.add_shape_box(hx=0.1, hy=0.1, hz=0.1, body=body, ke=1e4, mu=0.4)
+    b.add_ground_plane(ke=1e4, mu=0.4)
+    model = b.finalize(device, requires_grad=True)
+    solver = sim.SolverRigid(model)
+    control = model.control()
+    control.body_f = wp.array([[0.0, 0.3, 0.0, 6.0, 0.0, 2.0]], dtype=wp.spatial_vector, device=device,
+                              requires_grad=True)
+
+    def fn(*_):
+        return rollout(model, solver, 40, 2e-3, control=control)[0].body_q
+
+    gradcheck(fn, [control.body_f], eps=1e-2, atol=5e-4, rtol=5e-2)
+
+
 def test_a_differentiated_step_is_captured_when_few_shapes_else_refused(device):
     """Few shapes: a slot for every possible partner, nothing read on the host, the captured tape replays the
     gradient of launching. Many: the slots are sized on the host each step, and capturing is refused."""

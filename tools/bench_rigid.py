@@ -228,11 +228,6 @@ def speedup(large: dict, who: str = "ours"):
     return None if not reference else large[who] / reference
 
 
-def forward_backward_cost(small: dict):
-    """Time of forward+backward over time of the forward alone, on the small scene."""
-    return small["forward"] / small["forward_backward"]
-
-
 def footnotes(rigid: dict) -> list:
     """What the rigid rows' reference column is, how its contacts differ from ours, and anything that went wrong."""
     lines = list(rigid["notes"])
