@@ -17,7 +17,6 @@ MissingGradientError naming it (and the struct field it sits in) rather than sil
 
 from __future__ import annotations
 
-import copy
 
 import warnings
 
@@ -212,6 +211,16 @@ class Tape:
         if a is not None and isinstance(a, wp.array) and a.grad is not None:
             self.touched[id(a)] = a
 
+    def _touch_members(self, s, t):
+        """Touch the array members of struct `s` of type `t` (and of its struct members)."""
+        _, array_fields, struct_fields = _struct_plan(t)
+        for name in array_fields:
+            v = getattr(s, name)
+            if v is not None and not v._foreign:
+                self._touch(v)
+        for name, ft in struct_fields:
+            self._touch_members(getattr(s, name), ft)
+
     def _adjoint_of(self, value, t):
         if isinstance(t, ArrayType):
             if isinstance(value, wp.array) and not value._foreign and value.grad is not None:
@@ -224,15 +233,20 @@ class Tape:
 
     def _struct_adjoint(self, s, t):
         """A struct of the same type whose array members are the members' gradient arrays."""
-        adj = copy.copy(_zero_struct(t))  # its composite members are only packed, never changed in place
-        for name, ft in t._wp_struct_.fields.items():
+        zero, array_fields, struct_fields = _struct_plan(t)
+        adj = object.__new__(t)
+        # the zero struct's members: its composite members are only packed, never changed in place
+        adj.__dict__.update(zero.__dict__)
+        touched = self.touched
+        for name in array_fields:
             v = getattr(s, name)
-            if isinstance(ft, ArrayType):
-                if v is not None and not v._foreign and v.grad is not None:
-                    self._touch(v)
-                    object.__setattr__(adj, name, v.grad)
-            elif is_struct(ft):
-                object.__setattr__(adj, name, self._struct_adjoint(v, ft))
+            if v is not None and not v._foreign:
+                g = v.grad
+                if g is not None:
+                    touched[id(v)] = v
+                    object.__setattr__(adj, name, g)
+        for name, ft in struct_fields:
+            object.__setattr__(adj, name, self._struct_adjoint(getattr(s, name), ft))
         return adj
 
     def backward(self, loss=None, grads: dict | None = None):
@@ -265,13 +279,13 @@ class Tape:
 
     def _arrays_of(self, rec):
         """(path, array, read, written) for the differentiable toolkit arrays a recorded launch touches."""
-        values = dict(zip(rec.kernel.arg_names, list(rec.inputs) + list(rec.outputs)))
+        n_in = len(rec.inputs)
         out = []
-        for path, head, fields, read, written in _access_paths(rec.kernel):
-            obj = values.get(head)
+        for path, index, fields, read, written in _access_paths(rec.kernel):
+            obj = rec.inputs[index] if index < n_in else rec.outputs[index - n_in]
             for f in fields:
                 obj = getattr(obj, f, None) if obj is not None else None
-            if isinstance(obj, wp.array) and not obj._foreign and is_differentiable_type(obj.dtype):
+            if isinstance(obj, wp.array) and not obj._foreign and _differentiable(obj.dtype):
                 out.append((path, obj, read, written))
         return out
 
@@ -311,7 +325,11 @@ class Tape:
         for rec in self.launches:
             if isinstance(rec, _Record):
                 for v, t in zip(list(rec.inputs) + list(rec.outputs), rec.kernel.arg_types):
-                    self._adjoint_of(v, t)
+                    if isinstance(t, ArrayType):
+                        if isinstance(v, wp.array) and not v._foreign:
+                            self._touch(v)
+                    elif is_struct(t) and v is not None:
+                        self._touch_members(v, t)
         for a in self.touched.values():
             if a.grad is not None:
                 a.grad.zero_()
@@ -368,12 +386,38 @@ def _zero_struct(t):
 
 
 def _access_paths(kernel) -> list:
-    """kernel.param_access() as (path, head parameter, member names, read, written), split once per kernel."""
+    """kernel.param_access() as (path, index of the head parameter, member names, read, written), split once per
+    kernel."""
     paths = getattr(kernel, "_tape_access_paths", None)
     if paths is None:
         paths = []
         for path, (read, written) in kernel.param_access().items():
             head, *fields = path.split(".")
-            paths.append((path, head, fields, read, written))
+            paths.append((path, kernel.arg_names.index(head), fields, read, written))
         kernel._tape_access_paths = paths
     return paths
+
+
+_DIFFERENTIABLE: dict = {}
+
+
+def _differentiable(dtype) -> bool:
+    """is_differentiable_type, memoised per element type (the tape asks for every array of every launch)."""
+    d = _DIFFERENTIABLE.get(dtype)
+    if d is None:
+        d = _DIFFERENTIABLE[dtype] = is_differentiable_type(dtype)
+    return d
+
+
+_STRUCT_PLANS: dict = {}
+
+
+def _struct_plan(t):
+    """(an instance with every member at its default, names of the array members, (name, type) of the struct
+    members) of struct type t."""
+    plan = _STRUCT_PLANS.get(t)
+    if plan is None:
+        fields = t._wp_struct_.fields
+        plan = _STRUCT_PLANS[t] = (_zero_struct(t), [n for n, ft in fields.items() if isinstance(ft, ArrayType)],
+                                   [(n, ft) for n, ft in fields.items() if is_struct(ft)])
+    return plan

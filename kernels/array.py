@@ -9,6 +9,7 @@ are in bytes, so slices and columns of larger arrays are arrays too and kernels 
 from __future__ import annotations
 
 import ctypes
+import math
 import sys
 import typing
 
@@ -27,8 +28,25 @@ class ArrayDescriptor(ctypes.Structure):
                 ("ndim", ctypes.c_int32), ("flags", ctypes.c_int32)]
 
 
+_ELEMENT_INFO: dict = {}
+
+
 def _element_info(dtype):
-    """(numpy scalar dtype, trailing component shape) of an element type."""
+    """(numpy scalar dtype, trailing component shape) of an element type (memoised: arrays are made on hot
+    paths)."""
+    try:
+        return _ELEMENT_INFO[dtype]
+    except (KeyError, TypeError):
+        pass
+    info = _element_info_of(dtype)
+    try:
+        _ELEMENT_INFO[dtype] = info
+    except TypeError:
+        pass
+    return info
+
+
+def _element_info_of(dtype):
     if T.unsupported_reason(dtype):
         raise TypeError(T.unsupported_reason(dtype))
     if T.is_scalar(dtype):
@@ -308,7 +326,7 @@ class array:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape)) if self.shape is not None else 0
+        return math.prod(self.shape) if self.shape is not None else 0
 
     @property
     def ptr(self) -> int | None:

@@ -72,6 +72,11 @@ def _arg_error(kernel, i, message):
 
 
 def _pack_array(kernel, i, t: ArrayType, value, device):
+    # the common case first (launches pack every array on their hot path): an array of the declared type on the
+    # launch's device, whose descriptor is cached
+    if value.__class__ is array and value.dtype is t.dtype and value.ndim == t.ndim and value.device is device \
+            and value._desc is not None:
+        return value._desc
     if value is None:
         return ArrayDescriptor()
     if not isinstance(value, array):

@@ -335,6 +335,9 @@ class FunctionRenderer:
         for a, r in zip(args, results):
             self.name.alias(a, self.name(r))
 
+    def loop_top(self, op, replay):
+        """Hook at the top of a loop's body, before its condition (the adjoint renderer stores carried values)."""
+
     def op_for(self, op, replay):
         start, stop, step, *inits = op.operands
         body = op.regions[0]
@@ -351,6 +354,7 @@ class FunctionRenderer:
             self.emit(f"for ({i} = {self.name(start)}; ({s} > 0) ? ({i} < {self.name(stop)}) : "
                       f"({i} > {self.name(stop)}); {i} += {s}) {{")
         self.depth += 1
+        self.loop_top(op, replay)
         self.block(body, replay)
         self.assign_carried(op.results, body.yields)
         if "break_flag" in op.attrs:
@@ -365,6 +369,7 @@ class FunctionRenderer:
         self.assign_carried(op.results, op.operands)
         self.emit("while (true) {")
         self.depth += 1
+        self.loop_top(op, replay)
         self.block(cond_b, replay)
         self.emit(f"if (!{self.name(cond_b.yields[0])}) break;")
         self.block(body, replay)

@@ -17,7 +17,7 @@ from .errors import CompileError
 from .render import FunctionRenderer, _has_ctype, ctype
 from . import types as T
 from .types import scalar_types
-from .typesys import ARRAY_VIEWS, ArrayType, StaticType, is_differentiable_type, is_struct
+from .typesys import ARRAY_VIEWS, ArrayType, StaticType, is_differentiable_type, is_struct, is_tile
 
 
 def adj_zero(t) -> str:
@@ -42,6 +42,7 @@ class AdjointRenderer(FunctionRenderer):
         super().__init__(fn, dialect, debug, func_names)
         self.adj_names: dict = {}
         self.counters: dict = {}
+        self.slots: dict = {}  # recomputing loop -> (slot count name, [(carried result, slot array name)])
 
     def adj(self, v: ir.Value) -> str:
         n = self.adj_names.get(v)
@@ -62,7 +63,23 @@ class AdjointRenderer(FunctionRenderer):
                 c = f"count{len(self.counters)}_"
                 self.counters[op] = c
                 self.emit(f"wp::int64 {c} = 0;")
+                self.declare_slots(op, c)
         self.alias_loop_args(block)
+
+    def declare_slots(self, op, counter: str):
+        """Slot arrays for the carried values of a loop whose reverse restores them (see wp::carry_slots)."""
+        carried = [r for r in op.results if _has_ctype(r.type)]
+        if not op.attrs.get("recompute") or not carried or any(is_tile(r.type) for r in carried):
+            return
+        cap = f"cap_{counter}"
+        size = " + ".join(f"sizeof({ctype(r.type)})" for r in carried)
+        self.emit(f"constexpr wp::int64 {cap} = wp::carry_slots({size});")
+        names = []
+        for k, r in enumerate(carried):
+            name = f"slot{k}_{counter}"
+            self.emit(f"{ctype(r.type)} {name}[{cap}];")
+            names.append((r, name))
+        self.slots[op] = (cap, names)
 
     def alias_loop_args(self, block):
         for op in ir.walk(block):
@@ -100,6 +117,15 @@ class AdjointRenderer(FunctionRenderer):
         owner = getattr(block, "_loop_owner", None)
         if replay and owner is not None and owner in self.counters:
             self.emit(f"{self.counters[owner]}++;")
+
+    def loop_top(self, op, replay):
+        # while counting (the replay before the reverse), keep the carried values of the first iterations
+        if not replay or op not in self.slots or getattr(op.regions[-1], "_loop_owner", None) is not op:
+            return
+        cap, names = self.slots[op]
+        count = self.counters[op]
+        stores = " ".join(f"{slot}[{count}] = {self.name(r)};" for r, slot in names)
+        self.emit(f"if ({count} < {cap}) {{ {stores} }}")
 
     def op_call(self, op, replay):
         super().op_call(op, replay)
@@ -244,16 +270,22 @@ class AdjointRenderer(FunctionRenderer):
         it = f"it{count}"
         self.emit(f"for (wp::int64 {it} = {count} - 1; {it} >= 0; --{it}) {{")
         self.depth += 1
-        if op.attrs.get("recompute") and args:
-            # restore the carried values at the start of iteration `it` by replaying iterations 0..it-1
-            self.assign_carried(op.results, inits)
-            self.emit(f"for (wp::int64 j_ = 0; j_ < {it}; ++j_) {{")
+        if op.attrs.get("recompute") and args and op in self.slots:
+            # the carried values at the start of iteration `it`: stored in the replay for the first iterations,
+            # else replayed from the last stored one
+            cap, names = self.slots[op]
+            self.emit(f"if ({it} < {cap}) {{")
+            self.emit("    " + " ".join(f"{self.name(r)} = {slot}[{it}];" for r, slot in names))
+            self.emit("} else {")
             self.depth += 1
-            set_index("j_")
-            self.replay_body(op, body)
-            self.assign_carried(op.results, body.yields)
+            self.emit(" ".join(f"{self.name(r)} = {slot}[{cap} - 1];" for r, slot in names))
+            self.replay_iterations(op, body, f"{cap} - 1", it, set_index)
             self.depth -= 1
             self.emit("}")
+        elif op.attrs.get("recompute") and args:
+            # restore the carried values at the start of iteration `it` by replaying iterations 0..it-1
+            self.assign_carried(op.results, inits)
+            self.replay_iterations(op, body, "0", it, set_index)
         set_index(it)
         self.replay_body(op, body)
         self.zero_adjoints(body)
@@ -269,6 +301,16 @@ class AdjointRenderer(FunctionRenderer):
         for r, i in zip(op.results, inits):
             if _differentiable_value(r.type):
                 self.emit(f"{self.adj(i)} = wp::add({self.adj(i)}, {self.adj(r)});")
+
+    def replay_iterations(self, op, body, first: str, stop: str, set_index):
+        """Replay iterations first..stop-1 of a loop, carrying its values along."""
+        self.emit(f"for (wp::int64 j_ = {first}; j_ < {stop}; ++j_) {{")
+        self.depth += 1
+        set_index("j_")
+        self.replay_body(op, body)
+        self.assign_carried(op.results, body.yields)
+        self.depth -= 1
+        self.emit("}")
 
     def replay_body(self, op, body):
         owner = getattr(body, "_loop_owner", None)

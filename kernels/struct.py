@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import sys
+import weakref
 
 import numpy as np
 
@@ -57,6 +58,11 @@ class StructInfo:
         return np.dtype(self.ctype())
 
 
+# struct instance -> its packed native form (see _to_ctype); weak, so that it goes with the instance and a copy of
+# an instance never shares it
+_PACKED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def _field_type(name, ann, cls):
     from .array import array
     t = T.canonical_type(ann)
@@ -98,14 +104,26 @@ def struct(cls):
         if name not in fields:
             raise AttributeError(f"struct {cls.__name__} has no field '{name}'")
         object.__setattr__(self, name, _check_value(cls, name, fields[name], value))
+        _PACKED.pop(self, None)
 
     # how each field is packed, decided once (launches pack structs on their hot path): 0 array, 1 struct or
     # composite (its own _to_ctype), 2 scalar
     kinds = [(name, t, 0 if isinstance(t, ArrayType) else 1 if is_struct(t) or T.is_composite(t) else 2)
              for name, t in fields.items()]
+    # fields whose value may change without an assignment to the field (composites changed in place, nested
+    # structs' own fields): packed again at every call
+    mutable = [name for name, t, kind in kinds if kind == 1]
 
     def _to_ctype(self):
+        """The native form. Kept between calls (a launch packs its struct arguments on the hot path) and made
+        again after a field assignment; arrays and scalars are immutable here, composite and struct fields are
+        packed again each time."""
         info.check_usable()
+        c = _PACKED.get(self)
+        if c is not None:
+            for name in mutable:
+                setattr(c, name, getattr(self, name)._to_ctype())
+            return c
         c = info.ctype()()
         for name, t, kind in kinds:
             v = getattr(self, name)
@@ -116,6 +134,7 @@ def struct(cls):
                 setattr(c, name, v._to_ctype())
             else:
                 setattr(c, name, _scalar_bits(t, v))
+        _PACKED[self] = c
         return c
 
     def _to_numpy_record(self):

@@ -338,6 +338,49 @@ def test_dynamic_loop_forward_and_gradient(device, kernel, reference, n):
     _gradcheck(kernel, x, device, n)
 
 
+@pytest.mark.parametrize("n", [63, 64, 65, 150])
+@pytest.mark.parametrize("kernel", [dynamic_power_for, dynamic_power_while], ids=["for", "while"])
+def test_long_dynamic_loop_gradient(device, kernel, n):
+    # the reverse restores the carried product of the first iterations from slots kept in the replay (64 of them
+    # for one float64) and replays the later ones from the last slot: both paths, and the boundary between them
+    x = _inputs(seed=6, n=8, low=-1.02, high=1.02)
+    np.testing.assert_allclose(_run(kernel, x, device, n), x ** n, rtol=1e-12)
+    tape = Tape()
+    xa = wp.array(x, dtype=wp.float64, device=device, requires_grad=True)
+    y = wp.zeros(len(x), dtype=wp.float64, device=device, requires_grad=True)
+    with tape:
+        wp.launch(kernel, dim=len(x), inputs=[xa, n], outputs=[y], device=device)
+    tape.backward(grads={y: np.ones(len(x))})
+    np.testing.assert_allclose(xa.grad.numpy(), n * x ** (n - 1), rtol=1e-10)
+
+
+@wp.kernel
+def nested_carried_loops(x: wp.array(dtype=wp.float64), n: int, y: wp.array(dtype=wp.float64)):
+    # an inner product loop whose result the outer loop carries: the inner slots are refilled by the replay of
+    # each outer iteration before its reverse
+    i = wp.tid()
+    s = wp.float64(1.0)
+    for j in range(n):
+        p = s
+        for k in range(j % 4 + 1):
+            p = p * x[i] + wp.float64(0.1)
+        s = wp.sin(p)
+    y[i] = s
+
+
+def test_nested_carried_loops_gradient(device):
+    x = _inputs(seed=7, n=6, low=-1.5, high=1.5)
+    n = 80
+    s = np.ones_like(x)
+    for j in range(n):
+        p = s
+        for _ in range(j % 4 + 1):
+            p = p * x + 0.1
+        s = np.sin(p)
+    np.testing.assert_allclose(_run(nested_carried_loops, x, device, n), s, rtol=1e-10)
+    _gradcheck(nested_carried_loops, x, device, n)
+
+
 @wp.kernel
 def loop_over_array(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64)):
     # each thread: y[i] = sum_j x[j] * x[i]^(j mod 3); the bound comes from the array's shape

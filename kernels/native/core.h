@@ -239,6 +239,19 @@ template <typename T> struct zero_adjoint<transform_t<T>> {
 };
 template <typename T> CUDA_CALLABLE inline T adj_zero() { return zero_adjoint<T>::value(); }
 
+// Slots a backward function keeps for the loop-carried values of one dynamic loop (`bytes` per iteration): the
+// values at the start of each of the first `carry_slots` iterations are stored during the replay, so the reverse
+// restores them instead of replaying every earlier iteration (O(n) instead of O(n^2)); later iterations replay
+// from the last slot. The budget is per loop and per thread: small on CUDA, where it is local memory.
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+constexpr int64 carry_slot_budget = 1024;
+#else
+constexpr int64 carry_slot_budget = 8192;
+#endif
+CUDA_CALLABLE constexpr int64 carry_slots(int64 bytes) {
+    return carry_slot_budget / bytes < 4 ? 4 : (carry_slot_budget / bytes > 64 ? 64 : carry_slot_budget / bytes);
+}
+
 // Launch grid: up to 4 dimensions, flattened row-major into `size` threads.
 struct launch_bounds_t {
     int64 shape[4];
