@@ -144,26 +144,33 @@ def joint_offset(joints: JointData, joint_q: wp.array(dtype=float), i: int):
     return wp.transform_multiply(X, wp.transform_inverse(joints.X_c[i]))
 
 
+@wp.kernel
+def eval_joint_offsets(joints: JointData, joint_q: wp.array(dtype=float), X_local: wp.array(dtype=wp.transform)):
+    """X_local[i]: pose of joint i's child body in its parent body's frame (in world for a root joint), shape
+    [joint_count] (one thread per joint)."""
+    i = wp.tid()
+    X_local[i] = joint_offset(joints, joint_q, i)
+
+
 @wp.func
-def chain_pose(joints: JointData, joint_q: wp.array(dtype=float), i: int):
-    """World pose of joint i's child body, composed along its chain of ancestor joints. Kernels run one thread
-    per joint and walk up the tree (work ~ depth) rather than down it, so that no kernel reads a pose it wrote:
-    the backward pass then replays every read exactly."""
-    X = joint_offset(joints, joint_q, i)
+def parent_pose(joints: JointData, X_local: wp.array(dtype=wp.transform), i: int):
+    """World pose of joint i's parent body (identity for a root joint): the offsets of its ancestor joints
+    composed. Kernels run one thread per joint and walk up the tree (work ~ depth) rather than down it, so that
+    no kernel reads a pose it wrote; each step of the walk is one product of stored offsets."""
+    X = wp.transform_identity()
     j = joints.ancestor[i]
     while j >= 0:
-        X = wp.transform_multiply(joint_offset(joints, joint_q, j), X)
+        X = wp.transform_multiply(X_local[j], X)
         j = joints.ancestor[j]
     return X
 
 
 @wp.func
 def joint_twist(joints: JointData, joint_q: wp.array(dtype=float), joint_qd: wp.array(dtype=float),
-                body_q: wp.array(dtype=wp.transform), body_com: wp.array(dtype=wp.vec3), i: int):
-    """Twist (origin-referred) of joint i's child relative to its parent, S qd, for the body poses body_q."""
-    X_wpj = parent_anchor(joints, body_q, i)
-    child = joints.child[i]
-    com = wp.transform_point(body_q[child], body_com[child])
+                X_parent: wp.transform, com: wp.vec3, i: int):
+    """Twist (origin-referred) of joint i's child relative to its parent, S qd, for the parent body's world pose
+    X_parent and the child's centre of mass com [m] (world)."""
+    X_wpj = wp.transform_multiply(X_parent, joints.X_p[i])
     ds = joints.qd_start[i]
     v = wp.spatial_vector()
     for k in range(joints.qd_start[i + 1] - ds):
@@ -172,24 +179,30 @@ def joint_twist(joints: JointData, joint_q: wp.array(dtype=float), joint_qd: wp.
 
 
 @wp.kernel
-def eval_poses(joints: JointData, joint_q: wp.array(dtype=float), body_q: wp.array(dtype=wp.transform)):
-    """body_q of joint i's child from the joint coordinates (one thread per joint)."""
+def eval_poses_and_twists(joints: JointData, joint_q: wp.array(dtype=float), joint_qd: wp.array(dtype=float),
+                          X_local: wp.array(dtype=wp.transform), body_com: wp.array(dtype=wp.vec3),
+                          body_q: wp.array(dtype=wp.transform), v_j: wp.array(dtype=wp.spatial_vector)):
+    """body_q of joint i's child from the offsets (eval_joint_offsets), and v_j[i], its twist relative to its
+    parent (one thread per joint)."""
     i = wp.tid()
-    body_q[joints.child[i]] = chain_pose(joints, joint_q, i)
+    child = joints.child[i]
+    X_parent = parent_pose(joints, X_local, i)
+    X = wp.transform_multiply(X_parent, X_local[i])
+    body_q[child] = X
+    v_j[i] = joint_twist(joints, joint_q, joint_qd, X_parent, wp.transform_point(X, body_com[child]), i)
 
 
 @wp.kernel
-def eval_velocities(joints: JointData, joint_q: wp.array(dtype=float), joint_qd: wp.array(dtype=float),
-                    body_q: wp.array(dtype=wp.transform), body_com: wp.array(dtype=wp.vec3),
-                    body_qd: wp.array(dtype=wp.spatial_vector)):
-    """body_qd (w, velocity of the centre of mass) of joint i's child: the sum of the joint twists along its
+def eval_velocities(joints: JointData, v_j: wp.array(dtype=wp.spatial_vector), body_q: wp.array(dtype=wp.transform),
+                    body_com: wp.array(dtype=wp.vec3), body_qd: wp.array(dtype=wp.spatial_vector)):
+    """body_qd (w, velocity of the centre of mass) of joint i's child: the sum of the joint twists v_j along its
     chain (one thread per joint)."""
     i = wp.tid()
     child = joints.child[i]
-    v = joint_twist(joints, joint_q, joint_qd, body_q, body_com, i)
+    v = v_j[i]
     j = joints.ancestor[i]
     while j >= 0:
-        v = v + joint_twist(joints, joint_q, joint_qd, body_q, body_com, j)
+        v = v + v_j[j]
         j = joints.ancestor[j]
     body_qd[child] = body_velocity(v, wp.transform_point(body_q[child], body_com[child]))
 
@@ -250,18 +263,31 @@ def eval_fk(model, joint_q, joint_qd, state):
     velocity, then the centre of mass's velocity, world frame) from joint coordinates `joint_q` [m, rad,
     quaternions], shape [joint_coord_count], and velocities `joint_qd` [m/s, rad/s], shape [joint_dof_count].
     Bodies that are the child of no joint are left as they are. Differentiable (record it on a Tape)."""
-    launch_fk(model, joint_data(model), joint_q, joint_qd, state)
-
-
-def launch_fk(model, joints: JointData, joint_q, joint_qd, state):
-    """eval_fk with the model's JointData already built (solvers keep theirs)."""
     if model.joint_count == 0:
         return
-    wp.launch(eval_poses, dim=model.joint_count, inputs=[joints, joint_q], outputs=[state.body_q],
-              device=model.device)
-    wp.launch(eval_velocities, dim=model.joint_count, inputs=[joints, joint_q, joint_qd, state.body_q,
-                                                              model.body_com],
-              outputs=[state.body_qd], device=model.device)
+    launch_fk(model, joint_data(model), joint_q, joint_qd, state, joint_scratch(model))
+
+
+def joint_scratch(model):
+    """(X_local, v_j): the per-joint intermediates of launch_fk, shape [joint_count] each."""
+    return (wp.zeros(model.joint_count, dtype=wp.transform, device=model.device, requires_grad=model.requires_grad),
+            wp.zeros(model.joint_count, dtype=wp.spatial_vector, device=model.device,
+                     requires_grad=model.requires_grad))
+
+
+def launch_fk(model, joints: JointData, joint_q, joint_qd, state, scratch, offsets_done: bool = False):
+    """eval_fk with the model's JointData already built and the intermediates `scratch` (joint_scratch) given
+    (solvers keep theirs); `offsets_done`: scratch's X_local already holds the offsets of joint_q."""
+    if model.joint_count == 0:
+        return
+    X_local, v_j = scratch
+    n, device = model.joint_count, model.device
+    if not offsets_done:
+        wp.launch(eval_joint_offsets, dim=n, inputs=[joints, joint_q], outputs=[X_local], device=device)
+    wp.launch(eval_poses_and_twists, dim=n, inputs=[joints, joint_q, joint_qd, X_local, model.body_com],
+              outputs=[state.body_q, v_j], device=device)
+    wp.launch(eval_velocities, dim=n, inputs=[joints, v_j, state.body_q, model.body_com], outputs=[state.body_qd],
+              device=device)
 
 
 def eval_ik(model, state, joint_q, joint_qd):

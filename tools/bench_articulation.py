@@ -119,6 +119,56 @@ def ours_forward_backward_run(chain: Chain, steps: int):
     return forward_backward
 
 
+def ours_forward_graph_run(chain: Chain, steps: int):
+    """The forward run captured once (on its first call) and replayed with no Python per launch."""
+    model = ours_model(chain, requires_grad=False)
+    solver = sim.SolverFeatherstone(model)
+    pair = [model.state(), model.state()]
+    solver.step(model, pair[0], pair[1], None, DT)  # builds the solver's reused intermediates outside the capture
+    graphs = []
+
+    def forward():
+        if not graphs:
+            with wp.ScopedCapture("cpu") as capture:
+                a, b = pair
+                a.joint_q.assign(model.joint_q)
+                a.joint_qd.assign(model.joint_qd)
+                for _ in range(steps):
+                    solver.step(model, a, b, None, DT)
+                    a, b = b, a
+            graphs.append((capture.graph, a))
+        graph, last = graphs[0]
+        wp.capture_launch(graph)
+        return bool(np.isfinite(last.joint_q.numpy()).all())
+
+    return forward
+
+
+def ours_forward_backward_graph_run(chain: Chain, steps: int):
+    """The forward+backward run (a State per step, the Tape, its backward) captured once and replayed: the States
+    and intermediates made inside the capture are zeroed, gradients included, at each replay."""
+    model = ours_model(chain, requires_grad=True)
+    solver = sim.SolverFeatherstone(model)
+    seed = wp.array(np.ones(model.joint_coord_count, np.float32), device="cpu")
+    graphs = []
+
+    def forward_backward():
+        if not graphs:
+            tape = Tape()
+            with wp.ScopedCapture("cpu") as capture:
+                states = [model.state() for _ in range(steps + 1)]
+                with tape:
+                    for t in range(steps):
+                        solver.step(model, states[t], states[t + 1], None, DT)
+                tape.backward(grads={states[-1].joint_q: seed})
+            graphs.append((capture.graph, states[0], tape))
+        graph, first, _ = graphs[0]
+        wp.capture_launch(graph)
+        return bool(np.isfinite(first.joint_qd.grad.numpy()).all())
+
+    return forward_backward
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # References
 
@@ -209,6 +259,9 @@ def joint_steps_per_second(steps: int, grad_steps: int, repeats: int, newton) ->
         rates = {"forward": best_rate(ours_forward_run(chain, steps), chain.joints * steps, repeats),
                  "forward_backward": best_rate(ours_forward_backward_run(chain, grad_steps),
                                                chain.joints * grad_steps, repeats),
+                 "forward_graph": best_rate(ours_forward_graph_run(chain, steps), chain.joints * steps, repeats),
+                 "forward_backward_graph": best_rate(ours_forward_backward_graph_run(chain, grad_steps),
+                                                     chain.joints * grad_steps, repeats),
                  "newton": None, "mujoco": None}
         for key, module, make in (("newton", newton, newton_forward_run), ("mujoco", mujoco, mujoco_forward_run)):
             if module is None:
@@ -221,8 +274,11 @@ def joint_steps_per_second(steps: int, grad_steps: int, repeats: int, newton) ->
     return out
 
 
-def backward_ratio(rates: dict):
-    """((forward+backward) - forward) / forward in time per joint-step."""
+def backward_ratio(rates: dict, captured: bool = False):
+    """((forward+backward) - forward) / forward in time per joint-step, of the launched runs or of the captured
+    ones."""
+    if captured:
+        return rates["forward_graph"] / rates["forward_backward_graph"] - 1.0
     return rates["forward"] / rates["forward_backward"] - 1.0
 
 
@@ -233,9 +289,9 @@ def worst_speedup(results: dict):
     return min(ratios) if len(ratios) == len(SCENES) else None
 
 
-def worst_backward(results: dict) -> float:
-    """Largest backward / forward ratio over the scenes."""
-    return max(backward_ratio(results[c.name]) for c in SCENES)
+def worst_backward(results: dict, captured: bool = False) -> float:
+    """Largest backward / forward ratio over the scenes (launched or captured runs)."""
+    return max(backward_ratio(results[c.name], captured) for c in SCENES)
 
 
 def footnotes(results: dict) -> list:

@@ -10,7 +10,7 @@ inertias (composite bodies) keep that form.
 
 import kernels as wp
 
-from ...articulation import BALL, FREE, JointData, dof_motion, parent_anchor
+from ...articulation import BALL, FREE, JointData, dof_motion, joint_offset, parent_pose
 
 
 @wp.struct
@@ -86,15 +86,18 @@ def joint_bias(joints: JointData, S: wp.array(dtype=wp.spatial_vector), joint_qd
 
 @wp.kernel
 def eval_joint_motion(joints: JointData, joint_q: wp.array(dtype=float), joint_qd: wp.array(dtype=float),
-                      body_q: wp.array(dtype=wp.transform), body_com: wp.array(dtype=wp.vec3),
+                      X_local: wp.array(dtype=wp.transform), body_com: wp.array(dtype=wp.vec3),
                       body_mass: wp.array(dtype=float), body_inertia: wp.array(dtype=wp.mat33),
-                      bodies: ArticulatedBodies):
-    """Joint i at the poses body_q: motion subspaces S of its dofs, its twist v_j = S qd and the apparent
-    derivative c, and the inertia (A, h) of its child about the origin."""
+                      body_q: wp.array(dtype=wp.transform), bodies: ArticulatedBodies):
+    """Joint i at the offsets X_local (sim.articulation.eval_joint_offsets): the pose body_q of its child, the
+    motion subspaces S of its dofs, its twist v_j = S qd and the apparent derivative c, and the inertia (A, h)
+    of its child about the origin."""
     i = wp.tid()
     child = joints.child[i]
-    X_wpj = parent_anchor(joints, body_q, i)
-    X_wc = body_q[child]
+    X_parent = parent_pose(joints, X_local, i)
+    X_wc = wp.transform_multiply(X_parent, X_local[i])
+    body_q[child] = X_wc
+    X_wpj = wp.transform_multiply(X_parent, joints.X_p[i])
     com = wp.transform_point(X_wc, body_com[child])
     ds = joints.qd_start[i]
     for k in range(joints.qd_start[i + 1] - ds):
@@ -215,14 +218,11 @@ def eval_mass_matrix(joints: JointData, joint_articulation: wp.array(dtype=wp.in
             j = joints.ancestor[j]
 
 
-@wp.kernel
-def integrate_joints(joints: JointData, body_com: wp.array(dtype=wp.vec3), joint_q: wp.array(dtype=float),
-                     joint_qd: wp.array(dtype=float), joint_qdd: wp.array(dtype=float), dt: float,
-                     joint_q_out: wp.array(dtype=float), joint_qd_out: wp.array(dtype=float)):
-    """Semi-implicit Euler of joint i: qd' = qd + dt qdd, then q' from qd'. Axes: q' = q + dt qd'. Ball: the
-    quaternion turned by the angular velocity (parent anchor frame) and normalised. Free: the centre of mass
-    moves with the new velocity and the orientation turns about it."""
-    i = wp.tid()
+@wp.func
+def integrate_joint(joints: JointData, body_com: wp.array(dtype=wp.vec3), joint_q: wp.array(dtype=float),
+                    joint_qd: wp.array(dtype=float), joint_qdd: wp.array(dtype=float), dt: float,
+                    joint_q_out: wp.array(dtype=float), joint_qd_out: wp.array(dtype=float), i: int):
+    """integrate_joints' update of the coordinates and velocities of joint i."""
     qs = joints.q_start[i]
     ds = joints.qd_start[i]
     t = joints.type[i]
@@ -250,3 +250,17 @@ def integrate_joints(joints: JointData, body_com: wp.array(dtype=wp.vec3), joint
     else:
         for k in range(joints.qd_start[i + 1] - ds):
             joint_q_out[qs + k] = joint_q[qs + k] + (joint_qd[ds + k] + joint_qdd[ds + k] * dt) * dt
+
+
+@wp.kernel
+def integrate_joints(joints: JointData, body_com: wp.array(dtype=wp.vec3), joint_q: wp.array(dtype=float),
+                     joint_qd: wp.array(dtype=float), joint_qdd: wp.array(dtype=float), dt: float,
+                     joint_q_out: wp.array(dtype=float), joint_qd_out: wp.array(dtype=float),
+                     X_local_out: wp.array(dtype=wp.transform)):
+    """Semi-implicit Euler of joint i: qd' = qd + dt qdd, then q' from qd'. Axes: q' = q + dt qd'. Ball: the
+    quaternion turned by the angular velocity (parent anchor frame) and normalised. Free: the centre of mass
+    moves with the new velocity and the orientation turns about it. Also the joint's offset at q'
+    (sim.articulation.eval_joint_offsets), which the forward kinematics of the new state start from."""
+    i = wp.tid()
+    integrate_joint(joints, body_com, joint_q, joint_qd, joint_qdd, dt, joint_q_out, joint_qd_out, i)
+    X_local_out[i] = joint_offset(joints, joint_q_out, i)

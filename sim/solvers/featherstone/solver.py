@@ -8,7 +8,7 @@ import numpy as np
 
 import kernels as wp
 
-from ...articulation import eval_poses, eval_velocities, joint_data, launch_fk
+from ...articulation import eval_joint_offsets, eval_velocities, joint_data, launch_fk
 from . import kernels as k
 from .contacts import LinkContacts
 from .mass_matrix import solve_mass_matrix
@@ -69,6 +69,9 @@ class SolverFeatherstone:
         self.dof_start = wp.array(dof_start, dtype=wp.int32, device=model.device)
         self._no_body_f = wp.zeros(0, dtype=wp.spatial_vector, device=model.device)
         self._joints = joint_data(model) if model.joint_count else None
+        self._reused = None  # the intermediates of untaped steps (see _scratch)
+        self._joint_drive = None  # see _drive
+        self._no_joint_f = None
 
     def step(self, model, state_in, state_out, control, dt: float):
         """Advance the joints of `state_in` by `dt` [s] into `state_out` (joint_q, joint_qd, body_q, body_qd)."""
@@ -78,77 +81,113 @@ class SolverFeatherstone:
             return
         if state_out is state_in or state_out.joint_q is state_in.joint_q:
             raise ValueError("SolverFeatherstone.step needs distinct state_in and state_out")
-        qdd = self.eval_joint_accelerations(model, state_in, control)
+        s = self._scratch(model)
+        qdd = self._joint_accelerations(model, state_in, control, s)
         wp.launch(k.integrate_joints, dim=model.joint_count,
                   inputs=[self._joints, model.body_com, state_in.joint_q, state_in.joint_qd, qdd, float(dt)],
-                  outputs=[state_out.joint_q, state_out.joint_qd], device=model.device)
-        launch_fk(model, self._joints, state_out.joint_q, state_out.joint_qd, state_out)
+                  outputs=[state_out.joint_q, state_out.joint_qd, s.fk_X_local], device=model.device)
+        launch_fk(model, self._joints, state_out.joint_q, state_out.joint_qd, state_out, (s.fk_X_local, s.fk_v_j),
+                  offsets_done=True)
 
     def eval_joint_accelerations(self, model, state, control) -> wp.array:
-        """qdd = H^-1 (tau - C) [m/s^2, rad/s^2], shape [joint_dof_count], at `state` under `control`."""
-        device, rg = model.device, model.requires_grad
+        """qdd = H^-1 (tau - C) [m/s^2, rad/s^2], shape [joint_dof_count], at `state` under `control` (a new
+        array)."""
+        qdd = self._joint_accelerations(model, state, control, self._scratch(model))
+        return qdd if model.requires_grad else wp.clone(qdd)
+
+    def _joint_accelerations(self, model, state, control, s: "_Scratch") -> wp.array:
+        """qdd, in the step's intermediates `s` (reused from step to step without requires_grad)."""
+        device = model.device
         joints = self._joints
-        bodies = self._bodies(model)
-        body_q = wp.zeros(model.body_count, dtype=wp.transform, device=device, requires_grad=rg)
+        bodies = s.bodies
         body_f = self._no_body_f
         if control is not None and getattr(control, "body_f", None) is not None:
             body_f = control.body_f
         n = model.joint_count
         contact_f = self._no_body_f
         if self.contacts.active:
-            body_qd = wp.zeros(model.body_count, dtype=wp.spatial_vector, device=device, requires_grad=rg)
-            self.contacts.fill_unjointed(model, state, body_q, body_qd)
-        wp.launch(eval_poses, dim=n, inputs=[joints, state.joint_q], outputs=[body_q], device=device)
-        if self.contacts.active:
-            wp.launch(eval_velocities, dim=n, inputs=[joints, state.joint_q, state.joint_qd, body_q, model.body_com],
-                      outputs=[body_qd], device=device)
-            contact_f = self.contacts.wrenches(model, state, body_q, body_qd)
+            self.contacts.fill_unjointed(model, state, s.body_q, s.body_qd)
+        wp.launch(eval_joint_offsets, dim=n, inputs=[joints, state.joint_q], outputs=[s.X_local], device=device)
         wp.launch(k.eval_joint_motion, dim=n,
-                  inputs=[joints, state.joint_q, state.joint_qd, body_q, model.body_com, model.body_mass,
-                          model.body_inertia], outputs=[bodies], device=device)
+                  inputs=[joints, state.joint_q, state.joint_qd, s.X_local, model.body_com, model.body_mass,
+                          model.body_inertia], outputs=[s.body_q, bodies], device=device)
+        if self.contacts.active:
+            wp.launch(eval_velocities, dim=n, inputs=[joints, bodies.v_j, s.body_q, model.body_com],
+                      outputs=[s.body_qd], device=device)
+            contact_f = self.contacts.wrenches(model, state, s.body_q, s.body_qd)
         wp.launch(k.eval_bias_wrenches, dim=n,
-                  inputs=[joints, body_q, model.body_com, model.body_mass, body_f, contact_f, model.gravity],
+                  inputs=[joints, s.body_q, model.body_com, model.body_mass, body_f, contact_f, model.gravity],
                   outputs=[bodies],
                   device=device)
-        tau = wp.zeros(model.joint_dof_count, dtype=float, device=device, requires_grad=rg)
         wp.launch(k.eval_joint_forces, dim=n,
                   inputs=[joints, state.joint_q, state.joint_qd, self._drive(model, control), bodies],
-                  outputs=[tau], device=device)
-        size = self.max_articulation_dofs
-        H = wp.zeros((model.articulation_count, size, size), dtype=float, device=device, requires_grad=rg)
+                  outputs=[s.tau], device=device)
         wp.launch(k.eval_mass_matrix, dim=n, inputs=[joints, model.joint_articulation, model.joint_armature, bodies],
-                  outputs=[H], device=device)
-        qdd = wp.zeros(model.joint_dof_count, dtype=float, device=device, requires_grad=rg)
-        solve_mass_matrix(H, self.dof_start, tau, qdd, device)
-        return qdd
+                  outputs=[s.H], device=device)
+        solve_mass_matrix(s.H, self.dof_start, s.tau, s.qdd, device)
+        return s.qdd
 
-    @staticmethod
-    def _bodies(model) -> k.ArticulatedBodies:
-        """Fresh per-step intermediates (a Tape keeps the ones its launches read)."""
-        device, rg = model.device, model.requires_grad
-        b = k.ArticulatedBodies()
-        sizes = {"joint": model.joint_count, "body": model.body_count, "dof": model.joint_dof_count}
-        for name, dtype, size in (("v_j", wp.spatial_vector, "joint"), ("c", wp.spatial_vector, "joint"),
-                                  ("A", wp.mat33, "body"), ("h", wp.vec3, "body"), ("cA", wp.mat33, "body"),
-                                  ("ch", wp.vec3, "body"), ("cm", float, "body"), ("cf", wp.spatial_vector, "body"),
-                                  ("S", wp.spatial_vector, "dof")):
-            setattr(b, name, wp.zeros(sizes[size], dtype=dtype, device=device, requires_grad=rg))
-        return b
+    def _scratch(self, model) -> "_Scratch":
+        """The intermediates of a step. With model.requires_grad, fresh arrays each step (a Tape keeps the ones
+        its launches read); otherwise one set, reused, with the arrays that steps add into zeroed (the others are
+        overwritten whole: every joint writes its child's entries and every dof its own)."""
+        if model.requires_grad:
+            return _Scratch(model, self.max_articulation_dofs)
+        s = self._reused
+        if s is None or s.model is not model:
+            s = self._reused = _Scratch(model, self.max_articulation_dofs)
+        else:
+            for a in (s.bodies.cA, s.bodies.ch, s.bodies.cm, s.bodies.cf, s.H):
+                a.zero_()
+        return s
 
-    @staticmethod
-    def _drive(model, control) -> k.JointDrive:
-        """The joint-force parameters: the model's, with Control's joint_f and targets where given."""
-        d = k.JointDrive()
+    def _drive(self, model, control) -> k.JointDrive:
+        """The joint-force parameters: the model's, with Control's joint_f and targets where given. A new struct
+        each step with model.requires_grad (a Tape reads the struct it recorded when it runs the backward);
+        otherwise one, kept, whose fields are assigned only when an array changed (it packs faster unchanged)."""
+        if self._no_joint_f is None:
+            self._no_joint_f = wp.zeros(model.joint_dof_count, dtype=float, device=model.device)
+        d = self._joint_drive
+        if d is None or model.requires_grad:
+            d = self._joint_drive = k.JointDrive()
         for name in ("limit_lower", "limit_upper", "limit_ke", "limit_kd", "target_ke", "target_kd",
                      "effort_limit", "damping"):
-            setattr(d, name, getattr(model, "joint_" + name))
-        d.target_pos = getattr(control, "joint_target_pos", None)
-        d.target_vel = getattr(control, "joint_target_vel", None)
-        d.joint_f = getattr(control, "joint_f", None)
-        if d.target_pos is None:
-            d.target_pos = model.joint_target_pos
-        if d.target_vel is None:
-            d.target_vel = model.joint_target_vel
-        if d.joint_f is None:
-            d.joint_f = wp.zeros(model.joint_dof_count, dtype=float, device=model.device)
+            _assign(d, name, getattr(model, "joint_" + name))
+        target_pos = getattr(control, "joint_target_pos", None)
+        target_vel = getattr(control, "joint_target_vel", None)
+        joint_f = getattr(control, "joint_f", None)
+        _assign(d, "target_pos", model.joint_target_pos if target_pos is None else target_pos)
+        _assign(d, "target_vel", model.joint_target_vel if target_vel is None else target_vel)
+        _assign(d, "joint_f", self._no_joint_f if joint_f is None else joint_f)
         return d
+
+
+def _assign(struct, name: str, value):
+    if getattr(struct, name) is not value:
+        setattr(struct, name, value)
+
+class _Scratch:
+    """The intermediates of one step: the bodies' poses and velocities (body_q, body_qd [body_count]), the
+    ArticulatedBodies, tau and qdd [joint_dof_count], the mass matrices H [articulation_count, N, N], and the
+    joints' offsets and twists (X_local, fk_X_local, fk_v_j [joint_count])."""
+
+    def __init__(self, model, size: int):
+        device, rg = model.device, model.requires_grad
+        self.model = model
+        b = k.ArticulatedBodies()
+        sizes = {"joint": model.joint_count, "body": model.body_count, "dof": model.joint_dof_count}
+        for name, dtype, count in (("v_j", wp.spatial_vector, "joint"), ("c", wp.spatial_vector, "joint"),
+                                   ("A", wp.mat33, "body"), ("h", wp.vec3, "body"), ("cA", wp.mat33, "body"),
+                                   ("ch", wp.vec3, "body"), ("cm", float, "body"), ("cf", wp.spatial_vector, "body"),
+                                   ("S", wp.spatial_vector, "dof")):
+            setattr(b, name, wp.zeros(sizes[count], dtype=dtype, device=device, requires_grad=rg))
+        self.bodies = b
+        self.body_q = wp.zeros(model.body_count, dtype=wp.transform, device=device, requires_grad=rg)
+        self.body_qd = wp.zeros(model.body_count, dtype=wp.spatial_vector, device=device, requires_grad=rg)
+        self.tau = wp.zeros(model.joint_dof_count, dtype=float, device=device, requires_grad=rg)
+        self.qdd = wp.zeros(model.joint_dof_count, dtype=float, device=device, requires_grad=rg)
+        self.H = wp.zeros((model.articulation_count, size, size), dtype=float, device=device, requires_grad=rg)
+        # per joint: the offsets of the step's coordinates, and those and the twists of the new state's
+        self.X_local, self.fk_X_local = (wp.zeros(model.joint_count, dtype=wp.transform, device=device,
+                                                  requires_grad=rg) for _ in range(2))
+        self.fk_v_j = wp.zeros(model.joint_count, dtype=wp.spatial_vector, device=device, requires_grad=rg)
