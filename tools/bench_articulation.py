@@ -8,7 +8,9 @@ Two scenes, both chains of revolute joints hanging from the world under gravity,
     chain: 20 links of 0.2 kg and 0.1 m, axes alternating z, x.
 Rates count joints x steps per second (joint-steps/s). Forward runs ping-pong two States from the initial pose;
 forward+backward runs write one State per step on a Tape and run `tape.backward` from the final joint
-coordinates (seed 1). MuJoCo steps the same chains (hinge joints, the same inertias, Euler integrator, no
+coordinates (seed 1). The captured rows run the same work recorded once with wp.ScopedCapture and replayed (no
+Python per launch, as `sim optimize` runs its iterations); a launched taped step pays the tape's bookkeeping in
+Python for each of its kernels, which the small chains' kernels (microseconds each) do not hide. MuJoCo steps the same chains (hinge joints, the same inertias, Euler integrator, no
 contacts) with `mj_step`.
 """
 

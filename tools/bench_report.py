@@ -107,6 +107,8 @@ TARGETS = (
      lambda r: bench_articulation.worst_speedup(r["articulation"]), 1.0, True),
     ("articulation", "articulation backward/forward (worst scene)",
      lambda r: bench_articulation.worst_backward(r["articulation"]), 3.0, False),
+    ("articulation", "articulation backward/forward, captured (worst scene)",
+     lambda r: bench_articulation.worst_backward(r["articulation"], captured=True), 3.0, False),
     ("contention", "2 processes at once: each vs alone (worst cloth row)",
      lambda r: bench_contention.worst_pair_ratio(r["contention"]), 0.45, True),
     ("contention", "alone: pool vs previous runtime (worst row)",
@@ -178,6 +180,9 @@ def articulation_rows(results: dict, settings: Settings) -> list:
             Row(f"{name} forward+backward ({settings.articulation_grad_steps} steps)", "joint-steps/s",
                 rates["forward_backward"]),
             Row(f"{name} backward / forward", "x", bench_articulation.backward_ratio(rates)),
+            Row(f"{name} forward, captured graph replay", "joint-steps/s", rates["forward_graph"]),
+            Row(f"{name} forward+backward, captured graph replay", "joint-steps/s", rates["forward_backward_graph"]),
+            Row(f"{name} backward / forward, captured", "x", bench_articulation.backward_ratio(rates, captured=True)),
         ]
     return rows
 
