@@ -1,0 +1,131 @@
+"""Importers, D6 joints and visual meshes: an MJCF body with several joints becomes one D6 joint that follows
+MuJoCo and equals the builder's; a URDF planar joint is a D6 joint that keeps its body in the plane; a USD
+generic PhysicsJoint is a D6 joint with its free axes, limits and drives (and revolute/prismatic drives and
+limits in stage units); URDF visual meshes reach the USD output of a scene under their moving link."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import sim
+from _sim_rollout import rollout
+from sim import ImporterError, import_urdf, import_usd_physics
+from sim.joints import JOINT_LIMIT_UNLIMITED, JointDofConfig
+
+
+def joint_arrays_equal(a, b, names=("joint_type", "joint_parent", "joint_child", "joint_X_p", "joint_X_c",
+                                    "joint_axis", "joint_dof_dim", "joint_q", "joint_limit_lower",
+                                    "joint_limit_upper", "joint_damping", "joint_armature", "joint_friction",
+                                    "joint_target_ke", "joint_target_kd", "joint_effort_limit", "body_mass",
+                                    "body_com", "body_inertia")):
+    for name in names:
+        np.testing.assert_allclose(getattr(a, name).numpy(), getattr(b, name).numpy(), atol=1e-6, err_msg=name)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# MJCF: several joints on one body
+
+GIMBAL = """<mujoco model="gimbal">
+  <compiler angle="radian"/>
+  <option timestep="0.001" integrator="Euler" gravity="0 0 -9.81">
+    <flag contact="disable" eulerdamp="disable"/>
+  </option>
+  <worldbody>
+    <body name="arm" pos="0 0 1" euler="0 0 0.5">
+      <joint name="yaw" type="hinge" axis="0 0 1" pos="0 0 0.1" damping="0.02" armature="0.01" range="-3 3"/>
+      <joint name="pitch" type="hinge" axis="0 1 0" pos="0 0 0.1" damping="0.01" frictionloss="0.5"/>
+      <inertial pos="0.3 0.05 -0.1" mass="1" diaginertia="0.02 0.03 0.04"/>
+      <body name="tip" pos="0.5 0 0">
+        <joint name="slide" type="slide" axis="1 0 0" pos="0.2 0 0" armature="0.05" damping="0.1" range="-0.5 4"/>
+        <joint name="roll" type="hinge" axis="1 0 0" pos="0 0 0.05"/>
+        <inertial pos="0.05 0.02 -0.05" mass="0.3" diaginertia="0.002 0.003 0.004"/>
+      </body>
+    </body>
+  </worldbody>
+  {actuator}
+</mujoco>"""
+GIMBAL_Q0 = (0.3, 0.5, 0.05, 0.2)  # yaw, pitch [rad], slide [m], roll [rad]: MuJoCo's qpos order and ours
+GIMBAL_QD0 = (1.0, 0.0, 0.0, 0.0)
+HOLD_PITCH = '<actuator><position joint="pitch" kp="4" kv="0.5" forcerange="-2 2"/></actuator>'
+
+
+def gimbal_by_hand():
+    """The GIMBAL mechanism with the builder API: two D6 joints, axes in MJCF's order."""
+    b = sim.ModelBuilder(up_axis="z")
+    s, c = math.sin(0.25), math.cos(0.25)
+    arm = b.add_body(mass=1.0, com=(0.3, 0.05, -0.1), inertia=np.diag([0.02, 0.03, 0.04]))
+    tip = b.add_body(mass=0.3, com=(0.05, 0.02, -0.05), inertia=np.diag([0.002, 0.003, 0.004]))
+    limits = dict(limit_ke=1.0e4, limit_kd=10.0)
+    yaw = JointDofConfig(axis=(0, 0, 1), damping=0.02, armature=0.01, limit_lower=-3, limit_upper=3, **limits)
+    pitch = JointDofConfig(axis=(0, 1, 0), damping=0.01, friction=0.5, target_ke=4.0, target_kd=0.5,
+                           effort_limit=2.0, **limits)
+    b.add_joint_d6(-1, arm, angular_axes=[yaw, pitch], parent_xform=(0, 0, 1.1, 0, 0, s, c),
+                   child_xform=(0, 0, 0.1, 0, 0, 0, 1))
+    slide = JointDofConfig(axis=(1, 0, 0), damping=0.1, armature=0.05, limit_lower=-0.5, limit_upper=4, **limits)
+    b.add_joint_d6(arm, tip, linear_axes=[slide], angular_axes=[JointDofConfig(axis=(1, 0, 0), **limits)],
+                   parent_xform=(0.5, 0, 0.05, 0, 0, 0, 1), child_xform=(0, 0, 0.05, 0, 0, 0, 1))
+    return b
+
+
+def test_mjcf_body_with_several_joints_follows_mujoco():
+    mujoco = pytest.importorskip("mujoco", reason="mujoco (a test extra) is not installed")
+    # frictionloss is a constraint in MuJoCo; stored, not simulated, by SolverFeatherstone
+    xml = GIMBAL.replace("{actuator}", "").replace(' frictionloss="0.5"', "")
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:] = GIMBAL_Q0, GIMBAL_QD0
+    dt, steps = 1e-3, 1000
+    reference = [d.qpos.copy()]
+    for _ in range(steps):
+        mujoco.mj_step(m, d)
+        reference.append(d.qpos.copy())
+    reference = np.array(reference)
+
+    b = sim.ModelBuilder(up_axis="z")
+    with pytest.warns(sim.ImportWarning):
+        result = sim.import_mjcf(xml, b)
+    assert result.joint == {"yaw_pitch": 0, "slide_roll": 1}
+    assert result.dof == {"yaw": 0, "pitch": 1, "slide": 2, "roll": 3}
+    b.joint_q[:], b.joint_qd[:] = GIMBAL_Q0, GIMBAL_QD0
+    model = b.finalize("cpu")
+    assert list(model.joint_type.numpy()) == [sim.JOINT_D6, sim.JOINT_D6]
+    _, states = rollout(model, sim.SolverFeatherstone(model, contacts=False), steps, dt, every=1)
+    ours = np.array([s.joint_q.numpy() for s in states])
+    error = np.abs(ours - reference).max(axis=0)
+    print(f"gimbal: max |q - qpos| over 1 s per coordinate: {np.array2string(error, precision=1)}")
+    assert (np.ptp(reference, axis=0) > 0.3).all()  # every axis moved
+    assert error.max() < 1e-4
+
+
+def test_mjcf_body_with_several_joints_equals_the_builder():
+    pytest.importorskip("mujoco", reason="mujoco (a test extra) is not installed")
+    b = sim.ModelBuilder(up_axis="z")
+    with pytest.warns(sim.ImportWarning):
+        sim.import_mjcf(GIMBAL.replace("{actuator}", HOLD_PITCH), b)
+    joint_arrays_equal(b.finalize("cpu"), gimbal_by_hand().finalize("cpu"))
+
+
+@pytest.mark.parametrize("joints, message", [
+    ('<joint name="h" type="hinge" axis="0 0 1"/><joint name="s" type="slide" axis="1 0 0"/>',
+     "<string>: joint 's' of body 'b': a slide after the hinge 'h' on one body moves along the turned axis, which "
+     "a D6 joint (linear axes first, then angular ones) cannot express; write the slides before the hinges"),
+    ('<joint name="h1" type="hinge" axis="0 0 1"/><joint name="h2" type="hinge" axis="0 1 0" pos="0 0 0.5"/>',
+     "<string>: joint 'h2' of body 'b': hinges at different positions on one body ('h1' at (0.0, 0.0, 0.0), this "
+     "one at (0.0, 0.0, 0.5)) are not supported: a D6 joint turns about one point"),
+    ('<joint name="h" type="hinge"/><joint name="knob" type="ball"/>',
+     "<string>: joint 'knob' of body 'b': a ball joint together with other joints on one body is not supported "
+     "(joints ['h', 'knob']; several hinges and slides become one D6 joint)"),
+    ('<joint name="s" type="slide" ref="0.1"/><joint name="h" type="hinge"/>',
+     "<string>: joint 's' of body 'b': ref = 0.1 is not supported"),
+    ("".join(f'<joint name="h{k}" type="hinge" axis="{k % 2} 1 0"/>' for k in range(4)),
+     "<string>: body 'b': 0 slides and 4 hinges on one body: a D6 joint has at most 3 of each"),
+])
+def test_mjcf_joints_a_d6_joint_cannot_express_are_refused(joints, message):
+    pytest.importorskip("mujoco", reason="mujoco (a test extra) is not installed")
+    xml = f"""<mujoco><worldbody><body name="b" pos="0 0 1">{joints}
+      <inertial pos="0 0 -0.1" mass="1" diaginertia="0.1 0.1 0.1"/></body></worldbody></mujoco>"""
+    with pytest.raises(ImporterError) as caught:
+        sim.import_mjcf(xml, sim.ModelBuilder(up_axis="z"))
+    assert str(caught.value).startswith(message)
