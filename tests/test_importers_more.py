@@ -129,3 +129,68 @@ def test_mjcf_joints_a_d6_joint_cannot_express_are_refused(joints, message):
     with pytest.raises(ImporterError) as caught:
         sim.import_mjcf(xml, sim.ModelBuilder(up_axis="z"))
     assert str(caught.value).startswith(message)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# URDF: planar joints
+
+PLANAR_URDF = """<robot name="puck">
+  <link name="world"/>
+  <joint name="slide_plane" type="planar">
+    <parent link="world"/><child link="puck"/>
+    <origin xyz="0 0.5 2"/><axis xyz="0 1 0"/>
+    <limit effort="30" lower="-1" upper="1"/>
+    <dynamics damping="{damping}"/>
+  </joint>
+  <link name="puck">
+    <inertial><origin xyz="0.2 0 0.1"/><mass value="2"/><inertia ixx="0.01" iyy="0.02" izz="0.03"/></inertial>
+  </link>
+</robot>"""
+
+
+def test_urdf_planar_joint_is_a_d6_joint_in_the_plane_normal_to_its_axis():
+    b = sim.ModelBuilder(up_axis="z")
+    with pytest.warns(sim.ImportWarning, match="lower/upper limits of a planar joint not imported"):
+        result = import_urdf(PLANAR_URDF.format(damping=0.3), b)
+    model = b.finalize("cpu")
+    assert result.joint == {"slide_plane": 0} and list(model.joint_type.numpy()) == [sim.JOINT_D6]
+    np.testing.assert_array_equal(model.joint_dof_dim.numpy(), [[2, 1]])
+    # (u, v, axis) right-handed, u the coordinate axis least aligned with the axis (x before z)
+    np.testing.assert_allclose(model.joint_axis.numpy(), [[1, 0, 0], [0, 0, -1], [0, 1, 0]], atol=1e-12)
+    np.testing.assert_allclose(model.joint_damping.numpy(), [0.3] * 3, rtol=1e-6)
+    np.testing.assert_allclose(model.joint_effort_limit.numpy(), [30] * 3)
+    np.testing.assert_allclose(model.joint_limit_lower.numpy(), -JOINT_LIMIT_UNLIMITED, rtol=1e-6)
+    np.testing.assert_allclose(model.joint_X_p.numpy(), [[0, 0.5, 2, 0, 0, 0, 1]])
+
+
+def test_urdf_planar_joint_falls_freely_in_its_plane_and_never_leaves_it():
+    """Gravity lies in the plane: the centre of mass falls as a free body's, the spin stays constant, and the
+    body keeps its plane (y) and its orientation about the other axes."""
+    b = sim.ModelBuilder(up_axis="z")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sim.ImportWarning)
+        import_urdf(PLANAR_URDF.format(damping=0.0), b)
+    b.joint_q[:] = [0.1, -0.2, 0.4]      # along x, along -z [m], about y [rad]
+    b.joint_qd[:] = [0.5, -1.0, 2.0]
+    model = b.finalize("cpu")
+    start = model.state()
+    sim.eval_fk(model, model.joint_q, model.joint_qd, start)
+    com = model.body_com.numpy()[0]
+
+    def world_com(state):
+        q = state.body_q.numpy()[0]
+        return q[:3] + sim.builder._rotate(q[3:], com)
+
+    c0, v0, w0 = world_com(start), start.body_qd.numpy()[0, 3:], start.body_qd.numpy()[0, :3]
+    np.testing.assert_allclose(w0, [0, 2.0, 0], atol=1e-6)
+    dt, steps = 1e-3, 500
+    _, states = rollout(model, sim.SolverFeatherstone(model), steps, dt, state=start, every=100)
+    for k, s in enumerate(states):
+        t = k * 100 * dt
+        expected = c0 + v0 * t + 0.5 * np.array([0, 0, -9.81]) * t * t
+        np.testing.assert_allclose(world_com(s), expected, atol=3e-3)  # semi-implicit Euler: O(g t dt)
+        q = s.body_q.numpy()[0]
+        assert abs(world_com(s)[1] - 0.5) < 1e-6                      # in the plane y = 0.5
+        np.testing.assert_allclose(q[[3, 5]], 0.0, atol=1e-6)         # turned about y only
+        np.testing.assert_allclose(s.joint_q.numpy()[2], 0.4 + 2.0 * t, atol=1e-4)
+    assert c0[2] - world_com(states[-1])[2] > 0.9  # it fell
