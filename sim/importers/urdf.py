@@ -32,8 +32,8 @@ def import_urdf(source, builder, *, xform=None, floating: bool | None = None, ba
                 limit_ke: float = 1.0e4, limit_kd: float = 1.0e1, target_ke: float = 0.0, target_kd: float = 0.0,
                 joint_damping_mode: str = "passive", ignore_inertial_definitions: bool = False,
                 collapse_fixed_joints: bool = False, cylinder_as_capsule: bool = False) -> ImportResult:
-    """Add the robot of a URDF file to `builder`: one body per link, one joint per joint (planar: a D6 joint), and a joint holding
-    the root link to the world.
+    """Add the robot of a URDF file to `builder`: one body per link, one joint per joint (planar: a D6 joint),
+    and a joint holding the root link to the world.
 
     Args:
         source: a .urdf file, or URDF XML text (starting with "<").
