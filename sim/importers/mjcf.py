@@ -34,9 +34,10 @@ def import_mjcf(source, builder, *, xform=None, density: float | None = None, li
     Each MuJoCo body becomes a body with the compiled mass, centre of mass and inertia; a body with one joint
     gets that joint (hinge -> revolute, slide -> prismatic, ball, free), a body with several hinges and slides
     one D6 joint with an axis per joint in the file's order (named after them joined by "_"; ImportResult.dof
-    gives each one's index into joint_qd), a body with none is welded to its parent (a fixed joint). Joint ranges become penalty limits (`limit_ke`, `limit_kd`; MuJoCo's solref is
-    not translated), damping, armature and frictionloss go to the joint's axes, and position/velocity
-    actuators on a joint with gear 1 become its drive (target_ke = kp, target_kd = kv, effort_limit from
+    gives each one's index into joint_qd), a body with none is welded to its parent (a fixed joint). Joint
+    ranges become penalty limits (`limit_ke`, `limit_kd`; MuJoCo's solref is not translated), damping,
+    armature and frictionloss go to the joint's axes, and position/velocity actuators on a joint with gear 1
+    become its drive (target_ke = kp, target_kd = kv, effort_limit from
     forcerange). Initial coordinates: MuJoCo's qpos0 (the pose as written).
 
     Args:
