@@ -194,3 +194,187 @@ def test_urdf_planar_joint_falls_freely_in_its_plane_and_never_leaves_it():
         np.testing.assert_allclose(q[[3, 5]], 0.0, atol=1e-6)         # turned about y only
         np.testing.assert_allclose(s.joint_q.numpy()[2], 0.4 + 2.0 * t, atol=1e-4)
     assert c0[2] - world_com(states[-1])[2] > 0.9  # it fell
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# USD Physics: generic PhysicsJoint (D6), drives and limits in stage units
+
+CM, HALF_KG = 0.01, 0.5  # the stage's metersPerUnit and kilogramsPerUnit
+D6_POSE = (0.3, math.radians(20.0))  # [m], [rad]: the authored pose along transX and about rotZ
+
+
+def _about(axis, angle):
+    q = np.zeros(4)
+    q["xyz".index(axis)], q[3] = math.sin(angle / 2), math.cos(angle / 2)
+    return q
+
+
+def usd_stage(body_pose=(0.0, 0.0, 1.0), body_rot=(0.0, 0.0, 0.0, 1.0)):
+    """An in-memory z-up stage in centimetres and half kilograms with one rigid body `/World/body` (1 kg, in
+    SI) at `body_pose` [m]; returns (stage, body prim)."""
+    from pxr import Gf, Usd, UsdGeom, UsdPhysics
+    stage = Usd.Stage.CreateInMemory()
+    UsdGeom.SetStageUpAxis(stage, UsdGeom.Tokens.z)
+    UsdGeom.SetStageMetersPerUnit(stage, CM)
+    UsdPhysics.SetStageKilogramsPerUnit(stage, HALF_KG)
+    UsdGeom.Xform.Define(stage, "/World")
+    body = UsdGeom.Xform.Define(stage, "/World/body")
+    body.AddTranslateOp().Set(Gf.Vec3d(*(np.asarray(body_pose) / CM)))
+    x, y, z, w = (float(v) for v in body_rot)
+    body.AddOrientOp(UsdGeom.XformOp.PrecisionDouble).Set(Gf.Quatd(w, Gf.Vec3d(x, y, z)))
+    UsdPhysics.RigidBodyAPI.Apply(body.GetPrim())
+    mass = UsdPhysics.MassAPI.Apply(body.GetPrim())
+    mass.CreateMassAttr(1.0 / HALF_KG)
+    mass.CreateCenterOfMassAttr(Gf.Vec3f(0.0, 10.0, 0.0))  # 0.1 m along y
+    mass.CreateDiagonalInertiaAttr(Gf.Vec3f(0.01, 0.02, 0.03) / (HALF_KG * CM * CM))
+    return stage, body.GetPrim()
+
+
+def world_joint(stage, schema, path="/World/joint"):
+    """A joint of type `schema` from the world frame at (0, 0, 1) m to the body's origin."""
+    from pxr import Gf
+    joint = schema.Define(stage, path)
+    joint.CreateBody1Rel().SetTargets(["/World/body"])
+    joint.CreateLocalPos0Attr(Gf.Vec3f(0.0, 0.0, 1.0 / CM))
+    joint.CreateLocalPos1Attr(Gf.Vec3f(0.0))
+    return joint
+
+
+def limit(prim, token, low, high):
+    from pxr import UsdPhysics
+    api = UsdPhysics.LimitAPI.Apply(prim, token)
+    api.CreateLowAttr(low)
+    api.CreateHighAttr(high)
+
+
+def drive(prim, token, **values):
+    from pxr import UsdPhysics
+    api = UsdPhysics.DriveAPI.Apply(prim, token)
+    for name, value in values.items():
+        getattr(api, f"Create{name[0].upper()}{name[1:]}Attr")(value)
+
+
+def d6_stage():
+    """A generic joint with transX (limited, driven) and rotZ (limited, driven) free, the others locked; the
+    body at D6_POSE. Stage values: centimetres, degrees, half kilograms."""
+    from pxr import UsdPhysics
+    x, angle = D6_POSE
+    stage, _ = usd_stage(body_pose=(x, 0.0, 1.0), body_rot=_about("z", angle))
+    prim = world_joint(stage, UsdPhysics.Joint).GetPrim()
+    limit(prim, "transX", -50.0, 80.0)
+    for token in ("transY", "transZ", "rotX"):
+        limit(prim, token, 1.0, -1.0)
+    limit(prim, "rotY", math.inf, -math.inf)
+    limit(prim, "rotZ", -90.0, 45.0)
+    force = HALF_KG * CM  # N per stage force unit
+    drive(prim, "transX", stiffness=20.0 * CM / force, damping=3.0 * CM / force, targetPosition=10.0,
+          targetVelocity=5.0, maxForce=7.0 / force)
+    torque_per_degree = force * CM * 180.0 / math.pi  # N m / rad per stage torque unit per degree
+    drive(prim, "rotZ", stiffness=2.0 / torque_per_degree, damping=0.2 / torque_per_degree,
+          targetPosition=30.0, maxForce=1.5 / (force * CM))
+    return stage
+
+
+def d6_by_hand():
+    b = sim.ModelBuilder(up_axis="z")
+    body = b.add_body(mass=1.0, com=(0, 0.1, 0), inertia=np.diag([0.01, 0.02, 0.03]))
+    limits = dict(limit_ke=1.0e4, limit_kd=10.0)
+    x = JointDofConfig(axis=(1, 0, 0), limit_lower=-0.5, limit_upper=0.8, target_ke=20.0, target_kd=3.0,
+                       target_pos=0.1, target_vel=0.05, effort_limit=7.0, **limits)
+    z = JointDofConfig(axis=(0, 0, 1), limit_lower=-math.pi / 2, limit_upper=math.pi / 4, target_ke=2.0,
+                       target_kd=0.2, target_pos=math.radians(30.0), effort_limit=1.5, **limits)
+    b.add_joint_d6(-1, body, linear_axes=[x], angular_axes=[z], parent_xform=(0, 0, 1, 0, 0, 0, 1))
+    b.joint_q[:] = D6_POSE
+    return b.finalize("cpu")
+
+
+def test_usd_generic_joint_is_a_d6_joint_of_its_free_axes_with_limits_and_drives():
+    pytest.importorskip("pxr", reason="usd-core is not installed")
+    b = sim.ModelBuilder(up_axis="z")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every limit and drive was read
+        result = import_usd_physics(d6_stage(), b)
+    assert result.joint == {"/World/joint": 0}
+    np.testing.assert_allclose(b.joint_q, D6_POSE, atol=1e-6)  # from the authored pose
+    model, reference = b.finalize("cpu"), d6_by_hand()
+    assert list(model.joint_type.numpy()) == [sim.JOINT_D6]
+    joint_arrays_equal(model, reference, names=("joint_dof_dim", "joint_axis", "joint_X_p", "joint_X_c",
+                                                "joint_limit_lower", "joint_limit_upper", "joint_target_ke",
+                                                "joint_target_kd", "joint_target_pos", "joint_target_vel",
+                                                "joint_effort_limit", "body_mass", "body_com", "body_inertia"))
+    trajectories = []
+    for m in (model, reference):
+        _, states = rollout(m, sim.SolverFeatherstone(m), 300, 1e-3, every=50)
+        trajectories.append(np.array([s.joint_q.numpy() for s in states]))
+    assert np.ptp(trajectories[1], axis=0).min() > 0.01  # both axes moved
+    np.testing.assert_allclose(trajectories[0], trajectories[1], atol=1e-5)
+
+
+def test_usd_generic_joint_angles_of_a_rotated_pose_and_locked_and_distance_limits():
+    pytest.importorskip("pxr", reason="usd-core is not installed")
+    from pxr import UsdPhysics
+    angles = (0.3, -0.5, 1.1)
+    rot = sim.builder_joints._quat_mul(_about("x", angles[0]), sim.builder_joints._quat_mul(
+        _about("y", angles[1]), _about("z", angles[2])))  # intrinsic X, then Y, then Z
+    stage, _ = usd_stage(body_rot=rot)
+    prim = world_joint(stage, UsdPhysics.Joint).GetPrim()
+    for token in ("transX", "transY", "transZ"):
+        limit(prim, token, 1.0, -1.0)
+    limit(prim, "distance", 0.0, 10.0)
+    b = sim.ModelBuilder(up_axis="z")
+    with pytest.warns(sim.ImportWarning):
+        result = import_usd_physics(stage, b)
+    assert result.ignored == ["prim </World/joint>: applied schemas ['PhysicsLimitAPI:distance']; attributes "
+                              "['limit:distance:physics:high', 'limit:distance:physics:low']"]
+    assert b.joint_dof_dim == [(0, 3)]
+    np.testing.assert_allclose(b.joint_axis, np.eye(3))
+    np.testing.assert_allclose(b.joint_q, angles, atol=1e-6)
+    stage, _ = usd_stage()
+    prim = world_joint(stage, UsdPhysics.Joint).GetPrim()
+    for token in ("transX", "transY", "transZ", "rotX", "rotY", "rotZ"):
+        limit(prim, token, 1.0, -1.0)
+    b = sim.ModelBuilder(up_axis="z")
+    import_usd_physics(stage, b)
+    assert b.joint_type == [sim.JOINT_FIXED]  # every axis locked
+
+
+def test_d6_coordinates_recover_intrinsic_angles_of_any_orthonormal_axes():
+    from sim.importers.assembly import d6_coordinates
+    axes = [(1, 0, 0), (0, 0, 1), (0, 1, 0)]  # a left-handed order
+    angles = (0.4, -0.7, 1.2)
+    rot = np.array([0.0, 0.0, 0.0, 1.0])
+    for a, angle in zip(axes, angles):
+        rot = sim.builder_joints._quat_mul(rot, np.concatenate([np.sin(angle / 2) * np.asarray(a, float),
+                                                                [np.cos(angle / 2)]]))
+    rel = np.concatenate([[0.2, -0.1, 0.3], rot])
+    q = d6_coordinates([(0, 1, 0), (1, 1, 0)], axes, rel)  # in the plane z = 0: the z offset is left out
+    np.testing.assert_allclose(q, [-0.3, 0.2 * math.sqrt(2), *angles], atol=1e-9)  # along the unit axes
+    with pytest.raises(ValueError, match="non-orthogonal angular axes"):
+        d6_coordinates([], [(1, 0, 0), (1, 1, 0)], rel)
+
+
+def test_usd_prismatic_and_revolute_drives_and_limits_in_stage_units():
+    pytest.importorskip("pxr", reason="usd-core is not installed")
+    from pxr import UsdPhysics
+    force = HALF_KG * CM  # N per stage force unit
+    for schema, instance, si in ((UsdPhysics.PrismaticJoint, "linear", CM),
+                                 (UsdPhysics.RevoluteJoint, "angular", math.pi / 180.0)):
+        stage, _ = usd_stage()
+        joint = world_joint(stage, schema)
+        joint.CreateAxisAttr("Y")
+        joint.CreateLowerLimitAttr(-30.0)
+        joint.CreateUpperLimitAttr(60.0)
+        effort = force * (CM if instance == "angular" else 1.0)  # N or N m per stage unit
+        drive(joint.GetPrim(), instance, stiffness=8.0, damping=0.5, targetPosition=12.0, targetVelocity=-4.0,
+              maxForce=100.0, type="force")
+        b = sim.ModelBuilder(up_axis="z")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            import_usd_physics(stage, b)
+        (config,) = b.joint_dof_config
+        assert config.axis == (0.0, 1.0, 0.0)
+        expected = dict(limit_lower=-30.0 * si, limit_upper=60.0 * si, target_ke=8.0 * effort / si,
+                        target_kd=0.5 * effort / si, target_pos=12.0 * si, target_vel=-4.0 * si,
+                        effort_limit=100.0 * effort)
+        for name, value in expected.items():
+            assert getattr(config, name) == pytest.approx(value, rel=1e-6), (instance, name)
