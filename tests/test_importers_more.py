@@ -378,3 +378,112 @@ def test_usd_prismatic_and_revolute_drives_and_limits_in_stage_units():
                         effort_limit=100.0 * effort)
         for name, value in expected.items():
             assert getattr(config, name) == pytest.approx(value, rel=1e-6), (instance, name)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# URDF visual meshes in the USD output of a scene
+
+# a unit cube's 8 corners and 6 quads
+CUBE_OBJ = "\n".join(["# unit cube"] + [f"v {x} {y} {z}" for x in (0, 1) for y in (0, 1) for z in (0, 1)] +
+                     ["f 1 2 4 3", "f 5 7 8 6", "f 1 5 6 2", "f 3 4 8 7", "f 1 3 7 5", "f 2 6 8 4"]) + "\n"
+
+SWING_URDF = """<robot name="swing">
+  <link name="world"/>
+  <joint name="hinge" type="continuous">
+    <parent link="world"/><child link="rod"/>
+    <origin xyz="0 0 2"/><axis xyz="0 1 0"/>
+  </joint>
+  <link name="rod">
+    <inertial><origin xyz="0.5 0 0"/><mass value="1"/><inertia ixx="1e-3" iyy="1e-3" izz="1e-3"/></inertial>
+    <visual>
+      <origin xyz="0.5 0 0" rpy="0 0 1.5707963267948966"/>
+      <geometry>
+        <mesh filename="{mesh}" scale="0.2 0.1 0.05"/>
+      </geometry>
+    </visual>
+    <visual><geometry><box size="0.1 0.1 0.1"/></geometry></visual>
+  </link>
+</robot>
+"""
+
+SWING_SCENE = """sim: {fps: 30, frames: 6, up_axis: z}
+robot: {urdf: swing.urdf}
+"""
+
+
+def swing_files(tmp_path, mesh="meshes/cube.obj"):
+    (tmp_path / "meshes").mkdir(exist_ok=True)
+    (tmp_path / "meshes" / "cube.obj").write_text(CUBE_OBJ)
+    (tmp_path / "swing.urdf").write_text(SWING_URDF.replace("{mesh}", mesh))
+    scene = tmp_path / "swing.yaml"
+    scene.write_text(SWING_SCENE)
+    return scene
+
+
+def test_urdf_visual_mesh_is_written_under_its_moving_link(tmp_path, capsys):
+    from pxr import Gf, Usd, UsdGeom
+    from sim.cli import main
+    scene, out = swing_files(tmp_path), tmp_path / "swing.usda"
+    assert main(["run", str(scene), "--out", str(out), "--quiet"]) == 0
+    stage = Usd.Stage.Open(str(out))
+    link = stage.GetPrimAtPath("/World/rod")
+    mesh = UsdGeom.Mesh(stage.GetPrimAtPath("/World/rod/visual_0"))
+    assert link.IsA(UsdGeom.Xform) and mesh, [c.GetPath() for c in link.GetChildren()]
+    assert len(mesh.GetPointsAttr().Get()) == 8 and list(mesh.GetFaceVertexCountsAttr().Get()) == [3] * 12
+    translate = link.GetAttribute("xformOp:translate")
+    assert len(translate.GetTimeSamples()) == 7
+    # the cube's far corner (1, 1, 1): scaled, turned 90 degrees about z, 0.5 m along the rod, rod at the hinge
+    cache = UsdGeom.XformCache(Usd.TimeCode(0.0))
+    corner = cache.GetLocalToWorldTransform(mesh.GetPrim()).Transform(Gf.Vec3d(1, 1, 1))
+    np.testing.assert_allclose(corner, [0.5 - 0.1, 0.2, 2 + 0.05], atol=1e-5)
+    moved = []
+    for time in (0.0, 6.0):  # the mesh follows its link
+        cache = UsdGeom.XformCache(Usd.TimeCode(time))
+        to_link = cache.GetLocalToWorldTransform(link).GetInverse()
+        local = to_link.Transform(cache.GetLocalToWorldTransform(mesh.GetPrim()).Transform(Gf.Vec3d(1, 1, 1)))
+        np.testing.assert_allclose(local, [0.4, 0.2, 0.05], atol=1e-5)
+        moved.append(np.array(cache.GetLocalToWorldTransform(mesh.GetPrim()).Transform(Gf.Vec3d(1, 1, 1))))
+    assert np.linalg.norm(moved[1] - moved[0]) > 0.05  # the rod swung
+
+
+@pytest.mark.parametrize("mesh, reason", [
+    ("meshes/cube.stl", "cannot be read: {dir}/meshes/cube.stl: unsupported mesh format '.stl'; supported: .obj"),
+    ("meshes/nothing.obj", "no file at {dir}/meshes/nothing.obj"),
+    ("package://swing_description/meshes/nothing.obj", "not found (looked for it next to {dir} and in the folders "
+                                                       "above it)"),
+])
+def test_unreadable_visual_mesh_is_refused_naming_the_urdf_line(tmp_path, capsys, mesh, reason):
+    from sim.cli import main
+    scene = swing_files(tmp_path, mesh)
+    (tmp_path / "meshes" / "cube.stl").write_bytes(b"\0" * 84)
+    assert main(["run", str(scene), "--out", str(tmp_path / "never.usda"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    expected = (f"error: {scene}:2: robot.urdf: cannot read the robot's visual meshes: {tmp_path}/swing.urdf:12: "
+                f"link 'rod': visual mesh '{mesh}': " + reason.format(dir=tmp_path))
+    assert err.startswith(expected), err
+    assert not (tmp_path / "never.usda").exists()
+
+
+def test_visual_mesh_paths_resolve_ros_packages_and_follow_collapsed_links(tmp_path):
+    from sim.importers.visual_meshes import load_visual_meshes, resolve_mesh_path
+    package = tmp_path / "ws" / "swing_description"
+    (package / "meshes").mkdir(parents=True)
+    (package / "meshes" / "cube.obj").write_text(CUBE_OBJ)
+    (package / "urdf").mkdir()
+    base = str(package / "urdf")
+    target = str(package / "meshes" / "cube.obj")
+    assert resolve_mesh_path("package://swing_description/meshes/cube.obj", base) == target
+    assert resolve_mesh_path("file://../meshes/cube.obj", base) == target
+    assert resolve_mesh_path(target, "/elsewhere") == target
+    urdf = package / "urdf" / "two.urdf"
+    urdf.write_text("""<robot name="two">
+  <link name="a"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1"/></inertial></link>
+  <joint name="weld" type="fixed"><parent link="a"/><child link="b"/><origin xyz="0 0 1" rpy="0 0 0.5"/></joint>
+  <link name="b"><visual><origin xyz="1 0 0"/>
+    <geometry><mesh filename="package://swing_description/meshes/cube.obj"/></geometry></visual></link>
+</robot>""")
+    result = import_urdf(str(urdf), sim.ModelBuilder(up_axis="z"), collapse_fixed_joints=True)
+    (mesh,) = load_visual_meshes(result)
+    assert mesh.link == "a" and mesh.filename == target and mesh.points.shape == (8, 3)
+    np.testing.assert_allclose(mesh.xform[:3], [math.cos(0.5), math.sin(0.5), 1.0], atol=1e-12)
+    np.testing.assert_allclose(mesh.xform[3:], [0, 0, math.sin(0.25), math.cos(0.25)], atol=1e-12)

@@ -56,7 +56,9 @@ class ShapeSpec:
 @dataclass
 class VisualSpec:
     """Visual geometry, kept for USD output: kind "box"/"sphere"/"cylinder"/"capsule"/"mesh", `size` in metres
-    (as the file states it, scaled), `filename` and `scale` for meshes, pose `xform` in the link frame."""
+    (as the file states it, scaled), `filename` (URDF: as written; USD: the prim path) and `scale` for meshes,
+    pose `xform` in the frame of `link` (after collapse_fixed_joints: the link it was merged into), `line` of
+    the element in the file (URDF)."""
 
     link: str
     kind: str
@@ -64,6 +66,7 @@ class VisualSpec:
     size: tuple = ()
     filename: str | None = None
     scale: tuple = (1.0, 1.0, 1.0)
+    line: int | None = None
 
 
 @dataclass
@@ -254,11 +257,13 @@ def _shape_scale(shape: ShapeSpec):
     return (shape.size[0], shape.size[1], 0.0)
 
 
-def collapse_fixed_joints(links: dict, joints: list, density: float) -> dict:
+def collapse_fixed_joints(links: dict, joints: list, density: float, frames: dict | None = None) -> dict:
     """Merge each link attached by a fixed joint to another link into that link (mass properties combined,
-    shapes and child joints moved); returns merged link name -> the link it went into. Fixed joints to the
-    world stay. Edits `links` and `joints` in place."""
+    shapes and child joints moved); returns merged link name -> the link it went into, and fills `frames` (when
+    given) with merged link name -> its frame in that link's frame. Fixed joints to the world stay. Edits
+    `links` and `joints` in place."""
     merged = {}
+    frames = {} if frames is None else frames
     for j in [j for j in joints if j.kind == "fixed" and j.parent is not None]:
         parent = merged.get(j.parent, j.parent)
         child = links.pop(j.child)
@@ -279,8 +284,9 @@ def collapse_fixed_joints(links: dict, joints: list, density: float) -> dict:
         for k in joints:
             if k.parent == j.child:
                 k.parent, k.parent_xform = parent, _compose(x_pc, k.parent_xform)
-        merged.update({name: parent for name, into in merged.items() if into == j.child})
-        merged[j.child] = parent
+        for name in [name for name, into in merged.items() if into == j.child]:
+            merged[name], frames[name] = parent, _compose(x_pc, frames[name])
+        merged[j.child], frames[j.child] = parent, x_pc
         joints.remove(j)
     return merged
 
@@ -342,10 +348,12 @@ def add_to_builder(builder, links: dict, joints: list, result: ImportResult, err
     joint (`floating` False), a free joint (True) or `base_joint` (a dict: "joint_type" (sim.JOINT_*) and the
     keywords of ModelBuilder.add_joint). `root_pose` places the whole robot in the world."""
     roots = check_tree(links, joints, error)
+    merged, frames = {}, {}
     if collapse_fixed:
-        merged = collapse_fixed_joints(links, joints, density)
-    else:
-        merged = {}
+        merged = collapse_fixed_joints(links, joints, density, frames)
+        for v in result.visuals:
+            if v.link in merged:
+                v.link, v.xform = merged[v.link], _compose(frames[v.link], v.xform)
     poses = _world_poses(links, joints, roots, root_pose, error)
     by_child = {j.child: j for j in joints}
     for name in _tree_order(links, joints, roots, error):

@@ -261,8 +261,8 @@ class _Parser:
         if kind == "mesh":
             scale = self.floats(shape, "scale", 3, where, (1, 1, 1))
             return [VisualSpec(link_name, kind, pose, filename=shape.get("filename"),
-                               scale=tuple(v * self.scale for v in scale))]
-        return [VisualSpec(link_name, kind, pose, size=size)]
+                               scale=tuple(v * self.scale for v in scale), line=self.lines.get(shape))]
+        return [VisualSpec(link_name, kind, pose, size=size, line=self.lines.get(shape))]
 
     def collision(self, el, where):
         kind, size, pose, shape = self.geometry(el, where)
