@@ -34,6 +34,7 @@ SHAPE_PARAMETERS = {
     "box": ("half_extents",),
     "capsule": ("radius", "half_height"),
     "plane": ("width", "length"),
+    "mesh": ("points", "faces", "scale"),
 }
 
 _UP_AXES = {"y": UsdGeom.Tokens.y, "z": UsdGeom.Tokens.z}
@@ -210,6 +211,9 @@ class UsdWriter:
                 plane: `width`, `length`: half extents along local x and z, 0 (the default) meaning infinite;
                     normal local +y; written as a Plane with axis "Y" of size 2 * width by 2 * length, or
                     `infinite_plane_size` along an infinite direction.
+                mesh: `points` (n, 3) and `faces` (m, k) vertex indices, k >= 3, as add_mesh takes them, and
+                    `scale` (3,) (default (1, 1, 1)) applied to the points in the mesh frame (a scale op);
+                    written once as a Mesh (a visual: it moves with its body, nothing is time-sampled).
 
         Returns:
             The prim path.
@@ -381,6 +385,13 @@ class UsdWriter:
             gprim.CreateAxisAttr(UsdGeom.Tokens.y)
             gprim.CreateRadiusAttr(shape["radius"])
             gprim.CreateHeightAttr(2.0 * shape["half_height"])
+        elif kind == "mesh":
+            gprim = UsdGeom.Mesh.Define(self._stage, prim_path)
+            faces = shape["faces"]
+            gprim.CreateFaceVertexCountsAttr(Vt.IntArray.FromNumpy(np.full(len(faces), faces.shape[1], np.int32)))
+            gprim.CreateFaceVertexIndicesAttr(Vt.IntArray.FromNumpy(np.ascontiguousarray(faces.ravel())))
+            gprim.CreatePointsAttr(Vt.Vec3fArray.FromNumpy(np.ascontiguousarray(shape["points"], np.float32)))
+            gprim.CreateSubdivisionSchemeAttr(UsdGeom.Tokens.none)  # the polygons as modelled, not smoothed
         else:
             gprim = UsdGeom.Plane.Define(self._stage, prim_path)
             gprim.CreateAxisAttr(UsdGeom.Tokens.y)
@@ -389,8 +400,8 @@ class UsdWriter:
             gprim.CreateDoubleSidedAttr(True)
         gprim.AddTranslateOp().Set(shape["pos"])
         gprim.AddOrientOp(UsdGeom.XformOp.PrecisionFloat).Set(shape["rot"])
-        if kind == "box":
-            gprim.AddScaleOp().Set(Gf.Vec3f(*shape["half_extents"]))
+        if kind in ("box", "mesh"):
+            gprim.AddScaleOp().Set(Gf.Vec3f(*shape["half_extents" if kind == "box" else "scale"]))
         _set_color(gprim, shape["color"])
         gprim.CreateExtentAttr(UsdGeom.Boundable.ComputeExtentFromPlugins(gprim, Usd.TimeCode.Default()))
         return str(gprim.GetPath())
@@ -528,7 +539,13 @@ def _checked_shape(spec, what: str) -> dict:
     shape = {"kind": kind, "name": spec.get("name"), "pos": _vec3d(spec.get("pos", (0.0, 0.0, 0.0)), f"{what} pos"),
              "rot": _quatf(spec.get("rot", (0.0, 0.0, 0.0, 1.0)), f"{what} rot"),
              "color": _color(spec.get("color"), what)}
-    if kind == "sphere":
+    if kind == "mesh":
+        if "points" not in spec or "faces" not in spec:
+            raise ValueError(f"{what}: missing parameter {'points' if 'points' not in spec else 'faces'!r}")
+        shape["points"] = _as_points(spec["points"], f"{what} points")
+        shape["faces"] = _as_faces(spec["faces"], len(shape["points"]), f"{what} faces")
+        shape["scale"] = _size(spec, "scale", what, shape=(3,), positive=True, default=(1.0, 1.0, 1.0))
+    elif kind == "sphere":
         shape["radius"] = _size(spec, "radius", what, positive=True)
     elif kind == "box":
         shape["half_extents"] = _size(spec, "half_extents", what, shape=(3,), positive=True)

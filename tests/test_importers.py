@@ -119,9 +119,6 @@ def test_urdf_errors_name_the_file_line_and_element(tmp_path):
         ('<link name="a"/><link name="b"/>\n<joint name="j" type="screw"><parent link="a"/><child link="b"/></joint>',
          "{path}:3: joint 'j': unknown joint type 'screw'; expected one of revolute, continuous, prismatic, fixed, "
          "floating, planar"),
-        ('<link name="a"/><link name="b"/>\n<joint name="p" type="planar"><parent link="a"/><child link="b"/></joint>',
-         "{path}:3: joint 'p': planar joints are not supported (use a D6 joint built with "
-         "ModelBuilder.add_joint_d6)"),
         ('<link name="a">\n<collision><geometry>\n<mesh filename="meshes/a.stl"/></geometry></collision></link>',
          "{path}:4: link 'a': mesh collision geometry 'meshes/a.stl' is not supported (collision shapes: box, "
          "sphere, capsule); replace it by primitives"),

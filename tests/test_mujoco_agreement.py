@@ -337,7 +337,7 @@ def test_import_mjcf_refuses_with_the_element_named(tmp_path):
     with pytest.raises(sim.ImporterError, match="<string>: geom 'can' of body 'link2': cylinder collision"):
         sim.import_mjcf(cylinder, sim.ModelBuilder(up_axis="z"))
     two_joints = ARM.replace('<joint name="slide"', '<joint name="twist" type="hinge"/><joint name="slide"')
-    with pytest.raises(sim.ImporterError, match=r"body 'link2': 2 joints \['twist', 'slide'\] on one body"):
+    with pytest.raises(sim.ImporterError, match=r"joint 'slide' of body 'link2': a slide after the hinge 'twist'"):
         sim.import_mjcf(two_joints, sim.ModelBuilder(up_axis="z"))
     path = tmp_path / "bad.xml"
     path.write_text(ARM.replace('<joint name="wrist" type="ball"', '<joint name="wrist" type="screw"'))

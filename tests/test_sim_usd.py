@@ -55,7 +55,8 @@ def _write_everything(path, *, frames=(0, 1, 2), fps=24.0, up_axis="y", float_ty
     assert w.add_collider("ground", kind="plane") == "/World/ground"
     assert w.add_collider("ground", kind="plane", width=2.0, length=3.0, pos=(0, -1, 0)) == "/World/ground_1"
     shapes = [dict(kind="box", pos=(0.5, 0, 0), rot=ROT, half_extents=(0.1, 0.2, 0.3)),
-              dict(kind="sphere", radius=0.2, name="head")]
+              dict(kind="sphere", radius=0.2, name="head"),
+              dict(kind="mesh", name="hull", pos=(0, 0, 1), points=_grid(2)[0], faces=_grid(2)[1], scale=(2, 1, 3))]
     assert w.add_body("body", shapes) == "/World/body"
     cloth, dots, poses = {}, {}, {}
     for frame in frames:
@@ -158,6 +159,9 @@ def test_body_time_samples_and_shapes(tmp_path):
     assert ops[0].GetTimeSamples() == [0.0, 1.0, 2.0] and ops[1].GetTimeSamples() == [0.0, 1.0, 2.0]
     box = stage.GetPrimAtPath("/World/body/shape_0")
     assert box.IsA(UsdGeom.Cube) and stage.GetPrimAtPath("/World/body/head").IsA(UsdGeom.Sphere)
+    hull = UsdGeom.Mesh(stage.GetPrimAtPath("/World/body/hull"))
+    assert len(hull.GetPointsAttr().Get()) == 4 and list(hull.GetFaceVertexCountsAttr().Get()) == [3, 3]
+    assert hull.GetPointsAttr().GetNumTimeSamples() == 0
     half = np.array([0.1, 0.2, 0.3])
     for frame, (pos, quat) in poses.items():
         time = Usd.TimeCode(frame)
@@ -168,6 +172,9 @@ def test_body_time_samples_and_shapes(tmp_path):
         # body pose composed with the shape's local pose
         corner = pos + _rotation(quat) @ (np.array([0.5, 0, 0]) + _rotation(ROT) @ half)
         np.testing.assert_allclose(_world(box, (1, 1, 1), time), corner, atol=1e-5)
+        # a mesh's points scaled in its own frame, then placed on the body
+        np.testing.assert_allclose(_world(hull.GetPrim(), (1, 1, 1), time),
+                                   pos + _rotation(quat) @ np.array([2.0, 1.0, 4.0]), atol=1e-5)
 
 
 @pytest.mark.parametrize("name", ["sim.usd", "sim.usda"])
@@ -317,6 +324,10 @@ def test_add_errors_leave_no_prim(tmp_path):
         w.add_collider("c", kind="sphere")
     with pytest.raises(ValueError, match="radius must be a positive number"):
         w.add_body("b", [dict(kind="capsule", radius=-1.0, half_height=1.0)])
+    with pytest.raises(ValueError, match=r"body 'b' shape 0 \(mesh\) faces: indices must lie in \[0, 4\)"):
+        w.add_body("b", [dict(kind="mesh", points=points, faces=faces + 1)])
+    with pytest.raises(ValueError, match=r"\(mesh\): missing parameter 'faces'"):
+        w.add_body("b", [dict(kind="mesh", points=points)])
     with pytest.raises(ValueError, match="radii must be"):
         w.add_points("p", points, [0.1, 0.2])
     w.add_points("p", points, 0.1)

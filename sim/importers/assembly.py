@@ -14,7 +14,7 @@ import numpy as np
 
 from ..builder import _combine_shapes, _rotate
 from ..builder_joints import _compose, _inverse, _transform
-from ..joints import JOINT_D6, JOINT_LIMIT_UNLIMITED
+from ..joints import JOINT_D6, JOINT_LIMIT_UNLIMITED, JointDofConfig
 from ..model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE
 
 IDENTITY = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])
@@ -56,7 +56,9 @@ class ShapeSpec:
 @dataclass
 class VisualSpec:
     """Visual geometry, kept for USD output: kind "box"/"sphere"/"cylinder"/"capsule"/"mesh", `size` in metres
-    (as the file states it, scaled), `filename` and `scale` for meshes, pose `xform` in the link frame."""
+    (as the file states it, scaled), `filename` (URDF: as written; USD: the prim path) and `scale` for meshes,
+    pose `xform` in the frame of `link` (after collapse_fixed_joints: the link it was merged into), `line` of
+    the element in the file (URDF)."""
 
     link: str
     kind: str
@@ -64,6 +66,7 @@ class VisualSpec:
     size: tuple = ()
     filename: str | None = None
     scale: tuple = (1.0, 1.0, 1.0)
+    line: int | None = None
 
 
 @dataclass
@@ -85,9 +88,11 @@ class LinkSpec:
 
 @dataclass
 class JointSpec:
-    """A joint: kind "revolute", "prismatic", "ball", "fixed" or "free"; parent link name (None: the world,
-    then parent_xform is in world), child link name; the anchor frames on both; the axis (joint frame) and the
-    JointDofConfig keywords of its axis (`dof`); `where` locates it for error messages ("joint 'elbow'")."""
+    """A joint: kind "revolute", "prismatic", "ball", "fixed", "free" or "d6"; parent link name (None: the
+    world, then parent_xform is in world), child link name; the anchor frames on both; the axis (joint frame)
+    and the JointDofConfig keywords of its axis (`dof`); a D6 joint has instead `linear_axes` and
+    `angular_axes`, each a list of JointDofConfig keyword dicts with their "axis"; `where` locates it for error
+    messages ("joint 'elbow'")."""
 
     name: str
     kind: str
@@ -97,6 +102,8 @@ class JointSpec:
     child_xform: np.ndarray = field(default_factory=lambda: IDENTITY.copy())
     axis: tuple = (1.0, 0.0, 0.0)
     dof: dict = field(default_factory=dict)
+    linear_axes: list = field(default_factory=list)
+    angular_axes: list = field(default_factory=list)
     line: int | None = None
     where: str = ""
 
@@ -114,6 +121,8 @@ class ImportResult:
         visuals: visual geometry (VisualSpec), not simulated; kept for USD output.
         velocity_limit: joint name -> velocity limit [m/s or rad/s] from the file (SolverFeatherstone does not
             enforce velocity limits).
+        dof: for joints of the file that became axes of one D6 joint (an MJCF body with several joints, the
+            D6 joint named after them joined by "_"): joint name -> its index into joint_qd.
         ignored: one line per part of the file that was not imported (also issued as one ImportWarning).
     """
 
@@ -122,6 +131,7 @@ class ImportResult:
     joint: dict = field(default_factory=dict)
     visuals: list = field(default_factory=list)
     velocity_limit: dict = field(default_factory=dict)
+    dof: dict = field(default_factory=dict)
     ignored: list = field(default_factory=list)
 
 
@@ -247,11 +257,13 @@ def _shape_scale(shape: ShapeSpec):
     return (shape.size[0], shape.size[1], 0.0)
 
 
-def collapse_fixed_joints(links: dict, joints: list, density: float) -> dict:
+def collapse_fixed_joints(links: dict, joints: list, density: float, frames: dict | None = None) -> dict:
     """Merge each link attached by a fixed joint to another link into that link (mass properties combined,
-    shapes and child joints moved); returns merged link name -> the link it went into. Fixed joints to the
-    world stay. Edits `links` and `joints` in place."""
+    shapes and child joints moved); returns merged link name -> the link it went into, and fills `frames` (when
+    given) with merged link name -> its frame in that link's frame. Fixed joints to the world stay. Edits
+    `links` and `joints` in place."""
     merged = {}
+    frames = {} if frames is None else frames
     for j in [j for j in joints if j.kind == "fixed" and j.parent is not None]:
         parent = merged.get(j.parent, j.parent)
         child = links.pop(j.child)
@@ -272,25 +284,60 @@ def collapse_fixed_joints(links: dict, joints: list, density: float) -> dict:
         for k in joints:
             if k.parent == j.child:
                 k.parent, k.parent_xform = parent, _compose(x_pc, k.parent_xform)
-        merged.update({name: parent for name, into in merged.items() if into == j.child})
-        merged[j.child] = parent
+        for name in [name for name, into in merged.items() if into == j.child]:
+            merged[name], frames[name] = parent, _compose(x_pc, frames[name])
+        merged[j.child], frames[j.child] = parent, x_pc
         joints.remove(j)
     return merged
 
 
-def joint_coordinates(kind: str, axis, x_wp: np.ndarray, x_wc: np.ndarray) -> list:
+def joint_coordinates(joint: JointSpec, x_wp: np.ndarray, x_wc: np.ndarray) -> list:
     """Coordinates of a joint whose parent anchor is at world pose x_wp and child anchor at x_wc."""
     rel = _compose(_inverse(x_wp), x_wc)
     if rel[6] < 0:  # the quaternion with w >= 0, so that angles come out in [-pi, pi]
         rel[3:] = -rel[3:]
-    axis = np.asarray(axis, dtype=np.float64) / np.linalg.norm(axis)
+    kind = joint.kind
     if kind == "revolute":
-        return [2.0 * math.atan2(float(rel[3:6] @ axis), rel[6])]
+        return [_angle_about(rel[3:], joint.axis)]
     if kind == "prismatic":
-        return [float(rel[:3] @ axis)]
+        axis = np.asarray(joint.axis, dtype=np.float64)
+        return [float(rel[:3] @ axis / np.linalg.norm(axis))]
     if kind == "ball":
         return list(rel[3:])
+    if kind == "d6":
+        return d6_coordinates([a["axis"] for a in joint.linear_axes], [a["axis"] for a in joint.angular_axes],
+                              rel)
     return []
+
+
+def _angle_about(q, axis) -> float:
+    """The angle [rad] of quaternion q (w >= 0) about `axis` (its rotation's component along it)."""
+    axis = np.asarray(axis, dtype=np.float64) / np.linalg.norm(axis)
+    return 2.0 * math.atan2(float(np.asarray(q[:3]) @ axis), q[3])
+
+
+def d6_coordinates(linear_axes, angular_axes, rel) -> list:
+    """Coordinates of a D6 joint (ModelBuilder.add_joint_d6) whose child anchor sits at `rel` (a transform) in
+    its parent anchor frame: displacements along the linear axes (least squares), then the intrinsic angles
+    about the angular axes. Several angular axes must be orthogonal unless `rel` has no rotation."""
+    q = []
+    if linear_axes:
+        a = np.stack([np.asarray(x, np.float64) / np.linalg.norm(x) for x in linear_axes], axis=1)
+        q += [float(v) for v in np.linalg.lstsq(a, rel[:3], rcond=None)[0]]
+    axes = [np.asarray(x, np.float64) / np.linalg.norm(x) for x in angular_axes]
+    quat = rel[3:] if rel[6] >= 0 else -rel[3:]
+    if len(axes) <= 1 or np.linalg.norm(quat[:3]) < 1e-12:
+        return q + [_angle_about(quat, x) for x in axes]
+    if any(abs(axes[i] @ axes[k]) > 1e-6 for i in range(len(axes)) for k in range(i)):
+        raise ValueError("the angles of a D6 joint with non-orthogonal angular axes at a rotated pose are not "
+                         "recovered; pose the bodies at zero angles")
+    third = np.cross(axes[0], axes[1])
+    sign = 1.0 if len(axes) < 3 or axes[2] @ third > 0 else -1.0
+    basis = np.stack([axes[0], axes[1], third], axis=1)
+    m = basis.T @ matrix_from_quat(quat) @ basis  # = Rx(q1) Ry(q2) Rz(q3) in the axes' own basis
+    angles = [math.atan2(-m[1, 2], m[2, 2]), math.atan2(m[0, 2], math.hypot(m[1, 2], m[2, 2])),
+              sign * math.atan2(-m[0, 1], m[0, 0])]
+    return q + angles[:len(axes)]
 
 
 def add_to_builder(builder, links: dict, joints: list, result: ImportResult, error, *, root_pose,
@@ -301,10 +348,12 @@ def add_to_builder(builder, links: dict, joints: list, result: ImportResult, err
     joint (`floating` False), a free joint (True) or `base_joint` (a dict: "joint_type" (sim.JOINT_*) and the
     keywords of ModelBuilder.add_joint). `root_pose` places the whole robot in the world."""
     roots = check_tree(links, joints, error)
+    merged, frames = {}, {}
     if collapse_fixed:
-        merged = collapse_fixed_joints(links, joints, density)
-    else:
-        merged = {}
+        merged = collapse_fixed_joints(links, joints, density, frames)
+        for v in result.visuals:
+            if v.link in merged:
+                v.link, v.xform = merged[v.link], _compose(frames[v.link], v.xform)
     poses = _world_poses(links, joints, roots, root_pose, error)
     by_child = {j.child: j for j in joints}
     for name in _tree_order(links, joints, roots, error):
@@ -331,7 +380,7 @@ def add_to_builder(builder, links: dict, joints: list, result: ImportResult, err
                                                   armature)
         except ValueError as e:
             raise error(joint.line, joint.where, str(e)) from None
-        q = joint_coordinates(joint.kind, joint.axis, x_wp, _compose(poses[name], joint.child_xform))
+        q = joint_coordinates(joint, x_wp, _compose(poses[name], joint.child_xform))
         start = builder.joint_q_start[result.joint[joint.name]]
         if joint.kind != "free":
             builder.joint_q[start:start + len(q)] = q
@@ -370,6 +419,10 @@ def _add_joint(builder, joint: JointSpec, parent: int, child: int, x_wp, armatur
         return builder.add_joint_ball(parent, child, armature=armature, **frames)
     if joint.kind == "fixed":
         return builder.add_joint_fixed(parent, child, **frames)
+    if joint.kind == "d6":
+        linear, angular = ([JointDofConfig(**{"armature": armature, **a}) for a in axes]
+                           for axes in (joint.linear_axes, joint.angular_axes))
+        return builder.add_joint_d6(parent, child, linear_axes=linear, angular_axes=angular, **frames)
     return builder.add_joint_free(child, parent=parent, **frames)
 
 

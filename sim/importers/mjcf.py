@@ -32,10 +32,12 @@ def import_mjcf(source, builder, *, xform=None, density: float | None = None, li
     """Add the bodies, joints and shapes of an MJCF model to `builder`, through `mujoco.MjModel`.
 
     Each MuJoCo body becomes a body with the compiled mass, centre of mass and inertia; a body with one joint
-    gets that joint (hinge -> revolute, slide -> prismatic, ball, free), a body with none is welded to its
-    parent (a fixed joint). Joint ranges become penalty limits (`limit_ke`, `limit_kd`; MuJoCo's solref is
-    not translated), damping, armature and frictionloss go to the joint's axes, and position/velocity
-    actuators on a joint with gear 1 become its drive (target_ke = kp, target_kd = kv, effort_limit from
+    gets that joint (hinge -> revolute, slide -> prismatic, ball, free), a body with several hinges and slides
+    one D6 joint with an axis per joint in the file's order (named after them joined by "_"; ImportResult.dof
+    gives each one's index into joint_qd), a body with none is welded to its parent (a fixed joint). Joint
+    ranges become penalty limits (`limit_ke`, `limit_kd`; MuJoCo's solref is not translated), damping,
+    armature and frictionloss go to the joint's axes, and position/velocity actuators on a joint with gear 1
+    become its drive (target_ke = kp, target_kd = kv, effort_limit from
     forcerange). Initial coordinates: MuJoCo's qpos0 (the pose as written).
 
     Args:
@@ -52,9 +54,10 @@ def import_mjcf(source, builder, *, xform=None, density: float | None = None, li
     Raises:
         ImportError: the `mujoco` package is not installed (pip install mujoco, or the `mjcf` extra).
         FileNotFoundError: no file at `source`.
-        ImporterError: what MuJoCo's compiler refuses (with the line it names), bodies with more than one
-            joint, collision geoms other than sphere, box, capsule (and static planes), a free joint below
-            another body, a joint whose reference position `ref` is not zero.
+        ImporterError: what MuJoCo's compiler refuses (with the line it names), several joints on one body
+            that a D6 joint cannot express (a ball among them, a slide after a hinge, hinges at different
+            positions, more than 3 slides or hinges), collision geoms other than sphere, box, capsule (and
+            static planes), a free joint below another body, a joint whose reference position `ref` is not zero.
     """
     mujoco = _mujoco()
     path, model = _compile(mujoco, source)
@@ -68,6 +71,9 @@ def import_mjcf(source, builder, *, xform=None, density: float | None = None, li
     root_pose = placement(xform, "z", builder)
     add_to_builder(builder, links, joints, result, error, root_pose=root_pose, floating=False, base_joint=None,
                    collapse_fixed=False, density=density)
+    for name, axes in reader.d6_axes.items():
+        start = builder.joint_qd_start[result.joint[name]]
+        result.dof.update({axis: start + k for k, axis in enumerate(axes)})
     for shape in reader.static_shapes:
         shape = ShapeSpec(shape.kind, _compose(root_pose, shape.xform), shape.size)
         if shape.kind == "plane":
@@ -107,6 +113,10 @@ def _compile(mujoco, source):
     return path, model
 
 
+def _show(vector) -> tuple:
+    return tuple(float(v) for v in vector)
+
+
 def _xform(pos, quat_wxyz) -> np.ndarray:
     w, x, y, z = (float(v) for v in quat_wxyz)
     return np.array([*map(float, pos), x, y, z, w])
@@ -119,8 +129,9 @@ class _Reader:
         self.mj, self.m, self.result, self.error = mujoco, model, result, error
         self.joint_settings = joint_settings
         self.static_shapes = []
-        self.joint_of = {}  # mjModel joint id -> JointSpec
+        self.joint_of = {}  # mjModel id of a hinge or slide -> (its JointSpec, its axis's dof keywords)
         self.links_pose = {}  # body name -> world pose, for free bodies
+        self.d6_axes = {}  # D6 joint name -> the names of the MuJoCo joints that are its axes, in order
 
     def name(self, kind: str, index: int) -> str:
         obj = getattr(self.m, kind)(index)
@@ -156,9 +167,7 @@ class _Reader:
         if count == 0:
             return JointSpec(f"{body}_weld", "fixed", parent, body, parent_xform=x_pb, where=where)
         if count > 1:
-            names = [self.name("joint", j) for j in range(first, first + count)]
-            raise self.error(None, where, f"{count} joints {names} on one body are not supported (one joint "
-                                          "per body, or none)")
+            return self.joints_as_d6(range(first, first + count), body, parent, x_pb, where)
         j = first
         name = self.name("joint", j)
         spec = JointSpec(name, _JOINT_KINDS[int(m.jnt_type[j])], parent, body, where=f"joint {name!r}")
@@ -172,36 +181,89 @@ class _Reader:
         spec.child_xform = anchor
         spec.parent_xform = _compose(x_pb, anchor)
         spec.axis = tuple(float(v) for v in m.jnt_axis[j])
-        qpos0 = m.qpos0[m.jnt_qposadr[j]:m.jnt_qposadr[j] + (4 if kind == "ball" else 1)]
-        if kind in ("revolute", "prismatic") and qpos0[0] != 0.0:
-            raise self.error(None, spec.where, f"ref = {qpos0[0]:g} is not supported (the pose as written must "
-                                               "be the joint's zero)")
         if kind in ("revolute", "prismatic"):
-            spec.dof.update(self.joint_settings)
+            spec.dof = self.axis_settings(j, spec.where)
+            self.joint_of[j] = (spec, spec.dof)
+        else:
             if m.jnt_limited[j]:
-                spec.dof["limit_lower"] = limit_or_unlimited(float(m.jnt_range[j][0]), -1.0)
-                spec.dof["limit_upper"] = limit_or_unlimited(float(m.jnt_range[j][1]), 1.0)
-        elif m.jnt_limited[j]:
-            self.result.ignored.append(f"{spec.where}: ball range (a cone limit) not imported")
-        return self._passive(spec, j)
+                self.result.ignored.append(f"{spec.where}: ball range (a cone limit) not imported")
+            self._passive(spec, j)
+        return spec
 
-    def _passive(self, spec: JointSpec, j: int) -> JointSpec:
-        """Damping, armature and frictionloss of joint j's first dof; stiffness is reported."""
+    def axis_settings(self, j: int, where: str) -> dict:
+        """JointDofConfig keywords of hinge or slide j: the limit penalty, range, damping, armature,
+        frictionloss (its stiffness is reported); a `ref` other than 0 is refused."""
         m = self.m
-        dof = int(m.jnt_dofadr[j])
-        ndof = {"free": 6, "ball": 3}.get(spec.kind, 1)
+        qpos0 = float(m.qpos0[m.jnt_qposadr[j]])
+        if qpos0 != 0.0:
+            raise self.error(None, where, f"ref = {qpos0:g} is not supported (the pose as written must be the "
+                                          "joint's zero)")
+        dof = dict(self.joint_settings)
+        if m.jnt_limited[j]:
+            dof["limit_lower"] = limit_or_unlimited(float(m.jnt_range[j][0]), -1.0)
+            dof["limit_upper"] = limit_or_unlimited(float(m.jnt_range[j][1]), 1.0)
+        adr = int(m.jnt_dofadr[j])
         for attribute, key in (("dof_damping", "damping"), ("dof_armature", "armature"),
                                ("dof_frictionloss", "friction")):
-            values = np.asarray(getattr(m, attribute)[dof:dof + ndof])
-            if spec.kind in ("revolute", "prismatic"):
-                spec.dof[key] = float(values[0])
-            elif values.any():
+            dof[key] = float(getattr(m, attribute)[adr])
+        self._stiffness(j, where)
+        return dof
+
+    def _stiffness(self, j: int, where: str) -> None:
+        if self.m.jnt_stiffness[j] != 0:
+            self.result.ignored.append(f"{where}: stiffness {self.m.jnt_stiffness[j]:g} (a joint spring) not "
+                                       "imported")
+
+    def _passive(self, spec: JointSpec, j: int) -> JointSpec:
+        """Ball and free joint j: damping, armature, frictionloss and stiffness are reported."""
+        m = self.m
+        dof = int(m.jnt_dofadr[j])
+        ndof = {"free": 6, "ball": 3}[spec.kind]
+        for attribute, key in (("dof_damping", "damping"), ("dof_armature", "armature"),
+                               ("dof_frictionloss", "friction")):
+            if np.asarray(getattr(m, attribute)[dof:dof + ndof]).any():
                 self.result.ignored.append(f"{spec.where}: {key} on a {_MJ_JOINT_NAMES[int(m.jnt_type[j])]} "
                                            "joint not imported")
-        if m.jnt_stiffness[j] != 0:
-            self.result.ignored.append(f"{spec.where}: stiffness {m.jnt_stiffness[j]:g} (a joint spring) not "
-                                       "imported")
-        self.joint_of[j] = spec
+        self._stiffness(j, spec.where)
+        return spec
+
+    def joints_as_d6(self, ids, body: str, parent: str | None, x_pb, where: str) -> JointSpec:
+        """Several hinges and slides on one body as one D6 joint, axes in the file's order. MuJoCo applies a
+        body's joints one after the other, each in the frame the previous ones moved; a D6 joint translates
+        first and then turns about one point, so the slides must come before the hinges and the hinges must
+        share their `pos`. Anything else is refused rather than imported as a different mechanism."""
+        m = self.m
+        names = [self.name("joint", j) for j in ids]
+        spec = JointSpec("_".join(names), "d6", parent, body, where=where)
+        hinges = []
+        for j, name in zip(ids, names):
+            kind = _MJ_JOINT_NAMES[int(m.jnt_type[j])]
+            here = f"joint {name!r} of body {body!r}"
+            if kind not in ("hinge", "slide"):
+                raise self.error(None, here, f"a {kind} joint together with other joints on one body is not "
+                                             f"supported (joints {names}; several hinges and slides become one "
+                                             "D6 joint)")
+            first_hinge = names[ids.index(hinges[0])] if hinges else None
+            if kind == "slide" and hinges:
+                raise self.error(None, here, f"a slide after the hinge {first_hinge!r} on one body moves along the "
+                                             "turned axis, which a D6 joint (linear axes first, then angular ones) "
+                                             "cannot express; write the slides before the hinges")
+            if kind == "hinge" and hinges and not np.allclose(m.jnt_pos[j], m.jnt_pos[hinges[0]], atol=1e-9):
+                raise self.error(None, here, f"hinges at different positions on one body ({first_hinge!r} at "
+                                             f"{_show(m.jnt_pos[hinges[0]])}, this one at {_show(m.jnt_pos[j])}) "
+                                             "are not supported: a D6 joint turns about one point")
+            if kind == "hinge":
+                hinges.append(j)
+            axis = dict(axis=_show(m.jnt_axis[j]), **self.axis_settings(j, here))
+            (spec.angular_axes if kind == "hinge" else spec.linear_axes).append(axis)
+            self.joint_of[j] = (spec, axis)
+        if len(spec.linear_axes) > 3 or len(spec.angular_axes) > 3:
+            raise self.error(None, where, f"{len(spec.linear_axes)} slides and {len(spec.angular_axes)} hinges on "
+                                          "one body: a D6 joint has at most 3 of each")
+        self.d6_axes[spec.name] = names
+        pivot = hinges[0] if hinges else ids[0]  # slides move the same wherever their `pos` is
+        spec.child_xform = np.concatenate([np.asarray(m.jnt_pos[pivot], dtype=np.float64), IDENTITY[3:]])
+        spec.parent_xform = _compose(x_pb, spec.child_xform)
         return spec
 
     def geom(self, g: int, link: LinkSpec | None, body: str) -> None:
@@ -236,9 +298,9 @@ class _Reader:
         for a in range(m.nu):
             where = f"actuator {self.name('actuator', a)!r}"
             j = int(m.actuator_trnid[a][0])
-            spec = self.joint_of.get(j) if m.actuator_trntype[a] == 0 else None
+            spec, dof = self.joint_of.get(j, (None, None)) if m.actuator_trntype[a] == 0 else (None, None)
             gain, bias = m.actuator_gainprm[a], m.actuator_biasprm[a]
-            simple = (spec is not None and spec.kind in ("revolute", "prismatic") and m.actuator_dyntype[a] == 0
+            simple = (spec is not None and m.actuator_dyntype[a] == 0
                       and m.actuator_gaintype[a] == 0 and m.actuator_biastype[a] == 1
                       and np.allclose(m.actuator_gear[a], [1, 0, 0, 0, 0, 0]) and bias[0] == 0.0)
             kp, kv = float(-bias[1]), float(-bias[2])
@@ -248,10 +310,10 @@ class _Reader:
                 self.result.ignored.append(f"{where}: not a position or velocity actuator on a hinge or slide "
                                            "with gear 1 (not imported; apply its force through Control.joint_f)")
                 continue
-            spec.dof.update(target_ke=kp, target_kd=kv, target_pos=0.0, target_vel=0.0)
+            dof.update(target_ke=kp, target_kd=kv, target_pos=0.0, target_vel=0.0)
             if m.actuator_forcelimited[a]:
                 low, high = (float(v) for v in m.actuator_forcerange[a])
-                spec.dof["effort_limit"] = max(-low, high)
+                dof["effort_limit"] = max(-low, high)
                 if low != -high:
                     self.result.ignored.append(f"{where}: forcerange [{low:g}, {high:g}] imported as "
                                                f"+-{max(-low, high):g}")

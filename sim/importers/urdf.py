@@ -32,8 +32,8 @@ def import_urdf(source, builder, *, xform=None, floating: bool | None = None, ba
                 limit_ke: float = 1.0e4, limit_kd: float = 1.0e1, target_ke: float = 0.0, target_kd: float = 0.0,
                 joint_damping_mode: str = "passive", ignore_inertial_definitions: bool = False,
                 collapse_fixed_joints: bool = False, cylinder_as_capsule: bool = False) -> ImportResult:
-    """Add the robot of a URDF file to `builder`: one body per link, one joint per joint, and a joint holding
-    the root link to the world.
+    """Add the robot of a URDF file to `builder`: one body per link, one joint per joint (planar: a D6 joint),
+    and a joint holding the root link to the world.
 
     Args:
         source: a .urdf file, or URDF XML text (starting with "<").
@@ -61,7 +61,7 @@ def import_urdf(source, builder, *, xform=None, floating: bool | None = None, ba
 
     Raises:
         FileNotFoundError: no file at `source`.
-        ImporterError: malformed XML (with its line), an unknown or unsupported joint type, mesh or cylinder
+        ImporterError: malformed XML (with its line), an unknown joint type, mesh or cylinder
             collision geometry, missing or malformed attributes; the message names file, line and element.
     """
     if joint_damping_mode not in ("passive", "drive"):
@@ -261,8 +261,8 @@ class _Parser:
         if kind == "mesh":
             scale = self.floats(shape, "scale", 3, where, (1, 1, 1))
             return [VisualSpec(link_name, kind, pose, filename=shape.get("filename"),
-                               scale=tuple(v * self.scale for v in scale))]
-        return [VisualSpec(link_name, kind, pose, size=size)]
+                               scale=tuple(v * self.scale for v in scale), line=self.lines.get(shape))]
+        return [VisualSpec(link_name, kind, pose, size=size, line=self.lines.get(shape))]
 
     def collision(self, el, where):
         kind, size, pose, shape = self.geometry(el, where)
@@ -289,9 +289,6 @@ class _Parser:
         kind = el.get("type")
         if kind not in JOINT_TYPES:
             raise self.error(el, where, f"unknown joint type {kind!r}; expected one of {', '.join(JOINT_TYPES)}")
-        if kind == "planar":
-            raise self.error(el, where, "planar joints are not supported (use a D6 joint built with "
-                                        "ModelBuilder.add_joint_d6)")
         links = {}
         for role in ("parent", "child"):
             ref = el.find(role)
@@ -306,13 +303,32 @@ class _Parser:
         joint = JointSpec(name, {"continuous": "revolute", "floating": "free"}.get(kind, kind), links["parent"],
                           links["child"], parent_xform=self.origin(el, where), line=self.lines.get(el), where=where)
         axis = el.find("axis")
-        if axis is not None and kind in ("revolute", "continuous", "prismatic"):
+        if axis is not None and kind in ("revolute", "continuous", "prismatic", "planar"):
             joint.axis = self.floats(axis, "xyz", 3, where, (1, 0, 0))
             if not np.linalg.norm(joint.axis) > 0:
                 raise self.error(axis, where, "the axis must not be zero")
         if joint.kind in ("revolute", "prismatic"):
             joint.dof = self.dof(el, joint, continuous=kind == "continuous")
+        elif kind == "planar":
+            self.planar(el, joint)
         return joint
+
+    def planar(self, el, joint):
+        """A planar joint as a D6 joint: linear axes u, v spanning the plane normal to <axis> ((u, v, axis)
+        right-handed, u from the coordinate axis least aligned with <axis>), then the angular axis <axis>.
+        <dynamics> and effort apply to all three axes; lower/upper limits are reported (no plane limits)."""
+        n = np.asarray(joint.axis, dtype=np.float64) / np.linalg.norm(joint.axis)
+        e = np.eye(3)[int(np.argmin(np.abs(n)))]
+        u = e - (e @ n) * n
+        u /= np.linalg.norm(u)
+        v = np.cross(n, u)
+        dof = self.dof(el, joint, continuous=True)
+        limit = el.find("limit")
+        if limit is not None and (limit.get("lower") is not None or limit.get("upper") is not None):
+            self.ignore(limit, joint.where, "lower/upper limits of a planar joint not imported")
+        joint.kind = "d6"
+        joint.linear_axes = [dict(dof, axis=tuple(u)), dict(dof, axis=tuple(v))]
+        joint.angular_axes = [dict(dof, axis=tuple(n))]
 
     def optional(self, element, attribute, where):
         if element is None or element.get(attribute) is None:

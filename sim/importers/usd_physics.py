@@ -27,6 +27,8 @@ _JOINT_KINDS = (("RevoluteJoint", "revolute"), ("PrismaticJoint", "prismatic"), 
 _ALWAYS_KNOWN_SCHEMAS = {"PhysicsArticulationRootAPI"}
 _PHYSICS_PREFIXES = ("physics:", "physx", "drive:", "limit:", "newton:", "mjc:")
 _DRIVE = {"revolute": "angular", "prismatic": "linear"}
+# the axes of a generic PhysicsJoint (a D6 joint), as PhysicsLimitAPI and PhysicsDriveAPI name them
+_D6_AXES = ("transX", "transY", "transZ", "rotX", "rotY", "rotZ")
 
 
 def import_usd_physics(source, builder, *, xform=None, floating: bool | None = None,
@@ -58,7 +60,8 @@ def import_usd_physics(source, builder, *, xform=None, floating: bool | None = N
 
     Raises:
         FileNotFoundError: no file at `source`.
-        ImporterError: an unreadable stage, mesh or other unsupported colliders, unsupported joint types, a
+        ImporterError: an unreadable stage, mesh or other unsupported colliders, unsupported joint types
+            (generic PhysicsJoints are D6 joints of their free axes, with limits and drives per axis), a
             joint whose child (body1) is not a rigid body, kinematic loops; the message names the prim.
     """
     from pxr import Usd, UsdGeom, UsdPhysics
@@ -307,9 +310,11 @@ class _StageReader:
     def joint(self, prim, settings):
         path = str(prim.GetPath())
         kind = next((k for name, k in _JOINT_KINDS if prim.IsA(getattr(self.UsdPhysics, name))), None)
+        if kind is None and prim.GetTypeName() == "PhysicsJoint":
+            kind = "d6"
         if kind is None:
             raise self.error(prim, f"{prim.GetTypeName()} is not supported (joints: PhysicsRevoluteJoint, "
-                                   "PhysicsPrismaticJoint, PhysicsSphericalJoint, PhysicsFixedJoint)")
+                                   "PhysicsPrismaticJoint, PhysicsSphericalJoint, PhysicsFixedJoint, PhysicsJoint)")
         if self.get(prim, "physics:jointEnabled") is False:
             self.result.ignored.append(f"prim <{path}>: disabled joint (physics:jointEnabled = 0)")
             return None
@@ -329,7 +334,31 @@ class _StageReader:
         if kind in ("revolute", "prismatic"):
             joint.axis = AXIS_VECTORS[str(self.get(prim, "physics:axis") or "X").lower()]
             joint.dof = self.dof(prim, kind, settings)
+        elif kind == "d6":
+            self.d6_axes(prim, joint, settings)
         return joint
+
+    def d6_axes(self, prim, joint, settings):
+        """The free axes of a generic PhysicsJoint: transX/Y/Z then rotX/Y/Z of the joint frame on body0, each
+        free unless its PhysicsLimitAPI has low > high (locked); limits and PhysicsDriveAPI of the same name.
+        Nothing free: a fixed joint."""
+        for token in _D6_AXES:
+            angular = token.startswith("rot")
+            dof = dict(settings)
+            if prim.HasAPI(self.UsdPhysics.LimitAPI, token):
+                self.read_schemas.setdefault(str(prim.GetPath()), set()).add(f"PhysicsLimitAPI:{token}")
+                low = self.get(prim, f"limit:{token}:physics:low")
+                high = self.get(prim, f"limit:{token}:physics:high")
+                if low is not None and high is not None and low > high:
+                    continue
+                to_si = math.pi / 180.0 if angular else self.meters
+                for name, value, sign in (("limit_lower", low, -1.0), ("limit_upper", high, 1.0)):
+                    dof[name] = limit_or_unlimited(None if value is None else value * to_si, sign)
+            self.drive(prim, token, angular, dof)
+            dof["axis"] = AXIS_VECTORS[token[-1].lower()]
+            (joint.angular_axes if angular else joint.linear_axes).append(dof)
+        if not joint.linear_axes and not joint.angular_axes:
+            joint.kind = "fixed"
 
     def target(self, prim, relationship):
         targets = relationship.GetTargets()
@@ -358,14 +387,20 @@ class _StageReader:
         """JointDofConfig keywords: limits and the drive, converted to SI and radians."""
         angular = kind == "revolute"
         to_si = math.pi / 180.0 if angular else self.meters
-        force = self.kilograms * self.meters * (self.meters if angular else 1.0)  # N or N m per stage unit
         dof = dict(settings)
         for name, sign in (("lower", -1.0), ("upper", 1.0)):
             value = self.get(prim, f"physics:{name}Limit")
             dof["limit_" + name] = limit_or_unlimited(None if value is None else value * to_si, sign)
-        instance = _DRIVE[kind]
+        self.drive(prim, _DRIVE[kind], angular, dof)
+        return dof
+
+    def drive(self, prim, instance: str, angular: bool, dof: dict) -> None:
+        """PhysicsDriveAPI:<instance> into `dof` (JointDofConfig keywords), in SI units: angular targets are
+        in degrees and gains per degree in the stage, linear ones in stage units."""
         if not prim.HasAPI(self.UsdPhysics.DriveAPI, instance):
-            return dof
+            return
+        to_si = math.pi / 180.0 if angular else self.meters
+        force = self.kilograms * self.meters * (self.meters if angular else 1.0)  # N or N m per stage unit
         self.read_schemas.setdefault(str(prim.GetPath()), set()).add(f"PhysicsDriveAPI:{instance}")
         drive = {key: self.get(prim, f"drive:{instance}:physics:{key}")
                  for key in ("stiffness", "damping", "targetPosition", "targetVelocity", "maxForce", "type")}
@@ -378,7 +413,6 @@ class _StageReader:
                                   ("maxForce", "effort_limit", force)):
             if drive[key] is not None and math.isfinite(drive[key]):
                 dof[name] = drive[key] * factor
-        return dof
 
     # -------------------------------------------------------------------------------------------- leftovers
 

@@ -302,10 +302,11 @@ def build_scene(scene, device=None, requires_grad: bool = False) -> BuiltScene:
     bodies = [_add_body(b, body) for body in scene.bodies]
     joints = add_scene_joints(b, scene, {body.name: body.index for body in bodies})
     if scene.robot is not None:
-        robot_joints, links = add_robot(b, scene)
+        robot_joints, links, visuals = add_robot(b, scene)
         joints += list(robot_joints.values())
         color = tuple(scene.robot.color)
-        bodies += [SceneBody(name, index, body_shapes(b, index), color) for name, index in links]
+        bodies += [SceneBody(name, index, body_shapes(b, index) + visuals.get(index, []), color)
+                   for name, index in links]
     collider_shapes = [_add_collider(b, c) for c in scene.colliders]
     model = b.finalize(device=wp.get_device(device or s.device), requires_grad=requires_grad)
     if joints:

@@ -13,7 +13,7 @@ import kernels as wp
 
 from ..joints import JOINT_NAMES, JointDofConfig
 from ..model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE
-from .format_joints import WORLD, import_robot
+from .format_joints import WORLD, import_robot, read_visual_meshes
 
 
 @dataclass
@@ -132,9 +132,16 @@ def add_scene_joints(b, scene, body_index: dict) -> list:
 
 def add_robot(b, scene) -> tuple:
     """Import the scene's robot into `b` and apply its per-joint settings; (SceneJoints of every imported joint
-    by name, [(link name, body index)] one per body)."""
+    by name, [(link name, body index)] one per body, {body index: its visual meshes as UsdWriter shapes})."""
     spec = scene.robot
     result, _ = import_robot(spec, scene.sim.up_axis, None, builder=b, gravity=scene.sim.gravity)
+    meshes = spec.__dict__.get("visual_meshes")
+    visuals = {}
+    for k, mesh in enumerate(meshes if meshes is not None else read_visual_meshes(spec, result, None)):
+        t = [float(v) for v in mesh.xform]
+        visuals.setdefault(result.body[mesh.link], []).append(
+            dict(kind="mesh", name=f"visual_{k}", pos=tuple(t[:3]), rot=tuple(t[3:]), points=mesh.points,
+                 faces=mesh.triangles, scale=mesh.scale))
     joints = {}
     for name, index in result.joint.items():
         joint = _scene_joint(b, name, index, spec.joints.get(name))
@@ -151,7 +158,7 @@ def add_robot(b, scene) -> tuple:
         if index not in seen:  # links merged by collapse_fixed_joints share a body: the first name shows it
             seen.add(index)
             links.append((name, index))
-    return joints, links
+    return joints, links, visuals
 
 
 def body_shapes(b, body: int) -> list:

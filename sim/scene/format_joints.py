@@ -215,6 +215,7 @@ def check_robot(spec, ctx: Ctx, up_axis: str, gravity: float):
     joints named under `joints` (called by the scene's check, which knows the up axis)."""
     result, builder = import_robot(spec, up_axis, ctx, gravity=gravity)
     spec.__dict__["imported"] = result
+    spec.__dict__["visual_meshes"] = read_visual_meshes(spec, result, ctx)
     for name, joint in spec.joints.items():
         jctx = ctx.child("joints").child(name)
         if name not in result.joint:
@@ -230,6 +231,22 @@ def check_robot(spec, ctx: Ctx, up_axis: str, gravity: float):
         if dofs == 0 and joint.forces is not None:
             jctx.child("forces").fail(f"'{name}' is a fixed joint: it has no axes to push")
         check_coordinates(joint, jctx, kind, dofs)
+
+
+def read_visual_meshes(spec, result, ctx: Ctx | None) -> list:
+    """The mesh files of a URDF robot's visuals (sim.importers.visual_meshes), for the USD output; a file that
+    cannot be read fails at the `urdf` key, naming the URDF line. USD robots: none (their visual prims are not
+    carried to the output)."""
+    from ..importers import ImporterError
+    from ..importers.visual_meshes import load_visual_meshes
+    if spec.urdf is None:
+        return []
+    try:
+        return load_visual_meshes(result)
+    except ImporterError as e:
+        if ctx is None:
+            raise
+        ctx.child("urdf").fail(f"cannot read the robot's visual meshes: {e}")
 
 
 def _file(spec) -> str:

@@ -1,0 +1,79 @@
+"""The mesh files of a URDF robot's visuals (ImportResult.visuals of kind "mesh"), read with sim.mesh_io for
+USD output: file names resolved next to the URDF (`package://` and `file://` too), errors naming the URDF line.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..mesh_io import MeshFormatError, load_mesh
+from .assembly import ImporterError, ImportResult
+
+
+@dataclass
+class VisualMesh:
+    """A visual mesh of a link: `points` [m, before `scale`], shape (n, 3); `triangles` shape (m, 3) int32;
+    `scale` (3,) applied in the mesh frame, which is posed by `xform` (px, py, pz, qx, qy, qz, qw) in the link
+    frame."""
+
+    link: str
+    xform: np.ndarray
+    scale: tuple
+    points: np.ndarray
+    triangles: np.ndarray
+    filename: str
+
+
+def load_visual_meshes(result: ImportResult) -> list:
+    """VisualMesh of every mesh visual of an import_urdf result, in file order.
+
+    Raises:
+        ImporterError: a mesh file that is missing, unresolvable or unreadable (a format sim.mesh_io does not
+            read, malformed content); the message names the URDF file, the <mesh> line and the link.
+    """
+    base = os.path.dirname(os.path.abspath(result.path)) if result.path != "<string>" else os.getcwd()
+    meshes = []
+    for v in result.visuals:
+        if v.kind != "mesh":
+            continue
+
+        def error(reason, v=v):
+            return ImporterError(result.path, v.line, f"link {v.link!r}", f"visual mesh {v.filename!r}: {reason}")
+
+        path = resolve_mesh_path(v.filename, base)
+        if path is None:
+            raise error(f"not found (looked for it next to {base} and in the folders above it)")
+        try:
+            points, triangles = load_mesh(path)
+        except FileNotFoundError:
+            raise error(f"no file at {path}") from None
+        except MeshFormatError as e:
+            raise error(f"cannot be read: {e}") from None
+        meshes.append(VisualMesh(v.link, np.asarray(v.xform, dtype=np.float64), tuple(v.scale), points,
+                                 triangles, path))
+    return meshes
+
+
+def resolve_mesh_path(filename: str, base: str) -> str | None:
+    """The file a URDF mesh `filename` names: relative to `base` (the URDF's folder), `file://` stripped;
+    `package://<name>/<rest>`: <rest> in `base`, else <ancestor>/<name>/<rest> for `base` or a folder above
+    it (ROS packages without a ROS installation). None when a package file is found nowhere."""
+    if filename.startswith("file://"):
+        filename = filename[len("file://"):]
+    if not filename.startswith("package://"):
+        return os.path.normpath(os.path.join(base, filename))
+    package, _, rest = filename[len("package://"):].partition("/")
+    candidates = [os.path.join(base, rest)]
+    folder = base
+    while True:
+        candidates.append(os.path.join(folder, package, rest))
+        if os.path.basename(folder) == package:
+            candidates.append(os.path.join(folder, rest))
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    return next((os.path.normpath(c) for c in candidates if os.path.isfile(c)), None)
