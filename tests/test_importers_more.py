@@ -446,8 +446,18 @@ def test_urdf_visual_mesh_is_written_under_its_moving_link(tmp_path, capsys):
     assert np.linalg.norm(moved[1] - moved[0]) > 0.05  # the rod swung
 
 
+def test_visual_mesh_in_a_format_not_read_is_left_out_with_a_warning(tmp_path):
+    from sim.importers.visual_meshes import load_visual_meshes
+    scene = swing_files(tmp_path, "meshes/cube.stl")
+    (tmp_path / "meshes" / "cube.stl").write_bytes(b"\0" * 84)
+    result = import_urdf(str(tmp_path / "swing.urdf"), sim.ModelBuilder(up_axis="z"))
+    with pytest.warns(ImportWarning, match=r"swing.urdf:12: link 'rod': visual mesh 'meshes/cube.stl' is not "
+                                           r"carried to the output: format '.stl' is not read"):
+        assert load_visual_meshes(result) == []
+    assert scene.exists()
+
+
 @pytest.mark.parametrize("mesh, reason", [
-    ("meshes/cube.stl", "cannot be read: {dir}/meshes/cube.stl: unsupported mesh format '.stl'; supported: .obj"),
     ("meshes/nothing.obj", "no file at {dir}/meshes/nothing.obj"),
     ("package://swing_description/meshes/nothing.obj", "not found (looked for it next to {dir} and in the folders "
                                                        "above it)"),

@@ -5,11 +5,12 @@ USD output: file names resolved next to the URDF (`package://` and `file://` too
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..mesh_io import MeshFormatError, load_mesh
+from ..mesh_io import OBJ_EXTENSIONS, USD_EXTENSIONS, MeshFormatError, load_mesh
 from .assembly import ImporterError, ImportResult
 
 
@@ -30,9 +31,12 @@ class VisualMesh:
 def load_visual_meshes(result: ImportResult) -> list:
     """VisualMesh of every mesh visual of an import_urdf result, in file order.
 
+    A mesh in a format sim.mesh_io does not read (STL, COLLADA: most ROS robots') is left out of the output with
+    an ImportWarning naming it (the link still shows its collision shapes): a visual never stops a simulation.
+
     Raises:
-        ImporterError: a mesh file that is missing, unresolvable or unreadable (a format sim.mesh_io does not
-            read, malformed content); the message names the URDF file, the <mesh> line and the link.
+        ImporterError: a mesh file in a format that is read (OBJ, USD) but missing, unresolvable or malformed;
+            the message names the URDF file, the <mesh> line and the link.
     """
     base = os.path.dirname(os.path.abspath(result.path)) if result.path != "<string>" else os.getcwd()
     meshes = []
@@ -43,6 +47,12 @@ def load_visual_meshes(result: ImportResult) -> list:
         def error(reason, v=v):
             return ImporterError(result.path, v.line, f"link {v.link!r}", f"visual mesh {v.filename!r}: {reason}")
 
+        extension = os.path.splitext(v.filename)[1].lower()
+        if extension not in OBJ_EXTENSIONS + USD_EXTENSIONS:
+            warnings.warn(f"{result.path}:{v.line}: link {v.link!r}: visual mesh {v.filename!r} is not carried to "
+                          f"the output: format {extension or '(no extension)'!r} is not read (supported: "
+                          f"{', '.join(OBJ_EXTENSIONS + USD_EXTENSIONS)})", ImportWarning, stacklevel=2)
+            continue
         path = resolve_mesh_path(v.filename, base)
         if path is None:
             raise error(f"not found (looked for it next to {base} and in the folders above it)")
