@@ -265,10 +265,26 @@ class Tape:
             a.grad.assign(seed)
             self._touch(a)
         self._check_gradient_chain()
+        live = _LiveGradients(grads, loss)
         for rec in reversed(self.launches):
-            if isinstance(rec, (_Callback, _CopyRecord)):
+            if isinstance(rec, _Callback):
                 rec.run()
+                live.opaque = True  # it may have written any gradient
                 continue
+            if isinstance(rec, _CopyRecord):
+                if live.may_carry(rec.dest):
+                    rec.run()
+                    live.add(rec.src)
+                continue
+            arrays = self._arrays_of(rec)
+            if not any(written and live.may_carry(a) for _, a, _, written in arrays):
+                # nothing it wrote carries a gradient: its adjoint would add zeros (adjoints are linear in the
+                # gradients of what a kernel writes), e.g. the poses of states that only a later step's
+                # kinematics re-derive and no loss reads
+                continue
+            for _, a, read, _ in arrays:
+                if read:
+                    live.add(a)
             k = rec.kernel
             adj_in = [self._adjoint_of(v, t) for v, t in zip(rec.inputs, k.arg_types)]
             adj_out = [self._adjoint_of(v, t) for v, t in zip(rec.outputs, k.arg_types[len(rec.inputs):])]
@@ -344,6 +360,36 @@ class Tape:
         self._open_scopes = []
         self.touched = {}
         self._reads = {}
+
+
+class _LiveGradients:
+    """Which gradients may be non-zero while Tape.backward runs its adjoints in reverse: the seeded ones, those
+    of arrays read by an adjoint that ran (it adds into them), and those not known to be zero when first asked
+    (on the CPU: any non-zero element now; inside a capture: anything but a gradient the capture zeroed and
+    nothing wrote since, which is zero there at every replay). After a record_func callback, every gradient."""
+
+    def __init__(self, grads, loss):
+        self.ids: set = set()
+        self.zero: dict = {}  # id(array) -> whether its gradient was found zero
+        self.opaque = False
+        for a in list(grads or ()) + ([loss] if loss is not None else []):
+            self.add(a)
+
+    def add(self, a):
+        if a.grad is not None:
+            self.ids.add(id(a))
+
+    def may_carry(self, a) -> bool:
+        if a.grad is None:
+            return False
+        if self.opaque or id(a) in self.ids:
+            return True
+        known = self.zero.get(id(a))
+        if known is None:
+            rec = capture.recorder(a.device)
+            known = rec.is_fresh(a.grad) if rec is not None else not a.grad.numpy().any()
+            self.zero[id(a)] = known
+        return not known
 
 
 class _Gradients:

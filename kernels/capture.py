@@ -104,6 +104,9 @@ class _Recorder:
         self.keep: list = []
         self.kernels: dict = {}
         self.callbacks: list = []
+        # root numpy buffers zeroed whole by this capture and written by no command since (id -> buffer): zero at
+        # that point of every replay (Tape.backward skips adjoints whose outputs' gradients are known zero)
+        self.fresh: dict = {}
 
     def launch(self, cmd):
         """Record a `Launch` (forward or adjoint) with copies of its packed arguments."""
@@ -120,16 +123,43 @@ class _Recorder:
         self.keep.append((bounds, params, adj, list(cmd.values), list(cmd.adj_values or ())))
         self.kernels[id(k)] = k
         self.commands.append(c)
+        if self.fresh:
+            for v in list(cmd.values) + list(cmd.adj_values or ()):
+                self._written_value(v)
+
+    def _written_value(self, v):
+        """A launch argument may be written: its arrays (also struct members) are no longer known zero."""
+        from .array import array
+        if isinstance(v, array):
+            if v._buf is not None:
+                self.fresh.pop(id(_root(v._buf)), None)
+        elif getattr(type(v), "_wp_struct_", None) is not None:
+            for name in type(v)._wp_struct_.fields:
+                self._written_value(getattr(v, name))
+
+    def is_fresh(self, a) -> bool:
+        """Whether array `a` is zero at this point of every replay: zeroed whole by this capture and written by
+        no command since."""
+        buf = a.numpy()
+        root = _root(buf)
+        return buf is root and self.fresh.get(id(root)) is root
 
     def zero(self, a):
+        buf = a.numpy()
         if a.is_contiguous:
-            self.commands.append(Command(kind=ZERO, dst=a.numpy().ctypes.data, bytes=a.numpy().nbytes))
+            self.commands.append(Command(kind=ZERO, dst=buf.ctypes.data, bytes=buf.nbytes))
             self.keep.append(a)
         else:
             self.host(lambda: a.numpy().__setitem__(Ellipsis, 0))
+        root = _root(buf)
+        if buf is root:
+            self.fresh[id(root)] = root
+        else:
+            self.fresh.pop(id(root), None)
 
     def fill(self, a, element: np.ndarray):
         """Fill `a` with one element's bytes (`element`, already in the array's layout)."""
+        self.fresh.pop(id(_root(a.numpy())), None)
         pattern = np.ascontiguousarray(element).copy()
         if a.is_contiguous:
             self.commands.append(Command(kind=FILL, dst=a.numpy().ctypes.data, src=pattern.ctypes.data,
@@ -141,6 +171,7 @@ class _Recorder:
 
     def copy(self, dst: np.ndarray, src: np.ndarray, owners=()):
         """Copy numpy view `src` into numpy view `dst` (same shape) at replay: natively when both are contiguous."""
+        self.fresh.pop(id(_root(dst)), None)
         if dst.flags.c_contiguous and src.flags.c_contiguous and dst.dtype == src.dtype:
             self.commands.append(Command(kind=COPY, dst=dst.ctypes.data, src=src.ctypes.data, bytes=dst.nbytes))
             self.keep.append((dst, src, owners))
@@ -148,12 +179,14 @@ class _Recorder:
             self.host(lambda: dst.__setitem__(Ellipsis, src))
 
     def host(self, fn):
-        """Record a Python callable, run at its place in the sequence on each replay."""
+        """Record a Python callable, run at its place in the sequence on each replay (it may write anything)."""
+        self.fresh.clear()
         self.commands.append(Command(kind=HOST, threshold=len(self.callbacks)))
         self.callbacks.append(fn)
 
     def graph(self, g: Graph):
         """Record a whole graph (a capture_launch inside a capture)."""
+        self.fresh.clear()
         base = len(self.callbacks)
         for c in g._commands():
             if c.kind == HOST:
@@ -162,6 +195,13 @@ class _Recorder:
         self.callbacks.extend(g._callbacks)
         self.keep.append(g)
         self.kernels.update((id(k), k) for k in g.kernels)
+
+
+def _root(buf: np.ndarray) -> np.ndarray:
+    """The numpy array that owns the memory `buf` views."""
+    while isinstance(buf.base, np.ndarray):
+        buf = buf.base
+    return buf
 
 
 _recorders: dict = {}  # device alias -> _Recorder of the capture open on it

@@ -374,3 +374,84 @@ def test_tape_visualize_gives_dot_source(device):
     dot = tape.visualize()
     assert dot.startswith("digraph") and "repeated 3x" in dot and 'label="loop"' in dot
     assert dot.count("square") == 1
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Adjoints of launches whose outputs carry no gradient are skipped
+
+
+def _branches(device):
+    """x -> y (read by the loss) and x -> z (read by nothing): the tape, x, y, z."""
+    x = wp.array(np.array([1.0, 2.0, 3.0], np.float32), requires_grad=True, device=device)
+    y = wp.zeros(3, dtype=float, requires_grad=True, device=device)
+    z = wp.zeros(3, dtype=float, requires_grad=True, device=device)
+    tape = Tape()
+    with tape:
+        wp.launch(square, dim=3, inputs=[x, y], device=device)
+        wp.launch(copy_scaled, dim=3, inputs=[x, 3.0, z], device=device)
+    return tape, x, y, z
+
+
+def _adjoint_launches(monkeypatch) -> list:
+    import importlib
+    launch = importlib.import_module("kernels.launch")
+    names = []
+    original = launch.Launch.launch
+
+    def counting(self, stream=None):
+        if self.adjoint:
+            names.append(self.kernel.key)
+        return original(self, stream)
+
+    monkeypatch.setattr(launch.Launch, "launch", counting)
+    return names
+
+
+def test_adjoint_of_a_launch_whose_outputs_carry_no_gradient_is_skipped(monkeypatch):
+    names = _adjoint_launches(monkeypatch)
+    tape, x, y, z = _branches("cpu")
+    tape.backward(grads={y: np.ones(3, np.float32)})
+    assert names == ["square"]
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0, 6.0])
+    # a gradient set by hand before backward (not through grads=) is found and followed
+    names.clear()
+    tape.zero()
+    z.grad.fill_(1.0)
+    tape.backward()
+    assert names == ["copy_scaled"]
+    np.testing.assert_allclose(x.grad.numpy(), [3.0, 3.0, 3.0])
+
+
+def test_captured_backward_skips_the_same_adjoints_and_replays_the_launched_gradient():
+    x = wp.array(np.array([1.0, 2.0, 3.0], np.float32), requires_grad=True)
+    tape = Tape()
+    with wp.ScopedCapture("cpu") as capture:
+        y = wp.zeros(3, dtype=float, requires_grad=True)
+        z = wp.zeros(3, dtype=float, requires_grad=True)  # zeroed by the capture at every replay: skipped
+        with tape:
+            wp.launch(square, dim=3, inputs=[x, y])
+            wp.launch(copy_scaled, dim=3, inputs=[x, 3.0, z])
+        tape.backward(grads={y: np.ones(3, np.float32)})
+    assert capture.graph.launch_count == 3  # two forward launches, one adjoint
+    for _ in range(2):
+        x.grad.zero_()
+        wp.capture_launch(capture.graph)
+        np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0, 6.0])
+
+
+def test_captured_backward_follows_a_gradient_the_capture_did_not_zero():
+    # z is made outside the capture: its gradient may hold anything at a replay, so its adjoint is kept
+    x = wp.array(np.array([1.0, 2.0, 3.0], np.float32), requires_grad=True)
+    z = wp.zeros(3, dtype=float, requires_grad=True)
+    tape = Tape()
+    with wp.ScopedCapture("cpu") as capture:
+        y = wp.zeros(3, dtype=float, requires_grad=True)
+        with tape:
+            wp.launch(square, dim=3, inputs=[x, y])
+            wp.launch(copy_scaled, dim=3, inputs=[x, 3.0, z])
+        tape.backward(grads={y: np.ones(3, np.float32)})
+    assert capture.graph.launch_count == 4
+    x.grad.zero_()
+    z.grad.fill_(1.0)
+    wp.capture_launch(capture.graph)
+    np.testing.assert_allclose(x.grad.numpy(), [2.0 + 3.0, 4.0 + 3.0, 6.0 + 3.0])
