@@ -19,6 +19,7 @@ from __future__ import annotations
 
 
 import warnings
+import weakref
 
 import kernels as wp
 from kernels import capture
@@ -99,6 +100,17 @@ class _CopyRecord:
 _recording: list = []
 
 
+def recording_tape():
+    """The Tape recording now (inside its `with`), or None."""
+    return _recording[-1] if _recording else None
+
+
+def _release_all(holds: list):
+    """Run and forget the release callbacks of Tape.hold."""
+    while holds:
+        holds.pop()()
+
+
 class Tape:
     """Record launches inside `with tape:`; `backward()` computes gradients into the arrays' `.grad`."""
 
@@ -108,6 +120,13 @@ class Tape:
         self._reads: dict = {}  # id(array) -> name of the kernel that read it
         self.scopes: list = []  # (launch index, name, metadata) at a scope's begin, (launch index, None, None) at end
         self._open_scopes: list = []  # indices into self.scopes of the begins not ended yet
+        self._holds: list = []  # see hold()
+        weakref.finalize(self, _release_all, self._holds)
+
+    def hold(self, release):
+        """Call `release()` when this tape lets go of its record: at reset() or when the tape is freed. Solvers
+        lend the intermediates of taped steps this way and take them back for later tapes."""
+        self._holds.append(release)
 
     # ------------------------------------------------------------------------------------------------ recording
 
@@ -264,7 +283,7 @@ class Tape:
                 a.grad = wp.zeros(a.shape, dtype=a.dtype, device=a.device)
             a.grad.assign(seed)
             self._touch(a)
-        self._check_gradient_chain()
+        arrays_of = self._check_gradient_chain()
         live = _LiveGradients(grads, loss)
         for rec in reversed(self.launches):
             if isinstance(rec, _Callback):
@@ -276,7 +295,7 @@ class Tape:
                     rec.run()
                     live.add(rec.src)
                 continue
-            arrays = self._arrays_of(rec)
+            arrays = arrays_of[id(rec)]
             if not any(written and live.may_carry(a) for _, a, _, written in arrays):
                 # nothing it wrote carries a gradient: its adjoint would add zeros (adjoints are linear in the
                 # gradients of what a kernel writes), e.g. the poses of states that only a later step's
@@ -307,8 +326,10 @@ class Tape:
 
     def _check_gradient_chain(self):
         """Refuse to run when an array written by one launch on the gradient path and read by a later one has no
-        gradient buffer: the gradient would stop there and the earlier inputs would silently get zeros."""
+        gradient buffer: the gradient would stop there and the earlier inputs would silently get zeros. Returns
+        _arrays_of of every launch record, by id."""
         writer: dict = {}  # id(array) -> (record, path) of its latest writer so far
+        arrays_of: dict = {}
         for rec in self.launches:
             if isinstance(rec, _CopyRecord):
                 if rec.src.grad is not None and rec.dest.grad is None:
@@ -320,7 +341,7 @@ class Tape:
                 continue
             if not isinstance(rec, _Record):
                 continue
-            arrays = self._arrays_of(rec)
+            arrays = arrays_of[id(rec)] = self._arrays_of(rec)
             feeds_gradient = any(w and a.grad is not None for _, a, _, w in arrays)
             for path, a, read, _ in arrays:
                 if not (read and feeds_gradient and a.grad is None and id(a) in writer):
@@ -335,6 +356,7 @@ class Tape:
             for path, a, _, written in arrays:
                 if written:
                     writer[id(a)] = (rec, path)
+        return arrays_of
 
     def zero(self):
         """Zero every gradient this tape has touched, seeded ones included, so rounds never accumulate."""
@@ -360,6 +382,7 @@ class Tape:
         self._open_scopes = []
         self.touched = {}
         self._reads = {}
+        _release_all(self._holds)
 
 
 class _LiveGradients:

@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 
 import kernels as wp
+from autodiff.tape import recording_tape
 
 from ...articulation import eval_joint_offsets, eval_velocities, joint_data, launch_fk
 from . import kernels as k
@@ -70,7 +71,7 @@ class SolverFeatherstone:
         self._no_body_f = wp.zeros(0, dtype=wp.spatial_vector, device=model.device)
         self._joints = joint_data(model) if model.joint_count else None
         self._reused = None  # the intermediates of untaped steps (see _scratch)
-        self._joint_drive = None  # see _drive
+        self._pool: dict = {}  # id(model) -> intermediates of taped steps that their tapes let go of
         self._no_joint_f = None
 
     def step(self, model, state_in, state_out, control, dt: float):
@@ -92,8 +93,9 @@ class SolverFeatherstone:
     def eval_joint_accelerations(self, model, state, control) -> wp.array:
         """qdd = H^-1 (tau - C) [m/s^2, rad/s^2], shape [joint_dof_count], at `state` under `control` (a new
         array)."""
-        qdd = self._joint_accelerations(model, state, control, self._scratch(model))
-        return qdd if model.requires_grad else wp.clone(qdd)
+        s = self._scratch(model, lend=False)
+        qdd = self._joint_accelerations(model, state, control, s)
+        return qdd if s is not self._reused else wp.clone(qdd)
 
     def _joint_accelerations(self, model, state, control, s: "_Scratch") -> wp.array:
         """qdd, in the step's intermediates `s` (reused from step to step without requires_grad)."""
@@ -120,36 +122,44 @@ class SolverFeatherstone:
                   outputs=[bodies],
                   device=device)
         wp.launch(k.eval_joint_forces, dim=n,
-                  inputs=[joints, state.joint_q, state.joint_qd, self._drive(model, control), bodies],
+                  inputs=[joints, state.joint_q, state.joint_qd, self._drive(model, control, s.drive), bodies],
                   outputs=[s.tau], device=device)
         wp.launch(k.eval_mass_matrix, dim=n, inputs=[joints, model.joint_articulation, model.joint_armature, bodies],
                   outputs=[s.H], device=device)
         solve_mass_matrix(s.H, self.dof_start, s.tau, s.qdd, device)
         return s.qdd
 
-    def _scratch(self, model) -> "_Scratch":
-        """The intermediates of a step. With model.requires_grad, fresh arrays each step (a Tape keeps the ones
-        its launches read); otherwise one set, reused, with the arrays that steps add into zeroed (the others are
-        overwritten whole: every joint writes its child's entries and every dof its own)."""
-        if model.requires_grad:
+    def _scratch(self, model, lend: bool = True) -> "_Scratch":
+        """The intermediates of a step. Untaped: one set, reused (nothing reads a step's intermediates later).
+        On a Tape, which reads them again in its backward: a set of its own for each step, lent to the tape
+        (Tape.hold) and reused by later tapes once that one is reset or freed (with `lend`; inside a capture,
+        whose graph keeps its arrays, always a new set). A reused set has its arrays and their gradients zeroed
+        where steps add into them."""
+        tape = recording_tape() if model.requires_grad else None
+        if tape is None:
+            s = self._reused
+            if s is None or s.model is not model:
+                s = self._reused = _Scratch(model, self.max_articulation_dofs)
+            else:
+                s.zero_accumulated()
+            return s
+        if not lend or wp.is_capturing(model.device):
             return _Scratch(model, self.max_articulation_dofs)
-        s = self._reused
-        if s is None or s.model is not model:
-            s = self._reused = _Scratch(model, self.max_articulation_dofs)
+        pool = self._pool.setdefault(id(model), [])
+        if pool and pool[-1].model is model:
+            s = pool.pop()
+            s.zero_all()
         else:
-            for a in (s.bodies.cA, s.bodies.ch, s.bodies.cm, s.bodies.cf, s.H):
-                a.zero_()
+            s = _Scratch(model, self.max_articulation_dofs)
+        tape.hold(lambda: pool.append(s))
         return s
 
-    def _drive(self, model, control) -> k.JointDrive:
-        """The joint-force parameters: the model's, with Control's joint_f and targets where given. A new struct
-        each step with model.requires_grad (a Tape reads the struct it recorded when it runs the backward);
-        otherwise one, kept, whose fields are assigned only when an array changed (it packs faster unchanged)."""
+    def _drive(self, model, control, d: k.JointDrive) -> k.JointDrive:
+        """The joint-force parameters in `d` (a step's own struct: a Tape reads the struct it recorded when it
+        runs the backward): the model's, with Control's joint_f and targets where given. Fields are assigned only
+        when an array changed (an unchanged struct packs faster)."""
         if self._no_joint_f is None:
             self._no_joint_f = wp.zeros(model.joint_dof_count, dtype=float, device=model.device)
-        d = self._joint_drive
-        if d is None or model.requires_grad:
-            d = self._joint_drive = k.JointDrive()
         for name in ("limit_lower", "limit_upper", "limit_ke", "limit_kd", "target_ke", "target_kd",
                      "effort_limit", "damping"):
             _assign(d, name, getattr(model, "joint_" + name))
@@ -160,7 +170,6 @@ class SolverFeatherstone:
         _assign(d, "target_vel", model.joint_target_vel if target_vel is None else target_vel)
         _assign(d, "joint_f", self._no_joint_f if joint_f is None else joint_f)
         return d
-
 
 def _assign(struct, name: str, value):
     if getattr(struct, name) is not value:
@@ -191,3 +200,21 @@ class _Scratch:
         self.X_local, self.fk_X_local = (wp.zeros(model.joint_count, dtype=wp.transform, device=device,
                                                   requires_grad=rg) for _ in range(2))
         self.fk_v_j = wp.zeros(model.joint_count, dtype=wp.spatial_vector, device=device, requires_grad=rg)
+        self.drive = k.JointDrive()
+
+    def arrays(self) -> list:
+        b = self.bodies
+        return [b.v_j, b.c, b.A, b.h, b.cA, b.ch, b.cm, b.cf, b.S, self.body_q, self.body_qd, self.tau, self.qdd,
+                self.H, self.X_local, self.fk_X_local, self.fk_v_j]
+
+    def zero_accumulated(self):
+        """Zero the arrays that a step adds into (the others it overwrites whole)."""
+        for a in (self.bodies.cA, self.bodies.ch, self.bodies.cm, self.bodies.cf, self.H):
+            a.zero_()
+
+    def zero_all(self):
+        """Zero every array and gradient (a set that an earlier tape used)."""
+        for a in self.arrays():
+            a.zero_()
+            if a.grad is not None:
+                a.grad.zero_()
