@@ -7,11 +7,13 @@ import math
 
 import numpy as np
 import pytest
+import yaml
 
 import kernels as wp
 import sim
-from _sim_rollout import rollout
+from _sim_rollout import quat_to_matrix, rollout
 from autodiff import gradcheck
+from sim.cli import main
 from sim.optimization.params import assign_position, assign_vec3
 
 # A soft contact: with the link's effective mass at the sphere (~0.26 kg) its frequency is sqrt(ke / m) ~ 90 rad/s
@@ -171,3 +173,30 @@ def test_collider_geometry_gradient(device, collider):
     assert abs(tape[1]) > 0.1  # raising the collider matters
     assert all(abs(tape[3 + i]) > 0.1 for i in SIZES[collider])  # and so do its sizes
 
+
+# ---------------------------------------------------------------------------------------------------------------
+# sim optimize
+
+
+def test_sim_optimize_learns_a_collider_friction_under_featherstone(tmp_path):
+    """`sim optimize` on a jointed scene (SolverFeatherstone): the arm sliding round on a sphere collider for
+    4 frames ends where friction mu = 0.5 puts it; learning the collider's mu from 0.3 against that end point
+    brings it back to 0.5."""
+    from test_param_table import sliding_arm_scene
+
+    from sim.scene import Scene
+    scene = sliding_arm_scene("sphere")
+    built = Scene.from_string(yaml.safe_dump(scene)).build("cpu", requires_grad=True)  # as sim optimize does
+    state, scratch = built.model.state(), built.model.state()
+    for frame in range(1, scene["sim"]["frames"] + 1):
+        state, scratch = built.step_frame(state, scratch, frame)
+    pose = state.body_q.numpy()[0].astype(float)
+    target = (pose[:3] + quat_to_matrix(pose[3:]) @ built.model.body_com.numpy()[0]).tolist()
+    config = {"scene": scene, "parameters": [{"path": "colliders.0.material.mu", "init": 0.3, "log": True}],
+              "loss": [{"type": "com_target", "object": "arm", "target": target, "weight": 1e4}],
+              "optimizer": {"type": "sgd", "lr": 10.0}, "iterations": 8}
+    path = tmp_path / "friction.yaml"
+    path.write_text(yaml.safe_dump(config))
+    assert main(["optimize", str(path), "--out-dir", str(tmp_path / "out"), "--quiet"]) == 0
+    learned = yaml.safe_load((tmp_path / "out" / "params.yaml").read_text())
+    assert learned["colliders"][0]["material"]["mu"] == pytest.approx(0.5, rel=0.05)
