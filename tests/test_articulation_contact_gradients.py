@@ -174,6 +174,35 @@ def test_collider_geometry_gradient(device, collider):
     assert all(abs(tape[3 + i]) > 0.1 for i in SIZES[collider])  # and so do its sizes
 
 
+@pytest.mark.parametrize("collider", list(SIZES))
+def test_a_collider_grown_after_building_collides_as_if_built_so(device, collider):
+    """sim optimize writes a learned size into Model.shape_scale: the contacts see it, not the bounding sphere of
+    the shape as built (Model.shape_bounding_radius, which stays). The arm's sphere 3 cm above the top (out of
+    reach of the built collider's bounding sphere and the contact margin), the collider grown by 5 cm: the joint
+    accelerations equal those of a model built with the grown collider (the sphere 2 cm deep)."""
+    def arm(grow):
+        method, shape = COLLIDERS[collider]
+        keys = {"sphere": ["radius"], "box": ["hy"], "capsule": ["radius", "half_height"]}[collider]
+        COLLIDERS[collider] = (method, {**shape, **{key: shape[key] + grow for key in keys}})
+        try:
+            model = sliding_arm(device, collider)
+        finally:
+            COLLIDERS[collider] = (method, shape)
+        model.joint_q.numpy()[1] = -math.asin(0.2 - 0.03)
+        return model
+
+    def accelerations(model):
+        return sim.SolverFeatherstone(model).eval_joint_accelerations(model, model.state(), None).numpy()
+
+    built, grown = arm(0.05), arm(0.0)
+    scale = grown.shape_scale.numpy()
+    scale[1, SIZES[collider]] += 0.05
+    np.testing.assert_allclose(scale[1], built.shape_scale.numpy()[1], rtol=1e-6)
+    assert grown.shape_bounding_radius.numpy()[1] < built.shape_bounding_radius.numpy()[1]
+    assert accelerations(built)[1] > 100.0  # pushed up hard: 2 cm deep
+    np.testing.assert_allclose(accelerations(grown), accelerations(built), rtol=1e-5)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # sim optimize
 
