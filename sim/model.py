@@ -91,7 +91,8 @@ class Model:
             plane (width, length, 0) with 0 meaning infinite [m]; shape [shape_count], vec3.
         shape_body: body index or -1 for static shapes, shape [shape_count], int32.
         shape_bounding_radius: radius of a sphere about the shape's origin that contains it [m] (0 for planes),
-            shape [shape_count].
+            shape [shape_count], as built (SolverRigid's hash grid reads it; its contact kernels recompute it from
+            shape_scale, which sim optimize may change).
         Contact material of rigid-body contacts (SolverRigid), per shape; a contact uses the mean of its two
         shapes' values:
         shape_material_ke: normal stiffness [N/m] per contact point, shape [shape_count].

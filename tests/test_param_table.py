@@ -143,6 +143,37 @@ def pendulum_scene() -> dict:
                         "drive": dict(DRIVE)}]}
 
 
+SOFT_MATERIAL = {"ke": 2.0e3, "kd": 10.0, "kf": 1.0, "mu": 0.5, "restitution": 0.5}
+REACH = 0.98  # [m] from the pivot's vertical axis to the sliding sphere's centre, about
+# Colliders whose top is at height 0 under the sliding sphere; the round ones centred on the pivot's vertical axis
+# (so that the sphere, turning round it, stays on the same height).
+ARM_COLLIDERS = {
+    "ground": {"type": "ground"},
+    "sphere": {"type": "sphere", "pos": [0.0, -float(np.sqrt(25.0 - REACH ** 2)), 0.0], "radius": 5.0},
+    "box": {"type": "box", "pos": [0.0, -0.5, 0.0], "half_extents": [1.5, 0.5, 1.5]},
+    "capsule": {"type": "capsule", "pos": [0.0, -float(np.sqrt(25.0 - REACH ** 2)) - 0.5, 0.0], "radius": 5.0,
+                "half_height": 0.5},
+}
+
+
+def sliding_arm_scene(collider: str, landing: bool = False) -> dict:
+    """A link (SolverFeatherstone) on a d6 joint 0.3 m above `collider`'s top, turning about the vertical at
+    3 rad/s and free to pitch, its sphere (radius 0.1 m, 0.5 kg, 1 m out) sliding round on the top, 5 mm deep at
+    the start (resting: ~4 mm) and pitching down at 0.15 m/s, so that it bobs in its contact, never leaving it;
+    `landing`: 1 cm above the top at the start, pitching down at 0.5 m/s, so that it lands after ~20 ms (the
+    materials do not move that moment, so damping's force jumping as the contact starts does not enter their
+    rows) and bounces in its contact. The link and the collider have the soft SOFT_MATERIAL (a contact period of
+    ~60 ms)."""
+    arm = {"name": "arm", "mass": 0.5, "shapes": [{"type": "sphere", "pos": [1.0, 0.0, 0.0], "radius": 0.1}],
+           "material": dict(SOFT_MATERIAL)}
+    joint = {"type": "d6", "child": "arm", "parent_anchor": {"pos": [0.0, 0.3, 0.0]},
+             "angular_axes": [{"axis": [0, 1, 0]}, {"axis": [0, 0, 1]}],
+             "q": [0.0, -float(np.arcsin(0.19 if landing else 0.205))], "qd": [3.0, -0.5 if landing else -0.15]}
+    target = dict(ARM_COLLIDERS[collider], material=dict(SOFT_MATERIAL))
+    return {"sim": {"fps": 60, "frames": 4, "substeps": 8}, "bodies": [arm], "joints": [joint],
+            "colliders": [target]}
+
+
 def arm_scene() -> dict:
     """assets/arm/arm.urdf with its elbow driven and pushed (SolverFeatherstone)."""
     elbow = {"drive": dict(DRIVE), "forces": [0.5, -0.2, 0.3, 0.1], "q": 0.3, "qd": 1.0}
@@ -208,6 +239,12 @@ def _featherstone_rows() -> dict:
     for k in DRIVE:
         rows[f"joints.N.drive.{k}"] = Row(f"joints.1.drive.{k}", pendulum_scene(), "lower")
         rows[f"robot.joints.NAME.drive.{k}"] = Row(f"robot.joints.elbow.drive.{k}", arm_scene(), "tool")
+    for k, collider in (("pos", "sphere"), ("radius", "sphere"), ("half_extents", "box"), ("half_height", "capsule")):
+        rows[f"colliders.N.{k}"] = Row(f"colliders.0.{k}", sliding_arm_scene(collider), "arm", 1e-4)
+    for k in SOFT_MATERIAL:
+        landing = sliding_arm_scene("ground", landing=True)
+        rows[f"bodies.N.material.{k}"] = Row(f"bodies.0.material.{k}", landing, "arm")
+        rows[f"colliders.N.material.{k}"] = Row(f"colliders.0.material.{k}", landing, "arm")
     return {("featherstone", pattern): row for pattern, row in rows.items()}
 
 
@@ -233,7 +270,8 @@ def _refused_scene(solver: str, pattern: str) -> tuple:
 # ---------------------------------------------------------------------------------------------------- running
 
 
-BODY_TARGETS = {"ball": [0.5, 0.3, 0.2], "lower": [0.3, 0.2, 0.1], "tool": [0.2, -0.3, 0.4]}  # [m]
+BODY_TARGETS = {"ball": [0.5, 0.3, 0.2], "lower": [0.3, 0.2, 0.1], "tool": [0.2, -0.3, 0.4],
+                "arm": [0.92, 0.2, -0.35]}  # [m]
 
 
 def _config(tmp_path, key: str, scene: dict, obj: str) -> str:

@@ -592,8 +592,7 @@ def test_links_that_are_not_jointed_collide(device):
     assert excluded == {(0, 1), (1, 2)}
 
 
-# not joint_q: at this contact the final state's finite differences in the initial angle swing from -13.5 to -65.8
-# as eps goes from 3e-3 to 3e-4 (the tape's -43.4 matches eps 1e-4 within float32 noise): too stiff to check here
+# joint_q through contact: tests/test_articulation_contact_gradients.py (a better-conditioned scene)
 @pytest.mark.parametrize("wrt", ["joint_qd", "joint_f", "body_mass", "target_pos", "target_ke", "target_kd",
                                  "joint_damping"])
 def test_rollout_gradient_with_ground_contact(device, wrt):

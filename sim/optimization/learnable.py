@@ -36,9 +36,6 @@ _XPBD_IGNORES = {
 _COLLIDER_MATERIAL = ("a collider's material acts on rigid-body contacts only; cloth and particles "
                       "touch colliders with sim.contact, whose mu is learnable as sim.contact.mu")
 
-_NO_CONTACTS = ("learning contact materials and colliders through SolverFeatherstone's contacts is not "
-                "gradient-checked yet")
-
 #: (solver, key pattern) -> why that solver cannot give the key a gradient (it does not read it). A key is refused
 #: at config load when every solver acting on it in the scene refuses it.
 REFUSED = {
@@ -51,9 +48,6 @@ REFUSED = {
     **{("featherstone", f"bodies.N.{k}"): "SolverFeatherstone moves bodies by their joint coordinates: a jointed "
                                           "body's initial velocity is its joint's qd"
        for k in ("vel", "angular_vel")},
-    **{("featherstone", f"bodies.N.material.{k}"): _NO_CONTACTS for k in RIGID_MATERIAL_KEYS},
-    **{("featherstone", f"colliders.N.{k}"): _NO_CONTACTS for k in COLLIDER_KEYS},
-    **{("featherstone", f"colliders.N.material.{k}"): _NO_CONTACTS for k in RIGID_MATERIAL_KEYS},
 }
 
 

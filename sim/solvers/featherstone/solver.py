@@ -41,7 +41,10 @@ class SolverFeatherstone:
 
     Differentiable through a Tape when every step writes a fresh State (state_out never aliases state_in):
     with respect to the initial joint_q and joint_qd, Control.joint_f and the drive targets, the model's gains,
-    damping, masses and inertias, with or without contacts.
+    damping, masses and inertias, with or without contacts, and the shapes' contact materials and the static
+    shapes' poses and sizes (tests/test_articulation_contact_gradients.py). Through contact, finite differences
+    agree only where the rollout is well conditioned: a stiff contact (dt near sqrt(m_eff / ke)) or a contact
+    starting with damping (its force jumps, docs/gradients.md) makes them depend on the step.
 
     The model's joint arrays are read through a struct built here: assign new values into them (`.assign`,
     `.numpy()[...] = `), or make a new solver after replacing one.

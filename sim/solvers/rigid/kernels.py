@@ -10,7 +10,7 @@ reach those arrays.
 import kernels as wp
 
 from ...hashgrid import HashGridData, hash_grid_cell_of, hash_grid_neighbor_cell
-from ...model import SHAPE_BOX, SHAPE_PLANE, SHAPE_SPHERE
+from ...model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_PLANE, SHAPE_SPHERE
 from .collide import pair_contacts
 from .contact_law import ContactSettings, PairContext
 
@@ -18,14 +18,13 @@ from .contact_law import ContactSettings, PairContext
 @wp.struct
 class RigidShapeData:
     """The shapes as the contact kernels see them (see Model.shape_*): type [shape_count] int32, transform
-    (body frame, or world for static shapes), scale [m] vec3, body int32 (-1: static), bounding_radius [m], and
-    the contact material ke [N/m], kd [N s/m], kf [N s/m], mu [-], restitution [-]."""
+    (body frame, or world for static shapes), scale [m] vec3, body int32 (-1: static), and the contact material
+    ke [N/m], kd [N s/m], kf [N s/m], mu [-], restitution [-]."""
 
     type: wp.array(dtype=wp.int32)
     transform: wp.array(dtype=wp.transform)
     scale: wp.array(dtype=wp.vec3)
     body: wp.array(dtype=wp.int32)
-    bounding_radius: wp.array(dtype=float)
     ke: wp.array(dtype=float)
     kd: wp.array(dtype=float)
     kf: wp.array(dtype=float)
@@ -75,6 +74,20 @@ def shape_bounds(shape_type: int, pose: wp.transform, scale: wp.vec3):
     return c - half, c + half
 
 
+@wp.func
+def bounding_radius(shape_type: int, scale: wp.vec3):
+    """Radius [m] of a sphere about the shape's origin that contains it (0 for planes, which are never bounded),
+    from its current scale: sim optimize may have written a learned size there since Model.shape_bounding_radius
+    was computed."""
+    if shape_type == SHAPE_SPHERE:
+        return scale[0]
+    if shape_type == SHAPE_BOX:
+        return wp.length(scale)
+    if shape_type == SHAPE_CAPSULE:
+        return scale[0] + scale[1]
+    return 0.0
+
+
 @wp.kernel(enable_backward=False)
 def movable_shape_bounds(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
                          ids: wp.array(dtype=wp.int32), centers: wp.array(dtype=wp.vec3),
@@ -111,7 +124,8 @@ def pair_wrench(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
     type_a = shapes.type[sa]
     type_b = shapes.type[sb]
     if type_a != SHAPE_PLANE and type_b != SHAPE_PLANE:
-        reach = shapes.bounding_radius[sa] + shapes.bounding_radius[sb] + settings.margin
+        reach = bounding_radius(type_a, shapes.scale[sa]) + bounding_radius(type_b, shapes.scale[sb]) + \
+            settings.margin
         gap = wp.transform_get_translation(pose_a) - wp.transform_get_translation(pose_b)
         if wp.length_sq(gap) >= reach * reach:
             return False, wp.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)

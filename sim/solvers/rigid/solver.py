@@ -290,7 +290,6 @@ class SolverRigid:
         s.transform = model.shape_transform
         s.scale = model.shape_scale
         s.body = model.shape_body
-        s.bounding_radius = model.shape_bounding_radius
         s.ke = model.shape_material_ke
         s.kd = model.shape_material_kd
         s.kf = model.shape_material_kf
