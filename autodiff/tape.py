@@ -17,9 +17,10 @@ MissingGradientError naming it (and the struct field it sits in) rather than sil
 
 from __future__ import annotations
 
-
 import warnings
 import weakref
+
+import numpy as np
 
 import kernels as wp
 from kernels import capture
@@ -410,9 +411,16 @@ class _LiveGradients:
         known = self.zero.get(id(a))
         if known is None:
             rec = capture.recorder(a.device)
-            known = rec.is_fresh(a.grad) if rec is not None else not a.grad.numpy().any()
+            known = rec.is_fresh(a.grad) if rec is not None else not _any_nonzero(a.grad.numpy())
             self.zero[id(a)] = known
         return not known
+
+
+def _any_nonzero(buf) -> bool:
+    """Whether a gradient buffer holds anything but zeros (structured dtypes: any non-zero byte)."""
+    if buf.dtype.fields is not None:
+        return bool(np.ascontiguousarray(buf).view(np.uint8).any())
+    return bool(buf.any())
 
 
 class _Gradients:
