@@ -122,6 +122,9 @@ class Tape:
         self.scopes: list = []  # (launch index, name, metadata) at a scope's begin, (launch index, None, None) at end
         self._open_scopes: list = []  # indices into self.scopes of the begins not ended yet
         self._holds: list = []  # see hold()
+        # during backward(): id(struct) -> its adjoint struct (a struct passed to many launches, such as a solver's
+        # model data, is made and packed once; the records keep the structs alive, so ids stay unique)
+        self._adjoint_memo: dict | None = None
         weakref.finalize(self, _release_all, self._holds)
 
     def hold(self, release):
@@ -248,7 +251,13 @@ class Tape:
                 return value.grad
             return None
         if is_struct(t) and value is not None:
-            return self._struct_adjoint(value, t)
+            memo = self._adjoint_memo
+            if memo is None:
+                return self._struct_adjoint(value, t)
+            adj = memo.get(id(value))
+            if adj is None:
+                adj = memo[id(value)] = self._struct_adjoint(value, t)
+            return adj
         return None
 
     def _struct_adjoint(self, s, t):
@@ -286,6 +295,16 @@ class Tape:
             self._touch(a)
         arrays_of = self._check_gradient_chain()
         live = _LiveGradients(grads, loss)
+        self._adjoint_memo = {}
+        try:
+            self._run_adjoints(arrays_of, live)
+        finally:
+            self._adjoint_memo = None
+        if wp.config.verify_autograd_array_access:  # the reads are used up: later writes harm no gradient
+            read_flags.clear(read_flags.recorded_arrays(self.launches))
+
+    def _run_adjoints(self, arrays_of: dict, live: "_LiveGradients"):
+        """The recorded adjoints in reverse order, skipping those whose outputs carry no gradient."""
         for rec in reversed(self.launches):
             if isinstance(rec, _Callback):
                 rec.run()
@@ -310,19 +329,28 @@ class Tape:
             adj_out = [self._adjoint_of(v, t) for v, t in zip(rec.outputs, k.arg_types[len(rec.inputs):])]
             wp.launch(k, rec.dim, inputs=rec.inputs, outputs=rec.outputs, device=rec.device, adjoint=True,
                       adj_inputs=adj_in, adj_outputs=adj_out)
-        if wp.config.verify_autograd_array_access:  # the reads are used up: later writes harm no gradient
-            read_flags.clear(read_flags.recorded_arrays(self.launches))
 
-    def _arrays_of(self, rec):
-        """(path, array, read, written) for the differentiable toolkit arrays a recorded launch touches."""
+    def _arrays_of(self, rec, memo: dict | None = None):
+        """(path, array, read, written) for the differentiable toolkit arrays a recorded launch touches. `memo`
+        (kept by the caller while the records live) holds the entries of struct arguments by (kernel, struct):
+        a struct passed to many launches is walked once."""
         n_in = len(rec.inputs)
         out = []
-        for path, index, fields, read, written in _access_paths(rec.kernel):
-            obj = rec.inputs[index] if index < n_in else rec.outputs[index - n_in]
-            for f in fields:
-                obj = getattr(obj, f, None) if obj is not None else None
-            if isinstance(obj, wp.array) and not obj._foreign and _differentiable(obj.dtype):
-                out.append((path, obj, read, written))
+        for index, head_paths in _access_plan(rec.kernel):
+            head = rec.inputs[index] if index < n_in else rec.outputs[index - n_in]
+            key = (id(rec.kernel), id(head))
+            entries = memo.get(key) if memo is not None and head_paths[0][1] else None
+            if entries is None:
+                entries = []
+                for path, fields, read, written in head_paths:
+                    obj = head
+                    for f in fields:
+                        obj = getattr(obj, f, None) if obj is not None else None
+                    if isinstance(obj, wp.array) and not obj._foreign and _differentiable(obj.dtype):
+                        entries.append((path, obj, read, written))
+                if memo is not None and head_paths[0][1]:
+                    memo[key] = entries
+            out.extend(entries)
         return out
 
     def _check_gradient_chain(self):
@@ -331,6 +359,7 @@ class Tape:
         _arrays_of of every launch record, by id."""
         writer: dict = {}  # id(array) -> (record, path) of its latest writer so far
         arrays_of: dict = {}
+        memo: dict = {}
         for rec in self.launches:
             if isinstance(rec, _CopyRecord):
                 if rec.src.grad is not None and rec.dest.grad is None:
@@ -342,7 +371,7 @@ class Tape:
                 continue
             if not isinstance(rec, _Record):
                 continue
-            arrays = arrays_of[id(rec)] = self._arrays_of(rec)
+            arrays = arrays_of[id(rec)] = self._arrays_of(rec, memo)
             feeds_gradient = any(w and a.grad is not None for _, a, _, w in arrays)
             for path, a, read, _ in arrays:
                 if not (read and feeds_gradient and a.grad is None and id(a) in writer):
@@ -462,6 +491,18 @@ def _zero_struct(t):
     return z
 
 
+def _access_plan(kernel) -> list:
+    """_access_paths grouped by head parameter: [(index, [(path, member names, read, written)])], once per
+    kernel (a struct parameter's paths all have member names, an array parameter's one path none)."""
+    plan = getattr(kernel, "_tape_access_plan", None)
+    if plan is None:
+        groups: dict = {}
+        for path, index, fields, read, written in _access_paths(kernel):
+            groups.setdefault(index, []).append((path, fields, read, written))
+        plan = kernel._tape_access_plan = sorted(groups.items())
+    return plan
+
+
 def _access_paths(kernel) -> list:
     """kernel.param_access() as (path, index of the head parameter, member names, read, written), split once per
     kernel."""
@@ -479,11 +520,12 @@ _DIFFERENTIABLE: dict = {}
 
 
 def _differentiable(dtype) -> bool:
-    """is_differentiable_type, memoised per element type (the tape asks for every array of every launch)."""
-    d = _DIFFERENTIABLE.get(dtype)
-    if d is None:
-        d = _DIFFERENTIABLE[dtype] = is_differentiable_type(dtype)
-    return d
+    """is_differentiable_type, memoised per element type (the tape asks for every array of every launch; by id:
+    composite types hash slowly)."""
+    entry = _DIFFERENTIABLE.get(id(dtype))
+    if entry is None:
+        entry = _DIFFERENTIABLE[id(dtype)] = (dtype, is_differentiable_type(dtype))  # keeps dtype (and its id)
+    return entry[1]
 
 
 _STRUCT_PLANS: dict = {}
