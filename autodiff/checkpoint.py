@@ -270,7 +270,7 @@ class _LaunchCollector:
     def add_internal(self, state):
         self.internal.update(id(a) for a in vars(state).values() if isinstance(a, wp.array))
 
-    def __call__(self, kernel, dim, inputs, outputs, device):
+    def __call__(self, kernel, dim, inputs, outputs, device, launch=None):
         values = dict(zip(kernel.arg_names, list(inputs) + list(outputs)))
         for path, (_, written) in kernel.param_access().items():
             head, *fields = path.split(".")

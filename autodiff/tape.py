@@ -25,7 +25,7 @@ import numpy as np
 import kernels as wp
 from kernels import capture
 from kernels.array import copy_hooks, copy_plan, copy_window
-from kernels.launch import tape_hooks
+from kernels.launch import Launch, tape_hooks
 from kernels.typesys import ArrayType, is_differentiable_type, is_struct
 
 from . import read_flags
@@ -40,10 +40,14 @@ class MissingGradientError(RuntimeError):
 
 
 class _Record:
-    __slots__ = ("kernel", "dim", "inputs", "outputs", "device")
+    """A recorded launch; `launch`: the forward Launch that ran (its packed arguments are reused by the adjoint
+    launch), or None."""
 
-    def __init__(self, kernel, dim, inputs, outputs, device):
+    __slots__ = ("kernel", "dim", "inputs", "outputs", "device", "launch")
+
+    def __init__(self, kernel, dim, inputs, outputs, device, launch=None):
         self.kernel, self.dim, self.inputs, self.outputs, self.device = kernel, dim, inputs, outputs, device
+        self.launch = launch
 
 
 class _Callback:
@@ -193,8 +197,8 @@ class Tape:
         whose arrays are its arrays' gradients)."""
         return _Gradients(self)
 
-    def _record_launch(self, kernel, dim, inputs, outputs, device):
-        rec = _Record(kernel, dim, inputs, outputs, device)
+    def _record_launch(self, kernel, dim, inputs, outputs, device, launch=None):
+        rec = _Record(kernel, dim, inputs, outputs, device, launch)
         self._check_overwrite(rec)
         self.launches.append(rec)
         if wp.config.verify_autograd_array_access:
@@ -327,8 +331,12 @@ class Tape:
             k = rec.kernel
             adj_in = [self._adjoint_of(v, t) for v, t in zip(rec.inputs, k.arg_types)]
             adj_out = [self._adjoint_of(v, t) for v, t in zip(rec.outputs, k.arg_types[len(rec.inputs):])]
-            wp.launch(k, rec.dim, inputs=rec.inputs, outputs=rec.outputs, device=rec.device, adjoint=True,
-                      adj_inputs=adj_in, adj_outputs=adj_out)
+            if rec.launch is None or not k.enable_backward or k.adjoint_error is not None:
+                # wp.launch packs the arguments again, and raises for a kernel without a backward
+                wp.launch(k, rec.dim, inputs=rec.inputs, outputs=rec.outputs, device=rec.device, adjoint=True,
+                          adj_inputs=adj_in, adj_outputs=adj_out)
+            else:
+                Launch.adjoint_of(rec.launch, adj_in + adj_out).launch()
 
     def _arrays_of(self, rec, memo: dict | None = None):
         """(path, array, read, written) for the differentiable toolkit arrays a recorded launch touches. `memo`
@@ -390,13 +398,15 @@ class Tape:
 
     def zero(self):
         """Zero every gradient this tape has touched, seeded ones included, so rounds never accumulate."""
+        structs = set()  # ids of the struct arguments touched already (a solver passes the same ones to many)
         for rec in self.launches:
             if isinstance(rec, _Record):
                 for v, t in zip(list(rec.inputs) + list(rec.outputs), rec.kernel.arg_types):
                     if isinstance(t, ArrayType):
                         if isinstance(v, wp.array) and not v._foreign:
                             self._touch(v)
-                    elif is_struct(t) and v is not None:
+                    elif is_struct(t) and v is not None and id(v) not in structs:
+                        structs.add(id(v))
                         self._touch_members(v, t)
         for a in self.touched.values():
             if a.grad is not None:

@@ -283,6 +283,18 @@ class Launch:
         self._struct_params = [i for i, t in enumerate(kernel.arg_types) if is_struct(t)]
         self._structs_packed = inputs is not None  # pack_args just read them: launch() right away need not again
 
+    @classmethod
+    def adjoint_of(cls, forward: "Launch", adj_values: list) -> "Launch":
+        """The adjoint launch of a forward launch that ran (a Tape's record): the same bounds and packed
+        arguments (the values the forward read, struct members included), `adj_values` as adjoint arguments."""
+        b = cls.__new__(cls)
+        b.kernel, b.device, b.adjoint = forward.kernel, forward.device, True
+        b.values, b.adj_values = forward.values, list(adj_values)
+        b.bounds, b.params = forward.bounds, forward.params
+        b._struct_params = forward._struct_params
+        b._structs_packed = True
+        return b
+
     @property
     def adj_params(self):
         """The adjoint arguments, packed when read: unset adjoint arrays fall back to the arrays' `.grad`."""
@@ -396,7 +408,7 @@ def launch(kernel, dim, inputs=(), outputs=(), device=None, adjoint=False, adj_i
         return cmd
     cmd.launch()
     if record_tape and not adjoint and tape_hooks:
-        tape_hooks[-1](kernel, dims, list(inputs), list(outputs), device)
+        tape_hooks[-1](kernel, dims, list(inputs), list(outputs), device, cmd)
     return None
 
 

@@ -216,8 +216,8 @@ class _Scratch:
             a.zero_()
 
     def zero_all(self):
-        """Zero every array and gradient (a set that an earlier tape used)."""
+        """Zero every gradient, and the arrays that steps add into (a set that an earlier tape used)."""
+        self.zero_accumulated()
         for a in self.arrays():
-            a.zero_()
             if a.grad is not None:
                 a.grad.zero_()
