@@ -216,27 +216,47 @@ class Tape:
         mode = wp.config.overwrite_check
         if mode == "off":
             return
-        access = rec.kernel.param_access()
-        values = list(rec.inputs) + list(rec.outputs)
-        for name, v in zip(rec.kernel.arg_names, values):
+        n_in = len(rec.inputs)
+        read_by = self._reads
+        arrays = []
+        for index, name, reads, writes in _array_params(rec.kernel):
+            v = rec.inputs[index] if index < n_in else rec.outputs[index - n_in]
             if not isinstance(v, wp.array):
                 continue
-            reads, writes = access.get(name, (False, False))
-            if writes and id(v) in self._reads:
-                msg = (f"kernel '{rec.kernel.name}' writes array '{name}', which kernel '{self._reads[id(v)]}' "
+            arrays.append((v, reads))
+            if writes and id(v) in read_by:
+                msg = (f"kernel '{rec.kernel.name}' writes array '{name}', which kernel '{read_by[id(v)]}' "
                        f"read earlier on this tape: gradients through the earlier read would use the new values")
                 if mode == "error":
                     raise OverwriteError(msg)
                 warnings.warn(msg, stacklevel=4)
-        for name, v in zip(rec.kernel.arg_names, values):
-            if isinstance(v, wp.array) and access.get(name, (False, False))[0]:
-                self._reads.setdefault(id(v), rec.kernel.name)
+        for v, reads in arrays:
+            if reads:
+                read_by.setdefault(id(v), rec.kernel.name)
 
     # ------------------------------------------------------------------------------------------------ backward
 
     def _touch(self, a):
         if a is not None and isinstance(a, wp.array) and a.grad is not None:
             self.touched[id(a)] = a
+
+    def _adjoints(self, values, kernel, first: int) -> list:
+        """_adjoint_of of each of `values`, the arguments of `kernel` from parameter `first` on."""
+        out = []
+        touched = self.touched
+        for v, (kind, t) in zip(values, _arg_kinds(kernel)[first:]):
+            if kind == 0:
+                g = None
+                if isinstance(v, wp.array) and not v._foreign:
+                    g = v.grad
+                    if g is not None:
+                        touched[id(v)] = v
+                out.append(g)
+            elif kind == 1 and v is not None:
+                out.append(self._adjoint_of(v, t))
+            else:
+                out.append(None)
+        return out
 
     def _touch_members(self, s, t):
         """Touch the array members of struct `s` of type `t` (and of its struct members)."""
@@ -329,8 +349,8 @@ class Tape:
                 if read:
                     live.add(a)
             k = rec.kernel
-            adj_in = [self._adjoint_of(v, t) for v, t in zip(rec.inputs, k.arg_types)]
-            adj_out = [self._adjoint_of(v, t) for v, t in zip(rec.outputs, k.arg_types[len(rec.inputs):])]
+            adj_in = self._adjoints(rec.inputs, k, 0)
+            adj_out = self._adjoints(rec.outputs, k, len(rec.inputs))
             if rec.launch is None or not k.enable_backward or k.adjoint_error is not None:
                 # wp.launch packs the arguments again, and raises for a kernel without a backward
                 wp.launch(k, rec.dim, inputs=rec.inputs, outputs=rec.outputs, device=rec.device, adjoint=True,
@@ -399,13 +419,14 @@ class Tape:
     def zero(self):
         """Zero every gradient this tape has touched, seeded ones included, so rounds never accumulate."""
         structs = set()  # ids of the struct arguments touched already (a solver passes the same ones to many)
+        touched = self.touched
         for rec in self.launches:
             if isinstance(rec, _Record):
-                for v, t in zip(list(rec.inputs) + list(rec.outputs), rec.kernel.arg_types):
-                    if isinstance(t, ArrayType):
-                        if isinstance(v, wp.array) and not v._foreign:
-                            self._touch(v)
-                    elif is_struct(t) and v is not None and id(v) not in structs:
+                for v, (kind, t) in zip(list(rec.inputs) + list(rec.outputs), _arg_kinds(rec.kernel)):
+                    if kind == 0:
+                        if isinstance(v, wp.array) and not v._foreign and v.grad is not None:
+                            touched[id(v)] = v
+                    elif kind == 1 and v is not None and id(v) not in structs:
                         structs.add(id(v))
                         self._touch_members(v, t)
         for a in self.touched.values():
@@ -499,6 +520,26 @@ def _zero_struct(t):
     if z is None:
         z = _ZERO_STRUCTS[t] = t()
     return z
+
+
+def _arg_kinds(kernel) -> list:
+    """(0 array, 1 struct or 2 other, type) of each kernel parameter, once per kernel."""
+    kinds = getattr(kernel, "_tape_arg_kinds", None)
+    if kinds is None:
+        kinds = kernel._tape_arg_kinds = [(0 if isinstance(t, ArrayType) else 1 if is_struct(t) else 2, t)
+                                          for t in kernel.arg_types]
+    return kinds
+
+
+def _array_params(kernel) -> list:
+    """(index, name, read, written) of the kernel's array parameters (not struct members), once per kernel."""
+    params = getattr(kernel, "_tape_array_params", None)
+    if params is None:
+        access = kernel.param_access()
+        params = kernel._tape_array_params = [
+            (i, name, *access.get(name, (False, False)))
+            for i, (name, t) in enumerate(zip(kernel.arg_names, kernel.arg_types)) if isinstance(t, ArrayType)]
+    return params
 
 
 def _access_plan(kernel) -> list:
