@@ -241,7 +241,9 @@ class Tape:
             self.touched[id(a)] = a
 
     def _adjoints(self, values, kernel, first: int) -> list:
-        """_adjoint_of of each of `values`, the arguments of `kernel` from parameter `first` on."""
+        """The adjoint arguments for `values`, the arguments of `kernel` from parameter `first` on: an array's
+        gradient array (None without one, or for foreign memory), a struct's adjoint struct, None otherwise; the
+        arrays with gradients are touched."""
         out = []
         touched = self.touched
         for v, (kind, t) in zip(values, _arg_kinds(kernel)[first:]):
@@ -253,7 +255,7 @@ class Tape:
                         touched[id(v)] = v
                 out.append(g)
             elif kind == 1 and v is not None:
-                out.append(self._adjoint_of(v, t))
+                out.append(self._memo_struct_adjoint(v, t))
             else:
                 out.append(None)
         return out
@@ -268,21 +270,15 @@ class Tape:
         for name, ft in struct_fields:
             self._touch_members(getattr(s, name), ft)
 
-    def _adjoint_of(self, value, t):
-        if isinstance(t, ArrayType):
-            if isinstance(value, wp.array) and not value._foreign and value.grad is not None:
-                self._touch(value)
-                return value.grad
-            return None
-        if is_struct(t) and value is not None:
-            memo = self._adjoint_memo
-            if memo is None:
-                return self._struct_adjoint(value, t)
-            adj = memo.get(id(value))
-            if adj is None:
-                adj = memo[id(value)] = self._struct_adjoint(value, t)
-            return adj
-        return None
+    def _memo_struct_adjoint(self, value, t):
+        """_struct_adjoint, made once per struct during backward() (see _adjoint_memo)."""
+        memo = self._adjoint_memo
+        if memo is None:
+            return self._struct_adjoint(value, t)
+        adj = memo.get(id(value))
+        if adj is None:
+            adj = memo[id(value)] = self._struct_adjoint(value, t)
+        return adj
 
     def _struct_adjoint(self, s, t):
         """A struct of the same type whose array members are the members' gradient arrays."""
@@ -366,8 +362,8 @@ class Tape:
         out = []
         for index, head_paths in _access_plan(rec.kernel):
             head = rec.inputs[index] if index < n_in else rec.outputs[index - n_in]
-            key = (id(rec.kernel), id(head))
-            entries = memo.get(key) if memo is not None and head_paths[0][1] else None
+            key = (id(rec.kernel), id(head)) if memo is not None and head_paths[0][1] else None  # struct heads
+            entries = memo.get(key) if key is not None else None
             if entries is None:
                 entries = []
                 for path, fields, read, written in head_paths:
@@ -376,7 +372,7 @@ class Tape:
                         obj = getattr(obj, f, None) if obj is not None else None
                     if isinstance(obj, wp.array) and not obj._foreign and _differentiable(obj.dtype):
                         entries.append((path, obj, read, written))
-                if memo is not None and head_paths[0][1]:
+                if key is not None:
                     memo[key] = entries
             out.extend(entries)
         return out

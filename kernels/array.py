@@ -31,6 +31,10 @@ class ArrayDescriptor(ctypes.Structure):
 _ELEMENT_INFO: dict = {}
 
 
+# native/array.h: plain writes in the backward consume the elements of a gradient array with this flag
+ARRAY_FLAG_CONSUME = 1
+
+
 def _element_info(dtype):
     """(numpy scalar dtype, trailing component shape) of an element type (memoised: arrays are made on hot
     paths)."""
@@ -206,6 +210,7 @@ class array:
         dtype = T.Any if dtype is typing.Any else T.canonical_type(dtype)
         self._grad = None
         self._desc = None
+        self._desc_consume = None
         self._requires_grad = False
         self._retain_grad = False
         self._owner = _owner
@@ -630,6 +635,15 @@ class array:
                 d.strides[k] = self.strides[k]
             d.ndim = self.ndim
             self._desc = d
+        return d
+
+    def _consuming_descriptor(self) -> ArrayDescriptor:
+        """This (gradient) array's descriptor with the consume flag (see launch.ARRAY_FLAG_CONSUME): a copy of
+        the cached descriptor, itself cached."""
+        d = self._desc_consume
+        if d is None:
+            d = self._desc_consume = ArrayDescriptor.from_buffer_copy(self._descriptor())
+            d.flags = ARRAY_FLAG_CONSUME
         return d
 
 

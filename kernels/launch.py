@@ -178,21 +178,6 @@ def pack_args(kernel, values, device):
     return args_ctype(kernel)(*packed)
 
 
-def _consuming(grad: array, descriptor: ArrayDescriptor) -> ArrayDescriptor:
-    """`descriptor` (of gradient array `grad`) with the consume flag: a copy, never the array's cached
-    descriptor, itself kept on the array (its memory and shape never change)."""
-    d = grad.__dict__.get("_desc_consume")
-    if d is None or d.data != descriptor.data:
-        d = ArrayDescriptor.from_buffer_copy(descriptor)
-        d.flags = ARRAY_FLAG_CONSUME
-        grad.__dict__["_desc_consume"] = d
-    return d
-
-
-# native/array.h: plain writes in the backward consume this gradient array's elements
-ARRAY_FLAG_CONSUME = 1
-
-
 def pack_adjoint_args(kernel, adj_values, device, values=None):
     """Adjoint args: arrays are the gradient arrays; an array's adjoint left None is the array's own `.grad`
     (none for arrays without one, and for foreign memory, which backward never writes); non-array adjoints start
@@ -216,7 +201,7 @@ def pack_adjoint_args(kernel, adj_values, device, values=None):
             d = _pack_array(kernel, i, t, v, device)
             primal = values[i] if values is not None else None
             if isinstance(primal, array) and primal.grad is v and not primal.retain_grad:
-                d = _consuming(v, d)
+                d = v._consuming_descriptor()
             setattr(c, kernel.arg_names[i], d)
         elif is_struct(t) and type(v) is t:
             setattr(c, kernel.arg_names[i], v._to_ctype())

@@ -174,9 +174,11 @@ class SolverFeatherstone:
         _assign(d, "joint_f", self._no_joint_f if joint_f is None else joint_f)
         return d
 
+
 def _assign(struct, name: str, value):
     if getattr(struct, name) is not value:
         setattr(struct, name, value)
+
 
 class _Scratch:
     """The intermediates of one step: the bodies' poses and velocities (body_q, body_qd [body_count]), the
