@@ -25,7 +25,7 @@ import numpy as np
 import kernels as wp
 from kernels import capture
 from kernels.array import copy_hooks, copy_plan, copy_window
-from kernels.launch import Launch, tape_hooks
+from kernels.launch import Launch, args_ctype, pack_array, tape_hooks
 from kernels.typesys import ArrayType, is_differentiable_type, is_struct
 
 from . import read_flags
@@ -43,10 +43,11 @@ class _Record:
     """A recorded launch; `launch`: the forward Launch that ran (its packed arguments are reused by the adjoint
     launch), or None."""
 
-    __slots__ = ("kernel", "dim", "inputs", "outputs", "device", "launch")
+    __slots__ = ("kernel", "dim", "inputs", "outputs", "values", "device", "launch")
 
     def __init__(self, kernel, dim, inputs, outputs, device, launch=None):
         self.kernel, self.dim, self.inputs, self.outputs, self.device = kernel, dim, inputs, outputs, device
+        self.values = inputs + outputs  # the arguments in parameter order
         self.launch = launch
 
 
@@ -110,10 +111,11 @@ def recording_tape():
     return _recording[-1] if _recording else None
 
 
-def _release_all(holds: list):
-    """Run and forget the release callbacks of Tape.hold."""
+def _release_all(holds: list, dirty: list):
+    """Run and forget the release callbacks of Tape.hold; `dirty[0]`: whether a backward ran since the last
+    zero()."""
     while holds:
-        holds.pop()()
+        holds.pop()(not dirty[0])
 
 
 class Tape:
@@ -126,14 +128,17 @@ class Tape:
         self.scopes: list = []  # (launch index, name, metadata) at a scope's begin, (launch index, None, None) at end
         self._open_scopes: list = []  # indices into self.scopes of the begins not ended yet
         self._holds: list = []  # see hold()
+        self._dirty = [False]  # whether gradients may be non-zero: a backward ran since the last zero()
         # during backward(): id(struct) -> its adjoint struct (a struct passed to many launches, such as a solver's
         # model data, is made and packed once; the records keep the structs alive, so ids stay unique)
         self._adjoint_memo: dict | None = None
-        weakref.finalize(self, _release_all, self._holds)
+        weakref.finalize(self, _release_all, self._holds, self._dirty)
 
     def hold(self, release):
-        """Call `release()` when this tape lets go of its record: at reset() or when the tape is freed. Solvers
-        lend the intermediates of taped steps this way and take them back for later tapes."""
+        """Call `release(zeroed)` when this tape lets go of its record: at reset() or when the tape is freed;
+        `zeroed`: whether every gradient of the recorded launches' arrays is zero then (no backward ran since
+        the last zero()). Solvers lend the intermediates of taped steps this way and take them back for later
+        tapes."""
         self._holds.append(release)
 
     # ------------------------------------------------------------------------------------------------ recording
@@ -216,28 +221,28 @@ class Tape:
         mode = wp.config.overwrite_check
         if mode == "off":
             return
-        n_in = len(rec.inputs)
+        values = rec.values
         read_by = self._reads
-        arrays = []
-        for index, name, reads, writes in _array_params(rec.kernel):
-            v = rec.inputs[index] if index < n_in else rec.outputs[index - n_in]
-            if not isinstance(v, wp.array):
-                continue
-            arrays.append((v, reads))
-            if writes and id(v) in read_by:
+        written, read = _array_params(rec.kernel)
+        # the writes first, against earlier launches only: a kernel that updates an array in place is fine
+        for index, name in written if read_by else ():
+            v = values[index]
+            if id(v) in read_by and isinstance(v, wp.array):
                 msg = (f"kernel '{rec.kernel.name}' writes array '{name}', which kernel '{read_by[id(v)]}' "
                        f"read earlier on this tape: gradients through the earlier read would use the new values")
                 if mode == "error":
                     raise OverwriteError(msg)
                 warnings.warn(msg, stacklevel=4)
-        for v, reads in arrays:
-            if reads:
-                read_by.setdefault(id(v), rec.kernel.name)
+        name = rec.kernel.name
+        for index in read:
+            v = values[index]
+            if isinstance(v, wp.array):
+                read_by.setdefault(id(v), name)
 
     # ------------------------------------------------------------------------------------------------ backward
 
     def _touch(self, a):
-        if a is not None and isinstance(a, wp.array) and a.grad is not None:
+        if a is not None and isinstance(a, wp.array) and a._grad is not None:
             self.touched[id(a)] = a
 
     def _adjoints(self, values, kernel, first: int) -> list:
@@ -270,15 +275,21 @@ class Tape:
         for name, ft in struct_fields:
             self._touch_members(getattr(s, name), ft)
 
-    def _memo_struct_adjoint(self, value, t):
-        """_struct_adjoint, made once per struct during backward() (see _adjoint_memo)."""
+    def _memo_struct_adjoint(self, value, t, packed: bool = False):
+        """_struct_adjoint, made once per struct during backward() (see _adjoint_memo); with `packed`, (adjoint
+        struct, its native form), packed once too (nothing changes it while backward runs)."""
         memo = self._adjoint_memo
-        if memo is None:
-            return self._struct_adjoint(value, t)
-        adj = memo.get(id(value))
-        if adj is None:
-            adj = memo[id(value)] = self._struct_adjoint(value, t)
-        return adj
+        entry = memo.get(id(value)) if memo is not None else None
+        if entry is None:
+            adj = self._struct_adjoint(value, t)
+            entry = [adj, None]
+            if memo is not None:
+                memo[id(value)] = entry
+        if not packed:
+            return entry[0]
+        if entry[1] is None:
+            entry[1] = entry[0]._to_ctype()
+        return entry[0], entry[1]
 
     def _struct_adjoint(self, s, t):
         """A struct of the same type whose array members are the members' gradient arrays."""
@@ -290,7 +301,7 @@ class Tape:
         for name in array_fields:
             v = getattr(s, name)
             if v is not None and not v._foreign:
-                g = v.grad
+                g = v._grad
                 if g is not None:
                     touched[id(v)] = v
                     object.__setattr__(adj, name, g)
@@ -301,6 +312,7 @@ class Tape:
     def backward(self, loss=None, grads: dict | None = None):
         """Seed `loss.grad` with 1 (a one-element array), and/or each array in `grads` with its seed, then run the
         recorded adjoints in reverse. Gradients accumulate into `.grad` until `zero()`."""
+        self._dirty[0] = True
         if loss is not None:
             if loss.size != 1:
                 raise ValueError(f"backward(loss=...) needs a one-element array, got shape {loss.shape}")
@@ -323,46 +335,77 @@ class Tape:
         if wp.config.verify_autograd_array_access:  # the reads are used up: later writes harm no gradient
             read_flags.clear(read_flags.recorded_arrays(self.launches))
 
-    def _run_adjoints(self, arrays_of: dict, live: "_LiveGradients"):
+    def _run_adjoints(self, access: dict, live: "_LiveGradients"):
         """The recorded adjoints in reverse order, skipping those whose outputs carry no gradient."""
+        may_carry, add, live_ids = live.may_carry, live.add, live.ids
         for rec in reversed(self.launches):
             if isinstance(rec, _Callback):
                 rec.run()
                 live.opaque = True  # it may have written any gradient
                 continue
             if isinstance(rec, _CopyRecord):
-                if live.may_carry(rec.dest):
+                if may_carry(rec.dest):
                     rec.run()
-                    live.add(rec.src)
+                    add(rec.src)
                 continue
-            arrays = arrays_of[id(rec)]
-            if not any(written and live.may_carry(a) for _, a, _, written in arrays):
+            read_ids, writes = access[id(rec)]
+            if not any(map(may_carry, writes)):
                 # nothing it wrote carries a gradient: its adjoint would add zeros (adjoints are linear in the
                 # gradients of what a kernel writes), e.g. the poses of states that only a later step's
                 # kinematics re-derive and no loss reads
                 continue
-            for _, a, read, _ in arrays:
-                if read:
-                    live.add(a)
+            live_ids.update(read_ids)
             k = rec.kernel
-            adj_in = self._adjoints(rec.inputs, k, 0)
-            adj_out = self._adjoints(rec.outputs, k, len(rec.inputs))
             if rec.launch is None or not k.enable_backward or k.adjoint_error is not None:
                 # wp.launch packs the arguments again, and raises for a kernel without a backward
                 wp.launch(k, rec.dim, inputs=rec.inputs, outputs=rec.outputs, device=rec.device, adjoint=True,
-                          adj_inputs=adj_in, adj_outputs=adj_out)
+                          adj_inputs=self._adjoints(rec.inputs, k, 0),
+                          adj_outputs=self._adjoints(rec.outputs, k, len(rec.inputs)))
             else:
-                Launch.adjoint_of(rec.launch, adj_in + adj_out).launch()
+                Launch.adjoint_of(rec.launch, *self._adjoint_params(rec)).launch()
+
+    def _adjoint_params(self, rec) -> tuple:
+        """(adjoint values, packed adjoint arguments) of a recorded launch: each array's own gradient (consumed by
+        plain writes unless the array has retain_grad, see pack_adjoint_args), each struct's adjoint struct; the
+        arrays with gradients are touched."""
+        k = rec.kernel
+        device = rec.launch.device
+        values = rec.values
+        adj_values = [None] * len(values)
+        packed = args_ctype(k)()
+        touched = self.touched
+        for index, name, t, is_array in _adjoint_slots(k):
+            v = values[index]
+            if is_array:
+                if not isinstance(v, wp.array) or v._foreign:
+                    continue
+                g = v._grad
+                if g is None:
+                    continue
+                touched[id(v)] = v
+                d = pack_array(k, index, t, g, device)  # checks a gradient set by hand against the parameter
+                setattr(packed, name, d if v.retain_grad else g._consuming_descriptor())
+                adj_values[index] = g
+            elif v is not None:
+                adj, c = self._memo_struct_adjoint(v, t, packed=True)
+                setattr(packed, name, c)
+                adj_values[index] = adj
+        return adj_values, packed
 
     def _arrays_of(self, rec, memo: dict | None = None):
         """(path, array, read, written) for the differentiable toolkit arrays a recorded launch touches. `memo`
         (kept by the caller while the records live) holds the entries of struct arguments by (kernel, struct):
         a struct passed to many launches is walked once."""
-        n_in = len(rec.inputs)
+        values = rec.values
         out = []
-        for index, head_paths in _access_plan(rec.kernel):
-            head = rec.inputs[index] if index < n_in else rec.outputs[index - n_in]
-            key = (id(rec.kernel), id(head)) if memo is not None and head_paths[0][1] else None  # struct heads
+        for index, head_paths, is_struct_head in _access_plan(rec.kernel):
+            head = values[index]
+            if not is_struct_head:
+                path, _, read, written = head_paths[0]
+                if isinstance(head, wp.array) and not head._foreign:
+                    out.append((path, head, read, written))
+                continue
+            key = (id(rec.kernel), id(head)) if memo is not None else None
             entries = memo.get(key) if key is not None else None
             if entries is None:
                 entries = []
@@ -370,7 +413,7 @@ class Tape:
                     obj = head
                     for f in fields:
                         obj = getattr(obj, f, None) if obj is not None else None
-                    if isinstance(obj, wp.array) and not obj._foreign and _differentiable(obj.dtype):
+                    if isinstance(obj, wp.array) and not obj._foreign:
                         entries.append((path, obj, read, written))
                 if key is not None:
                     memo[key] = entries
@@ -379,10 +422,10 @@ class Tape:
 
     def _check_gradient_chain(self):
         """Refuse to run when an array written by one launch on the gradient path and read by a later one has no
-        gradient buffer: the gradient would stop there and the earlier inputs would silently get zeros. Returns
-        _arrays_of of every launch record, by id."""
+        gradient buffer: the gradient would stop there and the earlier inputs would silently get zeros. Returns,
+        by id of each launch record, (ids of the arrays with gradients it reads, arrays with gradients it writes)."""
         writer: dict = {}  # id(array) -> (record, path) of its latest writer so far
-        arrays_of: dict = {}
+        access: dict = {}
         memo: dict = {}
         for rec in self.launches:
             if isinstance(rec, _CopyRecord):
@@ -395,39 +438,60 @@ class Tape:
                 continue
             if not isinstance(rec, _Record):
                 continue
-            arrays = arrays_of[id(rec)] = self._arrays_of(rec, memo)
-            feeds_gradient = any(w and a.grad is not None for _, a, _, w in arrays)
-            for path, a, read, _ in arrays:
-                if not (read and feeds_gradient and a.grad is None and id(a) in writer):
-                    continue
-                source, source_path = writer[id(a)]
-                if any(r and b.grad is not None for _, b, r, _ in self._arrays_of(source)):
-                    where = _describe_path(path)
-                    raise MissingGradientError(
-                        f"{where} of kernel '{rec.kernel.name}' is written by kernel '{source.kernel.name}' "
-                        f"({_describe_path(source_path)}) and read here, but has no gradient buffer: gradients "
-                        f"cannot flow back through it. Create that array with requires_grad=True.")
+            arrays = self._arrays_of(rec, memo)
+            read_ids, writes = [], []  # ids of the arrays with gradients it reads, arrays with gradients it writes
+            unbuffered_read = False
+            for path, a, read, written in arrays:
+                has_grad = a._grad is not None
+                if read:
+                    if has_grad:
+                        read_ids.append(id(a))
+                    else:
+                        unbuffered_read = True
+                if written and has_grad:
+                    writes.append(a)
+            access[id(rec)] = (read_ids, writes)
+            if unbuffered_read and writes:
+                self._check_reads(rec, arrays, writer)
             for path, a, _, written in arrays:
                 if written:
                     writer[id(a)] = (rec, path)
-        return arrays_of
+        return access
+
+    def _check_reads(self, rec, arrays, writer: dict):
+        """Raise MissingGradientError when `rec`, whose writes feed a gradient, reads an array without a gradient
+        buffer that an earlier launch wrote from inputs with gradients."""
+        for path, a, read, _ in arrays:
+            if not (read and a.grad is None and id(a) in writer):
+                continue
+            source, source_path = writer[id(a)]
+            if any(r and b.grad is not None for _, b, r, _ in self._arrays_of(source)):
+                raise MissingGradientError(
+                    f"{_describe_path(path)} of kernel '{rec.kernel.name}' is written by kernel "
+                    f"'{source.kernel.name}' ({_describe_path(source_path)}) and read here, but has no gradient "
+                    f"buffer: gradients cannot flow back through it. Create that array with requires_grad=True.")
 
     def zero(self):
         """Zero every gradient this tape has touched, seeded ones included, so rounds never accumulate."""
         structs = set()  # ids of the struct arguments touched already (a solver passes the same ones to many)
         touched = self.touched
         for rec in self.launches:
-            if isinstance(rec, _Record):
-                for v, (kind, t) in zip(list(rec.inputs) + list(rec.outputs), _arg_kinds(rec.kernel)):
-                    if kind == 0:
-                        if isinstance(v, wp.array) and not v._foreign and v.grad is not None:
-                            touched[id(v)] = v
-                    elif kind == 1 and v is not None and id(v) not in structs:
-                        structs.add(id(v))
-                        self._touch_members(v, t)
-        for a in self.touched.values():
-            if a.grad is not None:
-                a.grad.zero_()
+            if not isinstance(rec, _Record):
+                continue
+            values = rec.values
+            for index, _, t, is_array in _adjoint_slots(rec.kernel):
+                v = values[index]
+                if is_array:
+                    if isinstance(v, wp.array) and not v._foreign and v._grad is not None:
+                        touched[id(v)] = v
+                elif v is not None and id(v) not in structs:
+                    structs.add(id(v))
+                    self._touch_members(v, t)
+        for a in touched.values():
+            g = a._grad
+            if g is not None:
+                g.zero_()
+        self._dirty[0] = False
 
     def reset(self):
         """Zero the gradients and clear the record (and, with verify_autograd_array_access, its read marks)."""
@@ -439,7 +503,7 @@ class Tape:
         self._open_scopes = []
         self.touched = {}
         self._reads = {}
-        _release_all(self._holds)
+        _release_all(self._holds, self._dirty)
 
 
 class _LiveGradients:
@@ -456,11 +520,11 @@ class _LiveGradients:
             self.add(a)
 
     def add(self, a):
-        if a.grad is not None:
+        if a._grad is not None:
             self.ids.add(id(a))
 
     def may_carry(self, a) -> bool:
-        if a.grad is None:
+        if a._grad is None:
             return False
         if self.opaque or id(a) in self.ids:
             return True
@@ -527,26 +591,44 @@ def _arg_kinds(kernel) -> list:
     return kinds
 
 
-def _array_params(kernel) -> list:
-    """(index, name, read, written) of the kernel's array parameters (not struct members), once per kernel."""
+def _array_params(kernel) -> tuple:
+    """([(index, name)] of the array parameters (not struct members) the kernel writes, [index] of those it
+    reads), once per kernel."""
     params = getattr(kernel, "_tape_array_params", None)
     if params is None:
         access = kernel.param_access()
-        params = kernel._tape_array_params = [
-            (i, name, *access.get(name, (False, False)))
-            for i, (name, t) in enumerate(zip(kernel.arg_names, kernel.arg_types)) if isinstance(t, ArrayType)]
+        arrays = [(i, name, *access.get(name, (False, False)))
+                  for i, (name, t) in enumerate(zip(kernel.arg_names, kernel.arg_types)) if isinstance(t, ArrayType)]
+        params = kernel._tape_array_params = ([(i, name) for i, name, _, w in arrays if w],
+                                              [i for i, _, r, _ in arrays if r])
     return params
 
 
+def _adjoint_slots(kernel) -> list:
+    """(index, name, type, is an array) of the kernel's array and struct parameters, once per kernel: what an
+    adjoint launch passes gradients for and zero() walks."""
+    slots = getattr(kernel, "_tape_adjoint_slots", None)
+    if slots is None:
+        slots = kernel._tape_adjoint_slots = [
+            (i, name, t, kind == 0) for i, (name, (kind, t)) in enumerate(zip(kernel.arg_names, _arg_kinds(kernel)))
+            if kind != 2]
+    return slots
+
+
 def _access_plan(kernel) -> list:
-    """_access_paths grouped by head parameter: [(index, [(path, member names, read, written)])], once per
-    kernel (a struct parameter's paths all have member names, an array parameter's one path none)."""
+    """_access_paths grouped by head parameter, without the arrays whose element type has no gradient:
+    [(index, [(path, member names, read, written)], whether the head is a struct)], once per kernel (a struct
+    parameter's paths all have member names, an array parameter's one path none)."""
     plan = getattr(kernel, "_tape_access_plan", None)
     if plan is None:
         groups: dict = {}
         for path, index, fields, read, written in _access_paths(kernel):
-            groups.setdefault(index, []).append((path, fields, read, written))
-        plan = kernel._tape_access_plan = sorted(groups.items())
+            t = kernel.arg_types[index]
+            for f in fields:
+                t = t._wp_struct_.fields[f] if is_struct(t) else None
+            if isinstance(t, ArrayType) and is_differentiable_type(t.dtype):
+                groups.setdefault(index, []).append((path, fields, read, written))
+        plan = kernel._tape_access_plan = [(index, paths, bool(paths[0][1])) for index, paths in sorted(groups.items())]
     return plan
 
 
@@ -561,18 +643,6 @@ def _access_paths(kernel) -> list:
             paths.append((path, kernel.arg_names.index(head), fields, read, written))
         kernel._tape_access_paths = paths
     return paths
-
-
-_DIFFERENTIABLE: dict = {}
-
-
-def _differentiable(dtype) -> bool:
-    """is_differentiable_type, memoised per element type (the tape asks for every array of every launch; by id:
-    composite types hash slowly)."""
-    entry = _DIFFERENTIABLE.get(id(dtype))
-    if entry is None:
-        entry = _DIFFERENTIABLE[id(dtype)] = (dtype, is_differentiable_type(dtype))  # keeps dtype (and its id)
-    return entry[1]
 
 
 _STRUCT_PLANS: dict = {}

@@ -496,6 +496,8 @@ class array:
         rec = _capture.recorder(self.device)
         if rec is not None:
             rec.zero(self)
+        elif self._buf.dtype.fields is None:
+            self._buf.fill(0)
         else:
             self._buf[...] = 0
         return self

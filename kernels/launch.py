@@ -71,7 +71,8 @@ def _arg_error(kernel, i, message):
     return LaunchError(f"kernel '{kernel.name}' argument '{kernel.arg_names[i]}' (#{i + 1}): {message}")
 
 
-def _pack_array(kernel, i, t: ArrayType, value, device):
+def pack_array(kernel, i, t: ArrayType, value, device):
+    """The native descriptor of array argument `value` for parameter `i` (type `t`) of `kernel`, checked."""
     # the common case first (launches pack every array on their hot path): an array of the declared type on the
     # launch's device, whose descriptor is cached
     if value.__class__ is array and value.dtype is t.dtype and value.ndim == t.ndim and value.device is device \
@@ -172,7 +173,7 @@ def pack_args(kernel, values, device):
     packed = []
     for i, (t, v) in enumerate(zip(types_, values)):
         if isinstance(t, ArrayType):
-            packed.append(_pack_array(kernel, i, t, v, device))
+            packed.append(pack_array(kernel, i, t, v, device))
         else:
             packed.append(_pack_value(kernel, i, t, v))
     return args_ctype(kernel)(*packed)
@@ -198,7 +199,7 @@ def pack_adjoint_args(kernel, adj_values, device, values=None):
         if v is None:
             continue
         if isinstance(t, ArrayType):
-            d = _pack_array(kernel, i, t, v, device)
+            d = pack_array(kernel, i, t, v, device)
             primal = values[i] if values is not None else None
             if isinstance(primal, array) and primal.grad is v and not primal.retain_grad:
                 d = v._consuming_descriptor()
@@ -268,16 +269,20 @@ class Launch:
         self._struct_params = [i for i, t in enumerate(kernel.arg_types) if is_struct(t)]
         self._structs_packed = inputs is not None  # pack_args just read them: launch() right away need not again
 
+    _adj_packed = None  # adjoint arguments packed by the caller (adjoint_of)
+
     @classmethod
-    def adjoint_of(cls, forward: "Launch", adj_values: list) -> "Launch":
+    def adjoint_of(cls, forward: "Launch", adj_values: list, adj_packed=None) -> "Launch":
         """The adjoint launch of a forward launch that ran (a Tape's record): the same bounds and packed
-        arguments (the values the forward read, struct members included), `adj_values` as adjoint arguments."""
+        arguments (the values the forward read, struct members included), `adj_values` as adjoint arguments
+        (`adj_packed`: already in their native form, as pack_adjoint_args would make them)."""
         b = cls.__new__(cls)
         b.kernel, b.device, b.adjoint = forward.kernel, forward.device, True
         b.values, b.adj_values = forward.values, list(adj_values)
         b.bounds, b.params = forward.bounds, forward.params
         b._struct_params = forward._struct_params
         b._structs_packed = True
+        b._adj_packed = adj_packed
         return b
 
     @property
@@ -285,6 +290,8 @@ class Launch:
         """The adjoint arguments, packed when read: unset adjoint arrays fall back to the arrays' `.grad`."""
         if not self.adjoint:
             return None
+        if self._adj_packed is not None:
+            return self._adj_packed
         return pack_adjoint_args(self.kernel, self.adj_values, self.device, self.values)
 
     def set_dim(self, dim):
@@ -296,7 +303,7 @@ class Launch:
         if adjoint:
             self.adj_values[index] = value
             return
-        packed = (_pack_array(self.kernel, index, t, value, self.device) if isinstance(t, ArrayType)
+        packed = (pack_array(self.kernel, index, t, value, self.device) if isinstance(t, ArrayType)
                   else _pack_value(self.kernel, index, t, value))
         setattr(self.params, self.kernel.arg_names[index], packed)
         self.values[index] = value

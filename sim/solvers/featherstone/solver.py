@@ -136,8 +136,8 @@ class SolverFeatherstone:
         """The intermediates of a step. Untaped: one set, reused (nothing reads a step's intermediates later).
         On a Tape, which reads them again in its backward: a set of its own for each step, lent to the tape
         (Tape.hold) and reused by later tapes once that one is reset or freed (with `lend`; inside a capture,
-        whose graph keeps its arrays, always a new set). A reused set has its arrays and their gradients zeroed
-        where steps add into them."""
+        whose graph keeps its arrays, always a new set). A reused set has the arrays that steps add into zeroed,
+        and its gradients unless the tape zeroed them."""
         tape = recording_tape() if model.requires_grad else None
         if tape is None:
             s = self._reused
@@ -151,10 +151,12 @@ class SolverFeatherstone:
         pool = self._pool.setdefault(id(model), [])
         if pool and pool[-1].model is model:
             s = pool.pop()
-            s.zero_all()
+            s.zero_accumulated()
+            if not s.grads_zeroed:
+                s.zero_grads()
         else:
             s = _Scratch(model, self.max_articulation_dofs)
-        tape.hold(lambda: pool.append(s))
+        tape.hold(lambda zeroed: _give_back(pool, s, zeroed))
         return s
 
     def _drive(self, model, control, d: k.JointDrive) -> k.JointDrive:
@@ -173,6 +175,11 @@ class SolverFeatherstone:
         _assign(d, "target_vel", model.joint_target_vel if target_vel is None else target_vel)
         _assign(d, "joint_f", self._no_joint_f if joint_f is None else joint_f)
         return d
+
+
+def _give_back(pool: list, s: "_Scratch", grads_zeroed: bool):
+    s.grads_zeroed = grads_zeroed
+    pool.append(s)
 
 
 def _assign(struct, name: str, value):
@@ -206,6 +213,7 @@ class _Scratch:
                                                   requires_grad=rg) for _ in range(2))
         self.fk_v_j = wp.zeros(model.joint_count, dtype=wp.spatial_vector, device=device, requires_grad=rg)
         self.drive = k.JointDrive()
+        self.grads_zeroed = True  # whether every gradient is zero (a tape that held the set zeroed them)
 
     def arrays(self) -> list:
         b = self.bodies
@@ -217,9 +225,8 @@ class _Scratch:
         for a in (self.bodies.cA, self.bodies.ch, self.bodies.cm, self.bodies.cf, self.H):
             a.zero_()
 
-    def zero_all(self):
-        """Zero every gradient, and the arrays that steps add into (a set that an earlier tape used)."""
-        self.zero_accumulated()
+    def zero_grads(self):
+        """Zero every gradient (of a set that an earlier tape used and did not zero)."""
         for a in self.arrays():
             if a.grad is not None:
                 a.grad.zero_()
