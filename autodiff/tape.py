@@ -2,8 +2,9 @@
 
 Arrays that are not toolkit arrays (numpy arrays, torch tensors, anything passed through `__array_interface__` or
 DLPack) are constants for differentiation: backward passes no gradient array for them, so their memory is never
-written. Arrays inside structs are looked up when backward runs, so gradients reach them whether `requires_grad`
-was set before or after the array was put into the struct.
+written. The arrays inside a struct argument are those the launch passed; their gradient buffers are looked up
+when backward runs, so gradients reach them whether `requires_grad` was set before or after the array was put
+into the struct.
 
 Gradient buffers: `requires_grad=True` gives an array a zeroed `.grad` at once; `backward(grads={a: g})` gives
 `a` one if it has none. After `backward()`, arrays hold their adjoints until `zero()` or `reset()`, except what a
@@ -26,6 +27,7 @@ import kernels as wp
 from kernels import capture
 from kernels.array import copy_hooks, copy_plan, copy_window
 from kernels.launch import Launch, args_ctype, pack_array, tape_hooks
+from kernels.struct import packed_form
 from kernels.typesys import ArrayType, is_differentiable_type, is_struct
 
 from . import read_flags
@@ -40,15 +42,23 @@ class MissingGradientError(RuntimeError):
 
 
 class _Record:
-    """A recorded launch; `launch`: the forward Launch that ran (its packed arguments are reused by the adjoint
-    launch), or None."""
+    """A recorded launch: `values`, its arguments in parameter order (the first `n_in` are its inputs); `launch`:
+    the forward Launch that ran (its packed arguments are reused by the adjoint launch), or None."""
 
-    __slots__ = ("kernel", "dim", "inputs", "outputs", "values", "device", "launch")
+    __slots__ = ("kernel", "dim", "n_in", "values", "device", "launch", "arrays")
 
-    def __init__(self, kernel, dim, inputs, outputs, device, launch=None):
-        self.kernel, self.dim, self.inputs, self.outputs, self.device = kernel, dim, inputs, outputs, device
-        self.values = inputs + outputs  # the arguments in parameter order
+    def __init__(self, kernel, dim, n_in, values, device, launch=None):
+        self.kernel, self.dim, self.n_in, self.values, self.device = kernel, dim, n_in, values, device
         self.launch = launch
+        self.arrays = None  # Tape._arrays_of, found when recorded
+
+    @property
+    def inputs(self) -> list:
+        return self.values[:self.n_in]
+
+    @property
+    def outputs(self) -> list:
+        return self.values[self.n_in:]
 
 
 class _Callback:
@@ -128,6 +138,9 @@ class Tape:
         self.scopes: list = []  # (launch index, name, metadata) at a scope's begin, (launch index, None, None) at end
         self._open_scopes: list = []  # indices into self.scopes of the begins not ended yet
         self._holds: list = []  # see hold()
+        # (id(kernel), id(struct)) -> (the struct's packed form, its members in _arrays_of): a struct passed to many
+        # launches (a solver's model data) is walked once while its fields stay the same
+        self._struct_entries: dict = {}
         self._dirty = [False]  # whether gradients may be non-zero: a backward ran since the last zero()
         # during backward(): id(struct) -> its adjoint struct (a struct passed to many launches, such as a solver's
         # model data, is made and packed once; the records keep the structs alive, so ids stay unique)
@@ -203,8 +216,11 @@ class Tape:
         return _Gradients(self)
 
     def _record_launch(self, kernel, dim, inputs, outputs, device, launch=None):
-        rec = _Record(kernel, dim, inputs, outputs, device, launch)
+        # the Launch keeps its own copy of the arguments; the caller's lists may change after the launch
+        values = launch.values if launch is not None else list(inputs) + list(outputs)
+        rec = _Record(kernel, dim, len(inputs), values, device, launch)
         self._check_overwrite(rec)
+        rec.arrays = self._arrays_of(rec, self._struct_entries)
         self.launches.append(rec)
         if wp.config.verify_autograd_array_access:
             read_flags.mark_launch(kernel, inputs, outputs)
@@ -264,16 +280,6 @@ class Tape:
             else:
                 out.append(None)
         return out
-
-    def _touch_members(self, s, t):
-        """Touch the array members of struct `s` of type `t` (and of its struct members)."""
-        _, array_fields, struct_fields = _struct_plan(t)
-        for name in array_fields:
-            v = getattr(s, name)
-            if v is not None and not v._foreign:
-                self._touch(v)
-        for name, ft in struct_fields:
-            self._touch_members(getattr(s, name), ft)
 
     def _memo_struct_adjoint(self, value, t, packed: bool = False):
         """_struct_adjoint, made once per struct during backward() (see _adjoint_memo); with `packed`, (adjoint
@@ -392,41 +398,44 @@ class Tape:
                 adj_values[index] = adj
         return adj_values, packed
 
-    def _arrays_of(self, rec, memo: dict | None = None):
-        """(path, array, read, written) for the differentiable toolkit arrays a recorded launch touches. `memo`
-        (kept by the caller while the records live) holds the entries of struct arguments by (kernel, struct):
-        a struct passed to many launches is walked once."""
+    def _arrays_of(self, rec, memo: dict | None = None) -> list:
+        """The differentiable toolkit arrays a recorded launch touches, one per entry of _access_meta(kernel)
+        (None where the argument or member is no such array), its struct arguments' members as they are now.
+        One flat list per record: a long tape keeps few objects for the garbage collector to walk. `memo` (see
+        _struct_entries) keeps the arrays of struct arguments whose fields have not been assigned since."""
         values = rec.values
         out = []
         for index, head_paths, is_struct_head in _access_plan(rec.kernel):
             head = values[index]
             if not is_struct_head:
-                path, _, read, written = head_paths[0]
-                if isinstance(head, wp.array) and not head._foreign:
-                    out.append((path, head, read, written))
+                out.append(head if isinstance(head, wp.array) and not head._foreign else None)
                 continue
-            key = (id(rec.kernel), id(head)) if memo is not None else None
-            entries = memo.get(key) if key is not None else None
-            if entries is None:
-                entries = []
-                for path, fields, read, written in head_paths:
-                    obj = head
-                    for f in fields:
-                        obj = getattr(obj, f, None) if obj is not None else None
-                    if isinstance(obj, wp.array) and not obj._foreign:
-                        entries.append((path, obj, read, written))
-                if key is not None:
-                    memo[key] = entries
-            out.extend(entries)
+            if head is None:
+                out.extend([None] * len(head_paths))
+                continue
+            packed = packed_form(head) if memo is not None and not _struct_plan(type(head))[2] else None
+            key = (id(rec.kernel), id(head))
+            known = memo.get(key) if packed is not None else None
+            if known is not None and known[0] is packed:
+                out.extend(known[1])
+                continue
+            members = []
+            for _, fields, _, _ in head_paths:
+                obj = head
+                for f in fields:
+                    obj = getattr(obj, f, None) if obj is not None else None
+                members.append(obj if isinstance(obj, wp.array) and not obj._foreign else None)
+            if packed is not None:  # structs with struct members change without a new packed form: not kept
+                memo[key] = (packed, members)
+            out.extend(members)
         return out
 
     def _check_gradient_chain(self):
         """Refuse to run when an array written by one launch on the gradient path and read by a later one has no
         gradient buffer: the gradient would stop there and the earlier inputs would silently get zeros. Returns,
         by id of each launch record, (ids of the arrays with gradients it reads, arrays with gradients it writes)."""
-        writer: dict = {}  # id(array) -> (record, path) of its latest writer so far
+        writer: dict = {}  # id(array) -> the record that last wrote it so far
         access: dict = {}
-        memo: dict = {}
         for rec in self.launches:
             if isinstance(rec, _CopyRecord):
                 if rec.src.grad is not None and rec.dest.grad is None:
@@ -438,10 +447,13 @@ class Tape:
                 continue
             if not isinstance(rec, _Record):
                 continue
-            arrays = self._arrays_of(rec, memo)
+            meta = _access_meta(rec.kernel)
+            arrays = rec.arrays
             read_ids, writes = [], []  # ids of the arrays with gradients it reads, arrays with gradients it writes
             unbuffered_read = False
-            for path, a, read, written in arrays:
+            for (_, read, written), a in zip(meta, arrays):
+                if a is None:
+                    continue
                 has_grad = a._grad is not None
                 if read:
                     if has_grad:
@@ -452,41 +464,37 @@ class Tape:
                     writes.append(a)
             access[id(rec)] = (read_ids, writes)
             if unbuffered_read and writes:
-                self._check_reads(rec, arrays, writer)
-            for path, a, _, written in arrays:
-                if written:
-                    writer[id(a)] = (rec, path)
+                self._check_reads(rec, writer)
+            for (_, _, written), a in zip(meta, arrays):
+                if written and a is not None:
+                    writer[id(a)] = rec
         return access
 
-    def _check_reads(self, rec, arrays, writer: dict):
+    def _check_reads(self, rec, writer: dict):
         """Raise MissingGradientError when `rec`, whose writes feed a gradient, reads an array without a gradient
         buffer that an earlier launch wrote from inputs with gradients."""
-        for path, a, read, _ in arrays:
-            if not (read and a.grad is None and id(a) in writer):
+        for (path, read, _), a in zip(_access_meta(rec.kernel), rec.arrays):
+            if not (read and a is not None and a.grad is None and id(a) in writer):
                 continue
-            source, source_path = writer[id(a)]
-            if any(r and b.grad is not None for _, b, r, _ in self._arrays_of(source)):
+            source = writer[id(a)]
+            source_entries = list(zip(_access_meta(source.kernel), source.arrays))
+            if any(r and b is not None and b.grad is not None for (_, r, _), b in source_entries):
+                source_path = next(p for (p, _, w), b in source_entries if w and b is a)
                 raise MissingGradientError(
                     f"{_describe_path(path)} of kernel '{rec.kernel.name}' is written by kernel "
                     f"'{source.kernel.name}' ({_describe_path(source_path)}) and read here, but has no gradient "
                     f"buffer: gradients cannot flow back through it. Create that array with requires_grad=True.")
 
     def zero(self):
-        """Zero every gradient this tape has touched, seeded ones included, so rounds never accumulate."""
-        structs = set()  # ids of the struct arguments touched already (a solver passes the same ones to many)
+        """Zero every gradient this tape has touched: those its launches' adjoints read or write (the arrays and
+        struct members the kernels access), the seeded ones and those of copies and record_func arrays, so that
+        rounds never accumulate."""
         touched = self.touched
         for rec in self.launches:
-            if not isinstance(rec, _Record):
-                continue
-            values = rec.values
-            for index, _, t, is_array in _adjoint_slots(rec.kernel):
-                v = values[index]
-                if is_array:
-                    if isinstance(v, wp.array) and not v._foreign and v._grad is not None:
-                        touched[id(v)] = v
-                elif v is not None and id(v) not in structs:
-                    structs.add(id(v))
-                    self._touch_members(v, t)
+            if isinstance(rec, _Record):
+                for a in rec.arrays:
+                    if a is not None and a._grad is not None:
+                        touched[id(a)] = a
         for a in touched.values():
             g = a._grad
             if g is not None:
@@ -503,6 +511,7 @@ class Tape:
         self._open_scopes = []
         self.touched = {}
         self._reads = {}
+        self._struct_entries = {}
         _release_all(self._holds, self._dirty)
 
 
@@ -630,6 +639,16 @@ def _access_plan(kernel) -> list:
                 groups.setdefault(index, []).append((path, fields, read, written))
         plan = kernel._tape_access_plan = [(index, paths, bool(paths[0][1])) for index, paths in sorted(groups.items())]
     return plan
+
+
+def _access_meta(kernel) -> list:
+    """(path, read, written) of each entry of Tape._arrays_of: the paths of _access_plan in order, once per
+    kernel."""
+    meta = getattr(kernel, "_tape_access_meta", None)
+    if meta is None:
+        meta = kernel._tape_access_meta = [(path, read, written) for _, paths, _ in _access_plan(kernel)
+                                           for path, _, read, written in paths]
+    return meta
 
 
 def _access_paths(kernel) -> list:

@@ -18,7 +18,9 @@ from .device import get_device
 from .errors import LaunchError
 from .typesys import ArrayType, describe, is_struct
 
-# Set by autodiff.Tape while recording: a callable(kernel, dim, inputs, outputs, device, adjoint...).
+# Set by autodiff.Tape while recording: a callable(kernel, dim, inputs, outputs, device, launch) called after each
+# launch; `inputs` and `outputs` are the caller's sequences (copy them to keep them), `launch.values` the Launch's
+# own copy of both.
 tape_hooks: list = []
 
 
@@ -250,6 +252,11 @@ class Launch:
     fields after recording are seen, as in Warp. Adjoint arrays left unset are the arrays' own `.grad`.
     """
 
+    # slots: a Tape keeps one Launch per recorded launch, and a long tape should give the garbage collector few
+    # objects to walk
+    __slots__ = ("kernel", "device", "adjoint", "values", "_adj_values", "bounds", "params", "_struct_params",
+                 "_structs_packed", "_adj_packed")
+
     def __init__(self, kernel, device=None, adjoint: bool = False, *, dim=0, inputs=None, adj_inputs=None):
         if kernel.is_generic:
             raise LaunchError(f"kernel '{kernel.name}' is generic: record it with wp.launch(..., record_cmd=True) "
@@ -260,16 +267,22 @@ class Launch:
         self.adjoint = adjoint
         count = len(kernel.arg_types)
         self.values = list(inputs) if inputs is not None else [None] * count
-        self.adj_values = list(adj_inputs) if adj_inputs is not None else [None] * count
+        self._adj_values = list(adj_inputs) if adj_inputs is not None else None  # None: all unset
         self.bounds = make_bounds(dim)
         if inputs is not None:
             self.params = pack_args(kernel, self.values, self.device)
         else:
             self.params = args_ctype(kernel)()
-        self._struct_params = [i for i, t in enumerate(kernel.arg_types) if is_struct(t)]
+        self._struct_params = _struct_params(kernel)
         self._structs_packed = inputs is not None  # pack_args just read them: launch() right away need not again
+        self._adj_packed = None  # adjoint arguments packed by the caller (adjoint_of)
 
-    _adj_packed = None  # adjoint arguments packed by the caller (adjoint_of)
+    @property
+    def adj_values(self) -> list:
+        """The adjoint arguments as set (None: the array's own `.grad`, or zero)."""
+        if self._adj_values is None:
+            self._adj_values = [None] * len(self.kernel.arg_types)
+        return self._adj_values
 
     @classmethod
     def adjoint_of(cls, forward: "Launch", adj_values: list, adj_packed=None) -> "Launch":
@@ -278,7 +291,7 @@ class Launch:
         (`adj_packed`: already in their native form, as pack_adjoint_args would make them)."""
         b = cls.__new__(cls)
         b.kernel, b.device, b.adjoint = forward.kernel, forward.device, True
-        b.values, b.adj_values = forward.values, list(adj_values)
+        b.values, b._adj_values = forward.values, list(adj_values)
         b.bounds, b.params = forward.bounds, forward.params
         b._struct_params = forward._struct_params
         b._structs_packed = True
@@ -362,6 +375,14 @@ class Launch:
             verify_finite(self.kernel, self.values, self.adj_values if self.adjoint else None)
 
 
+def _struct_params(kernel) -> list:
+    """Indices of the kernel's struct parameters, once per kernel."""
+    params = kernel._launch_struct_params
+    if params is None:
+        params = kernel._launch_struct_params = [i for i, t in enumerate(kernel.arg_types) if is_struct(t)]
+    return params
+
+
 def _own_gradient(value):
     if isinstance(value, array) and not value._foreign:
         return value.grad
@@ -400,7 +421,7 @@ def launch(kernel, dim, inputs=(), outputs=(), device=None, adjoint=False, adj_i
         return cmd
     cmd.launch()
     if record_tape and not adjoint and tape_hooks:
-        tape_hooks[-1](kernel, dims, list(inputs), list(outputs), device, cmd)
+        tape_hooks[-1](kernel, dims, inputs, outputs, device, cmd)
     return None
 
 

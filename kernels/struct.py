@@ -58,9 +58,33 @@ class StructInfo:
         return np.dtype(self.ctype())
 
 
-# struct instance -> its packed native form (see _to_ctype); weak, so that it goes with the instance and a copy of
-# an instance never shares it
-_PACKED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# id(struct instance) -> (weak reference to it, its packed native form) (see _to_ctype): the entry goes with the
+# instance, and a copy of an instance never shares it. Keyed by id, not by a WeakKeyDictionary, whose lookups make
+# a weak reference each time: launches look their struct arguments up on the hot path.
+_PACKED: dict = {}
+
+
+def _packed(s):
+    entry = _PACKED.get(id(s))
+    if entry is not None and entry[0]() is s:
+        return entry[1]
+    return None
+
+
+def _keep_packed(s, c):
+    key = id(s)
+
+    def forget(ref):
+        if _PACKED.get(key, (None,))[0] is ref:
+            del _PACKED[key]
+
+    _PACKED[key] = (weakref.ref(s, forget), c)
+
+
+def packed_form(s):
+    """The native form of struct `s` cached since its last field assignment (the one its launches passed), or
+    None. A new object after any assignment to one of its fields (not to a field of a struct member)."""
+    return _packed(s)
 
 
 def _field_type(name, ann, cls):
@@ -104,7 +128,7 @@ def struct(cls):
         if name not in fields:
             raise AttributeError(f"struct {cls.__name__} has no field '{name}'")
         object.__setattr__(self, name, _check_value(cls, name, fields[name], value))
-        _PACKED.pop(self, None)
+        _PACKED.pop(id(self), None)
 
     # how each field is packed, decided once (launches pack structs on their hot path): 0 array, 1 struct or
     # composite (its own _to_ctype), 2 scalar
@@ -119,7 +143,7 @@ def struct(cls):
         again after a field assignment; arrays and scalars are immutable here, composite and struct fields are
         packed again each time."""
         info.check_usable()
-        c = _PACKED.get(self)
+        c = _packed(self)
         if c is not None:
             for name in mutable:
                 setattr(c, name, getattr(self, name)._to_ctype())
@@ -134,7 +158,7 @@ def struct(cls):
                 setattr(c, name, v._to_ctype())
             else:
                 setattr(c, name, _scalar_bits(t, v))
-        _PACKED[self] = c
+        _keep_packed(self, c)
         return c
 
     def _to_numpy_record(self):

@@ -10,8 +10,10 @@ Rates count joints x steps per second (joint-steps/s). Forward runs ping-pong tw
 forward+backward runs write one State per step on a Tape and run `tape.backward` from the final joint
 coordinates (seed 1). The captured rows run the same work recorded once with wp.ScopedCapture and replayed (no
 Python per launch, as `sim optimize` runs its iterations); a launched taped step pays the tape's bookkeeping in
-Python for each of its kernels, which the small chains' kernels (microseconds each) do not hide. MuJoCo steps the same chains (hinge joints, the same inertias, Euler integrator, no
-contacts) with `mj_step`.
+Python for each of its kernels, which the small chains' kernels (microseconds each) do not hide. A forward run
+and the forward+backward run it is compared with are timed in turns, so that a busy moment of the machine falls
+on both. MuJoCo steps the same chains (hinge joints, the same inertias, Euler integrator, no contacts) with
+`mj_step`.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import numpy as np
 import kernels as wp
 import sim
 from autodiff import Tape
+
+from . import bench_sim
 
 DT = 1.0e-3  # [s]
 GRAPH_REPEATS = 10  # timed replays of a captured run per timed launched run
@@ -250,6 +254,17 @@ def best_rate(run, work: int, repeats: int) -> float:
     return work / best
 
 
+def interleaved_rates(runs: dict, repeats: int) -> dict:
+    """{key: work / best seconds} of `runs` ({key: (run, work)}), timed in turns over `repeats` rounds after a
+    warm-up round; raises if one of our runs ends with non-finite coordinates."""
+    warnings: list = []
+    per_second = bench_sim.best_steps_per_second({("ours", key): run for key, (run, _) in runs.items()}, 1, repeats,
+                                                 warnings, "articulation")
+    if warnings:
+        raise RuntimeError(f"an articulation benchmark run produced non-finite coordinates: {warnings}")
+    return {key: work * per_second[("ours", key)] for key, (_, work) in runs.items()}
+
+
 def joint_steps_per_second(steps: int, grad_steps: int, repeats: int, newton) -> dict:
     """{scene name: {"forward", "forward_backward", "newton", "mujoco": joint-steps/s (None: not measured)}},
     plus "warnings", "notes", "newton" and "mujoco" (versions, None when not importable)."""
@@ -259,15 +274,15 @@ def joint_steps_per_second(steps: int, grad_steps: int, repeats: int, newton) ->
     if mujoco is None:
         out["notes"].append(f"mujoco is not importable ({mujoco_reason}); the MuJoCo CPU column is '-'")
     for chain in SCENES:
-        rates = {"forward": best_rate(ours_forward_run(chain, steps), chain.joints * steps, repeats),
-                 "forward_backward": best_rate(ours_forward_backward_run(chain, grad_steps),
-                                               chain.joints * grad_steps, repeats),
-                 # a replay lasts milliseconds: more of them, so that the best is not one disturbed by the machine
-                 "forward_graph": best_rate(ours_forward_graph_run(chain, steps), chain.joints * steps,
-                                            GRAPH_REPEATS * repeats),
-                 "forward_backward_graph": best_rate(ours_forward_backward_graph_run(chain, grad_steps),
-                                                     chain.joints * grad_steps, GRAPH_REPEATS * repeats),
-                 "newton": None, "mujoco": None}
+        rates = interleaved_rates({"forward": (ours_forward_run(chain, steps), chain.joints * steps),
+                                   "forward_backward": (ours_forward_backward_run(chain, grad_steps),
+                                                        chain.joints * grad_steps)}, repeats)
+        # a replay lasts milliseconds: more of them, so that the best is not one disturbed by the machine
+        rates.update(interleaved_rates({"forward_graph": (ours_forward_graph_run(chain, steps), chain.joints * steps),
+                                        "forward_backward_graph": (ours_forward_backward_graph_run(chain, grad_steps),
+                                                                   chain.joints * grad_steps)},
+                                       GRAPH_REPEATS * repeats))
+        rates.update(newton=None, mujoco=None)
         for key, module, make in (("newton", newton, newton_forward_run), ("mujoco", mujoco, mujoco_forward_run)):
             if module is None:
                 continue
