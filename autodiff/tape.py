@@ -2,9 +2,10 @@
 
 Arrays that are not toolkit arrays (numpy arrays, torch tensors, anything passed through `__array_interface__` or
 DLPack) are constants for differentiation: backward passes no gradient array for them, so their memory is never
-written. The arrays inside a struct argument are those the launch passed; their gradient buffers are looked up
-when backward runs, so gradients reach them whether `requires_grad` was set before or after the array was put
-into the struct.
+written. The arrays inside a struct argument are those the launch passed (a tape keeps a copy of the struct as
+the launch saw it: assigning its fields afterwards does not move that launch's gradients); their gradient buffers
+are looked up when backward runs, so gradients reach them whether `requires_grad` was set before or after the
+array was put into the struct.
 
 Gradient buffers: `requires_grad=True` gives an array a zeroed `.grad` at once; `backward(grads={a: g})` gives
 `a` one if it has none. After `backward()`, arrays hold their adjoints until `zero()` or `reset()`, except what a
@@ -26,7 +27,7 @@ import numpy as np
 import kernels as wp
 from kernels import capture
 from kernels.array import copy_hooks, copy_plan, copy_window
-from kernels.launch import Launch, args_ctype, pack_array, tape_hooks
+from kernels.launch import Launch, args_ctype, pack_array, struct_params, tape_hooks
 from kernels.struct import packed_form
 from kernels.typesys import ArrayType, is_differentiable_type, is_struct
 
@@ -138,8 +139,10 @@ class Tape:
         self.scopes: list = []  # (launch index, name, metadata) at a scope's begin, (launch index, None, None) at end
         self._open_scopes: list = []  # indices into self.scopes of the begins not ended yet
         self._holds: list = []  # see hold()
-        # (id(kernel), id(struct)) -> (the struct's packed form, its members in _arrays_of): a struct passed to many
-        # launches (a solver's model data) is walked once while its fields stay the same
+        # id(struct argument) -> (its packed form, the snapshot of it that records keep, see _snapshot); and
+        # (id(kernel), id(snapshot)) -> the snapshot's members in _arrays_of: a struct passed to many launches (a
+        # solver's model data) is copied and walked once while its fields stay the same
+        self._snapshots: dict = {}
         self._struct_entries: dict = {}
         self._dirty = [False]  # whether gradients may be non-zero: a backward ran since the last zero()
         # during backward(): id(struct) -> its adjoint struct (a struct passed to many launches, such as a solver's
@@ -218,6 +221,11 @@ class Tape:
     def _record_launch(self, kernel, dim, inputs, outputs, device, launch=None):
         # the Launch keeps its own copy of the arguments; the caller's lists may change after the launch
         values = launch.values if launch is not None else list(inputs) + list(outputs)
+        for index in struct_params(kernel):
+            if values[index] is not None:
+                # the struct as this launch saw it: later assignments to its fields must not move this launch's
+                # adjoint to other arrays (the Launch keeps its own list of the arguments)
+                values[index] = self._snapshot(values[index])
         rec = _Record(kernel, dim, len(inputs), values, device, launch)
         self._check_overwrite(rec)
         rec.arrays = self._arrays_of(rec, self._struct_entries)
@@ -398,11 +406,24 @@ class Tape:
                 adj_values[index] = adj
         return adj_values, packed
 
+    def _snapshot(self, s):
+        """A copy of struct argument `s` (its members: the same arrays; struct members copied too), made again
+        only after one of its fields was assigned (a struct with struct members: every time, as their fields
+        change without a new packed form of `s`)."""
+        packed = packed_form(s) if not _struct_plan(type(s))[2] else None
+        known = self._snapshots.get(id(s)) if packed is not None else None
+        if known is not None and known[0] is packed:
+            return known[1]
+        snapshot = _copy_struct(s)
+        if packed is not None:
+            self._snapshots[id(s)] = (packed, snapshot)
+        return snapshot
+
     def _arrays_of(self, rec, memo: dict | None = None) -> list:
         """The differentiable toolkit arrays a recorded launch touches, one per entry of _access_meta(kernel)
-        (None where the argument or member is no such array), its struct arguments' members as they are now.
-        One flat list per record: a long tape keeps few objects for the garbage collector to walk. `memo` (see
-        _struct_entries) keeps the arrays of struct arguments whose fields have not been assigned since."""
+        (None where the argument or member is no such array). One flat list per record: a long tape keeps few
+        objects for the garbage collector to walk. `memo` (see _struct_entries) keeps the members of the struct
+        snapshots the records hold."""
         values = rec.values
         out = []
         for index, head_paths, is_struct_head in _access_plan(rec.kernel):
@@ -413,20 +434,17 @@ class Tape:
             if head is None:
                 out.extend([None] * len(head_paths))
                 continue
-            packed = packed_form(head) if memo is not None and not _struct_plan(type(head))[2] else None
             key = (id(rec.kernel), id(head))
-            known = memo.get(key) if packed is not None else None
-            if known is not None and known[0] is packed:
-                out.extend(known[1])
-                continue
-            members = []
-            for _, fields, _, _ in head_paths:
-                obj = head
-                for f in fields:
-                    obj = getattr(obj, f, None) if obj is not None else None
-                members.append(obj if isinstance(obj, wp.array) and not obj._foreign else None)
-            if packed is not None:  # structs with struct members change without a new packed form: not kept
-                memo[key] = (packed, members)
+            members = memo.get(key) if memo is not None else None
+            if members is None:
+                members = []
+                for _, fields, _, _ in head_paths:
+                    obj = head
+                    for f in fields:
+                        obj = getattr(obj, f, None) if obj is not None else None
+                    members.append(obj if isinstance(obj, wp.array) and not obj._foreign else None)
+                if memo is not None:
+                    memo[key] = members
             out.extend(members)
         return out
 
@@ -511,6 +529,7 @@ class Tape:
         self._open_scopes = []
         self.touched = {}
         self._reads = {}
+        self._snapshots = {}
         self._struct_entries = {}
         _release_all(self._holds, self._dirty)
 
@@ -639,6 +658,18 @@ def _access_plan(kernel) -> list:
                 groups.setdefault(index, []).append((path, fields, read, written))
         plan = kernel._tape_access_plan = [(index, paths, bool(paths[0][1])) for index, paths in sorted(groups.items())]
     return plan
+
+
+def _copy_struct(s):
+    """A struct of the same type holding the same member values (struct members copied the same way)."""
+    t = type(s)
+    c = object.__new__(t)
+    c.__dict__.update(s.__dict__)
+    for name, _ in _struct_plan(t)[2]:
+        member = getattr(s, name)
+        if member is not None:
+            object.__setattr__(c, name, _copy_struct(member))
+    return c
 
 
 def _access_meta(kernel) -> list:

@@ -273,7 +273,7 @@ class Launch:
             self.params = pack_args(kernel, self.values, self.device)
         else:
             self.params = args_ctype(kernel)()
-        self._struct_params = _struct_params(kernel)
+        self._struct_params = struct_params(kernel)
         self._structs_packed = inputs is not None  # pack_args just read them: launch() right away need not again
         self._adj_packed = None  # adjoint arguments packed by the caller (adjoint_of)
 
@@ -375,7 +375,7 @@ class Launch:
             verify_finite(self.kernel, self.values, self.adj_values if self.adjoint else None)
 
 
-def _struct_params(kernel) -> list:
+def struct_params(kernel) -> list:
     """Indices of the kernel's struct parameters, once per kernel."""
     params = kernel._launch_struct_params
     if params is None:

@@ -223,6 +223,25 @@ def test_missing_gradient_buffer_in_a_struct_is_named(device):
     np.testing.assert_allclose(x.grad.numpy(), 4.0 * x.numpy() ** 3)
 
 
+def test_a_struct_reused_with_new_arrays_between_taped_launches_keeps_each_launchs_arrays(device):
+    """A struct whose array fields are reassigned between two taped launches: each launch's adjoint goes to the
+    arrays that launch read and wrote, not to those the struct holds when backward runs."""
+    a, b = (wp.array(np.array(v, np.float32), requires_grad=True, device=device) for v in ([1.0, 2.0], [3.0, 5.0]))
+    ya, yb = (wp.zeros(2, dtype=float, requires_grad=True, device=device) for _ in range(2))
+    s = Stage()
+    tape = Tape()
+    with tape:
+        s.source, s.result = a, ya
+        wp.launch(stage_square, dim=2, inputs=[s], device=device)
+        s.source, s.result = b, yb
+        wp.launch(stage_square, dim=2, inputs=[s], device=device)
+    tape.backward(grads={ya: np.ones(2, np.float32), yb: np.full(2, 10.0, np.float32)})
+    np.testing.assert_allclose(a.grad.numpy(), 2.0 * a.numpy())
+    np.testing.assert_allclose(b.grad.numpy(), 20.0 * b.numpy())
+    tape.zero()
+    assert not a.grad.numpy().any() and not b.grad.numpy().any()
+
+
 def test_constants_without_gradient_buffers_are_fine(device):
     """An array that no differentiable input reaches is a constant: no gradient buffer needed."""
     x = wp.array(np.array([1.0, 2.0], np.float32), requires_grad=True, device=device)
