@@ -46,12 +46,20 @@ class _Record:
     """A recorded launch: `values`, its arguments in parameter order (the first `n_in` are its inputs); `launch`:
     the forward Launch that ran (its packed arguments are reused by the adjoint launch), or None."""
 
-    __slots__ = ("kernel", "dim", "n_in", "values", "device", "launch", "arrays")
+    __slots__ = ("kernel", "_dim", "n_in", "values", "device", "launch", "arrays")
 
     def __init__(self, kernel, dim, n_in, values, device, launch=None):
-        self.kernel, self.dim, self.n_in, self.values, self.device = kernel, dim, n_in, values, device
+        self.kernel, self.n_in, self.values, self.device = kernel, n_in, values, device
+        self._dim = dim if launch is None else None  # a Launch has it in its bounds
         self.launch = launch
         self.arrays = None  # Tape._arrays_of, found when recorded
+
+    @property
+    def dim(self) -> tuple:
+        if self._dim is not None:
+            return self._dim
+        b = self.launch.bounds
+        return tuple(b.shape[k] for k in range(b.ndim))
 
     @property
     def inputs(self) -> list:
@@ -226,6 +234,10 @@ class Tape:
                 # the struct as this launch saw it: later assignments to its fields must not move this launch's
                 # adjoint to other arrays (the Launch keeps its own list of the arguments)
                 values[index] = self._snapshot(values[index])
+        if launch is not None and launch.params._objects is not None:
+            # the native copy alone: ctypes' record of the packed values it was built from is a tree of dicts
+            # that the garbage collector would walk again and again on a long tape
+            launch.params = type(launch.params).from_buffer_copy(launch.params)
         rec = _Record(kernel, dim, len(inputs), values, device, launch)
         self._check_overwrite(rec)
         rec.arrays = self._arrays_of(rec, self._struct_entries)

@@ -51,6 +51,21 @@ def make_bounds(dim) -> LaunchBounds:
     return b
 
 
+_SHARED_BOUNDS: dict = {}  # launch dims (a tuple) -> LaunchBounds, see shared_bounds
+
+
+def shared_bounds(dims: tuple) -> LaunchBounds:
+    """make_bounds(dims), one object per distinct dims, never changed (Launch.set_dim replaces its bounds):
+    launches are made on the hot path, and a Tape keeps each one."""
+    b = _SHARED_BOUNDS.get(dims)
+    if b is None:
+        b = make_bounds(dims)
+        if len(_SHARED_BOUNDS) >= 4096:  # launches over ever new sizes: keep the table small
+            _SHARED_BOUNDS.clear()
+        _SHARED_BOUNDS[dims] = b
+    return b
+
+
 def _ctype_of(t):
     if isinstance(t, ArrayType):
         return ArrayDescriptor
@@ -268,7 +283,7 @@ class Launch:
         count = len(kernel.arg_types)
         self.values = list(inputs) if inputs is not None else [None] * count
         self._adj_values = list(adj_inputs) if adj_inputs is not None else None  # None: all unset
-        self.bounds = make_bounds(dim)
+        self.bounds = shared_bounds(dim) if type(dim) is tuple else make_bounds(dim)
         if inputs is not None:
             self.params = pack_args(kernel, self.values, self.device)
         else:
