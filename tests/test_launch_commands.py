@@ -111,3 +111,15 @@ def test_warp_scalar_values_are_single_values_too():
     for value in (wp.float32(1.5), wp.int32(2)):
         with pytest.raises(RuntimeError, match="expects vec3f but got a single value"):
             wp.launch(take_vec3, dim=1, inputs=[value, out])
+
+
+def test_set_dim_changes_only_its_own_launch():
+    """Launches of the same size share their native bounds; set_dim gives one launch its own."""
+    a, b = wp.zeros(6, dtype=int), wp.zeros(6, dtype=int)
+    first = wp.launch(fill_index, dim=3, outputs=[a], record_cmd=True)
+    second = wp.launch(fill_index, dim=3, outputs=[b], record_cmd=True)
+    first.set_dim(6)
+    first.launch()
+    second.launch()
+    np.testing.assert_array_equal(a.numpy(), np.arange(6))
+    np.testing.assert_array_equal(b.numpy(), [0, 1, 2, 0, 0, 0])

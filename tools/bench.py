@@ -99,7 +99,7 @@ FULL = Settings(saxpy_count=10**7, saxpy_repeats=10, launch_count=20000, launch_
                 spring_count=10**6, spring_repeats=10, gemm_size=1024, gemm_repeats=5, cloth_sizes=(32, 64),
                 cloth_frames={"semi_implicit": 60, "xpbd": 4}, cloth_repeats=2,
                 rigid_boxes=(10, 10, 10), rigid_steps=300, rigid_grad_boxes=(5, 4, 5), rigid_grad_steps=100,
-                rigid_repeats=2, articulation_steps=500, articulation_grad_steps=200, articulation_repeats=3,
+                rigid_repeats=2, articulation_steps=500, articulation_grad_steps=200, articulation_repeats=8,
                 optim_repeats=3, optim_memory_frames=40)
 QUICK = Settings(saxpy_count=2 * 10**6, saxpy_repeats=3, launch_count=2000, launch_rounds=3, compile_repeats=1,
                  spring_count=2 * 10**5, spring_repeats=3, gemm_size=1024, gemm_repeats=3, cloth_sizes=(32,),
