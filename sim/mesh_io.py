@@ -157,6 +157,18 @@ def _obj_face(references: list[str], vertex_count: int, path: str, line: int) ->
 # ------------------------------------------------------------------------------------------------------ USD
 
 
+def meters_per_unit(path: str | os.PathLike) -> float:
+    """Metres per unit of the coordinates that load_mesh reads from `path`: a USD stage's authored
+    metersPerUnit, else 1 (OBJ files carry no unit; an unauthored USD unit is read as metres, as
+    sim.import_usd_physics does, not as USD's centimetre fallback)."""
+    path = os.fspath(path)
+    if os.path.splitext(path)[1].lower() not in USD_EXTENSIONS:
+        return 1.0
+    from pxr import Usd, UsdGeom
+    stage = Usd.Stage.Open(path)
+    return float(UsdGeom.GetStageMetersPerUnit(stage)) if UsdGeom.StageHasAuthoredMetersPerUnit(stage) else 1.0
+
+
 def _load_usd(path: str, prim_path: str | None) -> tuple[np.ndarray, np.ndarray]:
     from pxr import Tf, Usd, UsdGeom
 

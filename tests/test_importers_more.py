@@ -446,6 +446,27 @@ def test_urdf_visual_mesh_is_written_under_its_moving_link(tmp_path, capsys):
     assert np.linalg.norm(moved[1] - moved[0]) > 0.05  # the rod swung
 
 
+def test_urdf_visual_usd_mesh_in_centimetres_is_written_in_metres(tmp_path):
+    """A visual mesh from a USD file whose stage is in centimetres: its points come out in metres."""
+    from pxr import Usd, UsdGeom
+    from sim.cli import main
+    from sim.mesh_io import load_mesh
+    scene = swing_files(tmp_path, "meshes/cube.usda")
+    cube, triangles = load_mesh(tmp_path / "meshes" / "cube.obj")
+    source = Usd.Stage.CreateNew(str(tmp_path / "meshes" / "cube.usda"))
+    UsdGeom.SetStageMetersPerUnit(source, 0.01)
+    mesh = UsdGeom.Mesh.Define(source, "/cube")
+    mesh.CreatePointsAttr([tuple(p) for p in cube * 100.0])  # 1 m as 100 cm
+    mesh.CreateFaceVertexCountsAttr([3] * len(triangles))
+    mesh.CreateFaceVertexIndicesAttr([int(i) for i in triangles.ravel()])
+    source.Save()
+    out = tmp_path / "swing.usda"
+    assert main(["run", str(scene), "--out", str(out), "--quiet"]) == 0
+    stage = Usd.Stage.Open(str(out))
+    written = UsdGeom.Mesh(stage.GetPrimAtPath("/World/rod/visual_0"))
+    np.testing.assert_allclose(np.asarray(written.GetPointsAttr().Get()), cube, atol=1e-6)
+
+
 def test_visual_mesh_in_a_format_not_read_is_left_out_with_a_warning(tmp_path):
     from sim.importers.visual_meshes import load_visual_meshes
     scene = swing_files(tmp_path, "meshes/cube.stl")

@@ -1,5 +1,6 @@
 """The mesh files of a URDF robot's visuals (ImportResult.visuals of kind "mesh"), read with sim.mesh_io for
-USD output: file names resolved next to the URDF (`package://` and `file://` too), errors naming the URDF line.
+USD output: file names resolved next to the URDF (`package://` and `file://` too), a USD file's metersPerUnit
+applied, errors naming the URDF line.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..mesh_io import OBJ_EXTENSIONS, USD_EXTENSIONS, MeshFormatError, load_mesh
+from ..mesh_io import OBJ_EXTENSIONS, USD_EXTENSIONS, MeshFormatError, load_mesh, meters_per_unit
 from .assembly import ImporterError, ImportResult
 
 
@@ -58,6 +59,7 @@ def load_visual_meshes(result: ImportResult) -> list:
             raise error(f"not found (looked for it next to {base} and in the folders above it)")
         try:
             points, triangles = load_mesh(path)
+            points = points * meters_per_unit(path)  # a USD file's own unit (URDF lengths are metres)
         except FileNotFoundError:
             raise error(f"no file at {path}") from None
         except MeshFormatError as e:
