@@ -236,6 +236,9 @@ def _featherstone_rows() -> dict:
     rows = {"joints.N.forces": Row("joints.1.forces", pendulum_scene(), "lower", 0.1),
             "robot.joints.NAME.forces": Row("robot.joints.elbow.forces", arm_scene(), "tool", 0.1),
             "bodies.N.mass": Row("bodies.0.mass", pendulum_scene(), "lower")}
+    for k in ("q", "qd"):
+        rows[f"joints.N.{k}"] = Row(f"joints.1.{k}", pendulum_scene(), "lower", 1e-2)
+        rows[f"robot.joints.NAME.{k}"] = Row(f"robot.joints.elbow.{k}", arm_scene(), "tool", 1e-2)
     for k in DRIVE:
         rows[f"joints.N.drive.{k}"] = Row(f"joints.1.drive.{k}", pendulum_scene(), "lower")
         rows[f"robot.joints.NAME.drive.{k}"] = Row(f"robot.joints.elbow.drive.{k}", arm_scene(), "tool")

@@ -184,8 +184,10 @@ def test_learnable_joint_keys_are_refused_where_they_do_not_apply(tmp_path):
     scene.write_text(text)
     for key, message in (("joints.1.forces", "'weld' is a fixed joint: it has no axes to push"),
                          ("joints.1.drive.ke", "drive keys are learnable for revolute and prismatic joints"),
+                         ("joints.1.q", "q and qd are learnable for revolute and prismatic joints"),
+                         ("joints.1.qd", "q and qd are learnable for revolute and prismatic joints"),
                          ("joints.0.drive.gain", "not learnable for a joint"),
-                         ("bodies.0.vel", "SolverFeatherstone moves bodies by their joint coordinates")):
+                         ("bodies.0.vel", "its joint's qd (learn joints.N.qd)")):
         config = tmp_path / "c.yaml"
         config.write_text(f"scene: s.yaml\nparameters: [{{path: {key}}}]\n"
                           "loss: [{type: com_target, object: a, target: [0, 0, 0]}]\n")

@@ -8,9 +8,9 @@ PARTICLE_KEYS = ("vel", "velocities", "mass", "forces")
 CLOTH_MATERIAL_KEYS = ("tri_ke", "tri_ka", "tri_kd", "edge_ke", "edge_kd", "spring_ke", "spring_kd")
 RIGID_MATERIAL_KEYS = ("ke", "kd", "kf", "mu", "restitution")
 COLLIDER_KEYS = ("pos", "radius", "half_extents", "half_height")
-#: keys of a joint (joints.N) and of an imported robot's joint (robot.joints.NAME): its per-frame control forces
-#: and its drive
-JOINT_KEYS = ("forces", "drive.target_pos", "drive.target_vel", "drive.ke", "drive.kd")
+#: keys of a joint (joints.N) and of an imported robot's joint (robot.joints.NAME): its initial coordinate and
+#: velocity, its per-frame control forces and its drive
+JOINT_KEYS = ("q", "qd", "forces", "drive.target_pos", "drive.target_vel", "drive.ke", "drive.kd")
 
 #: Every learnable scene key as a pattern (N: an object's index, NAME: a material's name). docs/gradients.md and
 #: tests/test_param_table.py are generated from / checked against this list: a key added here needs a row there.
@@ -46,7 +46,7 @@ REFUSED = {
     ("rigid", "bodies.N.mass"): "SolverRigid reads the inverse mass and inertia computed when the scene is built; "
                                 "a body's mass is learnable when SolverFeatherstone moves it (a scene with joints)",
     **{("featherstone", f"bodies.N.{k}"): "SolverFeatherstone moves bodies by their joint coordinates: a jointed "
-                                          "body's initial velocity is its joint's qd"
+                                          "body's initial velocity is its joint's qd (learn joints.N.qd)"
        for k in ("vel", "angular_vel")},
 }
 

@@ -372,8 +372,15 @@ DRIVE_TARGETS = {"target_pos": "joint_target_pos", "target_vel": "joint_target_v
 
 
 def _joint_targets(joint, rest: list, built, frames: int, fail):
-    """A joint's per-frame forces (`forces`, shape [frames] for one axis, else [frames, axes]) or a drive
-    setting of its axis (`drive.KEY`, revolute and prismatic joints)."""
+    """A joint's initial coordinate or velocity (`q` [m, rad], `qd` [m/s, rad/s]), its per-frame forces
+    (`forces`, shape [frames] for one axis, else [frames, axes]) or a drive setting of its axis (`drive.KEY`); all
+    but `forces` for revolute and prismatic joints (one axis, a plain number)."""
+    if rest in (["q"], ["qd"]):
+        if joint.kind not in ("revolute", "prismatic"):
+            fail(f"'{joint.name}' is a {joint.kind} joint: q and qd are learnable for revolute and prismatic joints")
+        array, row = ("joint_q", joint.coord_start) if rest == ["q"] else ("joint_qd", joint.dof_start)
+        return [Target("state", array, "float", np.array([row]), np.array([0]))], \
+            np.array([getattr(built.model, array).numpy()[row]], np.float64), ()
     if rest == ["forces"]:
         if joint.dof_count == 0:
             fail(f"'{joint.name}' is a {joint.kind} joint: it has no axes to push")
@@ -393,7 +400,7 @@ def _joint_targets(joint, rest: list, built, frames: int, fail):
         row = np.array([joint.dof_start])
         return [Target("model", array, "float", row, np.array([0]))], \
             np.array([getattr(built.model, array).numpy()[joint.dof_start]]), ()
-    fail(f"not learnable for a joint (learnable: forces, drive.{{{','.join(DRIVE_TARGETS)}}})")
+    fail(f"not learnable for a joint (learnable: q, qd, forces, drive.{{{','.join(DRIVE_TARGETS)}}})")
 
 
 def _collider_targets(i, key, scene, built, fail):

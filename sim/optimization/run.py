@@ -17,6 +17,7 @@ import kernels as wp
 from autodiff import SGD, Adam, CheckpointedRollout, Tape
 
 from .. import losses as L
+from ..articulation import eval_fk
 from ..scene.errors import SceneError, SimulationError
 from ..atomic_file import write_atomic
 from ..scene.progress import Progress
@@ -231,6 +232,10 @@ class Problem:
         state0 = model.state(requires_grad=True)
         for p in self.params:
             p.apply(built, state0)
+        if any(t.owner == "state" and t.array in ("joint_q", "joint_qd") for p in self.params for t in p.targets):
+            # learned initial joint coordinates: the links' initial poses follow them (what losses at frame 0
+            # and the solver's unjointed contacts read)
+            eval_fk(model, state0.joint_q, state0.joint_qd, state0)
         loss = wp.zeros(1, dtype=float, device=model.device, requires_grad=True)
         at_frame: dict = {}
         for l in self.losses:
