@@ -351,11 +351,11 @@ class Tape:
                 a.grad = wp.zeros(a.shape, dtype=a.dtype, device=a.device)
             a.grad.assign(seed)
             self._touch(a)
-        arrays_of = self._check_gradient_chain()
+        access = self._check_gradient_chain()
         live = _LiveGradients(grads, loss)
         self._adjoint_memo = {}
         try:
-            self._run_adjoints(arrays_of, live)
+            self._run_adjoints(access, live)
         finally:
             self._adjoint_memo = None
         if wp.config.verify_autograd_array_access:  # the reads are used up: later writes harm no gradient
