@@ -27,7 +27,7 @@ import numpy as np
 import kernels as wp
 from kernels import capture
 from kernels.array import copy_hooks, copy_plan, copy_window
-from kernels.launch import Launch, args_ctype, pack_array, struct_params, tape_hooks
+from kernels.launch import Launch, args_ctype, check_backward, pack_array, struct_params, tape_hooks
 from kernels.struct import packed_form
 from kernels.typesys import ArrayType, is_differentiable_type, is_struct
 
@@ -43,23 +43,14 @@ class MissingGradientError(RuntimeError):
 
 
 class _Record:
-    """A recorded launch: `values`, its arguments in parameter order (the first `n_in` are its inputs); `launch`:
-    the forward Launch that ran (its packed arguments are reused by the adjoint launch), or None."""
+    """A recorded launch: `launch`, the forward Launch that ran (its packed arguments are reused by the adjoint
+    launch); `values`, its arguments in parameter order (the Launch's, the first `n_in` are its inputs)."""
 
-    __slots__ = ("kernel", "_dim", "n_in", "values", "device", "launch", "arrays")
+    __slots__ = ("kernel", "n_in", "values", "launch", "arrays")
 
-    def __init__(self, kernel, dim, n_in, values, device, launch=None):
-        self.kernel, self.n_in, self.values, self.device = kernel, n_in, values, device
-        self._dim = dim if launch is None else None  # a Launch has it in its bounds
-        self.launch = launch
+    def __init__(self, kernel, n_in, launch):
+        self.kernel, self.n_in, self.values, self.launch = kernel, n_in, launch.values, launch
         self.arrays = None  # Tape._arrays_of, found when recorded
-
-    @property
-    def dim(self) -> tuple:
-        if self._dim is not None:
-            return self._dim
-        b = self.launch.bounds
-        return tuple(b.shape[k] for k in range(b.ndim))
 
     @property
     def inputs(self) -> list:
@@ -226,19 +217,19 @@ class Tape:
         whose arrays are its arrays' gradients)."""
         return _Gradients(self)
 
-    def _record_launch(self, kernel, dim, inputs, outputs, device, launch=None):
+    def _record_launch(self, kernel, dim, inputs, outputs, device, launch):
         # the Launch keeps its own copy of the arguments; the caller's lists may change after the launch
-        values = launch.values if launch is not None else list(inputs) + list(outputs)
+        values = launch.values
         for index in struct_params(kernel):
             if values[index] is not None:
                 # the struct as this launch saw it: later assignments to its fields must not move this launch's
                 # adjoint to other arrays (the Launch keeps its own list of the arguments)
                 values[index] = self._snapshot(values[index])
-        if launch is not None and launch.params._objects is not None:
+        if launch.params._objects is not None:
             # the native copy alone: ctypes' record of the packed values it was built from is a tree of dicts
             # that the garbage collector would walk again and again on a long tape
             launch.params = type(launch.params).from_buffer_copy(launch.params)
-        rec = _Record(kernel, dim, len(inputs), values, device, launch)
+        rec = _Record(kernel, len(inputs), launch)
         self._check_overwrite(rec)
         rec.arrays = self._arrays_of(rec, self._struct_entries)
         self.launches.append(rec)
@@ -281,41 +272,14 @@ class Tape:
         if a is not None and isinstance(a, wp.array) and a._grad is not None:
             self.touched[id(a)] = a
 
-    def _adjoints(self, values, kernel, first: int) -> list:
-        """The adjoint arguments for `values`, the arguments of `kernel` from parameter `first` on: an array's
-        gradient array (None without one, or for foreign memory), a struct's adjoint struct, None otherwise; the
-        arrays with gradients are touched."""
-        out = []
-        touched = self.touched
-        for v, (kind, t) in zip(values, _arg_kinds(kernel)[first:]):
-            if kind == 0:
-                g = None
-                if isinstance(v, wp.array) and not v._foreign:
-                    g = v.grad
-                    if g is not None:
-                        touched[id(v)] = v
-                out.append(g)
-            elif kind == 1 and v is not None:
-                out.append(self._memo_struct_adjoint(v, t))
-            else:
-                out.append(None)
-        return out
-
-    def _memo_struct_adjoint(self, value, t, packed: bool = False):
-        """_struct_adjoint, made once per struct during backward() (see _adjoint_memo); with `packed`, (adjoint
-        struct, its native form), packed once too (nothing changes it while backward runs)."""
-        memo = self._adjoint_memo
-        entry = memo.get(id(value)) if memo is not None else None
+    def _memo_struct_adjoint(self, value, t) -> tuple:
+        """(_struct_adjoint, its native form), made and packed once per struct during backward() (see
+        _adjoint_memo; nothing changes them while backward runs)."""
+        entry = self._adjoint_memo.get(id(value))
         if entry is None:
             adj = self._struct_adjoint(value, t)
-            entry = [adj, None]
-            if memo is not None:
-                memo[id(value)] = entry
-        if not packed:
-            return entry[0]
-        if entry[1] is None:
-            entry[1] = entry[0]._to_ctype()
-        return entry[0], entry[1]
+            entry = self._adjoint_memo[id(value)] = (adj, adj._to_ctype())
+        return entry
 
     def _struct_adjoint(self, s, t):
         """A struct of the same type whose array members are the members' gradient arrays."""
@@ -381,14 +345,8 @@ class Tape:
                 # kinematics re-derive and no loss reads
                 continue
             live_ids.update(read_ids)
-            k = rec.kernel
-            if rec.launch is None or not k.enable_backward or k.adjoint_error is not None:
-                # wp.launch packs the arguments again, and raises for a kernel without a backward
-                wp.launch(k, rec.dim, inputs=rec.inputs, outputs=rec.outputs, device=rec.device, adjoint=True,
-                          adj_inputs=self._adjoints(rec.inputs, k, 0),
-                          adj_outputs=self._adjoints(rec.outputs, k, len(rec.inputs)))
-            else:
-                Launch.adjoint_of(rec.launch, *self._adjoint_params(rec)).launch()
+            check_backward(rec.kernel)
+            Launch.adjoint_of(rec.launch, *self._adjoint_params(rec)).launch()
 
     def _adjoint_params(self, rec) -> tuple:
         """(adjoint values, packed adjoint arguments) of a recorded launch: each array's own gradient (consumed by
@@ -413,7 +371,7 @@ class Tape:
                 setattr(packed, name, d if v.retain_grad else g._consuming_descriptor())
                 adj_values[index] = g
             elif v is not None:
-                adj, c = self._memo_struct_adjoint(v, t, packed=True)
+                adj, c = self._memo_struct_adjoint(v, t)
                 setattr(packed, name, c)
                 adj_values[index] = adj
         return adj_values, packed

@@ -398,6 +398,14 @@ def struct_params(kernel) -> list:
     return params
 
 
+def check_backward(kernel):
+    """Raise when `kernel` has no adjoint: compiled with enable_backward=False, or its gradient was refused."""
+    if not kernel.enable_backward:
+        raise LaunchError(f"kernel '{kernel.name}' was compiled with enable_backward=False")
+    if kernel.adjoint_error is not None:
+        raise kernel.adjoint_error
+
+
 def _own_gradient(value):
     if isinstance(value, array) and not value._foreign:
         return value.grad
@@ -412,10 +420,8 @@ def launch(kernel, dim, inputs=(), outputs=(), device=None, adjoint=False, adj_i
     kernel.ensure_built()
     device = get_device(device)
     values = list(inputs) + list(outputs)
-    if adjoint and not kernel.enable_backward:
-        raise LaunchError(f"kernel '{kernel.name}' was compiled with enable_backward=False")
-    if adjoint and kernel.adjoint_error is not None:
-        raise kernel.adjoint_error
+    if adjoint:
+        check_backward(kernel)
     adj_values = None
     if adjoint:
         adj_values = list(adj_inputs or [None] * len(inputs)) + list(adj_outputs or [None] * len(outputs))

@@ -59,7 +59,7 @@ class Kernel:
         self.forward_fn = None
         self.backward_fn = None
         self.args_ctype = None
-        self._launch_struct_params = None  # launch._struct_params
+        self._launch_struct_params = None  # launch.struct_params
         self.tid_ndim = 0
         self.work = 0  # estimated IR ops per thread (passes/cost.py), sets the CPU parallel threshold
         self._threshold = None

@@ -64,7 +64,9 @@ class StructInfo:
 _PACKED: dict = {}
 
 
-def _packed(s):
+def packed_form(s):
+    """The native form of struct `s` cached since its last field assignment (the one its launches passed), or
+    None. A new object after any assignment to one of its fields (not to a field of a struct member)."""
     entry = _PACKED.get(id(s))
     if entry is not None and entry[0]() is s:
         return entry[1]
@@ -79,12 +81,6 @@ def _keep_packed(s, c):
             del _PACKED[key]
 
     _PACKED[key] = (weakref.ref(s, forget), c)
-
-
-def packed_form(s):
-    """The native form of struct `s` cached since its last field assignment (the one its launches passed), or
-    None. A new object after any assignment to one of its fields (not to a field of a struct member)."""
-    return _packed(s)
 
 
 def _field_type(name, ann, cls):
@@ -143,7 +139,7 @@ def struct(cls):
         again after a field assignment; arrays and scalars are immutable here, composite and struct fields are
         packed again each time."""
         info.check_usable()
-        c = _packed(self)
+        c = packed_form(self)
         if c is not None:
             for name in mutable:
                 setattr(c, name, getattr(self, name)._to_ctype())

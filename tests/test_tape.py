@@ -242,6 +242,26 @@ def test_a_struct_reused_with_new_arrays_between_taped_launches_keeps_each_launc
     assert not a.grad.numpy().any() and not b.grad.numpy().any()
 
 
+@wp.kernel(enable_backward=False)
+def square_forward_only(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = x[i] * x[i]
+
+
+def test_a_kernel_without_backward_is_refused_only_where_a_gradient_reaches_it(device):
+    x = wp.array(np.array([1.0, 2.0], np.float32), requires_grad=True, device=device)
+    y, z = (wp.zeros(2, dtype=float, requires_grad=True, device=device) for _ in range(2))
+    tape = Tape()
+    with tape:
+        wp.launch(square_forward_only, dim=2, inputs=[x], outputs=[y], device=device)
+        wp.launch(square, dim=2, inputs=[x], outputs=[z], device=device)
+    tape.backward(grads={z: np.ones(2, np.float32)})  # nothing reaches y: its kernel's adjoint is not needed
+    np.testing.assert_allclose(x.grad.numpy(), 2.0 * x.numpy())
+    tape.zero()
+    with pytest.raises(wp.LaunchError, match="'square_forward_only' was compiled with enable_backward=False"):
+        tape.backward(grads={y: np.ones(2, np.float32)})
+
+
 def test_constants_without_gradient_buffers_are_fine(device):
     """An array that no differentiable input reaches is a constant: no gradient buffer needed."""
     x = wp.array(np.array([1.0, 2.0], np.float32), requires_grad=True, device=device)
