@@ -315,38 +315,92 @@ class Tape:
                 a.grad = wp.zeros(a.shape, dtype=a.dtype, device=a.device)
             a.grad.assign(seed)
             self._touch(a)
-        access = self._check_gradient_chain()
         live = _LiveGradients(grads, loss)
+        schedule = self._schedule(live)  # raises before any adjoint has run
         self._adjoint_memo = {}
         try:
-            self._run_adjoints(access, live)
+            for rec in schedule:
+                if rec.__class__ is _Record:
+                    Launch.adjoint_of(rec.launch, *self._adjoint_params(rec)).launch()
+                else:
+                    rec.run()
         finally:
             self._adjoint_memo = None
         if wp.config.verify_autograd_array_access:  # the reads are used up: later writes harm no gradient
             read_flags.clear(read_flags.recorded_arrays(self.launches))
 
-    def _run_adjoints(self, access: dict, live: "_LiveGradients"):
-        """The recorded adjoints in reverse order, skipping those whose outputs carry no gradient."""
+    def _schedule(self, live: "_LiveGradients") -> list:
+        """The records whose adjoints backward() runs, in the order it runs them (the reverse of the record),
+        found in one pass from the last record to the first, before any adjoint runs.
+
+        An adjoint runs when something its launch wrote may carry gradient; it then adds into the gradients of
+        what the launch read (adjoints are linear in the gradients of what a kernel writes, so the others would
+        add zeros: e.g. the poses of states that only a later step's kinematics re-derive and no loss reads).
+
+        Raises MissingGradientError where a gradient would stop at an array without a gradient buffer: a copy
+        from an array with one into an array without one; or a launch whose writes carry gradient reading such
+        an array that the last launch to write it before computed from arrays with gradients. The pass meets
+        that reader first, so the array waits in `pending` until its writer is met. Raises for a kernel without
+        an adjoint that gradient reaches."""
         may_carry, add, live_ids = live.may_carry, live.add, live.ids
+        pending: dict = {}  # id(array without a gradient buffer) -> (a record that reads it, the entry index)
+        schedule = []
         for rec in reversed(self.launches):
-            if isinstance(rec, _Callback):
-                rec.run()
-                live.opaque = True  # it may have written any gradient
+            cls = rec.__class__
+            if cls is _Callback:
+                schedule.append(rec)
+                live.opaque = True  # it may write any gradient
                 continue
-            if isinstance(rec, _CopyRecord):
+            if cls is _CopyRecord:
+                if rec.src._grad is not None and rec.dest._grad is None:
+                    raise MissingGradientError(
+                        "a copy (wp.copy, wp.clone or array.assign) on the tape writes an array without a gradient "
+                        "buffer from one that has one: gradients cannot flow back through it. Create the "
+                        "destination with requires_grad=True.")
+                pending.pop(id(rec.dest), None)  # a copy from an array without gradient carries none
                 if may_carry(rec.dest):
-                    rec.run()
+                    schedule.append(rec)
                     add(rec.src)
                 continue
-            read_ids, writes = access[id(rec)]
-            if not any(map(may_carry, writes)):
-                # nothing it wrote carries a gradient: its adjoint would add zeros (adjoints are linear in the
-                # gradients of what a kernel writes), e.g. the poses of states that only a later step's
-                # kinematics re-derive and no loss reads
+            arrays = rec.arrays
+            read_entries, write_entries = _rw_entries(rec.kernel)
+            if pending:
+                self._check_pending_writes(rec, pending)
+            writes = [a for a in map(arrays.__getitem__, write_entries) if a is not None and a._grad is not None]
+            if not writes:
                 continue
-            live_ids.update(read_ids)
-            check_backward(rec.kernel)
-            Launch.adjoint_of(rec.launch, *self._adjoint_params(rec)).launch()
+            runs = any(map(may_carry, writes))
+            for i in read_entries:
+                a = arrays[i]
+                if a is None:
+                    continue
+                if a._grad is None:
+                    pending[id(a)] = (rec, i)
+                elif runs:
+                    live_ids.add(_grad_key(a._grad))
+            if runs:
+                check_backward(rec.kernel)
+                schedule.append(rec)
+        return schedule
+
+    @staticmethod
+    def _check_pending_writes(rec, pending: dict):
+        """`rec` is the last launch before the readers in `pending` to write the arrays it writes: raise
+        MissingGradientError if it wrote one of them from arrays with gradients."""
+        arrays = rec.arrays
+        read_entries, write_entries = _rw_entries(rec.kernel)
+        for i in write_entries:
+            a = arrays[i]
+            if a is None or id(a) not in pending:
+                continue
+            reader, entry = pending.pop(id(a))
+            if any(b is not None and b._grad is not None for b in map(arrays.__getitem__, read_entries)):
+                path = _access_meta(reader.kernel)[entry][0]
+                source_path = _access_meta(rec.kernel)[i][0]
+                raise MissingGradientError(
+                    f"{_describe_path(path)} of kernel '{reader.kernel.name}' is written by kernel "
+                    f"'{rec.kernel.name}' ({_describe_path(source_path)}) and read here, but has no gradient "
+                    f"buffer: gradients cannot flow back through it. Create that array with requires_grad=True.")
 
     def _adjoint_params(self, rec) -> tuple:
         """(adjoint values, packed adjoint arguments) of a recorded launch: each array's own gradient (consumed by
@@ -418,61 +472,6 @@ class Tape:
             out.extend(members)
         return out
 
-    def _check_gradient_chain(self):
-        """Refuse to run when an array written by one launch on the gradient path and read by a later one has no
-        gradient buffer: the gradient would stop there and the earlier inputs would silently get zeros. Returns,
-        by id of each launch record, (ids of the arrays with gradients it reads, arrays with gradients it writes)."""
-        writer: dict = {}  # id(array) -> the record that last wrote it so far
-        access: dict = {}
-        for rec in self.launches:
-            if isinstance(rec, _CopyRecord):
-                if rec.src.grad is not None and rec.dest.grad is None:
-                    raise MissingGradientError(
-                        "a copy (wp.copy, wp.clone or array.assign) on the tape writes an array without a gradient "
-                        "buffer from one that has one: gradients cannot flow back through it. Create the "
-                        "destination with requires_grad=True.")
-                writer.pop(id(rec.dest), None)
-                continue
-            if not isinstance(rec, _Record):
-                continue
-            meta = _access_meta(rec.kernel)
-            arrays = rec.arrays
-            read_ids, writes = [], []  # ids of the arrays with gradients it reads, arrays with gradients it writes
-            unbuffered_read = False
-            for (_, read, written), a in zip(meta, arrays):
-                if a is None:
-                    continue
-                has_grad = a._grad is not None
-                if read:
-                    if has_grad:
-                        read_ids.append(id(a))
-                    else:
-                        unbuffered_read = True
-                if written and has_grad:
-                    writes.append(a)
-            access[id(rec)] = (read_ids, writes)
-            if unbuffered_read and writes:
-                self._check_reads(rec, writer)
-            for (_, _, written), a in zip(meta, arrays):
-                if written and a is not None:
-                    writer[id(a)] = rec
-        return access
-
-    def _check_reads(self, rec, writer: dict):
-        """Raise MissingGradientError when `rec`, whose writes feed a gradient, reads an array without a gradient
-        buffer that an earlier launch wrote from inputs with gradients."""
-        for (path, read, _), a in zip(_access_meta(rec.kernel), rec.arrays):
-            if not (read and a is not None and a.grad is None and id(a) in writer):
-                continue
-            source = writer[id(a)]
-            source_entries = list(zip(_access_meta(source.kernel), source.arrays))
-            if any(r and b is not None and b.grad is not None for (_, r, _), b in source_entries):
-                source_path = next(p for (p, _, w), b in source_entries if w and b is a)
-                raise MissingGradientError(
-                    f"{_describe_path(path)} of kernel '{rec.kernel.name}' is written by kernel "
-                    f"'{source.kernel.name}' ({_describe_path(source_path)}) and read here, but has no gradient "
-                    f"buffer: gradients cannot flow back through it. Create that array with requires_grad=True.")
-
     def zero(self):
         """Zero every gradient this tape has touched: those its launches' adjoints read or write (the arrays and
         struct members the kernels access), the seeded ones and those of copies and record_func arrays, so that
@@ -505,10 +504,14 @@ class Tape:
 
 
 class _LiveGradients:
-    """Which gradients may be non-zero while Tape.backward runs its adjoints in reverse: the seeded ones, those
-    of arrays read by an adjoint that ran (it adds into them), and those not known to be zero when first asked
-    (on the CPU: any non-zero element now; inside a capture: anything but a gradient the capture zeroed and
-    nothing wrote since, which is zero there at every replay). After a record_func callback, every gradient."""
+    """Which gradients may be non-zero when Tape.backward reaches a record, as its schedule is planned from the
+    last record to the first before any adjoint runs: the seeded ones, those of arrays read by an adjoint
+    scheduled to run before (it adds into them), and those not known to be zero now (on the CPU: any non-zero
+    element; inside a capture: anything but a gradient the capture zeroed and nothing wrote since, which is zero
+    there at every replay). After a record_func callback, every gradient.
+
+    `ids` holds gradient keys (_grad_key): views of one array share their gradient memory, so an adjoint that
+    adds into one view's gradient makes every view of that array live."""
 
     def __init__(self, grads, loss):
         self.ids: set = set()
@@ -519,19 +522,28 @@ class _LiveGradients:
 
     def add(self, a):
         if a._grad is not None:
-            self.ids.add(id(a))
+            self.ids.add(_grad_key(a._grad))
 
     def may_carry(self, a) -> bool:
-        if a._grad is None:
+        g = a._grad
+        if g is None:
             return False
-        if self.opaque or id(a) in self.ids:
+        if self.opaque or _grad_key(g) in self.ids:
             return True
         known = self.zero.get(id(a))
         if known is None:
             rec = capture.recorder(a.device)
-            known = rec.is_fresh(a.grad) if rec is not None else not _any_nonzero(a.grad.numpy())
+            known = rec.is_fresh(g) if rec is not None else not _any_nonzero(g.numpy())
             self.zero[id(a)] = known
         return not known
+
+
+def _grad_key(g) -> int:
+    """The id of the array whose memory gradient `g` views (g's own for an array that views nothing)."""
+    owner = g._owner
+    while owner.__class__ is wp.array:
+        g, owner = owner, owner._owner
+    return id(g)
 
 
 def _any_nonzero(buf) -> bool:
@@ -650,6 +662,16 @@ def _access_meta(kernel) -> list:
         meta = kernel._tape_access_meta = [(path, read, written) for _, paths, _ in _access_plan(kernel)
                                            for path, _, read, written in paths]
     return meta
+
+
+def _rw_entries(kernel) -> tuple:
+    """(indices of the entries of Tape._arrays_of that the kernel reads, of those it writes), once per kernel."""
+    rw = getattr(kernel, "_tape_rw_entries", None)
+    if rw is None:
+        meta = _access_meta(kernel)
+        rw = kernel._tape_rw_entries = (tuple(i for i, (_, r, _) in enumerate(meta) if r),
+                                        tuple(i for i, (_, _, w) in enumerate(meta) if w))
+    return rw
 
 
 def _access_paths(kernel) -> list:

@@ -223,6 +223,23 @@ def test_missing_gradient_buffer_in_a_struct_is_named(device):
     np.testing.assert_allclose(x.grad.numpy(), 4.0 * x.numpy() ** 3)
 
 
+def test_a_broken_gradient_chain_is_refused_before_any_adjoint_runs(device):
+    """The launches after the break (x -> middle without a gradient buffer -> y -> out) would run their adjoints
+    first in reverse order: backward refuses before, so no gradient is half-computed."""
+    from autodiff import MissingGradientError
+    x = wp.array(np.array([1.0, 2.0], np.float32), requires_grad=True, device=device)
+    middle = wp.zeros(2, dtype=float, device=device)
+    y, out = (wp.zeros(2, dtype=float, requires_grad=True, device=device) for _ in range(2))
+    tape = Tape()
+    with tape:
+        wp.launch(square, dim=2, inputs=[x], outputs=[middle], device=device)
+        wp.launch(square, dim=2, inputs=[middle], outputs=[y], device=device)
+        wp.launch(square, dim=2, inputs=[y], outputs=[out], device=device)
+    with pytest.raises(MissingGradientError, match="array argument 'x' of kernel 'square'"):
+        tape.backward(grads={out: np.ones(2, np.float32)})
+    assert not y.grad.numpy().any() and not x.grad.numpy().any()
+
+
 def test_a_struct_reused_with_new_arrays_between_taped_launches_keeps_each_launchs_arrays(device):
     """A struct whose array fields are reassigned between two taped launches: each launch's adjoint goes to the
     arrays that launch read and wrote, not to those the struct holds when backward runs."""
