@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import warnings
 import weakref
+from itertools import chain
 
 import numpy as np
 
 import kernels as wp
 from kernels import capture
+from kernels.array import array as _array
 from kernels.array import copy_hooks, copy_plan, copy_window
 from kernels.launch import Launch, args_ctype, check_backward, pack_array, struct_params, tape_hooks
 from kernels.struct import packed_form
@@ -274,11 +276,18 @@ class Tape:
 
     def _memo_struct_adjoint(self, value, t) -> tuple:
         """(_struct_adjoint, its native form), made and packed once per struct during backward() (see
-        _adjoint_memo; nothing changes them while backward runs)."""
-        entry = self._adjoint_memo.get(id(value))
+        _adjoint_memo; nothing changes them while backward runs), and once per content for struct types without
+        struct members: a solver's per-step struct that holds the same arrays at every step shares one."""
+        memo = self._adjoint_memo
+        entry = memo.get(id(value))
         if entry is None:
-            adj = self._struct_adjoint(value, t)
-            entry = self._adjoint_memo[id(value)] = (adj, adj._to_ctype())
+            _, array_fields, struct_fields = _struct_plan(t)
+            key = id(value) if struct_fields else (t, *[id(getattr(value, name)) for name in array_fields])
+            entry = memo.get(key)
+            if entry is None:
+                adj = self._struct_adjoint(value, t)
+                entry = memo[key] = (adj, _pack_struct_adjoint(adj, t))
+            memo[id(value)] = entry
         return entry
 
     def _struct_adjoint(self, s, t):
@@ -342,7 +351,7 @@ class Tape:
         an array that the last launch to write it before computed from arrays with gradients. The pass meets
         that reader first, so the array waits in `pending` until its writer is met. Raises for a kernel without
         an adjoint that gradient reaches."""
-        may_carry, add, live_ids = live.may_carry, live.add, live.ids
+        may_carry, add, live_add = live.may_carry, live.add, live.ids.add
         pending: dict = {}  # id(array without a gradient buffer) -> (a record that reads it, the entry index)
         schedule = []
         for rec in reversed(self.launches):
@@ -364,20 +373,21 @@ class Tape:
                 continue
             arrays = rec.arrays
             read_entries, write_entries = _rw_entries(rec.kernel)
-            if pending:
+            written = [arrays[i] for i in write_entries]
+            if pending and not pending.keys().isdisjoint(map(id, written)):
                 self._check_pending_writes(rec, pending)
-            writes = [a for a in map(arrays.__getitem__, write_entries) if a is not None and a._grad is not None]
+            writes = [a for a in written if a is not None and a._grad is not None]
             if not writes:
                 continue
             runs = any(map(may_carry, writes))
             for i in read_entries:
                 a = arrays[i]
-                if a is None:
-                    continue
-                if a._grad is None:
-                    pending[id(a)] = (rec, i)
-                elif runs:
-                    live_ids.add(_grad_key(a._grad))
+                if a is not None:
+                    g = a._grad
+                    if g is None:
+                        pending[id(a)] = (rec, i)
+                    elif runs:
+                        live_add(id(g) if g._owner is None else _grad_key(g))
             if runs:
                 check_backward(rec.kernel)
                 schedule.append(rec)
@@ -415,14 +425,18 @@ class Tape:
         for index, name, t, is_array in _adjoint_slots(k):
             v = values[index]
             if is_array:
-                if not isinstance(v, wp.array) or v._foreign:
+                if not isinstance(v, _array) or v._foreign:
                     continue
                 g = v._grad
                 if g is None:
                     continue
                 touched[id(v)] = v
-                d = pack_array(k, index, t, g, device)  # checks a gradient set by hand against the parameter
-                setattr(packed, name, d if v.retain_grad else g._consuming_descriptor())
+                if g.__class__ is not _array or g.dtype is not t.dtype or g.ndim != t.ndim or g.device is not device:
+                    pack_array(k, index, t, g, device)  # a gradient set by hand that does not fit: raises
+                if v._retain_grad:
+                    setattr(packed, name, g._descriptor())
+                else:
+                    setattr(packed, name, g._desc_consume or g._consuming_descriptor())
                 adj_values[index] = g
             elif v is not None:
                 adj, c = self._memo_struct_adjoint(v, t)
@@ -477,11 +491,10 @@ class Tape:
         struct members the kernels access), the seeded ones and those of copies and record_func arrays, so that
         rounds never accumulate."""
         touched = self.touched
-        for rec in self.launches:
-            if isinstance(rec, _Record):
-                for a in rec.arrays:
-                    if a is not None and a._grad is not None:
-                        touched[id(a)] = a
+        # one flat pass at C speed over every record's arrays (Nones and arrays without gradients included)
+        arrays = list(chain.from_iterable([rec.arrays for rec in self.launches if rec.__class__ is _Record]))
+        touched.update(zip(map(id, arrays), arrays))
+        touched.pop(id(None), None)
         for a in touched.values():
             g = a._grad
             if g is not None:
@@ -528,7 +541,7 @@ class _LiveGradients:
         g = a._grad
         if g is None:
             return False
-        if self.opaque or _grad_key(g) in self.ids:
+        if self.opaque or (id(g) if g._owner is None else _grad_key(g)) in self.ids:
             return True
         known = self.zero.get(id(a))
         if known is None:
@@ -544,6 +557,20 @@ def _grad_key(g) -> int:
     while owner.__class__ is wp.array:
         g, owner = owner, owner._owner
     return id(g)
+
+
+def _pack_struct_adjoint(adj, t):
+    """The native form of adjoint struct `adj` (of type t, see Tape._struct_adjoint): its members' gradient
+    arrays, zero elsewhere (what adj._to_ctype() gives, without caching the form for a struct used once)."""
+    _, array_fields, struct_fields = _struct_plan(t)
+    c = t._wp_struct_.ctype()()
+    for name in array_fields:
+        g = getattr(adj, name)
+        if g is not None:
+            setattr(c, name, g._descriptor())
+    for name, ft in struct_fields:
+        setattr(c, name, _pack_struct_adjoint(getattr(adj, name), ft))
+    return c
 
 
 def _any_nonzero(buf) -> bool:
