@@ -29,7 +29,7 @@ import kernels as wp
 from kernels import capture
 from kernels.array import array as _array
 from kernels.array import copy_hooks, copy_plan, copy_window
-from kernels.launch import Launch, args_ctype, check_backward, pack_array, struct_params, tape_hooks
+from kernels.launch import args_ctype, check_backward, launch_adjoint, pack_array, struct_params, tape_hooks
 from kernels.struct import packed_form
 from kernels.typesys import ArrayType, is_differentiable_type, is_struct
 
@@ -222,11 +222,14 @@ class Tape:
     def _record_launch(self, kernel, dim, inputs, outputs, device, launch):
         # the Launch keeps its own copy of the arguments; the caller's lists may change after the launch
         values = launch.values
+        snapshots = self._snapshots
         for index in struct_params(kernel):
-            if values[index] is not None:
+            s = values[index]
+            if s is not None:
                 # the struct as this launch saw it: later assignments to its fields must not move this launch's
                 # adjoint to other arrays (the Launch keeps its own list of the arguments)
-                values[index] = self._snapshot(values[index])
+                known = snapshots.get(id(s))
+                values[index] = known[1] if known is not None and known[0] is packed_form(s) else self._snapshot(s)
         if launch.params._objects is not None:
             # the native copy alone: ctypes' record of the packed values it was built from is a tree of dicts
             # that the garbage collector would walk again and again on a long tape
@@ -330,7 +333,7 @@ class Tape:
         try:
             for rec in schedule:
                 if rec.__class__ is _Record:
-                    Launch.adjoint_of(rec.launch, *self._adjoint_params(rec)).launch()
+                    launch_adjoint(rec.launch, *self._adjoint_params(rec))
                 else:
                     rec.run()
         finally:
@@ -448,11 +451,11 @@ class Tape:
         """A copy of struct argument `s` (its members: the same arrays; struct members copied too), made again
         only after one of its fields was assigned (a struct with struct members: every time, as their fields
         change without a new packed form of `s`)."""
-        packed = packed_form(s) if not _struct_plan(type(s))[2] else None
-        known = self._snapshots.get(id(s)) if packed is not None else None
-        if known is not None and known[0] is packed:
+        known = self._snapshots.get(id(s))
+        if known is not None and known[0] is packed_form(s):
             return known[1]
         snapshot = _copy_struct(s)
+        packed = packed_form(s) if not _struct_plan(type(s))[2] else None
         if packed is not None:
             self._snapshots[id(s)] = (packed, snapshot)
         return snapshot
@@ -463,12 +466,10 @@ class Tape:
         objects for the garbage collector to walk. `memo` (see _struct_entries) keeps the members of the struct
         snapshots the records hold."""
         values = rec.values
-        out = []
-        for index, head_paths, is_struct_head in _access_plan(rec.kernel):
+        direct, struct_heads = _arrays_plan(rec.kernel)
+        out = [v if isinstance(v, _array) and not v._foreign else None for v in map(values.__getitem__, direct)]
+        for index, head_paths in struct_heads:
             head = values[index]
-            if not is_struct_head:
-                out.append(head if isinstance(head, wp.array) and not head._foreign else None)
-                continue
             if head is None:
                 out.extend([None] * len(head_paths))
                 continue
@@ -653,7 +654,8 @@ def _adjoint_slots(kernel) -> list:
 
 
 def _access_plan(kernel) -> list:
-    """_access_paths grouped by head parameter, without the arrays whose element type has no gradient:
+    """_access_paths grouped by head parameter (array parameters first, then struct parameters, each in parameter
+    order), without the arrays whose element type has no gradient:
     [(index, [(path, member names, read, written)], whether the head is a struct)], once per kernel (a struct
     parameter's paths all have member names, an array parameter's one path none)."""
     plan = getattr(kernel, "_tape_access_plan", None)
@@ -665,7 +667,20 @@ def _access_plan(kernel) -> list:
                 t = t._wp_struct_.fields[f] if is_struct(t) else None
             if isinstance(t, ArrayType) and is_differentiable_type(t.dtype):
                 groups.setdefault(index, []).append((path, fields, read, written))
-        plan = kernel._tape_access_plan = [(index, paths, bool(paths[0][1])) for index, paths in sorted(groups.items())]
+        # the array parameters first, then the struct parameters (see _arrays_plan)
+        plan = kernel._tape_access_plan = sorted(((index, paths, bool(paths[0][1])) for index, paths in groups.items()),
+                                                 key=lambda entry: (entry[2], entry[0]))
+    return plan
+
+
+def _arrays_plan(kernel) -> tuple:
+    """_access_plan split for Tape._arrays_of: (indices of the array parameters, [(index, paths)] of the struct
+    parameters), once per kernel."""
+    plan = getattr(kernel, "_tape_arrays_plan", None)
+    if plan is None:
+        access = _access_plan(kernel)
+        plan = kernel._tape_arrays_plan = (tuple(index for index, _, is_struct in access if not is_struct),
+                                           [(index, paths) for index, paths, is_struct in access if is_struct])
     return plan
 
 

@@ -376,18 +376,34 @@ class Launch:
         if rec is not None:  # inside wp.capture_begin()/capture_end(): recorded for replay, not run
             rec.launch(self)
             return
-        if config.cpu_threads != runtime.applied_setting:  # wp.config.cpu_threads changed: resize the pool
-            runtime.apply()
-        threshold = ctypes.c_int64(self.kernel.parallel_threshold(config.cpu_parallel_threshold))
         if self.adjoint:
-            adj = self.adj_params
-            self.kernel.backward_fn(ctypes.byref(self.bounds), ctypes.byref(self.params), ctypes.byref(adj),
-                                    threshold)
+            _run(self.kernel, self.bounds, self.params, self.values, self.adj_params, self.adj_values)
         else:
-            self.kernel.forward_fn(ctypes.byref(self.bounds), ctypes.byref(self.params), threshold)
-        check_error(self.kernel)
-        if config.verify_fp:
-            verify_finite(self.kernel, self.values, self.adj_values if self.adjoint else None)
+            _run(self.kernel, self.bounds, self.params, self.values)
+
+
+def _run(kernel, bounds, params, values, adj_params=None, adj_values=None):
+    """Run a kernel's forward entry point (its adjoint with `adj_params`) on packed arguments, outside any
+    capture; then report an out-of-bounds access, and NaN/inf with wp.config.verify_fp."""
+    if config.cpu_threads != runtime.applied_setting:  # wp.config.cpu_threads changed: resize the pool
+        runtime.apply()
+    threshold = ctypes.c_int64(kernel.parallel_threshold(config.cpu_parallel_threshold))
+    if adj_params is not None:
+        kernel.backward_fn(ctypes.byref(bounds), ctypes.byref(params), ctypes.byref(adj_params), threshold)
+    else:
+        kernel.forward_fn(ctypes.byref(bounds), ctypes.byref(params), threshold)
+    check_error(kernel)
+    if config.verify_fp:
+        verify_finite(kernel, values, adj_values)
+
+
+def launch_adjoint(forward: Launch, adj_values: list, adj_packed):
+    """Launch.adjoint_of(forward, adj_values, adj_packed).launch(), without making the Launch outside a capture
+    (which keeps it): a Tape's backward runs one per recorded launch."""
+    if capture.recorder(forward.device) is not None:
+        Launch.adjoint_of(forward, adj_values, adj_packed).launch()
+    else:
+        _run(forward.kernel, forward.bounds, forward.params, forward.values, adj_packed, adj_values)
 
 
 def struct_params(kernel) -> list:
