@@ -22,6 +22,7 @@ from __future__ import annotations
 import warnings
 import weakref
 from itertools import chain
+from operator import itemgetter
 
 import numpy as np
 
@@ -50,9 +51,9 @@ class _Record:
 
     __slots__ = ("kernel", "n_in", "values", "launch", "arrays")
 
-    def __init__(self, kernel, n_in, launch):
+    def __init__(self, kernel, n_in, launch, arrays):
         self.kernel, self.n_in, self.values, self.launch = kernel, n_in, launch.values, launch
-        self.arrays = None  # Tape._arrays_of, found when recorded
+        self.arrays = arrays  # Tape._arrays_of
 
     @property
     def inputs(self) -> list:
@@ -230,14 +231,14 @@ class Tape:
                 # adjoint to other arrays (the Launch keeps its own list of the arguments)
                 known = snapshots.get(id(s))
                 values[index] = known[1] if known is not None and known[0] is packed_form(s) else self._snapshot(s)
-        if launch.params._objects is not None:
+        params = launch.params
+        if params._objects is not None:
             # the native copy alone: ctypes' record of the packed values it was built from is a tree of dicts
             # that the garbage collector would walk again and again on a long tape
-            launch.params = type(launch.params).from_buffer_copy(launch.params)
-        rec = _Record(kernel, len(inputs), launch)
-        self._check_overwrite(rec)
-        rec.arrays = self._arrays_of(rec, self._struct_entries)
-        self.launches.append(rec)
+            launch.params = type(params).from_buffer_copy(params)
+        if wp.config.overwrite_check != "off":
+            self._check_overwrite(kernel, values)
+        self.launches.append(_Record(kernel, len(inputs), launch, self._arrays_of(kernel, values)))
         if wp.config.verify_autograd_array_access:
             read_flags.mark_launch(kernel, inputs, outputs)
 
@@ -249,26 +250,24 @@ class Tape:
         device = next((a.device for a in arrays if isinstance(a, wp.array)), wp.get_device())
         self.launches.append(_Callback(backward, device))
 
-    def _check_overwrite(self, rec):
-        mode = wp.config.overwrite_check
-        if mode == "off":
-            return
-        values = rec.values
+    def _check_overwrite(self, kernel, values):
+        """Warn (or raise, see wp.config.overwrite_check) when a launch of `kernel` on `values` writes an array that
+        an earlier launch on this tape read; then mark the arrays it reads."""
         read_by = self._reads
-        written, read = _array_params(rec.kernel)
+        written, read = _array_params(kernel)
         # the writes first, against earlier launches only: a kernel that updates an array in place is fine
         for index, name in written if read_by else ():
             v = values[index]
-            if id(v) in read_by and isinstance(v, wp.array):
-                msg = (f"kernel '{rec.kernel.name}' writes array '{name}', which kernel '{read_by[id(v)]}' "
+            if id(v) in read_by and isinstance(v, _array):
+                msg = (f"kernel '{kernel.name}' writes array '{name}', which kernel '{read_by[id(v)]}' "
                        f"read earlier on this tape: gradients through the earlier read would use the new values")
-                if mode == "error":
+                if wp.config.overwrite_check == "error":
                     raise OverwriteError(msg)
                 warnings.warn(msg, stacklevel=4)
-        name = rec.kernel.name
+        name = kernel.name
         for index in read:
             v = values[index]
-            if isinstance(v, wp.array):
+            if isinstance(v, _array):
                 read_by.setdefault(id(v), name)
 
     # ------------------------------------------------------------------------------------------------ backward
@@ -354,8 +353,9 @@ class Tape:
         an array that the last launch to write it before computed from arrays with gradients. The pass meets
         that reader first, so the array waits in `pending` until its writer is met. Raises for a kernel without
         an adjoint that gradient reaches."""
-        may_carry, add, live_add = live.may_carry, live.add, live.ids.add
-        pending: dict = {}  # id(array without a gradient buffer) -> (a record that reads it, the entry index)
+        may_carry, add, live_ids = live.may_carry, live.add, live.ids
+        live_add = live_ids.add
+        pending: dict = {}  # id(array without a gradient buffer) -> (a record that reads it, that array)
         schedule = []
         for rec in reversed(self.launches):
             cls = rec.__class__
@@ -375,20 +375,25 @@ class Tape:
                     add(rec.src)
                 continue
             arrays = rec.arrays
-            read_entries, write_entries = _rw_entries(rec.kernel)
-            written = [arrays[i] for i in write_entries]
+            get_reads, get_writes = _rw_getters(rec.kernel)
+            written = get_writes(arrays)
             if pending and not pending.keys().isdisjoint(map(id, written)):
                 self._check_pending_writes(rec, pending)
             writes = [a for a in written if a is not None and a._grad is not None]
             if not writes:
                 continue
-            runs = any(map(may_carry, writes))
-            for i in read_entries:
-                a = arrays[i]
+            runs = live.opaque
+            if not runs:
+                for a in writes:
+                    g = a._grad
+                    if (id(g) if g._owner is None else _grad_key(g)) in live_ids or may_carry(a):
+                        runs = True
+                        break
+            for a in get_reads(arrays):
                 if a is not None:
                     g = a._grad
                     if g is None:
-                        pending[id(a)] = (rec, i)
+                        pending[id(a)] = (rec, a)
                     elif runs:
                         live_add(id(g) if g._owner is None else _grad_key(g))
             if runs:
@@ -406,8 +411,9 @@ class Tape:
             a = arrays[i]
             if a is None or id(a) not in pending:
                 continue
-            reader, entry = pending.pop(id(a))
+            reader, _ = pending.pop(id(a))
             if any(b is not None and b._grad is not None for b in map(arrays.__getitem__, read_entries)):
+                entry = next(e for e in _rw_entries(reader.kernel)[0] if reader.arrays[e] is a)
                 path = _access_meta(reader.kernel)[entry][0]
                 source_path = _access_meta(rec.kernel)[i][0]
                 raise MissingGradientError(
@@ -460,30 +466,29 @@ class Tape:
             self._snapshots[id(s)] = (packed, snapshot)
         return snapshot
 
-    def _arrays_of(self, rec, memo: dict | None = None) -> list:
-        """The differentiable toolkit arrays a recorded launch touches, one per entry of _access_meta(kernel)
-        (None where the argument or member is no such array). One flat list per record: a long tape keeps few
-        objects for the garbage collector to walk. `memo` (see _struct_entries) keeps the members of the struct
-        snapshots the records hold."""
-        values = rec.values
-        direct, struct_heads = _arrays_plan(rec.kernel)
+    def _arrays_of(self, kernel, values) -> list:
+        """The differentiable toolkit arrays that a launch of `kernel` on `values` touches, one per entry of
+        _access_meta(kernel) (None where the argument or member is no such array). One flat list per record: a
+        long tape keeps few objects for the garbage collector to walk. The members of the struct snapshots that
+        the records hold are listed once per kernel (_struct_entries)."""
+        direct, struct_heads = _arrays_plan(kernel)
         out = [v if isinstance(v, _array) and not v._foreign else None for v in map(values.__getitem__, direct)]
+        memo = self._struct_entries
         for index, head_paths in struct_heads:
             head = values[index]
             if head is None:
                 out.extend([None] * len(head_paths))
                 continue
-            key = (id(rec.kernel), id(head))
-            members = memo.get(key) if memo is not None else None
+            key = (id(kernel), id(head))
+            members = memo.get(key)
             if members is None:
                 members = []
                 for _, fields, _, _ in head_paths:
                     obj = head
                     for f in fields:
                         obj = getattr(obj, f, None) if obj is not None else None
-                    members.append(obj if isinstance(obj, wp.array) and not obj._foreign else None)
-                if memo is not None:
-                    memo[key] = members
+                    members.append(obj if isinstance(obj, _array) and not obj._foreign else None)
+                memo[key] = members
             out.extend(members)
         return out
 
@@ -578,7 +583,7 @@ def _any_nonzero(buf) -> bool:
     """Whether a gradient buffer holds anything but zeros (structured dtypes: any non-zero byte)."""
     if buf.dtype.fields is not None:
         return bool(np.ascontiguousarray(buf).view(np.uint8).any())
-    return bool(buf.any())
+    return np.count_nonzero(buf) != 0  # a few times faster than buf.any() on the small arrays of a step
 
 
 class _Gradients:
@@ -714,6 +719,26 @@ def _rw_entries(kernel) -> tuple:
         rw = kernel._tape_rw_entries = (tuple(i for i, (_, r, _) in enumerate(meta) if r),
                                         tuple(i for i, (_, _, w) in enumerate(meta) if w))
     return rw
+
+
+def _rw_getters(kernel) -> tuple:
+    """(callable giving the tuple of entries of a record's arrays that the kernel reads, the same for those it
+    writes), once per kernel."""
+    getters = getattr(kernel, "_tape_rw_getters", None)
+    if getters is None:
+        getters = kernel._tape_rw_getters = tuple(_tuple_getter(entries) for entries in _rw_entries(kernel))
+    return getters
+
+
+def _tuple_getter(indices: tuple):
+    """A callable giving the tuple of a sequence's items at `indices` (operator.itemgetter gives a bare item for
+    one index, and takes no zero)."""
+    if len(indices) > 1:
+        return itemgetter(*indices)
+    if len(indices) == 1:
+        i = indices[0]
+        return lambda seq: (seq[i],)
+    return lambda seq: ()
 
 
 def _access_paths(kernel) -> list:
