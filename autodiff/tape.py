@@ -46,14 +46,16 @@ class MissingGradientError(RuntimeError):
 
 
 class _Record:
-    """A recorded launch: `launch`, the forward Launch that ran (its packed arguments are reused by the adjoint
-    launch); `values`, its arguments in parameter order (the Launch's, the first `n_in` are its inputs)."""
+    """A recorded launch: `kernel` ran over `bounds` on `device` with arguments `values` (in parameter order, the
+    first `n_in` its inputs; struct arguments as the launch saw them), packed as `params` (their native bytes,
+    which its adjoint reads again); `arrays`: Tape._arrays_of. Few objects per record (no Launch, bytes rather
+    than a ctypes struct): a long tape gives the garbage collector little to walk."""
 
-    __slots__ = ("kernel", "n_in", "values", "launch", "arrays")
+    __slots__ = ("kernel", "n_in", "values", "bounds", "params", "device", "arrays")
 
-    def __init__(self, kernel, n_in, launch, arrays):
-        self.kernel, self.n_in, self.values, self.launch = kernel, n_in, launch.values, launch
-        self.arrays = arrays  # Tape._arrays_of
+    def __init__(self, kernel, n_in, values, bounds, params, device, arrays):
+        self.kernel, self.n_in, self.values, self.bounds = kernel, n_in, values, bounds
+        self.params, self.device, self.arrays = params, device, arrays
 
     @property
     def inputs(self) -> list:
@@ -231,14 +233,10 @@ class Tape:
                 # adjoint to other arrays (the Launch keeps its own list of the arguments)
                 known = snapshots.get(id(s))
                 values[index] = known[1] if known is not None and known[0] is packed_form(s) else self._snapshot(s)
-        params = launch.params
-        if params._objects is not None:
-            # the native copy alone: ctypes' record of the packed values it was built from is a tree of dicts
-            # that the garbage collector would walk again and again on a long tape
-            launch.params = type(params).from_buffer_copy(params)
         if wp.config.overwrite_check != "off":
             self._check_overwrite(kernel, values)
-        self.launches.append(_Record(kernel, len(inputs), launch, self._arrays_of(kernel, values)))
+        self.launches.append(_Record(kernel, len(inputs), values, launch.bounds, bytes(launch.params), launch.device,
+                                     self._arrays_of(kernel, values)))
         if wp.config.verify_autograd_array_access:
             read_flags.mark_launch(kernel, inputs, outputs)
 
@@ -332,7 +330,8 @@ class Tape:
         try:
             for rec in schedule:
                 if rec.__class__ is _Record:
-                    launch_adjoint(rec.launch, *self._adjoint_params(rec))
+                    launch_adjoint(rec.kernel, rec.device, rec.bounds, rec.params, rec.values,
+                                   *self._adjoint_params(rec))
                 else:
                     rec.run()
         finally:
@@ -426,7 +425,7 @@ class Tape:
         plain writes unless the array has retain_grad, see pack_adjoint_args), each struct's adjoint struct; the
         arrays with gradients are touched."""
         k = rec.kernel
-        device = rec.launch.device
+        device = rec.device
         values = rec.values
         adj_values = [None] * len(values)
         packed = args_ctype(k)()

@@ -300,15 +300,17 @@ class Launch:
         return self._adj_values
 
     @classmethod
-    def adjoint_of(cls, forward: "Launch", adj_values: list, adj_packed=None) -> "Launch":
-        """The adjoint launch of a forward launch that ran (a Tape's record): the same bounds and packed
-        arguments (the values the forward read, struct members included), `adj_values` as adjoint arguments
-        (`adj_packed`: already in their native form, as pack_adjoint_args would make them)."""
+    def adjoint_of(cls, kernel, device, bounds, params, values: list, adj_values: list, adj_packed=None) -> "Launch":
+        """The adjoint launch of a forward launch of `kernel` that ran (a Tape's record): its bounds and packed
+        arguments `params` (an args struct, or its bytes; the values the forward read, struct members included),
+        `adj_values` as adjoint arguments (`adj_packed`: already in their native form, as pack_adjoint_args would
+        make them)."""
         b = cls.__new__(cls)
-        b.kernel, b.device, b.adjoint = forward.kernel, forward.device, True
-        b.values, b._adj_values = forward.values, list(adj_values)
-        b.bounds, b.params = forward.bounds, forward.params
-        b._struct_params = forward._struct_params
+        b.kernel, b.device, b.adjoint = kernel, device, True
+        b.values, b._adj_values = values, list(adj_values)
+        b.bounds = bounds
+        b.params = args_ctype(kernel).from_buffer_copy(params) if isinstance(params, bytes) else params
+        b._struct_params = struct_params(kernel)
         b._structs_packed = True
         b._adj_packed = adj_packed
         return b
@@ -383,13 +385,16 @@ class Launch:
 
 
 def _run(kernel, bounds, params, values, adj_params=None, adj_values=None):
-    """Run a kernel's forward entry point (its adjoint with `adj_params`) on packed arguments, outside any
-    capture; then report an out-of-bounds access, and NaN/inf with wp.config.verify_fp."""
+    """Run a kernel's forward entry point (its adjoint with `adj_params`) on packed arguments (`params`: an args
+    struct, or for an adjoint also its bytes, which the adjoint only reads), outside any capture; then report an
+    out-of-bounds access, and NaN/inf with wp.config.verify_fp."""
     if config.cpu_threads != runtime.applied_setting:  # wp.config.cpu_threads changed: resize the pool
         runtime.apply()
     threshold = ctypes.c_int64(kernel.parallel_threshold(config.cpu_parallel_threshold))
     if adj_params is not None:
-        kernel.backward_fn(ctypes.byref(bounds), ctypes.byref(params), ctypes.byref(adj_params), threshold)
+        # bytes pass as a pointer to their buffer
+        kernel.backward_fn(ctypes.byref(bounds), params if params.__class__ is bytes else ctypes.byref(params),
+                           ctypes.byref(adj_params), threshold)
     else:
         kernel.forward_fn(ctypes.byref(bounds), ctypes.byref(params), threshold)
     check_error(kernel)
@@ -397,13 +402,13 @@ def _run(kernel, bounds, params, values, adj_params=None, adj_values=None):
         verify_finite(kernel, values, adj_values)
 
 
-def launch_adjoint(forward: Launch, adj_values: list, adj_packed):
-    """Launch.adjoint_of(forward, adj_values, adj_packed).launch(), without making the Launch outside a capture
-    (which keeps it): a Tape's backward runs one per recorded launch."""
-    if capture.recorder(forward.device) is not None:
-        Launch.adjoint_of(forward, adj_values, adj_packed).launch()
+def launch_adjoint(kernel, device, bounds, params, values: list, adj_values: list, adj_packed):
+    """Launch.adjoint_of(...).launch() with those arguments, without making the Launch outside a capture (which
+    keeps it): a Tape's backward runs one per recorded launch."""
+    if capture.recorder(device) is not None:
+        Launch.adjoint_of(kernel, device, bounds, params, values, adj_values, adj_packed).launch()
     else:
-        _run(forward.kernel, forward.bounds, forward.params, forward.values, adj_packed, adj_values)
+        _run(kernel, bounds, params, values, adj_packed, adj_values)
 
 
 def struct_params(kernel) -> list:
