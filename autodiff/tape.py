@@ -48,7 +48,7 @@ class MissingGradientError(RuntimeError):
 class _Record:
     """A recorded launch: `kernel` ran over `bounds` on `device` with arguments `values` (in parameter order, the
     first `n_in` its inputs; struct arguments as the launch saw them), packed as `params` (their native bytes,
-    which its adjoint reads again); `arrays`: Tape._arrays_of. Few objects per record (no Launch, bytes rather
+    which its adjoint reads again); `arrays`: the arrays it touches (see _access_meta). Few objects per record (no Launch, bytes rather
     than a ctypes struct): a long tape gives the garbage collector little to walk."""
 
     __slots__ = ("kernel", "n_in", "values", "bounds", "params", "device", "arrays")
@@ -143,11 +143,9 @@ class Tape:
         self.scopes: list = []  # (launch index, name, metadata) at a scope's begin, (launch index, None, None) at end
         self._open_scopes: list = []  # indices into self.scopes of the begins not ended yet
         self._holds: list = []  # see hold()
-        # id(struct argument) -> (its packed form, the snapshot of it that records keep, see _snapshot); and
-        # (id(kernel), id(snapshot)) -> the snapshot's members in _arrays_of: a struct passed to many launches (a
-        # solver's model data) is copied and walked once while its fields stay the same
+        # id(struct argument) -> _Snapshot: a struct passed to many launches (a solver's model data) is copied
+        # once, and its members listed once per kernel, while its fields stay the same
         self._snapshots: dict = {}
-        self._struct_entries: dict = {}
         self._dirty = [False]  # whether gradients may be non-zero: a backward ran since the last zero()
         # during backward(): id(struct) -> its adjoint struct (a struct passed to many launches, such as a solver's
         # model data, is made and packed once; the records keep the structs alive, so ids stay unique)
@@ -225,18 +223,31 @@ class Tape:
     def _record_launch(self, kernel, dim, inputs, outputs, device, launch):
         # the Launch keeps its own copy of the arguments; the caller's lists may change after the launch
         values = launch.values
+        direct, struct_args = _arrays_plan(kernel)
+        # the differentiable toolkit arrays the launch touches, one per entry of _access_meta(kernel) (None where
+        # the argument or member is no such array): one flat list per record, few objects for the collector
+        arrays = [v if isinstance(v, _array) and not v._foreign else None for v in map(values.__getitem__, direct)]
         snapshots = self._snapshots
-        for index in struct_params(kernel):
+        for index, paths in struct_args:
             s = values[index]
-            if s is not None:
-                # the struct as this launch saw it: later assignments to its fields must not move this launch's
-                # adjoint to other arrays (the Launch keeps its own list of the arguments)
-                known = snapshots.get(id(s))
-                values[index] = known[1] if known is not None and known[0] is packed_form(s) else self._snapshot(s)
+            if s is None:
+                arrays.extend([None] * len(paths))
+                continue
+            # the struct as this launch saw it: later assignments to its fields must not move this launch's adjoint
+            # to other arrays (the Launch keeps its own list of the arguments)
+            known = snapshots.get(id(s))
+            if known is None or known.packed is not packed_form(s):
+                known = self._snapshot(s)
+            values[index] = known.struct
+            if paths:
+                members = known.members.get(kernel)
+                if members is None:
+                    members = known.members[kernel] = _members(known.struct, paths)
+                arrays.extend(members)
         if wp.config.overwrite_check != "off":
             self._check_overwrite(kernel, values)
         self.launches.append(_Record(kernel, len(inputs), values, launch.bounds, bytes(launch.params), launch.device,
-                                     self._arrays_of(kernel, values)))
+                                     arrays))
         if wp.config.verify_autograd_array_access:
             read_flags.mark_launch(kernel, inputs, outputs)
 
@@ -452,44 +463,15 @@ class Tape:
                 adj_values[index] = adj
         return adj_values, packed
 
-    def _snapshot(self, s):
-        """A copy of struct argument `s` (its members: the same arrays; struct members copied too), made again
-        only after one of its fields was assigned (a struct with struct members: every time, as their fields
-        change without a new packed form of `s`)."""
-        known = self._snapshots.get(id(s))
-        if known is not None and known[0] is packed_form(s):
-            return known[1]
-        snapshot = _copy_struct(s)
+    def _snapshot(self, s) -> "_Snapshot":
+        """A copy of struct argument `s` (its members: the same arrays; struct members copied too), kept while its
+        fields stay the same (a struct with struct members: made at every launch, as their fields change without
+        a new packed form of `s`)."""
         packed = packed_form(s) if not _struct_plan(type(s))[2] else None
+        snapshot = _Snapshot(packed, _copy_struct(s))
         if packed is not None:
-            self._snapshots[id(s)] = (packed, snapshot)
+            self._snapshots[id(s)] = snapshot
         return snapshot
-
-    def _arrays_of(self, kernel, values) -> list:
-        """The differentiable toolkit arrays that a launch of `kernel` on `values` touches, one per entry of
-        _access_meta(kernel) (None where the argument or member is no such array). One flat list per record: a
-        long tape keeps few objects for the garbage collector to walk. The members of the struct snapshots that
-        the records hold are listed once per kernel (_struct_entries)."""
-        direct, struct_heads = _arrays_plan(kernel)
-        out = [v if isinstance(v, _array) and not v._foreign else None for v in map(values.__getitem__, direct)]
-        memo = self._struct_entries
-        for index, head_paths in struct_heads:
-            head = values[index]
-            if head is None:
-                out.extend([None] * len(head_paths))
-                continue
-            key = (id(kernel), id(head))
-            members = memo.get(key)
-            if members is None:
-                members = []
-                for _, fields, _, _ in head_paths:
-                    obj = head
-                    for f in fields:
-                        obj = getattr(obj, f, None) if obj is not None else None
-                    members.append(obj if isinstance(obj, _array) and not obj._foreign else None)
-                memo[key] = members
-            out.extend(members)
-        return out
 
     def zero(self):
         """Zero every gradient this tape has touched: those its launches' adjoints read or write (the arrays and
@@ -517,7 +499,6 @@ class Tape:
         self.touched = {}
         self._reads = {}
         self._snapshots = {}
-        self._struct_entries = {}
         _release_all(self._holds, self._dirty)
 
 
@@ -678,14 +659,37 @@ def _access_plan(kernel) -> list:
 
 
 def _arrays_plan(kernel) -> tuple:
-    """_access_plan split for Tape._arrays_of: (indices of the array parameters, [(index, paths)] of the struct
-    parameters), once per kernel."""
+    """(indices of the array parameters in _access_plan, [(index, access paths)] of every struct parameter, the
+    paths empty for those with no differentiable member the kernel accesses), once per kernel: the entries of a
+    record's arrays are the array parameters' and then the struct parameters' paths, in parameter order."""
     plan = getattr(kernel, "_tape_arrays_plan", None)
     if plan is None:
         access = _access_plan(kernel)
+        heads = {index: paths for index, paths, is_struct in access if is_struct}
         plan = kernel._tape_arrays_plan = (tuple(index for index, _, is_struct in access if not is_struct),
-                                           [(index, paths) for index, paths, is_struct in access if is_struct])
+                                           [(index, heads.get(index, [])) for index in struct_params(kernel)])
     return plan
+
+
+class _Snapshot:
+    """A tape's copy of a struct argument: `struct`, made when the argument's native form was `packed`;
+    `members`: kernel -> the arrays at the kernel's access paths in it (see _members)."""
+
+    __slots__ = ("packed", "struct", "members")
+
+    def __init__(self, packed, struct):
+        self.packed, self.struct, self.members = packed, struct, {}
+
+
+def _members(struct, paths) -> list:
+    """The differentiable toolkit arrays of `struct` at access paths `paths` (None where there is none)."""
+    members = []
+    for _, fields, _, _ in paths:
+        obj = struct
+        for f in fields:
+            obj = getattr(obj, f, None) if obj is not None else None
+        members.append(obj if isinstance(obj, _array) and not obj._foreign else None)
+    return members
 
 
 def _copy_struct(s):
@@ -701,7 +705,7 @@ def _copy_struct(s):
 
 
 def _access_meta(kernel) -> list:
-    """(path, read, written) of each entry of Tape._arrays_of: the paths of _access_plan in order, once per
+    """(path, read, written) of each entry of a record's arrays: the paths of _access_plan in order, once per
     kernel."""
     meta = getattr(kernel, "_tape_access_meta", None)
     if meta is None:
@@ -711,7 +715,8 @@ def _access_meta(kernel) -> list:
 
 
 def _rw_entries(kernel) -> tuple:
-    """(indices of the entries of Tape._arrays_of that the kernel reads, of those it writes), once per kernel."""
+    """(indices of the entries of a record's arrays that the kernel reads, of those it writes), once per
+    kernel."""
     rw = getattr(kernel, "_tape_rw_entries", None)
     if rw is None:
         meta = _access_meta(kernel)
