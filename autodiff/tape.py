@@ -22,7 +22,7 @@ from __future__ import annotations
 import warnings
 import weakref
 from itertools import chain
-from operator import itemgetter
+from operator import is_, itemgetter
 
 import numpy as np
 
@@ -31,7 +31,7 @@ from kernels import capture
 from kernels.array import array as _array
 from kernels.array import copy_hooks, copy_plan, copy_window
 from kernels.launch import args_ctype, check_backward, launch_adjoint, pack_array, struct_params, tape_hooks
-from kernels.struct import packed_form
+from kernels.struct import packed_derived
 from kernels.typesys import ArrayType, is_differentiable_type, is_struct
 
 from . import read_flags
@@ -48,8 +48,8 @@ class MissingGradientError(RuntimeError):
 class _Record:
     """A recorded launch: `kernel` ran over `bounds` on `device` with arguments `values` (in parameter order, the
     first `n_in` its inputs; struct arguments as the launch saw them), packed as `params` (their native bytes,
-    which its adjoint reads again); `arrays`: the arrays it touches (see _access_meta). Few objects per record (no Launch, bytes rather
-    than a ctypes struct): a long tape gives the garbage collector little to walk."""
+    which its adjoint reads again); `arrays`: the arrays it touches (see _access_meta). Few objects per record
+    (no Launch, bytes rather than a ctypes struct): a long tape gives the garbage collector little to walk."""
 
     __slots__ = ("kernel", "n_in", "values", "bounds", "params", "device", "arrays")
 
@@ -143,13 +143,12 @@ class Tape:
         self.scopes: list = []  # (launch index, name, metadata) at a scope's begin, (launch index, None, None) at end
         self._open_scopes: list = []  # indices into self.scopes of the begins not ended yet
         self._holds: list = []  # see hold()
-        # id(struct argument) -> _Snapshot: a struct passed to many launches (a solver's model data) is copied
-        # once, and its members listed once per kernel, while its fields stay the same
-        self._snapshots: dict = {}
         self._dirty = [False]  # whether gradients may be non-zero: a backward ran since the last zero()
         # during backward(): id(struct) -> its adjoint struct (a struct passed to many launches, such as a solver's
         # model data, is made and packed once; the records keep the structs alive, so ids stay unique)
         self._adjoint_memo: dict | None = None
+        # id(struct copy in a record) -> its _Snapshot, for the copies kept with the struct's packed form
+        self._snapshot_of: dict = {}
         weakref.finalize(self, _release_all, self._holds, self._dirty)
 
     def hold(self, release):
@@ -227,17 +226,24 @@ class Tape:
         # the differentiable toolkit arrays the launch touches, one per entry of _access_meta(kernel) (None where
         # the argument or member is no such array): one flat list per record, few objects for the collector
         arrays = [v if isinstance(v, _array) and not v._foreign else None for v in map(values.__getitem__, direct)]
-        snapshots = self._snapshots
-        for index, paths in struct_args:
+        for index, paths, nested in struct_args:
             s = values[index]
             if s is None:
                 arrays.extend([None] * len(paths))
                 continue
             # the struct as this launch saw it: later assignments to its fields must not move this launch's adjoint
-            # to other arrays (the Launch keeps its own list of the arguments)
-            known = snapshots.get(id(s))
-            if known is None or known.packed is not packed_form(s):
-                known = self._snapshot(s)
+            # to other arrays (the Launch keeps its own list of the arguments). Made once per packed form of the
+            # struct, which lives until a field is assigned (a struct passed to every launch, such as a solver's
+            # model data, is copied once for every tape); a struct with struct members at every launch, as their
+            # fields change without a new packed form
+            derived = None if nested else packed_derived(s)
+            known = derived.get(_Snapshot) if derived is not None else None
+            if known is None:
+                known = _Snapshot(_copy_struct(s))
+                if derived is not None:
+                    derived[_Snapshot] = known
+            if derived is not None:
+                self._snapshot_of[id(known.struct)] = known
             values[index] = known.struct
             if paths:
                 members = known.members.get(kernel)
@@ -287,17 +293,17 @@ class Tape:
 
     def _memo_struct_adjoint(self, value, t) -> tuple:
         """(_struct_adjoint, its native form), made and packed once per struct during backward() (see
-        _adjoint_memo; nothing changes them while backward runs), and once per content for struct types without
-        struct members: a solver's per-step struct that holds the same arrays at every step shares one."""
+        _adjoint_memo; nothing changes them while backward runs); for a struct copy kept with its struct's packed
+        form, made again only when one of its members' gradient arrays changed (_Snapshot.adjoint)."""
         memo = self._adjoint_memo
         entry = memo.get(id(value))
         if entry is None:
-            _, array_fields, struct_fields = _struct_plan(t)
-            key = id(value) if struct_fields else (t, *[id(getattr(value, name)) for name in array_fields])
-            entry = memo.get(key)
-            if entry is None:
+            snapshot = self._snapshot_of.get(id(value))
+            if snapshot is not None:
+                entry = snapshot.adjoint(self)
+            else:
                 adj = self._struct_adjoint(value, t)
-                entry = memo[key] = (adj, _pack_struct_adjoint(adj, t))
+                entry = (adj, _pack_struct_adjoint(adj, t))
             memo[id(value)] = entry
         return entry
 
@@ -463,16 +469,6 @@ class Tape:
                 adj_values[index] = adj
         return adj_values, packed
 
-    def _snapshot(self, s) -> "_Snapshot":
-        """A copy of struct argument `s` (its members: the same arrays; struct members copied too), kept while its
-        fields stay the same (a struct with struct members: made at every launch, as their fields change without
-        a new packed form of `s`)."""
-        packed = packed_form(s) if not _struct_plan(type(s))[2] else None
-        snapshot = _Snapshot(packed, _copy_struct(s))
-        if packed is not None:
-            self._snapshots[id(s)] = snapshot
-        return snapshot
-
     def zero(self):
         """Zero every gradient this tape has touched: those its launches' adjoints read or write (the arrays and
         struct members the kernels access), the seeded ones and those of copies and record_func arrays, so that
@@ -498,7 +494,7 @@ class Tape:
         self._open_scopes = []
         self.touched = {}
         self._reads = {}
-        self._snapshots = {}
+        self._snapshot_of = {}
         _release_all(self._holds, self._dirty)
 
 
@@ -659,26 +655,46 @@ def _access_plan(kernel) -> list:
 
 
 def _arrays_plan(kernel) -> tuple:
-    """(indices of the array parameters in _access_plan, [(index, access paths)] of every struct parameter, the
-    paths empty for those with no differentiable member the kernel accesses), once per kernel: the entries of a
-    record's arrays are the array parameters' and then the struct parameters' paths, in parameter order."""
+    """(indices of the array parameters in _access_plan, [(index, access paths, whether its type has struct
+    members)] of every struct parameter, the paths empty for those with no differentiable member the kernel
+    accesses), once per kernel: the entries of a record's arrays are the array parameters' and then the struct
+    parameters' paths, in parameter order."""
     plan = getattr(kernel, "_tape_arrays_plan", None)
     if plan is None:
         access = _access_plan(kernel)
         heads = {index: paths for index, paths, is_struct in access if is_struct}
-        plan = kernel._tape_arrays_plan = (tuple(index for index, _, is_struct in access if not is_struct),
-                                           [(index, heads.get(index, [])) for index in struct_params(kernel)])
+        direct = tuple(index for index, _, is_struct in access if not is_struct)
+        structs = [(index, heads.get(index, []), bool(_struct_plan(kernel.arg_types[index])[2]))
+                   for index in struct_params(kernel)]
+        plan = kernel._tape_arrays_plan = (direct, structs)
     return plan
 
 
 class _Snapshot:
-    """A tape's copy of a struct argument: `struct`, made when the argument's native form was `packed`;
-    `members`: kernel -> the arrays at the kernel's access paths in it (see _members)."""
+    """A Tape's copy of a struct argument, `struct`, as its launches packed it; `members`: kernel -> the arrays at
+    the kernel's access paths in it (see _members). Tapes share it while the struct keeps its packed form."""
 
-    __slots__ = ("packed", "struct", "members")
+    __slots__ = ("struct", "members", "_fields", "_adjoint")
 
-    def __init__(self, packed, struct):
-        self.packed, self.struct, self.members = packed, struct, {}
+    def __init__(self, struct):
+        self.struct, self.members = struct, {}
+        self._fields = tuple(getattr(struct, name) for name in _struct_plan(type(struct))[1])  # its array members
+        self._adjoint = None  # (gradient arrays of _fields, adjoint struct, native form, {id: member with one})
+
+    def adjoint(self, tape) -> tuple:
+        """(Tape._struct_adjoint of the struct, its native form) for `tape`'s backward, with the members that have
+        gradients touched: made again only when a member's gradient array changed (kernels never write either:
+        the adjoint's native form is copied into each adjoint launch's arguments)."""
+        grads = tuple([None if v is None or v._foreign else v._grad for v in self._fields])
+        known = self._adjoint
+        if known is not None and all(map(is_, grads, known[0])):
+            tape.touched.update(known[3])
+            return known[1], known[2]
+        t = type(self.struct)
+        adj = tape._struct_adjoint(self.struct, t)
+        self._adjoint = (grads, adj, _pack_struct_adjoint(adj, t),
+                         {id(v): v for v, g in zip(self._fields, grads) if g is not None})
+        return adj, self._adjoint[2]
 
 
 def _members(struct, paths) -> list:

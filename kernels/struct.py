@@ -58,9 +58,10 @@ class StructInfo:
         return np.dtype(self.ctype())
 
 
-# id(struct instance) -> (weak reference to it, its packed native form) (see _to_ctype): the entry goes with the
-# instance, and a copy of an instance never shares it. Keyed by id, not by a WeakKeyDictionary, whose lookups make
-# a weak reference each time: launches look their struct arguments up on the hot path.
+# id(struct instance) -> (weak reference to it, its packed native form, data derived from it) (see _to_ctype): the
+# entry goes with the instance, and a copy of an instance never shares it. Keyed by id, not by a
+# WeakKeyDictionary, whose lookups make a weak reference each time: launches look their struct arguments up on the
+# hot path.
 _PACKED: dict = {}
 
 
@@ -73,6 +74,16 @@ def packed_form(s):
     return None
 
 
+def packed_derived(s) -> dict | None:
+    """A dict that lives as long as the packed form of struct `s` (None when it has none): for data derived from
+    the struct's field values as packed, which an assignment to one of its fields drops with the packed form (a
+    Tape keeps its copy of the struct there). A nested struct's fields may change without a new packed form."""
+    entry = _PACKED.get(id(s))
+    if entry is not None and entry[0]() is s:
+        return entry[2]
+    return None
+
+
 def _keep_packed(s, c):
     key = id(s)
 
@@ -80,7 +91,7 @@ def _keep_packed(s, c):
         if _PACKED.get(key, (None,))[0] is ref:
             del _PACKED[key]
 
-    _PACKED[key] = (weakref.ref(s, forget), c)
+    _PACKED[key] = (weakref.ref(s, forget), c, {})
 
 
 def _field_type(name, ann, cls):

@@ -223,6 +223,33 @@ def test_missing_gradient_buffer_in_a_struct_is_named(device):
     np.testing.assert_allclose(x.grad.numpy(), 4.0 * x.numpy() ** 3)
 
 
+def test_a_struct_shared_by_two_tapes_follows_its_fields_and_their_gradient_buffers(device):
+    """Tapes share their copy of a struct argument while its fields stay the same: a field assigned between two
+    tapes, or a member given a new gradient buffer, must move the second tape's gradients there."""
+    a, b = (wp.array(np.array(v, np.float32), requires_grad=True, device=device) for v in ([1.0, 2.0], [3.0, 5.0]))
+    y = wp.zeros(2, dtype=float, requires_grad=True, device=device)
+    s = Stage()
+    s.source, s.result = a, y
+
+    def rollout():
+        tape = Tape()
+        with tape:
+            wp.launch(stage_square, dim=2, inputs=[s], device=device)
+        tape.backward(grads={y: np.ones(2, np.float32)})
+        return tape
+
+    rollout()
+    np.testing.assert_allclose(a.grad.numpy(), 2.0 * a.numpy())
+    s.source = b  # a new field value: the next tape's copy holds b
+    rollout()
+    np.testing.assert_allclose(b.grad.numpy(), 2.0 * b.numpy())
+    np.testing.assert_allclose(a.grad.numpy(), 2.0 * a.numpy())  # untouched by the second tape
+    fresh = wp.zeros(2, dtype=float, device=device)
+    b.grad = fresh  # a new gradient buffer, same fields
+    rollout()
+    np.testing.assert_allclose(fresh.numpy(), 2.0 * b.numpy())
+
+
 def test_a_broken_gradient_chain_is_refused_before_any_adjoint_runs(device):
     """The launches after the break (x -> middle without a gradient buffer -> y -> out) would run their adjoints
     first in reverse order: backward refuses before, so no gradient is half-computed."""
