@@ -233,9 +233,9 @@ class Tape:
                 continue
             # the struct as this launch saw it: later assignments to its fields must not move this launch's adjoint
             # to other arrays (the Launch keeps its own list of the arguments). Made once per packed form of the
-            # struct, which lives until a field is assigned (a struct passed to every launch, such as a solver's
-            # model data, is copied once for every tape); a struct with struct members at every launch, as their
-            # fields change without a new packed form
+            # struct, which lives until a field is assigned, and shared by the tapes that record it meanwhile (a
+            # solver's model data and pooled per-step structs are copied once); a struct with struct members at
+            # every launch, as their fields change without a new packed form
             derived = None if nested else packed_derived(s)
             known = derived.get(_Snapshot) if derived is not None else None
             if known is None:
