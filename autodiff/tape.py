@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import warnings
 import weakref
-from itertools import chain
+from itertools import chain, repeat
 from operator import is_, itemgetter
 
 import numpy as np
@@ -139,7 +139,7 @@ class Tape:
     def __init__(self):
         self.launches: list = []
         self.touched: dict = {}  # id -> array whose gradient this tape has used or seeded
-        self._reads: dict = {}  # id(array) -> name of the kernel that read it
+        self._reads: dict = {}  # id(array argument) -> name of the last kernel that read it
         self.scopes: list = []  # (launch index, name, metadata) at a scope's begin, (launch index, None, None) at end
         self._open_scopes: list = []  # indices into self.scopes of the begins not ended yet
         self._holds: list = []  # see hold()
@@ -269,21 +269,19 @@ class Tape:
         """Warn (or raise, see wp.config.overwrite_check) when a launch of `kernel` on `values` writes an array that
         an earlier launch on this tape read; then mark the arrays it reads."""
         read_by = self._reads
-        written, read = _array_params(kernel)
+        get_written, written_names, get_read = _overwrite_plan(kernel)
         # the writes first, against earlier launches only: a kernel that updates an array in place is fine
-        for index, name in written if read_by else ():
-            v = values[index]
-            if id(v) in read_by and isinstance(v, _array):
-                msg = (f"kernel '{kernel.name}' writes array '{name}', which kernel '{read_by[id(v)]}' "
-                       f"read earlier on this tape: gradients through the earlier read would use the new values")
-                if wp.config.overwrite_check == "error":
-                    raise OverwriteError(msg)
-                warnings.warn(msg, stacklevel=4)
-        name = kernel.name
-        for index in read:
-            v = values[index]
-            if isinstance(v, _array):
-                read_by.setdefault(id(v), name)
+        written = get_written(values)
+        if read_by and not read_by.keys().isdisjoint(map(id, written)):
+            for v, name in zip(written, written_names):
+                if id(v) in read_by and isinstance(v, _array):
+                    msg = (f"kernel '{kernel.name}' writes array '{name}', which kernel '{read_by[id(v)]}' "
+                           f"read earlier on this tape: gradients through the earlier read would use the new values")
+                    if wp.config.overwrite_check == "error":
+                        raise OverwriteError(msg)
+                    warnings.warn(msg, stacklevel=4)
+        # by id: the records keep the arguments alive, so no id is reused while the tape holds them
+        read_by.update(zip(map(id, get_read(values)), repeat(kernel.name)))
 
     # ------------------------------------------------------------------------------------------------ backward
 
@@ -610,17 +608,19 @@ def _arg_kinds(kernel) -> list:
     return kinds
 
 
-def _array_params(kernel) -> tuple:
-    """([(index, name)] of the array parameters (not struct members) the kernel writes, [index] of those it
-    reads), once per kernel."""
-    params = getattr(kernel, "_tape_array_params", None)
-    if params is None:
+def _overwrite_plan(kernel) -> tuple:
+    """(getter of the array arguments (not struct members) the kernel writes, their parameter names, getter of
+    those it reads), once per kernel (see _tuple_getter)."""
+    plan = getattr(kernel, "_tape_overwrite_plan", None)
+    if plan is None:
         access = kernel.param_access()
         arrays = [(i, name, *access.get(name, (False, False)))
                   for i, (name, t) in enumerate(zip(kernel.arg_names, kernel.arg_types)) if isinstance(t, ArrayType)]
-        params = kernel._tape_array_params = ([(i, name) for i, name, _, w in arrays if w],
-                                              [i for i, _, r, _ in arrays if r])
-    return params
+        written = [(i, name) for i, name, _, w in arrays if w]
+        plan = kernel._tape_overwrite_plan = (_tuple_getter(tuple(i for i, _ in written)),
+                                              tuple(name for _, name in written),
+                                              _tuple_getter(tuple(i for i, _, r, _ in arrays if r)))
+    return plan
 
 
 def _adjoint_slots(kernel) -> list:
