@@ -367,8 +367,7 @@ class Tape:
         an array that the last launch to write it before computed from arrays with gradients. The pass meets
         that reader first, so the array waits in `pending` until its writer is met. Raises for a kernel without
         an adjoint that gradient reaches."""
-        may_carry, add, live_ids = live.may_carry, live.add, live.ids
-        live_add = live_ids.add
+        may_carry, add, live_add = live.may_carry, live.add, live.ids.add
         pending: dict = {}  # id(array without a gradient buffer) -> (a record that reads it, that array)
         schedule = []
         for rec in reversed(self.launches):
@@ -396,13 +395,7 @@ class Tape:
             writes = [a for a in written if a is not None and a._grad is not None]
             if not writes:
                 continue
-            runs = live.opaque
-            if not runs:
-                for a in writes:
-                    g = a._grad
-                    if (id(g) if g._owner is None else _grad_key(g)) in live_ids or may_carry(a):
-                        runs = True
-                        break
+            runs = any(map(may_carry, writes))
             for a in get_reads(arrays):
                 if a is not None:
                     g = a._grad

@@ -302,14 +302,14 @@ class Launch:
     @classmethod
     def adjoint_of(cls, kernel, device, bounds, params, values: list, adj_values: list, adj_packed=None) -> "Launch":
         """The adjoint launch of a forward launch of `kernel` that ran (a Tape's record): its bounds and packed
-        arguments `params` (an args struct, or its bytes; the values the forward read, struct members included),
-        `adj_values` as adjoint arguments (`adj_packed`: already in their native form, as pack_adjoint_args would
-        make them)."""
+        arguments `params` (an args struct or its bytes, copied; the values the forward read, struct members
+        included), `adj_values` as adjoint arguments (`adj_packed`: already in their native form, as
+        pack_adjoint_args would make them)."""
         b = cls.__new__(cls)
         b.kernel, b.device, b.adjoint = kernel, device, True
         b.values, b._adj_values = values, list(adj_values)
         b.bounds = bounds
-        b.params = args_ctype(kernel).from_buffer_copy(params) if isinstance(params, bytes) else params
+        b.params = args_ctype(kernel).from_buffer_copy(params)
         b._struct_params = struct_params(kernel)
         b._structs_packed = True
         b._adj_packed = adj_packed

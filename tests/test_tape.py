@@ -223,6 +223,30 @@ def test_missing_gradient_buffer_in_a_struct_is_named(device):
     np.testing.assert_allclose(x.grad.numpy(), 4.0 * x.numpy() ** 3)
 
 
+def test_a_copy_into_an_array_without_gradient_buffer_is_refused(device):
+    from autodiff import MissingGradientError
+    x = wp.array(np.array([1.0, 2.0], np.float32), requires_grad=True, device=device)
+    middle = wp.zeros(2, dtype=float, device=device)  # no gradient buffer: the copy would stop the gradient
+    y = wp.zeros(2, dtype=float, requires_grad=True, device=device)
+    tape = Tape()
+    with tape:
+        wp.copy(middle, x)
+        wp.launch(square, dim=2, inputs=[middle], outputs=[y], device=device)
+    with pytest.raises(MissingGradientError, match="a copy .* writes an array without a gradient buffer"):
+        tape.backward(grads={y: np.ones(2, np.float32)})
+
+
+def test_a_gradient_set_by_hand_that_does_not_fit_the_parameter_is_refused(device):
+    x = wp.array(np.array([1.0, 2.0], np.float32), requires_grad=True, device=device)
+    y = wp.zeros(2, dtype=float, requires_grad=True, device=device)
+    tape = Tape()
+    with tape:
+        wp.launch(square, dim=2, inputs=[x], outputs=[y], device=device)
+    x.grad = wp.zeros(2, dtype=wp.float64, device=device)  # the shape fits, the element type does not
+    with pytest.raises(wp.LaunchError, match="kernel 'square' argument 'x'"):
+        tape.backward(grads={y: np.ones(2, np.float32)})
+
+
 def test_a_struct_shared_by_two_tapes_follows_its_fields_and_their_gradient_buffers(device):
     """Tapes share their copy of a struct argument while its fields stay the same: a field assigned between two
     tapes, or a member given a new gradient buffer, must move the second tape's gradients there."""
