@@ -63,15 +63,24 @@ def gradcheck(fn, inputs, *, eps=None, atol=None, rtol=None, seed: int = 0, rais
 
     report = GradcheckReport(passed=True)
     for k, x in enumerate(inputs):
-        flat = x.numpy().reshape(-1)
+        host = x.numpy()  # the array's memory on the CPU; a copy of a CUDA array, written back after each change
+        flat = host.reshape(-1)
+
+        def put():
+            if x.is_cuda:
+                x.assign(host)
+
         numeric = np.zeros(flat.size)
         for j in range(flat.size):
             orig = flat[j].copy()
             flat[j] = orig + eps
+            put()
             f_plus = _weighted_sum(_outputs(fn(*inputs)), weights)
             flat[j] = orig - eps
+            put()
             f_minus = _weighted_sum(_outputs(fn(*inputs)), weights)
             flat[j] = orig
+            put()
             numeric[j] = (f_plus - f_minus) / (2 * eps)
         err = np.abs(analytic[k] - numeric)
         ok = err <= atol + rtol * np.abs(numeric)

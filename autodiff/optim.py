@@ -78,6 +78,8 @@ def _flat_view(a):
     if not a.is_contiguous:
         raise ValueError("optimiser parameters (and their gradients) must be contiguous arrays")
     scalar = _scalar_type(a)
+    if a.is_cuda:  # a view of the device memory, as the numpy view below is of host memory
+        return a.view(scalar).flatten()
     view = wp.array(a.numpy().reshape(-1), dtype=scalar, copy=False, device=a.device)
     if a.size and view.ptr != a.ptr:  # a device whose .numpy() copies: updates would be lost
         raise NotImplementedError(f"optimisers cannot view arrays on {a.device} as flat scalars yet")

@@ -105,6 +105,9 @@ class _CopyRecord:
         keep = dest.retain_grad
 
         def adjoint():
+            if dest.grad.is_cuda or (src.grad is not None and src.grad.is_cuda):
+                _device_copy_adjoint(dest.grad, src.grad, g_dest, g_src, keep)
+                return
             if g_src is not None:
                 g_src[...] += g_dest
             if not keep:
@@ -519,7 +522,8 @@ class _LiveGradients:
         known = self.zero.get(id(a))
         if known is None:
             rec = capture.recorder(a.device)
-            known = rec.is_fresh(g) if rec is not None else not _any_nonzero(g.numpy())
+            # a CUDA gradient is not read back to look (a synchronisation per array): it may carry
+            known = rec.is_fresh(g) if rec is not None else (False if g.is_cuda else not _any_nonzero(g.numpy()))
             self.zero[id(a)] = known
         return not known
 
@@ -544,6 +548,25 @@ def _pack_struct_adjoint(adj, t):
     for name, ft in struct_fields:
         setattr(c, name, _pack_struct_adjoint(getattr(adj, name), ft))
     return c
+
+
+def _device_copy_adjoint(g_dest_array, g_src_array, g_dest, g_src, keep: bool):
+    """_CopyRecord's adjoint where a gradient is in device memory (`g_dest`, `g_src`: the windows' layouts, see
+    wp.copy_window): src's window += dest's window, then dest's window = 0 unless kept. Through the host, in
+    order with the device's work."""
+    from kernels import cuda_memory
+    dest_o, src_o = g_dest_array._ordinal, g_src_array._ordinal if g_src_array is not None else -1
+    if g_src is not None:
+        moved = cuda_memory.read(g_dest, dest_o) if dest_o >= 0 else np.array(g_dest)
+        if src_o >= 0:
+            cuda_memory.write(g_src, src_o, cuda_memory.read(g_src, src_o) + moved)
+        else:
+            g_src[...] += moved
+    if not keep:
+        if dest_o >= 0:
+            cuda_memory.fill(g_dest, dest_o, np.zeros((), dtype=np.uint8))
+        else:
+            g_dest[...] = 0
 
 
 def _any_nonzero(buf) -> bool:

@@ -20,9 +20,12 @@ from .hash_grid import HashGrid, HashGridQuery
 from .mesh import Mesh, MeshQueryPoint, MeshQueryRay, is_cubql_available
 from .interop import (device_from_torch, device_to_torch, dtype_from_torch, dtype_to_torch, from_dlpack, from_torch,
                       to_dlpack, to_torch)
+from .cuda_memory import empty_cache
 from .launch import Launch, launch, launch_tiled
 from .module import (Kernel, Module, build_stats, get_module, get_module_options, kernel, load_module, overload,
                      set_module_options)
+from .stream import (Event, ScopedStream, Stream, get_event_elapsed_time, get_stream, record_event, set_stream,
+                     synchronize_event, synchronize_stream, wait_event, wait_stream)
 from .struct import struct
 from .types import (Any, bool_, float16, float32, float64, int8, int16, int32, int64, mat22, mat22d, mat22f,
                     mat22h, mat33, mat33d, mat33f, mat33h, mat44, mat44d, mat44f, mat44h, matrix, quat, quatd, quatf,

@@ -3,6 +3,10 @@
 On the CPU an array wraps a numpy buffer (`_buf`) whose trailing dimensions are the components of the element type
 (a vec3 array of shape (n,) has a buffer of shape (n, 3)); `.numpy()` returns that buffer without a copy. Strides
 are in bytes, so slices and columns of larger arrays are arrays too and kernels launch over them directly.
+
+On a CUDA device `_buf` has the same shape and strides but describes device memory (cuda_memory.device_layout):
+views are computed on it as on the CPU, and every access to the elements goes through cuda_memory, so `.numpy()`
+returns a copy, as in Warp.
 `wp.array(dtype=..., ndim=...)` with no data is the annotation form used in kernel signatures.
 """
 
@@ -101,6 +105,28 @@ def _allocate(shape: tuple, dtype) -> np.ndarray:
                       if inner else _contiguous_strides(shape, itemsize))
 
 
+def _pinned_available() -> bool:
+    """Whether page-locked host memory can be had (a CUDA driver and device are present)."""
+    from .device import get_cuda_device_count
+    return get_cuda_device_count() > 0
+
+
+def _allocate_pinned(shape: tuple, dtype) -> np.ndarray:
+    """A zeroed page-locked host buffer (fast, truly asynchronous copies to and from CUDA devices), freed with the
+    numpy array that views it."""
+    from .cuda_driver import host_alloc_pinned, host_free_pinned
+    sdt, inner = _element_info(dtype)
+    full = shape + inner
+    nbytes = max(int(np.prod(full)) * sdt.itemsize, 1)
+    ptr = host_alloc_pinned(nbytes)
+    raw = (ctypes.c_byte * nbytes).from_address(ptr)
+    out = np.ndarray(full, dtype=sdt, buffer=raw)
+    out.fill(0)
+    import weakref
+    weakref.finalize(raw, host_free_pinned, ptr)
+    return out
+
+
 def _wrap_pointer(ptr: int, dtype, shape: tuple, strides) -> np.ndarray:
     """A numpy view of memory at address `ptr` (Warp's `wp.array(ptr=...)`); nothing is read or copied."""
     sdt, inner = _element_info(dtype)
@@ -192,6 +218,8 @@ class array:
     """
 
     _foreign = False  # wraps memory we do not own (numpy, torch): never written by backward passes
+    _alloc = None  # the cuda_memory.Allocation a CUDA array owns (views keep their owner alive instead)
+    _device_memory = False  # `_buf` describes device memory (set before _init_from_buffer for foreign pointers)
     retain_grad = False  # backward keeps this array's gradient where a copy adjoint would consume it
 
     def __class_getitem__(cls, params):
@@ -219,6 +247,17 @@ class array:
         self.pinned = bool(pinned)
         if _buf is not None:
             self._init_from_buffer(_buf, dtype, device)
+        elif data is None and ptr is not None and get_device(device).is_cuda:
+            from .cuda_memory import device_layout
+            sdt, inner = _element_info(dtype)
+            full = _shape_arg(shape) + inner
+            item = sdt.itemsize * int(np.prod(inner))
+            st = _contiguous_strides(_shape_arg(shape), item) if strides is None else tuple(int(v) for v in strides)
+            self._device_memory = True
+            self._init_from_buffer(device_layout(int(ptr), sdt, full, st + _contiguous_strides(inner, sdt.itemsize)),
+                                   dtype, device)
+            self.deleter = deleter
+            self._capacity = capacity
         elif data is None and ptr is not None:
             self._init_from_buffer(_wrap_pointer(ptr, dtype, _shape_arg(shape), strides), dtype, device)
             self.deleter = deleter
@@ -235,7 +274,12 @@ class array:
             shape = _shape_arg(shape)
             if dtype is T.Any:
                 dtype = T.float32
-            self._init_from_buffer(_allocate(shape, dtype), dtype, device)
+            if get_device(device).is_cuda:
+                self._init_device_zeros(shape, dtype, get_device(device))
+            elif pinned and get_device(device).is_cpu and _pinned_available():
+                self._init_from_buffer(_allocate_pinned(shape, dtype), dtype, device)
+            else:
+                self._init_from_buffer(_allocate(shape, dtype), dtype, device)
         else:
             self._init_from_data(data, dtype, copy, device)
             if shape is not None and _shape_arg(shape) != self.shape:
@@ -265,7 +309,16 @@ class array:
         self._init_from_buffer(self._buf.reshape(shape + inner), self.dtype, self.device)
 
     def _init_from_data(self, data, dtype, copy, device):
+        if hasattr(data, "__cuda_array_interface__") and not isinstance(data, array):
+            from .interop import from_cuda_array_interface
+            data = from_cuda_array_interface(data, None if dtype is T.Any else dtype)
+            if not copy and get_device(device if device is not None else data.device) == data.device:
+                self._share(data)
+                return
         if isinstance(data, array):
+            if data.device.is_cuda and get_device(device if device is not None else data.device).is_cuda:
+                self._init_device_copy(data, dtype, get_device(device if device is not None else data.device))
+                return
             src = data.numpy()
             dtype = data.dtype if dtype is T.Any else dtype
         else:
@@ -311,6 +364,10 @@ class array:
 
     def _init_from_buffer(self, buf, dtype, device):
         sdt, inner = _element_info(dtype)
+        dev = get_device(device)
+        if dev.is_cuda and not self._device_memory and self._alloc is None and \
+                not (isinstance(self._owner, array) and self._owner.device is dev):
+            buf = self._upload(buf, dev)  # host data for a CUDA array
         self.dtype = dtype
         self._buf = buf
         self.ndim = buf.ndim - len(inner)
@@ -322,10 +379,63 @@ class array:
             if st != expect and buf.size > 0:  # an empty array has no elements to lay out
                 raise ValueError("array elements must be contiguous in memory")
             expect *= dim
-        dev = get_device(device)
-        if not dev.is_cpu:
-            raise NotImplementedError(f"device {dev} is not available: the CUDA backend is not built yet")
         self.device = dev
+
+    # ------------------------------------------------------------------------------------------------ device memory
+
+    def _upload(self, buf: np.ndarray, dev) -> np.ndarray:
+        """Copy host buffer `buf` into new device memory owned by this array; returns its layout."""
+        from . import cuda_memory
+        host = np.ascontiguousarray(buf)
+        self._alloc = cuda_memory.Allocation(dev.ordinal, host.nbytes)
+        layout = cuda_memory.device_layout(self._alloc.ptr, host.dtype, host.shape)
+        cuda_memory.write(layout, dev.ordinal, host)
+        self._device_memory = True
+        return layout
+
+    def _init_device_zeros(self, shape: tuple, dtype, dev):
+        """New zeroed device memory for `shape` elements of `dtype`."""
+        from . import cuda_memory
+        if any(s < 0 for s in shape):
+            raise ValueError(f"Array shapes must be non-negative, got {shape}")
+        sdt, inner = _element_info(dtype)
+        full = shape + inner
+        nbytes = int(np.prod(full)) * sdt.itemsize
+        self._alloc = cuda_memory.Allocation(dev.ordinal, nbytes)
+        layout = cuda_memory.device_layout(self._alloc.ptr, sdt, full)
+        self._device_memory = True
+        self._init_from_buffer(layout, dtype, dev)
+        self.zero_()
+
+    def _init_device_copy(self, src: "array", dtype, dev):
+        """A copy of CUDA array `src` in new memory on `dev` (elements reinterpreted as `dtype` when given)."""
+        from . import cuda_memory
+        dtype = src.dtype if dtype is T.Any else dtype
+        if _element_info(dtype)[0] != _element_info(src.dtype)[0]:
+            raise TypeError(f"cannot copy an array of {T.type_repr(src.dtype)} into one of {T.type_repr(dtype)}")
+        sdt, inner = _element_info(dtype)
+        full = src.shape + inner
+        self._alloc = cuda_memory.Allocation(dev.ordinal, int(np.prod(full)) * sdt.itemsize)
+        layout = cuda_memory.device_layout(self._alloc.ptr, sdt, full)
+        cuda_memory.copy(layout, dev.ordinal, src._buf, src.device.ordinal)
+        self._device_memory = True
+        self._init_from_buffer(layout, dtype, dev)
+
+    def _share(self, other: "array"):
+        """Become another handle on `other`'s memory (same layout, same device)."""
+        self._device_memory = other.device.is_cuda
+        self._owner = other
+        self._init_from_buffer(other._buf, other.dtype, other.device)
+        self._foreign = other._foreign
+
+    @property
+    def _ordinal(self) -> int:
+        """The CUDA device ordinal of this array's memory, -1 on the CPU."""
+        return self.device.ordinal if self.device.is_cuda else -1
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device is not None and self.device.is_cuda
 
     # ------------------------------------------------------------------------------------------------ basics
 
@@ -375,12 +485,17 @@ class array:
         return self.shape[0]
 
     def numpy(self) -> np.ndarray:
-        """The array's memory as a numpy array (no copy on the CPU); vectors add trailing dimensions."""
+        """The array's memory as a numpy array (no copy on the CPU; on a CUDA device a copy, made after the device's
+        work so far is done); vectors add trailing dimensions."""
+        if self._alloc is not None or self._device_memory or (self.device is not None and self.device.is_cuda):
+            from .cuda_memory import read
+            return read(self._buf, self.device.ordinal)
         return self._buf
 
     def list(self) -> list:
         """The elements as a flat Python list: Python scalars, vector/matrix instances or struct instances."""
-        flat = self._buf.reshape((self.size,) + self._buf.shape[self.ndim:])
+        buf = self.numpy()
+        flat = buf.reshape((self.size,) + buf.shape[self.ndim:])
         if T.is_composite(self.dtype):
             rows = T.from_storage(T.scalar_type(self.dtype), flat)
             return [self.dtype(row) for row in rows]
@@ -392,13 +507,19 @@ class array:
 
     def cptr(self):
         """The elements as a ctypes array of the native element type (CPU memory, no copy)."""
+        if self.is_cuda:
+            raise RuntimeError("cptr() gives CPU memory as a ctypes array; this array is on " + str(self.device))
         return (_element_ctype(self.dtype) * self.size).from_address(self._buf.ctypes.data)
 
     def __array__(self, dtype=None, copy=None):
-        return self._buf if dtype is None else self._buf.astype(dtype)
+        buf = self.numpy()
+        return buf if dtype is None else buf.astype(dtype)
 
     @property
     def __array_interface__(self):
+        if self.is_cuda:
+            raise AttributeError("a CUDA array has no __array_interface__ (its memory is on the device): use "
+                                 "__cuda_array_interface__, DLPack or .numpy()")
         # explicit strides: numpy omits them for arrays it deems contiguous, and a zero-size array's strides
         # (Warp's, not numpy's) would be lost
         iface = dict(self._buf.__array_interface__)
@@ -411,18 +532,34 @@ class array:
             # numpy has no bfloat16: the capsule would say uint16, and a consumer would read bit patterns as numbers
             raise TypeError("bfloat16 arrays cannot be exported through DLPack (or to torch) here: their memory "
                             "would be typed uint16; convert to float32 in a kernel first")
+        if self.is_cuda:
+            from .dlpack import export_cuda
+            return export_cuda(self, stream)
         return self._buf.__dlpack__(**kwargs)
 
     def __dlpack_device__(self):
+        if self.is_cuda:
+            return (2, self.device.ordinal)  # kDLCUDA
         return self._buf.__dlpack_device__()
+
+    @property
+    def __cuda_array_interface__(self):
+        """Numba's CUDA array interface (version 3) of a CUDA array: torch, CuPy and others share the memory."""
+        if not self.is_cuda:
+            raise AttributeError("a CPU array has no __cuda_array_interface__: use __array_interface__ or DLPack")
+        from .stream import current_stream_handle
+        return {"shape": tuple(self._buf.shape), "typestr": self._buf.dtype.str,
+                "descr": self._buf.dtype.descr if self._buf.dtype.fields else [("", self._buf.dtype.str)],
+                "data": (self.ptr or 0, False), "strides": tuple(self._buf.strides), "version": 3,
+                "stream": int(current_stream_handle(self.device.ordinal)) or None}
 
     def __repr__(self):
         if self._buf is None:
             return f"array(dtype={T.type_repr(self.dtype)}, ndim={self.ndim})"
-        return f"array({self._buf!r}, dtype={T.type_repr(self.dtype)}, device={self.device})"
+        return f"array({self.numpy()!r}, dtype={T.type_repr(self.dtype)}, device={self.device})"
 
     def __str__(self):
-        return str(self._buf) if self._buf is not None else repr(self)
+        return str(self.numpy()) if self._buf is not None else repr(self)
 
     # ------------------------------------------------------------------------------------------------ gradients
 
@@ -496,6 +633,9 @@ class array:
         rec = _capture.recorder(self.device)
         if rec is not None:
             rec.zero(self)
+        elif self.is_cuda:
+            from .cuda_memory import fill
+            fill(self._buf, self.device.ordinal, np.zeros((), dtype=np.uint8))
         elif self._buf.dtype.fields is None:
             self._buf.fill(0)
         else:
@@ -508,6 +648,9 @@ class array:
         rec = _capture.recorder(self.device)
         if rec is not None:
             rec.fill(self, element)
+        elif self.is_cuda:
+            from .cuda_memory import fill
+            fill(self._buf, self.device.ordinal, element)
         else:
             self._buf[...] = element
         return self
@@ -515,6 +658,14 @@ class array:
     def assign(self, src):
         """Copy `src` (an array, numpy array or sequence of the same shape) into this array."""
         rec = _capture.recorder(self.device)
+        if isinstance(src, array) and (self.is_cuda or src.is_cuda):
+            if src.shape != self.shape:
+                raise ValueError(f"assign: source shape {src.shape} does not match the array's {self.shape}")
+            from . import cuda_memory
+            cuda_memory.copy(self._buf, self._ordinal, src._buf, src._ordinal)
+            if copy_hooks:
+                copy_hooks[-1](self, src, 0, 0, self.size)
+            return self
         if isinstance(src, array):
             if rec is not None:
                 rec.copy(self._buf, src.numpy().reshape(self._buf.shape) if src.is_contiguous else src.numpy(),
@@ -529,6 +680,10 @@ class array:
         if _is_bf16(self.dtype) and data.dtype != self._buf.dtype:
             data = T.to_storage(T.bfloat16, data)
         data = np.asarray(data, dtype=self._buf.dtype).reshape(self._buf.shape)
+        if self.is_cuda:
+            from .cuda_memory import write
+            write(self._buf, self.device.ordinal, data)
+            return self
         if rec is not None:
             rec.copy(self._buf, data.copy(), (self,))  # host data: taken now, written at each replay
         else:
@@ -555,6 +710,10 @@ class array:
         view = self._buf[key]
         inner = _element_info(self.dtype)[1]
         if view.ndim == len(inner):
+            if self.is_cuda:
+                from .cuda_memory import read
+                value = read(view, self.device.ordinal)
+                return value if inner else value[()]
             return view.copy() if inner else view[()]
         out = array(dtype=self.dtype, _buf=view, device=self.device, _owner=self)
         if self._grad is not None:
@@ -563,6 +722,15 @@ class array:
         return out
 
     def __setitem__(self, key, value):
+        if self.is_cuda:
+            from .cuda_memory import copy, write
+            key = key if isinstance(key, tuple) else (key,)
+            view = self._buf[key]
+            if isinstance(value, array):
+                copy(view, self._ordinal, value._buf, value._ordinal)
+            else:
+                write(view, self.device.ordinal, value)
+            return
         rec = _capture.recorder(self.device)
         if rec is not None:
             buf = self._buf
@@ -606,8 +774,14 @@ class array:
         trailing dimensions into elements."""
         dtype = T.canonical_type(dtype)
         shape, strides = _view_layout(self, dtype)
-        out = array(dtype=dtype, _buf=_wrap_pointer(self._buf.ctypes.data, dtype, shape, strides),
-                    device=self.device, _owner=self)
+        if self.is_cuda:
+            from .cuda_memory import device_layout
+            sdt, inner = _element_info(dtype)
+            layout = device_layout(self._buf.ctypes.data, sdt, tuple(shape) + inner,
+                                   tuple(strides) + _contiguous_strides(inner, sdt.itemsize))
+        else:
+            layout = _wrap_pointer(self._buf.ctypes.data, dtype, shape, strides)
+        out = array(dtype=dtype, _buf=layout, device=self.device, _owner=self)
         out._ref = self
         return out
 
@@ -712,7 +886,10 @@ def ones(shape=None, dtype=float, device=None, requires_grad=False, pinned=False
     a = empty(shape, dtype, device, requires_grad, pinned, retain_grad, **kwargs)
     one = _fill_element(a.dtype, a._buf.dtype, 1) if _is_bf16(a.dtype) else 1  # bfloat16 1.0 is 0x3f80
     rec = _capture.recorder(a.device)
-    if rec is not None:
+    if a.is_cuda:
+        from .cuda_memory import fill
+        fill(a._buf, a.device.ordinal, np.ones(_element_info(a.dtype)[1], dtype=a._buf.dtype) * one)
+    elif rec is not None:
         rec.fill(a, np.ones(_element_info(a.dtype)[1], dtype=a._buf.dtype) * one)
     else:
         a._buf[...] = one
@@ -749,7 +926,7 @@ def full_like(src: array, value, device=None, requires_grad=None, pinned=None, r
 
 def clone(src: array, device=None, requires_grad=None, pinned=None, retain_grad=False) -> array:
     rg = src.requires_grad if requires_grad is None else requires_grad
-    out = array(src.numpy(), dtype=src.dtype, device=device or src.device, copy=True)
+    out = array(src, dtype=src.dtype, device=device or src.device, copy=True)
     out.requires_grad = rg
     out.retain_grad = retain_grad
     rec = _capture.recorder(out.device)
@@ -773,13 +950,15 @@ def _check_copy_args(dest: array, src: array, dest_offset, src_offset, count):
 
 def copy_window(a: array, offset: int, count: int, whole: bool) -> np.ndarray:
     """The numpy view of `a`'s memory that a copy of `count` elements at element `offset` touches: the flattened
-    elements of a contiguous array, the elements of a 1-d view, or (`whole`) every element of any array."""
+    elements of a contiguous array, the elements of a 1-d view, or (`whole`) every element of any array. For a
+    CUDA array, the view's layout (cuda_memory.device_layout)."""
+    buf = a._buf
     if whole:
-        return a.numpy()
-    inner = a.numpy().shape[a.ndim:]
+        return buf
+    inner = buf.shape[a.ndim:]
     if a.is_contiguous:
-        return a.numpy().reshape((a.size,) + inner)[offset:offset + count]
-    return a.numpy()[offset:offset + count]
+        return buf.reshape((a.size,) + inner)[offset:offset + count]
+    return buf[offset:offset + count]
 
 
 def copy_plan(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0):
@@ -811,7 +990,10 @@ def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, cou
     d = copy_window(dest, dest_offset, n, whole)
     s = copy_window(src, src_offset, n, whole)
     rec = _capture.recorder(dest.device)
-    if rec is None:
+    if dest.is_cuda or src.is_cuda:
+        from . import cuda_memory
+        cuda_memory.copy(d, dest._ordinal, s, src._ordinal)
+    elif rec is None:
         d[...] = s
     else:
         rec.copy(d, s, (dest, src))
@@ -859,6 +1041,12 @@ def as_array(obj, expected: ArrayType | None = None):
     allows. The result is marked foreign: backward passes never write gradients into it."""
     if isinstance(obj, array):
         return obj
+    if hasattr(obj, "__cuda_array_interface__"):
+        from .interop import from_cuda_array_interface
+        out = from_cuda_array_interface(obj, expected.dtype if expected is not None and expected.dtype is not T.Any
+                                        else None)
+        out._foreign = True
+        return out
     if hasattr(obj, "__array_interface__") or isinstance(obj, np.ndarray):
         a = np.asarray(obj)
     elif hasattr(obj, "__dlpack__"):

@@ -14,7 +14,10 @@ Semantics are those of a CUDA graph:
 Work that has no native form (filling a strided view, a `Tape.record_func` callback) is replayed as a Python
 callback, in order with the rest.
 
-Only the CPU records here. CUDA graphs need the CUDA driver backend, which is not part of this build.
+On a CUDA device the capture is a CUDA stream capture of the device's current stream (or the one given):
+the driver records launches, copies and fills into a CUDA graph, `capture_launch` replays it with one
+cuGraphLaunch, and the same semantics hold (arrays used inside stay alive with the graph). Reading an array on the
+host inside a CUDA capture is an error (the driver refuses to synchronise a capturing stream).
 """
 
 from __future__ import annotations
@@ -214,13 +217,94 @@ def recorder(device):
 
 def is_capturing(device=None) -> bool:
     """Whether a capture is open on `device` (default: the current device)."""
-    return get_device(device).alias in _recorders
+    alias = get_device(device).alias
+    return alias in _recorders or alias in _cuda_captures
+
+
+class CudaGraph:
+    """A CUDA graph captured on one device; run it with `capture_launch(graph)`."""
+
+    def __init__(self, device, graph, exe, keep: list, launches: int):
+        self.device = device
+        self.graph, self.exe = graph, exe
+        self._keep = keep  # arrays and host buffers the graph's nodes point into
+        self.launch_count = launches
+
+    def __len__(self):
+        from . import cuda_driver
+        return cuda_driver.graph_node_count(self.graph)
+
+    def __del__(self):
+        try:
+            from . import cuda_driver
+            cuda_driver.graph_destroy(self.graph, self.exe)
+        except Exception:  # noqa: BLE001  interpreter shutdown
+            pass
+
+
+class _CudaCapture:
+    def __init__(self, stream):
+        self.stream = stream
+        self.keep: list = []
+        self.launches = 0
+
+
+_cuda_captures: dict = {}  # device alias -> _CudaCapture open on it
+
+
+def cuda_capture(device):
+    """The CUDA capture open on `device`, or None."""
+    return _cuda_captures.get(device.alias) if _cuda_captures else None
+
+
+def keep_alive(device, *objects) -> bool:
+    """Inside a CUDA capture on `device`: keep `objects` alive as long as the graph (what its nodes point into);
+    returns whether a capture is open."""
+    cap = _cuda_captures.get(device.alias) if _cuda_captures else None
+    if cap is None:
+        return False
+    cap.keep.extend(objects)
+    return True
+
+
+def _cuda_capture_begin(dev, stream, force_module_load):
+    from . import cuda_driver
+    from .stream import Stream, get_stream, set_stream
+    if dev.alias in _cuda_captures:
+        raise CaptureError(f"a capture is already open on {dev}: end it with wp.capture_end() first")
+    if force_module_load:
+        _build_loaded_modules(dev)
+    if stream is not None:
+        if not isinstance(stream, Stream) or stream.device != dev:
+            raise CaptureError(f"wp.capture_begin(stream=...) takes a Stream of {dev}")
+        set_stream(stream)
+    s = get_stream(dev)
+    cuda_driver.capture_begin(s.handle)
+    _cuda_captures[dev.alias] = _CudaCapture(s)
+
+
+def _build_loaded_modules(dev):
+    """Build for `dev` every kernel built on the host so far (no compile or module load inside the capture)."""
+    from .cuda_module import cuda_kernel
+    from .module import _modules
+    for m in list(_modules.values()):
+        for k in list(m.kernels):
+            if k.lib is not None and k.error is None and dev.ordinal not in k.cuda \
+                    and dev.ordinal not in k.cuda_errors:
+                try:
+                    cuda_kernel(k, dev)
+                except Exception:  # noqa: BLE001  kept on the kernel, raised at its launch
+                    pass
 
 
 def capture_begin(device=None, stream=None, force_module_load=None, external=False):
     """Start recording the work issued on `device`. On the CPU, modules still build on first launch, inside a
-    capture too, so `force_module_load` changes nothing there; `stream` and `external` concern CUDA streams."""
+    capture too, so `force_module_load` changes nothing there; `stream` and `external` concern CUDA streams.
+    On a CUDA device, `force_module_load` (default True, as in Warp) builds every kernel loaded so far first."""
     dev = get_device(device)
+    if dev.is_cuda and not external:
+        _cuda_capture_begin(dev, stream, True if force_module_load is None else force_module_load)
+        return
     if external:
         raise CaptureError("external=True continues a CUDA stream capture begun outside the toolkit; "
                            "the CPU has no such capture")
@@ -234,6 +318,11 @@ def capture_begin(device=None, stream=None, force_module_load=None, external=Fal
 def capture_end(device=None, stream=None) -> Graph:
     """Stop recording on `device` and return the recorded work as a Graph."""
     dev = get_device(device)
+    if dev.alias in _cuda_captures:
+        from . import cuda_driver
+        cap = _cuda_captures.pop(dev.alias)
+        graph, exe = cuda_driver.capture_end(cap.stream.handle)
+        return CudaGraph(dev, graph, exe, cap.keep, cap.launches)
     rec = _recorders.pop(dev.alias, None)
     if rec is None:
         raise CaptureError(f"wp.capture_end(): no capture is open on {dev}")
@@ -243,6 +332,12 @@ def capture_end(device=None, stream=None) -> Graph:
 def capture_launch(graph: Graph, stream=None):
     """Run a captured graph: its commands in order, from native code. Inside another capture on the same device,
     the graph's commands are recorded into that capture instead."""
+    if isinstance(graph, CudaGraph):
+        from . import cuda_driver
+        from .stream import get_stream
+        s = stream if stream is not None else get_stream(graph.device)
+        cuda_driver.graph_launch(graph.exe, s.handle)
+        return
     if not isinstance(graph, Graph):
         raise TypeError(f"wp.capture_launch() takes a Graph from wp.capture_end(), got {type(graph).__name__}")
     rec = recorder(graph.device)

@@ -15,6 +15,64 @@ class Device:
     def __str__(self):
         return self.alias
 
+    # ---- what Warp's Device tells of a GPU (the CPU answers too, as in Warp)
+
+    def _info(self):
+        from . import cuda_driver
+        return cuda_driver.info(self.ordinal)
+
+    @property
+    def name(self) -> str:
+        """The GPU's model ("NVIDIA H100 80GB HBM3"), or the CPU's architecture."""
+        if self.is_cpu:
+            import platform
+            return platform.processor() or platform.machine() or "CPU"
+        return self._info().name
+
+    @property
+    def arch(self) -> int:
+        """Compute capability as an int (90 for sm_90); 0 on the CPU."""
+        return self._info().arch if self.is_cuda else 0
+
+    @property
+    def sm_count(self) -> int:
+        return self._info().sm_count if self.is_cuda else 0
+
+    @property
+    def total_memory(self) -> int:
+        """Device memory in bytes (the CPU: 0, as its memory is the host's)."""
+        return self._info().total_memory if self.is_cuda else 0
+
+    @property
+    def free_memory(self) -> int:
+        if not self.is_cuda:
+            return 0
+        from . import cuda_driver
+        return cuda_driver.mem_info(self.ordinal)[0]
+
+    @property
+    def is_uva(self) -> bool:
+        return self.is_cuda
+
+    @property
+    def is_capturing(self) -> bool:
+        from .capture import is_capturing
+        return is_capturing(self)
+
+    @property
+    def stream(self):
+        """The device's current stream (CUDA devices only)."""
+        from .stream import get_stream
+        return get_stream(self)
+
+    def synchronize(self):
+        synchronize_device(self)
+
+    @property
+    def context(self):
+        """The primary CUDA context (a cuda-python CUcontext), None on the CPU."""
+        return self._info().context if self.is_cuda else None
+
     def __repr__(self):
         return f'Device("{self.alias}")'
 
@@ -96,5 +154,8 @@ def synchronize():
 
 
 def synchronize_device(device=None):
-    get_device(device)
-    synchronize()
+    """Wait for all work queued on `device` (nothing to wait for on the CPU)."""
+    dev = get_device(device)
+    if dev.is_cuda:
+        from . import cuda_driver
+        cuda_driver.synchronize_device(dev.ordinal)

@@ -9,7 +9,8 @@ Unlike a foreign array passed straight to a launch (a constant for differentiati
 made by `from_torch` takes part in gradients when the tensor requires them: its `.grad` is the tensor's `.grad`
 (created as zeros when missing), so gradients computed by a Tape land in torch.
 
-Only CPU memory is exchanged here: GPU arrays need the CUDA backend, which this build does not have.
+CUDA memory travels the same ways: DLPack capsules of device memory (kernels/dlpack.py), and Numba's
+`__cuda_array_interface__` (torch, CuPy, Numba). A CUDA tensor's memory is shared, never copied.
 """
 
 from __future__ import annotations
@@ -36,14 +37,71 @@ def _wrap(view: np.ndarray, dtype, what: str) -> array:
     return array(view, dtype=dtype, copy=False)
 
 
+def _layout_array(ptr: int, np_dtype, shape: tuple, strides, device: str, dtype, what: str) -> array:
+    """An array over `shape` elements of numpy scalar type `np_dtype` at address `ptr` on `device` (strides in
+    bytes, None for contiguous); with `dtype` a vector/matrix type, the trailing dimensions are its components."""
+    if dtype is None:
+        dtype = T.canonical_type(np.dtype(np_dtype).type)
+    scalar, inner = _element_info(dtype)
+    if np.dtype(np_dtype) != scalar:
+        raise TypeError(f"{what} has elements of type {np.dtype(np_dtype)}; {T.type_repr(dtype)} needs {scalar}: "
+                        f"convert it first (a conversion would copy, and kernels' writes would not reach it)")
+    if inner and tuple(shape[len(shape) - len(inner):]) != tuple(inner):
+        raise ValueError(f"{what} has shape {tuple(shape)}; an array of {T.type_repr(dtype)} needs trailing "
+                         f"dimensions {tuple(inner)}")
+    if strides is None:
+        from .array import _contiguous_strides
+        strides = _contiguous_strides(tuple(shape), scalar.itemsize)
+    outer = len(shape) - len(inner)
+    if outer < 1:
+        return _layout_array(ptr, np_dtype, (1,) + tuple(shape), (0,) + tuple(strides), device, dtype, what)
+    if inner and tuple(strides[outer:]) != _inner_strides(inner, scalar.itemsize):
+        raise ValueError(f"{what}: the components of each {T.type_repr(dtype)} must be contiguous")
+    return array(ptr=ptr, dtype=dtype, shape=tuple(shape[:outer]), strides=tuple(strides[:outer]), device=device)
+
+
+def _inner_strides(inner: tuple, itemsize: int) -> tuple:
+    from .array import _contiguous_strides
+    return _contiguous_strides(tuple(inner), itemsize)
+
+
+def from_cuda_array_interface(obj, dtype=None) -> array:
+    """An array sharing the device memory of `obj`, anything with `__cuda_array_interface__`; `obj` is kept alive
+    with it. The producer's stream, when it names one, is waited for."""
+    iface = obj.__cuda_array_interface__
+    np_dtype = np.dtype(iface["typestr"])
+    shape = tuple(int(d) for d in iface["shape"])
+    strides = iface.get("strides")
+    ptr = int(iface["data"][0])
+    stream = iface.get("stream")
+    from .cuda_driver import call
+    if stream is not None and stream != 0:
+        call("cuStreamSynchronize", int(stream))
+    device = "cuda:0"
+    if ptr:
+        from cuda.bindings import driver
+        ordinal = call("cuPointerGetAttribute", driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr)
+        device = f"cuda:{int(ordinal)}"
+    out = _layout_array(ptr, np_dtype, shape, tuple(strides) if strides is not None else None, device, dtype,
+                        type(obj).__name__)
+    out._foreign_owner = obj  # the producer owns the memory
+    return out
+
+
 def from_dlpack(source, dtype=None) -> array:
     """An array sharing the memory of `source`, any object with `__dlpack__` (or a DLPack capsule)."""
+    if type(source).__name__ == "PyCapsule":
+        from .dlpack import import_capsule
+        return import_capsule(source, dtype)
     if not hasattr(source, "__dlpack__"):
         raise TypeError(f"wp.from_dlpack() needs an object with __dlpack__, got {type(source).__name__}")
     device = source.__dlpack_device__() if hasattr(source, "__dlpack_device__") else (1, 0)
+    if int(device[0]) == 2:  # kDLCUDA
+        from .dlpack import import_capsule
+        return import_capsule(source.__dlpack__(), dtype)
     if int(device[0]) != 1:  # kDLCPU
-        raise ValueError(f"wp.from_dlpack(): the data is on DLPack device {tuple(device)}; only CPU memory is "
-                         f"supported in this build (the CUDA backend is not part of it)")
+        raise ValueError(f"wp.from_dlpack(): the data is on DLPack device {tuple(device)}; only CPU and CUDA "
+                         f"memory can be shared")
     return _wrap(np.from_dlpack(source), dtype, type(source).__name__)
 
 
@@ -78,15 +136,20 @@ def from_torch(t, dtype=None, requires_grad=None) -> array:
     torch = _torch()
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"wp.from_torch() takes a torch.Tensor, got {type(t).__name__}")
-    if t.device.type != "cpu":
-        raise ValueError(f"wp.from_torch(): the tensor is on {t.device}; only CPU tensors are supported in this "
-                         f"build (the CUDA backend is not part of it)")
+    if t.device.type not in ("cpu", "cuda"):
+        raise ValueError(f"wp.from_torch(): the tensor is on {t.device}; only CPU and CUDA tensors can be shared")
     requires_grad = t.requires_grad if requires_grad is None else bool(requires_grad)
-    out = _wrap(t.detach().numpy(), dtype, "the tensor")
+
+    def share(tensor, what):
+        if tensor.device.type == "cuda":
+            return from_cuda_array_interface(tensor.detach(), dtype if dtype is not None else None)
+        return _wrap(tensor.detach().numpy(), dtype, what)
+
+    out = share(t, "the tensor")
     if requires_grad:
         if t.grad is None:
             t.grad = torch.zeros_like(t)
-        out.grad = _wrap(t.grad.detach().numpy(), out.dtype, "the tensor's grad")
+        out.grad = share(t.grad, "the tensor's grad")
         out._requires_grad = True
     out._torch_source = t  # the tensor owns the memory
     return out
@@ -100,6 +163,13 @@ def to_torch(a: array, requires_grad=None):
     if T.is_scalar(a.dtype) or T.is_composite(a.dtype):
         if T.scalar_type(a.dtype) is T.bfloat16:
             a.__dlpack__()  # refuses, saying why (a uint16 tensor would hold bit patterns, not the numbers)
+    if a.is_cuda:
+        t = torch.from_dlpack(a)
+        if requires_grad:
+            t.requires_grad_(True)
+            if a.grad is not None:
+                t.grad = torch.from_dlpack(a.grad)
+        return t
     t = torch.from_numpy(a.numpy())
     if requires_grad:
         t.requires_grad_(True)

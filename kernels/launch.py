@@ -226,8 +226,11 @@ def pack_adjoint_args(kernel, adj_values, device, values=None):
     return c
 
 
-def check_error(kernel):
-    slot = getattr(kernel, "error_slot", None)
+def check_error(kernel, slot=None):
+    """Debug mode: raise the out-of-bounds access recorded in `slot` (default: the kernel's CPU library's), and
+    clear it."""
+    if slot is None:
+        slot = getattr(kernel, "error_slot", None)
     if slot is None or not slot.set:
         return
     index = ", ".join(str(slot.index[d]) for d in range(slot.ndim))
@@ -276,9 +279,9 @@ class Launch:
         if kernel.is_generic:
             raise LaunchError(f"kernel '{kernel.name}' is generic: record it with wp.launch(..., record_cmd=True) "
                               "so that its argument types are known")
-        kernel.ensure_built()
-        self.kernel = kernel
         self.device = get_device(device)
+        kernel.ensure_built(self.device)
+        self.kernel = kernel
         self.adjoint = adjoint
         count = len(kernel.arg_types)
         self.values = list(inputs) if inputs is not None else [None] * count
@@ -379,15 +382,26 @@ class Launch:
             rec.launch(self)
             return
         if self.adjoint:
-            _run(self.kernel, self.bounds, self.params, self.values, self.adj_params, self.adj_values)
+            _run(self.kernel, self.bounds, self.params, self.values, self.adj_params, self.adj_values, self.device)
         else:
-            _run(self.kernel, self.bounds, self.params, self.values)
+            _run(self.kernel, self.bounds, self.params, self.values, device=self.device)
 
 
-def _run(kernel, bounds, params, values, adj_params=None, adj_values=None):
+def _run(kernel, bounds, params, values, adj_params=None, adj_values=None, device=None):
     """Run a kernel's forward entry point (its adjoint with `adj_params`) on packed arguments (`params`: an args
     struct, or for an adjoint also its bytes, which the adjoint only reads), outside any capture; then report an
-    out-of-bounds access, and NaN/inf with wp.config.verify_fp."""
+    out-of-bounds access, and NaN/inf with wp.config.verify_fp. On a CUDA `device` the launch is queued on the
+    device's current stream."""
+    if device is not None and device.is_cuda:
+        from . import cuda_module
+        cuda_module.run(kernel, device, bounds, params, adj_params)
+        cap = capture.cuda_capture(device)
+        if cap is not None:  # the graph's launch reads and writes these arrays at every replay
+            cap.keep.append((values, adj_values))
+            cap.launches += 1
+        if config.verify_fp:
+            verify_finite(kernel, values, adj_values)
+        return
     if config.cpu_threads != runtime.applied_setting:  # wp.config.cpu_threads changed: resize the pool
         runtime.apply()
     threshold = ctypes.c_int64(kernel.parallel_threshold(config.cpu_parallel_threshold))
@@ -408,7 +422,7 @@ def launch_adjoint(kernel, device, bounds, params, values: list, adj_values: lis
     if capture.recorder(device) is not None:
         Launch.adjoint_of(kernel, device, bounds, params, values, adj_values, adj_packed).launch()
     else:
-        _run(kernel, bounds, params, values, adj_packed, adj_values)
+        _run(kernel, bounds, params, values, adj_packed, adj_values, device)
 
 
 def struct_params(kernel) -> list:
@@ -438,8 +452,8 @@ def launch(kernel, dim, inputs=(), outputs=(), device=None, adjoint=False, adj_i
     """Run `kernel` over `dim` threads (an int or a tuple of up to 4 ints). See Warp's `wp.launch`."""
     if kernel.is_generic:
         kernel = kernel.specialize_for(list(inputs) + list(outputs))
-    kernel.ensure_built()
     device = get_device(device)
+    kernel.ensure_built(device)
     values = list(inputs) + list(outputs)
     if adjoint:
         check_backward(kernel)
@@ -481,7 +495,7 @@ def launch_tiled(kernel, dim, inputs=(), outputs=(), device=None, block_dim: int
     dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
     if kernel.is_generic:
         kernel = kernel.specialize_for(list(inputs) + list(outputs))
-    kernel.ensure_built()
+    kernel.ensure_built(get_device(device))
     if config.enable_cpu_blocks and block_dim > 1 and get_device(device).is_cpu:
         # whole-tile operations give the same result in one lane; a kernel that reads its lane, or draws tile
         # random numbers (which Warp spreads over the lanes), would not

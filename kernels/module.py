@@ -58,6 +58,8 @@ class Kernel:
         self.lib = None
         self.forward_fn = None
         self.backward_fn = None
+        self.cuda: dict = {}  # device ordinal -> cuda_module.CudaKernel, once built for that device
+        self.cuda_errors: dict = {}  # device ordinal -> why the kernel could not be built for it
         self.args_ctype = None
         self._launch_struct_params = None  # launch.struct_params
         self.tid_ndim = 0
@@ -143,13 +145,35 @@ class Kernel:
             cached = self._threshold = (base, self.work, parallel_threshold(self.work, base))
         return cached[2]
 
-    def ensure_built(self):
+    def ensure_built(self, device=None):
+        """Build the kernel for `device` (default: the CPU library; a CUDA device needs only the typed IR here,
+        its machine code is built at the first launch there, see cuda_module)."""
+        if device is not None and device.is_cuda:
+            self.ensure_ir()
+            return
         if self.lib is None and self.error is None:
             if self not in self.module.pending and self in self.module.kernels:
                 self.module.pending.append(self)  # its batch was interrupted before reaching it
             self.module.build()
         if self.error is not None:
             raise self.error
+
+    def ensure_ir(self):
+        """Compile the typed IR and decide whether the kernel has an adjoint (what a CUDA launch needs before its
+        device code is built); raise the kernel's compile error."""
+        if self.error is None and self.ir is None:
+            try:
+                self.compile_ir()
+            except Exception as e:  # noqa: BLE001  kept and raised at each launch, as for the CPU build
+                self.error = e
+        if self.error is not None:
+            raise self.error
+        if self.lib is None and not self._adjoint_decided:
+            from .render_adjoint import adjoint_error
+            self.adjoint_error = adjoint_error(self.ir) if self.enable_backward else None
+            self._adjoint_decided = True
+
+    _adjoint_decided = False
 
     @property
     def source_text(self) -> str | None:

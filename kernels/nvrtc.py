@@ -8,6 +8,7 @@ from __future__ import annotations
 
 
 import os
+import re
 
 from .build import NATIVE_DIR
 from .errors import NativeCompileError
@@ -53,45 +54,95 @@ def render_cuda_source(kernels: list, debug: bool = False) -> str:
 
 def compile_source_to_ptx(source: str, arch: int = 90, name: str = "module.cu") -> str:
     """PTX for `source`, from the disk cache when this exact source was compiled before for `arch`."""
+    return compile_source(source, arch, name, "ptx")[0].decode()
+
+
+def compile_source(source: str, arch: int = 90, name: str = "module.cu", target: str = "cubin") -> tuple:
+    """(image bytes, NVRTC log) of `source` compiled for compute capability `arch`: `target` "cubin" is machine
+    code for that architecture (what a device loads; the log then holds ptxas's register and spill report),
+    "ptx" the portable assembly. Cached on disk by source, architecture, target and NVRTC version."""
     import hashlib
     from . import config
     from .build import VERSION, native_hash
     nvrtc = _nvrtc()
     version = nvrtc.nvrtcVersion()[1:]
-    key = hashlib.sha256("\0".join([source, str(arch), str(version), VERSION, native_hash()]).encode()).hexdigest()
+    key = hashlib.sha256("\0".join([source, str(arch), target, str(version), VERSION, native_hash()]).encode())
     from .cache_integrity import damage, report_rebuild, sweep_dead_temporaries, write_manifest
-    path = os.path.join(config.cache_dir, VERSION, "ptx", f"{key[:24]}.ptx")
+    path = os.path.join(config.cache_dir, VERSION, target, f"{key.hexdigest()[:24]}.{target}")
+    log_path = path + ".log"
     if os.path.exists(path):
         why = damage(path)
         if why is None:
-            with open(path) as f:
-                return f.read()
+            with open(path, "rb") as f:
+                image = f.read()
+            try:
+                with open(log_path) as f:
+                    log = f.read()
+            except OSError:
+                log = ""
+            return image, log
         report_rebuild(path, why)
-    ptx = _compile(nvrtc, source, arch, name)
+    image, log = _compile(nvrtc, source, arch, name, target)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     sweep_dead_temporaries(os.path.dirname(path))
     tmp = f"{os.path.dirname(path)}/.{os.path.basename(path)}.{os.getpid()}.tmp"
-    with open(tmp, "w") as f:
-        f.write(ptx)
+    with open(tmp, "wb") as f:
+        f.write(image)
     write_manifest(tmp)
+    with open(tmp + ".log", "w") as f:
+        f.write(log)
+    os.replace(tmp + ".log", log_path)
     os.replace(tmp + ".sha256", path + ".sha256")
     os.replace(tmp, path)  # atomic: readers see the old state or the whole file (checked against the manifest)
-    return ptx
+    return image, log
 
 
-def _compile(nvrtc, source: str, arch: int, name: str) -> str:
+def _log(nvrtc, program) -> str:
+    _, size = nvrtc.nvrtcGetProgramLogSize(program)
+    buf = b" " * size
+    nvrtc.nvrtcGetProgramLog(program, buf)
+    return buf.rstrip(b"\0 ").decode(errors="replace")
+
+
+def _compile(nvrtc, source: str, arch: int, name: str, target: str) -> tuple:
     (program,) = _check(nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], []), "create", nvrtc=nvrtc)
     try:
-        options = [f"--gpu-architecture=compute_{arch}".encode(), f"-I{NATIVE_DIR}".encode(), b"--std=c++17",
-                   b"--use_fast_math", b"-default-device"]
+        # no fast math: Warp's default, and the CPU build's results within float rounding rather than within the
+        # approximate division, square root and denormal flushing of --use_fast_math
+        gpu = f"sm_{arch}" if target == "cubin" else f"compute_{arch}"
+        options = [f"--gpu-architecture={gpu}".encode(), f"-I{NATIVE_DIR}".encode(), b"--std=c++17",
+                   b"-default-device", b"--diag-suppress=177,550"]
+        if target == "cubin":
+            options.append(b"--ptxas-options=-v")
         result = nvrtc.nvrtcCompileProgram(program, len(options), options)
         _check(result, "compilation", program, nvrtc)
+        log = _log(nvrtc, program)
+        if target == "cubin":
+            (size,) = _check(nvrtc.nvrtcGetCUBINSize(program), "CUBIN size", nvrtc=nvrtc)
+            buf = b" " * size
+            _check(nvrtc.nvrtcGetCUBIN(program, buf), "CUBIN", nvrtc=nvrtc)
+            return bytes(buf), log
         (size,) = _check(nvrtc.nvrtcGetPTXSize(program), "PTX size", nvrtc=nvrtc)
         buf = b" " * size
         _check(nvrtc.nvrtcGetPTX(program, buf), "PTX", nvrtc=nvrtc)
-        return buf.rstrip(b"\0 ").decode()
+        return buf.rstrip(b"\0 "), log
     finally:
         nvrtc.nvrtcDestroyProgram(program)
+
+
+_RESOURCE = re.compile(r"Compiling entry function '(\w+)'.*?Used (\d+) registers(.*?)(?=Compiling entry|\Z)", re.S)
+
+
+def resource_report(log: str) -> dict:
+    """Per entry point of a cubin's NVRTC log: registers per thread, stack frame bytes and spilled bytes
+    (stores + loads), from ptxas's verbose report."""
+    out = {}
+    for m in _RESOURCE.finditer(log):
+        frame = re.search(r"(\d+) bytes stack frame", log[m.start():m.end()])
+        spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log[m.start():m.end()])
+        out[m.group(1)] = {"registers": int(m.group(2)), "stack_bytes": int(frame.group(1)) if frame else 0,
+                           "spill_bytes": int(spills.group(1)) + int(spills.group(2)) if spills else 0}
+    return out
 
 
 def compile_ptx(kernel, arch: int = 90) -> str:

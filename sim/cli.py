@@ -199,8 +199,6 @@ def _device(name: str):
         device = wp.get_device(name)
     except (ValueError, RuntimeError) as e:
         raise SceneError("--device", (), str(e)) from None
-    if device.is_cuda:
-        raise SceneError("--device", (), f"{name}: running scenes on CUDA devices is not available yet; use cpu")
     return device
 
 

@@ -27,11 +27,22 @@ def test_bench_quick_prints_table():
     assert lines[-1].startswith("targets:") and lines[-1].count("PASS") + lines[-1].count("MISS") >= 1
 
 
-def test_bench_rejects_cuda_device():
+def test_bench_device_choices():
     from tools import bench
+    assert bench.parse_args(["--device", "cuda"]).device == "cuda"
+    assert bench.parse_args(["--device", "cuda:1"]).device == "cuda:1"
     with pytest.raises(SystemExit) as info:
-        bench.parse_args(["--device", "cuda"])
+        bench.parse_args(["--device", "tpu"])
     assert info.value.code == 2
+
+
+def test_bench_on_cuda_without_a_gpu_says_so(capsys):
+    import kernels as wp
+    from tools import bench
+    if wp.get_cuda_device_count() > 0:
+        pytest.skip("this machine has a GPU")
+    assert bench.main(["--device", "cuda", "--quick"]) == 2
+    assert "no CUDA device" in capsys.readouterr().err
 
 
 def test_bench_only_selects_sections():

@@ -107,20 +107,20 @@ def test_a_tensor_without_requires_grad_gives_an_array_without_gradient():
 
 
 class _DeviceBuffer:
-    """A DLPack producer that says its memory is on a CUDA device (kDLCUDA = 2)."""
+    """A DLPack producer that says its memory is on an OpenCL device (kDLOpenCL = 4)."""
 
     def __dlpack__(self, stream=None):
         raise AssertionError("not read: the device is checked first")
 
     def __dlpack_device__(self):
-        return (2, 0)
+        return (4, 0)
 
 
 def test_memory_off_the_cpu_is_refused_with_the_reason():
-    with pytest.raises(ValueError, match=r"DLPack device \(2, 0\); only CPU memory"):
+    with pytest.raises(ValueError, match=r"DLPack device \(4, 0\); only CPU and CUDA memory"):
         wp.from_dlpack(_DeviceBuffer())
     with pytest.raises(TypeError, match="no kernel scalar type for elements of type complex64"):
         wp.from_dlpack(np.zeros(2, np.complex64))
     torch = pytest.importorskip("torch")
-    with pytest.raises(ValueError, match="tensor is on meta; only CPU tensors"):
+    with pytest.raises(ValueError, match="tensor is on meta; only CPU and CUDA tensors"):
         wp.from_torch(torch.empty(3, device="meta"))

@@ -505,10 +505,10 @@ def _adjoint_launches(monkeypatch) -> list:
     names = []
     original = launch._run  # what every launch, forward or adjoint, runs its kernel with
 
-    def counting(kernel, bounds, params, values, adj_params=None, adj_values=None):
+    def counting(kernel, bounds, params, values, adj_params=None, adj_values=None, device=None):
         if adj_params is not None:
             names.append(kernel.key)
-        return original(kernel, bounds, params, values, adj_params, adj_values)
+        return original(kernel, bounds, params, values, adj_params, adj_values, device)
 
     monkeypatch.setattr(launch, "_run", counting)
     return names

@@ -782,10 +782,10 @@ def describe_run(quick: bool) -> str:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    """--quick, --only and --device; a CUDA device is refused until the CUDA backend exists."""
+    """--quick, --only and --device (cuda: the GPU rows of tools/bench_cuda.py, which --only does not select)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats (under a minute)")
-    parser.add_argument("--device", default="cpu", help="device to benchmark (only 'cpu' for now)")
+    parser.add_argument("--device", default="cpu", help="device to benchmark: cpu (default) or cuda")
     parser.add_argument("--only", nargs="+", choices=SECTIONS, default=list(SECTIONS), metavar="SECTION",
                         help=f"run only these sections, of: {' '.join(SECTIONS)}")
     parser.add_argument("--no-warp", action="store_true",
@@ -795,16 +795,20 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.threads is not None and args.threads < 1:
         parser.error(f"--threads must be at least 1, got {args.threads}")
-    if args.device.startswith("cuda"):
-        parser.error(f"--device {args.device}: the CUDA backend is not built yet; only --device cpu is supported")
-    if args.device != "cpu":
-        parser.error(f"--device {args.device}: unknown device; only --device cpu is supported")
+    if args.device not in ("cpu", "cuda") and not (args.device.startswith("cuda:") and args.device[5:].isdigit()):
+        parser.error(f"--device {args.device}: unknown device; use cpu, cuda or cuda:N")
     return args
 
 
 def main(argv=None) -> int:
     """Measure the selected sections, then print the title, the table, its notes and the targets line."""
     args = parse_args(argv)
+    if args.device != "cpu":  # the GPU rows, tools/bench_cuda.py
+        try:
+            from . import bench_cuda
+        except ImportError:
+            from tools import bench_cuda
+        return bench_cuda.main(args.quick)
     if args.no_warp:
         global warp
         warp = None

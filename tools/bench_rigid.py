@@ -75,8 +75,8 @@ def box_poses(boxes: Boxes) -> list:
 # initial lattice and returns whether the final poses are finite.
 
 
-def ours_model(boxes: Boxes, requires_grad: bool):
-    """Our Model of the boxes and the ground on the CPU."""
+def ours_model(boxes: Boxes, requires_grad: bool, device="cpu"):
+    """Our Model of the boxes and the ground on `device`."""
     builder = sim.ModelBuilder(up_axis="y")
     h = boxes.half_extent
     material = dict(ke=boxes.ke, kd=boxes.kd, kf=boxes.kf, mu=boxes.mu)
@@ -84,7 +84,7 @@ def ours_model(boxes: Boxes, requires_grad: bool):
         body = builder.add_body(pos=pos, rot=rot)
         builder.add_shape_box(hx=h, hy=h, hz=h, body=body, density=boxes.density, **material)
     builder.add_ground_plane(**material)
-    return builder.finalize(device="cpu", requires_grad=requires_grad)
+    return builder.finalize(device=device, requires_grad=requires_grad)
 
 
 LOSS_SOURCE = '''

@@ -61,8 +61,8 @@ class Cloth:
 # simulates `steps` substeps and returns the final particle positions' finite-ness as a sanity check.
 
 
-def ours_model(cloth: Cloth, requires_grad: bool):
-    """Our Model of the cloth, sphere and ground on the CPU."""
+def ours_model(cloth: Cloth, requires_grad: bool, device="cpu"):
+    """Our Model of the cloth, sphere and ground on `device`."""
     # Newton's bending is the dihedral model: ours too here, so both sides simulate the same cloth (the default,
     # quadratic bending, costs about the same; see docs/bending.md)
     builder = sim.ModelBuilder(up_axis="y", bending="dihedral")
@@ -72,7 +72,7 @@ def ours_model(cloth: Cloth, requires_grad: bool):
                            edge_ke=cloth.edge_ke, fix_left=True, radius=cloth.particle_radius)
     builder.add_shape_sphere(pos=cloth.sphere_center, radius=cloth.sphere_radius)
     builder.add_ground_plane()
-    model = builder.finalize(device="cpu", requires_grad=requires_grad)
+    model = builder.finalize(device=device, requires_grad=requires_grad)
     model.soft_contact = sim.ContactParams(ke=cloth.contact_ke, kd=cloth.contact_kd, kf=cloth.contact_kf,
                                            mu=cloth.contact_mu, margin=0.01)
     return model

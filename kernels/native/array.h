@@ -48,9 +48,15 @@ CUDA_CALLABLE inline bool check_bounds(const array_t<T>& a, int line, int n, int
 }
 #define WP_CHECK(a, n, i0, i1, i2, i3) if (!check_bounds(a, wp_line, n, i0, i1, i2, i3)) return *scratch<T>()
 template <typename T> CUDA_CALLABLE inline T* scratch() {
-    // Out-of-bounds accesses in debug mode read and write this slot instead of foreign memory.
-    static WP_DEVICE T slot;
+    // Out-of-bounds accesses in debug mode read and write this slot instead of foreign memory. On CUDA a
+    // function-scope static must have no constructor: raw bytes there.
+#if defined(WP_CUDA)
+    alignas(16) static WP_DEVICE unsigned char slot[sizeof(T)];
+    return reinterpret_cast<T*>(slot);
+#else
+    static T slot;
     return &slot;
+#endif
 }
 #else
 #define WP_CHECK(a, n, i0, i1, i2, i3)

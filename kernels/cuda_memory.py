@@ -1,0 +1,255 @@
+"""Device memory: a caching allocator, and reads, writes and copies of strided arrays in device memory.
+
+A CUDA array's layout is described by a numpy array whose data pointer is the *device* address (`device_layout`):
+numpy then computes every view (slices, reshapes, transposes, dtype views) exactly as on the CPU, but such an array
+is never read or written on the host: it is made read-only, and every data access goes through this module's
+`read`/`write`/`copy`, which move bytes with the driver.
+
+Allocation: freed blocks are kept per device in size classes (at most 1/8 larger than asked) and handed out
+again, so a taped rollout that allocates fresh arrays every step costs no driver calls after the first steps.
+Reuse is ordered on the device's streams: a block freed while other streams than the default exist on its device
+carries an event recorded at the free, which the next user's stream waits for. When the driver is out of memory,
+the cached blocks are released and the allocation tried once more.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import cuda_driver as cu
+
+
+def _size_class(nbytes: int) -> int:
+    """The block size served for a request of `nbytes`: a multiple of 512 bytes, at most 1/8 above the request."""
+    n = max(int(nbytes), 1)
+    step = max(512, 1 << max(n.bit_length() - 4, 0))
+    return (n + step - 1) // step * step
+
+
+class _Pool:
+    """The free blocks of one device: size class -> list of (pointer, event or None)."""
+
+    def __init__(self, ordinal: int):
+        self.ordinal = ordinal
+        self.free: dict = {}
+        self.cached_bytes = 0
+        self.used_bytes = 0
+        self.driver_allocs = 0
+
+    def take(self, nbytes: int) -> tuple:
+        size = _size_class(nbytes)
+        blocks = self.free.get(size)
+        if blocks:
+            ptr, event = blocks.pop()
+            self.cached_bytes -= size
+            if event is not None:
+                from .stream import current_stream_handle
+                cu.stream_wait_event(current_stream_handle(self.ordinal), event)
+                cu.event_destroy(event)
+            self.used_bytes += size
+            return ptr, size
+        try:
+            ptr = cu.mem_alloc(self.ordinal, size)
+        except cu.CudaError as e:
+            if e.code != "CUDA_ERROR_OUT_OF_MEMORY" or not self.cached_bytes:
+                raise
+            self.release_cached()
+            ptr = cu.mem_alloc(self.ordinal, size)
+        self.driver_allocs += 1
+        self.used_bytes += size
+        return ptr, size
+
+    def give(self, ptr: int, size: int):
+        from .stream import multiple_streams, current_stream_handle
+        event = None
+        if multiple_streams(self.ordinal):
+            event = cu.event_create(self.ordinal)
+            cu.event_record(event, current_stream_handle(self.ordinal))
+        self.free.setdefault(size, []).append((ptr, event))
+        self.cached_bytes += size
+        self.used_bytes -= size
+
+    def release_cached(self):
+        """Return every cached block to the driver (after the device's work is done)."""
+        cu.synchronize_device(self.ordinal)
+        for blocks in self.free.values():
+            for ptr, event in blocks:
+                if event is not None:
+                    cu.event_destroy(event)
+                cu.mem_free(self.ordinal, ptr)
+        self.free.clear()
+        self.cached_bytes = 0
+
+
+_pools: dict = {}
+
+
+def pool(ordinal: int) -> _Pool:
+    p = _pools.get(ordinal)
+    if p is None:
+        p = _pools[ordinal] = _Pool(ordinal)
+    return p
+
+
+class Allocation:
+    """`nbytes` of device memory on device `ordinal` at address `ptr`, returned to the pool when collected."""
+
+    __slots__ = ("ptr", "nbytes", "ordinal", "_size", "__weakref__")
+
+    def __init__(self, ordinal: int, nbytes: int):
+        self.ordinal = ordinal
+        self.nbytes = int(nbytes)
+        self.ptr, self._size = pool(ordinal).take(nbytes)
+
+    def __del__(self):
+        try:
+            pool(self.ordinal).give(self.ptr, self._size)
+        except Exception:  # noqa: BLE001  interpreter shutdown: the driver may be gone; the process frees it all
+            pass
+
+
+def empty_cache(ordinal: int | None = None):
+    """Give the cached free blocks of one device (all when None) back to the driver."""
+    for o, p in list(_pools.items()):
+        if ordinal is None or o == ordinal:
+            p.release_cached()
+
+
+def memory_stats(ordinal: int) -> dict:
+    """Bytes in use by arrays, bytes cached for reuse, and how many blocks came from the driver."""
+    p = pool(ordinal)
+    return {"used_bytes": p.used_bytes, "cached_bytes": p.cached_bytes, "driver_allocations": p.driver_allocs}
+
+
+# ---------------------------------------------------------------------------------------------------- layouts
+
+
+class _Description:
+    """Hands numpy a buffer description through the array interface (nothing is read at the address)."""
+
+    def __init__(self, ptr: int, dtype: np.dtype, shape: tuple, strides: tuple):
+        self.__array_interface__ = {"shape": tuple(shape), "typestr": dtype.str,
+                                    "descr": dtype.descr if dtype.fields else [("", dtype.str)],
+                                    "data": (int(ptr), False), "strides": tuple(strides), "version": 3}
+
+
+def device_layout(ptr: int, dtype: np.dtype, shape: tuple, strides: tuple | None = None) -> np.ndarray:
+    """A read-only numpy array describing memory at device address `ptr`: use its shape, strides and
+    `.ctypes.data`, never its elements."""
+    if strides is None:
+        strides = _contiguous(shape, dtype.itemsize)
+    a = np.asarray(_Description(ptr, dtype, shape, strides))
+    a.flags.writeable = False
+    return a
+
+
+def _contiguous(shape, itemsize) -> tuple:
+    out, step = [], itemsize
+    for d in reversed(shape):
+        out.append(step)
+        step *= d
+    return tuple(reversed(out))
+
+
+def _span(layout: np.ndarray) -> tuple:
+    """(lowest, highest + 1) byte offset from the layout's pointer that its elements touch."""
+    if layout.size == 0:
+        return 0, 0
+    lo = sum((n - 1) * s for n, s in zip(layout.shape, layout.strides) if s < 0)
+    hi = sum((n - 1) * s for n, s in zip(layout.shape, layout.strides) if s > 0) + layout.itemsize
+    return lo, hi
+
+
+def _captured(ordinal: int, host_buffer) -> bool:
+    """Inside a CUDA capture on device `ordinal`, keep `host_buffer` (read at every replay) with the graph."""
+    from .capture import keep_alive
+    from .device import get_device
+    return keep_alive(get_device(f"cuda:{ordinal}"), host_buffer)
+
+
+def _stream(ordinal: int):
+    from .stream import current_stream_handle
+    return current_stream_handle(ordinal)
+
+
+def read(layout: np.ndarray, ordinal: int) -> np.ndarray:
+    """The elements of device layout `layout` as a new C-contiguous host array (waits for the device's work)."""
+    out = np.empty(layout.shape, dtype=layout.dtype)
+    if layout.size == 0:
+        return out
+    stream = _stream(ordinal)
+    if layout.flags.c_contiguous:
+        cu.memcpy_dtoh(out.ctypes.data, layout.ctypes.data, layout.nbytes, stream)
+        return out
+    lo, hi = _span(layout)
+    staging = np.empty(hi - lo, dtype=np.uint8)
+    cu.memcpy_dtoh(staging.ctypes.data, layout.ctypes.data + lo, hi - lo, stream)
+    out[...] = np.ndarray(layout.shape, dtype=layout.dtype, buffer=staging, offset=-lo, strides=layout.strides)
+    return out
+
+
+def write(layout: np.ndarray, ordinal: int, data):
+    """Write host data (broadcast to the layout's shape) into device layout `layout`. A strided layout is read,
+    changed and written back whole over the bytes it spans (the bytes between its elements are written with what
+    they held)."""
+    if layout.size == 0:
+        return
+    src = np.ascontiguousarray(np.broadcast_to(np.asarray(data, dtype=layout.dtype), layout.shape))
+    stream = _stream(ordinal)
+    if layout.flags.c_contiguous:
+        cu.memcpy_htod(layout.ctypes.data, src.ctypes.data, layout.nbytes, stream)
+        if not _captured(ordinal, src):
+            cu.stream_synchronize(stream)  # `src` may be a temporary: the copy must be done before it is freed
+        return
+    lo, hi = _span(layout)
+    staging = np.empty(hi - lo, dtype=np.uint8)
+    cu.memcpy_dtoh(staging.ctypes.data, layout.ctypes.data + lo, hi - lo, stream)
+    np.ndarray(layout.shape, dtype=layout.dtype, buffer=staging, offset=-lo, strides=layout.strides)[...] = src
+    cu.memcpy_htod(layout.ctypes.data + lo, staging.ctypes.data, hi - lo, stream)
+    cu.stream_synchronize(stream)
+
+
+def fill(layout: np.ndarray, ordinal: int, element: np.ndarray):
+    """Set every element of device layout `layout` to `element` (one element in the layout's scalar layout):
+    a driver memset when the element is one repeated byte or 32-bit word and the layout contiguous."""
+    if layout.size == 0:
+        return
+    raw = np.ascontiguousarray(element).view(np.uint8).ravel()
+    if layout.flags.c_contiguous:
+        stream = _stream(ordinal)
+        if np.all(raw == raw[0]):
+            cu.memset_d8(layout.ctypes.data, int(raw[0]), layout.nbytes, stream)
+            return
+        if raw.size % 4 == 0 and layout.ctypes.data % 4 == 0:
+            words = raw.view(np.uint32)
+            if np.all(words == words[0]):
+                cu.memset_d32(layout.ctypes.data, int(words[0]), layout.nbytes // 4, stream)
+                return
+    inner = element.shape
+    full = np.broadcast_to(element, layout.shape[:layout.ndim - len(inner)] + inner) if inner else element
+    write(layout, ordinal, full)
+
+
+def copy(dst: np.ndarray, dst_ordinal: int, src: np.ndarray, src_ordinal: int):
+    """Copy the elements of layout `src` into layout `dst` (same shape); an ordinal of -1 marks host memory.
+    Contiguous layouts copy with one driver call; others through the host."""
+    if dst.size == 0:
+        return
+    if dst.flags.c_contiguous and src.flags.c_contiguous and dst.dtype == src.dtype:
+        if dst_ordinal >= 0 and src_ordinal >= 0:
+            cu.memcpy_dtod(dst.ctypes.data, src.ctypes.data, dst.nbytes, _stream(dst_ordinal))
+            if dst_ordinal != src_ordinal:
+                cu.synchronize_device(dst_ordinal)
+            return
+        if dst_ordinal >= 0:
+            cu.memcpy_htod(dst.ctypes.data, src.ctypes.data, dst.nbytes, _stream(dst_ordinal))
+            if not _captured(dst_ordinal, src):
+                cu.stream_synchronize(_stream(dst_ordinal))
+            return
+        cu.memcpy_dtoh(dst.ctypes.data, src.ctypes.data, dst.nbytes, _stream(src_ordinal))
+        return
+    host = read(src, src_ordinal) if src_ordinal >= 0 else src
+    if dst_ordinal >= 0:
+        write(dst, dst_ordinal, host)
+    else:
+        dst[...] = host
