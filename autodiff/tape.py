@@ -522,8 +522,12 @@ class _LiveGradients:
         known = self.zero.get(id(a))
         if known is None:
             rec = capture.recorder(a.device)
-            # a CUDA gradient is not read back to look (a synchronisation per array): it may carry
-            known = rec.is_fresh(g) if rec is not None else (False if g.is_cuda else not _any_nonzero(g.numpy()))
+            if rec is not None:
+                known = rec.is_fresh(g)
+            elif g.is_cuda:
+                known = not _device_any_nonzero(g)
+            else:
+                known = not _any_nonzero(g.numpy())
             self.zero[id(a)] = known
         return not known
 
@@ -548,6 +552,33 @@ def _pack_struct_adjoint(adj, t):
     for name, ft in struct_fields:
         setattr(c, name, _pack_struct_adjoint(getattr(adj, name), ft))
     return c
+
+
+@wp.kernel(enable_backward=False)
+def _flag_nonzero_words(words: wp.array(dtype=wp.uint32), flag: wp.array(dtype=wp.int32)):
+    i = wp.tid()
+    if words[i] != wp.uint32(0):
+        flag[0] = 1
+
+
+def _device_any_nonzero(g) -> bool:
+    """Whether CUDA gradient `g` may hold anything but zeros: checked on the device (one small launch and a
+    four-byte read) for a contiguous gradient of whole 32-bit words; True (may carry) inside a capture, where
+    nothing can be read, and where the words cannot be seen (a strided view is read whole on the host)."""
+    if wp.is_capturing(g.device):
+        return True
+    if not g.is_contiguous:
+        return _any_nonzero(g.numpy())
+    nbytes = g._buf.nbytes  # the layout's size: nothing is read
+    if nbytes == 0:
+        return False
+    if nbytes % 4:
+        return _any_nonzero(g.numpy())
+    words = wp.array(ptr=g.ptr, shape=(nbytes // 4,), dtype=wp.uint32, device=g.device)
+    words._owner = g  # keeps the gradient's memory alive while the view is used
+    flag = wp.zeros(1, dtype=wp.int32, device=g.device)
+    wp.launch(_flag_nonzero_words, dim=nbytes // 4, inputs=[words, flag], device=g.device, record_tape=False)
+    return bool(flag.numpy()[0])
 
 
 def _device_copy_adjoint(g_dest_array, g_src_array, g_dest, g_src, keep: bool):

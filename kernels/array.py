@@ -309,7 +309,7 @@ class array:
         self._init_from_buffer(self._buf.reshape(shape + inner), self.dtype, self.device)
 
     def _init_from_data(self, data, dtype, copy, device):
-        if hasattr(data, "__cuda_array_interface__") and not isinstance(data, array):
+        if not isinstance(data, array) and hasattr(data, "__cuda_array_interface__"):
             from .interop import from_cuda_array_interface
             data = from_cuda_array_interface(data, None if dtype is T.Any else dtype)
             if not copy and get_device(device if device is not None else data.device) == data.device:
@@ -707,7 +707,11 @@ class array:
                 # neither is offered here, so refuse rather than give numpy's differently shaped result
                 raise TypeError(f"arrays are indexed with ints and slices; an index of type {type(k).__name__} "
                                 "would make an indexed array (wp.indexedarray), which kernels does not support")
-        view = self._buf[key]
+        if self.is_cuda:
+            from .cuda_memory import index
+            view = index(self._buf, key)
+        else:
+            view = self._buf[key]
         inner = _element_info(self.dtype)[1]
         if view.ndim == len(inner):
             if self.is_cuda:
@@ -723,9 +727,9 @@ class array:
 
     def __setitem__(self, key, value):
         if self.is_cuda:
-            from .cuda_memory import copy, write
+            from .cuda_memory import copy, index, write
             key = key if isinstance(key, tuple) else (key,)
-            view = self._buf[key]
+            view = index(self._buf, key)
             if isinstance(value, array):
                 copy(view, self._ordinal, value._buf, value._ordinal)
             else:

@@ -224,11 +224,19 @@ def is_capturing(device=None) -> bool:
 class CudaGraph:
     """A CUDA graph captured on one device; run it with `capture_launch(graph)`."""
 
-    def __init__(self, device, graph, exe, keep: list, launches: int):
+    def __init__(self, device, graph, exe, keep: list):
         self.device = device
         self.graph, self.exe = graph, exe
         self._keep = keep  # arrays and host buffers the graph's nodes point into
-        self.launch_count = launches
+        self._launches = None
+
+    @property
+    def launch_count(self) -> int:
+        """Kernel launches (forward and adjoint) in the graph, nested graphs included."""
+        if self._launches is None:
+            from . import cuda_driver
+            self._launches = cuda_driver.graph_kernel_count(self.graph)
+        return self._launches
 
     def __len__(self):
         from . import cuda_driver
@@ -246,7 +254,6 @@ class _CudaCapture:
     def __init__(self, stream):
         self.stream = stream
         self.keep: list = []
-        self.launches = 0
 
 
 _cuda_captures: dict = {}  # device alias -> _CudaCapture open on it
@@ -284,17 +291,21 @@ def _cuda_capture_begin(dev, stream, force_module_load):
 
 
 def _build_loaded_modules(dev):
-    """Build for `dev` every kernel built on the host so far (no compile or module load inside the capture)."""
-    from .cuda_module import cuda_kernel
+    """Build for `dev` what its kernels launched so far may need inside the capture (no compile or module load
+    while capturing)."""
+    from .cuda_module import cuda_function
     from .module import _modules
     for m in list(_modules.values()):
         for k in list(m.kernels):
-            if k.lib is not None and k.error is None and dev.ordinal not in k.cuda \
-                    and dev.ordinal not in k.cuda_errors:
-                try:
-                    cuda_kernel(k, dev)
-                except Exception:  # noqa: BLE001  kept on the kernel, raised at its launch
-                    pass
+            # forward: the kernels of every module launched on this device so far; adjoint: the kernels launched
+            # on a CUDA device under a Tape (a backward captured later needs them). Kernels only ever run on the
+            # CPU are left alone: compiling them all could take minutes.
+            if k.error is None and dev.ordinal in k.cuda:
+                for adjoint in (False, True) if k.enable_backward and k.cuda_taped else (False,):
+                    try:
+                        cuda_function(k, dev, adjoint)
+                    except Exception:  # noqa: BLE001  kept on the kernel, raised at its launch
+                        pass
 
 
 def capture_begin(device=None, stream=None, force_module_load=None, external=False):
@@ -322,7 +333,7 @@ def capture_end(device=None, stream=None) -> Graph:
         from . import cuda_driver
         cap = _cuda_captures.pop(dev.alias)
         graph, exe = cuda_driver.capture_end(cap.stream.handle)
-        return CudaGraph(dev, graph, exe, cap.keep, cap.launches)
+        return CudaGraph(dev, graph, exe, cap.keep)
     rec = _recorders.pop(dev.alias, None)
     if rec is None:
         raise CaptureError(f"wp.capture_end(): no capture is open on {dev}")
@@ -337,6 +348,7 @@ def capture_launch(graph: Graph, stream=None):
         from .stream import get_stream
         s = stream if stream is not None else get_stream(graph.device)
         cuda_driver.graph_launch(graph.exe, s.handle)
+        keep_alive(graph.device, graph)  # launched inside another capture: the outer graph keeps this one
         return
     if not isinstance(graph, Graph):
         raise TypeError(f"wp.capture_launch() takes a Graph from wp.capture_end(), got {type(graph).__name__}")

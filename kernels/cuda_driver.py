@@ -166,7 +166,8 @@ def memcpy_dtod(dst: int, src: int, nbytes: int, stream):
 
 def memcpy_2d(dst: int, dst_pitch: int, src: int, src_pitch: int, width: int, height: int, stream,
               dst_host: bool = False, src_host: bool = False):
-    """Copy `height` rows of `width` bytes between pitched memory (either side on the host or the device)."""
+    """Queue a copy of `height` rows of `width` bytes between pitched memory (either side on the host or the
+    device); the caller waits for the stream before reading host memory it wrote."""
     if not width or not height:
         return
     d = driver()
@@ -184,8 +185,6 @@ def memcpy_2d(dst: int, dst_pitch: int, src: int, src_pitch: int, width: int, he
         p.dstDevice = dst
     p.srcPitch, p.dstPitch, p.WidthInBytes, p.Height = src_pitch, dst_pitch, width, height
     call("cuMemcpy2DAsync", p, stream)
-    if dst_host:
-        call("cuStreamSynchronize", stream)
 
 
 def memset_d8(dst: int, value: int, nbytes: int, stream):
@@ -196,6 +195,12 @@ def memset_d8(dst: int, value: int, nbytes: int, stream):
 def memset_d32(dst: int, value: int, count: int, stream):
     if count:
         call("cuMemsetD32Async", dst, value & 0xFFFFFFFF, count, stream)
+
+
+def pointer_ordinal(ptr: int) -> int:
+    """The ordinal of the device whose memory `ptr` points into."""
+    d = driver()
+    return int(call("cuPointerGetAttribute", d.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr))
 
 
 def mem_info(ordinal: int) -> tuple:
@@ -332,6 +337,26 @@ def graph_destroy(graph, exe):
     call("cuGraphDestroy", graph)
 
 
-def graph_node_count(graph) -> int:
+def graph_nodes(graph) -> list:
     _, n = call("cuGraphGetNodes", graph, 0)
-    return int(n)
+    if not n:
+        return []
+    nodes, _ = call("cuGraphGetNodes", graph, int(n))
+    return list(nodes)
+
+
+def graph_node_count(graph) -> int:
+    return len(graph_nodes(graph))
+
+
+def graph_kernel_count(graph) -> int:
+    """Kernel launches in a graph, those of its child graphs (nested captures) included."""
+    t = driver().CUgraphNodeType
+    count = 0
+    for node in graph_nodes(graph):
+        kind = call("cuGraphNodeGetType", node)
+        if kind == t.CU_GRAPH_NODE_TYPE_KERNEL:
+            count += 1
+        elif kind == t.CU_GRAPH_NODE_TYPE_GRAPH:
+            count += graph_kernel_count(call("cuGraphChildGraphNodeGetGraph", node))
+    return count

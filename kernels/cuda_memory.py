@@ -143,6 +143,27 @@ def device_layout(ptr: int, dtype: np.dtype, shape: tuple, strides: tuple | None
     return a
 
 
+def index(layout: np.ndarray, key: tuple) -> np.ndarray:
+    """`layout[key]` for ints and slices, without reading an element (numpy reads memory when every dimension is
+    indexed by an int: each int here becomes a one-element slice whose dimension is then dropped)."""
+    slices, drop = [], []
+    for d, k in enumerate(key):
+        if isinstance(k, slice):
+            slices.append(k)
+            continue
+        n = layout.shape[d]
+        i = int(k) + n if int(k) < 0 else int(k)
+        if not 0 <= i < n:
+            raise IndexError(f"index {int(k)} is out of bounds for axis {d} with size {n}")
+        slices.append(slice(i, i + 1))
+        drop.append(d)
+    view = layout[tuple(slices)]
+    keep = [d for d in range(view.ndim) if d not in drop]
+    out = np.lib.stride_tricks.as_strided(view, shape=tuple(view.shape[d] for d in keep),
+                                          strides=tuple(view.strides[d] for d in keep), writeable=False)
+    return out
+
+
 def _contiguous(shape, itemsize) -> tuple:
     out, step = [], itemsize
     for d in reversed(shape):
@@ -151,13 +172,23 @@ def _contiguous(shape, itemsize) -> tuple:
     return tuple(reversed(out))
 
 
-def _span(layout: np.ndarray) -> tuple:
-    """(lowest, highest + 1) byte offset from the layout's pointer that its elements touch."""
-    if layout.size == 0:
-        return 0, 0
-    lo = sum((n - 1) * s for n, s in zip(layout.shape, layout.strides) if s < 0)
-    hi = sum((n - 1) * s for n, s in zip(layout.shape, layout.strides) if s > 0) + layout.itemsize
-    return lo, hi
+def _capturing(ordinal: int) -> bool:
+    from .capture import cuda_capture
+    from .device import get_device
+    return cuda_capture(get_device(f"cuda:{ordinal}")) is not None
+
+
+def _pinned_copy(host: np.ndarray) -> np.ndarray:
+    """A copy of host array `host` in page-locked memory (freed with the returned array)."""
+    import ctypes
+    import weakref
+    nbytes = max(host.nbytes, 1)
+    ptr = cu.host_alloc_pinned(nbytes)
+    raw = (ctypes.c_byte * nbytes).from_address(ptr)
+    weakref.finalize(raw, cu.host_free_pinned, ptr)
+    out = np.ndarray(host.shape, dtype=host.dtype, buffer=raw)
+    out[...] = host
+    return out
 
 
 def _captured(ordinal: int, host_buffer) -> bool:
@@ -172,19 +203,45 @@ def _stream(ordinal: int):
     return current_stream_handle(ordinal)
 
 
+def _strided_copy(layout: np.ndarray, host: np.ndarray, stream, to_device: bool):
+    """Copy between strided device layout `layout` and C-contiguous host array `host` (same shape), only the
+    elements' bytes: the layout's innermost contiguous run of bytes is a row of a 2D copy whose rows step by the
+    next dimension's stride; one 2D copy per index of the dimensions outside those."""
+    if any(st < 0 for st in layout.strides):
+        raise ValueError("CUDA array views with negative strides are not supported")
+    shape, strides = list(layout.shape), list(layout.strides)
+    row = layout.itemsize
+    while shape and strides[-1] == row:  # merge the trailing contiguous dimensions into one row of bytes
+        row *= shape.pop()
+        strides.pop()
+    if not shape:  # contiguous after all (numpy's flags can miss it for dimensions of extent 1)
+        shape, strides = [1], [row]
+    height, pitch = shape[-1], strides[-1]
+    outer_shape, outer_strides = shape[:-1], strides[:-1]
+    block = height * row  # host bytes of one 2D copy
+    base, hbase = layout.ctypes.data, host.ctypes.data
+    for k, idx in enumerate(np.ndindex(*outer_shape) if outer_shape else [()]):
+        offset = sum(i * st for i, st in zip(idx, outer_strides))
+        if to_device:
+            cu.memcpy_2d(base + offset, pitch, hbase + k * block, row, row, height, stream, src_host=True)
+        else:
+            cu.memcpy_2d(hbase + k * block, row, base + offset, pitch, row, height, stream, dst_host=True)
+
+
 def read(layout: np.ndarray, ordinal: int) -> np.ndarray:
     """The elements of device layout `layout` as a new C-contiguous host array (waits for the device's work)."""
     out = np.empty(layout.shape, dtype=layout.dtype)
     if layout.size == 0:
         return out
+    if _capturing(ordinal):
+        raise RuntimeError(f"a CUDA array on cuda:{ordinal} cannot be read on the host inside a capture on its "
+                           "device: its values exist only when the graph runs (read it after capture_launch)")
     stream = _stream(ordinal)
     if layout.flags.c_contiguous:
         cu.memcpy_dtoh(out.ctypes.data, layout.ctypes.data, layout.nbytes, stream)
         return out
-    lo, hi = _span(layout)
-    staging = np.empty(hi - lo, dtype=np.uint8)
-    cu.memcpy_dtoh(staging.ctypes.data, layout.ctypes.data + lo, hi - lo, stream)
-    out[...] = np.ndarray(layout.shape, dtype=layout.dtype, buffer=staging, offset=-lo, strides=layout.strides)
+    _strided_copy(layout, out, stream, to_device=False)
+    cu.stream_synchronize(stream)
     return out
 
 
@@ -196,17 +253,16 @@ def write(layout: np.ndarray, ordinal: int, data):
         return
     src = np.ascontiguousarray(np.broadcast_to(np.asarray(data, dtype=layout.dtype), layout.shape))
     stream = _stream(ordinal)
+    capturing = _capturing(ordinal)
+    if capturing:
+        src = _pinned_copy(src)  # copied now, written at every replay (graphs copy from page-locked memory)
+        _captured(ordinal, src)
     if layout.flags.c_contiguous:
         cu.memcpy_htod(layout.ctypes.data, src.ctypes.data, layout.nbytes, stream)
-        if not _captured(ordinal, src):
-            cu.stream_synchronize(stream)  # `src` may be a temporary: the copy must be done before it is freed
-        return
-    lo, hi = _span(layout)
-    staging = np.empty(hi - lo, dtype=np.uint8)
-    cu.memcpy_dtoh(staging.ctypes.data, layout.ctypes.data + lo, hi - lo, stream)
-    np.ndarray(layout.shape, dtype=layout.dtype, buffer=staging, offset=-lo, strides=layout.strides)[...] = src
-    cu.memcpy_htod(layout.ctypes.data + lo, staging.ctypes.data, hi - lo, stream)
-    cu.stream_synchronize(stream)
+    else:
+        _strided_copy(layout, src, stream, to_device=True)
+    if not capturing:
+        cu.stream_synchronize(stream)  # `src` may be a temporary: the copy must be done before it is freed
 
 
 def fill(layout: np.ndarray, ordinal: int, element: np.ndarray):
@@ -242,9 +298,13 @@ def copy(dst: np.ndarray, dst_ordinal: int, src: np.ndarray, src_ordinal: int):
                 cu.synchronize_device(dst_ordinal)
             return
         if dst_ordinal >= 0:
+            if _capturing(dst_ordinal):
+                src = _pinned_copy(src)
+                _captured(dst_ordinal, src)
+                cu.memcpy_htod(dst.ctypes.data, src.ctypes.data, dst.nbytes, _stream(dst_ordinal))
+                return
             cu.memcpy_htod(dst.ctypes.data, src.ctypes.data, dst.nbytes, _stream(dst_ordinal))
-            if not _captured(dst_ordinal, src):
-                cu.stream_synchronize(_stream(dst_ordinal))
+            cu.stream_synchronize(_stream(dst_ordinal))
             return
         cu.memcpy_dtoh(dst.ctypes.data, src.ctypes.data, dst.nbytes, _stream(src_ordinal))
         return

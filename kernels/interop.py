@@ -74,14 +74,10 @@ def from_cuda_array_interface(obj, dtype=None) -> array:
     strides = iface.get("strides")
     ptr = int(iface["data"][0])
     stream = iface.get("stream")
-    from .cuda_driver import call
-    if stream is not None and stream != 0:
-        call("cuStreamSynchronize", int(stream))
-    device = "cuda:0"
-    if ptr:
-        from cuda.bindings import driver
-        ordinal = call("cuPointerGetAttribute", driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr)
-        device = f"cuda:{int(ordinal)}"
+    from . import cuda_driver
+    if stream is not None and stream != 0:  # the producer's stream: its work on the memory must be done
+        cuda_driver.stream_synchronize(cuda_driver.driver().CUstream(int(stream)))
+    device = f"cuda:{cuda_driver.pointer_ordinal(ptr)}" if ptr else "cuda:0"
     out = _layout_array(ptr, np_dtype, shape, tuple(strides) if strides is not None else None, device, dtype,
                         type(obj).__name__)
     out._foreign_owner = obj  # the producer owns the memory

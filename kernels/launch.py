@@ -398,7 +398,6 @@ def _run(kernel, bounds, params, values, adj_params=None, adj_values=None, devic
         cap = capture.cuda_capture(device)
         if cap is not None:  # the graph's launch reads and writes these arrays at every replay
             cap.keep.append((values, adj_values))
-            cap.launches += 1
         if config.verify_fp:
             verify_finite(kernel, values, adj_values)
         return
@@ -477,6 +476,8 @@ def launch(kernel, dim, inputs=(), outputs=(), device=None, adjoint=False, adj_i
         return cmd
     cmd.launch()
     if record_tape and not adjoint and tape_hooks:
+        if device.is_cuda:
+            kernel.cuda_taped = True
         tape_hooks[-1](kernel, dims, inputs, outputs, device, cmd)
     return None
 

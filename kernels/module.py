@@ -59,7 +59,8 @@ class Kernel:
         self.forward_fn = None
         self.backward_fn = None
         self.cuda: dict = {}  # device ordinal -> cuda_module.CudaKernel, once built for that device
-        self.cuda_errors: dict = {}  # device ordinal -> why the kernel could not be built for it
+        self.cuda_errors: dict = {}  # (device ordinal, adjoint) -> why that entry point could not be built
+        self.cuda_taped = False  # launched on a CUDA device under a Tape: a capture builds its adjoint first
         self.args_ctype = None
         self._launch_struct_params = None  # launch.struct_params
         self.tid_ndim = 0

@@ -38,8 +38,9 @@ def _check(result, what: str, program=None, nvrtc=None):
     return result[1:] if len(result) > 1 else None
 
 
-def render_cuda_source(kernels: list, debug: bool = False) -> str:
-    """The CUDA C++ text of a module holding `kernels` (each compiled to typed IR first)."""
+def render_cuda_source(kernels: list, debug: bool = False, adjoint: bool = True) -> str:
+    """The CUDA C++ text of a module holding `kernels` (each compiled to typed IR first); with `adjoint=False`
+    the forward entry points alone (a fraction of the compile time of a module with its adjoints)."""
     from .module import _callees
     from .render_adjoint import render_adjoint_function, render_adjoint_kernel
     src = ModuleSource(CUDA, debug)
@@ -48,8 +49,9 @@ def render_cuda_source(kernels: list, debug: bool = False) -> str:
         k.compile_ir()
         for fn in _callees(k.ir):
             src.add_function(fn)
-        parts.append(src.render_kernel(k.ir, f"k{i}_{k.name}", render_adjoint_kernel if k.enable_backward else None))
-    return src.source(parts, render_adjoint_function)
+        backward = render_adjoint_kernel if k.enable_backward and adjoint else None
+        parts.append(src.render_kernel(k.ir, f"k{i}_{k.name}", backward))
+    return src.source(parts, render_adjoint_function if adjoint else None)
 
 
 def compile_source_to_ptx(source: str, arch: int = 90, name: str = "module.cu") -> str:

@@ -13,6 +13,11 @@ if "KERNELS_CACHE_DIR" not in os.environ:
     wp.config.cache_dir = tempfile.mkdtemp(prefix="kernels-test-cache-")
 
 
+if os.environ.get("KERNELS_EMULATE_CUDA") == "1":  # the emulated cuda:0 of tests/_cuda_emulation.py, session-wide
+    from _cuda_emulation import install as _install_emulation
+    _install_emulation(pytest.MonkeyPatch())
+
+
 def _devices():
     """The devices of the `device` fixture: the CPU, and the first GPU when one is usable. KERNELS_TEST_DEVICES
     (comma-separated, e.g. "cuda:0") narrows them: tools/gpu_check.sh runs only the GPU half on a lent GPU."""
@@ -37,3 +42,19 @@ def device(request):
 def pytest_configure(config):
     config.addinivalue_line("markers", "cpu_only(reason): a device test that runs on the CPU alone, and why "
                                        "(skipped on CUDA devices with that reason)")
+
+
+def pytest_runtest_logreport(report):
+    """KERNELS_TEST_REPORT=path: append each test's outcome (and the end of a failure's report) to `path` as it
+    happens, so that a run cut short by a time limit (tools/gpu_check.sh on a lent GPU) still says what ran."""
+    path = os.environ.get("KERNELS_TEST_REPORT")
+    if not path or (report.when != "call" and report.outcome == "passed"):
+        return
+    line = f"{report.outcome.upper()} {report.nodeid} ({report.when}, {report.duration:.1f} s)\n"
+    if report.outcome == "failed":
+        text = str(report.longrepr)
+        line += "    " + text[-1500:].replace("\n", "\n    ") + "\n"
+    elif report.outcome == "skipped" and isinstance(report.longrepr, tuple):
+        line += f"    {report.longrepr[2]}\n"
+    with open(path, "a") as f:
+        f.write(line)

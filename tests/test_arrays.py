@@ -85,6 +85,7 @@ def test_from_numpy_copies_by_default(device):
     np.testing.assert_array_equal(data, [1.0, 2.0, 3.0])
 
 
+@pytest.mark.cpu_only("a numpy array is host memory: an array on a GPU made from it is always a copy")
 def test_from_numpy_zero_copy(device):
     data = np.array([1.0, 2.0, 3.0], dtype=np.float32)
     a = wp.array(data, dtype=float, copy=False, device=device)
@@ -280,6 +281,7 @@ def test_vec3_array_from_n_by_3(device):
         wp.array(np.zeros((3, 2), dtype=np.float32), dtype=wp.vec3)
 
 
+@pytest.mark.cpu_only("a numpy array is host memory: a GPU launch refuses it (the arrays must be on its device)")
 def test_numpy_array_passed_to_launch_is_not_copied(device):
     data = np.array([1.0, -2.0, 4.0], dtype=np.float32)
     wp.launch(scale_1d, dim=3, inputs=[data, 0.5], device=device)

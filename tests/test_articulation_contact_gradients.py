@@ -188,7 +188,9 @@ def test_a_collider_grown_after_building_collides_as_if_built_so(device, collide
             model = sliding_arm(device, collider)
         finally:
             COLLIDERS[collider] = (method, shape)
-        model.joint_q.numpy()[1] = -math.asin(0.2 - 0.03)
+        q = model.joint_q.numpy()  # a copy on a GPU: assigned back
+        q[1] = -math.asin(0.2 - 0.03)
+        model.joint_q.assign(q)
         return model
 
     def accelerations(model):
@@ -197,6 +199,7 @@ def test_a_collider_grown_after_building_collides_as_if_built_so(device, collide
     built, grown = arm(0.05), arm(0.0)
     scale = grown.shape_scale.numpy()
     scale[1, SIZES[collider]] += 0.05
+    grown.shape_scale.assign(scale)  # on the CPU `scale` is the array's memory; on a GPU a copy
     np.testing.assert_allclose(scale[1], built.shape_scale.numpy()[1], rtol=1e-6)
     assert grown.shape_bounding_radius.numpy()[1] < built.shape_bounding_radius.numpy()[1]
     assert accelerations(built)[1] > 100.0  # pushed up hard: 2 cm deep

@@ -244,6 +244,6 @@ def test_a_failing_driver_call_names_itself():
     from kernels import cuda_driver
     from kernels.cuda_module import cuda_kernel
     wp.launch(saxpy, dim=1, inputs=[1.0, wp.zeros(1, device=DEV), wp.zeros(1, device=DEV)], device=DEV)
-    module = cuda_kernel(saxpy, wp.get_device(DEV)).module
+    module = cuda_kernel(saxpy, wp.get_device(DEV)).modules[0]
     with pytest.raises(cuda_driver.CudaError, match="cuModuleGetFunction failed: CUDA_ERROR_NOT_FOUND"):
         cuda_driver.module_function(module, "no_such_kernel")

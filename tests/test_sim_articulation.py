@@ -147,7 +147,9 @@ def test_free_joint_starts_at_the_body_pose_and_fk_ik_round_trip(device):
 def test_pendulum_period_matches_small_angle_theory(device):
     length, mass, inertia = 1.0, 1.0, 1e-3
     model = pendulum(device, length=length, mass=mass, inertia=inertia)
-    model.joint_q.numpy()[0] = 0.05
+    q = model.joint_q.numpy()  # a copy on a GPU: assigned back
+    q[0] = 0.05
+    model.joint_q.assign(q)
     dt, steps = 2e-3, 2300
     solver = sim.SolverFeatherstone(model)
     _, states = rollout(model, solver, steps, dt, every=1)
@@ -177,7 +179,7 @@ def test_double_pendulum_conserves_energy(device):
     rest = model.state()
     sim.eval_fk(model, rest.joint_q, rest.joint_qd, rest)
     resting_energy = mechanical_energy(model, rest)
-    model.joint_q.numpy()[:] = [1.0, -0.5]
+    model.joint_q.assign([1.0, -0.5])
     solver = sim.SolverFeatherstone(model)
     dt = 2.5e-4
     state, scratch = model.state(), model.state()
@@ -215,8 +217,8 @@ def test_ball_and_d6_chain_energy_error_shrinks_with_dt(device):
                    parent_xform=(0, -1, 0, 0, 0, 0, 1))
     model = b.finalize(device)
     r = np.array([0.2, 0.1, 0.3, 1.0])
-    model.joint_q.numpy()[:] = [*(r / np.linalg.norm(r)), 0.1, 0.5, -0.4]
-    model.joint_qd.numpy()[:] = [1.0, -0.5, 0.3, 0.2, 1.0, -1.0]
+    model.joint_q.assign([*(r / np.linalg.norm(r)), 0.1, 0.5, -0.4])
+    model.joint_qd.assign([1.0, -0.5, 0.3, 0.2, 1.0, -1.0])
     solver = sim.SolverFeatherstone(model)
     errors = []
     for dt in (2e-3, 5e-4):
@@ -232,8 +234,10 @@ def test_revolute_limit_holds(device):
     """A pendulum released horizontally swings into its lower limit and never passes it by more than 1 deg."""
     lower = -0.3
     model = pendulum(device, limit_lower=lower, limit_upper=2.0, limit_ke=1e5, limit_kd=10.0)
-    model.joint_q.numpy()[0] = math.pi / 2
-    model.joint_qd.numpy()[0] = 0.0
+    q, qd = model.joint_q.numpy(), model.joint_qd.numpy()  # copies on a GPU: assigned back
+    q[0], qd[0] = math.pi / 2, 0.0
+    model.joint_q.assign(q)
+    model.joint_qd.assign(qd)
     solver = sim.SolverFeatherstone(model)
     _, states = rollout(model, solver, 1500, 1e-3, every=1)
     angle = np.array([s.joint_q.numpy()[0] for s in states])
@@ -429,7 +433,7 @@ def test_fk_gradient(device):
     q = model.joint_q.numpy()
     q[7:11] = np.array([0.1, 0.2, -0.1, 0.9]) / np.linalg.norm([0.1, 0.2, -0.1, 0.9])
     q[11] = 0.4
-    model.joint_qd.numpy()[:] = np.linspace(-1.0, 1.0, model.joint_dof_count)
+    model.joint_qd.assign(np.linspace(-1.0, 1.0, model.joint_dof_count))
 
     def fn(joint_q, joint_qd):
         state = model.state()

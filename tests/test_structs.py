@@ -219,6 +219,7 @@ def test_array_of_structs_zeros_and_fields(device):
     records["mass"] = [1.0, 2.0, 3.0, 4.0]
     records["alive"] = [1, 0, 1, 1]
     records["position"] = np.arange(12, dtype=np.float32).reshape(n, 3)
+    particles.assign(records)  # on the CPU `records` is the array's memory; on a GPU a copy
     wp.launch(particle_momentum, dim=n, inputs=[particles, wp.vec3(1.0, 2.0, 3.0), out], device=device)
     expect = records["mass"][:, None] * (records["position"] + [1.0, 2.0, 3.0]) * records["alive"][:, None]
     np.testing.assert_allclose(out.numpy(), expect, rtol=1e-6)
@@ -244,6 +245,7 @@ def test_array_of_structs_layout_matches_numpy_records(device):
     records["mass"] = [1.0, 2.0, 3.0]
     records["position"] = [[0.0, 0.0, 0.5], [0.0, 0.0, 0.25], [9.0, 9.0, 0.0]]
     records["alive"] = [1, 0, 7]
+    particles.assign(records)
     out = wp.zeros(3, dtype=float, device=device)
     wp.launch(particle_fields_forward_only, dim=3, inputs=[particles, out], device=device)
     np.testing.assert_allclose(out.numpy(), [106.0, 202.5, 307.0])

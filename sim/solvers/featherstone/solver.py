@@ -46,8 +46,8 @@ class SolverFeatherstone:
     agree only where the rollout is well conditioned: a stiff contact (dt near sqrt(m_eff / ke)) or a contact
     starting with damping (its force jumps, docs/gradients.md) makes them depend on the step.
 
-    The model's joint arrays are read through a struct built here: assign new values into them (`.assign`,
-    `.numpy()[...] = `), or make a new solver after replacing one.
+    The model's joint arrays are read through a struct built here: assign new values into them (`.assign`; on
+    the CPU also `.numpy()[...] = `, which is a copy on a GPU), or make a new solver after replacing one.
 
     Args:
         model: the Model to simulate (with at least one joint for anything to happen).

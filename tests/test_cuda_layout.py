@@ -1,0 +1,88 @@
+"""Argument packing is one layout for both backends: the ctypes structures the launcher fills (launch.args_ctype,
+ArrayDescriptor, LaunchBounds, struct ctypes) match the C++ structs of the generated source, field by field, as
+compiled for the CPU (g++) and for CUDA (NVRTC, sm_90). The checks are static_asserts appended to the generated
+module, so a mismatch is a compile error naming the field. No GPU needed."""
+
+import ctypes
+import os
+import subprocess
+import tempfile
+
+import pytest
+
+import kernels as wp
+from kernels.build import NATIVE_DIR, find_cxx
+from kernels.launch import LaunchBounds, args_ctype
+from kernels.nvrtc import compile_source, render_cuda_source, resource_report
+
+
+@wp.struct
+class Body:
+    mass: wp.float16
+    pose: wp.transform
+    alive: wp.bool
+    forces: wp.array(dtype=wp.vec3)
+    inertia: wp.mat33d
+
+
+@wp.kernel
+def mixed(flag: wp.bool, small: wp.int8, half: wp.float16, body: Body, x: wp.array(dtype=wp.vec3),
+          grid: wp.array2d(dtype=wp.float64), q: wp.quat, n: wp.int64, m: wp.mat22, out: wp.array(dtype=float)):
+    i = wp.tid()
+    out[i] = float(small) + float(half) + float(n) + m[0, 0] + q[3] + x[i][0] + float(grid[0, 0]) + \
+        float(body.mass) + body.pose.p[0]
+    if flag and body.alive:
+        out[i] = out[i] + body.forces[i][1] + float(body.inertia[0, 0])
+
+
+def _asserts(entry: str) -> str:
+    """static_asserts of the args struct's size and every field's offset, from the ctypes mirror."""
+    c = args_ctype(mixed)
+    lines = [f"static_assert(sizeof({entry}_args) == {ctypes.sizeof(c)}, \"size of {entry}_args\");"]
+    for name, _ in c._fields_:
+        lines.append(f"static_assert(offsetof({entry}_args, {name}) == {getattr(c, name).offset}, "
+                     f"\"offset of {name}\");")
+    lines.append(f"static_assert(sizeof(wp::launch_bounds_t) == {ctypes.sizeof(LaunchBounds)}, \"bounds\");")
+    return "\n".join(lines) + "\n"
+
+
+def test_the_cuda_args_struct_matches_the_launchers_layout():
+    source = render_cuda_source([mixed])
+    # NVRTC has offsetof as a builtin; compiled to PTX for sm_90, no GPU needed
+    compile_source(source + "\n#define offsetof(t, m) __builtin_offsetof(t, m)\n" + _asserts("k0_mixed"), 90,
+                   "layout.cu", "ptx")
+
+
+def test_the_cpu_args_struct_matches_the_launchers_layout():
+    from kernels.render import CPU
+    from kernels.render_module import ModuleSource
+    from kernels.module import _callees
+    mixed.compile_ir()
+    src = ModuleSource(CPU, False)
+    for fn in _callees(mixed.ir):
+        src.add_function(fn)
+    part = src.render_kernel(mixed.ir, "k0_mixed")
+    text = src.source([part]) + "#include <cstddef>\n" + _asserts("k0_mixed")
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "layout.cpp")
+        with open(path, "w") as f:
+            f.write(text)
+        proc = subprocess.run([find_cxx(), "-std=c++17", "-fsyntax-only", f"-I{NATIVE_DIR}", path],
+                              capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_a_wrong_layout_is_caught():
+    source = render_cuda_source([mixed])
+    with pytest.raises(wp.NativeCompileError, match="offset of n"):
+        compile_source(source + "\n#define offsetof(t, m) __builtin_offsetof(t, m)\n"
+                       "static_assert(offsetof(k0_mixed_args, n) == 3, \"offset of n\");\n", 90, "bad.cu", "ptx")
+
+
+def test_cubin_for_sm90_reports_registers_and_spills():
+    image, log = compile_source(render_cuda_source([mixed]), 90, "mixed.cu", "cubin")
+    assert image[:4] == b"\x7fELF"  # machine code, not PTX
+    report = resource_report(log)
+    assert set(report) == {"k0_mixed_cuda_forward", "k0_mixed_cuda_backward"}
+    for use in report.values():
+        assert 0 < use["registers"] <= 255 and use["spill_bytes"] >= 0 and use["stack_bytes"] >= 0
