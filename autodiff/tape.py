@@ -262,7 +262,8 @@ class Tape:
 
     def record_func(self, backward, arrays):
         """Record a Python callback run during backward (in reverse order with the launches); `arrays` are the
-        arrays whose gradients it reads or writes (zeroed by `zero()`)."""
+        arrays whose gradients it reads or writes (zeroed by `zero()`). Inside a capture of a backward on a CUDA
+        device the callback runs once, when captured, as in Warp: the device work it launches is what replays."""
         for a in arrays:
             self._touch(a)
         device = next((a.device for a in arrays if isinstance(a, wp.array)), wp.get_device())

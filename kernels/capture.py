@@ -347,8 +347,11 @@ def capture_launch(graph: Graph, stream=None):
         from . import cuda_driver
         from .stream import get_stream
         s = stream if stream is not None else get_stream(graph.device)
+        if cuda_capture(graph.device) is not None:  # nested: a child graph of the one being captured
+            cuda_driver.graph_add_to_capture(graph.graph, s.handle)
+            keep_alive(graph.device, graph)
+            return
         cuda_driver.graph_launch(graph.exe, s.handle)
-        keep_alive(graph.device, graph)  # launched inside another capture: the outer graph keeps this one
         return
     if not isinstance(graph, Graph):
         raise TypeError(f"wp.capture_launch() takes a Graph from wp.capture_end(), got {type(graph).__name__}")

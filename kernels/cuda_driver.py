@@ -332,6 +332,17 @@ def graph_launch(exe, stream):
     call("cuGraphLaunch", exe, stream)
 
 
+def graph_add_to_capture(graph, stream):
+    """Inside a capture of `stream`: add `graph` as a child graph node after the work captured so far (a graph
+    cannot be launched into a capturing stream)."""
+    d = driver()
+    _, _, captured, deps, _, count = call("cuStreamGetCaptureInfo", stream)
+    deps = list(deps)[:count] if count else None
+    node = call("cuGraphAddChildGraphNode", captured, deps, count, graph)
+    call("cuStreamUpdateCaptureDependencies", stream, [node], None, 1,
+         int(d.CUstreamUpdateCaptureDependencies_flags.CU_STREAM_SET_CAPTURE_DEPENDENCIES))
+
+
 def graph_destroy(graph, exe):
     call("cuGraphExecDestroy", exe)
     call("cuGraphDestroy", graph)

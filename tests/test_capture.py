@@ -142,6 +142,8 @@ def test_tape_zero_inside_the_capture_keeps_rounds_apart(device):
         np.testing.assert_array_equal(x.grad.numpy(), [2.0, 4.0, 6.0])
 
 
+@pytest.mark.cpu_only("a CUDA graph replays device work: as in Warp, a record_func callback runs once, when "
+                      "captured (its launches are what replays)")
 def test_record_func_callbacks_run_at_each_replay_in_order(device):
     x = wp.array([1.0, 2.0], dtype=float, device=device, requires_grad=True)
     y = wp.zeros(2, device=device, requires_grad=True)
@@ -217,6 +219,7 @@ def test_an_error_inside_scoped_capture_ends_it_and_keeps_no_graph(device):
     np.testing.assert_array_equal(y.numpy(), 0.0)
 
 
+@pytest.mark.cpu_only("a CUDA graph replays device work: as in Warp, a record_func callback runs once, when captured")
 def test_an_error_in_a_replayed_callback_reaches_the_caller_and_stops_the_replay(device):
     y = wp.zeros(2, device=device)
     tape = Tape()

@@ -40,7 +40,7 @@ def _asserts(entry: str) -> str:
     c = args_ctype(mixed)
     lines = [f"static_assert(sizeof({entry}_args) == {ctypes.sizeof(c)}, \"size of {entry}_args\");"]
     for name, _ in c._fields_:
-        lines.append(f"static_assert(offsetof({entry}_args, {name}) == {getattr(c, name).offset}, "
+        lines.append(f"static_assert(__builtin_offsetof({entry}_args, {name}) == {getattr(c, name).offset}, "
                      f"\"offset of {name}\");")
     lines.append(f"static_assert(sizeof(wp::launch_bounds_t) == {ctypes.sizeof(LaunchBounds)}, \"bounds\");")
     return "\n".join(lines) + "\n"
@@ -48,9 +48,8 @@ def _asserts(entry: str) -> str:
 
 def test_the_cuda_args_struct_matches_the_launchers_layout():
     source = render_cuda_source([mixed])
-    # NVRTC has offsetof as a builtin; compiled to PTX for sm_90, no GPU needed
-    compile_source(source + "\n#define offsetof(t, m) __builtin_offsetof(t, m)\n" + _asserts("k0_mixed"), 90,
-                   "layout.cu", "ptx")
+    # compiled to PTX for sm_90 (no GPU needed); __builtin_offsetof: NVRTC has no <cstddef>
+    compile_source(source + _asserts("k0_mixed"), 90, "layout.cu", "ptx")
 
 
 def test_the_cpu_args_struct_matches_the_launchers_layout():
@@ -62,7 +61,7 @@ def test_the_cpu_args_struct_matches_the_launchers_layout():
     for fn in _callees(mixed.ir):
         src.add_function(fn)
     part = src.render_kernel(mixed.ir, "k0_mixed")
-    text = src.source([part]) + "#include <cstddef>\n" + _asserts("k0_mixed")
+    text = src.source([part]) + _asserts("k0_mixed")
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "layout.cpp")
         with open(path, "w") as f:
@@ -75,8 +74,8 @@ def test_the_cpu_args_struct_matches_the_launchers_layout():
 def test_a_wrong_layout_is_caught():
     source = render_cuda_source([mixed])
     with pytest.raises(wp.NativeCompileError, match="offset of n"):
-        compile_source(source + "\n#define offsetof(t, m) __builtin_offsetof(t, m)\n"
-                       "static_assert(offsetof(k0_mixed_args, n) == 3, \"offset of n\");\n", 90, "bad.cu", "ptx")
+        compile_source(source + "static_assert(__builtin_offsetof(k0_mixed_args, n) == 3, \"offset of n\");\n", 90,
+                       "bad.cu", "ptx")
 
 
 def test_cubin_for_sm90_reports_registers_and_spills():

@@ -37,7 +37,10 @@ def import_kernels(tests: bool):
         for path in sorted(glob.glob(os.path.join(ROOT, "tests", "test_*.py"))):
             try:
                 importlib.import_module(os.path.basename(path)[:-3])
-            except Exception as e:  # noqa: BLE001  a test module that needs an optional package
+            except (Exception, BaseException) as e:  # noqa: BLE001  needs an optional package (importorskip
+                # raises pytest's Skipped, a BaseException)
+                if isinstance(e, (KeyboardInterrupt, SystemExit)):
+                    raise
                 print(f"skipped {os.path.basename(path)}: {type(e).__name__}: {e}", file=sys.stderr)
 
 
