@@ -20,7 +20,7 @@ import inspect
 import textwrap
 
 from . import ir
-from .errors import CompileError, CompileTypeError
+from .errors import CompileError, CompileTypeError, KernelError
 from .frontend_expr import (  # noqa: F401  (Static re-exported)
     _BINOPS, ExpressionLowering, Static, _is_number, _mutated_args)
 
@@ -229,7 +229,13 @@ class Frontend(ExpressionLowering):
         method = getattr(self, "stmt_" + type(node).__name__, None)
         if method is None:
             raise self.error(f"unsupported statement '{type(node).__name__}' in a kernel", node)
-        return method(node)
+        try:
+            return method(node)
+        except (KernelError, _ReturnCountGuessWrong):
+            raise
+        except Exception as e:  # noqa: BLE001  (a compiler bug must still name the user's line, never escape raw)
+            raise self.error(f"internal compiler error in '{ast.unparse(node).splitlines()[0]}' "
+                             f"({type(e).__name__}: {e})", node) from e
 
     def stmt_Pass(self, node):
         return None

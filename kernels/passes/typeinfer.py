@@ -12,11 +12,12 @@ from __future__ import annotations
 from .. import ir
 from .. import types as T
 from ..builtins import registry
-from ..errors import (CompileAttributeError, CompileError, CompileTypeError, CompileValueError,
+from ..errors import (CompileAttributeError, CompileError, CompileTypeError, CompileValueError, KernelError,
                       UnsupportedAtomicError)
 from ..typesys import ArrayType, PackType, ShapeType, StaticType, TileType, describe, is_struct
 from .clone import substitute
 from .typeinfer_paths import PathForms
+from .typeinfer_scalars import ScalarForms
 from .typeinfer_slices import SliceForms, is_slice
 from .typeinfer_tiles import TileForms
 
@@ -48,7 +49,7 @@ def _field_value(struct_value, field):
     return None
 
 
-class TypeInference(TileForms, PathForms, SliceForms):
+class TypeInference(TileForms, PathForms, SliceForms, ScalarForms):
     def __init__(self, fn: ir.Function, specialize):
         self.fn = fn
         self.specialize = specialize  # (user function object, arg types, loc) -> typed ir.Function
@@ -79,7 +80,12 @@ class TypeInference(TileForms, PathForms, SliceForms):
         for op in old_ops:
             op.operands = [self.subst.get(v, v) for v in op.operands]
             handler = getattr(self, "op_" + op.opcode)
-            handler(op)
+            try:
+                handler(op)
+            except KernelError:
+                raise
+            except Exception as e:  # noqa: BLE001  (a compiler bug must still name the user's line)
+                raise self.error(f"internal compiler error typing this line ({type(e).__name__}: {e})", op) from e
         block.yields = [self.subst.get(v, v) for v in block.yields]
         self.cur = outer
 
