@@ -108,7 +108,7 @@ def comparison_type(a, b):
     promoted to at least 32 bits, then the wider, the unsigned one at equal width."""
     from . import types as T
 
-    if a is b:
+    if a is b and a is not T.bool_:
         return a
     if T.is_float(a) or T.is_float(b):
         floats = [t for t in (a, b) if T.is_float(t)]

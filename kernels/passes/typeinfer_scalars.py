@@ -22,12 +22,17 @@ class ScalarForms:
 
     def compare(self, op):
         args = list(op.operands)
-        if len(args) == 2 and all(T.is_scalar(a.type) for a in args) and not op.attrs.get("kwargs") and (
-                args[0].type is not args[1].type or any(self.is_weak(a) for a in args)):
+        if self.compares_as_c(args, op):
             args = [self.literal_as_warp_type(a, op) for a in args]
             common = scalar_semantics.comparison_type(args[0].type, args[1].type)
             args = [self.scalar_converted(a, common, op) for a in args]
         self.call_builtin(op, op.attrs["name"], args)
+
+    def compares_as_c(self, args, op) -> bool:
+        """Two scalars of different types, a literal, or bools (which C compares as ints)."""
+        if len(args) != 2 or op.attrs.get("kwargs") or not all(T.is_scalar(a.type) for a in args):
+            return False
+        return args[0].type is not args[1].type or args[0].type is T.bool_ or any(self.is_weak(a) for a in args)
 
     builtin_eq = builtin_ne = builtin_lt = builtin_le = builtin_gt = builtin_ge = compare
 
