@@ -105,6 +105,7 @@ def main(module_path, manifest_path, out_path, cache_dir):
 
     wp.config.kernel_cache_dir = cache_dir
     wp.config.quiet = True
+    wp.config.optimization_level = 0  # compile time is most of the run; the semantics do not depend on it
     wp.init()
     module = load_module(module_path, "warp_diff_cases")
     with open(manifest_path) as f:
