@@ -322,8 +322,10 @@ class CompositeGrammar:
         d = depth - 1
         forms = {
             "vec3": [lambda: f"({e('vec3', d)} + {e('vec3', d)})", lambda: f"({e('vec3', d)} - {e('vec3', d)})",
-                     lambda: f"({self.scalar(d)} * {e('vec3', d)})", lambda: f"wp.cross({e('vec3', d)}, {e('vec3', d)})",
-                     lambda: f"({e('mat33', d)} * {e('vec3', d)})", lambda: f"wp.quat_rotate({e('quat', d)}, {e('vec3', d)})",
+                     lambda: f"({self.scalar(d)} * {e('vec3', d)})",
+                     lambda: f"wp.cross({e('vec3', d)}, {e('vec3', d)})",
+                     lambda: f"({e('mat33', d)} * {e('vec3', d)})",
+                     lambda: f"wp.quat_rotate({e('quat', d)}, {e('vec3', d)})",
                      lambda: f"wp.transform_point({e('transform', d)}, {e('vec3', d)})",
                      lambda: f"wp.transform_vector({e('transform', d)}, {e('vec3', d)})",
                      lambda: f"wp.cw_mul({e('vec3', d)}, {e('vec3', d)})", lambda: f"(-{e('vec3', d)})",
@@ -334,7 +336,8 @@ class CompositeGrammar:
                       lambda: f"wp.transpose({e('mat33', d)})", lambda: f"wp.outer({e('vec3', d)}, {e('vec3', d)})",
                       lambda: f"({self.scalar(d)} * {e('mat33', d)})", lambda: f"wp.quat_to_matrix({e('quat', d)})"],
             "quat": [lambda: f"({e('quat', d)} * {e('quat', d)})", lambda: f"wp.quat_inverse({e('quat', d)})",
-                     lambda: f"wp.normalize({e('quat', d)})", lambda: f"wp.transform_get_rotation({e('transform', d)})"],
+                     lambda: f"wp.normalize({e('quat', d)})",
+                     lambda: f"wp.transform_get_rotation({e('transform', d)})"],
             "transform": [lambda: f"({e('transform', d)} * {e('transform', d)})",
                           lambda: f"wp.transform_inverse({e('transform', d)})",
                           lambda: f"{self.ty('transform')}({e('vec3', d)}, {e('quat', d)})"],

@@ -213,7 +213,8 @@ def gradient_module(seed: int, count: int, funcs_per_type: int = 6, float32_shar
             twins.append(kernel_source(rng, name + "_f64", "float64", funcs["float64"]))
             rng.setstate(end)
             entry["twin"] = name + "_f64"
-        entry.update({"n": rng.randint(0, 3), "x": _values(rng, THREADS), "v": [_values(rng, 3) for _ in range(THREADS)],
+        entry.update({"n": rng.randint(0, 3), "x": _values(rng, THREADS),
+                      "v": [_values(rng, 3) for _ in range(THREADS)],
                       "w": _values(rng, THREADS), "scale": rng.choice([0.5, 1.5, -2.0]),
                       "wy": _values(rng, THREADS), "wz": _values(rng, 1)})
         manifest.append(entry)

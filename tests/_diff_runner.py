@@ -18,9 +18,6 @@ import numpy as np
 
 from _diff_kernels import THREADS
 
-_COMPOSITE = {"vec3": "vec3", "vec4": "vec4", "mat33": "mat33", "quat": "quat", "transform": "transform"}
-
-
 def load_module(path: str, name: str):
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
@@ -30,7 +27,8 @@ def load_module(path: str, name: str):
 
 
 def _composite_type(wp, kind, scalar):
-    return getattr(wp, _COMPOSITE[kind] + ("d" if scalar == "float64" else ""))
+    """wp.vec3, wp.mat33d, ...: the composite `kind` of float32 or float64."""
+    return getattr(wp, kind + ("d" if scalar == "float64" else ""))
 
 
 def _expression_args(wp, entry, device):

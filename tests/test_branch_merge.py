@@ -179,6 +179,22 @@ def loop_ends_with_copy(x: wp.array(dtype=wp.float64), n: int, y: wp.array(dtype
 
 
 @wp.kernel
+def while_with_break_and_copies(x: wp.array(dtype=wp.float64), n: int, y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    v = x[i]
+    c = v * 3.0
+    t = v
+    k = int(0)
+    while k < n:
+        k += 1
+        if v > 0.0:
+            t = c
+            break
+        t = c
+    y[i] = t
+
+
+@wp.kernel
 def funcs_returning_existing_values(x: wp.array(dtype=wp.float64), n: int, y: wp.array(dtype=wp.float64)):
     i = wp.tid()
     v = x[i]
@@ -207,6 +223,8 @@ CASES = [
     (ifexp_of_one_value, (), lambda x: x * x),
     (loop_ends_with_copy, (3,), lambda x: _loop_ref(x, 3)),
     (loop_ends_with_copy, (0,), lambda x: _loop_ref(x, 0)),
+    (while_with_break_and_copies, (2,), lambda x: 3.0 * x),
+    (while_with_break_and_copies, (0,), lambda x: x),
     (funcs_returning_existing_values, (2,),
      lambda x: x * x + 2.0 * _early_ref(x) + 5.0 * np.where(x > 0.0, x * x, x)),
     (funcs_returning_existing_values, (0,), lambda x: x * x + 2.0 * _early_ref(x) + 5.0 * x),

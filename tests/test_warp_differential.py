@@ -100,8 +100,10 @@ def runs(tmp_path_factory):
     flags, wp.config.cxx_flags = wp.config.cxx_flags, (*wp.config.cxx_flags, "-O0")
     try:
         module = _diff_runner.load_module(paths["kernels"], "kernels_diff_cases")
-        ours, ours_errors = _diff_runner.run_expressions(wp, module, [e for e in manifest if e["kind"] != "gradient"])
-        more, more_errors = _diff_runner.run_gradients(wp, Tape, module, [e for e in manifest if e["kind"] == "gradient"])
+        gradient = [e for e in manifest if e["kind"] == "gradient"]
+        expressions = [e for e in manifest if e["kind"] != "gradient"]
+        ours, ours_errors = _diff_runner.run_expressions(wp, module, expressions)
+        more, more_errors = _diff_runner.run_gradients(wp, Tape, module, gradient)
         ours.update(more)
         ours_errors.update(more_errors)
         log, _ = child.communicate(timeout=900)
