@@ -60,6 +60,10 @@ def test_c_division_and_remainder(a, b):
     ("1 << -1", "shift count"),
     ("0 ** -1", "negative power"),
     ("2 ** 100", "64 bits"),
+    ("1 >> 70", "shift count"),
+    ("'a' < 1", "cannot compare"),
+    ("int(1e30)", "out of the range of int32"),
+    ("wp.uint8(-1.5)", "out of the range of uint8"),
 ])
 def test_literal_expression_without_value_is_a_compile_error(tmp_path, expr, message):
     """Each is a CompileError naming the file and the line of the expression (never Python's own exception)."""
