@@ -46,6 +46,27 @@ def test_folded_literals_match_warp(device):
     np.testing.assert_array_equal(y.numpy(), WARP_VALUES)
 
 
+K_INT8_MIN = wp.constant(wp.int8(-128))
+K_INT8_THREE = wp.constant(wp.int8(3))
+K_UINT8 = wp.constant(wp.uint8(7))
+
+
+@wp.kernel
+def folded_typed_constants(y: wp.array(dtype=wp.float64)):
+    y[0] = wp.float64(K_INT8_MIN / K_INT8_THREE)
+    y[1] = wp.float64(K_INT8_MIN % K_INT8_THREE)
+    y[2] = wp.float64(-K_UINT8)
+    y[3] = wp.float64(K_INT8_MIN / wp.int8(3))
+
+
+def test_typed_constants_fold_as_promoted_c(device):
+    """Folding reads a typed constant as a Python number: int8 -128 / 3 is -42 as in C (and Warp), not what
+    int8 arithmetic that wraps at its width gives (43)."""
+    y = wp.zeros(4, dtype=wp.float64, device=device)
+    wp.launch(folded_typed_constants, dim=1, inputs=[y], device=device)
+    np.testing.assert_array_equal(y.numpy(), [-42, -2, 249, -42])
+
+
 @pytest.mark.parametrize("a, b", [(7, 2), (-7, 2), (7, -2), (-7, -2), (6, 3), (0, -5)])
 def test_c_division_and_remainder(a, b):
     assert S.c_div(a, b) == int(np.trunc(a / b))

@@ -24,8 +24,13 @@ _FOLD = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "eq": op
 
 
 def _const(v: ir.Value):
+    """(True, value as a Python number) for a scalar constant: a typed constant (`wp.constant(wp.int8(-128))`)
+    holds a numpy-like scalar whose own arithmetic wraps at its width, where the native code promotes first."""
     if v.owner is not None and v.owner.opcode == "const" and (T.is_scalar(v.type)):
-        return True, v.owner.attrs["value"]
+        value = v.owner.attrs["value"]
+        if v.type is T.bool_:
+            return True, bool(value)
+        return True, float(value) if T.is_float(v.type) else int(value)
     return False, None
 
 
