@@ -172,7 +172,7 @@ class ScalarGrammar:
             return self.compare(t, d)
         a, b = self.expr(t, d), self.expr(t, d)
         if a.src in CONSTANTS and b.src in CONSTANTS:
-            raise Rejected("Warp types `K / K` of two float wp.constants as uint64 (a compile error)")
+            raise Rejected("Warp may type a float wp.constant as uint64 here (a compile error)")
         op = self.rng.choice(["+", "-", "*", "*", "/", "%", "//", "min", "max"])
         if op in ("min", "max"):
             return Expr(f"wp.{op}({a.src}, {b.src})", t, (min if op == "min" else max)(a.value, b.value))
