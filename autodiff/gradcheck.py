@@ -18,6 +18,7 @@ class GradcheckReport:
 
     passed: bool
     rows: list = field(default_factory=list)  # (input index, max abs err, max rel err, worst index, ad, fd)
+    numeric: list = field(default_factory=list)  # per input: the finite-difference gradient, flat (float64)
 
     def __str__(self):
         lines = ["gradcheck " + ("passed" if self.passed else "FAILED"),
@@ -37,13 +38,16 @@ def _weighted_sum(outs, weights) -> float:
     return float(sum(np.sum(o.numpy().astype(np.float64) * w) for o, w in zip(outs, weights)))
 
 
-def gradcheck(fn, inputs, *, eps=None, atol=None, rtol=None, seed: int = 0, raise_on_fail: bool = True):
+def gradcheck(fn, inputs, *, eps=None, atol=None, rtol=None, seed: int = 0, raise_on_fail: bool = True,
+              weights=None):
     """Check the gradients of `fn(*inputs)` (which launches kernels and returns its output array or arrays).
 
-    The scalar checked is sum(w * out) over the outputs with fixed random weights w, so every output element
-    contributes. `fn` must compute its outputs afresh on each call (allocate or zero them). Defaults depend on
-    the inputs' precision: float64 eps=1e-6, atol=1e-6, rtol=1e-5; float32 eps=1e-3, atol=1e-3, rtol=2e-2.
-    Returns a GradcheckReport; raises AssertionError with the report when the check fails (unless told not to).
+    The scalar checked is sum(w * out) over the outputs with fixed random weights w (or the given `weights`,
+    one array per output), so every output element contributes. `fn` must compute its outputs afresh on each
+    call (allocate or zero them). Defaults depend on the inputs' precision: float64 eps=1e-6, atol=1e-6,
+    rtol=1e-5; float32 eps=1e-3, atol=1e-3, rtol=2e-2. Returns a GradcheckReport, whose finite differences can
+    also judge another implementation's gradient; raises AssertionError with the report when the check fails
+    (unless told not to).
     """
     rng = np.random.default_rng(seed)
     double = all(wp.types.scalar_type(x.dtype) is wp.float64 for x in inputs)
@@ -56,7 +60,9 @@ def gradcheck(fn, inputs, *, eps=None, atol=None, rtol=None, seed: int = 0, rais
     tape = Tape()
     with tape:
         outs = _outputs(fn(*inputs))
-    weights = [rng.standard_normal(o.numpy().shape) for o in outs]
+    if weights is None:
+        weights = [rng.standard_normal(o.numpy().shape) for o in outs]
+    weights = [np.asarray(w, dtype=np.float64).reshape(o.numpy().shape) for o, w in zip(outs, weights)]
     tape.backward(grads={o: w.astype(o.numpy().dtype) for o, w in zip(outs, weights)})
     analytic = [x.grad.numpy().astype(np.float64).reshape(-1).copy() for x in inputs]
     tape.zero()
@@ -82,6 +88,7 @@ def gradcheck(fn, inputs, *, eps=None, atol=None, rtol=None, seed: int = 0, rais
             flat[j] = orig
             put()
             numeric[j] = (f_plus - f_minus) / (2 * eps)
+        report.numeric.append(numeric)
         err = np.abs(analytic[k] - numeric)
         ok = err <= atol + rtol * np.abs(numeric)
         worst = int(np.argmax(err - (atol + rtol * np.abs(numeric)))) if err.size else 0

@@ -3,7 +3,8 @@
 This module lowers statements and control flow; frontend_expr.py lowers expressions.
 
 Python variables become SSA values: each assignment rebinds a name; `if` merges names whose values differ into the
-op's results; loops carry the names they reassign. A variable bound to several values (`t = (a, b)`, or `t = f(x)`
+op's results (a name both paths rebind to one existing value simply takes it); loops carry the names they
+reassign. A variable bound to several values (`t = (a, b)`, or `t = f(x)`
 where f returns several) holds a tuple of them, merged and carried item by item. `break`, `continue` and early
 `return` are lowered to boolean flags that guard the statements after them, so that the IR has only structured
 control flow. A func's `return` slots are made at entry; `return f(x)` passes on every value f returns.
@@ -19,7 +20,7 @@ import inspect
 import textwrap
 
 from . import ir
-from .errors import CompileError, CompileTypeError
+from .errors import CompileError, CompileTypeError, KernelError
 from .frontend_expr import (  # noqa: F401  (Static re-exported)
     _BINOPS, ExpressionLowering, Static, _is_number, _mutated_args)
 
@@ -228,7 +229,13 @@ class Frontend(ExpressionLowering):
         method = getattr(self, "stmt_" + type(node).__name__, None)
         if method is None:
             raise self.error(f"unsupported statement '{type(node).__name__}' in a kernel", node)
-        return method(node)
+        try:
+            return method(node)
+        except (KernelError, _ReturnCountGuessWrong):
+            raise
+        except Exception as e:  # noqa: BLE001  (a compiler bug must still name the user's line, never escape raw)
+            raise self.error(f"internal compiler error in '{ast.unparse(node).splitlines()[0]}' "
+                             f"({type(e).__name__}: {e})", node) from e
 
     def stmt_Pass(self, node):
         return None
@@ -502,31 +509,34 @@ class Frontend(ExpressionLowering):
         self.env_stack.pop()
         self.block = outer_block
         # names visible after the if: those defined before it (possibly rebound), or defined in both branches
-        merged, tuples = [], {}
+        merged, tuples, same = [], {}, {}
         for name in dict.fromkeys(list(branch_envs[0]) + list(branch_envs[1])):
             a, b = branch_envs[0].get(name, before.get(name)), branch_envs[1].get(name, before.get(name))
-            if a is None or b is None or a is b:
+            if a is None or b is None:
+                continue
+            if a is b or isinstance(a, Static) and isinstance(b, Static) and a.obj is b.obj:
+                # both paths bind the name to one existing value (`t = c` in each branch): no merge, but the
+                # name is rebound all the same
+                same[name] = a
                 continue
             if _tuple_items(a) is not None or _tuple_items(b) is not None:
                 tuples[name] = self.merge_tuple_items(name, a, b, blocks, merged, node)
                 continue
             if not isinstance(a, ir.Value) or not isinstance(b, ir.Value):
-                continue
+                raise self.error(f"'{name}' is bound to different compile-time objects (or to one and a run-time "
+                                 f"value) on the two paths of this if; bind it the same way on both", node)
             merged.append((name, a, b))
         for blk, (i) in zip(blocks, (1, 2)):
             blk.yields = [m[i] for m in merged]
         results = self.emit("if", [cond], node, nresults=len(merged), regions=blocks,
                             names=[m[0].lstrip("_") for m in merged])
         env = dict(before)
-        # keep the (unmerged) names defined identically in both, e.g. values defined before the if
+        env.update(same)
         for (name, _, _), r in zip(merged, results):
             if "[" not in name:  # not a tuple item (those are put back into their tuple below)
                 env[name] = r
         for name, items in tuples.items():
             env[name] = _fill_slots(items, results)
-        for name in branch_envs[0]:
-            if name not in env and branch_envs[0].get(name) is branch_envs[1].get(name):
-                env[name] = branch_envs[0][name]
         self.env = env
 
     def merge_tuple_items(self, name, a, b, blocks, merged, node):

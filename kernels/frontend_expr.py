@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 import builtins as py_builtins
 
-from . import ir
+from . import ir, scalar_semantics
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
            ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "mul", ast.BitAnd: "bit_and", ast.BitOr: "bit_or",
@@ -79,7 +79,10 @@ class ExpressionLowering:
             raise self.error(f"unsupported operator {type(node.op).__name__}", node)
         a, b = self.lower_expr(node.left), self.lower_expr(node.right)
         if isinstance(a, Static) and isinstance(b, Static) and _is_number(a.obj) and _is_number(b.obj):
-            return Static(_fold_python(name, a.obj, b.obj))
+            try:
+                return Static(scalar_semantics.fold_binary(name, a.obj, b.obj))
+            except scalar_semantics.ScalarSemanticsError as e:
+                raise self.error(f"{ast.unparse(node)}: {e}", node) from None
         return self.emit("call", [self.as_value(a, node), self.as_value(b, node)], node,
                          attrs={"name": name, "matmul": isinstance(node.op, ast.MatMult)})[0]
 
@@ -114,7 +117,10 @@ class ExpressionLowering:
             if isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
                 raise self.error(f"unsupported comparison '{type(op).__name__}'", node)
             if isinstance(left, Static) and isinstance(right, Static):
-                c = Static(_fold_compare(_CMPOPS[type(op)], left.obj, right.obj))
+                try:
+                    c = Static(_fold_compare(_CMPOPS[type(op)], left.obj, right.obj))
+                except TypeError as e:
+                    raise self.error(f"cannot compare these compile-time values: {e}", node) from None
             else:
                 c = self.emit("call", [self.as_value(left, node), self.as_value(right, node)], node,
                               attrs={"name": _CMPOPS[type(op)]})[0]
@@ -389,15 +395,10 @@ def _is_number(x):
     return isinstance(x, (bool, int, float))
 
 
-def _fold_python(name, a, b):
-    import operator
-    ops = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
-           "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow, "bit_and": operator.and_,
-           "bit_or": operator.or_, "bit_xor": operator.xor, "lshift": operator.lshift, "rshift": operator.rshift}
-    return ops[name](a, b)
-
-
 def _fold_compare(name, a, b):
+    """A comparison of compile-time objects: numbers as the native code compares literals, others in Python."""
+    if _is_number(a) and _is_number(b):
+        return scalar_semantics.fold_compare(name, a, b)
     import operator
     return {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
             "ge": operator.ge}[name](a, b)

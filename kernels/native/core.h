@@ -57,6 +57,10 @@ struct float16 {
     CUDA_CALLABLE float16(float f) : bits(from_float(f)) {}
     CUDA_CALLABLE float16(double f) : bits(from_float(float(f))) {}
     CUDA_CALLABLE float16(int f) : bits(from_float(float(f))) {}
+    // the other integer widths, so that a conversion from any of them is not ambiguous
+    CUDA_CALLABLE float16(uint32 f) : bits(from_float(float(f))) {}
+    CUDA_CALLABLE float16(int64 f) : bits(from_float(float(f))) {}
+    CUDA_CALLABLE float16(uint64 f) : bits(from_float(float(f))) {}
     CUDA_CALLABLE operator float() const { return to_float(bits); }
 
     static CUDA_CALLABLE uint16 from_float(float f) {
@@ -112,6 +116,10 @@ struct bfloat16 {
     CUDA_CALLABLE bfloat16(float f) : bits(from_float(f)) {}
     CUDA_CALLABLE bfloat16(double f) : bits(from_float(float(f))) {}
     CUDA_CALLABLE bfloat16(int f) : bits(from_float(float(f))) {}
+    // the other integer widths, so that a conversion from any of them is not ambiguous
+    CUDA_CALLABLE bfloat16(uint32 f) : bits(from_float(float(f))) {}
+    CUDA_CALLABLE bfloat16(int64 f) : bits(from_float(float(f))) {}
+    CUDA_CALLABLE bfloat16(uint64 f) : bits(from_float(float(f))) {}
     CUDA_CALLABLE operator float() const { return to_float(bits); }
 
     static CUDA_CALLABLE uint16 from_float(float f) {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import ir
+from ..errors import CompileError, KernelError
 from .constfold import fold_constants
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
@@ -24,7 +25,13 @@ PIPELINE = (
 def run_pipeline(fn: ir.Function, *, check: bool = False) -> ir.Function:
     """Run every pass of PIPELINE on `fn`; with `check`, verify the IR after each one."""
     for name, p in PIPELINE:
-        fn = p(fn)
+        try:
+            fn = p(fn)
+        except KernelError:
+            raise
+        except Exception as e:  # noqa: BLE001  (a compiler bug must still name the function, never escape raw)
+            raise CompileError(f"internal compiler error in pass '{name}' ({type(e).__name__}: {e})", fn.loc,
+                               fn.name) from e
         if check:
             verify(fn, name)
     return fn

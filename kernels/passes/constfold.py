@@ -2,7 +2,8 @@
 
 Expects: typed IR. Guarantees: scalar arithmetic, comparisons and logic on constants are replaced by constants;
 an `if` whose condition is a constant is replaced by the ops of the branch taken (its yields become the results).
-Semantics follow the native code (C integer division and remainder, float32 rounding).
+Semantics follow the native code (C integer division and remainder, see scalar_semantics.py; results rounded
+to their type).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import operator
 
 import numpy as np
 
-from .. import ir
+from .. import ir, scalar_semantics
 from .. import types as T
 from .clone import substitute
 
@@ -23,23 +24,24 @@ _FOLD = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "eq": op
 
 
 def _const(v: ir.Value):
+    """(True, value as a Python number) for a scalar constant: a typed constant (`wp.constant(wp.int8(-128))`)
+    holds a numpy-like scalar whose own arithmetic wraps at its width, where the native code promotes first."""
     if v.owner is not None and v.owner.opcode == "const" and (T.is_scalar(v.type)):
-        return True, v.owner.attrs["value"]
+        value = v.owner.attrs["value"]
+        if v.type is T.bool_:
+            return True, bool(value)
+        return True, float(value) if T.is_float(v.type) else int(value)
     return False, None
 
 
-def _c_div(a, b):
-    if isinstance(a, int) and isinstance(b, int):
-        q = abs(a) // abs(b)
-        return q if (a >= 0) == (b >= 0) else -q
-    return a / b
-
-
 def _fold_value(name, args, t):
-    if name == "div":
+    if name in ("div", "mod"):
         if args[1] == 0:
-            return None
-        r = _c_div(*args)
+            return None  # left to run time, as Warp does
+        if T.is_int(t):
+            r = (scalar_semantics.c_div if name == "div" else scalar_semantics.c_mod)(*args)
+        else:
+            r = args[0] / args[1] if name == "div" else math.fmod(*args)
     elif name in _FOLD:
         r = _FOLD[name](*args)
     else:

@@ -9,14 +9,20 @@ Raises CompileError naming the source line for any type error.
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from .. import ir
 from .. import types as T
 from ..builtins import registry
-from ..errors import (CompileAttributeError, CompileError, CompileTypeError, CompileValueError,
+from ..errors import (CompileAttributeError, CompileError, CompileTypeError, CompileValueError, KernelError,
                       UnsupportedAtomicError)
+from ..scalar_semantics import ScalarSemanticsError
 from ..typesys import ArrayType, PackType, ShapeType, StaticType, TileType, describe, is_struct
 from .clone import substitute
 from .typeinfer_paths import PathForms
+from .typeinfer_scalars import ScalarForms
 from .typeinfer_slices import SliceForms, is_slice
 from .typeinfer_tiles import TileForms
 
@@ -48,7 +54,7 @@ def _field_value(struct_value, field):
     return None
 
 
-class TypeInference(TileForms, PathForms, SliceForms):
+class TypeInference(TileForms, PathForms, SliceForms, ScalarForms):
     def __init__(self, fn: ir.Function, specialize):
         self.fn = fn
         self.specialize = specialize  # (user function object, arg types, loc) -> typed ir.Function
@@ -79,7 +85,14 @@ class TypeInference(TileForms, PathForms, SliceForms):
         for op in old_ops:
             op.operands = [self.subst.get(v, v) for v in op.operands]
             handler = getattr(self, "op_" + op.opcode)
-            handler(op)
+            try:
+                handler(op)
+            except KernelError:
+                raise
+            except ScalarSemanticsError as e:
+                raise self.error(str(e), op, ValueError) from None
+            except Exception as e:  # noqa: BLE001  (a compiler bug must still name the user's line)
+                raise self.error(f"internal compiler error typing this line ({type(e).__name__}: {e})", op) from e
         block.yields = [self.subst.get(v, v) for v in block.yields]
         self.cur = outer
 
@@ -799,10 +812,16 @@ class TypeInference(TileForms, PathForms, SliceForms):
 
 
 def _convert(value, t):
+    """A literal's value as a constant of scalar type t (an integer wraps in C; a float out of an integer type's
+    range has no value there)."""
     if T.is_float(t):
         return float(value)
     if t is T.bool_:
         return bool(value)
+    if isinstance(value, float):
+        info = np.iinfo(t._np_)
+        if not (math.isfinite(value) and info.min - 1 < value < info.max + 1):
+            raise ScalarSemanticsError(f"the literal {value!r} is out of the range of {describe(t)}")
     return int(value)
 
 
