@@ -86,8 +86,10 @@ def cache_key(source: str, compiler: str, flags: list) -> str:
 
 
 def cache_root() -> str:
-    """The directory of this version's cache entries (and of the cache index, cache_index.py)."""
-    return os.path.join(config.cache_dir, VERSION)
+    """The directory of this version's cache entries (and of the cache index, cache_index.py), in the cache folder
+    this process trusts (cache_trust.py)."""
+    from .cache_trust import cache_dir
+    return os.path.join(cache_dir(), VERSION)
 
 
 class BuildResult:
@@ -98,22 +100,37 @@ class BuildResult:
 
 
 def build_cpu(source: str, name: str, debug: bool) -> BuildResult:
-    """Compile `source` to a shared library (or find it in the cache) and return its path."""
+    """Compile `source` to a shared library (or find it in the cache) and return its path. When the cache cannot
+    be written (full, read-only), the build goes to a private temporary cache, said once (cache_trust.py)."""
+    from .cache_trust import write_failed
+    try:
+        return _build_cpu(source, name, debug)
+    except OSError as e:
+        write_failed(os.path.dirname(cache_root()), e)
+        return _build_cpu(source, name, debug)
+
+
+def _build_cpu(source: str, name: str, debug: bool) -> BuildResult:
+    from .cache_trust import check_file, make_private_dirs, report_untrusted
     cxx = find_cxx()
     flags = cpu_flags(debug)
     key = cache_key(source, compiler_identity(cxx), flags)
-    entry = os.path.join(cache_root(), f"{name}_{key}")
+    root = cache_root()
+    entry = os.path.join(root, f"{name}_{key}")
     lib = os.path.join(entry, "module.so")
     if os.path.exists(lib):
-        why = damage(lib)
+        untrusted = check_file(lib, root)
+        why = untrusted or damage(lib)
         if why is None:
             return BuildResult(lib, True, 0.0)
-        report_rebuild(entry, why)
+        (report_untrusted if untrusted else report_rebuild)(entry, why)
         shutil.rmtree(entry, ignore_errors=True)
+        if os.path.exists(lib):
+            raise OSError(13, f"cache entry {entry} cannot be replaced")
     import subprocess
     import tempfile
-    os.makedirs(os.path.dirname(entry), exist_ok=True)
-    sweep_dead_temporaries(os.path.dirname(entry))
+    make_private_dirs(root)
+    sweep_dead_temporaries(root)
     t0 = time.perf_counter()
     tmp = tempfile.mkdtemp(prefix=temp_name(name), dir=os.path.dirname(entry))
     try:
@@ -123,12 +140,13 @@ def build_cpu(source: str, name: str, debug: bool) -> BuildResult:
         cmd = [cxx, *flags, f"-I{NATIVE_DIR}", src_path, "-o", os.path.join(tmp, "module.so")]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
-            kept = os.path.join(config.cache_dir, VERSION, "failed", f"{name}_{key}.cpp")
-            os.makedirs(os.path.dirname(kept), exist_ok=True)
+            kept = os.path.join(root, "failed", f"{name}_{key}.cpp")
+            make_private_dirs(os.path.dirname(kept))
             shutil.copy(src_path, kept)
             raise NativeCompileError(f"C++ compilation of module '{name}' failed (generated source kept at "
                                      f"{kept}):\n{proc.stderr[-6000:]}")
-        write_manifest(os.path.join(tmp, "module.so"))
+        write_manifest(os.path.join(tmp, "module.so"))  # also makes the library the user's alone (0700)
+        os.chmod(src_path, 0o600)
         try:
             os.rename(tmp, entry)
         except OSError:
@@ -163,7 +181,13 @@ def load_native_library(name: str):
 def load_library(path: str):
     """Load a compiled module after checking it against its manifest (size and hash written at build time).
     A damaged library, or one that fails to load, is removed from the cache with one line on stderr, and None
-    returned: the caller rebuilds it. A damaged library is never handed to the dynamic loader."""
+    returned: the caller rebuilds it. A damaged library is never handed to the dynamic loader, nor one that is not
+    inside the cache or not the user's own (cache_trust.py)."""
+    from .cache_trust import check_file, report_untrusted
+    untrusted = check_file(path, cache_root())
+    if untrusted:
+        report_untrusted(path, untrusted)
+        return None  # not removed: it may not even be inside the cache; the caller builds its own
     why = damage(path)
     if why is None:
         try:

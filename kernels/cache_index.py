@@ -303,8 +303,9 @@ def store(key: str, record: dict):
     import tempfile
     directory = index_dir()
     record = dict(record, format=FORMAT)
+    from .cache_trust import make_private_dirs
     try:
-        os.makedirs(directory, exist_ok=True)
+        make_private_dirs(directory)
         fd, tmp = tempfile.mkstemp(prefix=f".{key}_", suffix=".tmp", dir=directory)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:

@@ -30,8 +30,9 @@ def write_manifest(path: str) -> None:
     """Record the size and hash of `path` in `path.sha256` (written to a temp file and renamed)."""
     size, digest = _digest(path)
     tmp = f"{path}{MANIFEST_SUFFIX}.{os.getpid()}.tmp"
-    with open(tmp, "w") as f:
+    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
         f.write(f"{size} {digest}\n")
+    os.chmod(path, 0o600 if not path.endswith(".so") else 0o700)  # the user's alone, whatever the umask
     os.replace(tmp, path + MANIFEST_SUFFIX)
 
 

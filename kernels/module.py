@@ -318,6 +318,9 @@ class Module:
             if lib is None:  # corrupt cache entry: removed, build again
                 result = build_cpu(source, safe, debug)
                 lib = load_library(result.path)
+            if lib is None:
+                raise NativeCompileError(f"the library of module '{self.name}' could not be loaded from "
+                                         f"{result.path} (see the line above)")
         except NativeCompileError as e:
             _last_native_error[0] = e
             raise

@@ -64,16 +64,21 @@ def compile_source(source: str, arch: int = 90, name: str = "module.cu", target:
     code for that architecture (what a device loads; the log then holds ptxas's register and spill report),
     "ptx" the portable assembly. Cached on disk by source, architecture, target and NVRTC version."""
     import hashlib
-    from . import config
     from .build import VERSION, native_hash
     nvrtc = _nvrtc()
     version = nvrtc.nvrtcVersion()[1:]
     key = hashlib.sha256("\0".join([source, str(arch), target, str(version), VERSION, native_hash()]).encode())
-    from .cache_integrity import damage, report_rebuild, sweep_dead_temporaries, write_manifest
-    path = os.path.join(config.cache_dir, VERSION, target, f"{key.hexdigest()[:24]}.{target}")
+    from .build import cache_root
+    from .cache_integrity import damage, report_rebuild
+    from .cache_trust import check_file, report_untrusted
+    root = cache_root()
+    path = os.path.join(root, target, f"{key.hexdigest()[:24]}.{target}")
     log_path = path + ".log"
     if os.path.exists(path):
-        why = damage(path)
+        untrusted = check_file(path, root)
+        if untrusted:
+            report_untrusted(path, untrusted)
+        why = untrusted or damage(path)
         if why is None:
             with open(path, "rb") as f:
                 image = f.read()
@@ -83,20 +88,33 @@ def compile_source(source: str, arch: int = 90, name: str = "module.cu", target:
             except OSError:
                 log = ""
             return image, log
-        report_rebuild(path, why)
+        if not untrusted:
+            report_rebuild(path, why)
     image, log = _compile(nvrtc, source, arch, name, target)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    try:
+        _store(path, image, log)
+    except OSError as e:  # a full or read-only cache: the image is used all the same, kept in a private cache
+        from .cache_trust import write_failed
+        write_failed(os.path.dirname(root), e)
+    return image, log
+
+
+def _store(path: str, image: bytes, log: str):
+    """Write a compiled image and its log into the cache atomically (manifest first, image last)."""
+    from .cache_integrity import sweep_dead_temporaries, write_manifest
+    from .cache_trust import make_private_dirs
+    make_private_dirs(os.path.dirname(path))
     sweep_dead_temporaries(os.path.dirname(path))
+    log_path = path + ".log"
     tmp = f"{os.path.dirname(path)}/.{os.path.basename(path)}.{os.getpid()}.tmp"
     with open(tmp, "wb") as f:
         f.write(image)
     write_manifest(tmp)
-    with open(tmp + ".log", "w") as f:
+    with open(os.open(tmp + ".log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
         f.write(log)
     os.replace(tmp + ".log", log_path)
     os.replace(tmp + ".sha256", path + ".sha256")
     os.replace(tmp, path)  # atomic: readers see the old state or the whole file (checked against the manifest)
-    return image, log
 
 
 def _log(nvrtc, program) -> str:

@@ -98,6 +98,15 @@ def _positive_int(text: str) -> int:
 
 
 def main(argv=None) -> int:
+    from kernels.cache_trust import CacheTrustError
+    try:
+        return _main(argv)
+    except CacheTrustError as e:  # the compile cache could run someone else's code: one line, nothing run
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_INPUT
+
+
+def _main(argv=None) -> int:
     args = create_parser().parse_args(argv)
     if getattr(args, "threads", None) is not None:
         import kernels
