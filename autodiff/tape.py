@@ -29,7 +29,7 @@ import numpy as np
 import kernels as wp
 from kernels import capture
 from kernels.array import array as _array
-from kernels.array import copy_hooks, copy_plan, copy_window
+from kernels.array import copy_hooks, copy_plan, copy_window, host_write_hooks
 from kernels.launch import args_ctype, check_backward, launch_adjoint, pack_array, struct_params, tape_hooks
 from kernels.struct import packed_derived
 from kernels.typesys import ArrayType, is_differentiable_type, is_struct
@@ -152,6 +152,7 @@ class Tape:
         self._adjoint_memo: dict | None = None
         # id(struct copy in a record) -> its _Snapshot, for the copies kept with the struct's packed form
         self._snapshot_of: dict = {}
+        self._written = [0, {}]  # see _written_roots
         weakref.finalize(self, _release_all, self._holds, self._dirty)
 
     def hold(self, release):
@@ -169,12 +170,44 @@ class Tape:
         _recording.append(self)
         tape_hooks.append(self._record_launch)
         copy_hooks.append(self._record_copy)
+        host_write_hooks.append(self._check_host_write)
         return self
 
     def __exit__(self, *exc):
         tape_hooks.remove(self._record_launch)
         copy_hooks.remove(self._record_copy)
+        host_write_hooks.remove(self._check_host_write)
         _recording.remove(self)
+
+    def _check_host_write(self, a, operation: str):
+        """Refuse a write from the host into memory that a launch or copy recorded on this tape wrote: backward
+        would hand that write's gradient to the recorded writer, whose values the host write replaced (Warp gives
+        such gradients silently). The records are scanned once, as writes are looked up."""
+        if a._foreign or not self.launches:
+            return
+        written = self._written_roots()
+        writer = written.get(_memory_root(a))
+        if writer is not None:
+            raise HostWriteError(
+                f"{operation} writes {_describe_array(a)} on the host while the tape records, after {writer} "
+                f"recorded on this tape wrote it: the gradient through that write would be wrong. Write it before "
+                f"the tape records (or after), or with a kernel or wp.copy, which the tape records.")
+
+    def _written_roots(self) -> dict:
+        """id of the memory root of each array a record wrote -> what wrote it (the last writer), updated with the
+        records added since the last call."""
+        cache = self._written
+        start, written = cache
+        for rec in self.launches[start:]:
+            cls = rec.__class__
+            if cls is _Record:
+                for w in _rw_getters(rec.kernel)[1](rec.arrays):
+                    if w is not None:
+                        written[_memory_root(w)] = f"a launch of kernel '{rec.kernel.name}'"
+            elif cls is _CopyRecord:
+                written[_memory_root(rec.dest)] = "a recorded copy (wp.copy, wp.clone or assign)"
+        cache[0] = len(self.launches)
+        return written
 
     def _record_copy(self, dest, src, dest_offset, src_offset, count):
         if dest._foreign or src._foreign:
@@ -485,6 +518,7 @@ class Tape:
             read_flags.clear(read_flags.recorded_arrays(self.launches))
         self.zero()
         self.launches = []
+        self._written = [0, {}]
         self.scopes = []
         self._open_scopes = []
         self.touched = {}
@@ -531,6 +565,23 @@ class _LiveGradients:
                 known = not _any_nonzero(g.numpy())
             self.zero[id(a)] = known
         return not known
+
+
+class HostWriteError(RuntimeError):
+    """A write from the host into an array that a launch or copy recorded on the recording tape wrote."""
+
+
+def _memory_root(a) -> int:
+    """The id of the array whose memory `a` views (its own when it views none)."""
+    owner = a._owner
+    while owner.__class__ is wp.array:
+        a, owner = owner, owner._owner
+    return id(a)
+
+
+def _describe_array(a) -> str:
+    return (f"an array of shape {a.shape} and type {wp.types.type_repr(a.dtype)} on {a.device}"
+            f"{f' at 0x{a.ptr:x}' if a.ptr else ''}")
 
 
 def _grad_key(g) -> int:

@@ -630,6 +630,8 @@ class array:
     # Inside a capture on this array's device (capture.py), these record their work for replay instead of running.
 
     def zero_(self):
+        if host_write_hooks:
+            host_write_hooks[-1](self, "zero_()")
         rec = _capture.recorder(self.device)
         if rec is not None:
             rec.zero(self)
@@ -644,6 +646,8 @@ class array:
 
     def fill_(self, value):
         """Set every element to `value`: an element, or a scalar that fills every component of one."""
+        if host_write_hooks:
+            host_write_hooks[-1](self, "fill_()")
         element = _fill_element(self.dtype, self._buf.dtype, value)
         rec = _capture.recorder(self.device)
         if rec is not None:
@@ -676,6 +680,8 @@ class array:
                 copy_hooks[-1](self, src, 0, 0, self.size)
             return self
         else:
+            if host_write_hooks:
+                host_write_hooks[-1](self, "assign() of host data")
             data = np.asarray(src)
         if _is_bf16(self.dtype) and data.dtype != self._buf.dtype:
             data = T.to_storage(T.bfloat16, data)
@@ -726,6 +732,8 @@ class array:
         return out
 
     def __setitem__(self, key, value):
+        if host_write_hooks:  # not a recorded copy, whatever the value: wp.copy or assign() are
+            host_write_hooks[-1](self, "an item assignment (a[...] = value)")
         if self.is_cuda:
             from .cuda_memory import copy, index, write
             key = key if isinstance(key, tuple) else (key,)
@@ -921,6 +929,11 @@ def ones_like(src: array, device=None, requires_grad=None, pinned=None, retain_g
 # Set by autodiff.Tape while recording: callables(dest, src, dest_offset, src_offset, count) told of every copy
 # between toolkit arrays (wp.copy, wp.clone, array.assign), so that backward can route gradients through it.
 copy_hooks: list = []
+
+# Set by autodiff.Tape while recording: callables(array, operation) told of every write from the host (zero_,
+# fill_, assign of host data, item assignment) before it happens; the Tape refuses one into memory that a recorded
+# launch or copy wrote, whose gradient would then go wrong.
+host_write_hooks: list = []
 
 
 def full_like(src: array, value, device=None, requires_grad=None, pinned=None, retain_grad=False) -> array:
