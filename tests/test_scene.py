@@ -245,7 +245,7 @@ MALFORMED = [
     ("unknown fix name", GOOD.replace("mass: 0.01", "mass: 0.01\n    fix: [left]"), 9,
      "cloth[0].fix[0]: expected a vertex index or one of left_edge"),
     ("unknown collider type", GOOD.replace("{type: ground}", "{type: cone}"), 10,
-     "colliders[0].type: expected one of ground, sphere, box, capsule, got 'cone'"),
+     "colliders[0].type: expected one of ground, sphere, box, capsule, mesh, got 'cone'"),
     ("collider key of another type", GOOD.replace("{type: ground}", "{type: sphere, radius: 1, half_extents: "
                                                   "[1, 1, 1]}"), 10, "colliders[0].half_extents: unknown key"),
     ("negative radius", GOOD.replace("{type: ground}", "{type: sphere, radius: -0.5}"), 10,
@@ -266,7 +266,7 @@ MALFORMED = [
     ("restitution above 1", GOOD + "bodies:\n  - {shapes: [{type: sphere, radius: 0.1}], material: "
      "{restitution: 1.5}}\n", 12, "bodies[0].material.restitution: expected a number between 0 and 1, got 1.5"),
     ("plane as a body shape", GOOD + "bodies:\n  - {shapes: [{type: plane}]}\n", 12,
-     "bodies[0].shapes[0].type: expected one of box, sphere, capsule, got 'plane'"),
+     "bodies[0].shapes[0].type: expected one of box, sphere, capsule, mesh, got 'plane'"),
 ]
 
 
