@@ -144,6 +144,56 @@ def contact_normal(u: wp.vec3, u_start: wp.vec3):
 # Detection (integer data and the bound: not differentiated)
 
 
+@wp.func
+def lower_bound(bound: wp.array(dtype=float), i: int, j: int, k: int, l: int, d: float):
+    """Lower the bound of the four vertices of a pair at distance d [m] to d."""
+    wp.atomic_min(bound, i, d)
+    wp.atomic_min(bound, j, d)
+    wp.atomic_min(bound, k, d)
+    wp.atomic_min(bound, l, d)
+
+
+@wp.func
+def store_pair(other: wp.array(dtype=wp.int32), start: wp.array(dtype=wp.vec3), base: int, count: int,
+               slots: int, pair: int, u: wp.vec3, overflow: wp.array(dtype=wp.int32)):
+    """Keep `pair` with separation u in slot base + count when count < slots (else count it in overflow);
+    returns the new count."""
+    if count < slots:
+        other[base + count] = pair
+        start[base + count] = u
+        return count + 1
+    wp.atomic_add(overflow, 0, 1)
+    return count
+
+
+@wp.func
+def vertex_triangle_pair(x: wp.array(dtype=wp.vec3), data: SelfContactData, v: int, k: int):
+    """Slot k of vertex v: its triangle's corners (a, b, c), the closest point's weights w and the separation
+    u = x_v - (w_a x_a + w_b x_b + w_c x_c) [m] at positions x."""
+    t = data.vt_triangle[v * VT_SLOTS + k]
+    a = data.tri_indices[t, 0]
+    b = data.tri_indices[t, 1]
+    c = data.tri_indices[t, 2]
+    w = closest_point_triangle(x[v], x[a], x[b], x[c])
+    return a, b, c, w, x[v] - (x[a] * w[0] + x[b] * w[1] + x[c] * w[2])
+
+
+@wp.func
+def edge_edge_pair(x: wp.array(dtype=wp.vec3), data: SelfContactData, e: int, k: int):
+    """Slot k of edge e = (i0, i1): the other edge's ends (j0, j1), the closest points' parameters s (on e)
+    and t, and the separation u = the closest point on e minus the one on the other edge [m] at positions x."""
+    i0 = data.edge_indices[e, 0]
+    i1 = data.edge_indices[e, 1]
+    f = data.ee_edge[e * EE_SLOTS + k]
+    j0 = data.edge_indices[f, 0]
+    j1 = data.edge_indices[f, 1]
+    st = wp.closest_point_edge_edge(x[i0], x[i1], x[j0], x[j1], 1.0e-12)
+    s = st[0]
+    t = st[1]
+    u = x[i0] * (1.0 - s) + x[i1] * s - x[j0] * (1.0 - t) - x[j1] * t
+    return j0, j1, s, t, u
+
+
 @wp.kernel
 def primitive_centres(x: wp.array(dtype=wp.vec3), tris: wp.array2d(dtype=wp.int32),
                       edges: wp.array2d(dtype=wp.int32), tri_centre: wp.array(dtype=wp.vec3),
@@ -204,16 +254,9 @@ def find_vertex_triangle_pairs(x: wp.array(dtype=wp.vec3), grid: HashGridData, d
                     u = p - (x[a] * w[0] + x[b] * w[1] + x[c] * w[2])
                     d = wp.length(u)
                     if d < query_radius:
-                        wp.atomic_min(bound, v, d)
-                        wp.atomic_min(bound, a, d)
-                        wp.atomic_min(bound, b, d)
-                        wp.atomic_min(bound, c, d)
-                        if count < VT_SLOTS:
-                            data.vt_triangle[v * VT_SLOTS + count] = t
-                            data.vt_start[v * VT_SLOTS + count] = u
-                            count = count + 1
-                        else:
-                            wp.atomic_add(overflow, 0, 1)
+                        lower_bound(bound, v, a, b, c, d)
+                        count = store_pair(data.vt_triangle, data.vt_start, v * VT_SLOTS, count, VT_SLOTS, t, u,
+                                           overflow)
     data.vt_count[v] = count
 
 
@@ -245,16 +288,8 @@ def find_edge_edge_pairs(x: wp.array(dtype=wp.vec3), grid: HashGridData, data: S
                     u = p1 * (1.0 - st[0]) + q1 * st[0] - x[j0] * (1.0 - st[1]) - x[j1] * st[1]
                     d = wp.length(u)
                     if d < query_radius:
-                        wp.atomic_min(bound, i0, d)
-                        wp.atomic_min(bound, i1, d)
-                        wp.atomic_min(bound, j0, d)
-                        wp.atomic_min(bound, j1, d)
-                        if count < EE_SLOTS:
-                            data.ee_edge[e * EE_SLOTS + count] = f
-                            data.ee_start[e * EE_SLOTS + count] = u
-                            count = count + 1
-                        else:
-                            wp.atomic_add(overflow, 0, 1)
+                        lower_bound(bound, i0, i1, j0, j1, d)
+                        count = store_pair(data.ee_edge, data.ee_start, e * EE_SLOTS, count, EE_SLOTS, f, u, overflow)
     data.ee_count[e] = count
 
 

@@ -7,7 +7,7 @@ over the vertices by their barycentric weights (which sum to 1 on each side): mo
 import kernels as wp
 
 from ...model import ContactParams
-from ...self_contact import EE_SLOTS, VT_SLOTS, SelfContactData, closest_point_triangle, contact_normal
+from ...self_contact import SelfContactData, contact_normal, edge_edge_pair, vertex_triangle_pair
 from .kernels import friction_force
 
 
@@ -31,12 +31,7 @@ def eval_vertex_triangle_forces(x: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp
     """One thread per vertex p, over its triangles (a, b, c) with the closest point's weights w."""
     p = wp.tid()
     for k in range(data.vt_count[p]):
-        t = data.vt_triangle[p * VT_SLOTS + k]
-        a = data.tri_indices[t, 0]
-        b = data.tri_indices[t, 1]
-        c = data.tri_indices[t, 2]
-        w = closest_point_triangle(x[p], x[a], x[b], x[c])
-        u = x[p] - (x[a] * w[0] + x[b] * w[1] + x[c] * w[2])
+        a, b, c, w, u = vertex_triangle_pair(x, data, p, k)
         rel = v[p] - (v[a] * w[0] + v[b] * w[1] + v[c] * w[2])
         force = pair_force(u, rel, 0.5 * (data.thickness[p] + data.thickness[a]), params, mu[0])
         wp.atomic_add(f, p, force)
@@ -53,13 +48,7 @@ def eval_edge_edge_forces(x: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3)
     i0 = data.edge_indices[e, 0]
     i1 = data.edge_indices[e, 1]
     for k in range(data.ee_count[e]):
-        g = data.ee_edge[e * EE_SLOTS + k]
-        j0 = data.edge_indices[g, 0]
-        j1 = data.edge_indices[g, 1]
-        st = wp.closest_point_edge_edge(x[i0], x[i1], x[j0], x[j1], 1.0e-12)
-        s = st[0]
-        t = st[1]
-        u = x[i0] * (1.0 - s) + x[i1] * s - x[j0] * (1.0 - t) - x[j1] * t
+        j0, j1, s, t, u = edge_edge_pair(x, data, e, k)
         rel = v[i0] * (1.0 - s) + v[i1] * s - v[j0] * (1.0 - t) - v[j1] * t
         force = pair_force(u, rel, 0.5 * (data.thickness[i0] + data.thickness[j0]), params, mu[0])
         wp.atomic_add(f, i0, force * (1.0 - s))

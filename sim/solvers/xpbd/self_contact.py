@@ -13,7 +13,8 @@ previous iteration (at the step's start for the first), so the share follows the
 
 import kernels as wp
 
-from ...self_contact import EE_SLOTS, VT_SLOTS, SelfContactData, closest_point_triangle, contact_normal
+from ...self_contact import (EE_SLOTS, VT_SLOTS, SelfContactData, contact_normal, edge_edge_pair,
+                             vertex_triangle_pair)
 
 
 @wp.func
@@ -61,12 +62,7 @@ def solve_vertex_triangle_contacts(x: wp.array(dtype=wp.vec3), x_start: wp.array
     """One thread per vertex v, over its triangles (a, b, c): r = x_v - (wa x_a + wb x_b + wc x_c)."""
     v = wp.tid()
     for k in range(data.vt_count[v]):
-        t = data.vt_triangle[v * VT_SLOTS + k]
-        a = data.tri_indices[t, 0]
-        b = data.tri_indices[t, 1]
-        c = data.tri_indices[t, 2]
-        w = closest_point_triangle(x[v], x[a], x[b], x[c])
-        u = x[v] - (x[a] * w[0] + x[b] * w[1] + x[c] * w[2])
+        a, b, c, w, u = vertex_triangle_pair(x, data, v, k)
         u_start = data.vt_start[v * VT_SLOTS + k]
         # relative motion of the touching material points since the step's start (weights held fixed)
         slip = x[v] - x_start[v] - ((x[a] - x_start[a]) * w[0] + (x[b] - x_start[b]) * w[1]
@@ -94,13 +90,7 @@ def solve_edge_edge_contacts(x: wp.array(dtype=wp.vec3), x_start: wp.array(dtype
     i0 = data.edge_indices[e, 0]
     i1 = data.edge_indices[e, 1]
     for k in range(data.ee_count[e]):
-        f = data.ee_edge[e * EE_SLOTS + k]
-        j0 = data.edge_indices[f, 0]
-        j1 = data.edge_indices[f, 1]
-        st = wp.closest_point_edge_edge(x[i0], x[i1], x[j0], x[j1], 1.0e-12)
-        s = st[0]
-        t = st[1]
-        u = x[i0] * (1.0 - s) + x[i1] * s - x[j0] * (1.0 - t) - x[j1] * t
+        j0, j1, s, t, u = edge_edge_pair(x, data, e, k)
         u_start = data.ee_start[e * EE_SLOTS + k]
         h = 0.5 * (data.thickness[i0] + data.thickness[j0])
         slip = (x[i0] - x_start[i0]) * (1.0 - s) + (x[i1] - x_start[i1]) * s - (x[j0] - x_start[j0]) * (1.0 - t) \
