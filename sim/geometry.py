@@ -10,6 +10,8 @@ from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHE
 
 #: Distance reported for points that cannot touch a shape (outside a finite plane's extent).
 FAR = wp.constant(1.0e6)
+#: How much farther than the contact reach a closed mesh is searched, so that a point inside it is pushed out.
+CLOSED_MESH_REACH = wp.constant(4.0)
 
 
 @wp.func
@@ -75,15 +77,16 @@ def shape_sdf(shape_type: int, pose: wp.transform, scale: wp.vec3, x: wp.vec3):
 @wp.func
 def mesh_sdf(mesh: wp.uint64, closed: int, p: wp.vec3, scale: float, max_dist: float):
     """Distance and outward normal of a triangle mesh (BVH `mesh`, vertices in the shape frame before `scale`)
-    at local point p [m]; (FAR, +y) when an open mesh has no face within max_dist [m].
+    at local point p [m]; (FAR, +y) when no face lies within max_dist [m] (CLOSED_MESH_REACH times that for a
+    closed mesh: an unbounded search costs six times as much, and only a point that tunnelled is deeper).
 
     An open mesh (closed = 0) is a two-sided surface: the distance is unsigned and the normal points from the
     closest surface point to p. A closed, consistently oriented mesh is a solid: inside points (ray vote) get a
     negative distance (the sign of the closest face's normal) and the normal points out. Differentiable with respect to p through the closest point's
     barycentric coordinates (mesh_query_point's adjoint)."""
     q = p / scale
-    if closed != 0:  # searched without a limit: a point deep inside must still be pushed out
-        query = wp.mesh_query_point_sign_normal(mesh, q, FAR)
+    if closed != 0:  # searched farther: a point up to CLOSED_MESH_REACH times max_dist inside is pushed out
+        query = wp.mesh_query_point_sign_normal(mesh, q, max_dist * CLOSED_MESH_REACH / scale)
     else:
         query = wp.mesh_query_point_no_sign(mesh, q, max_dist / scale)
     if not query.result:

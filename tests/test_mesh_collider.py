@@ -216,3 +216,29 @@ def test_mesh_contact_gradients_pass_gradcheck(solver_name, scene, mesh):
         eps = 2e-4 if name == "mesh position" else 1e-3
         report = gradcheck(lambda _: rollout(), [x], eps=eps, atol=2e-3, raise_on_fail=False)
         assert report.passed, f"{solver_name} {scene}: gradient with respect to {name}\n{report}"
+
+
+def test_shipped_scene_drapes_cloth_over_the_mesh_asset_without_entering_it_or_itself():
+    """scenes/cloth_on_mesh.yaml at its settings (XPBD, self-collision on), the first 30 frames (it lands and
+    drapes): at every 5th frame no vertex inside the cushion (winding number), no cloth edge crossing it, no
+    pair of cloth triangles intersecting (exact tests in numpy)."""
+    import os
+    from sim.scene import Scene
+    from _intersections import count_triangle_intersections
+    scene = Scene.load(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scenes",
+                                    "cloth_on_mesh.yaml"))
+    cushion = next(c for c in scene.spec.colliders if c.type == "mesh")
+    mesh_vertices = cushion.vertices * cushion.scale + np.asarray(cushion.pos)
+    built = scene.build("cpu")
+    tris = built.model.tri_indices.numpy()
+    edges = mesh_edges(tris)
+    state, scratch = built.model.state(), built.model.state()
+    for frame in range(1, 31):
+        state, scratch = built.step_frame(state, scratch, frame)
+        if frame % 5 == 0:
+            x = state.particle_q.numpy().astype(np.float64)
+            assert np.abs(winding_numbers(x, mesh_vertices, cushion.triangles)).max() < 0.5, frame
+            assert count_edges_crossing_mesh(x, edges, mesh_vertices, cushion.triangles) == 0, frame
+            assert count_triangle_intersections(x, tris) == 0, frame
+    top = mesh_vertices[:, 1].max()
+    assert x[:, 1].min() < top - 0.1, "the cloth drapes down the cushion's sides"

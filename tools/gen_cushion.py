@@ -8,7 +8,7 @@ import os
 import numpy as np
 
 HALF = np.array([0.45, 0.2, 0.35])  # half extents [m]
-POWER = 6.0  # |x/a|^p + |y/b|^p + |z/c|^p = 1: large p is boxy, 2 an ellipsoid
+POWER = 4.0  # |x/a|^p + |y/b|^p + |z/c|^p = 1: large p is boxy, 2 an ellipsoid
 DIVISIONS = 12  # grid cells along each edge of the cube the surface is mapped from
 
 
