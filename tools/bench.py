@@ -110,7 +110,7 @@ QUICK = Settings(saxpy_count=2 * 10**6, saxpy_repeats=3, launch_count=2000, laun
                  rigid_boxes=(10, 10, 10), rigid_steps=90, rigid_grad_boxes=(5, 4, 5), rigid_grad_steps=100,
                  rigid_repeats=1, articulation_steps=100, articulation_grad_steps=50, articulation_repeats=1,
                  optim_repeats=1, optim_memory_frames=32, contention_seconds=0.5,
-                 contention_workloads=("xpbd32",), sweep_runs=0, cloth_contact=(16, 40))
+                 contention_workloads=("xpbd32",), sweep_runs=0, cloth_contact=(8, 8))
 
 SECTIONS = ("saxpy", "launch", "compile", "autodiff", "gemm", "cloth", "rigid", "articulation", "optim", "contention",
             "sweep", "cloth_contact")
