@@ -48,6 +48,7 @@ from .hashgrid import HashGrid, HashGridData, hash_grid_cell_of, hash_grid_dims_
 VT_SLOTS = 48  # triangles kept per vertex
 EE_SLOTS = 48  # edges kept per edge
 QUERY_RADIUS = 2.0  # the pair search radius r_q, in thicknesses
+GRID_CELLS_PER_PRIMITIVE = 8  # hash grid cells per primitive: cloth is a thin sheet, so most cells stay empty
 GAMMA = 0.4  # fraction of a vertex's distance to its nearest primitive it may move in one step (< 1/2)
 #: default thickness as a fraction of a cloth's mean edge length: below the 0.71 edge lengths between a flat
 #: grid's vertex and the nearest triangle not containing it, so a cloth at rest touches nothing of its own
@@ -406,8 +407,9 @@ class SelfContact:
         self._tri_radius = wp.zeros(max(self.tri_count, 1), dtype=float, device=d)
         self._edge_radius = wp.zeros(max(self.edge_count, 1), dtype=float, device=d)
         self._largest = wp.zeros(2, dtype=float, device=d)
-        self._tri_grid = HashGrid(*(hash_grid_dims_for(self.tri_count),) * 3, device=d)
-        self._edge_grid = HashGrid(*(hash_grid_dims_for(self.edge_count),) * 3, device=d)
+        self._tri_grid = HashGrid(*(hash_grid_dims_for(GRID_CELLS_PER_PRIMITIVE * self.tri_count),) * 3, device=d)
+        self._edge_grid = HashGrid(*(hash_grid_dims_for(GRID_CELLS_PER_PRIMITIVE * self.edge_count),) * 3,
+                                   device=d)
         self.overflow = wp.zeros(1, dtype=wp.int32, device=d)
         self._no_velocity = (wp.zeros(0, dtype=wp.vec3, device=d), wp.zeros(0, dtype=wp.vec3, device=d))
 
