@@ -81,9 +81,9 @@ def mesh_sdf(mesh: wp.uint64, closed: int, p: wp.vec3, scale: float, max_dist: f
     closed mesh: an unbounded search costs six times as much, and only a point that tunnelled is deeper).
 
     An open mesh (closed = 0) is a two-sided surface: the distance is unsigned and the normal points from the
-    closest surface point to p. A closed, consistently oriented mesh is a solid: inside points (ray vote) get a
-    negative distance (the sign of the closest face's normal) and the normal points out. Differentiable with respect to p through the closest point's
-    barycentric coordinates (mesh_query_point's adjoint)."""
+    closest surface point to p. A closed, consistently oriented mesh is a solid: inside points get a negative
+    distance (the sign of the closest face's normal) and the normal points out. Differentiable with respect to p
+    through the closest point's barycentric coordinates (mesh_query_point's adjoint)."""
     q = p / scale
     if closed != 0:  # searched farther: a point up to CLOSED_MESH_REACH times max_dist inside is pushed out
         query = wp.mesh_query_point_sign_normal(mesh, q, max_dist * CLOSED_MESH_REACH / scale)

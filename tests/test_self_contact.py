@@ -151,8 +151,8 @@ def test_folding_cloth_never_intersects_itself_in_either_solver(tmp_path):
     count is 0 at every third frame; with self-collision off the same cloth intersects itself (the count
     works)."""
     text = open(os.path.join(ROOT, "scenes", "cloth_fold.yaml")).read()
-    variants = {"xpbd": text, "semi_implicit": text.replace("solver: {preset: xpbd_cloth}", "solver: {type: "
-                                                                 "semi_implicit}").replace("substeps: 8", "substeps: 50"),
+    semi_implicit = text.replace("solver: {preset: xpbd_cloth}", "solver: {type: semi_implicit}")
+    variants = {"xpbd": text, "semi_implicit": semi_implicit.replace("substeps: 8", "substeps: 50"),
                 "xpbd without": text.replace("self_collision: true", "self_collision: false")}
     results = {}
     for name, variant in variants.items():
@@ -269,3 +269,22 @@ def test_thickness_defaults_to_a_quarter_edge_and_bad_values_are_refused():
     with pytest.raises(ValueError, match="thickness"):
         sim.ModelBuilder().add_cloth_grid((0, 0, 0), IDENTITY, (0, 0, 0), 2, 2, 0.1, 0.1, mass=0.01,
                                           self_collision=True, thickness=-0.01)
+
+
+def test_self_contact_kernels_compile_to_ptx():
+    """The CUDA path of the search (forward; it is never taped) and of the kernels on the Tape, both solvers'
+    contact kernels and the displacement bound (forward and backward), compiles, with or without a GPU."""
+    from kernels.module import get_module
+    from kernels.nvrtc import compile_source_to_ptx, render_cuda_source
+
+    import sim.self_contact
+    import sim.solvers.semi_implicit.self_contact
+    import sim.solvers.xpbd.self_contact
+
+    for module in (sim.self_contact, sim.solvers.xpbd.self_contact, sim.solvers.semi_implicit.self_contact):
+        module_kernels = get_module(module.__name__).kernels
+        ptx = compile_source_to_ptx(render_cuda_source(module_kernels), 90, "self_contact.cu")
+        for i, k in enumerate(module_kernels):
+            assert f"k{i}_{k.name}_cuda_forward" in ptx
+            taped = module is not sim.self_contact or k.name == "limit_displacement"
+            assert not taped or f"k{i}_{k.name}_cuda_backward" in ptx, k.name
