@@ -16,7 +16,9 @@ import kernels as wp
 from .bending import (DEFAULT_BENDING, bending_scale, check_bending_model, curved_rest_warning, dihedral_angle,
                       hinge_weights)
 from .builder_joints import JointBuilderMixin
-from .model import PARTICLE_ACTIVE, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_PLANE, SHAPE_SPHERE, Model
+from .mesh_shape import build_collider_meshes, checked_mesh, mesh_bounding_radius
+from .model import PARTICLE_ACTIVE, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE, Model
+from .self_contact import default_thickness
 
 _AXES = {"x": 0, "y": 1, "z": 2}
 
@@ -71,12 +73,14 @@ class ModelBuilder(JointBuilderMixin):
         self.bending = check_bending_model(bending)
         self.particle_q, self.particle_qd, self.particle_mass, self.particle_radius = [], [], [], []
         self.particle_flags = []
+        self.particle_thickness = {}  # particle index -> self-contact thickness [m], for colliding cloths
         self.spring_indices, self.spring_rest_length, self.spring_stiffness, self.spring_damping = [], [], [], []
         self.tri_indices, self.tri_poses, self.tri_areas, self.tri_materials = [], [], [], []
         self.edge_indices, self.edge_rest_angle, self.edge_bending_properties = [], [], []
         self.edge_rest_scale, self.edge_bending_weights = [], []
         self.shape_type, self.shape_transform, self.shape_scale, self.shape_body = [], [], [], []
         self.shape_density, self.shape_material = [], []
+        self.shape_mesh = []  # (vertices, triangles) of mesh shapes, None for the others
         self.default_particle_radius = 0.01
         # rigid bodies: what add_body was told; mass properties are computed from the shapes at finalize
         self.body_q, self.body_qd = [], []
@@ -190,9 +194,14 @@ class ModelBuilder(JointBuilderMixin):
     def add_cloth_mesh(self, pos, rot, scale: float, vel, vertices, indices, density: float, tri_ke: float = 1e3,
                        tri_ka: float = 1e3, tri_kd: float = 1e-1, edge_ke: float = 0.0, edge_kd: float = 0.0,
                        add_springs: bool = False, spring_ke: float = 1e3, spring_kd: float = 0.0,
-                       radius: float | None = None, fixed: tuple = ()) -> list:
+                       radius: float | None = None, fixed: tuple = (), self_collision: bool = False,
+                       thickness: float | None = None) -> list:
         """A triangle mesh (vertices [n, 3], triangle indices [m, 3]) as cloth with areal `density` [kg/m^2];
-        each vertex gets a third of the mass of its triangles. `fixed` vertex indices get mass 0."""
+        each vertex gets a third of the mass of its triangles. `fixed` vertex indices get mass 0.
+
+        `self_collision`: the cloth collides with itself and with every other cloth that has it on
+        (vertex-triangle and edge-edge proximity contacts, sim/self_contact.py), keeping `thickness` [m]
+        between surfaces (default: a quarter of the mean edge length)."""
         verts = np.asarray(vertices, dtype=np.float64).reshape(-1, 3)
         tris = np.asarray(indices, dtype=np.int64).reshape(-1, 3)
         if tris.size and (tris.min() < 0 or tris.max() >= len(verts)):
@@ -208,6 +217,11 @@ class ModelBuilder(JointBuilderMixin):
         ids = [self.add_particle(world[k], vel, 0.0 if k in fixed else masses[k], radius) for k in range(len(verts))]
         for t in tris:
             self.add_triangle(*(start + int(k) for k in t), tri_ke, tri_ka, tri_kd)
+        if self_collision:
+            h = default_thickness(world, tris) if thickness is None else float(thickness)
+            if not h > 0:
+                raise ValueError(f"cloth thickness must be positive, got {thickness}")
+            self.particle_thickness.update((i, h) for i in ids)
         for o0, o1, v0, v1 in _mesh_edges(tris):
             if add_springs:
                 self.add_spring(start + v0, start + v1, spring_ke, spring_kd)
@@ -220,10 +234,11 @@ class ModelBuilder(JointBuilderMixin):
                        tri_ke: float = 1e3, tri_ka: float = 1e3, tri_kd: float = 1e-1, edge_ke: float = 0.0,
                        edge_kd: float = 0.0, add_springs: bool = False, spring_ke: float = 1e3,
                        spring_kd: float = 0.0, fix_left: bool = False, fix_right: bool = False,
-                       fix_top: bool = False, fix_bottom: bool = False, radius: float | None = None) -> list:
+                       fix_top: bool = False, fix_bottom: bool = False, radius: float | None = None,
+                       self_collision: bool = False, thickness: float | None = None) -> list:
         """A (dim_x + 1) x (dim_y + 1) vertex grid of cells `cell_x` x `cell_y` [m] in the local x-y plane,
         rotated by `rot` about `pos`; each vertex has `mass` [kg]. `fix_*` pins an edge (mass 0).
-        Returns the particle indices, row by row."""
+        `self_collision` and `thickness` [m]: as in add_cloth_mesh. Returns the particle indices, row by row."""
         if dim_x < 1 or dim_y < 1:
             raise ValueError("a cloth grid needs dim_x >= 1 and dim_y >= 1")
         if mass <= 0:
@@ -246,7 +261,8 @@ class ModelBuilder(JointBuilderMixin):
         ids = self.add_cloth_mesh(pos, rot, 1.0, vel, verts, tris, density=mass / cell_area, tri_ke=tri_ke,
                                   tri_ka=tri_ka, tri_kd=tri_kd, edge_ke=edge_ke, edge_kd=edge_kd,
                                   add_springs=add_springs, spring_ke=spring_ke, spring_kd=spring_kd,
-                                  radius=radius, fixed=fixed)
+                                  radius=radius, fixed=fixed, self_collision=self_collision,
+                                  thickness=thickness)
         pinned = set(fixed)
         for k, pid in enumerate(ids):  # every vertex gets exactly `mass`, unless fixed
             self.particle_mass[pid] = 0.0 if k in pinned else float(mass)
@@ -272,6 +288,7 @@ class ModelBuilder(JointBuilderMixin):
         self.shape_body.append(int(body))
         self.shape_density.append(density)
         self.shape_material.append((ke, kd, kf, mu, restitution))
+        self.shape_mesh.append(None)
         return len(self.shape_type) - 1
 
     # Keyword-only arguments shared by add_shape_*: `density` [kg/m^3] (mass of shapes on bodies) and the contact
@@ -311,6 +328,22 @@ class ModelBuilder(JointBuilderMixin):
         Planes have no mass, and rigid bodies collide with static planes only."""
         return self._add_shape(SHAPE_PLANE, pos, rot, (width, length, 0.0), body, 0.0,
                                (ke, kd, kf, mu, restitution))
+
+    def add_shape_mesh(self, vertices, indices, pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0),
+                       scale: float = 1.0, body: int = -1, *, ke=None, kd=None, kf=None, mu=None,
+                       restitution=None) -> int:
+        """A triangle-mesh collider: `vertices` (n, 3) in the shape frame [file units], `indices` (m, 3) or
+        flat, scaled by `scale` [m/unit] and placed at pos/rot (in the body frame with `body` >= 0, so it
+        moves with the body). Cloth and particles collide with it through a BVH (sim.geometry.mesh_sdf); a
+        closed, consistently oriented mesh is a solid, any other a two-sided surface. A mesh adds no mass to
+        its body (give the body a mass, or other shapes). SolverRigid does not collide meshes with bodies."""
+        if not scale > 0:
+            raise ValueError(f"mesh collider scale must be positive, got {scale}")
+        mesh = checked_mesh(vertices, indices)
+        shape = self._add_shape(SHAPE_MESH, pos, rot, (scale, scale, scale), body, 0.0,
+                                (ke, kd, kf, mu, restitution))
+        self.shape_mesh[shape] = mesh
+        return shape
 
     def add_ground_plane(self, height: float = 0.0, **material) -> int:
         """An infinite ground plane at `height` [m] along the up axis, normal pointing up. Keyword arguments
@@ -414,6 +447,10 @@ class ModelBuilder(JointBuilderMixin):
         m.particle_radius = arr(self.particle_radius, float)
         m.particle_flags = arr(self.particle_flags, wp.int32, np_dtype=np.int32)
         m.particle_max_radius = float(max(self.particle_radius, default=0.0))
+        thickness = np.zeros(self.particle_count)
+        thickness[list(self.particle_thickness)] = list(self.particle_thickness.values())
+        m.particle_thickness = arr(thickness, float)
+        m.self_contact_enabled = bool(self.particle_thickness)
 
         m.spring_count = len(self.spring_indices)
         m.spring_indices = arr(self.spring_indices, wp.int32, (2,), np_dtype=np.int32).reshape((m.spring_count, 2)) \
@@ -448,8 +485,9 @@ class ModelBuilder(JointBuilderMixin):
         m.shape_transform = arr(self.shape_transform, wp.transform, (7,), grad=True)
         m.shape_scale = arr(self.shape_scale, wp.vec3, (3,), grad=True)
         m.shape_body = arr(self.shape_body, wp.int32, np_dtype=np.int32)
-        m.shape_bounding_radius = arr([_bounding_radius(t, sc) for t, sc in zip(self.shape_type, self.shape_scale)],
-                                      float)
+        m.shape_bounding_radius = arr([_bounding_radius(t, sc, mesh) for t, sc, mesh in
+                                       zip(self.shape_type, self.shape_scale, self.shape_mesh)], float)
+        m.shape_mesh, m.shape_mesh_id, m.shape_mesh_closed = build_collider_meshes(self.shape_mesh, d)
         material = np.asarray(self.shape_material, dtype=np.float64).reshape(-1, 5)
         for k, name in enumerate(("ke", "kd", "kf", "mu", "restitution")):
             setattr(m, "shape_material_" + name, arr(material[:, k], float, grad=True))
@@ -476,8 +514,10 @@ class ModelBuilder(JointBuilderMixin):
         m.body_com = arr([p[1] for p in props], wp.vec3, (3,), grad=True)
 
 
-def _bounding_radius(kind: int, scale) -> float:
+def _bounding_radius(kind: int, scale, mesh=None) -> float:
     """Radius [m] of a sphere about the shape's origin containing it; 0 for planes (never bounded)."""
+    if kind == SHAPE_MESH:
+        return mesh_bounding_radius(mesh[0], float(scale[0]))
     if kind == SHAPE_SPHERE:
         return float(scale[0])
     if kind == SHAPE_BOX:

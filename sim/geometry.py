@@ -6,10 +6,12 @@ Shared by the solvers' contact kernels. Distances in metres; negative inside the
 
 import kernels as wp
 
-from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_PLANE, SHAPE_SPHERE
+from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
 
 #: Distance reported for points that cannot touch a shape (outside a finite plane's extent).
 FAR = wp.constant(1.0e6)
+#: How much farther than the contact reach a closed mesh is searched, so that a point inside it is pushed out.
+CLOSED_MESH_REACH = wp.constant(4.0)
 
 
 @wp.func
@@ -72,6 +74,35 @@ def shape_sdf(shape_type: int, pose: wp.transform, scale: wp.vec3, x: wp.vec3):
     return d, wp.quat_rotate(wp.transform_get_rotation(pose), n)
 
 
+@wp.func
+def mesh_sdf(mesh: wp.uint64, closed: int, p: wp.vec3, scale: float, max_dist: float):
+    """Distance and outward normal of a triangle mesh (BVH `mesh`, vertices in the shape frame before `scale`)
+    at local point p [m]; (FAR, +y) when no face lies within max_dist [m] (CLOSED_MESH_REACH times that for a
+    closed mesh: an unbounded search costs six times as much, and only a point that tunnelled is deeper).
+
+    An open mesh (closed = 0) is a two-sided surface: the distance is unsigned and the normal points from the
+    closest surface point to p. A closed, consistently oriented mesh is a solid: inside points get a negative
+    distance (the sign of the closest face's normal) and the normal points out. Differentiable with respect to p
+    through the closest point's barycentric coordinates (mesh_query_point's adjoint)."""
+    q = p / scale
+    if closed != 0:  # searched farther: a point up to CLOSED_MESH_REACH times max_dist inside is pushed out
+        query = wp.mesh_query_point_sign_normal(mesh, q, max_dist * CLOSED_MESH_REACH / scale)
+    else:
+        query = wp.mesh_query_point_no_sign(mesh, q, max_dist / scale)
+    if not query.result:
+        return FAR, wp.vec3(0.0, 1.0, 0.0)
+    delta = q - wp.mesh_eval_position(mesh, query.face, query.u, query.v)
+    l = wp.length(delta)
+    n = wp.mesh_eval_face_normal(mesh, query.face)
+    if l > 1.0e-9:
+        n = delta / l
+    d = l * scale
+    if closed != 0 and query.sign < 0.0:
+        d = -d
+        n = -n
+    return d, n
+
+
 @wp.struct
 class ShapeData:
     """Colliders as the particle contact kernels see them.
@@ -80,7 +111,9 @@ class ShapeData:
     attached to a body [shape_count]; scale: size [m] [shape_count] vec3; body: body index or -1 [shape_count]
     int32. body_q (body poses, transform), body_qd (spatial velocities (angular [rad/s], linear velocity of the
     centre of mass [m/s]), world frame) and body_com (centre of mass in the body frame [m], vec3): [body_count],
-    read only for shapes with body >= 0, so they may be empty when there are no bodies.
+    read only for shapes with body >= 0, so they may be empty when there are no bodies. mesh: BVH id of each
+    mesh shape (0 for others) [shape_count] uint64; mesh_closed: 1 for a closed, consistently oriented mesh
+    (a solid), 0 for a two-sided surface [shape_count] int32.
     """
 
     type: wp.array(dtype=wp.int32)
@@ -90,6 +123,8 @@ class ShapeData:
     body_q: wp.array(dtype=wp.transform)
     body_qd: wp.array(dtype=wp.spatial_vector)
     body_com: wp.array(dtype=wp.vec3)
+    mesh: wp.array(dtype=wp.uint64)
+    mesh_closed: wp.array(dtype=wp.int32)
 
 
 @wp.func
@@ -115,6 +150,21 @@ def shape_point_velocity(shapes: ShapeData, s: int, x: wp.vec3):
     if b >= 0:
         return body_point_velocity(shapes.body_q[b], shapes.body_qd[b], shapes.body_com[b], x)
     return wp.vec3(0.0, 0.0, 0.0)
+
+
+@wp.func
+def collider_sdf(shapes: ShapeData, s: int, x: wp.vec3, reach: float):
+    """Signed distance [m] of world point `x` to collider s (primitive or mesh, at its body's pose when it has
+    one) and the outward normal there (world frame). `reach` [m]: the largest distance the caller acts on;
+    an open mesh farther than that may report FAR."""
+    pose = shape_pose(shapes, s)
+    kind = shapes.type[s]
+    if kind == SHAPE_MESH:
+        local = wp.transform_point(wp.transform_inverse(pose), x)
+        d, n = mesh_sdf(shapes.mesh[s], shapes.mesh_closed[s], local, shapes.scale[s][0], reach)
+        return d, wp.quat_rotate(wp.transform_get_rotation(pose), n)
+    d, n = shape_sdf(kind, pose, shapes.scale[s], x)
+    return d, n
 
 
 @wp.func
@@ -161,4 +211,6 @@ def shape_data(model, state=None) -> ShapeData:
     if s.body_qd is None:
         s.body_qd = model.body_qd0
     s.body_com = model.body_com
+    s.mesh = model.shape_mesh_id
+    s.mesh_closed = model.shape_mesh_closed
     return s

@@ -17,6 +17,7 @@ SHAPE_SPHERE = 0
 SHAPE_BOX = 1
 SHAPE_CAPSULE = 2
 SHAPE_PLANE = 3
+SHAPE_MESH = 4
 
 # Bits of `Model.particle_flags`
 PARTICLE_ACTIVE = 1
@@ -45,6 +46,9 @@ class Model:
         particle_inv_mass: inverse masses [1/kg], shape [particle_count]; 0 for fixed particles.
         particle_radius: contact radii [m], shape [particle_count].
         particle_flags: bit flags (PARTICLE_ACTIVE), shape [particle_count], int32.
+        particle_thickness: self-contact thickness [m] of the vertices of cloths built with self_collision
+            (0 for the others), shape [particle_count]; see sim/self_contact.py.
+        self_contact_enabled: whether any cloth collides with itself (and with the other such cloths).
     Springs:
         spring_indices: particle pairs, shape [spring_count, 2], int32.
         spring_rest_length [m], spring_stiffness [N/m], spring_damping [N s/m]: shape [spring_count].
@@ -83,12 +87,18 @@ class Model:
         body_inv_inertia: their inverses [1/(kg m^2)] (0 for kinematic bodies), shape [body_count], mat33.
         body_com: centres of mass in the body frame [m], shape [body_count], vec3.
     Shapes (colliders, static unless attached to a body):
-        shape_type: SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE or SHAPE_PLANE, shape [shape_count], int32.
+        shape_type: SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_PLANE or SHAPE_MESH, shape [shape_count], int32.
         shape_transform: pose in world for static shapes, relative to the body frame for shapes attached to a
             body, shape [shape_count], transform. A plane passes through the pose's origin and its normal is the
             pose's local +y axis.
         shape_scale: sphere (radius, 0, 0); box half extents; capsule (radius, half height, 0) along local y;
-            plane (width, length, 0) with 0 meaning infinite [m]; shape [shape_count], vec3.
+            plane (width, length, 0) with 0 meaning infinite [m]; mesh (s, s, s), the uniform scale from the mesh's
+            vertices to metres [m/unit]; shape [shape_count], vec3.
+        shape_mesh: the wp.Mesh (BVH over the unscaled vertices in the shape frame) of each mesh shape, None
+            for others, a list of length shape_count (host objects; kept alive by the Model).
+        shape_mesh_id: their ids for kernels, 0 for other shapes, shape [shape_count], uint64.
+        shape_mesh_closed: 1 for a closed, consistently oriented mesh (a solid: inside is known), 0 for an
+            open one (a two-sided surface), shape [shape_count], int32.
         shape_body: body index or -1 for static shapes, shape [shape_count], int32.
         shape_bounding_radius: radius of a sphere about the shape's origin that contains it [m] (0 for planes),
             shape [shape_count], as built (SolverRigid's hash grid reads it; its contact kernels recompute it from
@@ -159,6 +169,9 @@ class Model:
         self.body_qd0 = wp.zeros(0, dtype=wp.spatial_vector, device=self.device)
         self.joint_q = wp.zeros(0, dtype=float, device=self.device)
         self.joint_qd = wp.zeros(0, dtype=float, device=self.device)
+        self.shape_mesh = []
+        self.shape_mesh_id = wp.zeros(0, dtype=wp.uint64, device=self.device)
+        self.shape_mesh_closed = wp.zeros(0, dtype=wp.int32, device=self.device)
         self.rigid_contact_margin = 0.01
         self.gravity = wp.vec3(0.0, -9.81, 0.0)
         self.up_axis = 1
@@ -169,6 +182,7 @@ class Model:
         self._soft_contact_mu_copied = None  # the soft_contact.mu last copied into the array
         self.particle_contact = ContactParams(ke=1.0e3, kd=1.0, kf=10.0, mu=0.5, margin=0.01)
         self.particle_grid_enabled = False
+        self.self_contact_enabled = False
         self.particle_max_radius = 0.0
         self.bending_model = DEFAULT_BENDING
 

@@ -186,6 +186,20 @@ def test_bad_config_is_refused_with_file_line_and_key(name, section, line, messa
     assert not out.exists(), "nothing may be written"
 
 
+def test_a_colliders_position_and_rotation_are_not_learned_together(tmp_path, capsys):
+    """Both write the collider's pose: the second would undo the first, so the config is refused."""
+    path = tmp_path / "pose.yaml"
+    path.write_text("scene:\n  cloth:\n    - grid: {dim_x: 2, dim_y: 2, cell_x: 0.1, cell_y: 0.1}\n"
+                    "  colliders:\n    - {type: box, pos: [0, -1, 0], half_extents: [1, 0.1, 1]}\n"
+                    "parameters:\n  - path: colliders.0.pos\n  - path: colliders.0.rot\n"
+                    "loss:\n  - {type: com_target, object: cloth_0, target: [0, 0, 0]}\n")
+    out = tmp_path / "out"
+    assert main(["optimize", str(path), "--out-dir", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:8: parameters[1].path: colliders.0.rot and colliders.0.pos set the same pose" in err, err
+    assert not out.exists()
+
+
 def test_inline_scene_errors_point_into_the_config(tmp_path):
     path = tmp_path / "inline.yaml"
     path.write_text("scene:\n  cloth:\n    - grid: {dim_x: 2, dim_y: 2, cell_x: 0.1, cell_y: 0.1}\n      mass: -1\n"

@@ -183,6 +183,10 @@ def arm_scene() -> dict:
 
 # ---------------------------------------------------------------------------------------------------- rows
 
+#: the collider of each collider key's row (a box's rotation tilts its top)
+COLLIDER_ROWS = (("pos", "sphere"), ("rot", "box"), ("radius", "sphere"), ("half_extents", "box"),
+                 ("half_height", "capsule"))
+
 
 @dataclass
 class Row:
@@ -214,9 +218,11 @@ def _cloth_rows(solver: str) -> dict:
             rows[f"cloth.N.material.{k}"] = Row(f"cloth.0.material.{k}", scene, "cloth")
             named = particle_scene(solver, "box", named_material=True, motion=motion)
             rows[f"materials.NAME.{k}"] = Row(f"materials.silk.{k}", named, "cloth")
-    for k, collider in (("pos", "sphere"), ("radius", "sphere"), ("half_extents", "box"), ("half_height", "capsule")):
-        rows[f"colliders.N.{k}"] = Row(f"colliders.0.{k}", particle_scene(solver, collider), "dots",
-                                       geometry_step(solver))
+    for k, collider in COLLIDER_ROWS:
+        # a quaternion step of h turns the box by 2h: its top's far edge moves 0.9 h; XPBD's float32 positions
+        # need a step well above their round-off, and 1e-4 stays below the contact depth
+        step = 1e-4 if (k, solver) == ("rot", "xpbd") else geometry_step(solver)
+        rows[f"colliders.N.{k}"] = Row(f"colliders.0.{k}", particle_scene(solver, collider), "dots", step)
     rows["sim.contact.mu"] = Row("sim.contact.mu", particle_scene(solver, "box"), "cloth")
     return {(solver, pattern): row for pattern, row in rows.items()}
 
@@ -224,7 +230,7 @@ def _cloth_rows(solver: str) -> dict:
 def _rigid_rows() -> dict:
     rows = {"bodies.N.vel": Row("bodies.0.vel", rigid_scene("ground"), "ball", 1e-2),
             "bodies.N.angular_vel": Row("bodies.0.angular_vel", rigid_scene("ground"), "ball", 1e-2)}
-    for k, collider in (("pos", "sphere"), ("radius", "sphere"), ("half_extents", "box"), ("half_height", "capsule")):
+    for k, collider in COLLIDER_ROWS:
         rows[f"colliders.N.{k}"] = Row(f"colliders.0.{k}", rigid_scene(collider), "ball", 1e-4)
     for k in ("ke", "kd", "kf", "mu", "restitution"):
         rows[f"bodies.N.material.{k}"] = Row(f"bodies.0.material.{k}", rigid_scene("ground"), "ball")
@@ -242,7 +248,7 @@ def _featherstone_rows() -> dict:
     for k in DRIVE:
         rows[f"joints.N.drive.{k}"] = Row(f"joints.1.drive.{k}", pendulum_scene(), "lower")
         rows[f"robot.joints.NAME.drive.{k}"] = Row(f"robot.joints.elbow.drive.{k}", arm_scene(), "tool")
-    for k, collider in (("pos", "sphere"), ("radius", "sphere"), ("half_extents", "box"), ("half_height", "capsule")):
+    for k, collider in COLLIDER_ROWS:
         rows[f"colliders.N.{k}"] = Row(f"colliders.0.{k}", sliding_arm_scene(collider), "arm", 1e-4)
     for k in SOFT_MATERIAL:
         landing = sliding_arm_scene("ground", landing=True)
@@ -263,7 +269,8 @@ def _refused_scene(solver: str, pattern: str) -> tuple:
     if solver == "rigid":
         return key, rigid_scene("sphere")
     if solver == "featherstone":
-        collider = {"colliders.0.half_extents": "box", "colliders.0.half_height": "capsule"}.get(key, "sphere")
+        collider = {"colliders.0.half_extents": "box", "colliders.0.half_height": "capsule",
+                    "colliders.0.rot": "box"}.get(key, "sphere")
         scene = pendulum_scene()
         scene["colliders"] = [dict(COLLIDERS[collider][0])]
         return key, scene

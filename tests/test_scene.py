@@ -245,7 +245,7 @@ MALFORMED = [
     ("unknown fix name", GOOD.replace("mass: 0.01", "mass: 0.01\n    fix: [left]"), 9,
      "cloth[0].fix[0]: expected a vertex index or one of left_edge"),
     ("unknown collider type", GOOD.replace("{type: ground}", "{type: cone}"), 10,
-     "colliders[0].type: expected one of ground, sphere, box, capsule, got 'cone'"),
+     "colliders[0].type: expected one of ground, sphere, box, capsule, mesh, got 'cone'"),
     ("collider key of another type", GOOD.replace("{type: ground}", "{type: sphere, radius: 1, half_extents: "
                                                   "[1, 1, 1]}"), 10, "colliders[0].half_extents: unknown key"),
     ("negative radius", GOOD.replace("{type: ground}", "{type: sphere, radius: -0.5}"), 10,
@@ -266,13 +266,28 @@ MALFORMED = [
     ("restitution above 1", GOOD + "bodies:\n  - {shapes: [{type: sphere, radius: 0.1}], material: "
      "{restitution: 1.5}}\n", 12, "bodies[0].material.restitution: expected a number between 0 and 1, got 1.5"),
     ("plane as a body shape", GOOD + "bodies:\n  - {shapes: [{type: plane}]}\n", 12,
-     "bodies[0].shapes[0].type: expected one of box, sphere, capsule, got 'plane'"),
+     "bodies[0].shapes[0].type: expected one of box, sphere, capsule, mesh, got 'plane'"),
+    ("missing collider mesh file", GOOD.replace("{type: ground}", "{type: mesh, file: nothere.obj}"), 10,
+     "colliders[0].file: file not found"),
+    ("malformed collider mesh file", GOOD.replace("{type: ground}", "{type: mesh, file: broken.obj}"), 10,
+     "colliders[0].file: "),
+    ("degenerate collider mesh", GOOD.replace("{type: ground}", "{type: mesh, file: flat.obj}"), 10,
+     "flat.obj: mesh collider triangle 0 (0, 1, 2) is degenerate"),
+    ("negative thickness", GOOD.replace("mass: 0.01", "mass: 0.01\n    self_collision: true\n    thickness: -0.01"),
+     10, "cloth[0].thickness: expected a positive number, got -0.01"),
+    ("mesh in a rigid contact", GOOD + "bodies:\n  - {mass: 1, shapes: [{type: mesh, file: tri.obj}]}\n", 12,
+     "bodies[0].shapes[0]: rigid contact between bodies[0].shapes[0] (mesh) and colliders[0] (ground) is not "
+     "supported"),
 ]
+
+MESH_FILES = {"broken.obj": "v 0 0 0\nv 1 0 0\nf 1 2 7\n", "flat.obj": "v 0 0 0\nv 1 0 0\nv 2 0 0\nf 1 2 3\n",
+              "tri.obj": "v 0 0 0\nv 1 0 0\nv 0 0 1\nf 1 2 3\n"}
 
 
 @pytest.mark.parametrize("name,text,line,message", MALFORMED, ids=[m[0] for m in MALFORMED])
 def test_malformed_scene_is_refused_naming_file_line_and_key(name, text, line, message, tmp_path, capsys):
-    (tmp_path / "broken.obj").write_text("v 0 0 0\nv 1 0 0\nf 1 2 7\n")
+    for file, text_of_file in MESH_FILES.items():
+        (tmp_path / file).write_text(text_of_file)
     scene = tmp_path / "bad.yaml"
     scene.write_text(text)
     out = tmp_path / "out.usd"
@@ -280,7 +295,7 @@ def test_malformed_scene_is_refused_naming_file_line_and_key(name, text, line, m
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"error: {scene}:{line}: "), err
     assert message in err, err
-    assert sorted(os.listdir(tmp_path)) == ["bad.yaml", "broken.obj"], "nothing may be written"
+    assert sorted(os.listdir(tmp_path)) == sorted(["bad.yaml", *MESH_FILES]), "nothing may be written"
 
 
 def test_override_errors_name_the_override(tmp_path, capsys):

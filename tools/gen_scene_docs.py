@@ -50,7 +50,9 @@ tolerance: 1.0e-4
 scene must list them), `cloth.N.material.KEY` or `materials.NAME.KEY` for KEY in tri_ke, tri_ka, tri_kd,
 edge_ke, edge_kd, spring_ke, spring_kd, `bodies.N.vel`, `bodies.N.angular_vel`, `bodies.N.material.KEY` and
 `colliders.N.material.KEY` for KEY in ke, kd, kf, mu (friction), restitution (rigid-body contacts), and
-`colliders.N.pos`, `colliders.N.radius`, `colliders.N.half_extents`, `colliders.N.half_height`, and
+`colliders.N.pos`, `colliders.N.rot` (a quaternion (x, y, z, w), normalised when applied; boxes, capsules and
+meshes; not together with the same collider's `pos`), `colliders.N.radius`, `colliders.N.half_extents`,
+`colliders.N.half_height`, and
 `sim.contact.mu` (friction of particle-shape contact). A key that no solver of the scene reads is refused with
 the reason (XPBD ignores tri_ka, tri_kd, edge_kd and spring_kd; collider materials act on rigid bodies only):
 [gradients.md](gradients.md) lists, per solver, what is differentiable, what is refused and where the model

@@ -7,7 +7,7 @@ from __future__ import annotations
 PARTICLE_KEYS = ("vel", "velocities", "mass", "forces")
 CLOTH_MATERIAL_KEYS = ("tri_ke", "tri_ka", "tri_kd", "edge_ke", "edge_kd", "spring_ke", "spring_kd")
 RIGID_MATERIAL_KEYS = ("ke", "kd", "kf", "mu", "restitution")
-COLLIDER_KEYS = ("pos", "radius", "half_extents", "half_height")
+COLLIDER_KEYS = ("pos", "rot", "radius", "half_extents", "half_height")
 #: keys of a joint (joints.N) and of an imported robot's joint (robot.joints.NAME): its initial coordinate and
 #: velocity, its per-frame control forces and its drive
 JOINT_KEYS = ("q", "qd", "forces", "drive.target_pos", "drive.target_vel", "drive.ke", "drive.kd")

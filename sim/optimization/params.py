@@ -75,6 +75,17 @@ def assign_position(var: wp.array(dtype=float), src: wp.array(dtype=wp.int32), r
 
 
 @wp.kernel
+def assign_rotation(var: wp.array(dtype=float), src: wp.array(dtype=wp.int32), rows: wp.array(dtype=wp.int32),
+                    position: wp.array(dtype=wp.vec3), dst: wp.array(dtype=wp.transform)):
+    """dst = (position, the variable's quaternion (x, y, z, w) normalised): a collider's learned rotation."""
+    j = wp.tid()
+    s = src[j]
+    norm = wp.sqrt(var[s] * var[s] + var[s + 1] * var[s + 1] + var[s + 2] * var[s + 2] + var[s + 3] * var[s + 3])
+    q = wp.quat(var[s] / norm, var[s + 1] / norm, var[s + 2] / norm, var[s + 3] / norm)
+    dst[rows[j]] = wp.transform(position[j], q)
+
+
+@wp.kernel
 def assign_spatial_part(var: wp.array(dtype=float), src: wp.array(dtype=wp.int32), rows: wp.array(dtype=wp.int32),
                         part: int, base: wp.array(dtype=wp.spatial_vector), dst: wp.array(dtype=wp.spatial_vector)):
     """Set the angular (part 0) or linear (part 1) half of spatial vectors, keeping the other half of `base`."""
@@ -103,13 +114,15 @@ class Target:
 
     owner: str  # "model", "state" or "object" (a SceneObject attribute)
     array: str
-    how: str  # "float", "column", "vec3", "vec3_component", "spatial_part", "position", "scaled_matrix"
+    how: str  # "float", "column", "vec3", "vec3_component", "spatial_part", "position", "rotation",
+    # "scaled_matrix"
     rows: np.ndarray
     src: np.ndarray
     column: int = 0
     obj: object = None
     rotation: object = None  # "position": the shapes' fixed rotations (x, y, z, w), shape [len(rows), 4]
-    base: object = None  # "vec3_component"/"spatial_part": the vectors whose other components stay;
+    base: object = None  # "vec3_component"/"spatial_part": the vectors whose other components stay; "rotation":
+    # the shapes' fixed positions, shape [len(rows), 3];
     # "scaled_matrix": the matrices scaled
     factor: float = 1.0  # "scaled_matrix": the factor on the value
     arrays: tuple = ()  # rows, src and rotation/base on the device, made once by `upload`
@@ -119,7 +132,7 @@ class Target:
         extra = None
         if self.how == "position":
             extra = wp.array(self.rotation, dtype=wp.quat, device=device)
-        elif self.how == "vec3_component":
+        elif self.how in ("vec3_component", "rotation"):
             extra = wp.array(self.base, dtype=wp.vec3, device=device)
         elif self.how == "spatial_part":
             extra = wp.array(self.base, dtype=wp.spatial_vector, device=device)
@@ -204,6 +217,8 @@ class LearnedParameter:
             elif t.how == "scaled_matrix":
                 wp.launch(assign_scaled_matrix, dim=n, inputs=[var, log, src, rows, t.factor, extra], outputs=[dst],
                           device=d)
+            elif t.how == "rotation":
+                wp.launch(assign_rotation, dim=n, inputs=[var, src, rows, extra], outputs=[dst], device=d)
             else:
                 wp.launch(assign_position, dim=n, inputs=[var, src, rows, extra], outputs=[dst], device=d)
 
@@ -223,7 +238,8 @@ def resolve(path: str, scene, built, *, log: bool = False, bounds=None, where: s
     except (IndexError, KeyError, TypeError):
         fail("no such key in the scene")
     _check_acted_on(pattern_of(parts), scene, fail)
-    if log and any(t.how in ("vec3", "position", "spatial_part") or t.array == "forces" for t in targets):
+    if log and any(t.how in ("vec3", "position", "rotation", "spatial_part") or t.array == "forces"
+                   for t in targets):
         fail("log: true applies to positive scalars (stiffness, mass, radius), not to vectors")
     try:
         return LearnedParameter(path, targets, initial, log=log, bounds=bounds, shape=shape)
@@ -414,6 +430,10 @@ def _collider_targets(i, key, scene, built, fail):
         rotation = np.asarray(m.shape_transform.numpy()[i, 3:], np.float32).reshape(1, 4)
         return [Target("model", "shape_transform", "position", row, np.array([0]), rotation=rotation)], \
             np.array(c.pos), (3,)
+    if key == "rot" and c.type not in ("ground", "sphere"):  # a quaternion (x, y, z, w), normalised when applied
+        position = np.asarray(m.shape_transform.numpy()[i, :3], np.float32).reshape(1, 3)
+        return [Target("model", "shape_transform", "rotation", row, np.array([0]), base=position)], \
+            np.array(c.rot), (4,)
     scale = m.shape_scale.numpy()
     component = {("sphere", "radius"): 0, ("capsule", "radius"): 0, ("capsule", "half_height"): 1}.get((c.type, key))
     if component is not None:

@@ -80,6 +80,10 @@ class Problem:
             raise self.cfg.error(key, f"{p.path} is learned twice")
         param = resolve(p.path, self.cfg.scene.spec, self.built, log=p.log, bounds=p.bounds,
                         where=self.cfg.source.where(key), key=key, frames=self.frames)
+        for other in self.params:  # a collider's pos and rot both write its pose: one would undo the other
+            if any(t.array == u.array and t.owner == u.owner and np.intersect1d(t.rows, u.rows).size and
+                   "rotation" in (t.how, u.how) for t in param.targets for u in other.targets):
+                raise self.cfg.error(key, f"{p.path} and {other.path} set the same pose: learn one of them")
         if p.init is not None:
             if param.size != 1:
                 raise self.cfg.error(("parameters", i, "init"), f"init is for scalar parameters; {p.path} has "

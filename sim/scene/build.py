@@ -187,7 +187,8 @@ def _add_cloth(b: ModelBuilder, scene, c) -> SceneObject:
     verts, tris = cloth_geometry(c)
     fixed = fixed_vertices(c, verts)
     common = dict(tri_ke=mat.tri_ke, tri_ka=mat.tri_ka, tri_kd=mat.tri_kd, edge_ke=mat.edge_ke, edge_kd=mat.edge_kd,
-                  add_springs=mat.springs, spring_ke=mat.spring_ke, spring_kd=mat.spring_kd, radius=c.radius)
+                  add_springs=mat.springs, spring_ke=mat.spring_ke, spring_kd=mat.spring_kd, radius=c.radius,
+                  self_collision=c.self_collision, thickness=c.thickness)
     start = b.particle_count
     ranges = (len(b.tri_indices), len(b.edge_indices), len(b.spring_indices))
     if c.grid is not None:
@@ -236,13 +237,16 @@ def _contact_material(spec) -> dict:
 
 
 def _add_shape(b: ModelBuilder, s, body: int = -1, **extra):
-    """A sphere, box or capsule spec (collider or body shape) as a builder shape."""
+    """A sphere, box, capsule or mesh spec (collider or body shape) as a builder shape."""
     if s.type == "sphere":
         return b.add_shape_sphere(s.pos, s.rot, radius=s.radius, body=body, **extra)
     if s.type == "box":
         return b.add_shape_box(s.pos, s.rot, *s.half_extents, body=body, **extra)
     if s.type == "capsule":
         return b.add_shape_capsule(s.pos, s.rot, radius=s.radius, half_height=s.half_height, body=body, **extra)
+    if s.type == "mesh":
+        extra.pop("density", None)  # a mesh adds no mass
+        return b.add_shape_mesh(s.vertices, s.triangles, s.pos, s.rot, scale=s.scale, body=body, **extra)
     raise AssertionError(s.type)  # the format admits only the types above
 
 
@@ -257,6 +261,8 @@ def usd_shape(s) -> dict:
     out = dict(kind=s.type, pos=tuple(s.pos), rot=tuple(s.rot))
     if s.type == "box":
         out["half_extents"] = tuple(s.half_extents)
+    elif s.type == "mesh":
+        out.update(points=s.vertices, faces=s.triangles, scale=(s.scale,) * 3)
     else:
         out["radius"] = s.radius
         if s.type == "capsule":

@@ -221,6 +221,10 @@ CLOTH = Section([
     Field("mass", Number(positive=True), None, "kg", "mass of each vertex (grids; default 0.01)"),
     Field("density", Number(positive=True), None, "kg/m^2", "areal density (meshes; default 0.2)"),
     Field("radius", Number(positive=True), 0.01, "m", "contact radius of each vertex"),
+    Field("self_collision", Boolean(), False, "", "collide with itself and with the other cloths that have it "
+          "(vertex-triangle and edge-edge contacts with friction sim.contact.mu; no intersections can form)"),
+    Field("thickness", Number(positive=True), None, "m", "distance kept between the cloth's surfaces with "
+          "self_collision (default: a quarter of the mean edge length)"),
     Field("material", MATERIAL_REF, None, "", "material mapping, or a name from `materials`"),
     Field("fix", ListOf(FIX_ENTRY), [], "", "pinned vertices: indices and/or named sides and corners "
           "(" + ", ".join(FIX_NAMES) + "); sides and corners of a mesh are those of its local bounding box"),
@@ -316,6 +320,26 @@ _POSE = [
     Field("rot", Rotation(), IDENTITY, "", "orientation"),
     Field("material", RIGID_MATERIAL, DEFAULTS, "", "contact material for rigid bodies"),
 ]
+MESH_FILE = [
+    Field("file", FilePath(".obj", ".usd", ".usda", ".usdc"), REQUIRED, "", "triangle mesh file (OBJ or USD), "
+          "relative to the scene file; a closed, consistently oriented mesh is a solid, any other a two-sided "
+          "surface"),
+    Field("prim", String(), None, "", "USD prim path of the mesh (default: the first mesh in the file)"),
+    Field("scale", Number(positive=True), 1.0, "m/unit", "uniform scale from file units to metres"),
+]
+
+
+def read_collider_mesh(spec, ctx: Ctx):
+    """Load and check a mesh collider's file now (a broken or degenerate mesh is refused at load)."""
+    from ..mesh_shape import checked_mesh
+    read_mesh(spec, ctx)
+    try:
+        vertices, triangles = checked_mesh(spec.vertices, spec.triangles)
+    except ValueError as e:
+        ctx.child("file").fail(f"{spec.file}: {e}")
+    spec.__dict__.update(vertices=vertices, triangles=triangles)
+
+
 COLLIDERS = {
     "ground": Section([Field("name", String(), None, "", "prim name in the USD"),
                        Field("height", Number(), 0.0, "m", "height along the up axis"),
@@ -329,6 +353,8 @@ COLLIDERS = {
     "capsule": Section(_POSE + [Field("radius", Number(positive=True), REQUIRED, "m", "radius"),
                                 Field("half_height", Number(min=0), REQUIRED, "m", "half length of the segment "
                                       "along the local y axis")], doc="A static capsule.", title="collider capsule"),
+    "mesh": Section(_POSE + MESH_FILE, doc="A static triangle mesh (cloth and particles collide with it; rigid "
+                    "bodies do not).", checks=[read_collider_mesh], title="collider mesh"),
 }
 
 _SHAPE_POSE = [
@@ -345,6 +371,10 @@ BODY_SHAPES = {
                                       Field("half_height", Number(min=0), REQUIRED, "m", "half length along "
                                             "local y")], doc="A capsule shape of a body.",
                        title="body shape capsule"),
+    "mesh": Section(_SHAPE_POSE + MESH_FILE, doc="A triangle mesh moving with a body: cloth and particles collide "
+                    "with it; it adds no mass (give the body `mass` or other shapes) and it cannot touch other "
+                    "bodies or colliders (refused at load).", checks=[read_collider_mesh],
+                    title="body shape mesh"),
 }
 
 BODY = Section([
@@ -401,6 +431,30 @@ def check_scene(spec, ctx: Ctx):
                 ctx.child(group).child(i).child("name").fail(f"name '{name}' is already used by {seen[name]}")
             seen[name] = f"{group}[{i}]"
     check_articulation(spec, ctx)
+    check_rigid_meshes(spec, ctx)
+
+
+def check_rigid_meshes(spec, ctx: Ctx):
+    """Refuse a rigid contact that involves a mesh (the rigid solvers collide primitives only), naming the pair:
+    a body's mesh shape with a collider or another body's shape, or a mesh collider with a body's shape."""
+    shapes = [(i, j, s) for i, body in enumerate(spec.bodies) for j, s in enumerate(body.shapes)]
+    if not shapes:
+        return
+    colliders = [(k, c) for k, c in enumerate(spec.colliders)]
+    contacts = spec.sim.rigid.body_contacts
+    for i, j, s in shapes:
+        where = ctx.child("bodies").child(i).child("shapes").child(j)
+        others = [f"colliders[{k}] ({c.type})" for k, c in colliders]
+        if contacts:
+            others += [f"bodies[{i2}].shapes[{j2}] ({s2.type})" for i2, j2, s2 in shapes if i2 != i]
+        if s.type == "mesh" and others:
+            where.fail(f"rigid contact between bodies[{i}].shapes[{j}] (mesh) and {others[0]} is not supported "
+                       "(mesh shapes collide with cloth and particles only)")
+        meshes = [k for k, c in colliders if c.type == "mesh"]
+        if meshes:
+            ctx.child("colliders").child(meshes[0]).fail(
+                f"rigid contact between colliders[{meshes[0]}] (mesh) and bodies[{i}].shapes[{j}] ({s.type}) is "
+                "not supported (mesh colliders touch cloth and particles only)")
 
 # Sections listed in the generated docs, in order.
 DOC_SECTIONS = [SCENE, SIM, XPBD, SEMI_IMPLICIT, CONTACT, PARTICLE_CONTACT, RIGID, MATERIAL, CLOTH, GRID, MESH,

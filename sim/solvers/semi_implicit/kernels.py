@@ -8,7 +8,7 @@ kernel signature stays short and the Tape finds the gradient of every array memb
 import kernels as wp
 
 from ...bending import bend_vector
-from ...geometry import ShapeData, dihedral_angle_gradients, shape_point_velocity, shape_pose, shape_sdf
+from ...geometry import ShapeData, collider_sdf, dihedral_angle_gradients, shape_point_velocity
 from ...model import PARTICLE_ACTIVE, ContactParams
 
 
@@ -243,7 +243,7 @@ def eval_shape_contact_forces(x: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.v
     p, s = wp.tid()
     if (flags[p] & PARTICLE_ACTIVE) == 0:
         return
-    d, n = shape_sdf(shapes.type[s], shape_pose(shapes, s), shapes.scale[s], x[p])
+    d, n = collider_sdf(shapes, s, x[p], radius[p] + params.margin)
     c = d - radius[p] - params.margin
     if c >= 0.0:
         return

@@ -6,7 +6,9 @@ import kernels as wp
 
 from ...bending import check_bending_model
 from ...geometry import shape_data
+from ...self_contact import self_contact_of
 from . import kernels as k
+from .self_contact import eval_edge_edge_forces, eval_vertex_triangle_forces
 
 
 class SolverSemiImplicit:
@@ -39,8 +41,19 @@ class SolverSemiImplicit:
                                            requires_grad=model.requires_grad)
         f = state_in.particle_f
         f.zero_()
+        self_contact = self_contact_of(model)
+        if self_contact is not None:
+            grad = bool(model.requires_grad or state_in.particle_q.requires_grad)
+            self_contact.find(state_in.particle_q, fresh=grad)
         self.eval_forces(model, state_in, control, f)
-        self.integrate(model, state_in, state_out, f, dt)
+        if self_contact is None:
+            self.integrate(model, state_in, state_out, f, dt)
+            return
+        # integrate freely, then bound each vertex's displacement (sim/self_contact.py) into state_out
+        free = model.state(requires_grad=grad)
+        self.integrate(model, state_in, free, f, dt)
+        self_contact.limit(state_in.particle_q, free.particle_q, free.particle_qd, dt, state_out.particle_q,
+                           state_out.particle_qd)
 
     def eval_forces(self, model, state, control, f):
         """Add every force on the particles of `state` into `f` [N], shape [particle_count], vec3."""
@@ -55,6 +68,12 @@ class SolverSemiImplicit:
             wp.launch(k.eval_shape_contact_forces, dim=(model.particle_count, model.shape_count),
                       inputs=[x, v, model.particle_radius, model.particle_flags, _shapes(model, state),
                               model.soft_contact, model.soft_contact_mu, f], device=device)
+        self_contact = self_contact_of(model)
+        if self_contact is not None:
+            inputs = [x, v, self_contact.data, model.soft_contact, model.soft_contact_mu, f]
+            wp.launch(eval_vertex_triangle_forces, dim=model.particle_count, inputs=inputs, device=device)
+            if self_contact.edge_count:
+                wp.launch(eval_edge_edge_forces, dim=self_contact.edge_count, inputs=inputs, device=device)
         if model.particle_grid_enabled:
             from ... import particle_contact  # written alongside the hash grid; imported only when enabled
             particle_contact.eval_particle_contacts(model, state, f)

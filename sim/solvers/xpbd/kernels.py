@@ -17,7 +17,7 @@ differentiate the whole iteration sequence. Inverse masses are computed here fro
 import kernels as wp
 
 from ...bending import bend_vector
-from ...geometry import ShapeData, dihedral_angle_gradients, shape_point_velocity, shape_pose, shape_sdf
+from ...geometry import ShapeData, collider_sdf, dihedral_angle_gradients, shape_point_velocity
 from ...model import PARTICLE_ACTIVE
 
 #: Lengths, squared lengths and denominators below this count as degenerate: the constraint is skipped.
@@ -341,7 +341,7 @@ def solve_shape_contacts(x: wp.array(dtype=wp.vec3), x_start: wp.array(dtype=wp.
     w = inverse_mass(mass[i], flags[i])
     if w > 0.0:
         xi = x[i]
-        d, n = shape_sdf(shapes.type[s], shape_pose(shapes, s), shapes.scale[s], xi)
+        d, n = collider_sdf(shapes, s, xi, radius[i])
         penetration = radius[i] - d
         if penetration > 0.0:
             dx = n * penetration

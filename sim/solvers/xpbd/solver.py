@@ -8,7 +8,9 @@ import kernels as wp
 
 from ...bending import check_bending_model
 from ...geometry import shape_data
+from ...self_contact import self_contact_of
 from . import kernels as k
+from .self_contact import solve_edge_edge_contacts, solve_vertex_triangle_contacts
 
 
 class SolverXPBD:
@@ -119,7 +121,12 @@ class SolverXPBD:
                 buf.zero_()
             return buf
 
-        x = state_out.particle_q if self.iterations == 0 else positions("x0")
+        self_contact = self_contact_of(model)
+        if self_contact is not None:
+            self_contact.find(state_in.particle_q, fresh=grad)
+        # with self-contact the solved positions go through the displacement bound into state_out
+        x_end = state_out.particle_q if self_contact is None else positions("x_end")
+        x = x_end if self.iterations == 0 else positions("x0")
         wp.launch(k.predict_positions, dim=n, device=device,
                   inputs=[state_in.particle_q, state_in.particle_qd, f_state, f_control, model.particle_mass,
                           model.particle_flags, settings], outputs=[x])
@@ -131,6 +138,7 @@ class SolverXPBD:
         wp.launch(k.inverse_masses, dim=n, device=device, inputs=[model.particle_mass, model.particle_flags],
                   outputs=[inv_mass])
         shapes = shape_data(model, state_in)
+        touching = self_contact.data.degree if self_contact is not None else None
         for it in range(self.iterations):
             delta = positions("delta", accumulated=scratch is None)  # the gather writes every element
             contact_delta = positions("contact_delta", accumulated=True)
@@ -145,11 +153,17 @@ class SolverXPBD:
             lambdas = new_lambdas
             if model.particle_grid_enabled:
                 self._particle_contacts(model, state_in, x, inv_mass, contact_delta, grad)
-            x_next = state_out.particle_q if it == self.iterations - 1 else positions(f"x{(it + 1) % 2}")
+            if self_contact is not None:
+                touching = self._self_contacts(model, self_contact, x, state_in.particle_q, inv_mass, touching,
+                                               contact_delta)
+            x_next = x_end if it == self.iterations - 1 else positions(f"x{(it + 1) % 2}")
             wp.launch(k.apply_corrections, dim=n, device=device, inputs=[x, delta, contact_delta, settings],
                       outputs=[x_next])
             x = x_next
 
+        if self_contact is not None:
+            self_contact.limit(state_in.particle_q, x, None, dt, state_out.particle_q, None)
+            x = state_out.particle_q
         wp.launch(k.update_velocities, dim=n, device=device, inputs=[state_in.particle_q, x, settings],
                   outputs=[state_out.particle_qd])
 
@@ -170,6 +184,19 @@ class SolverXPBD:
         wp.launch(k.add_averaged_corrections, dim=n, device=device, inputs=[pair_delta, pair_count],
                   outputs=[contact_delta])
 
+    def _self_contacts(self, model, self_contact, x, x_start, inv_mass, count, contact_delta):
+        """Cloth self-contact corrections of this step's pairs (sim/self_contact.py), added into
+        `contact_delta`, each pair's share set by the touching-pair counts `count` of the previous iteration.
+        Returns this iteration's counts."""
+        touching = wp.zeros(model.particle_count, dtype=wp.int32, device=model.device)
+        inputs = [x, x_start, inv_mass, self_contact.data, model.soft_contact_mu, count]
+        wp.launch(solve_vertex_triangle_contacts, dim=model.particle_count, device=model.device, inputs=inputs,
+                  outputs=[contact_delta, touching])
+        if self_contact.edge_count:
+            wp.launch(solve_edge_edge_contacts, dim=self_contact.edge_count, device=model.device, inputs=inputs,
+                      outputs=[contact_delta, touching])
+        return touching
+
     def _scratch(self, model) -> dict:
         """Buffers reused from step to step when no Tape needs every intermediate array: two position arrays
         (ping-pong), the corrections, and two sets of Lagrange multipliers."""
@@ -177,7 +204,7 @@ class SolverXPBD:
         if getattr(self, "_scratch_key", None) != key:
             n, d = model.particle_count, model.device
             self._scratch_buffers = {name: wp.zeros(n, dtype=wp.vec3, device=d)
-                                     for name in ("x0", "x1", "delta", "contact_delta")}
+                                     for name in ("x0", "x1", "x_end", "delta", "contact_delta")}
             self._scratch_buffers["lambdas"] = [self._new_lambdas(model, False) for _ in range(2)]
             self._scratch_buffers["inv_mass"] = wp.zeros(n, dtype=float, device=d)
             self._scratch_buffers["corrections"] = wp.zeros(max(self.slots.count, 1), dtype=wp.vec3, device=d)

@@ -1,0 +1,498 @@
+"""Cloth self-contact and cloth-cloth contact: proximity pairs found through hash grids once per step, their
+geometry (closest points, normals, barycentric weights), and the displacement bound that keeps cloth from
+passing through itself.
+
+Primitives: the vertices, triangles and edges of every cloth built with `self_collision=True`; such cloths
+collide with themselves and with each other. Two kinds of pairs, found at the step's start positions:
+vertex-triangle (a vertex and a triangle not containing it) and edge-edge (two edges without a shared vertex),
+each kept when closer than the query radius r_q = QUERY_RADIUS thickness. Every vertex keeps
+up to VT_SLOTS triangles, every edge up to EE_SLOTS later edges (more are counted in `overflow` and dropped
+from the contact forces, never from the bound below). Once the bound is known, only the pairs that could come
+within their thickness in this step (closer than the thickness plus the farthest their two sides may move) are
+kept. The broad phase is linear in the number of primitives:
+a hash grid over triangle centroids (cells r_q + the largest centroid-to-corner distance wide) queried from
+each vertex, and one over edge midpoints (cells r_q + the longest edge) queried from each edge, with the
+exact sphere test (centre distance below r_q + the primitives' radii) before any closest-point computation.
+
+Anti-tunnelling (an offset-geometry bound in the manner of Chen et al. 2025, "Offset Geometric Contact"): each
+vertex i gets bound_i = GAMMA * min(r_q, the distance of every pair it belongs to, ), and the
+solvers clamp the vertex's displacement over the step to bound_i. With GAMMA < 1/2 two primitives at distance d
+approach by less than 2 GAMMA d < d within a step (every point of a primitive moves at most as far as its
+farthest vertex), and
+pairs beyond r_q by less than 2 GAMMA r_q < r_q: no new intersection can form, whatever the step size. (A pair
+beyond r_q may end a step closer than its thickness, by at most 2 GAMMA r_q; its contact acts from the next
+step on. A search radius of thickness / (1 - 2 GAMMA) would rule that out, at 2.5 times the radius and many
+times the pairs.)
+A large step only loses speed (the clamp removes it, like a limit of bound_i / dt on each vertex's speed):
+with the default thickness (a quarter edge length, r_q half an edge) a flat cloth has no pair within r_q, so
+it moves up to GAMMA r_q = 0.2 edge lengths per step unhindered (4.4 m/s, a fall from 1 m, needs
+dt <= 0.9 ms at 2 cm edges); parts of a cloth closer than r_q to each other, less. The bound is computed without a Tape
+(it is a safety net, inactive at the smooth points where gradients are checked): when it clamps, gradients
+treat it as a constant.
+
+Solvers keep the pair `thickness` (the mean of the two primitives' first vertices' thickness) between the
+surfaces with friction (Model.soft_contact_mu): SolverXPBD by position corrections, SolverSemiImplicit by
+penalty forces (sim.contact's ke, kd, kf). A pair's normal points from the other primitive to this one on the
+side it was on at the step's start, so a pair that crossed within an iteration is pushed back.
+"""
+
+import numpy as np
+
+import kernels as wp
+
+from .hashgrid import HashGrid, HashGridData, hash_grid_cell_of, hash_grid_dims_for, hash_grid_neighbor_cell
+
+# no `from __future__ import annotations`: kernels/struct.py evaluates string annotations in the top-level
+# package's namespace
+
+VT_SLOTS = 48  # triangles kept per vertex
+EE_SLOTS = 48  # edges kept per edge
+QUERY_RADIUS = 2.0  # the pair search radius r_q, in thicknesses
+GRID_CELLS_PER_PRIMITIVE = 8  # hash grid cells per primitive: cloth is a thin sheet, so most cells stay empty
+GAMMA = 0.4  # fraction of a vertex's distance to its nearest primitive it may move in one step (< 1/2)
+#: default thickness as a fraction of a cloth's mean edge length: below the 0.71 edge lengths between a flat
+#: grid's vertex and the nearest triangle not containing it, so a cloth at rest touches nothing of its own
+DEFAULT_THICKNESS_FRACTION = 0.25
+
+
+@wp.struct
+class SelfContactData:
+    """Collision primitives and this step's pairs, as the kernels see them.
+
+    tri_indices: the collision triangles' vertices [tri_count, 3] int32 (a subset of Model.tri_indices).
+    edge_indices: the collision edges' vertices [edge_count, 2] int32.
+    thickness: distance kept between surfaces at each particle [m] [particle_count] (0: not colliding).
+    vt_triangle, vt_count: triangles (rows of tri_indices) near each vertex, slot v * VT_SLOTS + k for
+        k < vt_count[v] [particle_count * VT_SLOTS], [particle_count] int32.
+    ee_edge, ee_count: edges near each edge, slot e * EE_SLOTS + k [edge_count * EE_SLOTS], [edge_count].
+    degree: the number of touching pairs (closer than their thickness at the step's start) each particle
+        belongs to [particle_count] (int32): a Jacobi solver scales a pair's correction by 1 / the largest count
+        of its vertices, which keeps momentum exact.
+    vt_start, ee_start: each pair's separation (this side's closest point minus the other's) at the step's
+        start [m], vec3, one per slot.
+    """
+
+    tri_indices: wp.array2d(dtype=wp.int32)
+    edge_indices: wp.array2d(dtype=wp.int32)
+    thickness: wp.array(dtype=float)
+    vt_triangle: wp.array(dtype=wp.int32)
+    vt_start: wp.array(dtype=wp.vec3)
+    vt_count: wp.array(dtype=wp.int32)
+    ee_edge: wp.array(dtype=wp.int32)
+    ee_start: wp.array(dtype=wp.vec3)
+    ee_count: wp.array(dtype=wp.int32)
+    degree: wp.array(dtype=wp.int32)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Geometry
+
+
+@wp.func
+def closest_point_triangle(p: wp.vec3, a: wp.vec3, b: wp.vec3, c: wp.vec3):
+    """Barycentric weights (wa, wb, wc) of the point of triangle abc closest to p (Ericson, "Real-Time
+    Collision Detection", 5.1.5); differentiable where the closest feature does not change."""
+    ab = b - a
+    ac = c - a
+    ap = p - a
+    d1 = wp.dot(ab, ap)
+    d2 = wp.dot(ac, ap)
+    if d1 <= 0.0 and d2 <= 0.0:
+        return wp.vec3(1.0, 0.0, 0.0)
+    bp = p - b
+    d3 = wp.dot(ab, bp)
+    d4 = wp.dot(ac, bp)
+    if d3 >= 0.0 and d4 <= d3:
+        return wp.vec3(0.0, 1.0, 0.0)
+    vc = d1 * d4 - d3 * d2
+    if vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
+        v = d1 / (d1 - d3)
+        return wp.vec3(1.0 - v, v, 0.0)
+    cp = p - c
+    d5 = wp.dot(ab, cp)
+    d6 = wp.dot(ac, cp)
+    if d6 >= 0.0 and d5 <= d6:
+        return wp.vec3(0.0, 0.0, 1.0)
+    vb = d5 * d2 - d1 * d6
+    if vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
+        w = d2 / (d2 - d6)
+        return wp.vec3(1.0 - w, 0.0, w)
+    va = d3 * d6 - d5 * d4
+    if va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
+        w = (d4 - d3) / ((d4 - d3) + (d5 - d6))
+        return wp.vec3(0.0, 1.0 - w, w)
+    denom = 1.0 / (va + vb + vc)
+    v = vb * denom
+    w = vc * denom
+    return wp.vec3(1.0 - v - w, v, w)
+
+
+@wp.func
+def contact_normal(u: wp.vec3, u_start: wp.vec3):
+    """Unit normal and signed distance [m] of a pair whose separation vector (this primitive's closest point
+    minus the other's) is u now and was u_start at the step's start: the normal points to the side of the
+    start, and the distance is negative once the pair crossed."""
+    d = wp.length(u)
+    n = u_start
+    if d > 1.0e-12:
+        n = u / d
+    if wp.dot(n, u_start) < 0.0:
+        return -n, -d
+    return n, d
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Detection (integer data and the bound: not differentiated)
+
+
+@wp.func
+def lower_bound(bound: wp.array(dtype=float), i: int, j: int, k: int, l: int, d: float):
+    """Lower the bound of the four vertices of a pair at distance d [m] to d."""
+    wp.atomic_min(bound, i, d)
+    wp.atomic_min(bound, j, d)
+    wp.atomic_min(bound, k, d)
+    wp.atomic_min(bound, l, d)
+
+
+@wp.func
+def store_pair(other: wp.array(dtype=wp.int32), start: wp.array(dtype=wp.vec3), base: int, count: int,
+               slots: int, pair: int, u: wp.vec3, overflow: wp.array(dtype=wp.int32)):
+    """Keep `pair` with separation u in slot base + count when count < slots (else count it in overflow);
+    returns the new count."""
+    if count < slots:
+        other[base + count] = pair
+        start[base + count] = u
+        return count + 1
+    wp.atomic_add(overflow, 0, 1)
+    return count
+
+
+@wp.func
+def vertex_triangle_pair(x: wp.array(dtype=wp.vec3), data: SelfContactData, v: int, k: int):
+    """Slot k of vertex v: its triangle's corners (a, b, c), the closest point's weights w and the separation
+    u = x_v - (w_a x_a + w_b x_b + w_c x_c) [m] at positions x."""
+    t = data.vt_triangle[v * VT_SLOTS + k]
+    a = data.tri_indices[t, 0]
+    b = data.tri_indices[t, 1]
+    c = data.tri_indices[t, 2]
+    w = closest_point_triangle(x[v], x[a], x[b], x[c])
+    return a, b, c, w, x[v] - (x[a] * w[0] + x[b] * w[1] + x[c] * w[2])
+
+
+@wp.func
+def edge_edge_pair(x: wp.array(dtype=wp.vec3), data: SelfContactData, e: int, k: int):
+    """Slot k of edge e = (i0, i1): the other edge's ends (j0, j1), the closest points' parameters s (on e)
+    and t, and the separation u = the closest point on e minus the one on the other edge [m] at positions x."""
+    i0 = data.edge_indices[e, 0]
+    i1 = data.edge_indices[e, 1]
+    f = data.ee_edge[e * EE_SLOTS + k]
+    j0 = data.edge_indices[f, 0]
+    j1 = data.edge_indices[f, 1]
+    st = wp.closest_point_edge_edge(x[i0], x[i1], x[j0], x[j1], 1.0e-12)
+    s = st[0]
+    t = st[1]
+    u = x[i0] * (1.0 - s) + x[i1] * s - x[j0] * (1.0 - t) - x[j1] * t
+    return j0, j1, s, t, u
+
+
+@wp.kernel
+def primitive_centres(x: wp.array(dtype=wp.vec3), tris: wp.array2d(dtype=wp.int32),
+                      edges: wp.array2d(dtype=wp.int32), tri_centre: wp.array(dtype=wp.vec3),
+                      tri_radius: wp.array(dtype=float), edge_centre: wp.array(dtype=wp.vec3),
+                      edge_radius: wp.array(dtype=float), largest: wp.array(dtype=float)):
+    """Triangle centroids and edge midpoints [m] (the hash grids' points), the distance from each to its
+    farthest corner [m], and the largest of those (largest[0]: triangles, largest[1]: edges).
+    dim = max(tri_count, edge_count)."""
+    k = wp.tid()
+    if k < tris.shape[0]:
+        a = x[tris[k, 0]]
+        b = x[tris[k, 1]]
+        c = x[tris[k, 2]]
+        centre = (a + b + c) / 3.0
+        r = wp.max(wp.max(wp.length(a - centre), wp.length(b - centre)), wp.length(c - centre))
+        tri_centre[k] = centre
+        tri_radius[k] = r
+        wp.atomic_max(largest, 0, r)
+    if k < edges.shape[0]:
+        p = x[edges[k, 0]]
+        q = x[edges[k, 1]]
+        edge_centre[k] = (p + q) * 0.5
+        edge_radius[k] = wp.length(q - p) * 0.5
+        wp.atomic_max(largest, 1, wp.length(q - p) * 0.5)
+
+
+@wp.func
+def reach(bound: wp.array(dtype=float), i: int, j: int, k: int):
+    """The farthest any of vertices i, j, k may move this step [m]."""
+    return wp.max(wp.max(bound[i], bound[j]), bound[k])
+
+
+@wp.kernel
+def find_vertex_triangle_pairs(x: wp.array(dtype=wp.vec3), grid: HashGridData, data: SelfContactData,
+                               query_radius: float, centre: wp.array(dtype=wp.vec3),
+                               radius: wp.array(dtype=float), bound: wp.array(dtype=float),
+                               overflow: wp.array(dtype=wp.int32)):
+    """Each colliding vertex against the triangles within query_radius: lowers the bound of all four vertices
+    to their distance and keeps the pair with its separation u now (the step's start)."""
+    v = wp.tid()
+    if data.thickness[v] <= 0.0:
+        return
+    p = x[v]
+    count = int(0)
+    home = hash_grid_cell_of(grid, p)
+    for n in range(27):
+        cell = hash_grid_neighbor_cell(grid, home, n)
+        if cell >= 0:
+            for k in range(grid.cell_start[cell], grid.cell_end[cell]):
+                t = grid.sorted_index[k]
+                a = data.tri_indices[t, 0]
+                b = data.tri_indices[t, 1]
+                c = data.tri_indices[t, 2]
+                reach_t = query_radius + radius[t]
+                close = wp.length_sq(centre[t] - p) < reach_t * reach_t  # cheap and exact, first
+                if close and v != a and v != b and v != c:
+                    w = closest_point_triangle(p, x[a], x[b], x[c])
+                    u = p - (x[a] * w[0] + x[b] * w[1] + x[c] * w[2])
+                    d = wp.length(u)
+                    if d < query_radius:
+                        lower_bound(bound, v, a, b, c, d)
+                        count = store_pair(data.vt_triangle, data.vt_start, v * VT_SLOTS, count, VT_SLOTS, t, u,
+                                           overflow)
+    data.vt_count[v] = count
+
+
+@wp.kernel
+def find_edge_edge_pairs(x: wp.array(dtype=wp.vec3), grid: HashGridData, data: SelfContactData,
+                         query_radius: float, centre: wp.array(dtype=wp.vec3), radius: wp.array(dtype=float),
+                         bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32)):
+    """Each collision edge e against the later edges f > e without a shared vertex within query_radius, as
+    find_vertex_triangle_pairs."""
+    e = wp.tid()
+    i0 = data.edge_indices[e, 0]
+    i1 = data.edge_indices[e, 1]
+    p1 = x[i0]
+    q1 = x[i1]
+    count = int(0)
+    mid = (p1 + q1) * 0.5
+    home = hash_grid_cell_of(grid, mid)
+    for n in range(27):
+        cell = hash_grid_neighbor_cell(grid, home, n)
+        if cell >= 0:
+            for k in range(grid.cell_start[cell], grid.cell_end[cell]):
+                f = grid.sorted_index[k]
+                j0 = data.edge_indices[f, 0]
+                j1 = data.edge_indices[f, 1]
+                reach_f = query_radius + radius[e] + radius[f]
+                close = wp.length_sq(centre[f] - mid) < reach_f * reach_f  # cheap and exact, first
+                if close and f > e and i0 != j0 and i0 != j1 and i1 != j0 and i1 != j1:
+                    st = wp.closest_point_edge_edge(p1, q1, x[j0], x[j1], 1.0e-12)
+                    u = p1 * (1.0 - st[0]) + q1 * st[0] - x[j0] * (1.0 - st[1]) - x[j1] * st[1]
+                    d = wp.length(u)
+                    if d < query_radius:
+                        lower_bound(bound, i0, i1, j0, j1, d)
+                        count = store_pair(data.ee_edge, data.ee_start, e * EE_SLOTS, count, EE_SLOTS, f, u, overflow)
+    data.ee_count[e] = count
+
+
+@wp.kernel
+def keep_reachable_pairs(data: SelfContactData, bound: wp.array(dtype=float), edges: int):
+    """With the final bound, keep (compacted, in order) only the pairs of vertex (edges = 0) or edge
+    (edges = 1) i that could come within their thickness this step: d < h + the farthest each side may move."""
+    i = wp.tid()
+    kept = int(0)
+    if edges == 0:
+        for k in range(data.vt_count[i]):
+            t = data.vt_triangle[i * VT_SLOTS + k]
+            a = data.tri_indices[t, 0]
+            u = data.vt_start[i * VT_SLOTS + k]
+            h = 0.5 * (data.thickness[i] + data.thickness[a])
+            if wp.length(u) < h + bound[i] + reach(bound, a, data.tri_indices[t, 1], data.tri_indices[t, 2]):
+                data.vt_triangle[i * VT_SLOTS + kept] = t
+                data.vt_start[i * VT_SLOTS + kept] = u
+                kept = kept + 1
+        data.vt_count[i] = kept
+    else:
+        i0 = data.edge_indices[i, 0]
+        i1 = data.edge_indices[i, 1]
+        for k in range(data.ee_count[i]):
+            f = data.ee_edge[i * EE_SLOTS + k]
+            j0 = data.edge_indices[f, 0]
+            u = data.ee_start[i * EE_SLOTS + k]
+            h = 0.5 * (data.thickness[i0] + data.thickness[j0])
+            if wp.length(u) < h + wp.max(bound[i0], bound[i1]) + wp.max(bound[j0], bound[data.edge_indices[f, 1]]):
+                data.ee_edge[i * EE_SLOTS + kept] = f
+                data.ee_start[i * EE_SLOTS + kept] = u
+                kept = kept + 1
+        data.ee_count[i] = kept
+
+
+@wp.kernel
+def count_degrees(data: SelfContactData, edges: int):
+    """data.degree += 1 at the four vertices of every kept pair of vertex (edges = 0) or edge (edges = 1) i
+    that touches at the step's start (closer than its thickness)."""
+    i = wp.tid()
+    if edges == 0:
+        for k in range(data.vt_count[i]):
+            t = data.vt_triangle[i * VT_SLOTS + k]
+            if wp.length(data.vt_start[i * VT_SLOTS + k]) < 0.5 * (data.thickness[i] + data.thickness[
+                    data.tri_indices[t, 0]]):
+                wp.atomic_add(data.degree, i, 1)
+                for c in range(3):
+                    wp.atomic_add(data.degree, data.tri_indices[t, c], 1)
+    else:
+        for k in range(data.ee_count[i]):
+            f = data.ee_edge[i * EE_SLOTS + k]
+            if wp.length(data.ee_start[i * EE_SLOTS + k]) < 0.5 * (data.thickness[data.edge_indices[i, 0]]
+                                                                  + data.thickness[data.edge_indices[f, 0]]):
+                for c in range(2):
+                    wp.atomic_add(data.degree, data.edge_indices[i, c], 1)
+                    wp.atomic_add(data.degree, data.edge_indices[f, c], 1)
+
+
+@wp.kernel
+def scale_bound(bound: wp.array(dtype=float), gamma: float):
+    i = wp.tid()
+    bound[i] = bound[i] * gamma
+
+
+@wp.kernel
+def limit_displacement(x_start: wp.array(dtype=wp.vec3), x_end: wp.array(dtype=wp.vec3),
+                       v_end: wp.array(dtype=wp.vec3), bound: wp.array(dtype=float), dt: float,
+                       x_out: wp.array(dtype=wp.vec3), v_out: wp.array(dtype=wp.vec3)):
+    """x_out = x_start + the step's displacement shortened to at most bound [m]; when v_out is not empty,
+    v_out = v_end + (x_out - x_end) / dt (semi-implicit Euler: the velocity that moves x_start to x_out)."""
+    i = wp.tid()
+    move = x_end[i] - x_start[i]
+    length = wp.length(move)
+    scale = float(1.0)
+    if length > bound[i]:
+        scale = bound[i] / length
+    x_out[i] = x_start[i] + move * scale
+    if v_out.shape[0] > 0:
+        v_out[i] = v_end[i] + (x_out[i] - x_end[i]) / dt
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Host side
+
+
+class SelfContact:
+    """The collision primitives of a model and the per-step pair search (see the module docstring).
+
+    Built by the solvers from Model.particle_thickness (> 0 for the vertices of colliding cloths),
+    tri_indices and the cloths' edges; `find(x)` searches the pairs at positions x and returns a
+    SelfContactData and the displacement bound [m] [particle_count]."""
+
+    def __init__(self, model):
+        d = model.device
+        self.device = d
+        thickness = model.particle_thickness.numpy()
+        tris = model.tri_indices.numpy().reshape(-1, 3)
+        tris = tris[np.all(thickness[tris] > 0.0, axis=1)]
+        edges = np.unique(np.sort(np.concatenate([tris[:, [0, 1]], tris[:, [1, 2]], tris[:, [2, 0]]]), axis=1),
+                          axis=0) if len(tris) else np.zeros((0, 2), np.int32)
+        self.tri_count, self.edge_count = len(tris), len(edges)
+        self.particle_count = model.particle_count
+        q = model.particle_q.numpy()
+        lengths = np.linalg.norm(q[edges[:, 0]] - q[edges[:, 1]], axis=1) if len(edges) else np.zeros(1)
+        self.max_edge = float(lengths.max(initial=0.0))
+        self.max_thickness = float(thickness.max(initial=0.0))
+        self.query_radius = QUERY_RADIUS * self.max_thickness
+        self._tri_indices = wp.array(tris.astype(np.int32).reshape(-1, 3), dtype=wp.int32, device=d)
+        self._edge_indices = wp.array(edges.astype(np.int32).reshape(-1, 2), dtype=wp.int32, device=d)
+        self._thickness = model.particle_thickness
+        self.data, self.bound = self._new_pairs()
+        self._tri_centre = wp.zeros(max(self.tri_count, 1), dtype=wp.vec3, device=d)
+        self._edge_centre = wp.zeros(max(self.edge_count, 1), dtype=wp.vec3, device=d)
+        self._tri_radius = wp.zeros(max(self.tri_count, 1), dtype=float, device=d)
+        self._edge_radius = wp.zeros(max(self.edge_count, 1), dtype=float, device=d)
+        self._largest = wp.zeros(2, dtype=float, device=d)
+        self._tri_grid = HashGrid(*(hash_grid_dims_for(GRID_CELLS_PER_PRIMITIVE * self.tri_count),) * 3, device=d)
+        self._edge_grid = HashGrid(*(hash_grid_dims_for(GRID_CELLS_PER_PRIMITIVE * self.edge_count),) * 3,
+                                   device=d)
+        self.overflow = wp.zeros(1, dtype=wp.int32, device=d)
+        self._no_velocity = (wp.zeros(0, dtype=wp.vec3, device=d), wp.zeros(0, dtype=wp.vec3, device=d))
+
+
+    @property
+    def enabled(self) -> bool:
+        return self.tri_count > 0
+
+    def _new_pairs(self) -> tuple:
+        """A SelfContactData with new pair arrays, and a new bound array."""
+        d, n = self.device, self.particle_count
+        data = SelfContactData()
+        data.tri_indices, data.edge_indices, data.thickness = self._tri_indices, self._edge_indices, self._thickness
+        data.vt_triangle = wp.zeros(n * VT_SLOTS, dtype=wp.int32, device=d)
+        data.vt_start = wp.zeros(n * VT_SLOTS, dtype=wp.vec3, device=d)
+        data.vt_count = wp.zeros(n, dtype=wp.int32, device=d)
+        data.ee_edge = wp.zeros(max(self.edge_count, 1) * EE_SLOTS, dtype=wp.int32, device=d)
+        data.ee_start = wp.zeros(max(self.edge_count, 1) * EE_SLOTS, dtype=wp.vec3, device=d)
+        data.ee_count = wp.zeros(max(self.edge_count, 1), dtype=wp.int32, device=d)
+        data.degree = wp.zeros(n, dtype=wp.int32, device=d)
+        return data, wp.zeros(n, dtype=float, device=d)
+
+    def find(self, x, *, fresh: bool = False) -> tuple:
+        """Pairs and displacement bound at positions x [m] (vec3 [particle_count]); the search is not taped.
+        `fresh`: new pair and bound arrays (on a Tape, each step's kernels must keep reading their own); else
+        the previous step's are refilled."""
+        if fresh:
+            self.data, self.bound = self._new_pairs()
+        d, data, r = self.device, self.data, self.query_radius
+
+        def run(kernel, dim, inputs):
+            wp.launch(kernel, dim=dim, inputs=inputs, device=d, record_tape=False)
+
+        self._largest.zero_()
+        run(primitive_centres, max(self.tri_count, self.edge_count),
+            [x, data.tri_indices, data.edge_indices, self._tri_centre, self._tri_radius, self._edge_centre,
+             self._edge_radius, self._largest])
+        tri_reach, edge_reach = (float(v) for v in self._largest.numpy())
+        # a point within r of a triangle lies within r + its corner radius of its centroid; two edges within r
+        # have midpoints within r + their half lengths
+        tri_grid = self._tri_grid.build(self._tri_centre, r + tri_reach, keep_arrays=True)
+        edge_grid = self._edge_grid.build(self._edge_centre, r + 2.0 * edge_reach, keep_arrays=True)
+        self.bound.fill_(r)
+        self.overflow.zero_()
+        run(find_vertex_triangle_pairs, self.particle_count,
+            [x, tri_grid, data, r, self._tri_centre, self._tri_radius, self.bound, self.overflow])
+        if self.edge_count:
+            run(find_edge_edge_pairs, self.edge_count,
+                [x, edge_grid, data, r, self._edge_centre, self._edge_radius, self.bound, self.overflow])
+        run(scale_bound, self.particle_count, [self.bound, GAMMA])
+        run(keep_reachable_pairs, self.particle_count, [data, self.bound, 0])
+        if self.edge_count:
+            run(keep_reachable_pairs, self.edge_count, [data, self.bound, 1])
+        data.degree.zero_()
+        run(count_degrees, self.particle_count, [data, 0])
+        if self.edge_count:
+            run(count_degrees, self.edge_count, [data, 1])
+        return data, self.bound
+
+    def limit(self, x_start, x_end, v_end, dt: float, x_out, v_out):
+        """Clamp each vertex's displacement from x_start to x_end to the bound of the last `find` into x_out,
+        and correct v_end into v_out alike (both None: positions only). The bound is a constant to the Tape."""
+        if v_out is None:
+            v_end, v_out = self._no_velocity
+        wp.launch(limit_displacement, dim=self.particle_count, device=self.device,
+                  inputs=[x_start, x_end, v_end, self.bound, float(dt)], outputs=[x_out, v_out])
+
+
+def self_contact_of(model):
+    """The model's SelfContact (created on first use and kept as `model._self_contact`), or None when no
+    cloth collides with itself."""
+    if not getattr(model, "self_contact_enabled", False):
+        return None
+    contact = getattr(model, "_self_contact", None)
+    if contact is None or contact.particle_count != model.particle_count:
+        contact = SelfContact(model)
+        model._self_contact = contact
+    return contact if contact.enabled else None
+
+
+def default_thickness(vertices, triangles) -> float:
+    """Default self-contact thickness of a cloth [m]: DEFAULT_THICKNESS_FRACTION of its mean edge length."""
+    v = np.asarray(vertices, dtype=np.float64).reshape(-1, 3)
+    t = np.asarray(triangles, dtype=np.int64).reshape(-1, 3)
+    e = np.unique(np.sort(np.concatenate([t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]]]), axis=1), axis=0)
+    return DEFAULT_THICKNESS_FRACTION * float(np.linalg.norm(v[e[:, 0]] - v[e[:, 1]], axis=1).mean())

@@ -1,0 +1,107 @@
+"""SolverXPBD's self-contact corrections: one Jacobi pass over this step's vertex-triangle and edge-edge pairs
+(sim/self_contact.py) per iteration, added into the iteration's contact corrections.
+
+A pair is a relative position r = (this side's closest point) - (the other side's), a combination of its four
+vertices with barycentric weights that sum to 1 on each side. A pair closer than its thickness h gets the
+change dr = n (h - d) minus its tangential slip since the step's start (all of it below Coulomb's limit
+mu (h - d), static friction; that much of it above), spread over the vertices by inverse mass and weight
+(dx_k = +-w_k m_k^-1 dr / sum_k w_k^2 m_k^-1): momentum is conserved and r changes by exactly dr. Jacobi
+share: each pair's correction is scaled by 1 / the largest pair count (SelfContactData.degree) of its vertices,
+the same factor for its four vertices, so momentum stays exact; the counts are those of pairs touching in the
+previous iteration (at the step's start for the first), so the share follows the contacts that act.
+"""
+
+import kernels as wp
+
+from ...self_contact import (EE_SLOTS, VT_SLOTS, SelfContactData, contact_normal, edge_edge_pair,
+                             vertex_triangle_pair)
+
+
+@wp.func
+def pair_change(u: wp.vec3, u_start: wp.vec3, slip: wp.vec3, h: float, mu: float):
+    """The change dr [m] of a pair's relative position u (u_start at the step's start; slip: the relative
+    motion of its two material points since then) that restores the thickness h, with positional friction;
+    and whether the pair touches."""
+    n, d = contact_normal(u, u_start)
+    depth = h - d
+    if depth <= 0.0:
+        return wp.vec3(0.0, 0.0, 0.0), False
+    dr = n * depth
+    moved = slip + dr
+    tangential = moved - n * wp.dot(moved, n)
+    limit = mu * depth
+    if limit > 0.0:
+        length = wp.length(tangential)
+        if length > limit:
+            dr = dr - tangential * (limit / length)
+        else:
+            dr = dr - tangential  # no division: its derivative holds down to zero slip
+    return dr, True
+
+
+@wp.func
+def pair_share(count: wp.array(dtype=wp.int32), i: int, j: int, k: int, l: int):
+    """1 / the largest touching-pair count of the four vertices: the pair's Jacobi share."""
+    d = wp.max(wp.max(count[i], count[j]), wp.max(count[k], count[l]))
+    return 1.0 / float(wp.max(d, 1))
+
+
+@wp.func
+def count_touching(touching: wp.array(dtype=wp.int32), i: int, j: int, k: int, l: int):
+    wp.atomic_add(touching, i, 1)
+    wp.atomic_add(touching, j, 1)
+    wp.atomic_add(touching, k, 1)
+    wp.atomic_add(touching, l, 1)
+
+
+@wp.kernel
+def solve_vertex_triangle_contacts(x: wp.array(dtype=wp.vec3), x_start: wp.array(dtype=wp.vec3),
+                                   inv_mass: wp.array(dtype=float), data: SelfContactData,
+                                   friction: wp.array(dtype=float), count: wp.array(dtype=wp.int32),
+                                   delta: wp.array(dtype=wp.vec3), touching: wp.array(dtype=wp.int32)):
+    """One thread per vertex v, over its triangles (a, b, c): r = x_v - (wa x_a + wb x_b + wc x_c)."""
+    v = wp.tid()
+    for k in range(data.vt_count[v]):
+        a, b, c, w, u = vertex_triangle_pair(x, data, v, k)
+        u_start = data.vt_start[v * VT_SLOTS + k]
+        # relative motion of the touching material points since the step's start (weights held fixed)
+        slip = x[v] - x_start[v] - ((x[a] - x_start[a]) * w[0] + (x[b] - x_start[b]) * w[1]
+                                    + (x[c] - x_start[c]) * w[2])
+        h = 0.5 * (data.thickness[v] + data.thickness[a])
+        dr, active = pair_change(u, u_start, slip, h, friction[0])
+        denom = inv_mass[v] + inv_mass[a] * w[0] * w[0] + inv_mass[b] * w[1] * w[1] + inv_mass[c] * w[2] * w[2]
+        if active and denom > 0.0:
+            count_touching(touching, v, a, b, c)
+            s = dr * (pair_share(count, v, a, b, c) / denom)
+            wp.atomic_add(delta, v, s * inv_mass[v])
+            wp.atomic_add(delta, a, s * (-inv_mass[a] * w[0]))
+            wp.atomic_add(delta, b, s * (-inv_mass[b] * w[1]))
+            wp.atomic_add(delta, c, s * (-inv_mass[c] * w[2]))
+
+
+@wp.kernel
+def solve_edge_edge_contacts(x: wp.array(dtype=wp.vec3), x_start: wp.array(dtype=wp.vec3),
+                             inv_mass: wp.array(dtype=float), data: SelfContactData, friction: wp.array(dtype=float),
+                             count: wp.array(dtype=wp.int32), delta: wp.array(dtype=wp.vec3),
+                             touching: wp.array(dtype=wp.int32)):
+    """One thread per edge (i0, i1), over its edges (j0, j1): r = the closest points' difference, weights
+    (1 - s, s) and (1 - t, t)."""
+    e = wp.tid()
+    i0 = data.edge_indices[e, 0]
+    i1 = data.edge_indices[e, 1]
+    for k in range(data.ee_count[e]):
+        j0, j1, s, t, u = edge_edge_pair(x, data, e, k)
+        u_start = data.ee_start[e * EE_SLOTS + k]
+        h = 0.5 * (data.thickness[i0] + data.thickness[j0])
+        slip = (x[i0] - x_start[i0]) * (1.0 - s) + (x[i1] - x_start[i1]) * s - (x[j0] - x_start[j0]) * (1.0 - t) \
+            - (x[j1] - x_start[j1]) * t
+        dr, active = pair_change(u, u_start, slip, h, friction[0])
+        denom = inv_mass[i0] * (1.0 - s) * (1.0 - s) + inv_mass[i1] * s * s + inv_mass[j0] * (1.0 - t) * (1.0 - t) \
+            + inv_mass[j1] * t * t
+        if active and denom > 0.0:
+            count_touching(touching, i0, i1, j0, j1)
+            g = dr * (pair_share(count, i0, i1, j0, j1) / denom)
+            wp.atomic_add(delta, i0, g * (inv_mass[i0] * (1.0 - s)))
+            wp.atomic_add(delta, i1, g * (inv_mass[i1] * s))
+            wp.atomic_add(delta, j0, g * (-inv_mass[j0] * (1.0 - t)))
+            wp.atomic_add(delta, j1, g * (-inv_mass[j1] * t))

@@ -1,0 +1,290 @@
+"""Cloth self-contact (sim/self_contact.py) in both particle solvers: vertex-triangle and edge-edge contacts on
+two-triangle cases (thickness kept, momentum conserved, Coulomb friction's stopping distance), no triangle pair
+ever intersecting in a cloth that collapses into folds (an exact count in numpy, independent of the solvers),
+the displacement bound against tunnelling at a large step, scene keys, and rollout gradients through
+self-contact (gradcheck)."""
+
+import os
+
+import numpy as np
+import pytest
+
+import kernels as wp
+import sim
+from autodiff import gradcheck
+from sim.scene import Scene
+
+from _intersections import count_triangle_intersections, segments_cross_triangles
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+THICKNESS = 0.01
+SOLVERS = {"xpbd": (lambda m: sim.SolverXPBD(m, iterations=10), 1.0 / 240.0),
+           "semi_implicit": (lambda m: sim.SolverSemiImplicit(m), 1.0 / 3000.0)}
+IDENTITY = (0.0, 0.0, 0.0, 1.0)
+
+
+def run(model, solver, steps, dt, state=None, *, fresh=False, control=None):
+    """The state after `steps` steps; `fresh`: a new State every step (what a Tape needs)."""
+    a, b = state or model.state(), model.state()
+    for _ in range(steps):
+        solver.step(model, a, b, control, dt)
+        a, b = (b, model.state()) if fresh else (b, a)
+    return a
+
+
+def two_triangles(lower, upper, *, gravity=0.0, fixed_lower=False, velocity=(0.0, 0.0, 0.0), density=1.0,
+                  requires_grad=False):
+    """Two one-triangle cloths with self-collision (they collide with each other): `lower` and `upper` are
+    (3, 3) corner positions; the upper one moves at `velocity`."""
+    b = sim.ModelBuilder(gravity=gravity)
+    tri = [[0, 1, 2]]
+    b.add_cloth_mesh((0, 0, 0), IDENTITY, 1.0, (0, 0, 0), lower, tri, density=density, tri_ke=100.0, tri_ka=100.0,
+                     fixed=(0, 1, 2) if fixed_lower else (), self_collision=True, thickness=THICKNESS)
+    b.add_cloth_mesh((0, 0, 0), IDENTITY, 1.0, velocity, upper, tri, density=density, tri_ke=100.0, tri_ka=100.0,
+                     self_collision=True, thickness=THICKNESS)
+    return b.finalize("cpu", requires_grad=requires_grad)
+
+
+FLAT = np.array([[-0.5, 0.0, -0.5], [0.5, 0.0, -0.5], [0.0, 0.0, 0.6]])
+
+
+def point_triangle_distance(p, a, b, c):
+    """Distance from p to triangle abc, by projection and the three edges (numpy, float64)."""
+    n = np.cross(b - a, c - a)
+    n /= np.linalg.norm(n)
+    q = p - np.dot(p - a, n) * n
+    inside = all(np.dot(np.cross(e1 - e0, q - e0), n) >= 0 for e0, e1 in ((a, b), (b, c), (c, a)))
+    if inside:
+        return abs(np.dot(p - a, n))
+    return min(segment_distance(p, p, e0, e1) for e0, e1 in ((a, b), (b, c), (c, a)))
+
+
+def segment_distance(p1, q1, p2, q2, samples=2001):
+    """Distance between two segments by dense sampling of the first and exact projection onto the second."""
+    s = np.linspace(0.0, 1.0, samples)[:, None]
+    pts = p1 + s * (q1 - p1)
+    d = q2 - p2
+    t = np.clip(((pts - p2) @ d) / max(d @ d, 1e-30), 0.0, 1.0)[:, None]
+    return float(np.linalg.norm(pts - (p2 + t * d), axis=1).min())
+
+
+def closest_approach(model, solver, steps, dt, gap):
+    """Run `steps` steps; returns the final state and the smallest gap(x) seen [m]."""
+    state, scratch = model.state(), model.state()
+    smallest = np.inf
+    for _ in range(steps):
+        solver.step(model, state, scratch, None, dt)
+        state, scratch = scratch, state
+        smallest = min(smallest, gap(state.particle_q.numpy().astype(np.float64)))
+    return state, smallest
+
+
+def momentum(model, state):
+    return (model.particle_mass.numpy()[:, None] * state.particle_qd.numpy()).sum(axis=0)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Two-triangle cases
+
+
+@pytest.mark.parametrize("solver_name", list(SOLVERS))
+def test_vertex_triangle_contact_keeps_thickness_and_momentum(solver_name):
+    """A triangle falls corner first onto a free triangle (no gravity, nothing else): the corner comes no
+    closer than about the thickness to the lower triangle's face and the pair's momentum is conserved."""
+    upper = np.array([[0.0, 0.03, 0.0], [0.3, 0.25, 0.0], [-0.1, 0.25, 0.3]])
+    model = two_triangles(FLAT, upper, velocity=(0.0, -0.5, 0.0))
+    make, dt = SOLVERS[solver_name]
+    start = model.state()
+    p0 = momentum(model, start)
+    end, gap = closest_approach(model, make(model), int(0.12 / dt), dt,
+                                lambda x: point_triangle_distance(x[3], *x[:3]))
+    assert gap == pytest.approx(THICKNESS, abs=0.25 * THICKNESS)
+    # float32 positions: XPBD's velocities (x_end - x_start) / dt carry round-off of about 1e-7 m / dt
+    np.testing.assert_allclose(momentum(model, end), p0, atol=5e-3 * np.abs(p0).max())
+    lower = (model.particle_mass.numpy()[:3, None] * end.particle_qd.numpy()[:3]).sum(axis=0)
+    assert lower[1] < 0.2 * p0[1], "the contact handed on a good part of the momentum"
+
+
+@pytest.mark.parametrize("solver_name", list(SOLVERS))
+def test_edge_edge_contact_keeps_thickness_and_momentum(solver_name):
+    """Two triangles whose edges cross like an X, one falling onto the other edge first (no vertex is over the
+    other's face): the edges come no closer than about the thickness, momentum is conserved."""
+    lower = np.array([[-0.4, 0.0, 0.0], [0.4, 0.0, 0.0], [0.0, -0.3, 0.0]])  # top edge along x, hanging down
+    upper = np.array([[0.0, 0.03, -0.4], [0.0, 0.03, 0.4], [0.0, 0.33, 0.0]])  # bottom edge along z
+    model = two_triangles(lower, upper, velocity=(0.0, -0.5, 0.0))
+    make, dt = SOLVERS[solver_name]
+    p0 = momentum(model, model.state())
+    end, gap = closest_approach(model, make(model), int(0.12 / dt), dt,
+                                lambda x: segment_distance(x[0], x[1], x[3], x[4], samples=201))
+    assert gap == pytest.approx(THICKNESS, abs=0.25 * THICKNESS)
+    np.testing.assert_allclose(momentum(model, end), p0, atol=5e-3 * np.abs(p0).max())
+    lower = (model.particle_mass.numpy()[:3, None] * end.particle_qd.numpy()[:3]).sum(axis=0)
+    assert lower[1] < 0.2 * p0[1], "the contact handed on a good part of the momentum"
+
+
+@pytest.mark.parametrize("solver_name", list(SOLVERS))
+@pytest.mark.parametrize("mu", [0.0, 0.4])
+def test_friction_stops_a_sliding_triangle_at_the_coulomb_distance(solver_name, mu):
+    """A small triangle lying on a pinned one slides at 0.5 m/s under gravity: with mu it stops after
+    v^2 / (2 mu g) (Coulomb friction, mu times the weight); without, it keeps its speed."""
+    small = np.array([[-0.3, THICKNESS, -0.2], [-0.2, THICKNESS, -0.2], [-0.25, THICKNESS, -0.1]])
+    model = two_triangles(FLAT, small, gravity=-9.81, fixed_lower=True, velocity=(0.5, 0.0, 0.0))
+    model.soft_contact.mu = mu
+    make, dt = SOLVERS[solver_name]
+    end = run(model, make(model), int(0.15 / dt), dt)
+    travelled = end.particle_q.numpy()[3:, 0].mean() - small[:, 0].mean()
+    y = end.particle_q.numpy()[3:, 1]
+    assert np.all(np.abs(y - THICKNESS) < 0.25 * THICKNESS), "it rests on the lower triangle at the thickness"
+    if mu == 0.0:
+        assert travelled == pytest.approx(0.5 * 0.15, rel=0.05)
+    else:
+        assert travelled == pytest.approx(0.5 ** 2 / (2 * mu * 9.81), rel=0.15)
+        assert np.abs(end.particle_qd.numpy()[3:, 0]).max() < 0.02, "stopped (static friction holds it)"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# No interpenetration, counted independently
+
+
+def test_folding_cloth_never_intersects_itself_in_either_solver(tmp_path):
+    """scenes/cloth_fold.yaml (a cloth tipping over into folds) with both solvers: an exact triangle-triangle
+    count is 0 at every third frame; with self-collision off the same cloth intersects itself (the count
+    works)."""
+    text = open(os.path.join(ROOT, "scenes", "cloth_fold.yaml")).read()
+    semi_implicit = text.replace("solver: {preset: xpbd_cloth}", "solver: {type: semi_implicit}")
+    variants = {"xpbd": text, "semi_implicit": semi_implicit.replace("substeps: 8", "substeps: 50"),
+                "xpbd without": text.replace("self_collision: true", "self_collision: false")}
+    results = {}
+    for name, variant in variants.items():
+        path = tmp_path / "fold.yaml"
+        path.write_text(variant)
+        built = Scene.load(str(path)).build("cpu")
+        tris = built.model.tri_indices.numpy()
+        state, scratch = built.model.state(), built.model.state()
+        worst = 0
+        for frame in range(1, 46):
+            state, scratch = built.step_frame(state, scratch, frame)
+            if frame % 3 == 0:
+                worst = max(worst, count_triangle_intersections(state.particle_q.numpy(), tris))
+        results[name] = (worst, float(state.particle_q.numpy()[:, 1].max()))
+    assert results["xpbd"][0] == 0 and results["semi_implicit"][0] == 0, results
+    assert results["xpbd without"][0] > 50, results
+    assert all(top < 0.3 for _, top in results.values()), f"the cloth fell over into a heap: {results}"
+
+
+@pytest.mark.parametrize("solver_name", list(SOLVERS))
+@pytest.mark.parametrize("bounded", [True, False])
+def test_a_large_step_does_not_tunnel(solver_name, bounded, monkeypatch):
+    """A triangle thrown at 20 m/s at a pinned one from 5 cm away, at a step that moves it 3 cm (three times
+    the thickness): with the displacement bound no vertex path ever crosses the lower face; with the bound
+    lifted (GAMMA huge) it passes through."""
+    if not bounded:
+        monkeypatch.setattr(sim.self_contact, "GAMMA", 1.0e6)
+    upper = np.array([[-0.1, 0.05, -0.1], [0.1, 0.05, -0.1], [0.0, 0.05, 0.1]])
+    model = two_triangles(FLAT, upper, fixed_lower=True, velocity=(0.0, -20.0, 0.0))
+    make, _ = SOLVERS[solver_name]
+    dt = 1.5e-3
+    solver = make(model)
+    state, scratch = model.state(), model.state()
+    corners = [np.repeat(FLAT[k][None].astype(np.float64), 3, axis=0) for k in range(3)]
+    crossings = 0
+    for _ in range(20):
+        before = state.particle_q.numpy()[3:].astype(np.float64)
+        solver.step(model, state, scratch, None, dt)
+        state, scratch = scratch, state
+        after = state.particle_q.numpy()[3:].astype(np.float64)
+        crossings += int(segments_cross_triangles(before, after, *corners).sum())
+    if bounded:
+        assert crossings == 0 and state.particle_q.numpy()[3:, 1].min() > 0.0
+    else:
+        assert crossings > 0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Gradients
+
+
+def sliding_pair(solver_name, scene):
+    """A small triangle resting on a pinned one, pressed by gravity and sliding (mu = 0) or sticking (slow, with
+    friction): every contact holds for the whole rollout and the displacement bound never clamps (a smooth
+    point: the bound is a constant to the Tape)."""
+    small = np.array([[-0.3, THICKNESS, -0.2], [-0.2, THICKNESS, -0.2], [-0.25, THICKNESS, -0.1]])
+    speed = 0.1 if scene == "sliding" else 0.02  # XPBD's 1/60 s steps stay within the displacement bound
+    model = two_triangles(FLAT, small, gravity=-9.81, fixed_lower=True, velocity=(speed, -0.05, 0.1 * speed),
+                          density=5.0 if solver_name == "semi_implicit" else 1.0, requires_grad=True)
+    model.soft_contact.mu = 0.0 if scene == "sliding" else 0.8
+    return model
+
+
+@wp.kernel
+def assemble_masses(pinned: wp.array(dtype=float), free: wp.array(dtype=float), mass: wp.array(dtype=float)):
+    """mass = pinned (the lower triangle's zeros) followed by free (the upper triangle's masses) [kg]."""
+    i = wp.tid()
+    n = pinned.shape[0]
+    if i < n:
+        mass[i] = pinned[i]
+    else:
+        mass[i] = free[i - n]
+
+
+@pytest.mark.parametrize("solver_name", list(SOLVERS))
+@pytest.mark.parametrize("scene", ["sliding", "static"])
+def test_self_contact_gradients_pass_gradcheck(solver_name, scene):
+    model = sliding_pair(solver_name, scene)
+    make, dt = SOLVERS[solver_name]
+    steps, dt = (10, 1.0 / 60.0) if solver_name == "xpbd" else (60, dt)
+    solver = make(model)
+    pinned = wp.zeros(3, dtype=float)
+    free_mass = wp.array(model.particle_mass.numpy()[3:], dtype=float, requires_grad=True)  # pinned: mass 0
+
+    def rollout():
+        model.particle_mass = wp.zeros(6, dtype=float, requires_grad=True)
+        wp.launch(assemble_masses, dim=6, inputs=[pinned, free_mass], outputs=[model.particle_mass])
+        state = model.state()
+        state.particle_qd = model.particle_qd
+        return run(model, solver, steps, dt, state, fresh=True).particle_q
+
+    y = rollout().numpy()[3:, 1]
+    assert np.all(np.abs(y - THICKNESS) < 0.2 * THICKNESS), f"still in contact at the end: {y}"
+    inputs = {"velocity": model.particle_qd, "mass": free_mass}
+    if scene == "static":
+        inputs["friction"] = model.soft_contact_mu
+    for name, x in inputs.items():
+        eps = 1e-4 if name == "mass" else 1e-3  # the upper triangle's vertices weigh 8 g (semi-implicit)
+        report = gradcheck(lambda _: rollout(), [x], eps=eps, atol=2e-3, raise_on_fail=False)
+        assert report.passed, f"{solver_name} {scene}: gradient with respect to {name}\n{report}"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Builder and scene keys
+
+
+def test_thickness_defaults_to_a_quarter_edge_and_bad_values_are_refused():
+    b = sim.ModelBuilder()
+    b.add_cloth_grid((0, 0, 0), IDENTITY, (0, 0, 0), 4, 4, 0.1, 0.1, mass=0.01, self_collision=True)
+    model = b.finalize("cpu")
+    h = model.particle_thickness.numpy()
+    mean_edge = (4 * 5 * 2 * 0.1 + 16 * 0.1 * np.sqrt(2)) / (4 * 5 * 2 + 16)
+    assert h.min() == h.max() == pytest.approx(0.25 * mean_edge, rel=1e-5)
+    with pytest.raises(ValueError, match="thickness"):
+        sim.ModelBuilder().add_cloth_grid((0, 0, 0), IDENTITY, (0, 0, 0), 2, 2, 0.1, 0.1, mass=0.01,
+                                          self_collision=True, thickness=-0.01)
+
+
+def test_self_contact_kernels_compile_to_ptx():
+    """The CUDA path of the search (forward; it is never taped) and of the kernels on the Tape, both solvers'
+    contact kernels and the displacement bound (forward and backward), compiles, with or without a GPU."""
+    from kernels.module import get_module
+    from kernels.nvrtc import compile_source_to_ptx, render_cuda_source
+
+    import sim.self_contact
+    import sim.solvers.semi_implicit.self_contact
+    import sim.solvers.xpbd.self_contact
+
+    for module in (sim.self_contact, sim.solvers.xpbd.self_contact, sim.solvers.semi_implicit.self_contact):
+        module_kernels = get_module(module.__name__).kernels
+        ptx = compile_source_to_ptx(render_cuda_source(module_kernels), 90, "self_contact.cu")
+        for i, k in enumerate(module_kernels):
+            assert f"k{i}_{k.name}_cuda_forward" in ptx
+            taped = module is not sim.self_contact or k.name == "limit_displacement"
+            assert not taped or f"k{i}_{k.name}_cuda_backward" in ptx, k.name
