@@ -199,7 +199,8 @@ def test_optimize_forward_blow_up_names_frame_and_object(tmp_path, capsys):
                     "loss:\n  - {type: com_target, object: sheet, target: [1, 1, 0]}\n")
     assert main(["optimize", str(path), "--iterations", "2", "--quiet", "--out-dir", str(tmp_path / "o")]) == 3
     err = capsys.readouterr().err
-    assert "is not finite" in err and "cloth 'sheet'" in err and "frame" in err and "blew up" in err, err
+    assert ("is not finite" in err or "beyond the bound" in err) and "cloth 'sheet'" in err and "frame" in err \
+        and "blew up" in err, err
     assert "learning rate" not in err
 
 
@@ -246,7 +247,7 @@ def test_blow_up_message_repeats_the_stability_estimate(tmp_path, capsys):
     path.write_text(STIFF.replace("SUB", "1").replace("tri_ke: 500, tri_ka: 500", "tri_ke: 5.0e4, tri_ka: 5.0e4"))
     assert main(["run", str(path), "--out", str(tmp_path / "s.usd"), "--quiet"]) == 3
     err = capsys.readouterr().err
-    assert "not finite" in err and "note: dt" in err and "sim.substeps >=" in err, err
+    assert ("not finite" in err or "beyond the bound" in err) and "note: dt" in err and "sim.substeps >=" in err, err
 
 
 def test_estimated_limit_is_close_to_the_measured_one():

@@ -78,6 +78,9 @@ class BuiltScene:
     collider_shapes: list = field(default_factory=list)  # the colliders' rows of the model's shape arrays
     joints: list = field(default_factory=list)  # SceneJoint: the scene's joints, then the robot's
     uses_rigid: bool = False  # bodies stepped by SolverRigid (else SolverFeatherstone, or none)
+    gravity: float = -9.81  # [m/s^2] along the up axis
+    max_distance: float | None = None  # sim.max_distance [m]: the blow-up check's distance bound (None: derived)
+    max_speed: float | None = None  # sim.max_speed [m/s]: its speed bound (None: derived)
 
     def control(self, frame: int):
         """The Control of the steps of `frame` (1-based): the objects' and joints' control forces, or None
@@ -330,4 +333,5 @@ def build_scene(scene, device=None, requires_grad: bool = False) -> BuiltScene:
                                   device=model.device, requires_grad=requires_grad)
     is_articulated = articulated(scene)
     return BuiltScene(model, make_solver(model, s, is_articulated), dt, objects, list(scene.colliders), s.substeps,
-                      bodies, collider_shapes, joints, uses_rigid=bool(bodies) and not is_articulated)
+                      bodies, collider_shapes, joints, uses_rigid=bool(bodies) and not is_articulated,
+                      gravity=s.gravity, max_distance=s.max_distance, max_speed=s.max_speed)

@@ -22,8 +22,10 @@ class SceneError(ValueError):
 
 
 class SimulationError(RuntimeError):
-    """A run produced a non-finite value: names the frame, the quantity and the object it belongs to."""
+    """A run blew up: a non-finite value, or a finite one beyond the scene's blow-up bounds (`finite`); names the
+    frame, the quantity and the object it belongs to."""
 
-    def __init__(self, frame: int, quantity: str, detail: str):
+    def __init__(self, frame: int, quantity: str, detail: str, finite: bool = False):
         self.frame, self.quantity, self.detail = frame, quantity, detail
-        super().__init__(f"frame {frame}: {quantity} is not finite ({detail})")
+        what = "blew up" if finite else "is not finite"
+        super().__init__(f"frame {frame}: {quantity} {what} ({detail})")

@@ -137,6 +137,11 @@ SIM = Section([
     Field("device", Device(), "cpu", "",
           "where to run: cpu, cuda or cuda:N"),
     Field("particle_damping", Number(min=0), 0.0, "1/s", "velocity damping rate of every particle"),
+    Field("max_distance", Number(positive=True), None, "m", "blow-up check: a particle or body farther than this "
+          "from the scene's initial centre stops the run (exit 3); default 100 times the scene's extent (at least "
+          "1 m) plus the distance its fastest initial speed and gravity cover by that frame"),
+    Field("max_speed", Number(positive=True), None, "m/s", "blow-up check: a particle or body faster than this "
+          "stops the run (exit 3); default 100 times (the fastest initial speed + |gravity| x time + 1 m/s)"),
     Field("bending", Choice(*BENDING_MODELS), DEFAULT_BENDING, "", "bending model of every cloth: quadratic "
           "(smooth through folds, for gradients; rest shapes taken as flat) or dihedral (keeps curved rest "
           "shapes; its force jumps when a hinge folds through +-180 degrees); see docs/bending.md"),

@@ -281,22 +281,64 @@ def _rate(steps: int, t0: float, stats0: dict) -> str:
 
 
 def _check_finite(built: BuiltScene, state, frame: int):
-    for quantity in ("body_q", "body_qd"):
-        if built.bodies:
-            bad = ~np.isfinite(getattr(state, quantity).numpy()).all(axis=-1)
-            if bad.any():
-                body = next(b for b in built.bodies if b.index == int(np.argmax(bad)))
-                raise SimulationError(frame, quantity, f"body '{body.name}'; {int(bad.sum())} body(ies) affected; "
-                                      "try more substeps or a softer contact material")
-    for quantity in ("particle_q", "particle_qd"):
-        values = getattr(state, quantity).numpy()
+    """Stop a run that blew up at `frame`: a non-finite position or velocity, or a finite blow-up, a particle or
+    body farther from the scene's initial centre, or faster, than the bounds of blowup_bounds (a ball 6,000 km up
+    is as wrong as a NaN)."""
+    distance, speed, center = blowup_bounds(built, frame)
+    checks = []
+    if built.bodies:
+        q, qd = state.body_q.numpy(), state.body_qd.numpy()
+        checks += [("body_q", q, q[:, :3], distance, "m from the scene's centre"),
+                   ("body_qd", qd, qd[:, 3:6], speed, "m/s")]
+    if built.model.particle_count:
+        q, qd = state.particle_q.numpy(), state.particle_qd.numpy()
+        checks += [("particle_q", q, q, distance, "m from the scene's centre"), ("particle_qd", qd, qd, speed, "m/s")]
+    for quantity, values, vectors, bound, unit in checks:
         bad = ~np.isfinite(values).all(axis=-1)
+        why = "not finite"
+        if not bad.any():
+            size = np.linalg.norm(vectors - center if unit.startswith("m from") else vectors, axis=-1)
+            bad = size > bound
+            if bad.any():
+                key = "max_distance" if quantity.endswith("_q") else "max_speed"
+                why = (f"{float(size[bad].max()):.3g} {unit}, beyond the bound {bound:.3g} (sim.{key} sets it)")
         if bad.any():
             i = int(np.argmax(bad))
+            if quantity.startswith("body"):
+                body = next(b for b in built.bodies if b.index == i)
+                raise SimulationError(frame, quantity, f"body '{body.name}' {why}; {int(bad.sum())} body(ies) "
+                                      "affected; try more substeps or a softer contact material",
+                                      finite=why != "not finite")
             obj = built.object_of_particle(i)
             where = f"{obj.kind} '{obj.name}', particle {i - obj.start}" if obj else f"particle {i}"
-            raise SimulationError(frame, quantity, f"{where}; {int(bad.sum())} particle(s) affected; try more "
-                                  "substeps or stiffer/softer materials")
+            raise SimulationError(frame, quantity, f"{where} {why}; {int(bad.sum())} particle(s) affected; try "
+                                  "more substeps or stiffer/softer materials", finite=why != "not finite")
+
+
+def blowup_bounds(built: BuiltScene, frame: int) -> tuple:
+    """(distance bound [m], speed bound [m/s], the scene's initial centre (3,)) at `frame`: sim.max_distance and
+    sim.max_speed when set, else 100 times the scene's initial extent (at least 1 m) plus the distance the
+    fastest initial speed and gravity cover by then, and 100 times (that speed + |g| t + 1 m/s). Loose enough
+    for any motion the scene's forces could produce, tight enough to catch a solver that diverged to finite
+    values."""
+    init = built.__dict__.get("_blowup_initial")
+    if init is None:
+        m = built.model
+        points = [m.particle_q.numpy().reshape(-1, 3)] if m.particle_count else []
+        speeds = [np.linalg.norm(m.particle_qd.numpy().reshape(-1, 3), axis=-1)] if m.particle_count else []
+        if built.bodies:
+            points.append(m.body_q0.numpy()[:, :3])
+            speeds.append(np.linalg.norm(m.body_qd0.numpy()[:, 3:6], axis=-1))
+        pts = np.concatenate(points) if points else np.zeros((1, 3))
+        lo, hi = pts.min(axis=0), pts.max(axis=0)
+        v0 = float(max((s.max() for s in speeds if s.size), default=0.0))
+        init = built._blowup_initial = ((lo + hi) / 2, max(float(np.linalg.norm(hi - lo)), 1.0), v0)
+    center, extent, v0 = init
+    t = frame * built.substeps * built.dt
+    g = abs(built.gravity)
+    distance = built.max_distance or 100.0 * extent + v0 * t + 0.5 * g * t * t
+    speed = built.max_speed or 100.0 * (v0 + g * t + 1.0)
+    return distance, speed, center
 
 
 def _collider_shape(c, pose) -> dict:
