@@ -183,8 +183,9 @@ class Scene:
                     observe(frame, state, built.model)
                 if writer is not None:
                     self._write_frame(writer, built, frame, state)
+                done = frame  # before saving: a stop signal during the save still counts this frame, as the file does
+                if writer is not None:
                     writer.save_when_due()
-                done = frame
                 bar.update(frame, _rate(done * s.substeps, t0, stats0))
         except (SimulationError, KeyboardInterrupt) as e:
             bar.close()

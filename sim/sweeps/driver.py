@@ -59,7 +59,7 @@ def sweep(path: str, address: str | None = None, *, workers: int | None = None, 
         except KeyboardInterrupt as e:
             interrupted = e
         finally:
-            executor.shutdown()
+            executor.shutdown(stop_running=interrupted is not None)
         rows = table.close()
     text = summary(rows, spec.axes, spec.metrics, spec.kind, time.perf_counter() - t0, executor.kind)
     if interrupted is not None:
