@@ -16,7 +16,7 @@ import sys
 
 from . import interrupts
 
-EXIT_OK, EXIT_INPUT, EXIT_BLOWUP, EXIT_WRITE, EXIT_INTERRUPT = 0, 2, 3, 4, 130
+EXIT_OK, EXIT_INPUT, EXIT_BLOWUP, EXIT_WRITE = 0, 2, 3, 4  # interrupts: 128 + the signal (interrupts.exit_code)
 
 
 def _scene_args(p: argparse.ArgumentParser):
