@@ -347,6 +347,11 @@ class UsdWriter:
         self._stage = None
 
     @property
+    def last_frame(self) -> float | None:
+        """The last frame written with `write_frame`, or None."""
+        return self._last_frame
+
+    @property
     def closed(self) -> bool:
         """Whether `close` succeeded or `abort` was called."""
         return self._stage is None

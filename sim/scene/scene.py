@@ -66,6 +66,10 @@ class _SavingWriter:
         self.last = time.monotonic()
         self.interval = max(self.every_s, 10.0 * (self.last - start))
 
+    @property
+    def last_frame(self) -> float:
+        return self.writer.last_frame
+
     def close(self) -> str:
         return self._saved(self.writer.close)
 
@@ -183,12 +187,14 @@ class Scene:
                     observe(frame, state, built.model)
                 if writer is not None:
                     self._write_frame(writer, built, frame, state)
-                done = frame  # before saving: a stop signal during the save still counts this frame, as the file does
+                done = frame
                 if writer is not None:
                     writer.save_when_due()
                 bar.update(frame, _rate(done * s.substeps, t0, stats0))
         except (SimulationError, KeyboardInterrupt) as e:
             bar.close()
+            if writer is not None and writer.last_frame is not None:
+                done = int(writer.last_frame)  # what the file will hold, wherever the signal struck
             if isinstance(e, KeyboardInterrupt) and done == 0 and writer is not None:
                 writer.abort()  # nothing was simulated: an existing output stays as it was
                 writer = None
