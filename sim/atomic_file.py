@@ -45,19 +45,42 @@ def remove_stale_temporaries(path) -> list:
     return removed
 
 
+class OutputWriteError(OSError):
+    """An output file that could not be written (full disk, read-only file system, ...): str() is one line naming
+    the file and the cause. The file's previous content, if any, is still in place."""
+
+    def __init__(self, path, cause: str):
+        self.path, self.cause = os.fspath(path), cause
+        super().__init__(f"cannot write {self.path}: {cause}")
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+def write_failure(path, error: OSError) -> OutputWriteError:
+    """`error`, raised while writing `path` (or its temporary), as an OutputWriteError naming `path`."""
+    if isinstance(error, OutputWriteError):
+        return error
+    return OutputWriteError(path, error.strerror or str(error) or type(error).__name__)
+
+
 def write_atomic(path, data: bytes):
     """Write `data` to a temporary file next to `path`, then rename it over `path`: readers never see half a
-    file, and a failure leaves any previous file in place."""
+    file, and a failure leaves any previous file in place (OutputWriteError for an OSError)."""
     path = os.fspath(path)
     remove_stale_temporaries(path)
     tmp = temporary_path(path)
     try:
         with open(tmp, "xb") as f:
             f.write(data)
+            f.flush()
+            os.fsync(f.fileno())  # a full disk can surface only here; the rename is as durable as the data
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(e, OSError):
+            raise write_failure(path, e) from None
         raise
 
 
@@ -86,3 +109,23 @@ def output_problem(path) -> str | None:
     with contextlib.suppress(OSError):
         os.unlink(probe)
     return None
+
+
+def write_cause(directory, fallback: str) -> str:
+    """Why files cannot be written in `directory` now, found by writing and syncing a small probe there (full disk,
+    read-only file system, permissions), or `fallback` when the probe succeeds. For writers such as USD's that
+    fail without an errno."""
+    probe = os.path.join(os.fspath(directory) or ".", f".simtmp-probe-{os.getpid()}-{uuid.uuid4().hex[:12]}")
+    try:
+        with open(probe, "xb") as f:
+            f.write(b"\0" * 65536)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as e:
+        return e.strerror or str(e)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(probe)
+    lines = fallback.strip().splitlines()
+    # USD's lines read "Error in 'Function' at line N in file F : 'message'": the message is what says why
+    return lines[0].rsplit(" : ", 1)[-1].strip("'") if lines else "unknown cause"

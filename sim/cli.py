@@ -1,7 +1,10 @@
 """The `sim` command (also `python -m sim`): run, validate and describe scene files; optimise parameters.
 
-Exit codes: 0 success, 2 invalid input (scene, override or option; nothing is written), 3 the simulation blew up
-(non-finite values; the frames before stay in a valid USD file), 130 interrupted (frames so far are kept).
+Exit codes: 0 success, 2 invalid input (scene, override or option; nothing is written; also an output folder that
+holds earlier results without --resume or --overwrite, or that another run is writing into), 3 the simulation blew
+up (non-finite values; the frames before stay in a valid USD file), 4 an output could not be written (full disk,
+read-only file system: one line naming the file and the cause; what was saved before is kept), 130 interrupted by
+SIGINT, 143 by SIGTERM, 129 by SIGHUP (all three alike: frames so far kept, snapshot saved, sweep summary said).
 """
 
 from __future__ import annotations
@@ -11,7 +14,9 @@ import math
 import os
 import sys
 
-EXIT_OK, EXIT_INPUT, EXIT_BLOWUP, EXIT_INTERRUPT = 0, 2, 3, 130
+from . import interrupts
+
+EXIT_OK, EXIT_INPUT, EXIT_BLOWUP, EXIT_WRITE = 0, 2, 3, 4  # interrupts: 128 + the signal (interrupts.exit_code)
 
 
 def _scene_args(p: argparse.ArgumentParser):
@@ -42,6 +47,8 @@ def create_parser() -> argparse.ArgumentParser:
     opt.add_argument("--iterations", type=_positive_int, help="iterations (default: the config's)")
     opt.add_argument("--out-dir", help="output folder (default: output.dir, else out/<config>)")
     opt.add_argument("--resume", action="store_true", help="continue from the output folder's snapshot")
+    opt.add_argument("--overwrite", action="store_true", help="start over in an output folder that holds a "
+                                                              "snapshot, replacing its results")
     opt.add_argument("--device", help="cpu, cuda or cuda:N (default: the scene's sim.device)")
     opt.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
                      help="override a config key, e.g. --set optimizer.lr=0.05 (repeatable)")
@@ -65,6 +72,8 @@ def _sweep_parser(sub):
                        help="kernel threads of each run, and CPUs each Ray task asks for (default 1)")
     sweep.add_argument("--resume", action="store_true", help="run only the runs without a complete row in "
                                                              "the output folder")
+    sweep.add_argument("--overwrite", action="store_true", help="start over in an output folder that holds "
+                                                                "results, replacing them")
     sweep.add_argument("--out-dir", help="output folder (default: out/sweeps/<sweep name>)")
     sweep.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
                        help="override applied to every run (repeatable)")
@@ -99,11 +108,22 @@ def _positive_int(text: str) -> int:
 
 def main(argv=None) -> int:
     from kernels.cache_trust import CacheTrustError
+
+    from .atomic_file import OutputWriteError
     try:
-        return _main(argv)
+        with interrupts.stop_signals_interrupt():
+            return _main(argv)
     except CacheTrustError as e:  # the compile cache could run someone else's code: one line, nothing run
         print(f"error: {e}", file=sys.stderr)
         return EXIT_INPUT
+    except OutputWriteError as e:  # full disk, read-only file system: one line, what was saved before is kept
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_WRITE
+
+
+def _stopped(interrupt: KeyboardInterrupt) -> str:
+    """'interrupted' for Ctrl-C, 'stopped by SIGTERM' (or SIGHUP) for a stop signal."""
+    return str(interrupt) if isinstance(interrupt, interrupts.Terminated) else "interrupted"
 
 
 def _main(argv=None) -> int:
@@ -141,10 +161,10 @@ def _main(argv=None) -> int:
         _summary(e.result, scene, stopped=True)
         return EXIT_BLOWUP
     except KeyboardInterrupt as e:
-        print("interrupted", file=sys.stderr)
+        print(_stopped(e), file=sys.stderr)
         if getattr(e, "result", None) is not None:
             _summary(e.result, scene, stopped=True)
-        return EXIT_INTERRUPT
+        return interrupts.exit_code(e)
     _summary(result, scene)
     return EXIT_OK
 
@@ -156,16 +176,16 @@ def _optimize(args) -> int:
         cfg = load_config(args.config, args.overrides)
         device = _device(args.device or cfg.scene.spec.sim.device)
         result = optimize(cfg, iterations=args.iterations, out_dir=args.out_dir, resume=args.resume,
-                          progress=not args.quiet, device=device, capture=args.capture)
+                          overwrite=args.overwrite, progress=not args.quiet, device=device, capture=args.capture)
     except SceneError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_INPUT
     except (SimulationError, FloatingPointError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BLOWUP
-    except KeyboardInterrupt:
-        print("interrupted: continue with --resume (the last snapshot is kept)", file=sys.stderr)
-        return EXIT_INTERRUPT
+    except KeyboardInterrupt as e:
+        print(f"{_stopped(e)}: continue with --resume (the snapshot is saved)", file=sys.stderr)
+        return interrupts.exit_code(e)
     losses = result.losses
     status = "converged" if result.converged else "done"
     print(f"{status} after {result.iterations} iterations: loss {losses[0]:.6g} -> {losses[-1]:.6g}"
@@ -189,14 +209,14 @@ def _sweep(args) -> int:
     from .sweeps import sweep
     try:
         sweep(args.sweep, args.address, workers=args.workers, threads_per_run=args.threads_per_run,
-              resume=args.resume, out_dir=args.out_dir, progress=not args.quiet, overrides=args.overrides,
-              say=print)
+              resume=args.resume, overwrite=args.overwrite, out_dir=args.out_dir, progress=not args.quiet,
+              overrides=args.overrides, say=print)
     except SceneError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_INPUT
-    except KeyboardInterrupt:
-        print("interrupted: finished rows are kept; continue with --resume", file=sys.stderr)
-        return EXIT_INTERRUPT
+    except KeyboardInterrupt as e:
+        print(f"{_stopped(e)}: finished rows are kept; continue with --resume", file=sys.stderr)
+        return interrupts.exit_code(e)
     return EXIT_OK
 
 

@@ -9,9 +9,11 @@
         w.write_frame(frame, points={"cloth": p, "particles": q}, bodies={"crate": (pos, quat)})
     w.close()   # or w.abort(); `with UsdWriter(...) as w:` closes on success and aborts on an exception
 
-The stage is built in memory and exported on `close()` to a temporary file beside the output, then renamed over
-it: a crash or an error never leaves a half-written file, and an existing file stays untouched until the rename.
-All frames are held in memory until then (a 64x64 cloth costs about 50 kB per frame, twice that with normals).
+The stage is built in memory and exported on `close()` (and on each `save()` before it, which a long run calls
+every few seconds so that a late failure keeps what was saved) to a temporary file beside the output, then renamed
+over it: a crash or an error never leaves a half-written file, and an existing file stays untouched until the
+rename. A write that fails (full disk, read-only file system) raises OutputWriteError: one line naming the file and
+the cause. All frames are held in memory (a 64x64 cloth costs about 50 kB per frame, twice that with normals).
 
 Conventions: lengths are in stage units (metres when `meters_per_unit` is 1); quaternions are (x, y, z, w), as in
 `sim.quat_identity()`; a frame number is the USD time code, and time codes per second equal `fps`.
@@ -24,9 +26,9 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
-from pxr import Gf, Sdf, Usd, UsdGeom, Vt
+from pxr import Gf, Sdf, Tf, Usd, UsdGeom, Vt
 
-from .atomic_file import remove_stale_temporaries, temporary_path
+from .atomic_file import remove_stale_temporaries, temporary_path, write_cause, write_failure
 
 #: Collider and body shape kinds, with the size parameters each takes (see `UsdWriter.add_collider`).
 SHAPE_PARAMETERS = {
@@ -118,6 +120,7 @@ class UsdWriter:
         self._bodies: dict[str, _Body] = {}
         self._first_frame: float | None = None
         self._last_frame: float | None = None
+        self.saved_frame: float | None = None  # the last frame in the file at `path`, once saved
 
     # ----------------------------------------------------------------------------------------------- prims
 
@@ -298,12 +301,13 @@ class UsdWriter:
 
     # ------------------------------------------------------------------------------------------- finishing
 
-    def close(self) -> str:
-        """Write the stage: export to a temporary file in the output's directory, then rename it over the output.
+    def save(self) -> str:
+        """Write the frames so far and stay open: export to a temporary file in the output's directory, then
+        rename it over the output. `saved_frame` becomes the last frame written.
 
         Sets `startTimeCode`/`endTimeCode` to the first and last frames written (both 0 when none was). On an
-        error the temporary file is removed, any existing output is untouched and the writer stays open (close can
-        be retried, or the writer aborted).
+        error (OutputWriteError for a failed write) the temporary file is removed and the output keeps its
+        previous content: the last save's, or that of an earlier file.
 
         Returns:
             The output path.
@@ -311,23 +315,41 @@ class UsdWriter:
         self._check_open()
         self._stage.SetStartTimeCode(self._first_frame if self._first_frame is not None else 0.0)
         self._stage.SetEndTimeCode(self._last_frame if self._last_frame is not None else 0.0)
-        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
-        remove_stale_temporaries(self.path)
         # same directory, so the rename stays on one file system and is atomic; same extension, so Sdf picks the
         # file format from it; the pid in its name lets a later run remove it if this process is killed
         temporary = temporary_path(self.path)
         try:
+            os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+            remove_stale_temporaries(self.path)
             _export_layer(self._stage.GetRootLayer(), temporary, self._format)
             os.replace(temporary, self.path)
-        except BaseException:
+        except BaseException as e:
             _remove_quietly(temporary)
+            if isinstance(e, OSError):
+                raise write_failure(self.path, e) from None
             raise
+        self.saved_frame = self._last_frame
+        return self.path
+
+    def close(self) -> str:
+        """`save()` and close: the writer takes no more frames. On an error the writer stays open (close can be
+        retried, or the writer aborted).
+
+        Returns:
+            The output path.
+        """
+        self.save()
         self._stage = None
         return self.path
 
     def abort(self) -> None:
         """Discard everything; nothing is written. Safe to call more than once, or after `close`."""
         self._stage = None
+
+    @property
+    def last_frame(self) -> float | None:
+        """The last frame written with `write_frame`, or None."""
+        return self._last_frame
 
     @property
     def closed(self) -> bool:
@@ -429,9 +451,14 @@ def vertex_normals(points: np.ndarray, triangles: np.ndarray) -> np.ndarray:
 
 
 def _export_layer(layer: Sdf.Layer, path: str, file_format: str) -> None:
-    """Writes `layer` to `path` in `file_format` ("usda" or "usdc") and flushes it to disk."""
-    if not layer.Export(path, args={"format": file_format}):
-        raise OSError(f"could not write USD file {path}")
+    """Writes `layer` to `path` in `file_format` ("usda" or "usdc") and flushes it to disk; OSError with the cause
+    when that fails (USD's own errors, thousands of lines on a full disk, are summed up in one)."""
+    try:
+        exported = layer.Export(path, args={"format": file_format})
+    except Tf.ErrorException as e:
+        raise OSError(write_cause(os.path.dirname(path), str(e))) from None
+    if not exported:
+        raise OSError(write_cause(os.path.dirname(path), "USD could not export it"))
     # the rename is only as durable as the data it points to
     fd = os.open(path, os.O_RDONLY)
     try:

@@ -76,8 +76,11 @@ growing like sqrt(steps).
 **Outputs** (in `--out-dir`, default `output.dir`): `loss.csv` (iteration, loss, grad_norm, then each
 parameter: its components when it has up to 4, else its norm), `loss.png`, `params.yaml` (the learned values as
 scene keys), `initial.usd` and `final.usd` (rollouts with the first and the learned values) and
-`snapshot.npz`, saved every `output.save_every` iterations and on Ctrl-C: `--resume` continues from it and gives
-the same result as an uninterrupted run.
+`snapshot.npz`, saved every `output.save_every` iterations and on Ctrl-C, SIGTERM or SIGHUP (exit 130, 143, 129):
+`--resume` continues from it and gives the same result as an uninterrupted run. A folder that holds a snapshot is
+refused (exit 2) unless `--resume` or `--overwrite` (start over) is given, and a folder another optimisation is
+writing into is refused naming it. A write that fails (full disk, read-only output) is one line naming the file
+and the cause, exit 4; the snapshot saved before stays.
 """
 
 INTRO = """# Scene files

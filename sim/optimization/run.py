@@ -20,6 +20,7 @@ from .. import losses as L
 from ..articulation import eval_fk
 from ..scene.errors import SceneError, SimulationError
 from ..atomic_file import write_atomic
+from ..output_folder import check_earlier_results, folder_lock
 from ..scene.progress import Progress
 from ..solvers.rigid.solver import contact_slots_fixed
 from .config import OptimizeConfig, load_config
@@ -293,14 +294,16 @@ def _optimizer(spec, params: list):
 
 
 def optimize(config, *, iterations: int | None = None, out_dir: str | None = None, resume: bool = False,
-             progress: bool = False, device=None, write: bool = True, stop_after: int | None = None,
-             capture: bool = True) -> OptimizeResult:
+             overwrite: bool = False, progress: bool = False, device=None, write: bool = True,
+             stop_after: int | None = None, capture: bool = True) -> OptimizeResult:
     """Run the optimisation described by `config` (a path or an OptimizeConfig).
 
     Args:
         iterations: overrides the config's `iterations`.
         out_dir: output folder (default: output.dir, else out/<config name>).
         resume: continue from the folder's snapshot (same config) instead of starting over.
+        overwrite: start over in a folder that holds a snapshot (without `resume` or `overwrite` such a folder is
+            refused with SceneError). The folder is locked while the optimisation writes into it.
         progress: draw a progress bar with the current loss on a terminal.
         device: overrides the scene's device.
         write: write the output files (False: only compute, e.g. for benchmarks).
@@ -309,14 +312,23 @@ def optimize(config, *, iterations: int | None = None, out_dir: str | None = Non
             results, less Python per launch).
     """
     cfg = config if isinstance(config, OptimizeConfig) else load_config(config)
-    spec = cfg.spec
     problem = Problem(cfg, device, capture)
+    out_dir = out_dir or cfg.spec.output.dir or os.path.join("out", cfg.name)
+    if not write:
+        return _optimize(problem, iterations, out_dir, resume, progress, write, stop_after)
+    check_earlier_results(out_dir, [SNAPSHOT], resume=resume, overwrite=overwrite)
+    with folder_lock(out_dir):
+        return _optimize(problem, iterations, out_dir, resume, progress, write, stop_after)
+
+
+def _optimize(problem: Problem, iterations, out_dir: str, resume: bool, progress: bool, write: bool,
+              stop_after) -> OptimizeResult:
+    cfg = problem.cfg
+    spec = cfg.spec
     total = spec.iterations if iterations is None else int(iterations)
-    out_dir = out_dir or spec.output.dir or os.path.join("out", cfg.name)
     digest = _digest(cfg)
     start, rows = 0, []
     if write:
-        os.makedirs(out_dir, exist_ok=True)
         if resume:
             if not os.path.exists(os.path.join(out_dir, SNAPSHOT)):
                 raise SceneError(out_dir, (), f"nothing to resume: no {SNAPSHOT} in this folder")

@@ -402,6 +402,9 @@ OUTPUT = Section([
     Field("colliders", Boolean(), True, "", "write the colliders as USD shapes"),
     Field("meters_per_unit", Number(positive=True), 1.0, "m", "the stage's metersPerUnit (the simulation is in "
           "metres; this only labels the file)"),
+    Field("save_every", Number(positive=True), 5.0, "s", "save the USD file at least this often as the run goes, "
+          "so a late write failure keeps what was saved (less often when saving would take over a tenth of the "
+          "time)"),
 ], doc="What to write.", title="output")
 
 SCENE = Section([

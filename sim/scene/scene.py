@@ -15,6 +15,7 @@ import numpy as np
 
 import kernels as wp
 
+from ..atomic_file import OutputWriteError
 from .build import BuiltScene, build_scene, usd_shape
 from .errors import SceneError, SimulationError
 from .format import SCENE
@@ -43,6 +44,46 @@ class _FrameGraphs:
         graph, after, spare = entry
         wp.capture_launch(graph)
         return after, spare
+
+
+class _SavingWriter:
+    """A UsdWriter saved as the run goes: `save_when_due()` after each frame saves when `every_s` seconds have
+    passed (or ten times the last save's duration, whichever is longer). A failed save or close raises
+    OutputWriteError saying which frames the file keeps."""
+
+    def __init__(self, writer, every_s: float):
+        self.writer, self.every_s = writer, every_s
+        self.interval, self.last = every_s, time.monotonic()
+
+    def write_frame(self, frame, **samples):
+        self.writer.write_frame(frame, **samples)
+
+    def save_when_due(self):
+        start = time.monotonic()
+        if start - self.last < self.interval:
+            return
+        self._saved(self.writer.save)
+        self.last = time.monotonic()
+        self.interval = max(self.every_s, 10.0 * (self.last - start))
+
+    @property
+    def last_frame(self) -> float:
+        return self.writer.last_frame
+
+    def close(self) -> str:
+        return self._saved(self.writer.close)
+
+    def abort(self):
+        self.writer.abort()
+
+    def _saved(self, save) -> str:
+        try:
+            return save()
+        except OutputWriteError as e:
+            kept = self.writer.saved_frame
+            note = (f"the file keeps frames 0-{kept:g} from an earlier save" if kept is not None
+                    else "nothing of this run was saved")
+            raise OutputWriteError(e.path, f"{e.cause}; {note}") from None
 
 
 @dataclass
@@ -115,7 +156,10 @@ class Scene:
         frame's steps once and replays them natively each frame: the same results, without Python per launch.
 
         `observe(frame, state, model)`, when given, is called for frame 0 and after each simulated frame (once the
-        state is known to be finite); sweeps use it to record metrics and trajectories without a loop of their own."""
+        state is known to be finite); sweeps use it to record metrics and trajectories without a loop of their own.
+
+        The USD file is saved every `output.save_every` seconds or so as the run goes. A save that fails raises
+        OutputWriteError (one line: the file, the cause, and which frames the file keeps from an earlier save)."""
         s = self.spec.sim
         frames = s.frames if frames is None else int(frames)
         if frames < 1:
@@ -124,7 +168,7 @@ class Scene:
         if path is not None:
             self._check_output(path, from_option=out is not None)
         built = self.build(device)
-        writer = self._writer(built, path) if write else None
+        writer = _SavingWriter(self._writer(built, path), self.spec.output.save_every) if write else None
         stats0 = wp.build_stats()
         state, scratch = built.model.state(), built.model.state()
         step = _FrameGraphs(built) if capture and built.capturable else built.step_frame
@@ -144,9 +188,13 @@ class Scene:
                 if writer is not None:
                     self._write_frame(writer, built, frame, state)
                 done = frame
+                if writer is not None:
+                    writer.save_when_due()
                 bar.update(frame, _rate(done * s.substeps, t0, stats0))
         except (SimulationError, KeyboardInterrupt) as e:
             bar.close()
+            if writer is not None and writer.last_frame is not None:
+                done = int(writer.last_frame)  # what the file will hold, wherever the signal struck
             if isinstance(e, KeyboardInterrupt) and done == 0 and writer is not None:
                 writer.abort()  # nothing was simulated: an existing output stays as it was
                 writer = None

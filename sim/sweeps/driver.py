@@ -11,16 +11,18 @@ import os
 import sys
 import time
 
+from .. import interrupts
+from ..output_folder import check_earlier_results, folder_lock
 from .executors import LocalExecutor, RayExecutor, ray_available
 from .report import SweepProgress, summary
 from .spec import load_sweep
-from .table import ResultsTable, columns
+from .table import RESULTS_CSV, RESULTS_PARQUET, ResultsTable, columns
 from .task import run_one
 
 
 def sweep(path: str, address: str | None = None, *, workers: int | None = None, threads_per_run: int = 1,
-          resume: bool = False, out_dir: str | None = None, progress: bool = False, say=None, run_fn=run_one,
-          overrides=()):
+          resume: bool = False, overwrite: bool = False, out_dir: str | None = None, progress: bool = False,
+          say=None, run_fn=run_one, overrides=()):
     """Run every run of the sweep file at `path` and return the results table, one row per run (a pandas
     DataFrame when pandas is importable, else a list of dicts in run order).
 
@@ -30,26 +32,40 @@ def sweep(path: str, address: str | None = None, *, workers: int | None = None, 
         workers: runs in flight at once (default: local: cores / threads_per_run; Ray: as the cluster's CPUs allow).
         threads_per_run: kernel threads of each run, and the CPUs each Ray task asks for.
         resume: keep the complete rows already in out_dir and run only the others.
+        overwrite: start over in an out_dir that holds results (without `resume` or `overwrite` such a folder is
+            refused with SceneError). The folder is locked while the sweep writes into it.
         out_dir: where results.csv, results.parquet and kept outputs go (default out/sweeps/<sweep name>).
         progress: draw a progress bar on a terminal.
         say: where one-line notes go (default: stderr).
         run_fn: the function a worker runs per payload (tests wrap it to inject faults).
         overrides: extra KEY.PATH=VALUE overrides for every run, after the file's `set`.
     Raises SceneError (file:line: key: message) for an invalid sweep file; failing runs are rows, never raised.
+    An interrupt (KeyboardInterrupt, or SIGTERM/SIGHUP under `sim.interrupts`) stops the runs in flight, writes
+    the finished rows, says the summary and is raised again.
     """
     say = say or (lambda text: print(text, file=sys.stderr))
     spec = load_sweep(path, overrides)
     out_dir = out_dir or os.path.join("out", "sweeps", spec.name)
-    table = ResultsTable(out_dir, columns(spec.axes, spec.metrics), resume=resume, say=say)
-    todo = [r for r in spec.runs if r.key not in table.done_keys]
-    executor = _executor(address, workers, threads_per_run, run_fn, say)
-    t0 = time.perf_counter()
-    try:
-        _drain(executor, spec, todo, table, out_dir, threads_per_run, workers, progress)
-    finally:
-        executor.shutdown()
-    rows = table.close()
-    say(summary(rows, spec.axes, spec.metrics, spec.kind, time.perf_counter() - t0, executor.kind))
+    check_earlier_results(out_dir, [RESULTS_CSV, RESULTS_PARQUET], resume=resume, overwrite=overwrite)
+    with folder_lock(out_dir):
+        table = ResultsTable(out_dir, columns(spec.axes, spec.metrics), resume=resume, say=say)
+        todo = [r for r in spec.runs if r.key not in table.done_keys]
+        executor = _executor(address, workers, threads_per_run, run_fn, say)
+        interrupts.reinstall()  # ray.init replaces the SIGTERM handler with one that exits at once
+        t0 = time.perf_counter()
+        interrupted = None
+        try:
+            _drain(executor, spec, todo, table, out_dir, threads_per_run, workers, progress)
+        except KeyboardInterrupt as e:
+            interrupted = e
+        finally:
+            executor.shutdown(stop_running=interrupted is not None)
+        rows = table.close()
+    text = summary(rows, spec.axes, spec.metrics, spec.kind, time.perf_counter() - t0, executor.kind)
+    if interrupted is not None:
+        say(f"{text}\ninterrupted: {len(spec.runs) - len(rows)} of {len(spec.runs)} runs not done")
+        raise interrupted
+    say(text)
     return _as_table(rows, table.cols)
 
 

@@ -64,7 +64,12 @@ class LocalExecutor:
         for payload in lost.values():
             self.submit(payload)
 
-    def shutdown(self):
+    def shutdown(self, *, stop_running: bool = False):
+        """Wait for the runs in flight, or with `stop_running` (an interrupted sweep) end their processes: a job
+        stopped by SIGTERM has seconds, not the length of a run, before it is killed."""
+        if stop_running:
+            for process in list(getattr(self.pool, "_processes", {}).values()):  # no public way to stop a worker
+                process.terminate()
         self.pool.shutdown(wait=True, cancel_futures=True)
 
 
@@ -113,7 +118,9 @@ class RayExecutor:
                 rows.append(lost_row(payload, f"{type(e).__name__}: {str(e).splitlines()[0]}"))
         return rows
 
-    def shutdown(self):
+    def shutdown(self, *, stop_running: bool = False):
+        """Cancel the tasks still pending (running ones are ended: force) and stop the Ray this sweep started."""
+        del stop_running  # pending tasks are cancelled either way
         for ref in self.pending:
             self.ray.cancel(ref, force=True)
         if self.started:

@@ -1,22 +1,28 @@
 """The results table of a sweep: one row per run, appended to DIR/results.csv as each run finishes (so finished
 rows survive a lost worker or an interrupted driver) and mirrored to DIR/results.parquet.
 
-Parquet needs pyarrow; without it only the CSV is written and the reason is said once. At the end both files are
-rewritten in run order.
+Parquet needs pyarrow; without it only the CSV is written and the reason is said once. A parquet mirror that
+cannot be written (full disk, ...) is said once too, and removed so that it never disagrees with the CSV; the sweep
+goes on with the CSV alone. A CSV that cannot be written stops the sweep with OutputWriteError. At the end both
+files are rewritten in run order.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 import json
 import math
 import os
 import time
 
+from ..atomic_file import write_atomic, write_failure
 from .metrics import metric_columns
 
 #: Statuses of a finished run that `--resume` keeps; `error` rows (an unexpected exception) are run again.
 COMPLETE = ("ok", "invalid", "blowup")
+RESULTS_CSV, RESULTS_PARQUET = "results.csv", "results.parquet"
 TRAILING = ["status", "error", "seconds", "host", "node"]
 
 
@@ -33,11 +39,13 @@ class ResultsTable:
     def __init__(self, out_dir: str, cols: list, *, resume: bool = False, say=print):
         os.makedirs(out_dir, exist_ok=True)
         self.cols, self.say = cols, say
-        self.csv_path = os.path.join(out_dir, "results.csv")
-        self.parquet_path = os.path.join(out_dir, "results.parquet")
+        self.csv_path = os.path.join(out_dir, RESULTS_CSV)
+        self.parquet_path = os.path.join(out_dir, RESULTS_PARQUET)
         self.rows = [r for r in read_csv(self.csv_path) if r.get("status") in COMPLETE] if resume else []
         self._parquet = _parquet_writer(say)
         self._last_parquet = 0.0
+        if self._parquet is None or not resume:
+            _remove(self.parquet_path)  # an earlier sweep's mirror must not stand for this one's rows
         self._rewrite_csv()  # drops incomplete rows of a previous attempt, or starts the file over
 
     @property
@@ -47,10 +55,13 @@ class ResultsTable:
     def add(self, row: dict):
         """Append one finished run (flushed to disk before returning)."""
         self.rows.append(row)
-        with open(self.csv_path, "a", newline="", encoding="utf-8") as f:
-            csv.DictWriter(f, self.cols, extrasaction="ignore").writerow(_cells(row, self.cols))
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            with open(self.csv_path, "a", newline="", encoding="utf-8") as f:
+                csv.DictWriter(f, self.cols, extrasaction="ignore").writerow(_cells(row, self.cols))
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as e:
+            raise write_failure(self.csv_path, e) from None
         if time.monotonic() - self._last_parquet >= self.PARQUET_EVERY_S:
             self._write_parquet()
 
@@ -62,18 +73,24 @@ class ResultsTable:
         return self.rows
 
     def _rewrite_csv(self):
-        tmp = self.csv_path + ".tmp"
-        with open(tmp, "w", newline="", encoding="utf-8") as f:
-            writer = csv.DictWriter(f, self.cols, extrasaction="ignore")
-            writer.writeheader()
-            for row in self.rows:
-                writer.writerow(_cells(row, self.cols))
-        os.replace(tmp, self.csv_path)
+        text = io.StringIO(newline="")
+        writer = csv.DictWriter(text, self.cols, extrasaction="ignore")
+        writer.writeheader()
+        for row in self.rows:
+            writer.writerow(_cells(row, self.cols))
+        write_atomic(self.csv_path, text.getvalue().encode("utf-8"))
 
     def _write_parquet(self):
         self._last_parquet = time.monotonic()
-        if self._parquet is not None:
+        if self._parquet is None:
+            return
+        try:
             self._parquet(self.parquet_path, [_cells(r, self.cols) for r in self.rows], self.cols)
+        except OSError as e:  # pyarrow's own errors are OSErrors too
+            self._parquet = None
+            _remove(self.parquet_path)
+            self.say(f"warning: {write_failure(self.parquet_path, e)}; the sweep goes on with "
+                     f"{self.csv_path} alone (it has every row)")
 
 
 def read_csv(path: str) -> list:
@@ -117,11 +134,15 @@ def _parquet_writer(say):
             if kind == pa.string():
                 values = [None if v is None else str(v) for v in values]
             arrays[c] = pa.array(values, type=kind)
-        table = pa.table(arrays)
-        tmp = path + ".tmp"
-        pq.write_table(table, tmp)
-        os.replace(tmp, path)
+        buffer = pa.BufferOutputStream()
+        pq.write_table(pa.table(arrays), buffer)
+        write_atomic(path, buffer.getvalue().to_pybytes())
     return write
+
+
+def _remove(path: str):
+    with contextlib.suppress(OSError):
+        os.remove(path)
 
 
 def _column_value(v):

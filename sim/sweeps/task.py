@@ -68,7 +68,8 @@ def _run_optimize(payload: dict, t0: float) -> dict:
     from .metrics import collect
     cfg = load_config(payload["target"], optimize_overrides(payload["target"], payload["overrides"]))
     keep = payload["keep"]
-    result = optimize(cfg, out_dir=payload["run_dir"], write=keep == "usd")
+    # a retried or resumed run starts its own folder over: the sweep, not the run, owns what is kept there
+    result = optimize(cfg, out_dir=payload["run_dir"], write=keep == "usd", overwrite=True)
     if keep == "npz":
         _save_npz(payload["run_dir"], losses=result.losses)
     builtin = {"final_loss": result.losses[-1] if result.losses else float("nan"),
