@@ -10,6 +10,7 @@ cache_index.py finds an entry before code generation, for processes that load a 
 from __future__ import annotations
 
 import ctypes
+import errno
 import hashlib
 import os
 import shutil
@@ -106,8 +107,14 @@ def build_cpu(source: str, name: str, debug: bool) -> BuildResult:
     try:
         return _build_cpu(source, name, debug)
     except OSError as e:
-        write_failed(os.path.dirname(cache_root()), e)
-        return _build_cpu(source, name, debug)
+        folder = os.path.dirname(cache_root())
+        write_failed(folder, e)
+        try:
+            return _build_cpu(source, name, debug)
+        except OSError as again:
+            raise NativeCompileError(f"module '{name}' cannot be built: {e.strerror} in the compile cache {folder}, "
+                                     f"and {again.strerror} in the private temporary cache "
+                                     f"{os.path.dirname(cache_root())}") from None
 
 
 def _build_cpu(source: str, name: str, debug: bool) -> BuildResult:
@@ -140,11 +147,18 @@ def _build_cpu(source: str, name: str, debug: bool) -> BuildResult:
         cmd = [cxx, *flags, f"-I{NATIVE_DIR}", src_path, "-o", os.path.join(tmp, "module.so")]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
+            for text, code in (("No space left on device", errno.ENOSPC), ("Read-only file system", errno.EROFS),
+                               ("Disk quota exceeded", errno.EDQUOT)):
+                if text in proc.stderr:  # the cache's disk, not the source: build_cpu moves to a private cache
+                    raise OSError(code, f"{text} (the compiler, writing into {entry})")
             kept = os.path.join(root, "failed", f"{name}_{key}.cpp")
-            make_private_dirs(os.path.dirname(kept))
-            shutil.copy(src_path, kept)
-            raise NativeCompileError(f"C++ compilation of module '{name}' failed (generated source kept at "
-                                     f"{kept}):\n{proc.stderr[-6000:]}")
+            try:
+                make_private_dirs(os.path.dirname(kept))
+                shutil.copy(src_path, kept)
+                where = f"generated source kept at {kept}"
+            except OSError as e:
+                where = f"its generated source could not be kept: {e.strerror}"
+            raise NativeCompileError(f"C++ compilation of module '{name}' failed ({where}):\n{proc.stderr[-6000:]}")
         write_manifest(os.path.join(tmp, "module.so"))  # also makes the library the user's alone (0700)
         os.chmod(src_path, 0o600)
         try:

@@ -143,6 +143,9 @@ def _main(argv=None) -> int:
         if warning and args.command in ("validate", "run"):
             print(f"warning: {warning}", file=sys.stderr)
         if args.command == "validate":
+            crowding = scene.crowding_warning()
+            if crowding:
+                print(f"warning: {crowding}", file=sys.stderr)
             print(f"{args.scene}: ok; memory {scene.memory_line()}")
             return EXIT_OK
         if args.command == "info":

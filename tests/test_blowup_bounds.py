@@ -1,6 +1,7 @@
 """Finite blow-ups stop a run as NaNs do (exit 3, frame and object named, the frames before kept): a particle or
 body farther from the scene's initial centre, or faster, than bounds derived from the scene (sim/scene/scene.py,
-blowup_bounds), or than sim.max_distance / sim.max_speed when the scene sets them."""
+blowup_bounds), or than sim.max_distance / sim.max_speed when the scene sets them. And `sim validate` warns of the
+other slow failure, particles crowded into one contact cell."""
 
 import os
 
@@ -68,3 +69,14 @@ def test_the_derived_bounds_leave_a_normal_run_alone(tmp_path, capsys):
     assert distance == pytest.approx(100.0 + 1.0 + 0.5 * 9.81, rel=1e-6)
     assert speed == pytest.approx(100.0 * (1.0 + 9.81 + 1.0), rel=1e-6)
     np.testing.assert_allclose(center, [0.0, 1.0, 0.0])
+
+
+def test_validate_warns_when_particles_crowd_one_contact_cell(tmp_path, capsys):
+    crowded = tmp_path / "crowded.yaml"
+    crowded.write_text("sim: {particle_contact: {enabled: true}}\n"
+                       "particles:\n  - {name: heap, grid: {dim: [10, 10, 10], spacing: 0.001}, radius: 0.01}\n")
+    assert main(["validate", str(crowded)]) == 0
+    err = capsys.readouterr().err
+    assert "1000 particles start in one particle-contact cell" in err, err
+    assert main(["validate", os.path.join(ROOT, "scenes", "particles.yaml")]) == 0  # a poured box: no warning
+    assert "particle-contact cell" not in capsys.readouterr().err

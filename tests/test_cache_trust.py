@@ -169,3 +169,21 @@ def test_an_unsafe_default_cache_is_replaced_by_a_private_one(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     said = [ln for ln in proc.stderr.splitlines() if "is not safe" in ln]
     assert len(said) == 1 and str(home / ".cache" / "kernels") in said[0]
+
+
+def test_a_full_cache_moves_the_build_to_a_private_cache_once_and_keeps_nothing_in_failed(tmp_path):
+    full = tmp_path / "full"
+    compiler = tmp_path / "cxx"
+    # a compiler whose writes into the configured cache fail as on a full disk; elsewhere it is the real one
+    compiler.write_text(f'#!/bin/sh\nfor a in "$@"; do case "$a" in {full}/*) '
+                        f'echo "fatal error: cannot write output: No space left on device" >&2; exit 1;; esac; done\n'
+                        f'exec {find_cxx()} "$@"\n')
+    os.chmod(compiler, 0o755)
+    script = tmp_path / "two.py"
+    script.write_text(RUN.format(tag="d") + RUN.format(tag="e").replace("import kernels as wp", ""))
+    env = dict(os.environ, PYTHONPATH=ROOT, KERNELS_CACHE_DIR=str(full), CXX=str(compiler))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    said = [ln for ln in proc.stderr.splitlines() if "private temporary cache" in ln]
+    assert len(said) == 1 and "No space left on device" in said[0] and str(full) in said[0], proc.stderr
+    assert not glob.glob(os.path.join(str(full), "*", "failed")), "no truncated sources kept"

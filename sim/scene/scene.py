@@ -215,6 +215,27 @@ class Scene:
         from .stability import stability_warning
         return stability_warning(self.spec, self.dt)
 
+    def crowding_warning(self) -> str | None:
+        """A warning when particle-particle contact starts with many particles in one cell of its hash grid: each
+        particle tests the particles of 27 cells, so the contact work grows with the square of that crowding
+        (100,000 particles in one cell would take minutes a step). Builds the model on the CPU to see the initial
+        positions; None without particle contact."""
+        if not self.spec.sim.particle_contact.enabled:
+            return None
+        m = self.build("cpu").model
+        if m.particle_count == 0:
+            return None
+        width = 2.0 * m.particle_max_radius + m.particle_contact.margin
+        cells = np.floor(m.particle_q.numpy().reshape(-1, 3) / max(width, 1.0e-6)).astype(np.int64)
+        _, counts = np.unique(cells, axis=0, return_counts=True)
+        most = int(counts.max())
+        if most <= CROWDED_CELL:
+            return None
+        return (f"{most} particles start in one particle-contact cell ({width:.3g} m: twice the largest particle "
+                f"radius plus sim.particle_contact.margin); each tests the particles of its 27 neighbouring cells, "
+                f"so contact work grows with the square of that number: spread the particles or give them a larger "
+                f"radius")
+
     def memory_line(self) -> str:
         """Estimated memory of a run (sim/scene/memory.py) and what the machine has available."""
         from .memory import available_bytes, estimate_bytes, mib
@@ -321,6 +342,11 @@ class Scene:
         lines.append(f"memory    {self.memory_line()}")
         lines.append(f"output    {self.output_path()}")
         return "\n".join(lines)
+
+
+# particles in one contact-grid cell above which `sim validate` warns (a dense packing of equal spheres puts about
+# 6 in a cell twice their radius wide; 32 is far past any packing the contact could hold apart)
+CROWDED_CELL = 32
 
 
 def _rate(steps: int, t0: float, stats0: dict) -> str:
