@@ -137,7 +137,8 @@ def device_layout(ptr: int, dtype: np.dtype, shape: tuple, strides: tuple | None
     """A read-only numpy array describing memory at device address `ptr`: use its shape, strides and
     `.ctypes.data`, never its elements."""
     if strides is None:
-        strides = _contiguous(shape, dtype.itemsize)
+        from .array import _contiguous_strides
+        strides = _contiguous_strides(tuple(shape), dtype.itemsize)
     a = np.asarray(_Description(ptr, dtype, shape, strides))
     a.flags.writeable = False
     return a
@@ -162,14 +163,6 @@ def index(layout: np.ndarray, key: tuple) -> np.ndarray:
     out = np.lib.stride_tricks.as_strided(view, shape=tuple(view.shape[d] for d in keep),
                                           strides=tuple(view.strides[d] for d in keep), writeable=False)
     return out
-
-
-def _contiguous(shape, itemsize) -> tuple:
-    out, step = [], itemsize
-    for d in reversed(shape):
-        out.append(step)
-        step *= d
-    return tuple(reversed(out))
 
 
 def _capturing(ordinal: int) -> bool:
