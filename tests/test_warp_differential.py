@@ -115,11 +115,27 @@ def runs(tmp_path_factory):
             warp = {k: data[k] for k in data.files}
         with open(out + ".errors.json") as f:
             warp_errors = json.load(f)
-        yield Runs(manifest, ours, ours_errors, warp, warp_errors, module, paths["twins"])
+        runs = Runs(manifest, ours, ours_errors, warp, warp_errors, module, paths["twins"])
+        runs.rerun_warp = lambda entries: _rerun_warp(paths["warp"], entries, folder)
+        yield runs
     finally:
         if child.poll() is None:
             child.kill()
         wp.config.cxx_flags = flags
+
+
+def _rerun_warp(module_path: str, entries: list, folder: str) -> dict:
+    """Warp's results for `entries` of the manifest from a second child process (its values, keyed as in Runs)."""
+    manifest = os.path.join(folder, "rerun_manifest.json")
+    with open(manifest, "w") as f:
+        json.dump(entries, f)
+    out = os.path.join(folder, "warp_rerun.npz")
+    proc = subprocess.run([sys.executable, os.path.join(TESTS, "_diff_runner.py"), module_path, manifest, out,
+                           _warp_cache_dir()], cwd=TESTS, capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        return {}
+    with np.load(out) as data:
+        return {k: data[k] for k in data.files}
 
 
 def _same(a, b) -> bool:
@@ -159,6 +175,13 @@ def test_expressions_match_warp(runs):
                 differences.append(f"{key} ({entry['outputs'][k]}): {case}\n    warp {runs.warp[key]!r}"
                                    f"  kernels {runs.ours[key]!r}")
     assert compared > 2000
+    if differences:
+        # a Warp value is taken as given only when a second Warp process gives it too: one Warp CPU run gave an
+        # unwritten output (0) for a uint8 expression that a rerun and a hand evaluation give as ours
+        names = {d.split("/")[0] for d in differences}
+        again = runs.rerun_warp([e for e in runs.manifest if e["name"] in names])
+        differences = [d for d in differences if not _same(runs.ours[d.split(" ")[0]],
+                                                           again.get(d.split(" ")[0], runs.warp[d.split(" ")[0]]))]
     assert not differences, f"{len(differences)} of {compared} expressions differ:\n" + "\n".join(differences[:20])
 
 
