@@ -387,7 +387,7 @@ def scalar_kernel(rng: random.Random, name: str, count: int, depth: int):
         local = grammar.expr(t, 2)
         body.append(f"    l{k}_{t} = {local.src}")
         leaves[t].append(Expr(f"l{k}_{t}", t, local.value))
-    outputs, cases = [], []
+    outputs, cases, c_values = [], [], []
     for k in range(count):
         t = rng.choice(SCALARS)
         e = grammar.expr(t, depth)
@@ -395,8 +395,12 @@ def scalar_kernel(rng: random.Random, name: str, count: int, depth: int):
         body.append(f"    o{k}[0] = {e.src}")
         outputs.append(t)
         cases.append(e.src)
+        # C's value of an integer or bool case, as this grammar computes it: the judge when Warp disagrees with
+        # itself (float results are left to Warp: they may round differently)
+        c_values.append(int(e.value) if t not in FLOATS else None)
     src = "@wp.kernel(enable_backward=False)\n" + f"def {name}({', '.join(params)}):\n" + "\n".join(body) + "\n"
-    return src, {"name": name, "kind": "scalar", "inputs": values, "outputs": outputs, "cases": cases}
+    return src, {"name": name, "kind": "scalar", "inputs": values, "outputs": outputs, "cases": cases,
+                 "c_values": c_values}
 
 
 _SHAPES = {"vec3": (3,), "vec4": (4,), "mat33": (3, 3), "quat": (4,), "transform": (7,)}

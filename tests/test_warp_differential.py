@@ -176,12 +176,25 @@ def test_expressions_match_warp(runs):
                                    f"  kernels {runs.ours[key]!r}")
     assert compared > 2000
     if differences:
-        # a Warp value is taken as given only when a second Warp process gives it too: one Warp CPU run gave an
-        # unwritten output (0) for a uint8 expression that a rerun and a hand evaluation give as ours
+        # Warp 1.19 is not consistent with itself on some integer expressions: in the full test suite's process a
+        # child Warp gave `tanh(x) > (b > i)` the float converted to bool (uint8 0) where alone it gives C's answer
+        # (32, as ours and a hand evaluation). Such a case is Warp's when a second Warp process disagrees with the
+        # first, or when ours is C's exact value for an integer result (docs/warp_compat.md)
         names = {d.split("/")[0] for d in differences}
-        again = runs.rerun_warp([e for e in runs.manifest if e["name"] in names])
-        differences = [d for d in differences if not _same(runs.ours[d.split(" ")[0]],
-                                                           again.get(d.split(" ")[0], runs.warp[d.split(" ")[0]]))]
+        entries = {e["name"]: e for e in runs.manifest}
+        again = runs.rerun_warp([entries[n] for n in names])
+
+        def warps_error(d):
+            key = d.split(" ")[0]
+            name, k = key.split("/o")
+            c_value = entries[name].get("c_values", [None] * 99)[int(k)]
+            ours = runs.ours[key]
+            return (key in again and _same(ours, again[key])) or (c_value is not None and int(ours) == c_value)
+
+        warp_errors = [d for d in differences if warps_error(d)]
+        differences = [d for d in differences if d not in warp_errors]
+        for d in warp_errors:
+            print(f"Warp's error (ours is C's value): {d}")
     assert not differences, f"{len(differences)} of {compared} expressions differ:\n" + "\n".join(differences[:20])
 
 
