@@ -365,7 +365,7 @@ class array:
     def _init_from_buffer(self, buf, dtype, device):
         sdt, inner = _element_info(dtype)
         dev = get_device(device)
-        if dev.is_cuda and not self._device_memory and self._alloc is None and \
+        if dev.is_cuda and not self._device_memory and \
                 not (isinstance(self._owner, array) and self._owner.device is dev):
             buf = self._upload(buf, dev)  # host data for a CUDA array
         self.dtype = dtype
@@ -380,6 +380,7 @@ class array:
                 raise ValueError("array elements must be contiguous in memory")
             expect *= dim
         self.device = dev
+        self._device_memory = dev.is_cuda  # `_buf` describes device memory (views included)
 
     # ------------------------------------------------------------------------------------------------ device memory
 
@@ -435,7 +436,7 @@ class array:
 
     @property
     def is_cuda(self) -> bool:
-        return self.device is not None and self.device.is_cuda
+        return self._device_memory
 
     # ------------------------------------------------------------------------------------------------ basics
 
@@ -487,7 +488,7 @@ class array:
     def numpy(self) -> np.ndarray:
         """The array's memory as a numpy array (no copy on the CPU; on a CUDA device a copy, made after the device's
         work so far is done); vectors add trailing dimensions."""
-        if self._alloc is not None or self._device_memory or (self.device is not None and self.device.is_cuda):
+        if self._device_memory:
             from .cuda_memory import read
             return read(self._buf, self.device.ordinal)
         return self._buf

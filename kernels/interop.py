@@ -49,20 +49,15 @@ def _layout_array(ptr: int, np_dtype, shape: tuple, strides, device: str, dtype,
     if inner and tuple(shape[len(shape) - len(inner):]) != tuple(inner):
         raise ValueError(f"{what} has shape {tuple(shape)}; an array of {T.type_repr(dtype)} needs trailing "
                          f"dimensions {tuple(inner)}")
+    from .array import _contiguous_strides
     if strides is None:
-        from .array import _contiguous_strides
         strides = _contiguous_strides(tuple(shape), scalar.itemsize)
     outer = len(shape) - len(inner)
     if outer < 1:
         return _layout_array(ptr, np_dtype, (1,) + tuple(shape), (0,) + tuple(strides), device, dtype, what)
-    if inner and tuple(strides[outer:]) != _inner_strides(inner, scalar.itemsize):
+    if inner and tuple(strides[outer:]) != _contiguous_strides(tuple(inner), scalar.itemsize):
         raise ValueError(f"{what}: the components of each {T.type_repr(dtype)} must be contiguous")
     return array(ptr=ptr, dtype=dtype, shape=tuple(shape[:outer]), strides=tuple(strides[:outer]), device=device)
-
-
-def _inner_strides(inner: tuple, itemsize: int) -> tuple:
-    from .array import _contiguous_strides
-    return _contiguous_strides(tuple(inner), itemsize)
 
 
 def from_cuda_array_interface(obj, dtype=None) -> array:
