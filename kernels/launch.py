@@ -496,24 +496,23 @@ def launch_tiled(kernel, dim, inputs=(), outputs=(), device=None, block_dim: int
     dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
     if kernel.is_generic:
         kernel = kernel.specialize_for(list(inputs) + list(outputs))
-    kernel.ensure_built(get_device(device))
-    if config.enable_cpu_blocks and block_dim > 1 and get_device(device).is_cpu:
-        # whole-tile operations give the same result in one lane; a kernel that reads its lane, or draws tile
-        # random numbers (which Warp spreads over the lanes), would not
+    dev = get_device(device)
+    kernel.ensure_built(dev)
+    # a block runs as one lane, on the CPU and (tiles are not yet spread over a block's threads through shared
+    # memory) on CUDA devices: whole-tile operations give the same result in one lane; a kernel that reads its
+    # lane, or draws tile random numbers (which Warp spreads over the lanes), would silently differ from Warp's
+    lanes_asked = block_dim > 1 and (dev.is_cuda or config.enable_cpu_blocks)
+    why = None
+    if lanes_asked:
         why = "reads its lane index (wp.tid())" if kernel.tid_ndim == len(dims) + 1 else \
             ("draws tile random numbers" if kernel.calls_any(LANE_DEPENDENT_BUILTINS) else None)
-        if why:
-            raise LaunchError(f"kernel '{kernel.name}' {why} and wp.config.enable_cpu_blocks asks for cooperative "
-                              "CPU blocks, which kernels does not run: a CPU block runs as one lane")
-    if block_dim > 1 and get_device(device).is_cuda:
-        # CUDA blocks run as one lane too (tiles are not yet spread over a block's threads through shared
-        # memory): a kernel whose result depends on the lanes would silently differ from Warp's
-        why = "reads its lane index (wp.tid())" if kernel.tid_ndim == len(dims) + 1 else \
-            ("draws tile random numbers" if kernel.calls_any(LANE_DEPENDENT_BUILTINS) else None)
-        if why:
-            raise LaunchError(f"kernel '{kernel.name}' {why}, and on CUDA devices a block of launch_tiled runs as "
-                              f"one lane here (cooperative tiles over block_dim={block_dim} threads are not built "
-                              "yet): launch it with block_dim=1, or on the CPU")
+    if why and dev.is_cuda:
+        raise LaunchError(f"kernel '{kernel.name}' {why}, and on CUDA devices a block of launch_tiled runs as "
+                          f"one lane here (cooperative tiles over block_dim={block_dim} threads are not built "
+                          "yet): launch it with block_dim=1, or on the CPU")
+    if why:
+        raise LaunchError(f"kernel '{kernel.name}' {why} and wp.config.enable_cpu_blocks asks for cooperative "
+                          "CPU blocks, which kernels does not run: a CPU block runs as one lane")
     if kernel.tid_ndim == len(dims) + 1:
         dims = dims + (1,)  # the lane index: one lane per block (on the CPU, and on CUDA devices for now)
     return launch(kernel, dims, inputs, outputs, device, adjoint, adj_inputs, adj_outputs, record_cmd,
