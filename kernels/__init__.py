@@ -27,6 +27,7 @@ from .module import (Kernel, Module, build_stats, get_module, get_module_options
 from .stream import (Event, ScopedStream, Stream, get_event_elapsed_time, get_stream, record_event, set_stream,
                      synchronize_event, synchronize_stream, wait_event, wait_stream)
 from .struct import struct
+from .timer import ScopedTimer
 from .types import (Any, bool_, float16, float32, float64, int8, int16, int32, int64, mat22, mat22d, mat22f,
                     mat22h, mat33, mat33d, mat33f, mat33h, mat44, mat44d, mat44f, mat44h, matrix, quat, quatd, quatf,
                     quath, spatial_matrix, spatial_matrixd, spatial_vector, spatial_vectord, spatial_vectorf,

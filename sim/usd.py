@@ -254,6 +254,43 @@ class UsdWriter:
         self._register(name, record, self._bodies)
         return record.prim_path
 
+    def add_reference(self, name: str, asset_path: str | os.PathLike, *, pos=(0.0, 0.0, 0.0),
+                      rot=(0.0, 0.0, 0.0, 1.0), scale=(1.0, 1.0, 1.0)) -> str:
+        """A body whose geometry is another USD file, referenced (not copied): an Xform with time-sampled
+        translate and orient ops like `add_body`'s, a fixed scale op, and a reference to `asset_path`'s default
+        prim. `write_frame(bodies={name: (pos, quat)})` moves it.
+
+        Args:
+            name: prim name (sanitised, made unique).
+            asset_path: the referenced USD file; written as given (an absolute path stays absolute).
+            pos: initial position [stage units], (3,).
+            rot: initial orientation (x, y, z, w).
+            scale: scale of the asset along its own axes, (3,).
+
+        Returns:
+            The prim path of the Xform.
+
+        Raises:
+            ValueError: `asset_path` is not an existing file, or a bad pose or scale.
+        """
+        asset = os.fspath(asset_path)
+        if not os.path.isfile(asset):
+            raise ValueError(f"reference {name!r}: no USD file at {asset}")
+        translate_value = _vec3d(pos, f"reference {name!r} pos")
+        orient_value = _quatf(rot, f"reference {name!r} rot")
+        scale_value = _vec3d(scale, f"reference {name!r} scale")
+        self._check_name_free(name)
+        xform = UsdGeom.Xform.Define(self._stage, self._child_path(name))
+        translate = xform.AddTranslateOp()
+        orient = xform.AddOrientOp(UsdGeom.XformOp.PrecisionFloat)
+        translate.Set(translate_value)
+        orient.Set(orient_value)
+        xform.AddScaleOp().Set(Gf.Vec3f(*scale_value))
+        xform.GetPrim().GetReferences().AddReference(asset)
+        record = _Body(str(xform.GetPath()), translate, orient)
+        self._register(name, record, self._bodies)
+        return record.prim_path
+
     # ---------------------------------------------------------------------------------------------- frames
 
     def write_frame(self, frame: float, *, points: dict | None = None, bodies: dict | None = None) -> None:

@@ -2,13 +2,18 @@
 
 `install()` registers a module named `warp` (and `warp.types`, `warp.optim`) in `sys.modules`, so code written for
 NVIDIA Warp runs unchanged: `wp.kernel`, `wp.array`, `wp.launch`, ... are `kernels`' own; `wp.Tape` is
-`autodiff.Tape`; `warp.optim.Adam`/`SGD` are `autodiff`'s. `python -m warp_shim script.py [args]` runs a script
+`autodiff.Tape`; `warp.optim.Adam`/`SGD` are `autodiff`'s. `warp.render` (`warp_shim.render`: a USD renderer
+writing through `sim.usd`) and `warp.examples` (`warp_shim.examples`) are imported when a program imports them;
+`warp.fem` and `warp.sparse` are refused at import with one line (`warp_shim.out_of_scope`). `python -m warp_shim script.py [args]` runs a script
 that does `import warp as wp` this way. This package sits above `kernels` and `autodiff` so that `kernels` itself
 never imports `autodiff`.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.abc
+import importlib.machinery
 import sys
 import types
 
@@ -16,7 +21,32 @@ import autodiff
 import kernels
 from autodiff import optim as _optim
 
-__all__ = ["install", "make_warp_module"]
+from .out_of_scope import OutOfScopeError, install_finder
+
+__all__ = ["install", "make_warp_module", "OutOfScopeError"]
+
+#: `warp.<name>` submodules provided by a module of this package, imported on first use (warp.render loads USD).
+SUBMODULES = {"warp.render": "warp_shim.render", "warp.examples": "warp_shim.examples"}
+
+
+class _AliasLoader(importlib.abc.Loader):
+    """Loads `warp.<name>` as the module that provides it (the same module object under both names)."""
+
+    def __init__(self, target: str):
+        self.target = target
+
+    def create_module(self, spec):
+        return importlib.import_module(self.target)
+
+    def exec_module(self, module) -> None:
+        pass  # the target module ran when it was imported
+
+
+class _SubmoduleFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname in SUBMODULES:
+            return importlib.machinery.ModuleSpec(fullname, _AliasLoader(SUBMODULES[fullname]))
+        return None
 
 
 def make_warp_module() -> types.ModuleType:
@@ -33,7 +63,8 @@ def make_warp_module() -> types.ModuleType:
 
 
 def install() -> types.ModuleType:
-    """Register `warp`, `warp.types` and `warp.optim` in `sys.modules`; returns the `warp` module.
+    """Register `warp`, `warp.types` and `warp.optim` in `sys.modules`, and the finders of `warp.render`,
+    `warp.examples` and the refused `warp.fem`/`warp.sparse`; returns the `warp` module.
 
     Raises:
         RuntimeError: the real `warp` package is already imported in this process (both cannot be `warp`).
@@ -49,4 +80,7 @@ def install() -> types.ModuleType:
     sys.modules["warp"] = module
     sys.modules["warp.types"] = kernels.types
     sys.modules["warp.optim"] = _optim
+    install_finder()
+    if not any(isinstance(f, _SubmoduleFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _SubmoduleFinder())
     return module
