@@ -30,10 +30,21 @@ def _make_kernels(scalar, tag):
         p[i] = p[i] - lr * (g[i] * scale)
 
     def sgd_momentum_step(p: wp.array(dtype=scalar), g: wp.array(dtype=scalar), velocity: wp.array(dtype=scalar),
-                          lr: scalar, momentum: scalar, scale: scalar):
+                          lr: scalar, momentum: scalar, dampening: scalar, weight_decay: scalar, nesterov: int,
+                          first: int, scale: scalar):
+        # PyTorch's (and Warp's) SGD, in Warp's order of operations: the first step takes the gradient as the
+        # velocity, undamped
         i = wp.tid()
-        b = momentum * velocity[i] + g[i] * scale
-        velocity[i] = b
+        gt = g[i] * scale
+        if weight_decay != scalar(0.0):
+            gt += weight_decay * p[i]
+        b = gt
+        if momentum != scalar(0.0):
+            if first == 0:
+                b = momentum * velocity[i] + (scalar(1.0) - dampening) * gt
+            velocity[i] = b
+            if nesterov == 1:
+                b = gt + momentum * b
         p[i] = p[i] - lr * b
 
     def adam_step(p: wp.array(dtype=scalar), g: wp.array(dtype=scalar), m: wp.array(dtype=scalar),
@@ -281,26 +292,57 @@ class Optimizer:
 
 
 class SGD(Optimizer):
-    """Stochastic gradient descent: p -= lr * b with b = momentum * b + g (b = g when momentum is 0), the
-    update of PyTorch's SGD without dampening or weight decay. See `Optimizer` for the other arguments."""
+    """Stochastic gradient descent with PyTorch's (and Warp's) options: with d = g + weight_decay * p,
+    b = d on the first step and b = momentum * b + (1 - dampening) * d after it, and p -= lr * u where u is
+    d + momentum * b with Nesterov momentum, b with momentum, d without. See `Optimizer` for the other arguments.
 
-    def __init__(self, params=None, lr: float = 0.001, momentum: float = 0.0, *,
-                 clip_grad_norm: float | None = None, bounds=None):
+    Args:
+        momentum: momentum factor in [0, 1).
+        dampening: dampening of the momentum, in [0, 1].
+        weight_decay: L2 penalty coefficient (>= 0).
+        nesterov: Nesterov momentum; needs momentum > 0 and dampening 0 (as in PyTorch).
+    """
+
+    def __init__(self, params=None, lr: float = 0.001, momentum: float = 0.0, dampening: float = 0.0,
+                 weight_decay: float = 0.0, nesterov: bool = False, *, clip_grad_norm: float | None = None,
+                 bounds=None):
         if not 0.0 <= momentum < 1.0:
             raise ValueError(f"momentum must be in [0, 1), got {momentum}")
+        if not 0.0 <= dampening <= 1.0:
+            raise ValueError(f"dampening must be in [0, 1], got {dampening}")
+        if not weight_decay >= 0.0:
+            raise ValueError(f"weight_decay must be >= 0, got {weight_decay}")
+        if nesterov and (momentum <= 0.0 or dampening != 0.0):
+            raise ValueError("Nesterov momentum needs momentum > 0 and dampening 0")
         self._slots = ("velocity",) if momentum > 0.0 else ()
         super().__init__(params, lr, clip_grad_norm=clip_grad_norm, bounds=bounds)
         self.momentum = float(momentum)
+        self.dampening = float(dampening)
+        self.weight_decay = float(weight_decay)
+        self.nesterov = bool(nesterov)
+
+    @property
+    def b(self) -> list:
+        """Momentum buffers (Warp's name), one flat array of scalars per parameter; empty without momentum."""
+        return self.state.get("velocity", [])
+
+    @property
+    def t(self) -> int:
+        """Steps taken (Warp's name)."""
+        return self.step_count
 
     def _hyperparameters(self) -> dict:
-        return {**super()._hyperparameters(), "momentum": self.momentum}
+        return {**super()._hyperparameters(), "momentum": self.momentum, "dampening": self.dampening,
+                "weight_decay": self.weight_decay, "nesterov": self.nesterov}
 
     def _update(self, k, p, g, scale):
         kernels = _KERNELS[p.dtype]
-        if self.momentum > 0.0:
+        if self.momentum > 0.0 or self.weight_decay > 0.0:
+            velocity = self.state["velocity"][k] if self.momentum > 0.0 else p  # not read without momentum
             wp.launch(kernels["sgd_momentum_step"], dim=p.size,
-                      inputs=[p, g, self.state["velocity"][k], self.lr, self.momentum, scale], device=p.device,
-                      record_tape=False)
+                      inputs=[p, g, velocity, self.lr, self.momentum, self.dampening, self.weight_decay,
+                              int(self.nesterov), int(self.step_count == 1), scale],
+                      device=p.device, record_tape=False)
         else:
             wp.launch(kernels["sgd_step"], dim=p.size, inputs=[p, g, self.lr, scale], device=p.device,
                       record_tape=False)
@@ -341,9 +383,13 @@ class Adam(Optimizer):
         return {**super()._hyperparameters(), "betas": self.betas, "eps": self.eps}
 
     def _update(self, k, p, g, scale):
-        beta1, beta2 = self.betas
-        correction1 = 1.0 - beta1 ** self.step_count
-        correction2 = 1.0 - beta2 ** self.step_count
+        # the bias corrections in the parameters' precision, as Warp's Adam computes them in its kernel (float32
+        # parameters then step exactly as in Warp)
+        real = np.float32 if p.dtype == wp.float32 else np.float64
+        beta1, beta2 = (real(b) for b in self.betas)
+        correction1 = float(real(1.0) - beta1 ** real(self.step_count))
+        correction2 = float(real(1.0) - beta2 ** real(self.step_count))
+        beta1, beta2 = float(beta1), float(beta2)
         wp.launch(_KERNELS[p.dtype]["adam_step"], dim=p.size,
                   inputs=[p, g, self.state["m"][k], self.state["v"][k], self.lr, beta1, beta2, self.eps, scale,
                           correction1, correction2], device=p.device, record_tape=False)

@@ -53,8 +53,9 @@ def cpu_flags(debug: bool) -> list:
     # parallel launches run on the process's own thread pool (native/thread_pool.cpp, kernels/runtime.py); the
     # OpenMP runtime it replaced stays selectable for comparison (config.cpu_runtime)
     threads = ["-fopenmp", "-DWP_OPENMP_RUNTIME"] if config.cpu_runtime == "openmp" else ["-pthread"]
+    contract = [] if config.fp_contract else ["-ffp-contract=off"]
     return ["-std=c++17", "-shared", "-fPIC", *threads, "-fno-math-errno", "-march=native",
-            "-fvisibility=hidden", "-w", *opt, *config.cxx_flags]
+            "-fvisibility=hidden", "-w", *opt, *contract, *config.cxx_flags]
 
 
 def native_hash() -> str:

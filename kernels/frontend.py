@@ -135,6 +135,7 @@ class Frontend(ExpressionLowering):
         self.n_returns = return_count
         self.n_returns_fixed = return_count is not None
         self.in_loop = False
+        self.held_queries: dict = {}  # variable -> `*_next` builtin, for variables a query loop advanced
         self.env_stack: list = []  # environments saved by enclosing ifs, which must see return slots
         self.entry_block_ops: list = []
 
@@ -602,6 +603,24 @@ class Frontend(ExpressionLowering):
         names = _assigned_names(body_stmts) | set(extra) | self.mutated_by_calls(body_stmts)
         return [n for n in self.env if n in names and isinstance(self.env[n], ir.Value)]
 
+    def declare_loop_locals(self, node, body_stmts, assigned) -> None:
+        """Python scoping, as Warp allows it: a variable first assigned inside a loop and read after it keeps its
+        last iteration's value. Such a variable enters the loop as an `undef` slot (zero of its type once type
+        inference knows it from the body's assignment) and is carried through the loop like any other."""
+        inside = {id(sub) for stmt in body_stmts for sub in ast.walk(stmt)}
+        read_after = {sub.id for sub in ast.walk(self.src.fdef)
+                      if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and id(sub) not in inside}
+        for name in sorted(assigned & read_after):
+            if name not in self.env and not name.startswith("__"):
+                try:
+                    self.src.lookup(name)
+                    continue  # a global of that name: reads before the loop see it, as in Python
+                except KeyError:
+                    pass
+                value = ir.Value(name=name)
+                self.block.ops.append(ir.Op("undef", [], [value], {}, [], self.src.loc(node)))
+                self.env[name] = value
+
     def mutated_by_calls(self, stmts) -> set:
         """Variables that builtins update in place (`wp.randf(state)`, `wp.tile_matmul(a, b, out)`): they change
         in a loop."""
@@ -643,11 +662,14 @@ class Frontend(ExpressionLowering):
                 args.append(Static(1))
             bounds = args
         elif isinstance(it, ast.Call) and self.query_iterator(it) is not None:
-            return self.lower_query_loop(node, it)
+            return self.lower_query_loop(node, it, self.query_iterator(it))
+        elif isinstance(it, ast.Name) and self.held_query(it) is not None:
+            return self.lower_query_loop(node, it, self.held_query(it))
         elif _is_reversed_range(it):
             return self.lower_reversed_range(node, it.args[0])
         else:
-            raise self.error(f"for loops must iterate over range(...); got '{ast.unparse(it)}'", node)
+            raise self.error(f"for loops must iterate over range(...) or a query (wp.hash_grid_query(...), "
+                             f"wp.mesh_query_aabb(...), or a variable assigned one); got '{ast.unparse(it)}'", node)
         if self.unroll_for_static_index(node, bounds):
             return None
         bounds = [self.as_value(b, node) for b in bounds]
@@ -693,14 +715,32 @@ class Frontend(ExpressionLowering):
             return None
         return QUERY_NEXT.get(getattr(f, "_wp_builtin_", None))
 
-    def lower_query_loop(self, node, call):
+    def held_query(self, name_node):
+        """The `*_next` builtin of the query held in the variable `name_node` (`neighbors =
+        wp.hash_grid_query(...)`), or None when the variable holds no query made by a builtin call."""
+        from .builtins.registry import QUERY_NEXT
+        if name_node.id not in self.env:
+            return None
+        owner = getattr(self.env[name_node.id], "owner", None)
+        if owner is not None and owner.opcode == "call" and owner.attrs.get("name") in QUERY_NEXT:
+            return QUERY_NEXT[owner.attrs["name"]]
+        return self.held_queries.get(name_node.id)  # a query that a loop has advanced (a loop's result now)
+
+    def lower_query_loop(self, node, query, next_builtin):
         """`for i in wp.hash_grid_query(...): body` is `q = wp.hash_grid_query(...); i = int(0);
-        while wp.hash_grid_query_next(q, i): body`, with `q` under a name the user cannot write."""
+        while wp.hash_grid_query_next(q, i): body`, with `q` under a name the user cannot write. `for i in q`
+        with `q` a variable holding a query advances `q` itself: as in Warp, a second loop over `q` finds the
+        query used up and runs no iteration."""
         from . import _BuiltinFunction
-        advance = _BuiltinFunction(self.query_iterator(call))
+        advance = _BuiltinFunction(next_builtin)
         n = sum(1 for k in self.env if k.startswith("__query"))
-        query_name, next_name = f"__query{n}", f"__query_next{n}"
-        self.env[query_name] = self.as_value(self.lower_expr(call), node)
+        next_name = f"__query_next{n}"
+        if isinstance(query, ast.Name):
+            query_name = query.id
+            self.held_queries[query_name] = next_builtin
+        else:
+            query_name = f"__query{n}"
+            self.env[query_name] = self.as_value(self.lower_expr(query), node)
         self.env[next_name] = Static(advance)
         index = node.target.id
         self.env[index] = self.emit("const", [], node, attrs={"value": 0, "weak": False}, names=[index])[0]
@@ -764,6 +804,7 @@ class Frontend(ExpressionLowering):
             extra.append(_RET)
             extra.extend(f"__retval{i}" for i in range(self.n_returns or 0))
         assigned = _assigned_names(body_stmts)
+        self.declare_loop_locals(node, body_stmts, assigned - {index_name})
         split = self.split_tuples([n for n, v in self.env.items() if n in assigned and _tuple_items(v) is not None],
                                   node)
         extra.extend(k for _, keys in split.values() for k in keys)

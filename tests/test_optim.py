@@ -22,11 +22,15 @@ def quadratic_grad(p):
     return CURVATURE[: p.size] * (p - CENTRE[: p.size])
 
 
-def sgd_reference(p, lr, momentum, steps):
+def sgd_reference(p, lr, momentum, steps, dampening=0.0, weight_decay=0.0, nesterov=False):
+    """PyTorch's SGD update rule (torch.optim.SGD's documented algorithm), which Warp's SGD follows."""
     p, velocity = p.astype(np.float64).copy(), np.zeros(p.size)
-    for _ in range(steps):
-        velocity = momentum * velocity + quadratic_grad(p)
-        p = p - lr * velocity
+    for t in range(steps):
+        g = quadratic_grad(p) + weight_decay * p
+        if momentum:
+            velocity = g if t == 0 else momentum * velocity + (1.0 - dampening) * g
+            g = g + momentum * velocity if nesterov else velocity
+        p = p - lr * g
     return p
 
 
@@ -65,6 +69,38 @@ def test_sgd_matches_numpy_reference(device, precision, momentum):
     norms = run(SGD([p], 0.1, momentum=momentum), p, 5)
     np.testing.assert_allclose(p.numpy(), sgd_reference(START, 0.1, momentum, 5), **TOL[precision])
     assert norms[0] == pytest.approx(np.linalg.norm(quadratic_grad(START)), rel=1e-6)
+
+
+@pytest.mark.parametrize("precision", SCALARS)
+@pytest.mark.parametrize("options", [dict(momentum=0.8, dampening=0.3), dict(weight_decay=0.2),
+                                     dict(momentum=0.7, dampening=0.1, weight_decay=0.05),
+                                     dict(momentum=0.9, nesterov=True, weight_decay=0.1)],
+                         ids=["dampening", "weight_decay", "all_but_nesterov", "nesterov"])
+def test_sgd_options_match_pytorch_rule(device, precision, options):
+    # Warp's SGD arguments (dampening, weight_decay, nesterov): the first step takes the undamped gradient
+    dtype, np_dtype = SCALARS[precision]
+    p = wp.array(START.astype(np_dtype), dtype=dtype, device=device, requires_grad=True)
+    opt = SGD([p], 0.1, **options)
+    run(opt, p, 6)
+    np.testing.assert_allclose(p.numpy(), sgd_reference(START, 0.1, steps=6, **{"momentum": 0.0, **options}),
+                               **TOL[precision])
+    assert opt.t == 6
+    opt.reset_internal_state()  # the next step is a first step again
+    q = START.astype(np_dtype)
+    p.assign(q)
+    run(opt, p, 2)
+    np.testing.assert_allclose(p.numpy(), sgd_reference(START, 0.1, steps=2, **{"momentum": 0.0, **options}),
+                               **TOL[precision])
+
+
+def test_sgd_refuses_bad_options():
+    p = wp.zeros(3, dtype=float, requires_grad=True)
+    with pytest.raises(ValueError, match="Nesterov momentum needs momentum > 0 and dampening 0"):
+        SGD([p], 0.1, momentum=0.9, dampening=0.5, nesterov=True)
+    with pytest.raises(ValueError, match="dampening must be in"):
+        SGD([p], 0.1, momentum=0.9, dampening=1.5)
+    with pytest.raises(ValueError, match="weight_decay must be >= 0"):
+        SGD([p], 0.1, weight_decay=-1.0)
 
 
 @pytest.mark.parametrize("precision", SCALARS)

@@ -77,6 +77,8 @@ def install() -> types.ModuleType:
                            "install the shim before anything imports warp")
     module = make_warp_module()
     module._kernels_shim_ = True
+    # Warp's CPU backend rounds each operation (no fused multiply-add): so do Warp programs run here
+    kernels.config.fp_contract = False
     sys.modules["warp"] = module
     sys.modules["warp.types"] = kernels.types
     sys.modules["warp.optim"] = _optim

@@ -740,7 +740,9 @@ class TypeInference(TileForms, PathForms, SliceForms, ScalarForms):
             self.cur = outer
         body = blocks[-1]
         self.visit_block(body)
-        for init, a in zip(inits, args):
+        for init, a, y in zip(inits, args, body.yields):
+            if a.type is None and init.owner is not None and init.owner.opcode == "undef" and y is not a:
+                a.type = y.type  # first assigned in the loop and read after it: typed by that assignment
             if a.type is None:
                 raise self.error(f"cannot tell the type of '{a.name}' carried through this loop", op)
             if init.type is None:
