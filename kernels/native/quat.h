@@ -279,7 +279,9 @@ CUDA_CALLABLE inline vec_t<3, T> quat_rotate_signed(const quat_t<T>& q, const ve
     T uv = quat_dot3(u, v);
     vec_t<3, T> uxv = quat_cross3(u, v);
     vec_t<3, T> r;
-    for (int i = 0; i < 3; ++i) r.c[i] = T(v.c[i] * c + sign * T(2) * q.w * uxv.c[i] + T(2) * uv * u.c[i]);
+    // Warp's order of additions (v c + u (2 u.v) + 2 w (u x v)), so that rotations round as Warp's do
+    T d = T(T(2) * uv);
+    for (int i = 0; i < 3; ++i) r.c[i] = T(v.c[i] * c + u.c[i] * d + sign * (uxv.c[i] * q.w * T(2)));
     return r;
 }
 template <typename T>
