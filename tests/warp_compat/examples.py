@@ -73,7 +73,7 @@ EXAMPLES = {
     "core.example_sample_mesh": Example(("--num-frames", "1"), stage=True),
     "core.example_sph": Example(("--num-frames", "1"), stage=True),
     "core.example_wave": Example(("--num-frames", "4"), stage=True, ci=True),
-    "optim.example_diffray": Example(("--headless", "--train-iters", "2", "--height", "32"), stage=True),
+    "optim.example_diffray": Example(("--headless", "--train-iters", "2", "--height", "64"), stage=True),
     "optim.example_fluid_checkpoint": Example(("--headless", "--train-iters", "1", "--num-frames", "10"),
                                               rtol=1e-5, loose=_ADAM_PARAMS, loose_rtol=1e-3, why=_ADAM),
     "optim.example_fluid_checkpoint_custom_backward": Example(
