@@ -4,7 +4,9 @@
 NVIDIA Warp runs unchanged: `wp.kernel`, `wp.array`, `wp.launch`, ... are `kernels`' own; `wp.Tape` is
 `autodiff.Tape`; `warp.optim.Adam`/`SGD` are `autodiff`'s. `warp.render` (`warp_shim.render`: a USD renderer
 writing through `sim.usd`) and `warp.examples` (`warp_shim.examples`) are imported when a program imports them;
-`warp.fem` and `warp.sparse` are refused at import with one line (`warp_shim.out_of_scope`). `python -m warp_shim script.py [args]` runs a script
+`warp.fem` and `warp.sparse` are refused at import with one line (`warp_shim.out_of_scope`). Kernels compile
+without fused multiply-add, as Warp's CPU backend does, so programs compute Warp's numbers.
+`python -m warp_shim script.py [args]` runs a script
 that does `import warp as wp` this way. This package sits above `kernels` and `autodiff` so that `kernels` itself
 never imports `autodiff`.
 """
