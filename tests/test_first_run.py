@@ -277,7 +277,8 @@ def test_the_printed_and_saved_final_loss_is_the_loss_of_the_saved_parameters(tm
     text = (tmp_path / "opt" / "params.yaml").read_text()
     saved = float(re.search(r"loss (\S+) at these values", text).group(1))
     vel = np.array(yaml.safe_load(text)["particles"][0]["vel"], dtype=np.float64)
-    scene = Scene.load(os.path.join(ROOT, "scenes", "ball_bounce.yaml"), [f"particles.0.vel={json.dumps(vel.tolist())}"])
+    learned = f"particles.0.vel={json.dumps(vel.tolist())}"
+    scene = Scene.load(os.path.join(ROOT, "scenes", "ball_bounce.yaml"), [learned])
     final = scene.run(frames=40, write=False).state.particle_q.numpy()[0].astype(np.float64)
     loss = float(np.sum((final - [1.85, 0.98, 0.45]) ** 2) + 1.0e-6 * np.sum((vel - [1.0, 0.0, 0.0]) ** 2))
     assert printed == pytest.approx(loss, rel=1e-4) and saved == pytest.approx(loss, rel=1e-4), (printed, saved, loss)

@@ -95,7 +95,8 @@ class PhysicalSummary:
         labels = [f"{kind} {name}" for kind, name, *_ in rows[:MAX_ROWS]]
         width = max([len(label) for label in labels] + [len("total"), len(f"{len(rows)} more")])
         columns = ("height [m]", "lowest [m]", "max speed [m/s]", "kinetic [J]", "potential [J]", "energy [J]")
-        out = [f"physics   frame {self.frames}; heights along {'xyz'[self.up]}, lowest over the run; energy = kinetic + "
+        axis = "xyz"[self.up]
+        out = [f"physics   frame {self.frames}; heights along {axis}, lowest over the run; energy = kinetic + "
                "gravitational potential (0 at height 0)",
                "  " + " " * width + "".join(f"  {c:>{len(c)}}" for c in columns)]
 
