@@ -26,26 +26,67 @@ NATIVE_DIR = os.path.join(os.path.dirname(__file__), "native")
 _compiler_cache: dict = {}
 
 
-def find_cxx() -> str:
-    """The C++ compiler to use: config.cxx, $CXX, or the first of c++/g++/clang++ on PATH."""
+def find_cxx() -> list:
+    """The C++ compiler command (a list: program, then its leading arguments): config.cxx, $CXX, or the first of
+    c++/g++/clang++ on PATH; without any of them the clang inside the `ziglang` wheel (`zig c++`, a dependency), so
+    a machine with no system compiler (a slim Python image) still builds kernels."""
     cand = [config.cxx] if config.cxx else ([os.environ["CXX"]] if os.environ.get("CXX") else [])
     cand += ["c++", "g++", "clang++"]
     for c in cand:
         path = shutil.which(c)
         if path:
-            return path
-    raise NativeCompileError("no C++ compiler found: install g++ or clang++, or set $CXX "
+            return [path]
+    zig = ziglang_binary()
+    if zig is not None:
+        return [zig, "c++"]
+    raise NativeCompileError("no C++ compiler found: install g++ or clang++, set $CXX, or pip install ziglang "
                              "(the CPU backend compiles kernels with it)")
 
 
-def compiler_identity(cxx: str) -> str:
-    ident = _compiler_cache.get(cxx)
+def ziglang_binary() -> str | None:
+    """The `zig` executable of the installed `ziglang` wheel (what `python -m ziglang` runs), or None. Found
+    without importing the package."""
+    import importlib.util
+    try:
+        spec = importlib.util.find_spec("ziglang")
+    except (ImportError, ValueError):
+        return None
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        path = os.path.join(folder, "zig")
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def compiler_identity(cxx: list) -> str:
+    """The first line of `cxx --version` (part of the cache key: another compiler builds other binaries)."""
+    key = tuple(cxx)
+    ident = _compiler_cache.get(key)
     if ident is None:
         import subprocess
-        out = subprocess.run([cxx, "--version"], capture_output=True, text=True)
+        out = subprocess.run([*cxx, "--version"], capture_output=True, text=True)
         ident = (out.stdout.splitlines() or [""])[0]
-        _compiler_cache[cxx] = ident
+        _compiler_cache[key] = ident
     return ident
+
+
+_announced: set = set()  # devices whose first cold compile this process has announced
+
+
+def announce_compile(device: str, what: str, compiler: list | None = None):
+    """One line on stderr when the first compile the cache cannot answer starts on `device` in this process
+    (config.compile_notice): a cold compile of a simulation takes 10-30 s, which would otherwise pass in silence.
+    `what` says what is compiled ("12 kernels of module 'sim.reductions'")."""
+    if not config.compile_notice or device in _announced:
+        return
+    _announced.add(device)
+    import sys
+    using = ""
+    if compiler is not None and len(compiler) > 1 and compiler[1] == "c++" and \
+            os.path.basename(compiler[0]) == "zig":
+        using = "; with the ziglang wheel's clang, as no system C++ compiler was found"
+    print(f"kernels: compiling {what} for {device} (first run; cached afterwards{using})...", file=sys.stderr,
+          flush=True)
 
 
 def cpu_flags(debug: bool) -> list:
@@ -101,24 +142,25 @@ class BuildResult:
         self.seconds = seconds
 
 
-def build_cpu(source: str, name: str, debug: bool) -> BuildResult:
+def build_cpu(source: str, name: str, debug: bool, notice: str | None = None) -> BuildResult:
     """Compile `source` to a shared library (or find it in the cache) and return its path. When the cache cannot
-    be written (full, read-only), the build goes to a private temporary cache, said once (cache_trust.py)."""
+    be written (full, read-only), the build goes to a private temporary cache, said once (cache_trust.py).
+    `notice` says what is compiled when a compile starts (announce_compile; default: the module's name)."""
     from .cache_trust import write_failed
     try:
-        return _build_cpu(source, name, debug)
+        return _build_cpu(source, name, debug, notice)
     except OSError as e:
         folder = os.path.dirname(cache_root())
         write_failed(folder, e)
         try:
-            return _build_cpu(source, name, debug)
+            return _build_cpu(source, name, debug, notice)
         except OSError as again:
             raise NativeCompileError(f"module '{name}' cannot be built: {e.strerror} in the compile cache {folder}, "
                                      f"and {again.strerror} in the private temporary cache "
                                      f"{os.path.dirname(cache_root())}") from None
 
 
-def _build_cpu(source: str, name: str, debug: bool) -> BuildResult:
+def _build_cpu(source: str, name: str, debug: bool, notice: str | None) -> BuildResult:
     from .cache_trust import check_file, make_private_dirs, report_untrusted
     cxx = find_cxx()
     flags = cpu_flags(debug)
@@ -139,13 +181,14 @@ def _build_cpu(source: str, name: str, debug: bool) -> BuildResult:
     import tempfile
     make_private_dirs(root)
     sweep_dead_temporaries(root)
+    announce_compile("cpu", notice or f"module '{name}'", cxx)
     t0 = time.perf_counter()
     tmp = tempfile.mkdtemp(prefix=temp_name(name), dir=os.path.dirname(entry))
     try:
         src_path = os.path.join(tmp, "module.cpp")
         with open(src_path, "w") as f:
             f.write(source)
-        cmd = [cxx, *flags, f"-I{NATIVE_DIR}", src_path, "-o", os.path.join(tmp, "module.so")]
+        cmd = [*cxx, *flags, f"-I{NATIVE_DIR}", src_path, "-o", os.path.join(tmp, "module.so")]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             for text, code in (("No space left on device", errno.ENOSPC), ("Read-only file system", errno.EROFS),

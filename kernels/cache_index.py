@@ -77,12 +77,12 @@ _compiler_fingerprints: dict = {}
 def compiler_fingerprint(debug: bool) -> tuple:
     """The C++ compiler (its path, and the size and mtime of the binary it resolves to) and the flags.
     A stat instead of `cxx --version`: that subprocess would cost more than the rest of a warm load."""
-    cxx = find_cxx()
+    cxx = tuple(find_cxx())
     ident = _compiler_fingerprints.get(cxx)
     if ident is None:
-        real = os.path.realpath(cxx)
+        real = os.path.realpath(cxx[0])
         st = os.stat(real)
-        ident = _compiler_fingerprints[cxx] = (cxx, real, st.st_size, st.st_mtime_ns)
+        ident = _compiler_fingerprints[cxx] = (*cxx, real, st.st_size, st.st_mtime_ns)
     return ident + tuple(cpu_flags(debug))
 
 

@@ -14,6 +14,11 @@ cache_dir: str = os.environ.get("KERNELS_CACHE_DIR", os.path.join(os.path.expand
 #: Print each compile (source path, time) to stdout.
 verbose: bool = bool(int(os.environ.get("KERNELS_VERBOSE", "0")))
 
+#: Say on stderr, once per device and process, that a compile the cache cannot answer is starting (a cold compile
+#: of the simulation's kernels takes 10-30 s, which would otherwise pass in silence). Environment variable:
+#: KERNELS_COMPILE_NOTICE=0 turns it off.
+compile_notice: bool = os.environ.get("KERNELS_COMPILE_NOTICE", "1") != "0"
+
 #: Launches with at least this many threads run in parallel on the CPU (the runtime's thread pool); smaller ones run
 #: on one core, where starting threads would cost more than it saves.
 cpu_parallel_threshold: int = 16384
@@ -30,7 +35,8 @@ cpu_runtime: str = os.environ.get("KERNELS_CPU_RUNTIME", "pool")
 #: Static `range` loops with constant bounds and at most this many iterations are unrolled.
 max_unroll: int = 16
 
-#: C++ compiler for the CPU backend; None: $CXX, else the first of c++, g++, clang++ found.
+#: C++ compiler for the CPU backend; None: $CXX, else the first of c++, g++, clang++ found, else the clang of the
+#: `ziglang` wheel (a dependency: a machine without a system compiler still builds kernels).
 cxx: str | None = None
 
 #: Extra flags for the C++ compiler.

@@ -112,7 +112,8 @@ def _build(kernels: list, ordinal: int, adjoint: bool):
     debug = config.mode == "debug"
     try:
         source = render_cuda_source(kernels, debug=debug, adjoint=adjoint)
-        image, _ = compile_source(source, arch, f"{kernels[0].module.name}.cu", "cubin")
+        what = f"{len(kernels)} kernel{'s' if len(kernels) > 1 else ''} of module {kernels[0].module.name}"
+        image, _ = compile_source(source, arch, f"{kernels[0].module.name}.cu", "cubin", notice=what)
     except Exception as e:  # noqa: BLE001  code generation or NVRTC: isolate the kernel at fault, see module doc
         if len(kernels) == 1:
             k = kernels[0]

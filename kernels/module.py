@@ -312,11 +312,12 @@ class Module:
             k._pending_entry = k_entry
         source = src.source(parts, render_adjoint_function)
         safe = "".join(c if c.isalnum() else "_" for c in self.name)[-40:]
+        what = f"{len(kernels)} kernel{'s' if len(kernels) > 1 else ''} of module {self.name}"
         try:
-            result = build_cpu(source, safe, debug)
+            result = build_cpu(source, safe, debug, what)
             lib = load_library(result.path)
             if lib is None:  # corrupt cache entry: removed, build again
-                result = build_cpu(source, safe, debug)
+                result = build_cpu(source, safe, debug, what)
                 lib = load_library(result.path)
             if lib is None:
                 raise NativeCompileError(f"the library of module '{self.name}' could not be loaded from "

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 
-from .build import NATIVE_DIR
+from .build import NATIVE_DIR, announce_compile
 from .errors import NativeCompileError
 from .render import CUDA
 from .render_module import ModuleSource
@@ -59,10 +59,12 @@ def compile_source_to_ptx(source: str, arch: int = 90, name: str = "module.cu") 
     return compile_source(source, arch, name, "ptx")[0].decode()
 
 
-def compile_source(source: str, arch: int = 90, name: str = "module.cu", target: str = "cubin") -> tuple:
+def compile_source(source: str, arch: int = 90, name: str = "module.cu", target: str = "cubin",
+                   notice: str | None = None) -> tuple:
     """(image bytes, NVRTC log) of `source` compiled for compute capability `arch`: `target` "cubin" is machine
     code for that architecture (what a device loads; the log then holds ptxas's register and spill report),
-    "ptx" the portable assembly. Cached on disk by source, architecture, target and NVRTC version."""
+    "ptx" the portable assembly. Cached on disk by source, architecture, target and NVRTC version. `notice` says
+    what is compiled when a compile starts (build.announce_compile; default: `name`)."""
     import hashlib
     from .build import VERSION, native_hash
     nvrtc = _nvrtc()
@@ -90,6 +92,7 @@ def compile_source(source: str, arch: int = 90, name: str = "module.cu", target:
             return image, log
         if not untrusted:
             report_rebuild(path, why)
+    announce_compile(f"cuda (sm_{arch})", notice or name)
     image, log = _compile(nvrtc, source, arch, name, target)
     try:
         _store(path, image, log)

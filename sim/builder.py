@@ -47,10 +47,12 @@ def _quat(rot) -> np.ndarray:
 
 
 def _rotate(q: np.ndarray, v) -> np.ndarray:
-    """Rotate vectors v, shape (3,) or (n, 3), by unit quaternion q (x, y, z, w)."""
-    u, w = q[:3], q[3]
+    """Rotate vectors v, shape (3,) or (n, 3), by unit quaternion q (x, y, z, w), shape (4,) or (n, 4) (row i of
+    v by row i of q)."""
+    q = np.asarray(q, dtype=np.float64)
+    u, w = q[..., :3], q[..., 3:4]
     v = np.asarray(v, dtype=np.float64)
-    return v * (2 * w * w - 1) + 2 * w * np.cross(u, v) + 2 * np.multiply.outer(v @ u, u)
+    return v * (2 * w * w - 1) + 2 * w * np.cross(u, v) + 2 * np.sum(v * u, axis=-1, keepdims=True) * u
 
 
 class ModelBuilder(JointBuilderMixin):

@@ -153,9 +153,9 @@ def _main(argv=None) -> int:
             return EXIT_OK
         device = _device(args.device or scene.spec.sim.device)
         result = scene.run(frames=args.frames, out=args.out, device=device, progress=not args.quiet,
-                           capture=args.capture)
+                           capture=args.capture, summary=True)
     except SceneError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {_input_error(e, args.scene, args.command)}", file=sys.stderr)
         return EXIT_INPUT
     except SimulationError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -181,7 +181,7 @@ def _optimize(args) -> int:
         result = optimize(cfg, iterations=args.iterations, out_dir=args.out_dir, resume=args.resume,
                           overwrite=args.overwrite, progress=not args.quiet, device=device, capture=args.capture)
     except SceneError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {_input_error(e, args.config, 'optimize')}", file=sys.stderr)
         return EXIT_INPUT
     except (SimulationError, FloatingPointError) as e:
         print(f"error: {e}", file=sys.stderr)
@@ -191,7 +191,7 @@ def _optimize(args) -> int:
         return interrupts.exit_code(e)
     losses = result.losses
     status = "converged" if result.converged else "done"
-    print(f"{status} after {result.iterations} iterations: loss {losses[0]:.6g} -> {losses[-1]:.6g}"
+    print(f"{status} after {result.iterations} iterations: loss {losses[0]:.6g} -> {result.final_loss:.6g}"
           if losses else "nothing to do")
     for path, value in result.params.items():
         shown = value if not isinstance(value, list) or len(value) <= 4 else f"[{len(value)} values]"
@@ -215,12 +215,20 @@ def _sweep(args) -> int:
               resume=args.resume, overwrite=args.overwrite, out_dir=args.out_dir, progress=not args.quiet,
               overrides=args.overrides, say=print)
     except SceneError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {_input_error(e, args.sweep, 'sweep')}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt as e:
         print(f"{_stopped(e)}: finished rows are kept; continue with --resume", file=sys.stderr)
         return interrupts.exit_code(e)
     return EXIT_OK
+
+
+def _input_error(error, path: str, command: str) -> str:
+    """The error line: a file made for another command (an optimisation config given to `sim run`, ...) says
+    which command runs it; any other error is itself."""
+    from .file_kinds import wrong_command
+    about_file = error.where == path or error.where.startswith(f"{path}:")
+    return (wrong_command(path, command) if about_file else None) or str(error)
 
 
 def _device(name: str):
@@ -242,6 +250,8 @@ def _summary(result, scene, stopped: bool = False):
     print(f"compile   {result.compile_seconds:.2f} s ({result.compile_kind})")
     if result.output:
         print(f"output    {result.output}")
+    if result.physics is not None:
+        print("\n".join(result.physics.lines()))
 
 
 if __name__ == "__main__":

@@ -12,6 +12,11 @@ import kernels as wp
 if "KERNELS_CACHE_DIR" not in os.environ:
     wp.config.cache_dir = tempfile.mkdtemp(prefix="kernels-test-cache-")
 
+# The first cold compile of the session says so on stderr (config.compile_notice); which test compiles first depends
+# on the selection, and tests compare stderr line by line: off in this process (tests/test_first_run.py checks it
+# in processes of its own).
+wp.config.compile_notice = False
+
 
 if os.environ.get("KERNELS_EMULATE_CUDA") == "1":  # the emulated cuda:0 of tests/_cuda_emulation.py, session-wide
     from _cuda_emulation import install as _install_emulation

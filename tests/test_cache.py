@@ -193,14 +193,19 @@ def test_failing_cxx_compile_in_a_fresh_process(tmp_path):
 def test_missing_cxx_compiler_says_what_to_install(tmp_path):
     empty_bin = tmp_path / "empty-bin"
     empty_bin.mkdir()
-    # no compiler on PATH and a $CXX that does not exist: the fallbacks c++, g++, clang++ find nothing either
-    env = _worker_env(tmp_path / "cache", PATH=str(empty_bin), CXX="/nonexistent/bin/c++")
+    # no compiler on PATH and a $CXX that does not exist: the fallbacks c++, g++, clang++ find nothing either, and
+    # a `ziglang` package without its zig binary shadows the installed wheel (the last fallback)
+    shadow = tmp_path / "shadow" / "ziglang"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("")
+    path = os.pathsep.join([str(shadow.parent)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+    env = _worker_env(tmp_path / "cache", PATH=str(empty_bin), CXX="/nonexistent/bin/c++", PYTHONPATH=path)
     report = _run_worker(tmp_path / "cache", env=env)
     assert report.get("error_type") == "NativeCompileError", report
     message = report["error"]
     assert "no C++ compiler" in message
     assert "install" in message and "g++" in message
-    assert "CXX" in message
+    assert "CXX" in message and "pip install ziglang" in message
     assert _libraries(tmp_path / "cache") == []
 
 
@@ -212,11 +217,11 @@ def test_a_kernel_the_cxx_compiler_rejects_is_isolated_by_bisection(tmp_path, mo
     real_build = kmodule.build_cpu
     builds = []
 
-    def build_rejecting_k5(source, name, debug):
+    def build_rejecting_k5(source, name, debug, notice=None):
         builds.append(source.count("_forward("))
         if "bisect_k5" in source:
             raise wp.NativeCompileError("the C++ compiler rejects bisect_k5 (simulated)")
-        return real_build(source, name, debug)
+        return real_build(source, name, debug, notice)
 
     monkeypatch.setattr(kmodule, "build_cpu", build_rejecting_k5)
     made = []

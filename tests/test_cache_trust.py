@@ -7,6 +7,7 @@ next run must not execute the planted code (its constructor would write a marker
 
 import glob
 import os
+import shlex
 import stat
 import subprocess
 import sys
@@ -56,7 +57,7 @@ def _planted_library(tmp_path, marker) -> str:
                    f'    FILE* f = std::fopen("{marker}", "w"); if (f) {{ std::fputs("ran", f); std::fclose(f); }}\n'
                    '}\nextern "C" void anything() {}\n')
     out = tmp_path / "planted.so"
-    subprocess.run([find_cxx(), "-shared", "-fPIC", str(src), "-o", str(out)], check=True)
+    subprocess.run([*find_cxx(), "-shared", "-fPIC", str(src), "-o", str(out)], check=True)
     return str(out)
 
 
@@ -177,7 +178,7 @@ def test_a_full_cache_moves_the_build_to_a_private_cache_once_and_keeps_nothing_
     # a compiler whose writes into the configured cache fail as on a full disk; elsewhere it is the real one
     compiler.write_text(f'#!/bin/sh\nfor a in "$@"; do case "$a" in {full}/*) '
                         f'echo "fatal error: cannot write output: No space left on device" >&2; exit 1;; esac; done\n'
-                        f'exec {find_cxx()} "$@"\n')
+                        f'exec {shlex.join(find_cxx())} "$@"\n')
     os.chmod(compiler, 0o755)
     script = tmp_path / "two.py"
     script.write_text(RUN.format(tag="d") + RUN.format(tag="e").replace("import kernels as wp", ""))

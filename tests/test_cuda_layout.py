@@ -66,7 +66,7 @@ def test_the_cpu_args_struct_matches_the_launchers_layout():
         path = os.path.join(d, "layout.cpp")
         with open(path, "w") as f:
             f.write(text)
-        proc = subprocess.run([find_cxx(), "-std=c++17", "-fsyntax-only", f"-I{NATIVE_DIR}", path],
+        proc = subprocess.run([*find_cxx(), "-std=c++17", "-fsyntax-only", f"-I{NATIVE_DIR}", path],
                               capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
 

@@ -81,6 +81,11 @@ scene keys), `initial.usd` and `final.usd` (rollouts with the first and the lear
 refused (exit 2) unless `--resume` or `--overwrite` (start over) is given, and a folder another optimisation is
 writing into is refused naming it. A write that fails (full disk, read-only output) is one line naming the file
 and the cause, exit 4; the snapshot saved before stays.
+
+**The final loss** that `sim optimize` prints (`loss first -> final`), that `params.yaml` states and that a sweep's
+`final_loss` records is the loss at the saved parameters (`OptimizeResult.final_loss`). Each row of `loss.csv` is
+the loss at the parameters before that iteration's step, so unless the last iteration converged (no step), the
+saved parameters are measured by one more rollout, without gradient.
 """
 
 INTRO = """# Scene files

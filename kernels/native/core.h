@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>  // calloc, free (libc++, as the ziglang wheel's clang uses, does not pull it in with the others)
 #include <cstring>
 #endif
 

@@ -46,6 +46,9 @@ class OptimizeResult:
     # how far the learned rollout ends from each joint_target and body com_target loss's target:
     # "joint 'hinge' [rad]" -> |q - target|, "body 'tool' [m]" -> |com - target|
     final_errors: dict = field(default_factory=dict)
+    # the loss at the learned (saved) parameters: the last row's when it converged, else that of one more rollout
+    # (the last iteration stepped past the parameters its row measured); NaN without any iteration
+    final_loss: float = math.nan
 
 
 class Problem:
@@ -354,9 +357,10 @@ def _optimize(problem: Problem, iterations, out_dir: str, resume: bool, progress
                             out_dir if write else None, converged,
                             float(np.mean(seconds)) if seconds else 0.0, problem.checkpointed, peak)
     result.final_errors = problem.final_errors()
+    result.final_loss = _final_loss(problem, rows, converged, it)
     if write:
         save_snapshot(out_dir, it, problem.params, problem.optimizer, rows, digest)
-        result.files = write_outputs(out_dir, cfg, problem, rows)
+        result.files = write_outputs(out_dir, cfg, problem, rows, result.final_loss)
     return result
 
 
@@ -368,14 +372,7 @@ def _iterate(problem: Problem, it: int, total: int, rows: list, seconds: list, b
         t0 = time.perf_counter()
         loss, mem = problem.loss_and_gradient(measure_memory=(it == start))
         peak = max(peak, mem)
-        if not math.isfinite(loss):
-            blowup = problem.find_blowup()
-            if blowup is not None:
-                raise SimulationError(blowup.frame, blowup.quantity,
-                                      f"{blowup.detail}; the forward simulation blew up at iteration {it}, with "
-                                      f"parameters {_describe_values(problem)}")
-            raise FloatingPointError(f"iteration {it}: the loss is {loss} although the simulation stayed finite; "
-                                     "lower the learning rate or check bounds")
+        _check_finite_loss(problem, loss, it)
         values = [p.value() for p in problem.params]
         converged = loss <= spec.tolerance
         grad_norm = problem.optimizer.grad_norm()
@@ -390,6 +387,32 @@ def _iterate(problem: Problem, it: int, total: int, rows: list, seconds: list, b
             save_snapshot(out_dir, it, problem.params, problem.optimizer, rows, digest)
             write_loss_csv(out_dir, problem.params, rows)
     return it, converged, peak
+
+
+def _final_loss(problem: Problem, rows: list, converged: bool, it: int) -> float:
+    """The loss at the parameters the optimisation ends with, which are saved (params.yaml, final.usd, the
+    snapshot): a converged last row took no step, else the parameters moved past it and are measured again."""
+    if not rows:
+        return math.nan
+    if converged:
+        return float(rows[-1][1])
+    loss = problem.loss()
+    _check_finite_loss(problem, loss, it)
+    return loss
+
+
+def _check_finite_loss(problem: Problem, loss: float, it: int):
+    """A non-finite loss at iteration `it` is a SimulationError naming the frame and object where the rollout blew
+    up, or a FloatingPointError when it stayed finite."""
+    if math.isfinite(loss):
+        return
+    blowup = problem.find_blowup()
+    if blowup is not None:
+        raise SimulationError(blowup.frame, blowup.quantity,
+                              f"{blowup.detail}; the forward simulation blew up at iteration {it}, with "
+                              f"parameters {_describe_values(problem)}")
+    raise FloatingPointError(f"iteration {it}: the loss is {loss} although the simulation stayed finite; "
+                             "lower the learning rate or check bounds")
 
 
 def _describe_values(problem) -> str:
@@ -438,13 +461,14 @@ def write_loss_csv(out_dir: str, params: list, rows: list):
     _write_text(os.path.join(out_dir, "loss.csv"), "\n".join(lines) + "\n")
 
 
-def write_outputs(out_dir: str, cfg: OptimizeConfig, problem: Problem, rows: list) -> list:
-    """loss.csv, loss.png, params.yaml and (output.usd) initial.usd / final.usd; returns the paths."""
+def write_outputs(out_dir: str, cfg: OptimizeConfig, problem: Problem, rows: list, final_loss: float) -> list:
+    """loss.csv, loss.png, params.yaml and (output.usd) initial.usd / final.usd; returns the paths. `final_loss`:
+    the loss at the parameters saved."""
     from ..plot import save_line_plot
     files = [os.path.join(out_dir, n) for n in ("loss.csv", "loss.png", "params.yaml")]
     write_loss_csv(out_dir, problem.params, rows)
     save_line_plot(files[1], [r[1] for r in rows], xs=[r[0] for r in rows], title=f"{cfg.name}: loss")
-    _write_text(files[2], params_yaml(cfg, problem.params, rows))
+    _write_text(files[2], params_yaml(cfg, problem.params, rows, final_loss))
     if cfg.spec.output.usd:
         learned = [f"{p.path}={json.dumps(p.yaml_value())}" for p in problem.params]
         for name, extra in (("initial.usd", _initial_overrides(problem)), ("final.usd", learned)):
@@ -477,14 +501,15 @@ def _rebuild_scene(cfg: OptimizeConfig, extra: list):
     return Scene.from_source(Source(data, lines, cfg.source.file), overrides)
 
 
-def params_yaml(cfg: OptimizeConfig, params: list, rows: list) -> str:
-    """The learned values as scene keys (nested like the scene, lists by index), with how they were found."""
+def params_yaml(cfg: OptimizeConfig, params: list, rows: list, final_loss: float) -> str:
+    """The learned values as scene keys (nested like the scene, lists by index), with how they were found and the
+    loss at these values (`final_loss`)."""
     import yaml
     tree: dict = {}
     for p in params:
         _put(tree, p.path.split("."), p.yaml_value())
-    head = (f"# learned by `sim optimize {cfg.path}`: {len(rows)} iterations, final loss "
-            f"{rows[-1][1]:.6g}\n" if rows else f"# initial values of {cfg.path}\n")
+    head = (f"# learned by `sim optimize {cfg.path}`: {len(rows)} iterations, loss {final_loss:.6g} at these "
+            f"values\n" if rows else f"# initial values of {cfg.path}\n")
     head += "# paste into the scene, or pass each as --set key.path=value:\n"
     head += "".join(f"#   --set {p.path}={json.dumps(p.yaml_value())}\n" for p in params if p.size <= 4)
     return head + yaml.safe_dump(_listify(tree), sort_keys=False, default_flow_style=None)

@@ -22,6 +22,7 @@ from .format import SCENE
 from .progress import Progress
 from .schema import Ctx
 from .source import load_source
+from .summary import PhysicalSummary
 
 
 class _FrameGraphs:
@@ -99,6 +100,7 @@ class RunResult:
     compile_kind: str
     output: str | None
     state: object  # the final State
+    physics: object = None  # summary.PhysicalSummary of the frames simulated, when the run was asked for one
 
 
 class Scene:
@@ -147,7 +149,7 @@ class Scene:
     # ------------------------------------------------------------------------------------------------ running
 
     def run(self, *, frames: int | None = None, out: str | None = None, device=None, progress: bool = False,
-            write: bool = True, capture: bool = True, observe=None) -> RunResult:
+            write: bool = True, capture: bool = True, observe=None, summary: bool = False) -> RunResult:
         """Simulate `frames` frames (default sim.frames) after the initial frame 0 and write them to the USD file
         `out` (default output.path). A non-finite position or velocity stops the run with SimulationError (its
         `result` says what was done); the frames written so far stay in a valid USD file.
@@ -157,6 +159,8 @@ class Scene:
 
         `observe(frame, state, model)`, when given, is called for frame 0 and after each simulated frame (once the
         state is known to be finite); sweeps use it to record metrics and trajectories without a loop of their own.
+        With `summary`, the result's `physics` (a summary.PhysicalSummary, also on a stopped run's result) has the
+        objects' heights, largest speeds and energies, as `sim run` prints them.
 
         The USD file is saved every `output.save_every` seconds or so as the run goes. A save that fails raises
         OutputWriteError (one line: the file, the cause, and which frames the file keeps from an earlier save)."""
@@ -173,18 +177,24 @@ class Scene:
         state, scratch = built.model.state(), built.model.state()
         step = _FrameGraphs(built) if capture and built.capturable else built.step_frame
         bar = Progress(frames, enabled=progress)
+        physics = PhysicalSummary(built) if summary else None
+
+        def seen(frame: int, state):
+            if observe is not None:
+                observe(frame, state, built.model)
+            if physics is not None:
+                physics.observe(frame, state)
+
         t0 = time.perf_counter()
         done = 0
         try:
             if writer is not None:
                 self._write_frame(writer, built, 0, state)
-            if observe is not None:
-                observe(0, state, built.model)
+            seen(0, state)
             for frame in range(1, frames + 1):
                 state, scratch = step(state, scratch, frame)
                 _check_finite(built, state, frame)
-                if observe is not None:
-                    observe(frame, state, built.model)
+                seen(frame, state)
                 if writer is not None:
                     self._write_frame(writer, built, frame, state)
                 done = frame
@@ -199,6 +209,7 @@ class Scene:
                 writer.abort()  # nothing was simulated: an existing output stays as it was
                 writer = None
             result = self._result(done, t0, stats0, writer.close() if writer else None, state)
+            result.physics = physics
             e.result = result
             raise
         except BaseException:
@@ -208,7 +219,9 @@ class Scene:
             raise
         bar.update(frames, _rate(done * s.substeps, t0, stats0), force=True)
         bar.close()
-        return self._result(done, t0, stats0, writer.close() if writer else None, state)
+        result = self._result(done, t0, stats0, writer.close() if writer else None, state)
+        result.physics = physics
+        return result
 
     def stability_warning(self) -> str | None:
         """A warning when a semi-implicit scene's dt exceeds its estimated stability limit (scene/stability.py)."""

@@ -6,6 +6,7 @@ scheduler of its own beyond keeping at most `workers` runs in flight.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import logging
 import multiprocessing
 import os
 
@@ -86,6 +87,7 @@ class RayExecutor:
         self.started = False
         self.shares_cache = address is None  # on a cluster every node keeps its own cache at its default place
         if not ray.is_initialized():
+            quiet_ray_token_notice()
             if address is None:
                 # the driver's source tree on the path of local workers, so they run the same code
                 env = {"env_vars": {"PYTHONPATH": _pythonpath()}}
@@ -125,6 +127,25 @@ class RayExecutor:
             self.ray.cancel(ref, force=True)
         if self.started:
             self.ray.shutdown()
+
+
+# Ray (2.5x and later) logs this notice at every ray.init that starts or joins a cluster with token authentication
+# on, which it turns on by default for a new local cluster: not news on every sweep. Its warning that authentication
+# is *off* stays.
+RAY_TOKEN_NOTICE = "Token authentication is enabled for this Ray cluster"
+RAY_TOKEN_LOGGER = "ray._private.authentication.authentication_token_setup"
+
+
+class _DropRayTokenNotice(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(RAY_TOKEN_NOTICE)
+
+
+def quiet_ray_token_notice():
+    """Filter Ray's token-authentication notice out of its logger (once per process); nothing else it logs."""
+    logger = logging.getLogger(RAY_TOKEN_LOGGER)
+    if not any(isinstance(f, _DropRayTokenNotice) for f in logger.filters):
+        logger.addFilter(_DropRayTokenNotice())
 
 
 def lost_row(payload: dict, message: str) -> dict:

@@ -19,7 +19,7 @@ BUILTIN_METRICS = {
     "sag": ("scene", "mean particle height at frame 0 minus the lowest height at the last frame [m]"),
     "energy": ("scene", "kinetic plus gravitational potential energy of the particles at the last frame [J]"),
     "penetration": ("scene", "deepest a particle went below the ground (height 0) over all frames [m]"),
-    "final_loss": ("optimize", "loss of the last iteration"),
+    "final_loss": ("optimize", "loss at the learned parameters (those params.yaml holds)"),
     "iterations": ("optimize", "iterations the optimisation ran"),
     "wall_time": ("both", "seconds the run took, loading and compiling included [s]"),
     "steps_per_second": ("scene", "solver steps per second, compile time excluded"),

@@ -72,7 +72,7 @@ def _run_optimize(payload: dict, t0: float) -> dict:
     result = optimize(cfg, out_dir=payload["run_dir"], write=keep == "usd", overwrite=True)
     if keep == "npz":
         _save_npz(payload["run_dir"], losses=result.losses)
-    builtin = {"final_loss": result.losses[-1] if result.losses else float("nan"),
+    builtin = {"final_loss": result.final_loss,
                "iterations": result.iterations, "wall_time": time.perf_counter() - t0}
     return collect(payload["metrics"], builtin, result)
 
