@@ -152,10 +152,15 @@ def load(path) -> Playback:
         raise PlaybackError(f"{path}: is a directory, not a USD file")
     try:
         stage = Usd.Stage.Open(path)
-    except Tf.ErrorException as e:
-        raise PlaybackError(f"{path}: not a USD file USD can open ({_first_line(e)})") from None
+    except Tf.ErrorException:
+        stage = None
     if stage is None:
-        raise PlaybackError(f"{path}: not a USD file USD can open")
+        extension = os.path.splitext(path)[1].lower()
+        if extension not in (".usd", ".usda", ".usdc", ".usdz"):
+            raise PlaybackError(f"{path}: not a USD file (expected .usd, .usda, .usdc or .usdz, got "
+                                f"{extension or 'no extension'!r})") from None
+        raise PlaybackError(f"{path}: not a USD file USD can read (neither usda text nor a usdc crate, or "
+                            f"damaged)") from None
     times = _stage_times(stage)
     if len(times) == 0:
         raise PlaybackError(f"{path}: the file has no time samples: nothing to play (write it with `sim run`, or "
@@ -170,7 +175,7 @@ def load(path) -> Playback:
 # ------------------------------------------------------------------------------------------ tessellation
 
 
-def shape_triangles(kind: str, **size) -> tuple[np.ndarray, np.ndarray]:
+def shape_triangles(kind: str, *, bands: int = _SPHERE_BANDS, **size) -> tuple[np.ndarray, np.ndarray]:
     """Vertices (V, 3) float32 and counter-clockwise faces (F, 3) int32 of a primitive shape, centred at the
     origin, in the conventions of `sim.geometry` and `UsdWriter.add_collider` [stage units]:
 
@@ -179,12 +184,15 @@ def shape_triangles(kind: str, **size) -> tuple[np.ndarray, np.ndarray]:
         capsule: radius, half_height: the segment from -half_height to +half_height along y, swept by radius
         plane:   width, length: half extents along x and z; normal +y
 
-    A sphere has 12 latitude bands of 24 segments (its silhouette's area is within 1.2% of the true disc's).
+    Spheres and capsules have `bands` latitude bands (at least 2) of 2 * bands segments; with the default 12 a
+    sphere's silhouette has an area within 1.2% of the true disc's.
     """
+    if kind in ("sphere", "capsule") and (int(bands) != bands or bands < 2):
+        raise ValueError(f"bands must be an integer >= 2, got {bands!r}")
     if kind == "sphere":
-        return _capsule(float(size["radius"]), 0.0)
+        return _capsule(float(size["radius"]), 0.0, int(bands))
     if kind == "capsule":
-        return _capsule(float(size["radius"]), float(size["half_height"]))
+        return _capsule(float(size["radius"]), float(size["half_height"]), int(bands))
     if kind == "box":
         return _box(np.asarray(size["half_extents"], np.float64))
     if kind == "plane":
@@ -194,22 +202,22 @@ def shape_triangles(kind: str, **size) -> tuple[np.ndarray, np.ndarray]:
     raise ValueError(f"unknown shape kind {kind!r}; expected sphere, box, capsule or plane")
 
 
-def _capsule(radius: float, half_height: float) -> tuple[np.ndarray, np.ndarray]:
+def _capsule(radius: float, half_height: float, bands: int) -> tuple[np.ndarray, np.ndarray]:
     """A latitude-longitude sphere whose upper hemisphere is lifted by half_height and lower one lowered by it."""
-    bands, segments = _SPHERE_BANDS, 2 * _SPHERE_BANDS
+    segments = 2 * bands
     polar = np.linspace(0.0, np.pi, bands + 1)[1:-1]
-    if half_height > 0:  # the equator twice, once per hemisphere: the cylinder between them
-        polar = np.sort(np.concatenate([polar, [np.pi / 2]]))
+    # (polar angle, height offset) of each ring; a capsule has the equator twice, once per hemisphere, and the
+    # cylinder between them
+    if half_height > 0:
+        upper = [(t, half_height) for t in polar if t < np.pi / 2 - 1e-9] + [(np.pi / 2, half_height)]
+        lower = [(np.pi / 2, -half_height)] + [(t, -half_height) for t in polar if t > np.pi / 2 + 1e-9]
+        profile = upper + lower
+    else:
+        profile = [(t, 0.0) for t in polar]
     azimuth = np.linspace(0.0, 2 * np.pi, segments, endpoint=False)
     rings = []
-    seen_equator = False
-    for theta in polar:
-        y = radius * np.cos(theta)
-        if np.isclose(theta, np.pi / 2) and half_height > 0:
-            y, seen_equator = (half_height if not seen_equator else -half_height), True
-        else:
-            y += half_height if theta < np.pi / 2 else -half_height
-        r = radius * np.sin(theta)
+    for theta, lift in profile:
+        y, r = radius * np.cos(theta) + lift, radius * np.sin(theta)
         rings.append(np.stack([r * np.cos(azimuth), np.full(segments, y), r * np.sin(azimuth)], axis=1))
     top = np.array([[0.0, radius + half_height, 0.0]])
     bottom = np.array([[0.0, -radius - half_height, 0.0]])
@@ -255,11 +263,6 @@ def _outward(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------------------------- reading
-
-
-def _first_line(error: Exception) -> str:
-    text = " ".join(str(error).split())
-    return text[:200]
 
 
 def _stage_times(stage) -> np.ndarray:
