@@ -245,6 +245,28 @@ def test_frames_option_selects_a_range(cloth_usd, tmp_path):
     assert imageio_ffmpeg.count_frames_and_secs(str(tmp_path / "part.mp4"))[0] == 2
 
 
+def test_side_by_side_panels_share_one_camera(cloth_usd, tmp_path):
+    """Two animations in one video: twice the width, the longer's frame count, each panel the animation's own
+    frame as `render` draws it with the same camera, and its label in the corner."""
+    from sim.rendering.compare import side_by_side
+    path, points, tris = cloth_usd
+    short = tmp_path / "short.usda"
+    with UsdWriter(short, fps=24) as w:
+        w.add_mesh("cloth", points, tris, color=RED)
+        w.add_collider("ball", kind="sphere", pos=(0, 0.5, 0), radius=0.5, color=GREEN)
+        w.add_collider("ground", kind="plane", width=3, length=3)
+        for frame in range(2):
+            w.write_frame(frame, points={"cloth": points + (0, 0.1 * frame, 0)})
+    out = side_by_side([path, short], tmp_path / "both.mp4", labels=["initial", "learned"], size=(W, H))
+    assert imageio_ffmpeg.count_frames_and_secs(out)[0] == 3
+    reader = imageio_ffmpeg.read_frames(out, output_params=["-fps_mode", "passthrough"])
+    assert next(reader)["size"] == (2 * W, H)
+    last = np.frombuffer(list(reader)[-1], np.uint8).reshape(H, 2 * W, 3)
+    left, right = _classify(last[:, :W]), _classify(last[:, W:])
+    assert _iou(left == 1, right == 1) < 0.8  # the cloth sank in one and rose in the other
+    assert last[6:20, 6:40].min() < 60  # the label's dark glyphs
+
+
 def test_cli_renders_and_reports(cloth_usd, tmp_path, capsys):
     path, _, _ = cloth_usd
     out = tmp_path / "cli.png"
