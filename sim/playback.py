@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-#: colours of objects that have no displayColor, in turn (muted, distinguishable on a white or grey ground)
-DEFAULT_COLORS = np.array([[0.85, 0.45, 0.25], [0.30, 0.55, 0.80], [0.45, 0.70, 0.35], [0.75, 0.65, 0.30],
+#: colours of objects that have no displayColor, in turn (muted, distinguishable on a grey ground; blue first, as
+#: the orange and red that cloth is often given would hide a collider of the same colour under it)
+DEFAULT_COLORS = np.array([[0.35, 0.55, 0.78], [0.85, 0.45, 0.25], [0.45, 0.70, 0.35], [0.75, 0.65, 0.30],
                            [0.60, 0.45, 0.75], [0.40, 0.70, 0.70]], np.float32)
 #: colour of a ground plane that has no displayColor
 GROUND_COLOR = np.array([0.78, 0.78, 0.76], np.float32)
