@@ -1,4 +1,5 @@
-"""The `sim` command (also `python -m sim`): run, validate and describe scene files; optimise parameters.
+"""The `sim` command (also `python -m sim`): run, validate and describe scene files; optimise parameters; render
+USD animations to video.
 
 Exit codes: 0 success, 2 invalid input (scene, override or option; nothing is written; also an output folder that
 holds earlier results without --resume or --overwrite, or that another run is writing into), 3 the simulation blew
@@ -25,10 +26,17 @@ def _scene_args(p: argparse.ArgumentParser):
                    help="override a scene key, e.g. --set sim.substeps=32 --set cloth.0.mass=0.2 (repeatable)")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error as one line (which command, what is wrong, where help is) and exit code 2."""
+
+    def error(self, message):
+        self.exit(EXIT_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def create_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sim", description="Run differentiable physics scenes.")
+    parser = _Parser(prog="sim", description="Run differentiable physics scenes.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
     run = sub.add_parser("run", help="simulate a scene and write a USD file")
     _scene_args(run)
     run.add_argument("--frames", type=_positive_int, help="frames to simulate (default: sim.frames)")
@@ -57,7 +65,41 @@ def create_parser() -> argparse.ArgumentParser:
                      help="launch every step from Python instead of replaying a captured iteration")
     _threads_arg(opt)
     _sweep_parser(sub)
+    _render_parser(sub)
     return parser
+
+
+def _render_parser(sub):
+    render = sub.add_parser("render", help="render a USD animation to an MP4, a GIF or a PNG (ray cast on the CPU, "
+                                           "no display or GPU needed)")
+    render.add_argument("usd", help="USD file written by sim run or sim optimize")
+    render.add_argument("--out", help="output .mp4, .gif or .png (default: the USD's path with .mp4)")
+    render.add_argument("--frame", type=int, metavar="N", help="for a .png: the frame index (default the last)")
+    render.add_argument("--frames", metavar="A:B", help="for a video: frames A to B-1 (default all; A or B may be "
+                                                        "left out)")
+    render.add_argument("--size", default="640x360", metavar="WxH", help="image size in pixels (default 640x360)")
+    render.add_argument("--camera", metavar="X,Y,Z", help="eye position (default: framing the whole animation); "
+                                                          "negative numbers work too: --camera -1,2,3")
+    render.add_argument("--look-at", metavar="X,Y,Z", help="point looked at (default: the animation's centre)")
+    render.add_argument("--fov", type=float, default=45.0, metavar="DEG",
+                        help="vertical field of view in degrees (default 45)")
+    render.add_argument("--no-shadows", dest="shadows", action="store_false", help="no shadow rays (faster)")
+    render.add_argument("--quiet", action="store_true", help="no progress bar")
+    _threads_arg(render)
+
+
+def _vector_values_attached(argv: list) -> list:
+    """`--camera -1,2,3` as `--camera=-1,2,3`: argparse takes a value starting with '-' for an option."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] in ("--camera", "--look-at") and i + 1 < len(argv) and argv[i + 1].startswith("-") \
+                and "," in argv[i + 1]:
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
 
 
 def _sweep_parser(sub):
@@ -127,7 +169,7 @@ def _stopped(interrupt: KeyboardInterrupt) -> str:
 
 
 def _main(argv=None) -> int:
-    args = create_parser().parse_args(argv)
+    args = create_parser().parse_args(_vector_values_attached(list(sys.argv[1:] if argv is None else argv)))
     if getattr(args, "threads", None) is not None:
         import kernels
         kernels.config.cpu_threads = args.threads
@@ -136,6 +178,8 @@ def _main(argv=None) -> int:
         return _optimize(args)
     if args.command == "sweep":
         return _sweep(args)
+    if args.command == "render":
+        return _render(args)
     warning = None
     try:
         scene = Scene.load(args.scene, args.overrides)
@@ -229,6 +273,27 @@ def _input_error(error, path: str, command: str) -> str:
     from .file_kinds import wrong_command
     about_file = error.where == path or error.where.startswith(f"{path}:")
     return (wrong_command(path, command) if about_file else None) or str(error)
+
+
+def _render(args) -> int:
+    """Exit 0 with the file written, 2 for bad input (nothing written), 130/143/129 when stopped (nothing
+    written either: the video is renamed into place only when complete)."""
+    from .rendering import RenderError, render
+    out = args.out or os.path.splitext(args.usd)[0] + ".mp4"
+    try:
+        result = render(args.usd, out, frame=args.frame, frames=args.frames, size=args.size, camera=args.camera,
+                        look_at=args.look_at, fov=args.fov, shadows=args.shadows, progress=not args.quiet)
+    except RenderError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt as e:
+        print(f"{_stopped(e)}: nothing written", file=sys.stderr)
+        return interrupts.exit_code(e)
+    frames = len(result.frames)
+    print(f"rendered  {frames} frame{'s' if frames != 1 else ''} at {result.width}x{result.height} in "
+          f"{result.seconds:.1f} s ({result.frames_per_second:.1f} frames/s)")
+    print(f"output    {result.out}")
+    return EXIT_OK
 
 
 def _device(name: str):

@@ -66,7 +66,7 @@ FONT = {c: np.array([[p == "#" for p in row] for row in rows.split()], dtype=boo
 
 
 def save_line_plot(path, ys, *, xs=None, title: str = "loss", log_y="auto", width: int = 640, height: int = 400,
-                   x_label: str = "iteration"):
+                   x_label: str = "iteration", y_label: str = ""):
     """Plot `ys` against `xs` (default 0, 1, 2, ...) as a line and write it to `path` as an RGB PNG.
 
     Non-finite values (and, on a log axis, values <= 0) are skipped, breaking the line there; an isolated point
@@ -81,6 +81,7 @@ def save_line_plot(path, ys, *, xs=None, title: str = "loss", log_y="auto", widt
             two decades.
         width, height: image size [pixels], at least 160 x 120.
         x_label: drawn under the x axis.
+        y_label: drawn along the y axis, reading upward ("": none).
     """
     ys = np.asarray(ys, dtype=np.float64).reshape(-1)
     xs = np.arange(ys.size, dtype=np.float64) if xs is None else np.asarray(xs, dtype=np.float64).reshape(-1)
@@ -91,7 +92,8 @@ def save_line_plot(path, ys, *, xs=None, title: str = "loss", log_y="auto", widt
     if width < 160 or height < 120:
         raise ValueError(f"the image must be at least 160 x 120 pixels, got {width} x {height}")
     use_log = _choose_log(ys) if log_y == "auto" else bool(log_y)
-    pixels = render_line_plot(xs, ys, title=title, x_label=x_label, log_y=use_log, width=width, height=height)
+    pixels = render_line_plot(xs, ys, title=title, x_label=x_label, log_y=use_log, width=width, height=height,
+                              y_label=y_label)
     write_atomic(path, encode_png(pixels))
 
 
@@ -103,7 +105,7 @@ def _choose_log(ys) -> bool:
 # ------------------------------------------------------------------------------------------------ drawing
 
 
-def render_line_plot(xs, ys, *, title, x_label, log_y, width, height) -> np.ndarray:
+def render_line_plot(xs, ys, *, title, x_label, log_y, width, height, y_label: str = "") -> np.ndarray:
     """The plot as pixels, shape [height, width, 3], uint8."""
     valid = np.isfinite(xs) & np.isfinite(ys) & ((ys > 0) if log_y else True)
     ty = np.log10(np.where(valid, ys, 1.0)) if log_y else ys  # the y axis is linear in ty
@@ -116,7 +118,8 @@ def render_line_plot(xs, ys, *, title, x_label, log_y, width, height) -> np.ndar
     canvas = np.empty((height, width, 3), np.uint8)
     canvas[...] = WHITE
     y_labels = [(_format_number(v), t) for v, t in y_ticks]
-    left = min(max([_text_width(s, 1) for s, _ in y_labels] + [0]) + 14, width // 2)
+    label_column = GLYPH_H + DESCENT + 8 if y_label else 0  # the y label, turned, left of the tick labels
+    left = min(max([_text_width(s, 1) for s, _ in y_labels] + [0]) + 14 + label_column, width // 2)
     top, right, bottom = 2 * (GLYPH_H + DESCENT) + 12, 18, 2 * GLYPH_H + DESCENT + 22
     plot_w, plot_h = width - left - right, height - top - bottom
 
@@ -141,6 +144,8 @@ def render_line_plot(xs, ys, *, title, x_label, log_y, width, height) -> np.ndar
     canvas[top + plot_h - 1, left:left + plot_w] = BLACK
     _draw_text(canvas, title, (width - _text_width(title, 2)) // 2, 6, 2)
     _draw_text(canvas, x_label, left + (plot_w - _text_width(x_label, 1)) // 2, height - GLYPH_H - DESCENT - 5, 1)
+    if y_label:
+        _draw_turned_text(canvas, y_label, 4, top + plot_h // 2)
     _draw_series(canvas, [px(x) for x in xs], [py(t) for t in ty], valid)
     return canvas
 
@@ -184,6 +189,23 @@ def _draw_text(canvas, text: str, x: int, y: int, scale: int, colour=BLACK):
         for r, c in zip(rows, cols):
             x0, y0 = x + (k * ADVANCE + c) * scale, y + r * scale
             _fill(canvas, y0, y0 + scale, x0, x0 + scale, colour)
+
+
+def draw_text(canvas, text: str, x: int, y: int, scale: int = 1, colour=BLACK):
+    """Draw `text` in the 5x7 font into an RGB uint8 canvas [height, width, 3], its top-left corner at column x,
+    row y, each font pixel a `scale` x `scale` square (clipped at the canvas' edges)."""
+    _draw_text(canvas, text, x, y, scale, colour)
+
+
+def _draw_turned_text(canvas, text: str, x: int, centre_row: int):
+    """`text` turned a quarter counter-clockwise (reading upward), its left edge at column x, centred on a row."""
+    strip = np.empty((GLYPH_H + DESCENT, _text_width(text, 1), 3), np.uint8)
+    strip[...] = WHITE
+    _draw_text(strip, text, 0, 0, 1)
+    turned = np.rot90(strip)
+    top = max(centre_row - turned.shape[0] // 2, 0)
+    rows = min(turned.shape[0], canvas.shape[0] - top)
+    canvas[top:top + rows, x:x + turned.shape[1]] = turned[:rows]
 
 
 # ------------------------------------------------------------------------------------------------ axes

@@ -32,7 +32,7 @@ def test_shipped_config_lowers_its_loss_and_writes_outputs(name, tmp_path):
     result = optimize(cfg, iterations=4, out_dir=str(tmp_path))
     assert result.iterations == 4 and result.losses[-1] < result.losses[0], result.losses
     names = sorted(os.listdir(tmp_path))
-    assert names == ["final.usd", "initial.usd", "loss.csv", "loss.png", "params.yaml", "snapshot.npz"]
+    assert names == ["final.usd", "initial.usd", "loss.csv", "loss.png", "params.yaml", "progress.mp4", "snapshot.npz"]
     with open(tmp_path / "loss.csv") as f:
         rows = list(csv.reader(f))
     assert rows[0][:3] == ["iteration", "loss", "grad_norm"] and len(rows) == 5

@@ -105,6 +105,17 @@ def test_xs_and_title_with_any_characters(tmp_path):
     assert len(line_pixels(pixels)[0]) > 0
 
 
+def test_y_label_reads_upward_left_of_the_axis(tmp_path):
+    """The y label is the glyphs of the font turned a quarter counter-clockwise, in a column of its own."""
+    from sim.plot import FONT, GLYPH_H
+    labelled = plot(tmp_path, [3.0, 2.0, 1.0], y_label="L")
+    strip = labelled[:, 4:4 + GLYPH_H + 2]
+    ink = np.all(strip == 0, axis=2)
+    rows, cols = np.nonzero(ink)
+    turned = ink[rows.min():rows.max() + 1, cols.min():cols.max() + 1]
+    np.testing.assert_array_equal(turned, np.rot90(FONT["L"]))
+
+
 def test_written_atomically_over_an_existing_file(tmp_path):
     path = tmp_path / "loss.png"
     path.write_bytes(b"old")

@@ -3,7 +3,7 @@ tiled GEMM, cloth simulation, rigid bodies, optimisation.
 
 Run `python tools/bench.py` (or `python -m tools.bench`); `--quick` takes smaller sizes and fewer repeats, and
 `--only SECTION ...` runs some sections (saxpy launch compile autodiff gemm cloth rigid articulation optim contention
-sweep cloth_contact). Every number in the
+sweep cloth_contact render). Every number in the
 printed table is measured in this run; a closing line checks them against the targets of the performance issue.
 Warp's columns are left empty when `warp` is not installed.
 
@@ -22,7 +22,8 @@ iteration of configs/cloth_throw.yaml against a
 diffsim_cloth-style iteration in Newton, and the peak traced memory of one loss + gradient with the full tape and
 the checkpointed rollout (tools/bench_optim.py). The contention section runs workloads in separate processes alone,
 two at once and next to a busy core, on this toolkit's thread pool and on the OpenMP runtime it replaced
-(tools/bench_contention.py). Each number is the best of several runs, except the contention rates (one run each).
+(tools/bench_contention.py). The render section times `sim render` of scenes/cloth.yaml to an MP4 at 640x360, the
+whole command in a fresh process and ray casting alone (tools/bench_render.py). Each number is the best of several runs, except the contention rates (one run each).
 `--threads N` runs our kernels on N threads (wp.config.cpu_threads).
 """
 
@@ -49,13 +50,13 @@ if __package__ in (None, ""):  # run as a script: tools/ is on sys.path, the rep
 import kernels  # noqa: E402
 
 try:
-    from . import (bench_articulation, bench_cloth_contact, bench_contention, bench_optim, bench_sweep, bench_rigid,
-                   bench_sim)
+    from . import (bench_articulation, bench_cloth_contact, bench_contention, bench_optim, bench_render, bench_sweep,
+                   bench_rigid, bench_sim)
     from .bench_report import (Row, articulation_rows, closing_line, cloth_rows, optim_rows, render_table,
                                rigid_rows, spring_backward_ratio)
 except ImportError:
-    from tools import (bench_articulation, bench_cloth_contact, bench_contention, bench_optim, bench_sweep,
-                       bench_rigid, bench_sim)
+    from tools import (bench_articulation, bench_cloth_contact, bench_contention, bench_optim, bench_render,
+                       bench_sweep, bench_rigid, bench_sim)
     from tools.bench_report import (Row, articulation_rows, closing_line, cloth_rows, optim_rows, render_table,
                                     rigid_rows, spring_backward_ratio)
 
@@ -96,6 +97,7 @@ class Settings:
     sweep_runs: int = 16  # cloth runs of the sweep section (0: skipped)
     sweep_frames: int = 60
     cloth_contact: tuple = (64, 48)  # cells per side and frames of the cloth drop (tools/bench_cloth_contact.py)
+    render: tuple = (120, 640, 360)  # frames of cloth.yaml, width, height of `sim render` (tools/bench_render.py)
 
 
 FULL = Settings(saxpy_count=10**7, saxpy_repeats=10, launch_count=20000, launch_rounds=5, compile_repeats=3,
@@ -110,10 +112,11 @@ QUICK = Settings(saxpy_count=2 * 10**6, saxpy_repeats=3, launch_count=2000, laun
                  rigid_boxes=(10, 10, 10), rigid_steps=90, rigid_grad_boxes=(5, 4, 5), rigid_grad_steps=100,
                  rigid_repeats=1, articulation_steps=100, articulation_grad_steps=50, articulation_repeats=1,
                  optim_repeats=1, optim_memory_frames=32, contention_seconds=0.5,
-                 contention_workloads=("xpbd32",), sweep_runs=0, cloth_contact=(8, 8))
+                 contention_workloads=("xpbd32",), sweep_runs=0, cloth_contact=(8, 8),
+                 render=(12, 160, 90))
 
 SECTIONS = ("saxpy", "launch", "compile", "autodiff", "gemm", "cloth", "rigid", "articulation", "optim", "contention",
-            "sweep", "cloth_contact")
+            "sweep", "cloth_contact", "render")
 
 # ---------------------------------------------------------------------------------------------------------------
 # Kernel sources. Each is written to a file once per backend, headed by `import kernels as wp` or
@@ -738,6 +741,8 @@ def table_rows(results: dict, settings: Settings, kernel_label: str) -> list:
         rows += optim_rows(results["optim"])
     if "cloth_contact" in results:
         rows += bench_cloth_contact.rows(results["cloth_contact"], Row)
+    if "render" in results:
+        rows += bench_render.rows(results["render"], Row)
     return rows
 
 
@@ -754,6 +759,8 @@ def footnotes(results: dict) -> list:
         lines += bench_optim.footnotes(results["optim"])
     if "cloth_contact" in results:
         lines += bench_cloth_contact.footnotes(results["cloth_contact"])
+    if "render" in results:
+        lines += bench_render.footnotes(results["render"])
     return lines
 
 
@@ -777,6 +784,7 @@ def measure_all(backends: dict, settings: Settings, spring_source: str, vec3: bo
                                                        1 if settings is QUICK else 2),
         "sweep": lambda: bench_sweep.measure(settings.sweep_runs, settings.sweep_frames),
         "cloth_contact": lambda: bench_cloth_contact.measure(*settings.cloth_contact),
+        "render": lambda: bench_render.measure(*settings.render),
     }
     return {section: measures[section]() for section in SECTIONS if section in sections}
 

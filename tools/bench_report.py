@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 try:
-    from . import bench_articulation, bench_contention, bench_rigid, bench_sim, bench_sweep
+    from . import bench_articulation, bench_contention, bench_render, bench_rigid, bench_sim, bench_sweep
 except ImportError:  # run as a script: tools/ is on sys.path, the repository root is not
-    from tools import bench_articulation, bench_contention, bench_rigid, bench_sim, bench_sweep
+    from tools import bench_articulation, bench_contention, bench_render, bench_rigid, bench_sim, bench_sweep
 
 if TYPE_CHECKING:
     from tools.bench import Settings
@@ -119,6 +119,8 @@ TARGETS = (
      lambda r: bench_rigid.speedup(r["rigid"]["large"], "ours_one_thread"), 1.0, True),
     ("rigid", "rigid 100 boxes forward+backward / forward",
      lambda r: 1.0 + bench_rigid.backward_ratio(r["rigid"]["small"]), 2.0, False),
+    ("render", "sim render cloth 120 frames 640x360 [s]",
+     lambda r: bench_render.whole_seconds_for_target(r["render"]), bench_render.TARGET_SECONDS, False),
 )
 
 

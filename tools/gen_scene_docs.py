@@ -75,7 +75,9 @@ growing like sqrt(steps).
 
 **Outputs** (in `--out-dir`, default `output.dir`): `loss.csv` (iteration, loss, grad_norm, then each
 parameter: its components when it has up to 4, else its norm), `loss.png`, `params.yaml` (the learned values as
-scene keys), `initial.usd` and `final.usd` (rollouts with the first and the learned values) and
+scene keys), `initial.usd` and `final.usd` (rollouts with the first and the learned values), `progress.mp4`
+(those two rollouts side by side, rendered as `sim render` does; `output.video: gif` for a GIF, `none` for no video)
+and
 `snapshot.npz`, saved every `output.save_every` iterations and on Ctrl-C, SIGTERM or SIGHUP (exit 130, 143, 129):
 `--resume` continues from it and gives the same result as an uninterrupted run. A folder that holds a snapshot is
 refused (exit 2) unless `--resume` or `--overwrite` (start over) is given, and a folder another optimisation is

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 
 from ..scene.errors import SceneError
-from ..scene.schema import (DEFAULTS, REQUIRED, AnyOf, Boolean, Ctx, Field, FilePath, Integer, Kind, ListOf, Number,
-                            Section, String, Variant, Vector)
+from ..scene.schema import (DEFAULTS, REQUIRED, AnyOf, Boolean, Choice, Ctx, Field, FilePath, Integer, Kind, ListOf,
+                            Number, Section, String, Variant, Vector)
 from ..scene.source import Source, load_source
 
 
@@ -90,6 +90,8 @@ OUTPUT = Section([
     Field("dir", String(), None, "", "output folder (default: out/<config name>); --out-dir overrides"),
     Field("save_every", Integer(min=1), 5, "", "iterations between resumable snapshots"),
     Field("usd", Boolean(), True, "", "write initial.usd and final.usd rollouts"),
+    Field("video", Choice("mp4", "gif", "none"), "mp4", "", "write progress.mp4 (or .gif): the initial and the "
+          "learned rollout side by side, rendered like `sim render` (needs usd: true)"),
 ], doc="What is written.", title="output")
 
 CONFIG = Section([

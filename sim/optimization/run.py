@@ -1,5 +1,5 @@
 """`optimize(config)`: learn scene parameters by gradient descent through the simulation, writing loss.csv,
-loss.png, params.yaml, initial.usd, final.usd and a resumable snapshot into the output folder."""
+loss.png, params.yaml, initial.usd, final.usd, progress.mp4 and a resumable snapshot into the output folder."""
 
 from __future__ import annotations
 
@@ -462,12 +462,13 @@ def write_loss_csv(out_dir: str, params: list, rows: list):
 
 
 def write_outputs(out_dir: str, cfg: OptimizeConfig, problem: Problem, rows: list, final_loss: float) -> list:
-    """loss.csv, loss.png, params.yaml and (output.usd) initial.usd / final.usd; returns the paths. `final_loss`:
-    the loss at the parameters saved."""
+    """loss.csv, loss.png, params.yaml and (output.usd) initial.usd / final.usd and (output.video) the progress
+    video; returns the paths. `final_loss`: the loss at the parameters saved."""
     from ..plot import save_line_plot
     files = [os.path.join(out_dir, n) for n in ("loss.csv", "loss.png", "params.yaml")]
     write_loss_csv(out_dir, problem.params, rows)
-    save_line_plot(files[1], [r[1] for r in rows], xs=[r[0] for r in rows], title=f"{cfg.name}: loss")
+    save_line_plot(files[1], [r[1] for r in rows], xs=[r[0] for r in rows], title=f"{cfg.name}: loss",
+                   x_label="iteration", y_label="loss")
     _write_text(files[2], params_yaml(cfg, problem.params, rows, final_loss))
     if cfg.spec.output.usd:
         learned = [f"{p.path}={json.dumps(p.yaml_value())}" for p in problem.params]
@@ -475,7 +476,16 @@ def write_outputs(out_dir: str, cfg: OptimizeConfig, problem: Problem, rows: lis
             out = os.path.join(out_dir, name)
             _rebuild_scene(cfg, extra).run(frames=problem.frames, out=out)
             files.append(out)
+        if cfg.spec.output.video != "none":
+            files.append(_progress_video(out_dir, files[-2], files[-1], cfg.spec.output.video))
     return files
+
+
+def _progress_video(out_dir: str, initial: str, final: str, extension: str) -> str:
+    """progress.<extension>: the initial and the learned rollout side by side, one camera on both."""
+    from ..rendering.compare import side_by_side
+    return side_by_side([initial, final], os.path.join(out_dir, f"progress.{extension}"),
+                        labels=["initial", "learned"])
 
 
 def _initial_overrides(problem: Problem) -> list:
