@@ -43,7 +43,7 @@ _LAZY = {"Scene": ("sim.scene", "Scene"), "SceneError": ("sim.scene", "SceneErro
          "SimulationError": ("sim.scene", "SimulationError"), "UsdWriter": ("sim.usd", "UsdWriter"),
          "load_mesh": ("sim.mesh_io", "load_mesh"), "MeshFormatError": ("sim.mesh_io", "MeshFormatError"),
          "optimize": ("sim.optimization", "optimize"), "load_optimize_config": ("sim.optimization", "load_config"),
-         "sweep": ("sim.sweeps", "sweep")}
+         "sweep": ("sim.sweeps", "sweep"), "view": ("sim.viewer", "view")}
 
 
 def __getattr__(name):
