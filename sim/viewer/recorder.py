@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..builder import _quat, _rotate
-from ..playback import DEFAULT_COLORS, Playback, Track, shape_triangles
-from ..usd import _as_faces, _as_points, _checked_shape, _fan_triangles
+from ..playback import DEFAULT_COLORS, GROUND_COLOR, Playback, Track, shape_triangles
+from ..usd import _as_faces, _as_points, _checked_shape, _fan_triangles, _identifier, _unique
 
 _INFINITE_PLANE_HALF = 10.0  # half the edge drawn for an infinite plane [stage units]: UsdWriter's default extent
 
@@ -86,6 +86,7 @@ class PlaybackRecorder:
         self._bodies: dict[str, list] = {}  # name -> [(track, growing transforms)] one per shape
         self._body_poses: dict[str, np.ndarray] = {}  # name -> initial pose (4, 4)
         self._closed = False
+        self._prim_names: set[str] = set()  # names under /World, made unique as UsdWriter makes them
 
     @classmethod
     def factory(cls, on_frame=None):
@@ -115,7 +116,9 @@ class PlaybackRecorder:
         up = {"Y": 1, "Z": 2}[self.playback.up_axis]
         normal = np.cross(vertices[faces[0, 1]] - vertices[faces[0, 0]], vertices[faces[0, 2]] - vertices[faces[0, 0]])
         is_ground = kind == "plane" and abs(normal[up]) > 0.999 * np.linalg.norm(normal)
-        track = Track(self._path(name), "mesh", vertices, faces, None, self._color(color), None, None, is_ground)
+        # an uncoloured ground gets the reader's floor colour and takes no turn in the palette, as in the reader
+        shown = GROUND_COLOR.copy() if is_ground and color is None else self._color(color)
+        track = Track(self._path(name), "mesh", vertices, faces, None, shown, None, None, is_ground)
         self.playback.tracks.append(track)
         return track.name
 
@@ -124,22 +127,25 @@ class PlaybackRecorder:
         if name in self._bodies or name in self._deforming:
             raise ValueError(f"name {name!r} is already used by another animated prim")
         pose = _pose_matrix(pos, rot)
-        parts = []
+        path = self._path(name)
+        parts, shape_names = [], set()
         for i, shape in enumerate(checked):
             vertices, faces = _shape_geometry(shape)
-            label = shape["name"] if shape["name"] is not None else f"shape_{i}"
-            track = Track(f"{self._path(name)}/{label}", "mesh", vertices, faces, None, self._color(shape["color"]),
-                          None, None)
+            label = _unique(_identifier(str(shape["name"] if shape["name"] is not None else f"shape_{i}")),
+                            shape_names)
+            track = Track(f"{path}/{label}", "mesh", vertices, faces, None, self._color(shape["color"]), None, None)
             parts.append((track, _Growing((4, 4))))
             self.playback.tracks.append(track)
         self._bodies[name] = parts
         self._body_poses[name] = pose
-        return self._path(name)
+        return path
 
     # ---------------------------------------------------------------------------------------------- frames
 
     def write_frame(self, frame: float, *, points: dict | None = None, bodies: dict | None = None) -> None:
         """One frame, as `UsdWriter.write_frame` takes it; objects not named keep their last value."""
+        if self._closed:
+            raise RuntimeError("the recorder is closed")
         points, bodies = points or {}, bodies or {}
         unknown = [k for k in points if k not in self._deforming] + [k for k in bodies if k not in self._bodies]
         if unknown:
@@ -167,10 +173,15 @@ class PlaybackRecorder:
         """Nothing to save: the frames are in memory."""
 
     def close(self) -> None:
+        """The run is over: no more frames. Returns None where UsdWriter returns its path: nothing was written."""
         self._closed = True
 
     def abort(self) -> None:
         self._closed = True
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     @property
     def last_frame(self) -> float | None:
@@ -183,7 +194,9 @@ class PlaybackRecorder:
     # ------------------------------------------------------------------------------------------- internals
 
     def _path(self, name: str) -> str:
-        return f"/World/{name}"
+        """The prim path UsdWriter would give `name`, so that tracks are named as `sim.playback.load` names
+        them."""
+        return f"/World/{_unique(_identifier(str(name)), self._prim_names)}"
 
     def _color(self, color) -> np.ndarray:
         if color is not None:
