@@ -3,7 +3,7 @@ tiled GEMM, cloth simulation, rigid bodies, optimisation.
 
 Run `python tools/bench.py` (or `python -m tools.bench`); `--quick` takes smaller sizes and fewer repeats, and
 `--only SECTION ...` runs some sections (saxpy launch compile autodiff gemm cloth rigid articulation optim contention
-sweep cloth_contact). Every number in the
+sweep cloth_contact view). Every number in the
 printed table is measured in this run; a closing line checks them against the targets of the performance issue.
 Warp's columns are left empty when `warp` is not installed.
 
@@ -22,7 +22,9 @@ iteration of configs/cloth_throw.yaml against a
 diffsim_cloth-style iteration in Newton, and the peak traced memory of one loss + gradient with the full tape and
 the checkpointed rollout (tools/bench_optim.py). The contention section runs workloads in separate processes alone,
 two at once and next to a busy core, on this toolkit's thread pool and on the OpenMP runtime it replaced
-(tools/bench_contention.py). Each number is the best of several runs, except the contention rates (one run each).
+(tools/bench_contention.py); the view section times `sim view` of out/cloth.usd from the command to its first
+frame drawn in a headless Chromium (tools/bench_view.py). Each number is the best of several runs, except the
+contention rates (one run each).
 `--threads N` runs our kernels on N threads (wp.config.cpu_threads).
 """
 
@@ -50,12 +52,12 @@ import kernels  # noqa: E402
 
 try:
     from . import (bench_articulation, bench_cloth_contact, bench_contention, bench_optim, bench_sweep, bench_rigid,
-                   bench_sim)
+                   bench_sim, bench_view)
     from .bench_report import (Row, articulation_rows, closing_line, cloth_rows, optim_rows, render_table,
                                rigid_rows, spring_backward_ratio)
 except ImportError:
     from tools import (bench_articulation, bench_cloth_contact, bench_contention, bench_optim, bench_sweep,
-                       bench_rigid, bench_sim)
+                       bench_rigid, bench_sim, bench_view)
     from tools.bench_report import (Row, articulation_rows, closing_line, cloth_rows, optim_rows, render_table,
                                     rigid_rows, spring_backward_ratio)
 
@@ -113,7 +115,7 @@ QUICK = Settings(saxpy_count=2 * 10**6, saxpy_repeats=3, launch_count=2000, laun
                  contention_workloads=("xpbd32",), sweep_runs=0, cloth_contact=(8, 8))
 
 SECTIONS = ("saxpy", "launch", "compile", "autodiff", "gemm", "cloth", "rigid", "articulation", "optim", "contention",
-            "sweep", "cloth_contact")
+            "sweep", "cloth_contact", "view")
 
 # ---------------------------------------------------------------------------------------------------------------
 # Kernel sources. Each is written to a file once per backend, headed by `import kernels as wp` or
@@ -777,6 +779,7 @@ def measure_all(backends: dict, settings: Settings, spring_source: str, vec3: bo
                                                        1 if settings is QUICK else 2),
         "sweep": lambda: bench_sweep.measure(settings.sweep_runs, settings.sweep_frames),
         "cloth_contact": lambda: bench_cloth_contact.measure(*settings.cloth_contact),
+        "view": lambda: bench_view.measure(quick=settings is QUICK),
     }
     return {section: measures[section]() for section in SECTIONS if section in sections}
 
@@ -840,6 +843,8 @@ def main(argv=None) -> int:
         print(bench_contention.render(bench_contention.table(results["contention"])))
     if "sweep" in results:
         print(bench_sweep.render(results["sweep"], args.quick))
+    if "view" in results:
+        print(bench_view.render(results["view"]))
     for line in footnotes(results):
         print(line)
     print(closing_line(results))

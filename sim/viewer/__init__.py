@@ -61,13 +61,14 @@ def view(source, *, port: int = DEFAULT_PORT, host: str = DEFAULT_HOST, open_bro
         The running Viewer (`url`, `port`, `close()`), when `block` is False.
 
     Raises:
-        sim.playback.PlaybackError: a missing or unreadable USD file, or one without time samples.
+        sim.playback.PlaybackError: a missing or unreadable USD file, or one without time samples (the last
+            found once the server is up: it is stopped before the error is raised).
         sim.SceneError: an invalid scene file or override.
         ViewerError: the port is in use or the host cannot be listened on.
         KeyboardInterrupt: Ctrl-C (or SIGTERM/SIGHUP under the CLI) while blocking; the server is stopped first.
     """
     from ..scene import Scene
-    playback, scene = None, None
+    playback, scene, usd_path = None, None, None
     if isinstance(source, Scene):
         scene = source
     elif hasattr(source, "tracks") and hasattr(source, "times"):
@@ -75,18 +76,23 @@ def view(source, *, port: int = DEFAULT_PORT, host: str = DEFAULT_HOST, open_bro
     elif is_scene_file(source):
         scene = Scene.load(os.fspath(source), overrides)
     else:
-        from ..playback import load
-        playback = load(source)
-    title = os.path.basename(scene.path if scene is not None else playback.path or "playback")
+        usd_path = os.fspath(source)
+        _check_usd_file(usd_path)
+    title = os.path.basename(usd_path or (scene.path if scene is not None else playback.path) or "playback")
     viewer = Viewer(host=host, port=port, title=f"sim view · {title}")
     try:
-        if playback is not None:
-            viewer.show(playback)
-            viewer.set_status(f"**{title}**: {playback.frame_count} frames at {playback.fps:g} fps")
+        # the address first: a browser loads the page (a second or so) while the file is read
         say(f"viewing {title} at {viewer.url}" + ("  (Ctrl-C stops)" if block else ""))
         if open_browser if open_browser is not None else has_display():
             import webbrowser
             threading.Thread(target=webbrowser.open, args=(viewer.url,), daemon=True).start()
+        if usd_path is not None:
+            from ..playback import load
+            viewer.set_status(f"**{title}**: reading the file")
+            playback = load(usd_path)
+        if playback is not None:
+            viewer.show(playback)
+            viewer.set_status(f"**{title}**: {playback.frame_count} frames at {playback.fps:g} fps")
         if scene is not None:
             live = _LiveRun(viewer, scene, frames=frames, device=device, progress=progress, say=say)
             if block:
@@ -100,6 +106,24 @@ def view(source, *, port: int = DEFAULT_PORT, host: str = DEFAULT_HOST, open_bro
     except BaseException:
         viewer.close()
         raise
+
+
+def _check_usd_file(path: str) -> None:
+    """PlaybackError for what can be told without reading the stage (before anything is served): a missing file,
+    a folder, or a file that starts with none of USD's headers (binary crate, text, zipped package)."""
+    from ..playback import PlaybackError
+    if not os.path.exists(path):
+        raise PlaybackError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise PlaybackError(f"{path}: is a directory, not a USD file")
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+    except OSError as e:
+        raise PlaybackError(f"{path}: cannot be read ({e.strerror})") from None
+    if not head.startswith((b"PXR-USDC", b"#usda", b"PK\x03\x04")):
+        raise PlaybackError(f"{path}: not a USD file (it starts with none of USD's headers: 'PXR-USDC', '#usda' "
+                            "or a .usdz archive's)")
 
 
 class _LiveRun:
