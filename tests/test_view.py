@@ -131,6 +131,26 @@ def test_viewer_serves_its_page_and_frees_its_port(tmp_path):
     Viewer(port=port).close()  # the port is free again: a second viewer gets it
 
 
+def test_a_live_scene_that_blows_up_stays_on_show_with_its_error(tmp_path, capsys):
+    import sim
+    from tools.browser_view import wait_for
+    bad = Scene.from_string("sim: {fps: 10, frames: 50, substeps: 1, solver: {type: semi_implicit}}\n"
+                            "cloth:\n  - name: sheet\n    grid: {dim_x: 4, dim_y: 4, cell_x: 0.1, cell_y: 0.1}\n"
+                            "    material: {tri_ke: 1.0e8, tri_ka: 1.0e8}\n    vel: [0, 0, 5]\n",
+                            str(tmp_path / "bad.yaml"))
+    viewer = sim.view(bad, port=0, block=False, open_browser=False, say=lambda line: None)
+    try:
+        wait_for(lambda: "stopped" in viewer.status, 120)
+        assert "cloth 'sheet'" in viewer.status
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and "cloth 'sheet'" in err
+        shown = viewer.frame
+        viewer.show_frame(10**6)
+        assert viewer.frame >= shown >= 0 and viewer.frame < 50  # the frames before the blow-up, and no more
+    finally:
+        viewer.close()
+
+
 def test_has_display_follows_the_environment(monkeypatch):
     if not sys.platform.startswith("linux"):
         pytest.skip("the $DISPLAY rule is Linux's")

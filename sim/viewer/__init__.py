@@ -144,7 +144,7 @@ class _LiveRun:
                                     record=PlaybackRecorder.factory(on_frame=self._frame))
         except SimulationError as e:
             self.error = e
-            self.say(f"error: {e}")
+            print(f"error: {e}", file=sys.stderr)
             self.viewer.finish(f"**{self.scene.name}**: stopped: {e}")
             return
         seconds = time.perf_counter() - started

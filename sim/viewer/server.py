@@ -164,8 +164,12 @@ class Viewer:
             self.set_status(note)
 
     def set_status(self, text: str) -> None:
-        """One line of status in the control panel (what is being simulated, what went wrong)."""
+        """One line of status in the control panel (what is being simulated, what went wrong); markdown."""
         self._status.content = text
+
+    @property
+    def status(self) -> str:
+        return self._status.content
 
     def show_frame(self, frame: int) -> None:
         """Show `frame` (clamped to the frames there are); the play head moves there."""
