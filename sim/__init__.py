@@ -44,7 +44,8 @@ _LAZY = {"Scene": ("sim.scene", "Scene"), "SceneError": ("sim.scene", "SceneErro
          "load_mesh": ("sim.mesh_io", "load_mesh"), "MeshFormatError": ("sim.mesh_io", "MeshFormatError"),
          "optimize": ("sim.optimization", "optimize"), "load_optimize_config": ("sim.optimization", "load_config"),
          "sweep": ("sim.sweeps", "sweep"), "render": ("sim.rendering", "render"),
-         "RenderError": ("sim.rendering", "RenderError")}
+         "RenderError": ("sim.rendering", "RenderError"),
+         "view": ("sim.viewer", "view")}
 
 
 def __getattr__(name):

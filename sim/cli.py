@@ -1,5 +1,5 @@
 """The `sim` command (also `python -m sim`): run, validate and describe scene files; optimise parameters; render
-USD animations to video.
+USD animations to video; view results in the browser.
 
 Exit codes: 0 success, 2 invalid input (scene, override or option; nothing is written; also an output folder that
 holds earlier results without --resume or --overwrite, or that another run is writing into), 3 the simulation blew
@@ -66,6 +66,7 @@ def create_parser() -> argparse.ArgumentParser:
     _threads_arg(opt)
     _sweep_parser(sub)
     _render_parser(sub)
+    _view_parser(sub)
     return parser
 
 
@@ -100,6 +101,26 @@ def _vector_values_attached(argv: list) -> list:
             out.append(argv[i])
             i += 1
     return out
+
+
+def _view_parser(sub):
+    from .viewer import DEFAULT_HOST, DEFAULT_PORT
+    view = sub.add_parser("view", help="play a USD file, or a scene as it simulates, in the browser (a local web "
+                                       "server; Ctrl-C stops it)")
+    view.add_argument("source", help="USD file written by sim run / sim optimize, or a scene YAML file")
+    view.add_argument("--port", type=_port, default=DEFAULT_PORT,
+                      help=f"TCP port to serve on (default {DEFAULT_PORT}; 0: any free port)")
+    view.add_argument("--host", default=DEFAULT_HOST,
+                      help=f"address to listen on (default {DEFAULT_HOST}: this machine only; 0.0.0.0: every "
+                           "interface, for a browser on another machine)")
+    view.add_argument("--no-browser", dest="browser", action="store_false", default=None,
+                      help="do not open a browser (the default when there is no display: no $DISPLAY or "
+                           "$WAYLAND_DISPLAY on Linux)")
+    view.add_argument("--frames", type=_positive_int, help="a scene: frames to simulate (default: sim.frames)")
+    view.add_argument("--device", help="a scene: cpu, cuda or cuda:N (default: sim.device)")
+    view.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
+                      help="a scene: override a key, e.g. --set sim.substeps=32 (repeatable)")
+    _threads_arg(view)
 
 
 def _sweep_parser(sub):
@@ -168,6 +189,16 @@ def _stopped(interrupt: KeyboardInterrupt) -> str:
     return str(interrupt) if isinstance(interrupt, interrupts.Terminated) else "interrupted"
 
 
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number 0-65535, got '{text}'") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number 0-65535, got {value}")
+    return value
+
+
 def _main(argv=None) -> int:
     args = create_parser().parse_args(_vector_values_attached(list(sys.argv[1:] if argv is None else argv)))
     if getattr(args, "threads", None) is not None:
@@ -180,6 +211,8 @@ def _main(argv=None) -> int:
         return _sweep(args)
     if args.command == "render":
         return _render(args)
+    if args.command == "view":
+        return _view(args)
     warning = None
     try:
         scene = Scene.load(args.scene, args.overrides)
@@ -293,6 +326,35 @@ def _render(args) -> int:
     print(f"rendered  {frames} frame{'s' if frames != 1 else ''} at {result.width}x{result.height} in "
           f"{result.seconds:.1f} s ({result.frames_per_second:.1f} frames/s)")
     print(f"output    {result.out}")
+    return EXIT_OK
+
+
+def _view(args) -> int:
+    """Serve until Ctrl-C (exit 130); exit 2 for a bad file, scene, port or host, before anything is served."""
+    from .playback import PlaybackError
+    from .scene import SceneError
+    from .viewer import ViewerError, is_scene_file, view
+    scene_only = [flag for flag, given in (("--frames", args.frames is not None), ("--device", args.device),
+                                           ("--set", args.overrides)) if given]
+    try:
+        if scene_only and not is_scene_file(args.source):
+            raise ViewerError(f"{', '.join(scene_only)}: only for a scene file (.yaml), not {args.source}")
+        device = None
+        if is_scene_file(args.source):
+            from .scene import Scene
+            scene = Scene.load(args.source, args.overrides)
+            device = _device(args.device or scene.spec.sim.device)
+            source = scene
+        else:
+            source = args.source
+        view(source, port=args.port, host=args.host, open_browser=args.browser, frames=args.frames, device=device,
+             progress=True, say=print)
+    except (PlaybackError, SceneError, ViewerError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt as e:
+        print(f"{_stopped(e)}: viewer stopped", file=sys.stderr)
+        return interrupts.exit_code(e)
     return EXIT_OK
 
 

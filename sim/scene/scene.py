@@ -149,7 +149,8 @@ class Scene:
     # ------------------------------------------------------------------------------------------------ running
 
     def run(self, *, frames: int | None = None, out: str | None = None, device=None, progress: bool = False,
-            write: bool = True, capture: bool = True, observe=None, summary: bool = False) -> RunResult:
+            write: bool = True, capture: bool = True, observe=None, summary: bool = False,
+            record=None) -> RunResult:
         """Simulate `frames` frames (default sim.frames) after the initial frame 0 and write them to the USD file
         `out` (default output.path). A non-finite position or velocity stops the run with SimulationError (its
         `result` says what was done); the frames written so far stay in a valid USD file.
@@ -162,17 +163,24 @@ class Scene:
         With `summary`, the result's `physics` (a summary.PhysicalSummary, also on a stopped run's result) has the
         objects' heights, largest speeds and energies, as `sim run` prints them.
 
+        `record(fps=..., up_axis=..., meters_per_unit=...)`, when given, makes the receiver of the frames in place of
+        the USD file: an object with UsdWriter's add_mesh/add_points/add_body/add_collider/write_frame/save/close/
+        abort methods and its `last_frame` and `saved_frame` (`sim view` passes sim.viewer's PlaybackRecorder, which
+        shows each frame as it is computed); nothing is written to disk and `out` is ignored.
+
         The USD file is saved every `output.save_every` seconds or so as the run goes. A save that fails raises
         OutputWriteError (one line: the file, the cause, and which frames the file keeps from an earlier save)."""
         s = self.spec.sim
         frames = s.frames if frames is None else int(frames)
         if frames < 1:
             raise ValueError(f"frames must be >= 1, got {frames}")
-        path = self.output_path(out) if write else None
+        path = self.output_path(out) if write and record is None else None
         if path is not None:
             self._check_output(path, from_option=out is not None)
         built = self.build(device)
-        writer = _SavingWriter(self._writer(built, path), self.spec.output.save_every) if write else None
+        writer = None
+        if write or record is not None:
+            writer = _SavingWriter(self._writer(built, path, record), self.spec.output.save_every)
         stats0 = wp.build_stats()
         state, scratch = built.model.state(), built.model.state()
         step = _FrameGraphs(built) if capture and built.capturable else built.step_frame
@@ -279,10 +287,12 @@ class Scene:
         sim_s = max(seconds - compile_s, 1e-9)
         return RunResult(frames, steps, seconds, steps / sim_s, compile_s, kind, output, state)
 
-    def _writer(self, built: BuiltScene, path: str):
+    def _writer(self, built: BuiltScene, path: str | None, record=None):
+        """The scene's prims added to a UsdWriter at `path`, or to what `record` makes (see `run`)."""
         from ..usd import UsdWriter
         o = self.spec.output
-        w = UsdWriter(path, fps=self.spec.sim.fps, up_axis=self.spec.sim.up_axis, meters_per_unit=o.meters_per_unit)
+        make = record if record is not None else lambda **settings: UsdWriter(path, **settings)
+        w = make(fps=self.spec.sim.fps, up_axis=self.spec.sim.up_axis, meters_per_unit=o.meters_per_unit)
         q = built.model.particle_q.numpy()
         for obj in built.objects:
             points = q[obj.start:obj.stop]
