@@ -71,6 +71,24 @@ class FunctionSource:
         raise KeyError(name)
 
 
+def _continuation(stmts, target) -> list | None:
+    """The statements that can run after the statement `target` (somewhere in `stmts`) has finished: the ones
+    after it in its block and in every enclosing block, and the enclosing loops themselves (their next
+    iteration); not the other branch of an enclosing `if`. None when `target` is not in `stmts`."""
+    for i, stmt in enumerate(stmts):
+        if stmt is target:
+            return list(stmts[i + 1:])
+        for field in ("body", "orelse"):
+            inner = getattr(stmt, field, None)
+            if not isinstance(inner, list):
+                continue
+            found = _continuation(inner, target)
+            if found is not None:
+                again = [stmt] if isinstance(stmt, (ast.For, ast.While)) else []
+                return found + again + list(stmts[i + 1:])
+    return None
+
+
 def _assigned_names(stmts) -> set:
     """Names bound anywhere in `stmts` (targets of assignments, aug-assignments and for loops)."""
     names = set()
@@ -607,8 +625,11 @@ class Frontend(ExpressionLowering):
         """Python scoping, as Warp allows it: a variable first assigned inside a loop and read after it keeps its
         last iteration's value. Such a variable enters the loop as an `undef` slot (zero of its type once type
         inference knows it from the body's assignment) and is carried through the loop like any other."""
-        inside = {id(sub) for stmt in body_stmts for sub in ast.walk(stmt)}
-        read_after = {sub.id for sub in ast.walk(self.src.fdef)
+        inside = {id(sub) for sub in ast.walk(node)}
+        later_stmts = _continuation(self.src.fdef.body, node)
+        if later_stmts is None:  # a loop the frontend made itself (not in the source): any read may follow it
+            later_stmts = [self.src.fdef]
+        read_after = {sub.id for later in later_stmts for sub in ast.walk(later)
                       if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and id(sub) not in inside}
         for name in sorted(assigned & read_after):
             if name not in self.env and not name.startswith("__"):

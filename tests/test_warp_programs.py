@@ -81,6 +81,30 @@ def last_iteration_value64(x: wp.array[wp.float64], n: int, y: wp.array[wp.float
     y[0] = d * t
 
 
+@wp.kernel
+def assigned_in_nested_loops(x: wp.array[float], flag: int, y: wp.array[float]):
+    total = float(0.0)
+    if flag != 0:
+        for c in range(3):
+            for s in range(2):
+                last = x[s] * float(c + 1)  # read after both loops
+                total += last
+        y[1] = last
+    else:
+        for last in range(4):  # the same name as a loop variable in the other branch: not read after the loops
+            total += float(last)
+    y[0] = total
+
+
+def test_variable_first_assigned_in_nested_loops():
+    x = wp.array(np.array([0.5, 2.0]), dtype=float)
+    y = wp.zeros(2, dtype=float)
+    wp.launch(assigned_in_nested_loops, dim=1, inputs=[x, 1, y])
+    np.testing.assert_allclose(y.numpy(), [2.5 * (1 + 2 + 3), 2.0 * 3], rtol=1e-6)
+    wp.launch(assigned_in_nested_loops, dim=1, inputs=[x, 0, y])
+    assert y.numpy()[0] == 6.0
+
+
 def test_scoped_timer_records_and_prints(capsys):
     times = {}
     with wp.ScopedTimer("block", dict=times) as timer:

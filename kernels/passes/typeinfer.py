@@ -725,10 +725,18 @@ class TypeInference(TileForms, PathForms, SliceForms, ScalarForms):
         self.loop(op, op.operands, body.args, [cond_b, body], cond_args=cond_b.args)
 
     def loop(self, op, inits, args, blocks, cond_args=None):
-        for init, a in zip(inits, args):
-            if init.type is None and not (init.owner is not None and init.owner.opcode == "undef"):
+        # values that are an `undef` slot (a variable first assigned in a loop, read after it) or an enclosing
+        # loop's carried copy of one: an inner loop's assignment types them all
+        undefined = self.__dict__.setdefault("_undef_carried", set())
+        is_undef = [init.type is None and (init.id in undefined or
+                                           (init.owner is not None and init.owner.opcode == "undef"))
+                    for init in inits]
+        for init, a, undef in zip(inits, args, is_undef):
+            if init.type is None and not undef:
                 raise self.error(f"'{a.name}' may be used before it is assigned", op)
             a.type = init.type  # None for a return slot not typed yet: the body's assignment types it
+            if undef:
+                undefined.add(a.id)
         if cond_args is not None:
             for init, a in zip(inits, cond_args):
                 a.type = init.type
@@ -740,8 +748,8 @@ class TypeInference(TileForms, PathForms, SliceForms, ScalarForms):
             self.cur = outer
         body = blocks[-1]
         self.visit_block(body)
-        for init, a, y in zip(inits, args, body.yields):
-            if a.type is None and init.owner is not None and init.owner.opcode == "undef" and y is not a:
+        for init, a, y, undef in zip(inits, args, body.yields, is_undef):
+            if a.type is None and undef and y is not a:
                 a.type = y.type  # first assigned in the loop and read after it: typed by that assignment
             if a.type is None:
                 raise self.error(f"cannot tell the type of '{a.name}' carried through this loop", op)
