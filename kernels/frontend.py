@@ -89,6 +89,30 @@ def _continuation(stmts, target) -> list | None:
     return None
 
 
+def _loads(node) -> set:
+    return {sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)}
+
+
+def _exposed_reads(stmts, assigned: frozenset) -> set:
+    """Names that `stmts`, run in order, may read before assigning them themselves (a for loop's target counts
+    as assigned in its body, a plain assignment for what follows it); `assigned`: names already assigned."""
+    out = set()
+    for stmt in stmts:
+        if isinstance(stmt, ast.For):
+            out |= _loads(stmt.iter) - assigned
+            out |= _exposed_reads(stmt.body, assigned | {n.id for n in ast.walk(stmt.target) if isinstance(n, ast.Name)})
+            out |= _exposed_reads(stmt.orelse, assigned)
+        elif isinstance(stmt, (ast.While, ast.If)):
+            out |= _loads(stmt.test) - assigned
+            out |= _exposed_reads(stmt.body, assigned) | _exposed_reads(stmt.orelse, assigned)
+        elif isinstance(stmt, ast.Assign):
+            out |= _loads(stmt) - assigned
+            assigned = assigned | {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+        else:
+            out |= _loads(stmt) - assigned
+    return out
+
+
 def _assigned_names(stmts) -> set:
     """Names bound anywhere in `stmts` (targets of assignments, aug-assignments and for loops)."""
     names = set()
@@ -625,12 +649,13 @@ class Frontend(ExpressionLowering):
         """Python scoping, as Warp allows it: a variable first assigned inside a loop and read after it keeps its
         last iteration's value. Such a variable enters the loop as an `undef` slot (zero of its type once type
         inference knows it from the body's assignment) and is carried through the loop like any other."""
-        inside = {id(sub) for sub in ast.walk(node)}
         later_stmts = _continuation(self.src.fdef.body, node)
         if later_stmts is None:  # a loop the frontend made itself (not in the source): any read may follow it
-            later_stmts = [self.src.fdef]
-        read_after = {sub.id for later in later_stmts for sub in ast.walk(later)
-                      if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and id(sub) not in inside}
+            inside = {id(sub) for sub in ast.walk(node)}
+            read_after = {sub.id for sub in ast.walk(self.src.fdef)
+                          if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and id(sub) not in inside}
+        else:
+            read_after = _exposed_reads(later_stmts, frozenset())
         for name in sorted(assigned & read_after):
             if name not in self.env and not name.startswith("__"):
                 try:

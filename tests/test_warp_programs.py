@@ -105,6 +105,25 @@ def test_variable_first_assigned_in_nested_loops():
     assert y.numpy()[0] == 6.0
 
 
+@wp.kernel
+def loop_variable_reused_in_a_while(ancestor: wp.array[int], h: wp.array[float]):
+    i = wp.tid()
+    for a in range(3):
+        for d in range(a):
+            h[d] += 1.0
+        j = ancestor[i]
+        while j >= 0:
+            for d in range(2):  # `d` again: assigned by its loop before any read, never carried out of the while
+                h[d] += 10.0
+            j = ancestor[j]
+
+
+def test_a_loop_variable_reused_in_an_inner_loop_is_not_carried():
+    h = wp.zeros(2, dtype=float)
+    wp.launch(loop_variable_reused_in_a_while, dim=1, inputs=[wp.array(np.array([1, -1]), dtype=int), h])
+    np.testing.assert_array_equal(h.numpy(), [2.0 + 30.0, 1.0 + 30.0])
+
+
 def test_scoped_timer_records_and_prints(capsys):
     times = {}
     with wp.ScopedTimer("block", dict=times) as timer:
