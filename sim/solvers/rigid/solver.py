@@ -145,7 +145,7 @@ class SolverRigid:
         if self._one_row_per_body and self._rows.shape[0] and self._contacts_need_gradients(model, state_in):
             self._step_differentiated(model, state_in, state_out, control, f, dt)
             return
-        self.eval_contact_forces(model, state_in, f)
+        self.eval_contact_forces(model, state_in, f, dt=dt)
         if control is not None and getattr(control, "body_f", None) is not None:
             wp.launch(k.add_external_wrenches, dim=model.body_count, inputs=[control.body_f, f],
                       device=model.device)
@@ -159,13 +159,14 @@ class SolverRigid:
         external = getattr(control, "body_f", None) if control is not None else None
         wp.launch(k.step_bodies, dim=model.body_count,
                   inputs=[self.shape_data(model), state_in.body_q, state_in.body_qd, model.body_com, model.body_mass,
-                          model.body_inertia, self._rows, self._body_row, self.contact_settings(model), partners,
+                          model.body_inertia, self._rows, self._body_row, self.contact_settings(model, dt), partners,
                           count, self._no_external if external is None else external, 0 if external is None else 1,
                           self.integration_settings(dt)],
                   outputs=[f, state_out.body_q, state_out.body_qd], device=model.device)
 
-    def eval_contact_forces(self, model, state, f):
-        """Set `f` (shape [body_count], spatial_vector) to the contact wrenches on the bodies of `state`.
+    def eval_contact_forces(self, model, state, f, *, dt: float = 0.0):
+        """Set `f` (shape [body_count], spatial_vector) to the contact wrenches on the bodies of `state`, for a
+        step of `dt` [s] (the time-constant form is implicit over it; 0: the instantaneous force).
 
         Each body shape's contact partners are found by one thread that looks at its candidates; each pair's
         contact points share one narrow phase (collide.py); each body sums its wrenches in a fixed order (no float
@@ -180,7 +181,7 @@ class SolverRigid:
             return
         device = model.device
         shapes = self.shape_data(model)
-        settings = self.contact_settings(model)
+        settings = self.contact_settings(model, dt)
         taped = self._contacts_need_gradients(model, state)
         candidates = self.contact_candidates(model, state)
         scan = [shapes, state.body_q, state.body_qd, model.body_com, self._rows, candidates, settings]
@@ -260,11 +261,12 @@ class SolverRigid:
         settings.angular_scale = max(0.0, 1.0 - self.angular_damping * float(dt))
         return settings
 
-    def contact_settings(self, model) -> k.ContactSettings:
+    def contact_settings(self, model, dt: float = 0.0) -> k.ContactSettings:
         settings = k.ContactSettings()
         settings.margin = float(model.rigid_contact_margin)
         settings.restitution_velocity = self.restitution_velocity
         settings.smoothing = self.contact_smoothing
+        settings.dt = float(dt)
         return settings
 
     @staticmethod
@@ -272,7 +274,8 @@ class SolverRigid:
         """Whether any input of the contact forces has a gradient array (a tape could differentiate them)."""
         inputs = (state.body_q, state.body_qd, model.body_com, model.shape_transform, model.shape_scale,
                   model.shape_material_ke, model.shape_material_kd, model.shape_material_kf,
-                  model.shape_material_mu, model.shape_material_restitution)
+                  model.shape_material_mu, model.shape_material_restitution, model.shape_material_timeconst,
+                  model.shape_material_dampratio, model.body_mass, model.body_inertia)
         return any(a is not None and a.requires_grad for a in inputs)
 
     def integrate(self, model, state_in, state_out, f, dt: float):
@@ -295,6 +298,10 @@ class SolverRigid:
         s.kf = model.shape_material_kf
         s.mu = model.shape_material_mu
         s.restitution = model.shape_material_restitution
+        s.timeconst = model.shape_material_timeconst
+        s.dampratio = model.shape_material_dampratio
+        s.body_mass = model.body_mass
+        s.body_inertia = model.body_inertia
         return s
 
 
