@@ -5,7 +5,7 @@ Two forms of the normal force, per shape (docs/rigid_contact.md):
     time constant (the default): a spring-damper of the pair's effective mass m_eff at the contact point, stated
         as a time constant tau [s] and damping ratio zeta (MuJoCo's solref): stiffness m_eff / (tau zeta)^2,
         damping 2 m_eff / tau, treated implicitly along the normal. The depth at rest is then about
-        g (tau zeta)^2 whatever the mass.
+        g (tau + dt)^2 whatever the mass.
     penalty (a shape that states ke/kd): stiffness ke [N/m] and damping kd [N s/m], explicit.
 A pair's force is the sum of both, each with the mean of the two shapes' coefficients (a shape in one form has
 zero coefficients in the other), so a pair of one form is exactly that form.
@@ -108,12 +108,13 @@ def normal_force(depth: float, vn: float, m_eff: float, ctx: PairContext, settin
     Restitution e: the stiffness is full while the bodies approach and e^2 of it while they separate, blended
     smoothly over |vn| ~ restitution_velocity, so the contact returns the fraction e^2 of the energy it stored
     and the normal speed leaves at e times the arrival speed. In the time-constant form the blend is scaled so
-    that a contact at rest (vn = 0) has exactly the stiffness m_eff k_hat, and the damping acts only on slow
-    contacts (a window 1 - tanh^2(vn / restitution_velocity)): it settles resting contacts without taking energy
-    from bounces, which restitution governs. The time-constant terms are implicit along the normal (the force at
-    the end of the step, the point's motion linearised with m_eff), so they stay stable however short tau is
-    against dt: the force is divided by 1 + dt c + dt^2 k (per unit mass), which also adds dt k to the damping.
-    Never pulling."""
+    that a contact at rest (vn = 0) has the stiffness m_eff k_hat; its time scale tau zeta is kept above 2 dt
+    (smoothly) and stretched by 4 e dt (a bounce must last enough steps to return e^2 of its energy); the damping
+    acts only on slow contacts (a window 1 - tanh(A^2 / restitution_velocity^2) on the oscillation amplitude
+    A^2 = vn^2 + omega^2 depth^2): it settles resting contacts without taking energy from bounces, which
+    restitution governs. The time-constant terms are implicit along the normal (the force at the end of the
+    step, the point's motion linearised with m_eff): the force is divided by 1 + dt c + dt^2 k (per unit mass),
+    and dt k joins the damping where it acts. Never pulling."""
     rv = settings.restitution_velocity
     approaching = 0.5 * (1.0 - wp.tanh(vn / rv))
     e2 = ctx.restitution * ctx.restitution

@@ -1,4 +1,4 @@
-"""`SolverRigid`: free rigid bodies with penalty contacts, integrated with semi-implicit Newton-Euler steps."""
+"""`SolverRigid`: free rigid bodies with contacts, integrated with semi-implicit Newton-Euler steps."""
 
 from __future__ import annotations
 
@@ -19,16 +19,24 @@ class SolverRigid:
     momentum, then the orientation (quaternion, renormalised) and the angular velocity at the new orientation,
     which treats the gyroscopic term implicitly and conserves angular momentum exactly when no torque acts.
 
-    Contacts (penalty, between touching points; see collide.py for which points each shape pair has):
-        normal: ke * depth while approaching, e^2 ke * depth while separating (restitution e: a contact gives
-            back the fraction e^2 of the energy it stored, so bounces leave at e times the arrival speed
-            independently of the masses), blended smoothly over normal speeds ~ `restitution_velocity`; plus
-            damping kd * (approach speed); never pulling.
+    Contacts (between touching points; see collide.py for which points each shape pair has, and
+    docs/rigid_contact.md):
+        normal, time-constant form (the default): a spring-damper of the pair's effective mass m_eff at the
+            point (from both bodies' masses and inertias), stated per material as a time constant tau [s] and a
+            damping ratio zeta (stiffness m_eff / (tau zeta)^2, damping 2 m_eff / tau, as MuJoCo's solref),
+            implicit along the normal over the step, its time scale kept above 2 steps and stretched by 4 e
+            steps for restitution e; resting depth about g (tau + dt)^2 whatever the mass. Penalty form (a shape
+            given ke/kd): ke * depth while approaching, e^2 ke * depth while separating, plus damping
+            kd * (approach speed), explicit. Both forms: restitution e as the ratio of unloading to loading
+            stiffness (a contact gives back the fraction e^2 of the energy it stored, so bounces leave at e times
+            the arrival speed independently of the masses), blended smoothly over normal speeds
+            ~ `restitution_velocity`; never pulling.
         friction: Coulomb, regularised smoothly: mu fn tanh(kf |v_t| / (mu fn)) against the slip v_t (viscous
             with slope kf at small slip, mu fn when sliding). There is no true static friction: a body on a slope
             creeps at about mu fn / kf.
-        material: per shape (Model.shape_material_ke/kd/kf/mu/restitution; ModelBuilder.add_shape_* keywords),
-            a contact uses the mean of its two shapes' values. Forces are continuous in the state, and with
+        material: per shape (Model.shape_material_*; ModelBuilder.add_shape_* keywords), a contact uses the
+            mean of its two shapes' values (of each form's coefficients: a pair of one penalty and one
+            time-constant shape has half of each). Forces are continuous in the state, and with
             `contact_smoothing` (on by default when gradients are requested) so is their slope as a contact starts
             or ends: rollouts are differentiable with respect to the initial state, body_mass, body_inertia and
             the materials.
@@ -38,9 +46,9 @@ class SolverRigid:
             bodies collide with static shapes only. Each pair's contact points share one narrow phase (collide.py);
             each body sums its wrenches in a fixed order, so results do not depend on thread timing.
 
-    Explicit in the contact forces: stable for dt well below sqrt(m_eff / (n ke)) (n contact points carrying a body
-    of effective mass m_eff), for kf dt / m_eff below about 1/4 per contact, and for the hysteresis damping
-    (load / restitution_velocity) dt / m_eff below 1.
+    The time-constant form is stable at any step. Explicit otherwise: the penalty form is stable for dt well below
+    sqrt(m_eff / (n ke)) (n contact points carrying a body of effective mass m_eff), friction for kf dt / m_eff
+    below about 1/4 per contact, and the hysteresis damping for (load / restitution_velocity) dt / m_eff below 1.
 
     Differentiable through a Tape when every step writes a fresh State (`state_out` never aliases `state_in`).
 
@@ -50,7 +58,7 @@ class SolverRigid:
         angular_damping: rate [1/s] at which angular momenta decay.
         restitution_velocity: normal speed [m/s] over which a contact turns from loading to unloading; bounces at
             speeds well above it follow the restitution coefficient.
-        contact_smoothing: depth [m] over which a contact's stiffness ramps up from 0 to ke (the force's slope
+        contact_smoothing: depth [m] over which a contact's stiffness ramps up from 0 to full (the force's slope
             then does not jump when a contact starts or ends between two steps, which is what makes finite
             differences of a rollout agree with its gradient); bodies rest about half of it deeper. None: 1 mm
             when the model was finalized with requires_grad, else 0.
