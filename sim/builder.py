@@ -17,7 +17,8 @@ from .bending import (DEFAULT_BENDING, bending_scale, check_bending_model, curve
                       hinge_weights)
 from .builder_joints import JointBuilderMixin
 from .mesh_shape import build_collider_meshes, checked_mesh, mesh_bounding_radius
-from .model import PARTICLE_ACTIVE, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE, Model
+from .model import (DEFAULT_DAMPRATIO, DEFAULT_TIMECONST, PARTICLE_ACTIVE, PENALTY_KE, SHAPE_BOX, SHAPE_CAPSULE,
+                    SHAPE_MATERIAL_KEYS, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE, Model)
 from .self_contact import default_thickness
 
 _AXES = {"x": 0, "y": 1, "z": 2}
@@ -89,10 +90,13 @@ class ModelBuilder(JointBuilderMixin):
         self.body_mass, self.body_com, self.body_inertia = [], [], []
         #: density of shapes attached to bodies [kg/m^3] when add_shape_* is not given one
         self.default_shape_density = 1000.0
-        #: contact material of new shapes (see Model.shape_material_*): ke [N/m], kd [N s/m], kf [N s/m], mu,
-        #: restitution
-        self.default_shape_ke = 1.0e5
-        self.default_shape_kd = 0.0
+        #: contact material of new shapes (see Model.shape_material_* and docs/rigid_contact.md): the normal
+        #: force's time constant [s] and damping ratio (the default form), or, when ke [N/m] or kd [N s/m] is set
+        #: (here or in add_shape_*), the penalty form; kf [N s/m], mu, restitution
+        self.default_shape_timeconst = DEFAULT_TIMECONST
+        self.default_shape_dampratio = DEFAULT_DAMPRATIO
+        self.default_shape_ke = None
+        self.default_shape_kd = None
         self.default_shape_kf = 100.0
         self.default_shape_mu = 0.5
         self.default_shape_restitution = 0.0
@@ -279,61 +283,89 @@ class ModelBuilder(JointBuilderMixin):
         density = self.default_shape_density if density is None else float(density)
         if density < 0:
             raise ValueError(f"shape density must be >= 0, got {density}")
-        defaults = (self.default_shape_ke, self.default_shape_kd, self.default_shape_kf, self.default_shape_mu,
-                    self.default_shape_restitution)
-        ke, kd, kf, mu, restitution = (d if v is None else float(v) for v, d in zip(material, defaults))
-        if min(ke, kd, kf, mu) < 0 or not 0.0 <= restitution <= 1.0:
-            raise ValueError("shape contact material: ke, kd, kf and mu must be >= 0 and restitution in [0, 1]")
+        ke, kd, kf, mu, restitution, timeconst, dampratio = self._shape_material(*material)
         self.shape_type.append(kind)
         self.shape_transform.append(np.concatenate([np.asarray(pos, dtype=np.float64).reshape(3), q]))
         self.shape_scale.append(np.asarray(scale, dtype=np.float64).reshape(3))
         self.shape_body.append(int(body))
         self.shape_density.append(density)
-        self.shape_material.append((ke, kd, kf, mu, restitution))
+        self.shape_material.append((ke, kd, kf, mu, restitution, timeconst, dampratio))
         self.shape_mesh.append(None)
         return len(self.shape_type) - 1
 
+    def _shape_material(self, ke, kd, kf, mu, restitution, timeconst=None, dampratio=None) -> tuple:
+        """(ke, kd, kf, mu, restitution, timeconst, dampratio) of a new shape, None taking the builder's
+        defaults. The normal force has the penalty form (timeconst 0) when ke or kd is given or set as the
+        builder's default, else the time-constant form (ke = kd = 0); a shape is given one form, not both."""
+        penalty_given = ke is not None or kd is not None
+        if penalty_given and (timeconst is not None or dampratio is not None):
+            raise ValueError("shape contact material: give either ke/kd (penalty form) or timeconst/dampratio "
+                             "(time-constant form), not both")
+        if not penalty_given and timeconst is None and dampratio is None:
+            penalty_given = self.default_shape_ke is not None or self.default_shape_kd is not None
+            ke, kd = self.default_shape_ke, self.default_shape_kd
+        if penalty_given:
+            ke = PENALTY_KE if ke is None else float(ke)
+            kd = 0.0 if kd is None else float(kd)
+            timeconst, dampratio = 0.0, self.default_shape_dampratio
+        else:
+            ke = kd = 0.0
+            timeconst = self.default_shape_timeconst if timeconst is None else float(timeconst)
+            dampratio = self.default_shape_dampratio if dampratio is None else float(dampratio)
+            if not timeconst > 0 or not dampratio > 0:
+                raise ValueError(f"shape contact material: timeconst and dampratio must be positive, got "
+                                 f"{timeconst} and {dampratio}")
+        kf = self.default_shape_kf if kf is None else float(kf)
+        mu = self.default_shape_mu if mu is None else float(mu)
+        restitution = self.default_shape_restitution if restitution is None else float(restitution)
+        if min(ke, kd, kf, mu) < 0 or not 0.0 <= restitution <= 1.0:
+            raise ValueError("shape contact material: ke, kd, kf and mu must be >= 0 and restitution in [0, 1]")
+        return ke, kd, kf, mu, restitution, timeconst, dampratio
+
     # Keyword-only arguments shared by add_shape_*: `density` [kg/m^3] (mass of shapes on bodies) and the contact
-    # material of rigid-body contacts, ke [N/m], kd [N s/m], kf [N s/m], mu, restitution (Model.shape_material_*);
-    # None takes the builder's default_shape_* value. With `body` >= 0, pos and rot are in the body's frame.
+    # material of rigid-body contacts (Model.shape_material_*, docs/rigid_contact.md): the normal force as
+    # timeconst [s] and dampratio [-] (the default form), or as ke [N/m] and kd [N s/m] (the penalty form, taken
+    # when either is given; not both forms), and kf [N s/m], mu, restitution; None takes the builder's
+    # default_shape_* value. With `body` >= 0, pos and rot are in the body's frame.
 
     def add_shape_sphere(self, pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0), radius: float = 1.0,
                          body: int = -1, *, density=None, ke=None, kd=None, kf=None, mu=None,
-                         restitution=None) -> int:
+                         restitution=None, timeconst=None, dampratio=None) -> int:
         """A sphere collider of `radius` [m] centred at `pos`."""
         if radius <= 0:
             raise ValueError(f"sphere radius must be positive, got {radius}")
         return self._add_shape(SHAPE_SPHERE, pos, rot, (radius, 0.0, 0.0), body, density,
-                               (ke, kd, kf, mu, restitution))
+                               (ke, kd, kf, mu, restitution, timeconst, dampratio))
 
     def add_shape_box(self, pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0), hx: float = 0.5, hy: float = 0.5,
                       hz: float = 0.5, body: int = -1, *, density=None, ke=None, kd=None, kf=None, mu=None,
-                      restitution=None) -> int:
+                      restitution=None, timeconst=None, dampratio=None) -> int:
         """A box collider with half extents hx, hy, hz [m]."""
         if min(hx, hy, hz) <= 0:
             raise ValueError("box half extents must be positive")
-        return self._add_shape(SHAPE_BOX, pos, rot, (hx, hy, hz), body, density, (ke, kd, kf, mu, restitution))
+        return self._add_shape(SHAPE_BOX, pos, rot, (hx, hy, hz), body, density,
+                               (ke, kd, kf, mu, restitution, timeconst, dampratio))
 
     def add_shape_capsule(self, pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0), radius: float = 0.5,
                           half_height: float = 0.5, body: int = -1, *, density=None, ke=None, kd=None, kf=None,
-                          mu=None, restitution=None) -> int:
+                          mu=None, restitution=None, timeconst=None, dampratio=None) -> int:
         """A capsule collider: a segment of 2 * half_height along local y, swept by `radius` [m]."""
         if radius <= 0 or half_height < 0:
             raise ValueError("capsule radius must be positive and half_height non-negative")
         return self._add_shape(SHAPE_CAPSULE, pos, rot, (radius, half_height, 0.0), body, density,
-                               (ke, kd, kf, mu, restitution))
+                               (ke, kd, kf, mu, restitution, timeconst, dampratio))
 
     def add_shape_plane(self, pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0), width: float = 0.0,
                         length: float = 0.0, body: int = -1, *, ke=None, kd=None, kf=None, mu=None,
-                        restitution=None) -> int:
+                        restitution=None, timeconst=None, dampratio=None) -> int:
         """A plane through `pos` whose normal is the rotated local +y axis (infinite when width/length are 0).
         Planes have no mass, and rigid bodies collide with static planes only."""
         return self._add_shape(SHAPE_PLANE, pos, rot, (width, length, 0.0), body, 0.0,
-                               (ke, kd, kf, mu, restitution))
+                               (ke, kd, kf, mu, restitution, timeconst, dampratio))
 
     def add_shape_mesh(self, vertices, indices, pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0),
                        scale: float = 1.0, body: int = -1, *, ke=None, kd=None, kf=None, mu=None,
-                       restitution=None) -> int:
+                       restitution=None, timeconst=None, dampratio=None) -> int:
         """A triangle-mesh collider: `vertices` (n, 3) in the shape frame [file units], `indices` (m, 3) or
         flat, scaled by `scale` [m/unit] and placed at pos/rot (in the body frame with `body` >= 0, so it
         moves with the body). Cloth and particles collide with it through a BVH (sim.geometry.mesh_sdf); a
@@ -343,13 +375,13 @@ class ModelBuilder(JointBuilderMixin):
             raise ValueError(f"mesh collider scale must be positive, got {scale}")
         mesh = checked_mesh(vertices, indices)
         shape = self._add_shape(SHAPE_MESH, pos, rot, (scale, scale, scale), body, 0.0,
-                                (ke, kd, kf, mu, restitution))
+                                (ke, kd, kf, mu, restitution, timeconst, dampratio))
         self.shape_mesh[shape] = mesh
         return shape
 
     def add_ground_plane(self, height: float = 0.0, **material) -> int:
         """An infinite ground plane at `height` [m] along the up axis, normal pointing up. Keyword arguments
-        ke, kd, kf, mu, restitution set its contact material (see add_shape_plane)."""
+        ke, kd (or timeconst, dampratio), kf, mu, restitution set its contact material (see add_shape_plane)."""
         pos = self.up_vector * height
         rot = (0.0, 0.0, 0.0, 1.0)
         if self.up_axis == 0:
@@ -490,8 +522,8 @@ class ModelBuilder(JointBuilderMixin):
         m.shape_bounding_radius = arr([_bounding_radius(t, sc, mesh) for t, sc, mesh in
                                        zip(self.shape_type, self.shape_scale, self.shape_mesh)], float)
         m.shape_mesh, m.shape_mesh_id, m.shape_mesh_closed = build_collider_meshes(self.shape_mesh, d)
-        material = np.asarray(self.shape_material, dtype=np.float64).reshape(-1, 5)
-        for k, name in enumerate(("ke", "kd", "kf", "mu", "restitution")):
+        material = np.asarray(self.shape_material, dtype=np.float64).reshape(-1, len(SHAPE_MATERIAL_KEYS))
+        for k, name in enumerate(SHAPE_MATERIAL_KEYS):
             setattr(m, "shape_material_" + name, arr(material[:, k], float, grad=True))
         self._finalize_bodies(m, arr)
         self._finalize_joints(m, arr)

@@ -22,6 +22,12 @@ SHAPE_MESH = 4
 # Bits of `Model.particle_flags`
 PARTICLE_ACTIVE = 1
 
+# Rigid-body contact materials (`Model.shape_material_<key>`, docs/rigid_contact.md)
+SHAPE_MATERIAL_KEYS = ("ke", "kd", "kf", "mu", "restitution", "timeconst", "dampratio")
+DEFAULT_TIMECONST = 0.001  # [s]: the time-constant form's default time constant
+DEFAULT_DAMPRATIO = 1.0  # its default damping ratio (critical)
+PENALTY_KE = 1.0e5  # [N/m]: the penalty form's stiffness when only kd is given
+
 
 @wp.struct
 class ContactParams:
@@ -103,10 +109,15 @@ class Model:
         shape_bounding_radius: radius of a sphere about the shape's origin that contains it [m] (0 for planes),
             shape [shape_count], as built (SolverRigid's hash grid reads it; its contact kernels recompute it from
             shape_scale, which sim optimize may change).
-        Contact material of rigid-body contacts (SolverRigid), per shape; a contact uses the mean of its two
-        shapes' values:
-        shape_material_ke: normal stiffness [N/m] per contact point, shape [shape_count].
-        shape_material_kd: normal damping [N s/m] per contact point, shape [shape_count].
+        Contact material of rigid-body contacts (SolverRigid, SolverFeatherstone; docs/rigid_contact.md), per
+        shape; a contact uses the mean of its two shapes' values. The normal force has a time-constant form
+        (timeconst > 0, ke = kd = 0; the default) and a penalty form (timeconst = 0):
+        shape_material_timeconst: time constant tau of the normal spring-damper of the pair's effective mass
+            [s] (0: penalty form), shape [shape_count].
+        shape_material_dampratio: its damping ratio zeta [-] (stiffness m_eff / (tau zeta)^2, damping
+            2 m_eff / tau), shape [shape_count].
+        shape_material_ke: penalty normal stiffness [N/m] per contact point, shape [shape_count].
+        shape_material_kd: penalty normal damping [N s/m] per contact point, shape [shape_count].
         shape_material_kf: slope of the regularised friction at zero slip [N s/m], shape [shape_count].
         shape_material_mu: Coulomb friction coefficient [-], shape [shape_count].
         shape_material_restitution: coefficient of restitution e in [0, 1] [-], shape [shape_count].

@@ -265,6 +265,9 @@ MALFORMED = [
     ("body without shapes", GOOD + "bodies:\n  - {name: b}\n", 12, "bodies[0]: missing required key 'shapes'"),
     ("restitution above 1", GOOD + "bodies:\n  - {shapes: [{type: sphere, radius: 0.1}], material: "
      "{restitution: 1.5}}\n", 12, "bodies[0].material.restitution: expected a number between 0 and 1, got 1.5"),
+    ("both forms of the normal force", GOOD + "bodies:\n  - {shapes: [{type: sphere, radius: 0.1}], material: "
+     "{ke: 1.0e4, timeconst: 0.002}}\n", 12, "bodies[0].material.timeconst: give the normal force either as "
+     "timeconst/dampratio or as ke/kd (the penalty form), not both (ke is given too)"),
     ("plane as a body shape", GOOD + "bodies:\n  - {shapes: [{type: plane}]}\n", 12,
      "bodies[0].shapes[0].type: expected one of box, sphere, capsule, mesh, got 'plane'"),
     ("missing collider mesh file", GOOD.replace("{type: ground}", "{type: mesh, file: nothere.obj}"), 10,

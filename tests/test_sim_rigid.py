@@ -11,6 +11,7 @@ import pytest
 import kernels as wp
 import sim
 from _sim_rollout import quat_to_matrix, rollout
+from sim.penetration import box_box_depth, box_corners, ground_depth
 from autodiff import Tape, gradcheck
 
 G = 9.81
@@ -175,18 +176,18 @@ def test_box_rests_on_ground_without_drift_or_jitter(device, up_axis):
 
 
 def test_stack_of_five_boxes_stands(device):
-    """Five equal cubes, each shifted by up to 1 cm and turned by up to 1.7 degrees, dropped from 2 mm."""
+    """Five equal cubes, each shifted by up to 1 cm and turned by up to 1.7 degrees, dropped from 2 mm: they stand,
+    every contact (measured from the poses, sim.penetration) at most 1 mm deep."""
     b = box_stack_builder(5, gap=0.002, jitter=0.01, kf=300.0)
     model = b.finalize(device)
     start = model.body_q0.numpy().astype(np.float64)
     _, states = rollout(model, sim.SolverRigid(model), 2000, 1e-3, every=100)
     q = poses(states)
     final = q[-1]
-    # every box on the one below, pressed in by its load: n boxes on 4 contact points of stiffness ke (1 + e^2) / 2
-    spacing = np.diff(np.concatenate([[0.0], final[:, 1]]))
-    load = 5 - np.arange(5)
-    expected = np.concatenate([[0.1], np.full(4, 0.2)]) - load * model.body_mass.numpy()[0] * G / (4 * 0.5e5)
-    np.testing.assert_allclose(spacing, expected, atol=2e-4)
+    half = (0.1, 0.1, 0.1)
+    depths = [ground_depth(box_corners(final[0], half))] + \
+        [box_box_depth(final[i], half, final[i + 1], half) for i in range(4)]
+    assert 0.0 < min(depths) and max(depths) < 1e-3
     # nothing slid off; regularised friction has no true static friction, so the boxes creep (~1 mm/s here, the
     # tangential load of contact normals tilted by ~0.2 degrees over 4 kf)
     assert np.abs(final[:, [0, 2]] - start[:, [0, 2]]).max() < 0.015
@@ -301,11 +302,9 @@ def test_capsule_and_sphere_rest_on_a_box_and_capsule(device):
     q = state.body_q.numpy()
     np.testing.assert_allclose(q[capsule, :3], [0.0, 0.55, 0.0], atol=3e-3)
     np.testing.assert_allclose(q[sphere, :3], [0.0, 0.65, 0.0], atol=4e-3)
-    mass = model.body_mass.numpy()
-    # the roller rests on its two end points (stiffness ke / 2 each at rest), the box on the roller's top line
-    roller_height = 0.1 - (mass[roller] + mass[top]) * G / (2 * 0.5e5)
-    np.testing.assert_allclose(q[roller, 1], roller_height, atol=5e-4)
-    np.testing.assert_allclose(q[top, 1], roller_height + 0.15 - mass[top] * G / 0.5e5, atol=1e-3)
+    # the roller rests on its two end points, the box on the roller's top line, each less than 0.5 mm deep
+    assert 0.1 - 5e-4 < q[roller, 1] < 0.1
+    assert q[roller, 1] + 0.15 - 5e-4 < q[top, 1] < q[roller, 1] + 0.15
     np.testing.assert_allclose(q[crossing, :3], [2.0, 0.24, 0.0], atol=1e-3)
     assert np.abs(state.body_qd.numpy()).max() < 0.05
 

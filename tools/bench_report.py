@@ -166,7 +166,13 @@ def rigid_rows(rigid: dict, settings: Settings) -> list:
         Row(f"{name} forward ({settings.rigid_grad_steps} steps)", "body-steps/s", small["forward"]),
         Row(f"{name} forward+backward", "body-steps/s", small["forward_backward"]),
         Row(f"{name} backward / forward", "x", bench_rigid.backward_ratio(small)),
-    ]
+    ] + [Row(f"rigid {count} boxes, {what} penetration at the end", "mm", _pick(rigid["depth"]["ours"], k),
+             warp=_pick(rigid["depth"]["reference"], k)) for k, what in enumerate(("mean", "worst"))]
+
+
+def _pick(values, k: int):
+    """values[k], or None when there are no values."""
+    return None if values is None else values[k]
 
 
 def articulation_rows(results: dict, settings: Settings) -> list:

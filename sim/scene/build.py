@@ -235,8 +235,12 @@ def _add_particles(b: ModelBuilder, p) -> SceneObject:
 
 
 def _contact_material(spec) -> dict:
+    """The builder keywords of a rigid material: the normal force's penalty form (ke, kd) when the scene gave ke
+    or kd, else its time-constant form."""
     m = spec.material
-    return dict(ke=m.ke, kd=m.kd, kf=m.kf, mu=m.mu, restitution=m.restitution)
+    form = dict(ke=m.ke, kd=m.kd) if m.given("ke") or m.given("kd") else \
+        dict(timeconst=m.timeconst, dampratio=m.dampratio)
+    return dict(form, kf=m.kf, mu=m.mu, restitution=m.restitution)
 
 
 def _add_shape(b: ModelBuilder, s, body: int = -1, **extra):

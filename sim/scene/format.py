@@ -8,6 +8,7 @@ import os
 import re
 
 from ..bending import BENDING_MODELS, DEFAULT_BENDING
+from ..model import DEFAULT_DAMPRATIO, DEFAULT_TIMECONST, PENALTY_KE
 from .schema import (DEFAULTS, REQUIRED, AnyOf, Boolean, Choice, Ctx, Field, FilePath, Integer, Kind, ListOf,
                      MappingOf, Number, Rotation, Section, String, Variant, Vector, exactly_one)
 from .format_joints import (ANCHOR, D6_AXIS, DRIVE, JOINT, LIMITS, ROBOT, ROBOT_JOINT,
@@ -49,14 +50,29 @@ SEMI_IMPLICIT = Section([
 SOLVER_TYPES = {"xpbd": XPBD, "semi_implicit": SEMI_IMPLICIT}
 
 
+def _one_normal_form(spec, ctx: Ctx):
+    """A material states its normal force in one form: time constant (timeconst, dampratio) or penalty (ke, kd)."""
+    penalty = [k for k in ("ke", "kd") if spec.given(k)]
+    time_constant = [k for k in ("timeconst", "dampratio") if spec.given(k)]
+    if penalty and time_constant:
+        ctx.child(time_constant[0]).fail(
+            f"give the normal force either as timeconst/dampratio or as ke/kd (the penalty form), not both "
+            f"({penalty[0]} is given too)")
+
+
 RIGID_MATERIAL = Section([
-    Field("ke", Number(min=0), 1.0e5, "N/m", "contact stiffness"),
-    Field("kd", Number(min=0), 0.0, "N s/m", "contact damping"),
+    Field("timeconst", Number(positive=True), DEFAULT_TIMECONST, "s", "time constant of the normal "
+          "spring-damper of the pair's effective mass (the default form; docs/rigid_contact.md)"),
+    Field("dampratio", Number(positive=True), DEFAULT_DAMPRATIO, "", "its damping ratio (1: critical)"),
+    Field("ke", Number(min=0), PENALTY_KE, "N/m", "penalty form: contact stiffness (given ke or kd selects "
+          "the penalty form instead of timeconst/dampratio)"),
+    Field("kd", Number(min=0), 0.0, "N s/m", "penalty form: contact damping"),
     Field("kf", Number(min=0), 100.0, "N s/m", "friction regularisation (slope at small slip)"),
     Field("mu", Number(min=0), 0.5, "", "Coulomb friction coefficient"),
     Field("restitution", Number(min=0, max=1), 0.0, "", "bounce speed / arrival speed"),
-], doc="Contact material of a shape in rigid-body contacts (a contact uses the mean of its two shapes').",
-    title="rigid material")
+], doc="Contact material of a shape in rigid-body contacts (a contact uses the mean of its two shapes'). The "
+       "normal force has the time-constant form unless ke or kd is given (docs/rigid_contact.md).",
+    checks=[_one_normal_form], title="rigid material")
 
 RIGID = Section([
     Field("linear_damping", Number(min=0), 0.0, "1/s", "decay rate of body velocities"),

@@ -77,13 +77,16 @@ class LinkContacts:
             wp.launch(copy_unjointed, dim=model.body_count, inputs=[self.body_joint, state.body_q, state.body_qd],
                       outputs=[body_q, body_qd], device=model.device)
 
-    def wrenches(self, model, state, body_q, body_qd) -> wp.array:
+    def wrenches(self, model, state, body_q, body_qd, dt: float) -> wp.array:
         """Contact wrenches (torque about the centre of mass [N m], force [N], world) on every body, shape
         [body_count], at the poses body_q and velocities body_qd (of the joint state: gradients reach joint_q
-        and joint_qd through them)."""
+        and joint_qd through them), for a step of dt [s] (0: the instantaneous force; see SolverRigid). The
+        time-constant form's effective mass is each link's own (its mass and inertia, not the articulated
+        inertia of the chain it belongs to), which makes a link's contact softer than tau states when the
+        chain presses on it."""
         at = copy.copy(state)
         at.body_q, at.body_qd = body_q, body_qd
         f = wp.zeros(model.body_count, dtype=wp.spatial_vector, device=model.device,
                      requires_grad=model.requires_grad)
-        self.rigid.eval_contact_forces(model, at, f)  # a fresh zero f: the same whether it sets or adds
+        self.rigid.eval_contact_forces(model, at, f, dt=dt)  # a fresh zero f: the same whether it sets or adds
         return f

@@ -33,11 +33,12 @@ class SolverFeatherstone:
     warning says so when it is non-zero.
     Contacts: the shapes on the links collide with static shapes (the ground) and, with `body_contacts`, with the
     shapes of other bodies, except those of a joint's parent and child; the contact wrenches are SolverRigid's
-    (penalty normal force, regularised Coulomb friction, per-shape materials; see SolverRigid) at the poses and
-    velocities of the joint state, and enter with Control.body_f (torque about the centre of mass [N m], force
-    [N], world) through the bias wrenches, i.e. as J^T f. Bodies that are the child of no joint are not moved.
-    Explicit in the joint and contact forces: stable for dt well below sqrt(m_eff / ke) of the stiffest limit,
-    drive or contact.
+    (time-constant or penalty normal force, regularised Coulomb friction, per-shape materials; see SolverRigid
+    and docs/rigid_contact.md) at the poses and velocities of the joint state, and enter with Control.body_f
+    (torque about the centre of mass [N m], force [N], world) through the bias wrenches, i.e. as J^T f. The
+    time-constant form takes each link's own mass and inertia as its effective mass (LinkContacts.wrenches).
+    Bodies that are the child of no joint are not moved. Explicit in the joint forces and the penalty contacts:
+    stable for dt well below sqrt(m_eff / ke) of the stiffest limit, drive or penalty contact.
 
     Differentiable through a Tape when every step writes a fresh State (state_out never aliases state_in):
     with respect to the initial joint_q and joint_qd, Control.joint_f and the drive targets, the model's gains,
@@ -86,7 +87,7 @@ class SolverFeatherstone:
         if state_out is state_in or state_out.joint_q is state_in.joint_q:
             raise ValueError("SolverFeatherstone.step needs distinct state_in and state_out")
         s = self._scratch(model)
-        qdd = self._joint_accelerations(model, state_in, control, s)
+        qdd = self._joint_accelerations(model, state_in, control, s, float(dt))
         wp.launch(k.integrate_joints, dim=model.joint_count,
                   inputs=[self._joints, model.body_com, state_in.joint_q, state_in.joint_qd, qdd, float(dt)],
                   outputs=[state_out.joint_q, state_out.joint_qd, s.fk_X_local], device=model.device)
@@ -95,13 +96,14 @@ class SolverFeatherstone:
 
     def eval_joint_accelerations(self, model, state, control) -> wp.array:
         """qdd = H^-1 (tau - C) [m/s^2, rad/s^2], shape [joint_dof_count], at `state` under `control` (a new
-        array)."""
+        array), with the instantaneous contact forces (not made implicit over a step)."""
         s = self._scratch(model, lend=False)
-        qdd = self._joint_accelerations(model, state, control, s)
+        qdd = self._joint_accelerations(model, state, control, s, 0.0)
         return qdd if s is not self._reused else wp.clone(qdd)
 
-    def _joint_accelerations(self, model, state, control, s: "_Scratch") -> wp.array:
-        """qdd, in the step's intermediates `s` (reused from step to step without requires_grad)."""
+    def _joint_accelerations(self, model, state, control, s: "_Scratch", dt: float) -> wp.array:
+        """qdd, in the step's intermediates `s` (reused from step to step without requires_grad), with the
+        contact forces of a step of dt [s]."""
         device = model.device
         joints = self._joints
         bodies = s.bodies
@@ -119,7 +121,7 @@ class SolverFeatherstone:
         if self.contacts.active:
             wp.launch(eval_velocities, dim=n, inputs=[joints, bodies.v_j, s.body_q, model.body_com],
                       outputs=[s.body_qd], device=device)
-            contact_f = self.contacts.wrenches(model, state, s.body_q, s.body_qd)
+            contact_f = self.contacts.wrenches(model, state, s.body_q, s.body_qd, dt)
         wp.launch(k.eval_bias_wrenches, dim=n,
                   inputs=[joints, s.body_q, model.body_com, model.body_mass, body_f, contact_f, model.gravity],
                   outputs=[bodies],

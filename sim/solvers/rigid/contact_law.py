@@ -1,5 +1,14 @@
-"""The penalty contact law of the rigid-body solver: the force of one contact point from its depth, normal and
-relative velocity, and the wrench it puts on one body of the pair.
+"""The contact law of the rigid-body solver: the force of one contact point from its depth, normal and relative
+velocity, and the wrench it puts on one body of the pair.
+
+Two forms of the normal force, per shape (docs/rigid_contact.md):
+    time constant (the default): a spring-damper of the pair's effective mass m_eff at the contact point, stated
+        as a time constant tau [s] and damping ratio zeta (MuJoCo's solref): stiffness m_eff / (tau zeta)^2,
+        damping 2 m_eff / tau, treated implicitly along the normal. The depth at rest is then about
+        g (tau + dt)^2 whatever the mass.
+    penalty (a shape that states ke/kd): stiffness ke [N/m] and damping kd [N s/m], explicit.
+A pair's force is the sum of both, each with the mean of the two shapes' coefficients (a shape in one form has
+zero coefficients in the other), so a pair of one form is exactly that form.
 
 Conventions as in kernels.py: body_qd is (angular velocity w [rad/s], linear velocity of the centre of mass v [m/s])
 in world; wrenches are (torque about the centre of mass [N m], force [N]) in world.
@@ -10,21 +19,31 @@ import kernels as wp
 from ...geometry import body_point_velocity
 
 
+#: steps by which a contact of restitution e stretches its time scale, per unit of e (see normal_force)
+BOUNCE_STEPS = wp.constant(4.0)
+#: the least time scale of a contact in steps (as MuJoCo keeps its time constant at least 2 steps)
+SAFE_STEPS = wp.constant(2.0)
+
+
 @wp.struct
 class ContactSettings:
     """Settings of the contact kernels."""
 
     margin: float  # candidate points closer than this are examined [m]
     restitution_velocity: float  # normal speed over which loading turns into unloading [m/s]
-    smoothing: float  # depth over which the normal stiffness ramps up from 0 to ke [m]; 0: none
+    smoothing: float  # depth over which the normal stiffness ramps up from 0 to full [m]; 0: none
+    dt: float  # step the time-constant form is implicit over [s]; 0: the instantaneous (explicit) force
 
 
 @wp.struct
 class PairContext:
     """What every contact point of one shape pair (a, b) shares: the two bodies (-1: static), the body whose wrench
     is wanted (a's when self_is_a is 1, b's when 0) and its world centre of mass [m], the pair's material (the
-    means of the two shapes' ke [N/m], kd [N s/m], kf [N s/m], mu [-], restitution [-]), and whether forces are
-    wanted at all (forces 0: only whether the pair touches)."""
+    means of the two shapes' ke [N/m], kd [N s/m], kf [N s/m], mu [-], restitution [-], and of the time-constant
+    form's stiffness per unit mass k_hat = 1 / (tau zeta)^2 [1/s^2] and damping per unit mass c_hat = 2 / tau
+    [1/s]), whether forces are wanted at all (forces 0: only whether the pair touches), and, for the time-constant
+    form, both bodies' world centres of mass [m], inverse masses [1/kg] and world inverse inertias [1/(kg m^2)]
+    (zero for static and kinematic bodies)."""
 
     body_a: int
     body_b: int
@@ -35,7 +54,26 @@ class PairContext:
     kf: float
     mu: float
     restitution: float
+    k_hat: float
+    c_hat: float
     forces: int
+    com_a: wp.vec3
+    com_b: wp.vec3
+    inv_mass_a: float
+    inv_mass_b: float
+    inv_inertia_a: wp.mat33
+    inv_inertia_b: wp.mat33
+
+
+@wp.func
+def time_constant_rates(timeconst: float, dampratio: float):
+    """(k_hat [1/s^2], c_hat [1/s]) of a shape's time-constant form: 1 / (tau zeta)^2 and 2 / tau (MuJoCo's
+    solref with dmax = 1: natural frequency 1 / (tau zeta), damping ratio zeta); (0, 0) for a shape in the penalty
+    form (timeconst 0)."""
+    if timeconst <= 0.0:
+        return 0.0, 0.0
+    omega = 1.0 / (timeconst * dampratio)
+    return omega * omega, 2.0 / timeconst
 
 
 @wp.func
@@ -63,21 +101,74 @@ def smoothed_depth(depth: float, width: float):
 
 
 @wp.func
-def contact_force(d: float, n: wp.vec3, v_rel: wp.vec3, ke: float, kd: float, kf: float, mu: float,
-                  restitution: float, settings: ContactSettings):
-    """Force [N] on body a of a contact at penetration -d [m] with normal n (from b to a) and velocity of a
-    relative to b v_rel [m/s].
+def normal_force(depth: float, vn: float, m_eff: float, ctx: PairContext, settings: ContactSettings):
+    """Normal force [N] (>= 0) at `depth` [m] (smoothed) and separating normal speed vn [m/s], of a contact
+    point whose effective mass along the normal is m_eff [kg] (0: both sides immovable).
 
-    Normal: ke * depth at full stiffness while the bodies approach and at e^2 ke while they separate, blended
-    smoothly over |v_n| ~ restitution_velocity: the contact returns the fraction e^2 of the energy it stored, so
-    the normal speed leaves at e times the arrival speed whatever the masses; plus damping -kd v_n; never
-    pulling. Tangential: regularised Coulomb friction (friction_force)."""
+    Restitution e: the stiffness is full while the bodies approach and e^2 of it while they separate, blended
+    smoothly over |vn| ~ restitution_velocity, so the contact returns the fraction e^2 of the energy it stored
+    and the normal speed leaves at e times the arrival speed. In the time-constant form the blend is scaled so
+    that a contact at rest (vn = 0) has the stiffness m_eff k_hat; its time scale tau zeta is kept above 2 dt
+    (smoothly) and stretched by 4 e dt (a bounce must last enough steps to return e^2 of its energy); the damping
+    acts only on slow contacts (a window 1 - tanh(A^2 / restitution_velocity^2) on the oscillation amplitude
+    A^2 = vn^2 + omega^2 depth^2): it settles resting contacts without taking energy from bounces, which
+    restitution governs. The time-constant terms are implicit along the normal (the force at the end of the
+    step, the point's motion linearised with m_eff): the force is divided by 1 + dt c + dt^2 k (per unit mass),
+    and dt k joins the damping where it acts. Never pulling."""
+    rv = settings.restitution_velocity
+    approaching = 0.5 * (1.0 - wp.tanh(vn / rv))
+    e2 = ctx.restitution * ctx.restitution
+    blend = e2 + (1.0 - e2) * approaching
+    fn = ctx.ke * depth * blend - ctx.kd * vn
+    if m_eff > 0.0 and ctx.k_hat > 0.0:
+        dt = settings.dt
+        # the time scale tau zeta is kept above SAFE_STEPS dt (smoothly: a stiffer contact chatters), and a
+        # bouncing contact's is stretched by BOUNCE_STEPS e dt, so that a bounce lasts enough steps for the
+        # energy it returns to be e^2 of what it stored
+        period = 1.0 / wp.sqrt(ctx.k_hat)
+        floor = SAFE_STEPS * dt
+        stretch = period / (wp.sqrt(period * period + floor * floor) + BOUNCE_STEPS * ctx.restitution * dt)
+        k_hat = ctx.k_hat * stretch * stretch
+        c_hat = ctx.c_hat * stretch
+        k = k_hat * 2.0 / (1.0 + e2)  # loading stiffness: k_hat at rest, where blend = (1 + e^2) / 2
+        # damped only while the contact's oscillation is slow: its amplitude in speed, vn^2 + omega^2 depth^2
+        # (conserved through a bounce, ~ (g / omega)^2 at rest), well below restitution_velocity^2
+        amplitude2 = vn * vn + k_hat / (1.0 + k_hat * dt * dt) * depth * depth
+        slow = 1.0 - wp.tanh(amplitude2 / (rv * rv))
+        c = (c_hat + k_hat * dt) * slow
+        fn = fn + m_eff * (k * blend * depth - c * vn) / (1.0 + dt * c_hat * slow + dt * dt * k)
+    return wp.max(fn, 0.0)
+
+
+@wp.func
+def body_response(inv_mass: float, inv_inertia: wp.mat33, r: wp.vec3, n: wp.vec3):
+    """n . (velocity change of the body point at r [m] from the centre of mass per unit impulse along n) [1/kg]."""
+    rn = wp.cross(r, n)
+    return inv_mass + wp.dot(rn, inv_inertia * rn)
+
+
+@wp.func
+def effective_mass(ctx: PairContext, n: wp.vec3, x: wp.vec3):
+    """The pair's effective mass [kg] along n at world point x: 1 / (sum of the two bodies' responses); 0 when
+    neither can move."""
+    response = body_response(ctx.inv_mass_a, ctx.inv_inertia_a, x - ctx.com_a, n) + \
+        body_response(ctx.inv_mass_b, ctx.inv_inertia_b, x - ctx.com_b, n)
+    if response <= 0.0:
+        return 0.0
+    return 1.0 / response
+
+
+@wp.func
+def contact_force(d: float, n: wp.vec3, v_rel: wp.vec3, x: wp.vec3, ctx: PairContext, settings: ContactSettings):
+    """Force [N] on body a of a contact at penetration -d [m] with normal n (from b to a), at world point x [m],
+    with velocity of a relative to b v_rel [m/s]: the normal force (normal_force) and regularised Coulomb
+    friction (friction_force)."""
     vn = wp.dot(v_rel, n)
-    approaching = 0.5 * (1.0 - wp.tanh(vn / settings.restitution_velocity))
-    e2 = restitution * restitution
-    depth = smoothed_depth(-d, settings.smoothing)
-    fn = wp.max(ke * depth * (e2 + (1.0 - e2) * approaching) - kd * vn, 0.0)
-    return n * fn + friction_force(v_rel - n * vn, fn, mu, kf)
+    m_eff = float(0.0)
+    if ctx.k_hat > 0.0:
+        m_eff = effective_mass(ctx, n, x)
+    fn = normal_force(smoothed_depth(-d, settings.smoothing), vn, m_eff, ctx, settings)
+    return n * fn + friction_force(v_rel - n * vn, fn, ctx.mu, ctx.kf)
 
 
 @wp.func
@@ -99,7 +190,7 @@ def contact_wrench(ctx: PairContext, body_q: wp.array(dtype=wp.transform),
         return wp.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     v_rel = point_velocity(body_q, body_qd, body_com, ctx.body_a, x) - \
         point_velocity(body_q, body_qd, body_com, ctx.body_b, x)
-    f = contact_force(d, n, v_rel, ctx.ke, ctx.kd, ctx.kf, ctx.mu, ctx.restitution, settings)
+    f = contact_force(d, n, v_rel, x, ctx, settings)
     if ctx.self_is_a == 0:
         f = -f
     return wp.spatial_vector(wp.cross(x - ctx.self_com, f), f)

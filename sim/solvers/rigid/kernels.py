@@ -12,14 +12,16 @@ import kernels as wp
 from ...hashgrid import HashGridData, hash_grid_cell_of, hash_grid_neighbor_cell
 from ...model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_PLANE, SHAPE_SPHERE
 from .collide import pair_contacts
-from .contact_law import ContactSettings, PairContext
+from .contact_law import ContactSettings, PairContext, time_constant_rates
 
 
 @wp.struct
 class RigidShapeData:
     """The shapes as the contact kernels see them (see Model.shape_*): type [shape_count] int32, transform
     (body frame, or world for static shapes), scale [m] vec3, body int32 (-1: static), and the contact material
-    ke [N/m], kd [N s/m], kf [N s/m], mu [-], restitution [-]."""
+    ke [N/m], kd [N s/m], kf [N s/m], mu [-], restitution [-], timeconst [s] (0: penalty form), dampratio [-];
+    with the bodies' mass [kg] and inertia about the centre of mass in body axes [kg m^2] ([body_count]; Model's
+    body_mass and body_inertia), which give the time-constant form its effective mass."""
 
     type: wp.array(dtype=wp.int32)
     transform: wp.array(dtype=wp.transform)
@@ -30,6 +32,10 @@ class RigidShapeData:
     kf: wp.array(dtype=float)
     mu: wp.array(dtype=float)
     restitution: wp.array(dtype=float)
+    timeconst: wp.array(dtype=float)
+    dampratio: wp.array(dtype=float)
+    body_mass: wp.array(dtype=float)
+    body_inertia: wp.array(dtype=wp.mat33)
 
 
 @wp.struct
@@ -106,6 +112,23 @@ def movable_shape_bounds(shapes: RigidShapeData, body_q: wp.array(dtype=wp.trans
 
 
 @wp.func
+def body_inverse_mass(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
+                      body_com: wp.array(dtype=wp.vec3), b: int):
+    """(world centre of mass [m], inverse mass [1/kg], world inverse inertia R I^-1 R^T [1/(kg m^2)]) of body b;
+    zero inverses for static shapes (b < 0) and kinematic bodies (mass 0)."""
+    zero = wp.mat33(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    if b < 0:
+        return wp.vec3(0.0, 0.0, 0.0), 0.0, zero
+    pose = body_q[b]
+    com = wp.transform_point(pose, body_com[b])
+    m = shapes.body_mass[b]
+    if m <= 0.0:
+        return com, 0.0, zero
+    r = wp.quat_to_matrix(wp.transform_get_rotation(pose))
+    return com, 1.0 / m, r * wp.inverse(shapes.body_inertia[b]) * wp.transpose(r)
+
+
+@wp.func
 def pair_wrench(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
                 body_qd: wp.array(dtype=wp.spatial_vector), body_com: wp.array(dtype=wp.vec3),
                 settings: ContactSettings, s: int, other: int, forces: int):
@@ -143,6 +166,19 @@ def pair_wrench(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
     ctx.mu = 0.5 * (shapes.mu[sa] + shapes.mu[sb])
     ctx.restitution = 0.5 * (shapes.restitution[sa] + shapes.restitution[sb])
     ctx.forces = forces
+    k_a, c_a = time_constant_rates(shapes.timeconst[sa], shapes.dampratio[sa])
+    k_b, c_b = time_constant_rates(shapes.timeconst[sb], shapes.dampratio[sb])
+    ctx.k_hat = 0.5 * (k_a + k_b)
+    ctx.c_hat = 0.5 * (c_a + c_b)
+    if forces != 0 and ctx.k_hat > 0.0:
+        com_a, inv_mass_a, inv_inertia_a = body_inverse_mass(shapes, body_q, body_com, ctx.body_a)
+        com_b, inv_mass_b, inv_inertia_b = body_inverse_mass(shapes, body_q, body_com, ctx.body_b)
+        ctx.com_a = com_a
+        ctx.inv_mass_a = inv_mass_a
+        ctx.inv_inertia_a = inv_inertia_a
+        ctx.com_b = com_b
+        ctx.inv_mass_b = inv_mass_b
+        ctx.inv_inertia_b = inv_inertia_b
     touching, w = pair_contacts(ctx, body_q, body_qd, body_com, settings, type_a, pose_a, shapes.scale[sa], type_b,
                                 pose_b, shapes.scale[sb])
     return touching, w

@@ -1,4 +1,4 @@
-"""`SolverRigid`: free rigid bodies with penalty contacts, integrated with semi-implicit Newton-Euler steps."""
+"""`SolverRigid`: free rigid bodies with contacts, integrated with semi-implicit Newton-Euler steps."""
 
 from __future__ import annotations
 
@@ -19,16 +19,24 @@ class SolverRigid:
     momentum, then the orientation (quaternion, renormalised) and the angular velocity at the new orientation,
     which treats the gyroscopic term implicitly and conserves angular momentum exactly when no torque acts.
 
-    Contacts (penalty, between touching points; see collide.py for which points each shape pair has):
-        normal: ke * depth while approaching, e^2 ke * depth while separating (restitution e: a contact gives
-            back the fraction e^2 of the energy it stored, so bounces leave at e times the arrival speed
-            independently of the masses), blended smoothly over normal speeds ~ `restitution_velocity`; plus
-            damping kd * (approach speed); never pulling.
+    Contacts (between touching points; see collide.py for which points each shape pair has, and
+    docs/rigid_contact.md):
+        normal, time-constant form (the default): a spring-damper of the pair's effective mass m_eff at the
+            point (from both bodies' masses and inertias), stated per material as a time constant tau [s] and a
+            damping ratio zeta (stiffness m_eff / (tau zeta)^2, damping 2 m_eff / tau, as MuJoCo's solref),
+            implicit along the normal over the step, its time scale kept above 2 steps and stretched by 4 e
+            steps for restitution e; resting depth about g (tau + dt)^2 whatever the mass. Penalty form (a shape
+            given ke/kd): ke * depth while approaching, e^2 ke * depth while separating, plus damping
+            kd * (approach speed), explicit. Both forms: restitution e as the ratio of unloading to loading
+            stiffness (a contact gives back the fraction e^2 of the energy it stored, so bounces leave at e times
+            the arrival speed independently of the masses), blended smoothly over normal speeds
+            ~ `restitution_velocity`; never pulling.
         friction: Coulomb, regularised smoothly: mu fn tanh(kf |v_t| / (mu fn)) against the slip v_t (viscous
             with slope kf at small slip, mu fn when sliding). There is no true static friction: a body on a slope
             creeps at about mu fn / kf.
-        material: per shape (Model.shape_material_ke/kd/kf/mu/restitution; ModelBuilder.add_shape_* keywords),
-            a contact uses the mean of its two shapes' values. Forces are continuous in the state, and with
+        material: per shape (Model.shape_material_*; ModelBuilder.add_shape_* keywords), a contact uses the
+            mean of its two shapes' values (of each form's coefficients: a pair of one penalty and one
+            time-constant shape has half of each). Forces are continuous in the state, and with
             `contact_smoothing` (on by default when gradients are requested) so is their slope as a contact starts
             or ends: rollouts are differentiable with respect to the initial state, body_mass, body_inertia and
             the materials.
@@ -38,9 +46,9 @@ class SolverRigid:
             bodies collide with static shapes only. Each pair's contact points share one narrow phase (collide.py);
             each body sums its wrenches in a fixed order, so results do not depend on thread timing.
 
-    Explicit in the contact forces: stable for dt well below sqrt(m_eff / (n ke)) (n contact points carrying a body
-    of effective mass m_eff), for kf dt / m_eff below about 1/4 per contact, and for the hysteresis damping
-    (load / restitution_velocity) dt / m_eff below 1.
+    The time-constant form is stable at any step. Explicit otherwise: the penalty form is stable for dt well below
+    sqrt(m_eff / (n ke)) (n contact points carrying a body of effective mass m_eff), friction for kf dt / m_eff
+    below about 1/4 per contact, and the hysteresis damping for (load / restitution_velocity) dt / m_eff below 1.
 
     Differentiable through a Tape when every step writes a fresh State (`state_out` never aliases `state_in`).
 
@@ -50,7 +58,7 @@ class SolverRigid:
         angular_damping: rate [1/s] at which angular momenta decay.
         restitution_velocity: normal speed [m/s] over which a contact turns from loading to unloading; bounces at
             speeds well above it follow the restitution coefficient.
-        contact_smoothing: depth [m] over which a contact's stiffness ramps up from 0 to ke (the force's slope
+        contact_smoothing: depth [m] over which a contact's stiffness ramps up from 0 to full (the force's slope
             then does not jump when a contact starts or ends between two steps, which is what makes finite
             differences of a rollout agree with its gradient); bodies rest about half of it deeper. None: 1 mm
             when the model was finalized with requires_grad, else 0.
@@ -145,7 +153,7 @@ class SolverRigid:
         if self._one_row_per_body and self._rows.shape[0] and self._contacts_need_gradients(model, state_in):
             self._step_differentiated(model, state_in, state_out, control, f, dt)
             return
-        self.eval_contact_forces(model, state_in, f)
+        self.eval_contact_forces(model, state_in, f, dt=dt)
         if control is not None and getattr(control, "body_f", None) is not None:
             wp.launch(k.add_external_wrenches, dim=model.body_count, inputs=[control.body_f, f],
                       device=model.device)
@@ -159,13 +167,14 @@ class SolverRigid:
         external = getattr(control, "body_f", None) if control is not None else None
         wp.launch(k.step_bodies, dim=model.body_count,
                   inputs=[self.shape_data(model), state_in.body_q, state_in.body_qd, model.body_com, model.body_mass,
-                          model.body_inertia, self._rows, self._body_row, self.contact_settings(model), partners,
+                          model.body_inertia, self._rows, self._body_row, self.contact_settings(model, dt), partners,
                           count, self._no_external if external is None else external, 0 if external is None else 1,
                           self.integration_settings(dt)],
                   outputs=[f, state_out.body_q, state_out.body_qd], device=model.device)
 
-    def eval_contact_forces(self, model, state, f):
-        """Set `f` (shape [body_count], spatial_vector) to the contact wrenches on the bodies of `state`.
+    def eval_contact_forces(self, model, state, f, *, dt: float = 0.0):
+        """Set `f` (shape [body_count], spatial_vector) to the contact wrenches on the bodies of `state`, for a
+        step of `dt` [s] (the time-constant form is implicit over it; 0: the instantaneous force).
 
         Each body shape's contact partners are found by one thread that looks at its candidates; each pair's
         contact points share one narrow phase (collide.py); each body sums its wrenches in a fixed order (no float
@@ -180,7 +189,7 @@ class SolverRigid:
             return
         device = model.device
         shapes = self.shape_data(model)
-        settings = self.contact_settings(model)
+        settings = self.contact_settings(model, dt)
         taped = self._contacts_need_gradients(model, state)
         candidates = self.contact_candidates(model, state)
         scan = [shapes, state.body_q, state.body_qd, model.body_com, self._rows, candidates, settings]
@@ -260,11 +269,12 @@ class SolverRigid:
         settings.angular_scale = max(0.0, 1.0 - self.angular_damping * float(dt))
         return settings
 
-    def contact_settings(self, model) -> k.ContactSettings:
+    def contact_settings(self, model, dt: float = 0.0) -> k.ContactSettings:
         settings = k.ContactSettings()
         settings.margin = float(model.rigid_contact_margin)
         settings.restitution_velocity = self.restitution_velocity
         settings.smoothing = self.contact_smoothing
+        settings.dt = float(dt)
         return settings
 
     @staticmethod
@@ -272,7 +282,8 @@ class SolverRigid:
         """Whether any input of the contact forces has a gradient array (a tape could differentiate them)."""
         inputs = (state.body_q, state.body_qd, model.body_com, model.shape_transform, model.shape_scale,
                   model.shape_material_ke, model.shape_material_kd, model.shape_material_kf,
-                  model.shape_material_mu, model.shape_material_restitution)
+                  model.shape_material_mu, model.shape_material_restitution, model.shape_material_timeconst,
+                  model.shape_material_dampratio, model.body_mass, model.body_inertia)
         return any(a is not None and a.requires_grad for a in inputs)
 
     def integrate(self, model, state_in, state_out, f, dt: float):
@@ -295,6 +306,10 @@ class SolverRigid:
         s.kf = model.shape_material_kf
         s.mu = model.shape_material_mu
         s.restitution = model.shape_material_restitution
+        s.timeconst = model.shape_material_timeconst
+        s.dampratio = model.shape_material_dampratio
+        s.body_mass = model.body_mass
+        s.body_inertia = model.body_inertia
         return s
 
 
