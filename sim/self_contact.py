@@ -49,7 +49,8 @@ VT_SLOTS = 48  # triangles kept per vertex
 EE_SLOTS = 48  # edges kept per edge
 QUERY_RADIUS = 2.0  # the pair search radius r_q, in thicknesses
 GRID_CELLS_PER_PRIMITIVE = 8  # hash grid cells per primitive: cloth is a thin sheet, so most cells stay empty
-GAMMA = 0.4  # fraction of a vertex's distance to its nearest primitive it may move in one step (< 1/2)
+GAMMA = 0.4  # fraction of a vertex's distance to its nearest primitive it may move between searches (< 1/2)
+DRIFT_TILE = 64  # particles per block of the drift's sum
 #: default thickness as a fraction of a cloth's mean edge length: below the 0.71 edge lengths between a flat
 #: grid's vertex and the nearest triangle not containing it, so a cloth at rest touches nothing of its own
 DEFAULT_THICKNESS_FRACTION = 0.25
@@ -356,20 +357,63 @@ def scale_bound(bound: wp.array(dtype=float), gamma: float):
 
 
 @wp.kernel
-def limit_displacement(x_start: wp.array(dtype=wp.vec3), x_end: wp.array(dtype=wp.vec3),
-                       v_end: wp.array(dtype=wp.vec3), bound: wp.array(dtype=float), dt: float,
-                       x_out: wp.array(dtype=wp.vec3), v_out: wp.array(dtype=wp.vec3)):
-    """x_out = x_start + the step's displacement shortened to at most bound [m]; when v_out is not empty,
-    v_out = v_end + (x_out - x_end) / dt (semi-implicit Euler: the velocity that moves x_start to x_out)."""
+def copy_positions(x: wp.array(dtype=wp.vec3), out: wp.array(dtype=wp.vec3)):
     i = wp.tid()
-    move = x_end[i] - x_start[i]
-    length = wp.length(move)
-    scale = float(1.0)
+    out[i] = x[i]
+
+
+@wp.func
+def drift_term(weight: float, x: wp.vec3, x_search: wp.vec3):
+    return (x - x_search) * weight
+
+
+@wp.kernel
+def sum_drift_tiled(x: wp.array(dtype=wp.vec3), x_search: wp.array(dtype=wp.vec3), weight: wp.array(dtype=float),
+                    drift: wp.array(dtype=wp.vec3)):
+    """drift[0] += sum_i weight_i (x_i - x_search_i) over a block of DRIFT_TILE particles [m] (weight: 1 / the
+    number of colliding particles at those, 0 elsewhere, so that the sum is their mean displacement)."""
+    block = wp.tid()
+    w = wp.tile_load(weight, shape=DRIFT_TILE, offset=block * DRIFT_TILE)
+    a = wp.tile_load(x, shape=DRIFT_TILE, offset=block * DRIFT_TILE)
+    b = wp.tile_load(x_search, shape=DRIFT_TILE, offset=block * DRIFT_TILE)
+    wp.tile_atomic_add(drift, wp.tile_sum(wp.tile_map(drift_term, w, a, b)))
+
+
+@wp.kernel
+def limit_displacement(x_search: wp.array(dtype=wp.vec3), x_end: wp.array(dtype=wp.vec3),
+                       v_end: wp.array(dtype=wp.vec3), drift: wp.array(dtype=wp.vec3),
+                       bound: wp.array(dtype=float), dt: float, x_out: wp.array(dtype=wp.vec3),
+                       v_out: wp.array(dtype=wp.vec3)):
+    """x_out = x_end where the vertex's displacement since the search, less the common drift c = drift[0], is at
+    most its bound [m]; else x_search + c + that displacement shortened to the bound. When v_out is not empty,
+    v_out = v_end + (x_out - x_end) / dt (semi-implicit Euler: the velocity that moves the vertex to x_out)."""
+    i = wp.tid()
+    c = drift[0]
+    relative = x_end[i] - x_search[i] - c
+    length = wp.length(relative)
+    out = x_end[i]
     if length > bound[i]:
-        scale = bound[i] / length
-    x_out[i] = x_start[i] + move * scale
+        out = x_search[i] + c + relative * (bound[i] / length)
+    x_out[i] = out
     if v_out.shape[0] > 0:
-        v_out[i] = v_end[i] + (x_out[i] - x_end[i]) / dt
+        v_out[i] = v_end[i] + (out - x_end[i]) / dt
+
+
+@wp.kernel
+def check_budget(x_start: wp.array(dtype=wp.vec3), x_out: wp.array(dtype=wp.vec3),
+                 x_search: wp.array(dtype=wp.vec3), drift: wp.array(dtype=wp.vec3),
+                 drift_before: wp.array(dtype=wp.vec3), bound: wp.array(dtype=float),
+                 thickness: wp.array(dtype=float), skin: float, search: wp.array(dtype=wp.int32)):
+    """search[0] = 1 when a colliding vertex, moving again as it moved this step (relative to the drift), would
+    pass its bound or the skin [m] in the next step: the pairs must then be searched again first."""
+    i = wp.tid()
+    if thickness[i] <= 0.0:
+        return
+    c = drift[0]
+    relative = wp.length(x_out[i] - x_search[i] - c)
+    step = wp.length(x_out[i] - x_start[i] - (c - drift_before[0]))
+    if relative + step > wp.min(bound[i], skin):
+        search[0] = 1
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -377,11 +421,18 @@ def limit_displacement(x_start: wp.array(dtype=wp.vec3), x_end: wp.array(dtype=w
 
 
 class SelfContact:
-    """The collision primitives of a model and the per-step pair search (see the module docstring).
+    """The collision primitives of a model, the pair search and the displacement bound (see the module
+    docstring).
 
     Built by the solvers from Model.particle_thickness (> 0 for the vertices of colliding cloths),
-    tri_indices and the cloths' edges; `find(x)` searches the pairs at positions x and returns a
-    SelfContactData and the displacement bound [m] [particle_count]."""
+    tri_indices and the cloths' edges. A solver calls `begin_step(x)` at each step's start (it searches the
+    pairs again when needed and returns the SelfContactData of the current pairs) and `end_step(...)` with the
+    step's unbounded result (it bounds the displacement and decides whether the next step searches again).
+
+    Attributes:
+        searches: pair searches run so far (int).
+        overflow: pairs dropped for want of slots, summed over every search so far, shape [1] (int32).
+    """
 
     def __init__(self, model):
         d = model.device
@@ -398,10 +449,13 @@ class SelfContact:
         self.max_edge = float(lengths.max(initial=0.0))
         self.max_thickness = float(thickness.max(initial=0.0))
         self.query_radius = QUERY_RADIUS * self.max_thickness
+        # a pair beyond r_q at the search, whose sides each moved less than this, is still farther apart than
+        # its thickness: the next search must come before any vertex moves farther
+        self.skin = 0.5 * (self.query_radius - self.max_thickness)
         self._tri_indices = wp.array(tris.astype(np.int32).reshape(-1, 3), dtype=wp.int32, device=d)
         self._edge_indices = wp.array(edges.astype(np.int32).reshape(-1, 2), dtype=wp.int32, device=d)
         self._thickness = model.particle_thickness
-        self.data, self.bound = self._new_pairs()
+        self.data, self.bound, self.x_search = self._new_pairs()
         self._tri_centre = wp.zeros(max(self.tri_count, 1), dtype=wp.vec3, device=d)
         self._edge_centre = wp.zeros(max(self.edge_count, 1), dtype=wp.vec3, device=d)
         self._tri_radius = wp.zeros(max(self.tri_count, 1), dtype=float, device=d)
@@ -411,15 +465,27 @@ class SelfContact:
         self._edge_grid = HashGrid(*(hash_grid_dims_for(GRID_CELLS_PER_PRIMITIVE * self.edge_count),) * 3,
                                    device=d)
         self.overflow = wp.zeros(1, dtype=wp.int32, device=d)
+        self.searches = 0
         self._no_velocity = (wp.zeros(0, dtype=wp.vec3, device=d), wp.zeros(0, dtype=wp.vec3, device=d))
-
+        # the drift is each vertex's share of the colliding vertices' mean displacement; a fixed colliding
+        # vertex does not drift with the others, so with one the bound is on the displacement itself
+        colliding = thickness > 0.0
+        fixed = (model.particle_mass.numpy() <= 0.0) | ((model.particle_flags.numpy() & 1) == 0)
+        self.drifts = bool(colliding.any() and not (colliding & fixed).any())
+        weight = np.where(colliding, 1.0 / max(int(colliding.sum()), 1), 0.0).astype(np.float32)
+        self._drift_weight = wp.array(weight, dtype=float, device=d)
+        self._zero_drift = wp.zeros(1, dtype=wp.vec3, device=d)
+        self._drifts = [wp.zeros(1, dtype=wp.vec3, device=d) for _ in range(2)]
+        self._drift_before = self._zero_drift
+        self._search_flag = wp.zeros(1, dtype=wp.int32, device=d)
+        self._last_out = None  # the positions the last step wrote: a step from anything else searches first
 
     @property
     def enabled(self) -> bool:
         return self.tri_count > 0
 
     def _new_pairs(self) -> tuple:
-        """A SelfContactData with new pair arrays, and a new bound array."""
+        """A SelfContactData with new pair arrays, a new bound array and new search positions."""
         d, n = self.device, self.particle_count
         data = SelfContactData()
         data.tri_indices, data.edge_indices, data.thickness = self._tri_indices, self._edge_indices, self._thickness
@@ -430,19 +496,28 @@ class SelfContact:
         data.ee_start = wp.zeros(max(self.edge_count, 1) * EE_SLOTS, dtype=wp.vec3, device=d)
         data.ee_count = wp.zeros(max(self.edge_count, 1), dtype=wp.int32, device=d)
         data.degree = wp.zeros(n, dtype=wp.int32, device=d)
-        return data, wp.zeros(n, dtype=float, device=d)
+        return data, wp.zeros(n, dtype=float, device=d), wp.zeros(n, dtype=wp.vec3, device=d)
+
+    def begin_step(self, x, *, fresh: bool = False):
+        """The pairs for a step from positions x [m] (vec3 [particle_count]): searched again when the last step
+        asked for it, or when x is not what the last step wrote (a new or reset state); else the last search's.
+        `fresh`: a search fills new arrays (on a Tape, each step's kernels must keep reading their own)."""
+        if x is not self._last_out or int(self._search_flag.numpy()[0]):
+            self.find(x, fresh=fresh)
+        return self.data
 
     def find(self, x, *, fresh: bool = False) -> tuple:
         """Pairs and displacement bound at positions x [m] (vec3 [particle_count]); the search is not taped.
         `fresh`: new pair and bound arrays (on a Tape, each step's kernels must keep reading their own); else
-        the previous step's are refilled."""
+        the previous search's are refilled."""
         if fresh:
-            self.data, self.bound = self._new_pairs()
+            self.data, self.bound, self.x_search = self._new_pairs()
         d, data, r = self.device, self.data, self.query_radius
 
         def run(kernel, dim, inputs):
             wp.launch(kernel, dim=dim, inputs=inputs, device=d, record_tape=False)
 
+        run(copy_positions, self.particle_count, [x, self.x_search])
         self._largest.zero_()
         run(primitive_centres, max(self.tri_count, self.edge_count),
             [x, data.tri_indices, data.edge_indices, self._tri_centre, self._tri_radius, self._edge_centre,
@@ -453,7 +528,6 @@ class SelfContact:
         tri_grid = self._tri_grid.build(self._tri_centre, r + tri_reach, keep_arrays=True)
         edge_grid = self._edge_grid.build(self._edge_centre, r + 2.0 * edge_reach, keep_arrays=True)
         self.bound.fill_(r)
-        self.overflow.zero_()
         run(find_vertex_triangle_pairs, self.particle_count,
             [x, tri_grid, data, r, self._tri_centre, self._tri_radius, self.bound, self.overflow])
         if self.edge_count:
@@ -467,15 +541,35 @@ class SelfContact:
         run(count_degrees, self.particle_count, [data, 0])
         if self.edge_count:
             run(count_degrees, self.edge_count, [data, 1])
+        self._search_flag.zero_()
+        self._drift_before = self._zero_drift
+        self.searches += 1
         return data, self.bound
 
-    def limit(self, x_start, x_end, v_end, dt: float, x_out, v_out):
-        """Clamp each vertex's displacement from x_start to x_end to the bound of the last `find` into x_out,
-        and correct v_end into v_out alike (both None: positions only). The bound is a constant to the Tape."""
+    def end_step(self, x_start, x_end, v_end, dt: float, x_out, v_out, *, fresh: bool = False):
+        """Bound the step: x_out = x_end where each vertex's displacement since the search, relative to the
+        colliding vertices' mean displacement (the drift), is within its bound, else shortened to it; v_end
+        corrected alike into v_out (both None: positions only). x_start: the step's start positions. The bound
+        and the drift are constants to the Tape. `fresh`: a new drift array (on a Tape)."""
+        d = self.device
+        drift = self._zero_drift
+        if self.drifts:
+            drift = wp.zeros(1, dtype=wp.vec3, device=d) if fresh else self._drifts[0]
+            if not fresh:
+                self._drifts.reverse()  # the other one keeps this step's drift for the next step's check
+                drift.zero_()
+            blocks = (self.particle_count + DRIFT_TILE - 1) // DRIFT_TILE
+            wp.launch_tiled(sum_drift_tiled, dim=blocks, inputs=[x_end, self.x_search, self._drift_weight],
+                            outputs=[drift], block_dim=DRIFT_TILE, device=d, record_tape=False)
         if v_out is None:
             v_end, v_out = self._no_velocity
-        wp.launch(limit_displacement, dim=self.particle_count, device=self.device,
-                  inputs=[x_start, x_end, v_end, self.bound, float(dt)], outputs=[x_out, v_out])
+        wp.launch(limit_displacement, dim=self.particle_count, device=d,
+                  inputs=[self.x_search, x_end, v_end, drift, self.bound, float(dt)], outputs=[x_out, v_out])
+        wp.launch(check_budget, dim=self.particle_count, device=d, record_tape=False,
+                  inputs=[x_start, x_out, self.x_search, drift, self._drift_before, self.bound, self._thickness,
+                          self.skin, self._search_flag])
+        self._drift_before = drift
+        self._last_out = x_out
 
 
 def self_contact_of(model):

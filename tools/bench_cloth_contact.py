@@ -31,7 +31,7 @@ from _intersections import count_triangle_intersections  # noqa: E402
 
 SIDE = 1.28  # cloth side [m]
 FPS = 60
-SUBSTEPS = {"xpbd": 20, "semi_implicit": 50}
+SUBSTEPS = {"xpbd": 20, "semi_implicit": 200}
 XPBD_ITERATIONS = 10
 
 
