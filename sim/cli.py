@@ -242,6 +242,8 @@ def _summary(result, scene, stopped: bool = False):
     print(f"compile   {result.compile_seconds:.2f} s ({result.compile_kind})")
     if result.output:
         print(f"output    {result.output}")
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -1,39 +1,42 @@
-"""Cloth self-contact and cloth-cloth contact: proximity pairs found through hash grids once per step, their
-geometry (closest points, normals, barycentric weights), and the displacement bound that keeps cloth from
-passing through itself.
+"""Cloth self-contact and cloth-cloth contact: proximity pairs found through hash grids at the steps that need
+a search, their geometry (closest points, normals, barycentric weights), and the displacement bound that keeps
+cloth from passing through itself.
 
 Primitives: the vertices, triangles and edges of every cloth built with `self_collision=True`; such cloths
-collide with themselves and with each other. Two kinds of pairs, found at the step's start positions:
+collide with themselves and with each other. Two kinds of pairs, found at the search's positions X:
 vertex-triangle (a vertex and a triangle not containing it) and edge-edge (two edges without a shared vertex),
-each kept when closer than the query radius r_q = QUERY_RADIUS thickness. Every vertex keeps
-up to VT_SLOTS triangles, every edge up to EE_SLOTS later edges (more are counted in `overflow` and dropped
-from the contact forces, never from the bound below). Once the bound is known, only the pairs that could come
-within their thickness in this step (closer than the thickness plus the farthest their two sides may move) are
-kept. The broad phase is linear in the number of primitives:
-a hash grid over triangle centroids (cells r_q + the largest centroid-to-corner distance wide) queried from
-each vertex, and one over edge midpoints (cells r_q + the longest edge) queried from each edge, with the
-exact sphere test (centre distance below r_q + the primitives' radii) before any closest-point computation.
+each kept when closer than the query radius r_q = QUERY_RADIUS thickness. Every vertex keeps up to VT_SLOTS
+triangles, every edge up to EE_SLOTS later edges (more are counted in `overflow`, which `sim run` reports, and
+dropped from the contact forces, never from the bound below). Once the bound is known, only the pairs that could
+come within their thickness before the next search (closer than the thickness plus the farthest their two sides
+may move) are kept. The broad phase is linear in the number of primitives: a hash grid over triangle centroids
+queried from each vertex, one over edge midpoints queried from each edge, with the exact sphere test (centre
+distance below r_q + the primitives' radii) before any closest-point computation. The cells are fixed at build
+(r_q + LARGE times the rest size of a triangle or edge), so nothing waits for the device; the few primitives
+stretched beyond that are listed on the device and tested by every query.
 
 Anti-tunnelling (an offset-geometry bound in the manner of Chen et al. 2025, "Offset Geometric Contact"): each
-vertex i gets bound_i = GAMMA * min(r_q, the distance of every pair it belongs to, ), and the
-solvers clamp the vertex's displacement over the step to bound_i. With GAMMA < 1/2 two primitives at distance d
-approach by less than 2 GAMMA d < d within a step (every point of a primitive moves at most as far as its
-farthest vertex), and
-pairs beyond r_q by less than 2 GAMMA r_q < r_q: no new intersection can form, whatever the step size. (A pair
-beyond r_q may end a step closer than its thickness, by at most 2 GAMMA r_q; its contact acts from the next
-step on. A search radius of thickness / (1 - 2 GAMMA) would rule that out, at 2.5 times the radius and many
-times the pairs.)
-A large step only loses speed (the clamp removes it, like a limit of bound_i / dt on each vertex's speed):
-with the default thickness (a quarter edge length, r_q half an edge) a flat cloth has no pair within r_q, so
-it moves up to GAMMA r_q = 0.2 edge lengths per step unhindered (4.4 m/s, a fall from 1 m, needs
-dt <= 0.9 ms at 2 cm edges); parts of a cloth closer than r_q to each other, less. The bound is computed without a Tape
-(it is a safety net, inactive at the smooth points where gradients are checked): when it clamps, gradients
-treat it as a constant.
+vertex i gets bound_i = GAMMA * min(r_q, the distance of every pair it belongs to) at the search, and until the
+next search the solvers keep its displacement since the search, less the drift c (the colliding vertices' mean
+displacement, common to all of them), within bound_i. A common translation changes no distance, and every point
+of a primitive moves relative to c at most as far as its farthest vertex: with GAMMA < 1/2 two primitives at
+distance d approach by less than 2 GAMMA d < d, and pairs beyond r_q by less than 2 GAMMA r_q < r_q, so no new
+intersection can form, whatever the step size. (A pair beyond r_q may come closer than its thickness before the
+next search; see the skin below.) With a fixed colliding vertex (it does not drift), c = 0.
+
+When to search: a step whose relative motion, repeated, would take a vertex past min(bound_i, skin) asks for a
+search before the next step (skin = (r_q - h) / 2: pairs beyond r_q then stay beyond the thickness h), and so
+does a step from positions other than the last step's output (a new or reset state). A cloth falling or sliding
+as a whole, or resting, searches rarely; one folding fast searches every step. A vertex that would pass its bound
+within a step is clamped to it (it loses speed: a limit of bound_i / dt on its relative speed). The bound, the
+drift and the search are computed without a Tape (a safety net, inactive at the smooth points where gradients
+are checked): when the bound clamps, gradients treat it as a constant.
 
 Solvers keep the pair `thickness` (the mean of the two primitives' first vertices' thickness) between the
 surfaces with friction (Model.soft_contact_mu): SolverXPBD by position corrections, SolverSemiImplicit by
 penalty forces (sim.contact's ke, kd, kf). A pair's normal points from the other primitive to this one on the
-side it was on at the step's start, so a pair that crossed within an iteration is pushed back.
+side it was on at the search (no pair crosses before the next), so a pair that crossed within an iteration is
+pushed back.
 """
 
 import numpy as np
@@ -48,6 +51,7 @@ from .hashgrid import HashGrid, HashGridData, hash_grid_cell_of, hash_grid_dims_
 VT_SLOTS = 48  # triangles kept per vertex
 EE_SLOTS = 48  # edges kept per edge
 QUERY_RADIUS = 2.0  # the pair search radius r_q, in thicknesses
+LARGE = 1.5  # primitives more than this many times their size at rest are searched from a list, not the grids
 GRID_CELLS_PER_PRIMITIVE = 8  # hash grid cells per primitive: cloth is a thin sheet, so most cells stay empty
 GAMMA = 0.4  # fraction of a vertex's distance to its nearest primitive it may move between searches (< 1/2)
 DRIFT_TILE = 64  # particles per block of the drift's sum
@@ -66,11 +70,11 @@ class SelfContactData:
     vt_triangle, vt_count: triangles (rows of tri_indices) near each vertex, slot v * VT_SLOTS + k for
         k < vt_count[v] [particle_count * VT_SLOTS], [particle_count] int32.
     ee_edge, ee_count: edges near each edge, slot e * EE_SLOTS + k [edge_count * EE_SLOTS], [edge_count].
-    degree: the number of touching pairs (closer than their thickness at the step's start) each particle
+    degree: the number of touching pairs (closer than their thickness at the search) each particle
         belongs to [particle_count] (int32): a Jacobi solver scales a pair's correction by 1 / the largest count
         of its vertices, which keeps momentum exact.
-    vt_start, ee_start: each pair's separation (this side's closest point minus the other's) at the step's
-        start [m], vec3, one per slot.
+    vt_start, ee_start: each pair's separation (this side's closest point minus the other's) at the search
+        [m], vec3, one per slot.
     """
 
     tri_indices: wp.array2d(dtype=wp.int32)
@@ -131,7 +135,7 @@ def closest_point_triangle(p: wp.vec3, a: wp.vec3, b: wp.vec3, c: wp.vec3):
 @wp.func
 def contact_normal(u: wp.vec3, u_start: wp.vec3):
     """Unit normal and signed distance [m] of a pair whose separation vector (this primitive's closest point
-    minus the other's) is u now and was u_start at the step's start: the normal points to the side of the
+    minus the other's) is u now and was u_start at the search: the normal points to the side of the
     start, and the distance is negative once the pair crossed."""
     d = wp.length(u)
     n = u_start
@@ -198,11 +202,13 @@ def edge_edge_pair(x: wp.array(dtype=wp.vec3), data: SelfContactData, e: int, k:
 
 @wp.kernel
 def primitive_centres(x: wp.array(dtype=wp.vec3), tris: wp.array2d(dtype=wp.int32),
-                      edges: wp.array2d(dtype=wp.int32), tri_centre: wp.array(dtype=wp.vec3),
+                      edges: wp.array2d(dtype=wp.int32), typical: wp.vec2, tri_centre: wp.array(dtype=wp.vec3),
                       tri_radius: wp.array(dtype=float), edge_centre: wp.array(dtype=wp.vec3),
-                      edge_radius: wp.array(dtype=float), largest: wp.array(dtype=float)):
-    """Triangle centroids and edge midpoints [m] (the hash grids' points), the distance from each to its
-    farthest corner [m], and the largest of those (largest[0]: triangles, largest[1]: edges).
+                      edge_radius: wp.array(dtype=float), large: wp.array2d(dtype=wp.int32),
+                      large_count: wp.array(dtype=wp.int32)):
+    """Triangle centroids and edge midpoints [m] (the hash grids' points) and the distance from each to its
+    farthest corner [m]; the triangles (large[0]) and edges (large[1]) farther than typical[0] / typical[1]
+    from their corners, large_count[0] and [1] of them, are searched outside the grids.
     dim = max(tri_count, edge_count)."""
     k = wp.tid()
     if k < tris.shape[0]:
@@ -213,85 +219,127 @@ def primitive_centres(x: wp.array(dtype=wp.vec3), tris: wp.array2d(dtype=wp.int3
         r = wp.max(wp.max(wp.length(a - centre), wp.length(b - centre)), wp.length(c - centre))
         tri_centre[k] = centre
         tri_radius[k] = r
-        wp.atomic_max(largest, 0, r)
+        if r > typical[0]:
+            large[0, wp.atomic_add(large_count, 0, 1)] = k
     if k < edges.shape[0]:
         p = x[edges[k, 0]]
         q = x[edges[k, 1]]
         edge_centre[k] = (p + q) * 0.5
         edge_radius[k] = wp.length(q - p) * 0.5
-        wp.atomic_max(largest, 1, wp.length(q - p) * 0.5)
+        if wp.length(q - p) * 0.5 > typical[1]:
+            large[1, wp.atomic_add(large_count, 1, 1)] = k
 
 
 @wp.func
 def reach(bound: wp.array(dtype=float), i: int, j: int, k: int):
-    """The farthest any of vertices i, j, k may move this step [m]."""
+    """The farthest any of vertices i, j, k may move relative to the drift before the next search [m]."""
     return wp.max(wp.max(bound[i], bound[j]), bound[k])
+
+
+@wp.func
+def try_vertex_triangle(x: wp.array(dtype=wp.vec3), data: SelfContactData, v: int, t: int, query_radius: float,
+                        centre: wp.array(dtype=wp.vec3), radius: wp.array(dtype=float),
+                        bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32), count: int):
+    """Vertex v against triangle t: when closer than query_radius, lower the bound of the four vertices to their
+    distance and keep the pair with its separation now. Returns v's new pair count. The callers test first,
+    inline, that t's bounding sphere comes within query_radius (near_triangle)."""
+    p = x[v]
+    a = data.tri_indices[t, 0]
+    b = data.tri_indices[t, 1]
+    c = data.tri_indices[t, 2]
+    if v == a or v == b or v == c:
+        return count
+    w = closest_point_triangle(p, x[a], x[b], x[c])
+    u = p - (x[a] * w[0] + x[b] * w[1] + x[c] * w[2])
+    d = wp.length(u)
+    if d >= query_radius:
+        return count
+    lower_bound(bound, v, a, b, c, d)
+    return store_pair(data.vt_triangle, data.vt_start, v * VT_SLOTS, count, VT_SLOTS, t, u, overflow)
 
 
 @wp.kernel
 def find_vertex_triangle_pairs(x: wp.array(dtype=wp.vec3), grid: HashGridData, data: SelfContactData,
-                               query_radius: float, centre: wp.array(dtype=wp.vec3),
-                               radius: wp.array(dtype=float), bound: wp.array(dtype=float),
+                               query_radius: float, typical: float, centre: wp.array(dtype=wp.vec3),
+                               radius: wp.array(dtype=float), large: wp.array2d(dtype=wp.int32),
+                               large_count: wp.array(dtype=wp.int32), bound: wp.array(dtype=float),
                                overflow: wp.array(dtype=wp.int32)):
-    """Each colliding vertex against the triangles within query_radius: lowers the bound of all four vertices
-    to their distance and keeps the pair with its separation u now (the step's start)."""
+    """Each colliding vertex against the triangles within query_radius (try_vertex_triangle): those of corner
+    radius up to `typical` [m] through the grid, the larger ones from their list."""
     v = wp.tid()
     if data.thickness[v] <= 0.0:
         return
     p = x[v]
     count = int(0)
+    # a point within r of a triangle of corner radius up to `typical` lies within a cell width of its centroid
     home = hash_grid_cell_of(grid, p)
     for n in range(27):
         cell = hash_grid_neighbor_cell(grid, home, n)
         if cell >= 0:
             for k in range(grid.cell_start[cell], grid.cell_end[cell]):
                 t = grid.sorted_index[k]
-                a = data.tri_indices[t, 0]
-                b = data.tri_indices[t, 1]
-                c = data.tri_indices[t, 2]
                 reach_t = query_radius + radius[t]
-                close = wp.length_sq(centre[t] - p) < reach_t * reach_t  # cheap and exact, first
-                if close and v != a and v != b and v != c:
-                    w = closest_point_triangle(p, x[a], x[b], x[c])
-                    u = p - (x[a] * w[0] + x[b] * w[1] + x[c] * w[2])
-                    d = wp.length(u)
-                    if d < query_radius:
-                        lower_bound(bound, v, a, b, c, d)
-                        count = store_pair(data.vt_triangle, data.vt_start, v * VT_SLOTS, count, VT_SLOTS, t, u,
-                                           overflow)
+                # the cheap and exact sphere test inline, first (a call passes the struct of arrays)
+                if radius[t] <= typical and wp.length_sq(centre[t] - p) < reach_t * reach_t:
+                    count = try_vertex_triangle(x, data, v, t, query_radius, centre, radius, bound, overflow, count)
+    for k in range(large_count[0]):
+        t = large[0, k]
+        reach_t = query_radius + radius[t]
+        if wp.length_sq(centre[t] - p) < reach_t * reach_t:
+            count = try_vertex_triangle(x, data, v, t, query_radius, centre, radius, bound, overflow, count)
     data.vt_count[v] = count
+
+
+@wp.func
+def try_edge_edge(x: wp.array(dtype=wp.vec3), data: SelfContactData, e: int, f: int, query_radius: float,
+                  centre: wp.array(dtype=wp.vec3), radius: wp.array(dtype=float), bound: wp.array(dtype=float),
+                  overflow: wp.array(dtype=wp.int32), count: int):
+    """Edge e against a later edge f without a shared vertex, as try_vertex_triangle. Returns e's new count. The
+    callers test first, inline, that f > e and that the edges' bounding spheres come within query_radius."""
+    i0 = data.edge_indices[e, 0]
+    i1 = data.edge_indices[e, 1]
+    j0 = data.edge_indices[f, 0]
+    j1 = data.edge_indices[f, 1]
+    if i0 == j0 or i0 == j1 or i1 == j0 or i1 == j1:
+        return count
+    st = wp.closest_point_edge_edge(x[i0], x[i1], x[j0], x[j1], 1.0e-12)
+    u = x[i0] * (1.0 - st[0]) + x[i1] * st[0] - x[j0] * (1.0 - st[1]) - x[j1] * st[1]
+    d = wp.length(u)
+    if d >= query_radius:
+        return count
+    lower_bound(bound, i0, i1, j0, j1, d)
+    return store_pair(data.ee_edge, data.ee_start, e * EE_SLOTS, count, EE_SLOTS, f, u, overflow)
 
 
 @wp.kernel
 def find_edge_edge_pairs(x: wp.array(dtype=wp.vec3), grid: HashGridData, data: SelfContactData,
-                         query_radius: float, centre: wp.array(dtype=wp.vec3), radius: wp.array(dtype=float),
-                         bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32)):
-    """Each collision edge e against the later edges f > e without a shared vertex within query_radius, as
-    find_vertex_triangle_pairs."""
+                         query_radius: float, typical: float, centre: wp.array(dtype=wp.vec3),
+                         radius: wp.array(dtype=float), large: wp.array2d(dtype=wp.int32),
+                         large_count: wp.array(dtype=wp.int32), bound: wp.array(dtype=float),
+                         overflow: wp.array(dtype=wp.int32)):
+    """Each collision edge e against the later edges f > e without a shared vertex within query_radius
+    (try_edge_edge): those of half length up to `typical` [m] through the grid, the longer ones from their
+    list."""
     e = wp.tid()
-    i0 = data.edge_indices[e, 0]
-    i1 = data.edge_indices[e, 1]
-    p1 = x[i0]
-    q1 = x[i1]
     count = int(0)
-    mid = (p1 + q1) * 0.5
+    mid = centre[e]
+    # two edges within r have midpoints within r + their half lengths: a cell width when both are typical
     home = hash_grid_cell_of(grid, mid)
     for n in range(27):
         cell = hash_grid_neighbor_cell(grid, home, n)
         if cell >= 0:
             for k in range(grid.cell_start[cell], grid.cell_end[cell]):
                 f = grid.sorted_index[k]
-                j0 = data.edge_indices[f, 0]
-                j1 = data.edge_indices[f, 1]
-                reach_f = query_radius + radius[e] + radius[f]
-                close = wp.length_sq(centre[f] - mid) < reach_f * reach_f  # cheap and exact, first
-                if close and f > e and i0 != j0 and i0 != j1 and i1 != j0 and i1 != j1:
-                    st = wp.closest_point_edge_edge(p1, q1, x[j0], x[j1], 1.0e-12)
-                    u = p1 * (1.0 - st[0]) + q1 * st[0] - x[j0] * (1.0 - st[1]) - x[j1] * st[1]
-                    d = wp.length(u)
-                    if d < query_radius:
-                        lower_bound(bound, i0, i1, j0, j1, d)
-                        count = store_pair(data.ee_edge, data.ee_start, e * EE_SLOTS, count, EE_SLOTS, f, u, overflow)
+                if f > e:
+                    reach_f = query_radius + radius[e] + radius[f]
+                    # the cheap and exact sphere test inline, first (a call passes the struct of arrays)
+                    if radius[f] <= typical and wp.length_sq(centre[f] - mid) < reach_f * reach_f:
+                        count = try_edge_edge(x, data, e, f, query_radius, centre, radius, bound, overflow, count)
+    for k in range(large_count[1]):
+        f = large[1, k]
+        reach_f = query_radius + radius[e] + radius[f]
+        if f > e and wp.length_sq(centre[f] - mid) < reach_f * reach_f:
+            count = try_edge_edge(x, data, e, f, query_radius, centre, radius, bound, overflow, count)
     data.ee_count[e] = count
 
 
@@ -330,7 +378,7 @@ def keep_reachable_pairs(data: SelfContactData, bound: wp.array(dtype=float), ed
 @wp.kernel
 def count_degrees(data: SelfContactData, edges: int):
     """data.degree += 1 at the four vertices of every kept pair of vertex (edges = 0) or edge (edges = 1) i
-    that touches at the step's start (closer than its thickness)."""
+    that touches at the search (closer than its thickness)."""
     i = wp.tid()
     if edges == 0:
         for k in range(data.vt_count[i]):
@@ -460,7 +508,14 @@ class SelfContact:
         self._edge_centre = wp.zeros(max(self.edge_count, 1), dtype=wp.vec3, device=d)
         self._tri_radius = wp.zeros(max(self.tri_count, 1), dtype=float, device=d)
         self._edge_radius = wp.zeros(max(self.edge_count, 1), dtype=float, device=d)
-        self._largest = wp.zeros(2, dtype=float, device=d)
+        self._large = wp.zeros((2, max(self.tri_count, self.edge_count, 1)), dtype=wp.int32, device=d)
+        self._large_count = wp.zeros(2, dtype=wp.int32, device=d)
+        corners = q[tris] if len(tris) else np.zeros((1, 3, 3))
+        tri_radius = np.linalg.norm(corners - corners.mean(axis=1, keepdims=True), axis=2).max(initial=0.0)
+        # primitives up to LARGE times their size at rest are found through the grids, the rest from a list
+        self._typical = wp.vec2(LARGE * float(tri_radius), LARGE * 0.5 * self.max_edge)
+        self._tri_cell = max(self.query_radius + float(self._typical[0]), 1.0e-6)
+        self._edge_cell = max(self.query_radius + 2.0 * float(self._typical[1]), 1.0e-6)
         self._tri_grid = HashGrid(*(hash_grid_dims_for(GRID_CELLS_PER_PRIMITIVE * self.tri_count),) * 3, device=d)
         self._edge_grid = HashGrid(*(hash_grid_dims_for(GRID_CELLS_PER_PRIMITIVE * self.edge_count),) * 3,
                                    device=d)
@@ -501,8 +556,9 @@ class SelfContact:
     def begin_step(self, x, *, fresh: bool = False):
         """The pairs for a step from positions x [m] (vec3 [particle_count]): searched again when the last step
         asked for it, or when x is not what the last step wrote (a new or reset state); else the last search's.
-        `fresh`: a search fills new arrays (on a Tape, each step's kernels must keep reading their own)."""
-        if x is not self._last_out or int(self._search_flag.numpy()[0]):
+        `fresh`: a search fills new arrays (on a Tape, each step's kernels must keep reading their own). Under a
+        capture (kernels.capture) every step searches: a replay cannot take the host's decision again."""
+        if x is not self._last_out or wp.is_capturing(self.device) or int(self._search_flag.numpy()[0]):
             self.find(x, fresh=fresh)
         return self.data
 
@@ -518,21 +574,21 @@ class SelfContact:
             wp.launch(kernel, dim=dim, inputs=inputs, device=d, record_tape=False)
 
         run(copy_positions, self.particle_count, [x, self.x_search])
-        self._largest.zero_()
+        self._large_count.zero_()
         run(primitive_centres, max(self.tri_count, self.edge_count),
-            [x, data.tri_indices, data.edge_indices, self._tri_centre, self._tri_radius, self._edge_centre,
-             self._edge_radius, self._largest])
-        tri_reach, edge_reach = (float(v) for v in self._largest.numpy())
-        # a point within r of a triangle lies within r + its corner radius of its centroid; two edges within r
-        # have midpoints within r + their half lengths
-        tri_grid = self._tri_grid.build(self._tri_centre, r + tri_reach, keep_arrays=True)
-        edge_grid = self._edge_grid.build(self._edge_centre, r + 2.0 * edge_reach, keep_arrays=True)
+            [x, data.tri_indices, data.edge_indices, self._typical, self._tri_centre, self._tri_radius,
+             self._edge_centre, self._edge_radius, self._large, self._large_count])
+        # fixed cell widths and query radii: no wait for the device here
+        tri_grid = self._tri_grid.build(self._tri_centre, self._tri_cell, keep_arrays=True)
+        edge_grid = self._edge_grid.build(self._edge_centre, self._edge_cell, keep_arrays=True)
         self.bound.fill_(r)
         run(find_vertex_triangle_pairs, self.particle_count,
-            [x, tri_grid, data, r, self._tri_centre, self._tri_radius, self.bound, self.overflow])
+            [x, tri_grid, data, r, self._typical[0], self._tri_centre, self._tri_radius, self._large,
+             self._large_count, self.bound, self.overflow])
         if self.edge_count:
             run(find_edge_edge_pairs, self.edge_count,
-                [x, edge_grid, data, r, self._edge_centre, self._edge_radius, self.bound, self.overflow])
+                [x, edge_grid, data, r, self._typical[1], self._edge_centre, self._edge_radius, self._large,
+                 self._large_count, self.bound, self.overflow])
         run(scale_bound, self.particle_count, [self.bound, GAMMA])
         run(keep_reachable_pairs, self.particle_count, [data, self.bound, 0])
         if self.edge_count:
@@ -582,6 +638,21 @@ def self_contact_of(model):
         contact = SelfContact(model)
         model._self_contact = contact
     return contact if contact.enabled else None
+
+
+def overflow_warning(model) -> str | None:
+    """One line for the user when the model's self-contact searches dropped pairs for want of slots (more than
+    VT_SLOTS triangles near a vertex or EE_SLOTS edges near an edge), else None."""
+    contact = getattr(model, "_self_contact", None)
+    if contact is None:
+        return None
+    dropped = int(contact.overflow.numpy()[0])
+    if dropped == 0:
+        return None
+    return (f"self-contact: {dropped} vertex-triangle or edge-edge pairs were dropped over {contact.searches} pair "
+            f"searches (more than {VT_SLOTS} triangles near a vertex or {EE_SLOTS} edges near an edge); their "
+            f"contact forces were missing (the displacement bound still kept the cloth from passing through "
+            f"itself): give the cloth a smaller thickness, or larger triangles")
 
 
 def default_thickness(vertices, triangles) -> float:

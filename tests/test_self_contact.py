@@ -288,3 +288,19 @@ def test_self_contact_kernels_compile_to_ptx():
             assert f"k{i}_{k.name}_cuda_forward" in ptx
             taped = module is not sim.self_contact or k.name == "limit_displacement"
             assert not taped or f"k{i}_{k.name}_cuda_backward" in ptx, k.name
+
+
+def test_sim_run_warns_once_when_pairs_overflow_their_slots(tmp_path, capsys):
+    """A thickness of several edges puts every primitive of the small cloth near hundreds of others: more pairs
+    than a vertex's or edge's slots. `sim run` finishes and says so once, with the count and what to do; the
+    shipped scene says nothing."""
+    from sim.cli import main
+    scene = os.path.join(ROOT, "scenes", "cloth_fold.yaml")
+    argv = ["run", scene, "--quiet", "--set", "sim.frames=2", "--out"]
+    assert main(argv + [str(tmp_path / "thick.usd"), "--set", "cloth.0.thickness=0.2"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("warning: self-contact:") == 1, err
+    assert "pairs were dropped" in err and "smaller thickness" in err
+    assert int(err.split("self-contact: ")[1].split()[0]) > 0
+    assert main(argv + [str(tmp_path / "fold.usd")]) == 0
+    assert "self-contact" not in capsys.readouterr().err
