@@ -6,7 +6,7 @@ Primitives: the vertices, triangles and edges of every cloth built with `self_co
 collide with themselves and with each other. Two kinds of pairs, found at the search's positions X:
 vertex-triangle (a vertex and a triangle not containing it) and edge-edge (two edges without a shared vertex),
 each kept when closer than the query radius r_q = QUERY_RADIUS thickness. Every vertex keeps up to VT_SLOTS
-triangles, every edge up to EE_SLOTS later edges (more are counted in `overflow`, which `sim run` reports, and
+triangles, every edge up to EE_SLOTS other edges (more are counted in `overflow`, which `sim run` reports, and
 dropped from the contact forces, never from the bound below). Once the bound is known, only the pairs that could
 come within their thickness before the next search (closer than the thickness plus the farthest their two sides
 may move) are kept. The broad phase is linear in the number of primitives: a hash grid over triangle centroids
@@ -294,8 +294,9 @@ def find_vertex_triangle_pairs(x: wp.array(dtype=wp.vec3), grid: HashGridData, d
 def try_edge_edge(x: wp.array(dtype=wp.vec3), data: SelfContactData, e: int, f: int, query_radius: float,
                   centre: wp.array(dtype=wp.vec3), radius: wp.array(dtype=float), bound: wp.array(dtype=float),
                   overflow: wp.array(dtype=wp.int32), count: int):
-    """Edge e against a later edge f without a shared vertex, as try_vertex_triangle. Returns e's new count. The
-    callers test first, inline, that f > e and that the edges' bounding spheres come within query_radius."""
+    """Edge e against an edge f without a shared vertex, as try_vertex_triangle. Returns e's new count. The
+    callers test first, inline, that the edges' bounding spheres come within query_radius (and visit each
+    unordered pair once)."""
     i0 = data.edge_indices[e, 0]
     i1 = data.edge_indices[e, 1]
     j0 = data.edge_indices[f, 0]
@@ -317,28 +318,33 @@ def find_edge_edge_pairs(x: wp.array(dtype=wp.vec3), grid: HashGridData, data: S
                          radius: wp.array(dtype=float), large: wp.array2d(dtype=wp.int32),
                          large_count: wp.array(dtype=wp.int32), bound: wp.array(dtype=float),
                          overflow: wp.array(dtype=wp.int32)):
-    """Each collision edge e against the later edges f > e without a shared vertex within query_radius
-    (try_edge_edge): those of half length up to `typical` [m] through the grid, the longer ones from their
+    """Each collision edge e against the edges without a shared vertex within query_radius (try_edge_edge), each
+    unordered pair once: those of half length up to `typical` [m] through the grid, the longer ones from their
     list."""
     e = wp.tid()
     count = int(0)
     mid = centre[e]
-    # two edges within r have midpoints within r + their half lengths: a cell width when both are typical
-    home = hash_grid_cell_of(grid, mid)
-    for n in range(27):
-        cell = hash_grid_neighbor_cell(grid, home, n)
-        if cell >= 0:
-            for k in range(grid.cell_start[cell], grid.cell_end[cell]):
-                f = grid.sorted_index[k]
-                if f > e:
-                    reach_f = query_radius + radius[e] + radius[f]
-                    # the cheap and exact sphere test inline, first (a call passes the struct of arrays)
-                    if radius[f] <= typical and wp.length_sq(centre[f] - mid) < reach_f * reach_f:
-                        count = try_edge_edge(x, data, e, f, query_radius, centre, radius, bound, overflow, count)
+    # each unordered pair once: two typical edges through the grid (midpoints within r + their half lengths: a
+    # cell width) by the lower index, a typical and a large one by the typical one from the list, two large ones
+    # by the lower index from the list
+    typical_e = radius[e] <= typical
+    if typical_e:
+        home = hash_grid_cell_of(grid, mid)
+        for n in range(27):
+            cell = hash_grid_neighbor_cell(grid, home, n)
+            if cell >= 0:
+                for k in range(grid.cell_start[cell], grid.cell_end[cell]):
+                    f = grid.sorted_index[k]
+                    if f > e:
+                        reach_f = query_radius + radius[e] + radius[f]
+                        # the cheap and exact sphere test inline, first (a call passes the struct of arrays)
+                        if radius[f] <= typical and wp.length_sq(centre[f] - mid) < reach_f * reach_f:
+                            count = try_edge_edge(x, data, e, f, query_radius, centre, radius, bound, overflow,
+                                                  count)
     for k in range(large_count[1]):
         f = large[1, k]
         reach_f = query_radius + radius[e] + radius[f]
-        if f > e and wp.length_sq(centre[f] - mid) < reach_f * reach_f:
+        if (typical_e or f > e) and wp.length_sq(centre[f] - mid) < reach_f * reach_f:
             count = try_edge_edge(x, data, e, f, query_radius, centre, radius, bound, overflow, count)
     data.ee_count[e] = count
 

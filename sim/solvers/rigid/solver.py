@@ -317,7 +317,8 @@ def _int_array(values: np.ndarray, device) -> wp.array:
     return wp.array(np.ascontiguousarray(values, dtype=np.int32), dtype=wp.int32, device=device)
 
 
-SHAPE_NAMES = {SHAPE_SPHERE: "sphere", SHAPE_BOX: "box", SHAPE_CAPSULE: "capsule", SHAPE_PLANE: "plane", SHAPE_MESH: "mesh"}
+SHAPE_NAMES = {SHAPE_SPHERE: "sphere", SHAPE_BOX: "box", SHAPE_CAPSULE: "capsule", SHAPE_PLANE: "plane",
+               SHAPE_MESH: "mesh"}
 
 
 def refuse_mesh_contacts(rows, static, movable, shape_type, shape_body, excluded_pairs):
