@@ -379,6 +379,8 @@ def _summary(result, scene, stopped: bool = False):
         print(f"output    {result.output}")
     if result.physics is not None:
         print("\n".join(result.physics.lines()))
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
 
 
 if __name__ == "__main__":

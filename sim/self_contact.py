@@ -1,39 +1,42 @@
-"""Cloth self-contact and cloth-cloth contact: proximity pairs found through hash grids once per step, their
-geometry (closest points, normals, barycentric weights), and the displacement bound that keeps cloth from
-passing through itself.
+"""Cloth self-contact and cloth-cloth contact: proximity pairs found through hash grids at the steps that need
+a search, their geometry (closest points, normals, barycentric weights), and the displacement bound that keeps
+cloth from passing through itself.
 
 Primitives: the vertices, triangles and edges of every cloth built with `self_collision=True`; such cloths
-collide with themselves and with each other. Two kinds of pairs, found at the step's start positions:
+collide with themselves and with each other. Two kinds of pairs, found at the search's positions X:
 vertex-triangle (a vertex and a triangle not containing it) and edge-edge (two edges without a shared vertex),
-each kept when closer than the query radius r_q = QUERY_RADIUS thickness. Every vertex keeps
-up to VT_SLOTS triangles, every edge up to EE_SLOTS later edges (more are counted in `overflow` and dropped
-from the contact forces, never from the bound below). Once the bound is known, only the pairs that could come
-within their thickness in this step (closer than the thickness plus the farthest their two sides may move) are
-kept. The broad phase is linear in the number of primitives:
-a hash grid over triangle centroids (cells r_q + the largest centroid-to-corner distance wide) queried from
-each vertex, and one over edge midpoints (cells r_q + the longest edge) queried from each edge, with the
-exact sphere test (centre distance below r_q + the primitives' radii) before any closest-point computation.
+each kept when closer than the query radius r_q = QUERY_RADIUS thickness. Every vertex keeps up to VT_SLOTS
+triangles, every edge up to EE_SLOTS other edges (more are counted in `overflow`, which `sim run` reports, and
+dropped from the contact forces, never from the bound below). Once the bound is known, only the pairs that could
+come within their thickness before the next search (closer than the thickness plus the farthest their two sides
+may move) are kept. The broad phase is linear in the number of primitives: a hash grid over triangle centroids
+queried from each vertex, one over edge midpoints queried from each edge, with the exact sphere test (centre
+distance below r_q + the primitives' radii) before any closest-point computation. The cells are fixed at build
+(r_q + LARGE times the rest size of a triangle or edge), so nothing waits for the device; the few primitives
+stretched beyond that are listed on the device and tested by every query.
 
 Anti-tunnelling (an offset-geometry bound in the manner of Chen et al. 2025, "Offset Geometric Contact"): each
-vertex i gets bound_i = GAMMA * min(r_q, the distance of every pair it belongs to, ), and the
-solvers clamp the vertex's displacement over the step to bound_i. With GAMMA < 1/2 two primitives at distance d
-approach by less than 2 GAMMA d < d within a step (every point of a primitive moves at most as far as its
-farthest vertex), and
-pairs beyond r_q by less than 2 GAMMA r_q < r_q: no new intersection can form, whatever the step size. (A pair
-beyond r_q may end a step closer than its thickness, by at most 2 GAMMA r_q; its contact acts from the next
-step on. A search radius of thickness / (1 - 2 GAMMA) would rule that out, at 2.5 times the radius and many
-times the pairs.)
-A large step only loses speed (the clamp removes it, like a limit of bound_i / dt on each vertex's speed):
-with the default thickness (a quarter edge length, r_q half an edge) a flat cloth has no pair within r_q, so
-it moves up to GAMMA r_q = 0.2 edge lengths per step unhindered (4.4 m/s, a fall from 1 m, needs
-dt <= 0.9 ms at 2 cm edges); parts of a cloth closer than r_q to each other, less. The bound is computed without a Tape
-(it is a safety net, inactive at the smooth points where gradients are checked): when it clamps, gradients
-treat it as a constant.
+vertex i gets bound_i = GAMMA * min(r_q, the distance of every pair it belongs to) at the search, and until the
+next search the solvers keep its displacement since the search, less the drift c (the colliding vertices' mean
+displacement, common to all of them), within bound_i. A common translation changes no distance, and every point
+of a primitive moves relative to c at most as far as its farthest vertex: with GAMMA < 1/2 two primitives at
+distance d approach by less than 2 GAMMA d < d, and pairs beyond r_q by less than 2 GAMMA r_q < r_q, so no new
+intersection can form, whatever the step size. (A pair beyond r_q may come closer than its thickness before the
+next search; see the skin below.) With a fixed colliding vertex (it does not drift), c = 0.
+
+When to search: a step whose relative motion, repeated, would take a vertex past min(bound_i, skin) asks for a
+search before the next step (skin = (r_q - h) / 2: pairs beyond r_q then stay beyond the thickness h), and so
+does a step from positions other than the last step's output (a new or reset state). A cloth falling or sliding
+as a whole, or resting, searches rarely; one folding fast searches every step. A vertex that would pass its bound
+within a step is clamped to it (it loses speed: a limit of bound_i / dt on its relative speed). The bound, the
+drift and the search are computed without a Tape (a safety net, inactive at the smooth points where gradients
+are checked): when the bound clamps, gradients treat it as a constant.
 
 Solvers keep the pair `thickness` (the mean of the two primitives' first vertices' thickness) between the
 surfaces with friction (Model.soft_contact_mu): SolverXPBD by position corrections, SolverSemiImplicit by
 penalty forces (sim.contact's ke, kd, kf). A pair's normal points from the other primitive to this one on the
-side it was on at the step's start, so a pair that crossed within an iteration is pushed back.
+side it was on at the search (no pair crosses before the next), so a pair that crossed within an iteration is
+pushed back.
 """
 
 import numpy as np
@@ -48,8 +51,10 @@ from .hashgrid import HashGrid, HashGridData, hash_grid_cell_of, hash_grid_dims_
 VT_SLOTS = 48  # triangles kept per vertex
 EE_SLOTS = 48  # edges kept per edge
 QUERY_RADIUS = 2.0  # the pair search radius r_q, in thicknesses
+LARGE = 1.5  # primitives more than this many times their size at rest are searched from a list, not the grids
 GRID_CELLS_PER_PRIMITIVE = 8  # hash grid cells per primitive: cloth is a thin sheet, so most cells stay empty
-GAMMA = 0.4  # fraction of a vertex's distance to its nearest primitive it may move in one step (< 1/2)
+GAMMA = 0.4  # fraction of a vertex's distance to its nearest primitive it may move between searches (< 1/2)
+DRIFT_TILE = 64  # particles per block of the drift's sum
 #: default thickness as a fraction of a cloth's mean edge length: below the 0.71 edge lengths between a flat
 #: grid's vertex and the nearest triangle not containing it, so a cloth at rest touches nothing of its own
 DEFAULT_THICKNESS_FRACTION = 0.25
@@ -65,11 +70,11 @@ class SelfContactData:
     vt_triangle, vt_count: triangles (rows of tri_indices) near each vertex, slot v * VT_SLOTS + k for
         k < vt_count[v] [particle_count * VT_SLOTS], [particle_count] int32.
     ee_edge, ee_count: edges near each edge, slot e * EE_SLOTS + k [edge_count * EE_SLOTS], [edge_count].
-    degree: the number of touching pairs (closer than their thickness at the step's start) each particle
+    degree: the number of touching pairs (closer than their thickness at the search) each particle
         belongs to [particle_count] (int32): a Jacobi solver scales a pair's correction by 1 / the largest count
         of its vertices, which keeps momentum exact.
-    vt_start, ee_start: each pair's separation (this side's closest point minus the other's) at the step's
-        start [m], vec3, one per slot.
+    vt_start, ee_start: each pair's separation (this side's closest point minus the other's) at the search
+        [m], vec3, one per slot.
     """
 
     tri_indices: wp.array2d(dtype=wp.int32)
@@ -130,7 +135,7 @@ def closest_point_triangle(p: wp.vec3, a: wp.vec3, b: wp.vec3, c: wp.vec3):
 @wp.func
 def contact_normal(u: wp.vec3, u_start: wp.vec3):
     """Unit normal and signed distance [m] of a pair whose separation vector (this primitive's closest point
-    minus the other's) is u now and was u_start at the step's start: the normal points to the side of the
+    minus the other's) is u now and was u_start at the search: the normal points to the side of the
     start, and the distance is negative once the pair crossed."""
     d = wp.length(u)
     n = u_start
@@ -197,11 +202,13 @@ def edge_edge_pair(x: wp.array(dtype=wp.vec3), data: SelfContactData, e: int, k:
 
 @wp.kernel
 def primitive_centres(x: wp.array(dtype=wp.vec3), tris: wp.array2d(dtype=wp.int32),
-                      edges: wp.array2d(dtype=wp.int32), tri_centre: wp.array(dtype=wp.vec3),
+                      edges: wp.array2d(dtype=wp.int32), typical: wp.vec2, tri_centre: wp.array(dtype=wp.vec3),
                       tri_radius: wp.array(dtype=float), edge_centre: wp.array(dtype=wp.vec3),
-                      edge_radius: wp.array(dtype=float), largest: wp.array(dtype=float)):
-    """Triangle centroids and edge midpoints [m] (the hash grids' points), the distance from each to its
-    farthest corner [m], and the largest of those (largest[0]: triangles, largest[1]: edges).
+                      edge_radius: wp.array(dtype=float), large: wp.array2d(dtype=wp.int32),
+                      large_count: wp.array(dtype=wp.int32)):
+    """Triangle centroids and edge midpoints [m] (the hash grids' points) and the distance from each to its
+    farthest corner [m]; the triangles (large[0]) and edges (large[1]) farther than typical[0] / typical[1]
+    from their corners, large_count[0] and [1] of them, are searched outside the grids.
     dim = max(tri_count, edge_count)."""
     k = wp.tid()
     if k < tris.shape[0]:
@@ -212,85 +219,133 @@ def primitive_centres(x: wp.array(dtype=wp.vec3), tris: wp.array2d(dtype=wp.int3
         r = wp.max(wp.max(wp.length(a - centre), wp.length(b - centre)), wp.length(c - centre))
         tri_centre[k] = centre
         tri_radius[k] = r
-        wp.atomic_max(largest, 0, r)
+        if r > typical[0]:
+            large[0, wp.atomic_add(large_count, 0, 1)] = k
     if k < edges.shape[0]:
         p = x[edges[k, 0]]
         q = x[edges[k, 1]]
         edge_centre[k] = (p + q) * 0.5
         edge_radius[k] = wp.length(q - p) * 0.5
-        wp.atomic_max(largest, 1, wp.length(q - p) * 0.5)
+        if wp.length(q - p) * 0.5 > typical[1]:
+            large[1, wp.atomic_add(large_count, 1, 1)] = k
 
 
 @wp.func
 def reach(bound: wp.array(dtype=float), i: int, j: int, k: int):
-    """The farthest any of vertices i, j, k may move this step [m]."""
+    """The farthest any of vertices i, j, k may move relative to the drift before the next search [m]."""
     return wp.max(wp.max(bound[i], bound[j]), bound[k])
+
+
+@wp.func
+def try_vertex_triangle(x: wp.array(dtype=wp.vec3), data: SelfContactData, v: int, t: int, query_radius: float,
+                        centre: wp.array(dtype=wp.vec3), radius: wp.array(dtype=float),
+                        bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32), count: int):
+    """Vertex v against triangle t: when closer than query_radius, lower the bound of the four vertices to their
+    distance and keep the pair with its separation now. Returns v's new pair count. The callers test first,
+    inline, that t's bounding sphere comes within query_radius (near_triangle)."""
+    p = x[v]
+    a = data.tri_indices[t, 0]
+    b = data.tri_indices[t, 1]
+    c = data.tri_indices[t, 2]
+    if v == a or v == b or v == c:
+        return count
+    w = closest_point_triangle(p, x[a], x[b], x[c])
+    u = p - (x[a] * w[0] + x[b] * w[1] + x[c] * w[2])
+    d = wp.length(u)
+    if d >= query_radius:
+        return count
+    lower_bound(bound, v, a, b, c, d)
+    return store_pair(data.vt_triangle, data.vt_start, v * VT_SLOTS, count, VT_SLOTS, t, u, overflow)
 
 
 @wp.kernel
 def find_vertex_triangle_pairs(x: wp.array(dtype=wp.vec3), grid: HashGridData, data: SelfContactData,
-                               query_radius: float, centre: wp.array(dtype=wp.vec3),
-                               radius: wp.array(dtype=float), bound: wp.array(dtype=float),
+                               query_radius: float, typical: float, centre: wp.array(dtype=wp.vec3),
+                               radius: wp.array(dtype=float), large: wp.array2d(dtype=wp.int32),
+                               large_count: wp.array(dtype=wp.int32), bound: wp.array(dtype=float),
                                overflow: wp.array(dtype=wp.int32)):
-    """Each colliding vertex against the triangles within query_radius: lowers the bound of all four vertices
-    to their distance and keeps the pair with its separation u now (the step's start)."""
+    """Each colliding vertex against the triangles within query_radius (try_vertex_triangle): those of corner
+    radius up to `typical` [m] through the grid, the larger ones from their list."""
     v = wp.tid()
     if data.thickness[v] <= 0.0:
         return
     p = x[v]
     count = int(0)
+    # a point within r of a triangle of corner radius up to `typical` lies within a cell width of its centroid
     home = hash_grid_cell_of(grid, p)
     for n in range(27):
         cell = hash_grid_neighbor_cell(grid, home, n)
         if cell >= 0:
             for k in range(grid.cell_start[cell], grid.cell_end[cell]):
                 t = grid.sorted_index[k]
-                a = data.tri_indices[t, 0]
-                b = data.tri_indices[t, 1]
-                c = data.tri_indices[t, 2]
                 reach_t = query_radius + radius[t]
-                close = wp.length_sq(centre[t] - p) < reach_t * reach_t  # cheap and exact, first
-                if close and v != a and v != b and v != c:
-                    w = closest_point_triangle(p, x[a], x[b], x[c])
-                    u = p - (x[a] * w[0] + x[b] * w[1] + x[c] * w[2])
-                    d = wp.length(u)
-                    if d < query_radius:
-                        lower_bound(bound, v, a, b, c, d)
-                        count = store_pair(data.vt_triangle, data.vt_start, v * VT_SLOTS, count, VT_SLOTS, t, u,
-                                           overflow)
+                # the cheap and exact sphere test inline, first (a call passes the struct of arrays)
+                if radius[t] <= typical and wp.length_sq(centre[t] - p) < reach_t * reach_t:
+                    count = try_vertex_triangle(x, data, v, t, query_radius, centre, radius, bound, overflow, count)
+    for k in range(large_count[0]):
+        t = large[0, k]
+        reach_t = query_radius + radius[t]
+        if wp.length_sq(centre[t] - p) < reach_t * reach_t:
+            count = try_vertex_triangle(x, data, v, t, query_radius, centre, radius, bound, overflow, count)
     data.vt_count[v] = count
+
+
+@wp.func
+def try_edge_edge(x: wp.array(dtype=wp.vec3), data: SelfContactData, e: int, f: int, query_radius: float,
+                  centre: wp.array(dtype=wp.vec3), radius: wp.array(dtype=float), bound: wp.array(dtype=float),
+                  overflow: wp.array(dtype=wp.int32), count: int):
+    """Edge e against an edge f without a shared vertex, as try_vertex_triangle. Returns e's new count. The
+    callers test first, inline, that the edges' bounding spheres come within query_radius (and visit each
+    unordered pair once)."""
+    i0 = data.edge_indices[e, 0]
+    i1 = data.edge_indices[e, 1]
+    j0 = data.edge_indices[f, 0]
+    j1 = data.edge_indices[f, 1]
+    if i0 == j0 or i0 == j1 or i1 == j0 or i1 == j1:
+        return count
+    st = wp.closest_point_edge_edge(x[i0], x[i1], x[j0], x[j1], 1.0e-12)
+    u = x[i0] * (1.0 - st[0]) + x[i1] * st[0] - x[j0] * (1.0 - st[1]) - x[j1] * st[1]
+    d = wp.length(u)
+    if d >= query_radius:
+        return count
+    lower_bound(bound, i0, i1, j0, j1, d)
+    return store_pair(data.ee_edge, data.ee_start, e * EE_SLOTS, count, EE_SLOTS, f, u, overflow)
 
 
 @wp.kernel
 def find_edge_edge_pairs(x: wp.array(dtype=wp.vec3), grid: HashGridData, data: SelfContactData,
-                         query_radius: float, centre: wp.array(dtype=wp.vec3), radius: wp.array(dtype=float),
-                         bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32)):
-    """Each collision edge e against the later edges f > e without a shared vertex within query_radius, as
-    find_vertex_triangle_pairs."""
+                         query_radius: float, typical: float, centre: wp.array(dtype=wp.vec3),
+                         radius: wp.array(dtype=float), large: wp.array2d(dtype=wp.int32),
+                         large_count: wp.array(dtype=wp.int32), bound: wp.array(dtype=float),
+                         overflow: wp.array(dtype=wp.int32)):
+    """Each collision edge e against the edges without a shared vertex within query_radius (try_edge_edge), each
+    unordered pair once: those of half length up to `typical` [m] through the grid, the longer ones from their
+    list."""
     e = wp.tid()
-    i0 = data.edge_indices[e, 0]
-    i1 = data.edge_indices[e, 1]
-    p1 = x[i0]
-    q1 = x[i1]
     count = int(0)
-    mid = (p1 + q1) * 0.5
-    home = hash_grid_cell_of(grid, mid)
-    for n in range(27):
-        cell = hash_grid_neighbor_cell(grid, home, n)
-        if cell >= 0:
-            for k in range(grid.cell_start[cell], grid.cell_end[cell]):
-                f = grid.sorted_index[k]
-                j0 = data.edge_indices[f, 0]
-                j1 = data.edge_indices[f, 1]
-                reach_f = query_radius + radius[e] + radius[f]
-                close = wp.length_sq(centre[f] - mid) < reach_f * reach_f  # cheap and exact, first
-                if close and f > e and i0 != j0 and i0 != j1 and i1 != j0 and i1 != j1:
-                    st = wp.closest_point_edge_edge(p1, q1, x[j0], x[j1], 1.0e-12)
-                    u = p1 * (1.0 - st[0]) + q1 * st[0] - x[j0] * (1.0 - st[1]) - x[j1] * st[1]
-                    d = wp.length(u)
-                    if d < query_radius:
-                        lower_bound(bound, i0, i1, j0, j1, d)
-                        count = store_pair(data.ee_edge, data.ee_start, e * EE_SLOTS, count, EE_SLOTS, f, u, overflow)
+    mid = centre[e]
+    # each unordered pair once: two typical edges through the grid (midpoints within r + their half lengths: a
+    # cell width) by the lower index, a typical and a large one by the typical one from the list, two large ones
+    # by the lower index from the list
+    typical_e = radius[e] <= typical
+    if typical_e:
+        home = hash_grid_cell_of(grid, mid)
+        for n in range(27):
+            cell = hash_grid_neighbor_cell(grid, home, n)
+            if cell >= 0:
+                for k in range(grid.cell_start[cell], grid.cell_end[cell]):
+                    f = grid.sorted_index[k]
+                    if f > e:
+                        reach_f = query_radius + radius[e] + radius[f]
+                        # the cheap and exact sphere test inline, first (a call passes the struct of arrays)
+                        if radius[f] <= typical and wp.length_sq(centre[f] - mid) < reach_f * reach_f:
+                            count = try_edge_edge(x, data, e, f, query_radius, centre, radius, bound, overflow,
+                                                  count)
+    for k in range(large_count[1]):
+        f = large[1, k]
+        reach_f = query_radius + radius[e] + radius[f]
+        if (typical_e or f > e) and wp.length_sq(centre[f] - mid) < reach_f * reach_f:
+            count = try_edge_edge(x, data, e, f, query_radius, centre, radius, bound, overflow, count)
     data.ee_count[e] = count
 
 
@@ -329,7 +384,7 @@ def keep_reachable_pairs(data: SelfContactData, bound: wp.array(dtype=float), ed
 @wp.kernel
 def count_degrees(data: SelfContactData, edges: int):
     """data.degree += 1 at the four vertices of every kept pair of vertex (edges = 0) or edge (edges = 1) i
-    that touches at the step's start (closer than its thickness)."""
+    that touches at the search (closer than its thickness)."""
     i = wp.tid()
     if edges == 0:
         for k in range(data.vt_count[i]):
@@ -356,20 +411,63 @@ def scale_bound(bound: wp.array(dtype=float), gamma: float):
 
 
 @wp.kernel
-def limit_displacement(x_start: wp.array(dtype=wp.vec3), x_end: wp.array(dtype=wp.vec3),
-                       v_end: wp.array(dtype=wp.vec3), bound: wp.array(dtype=float), dt: float,
-                       x_out: wp.array(dtype=wp.vec3), v_out: wp.array(dtype=wp.vec3)):
-    """x_out = x_start + the step's displacement shortened to at most bound [m]; when v_out is not empty,
-    v_out = v_end + (x_out - x_end) / dt (semi-implicit Euler: the velocity that moves x_start to x_out)."""
+def copy_positions(x: wp.array(dtype=wp.vec3), out: wp.array(dtype=wp.vec3)):
     i = wp.tid()
-    move = x_end[i] - x_start[i]
-    length = wp.length(move)
-    scale = float(1.0)
+    out[i] = x[i]
+
+
+@wp.func
+def drift_term(weight: float, x: wp.vec3, x_search: wp.vec3):
+    return (x - x_search) * weight
+
+
+@wp.kernel
+def sum_drift_tiled(x: wp.array(dtype=wp.vec3), x_search: wp.array(dtype=wp.vec3), weight: wp.array(dtype=float),
+                    drift: wp.array(dtype=wp.vec3)):
+    """drift[0] += sum_i weight_i (x_i - x_search_i) over a block of DRIFT_TILE particles [m] (weight: 1 / the
+    number of colliding particles at those, 0 elsewhere, so that the sum is their mean displacement)."""
+    block = wp.tid()
+    w = wp.tile_load(weight, shape=DRIFT_TILE, offset=block * DRIFT_TILE)
+    a = wp.tile_load(x, shape=DRIFT_TILE, offset=block * DRIFT_TILE)
+    b = wp.tile_load(x_search, shape=DRIFT_TILE, offset=block * DRIFT_TILE)
+    wp.tile_atomic_add(drift, wp.tile_sum(wp.tile_map(drift_term, w, a, b)))
+
+
+@wp.kernel
+def limit_displacement(x_search: wp.array(dtype=wp.vec3), x_end: wp.array(dtype=wp.vec3),
+                       v_end: wp.array(dtype=wp.vec3), drift: wp.array(dtype=wp.vec3),
+                       bound: wp.array(dtype=float), dt: float, x_out: wp.array(dtype=wp.vec3),
+                       v_out: wp.array(dtype=wp.vec3)):
+    """x_out = x_end where the vertex's displacement since the search, less the common drift c = drift[0], is at
+    most its bound [m]; else x_search + c + that displacement shortened to the bound. When v_out is not empty,
+    v_out = v_end + (x_out - x_end) / dt (semi-implicit Euler: the velocity that moves the vertex to x_out)."""
+    i = wp.tid()
+    c = drift[0]
+    relative = x_end[i] - x_search[i] - c
+    length = wp.length(relative)
+    out = x_end[i]
     if length > bound[i]:
-        scale = bound[i] / length
-    x_out[i] = x_start[i] + move * scale
+        out = x_search[i] + c + relative * (bound[i] / length)
+    x_out[i] = out
     if v_out.shape[0] > 0:
-        v_out[i] = v_end[i] + (x_out[i] - x_end[i]) / dt
+        v_out[i] = v_end[i] + (out - x_end[i]) / dt
+
+
+@wp.kernel
+def check_budget(x_start: wp.array(dtype=wp.vec3), x_out: wp.array(dtype=wp.vec3),
+                 x_search: wp.array(dtype=wp.vec3), drift: wp.array(dtype=wp.vec3),
+                 drift_before: wp.array(dtype=wp.vec3), bound: wp.array(dtype=float),
+                 thickness: wp.array(dtype=float), skin: float, search: wp.array(dtype=wp.int32)):
+    """search[0] = 1 when a colliding vertex, moving again as it moved this step (relative to the drift), would
+    pass its bound or the skin [m] in the next step: the pairs must then be searched again first."""
+    i = wp.tid()
+    if thickness[i] <= 0.0:
+        return
+    c = drift[0]
+    relative = wp.length(x_out[i] - x_search[i] - c)
+    step = wp.length(x_out[i] - x_start[i] - (c - drift_before[0]))
+    if relative + step > wp.min(bound[i], skin):
+        search[0] = 1
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -377,11 +475,18 @@ def limit_displacement(x_start: wp.array(dtype=wp.vec3), x_end: wp.array(dtype=w
 
 
 class SelfContact:
-    """The collision primitives of a model and the per-step pair search (see the module docstring).
+    """The collision primitives of a model, the pair search and the displacement bound (see the module
+    docstring).
 
     Built by the solvers from Model.particle_thickness (> 0 for the vertices of colliding cloths),
-    tri_indices and the cloths' edges; `find(x)` searches the pairs at positions x and returns a
-    SelfContactData and the displacement bound [m] [particle_count]."""
+    tri_indices and the cloths' edges. A solver calls `begin_step(x)` at each step's start (it searches the
+    pairs again when needed and returns the SelfContactData of the current pairs) and `end_step(...)` with the
+    step's unbounded result (it bounds the displacement and decides whether the next step searches again).
+
+    Attributes:
+        searches: pair searches run so far (int).
+        overflow: pairs dropped for want of slots, summed over every search so far, shape [1] (int32).
+    """
 
     def __init__(self, model):
         d = model.device
@@ -398,28 +503,50 @@ class SelfContact:
         self.max_edge = float(lengths.max(initial=0.0))
         self.max_thickness = float(thickness.max(initial=0.0))
         self.query_radius = QUERY_RADIUS * self.max_thickness
+        # a pair beyond r_q at the search, whose sides each moved less than this, is still farther apart than
+        # its thickness: the next search must come before any vertex moves farther
+        self.skin = 0.5 * (self.query_radius - self.max_thickness)
         self._tri_indices = wp.array(tris.astype(np.int32).reshape(-1, 3), dtype=wp.int32, device=d)
         self._edge_indices = wp.array(edges.astype(np.int32).reshape(-1, 2), dtype=wp.int32, device=d)
         self._thickness = model.particle_thickness
-        self.data, self.bound = self._new_pairs()
+        self.data, self.bound, self.x_search = self._new_pairs()
         self._tri_centre = wp.zeros(max(self.tri_count, 1), dtype=wp.vec3, device=d)
         self._edge_centre = wp.zeros(max(self.edge_count, 1), dtype=wp.vec3, device=d)
         self._tri_radius = wp.zeros(max(self.tri_count, 1), dtype=float, device=d)
         self._edge_radius = wp.zeros(max(self.edge_count, 1), dtype=float, device=d)
-        self._largest = wp.zeros(2, dtype=float, device=d)
+        self._large = wp.zeros((2, max(self.tri_count, self.edge_count, 1)), dtype=wp.int32, device=d)
+        self._large_count = wp.zeros(2, dtype=wp.int32, device=d)
+        corners = q[tris] if len(tris) else np.zeros((1, 3, 3))
+        tri_radius = np.linalg.norm(corners - corners.mean(axis=1, keepdims=True), axis=2).max(initial=0.0)
+        # primitives up to LARGE times their size at rest are found through the grids, the rest from a list
+        self._typical = wp.vec2(LARGE * float(tri_radius), LARGE * 0.5 * self.max_edge)
+        self._tri_cell = max(self.query_radius + float(self._typical[0]), 1.0e-6)
+        self._edge_cell = max(self.query_radius + 2.0 * float(self._typical[1]), 1.0e-6)
         self._tri_grid = HashGrid(*(hash_grid_dims_for(GRID_CELLS_PER_PRIMITIVE * self.tri_count),) * 3, device=d)
         self._edge_grid = HashGrid(*(hash_grid_dims_for(GRID_CELLS_PER_PRIMITIVE * self.edge_count),) * 3,
                                    device=d)
         self.overflow = wp.zeros(1, dtype=wp.int32, device=d)
+        self.searches = 0
         self._no_velocity = (wp.zeros(0, dtype=wp.vec3, device=d), wp.zeros(0, dtype=wp.vec3, device=d))
-
+        # the drift is each vertex's share of the colliding vertices' mean displacement; a fixed colliding
+        # vertex does not drift with the others, so with one the bound is on the displacement itself
+        colliding = thickness > 0.0
+        fixed = (model.particle_mass.numpy() <= 0.0) | ((model.particle_flags.numpy() & 1) == 0)
+        self.drifts = bool(colliding.any() and not (colliding & fixed).any())
+        weight = np.where(colliding, 1.0 / max(int(colliding.sum()), 1), 0.0).astype(np.float32)
+        self._drift_weight = wp.array(weight, dtype=float, device=d)
+        self._zero_drift = wp.zeros(1, dtype=wp.vec3, device=d)
+        self._drifts = [wp.zeros(1, dtype=wp.vec3, device=d) for _ in range(2)]
+        self._drift_before = self._zero_drift
+        self._search_flag = wp.zeros(1, dtype=wp.int32, device=d)
+        self._last_out = None  # the positions the last step wrote: a step from anything else searches first
 
     @property
     def enabled(self) -> bool:
         return self.tri_count > 0
 
     def _new_pairs(self) -> tuple:
-        """A SelfContactData with new pair arrays, and a new bound array."""
+        """A SelfContactData with new pair arrays, a new bound array and new search positions."""
         d, n = self.device, self.particle_count
         data = SelfContactData()
         data.tri_indices, data.edge_indices, data.thickness = self._tri_indices, self._edge_indices, self._thickness
@@ -430,35 +557,44 @@ class SelfContact:
         data.ee_start = wp.zeros(max(self.edge_count, 1) * EE_SLOTS, dtype=wp.vec3, device=d)
         data.ee_count = wp.zeros(max(self.edge_count, 1), dtype=wp.int32, device=d)
         data.degree = wp.zeros(n, dtype=wp.int32, device=d)
-        return data, wp.zeros(n, dtype=float, device=d)
+        return data, wp.zeros(n, dtype=float, device=d), wp.zeros(n, dtype=wp.vec3, device=d)
+
+    def begin_step(self, x, *, fresh: bool = False):
+        """The pairs for a step from positions x [m] (vec3 [particle_count]): searched again when the last step
+        asked for it, or when x is not what the last step wrote (a new or reset state); else the last search's.
+        `fresh`: a search fills new arrays (on a Tape, each step's kernels must keep reading their own). Under a
+        capture (kernels.capture) every step searches: a replay cannot take the host's decision again."""
+        if x is not self._last_out or wp.is_capturing(self.device) or int(self._search_flag.numpy()[0]):
+            self.find(x, fresh=fresh)
+        return self.data
 
     def find(self, x, *, fresh: bool = False) -> tuple:
         """Pairs and displacement bound at positions x [m] (vec3 [particle_count]); the search is not taped.
         `fresh`: new pair and bound arrays (on a Tape, each step's kernels must keep reading their own); else
-        the previous step's are refilled."""
+        the previous search's are refilled."""
         if fresh:
-            self.data, self.bound = self._new_pairs()
+            self.data, self.bound, self.x_search = self._new_pairs()
         d, data, r = self.device, self.data, self.query_radius
 
         def run(kernel, dim, inputs):
             wp.launch(kernel, dim=dim, inputs=inputs, device=d, record_tape=False)
 
-        self._largest.zero_()
+        run(copy_positions, self.particle_count, [x, self.x_search])
+        self._large_count.zero_()
         run(primitive_centres, max(self.tri_count, self.edge_count),
-            [x, data.tri_indices, data.edge_indices, self._tri_centre, self._tri_radius, self._edge_centre,
-             self._edge_radius, self._largest])
-        tri_reach, edge_reach = (float(v) for v in self._largest.numpy())
-        # a point within r of a triangle lies within r + its corner radius of its centroid; two edges within r
-        # have midpoints within r + their half lengths
-        tri_grid = self._tri_grid.build(self._tri_centre, r + tri_reach, keep_arrays=True)
-        edge_grid = self._edge_grid.build(self._edge_centre, r + 2.0 * edge_reach, keep_arrays=True)
+            [x, data.tri_indices, data.edge_indices, self._typical, self._tri_centre, self._tri_radius,
+             self._edge_centre, self._edge_radius, self._large, self._large_count])
+        # fixed cell widths and query radii: no wait for the device here
+        tri_grid = self._tri_grid.build(self._tri_centre, self._tri_cell, keep_arrays=True)
+        edge_grid = self._edge_grid.build(self._edge_centre, self._edge_cell, keep_arrays=True)
         self.bound.fill_(r)
-        self.overflow.zero_()
         run(find_vertex_triangle_pairs, self.particle_count,
-            [x, tri_grid, data, r, self._tri_centre, self._tri_radius, self.bound, self.overflow])
+            [x, tri_grid, data, r, self._typical[0], self._tri_centre, self._tri_radius, self._large,
+             self._large_count, self.bound, self.overflow])
         if self.edge_count:
             run(find_edge_edge_pairs, self.edge_count,
-                [x, edge_grid, data, r, self._edge_centre, self._edge_radius, self.bound, self.overflow])
+                [x, edge_grid, data, r, self._typical[1], self._edge_centre, self._edge_radius, self._large,
+                 self._large_count, self.bound, self.overflow])
         run(scale_bound, self.particle_count, [self.bound, GAMMA])
         run(keep_reachable_pairs, self.particle_count, [data, self.bound, 0])
         if self.edge_count:
@@ -467,15 +603,35 @@ class SelfContact:
         run(count_degrees, self.particle_count, [data, 0])
         if self.edge_count:
             run(count_degrees, self.edge_count, [data, 1])
+        self._search_flag.zero_()
+        self._drift_before = self._zero_drift
+        self.searches += 1
         return data, self.bound
 
-    def limit(self, x_start, x_end, v_end, dt: float, x_out, v_out):
-        """Clamp each vertex's displacement from x_start to x_end to the bound of the last `find` into x_out,
-        and correct v_end into v_out alike (both None: positions only). The bound is a constant to the Tape."""
+    def end_step(self, x_start, x_end, v_end, dt: float, x_out, v_out, *, fresh: bool = False):
+        """Bound the step: x_out = x_end where each vertex's displacement since the search, relative to the
+        colliding vertices' mean displacement (the drift), is within its bound, else shortened to it; v_end
+        corrected alike into v_out (both None: positions only). x_start: the step's start positions. The bound
+        and the drift are constants to the Tape. `fresh`: a new drift array (on a Tape)."""
+        d = self.device
+        drift = self._zero_drift
+        if self.drifts:
+            drift = wp.zeros(1, dtype=wp.vec3, device=d) if fresh else self._drifts[0]
+            if not fresh:
+                self._drifts.reverse()  # the other one keeps this step's drift for the next step's check
+                drift.zero_()
+            blocks = (self.particle_count + DRIFT_TILE - 1) // DRIFT_TILE
+            wp.launch_tiled(sum_drift_tiled, dim=blocks, inputs=[x_end, self.x_search, self._drift_weight],
+                            outputs=[drift], block_dim=DRIFT_TILE, device=d, record_tape=False)
         if v_out is None:
             v_end, v_out = self._no_velocity
-        wp.launch(limit_displacement, dim=self.particle_count, device=self.device,
-                  inputs=[x_start, x_end, v_end, self.bound, float(dt)], outputs=[x_out, v_out])
+        wp.launch(limit_displacement, dim=self.particle_count, device=d,
+                  inputs=[self.x_search, x_end, v_end, drift, self.bound, float(dt)], outputs=[x_out, v_out])
+        wp.launch(check_budget, dim=self.particle_count, device=d, record_tape=False,
+                  inputs=[x_start, x_out, self.x_search, drift, self._drift_before, self.bound, self._thickness,
+                          self.skin, self._search_flag])
+        self._drift_before = drift
+        self._last_out = x_out
 
 
 def self_contact_of(model):
@@ -488,6 +644,21 @@ def self_contact_of(model):
         contact = SelfContact(model)
         model._self_contact = contact
     return contact if contact.enabled else None
+
+
+def overflow_warning(model) -> str | None:
+    """One line for the user when the model's self-contact searches dropped pairs for want of slots (more than
+    VT_SLOTS triangles near a vertex or EE_SLOTS edges near an edge), else None."""
+    contact = getattr(model, "_self_contact", None)
+    if contact is None:
+        return None
+    dropped = int(contact.overflow.numpy()[0])
+    if dropped == 0:
+        return None
+    return (f"self-contact: {dropped} vertex-triangle or edge-edge pairs were dropped over {contact.searches} pair "
+            f"searches (more than {VT_SLOTS} triangles near a vertex or {EE_SLOTS} edges near an edge); their "
+            f"contact forces were missing (the displacement bound still kept the cloth from passing through "
+            f"itself): give the cloth a smaller thickness, or larger triangles")
 
 
 def default_thickness(vertices, triangles) -> float:

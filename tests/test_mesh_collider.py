@@ -152,6 +152,33 @@ def test_a_mesh_on_a_moving_body_carries_the_cloth_resting_on_it():
     assert state.particle_q.numpy()[0, 1] == pytest.approx(0.05 + 0.02, abs=0.01)
 
 
+def test_rigid_solvers_refuse_a_contact_with_a_mesh_naming_the_pair():
+    """SolverRigid (and SolverFeatherstone, which collides through it) refuse at construction a body's mesh shape
+    against the ground, and a body's box against a static mesh, naming both shapes; excluded pairs and a mesh
+    body alone are accepted."""
+    v, t = square(0.5)
+    b = sim.ModelBuilder()
+    body = b.add_body(pos=(0.0, 1.0, 0.0))
+    b.add_shape_mesh(v, t, body=body)
+    b.add_ground_plane()
+    model = b.finalize("cpu")
+    with pytest.raises(ValueError, match=r"shape 0 \(mesh, on body 0\) and shape 1 \(plane, static\)"):
+        sim.SolverRigid(model)
+    sim.SolverRigid(model, excluded_shape_pairs=[(0, 1)])
+
+    b = sim.ModelBuilder()
+    b.add_shape_mesh(v, t)
+    body = b.add_body(pos=(0.0, 1.0, 0.0))
+    b.add_shape_box(body=body, hx=0.1, hy=0.1, hz=0.1)
+    model = b.finalize("cpu")
+    with pytest.raises(ValueError, match=r"shape 1 \(box, on body 0\) and shape 0 \(mesh, static\)"):
+        sim.SolverRigid(model)
+
+    b = sim.ModelBuilder()
+    b.add_shape_mesh(v, t, body=b.add_body(pos=(0.0, 1.0, 0.0)))
+    sim.SolverRigid(b.finalize("cpu"))  # nothing to collide with
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Gradients
 

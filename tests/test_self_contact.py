@@ -288,3 +288,77 @@ def test_self_contact_kernels_compile_to_ptx():
             assert f"k{i}_{k.name}_cuda_forward" in ptx
             taped = module is not sim.self_contact or k.name == "limit_displacement"
             assert not taped or f"k{i}_{k.name}_cuda_backward" in ptx, k.name
+
+
+def test_sim_run_warns_once_when_pairs_overflow_their_slots(tmp_path, capsys):
+    """A thickness of several edges puts every primitive of the small cloth near hundreds of others: more pairs
+    than a vertex's or edge's slots. `sim run` finishes and says so once, with the count and what to do; the
+    shipped scene says nothing."""
+    from sim.cli import main
+    scene = os.path.join(ROOT, "scenes", "cloth_fold.yaml")
+    argv = ["run", scene, "--quiet", "--set", "sim.frames=2", "--out"]
+    assert main(argv + [str(tmp_path / "thick.usd"), "--set", "cloth.0.thickness=0.2"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("warning: self-contact:") == 1, err
+    assert "pairs were dropped" in err and "smaller thickness" in err
+    assert int(err.split("self-contact: ")[1].split()[0]) > 0
+    assert main(argv + [str(tmp_path / "fold.usd")]) == 0
+    assert "self-contact" not in capsys.readouterr().err
+
+
+def test_the_search_finds_every_pair_within_its_radius_stretched_primitives_included():
+    """A folded, noisy cloth with a few vertices pulled far (edges and triangles stretched past the grid's
+    typical size, searched from a list): every vertex-triangle and edge-edge pair closer than r_q, found by
+    brute force in numpy, has lowered its vertices' bound to GAMMA times its distance (the bound is what keeps
+    the cloth from passing through itself)."""
+    from sim.self_contact import GAMMA, SelfContact
+    rng = np.random.default_rng(1)
+    b = sim.ModelBuilder()
+    b.add_cloth_grid((0, 0, 0), IDENTITY, (0, 0, 0), 10, 10, 0.02, 0.02, mass=0.001, self_collision=True)
+    model = b.finalize("cpu")
+    x = model.particle_q.numpy().astype(np.float64)
+    fold = x[:, 0] > 0.1
+    x[fold, 0] = 0.2 - x[fold, 0]
+    x[fold, 2] += 0.004
+    x += rng.normal(scale=0.002, size=x.shape)
+    x[[17, 60, 93]] += np.array([[0.05, 0.0, 0.01], [-0.04, 0.0, 0.03], [0.0, 0.0, -0.05]])  # stretched
+    contact = SelfContact(model)
+    _, bound = contact.find(wp.array(x.astype(np.float32), dtype=wp.vec3))
+    bound, r = bound.numpy(), contact.query_radius
+    assert contact._large_count.numpy().min() > 0, "some primitives are searched from the list"
+    tris, edges = contact._tri_indices.numpy(), contact._edge_indices.numpy()
+    missed = []
+    for v in range(len(x)):
+        for a, b_, c in tris:
+            if v not in (a, b_, c):
+                d = point_triangle_distance(x[v], x[a], x[b_], x[c])
+                if d < 0.99 * r and bound[v] > GAMMA * d * 1.01 + 1e-7:
+                    missed.append(("vt", v, (a, b_, c), d))
+    for i, (p0, p1) in enumerate(edges):
+        for q0, q1 in edges[i + 1:]:
+            if len({p0, p1, q0, q1}) == 4 and np.linalg.norm(x[[p0, p1]].mean(0) - x[[q0, q1]].mean(0)) < 0.15:
+                d = segment_distance(x[p0], x[p1], x[q0], x[q1], samples=201)
+                if d < 0.98 * r and min(bound[p0], bound[q0]) > GAMMA * d * 1.03 + 1e-7:
+                    missed.append(("ee", (p0, p1), (q0, q1), d))
+    assert not missed, missed[:5]
+
+
+def test_an_edge_crossing_near_the_end_of_a_long_stretched_edge_is_found():
+    """Edge-edge pairs between a stretched edge (searched from the list) and a typical one are found, however the
+    two edges are numbered: a 40 cm edge (10 times its rest length) crossed 2 mm away, 18 cm from its middle,
+    by an edge of another cloth lowers both edges' bounds to GAMMA times 2 mm."""
+    from sim.self_contact import GAMMA, SelfContact
+    tri = [[0, 1, 2]]
+    rest = np.array([[-0.02, 0.0, 0.0], [0.02, 0.0, 0.0], [0.0, 0.0, -0.03]])
+    b = sim.ModelBuilder(gravity=0.0)
+    for _ in range(2):
+        b.add_cloth_mesh((0, 0, 0), IDENTITY, 1.0, (0, 0, 0), rest, tri, density=1.0, self_collision=True,
+                         thickness=THICKNESS)
+    model = b.finalize("cpu")
+    x = np.array([[-0.2, 0.0, 0.0], [0.2, 0.0, 0.0], [0.0, 0.0, -0.3],  # the long edge 0-1 along x
+                  [0.18, 0.008, -0.01], [0.18, -0.004, 0.01], [0.18, 0.03, 0.05]])  # 3-4 passes it 2 mm away
+    contact = SelfContact(model)
+    _, bound = contact.find(wp.array(x.astype(np.float32), dtype=wp.vec3))
+    d = segment_distance(x[0], x[1], x[3], x[4])
+    assert 0.001 < d < 0.0025
+    assert bound.numpy()[[0, 1, 3, 4]].max() <= GAMMA * d * 1.01, bound.numpy()

@@ -3,14 +3,16 @@ cloth of N x N cells of 1.28 m / N standing on its edge 1 m above the ground, ti
 lands, folds over and piles up in layers.
 
 For each particle solver, with and without self-collision (default thickness, a quarter edge), the rows give
-frames per second at 60 fps with the substeps that solver needs to stay free of intersections (XPBD: the
-displacement bound lets a flat cloth move 0.2 edge lengths per substep, so 20 substeps carry the 4.4 m/s of the
-fall; semi-implicit: 50 substeps for its explicit membrane and contact stiffness), the largest count of
-intersecting triangle pairs over the run (every 4th frame, tests/_intersections.py: an exact test independent of
-the solvers) and, with self-collision, forward+backward / forward of 4 taped substeps of the pile.
+frames per second at 60 fps with the substeps that solver needs (XPBD: 20, for the displacement bound to let
+the cloth fold at the 4.4 m/s of the fall without losing speed; semi-implicit: 200, the stability limit of its
+explicit membrane at 2 cm cells: 50 and 100 blow up to NaN within a frame), the largest count of intersecting
+triangle pairs over the run (every 4th frame, tests/_intersections.py: an exact test independent of the
+solvers) and, with self-collision, forward+backward / forward of 4 taped substeps of the pile.
 
-The reference column is meant for Newton 1.8's SolverVBD with its self-contact on the same cloth; newton is not
-a dependency and is not installed where this was written, so it shows '-'.
+The reference (the Warp CPU column) is Newton 1.8's SolverVBD with its self-contact (margin = our thickness,
+detection gap as much again, 10 iterations) on the same cloth, on Warp's CPU backend, at the fewest of
+NEWTON_SUBSTEPS that keeps it free of intersections by the same count (`pip install -e '.[bench]'`); '-' when
+newton is not installed.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ from _intersections import count_triangle_intersections  # noqa: E402
 
 SIDE = 1.28  # cloth side [m]
 FPS = 60
-SUBSTEPS = {"xpbd": 20, "semi_implicit": 50}
+SUBSTEPS = {"xpbd": 20, "semi_implicit": 200}
+NEWTON_SUBSTEPS = (10, 20)  # tried in order: the first without intersections is reported
 XPBD_ITERATIONS = 10
 
 
@@ -109,11 +112,73 @@ def backward_ratio(model, step, state, dt: float, steps: int = 4) -> float:
     return (best_fb - best_f) / best_f
 
 
+def newton_drop(cells: int, substeps: int, frames: int) -> dict:
+    """The same drop in Newton's SolverVBD with self-contact, on Warp's CPU backend: frames per second and the
+    worst intersection count (every 4th frame)."""
+    import newton
+    import warp
+
+    warp.config.quiet = True
+    cell = SIDE / cells
+    b = newton.ModelBuilder(up_axis=newton.Axis.Y)
+    b.add_ground_plane()
+    b.add_cloth_grid(pos=warp.vec3(-0.5 * SIDE, 1.0, 0.0),
+                     rot=warp.quat_from_axis_angle(warp.vec3(1.0, 0.0, 0.0), math.radians(15)),
+                     vel=warp.vec3(0.0, 0.0, 0.0), dim_x=cells, dim_y=cells, cell_x=cell, cell_y=cell,
+                     mass=0.3 * cell * cell, tri_ke=1.0e3, tri_ka=1.0e3, tri_kd=1.0e-2, edge_ke=1.0e-3,
+                     particle_radius=0.005)
+    b.color(include_bending=True)
+    model = b.finalize(device="cpu")
+    model.soft_contact_mu = 0.5
+    thickness = sim.self_contact.DEFAULT_THICKNESS_FRACTION * cell * (2.0 + math.sqrt(2.0)) / 3.0  # ours
+    solver = newton.solvers.SolverVBD(model, iterations=XPBD_ITERATIONS, particle_enable_self_contact=True,
+                                      particle_self_contact_margin=thickness, particle_self_contact_gap=thickness)
+    states = [model.state(), model.state()]
+    control = model.control()
+    pipeline = newton.CollisionPipeline(model)
+    contacts = pipeline.contacts()
+    dt = 1.0 / (FPS * substeps)
+
+    def frame():
+        for _ in range(substeps):
+            states[0].clear_forces()
+            pipeline.collide(states[0], contacts)
+            solver.step(states[0], states[1], control, contacts, dt)
+            states.reverse()
+
+    frame()  # compile outside the timing (its frame counts in the intersections, not the rate)
+    warp.synchronize()
+    tris = model.tri_indices.numpy()
+    worst, seconds = 0, 0.0
+    for f in range(2, frames + 1):
+        start = time.perf_counter()
+        frame()
+        warp.synchronize()
+        seconds += time.perf_counter() - start
+        if f % 4 == 0 or f == frames:
+            worst = max(worst, count_triangle_intersections(states[0].particle_q.numpy(), tris))
+    return {"fps": (frames - 1) / seconds, "intersections": worst, "substeps": substeps}
+
+
+def newton_reference(cells: int, frames: int) -> dict | None:
+    """newton_drop at the fewest NEWTON_SUBSTEPS free of intersections (else the last tried); None without
+    newton."""
+    try:
+        import newton  # noqa: F401
+    except ImportError:
+        return None
+    for substeps in NEWTON_SUBSTEPS:
+        result = newton_drop(cells, substeps, frames)
+        if result["intersections"] == 0:
+            break
+    return result
+
+
 def measure(cells: int, frames: int) -> dict:
     """{(solver, self_collision): drop(...)}, the sizes, and the reference (None: newton is not installed)."""
     results = {(solver, collide): drop(cells, solver, collide, frames)
                for solver in ("xpbd", "semi_implicit") for collide in (False, True)}
-    results["reference"] = None
+    results["reference"] = newton_reference(cells, frames)
     results["cells"], results["frames"] = cells, frames
     return results
 
@@ -121,22 +186,31 @@ def measure(cells: int, frames: int) -> dict:
 def rows(results: dict, row_type) -> list:
     """Table rows (tools/bench_report.Row): fps with and without self-collision, its cost, intersections."""
     cells, frames = results["cells"], results["frames"]
+    reference = results["reference"]
     out = []
     for solver, label in (("xpbd", f"XPBD {XPBD_ITERATIONS} it"), ("semi_implicit", "semi-implicit")):
         name = f"cloth drop {cells}x{cells} {label}, {SUBSTEPS[solver]} substeps"
         without, with_ = results[(solver, False)], results[(solver, True)]
         out += [
             row_type(f"{name}, no self-collision ({frames} frames)", "frames/s", without["fps"]),
-            row_type(f"{name}, self-collision", "frames/s", with_["fps"], warp=results["reference"]),
+            row_type(f"{name}, self-collision", "frames/s", with_["fps"], warp=reference and reference["fps"]),
             row_type(f"{name}, self-collision cost (step time ratio)", "x", without["fps"] / with_["fps"]),
             row_type(f"{name}, intersecting pairs without / with", "pairs", float(without["intersections"]),
                      float(with_["intersections"])),
             row_type(f"{name}, self-collision forward+backward / forward", "x", 1.0 + with_["backward_ratio"]),
         ]
+    if reference is not None:
+        out.append(row_type(f"cloth drop {cells}x{cells} Newton SolverVBD {XPBD_ITERATIONS} it, "
+                            f"{reference['substeps']} substeps, self-contact: intersecting pairs", "pairs",
+                            warp=float(reference["intersections"])))
     return out
 
 
 def footnotes(results: dict) -> list:
+    reference = results["reference"]
+    newton = ("'-': newton is not installed" if reference is None else
+              f"at {reference['substeps']} substeps, the fewest of {NEWTON_SUBSTEPS} free of intersections"
+              if reference["intersections"] == 0 else f"at {reference['substeps']} substeps, still intersecting")
     return ["cloth drop: in the 'intersecting pairs' rows the ours column is the count without self-collision, "
-            "the numpy column with it; the Warp CPU column of the self-collision rows is for Newton 1.8 "
-            "SolverVBD with self-contact ('-': newton is not installed)."]
+            "the numpy column with it; the Warp CPU column of the self-collision rows is Newton 1.8 SolverVBD "
+            f"with self-contact on Warp's CPU backend ({newton})."]

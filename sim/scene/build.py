@@ -124,8 +124,11 @@ class BuiltScene:
         """Whether a frame's steps can be captured once and replayed (kernels.capture): every frame launches the
         same work, on the device alone. Not with control forces (each frame launches with its own frame index),
         nor with rigid bodies in a model built for gradients (SolverRigid then sizes its contact slots on the
-        host each step; without gradients its contacts never leave the device)."""
+        host each step; without gradients its contacts never leave the device), nor with cloth self-contact (the
+        host decides at each step whether the pairs are searched again, sim/self_contact.py)."""
         if self.bodies and self.model.requires_grad:
+            return False
+        if getattr(self.model, "self_contact_enabled", False):
             return False
         return all(o.forces is None for o in self.objects) and all(j.forces is None for j in self.joints)
 

@@ -101,6 +101,7 @@ class RunResult:
     output: str | None
     state: object  # the final State
     physics: object = None  # summary.PhysicalSummary of the frames simulated, when the run was asked for one
+    warnings: tuple = ()  # one line each, for the user (e.g. self-contact pairs dropped for want of slots)
 
 
 class Scene:
@@ -216,7 +217,7 @@ class Scene:
             if isinstance(e, KeyboardInterrupt) and done == 0 and writer is not None:
                 writer.abort()  # nothing was simulated: an existing output stays as it was
                 writer = None
-            result = self._result(done, t0, stats0, writer.close() if writer else None, state)
+            result = self._result(done, t0, stats0, writer.close() if writer else None, state, built)
             result.physics = physics
             e.result = result
             raise
@@ -227,7 +228,7 @@ class Scene:
             raise
         bar.update(frames, _rate(done * s.substeps, t0, stats0), force=True)
         bar.close()
-        result = self._result(done, t0, stats0, writer.close() if writer else None, state)
+        result = self._result(done, t0, stats0, writer.close() if writer else None, state, built)
         result.physics = physics
         return result
 
@@ -278,14 +279,16 @@ class Scene:
         if problem is not None:
             raise SceneError(where, key, f"{path} cannot be written: {problem}")
 
-    def _result(self, frames: int, t0: float, stats0: dict, output, state) -> RunResult:
+    def _result(self, frames: int, t0: float, stats0: dict, output, state, built) -> RunResult:
         seconds = time.perf_counter() - t0
         stats = wp.build_stats()
         compile_s = stats["seconds"] - stats0["seconds"]
         kind = "cold" if stats["cold_builds"] > stats0["cold_builds"] else ("warm" if compile_s > 0 else "none")
         steps = frames * self.spec.sim.substeps
         sim_s = max(seconds - compile_s, 1e-9)
-        return RunResult(frames, steps, seconds, steps / sim_s, compile_s, kind, output, state)
+        from ..self_contact import overflow_warning
+        warnings = tuple(w for w in (overflow_warning(built.model),) if w)
+        return RunResult(frames, steps, seconds, steps / sim_s, compile_s, kind, output, state, warnings=warnings)
 
     def _writer(self, built: BuiltScene, path: str | None, record=None):
         """The scene's prims added to a UsdWriter at `path`, or to what `record` makes (see `run`)."""

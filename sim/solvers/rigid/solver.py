@@ -7,7 +7,7 @@ import numpy as np
 import kernels as wp
 
 from ...hashgrid import HashGrid, hash_grid_dims_for
-from ...model import SHAPE_PLANE
+from ...model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
 from . import kernels as k
 
 
@@ -102,6 +102,7 @@ class SolverRigid:
         movable = on_body[shape_type[on_body] != SHAPE_PLANE]
         if not self.body_contacts or len(np.unique(shape_body[movable])) < 2:
             movable = movable[:0]
+        refuse_mesh_contacts(on_body, static, movable, shape_type, shape_body, excluded_shape_pairs)
         self._rows = _int_array(on_body, device)
         order = np.argsort(shape_body[on_body], kind="stable")
         start = np.zeros(model.body_count + 1, np.int64)
@@ -329,6 +330,36 @@ def contact_slots_fixed(model) -> bool:
 def _int_array(values: np.ndarray, device) -> wp.array:
     """An int32 array on `device` (an empty one too)."""
     return wp.array(np.ascontiguousarray(values, dtype=np.int32), dtype=wp.int32, device=device)
+
+
+SHAPE_NAMES = {SHAPE_SPHERE: "sphere", SHAPE_BOX: "box", SHAPE_CAPSULE: "capsule", SHAPE_PLANE: "plane",
+               SHAPE_MESH: "mesh"}
+
+
+def refuse_mesh_contacts(rows, static, movable, shape_type, shape_body, excluded_pairs):
+    """Raise ValueError naming the first pair of shapes that would collide in SolverRigid with a mesh among them:
+    its contact kernels collide primitives only (a mesh shape collides with cloth and particles)."""
+    if not (shape_type == SHAPE_MESH).any():
+        return
+    excluded = {(int(a), int(b)) for a, b in excluded_pairs} | {(int(b), int(a)) for a, b in excluded_pairs}
+
+    def name(shape):
+        body = int(shape_body[shape])
+        where = f"on body {body}" if body >= 0 else "static"
+        return f"shape {int(shape)} ({SHAPE_NAMES.get(int(shape_type[shape]), 'unknown')}, {where})"
+
+    movable_set = set(int(m) for m in movable)
+    for row in rows:
+        partners = list(static)
+        if int(row) in movable_set:
+            partners += [m for m in movable if shape_body[m] != shape_body[row]]
+        for other in partners:
+            if (int(row), int(other)) in excluded:
+                continue
+            if shape_type[row] == SHAPE_MESH or shape_type[other] == SHAPE_MESH:
+                raise ValueError(f"SolverRigid: rigid contact between {name(row)} and {name(other)} is not "
+                                 "supported: mesh shapes collide with cloth and particles only (exclude the pair "
+                                 "with excluded_shape_pairs, turn off body_contacts, or use a primitive shape)")
 
 
 def _excluded_partners(rows: np.ndarray, pairs, shape_count: int, device) -> tuple:

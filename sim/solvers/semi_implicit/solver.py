@@ -44,7 +44,7 @@ class SolverSemiImplicit:
         self_contact = self_contact_of(model)
         if self_contact is not None:
             grad = bool(model.requires_grad or state_in.particle_q.requires_grad)
-            self_contact.find(state_in.particle_q, fresh=grad)
+            self_contact.begin_step(state_in.particle_q, fresh=grad)
         self.eval_forces(model, state_in, control, f)
         if self_contact is None:
             self.integrate(model, state_in, state_out, f, dt)
@@ -52,8 +52,8 @@ class SolverSemiImplicit:
         # integrate freely, then bound each vertex's displacement (sim/self_contact.py) into state_out
         free = model.state(requires_grad=grad)
         self.integrate(model, state_in, free, f, dt)
-        self_contact.limit(state_in.particle_q, free.particle_q, free.particle_qd, dt, state_out.particle_q,
-                           state_out.particle_qd)
+        self_contact.end_step(state_in.particle_q, free.particle_q, free.particle_qd, dt, state_out.particle_q,
+                              state_out.particle_qd, fresh=grad)
 
     def eval_forces(self, model, state, control, f):
         """Add every force on the particles of `state` into `f` [N], shape [particle_count], vec3."""

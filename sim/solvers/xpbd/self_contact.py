@@ -46,21 +46,16 @@ def pair_share(count: wp.array(dtype=wp.int32), i: int, j: int, k: int, l: int):
     return 1.0 / float(wp.max(d, 1))
 
 
-@wp.func
-def count_touching(touching: wp.array(dtype=wp.int32), i: int, j: int, k: int, l: int):
-    wp.atomic_add(touching, i, 1)
-    wp.atomic_add(touching, j, 1)
-    wp.atomic_add(touching, k, 1)
-    wp.atomic_add(touching, l, 1)
-
-
 @wp.kernel
 def solve_vertex_triangle_contacts(x: wp.array(dtype=wp.vec3), x_start: wp.array(dtype=wp.vec3),
                                    inv_mass: wp.array(dtype=float), data: SelfContactData,
                                    friction: wp.array(dtype=float), count: wp.array(dtype=wp.int32),
                                    delta: wp.array(dtype=wp.vec3), touching: wp.array(dtype=wp.int32)):
-    """One thread per vertex v, over its triangles (a, b, c): r = x_v - (wa x_a + wb x_b + wc x_c)."""
+    """One thread per vertex v, over its triangles (a, b, c): r = x_v - (wa x_a + wb x_b + wc x_c). The vertex's
+    own corrections and count are summed here and added once (atomics are the kernel's main cost on the CPU)."""
     v = wp.tid()
+    own = wp.vec3(0.0, 0.0, 0.0)
+    own_count = int(0)
     for k in range(data.vt_count[v]):
         a, b, c, w, u = vertex_triangle_pair(x, data, v, k)
         u_start = data.vt_start[v * VT_SLOTS + k]
@@ -71,12 +66,18 @@ def solve_vertex_triangle_contacts(x: wp.array(dtype=wp.vec3), x_start: wp.array
         dr, active = pair_change(u, u_start, slip, h, friction[0])
         denom = inv_mass[v] + inv_mass[a] * w[0] * w[0] + inv_mass[b] * w[1] * w[1] + inv_mass[c] * w[2] * w[2]
         if active and denom > 0.0:
-            count_touching(touching, v, a, b, c)
+            own_count = own_count + 1
+            wp.atomic_add(touching, a, 1)
+            wp.atomic_add(touching, b, 1)
+            wp.atomic_add(touching, c, 1)
             s = dr * (pair_share(count, v, a, b, c) / denom)
-            wp.atomic_add(delta, v, s * inv_mass[v])
+            own = own + s * inv_mass[v]
             wp.atomic_add(delta, a, s * (-inv_mass[a] * w[0]))
             wp.atomic_add(delta, b, s * (-inv_mass[b] * w[1]))
             wp.atomic_add(delta, c, s * (-inv_mass[c] * w[2]))
+    if own_count > 0:
+        wp.atomic_add(touching, v, own_count)
+        wp.atomic_add(delta, v, own)
 
 
 @wp.kernel
@@ -85,10 +86,13 @@ def solve_edge_edge_contacts(x: wp.array(dtype=wp.vec3), x_start: wp.array(dtype
                              count: wp.array(dtype=wp.int32), delta: wp.array(dtype=wp.vec3),
                              touching: wp.array(dtype=wp.int32)):
     """One thread per edge (i0, i1), over its edges (j0, j1): r = the closest points' difference, weights
-    (1 - s, s) and (1 - t, t)."""
+    (1 - s, s) and (1 - t, t). The edge's own corrections and counts are summed here and added once."""
     e = wp.tid()
     i0 = data.edge_indices[e, 0]
     i1 = data.edge_indices[e, 1]
+    own0 = wp.vec3(0.0, 0.0, 0.0)
+    own1 = wp.vec3(0.0, 0.0, 0.0)
+    own_count = int(0)
     for k in range(data.ee_count[e]):
         j0, j1, s, t, u = edge_edge_pair(x, data, e, k)
         u_start = data.ee_start[e * EE_SLOTS + k]
@@ -99,9 +103,16 @@ def solve_edge_edge_contacts(x: wp.array(dtype=wp.vec3), x_start: wp.array(dtype
         denom = inv_mass[i0] * (1.0 - s) * (1.0 - s) + inv_mass[i1] * s * s + inv_mass[j0] * (1.0 - t) * (1.0 - t) \
             + inv_mass[j1] * t * t
         if active and denom > 0.0:
-            count_touching(touching, i0, i1, j0, j1)
+            own_count = own_count + 1
+            wp.atomic_add(touching, j0, 1)
+            wp.atomic_add(touching, j1, 1)
             g = dr * (pair_share(count, i0, i1, j0, j1) / denom)
-            wp.atomic_add(delta, i0, g * (inv_mass[i0] * (1.0 - s)))
-            wp.atomic_add(delta, i1, g * (inv_mass[i1] * s))
+            own0 = own0 + g * (inv_mass[i0] * (1.0 - s))
+            own1 = own1 + g * (inv_mass[i1] * s)
             wp.atomic_add(delta, j0, g * (-inv_mass[j0] * (1.0 - t)))
             wp.atomic_add(delta, j1, g * (-inv_mass[j1] * t))
+    if own_count > 0:
+        wp.atomic_add(touching, i0, own_count)
+        wp.atomic_add(touching, i1, own_count)
+        wp.atomic_add(delta, i0, own0)
+        wp.atomic_add(delta, i1, own1)

@@ -123,7 +123,7 @@ class SolverXPBD:
 
         self_contact = self_contact_of(model)
         if self_contact is not None:
-            self_contact.find(state_in.particle_q, fresh=grad)
+            self_contact.begin_step(state_in.particle_q, fresh=grad)
         # with self-contact the solved positions go through the displacement bound into state_out
         x_end = state_out.particle_q if self_contact is None else positions("x_end")
         x = x_end if self.iterations == 0 else positions("x0")
@@ -162,7 +162,7 @@ class SolverXPBD:
             x = x_next
 
         if self_contact is not None:
-            self_contact.limit(state_in.particle_q, x, None, dt, state_out.particle_q, None)
+            self_contact.end_step(state_in.particle_q, x, None, dt, state_out.particle_q, None, fresh=grad)
             x = state_out.particle_q
         wp.launch(k.update_velocities, dim=n, device=device, inputs=[state_in.particle_q, x, settings],
                   outputs=[state_out.particle_qd])
