@@ -554,17 +554,34 @@ template <unsigned N, typename T> CUDA_CALLABLE inline mat_t<N, N, T> cofactor(c
 
 }  // namespace linalg
 
+namespace linalg {
+// A 4x4 determinant in float32 or float16 cancels badly (24 products of three entries summed); Warp forms its
+// intermediates in double there, so we work in double for these types and round once.
+template <unsigned N, typename T> struct det_work { using type = T; };
+template <> struct det_work<4, float> { using type = double; };
+template <> struct det_work<4, float16> { using type = double; };
+template <unsigned N, typename W, typename T> CUDA_CALLABLE inline mat_t<N, N, W> widened(const mat_t<N, N, T>& a) {
+    mat_t<N, N, W> w;
+    WP_UNROLL for (unsigned i = 0; i < N; ++i)
+        WP_UNROLL for (unsigned j = 0; j < N; ++j) w.data[i][j] = W(a.data[i][j]);
+    return w;
+}
+}  // namespace linalg
+
 template <unsigned N, typename T> CUDA_CALLABLE inline T determinant(const mat_t<N, N, T>& a) {
-    mat_t<N, N, T> cof = linalg::cofactor(a);
-    T r = T(0);
-    WP_UNROLL for (unsigned j = 0; j < N; ++j) r = T(r + a.data[0][j] * cof.data[0][j]);
-    return r;
+    using W = typename linalg::det_work<N, T>::type;
+    mat_t<N, N, W> w = linalg::widened<N, W>(a);
+    mat_t<N, N, W> cof = linalg::cofactor(w);
+    W r = W(0);
+    WP_UNROLL for (unsigned j = 0; j < N; ++j) r = W(r + w.data[0][j] * cof.data[0][j]);
+    return T(r);
 }
 template <unsigned N, typename T>
 CUDA_CALLABLE inline void adj_determinant(const mat_t<N, N, T>& a, mat_t<N, N, T>& adj_a, const T& adj_ret) {
-    mat_t<N, N, T> cof = linalg::cofactor(a);
+    using W = typename linalg::det_work<N, T>::type;
+    mat_t<N, N, W> cof = linalg::cofactor(linalg::widened<N, W>(a));
     WP_UNROLL for (unsigned i = 0; i < N; ++i)
-        WP_UNROLL for (unsigned j = 0; j < N; ++j) linalg::acc(adj_a.data[i][j], T(cof.data[i][j] * adj_ret));
+        WP_UNROLL for (unsigned j = 0; j < N; ++j) linalg::acc(adj_a.data[i][j], T(cof.data[i][j] * W(adj_ret)));
 }
 
 template <unsigned N, typename T> CUDA_CALLABLE inline mat_t<N, N, T> inverse(const mat_t<N, N, T>& a) {
