@@ -12,6 +12,7 @@
 #include "tile.h"
 #include "tile_linalg.h"
 #include "random.h"
+#include "noise.h"
 #include "debug_print.h"
 #include "hash_grid.h"
 #include "geometry.h"

@@ -64,7 +64,7 @@ EXAMPLES = {
     "core.example_fft_poisson_navier_stokes_2d": Example(("--headless", "--num-steps", "4", "--sim-substeps",
                                                           "2")),
     "core.example_fluid": Example(("--headless", "--num-frames", "4")),
-    "core.example_graph_capture": Example(("--headless", "--num-frames", "4")),
+    "core.example_graph_capture": Example(("--headless", "--num-frames", "4"), ci=True),
     "core.example_mesh": Example(("--num-frames", "4"), stage=True, ci=True, rtol=1e-5,
                                  why="closest points on triangles: kernels' own routine (native/mesh.h) rounds "
                                      "differently from Warp's"),
