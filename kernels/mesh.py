@@ -28,6 +28,10 @@ MeshQueryRay = native_struct(
     {"result": T.bool_, "sign": T.float32, "face": T.int32, "t": T.float32, "u": T.float32, "v": T.float32,
      "normal": T.vec3},
     doc="Result of mesh_query_ray: hit, sign (> 0 front face), face, distance t [m], barycentrics, unit normal.")
+MeshQueryAABB = native_struct(
+    "MeshQueryAABB", "mesh_query_aabb_t", {"face": T.int32},
+    doc="State of mesh_query_aabb: iterate it with `for face in query` or mesh_query_aabb_next; `face` is the "
+        "face last yielded.")
 MeshValue = native_struct(
     "Mesh", "mesh_t",
     {"points": ArrayType(T.vec3, 1), "velocities": ArrayType(T.vec3, 1), "indices": ArrayType(T.int32, 1),

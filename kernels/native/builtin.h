@@ -17,4 +17,5 @@
 #include "hash_grid.h"
 #include "geometry.h"
 #include "mesh.h"
+#include "tri_tri.h"
 #include "expect.h"

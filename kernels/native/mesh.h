@@ -123,6 +123,70 @@ CUDA_CALLABLE inline bool mesh_closest(const mesh_t& m, const vec3f_t& p, float3
     return out.face >= 0;
 }
 
+// ---- box queries ----------------------------------------------------------------------------------------------
+
+// Iteration state of mesh_query_aabb: the faces whose bounding boxes overlap [lower, upper] (boundaries count),
+// each once, in BVH order. Nodes still to visit wait on the stack; `cursor` walks the current leaf's faces.
+struct mesh_query_aabb_t {
+    const mesh_t* mesh;
+    vec3f_t lower, upper;
+    int32 stack[MESH_STACK];
+    int32 top;
+    int32 cursor, cursor_end;
+    int32 face;  // the face last yielded
+    CUDA_CALLABLE mesh_query_aabb_t() : mesh(nullptr), top(0), cursor(0), cursor_end(0), face(-1) {}
+};
+CUDA_CALLABLE inline mesh_query_aabb_t add(const mesh_query_aabb_t& a, const mesh_query_aabb_t&) { return a; }
+
+CUDA_CALLABLE inline bool mesh_boxes_overlap(const vec3f_t& lo, const vec3f_t& hi, const vec3f_t& qlo,
+                                             const vec3f_t& qhi) {
+    for (int k = 0; k < 3; ++k)
+        if (lo.c[k] > qhi.c[k] || hi.c[k] < qlo.c[k]) return false;
+    return true;
+}
+
+CUDA_CALLABLE inline mesh_query_aabb_t mesh_query_aabb(uint64 id, vec3f_t lower, vec3f_t upper) {
+    mesh_query_aabb_t q;
+    q.mesh = mesh_ptr(id);
+    q.lower = lower;
+    q.upper = upper;
+    if (q.mesh != nullptr && q.mesh->root >= 0) q.stack[q.top++] = q.mesh->root;
+    return q;
+}
+
+// The next face whose box overlaps the query's: true with its index in `index`, false when there are no more.
+CUDA_CALLABLE inline bool mesh_query_aabb_next(mesh_query_aabb_t& q, int32& index) {
+    const mesh_t* m = q.mesh;
+    if (m == nullptr) return false;
+    while (true) {
+        while (q.cursor < q.cursor_end) {
+            int32 f = m->prims[q.cursor++];
+            vec3f_t a, b, c;
+            mesh_face(*m, f, a, b, c);
+            vec3f_t lo, hi;
+            for (int k = 0; k < 3; ++k) {
+                lo.c[k] = ::fminf(a.c[k], ::fminf(b.c[k], c.c[k]));
+                hi.c[k] = ::fmaxf(a.c[k], ::fmaxf(b.c[k], c.c[k]));
+            }
+            if (mesh_boxes_overlap(lo, hi, q.lower, q.upper)) {
+                q.face = f;
+                index = f;
+                return true;
+            }
+        }
+        if (q.top == 0) return false;
+        int32 n = q.stack[--q.top];
+        if (!mesh_boxes_overlap(m->node_lower[n], m->node_upper[n], q.lower, q.upper)) continue;
+        if (m->node_left[n] >= 0) {
+            q.stack[q.top++] = m->node_right[n];
+            q.stack[q.top++] = m->node_left[n];
+        } else {
+            q.cursor = m->node_start[n];
+            q.cursor_end = m->node_end[n];
+        }
+    }
+}
+
 // ---- rays ----------------------------------------------------------------------------------------------------
 
 struct mesh_hit_t {
