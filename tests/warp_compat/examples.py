@@ -83,7 +83,7 @@ EXAMPLES = {
          "--segment-size", "3"), ci=True, rtol=1e-5, loose=_ADAM_PARAMS, loose_rtol=1e-3, why=_ADAM),
     "optim.example_navier_stokes_perturbation": Example(("--headless", "--train-iters", "2", "--lead-steps", "2",
                                                          "--spin-up-steps", "4")),
-    "optim.example_particle_repulsion": Example(("--headless", "--num-frames", "4")),
+    "optim.example_particle_repulsion": Example(("--headless", "--num-frames", "4"), ci=True),
 }
 
 #: Examples in warp/examples/core and optim that real warp-lang does not run on a CPU-only machine (not counted).
