@@ -62,10 +62,9 @@ add_builtin("mesh_query_point", (U64, V3, F32, F32, I32, F32, F32), T.bool_, gro
 add_builtin("mesh_query_point_no_sign", (U64, V3, F32, I32, F32, F32), T.bool_, group=GROUP, differentiable=False,
             mutates_arg=(3, 4, 5), arg_names=_ID_P_D + ("face", "bary_u", "bary_v"),
             doc="closest point, written into face, bary_u, bary_v; true if found")
-add_builtin("mesh_query_ray", (U64, V3, V3, F32), MeshQueryRay, group=GROUP, differentiable=False,
-            arg_names=("id", "start", "dir", "max_t"),
-            doc="closest hit of the ray start + t dir, t in [0, max_t) (gradients through ray casts are not "
-                "supported: a compile-time error on a gradient path)")
+add_builtin("mesh_query_ray", (U64, V3, V3, F32), MeshQueryRay, group=GROUP, arg_names=("id", "start", "dir", "max_t"),
+            doc="closest hit of the ray start + t dir, t in [0, max_t); differentiable: t, u, v w.r.t. start and "
+                "dir, and t, u, v, normal w.r.t. the hit face's points (into the mesh points' gradient array)")
 _RAY_OUT = ("id", "start", "dir", "max_t", "t", "bary_u", "bary_v", "sign", "normal", "face")
 add_builtin("mesh_query_ray", (U64, V3, V3, F32, F32, F32, F32, F32, V3, I32), T.bool_, group=GROUP,
             differentiable=False, mutates_arg=(4, 5, 6, 7, 8, 9), arg_names=_RAY_OUT,

@@ -75,7 +75,14 @@ EXAMPLES = {
     "core.example_sample_mesh": Example(("--num-frames", "1"), stage=True),
     "core.example_sph": Example(("--num-frames", "1"), stage=True),
     "core.example_wave": Example(("--num-frames", "4"), stage=True, ci=True),
-    "optim.example_diffray": Example(("--headless", "--train-iters", "2", "--height", "64")),
+    "optim.example_diffray": Example(
+        ("--headless", "--train-iters", "2", "--height", "64"), rtol=5e-5, loose=("rays", "pixels", "images",
+                                                                                    "target_pixels"),
+        loose_rtol=3e-3, why="kernels intersects rays with triangles by Moller-Trumbore, Warp by the watertight "
+                             "(Woop) test: hit barycentrics differ by float32 round-off (the target image by 2e-6); "
+                             "the texture lookup's int() and the shading clamps turn that into a texel's step on "
+                             "rays whose texture coordinate sits on a texel boundary (rays, pixels: up to 2e-3 of "
+                             "the largest value, a few rays); the learned rotation after two steps agrees to 2e-5"),
     "optim.example_fluid_checkpoint": Example(("--headless", "--train-iters", "1", "--num-frames", "10"),
                                               rtol=1e-5, loose=_ADAM_PARAMS, loose_rtol=1e-3, why=_ADAM),
     "optim.example_fluid_checkpoint_custom_backward": Example(
