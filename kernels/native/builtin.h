@@ -11,6 +11,7 @@
 #include "array.h"
 #include "tile.h"
 #include "tile_linalg.h"
+#include "tile_fft.h"
 #include "random.h"
 #include "noise.h"
 #include "debug_print.h"
