@@ -32,6 +32,7 @@ from kernels.array import array as _array
 from kernels.array import copy_hooks, copy_plan, copy_window, host_write_hooks
 from kernels.launch import args_ctype, check_backward, launch_adjoint, pack_array, struct_params, tape_hooks
 from kernels.struct import packed_derived
+from kernels.mesh import ray_gradient_meshes
 from kernels.typesys import ArrayType, is_differentiable_type, is_struct
 
 from . import read_flags
@@ -382,6 +383,10 @@ class Tape:
         try:
             for rec in schedule:
                 if rec.__class__ is _Record:
+                    for mesh in ray_gradient_meshes(rec.values):
+                        # ray casts add into the points' gradient: current in the mesh header, zeroed by zero()
+                        mesh._sync_point_gradient()
+                        self._touch(mesh.points)
                     launch_adjoint(rec.kernel, rec.device, rec.bounds, rec.params, rec.values,
                                    *self._adjoint_params(rec))
                 else:

@@ -15,9 +15,9 @@ from .device import (Device, ScopedDevice, get_cuda_device_count, get_device, ge
 from .errors import CompileError, KernelError, LaunchError, NativeCompileError
 from .errors import (CompileAttributeError, CompileIndexError, CompileKeyError, CompileTypeError,
                      CompileValueError)
-from .function import func, func_grad, func_replay
+from .function import func, func_grad, func_replay, grad
 from .hash_grid import HashGrid, HashGridQuery
-from .mesh import Mesh, MeshQueryPoint, MeshQueryRay, is_cubql_available
+from .mesh import Mesh, MeshQueryAABB, MeshQueryPoint, MeshQueryRay, is_cubql_available
 from .interop import (device_from_torch, device_to_torch, dtype_from_torch, dtype_to_torch, from_dlpack, from_torch,
                       to_dlpack, to_torch)
 from .cuda_memory import empty_cache

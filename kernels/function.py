@@ -106,10 +106,13 @@ inspect_empty = object()
 
 
 def resolve_static(obj):
-    """How kernel code may call a compile-time object: ("builtin", name), ("func", Func), ("type", t) or None."""
+    """How kernel code may call a compile-time object: ("builtin", name), ("func", Func), ("grad", Func: the
+    gradient of the function), ("type", t) or None."""
     from .builtins import BUILTINS
     if isinstance(obj, Func):
         return ("func", obj)
+    if isinstance(obj, FuncGradient):
+        return ("grad", obj.func)
     obj = getattr(obj, "_wp_kernel_form_", obj)  # a Python-side helper whose kernel meaning is another object
     if T.unsupported_reason(obj):
         raise TypeError(T.unsupported_reason(obj))
@@ -373,6 +376,26 @@ def func_grad(forward: Func):
     to the arguments' adjoints with `wp.adjoint[x] += ...`. It replaces the derived adjoint of `forward`.
     """
     return _attach(forward, "custom_grad", "func_grad")
+
+
+class FuncGradient:
+    """`wp.grad(f)`: inside kernels and @wp.func bodies, `wp.grad(f)(x, y, ...)` gives the gradient of the scalar
+    @wp.func `f` with respect to each argument at (x, y, ...): one value of the argument's type, or a tuple of
+    them when `f` takes several. It runs f's adjoint (derived or @wp.func_grad) with a seed of 1."""
+
+    def __init__(self, func: Func):
+        self.func = func
+        self.name = f"grad({func.name})"
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"wp.grad({self.func.name})(...) can only be called inside kernels and @wp.func bodies")
+
+
+def grad(f):
+    """The gradient of a scalar @wp.func, callable in kernels: `wp.grad(f)(x)` (see FuncGradient)."""
+    if not isinstance(f, Func):
+        raise TypeError(f"wp.grad takes a @wp.func, got {type(f).__name__}")
+    return FuncGradient(f)
 
 
 def func_replay(forward: Func):

@@ -7,6 +7,7 @@ The BVH is built on the host with numpy (kernels/bvh.py) and copied to the mesh'
 from __future__ import annotations
 
 import ctypes
+import weakref
 
 import numpy as np
 
@@ -28,6 +29,10 @@ MeshQueryRay = native_struct(
     {"result": T.bool_, "sign": T.float32, "face": T.int32, "t": T.float32, "u": T.float32, "v": T.float32,
      "normal": T.vec3},
     doc="Result of mesh_query_ray: hit, sign (> 0 front face), face, distance t [m], barycentrics, unit normal.")
+MeshQueryAABB = native_struct(
+    "MeshQueryAABB", "mesh_query_aabb_t", {"face": T.int32},
+    doc="State of mesh_query_aabb: iterate it with `for face in query` or mesh_query_aabb_next; `face` is the "
+        "face last yielded.")
 MeshValue = native_struct(
     "Mesh", "mesh_t",
     {"points": ArrayType(T.vec3, 1), "velocities": ArrayType(T.vec3, 1), "indices": ArrayType(T.int32, 1),
@@ -43,7 +48,8 @@ class _MeshHeader(ctypes.Structure):
                 ("node_lower", ctypes.c_void_p), ("node_upper", ctypes.c_void_p), ("node_left", ctypes.c_void_p),
                 ("node_right", ctypes.c_void_p), ("node_start", ctypes.c_void_p), ("node_end", ctypes.c_void_p),
                 ("prims", ctypes.c_void_p), ("root", ctypes.c_int32), ("num_groups", ctypes.c_int32),
-                ("group_ids", ctypes.c_void_p), ("group_roots", ctypes.c_void_p)]
+                ("group_ids", ctypes.c_void_p), ("group_roots", ctypes.c_void_p),
+                ("point_grads", ArrayDescriptor)]
 
 
 def is_cubql_available() -> bool:
@@ -140,6 +146,9 @@ class Mesh:
         h.indices = self.indices._descriptor()
         if self.velocities is not None:
             h.velocities = self.velocities._descriptor()
+        self._point_grads = self._points._grad
+        if self._point_grads is not None:
+            h.point_grads = self._point_grads._descriptor()
         for name, buf in bufs.items():
             setattr(h, name, buf.ptr if buf.size else None)
         raw = np.frombuffer(bytes(h), dtype=np.uint8)
@@ -149,10 +158,28 @@ class Mesh:
         else:
             self._header_array.assign(raw)  # same address: the id stays valid
         self._buffers = bufs
+        _LIVE_MESHES[self.id] = self
+
+    def _sync_point_gradient(self):
+        """Point the header at the points' current gradient array (set or replaced after the mesh was built)."""
+        if self._points._grad is not self._point_grads:
+            self._upload()
 
     def __del__(self):
         # buffers are freed with their arrays; safe on an instance that __init__ never ran on
         pass
+
+
+_LIVE_MESHES: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()  # id -> Mesh
+
+
+def ray_gradient_meshes(values) -> list:
+    """The meshes among a launch's arguments (uint64 ids) whose points have a gradient array: ray casts in the
+    kernel's adjoint add into it, so the tape keeps the header pointing at it and zeroes it with the others."""
+    if not _LIVE_MESHES:
+        return []
+    found = (_LIVE_MESHES.get(v) for v in values if type(v) is int)
+    return [m for m in found if m is not None and m.points._grad is not None]
 
 
 def _check_vec3(arr, name):

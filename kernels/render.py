@@ -285,6 +285,9 @@ class FunctionRenderer:
             call = f"wp::{op.attrs['overload'].native}({', '.join(args)})"
             self.emit(f"{self.name(outs[0])} = {call};" if outs else f"{call};")
             return
+        if op.attrs.get("gradient"):
+            self.gradient_call(op)
+            return
         expr = self.call_expr(op, replay)
         results = [r for r in op.results if _has_ctype(r.type)]
         if not results:
@@ -297,6 +300,15 @@ class FunctionRenderer:
             for k, r in enumerate(results):
                 self.emit(f"    {self.name(r)} = r_.v{k};")
             self.emit("}")
+
+    def gradient_call(self, op):
+        """`wp.grad(f)(args)`: f's adjoint, seeded with 1, adds d f / d arg into each (zeroed) result."""
+        callee = op.attrs["callee"]
+        for r in op.results:
+            self.emit(f"{self.name(r)} = {ctype(r.type)}();")
+        seed = f"{ctype(callee.return_types[0])}(1)"
+        args = ", ".join(x for x in (self.args(op.operands), ", ".join(self.name(r) for r in op.results), seed) if x)
+        self.emit(f"adj_{self.func_names[callee]}({args});")
 
     def op_if(self, op, replay):
         then_b, else_b = op.regions

@@ -23,6 +23,7 @@ class ModuleSource:
         self.structs: list = []
         self.func_names: dict = {}  # typed ir.Function -> C++ name
         self.func_order: list = []
+        self.gradient_targets: set = set()  # functions whose adjoint a forward computation calls (wp.grad)
         self.parts: list = []
 
     # ---- structs
@@ -68,6 +69,8 @@ class ModuleSource:
             callee = op.attrs.get("callee")
             if callee is not None:
                 self.add_function(callee)
+                if op.attrs.get("gradient"):
+                    self.gradient_targets.add(callee)
             elem = op.attrs.get("elem")
             if elem is not None and elem[0] == "func":
                 self.add_function(elem[1])
@@ -230,7 +233,11 @@ class ModuleSource:
         for t in self.structs:
             pieces.append("namespace wp {\n" + self.render_struct(t) + "}  // namespace wp")
         for fn in self.func_order:
-            pieces.append(self.render_function(fn, adjoint_func_renderer))
+            renderer = adjoint_func_renderer
+            if renderer is None and fn in self.gradient_targets:
+                from .render_adjoint import render_adjoint_function
+                renderer = render_adjoint_function
+            pieces.append(self.render_function(fn, renderer))
         pieces.extend(kernel_parts)
         return "\n".join(pieces) + "\n"
 

@@ -319,12 +319,19 @@ class Composite:
         idx = _COMPONENT_INDEX.get(name)
         if idx is not None and self._category_ in ("vector", "quat") and idx < self._shape_[0]:
             return self._data[idx]
+        if self._category_ == "transform" and name in ("p", "q"):
+            # a transform's translation and rotation, as Warp's Python transforms give them (copies)
+            scalar = self._wp_scalar_type_
+            return vector(3, scalar)(*self._data[:3]) if name == "p" else quaternion(scalar)(*self._data[3:])
         raise AttributeError(name)
 
     def __setattr__(self, name, value):
         idx = _COMPONENT_INDEX.get(name)
         if idx is not None and self._category_ in ("vector", "quat"):
             self._data[idx] = value
+        elif self._category_ == "transform" and name in ("p", "q"):
+            part = slice(0, 3) if name == "p" else slice(3, 7)
+            self._data[part] = np.asarray(value, dtype=self._data.dtype).reshape(-1)
         else:
             object.__setattr__(self, name, value)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .. import types as T
 from ..hash_grid import hash_grid_query_type
-from ..mesh import MeshQueryPoint, MeshQueryRay, MeshValue
+from ..mesh import MeshQueryAABB, MeshQueryPoint, MeshQueryRay, MeshValue
 from .registry import QUERY_NEXT, S, V, add_builtin
 
 GROUP = "geometry"
@@ -62,10 +62,9 @@ add_builtin("mesh_query_point", (U64, V3, F32, F32, I32, F32, F32), T.bool_, gro
 add_builtin("mesh_query_point_no_sign", (U64, V3, F32, I32, F32, F32), T.bool_, group=GROUP, differentiable=False,
             mutates_arg=(3, 4, 5), arg_names=_ID_P_D + ("face", "bary_u", "bary_v"),
             doc="closest point, written into face, bary_u, bary_v; true if found")
-add_builtin("mesh_query_ray", (U64, V3, V3, F32), MeshQueryRay, group=GROUP, differentiable=False,
-            arg_names=("id", "start", "dir", "max_t"),
-            doc="closest hit of the ray start + t dir, t in [0, max_t) (gradients through ray casts are not "
-                "supported: a compile-time error on a gradient path)")
+add_builtin("mesh_query_ray", (U64, V3, V3, F32), MeshQueryRay, group=GROUP, arg_names=("id", "start", "dir", "max_t"),
+            doc="closest hit of the ray start + t dir, t in [0, max_t); differentiable: t, u, v w.r.t. start and "
+                "dir, and t, u, v, normal w.r.t. the hit face's points (into the mesh points' gradient array)")
 _RAY_OUT = ("id", "start", "dir", "max_t", "t", "bary_u", "bary_v", "sign", "normal", "face")
 add_builtin("mesh_query_ray", (U64, V3, V3, F32, F32, F32, F32, F32, V3, I32), T.bool_, group=GROUP,
             differentiable=False, mutates_arg=(4, 5, 6, 7, 8, 9), arg_names=_RAY_OUT,
@@ -73,6 +72,19 @@ add_builtin("mesh_query_ray", (U64, V3, V3, F32, F32, F32, F32, F32, V3, I32), T
 add_builtin("mesh_query_ray", (U64, V3, V3, F32, F32, F32, F32, F32, V3, I32, I32), T.bool_, group=GROUP,
             differentiable=False, mutates_arg=(4, 5, 6, 7, 8, 9), arg_names=_RAY_OUT + ("root",),
             doc="as mesh_query_ray with outputs, searching only the subtree `root` (mesh_get_group_root; -1: all)")
+add_builtin("mesh_query_aabb", (U64, V3, V3), MeshQueryAABB, group=GROUP, differentiable=False,
+            arg_names=("id", "low", "high"),
+            doc="query the faces whose bounding boxes overlap the box [low, high]; iterate it with "
+                "`for face in ...` or `while wp.mesh_query_aabb_next(query, face)`")
+add_builtin("mesh_query_aabb_next", (MeshQueryAABB, I32), T.bool_, group=GROUP, differentiable=False,
+            mutates_arg=(0, 1), arg_names=("query", "index"),
+            doc="advance the query: true with the next overlapping face in `index`, false when done")
+QUERY_NEXT["mesh_query_aabb"] = "mesh_query_aabb_next"
+for _v in (T.vec3, T.vec3d):
+    add_builtin("intersect_tri_tri", (_v,) * 6, I32, group=GROUP, differentiable=False,
+                arg_names=("v0", "v1", "v2", "u0", "u1", "u2"),
+                doc="1 if triangles (v0, v1, v2) and (u0, u1, u2) share a point (coplanar overlap included), "
+                    "else 0 (Moller's interval test)")
 add_builtin("mesh_get_group_root", (U64, I32), I32, group=GROUP, differentiable=False, arg_names=("id", "group"),
             doc="BVH root of the faces of `group` (meshes built with groups), -1 if there is none")
 add_builtin("mesh_eval_position", (U64, I32, F32, F32), V3, group=GROUP, arg_names=("id", "face", "bary_u", "bary_v"),

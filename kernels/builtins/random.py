@@ -3,10 +3,10 @@
 An RNG state is a uint32 made by `rand_init(seed[, offset])`; every draw advances it with the PCG hash
 (Jarzynski & Olano 2020), so `rng = wp.rand_init(seed, tid); a = wp.randf(rng); b = wp.randf(rng)` gives a != b.
 Results are deterministic for a seed, offset and call order, and identical on the CPU and CUDA. None of these
-builtins is differentiable; printf/print are declared differentiable with an empty adjoint (see below).
+builtins is differentiable except the noise functions' coordinate; printf/print are declared differentiable with an empty adjoint (see below).
 
-Native code: kernels/native/random.h (draws take the state by reference and advance it) and
-kernels/native/debug_print.h.
+Native code: kernels/native/random.h (draws take the state by reference and advance it),
+kernels/native/noise.h (Perlin noise, differentiable w.r.t. the coordinate) and kernels/native/debug_print.h.
 """
 
 from __future__ import annotations
@@ -51,6 +51,27 @@ _draw("sample_unit_sphere", (U32,), T.vec3, "uniform point in the unit ball")
 _draw("sample_unit_hemisphere_surface", (U32,), T.vec3, "uniform point on the unit hemisphere z >= 0")
 _draw("sample_unit_hemisphere", (U32,), T.vec3, "uniform point in the unit half-ball z >= 0")
 _draw("sample_unit_cube", (U32,), T.vec3, "uniform point in [-0.5, 0.5)^3")
+
+# ---- gradient noise (native: kernels/native/noise.h) ----------------------------------------------------------
+# Warp's Perlin noise to the bit. The state picks the field and is not advanced; the coordinate gets a gradient
+# (analytic), the state, periods, octaves, lacunarity and gain none.
+
+_NOISE_POINTS = ((F32, "x"), (T.vec2, "xy"), (T.vec3, "xyz"), (T.vec4, "xyzt"))
+for _k, (_point, _name) in enumerate(_NOISE_POINTS):
+    add_builtin("noise", (U32, _point), F32, group=GROUP, arg_names=("state", _name),
+                doc=f"{_k + 1}-d Perlin noise at `{_name}` of the field `state` (one lattice cell per unit, values "
+                    "centred on zero)")
+    _periods = ("px", "py", "pz", "pt")[: _k + 1]
+    add_builtin("pnoise", (U32, _point) + (I32,) * (_k + 1), F32, group=GROUP, arg_names=("state", _name) + _periods,
+                doc=f"{_k + 1}-d Perlin noise that repeats every {', '.join(_periods)} units (periods > 0)")
+_OCTAVES = S("O", "int")
+for _point, _name, _ret in ((T.vec2, "xy", T.vec2), (T.vec3, "xyz", T.vec3), (T.vec4, "xyzt", T.vec3)):
+    add_builtin("curlnoise", (U32, _point, _OCTAVES, F32, F32), _ret, group=GROUP,
+                arg_names=("state", _name, "octaves", "lacunarity", "gain"),
+                defaults={"octaves": 1, "lacunarity": 2.0, "gain": 0.5},
+                doc="divergence-free field from Perlin noise: octave i at lacunarity^i times the point with weight "
+                    "gain^i; 2-d: the rotated noise gradient, 3-d/4-d: the curl of three noise fields (the first "
+                    "three axes)")
 
 # ---- debug printing -------------------------------------------------------------------------------------------
 

@@ -66,8 +66,8 @@ add_builtin("tile_argmax", (Tl(N),), Tl(T.int32, 1, 1, ndim=1), differentiable=F
             doc="flat index of the largest element")
 
 # Shape.
-add_builtin("tile_transpose", (Tl(N, "M", "N", ndim=2),), Tl(N, "N", "M", ndim=2), group="tile",
-            doc="transpose of a 2-d tile")
+add_builtin("tile_transpose", (Tl(AnyType("T"), "M", "N", ndim=2),), Tl(AnyType("T"), "N", "M", ndim=2), group="tile",
+            doc="transpose of a 2-d tile (of scalars, vectors or matrices)")
 _OUT = Tl(AnyType("T"), "P", "Q", nd="__out_ndim")  # a result whose shape differs from the argument's
 add_builtin("tile_broadcast", (TypeArg(_OUT), Tl(AnyType("T"))), _OUT, template_ret=True, group="tile",
             doc="tile_broadcast(t, shape=(m, n)): repeat dimensions of size 1 (numpy rules)")
@@ -133,3 +133,12 @@ add_builtin("tile_lower_solve_inplace", (_SQUARE, _RHS), None, arg_names=("L", "
             differentiable=False, group="tile_linalg", doc="tile_lower_solve_inplace(L, y): y = tile_lower_solve(L, y)")
 add_builtin("tile_upper_solve_inplace", (_SQUARE, _RHS), None, arg_names=("U", "z"), mutates_arg=1,
             differentiable=False, group="tile_linalg", doc="tile_upper_solve_inplace(U, z): z = tile_upper_solve(U, z)")
+
+# FFTs (kernels/native/tile_fft.h): in place along the last axis of a tile of complex numbers (vec2 of float32 or
+# float64 as (re, im)), one transform per row, unnormalised as Warp's. The updated tile is rebound to the caller's
+# variable; the gradient of each is the other direction's transform of the result's gradient.
+_COMPLEX = Tl(V(2, F))
+add_builtin("tile_fft", (_COMPLEX,), None, arg_names=("inout",), mutates_arg=0, group="tile",
+            doc="tile_fft(t): t's rows replaced by their discrete Fourier transforms (sum x_j e^(-2 pi i jk/n))")
+add_builtin("tile_ifft", (_COMPLEX,), None, arg_names=("inout",), mutates_arg=0, group="tile",
+            doc="tile_ifft(t): t's rows replaced by their unnormalised inverse transforms (ifft(fft(x)) = n x)")

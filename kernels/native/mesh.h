@@ -29,6 +29,7 @@ struct mesh_t {
     int32 num_groups;
     const int32* group_ids;       // [num_groups] sorted group ids
     const int32* group_roots;     // [num_groups] the root of each group's subtree
+    array_t<vec3f_t> point_grads; // [num_points] gradient of the points (ray queries add into it; may be empty)
 };
 
 static const uint64 MESH_MAGIC = 0x6d6573682d627668ull;
@@ -121,6 +122,70 @@ CUDA_CALLABLE inline bool mesh_closest(const mesh_t& m, const vec3f_t& p, float3
         }
     }
     return out.face >= 0;
+}
+
+// ---- box queries ----------------------------------------------------------------------------------------------
+
+// Iteration state of mesh_query_aabb: the faces whose bounding boxes overlap [lower, upper] (boundaries count),
+// each once, in BVH order. Nodes still to visit wait on the stack; `cursor` walks the current leaf's faces.
+struct mesh_query_aabb_t {
+    const mesh_t* mesh;
+    vec3f_t lower, upper;
+    int32 stack[MESH_STACK];
+    int32 top;
+    int32 cursor, cursor_end;
+    int32 face;  // the face last yielded
+    CUDA_CALLABLE mesh_query_aabb_t() : mesh(nullptr), top(0), cursor(0), cursor_end(0), face(-1) {}
+};
+CUDA_CALLABLE inline mesh_query_aabb_t add(const mesh_query_aabb_t& a, const mesh_query_aabb_t&) { return a; }
+
+CUDA_CALLABLE inline bool mesh_boxes_overlap(const vec3f_t& lo, const vec3f_t& hi, const vec3f_t& qlo,
+                                             const vec3f_t& qhi) {
+    for (int k = 0; k < 3; ++k)
+        if (lo.c[k] > qhi.c[k] || hi.c[k] < qlo.c[k]) return false;
+    return true;
+}
+
+CUDA_CALLABLE inline mesh_query_aabb_t mesh_query_aabb(uint64 id, vec3f_t lower, vec3f_t upper) {
+    mesh_query_aabb_t q;
+    q.mesh = mesh_ptr(id);
+    q.lower = lower;
+    q.upper = upper;
+    if (q.mesh != nullptr && q.mesh->root >= 0) q.stack[q.top++] = q.mesh->root;
+    return q;
+}
+
+// The next face whose box overlaps the query's: true with its index in `index`, false when there are no more.
+CUDA_CALLABLE inline bool mesh_query_aabb_next(mesh_query_aabb_t& q, int32& index) {
+    const mesh_t* m = q.mesh;
+    if (m == nullptr) return false;
+    while (true) {
+        while (q.cursor < q.cursor_end) {
+            int32 f = m->prims[q.cursor++];
+            vec3f_t a, b, c;
+            mesh_face(*m, f, a, b, c);
+            vec3f_t lo, hi;
+            for (int k = 0; k < 3; ++k) {
+                lo.c[k] = ::fminf(a.c[k], ::fminf(b.c[k], c.c[k]));
+                hi.c[k] = ::fmaxf(a.c[k], ::fmaxf(b.c[k], c.c[k]));
+            }
+            if (mesh_boxes_overlap(lo, hi, q.lower, q.upper)) {
+                q.face = f;
+                index = f;
+                return true;
+            }
+        }
+        if (q.top == 0) return false;
+        int32 n = q.stack[--q.top];
+        if (!mesh_boxes_overlap(m->node_lower[n], m->node_upper[n], q.lower, q.upper)) continue;
+        if (m->node_left[n] >= 0) {
+            q.stack[q.top++] = m->node_right[n];
+            q.stack[q.top++] = m->node_left[n];
+        } else {
+            q.cursor = m->node_start[n];
+            q.cursor_end = m->node_end[n];
+        }
+    }
 }
 
 // ---- rays ----------------------------------------------------------------------------------------------------
@@ -371,6 +436,64 @@ CUDA_CALLABLE inline mesh_query_ray_t mesh_query_ray(uint64 id, vec3f_t start, v
     q.result = true; q.sign = hit.sign; q.face = hit.face; q.t = hit.t; q.u = hit.u; q.v = hit.v;
     q.normal = hit.normal;
     return q;
+}
+// Gradient of a ray cast. The hit o + t d = u a + v b + w c (w = 1 - u - v) solves M (t, u, v) = c - o with
+// M = [d, c - a, c - b]; differentiating, M d(t, u, v) = -(do + t dd - u da - v db - w dc), so with
+// lambda = M^-T (adj_t, adj_u, adj_v): adj_o -= lambda, adj_d -= t lambda, and the face's corners get u, v, w
+// times lambda. The unit normal depends on the corners alone. Face and sign are piecewise constant. The corners'
+// gradients go into the mesh's point gradient array when it has one.
+CUDA_CALLABLE inline void adj_mesh_query_ray(uint64 id, vec3f_t start, vec3f_t dir, float32 max_t, uint64&,
+                                             vec3f_t& adj_start, vec3f_t& adj_dir, float32&,
+                                             const mesh_query_ray_t& adj_ret) {
+    const mesh_t* m = mesh_ptr(id);
+    mesh_hit_t hit;
+    if (m == nullptr || !mesh_ray(*m, start, dir, max_t, -1, hit))
+        return;
+    vec3f_t a, b, c;
+    mesh_face(*m, hit.face, a, b, c);
+    const float32 w = 1.0f - hit.u - hit.v;
+    // lambda = M^-T g: the rows of M^-1 are the cross products of M's columns over det(M)
+    const vec3f_t col0 = dir, col1 = geo_sub(c, a), col2 = geo_sub(c, b);
+    const float32 det = geo_dot(col0, geo_cross(col1, col2));
+    vec3f_t lambda;
+    if (det != 0.0f) {
+        const float32 inv = 1.0f / det;
+        const vec3f_t r0 = geo_cross(col1, col2), r1 = geo_cross(col2, col0), r2 = geo_cross(col0, col1);
+        for (int k = 0; k < 3; ++k)
+            lambda.c[k] = (adj_ret.t * r0.c[k] + adj_ret.u * r1.c[k] + adj_ret.v * r2.c[k]) * inv;
+    }
+    vec3f_t adj_a, adj_b, adj_c;
+    for (int k = 0; k < 3; ++k) {
+        adj_start.c[k] -= lambda.c[k];
+        adj_dir.c[k] -= hit.t * lambda.c[k];
+        adj_a.c[k] = hit.u * lambda.c[k];
+        adj_b.c[k] = hit.v * lambda.c[k];
+        adj_c.c[k] = w * lambda.c[k];
+    }
+    // normal = N / |N|, N = (b - a) x (c - a): adj_N = (g - n (n . g)) / |N|; then N's bilinear adjoints
+    const vec3f_t e1 = geo_sub(b, a), e2 = geo_sub(c, a);
+    const vec3f_t big_n = geo_cross(e1, e2);
+    const float32 len = ::sqrtf(geo_dot(big_n, big_n));
+    if (len > 0.0f) {
+        const float32 along = geo_dot(hit.normal, adj_ret.normal);
+        vec3f_t g;
+        for (int k = 0; k < 3; ++k) g.c[k] = (adj_ret.normal.c[k] - hit.normal.c[k] * along) / len;
+        const vec3f_t gb = geo_cross(e2, g), gc = geo_cross(g, e1);
+        for (int k = 0; k < 3; ++k) {
+            adj_b.c[k] += gb.c[k];
+            adj_c.c[k] += gc.c[k];
+            adj_a.c[k] -= gb.c[k] + gc.c[k];
+        }
+    }
+    if (m->point_grads.data == nullptr)
+        return;
+    const int32 corners[3] = {mesh_at(m->indices, 3 * hit.face), mesh_at(m->indices, 3 * hit.face + 1),
+                              mesh_at(m->indices, 3 * hit.face + 2)};
+    const vec3f_t* adj_corner[3] = {&adj_a, &adj_b, &adj_c};
+    for (int i = 0; i < 3; ++i) {
+        vec3f_t& slot = index(m->point_grads, 0, int64(corners[i]));
+        for (int k = 0; k < 3; ++k) atomic_rmw_add(&slot.c[k], adj_corner[i]->c[k]);
+    }
 }
 CUDA_CALLABLE inline bool mesh_query_ray(uint64 id, vec3f_t start, vec3f_t dir, float32 max_t, float32& t,
                                          float32& u, float32& v, float32& sign, vec3f_t& normal, int32& face,

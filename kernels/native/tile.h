@@ -185,17 +185,27 @@ CUDA_CALLABLE inline void tile_store(const array_t<T>& a, const tile_t<T, R, C>&
             if (tile_in_bounds(a, ai, aj)) *tile_elem(a, ai, aj) = t.at(i, j);
         }
 }
-// The gradient of each stored element (where it landed in the array) flows back to the tile.
+// The gradient of each element a tile put in the array flows back to the tile. A plain store also consumes it
+// when the gradient array is flagged so (ARRAY_FLAG_CONSUME, as adj_store_element): the stored value replaced
+// the element, so an earlier write of that element gets no gradient from later reads.
 template <typename T, int R, int C>
-CUDA_CALLABLE inline void adj_tile_store(const array_t<T>&, const tile_t<T, R, C>&, int32 oi, int32 oj,
-                                         const array_t<T>& adj_a, tile_t<T, R, C>& adj_t, int32&, int32&) {
+CUDA_CALLABLE inline void tile_gradient_to_tile(const array_t<T>& adj_a, tile_t<T, R, C>& adj_t, int32 oi, int32 oj,
+                                                bool consume) {
     if (!adj_a.data) return;
     for (int i = 0; i < R; ++i)
         for (int j = 0; j < C; ++j) {
             int64 ai = adj_a.ndim == 1 ? int64(oi) + i * C + j : int64(oi) + i;
             int64 aj = adj_a.ndim == 1 ? 0 : int64(oj) + j;
-            if (tile_in_bounds(adj_a, ai, aj)) adj_t.at(i, j) = add(adj_t.at(i, j), *tile_elem(adj_a, ai, aj));
+            if (!tile_in_bounds(adj_a, ai, aj)) continue;
+            T* slot = tile_elem(adj_a, ai, aj);
+            adj_t.at(i, j) = add(adj_t.at(i, j), *slot);
+            if (consume) *slot = adj_zero<T>();
         }
+}
+template <typename T, int R, int C>
+CUDA_CALLABLE inline void adj_tile_store(const array_t<T>&, const tile_t<T, R, C>&, int32 oi, int32 oj,
+                                         const array_t<T>& adj_a, tile_t<T, R, C>& adj_t, int32&, int32&) {
+    tile_gradient_to_tile(adj_a, adj_t, oi, oj, (adj_a.flags & ARRAY_FLAG_CONSUME) != 0);
 }
 
 template <typename T, int R, int C>
@@ -213,7 +223,7 @@ template <typename T, int R, int C>
 CUDA_CALLABLE inline void adj_tile_atomic_add(const array_t<T>& a, const tile_t<T, R, C>& t, int32 oi, int32 oj,
                                               const array_t<T>& adj_a, tile_t<T, R, C>& adj_t, int32& ai_, int32& aj_,
                                               const tile_t<T, R, C>&) {
-    adj_tile_store(a, t, oi, oj, adj_a, adj_t, ai_, aj_);
+    tile_gradient_to_tile(adj_a, adj_t, oi, oj, false);  // the add kept the element's earlier value
 }
 
 // ---- elementwise arithmetic ------------------------------------------------------------------------------------

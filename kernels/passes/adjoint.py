@@ -8,6 +8,8 @@ Expects: typed, optimised IR. Guarantees, as attrs on ops:
   - raises CompileError, naming the builtin and line, when a builtin without a derivative (differentiable=False)
     receives a value that carries a gradient and produces a float result or a side effect. `wp.stop_gradient(x)`
     marks a value as constant for differentiation.
+  - raises CompileError when the arguments of `wp.grad(f)(...)` (a gradient computed in the forward code) carry
+    a gradient: second derivatives are not derived.
   - raises CompileError when a builtin's argument declared constant (Overload.constant_args) carries a gradient.
   - raises CompileError for an op that type inference marked "refuse_adjoint" (a read-modify-write of an array
     slot, see typeinfer_paths.py), with its message.
@@ -128,6 +130,10 @@ def _activity(block: ir.Block, active: set, fn):
             continue
         if name == "stop_gradient":
             continue
+        if op.attrs.get("gradient") and any(_active_type(v.type) for v in ins):
+            raise CompileError(f"wp.grad({name}) has no gradient itself (second derivatives are not supported), but "
+                               f"its argument depends on differentiable inputs; wrap the argument in "
+                               f"wp.stop_gradient(...) or launch with enable_backward=False", op.loc, fn.name)
         for i in getattr(ov, "constant_args", ()):
             if op.operands[i] in active and _active_type(op.operands[i].type):
                 raise CompileError(f"'{name}' has no gradient with respect to its argument '{ov.arg_names[i]}', "

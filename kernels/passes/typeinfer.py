@@ -19,7 +19,8 @@ from ..builtins import registry
 from ..errors import (CompileAttributeError, CompileError, CompileTypeError, CompileValueError, KernelError,
                       UnsupportedAtomicError)
 from ..scalar_semantics import ScalarSemanticsError
-from ..typesys import ArrayType, PackType, ShapeType, StaticType, TileType, describe, is_struct
+from ..typesys import (ArrayType, PackType, ShapeType, StaticType, TileType, describe, is_differentiable_type,
+                       is_struct)
 from .clone import substitute
 from .typeinfer_paths import PathForms
 from .typeinfer_scalars import ScalarForms
@@ -330,6 +331,9 @@ class TypeInference(TileForms, PathForms, SliceForms, ScalarForms):
             callee, args = func.specialize(args, self, op)
         except CompileError:
             raise
+        if op.attrs.get("gradient"):
+            self.gradient_call(op, callee, args)
+            return
         rtypes = callee.return_types
         nwant = op.attrs.get("nresults", 1)
         results = op.results
@@ -342,6 +346,27 @@ class TypeInference(TileForms, PathForms, SliceForms, ScalarForms):
         for r, t in zip(results, rtypes):
             r.type = t
         self.append(ir.Op("call", list(args), results, {"callee": callee, "name": callee.name}, [], op.loc))
+
+    def gradient_call(self, op, callee, args):
+        """`wp.grad(f)(args)`: f's adjoint seeded with 1 gives d f / d arg for each argument. f must return one
+        float scalar and take differentiable values; its adjoint must exist."""
+        from ..render_adjoint import adjoint_error
+        rtypes = callee.return_types
+        if len(rtypes) != 1 or not T.is_float(rtypes[0]):
+            got = ", ".join(describe(t) for t in rtypes) or "nothing"
+            raise self.error(f"wp.grad({callee.name}): the function must return one float scalar, it returns {got}",
+                             op)
+        for p, name in zip(callee.params, callee.param_names):
+            if not is_differentiable_type(p.type) or isinstance(p.type, ArrayType):
+                raise self.error(f"wp.grad({callee.name}): argument '{name}' ({describe(p.type)}) has no "
+                                 f"gradient; wp.grad needs float scalars, vectors, matrices or quaternions", op)
+        error = adjoint_error(callee)
+        if error is not None:
+            raise self.error(f"wp.grad({callee.name}): the function has no gradient: {error.message}", op)
+        for r, p in zip(op.results, callee.params):
+            r.type = p.type
+        self.append(ir.Op("call", list(args), op.results, {"callee": callee, "name": callee.name, "gradient": True},
+                          [], op.loc))
 
     # builtins that need more than a table lookup
 

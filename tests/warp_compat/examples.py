@@ -64,26 +64,36 @@ EXAMPLES = {
     "core.example_fft_poisson_navier_stokes_2d": Example(("--headless", "--num-steps", "4", "--sim-substeps",
                                                           "2")),
     "core.example_fluid": Example(("--headless", "--num-frames", "4")),
-    "core.example_graph_capture": Example(("--headless", "--num-frames", "4")),
+    "core.example_graph_capture": Example(("--headless", "--num-frames", "4"), ci=True),
     "core.example_mesh": Example(("--num-frames", "4"), stage=True, ci=True, rtol=1e-5,
                                  why="closest points on triangles: kernels' own routine (native/mesh.h) rounds "
                                      "differently from Warp's"),
-    "core.example_mesh_intersect": Example((), stage=True),
+    "core.example_mesh_intersect": Example((), stage=True, ci=True),
     "core.example_nvdb": Example(("--num-frames", "4"), stage=True),
     "core.example_raycast": Example(("--headless", "--width", "64", "--height", "64"), ci=True),
     "core.example_raymarch": Example(("--headless", "--width", "128", "--height", "64"), ci=True),
     "core.example_sample_mesh": Example(("--num-frames", "1"), stage=True),
     "core.example_sph": Example(("--num-frames", "1"), stage=True),
     "core.example_wave": Example(("--num-frames", "4"), stage=True, ci=True),
-    "optim.example_diffray": Example(("--headless", "--train-iters", "2", "--height", "64")),
+    "optim.example_diffray": Example(
+        ("--headless", "--train-iters", "2", "--height", "64"), rtol=5e-5, loose=("rays", "pixels", "images",
+                                                                                    "target_pixels"),
+        loose_rtol=3e-3, why="kernels intersects rays with triangles by Moller-Trumbore, Warp by the watertight "
+                             "(Woop) test: hit barycentrics differ by float32 round-off (the target image by 2e-6); "
+                             "the texture lookup's int() and the shading clamps turn that into a texel's step on "
+                             "rays whose texture coordinate sits on a texel boundary (rays, pixels: up to 2e-3 of "
+                             "the largest value, a few rays); the learned rotation after two steps agrees to 2e-5"),
     "optim.example_fluid_checkpoint": Example(("--headless", "--train-iters", "1", "--num-frames", "10"),
                                               rtol=1e-5, loose=_ADAM_PARAMS, loose_rtol=1e-3, why=_ADAM),
     "optim.example_fluid_checkpoint_custom_backward": Example(
         ("--headless", "--train-iters", "1", "--num-frames", "5", "--pressure-iterations", "3",
          "--segment-size", "3"), ci=True, rtol=1e-5, loose=_ADAM_PARAMS, loose_rtol=1e-3, why=_ADAM),
-    "optim.example_navier_stokes_perturbation": Example(("--headless", "--train-iters", "2", "--lead-steps", "2",
-                                                         "--spin-up-steps", "4")),
-    "optim.example_particle_repulsion": Example(("--headless", "--num-frames", "4")),
+    "optim.example_navier_stokes_perturbation": Example(
+        ("--headless", "--train-iters", "2", "--lead-steps", "2", "--spin-up-steps", "4"), loose=(
+            "delta_omega_norm_sq",), loose_rtol=1e-4,
+        why="delta_omega_norm_sq is a sum of 262,144 float32 squares by wp.atomic_add, which kernels' threads add in "
+            "another order than Warp's sequential loop (6e-6 of it); the fields, the loss and the gradients agree"),
+    "optim.example_particle_repulsion": Example(("--headless", "--num-frames", "4"), ci=True),
 }
 
 #: Examples in warp/examples/core and optim that real warp-lang does not run on a CPU-only machine (not counted).
