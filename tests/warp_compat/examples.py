@@ -69,7 +69,7 @@ EXAMPLES = {
                                  why="closest points on triangles: kernels' own routine (native/mesh.h) rounds "
                                      "differently from Warp's"),
     "core.example_mesh_intersect": Example((), stage=True, ci=True),
-    "core.example_nvdb": Example(("--num-frames", "4"), stage=True),
+    "core.example_nvdb": Example(("--num-frames", "4"), stage=True, ci=True),
     "core.example_raycast": Example(("--headless", "--width", "64", "--height", "64"), ci=True),
     "core.example_raymarch": Example(("--headless", "--width", "128", "--height", "64"), ci=True),
     "core.example_sample_mesh": Example(("--num-frames", "1"), stage=True),
