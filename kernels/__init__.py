@@ -18,6 +18,7 @@ from .errors import (CompileAttributeError, CompileIndexError, CompileKeyError, 
 from .function import func, func_grad, func_replay, grad
 from .hash_grid import HashGrid, HashGridQuery
 from .mesh import Mesh, MeshQueryAABB, MeshQueryPoint, MeshQueryRay, is_cubql_available
+from .volume import Volume
 from .interop import (device_from_torch, device_to_torch, dtype_from_torch, dtype_to_torch, from_dlpack, from_torch,
                       to_dlpack, to_torch)
 from .cuda_memory import empty_cache

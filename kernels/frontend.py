@@ -195,10 +195,28 @@ class Frontend(LoopLowering, ExpressionLowering):
         for t, v in zip(target.elts, values):
             self.assign(t, v, node)
 
+    def check_rebind(self, name, value, node):
+        """A local bound to a function or to `wp.grad(f)` cannot be bound to anything else: kernels have no
+        function pointers, so the call sites could not follow (Warp refuses it too)."""
+        old = self.env.get(name)
+        if not isinstance(old, Static):
+            return
+        from .function import Func, FuncGradient
+        new = value.obj if isinstance(value, Static) else None
+        if isinstance(old.obj, FuncGradient):
+            if not (isinstance(new, FuncGradient) and new.func is old.obj.func):
+                raise self.error(f"Cannot reassign local '{name}': it is bound to wp.{old.obj.name}, a function "
+                                 f"(kernels have no function pointers); use another name", node)
+        elif isinstance(old.obj, Func) and new is not old.obj:
+            what = "another function" if isinstance(new, (Func, FuncGradient)) else "a non-function value"
+            raise self.error(f"rebinding function-valued local '{name}' to {what} is not supported (kernels have "
+                             f"no function pointers); use another name", node)
+
     def assign(self, target, value, node):
         """Bind `value` to a name, or store it into a part of a value (`a[i].x = v`: a `setpath`, see
         passes/typeinfer_paths.py)."""
         if isinstance(target, ast.Name):
+            self.check_rebind(target.id, value, node)
             if isinstance(value, Static) and not isinstance(value.obj, (bool, int, float)):
                 self.env[target.id] = value  # e.g. an alias of a function or type
             elif isinstance(value, tuple):
@@ -258,6 +276,7 @@ class Frontend(LoopLowering, ExpressionLowering):
                             attrs={"steps": steps, "op": opname, "user_op": self.user_operator(opname)})[0]
             self.rebind_root(root_node, new, node)
         elif isinstance(target, ast.Name):
+            self.check_rebind(target.id, None, node)
             value = self.as_value(self.lower_expr(node.value), node)
             cur = self.lookup_name(target.id, target)
             res = self.emit("call", [self.as_value(cur, node), value], node, attrs={"name": opname})[0]

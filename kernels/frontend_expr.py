@@ -254,10 +254,13 @@ class ExpressionLowering:
                 return [self.lower_call_value(node.args[0]) if isinstance(node.args[0], ast.Call)
                         else self.lower_expr(node.args[0])]
             return self._static_result(self.static_eval(node.args[0]), nresults, node)
-        callee = self.gradient_callee(node.func) or self.lower_expr(node.func)
+        callee = self.lower_expr(node.func)
         if not isinstance(callee, Static):
             raise self.error(f"'{ast.unparse(node.func)}' is not callable in a kernel", node)
         obj = callee.obj
+        from .function import grad
+        if obj is grad:  # `wp.grad(f)`: a compile-time value, called (now or through a local) like a function
+            return [Static(self.static_eval(node))]
         resolved = self.resolve_static(obj)
         if resolved is None and obj in _PY_BUILTIN_MAP:
             resolved = ("builtin", _PY_BUILTIN_MAP[obj])
@@ -287,12 +290,14 @@ class ExpressionLowering:
         attrs = {"kwargs": list(kwargs), "nresults": nresults}
         if what == "type":
             return self.emit("construct", operands, node, attrs={**attrs, "type": target})
-        if what == "grad":
-            # the gradient of @func `target` w.r.t. each argument: one value per argument
+        if what in ("grad", "grad_builtin"):
+            # the gradient of @func or builtin `target` w.r.t. each argument: one value per argument
+            label = target if isinstance(target, str) else target.name
             if nresults != len(operands):
-                raise self.error(f"wp.grad({target.name})(...) gives one gradient per argument ({len(operands)}), "
+                raise self.error(f"wp.grad({label})(...) gives one gradient per argument ({len(operands)}), "
                                  f"but {nresults} value(s) are expected here", node)
-            attrs.update(func=target, gradient=True)
+            attrs.update({"func": target} if what == "grad" else {"name": target})
+            attrs["gradient"] = True
             return self.emit("call", operands, node, nresults=len(operands), attrs=attrs)
         if what == "builtin":
             attrs["name"] = target
@@ -309,17 +314,6 @@ class ExpressionLowering:
         else:
             attrs["func"] = target
         return self.emit("call", operands, node, nresults=nresults, attrs=attrs)
-
-    def gradient_callee(self, func_node):
-        """`wp.grad(f)` as the callee of a call: its compile-time value (a FuncGradient), else None."""
-        if not isinstance(func_node, ast.Call):
-            return None
-        from .function import grad
-        try:
-            is_grad = self.static_eval(func_node.func, quiet=True) is grad
-        except Exception:  # noqa: BLE001  (not a compile-time expression: lowered as usual)
-            return None
-        return Static(self.static_eval(func_node)) if is_grad else None
 
     def _call_with_outputs(self, node, target, n_out):
         """Warp's output-argument form of a builtin that gives several values: `wp.svd3(A, U, sigma, V)` is
@@ -339,7 +333,7 @@ class ExpressionLowering:
     def result_count(self, what, target, nargs, node) -> int:
         """How many values a call of a builtin, @func or type gives, before types are known: what the builtin
         table or the function's returns say; 1 when that depends on the arguments' types."""
-        if what == "grad":
+        if what in ("grad", "grad_builtin"):
             n = nargs
         elif what == "func":
             n = target.result_count(nargs, self.src.loc(node), self.name)

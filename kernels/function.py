@@ -112,7 +112,8 @@ def resolve_static(obj):
     if isinstance(obj, Func):
         return ("func", obj)
     if isinstance(obj, FuncGradient):
-        return ("grad", obj.func)
+        inner = obj.func
+        return ("grad", inner) if isinstance(inner, Func) else ("grad_builtin", inner._wp_builtin_)
     obj = getattr(obj, "_wp_kernel_form_", obj)  # a Python-side helper whose kernel meaning is another object
     if T.unsupported_reason(obj):
         raise TypeError(T.unsupported_reason(obj))
@@ -380,21 +381,22 @@ def func_grad(forward: Func):
 
 class FuncGradient:
     """`wp.grad(f)`: inside kernels and @wp.func bodies, `wp.grad(f)(x, y, ...)` gives the gradient of the scalar
-    @wp.func `f` with respect to each argument at (x, y, ...): one value of the argument's type, or a tuple of
-    them when `f` takes several. It runs f's adjoint (derived or @wp.func_grad) with a seed of 1."""
+    @wp.func or differentiable builtin `f` with respect to each argument at (x, y, ...): one value of the
+    argument's type, or a tuple of them when `f` takes several. It runs f's adjoint (derived, @wp.func_grad or
+    the builtin's) with a seed of 1. It can be bound to a local (`g = wp.grad(f)`), which cannot be rebound."""
 
-    def __init__(self, func: Func):
+    def __init__(self, func):
         self.func = func
-        self.name = f"grad({func.name})"
+        self.name = f"grad({getattr(func, 'name', None) or getattr(func, '_wp_builtin_', '?')})"
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError(f"wp.grad({self.func.name})(...) can only be called inside kernels and @wp.func bodies")
 
 
 def grad(f):
-    """The gradient of a scalar @wp.func, callable in kernels: `wp.grad(f)(x)` (see FuncGradient)."""
-    if not isinstance(f, Func):
-        raise TypeError(f"wp.grad takes a @wp.func, got {type(f).__name__}")
+    """The gradient of a scalar @wp.func or builtin, callable in kernels: `wp.grad(f)(x)` (see FuncGradient)."""
+    if not isinstance(f, Func) and getattr(f, "_wp_builtin_", None) is None:
+        raise TypeError(f"wp.grad takes a @wp.func or a kernel builtin, got {type(f).__name__}")
     return FuncGradient(f)
 
 

@@ -302,13 +302,18 @@ class FunctionRenderer:
             self.emit("}")
 
     def gradient_call(self, op):
-        """`wp.grad(f)(args)`: f's adjoint, seeded with 1, adds d f / d arg into each (zeroed) result."""
-        callee = op.attrs["callee"]
+        """`wp.grad(f)(args)`: f's adjoint (a user function's or a builtin's), seeded with 1, adds d f / d arg into
+        each (zeroed) result."""
+        callee = op.attrs.get("callee")
         for r in op.results:
             self.emit(f"{self.name(r)} = {ctype(r.type)}();")
-        seed = f"{ctype(callee.return_types[0])}(1)"
+        if callee is not None:
+            seed, adjoint = f"{ctype(callee.return_types[0])}(1)", f"adj_{self.func_names[callee]}"
+        else:
+            ov = op.attrs["overload"]
+            seed, adjoint = f"{ctype(op.attrs['seed'])}(1)", f"wp::adj_{ov.native}"
         args = ", ".join(x for x in (self.args(op.operands), ", ".join(self.name(r) for r in op.results), seed) if x)
-        self.emit(f"adj_{self.func_names[callee]}({args});")
+        self.emit(f"{adjoint}({args});")
 
     def op_if(self, op, replay):
         then_b, else_b = op.regions

@@ -160,7 +160,7 @@ class AdjointRenderer(FunctionRenderer):
         name = op.attrs.get("name")
         a = op.operands
         callee = op.attrs.get("callee")
-        if callee is not None and op.attrs.get("gradient"):
+        if op.attrs.get("gradient"):
             return  # wp.grad(f)(x): the adjoint pass refused it where its arguments carry a gradient
         if callee is not None:
             results = [r for r in op.results if _has_ctype(r.type)]

@@ -1,10 +1,11 @@
 """Runs one small program on real warp-lang and on kernels, for tests that compare values to Warp's bit for bit.
 
 A program is Python source without an import of `wp`: it defines module-level kernels and a function
-`run(wp, Tape) -> {name: numpy array}` (Tape: the framework's tape class). `both(source, folder)` writes it twice (`import warp as wp` /
-`import kernels as wp`), runs Warp's copy in a child process (`python _warp_reference.py MODULE OUT CACHE`, so
-`import warp` is never the shim another test may have installed) and ours in this process, without fused
-multiply-add as Warp's CPU backend compiles, and returns (Warp's arrays, ours).
+`run(wp, Tape) -> {name: numpy array}` (Tape: the framework's tape class). `both(source, folder, name)` writes
+it twice (`import warp as wp` / `import kernels as wp`), runs Warp's copy in a child process
+(`python _warp_reference.py MODULE OUT CACHE`, so `import warp` is never the shim another test may have
+installed) and ours in this process, without fused multiply-add as Warp's CPU backend compiles, and returns
+(Warp's arrays, ours).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""`wp.grad(f)(x, ...)` in kernels: the gradient of a scalar @wp.func at run time (Warp's form, used by its
-particle_repulsion example). Checked against central differences of f (autodiff.gradcheck's finite differences,
-float64), against closed forms, with a custom @wp.func_grad, and its refusals: a non-scalar f, an argument
-without a gradient, and a gradient through wp.grad itself (second derivatives are not derived).
+"""`wp.grad(f)(x, ...)` in kernels: the gradient of a scalar @wp.func or builtin at run time (Warp's form, used by
+its particle_repulsion example). Checked against central differences of f (autodiff.gradcheck's finite
+differences, float64), against closed forms, with a custom @wp.func_grad, bound to a local, and its refusals: a
+non-scalar f, an argument without a gradient, a gradient through wp.grad itself (second derivatives are not
+derived), and rebinding a local bound to a function or to wp.grad(f).
 """
 
 import numpy as np
@@ -20,6 +21,11 @@ def potential(d: wp.vec3d):
 
 @wp.func
 def mixed(x: wp.float64, v: wp.vec2d):
+    return x * x * v[0] + wp.sin(v[1]) * x
+
+
+@wp.func
+def mixed32(x: float, v: wp.vec2):
     return x * x * v[0] + wp.sin(v[1]) * x
 
 
@@ -77,6 +83,18 @@ def custom_gradient(x: wp.array(dtype=float), g: wp.array(dtype=float)):
     g[i] = wp.grad(squared)(x[i])
 
 
+@wp.kernel(enable_backward=False)
+def builtin_and_bound_gradients(x: wp.array(dtype=float), y: wp.array(dtype=float), out: wp.array2d(dtype=float)):
+    i = wp.tid()
+    b, a = wp.grad(wp.atan2)(y[i], x[i])  # a builtin's gradient, one value per argument
+    g = wp.grad(mixed32)  # bound to a local, called later
+    gx, gv = g(x[i], wp.vec2(y[i], x[i]))
+    out[i, 0] = b
+    out[i, 1] = a
+    out[i, 2] = gx
+    out[i, 3] = gv[1]
+
+
 @wp.kernel
 def gradient_of_a_constant_argument(x: wp.array(dtype=float), y: wp.array(dtype=float)):
     # wp.grad of a value that carries no gradient, inside a differentiable kernel: allowed
@@ -128,6 +146,18 @@ def test_custom_adjoint_is_used(device):
     np.testing.assert_allclose(g.numpy(), [3.0, -6.0, 1.5])
 
 
+def test_builtin_gradient_and_a_gradient_bound_to_a_local(device):
+    x_np = np.array([0.5, -1.5, 2.0], np.float32)
+    y_np = np.array([1.0, 0.25, -0.75], np.float32)
+    out = wp.zeros((3, 4), dtype=float, device=device)
+    wp.launch(builtin_and_bound_gradients, dim=3, inputs=[wp.array(x_np, dtype=float, device=device),
+                                                         wp.array(y_np, dtype=float, device=device), out],
+              device=device)
+    r2 = x_np ** 2 + y_np ** 2
+    expect = np.stack([x_np / r2, -y_np / r2, 2 * x_np * y_np + np.sin(x_np), np.cos(x_np) * x_np], axis=1)
+    np.testing.assert_allclose(out.numpy(), expect, rtol=1e-6, atol=1e-7)
+
+
 def test_constant_argument_in_a_taped_kernel(device):
     # y = stop_gradient(3 x) * x (3 x: squared's custom adjoint): dy/dx = 3 x
     x = wp.array(np.array([1.0, -2.0, 0.5], np.float32), dtype=float, device=device, requires_grad=True)
@@ -147,7 +177,8 @@ def test_cuda_forward_source_carries_the_adjoint_it_calls():
 
 
 def _kernel_error(folder, body: str) -> str:
-    namespace = {"wp": wp, "vector_valued": vector_valued, "with_count": with_count, "squared": squared}
+    namespace = {"wp": wp, "vector_valued": vector_valued, "with_count": with_count, "squared": squared,
+                 "potential": potential, "mixed": mixed}
     source = f"@wp.kernel\ndef k(x: wp.array(dtype=float), y: wp.array(dtype=float)):\n    i = wp.tid()\n{body}"
     path = str(folder / f"refusal_{abs(hash(body))}.py")
     with open(path, "w") as f:
@@ -164,7 +195,16 @@ def _kernel_error(folder, body: str) -> str:
 
 
 def test_refusals(tmp_path):
-    assert "must return one float scalar" in _kernel_error(tmp_path, "    v = wp.grad(vector_valued)(x[i])\n    y[i] = v[0]\n")
+    assert "must return one float scalar" in _kernel_error(tmp_path,
+                                                            "    v = wp.grad(vector_valued)(x[i])\n    y[i] = v[0]\n")
     assert "argument 'n'" in _kernel_error(tmp_path, "    a, b = wp.grad(with_count)(x[i], 3)\n    y[i] = a\n")
     assert "second derivatives" in _kernel_error(tmp_path, "    y[i] = wp.grad(squared)(x[i])\n")
+    assert "Cannot reassign local 'g'" in _kernel_error(tmp_path, "    g = wp.grad(squared)\n    g = 1.0\n    y[i] = g\n")
+    assert "Cannot reassign local 'g'" in _kernel_error(tmp_path, "    g = wp.grad(squared)\n    g += 1.0\n")
+    assert "rebinding function-valued local 'f' to another function" in _kernel_error(
+        tmp_path, "    f = squared\n    f = vector_valued\n    y[i] = f(x[i])[0]\n")
+    assert "rebinding function-valued local 'f' to a non-function" in _kernel_error(
+        tmp_path, "    f = squared\n    f = 2.0\n    y[i] = f\n")
+    assert "return one float scalar" in _kernel_error(
+        tmp_path, "    v = wp.grad(wp.normalize)(wp.vec3(x[i], 1.0, 0.0))\n    y[i] = v[0]\n")
     assert "gives one gradient per argument" in _kernel_error(tmp_path, "    y[i] = wp.grad(with_count)(x[i], 3)\n")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import kernels as wp
-from autodiff import Tape, gradcheck
+from autodiff import gradcheck
 
 import _warp_reference
 

@@ -106,3 +106,20 @@ add_builtin("closest_point_edge_edge", (V3, V3, V3, V3, F32), V3, group=GROUP,
             arg_names=("p1", "q1", "p2", "q2", "epsilon"),
             doc="vec3(s, t, d): closest points p1 + s (q1 - p1) and p2 + t (q2 - p2) of two segments and their "
                 "distance; a segment with squared length <= epsilon is a point (weight 0); differentiable")
+
+# ---- sparse volumes (kernels/native/volume.h; float NanoVDB grids, kernels/volume.py) -------------------------
+
+add_builtin("volume_sample_f", (U64, V3, I32), F32, group=GROUP, arg_names=("id", "uvw", "sampling_mode"),
+            doc="the volume's value at index-space point uvw: wp.Volume.CLOSEST (nearest voxel) or LINEAR "
+                "(trilinear); differentiable w.r.t. uvw (not the voxel values)")
+add_builtin("volume_sample_grad_f", (U64, V3, I32, V3), F32, group=GROUP, differentiable=False, mutates_arg=3,
+            arg_names=("id", "uvw", "sampling_mode", "grad"),
+            doc="volume_sample_f, writing its gradient w.r.t. uvw into `grad` (no gradient of its own)")
+add_builtin("volume_lookup_f", (U64, I32, I32, I32), F32, group=GROUP, differentiable=False,
+            arg_names=("id", "i", "j", "k"), doc="the value of voxel (i, j, k) (the background outside the grid)")
+for _name, _what in (("volume_world_to_index", "world point to index space"),
+                     ("volume_index_to_world", "index-space point to world space"),
+                     ("volume_world_to_index_dir", "world direction to index space (no translation)"),
+                     ("volume_index_to_world_dir", "index-space direction to world space (no translation)")):
+    add_builtin(_name, (U64, V3), V3, group=GROUP, arg_names=("id", "xyz" if "world_to" in _name else "uvw"),
+                doc=f"the grid's map: {_what}; differentiable")

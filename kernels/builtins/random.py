@@ -3,7 +3,8 @@
 An RNG state is a uint32 made by `rand_init(seed[, offset])`; every draw advances it with the PCG hash
 (Jarzynski & Olano 2020), so `rng = wp.rand_init(seed, tid); a = wp.randf(rng); b = wp.randf(rng)` gives a != b.
 Results are deterministic for a seed, offset and call order, and identical on the CPU and CUDA. None of these
-builtins is differentiable except the noise functions' coordinate; printf/print are declared differentiable with an empty adjoint (see below).
+builtins is differentiable except the noise functions' coordinate; printf/print are declared differentiable
+with an empty adjoint (see below).
 
 Native code: kernels/native/random.h (draws take the state by reference and advance it),
 kernels/native/noise.h (Perlin noise, differentiable w.r.t. the coordinate) and kernels/native/debug_print.h.

@@ -19,4 +19,5 @@
 #include "geometry.h"
 #include "mesh.h"
 #include "tri_tri.h"
+#include "volume.h"
 #include "expect.h"

@@ -309,7 +309,8 @@ CUDA_CALLABLE inline void adj_curl_of_fields(uint32 state, const vec_t<N, float3
         }
         float32 scale = amplitude * frequency;
         for (unsigned c = 0; c < N; ++c) {
-            adj_p.c[c] += scale * (adj_ret.c[0] * (h[2][1][c] - h[1][2][c]) + adj_ret.c[1] * (h[0][2][c] - h[2][0][c]) +
+            adj_p.c[c] += scale * (adj_ret.c[0] * (h[2][1][c] - h[1][2][c]) +
+                                   adj_ret.c[1] * (h[0][2][c] - h[2][0][c]) +
                                    adj_ret.c[2] * (h[1][0][c] - h[0][1][c]));
         }
         amplitude *= gain;

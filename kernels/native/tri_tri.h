@@ -65,8 +65,9 @@ template <typename T> CUDA_CALLABLE inline T orient(const T* a, const T* b, cons
 }
 template <typename T> CUDA_CALLABLE inline bool segments_meet(const T* a, const T* b, const T* c, const T* d) {
     T o1 = orient(a, b, c), o2 = orient(a, b, d), o3 = orient(c, d, a), o4 = orient(c, d, b);
-    if (((o1 > T(0) && o2 < T(0)) || (o1 < T(0) && o2 > T(0))) && ((o3 > T(0) && o4 < T(0)) || (o3 < T(0) && o4 > T(0))))
-        return true;
+    const bool cd_straddle_ab = (o1 > T(0) && o2 < T(0)) || (o1 < T(0) && o2 > T(0));
+    const bool ab_straddle_cd = (o3 > T(0) && o4 < T(0)) || (o3 < T(0) && o4 > T(0));
+    if (cd_straddle_ab && ab_straddle_cd) return true;
     // touching or collinear: an endpoint on the other segment
     auto on = [](const T* p, const T* q, const T* r) {  // r on segment p q, given collinear
         return (r[0] >= (p[0] < q[0] ? p[0] : q[0]) && r[0] <= (p[0] < q[0] ? q[0] : p[0]) &&

@@ -152,6 +152,8 @@ class TypeInference(TileForms, PathForms, SliceForms, ScalarForms):
     def op_call(self, op):
         if "func" in op.attrs:
             return self.call_user(op)
+        if op.attrs.get("gradient"):
+            return self.builtin_gradient_call(op)
         name = op.attrs["name"]
         if name in _TILE_ELEMENTWISE and any(isinstance(v.type, TileType) for v in op.operands):
             return self.tile_elementwise(op, name)
@@ -366,6 +368,26 @@ class TypeInference(TileForms, PathForms, SliceForms, ScalarForms):
         for r, p in zip(op.results, callee.params):
             r.type = p.type
         self.append(ir.Op("call", list(args), op.results, {"callee": callee, "name": callee.name, "gradient": True},
+                          [], op.loc))
+
+    def builtin_gradient_call(self, op):
+        """`wp.grad(wp.atan2)(y, x)`: a differentiable builtin's adjoint seeded with 1 gives its gradient w.r.t.
+        each argument; the builtin must return one float scalar."""
+        name = op.attrs["name"]
+        args = list(op.operands)
+        ov, rtype = self.resolve(name, args)
+        if ov is None:
+            got = ", ".join(describe(a.type) for a in args)
+            raise self.error(f"wp.grad({name}): no overload of '{name}' accepts ({got})", op)
+        args = self.coerce_weak(args, ov, op)
+        if not ov.differentiable or ov.mutated_args() or ov.template_ret or not T.is_float(rtype):
+            raise self.error(f"wp.grad({name}): '{name}' must be differentiable and return one float scalar", op)
+        for a, arg_name in zip(args, ov.arg_names):
+            if not is_differentiable_type(a.type) or isinstance(a.type, ArrayType):
+                raise self.error(f"wp.grad({name}): argument '{arg_name}' ({describe(a.type)}) has no gradient", op)
+        for r, a in zip(op.results, args):
+            r.type = a.type
+        self.append(ir.Op("call", args, op.results, {"name": name, "overload": ov, "gradient": True, "seed": rtype},
                           [], op.loc))
 
     # builtins that need more than a table lookup

@@ -69,7 +69,7 @@ EXAMPLES = {
                                  why="closest points on triangles: kernels' own routine (native/mesh.h) rounds "
                                      "differently from Warp's"),
     "core.example_mesh_intersect": Example((), stage=True, ci=True),
-    "core.example_nvdb": Example(("--num-frames", "4"), stage=True),
+    "core.example_nvdb": Example(("--num-frames", "4"), stage=True, ci=True),
     "core.example_raycast": Example(("--headless", "--width", "64", "--height", "64"), ci=True),
     "core.example_raymarch": Example(("--headless", "--width", "128", "--height", "64"), ci=True),
     "core.example_sample_mesh": Example(("--num-frames", "1"), stage=True),
@@ -90,9 +90,10 @@ EXAMPLES = {
          "--segment-size", "3"), ci=True, rtol=1e-5, loose=_ADAM_PARAMS, loose_rtol=1e-3, why=_ADAM),
     "optim.example_navier_stokes_perturbation": Example(
         ("--headless", "--train-iters", "2", "--lead-steps", "2", "--spin-up-steps", "4"), loose=(
-            "delta_omega_norm_sq",), loose_rtol=1e-4,
-        why="delta_omega_norm_sq is a sum of 262,144 float32 squares by wp.atomic_add, which kernels' threads add in "
-            "another order than Warp's sequential loop (6e-6 of it); the fields, the loss and the gradients agree"),
+            "delta_omega_norm_sq", "loss"), loose_rtol=1e-4,
+        why="delta_omega_norm_sq and the loss are sums of 262,144 float32 terms by wp.atomic_add, which kernels' "
+            "threads add in another order than Warp's sequential loop (up to 6e-6 of them, varying from run to "
+            "run); the fields and the gradients agree"),
     "optim.example_particle_repulsion": Example(("--headless", "--num-frames", "4"), ci=True),
 }
 

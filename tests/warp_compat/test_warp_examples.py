@@ -2,8 +2,9 @@
 Warp's numbers: each runs on real warp-lang and on kernels (child processes, small sizes) and every array the
 example holds is compared (tests/warp_compat/examples.py).
 
-By default a representative subset runs (`ci=True` in EXAMPLES: particles on a hash grid, a mesh, ray casting, noise,
-ray marching, a wave on a grid, FDTD, a checkpointed differentiable fluid); KERNELS_WARP_EXAMPLES=all runs every
+By default a representative subset runs (`ci=True` in EXAMPLES: particles on a hash grid, a mesh, mesh
+intersection, ray casting, noise, ray marching, a sparse volume, a wave on a grid, FDTD, a checkpointed
+differentiable fluid, particle repulsion with wp.grad); KERNELS_WARP_EXAMPLES=all runs every
 example that real Warp runs on a CPU.
 """
 
