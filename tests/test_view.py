@@ -221,6 +221,9 @@ def test_cli_serves_a_usd_until_stopped(tmp_path, signum, code):
     proc, url = _start([path], tmp_path)
     try:
         assert "<html" in urllib.request.urlopen(url, timeout=10).read().decode().lower()
+        # the address is printed before the file is read; a signal while the stage loads can still hang the
+        # viewer's shutdown (a known race, see the issue note): stop it once the tiny file is shown
+        time.sleep(3.0)
         proc.send_signal(signum)
         out, err = proc.communicate(timeout=20)
     finally:
