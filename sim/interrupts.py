@@ -21,6 +21,7 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 _active = False  # whether stop_signals_interrupt() is in force (reinstall() puts the handlers back)
 _stopping = False  # a stop signal was raised already: later ones must not interrupt the saving of outputs
+_pending = None  # the signal number of the last stop (SIGINT included) raised within stop_signals_interrupt()
 
 
 class Terminated(KeyboardInterrupt):
@@ -37,23 +38,51 @@ def exit_code(interrupt: BaseException) -> int:
 
 
 def _raise_terminated(signum, frame):
-    global _stopping
+    global _stopping, _pending
     if _stopping:
         return  # one stop is enough: the outputs are being saved
-    _stopping = True
+    _stopping, _pending = True, signum
     raise Terminated(signum)
+
+
+def _raise_interrupt(signum, frame):
+    global _pending
+    _pending = signum  # every Ctrl-C interrupts, as Python's own handler does: a second one stops the saving too
+    raise KeyboardInterrupt
+
+
+def stopped() -> KeyboardInterrupt | None:
+    """The interrupt of a stop signal (or Ctrl-C) raised within `stop_signals_interrupt()`, None when none came.
+
+    A library can swallow the exception a signal handler raises: USD's Python module loader turns any exception
+    raised while `pxr` imports into a printed warning. A stop that came then would be lost (a viewer waiting forever,
+    a run going on to its end), so long-running loops call `raise_if_stopped()`, and code that fails while a stop
+    is known to be pending raises the stop instead of its own, secondary error."""
+    if not _active or _pending is None:
+        return None
+    return KeyboardInterrupt() if _pending == signal.SIGINT else Terminated(_pending)
+
+
+def raise_if_stopped() -> None:
+    """Raise the stop that came (see `stopped`) again; nothing when none came."""
+    interrupt = stopped()
+    if interrupt is not None:
+        raise interrupt
 
 
 @contextlib.contextmanager
 def stop_signals_interrupt():
-    """Within the block, SIGTERM and SIGHUP raise `Terminated` (a KeyboardInterrupt) in the main thread; the
-    previous handlers come back afterwards. Elsewhere than in the main thread it does nothing."""
-    global _active, _stopping
+    """Within the block, SIGTERM and SIGHUP raise `Terminated` (a KeyboardInterrupt) in the main thread, Ctrl-C its
+    KeyboardInterrupt as usual, and each is remembered (`stopped`); the previous handlers come back afterwards.
+    Elsewhere than in the main thread it does nothing."""
+    global _active, _stopping, _pending
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     previous = {s: signal.signal(s, _raise_terminated) for s in STOP_SIGNALS}
-    _active, _stopping = True, False
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not where the caller chose to ignore it
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, _raise_interrupt)
+    _active, _stopping, _pending = True, False, None
     try:
         yield
     finally:

@@ -15,6 +15,7 @@ import numpy as np
 
 import kernels as wp
 
+from .. import interrupts
 from ..atomic_file import OutputWriteError
 from .build import BuiltScene, build_scene, usd_shape
 from .errors import SceneError, SimulationError
@@ -210,6 +211,7 @@ class Scene:
                 if writer is not None:
                     writer.save_when_due()
                 bar.update(frame, _rate(done * s.substeps, t0, stats0))
+                interrupts.raise_if_stopped()  # a stop a library swallowed (pxr's import does) is not lost
         except (SimulationError, KeyboardInterrupt) as e:
             bar.close()
             if writer is not None and writer.last_frame is not None:
@@ -225,6 +227,7 @@ class Scene:
             bar.close()
             if writer is not None:
                 writer.abort()
+            interrupts.raise_if_stopped()  # an error of a library half-imported when a stop came: the stop is the news
             raise
         bar.update(frames, _rate(done * s.substeps, t0, stats0), force=True)
         bar.close()

@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 
+from .. import interrupts
 from .server import DEFAULT_HOST, DEFAULT_PORT, Viewer, ViewerError
 
 __all__ = ["view", "Viewer", "ViewerError", "DEFAULT_HOST", "DEFAULT_PORT", "has_display", "is_scene_file"]
@@ -102,9 +103,13 @@ def view(source, *, port: int = DEFAULT_PORT, host: str = DEFAULT_HOST, open_bro
         if not block:
             return viewer
         while True:  # the server and the player run in their own threads; this one waits for Ctrl-C
+            interrupts.raise_if_stopped()  # a stop swallowed while the file was read (pxr's import eats them)
             time.sleep(0.2)
-    except BaseException:
+    except BaseException as e:
         viewer.close()
+        stop = interrupts.stopped()
+        if stop is not None and not isinstance(e, KeyboardInterrupt):
+            raise stop from None  # an error of a half-imported pxr, after a stop it swallowed: the stop is the news
         raise
 
 
