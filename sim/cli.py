@@ -182,6 +182,9 @@ def main(argv=None) -> int:
     except OutputWriteError as e:  # full disk, read-only file system: one line, what was saved before is kept
         print(f"error: {e}", file=sys.stderr)
         return EXIT_WRITE
+    except KeyboardInterrupt as e:  # a stop before a command began its work (while the modules import): nothing done
+        print(_stopped(e), file=sys.stderr)
+        return interrupts.exit_code(e)
 
 
 def _stopped(interrupt: KeyboardInterrupt) -> str:

@@ -54,3 +54,15 @@ def test_view_stops_on_a_stop_swallowed_while_the_file_was_read():
     finally:
         faulthandler.cancel_dump_traceback_later()
     assert interrupts.exit_code(caught.value) == 143
+
+
+def test_a_stop_while_the_cli_imports_is_one_line(monkeypatch, capsys):
+    """A stop that comes before a command's own handling (while `sim` imports its modules): one line, 128 + signal."""
+    from sim import cli
+
+    def stopped_while_importing(argv):
+        raise interrupts.Terminated(signal.SIGTERM)
+
+    monkeypatch.setattr(cli, "_main", stopped_while_importing)
+    assert cli.main(["run", "x.yaml"]) == 143
+    assert capsys.readouterr().err.strip() == "stopped by SIGTERM"
