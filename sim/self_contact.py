@@ -5,6 +5,7 @@ cloth from passing through itself.
 Primitives: the vertices, triangles and edges of every cloth built with `self_collision=True`; such cloths
 collide with themselves and with each other. Two kinds of pairs, found at the search's positions X:
 vertex-triangle (a vertex and a triangle not containing it) and edge-edge (two edges without a shared vertex),
+of the same world or either shared (Model.particle_world: cloths of two different worlds never pair),
 each kept when closer than the query radius r_q = QUERY_RADIUS thickness. Every vertex keeps up to VT_SLOTS
 triangles, every edge up to EE_SLOTS other edges (more are counted in `overflow`, which `sim run` reports, and
 dropped from the contact forces, never from the bound below). Once the bound is known, only the pairs that could
@@ -44,6 +45,7 @@ import numpy as np
 import kernels as wp
 
 from .hashgrid import HashGrid, HashGridData, hash_grid_cell_of, hash_grid_dims_for, hash_grid_neighbor_cell
+from .worlds import element_worlds, worlds_interact
 
 # no `from __future__ import annotations`: kernels/struct.py evaluates string annotations in the top-level
 # package's namespace
@@ -75,6 +77,8 @@ class SelfContactData:
         of its vertices, which keeps momentum exact.
     vt_start, ee_start: each pair's separation (this side's closest point minus the other's) at the search
         [m], vec3, one per slot.
+    world: each particle's world [particle_count] int32 (Model.particle_world; -1: shared): primitives of two
+        different worlds never pair.
     """
 
     tri_indices: wp.array2d(dtype=wp.int32)
@@ -87,6 +91,7 @@ class SelfContactData:
     ee_start: wp.array(dtype=wp.vec3)
     ee_count: wp.array(dtype=wp.int32)
     degree: wp.array(dtype=wp.int32)
+    world: wp.array(dtype=wp.int32)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -247,7 +252,7 @@ def try_vertex_triangle(x: wp.array(dtype=wp.vec3), data: SelfContactData, v: in
     a = data.tri_indices[t, 0]
     b = data.tri_indices[t, 1]
     c = data.tri_indices[t, 2]
-    if v == a or v == b or v == c:
+    if v == a or v == b or v == c or not worlds_interact(data.world[v], data.world[a]):
         return count
     w = closest_point_triangle(p, x[a], x[b], x[c])
     u = p - (x[a] * w[0] + x[b] * w[1] + x[c] * w[2])
@@ -301,7 +306,7 @@ def try_edge_edge(x: wp.array(dtype=wp.vec3), data: SelfContactData, e: int, f: 
     i1 = data.edge_indices[e, 1]
     j0 = data.edge_indices[f, 0]
     j1 = data.edge_indices[f, 1]
-    if i0 == j0 or i0 == j1 or i1 == j0 or i1 == j1:
+    if i0 == j0 or i0 == j1 or i1 == j0 or i1 == j1 or not worlds_interact(data.world[i0], data.world[j0]):
         return count
     st = wp.closest_point_edge_edge(x[i0], x[i1], x[j0], x[j1], 1.0e-12)
     u = x[i0] * (1.0 - st[0]) + x[i1] * st[0] - x[j0] * (1.0 - st[1]) - x[j1] * st[1]
@@ -509,6 +514,7 @@ class SelfContact:
         self._tri_indices = wp.array(tris.astype(np.int32).reshape(-1, 3), dtype=wp.int32, device=d)
         self._edge_indices = wp.array(edges.astype(np.int32).reshape(-1, 2), dtype=wp.int32, device=d)
         self._thickness = model.particle_thickness
+        self._world = element_worlds(model, "particle", model.particle_count)
         self.data, self.bound, self.x_search = self._new_pairs()
         self._tri_centre = wp.zeros(max(self.tri_count, 1), dtype=wp.vec3, device=d)
         self._edge_centre = wp.zeros(max(self.edge_count, 1), dtype=wp.vec3, device=d)
@@ -557,6 +563,7 @@ class SelfContact:
         data.ee_start = wp.zeros(max(self.edge_count, 1) * EE_SLOTS, dtype=wp.vec3, device=d)
         data.ee_count = wp.zeros(max(self.edge_count, 1), dtype=wp.int32, device=d)
         data.degree = wp.zeros(n, dtype=wp.int32, device=d)
+        data.world = self._world
         return data, wp.zeros(n, dtype=float, device=d), wp.zeros(n, dtype=wp.vec3, device=d)
 
     def begin_step(self, x, *, fresh: bool = False):

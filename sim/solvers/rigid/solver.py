@@ -8,6 +8,7 @@ import kernels as wp
 
 from ...hashgrid import HashGrid, hash_grid_dims_for
 from ...model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
+from ...worlds import element_worlds
 from . import kernels as k
 
 
@@ -311,6 +312,7 @@ class SolverRigid:
         s.dampratio = model.shape_material_dampratio
         s.body_mass = model.body_mass
         s.body_inertia = model.body_inertia
+        s.world = element_worlds(model, "shape", model.shape_count)
         return s
 
 

@@ -8,7 +8,8 @@ kernel signature stays short and the Tape finds the gradient of every array memb
 import kernels as wp
 
 from ...bending import bend_vector
-from ...geometry import ShapeData, collider_sdf, dihedral_angle_gradients, shape_point_velocity
+from ...geometry import (ShapeData, collider_sdf, dihedral_angle_gradients, particle_meets_shape,
+                        shape_point_velocity)
 from ...model import PARTICLE_ACTIVE, ContactParams
 
 
@@ -239,9 +240,9 @@ def eval_shape_contact_forces(x: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.v
     approaching normal velocity, and regularised Coulomb friction of coefficient mu[0] (Model.soft_contact_mu:
     an array, so that its gradient is computed; params.mu is not read). Shapes attached to a body sit at the
     body's pose and damping and friction act on the velocity relative to the body's surface (one-way coupling:
-    the body feels nothing)."""
+    the body feels nothing). A particle and a shape of two different worlds do not touch."""
     p, s = wp.tid()
-    if (flags[p] & PARTICLE_ACTIVE) == 0:
+    if (flags[p] & PARTICLE_ACTIVE) == 0 or not particle_meets_shape(shapes, p, s):
         return
     d, n = collider_sdf(shapes, s, x[p], radius[p] + params.margin)
     c = d - radius[p] - params.margin

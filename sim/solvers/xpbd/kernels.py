@@ -17,7 +17,8 @@ differentiate the whole iteration sequence. Inverse masses are computed here fro
 import kernels as wp
 
 from ...bending import bend_vector
-from ...geometry import ShapeData, collider_sdf, dihedral_angle_gradients, shape_point_velocity
+from ...geometry import (ShapeData, collider_sdf, dihedral_angle_gradients, particle_meets_shape,
+                        shape_point_velocity)
 from ...model import PARTICLE_ACTIVE
 
 #: Lengths, squared lengths and denominators below this count as degenerate: the constraint is skipped.
@@ -336,10 +337,11 @@ def solve_shape_contacts(x: wp.array(dtype=wp.vec3), x_start: wp.array(dtype=wp.
     body's pose of the step's start (one-way coupling: the body feels nothing).
     Contact corrections are summed into `contact_delta` [m], not averaged: each one vanishes as its contact
     starts, so the step stays continuous in the inputs (a contact count in the Jacobi average would jump).
+    A particle and a shape of two different worlds do not touch.
     """
     i, s = wp.tid()
     w = inverse_mass(mass[i], flags[i])
-    if w > 0.0:
+    if w > 0.0 and particle_meets_shape(shapes, i, s):
         xi = x[i]
         d, n = collider_sdf(shapes, s, xi, radius[i])
         penetration = radius[i] - d
