@@ -139,6 +139,37 @@ def element_worlds(model, kind: str, count: int) -> wp.array:
     return a
 
 
+def world_shape_table(model) -> wp.array:
+    """The shapes a particle of each world meets, int32 [world_count + 1, slots]: row w + 1 lists the shared
+    shapes and world w's, row 0 (for shared particles) every shape, each in index order and padded with -1.
+    slots is the longest row that a particle uses (shape_count for a model without worlds, where row 0 is
+    0, 1, 2, ...). Built on the host once per model (cached; shape_world never changes)."""
+    key = "_world_shape_table"
+    cached = model.__dict__.get(key)
+    shape_world = element_worlds(model, "shape", model.shape_count)
+    if cached is not None and cached[0] is shape_world:
+        return cached[1]
+    shapes = shape_world.numpy().astype(np.int64)
+    particles = element_worlds(model, "particle", model.particle_count).numpy()
+    rows = [np.arange(model.shape_count)]
+    rows += [np.flatnonzero((shapes == w) | (shapes < 0)) for w in range(model.world_count)]
+    used = np.unique(particles.astype(np.int64) + 1) if len(particles) else np.zeros(0, np.int64)
+    slots = max([len(rows[r]) for r in used], default=0)
+    table = np.full((len(rows), max(slots, 1)), -1, dtype=np.int32)
+    for r, row in enumerate(rows):
+        row = row[:slots]
+        table[r, :len(row)] = row
+    array = wp.array(table, dtype=wp.int32, device=model.device)
+    model.__dict__[key] = (shape_world, array, slots)
+    return array
+
+
+def world_shape_slots(model) -> int:
+    """The slots of world_shape_table(model): the second launch dimension of particle-shape contact kernels."""
+    world_shape_table(model)
+    return model.__dict__["_world_shape_table"][2]
+
+
 # ------------------------------------------------------------------------------------------------ per-world losses
 
 

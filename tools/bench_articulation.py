@@ -72,7 +72,8 @@ SCENES = (ARM, CHAIN)
 # Ours
 
 
-def ours_model(chain: Chain, requires_grad: bool):
+def ours_builder(chain: Chain):
+    """Our ModelBuilder of the chain."""
     b = sim.ModelBuilder(up_axis="y")
     parent = -1
     for k, mass in enumerate(chain.masses):
@@ -80,7 +81,11 @@ def ours_model(chain: Chain, requires_grad: bool):
         b.add_joint_revolute(parent, body, axis=chain.axis(k), parent_xform=(*chain.parent_offset(k), 0, 0, 0, 1))
         b.joint_q[-1] = ANGLE
         parent = body
-    return b.finalize("cpu", requires_grad=requires_grad)
+    return b
+
+
+def ours_model(chain: Chain, requires_grad: bool):
+    return ours_builder(chain).finalize("cpu", requires_grad=requires_grad)
 
 
 def ping_pong_run(pair, initial, step, synchronize, steps: int):

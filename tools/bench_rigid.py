@@ -79,16 +79,26 @@ def box_poses(boxes: Boxes) -> list:
 # initial lattice and returns whether the final poses are finite.
 
 
-def ours_model(boxes: Boxes, requires_grad: bool, device="cpu"):
-    """Our Model of the boxes and the ground on `device`."""
+def ours_builder(boxes: Boxes, *, ground: bool = True):
+    """Our ModelBuilder of the boxes, and the ground unless `ground` is False."""
     builder = sim.ModelBuilder(up_axis="y")
     h = boxes.half_extent
-    material = dict(kf=boxes.kf, mu=boxes.mu)  # the normal force in its default, time-constant form
     for pos, rot in box_poses(boxes):
         body = builder.add_body(pos=pos, rot=rot)
-        builder.add_shape_box(hx=h, hy=h, hz=h, body=body, density=boxes.density, **material)
-    builder.add_ground_plane(**material)
-    return builder.finalize(device=device, requires_grad=requires_grad)
+        builder.add_shape_box(hx=h, hy=h, hz=h, body=body, density=boxes.density, **ours_material(boxes))
+    if ground:
+        builder.add_ground_plane(**ours_material(boxes))
+    return builder
+
+
+def ours_material(boxes: Boxes) -> dict:
+    """Contact material of every shape: the normal force in its default, time-constant form."""
+    return dict(kf=boxes.kf, mu=boxes.mu)
+
+
+def ours_model(boxes: Boxes, requires_grad: bool, device="cpu"):
+    """Our Model of the boxes and the ground on `device`."""
+    return ours_builder(boxes).finalize(device=device, requires_grad=requires_grad)
 
 
 LOSS_SOURCE = '''

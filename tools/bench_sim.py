@@ -61,8 +61,9 @@ class Cloth:
 # simulates `steps` substeps and returns the final particle positions' finite-ness as a sanity check.
 
 
-def ours_model(cloth: Cloth, requires_grad: bool, device="cpu"):
-    """Our Model of the cloth, sphere and ground on `device`."""
+def ours_builder(cloth: Cloth, *, ground: bool = True):
+    """Our ModelBuilder of the cloth and sphere, and the ground unless `ground` is False (tools/bench_worlds.py
+    shares one ground among worlds)."""
     # Newton's bending is the dihedral model: ours too here, so both sides simulate the same cloth (the default,
     # quadratic bending, costs about the same; see docs/bending.md)
     builder = sim.ModelBuilder(up_axis="y", bending="dihedral")
@@ -71,11 +72,21 @@ def ours_model(cloth: Cloth, requires_grad: bool, device="cpu"):
                            tri_ke=cloth.tri_ke, tri_ka=cloth.tri_ka, tri_kd=cloth.tri_kd,
                            edge_ke=cloth.edge_ke, fix_left=True, radius=cloth.particle_radius)
     builder.add_shape_sphere(pos=cloth.sphere_center, radius=cloth.sphere_radius)
-    builder.add_ground_plane()
-    model = builder.finalize(device=device, requires_grad=requires_grad)
+    if ground:
+        builder.add_ground_plane()
+    return builder
+
+
+def ours_contact(cloth: Cloth, model):
+    """Set the benchmark's particle-shape contact material on `model`."""
     model.soft_contact = sim.ContactParams(ke=cloth.contact_ke, kd=cloth.contact_kd, kf=cloth.contact_kf,
                                            mu=cloth.contact_mu, margin=0.01)
     return model
+
+
+def ours_model(cloth: Cloth, requires_grad: bool, device="cpu"):
+    """Our Model of the cloth, sphere and ground on `device`."""
+    return ours_contact(cloth, ours_builder(cloth).finalize(device=device, requires_grad=requires_grad))
 
 
 def ours_solver(model, solver_name: str):
