@@ -160,7 +160,7 @@ def test_overlapping_cloths_do_not_touch(device):
                            fix_bottom=True, self_collision=True)
     batched, alone = batched_and_alone([falling, resting], device, shared=lambda b: b.add_ground_plane())
     solver = lambda m: sim.SolverXPBD(m, iterations=5)  # noqa: E731
-    # not bit for bit: self-contact's drift is one mean over every world (see sim/self_contact.py)
+    # not bit for bit: a world's drift (sim/self_contact.py) is summed in another order than the model's alone
     compare_worlds(batched, alone, solver, 30, 1.0 / 120.0, exact=False)
     together = sim.ModelBuilder()
     together.add_builder(falling)

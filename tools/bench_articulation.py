@@ -188,6 +188,16 @@ def ours_forward_backward_graph_run(chain: Chain, steps: int):
 def newton_forward_run(newton, chain: Chain, steps: int):
     """Newton's SolverFeatherstone on the same chain (add_link + add_joint_revolute + add_articulation)."""
     import warp
+    model = newton_builder(newton, chain).finalize(device="cpu")
+    solver = newton.solvers.SolverFeatherstone(model)
+    control = model.control()
+    return ping_pong_run([model.state(), model.state()], model.state(),
+                         lambda a, b: solver.step(a, b, control, None, DT), warp.synchronize, steps)
+
+
+def newton_builder(newton, chain: Chain):
+    """Newton's ModelBuilder of the same chain."""
+    import warp
     builder = newton.ModelBuilder(up_axis=newton.Axis.Y)
     parent, joints = -1, []
     for k, mass in enumerate(chain.masses):
@@ -199,11 +209,7 @@ def newton_forward_run(newton, chain: Chain, steps: int):
         parent = body
     builder.add_articulation(joints)
     builder.joint_q[:] = [ANGLE] * chain.joints
-    model = builder.finalize(device="cpu")
-    solver = newton.solvers.SolverFeatherstone(model)
-    control = model.control()
-    return ping_pong_run([model.state(), model.state()], model.state(),
-                         lambda a, b: solver.step(a, b, control, None, DT), warp.synchronize, steps)
+    return builder
 
 
 def mujoco_xml(chain: Chain) -> str:

@@ -163,18 +163,29 @@ def ours_forward_backward_run(boxes: Boxes, steps: int, load_kernels):
     return forward_backward
 
 
-def newton_model(newton, boxes: Boxes):
-    """Newton's Model of the same boxes and ground on the CPU."""
+def newton_builder(newton, boxes: Boxes, *, ground: bool = True):
+    """Newton's ModelBuilder of the same boxes, and the ground unless `ground` is False."""
     import warp
     builder = newton.ModelBuilder(up_axis=newton.Axis.Y)
-    cfg = builder.default_shape_cfg
-    cfg.density, cfg.ke, cfg.kd, cfg.kf, cfg.mu = boxes.density, boxes.ke, boxes.kd, boxes.kf, boxes.mu
+    newton_material(builder, boxes)
     h = boxes.half_extent
     for pos, rot in box_poses(boxes):
         body = builder.add_body(xform=warp.transform(warp.vec3(*pos), warp.quat(*rot)))
         builder.add_shape_box(body, hx=h, hy=h, hz=h)
-    builder.add_ground_plane()
-    return builder.finalize(device="cpu")
+    if ground:
+        builder.add_ground_plane()
+    return builder
+
+
+def newton_material(builder, boxes: Boxes):
+    """The boxes' contact material as Newton `builder`'s default shape settings."""
+    cfg = builder.default_shape_cfg
+    cfg.density, cfg.ke, cfg.kd, cfg.kf, cfg.mu = boxes.density, boxes.ke, boxes.kd, boxes.kf, boxes.mu
+
+
+def newton_model(newton, boxes: Boxes):
+    """Newton's Model of the same boxes and ground on the CPU."""
+    return newton_builder(newton, boxes).finalize(device="cpu")
 
 
 def newton_forward_run(newton, boxes: Boxes, steps: int, final: dict | None = None):

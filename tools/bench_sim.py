@@ -173,6 +173,19 @@ def newton_available() -> tuple:
 
 def newton_model(newton, cloth: Cloth, solver_name: str, requires_grad: bool):
     """Newton's Model of the same cloth, sphere and ground on the CPU."""
+    model = newton_builder(newton, cloth, solver_name).finalize(device="cpu", requires_grad=requires_grad)
+    return newton_contact(cloth, model)
+
+
+def newton_contact(cloth: Cloth, model):
+    """Set the benchmark's particle contact material on Newton's `model`."""
+    model.particle_ke, model.particle_kd = cloth.contact_ke, cloth.contact_kd
+    model.particle_kf, model.particle_mu = cloth.contact_kf, cloth.contact_mu
+    return model
+
+
+def newton_builder(newton, cloth: Cloth, solver_name: str, *, ground: bool = True):
+    """Newton's ModelBuilder of the same cloth and sphere, and the ground unless `ground` is False."""
     import warp
     builder = newton.ModelBuilder(up_axis=newton.Axis.Y)
     cfg = builder.default_shape_cfg
@@ -185,11 +198,9 @@ def newton_model(newton, cloth: Cloth, solver_name: str, requires_grad: bool):
                            add_springs=xpbd, spring_ke=cloth.tri_ke)
     builder.add_shape_sphere(-1, xform=warp.transform(cloth.sphere_center, warp.quat_identity()),
                              radius=cloth.sphere_radius)
-    builder.add_ground_plane()
-    model = builder.finalize(device="cpu", requires_grad=requires_grad)
-    model.particle_ke, model.particle_kd = cloth.contact_ke, cloth.contact_kd
-    model.particle_kf, model.particle_mu = cloth.contact_kf, cloth.contact_mu
-    return model
+    if ground:
+        builder.add_ground_plane()
+    return builder
 
 
 def newton_runs(newton, cloth: Cloth, solver_name: str, steps: int) -> dict:

@@ -112,8 +112,9 @@ class Runner:
         return capture.graph
 
 
-def measure_scene(scene: Scene, count: int, repeats: int) -> dict:
-    """{"batched", "batched_graph", "serial", "serial_graph"}: world-steps/s of `count` worlds."""
+def measure_scene(scene: Scene, count: int, repeats: int, newton=None, warnings=None) -> dict:
+    """{"batched", "batched_graph", "serial", "serial_graph", "newton"}: world-steps/s of `count` worlds
+    ("newton": None without Newton, or when its run failed, with a line in `warnings`)."""
     steps = scene.steps
     batched = Runner(scene, batched_model(scene, count))
     serial = [Runner(scene, alone_model(scene)) for _ in range(count)]
@@ -125,6 +126,11 @@ def measure_scene(scene: Scene, count: int, repeats: int) -> dict:
         "serial": lambda: [r.steps(steps) for r in serial],
         "serial_graph": lambda: [wp.capture_launch(g) for g in serial_graphs],
     }
+    if newton is not None:
+        try:
+            runs["newton"] = newton_run(newton, scene, count)
+        except Exception as e:  # Newton's API moves between releases: its column stays empty
+            warnings.append(f"Newton {scene.name} x {count} did not build ({type(e).__name__}: {str(e)[:160]})")
     best = dict.fromkeys(runs, math.inf)
     for round_ in range(repeats + 1):  # round 0 warms up
         for key, run in runs.items():
@@ -137,8 +143,58 @@ def measure_scene(scene: Scene, count: int, repeats: int) -> dict:
     finite = np.isfinite(batched.pair[0].particle_q.numpy()).all() and \
         np.isfinite(batched.pair[0].body_q.numpy()).all() and np.isfinite(batched.pair[0].joint_q.numpy()).all()
     out = {key: count * steps / t for key, t in best.items()}
+    out.setdefault("newton", None)
     out["finite"] = bool(finite)
     return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Newton 1.8's replicated worlds (on Warp's CPU backend, one thread), the same scenes
+
+
+def newton_run(newton, scene: Scene, count: int):
+    """A run of `scene.steps` steps of `count` worlds replicated with Newton's ModelBuilder.replicate (its
+    collision pipeline every step where there are shapes), or None for a scene it has no counterpart of."""
+    import warp
+    up = newton.Axis.Y
+    if scene.name.startswith("cloth"):
+        solver_name = "xpbd" if "XPBD" in scene.name else "semi_implicit"
+        source = bench_sim.newton_builder(newton, CLOTH, solver_name, ground=False)
+    elif scene.name == "100 boxes":
+        source = bench_rigid.newton_builder(newton, BOXES, ground=False)
+    else:
+        source = bench_articulation.newton_builder(newton, bench_articulation.ARM)
+    builder = newton.ModelBuilder(up_axis=up)
+    if scene.name == "100 boxes":
+        bench_rigid.newton_material(builder, BOXES)
+    builder.add_ground_plane()
+    builder.replicate(source, count, spacing=scene.spacing)
+    model = builder.finalize(device="cpu")
+    if scene.name.startswith("cloth"):
+        bench_sim.newton_contact(CLOTH, model)
+        solver = newton.solvers.SolverXPBD(model, iterations=bench_sim.XPBD_ITERATIONS) if "XPBD" in scene.name \
+            else newton.solvers.SolverSemiImplicit(model, enable_tri_contact=False)
+        pipeline = newton.CollisionPipeline(model)
+    elif scene.name == "100 boxes":
+        solver = newton.solvers.SolverSemiImplicit(model, angular_damping=0.0)
+        pipeline = newton.CollisionPipeline(model, reduce_contacts=False)
+    else:
+        solver, pipeline = newton.solvers.SolverFeatherstone(model), None
+    contacts = pipeline.contacts() if pipeline is not None else None
+    control = model.control()
+    pair = [model.state(), model.state()]
+
+    def run():
+        a, b = pair
+        for _ in range(scene.steps):
+            a.clear_forces()
+            if pipeline is not None:
+                pipeline.collide(a, contacts)
+            solver.step(a, b, control, contacts, scene.dt)
+            a, b = b, a
+        warp.synchronize()
+
+    return run
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -182,27 +238,31 @@ def measure(quick: bool) -> dict:
     """{"rates": {(scene name, count): rates}, "limit": {...}, "counts": [...]}."""
     counts = (1, 8, 64) if quick else (1, 8, 64, 256)
     repeats = 1 if quick else 2
+    newton, reason = bench_sim.newton_available()
+    warnings = [] if newton is not None else [f"newton is not importable ({reason}); its column is '-'"]
     rates = {}
     for scene in SCENES:
         for count in counts:
-            rates[(scene.name, count)] = measure_scene(scene, count, repeats)
+            rates[(scene.name, count)] = measure_scene(scene, count, repeats, newton, warnings)
     peak = gemm_flops_per_second()
     flops = {"cloth 32x32 XPBD": cloth_flops("xpbd"), "cloth 32x32 semi-implicit": cloth_flops("semi_implicit")}
-    return {"rates": rates, "counts": counts, "peak": peak, "flops": flops,
+    return {"rates": rates, "counts": counts, "peak": peak, "flops": flops, "warnings": warnings,
+            "newton": None if newton is None else newton.__version__,
             "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()}
 
 
 def render(results: dict) -> str:
     """The table: one row per scene and count, then the arithmetic limit and the issue's targets."""
     head = (f"{'worlds (world-steps/s)':34} {'N':>4} {'batched':>10} {'captured':>10} {'1-by-1':>10} "
-            f"{'1-by-1 capt':>11} {'batched/1-by-1':>14} {'vs 1 world':>10}")
+            f"{'1-by-1 capt':>11} {'batched/1-by-1':>14} {'vs 1 world':>10} {'Newton':>10} {'capt/Newton':>11}")
     lines = [head, "-" * len(head)]
     rates = results["rates"]
     for (name, count), r in rates.items():
         one = rates.get((name, 1), r)
         lines.append(f"{name:34} {count:>4} {r['batched']:>10.0f} {r['batched_graph']:>10.0f} {r['serial']:>10.0f} "
                      f"{r['serial_graph']:>11.0f} {r['batched'] / r['serial']:>13.1f}x "
-                     f"{r['batched'] / one['batched']:>9.1f}x" + ("" if r["finite"] else "  (non-finite!)"))
+                     f"{r['batched'] / one['batched']:>9.1f}x" + _newton_cells(r) +
+                     ("" if r["finite"] else "  (non-finite!)"))
     peak = results["peak"]
     lines.append(f"arithmetic limit: float32 GEMM (numpy BLAS) {peak / 1e9:.1f} GFLOP/s on {results['cores']} cores")
     for name, flops in results["flops"].items():
@@ -211,13 +271,24 @@ def render(results: dict) -> str:
         share = "" if r64 is None else f"; captured 64 worlds reach {100.0 * r64['batched_graph'] / limit:.1f} %"
         lines.append(f"  {name}: ~{flops / 1e6:.2f} MFLOP per world-step (estimate, see tools/bench_worlds.py) -> "
                      f"limit {limit:.0f} world-steps/s{share}")
+    if results["newton"]:
+        lines.append(f"note: Newton column: Newton {results['newton']} on Warp's CPU backend (one thread), the same "
+                     "worlds through its ModelBuilder.replicate, collision pipeline every step; its XPBD cloth has "
+                     "one spring per edge instead of triangles (tools/bench_sim.py)")
+    lines += [f"note: {w}" for w in results["warnings"]]
     lines.append(targets_line(results))
     return "\n".join(lines)
 
 
+def _newton_cells(r: dict) -> str:
+    if r.get("newton") is None:
+        return f" {'-':>10} {'-':>11}"
+    return f" {r['newton']:>10.0f} {r['batched_graph'] / r['newton']:>10.1f}x"
+
+
 def targets_line(results: dict) -> str:
     """The issue's targets that this section measures: 64 cloth worlds >= 15x one world's world-steps/s (launched),
-    captured 64-world cloth >= 10 % of the arithmetic limit."""
+    captured 64-world cloth >= 10 % of the arithmetic limit, every row (captured) at least Newton's."""
     rates, verdicts = results["rates"], []
     for name in ("cloth 32x32 XPBD", "cloth 32x32 semi-implicit"):
         if (name, 64) not in rates:
@@ -227,4 +298,8 @@ def targets_line(results: dict) -> str:
         share = rates[(name, 64)]["batched_graph"] * results["flops"][name] / results["peak"]
         verdicts.append(f"{name} captured 64 worlds {100 * share:.1f} % of the limit "
                         f"(>= 10 %: {'PASS' if share >= 0.10 else 'MISS'})")
+    versus = [r["batched_graph"] >= r["newton"] for r in rates.values() if r.get("newton") is not None]
+    if versus:
+        verdicts.append(f"captured >= Newton in {sum(versus)} of {len(versus)} rows "
+                        f"({'PASS' if all(versus) else 'MISS'})")
     return "worlds targets: " + " | ".join(verdicts)
