@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
+import kernels as wp
+
+from .worlds import world_ranges
+
 
 def grid_offsets(count: int, spacing, up_axis: int) -> np.ndarray:
     """Offsets [m], shape [count, 3], laying `count` worlds out on a grid of `spacing` (x, y, z) [m]: along the
@@ -83,7 +87,7 @@ class WorldBuilderMixin:
                                  f"{getattr(self, name)!r}): one Model has one {name}")
         offset = np.asarray(offset, dtype=np.float64).reshape(3)
         world = self.current_world
-        p0, b0, s0, j0 = self.particle_count, self.body_count, len(self.shape_type), self.joint_count
+        p0, b0, j0 = self.particle_count, self.body_count, self.joint_count
         self._add_particles_of(builder, offset, p0, world)
         self._add_bodies_of(builder, offset, b0, world)
         self._add_shapes_of(builder, offset, b0, world)
@@ -186,14 +190,10 @@ class WorldBuilderMixin:
     def _finalize_worlds(self, m, arr):
         """World arrays of `m` (particle_world, body_world, shape_world, joint_world; int32) and the host-side
         index ranges of each world (Model.world_ranges, see sim/worlds.py)."""
-        from .worlds import world_ranges
-
         if self.current_world != -1:
             raise RuntimeError(f"finalize: world {self.current_world} is still open (call end_world first)")
         self._check_worlds()
         ints = dict(np_dtype=np.int32)
-        import kernels as wp
-
         m.world_count = self.world_count
         m.particle_world = arr(self.particle_world, wp.int32, **ints)
         m.body_world = arr(self.body_world, wp.int32, **ints)

@@ -242,6 +242,57 @@ def test_per_world_gradients_equal_alone(device):
 
 
 @wp.kernel
+def copy_body_velocity(src: wp.array(dtype=wp.spatial_vector), start: int, dst: wp.array(dtype=wp.spatial_vector)):
+    i = wp.tid()
+    dst[start + i] = src[i]
+
+
+@wp.kernel
+def body_heights(body_q: wp.array(dtype=wp.transform), out: wp.array(dtype=float)):
+    i = wp.tid()
+    out[i] = wp.transform_get_translation(body_q[i])[1]
+
+
+def test_per_world_rigid_gradients_equal_alone(device):
+    """Bodies in contact with the shared ground and with each other: the gradient of every world's final heights
+    with respect to world 1's initial ball velocity is world 1's alone (SolverRigid's differentiated step, its
+    contact slots sized by the shapes one world sees), and passes gradcheck."""
+    sources = [box_stack((0.0, 0.0, 0.0), 0.0), box_stack((0.05, 0.02, 0.0), 0.3), box_stack((0, 0.03, 0.02), -0.2)]
+    batched, alone = batched_and_alone(sources, device, shared=lambda b: b.add_ground_plane(), requires_grad=True)
+    assert sim.SolverRigid(batched)._slots == 5  # the ground and a world's 4 shapes, not all 13 shapes
+    steps, dt = 20, 2.0e-3
+    ball = 3  # each world's last body, rolling into its box stack
+    v0 = batched.body_qd0.numpy()[batched.world_slice(1).body][ball:]
+
+    def run_on(model, start):
+        def run(v1):
+            state = model.state()
+            wp.launch(copy_body_velocity, dim=v1.shape[0], inputs=[v1, start], outputs=[state.body_qd], device=device)
+            end, _ = rollout(model, sim.SolverRigid(model), steps, dt, state=state)
+            out = wp.zeros(model.body_count, dtype=float, device=device, requires_grad=True)
+            wp.launch(body_heights, dim=model.body_count, inputs=[end.body_q], outputs=[out], device=device)
+            return out
+        return run
+
+    grads = []
+    for model, start in ((batched, batched.world_slice(1).body.start + ball), (alone[1], ball)):
+        v1 = wp.array(v0, dtype=wp.spatial_vector, device=device, requires_grad=True)
+        run = run_on(model, start)
+        tape = Tape()
+        with tape:
+            heights = run(v1)
+        seed = np.zeros(model.body_count, np.float32)
+        seed[start - ball:start + 1] = 1.0  # the world's four bodies
+        tape.backward(grads={heights: seed})
+        grads.append(v1.grad.numpy().copy())
+    assert np.abs(grads[0]).max() > 1e-4
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-3, atol=1e-6)
+    report = gradcheck(run_on(batched, batched.world_slice(1).body.start + ball),
+                       [wp.array(v0, dtype=wp.spatial_vector, device=device)], eps=1e-3, atol=2e-3, raise_on_fail=False)
+    assert report.passed, str(report)
+
+
+@wp.kernel
 def com_distance(com: wp.array(dtype=wp.vec3), target: wp.vec3, loss: wp.array(dtype=float)):
     w = wp.tid()
     d = com[w] - target

@@ -26,7 +26,8 @@ two at once and next to a busy core, on this toolkit's thread pool and on the Op
 whole command in a fresh process and ray casting alone (tools/bench_render.py).
 The view section times `sim view` of out/cloth.usd from the command to its first frame drawn in a headless
 Chromium (tools/bench_view.py). The worlds section counts world-steps/s of 1 to 256 worlds in one Model against
-the same worlds one after another (tools/bench_worlds.py). Each number is the best of several runs, except the contention rates (one run each).
+the same worlds one after another (tools/bench_worlds.py). Each number is the best of several runs, except the
+contention rates (one run each).
 `--threads N` runs our kernels on N threads (wp.config.cpu_threads).
 """
 

@@ -6,10 +6,12 @@ Scenes (each world a copy; the ground is shared, world -1; worlds laid out on a 
         sphere), dt = 1/960 s; XPBD with bench_sim.XPBD_ITERATIONS iterations.
     100 boxes: tools/bench_rigid.py's lattice of 5 x 4 x 5 boxes falling onto the ground, SolverRigid, dt = 1/600 s.
     7-dof arm: tools/bench_articulation.py's arm swinging, SolverFeatherstone, dt = 1e-3 s.
-Each count N runs four ways, forward only, ping-ponging two States: the batched Model launched (Python per
-kernel launch) and captured (the steps recorded once with wp.ScopedCapture, replayed with no Python per launch),
-and N Models one after another, launched and captured. Rates are world-steps/s (N x steps / seconds), best of
-`repeats` rounds after a warm-up round that compiles and captures.
+Each count N (1, 8, 64 and 256; --quick: 1 and 8 worlds, an eighth of the steps) runs four ways, forward only,
+ping-ponging two States: the batched Model launched (Python per kernel launch) and captured (the steps recorded
+once with wp.ScopedCapture, replayed with no Python per launch), and N Models one after another, launched and
+captured. Rates are world-steps/s (N x steps / seconds), best of `repeats` rounds after a warm-up round that
+compiles and captures. The Newton column runs the same worlds in Newton 1.8 (ModelBuilder.replicate, Warp's CPU
+backend, its collision pipeline every step), '-' when it is not installed.
 
 The arithmetic limit: a count of the floating-point operations of one step of a 32x32 cloth world (per element
 of each kernel, by hand; the estimates are printed) against the machine's float32 GEMM rate measured with numpy
@@ -19,6 +21,7 @@ nothing but that arithmetic at that rate.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import time
@@ -114,7 +117,7 @@ class Runner:
 
 def measure_scene(scene: Scene, count: int, repeats: int, newton=None, warnings=None) -> dict:
     """{"batched", "batched_graph", "serial", "serial_graph", "newton"}: world-steps/s of `count` worlds
-    ("newton": None without Newton, or when its run failed, with a line in `warnings`)."""
+    ("newton": None without Newton, or when its run failed, with a line in `warnings`), `scene.steps` steps a run."""
     steps = scene.steps
     batched = Runner(scene, batched_model(scene, count))
     serial = [Runner(scene, alone_model(scene)) for _ in range(count)]
@@ -234,14 +237,17 @@ def gemm_flops_per_second(size: int = 1024, repeats: int = 3) -> float:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def measure(quick: bool) -> dict:
-    """{"rates": {(scene name, count): rates}, "limit": {...}, "counts": [...]}."""
-    counts = (1, 8, 64) if quick else (1, 8, 64, 256)
+def measure(quick: bool, counts=None) -> dict:
+    """{"rates": {(scene name, count): rates}, "counts": [...], "peak": FLOP/s, "flops": {scene: per world-step},
+    ...}; `counts` overrides the world counts."""
+    counts = counts or ((1, 8) if quick else (1, 8, 64, 256))
     repeats = 1 if quick else 2
     newton, reason = bench_sim.newton_available()
     warnings = [] if newton is not None else [f"newton is not importable ({reason}); its column is '-'"]
     rates = {}
     for scene in SCENES:
+        if quick:  # a smoke run (tests/test_bench_smoke.py runs every section): fewer steps
+            scene = dataclasses.replace(scene, steps=max(1, scene.steps // 8))
         for count in counts:
             rates[(scene.name, count)] = measure_scene(scene, count, repeats, newton, warnings)
     peak = gemm_flops_per_second()
@@ -303,3 +309,20 @@ def targets_line(results: dict) -> str:
         verdicts.append(f"captured >= Newton in {sum(versus)} of {len(versus)} rows "
                         f"({'PASS' if all(versus) else 'MISS'})")
     return "worlds targets: " + " | ".join(verdicts)
+
+
+def main(argv=None) -> int:
+    """`python -m tools.bench_worlds [--quick] [--counts N ...]`: this section alone."""
+    import argparse
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="1 and 8 worlds, an eighth of the steps")
+    parser.add_argument("--counts", type=int, nargs="+", default=None, metavar="N", help="world counts to run")
+    args = parser.parse_args(argv)
+    if args.counts and min(args.counts) < 1:
+        parser.error("--counts: every count must be at least 1")
+    print(render(measure(args.quick, tuple(args.counts) if args.counts else None)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
