@@ -12,7 +12,7 @@ import kernels as wp
 import sim
 from _sim_rollout import rollout
 from autodiff import Tape, gradcheck
-from sim.worlds import sum_worlds, world_center_of_mass, world_kinetic_energy
+from sim import sum_worlds, world_center_of_mass, world_kinetic_energy
 
 HORIZONTAL = sim.quat_from_axis_angle((1.0, 0.0, 0.0), math.pi / 2)
 
