@@ -6,10 +6,10 @@ Scenes (each world a copy; the ground is shared, world -1; worlds laid out on a 
         sphere), dt = 1/960 s; XPBD with bench_sim.XPBD_ITERATIONS iterations.
     100 boxes: tools/bench_rigid.py's lattice of 5 x 4 x 5 boxes falling onto the ground, SolverRigid, dt = 1/600 s.
     7-dof arm: tools/bench_articulation.py's arm swinging, SolverFeatherstone, dt = 1e-3 s.
-Each count N (1, 8, 64 and 256; --quick: 1 and 8 worlds, an eighth of the steps) runs four ways, forward only,
-ping-ponging two States: the batched Model launched (Python per kernel launch) and captured (the steps recorded
-once with wp.ScopedCapture, replayed with no Python per launch), and N Models one after another, launched and
-captured. Rates are world-steps/s (N x steps / seconds), best of `repeats` rounds after a warm-up round that
+Each count N (1, 8, 64 and 256; --quick: 1 and 8 worlds, an eighth of the steps, no Newton) runs four ways, forward
+only, ping-ponging two States: the batched Model launched (Python per kernel launch) and captured (the steps
+recorded once with wp.ScopedCapture, replayed with no Python per launch), and N Models one after another, launched
+and captured. Rates are world-steps/s (N x steps / seconds), best of `repeats` rounds after a warm-up round that
 compiles and captures. The Newton column runs the same worlds in Newton 1.8 (ModelBuilder.replicate, Warp's CPU
 backend, its collision pipeline every step), '-' when it is not installed.
 
@@ -242,8 +242,8 @@ def measure(quick: bool, counts=None) -> dict:
     ...}; `counts` overrides the world counts."""
     counts = counts or ((1, 8) if quick else (1, 8, 64, 256))
     repeats = 1 if quick else 2
-    newton, reason = bench_sim.newton_available()
-    warnings = [] if newton is not None else [f"newton is not importable ({reason}); its column is '-'"]
+    newton, reason = (None, "skipped in --quick") if quick else bench_sim.newton_available()
+    warnings = [] if newton is not None else [f"Newton column: {reason}"]
     rates = {}
     for scene in SCENES:
         if quick:  # a smoke run (tests/test_bench_smoke.py runs every section): fewer steps
