@@ -24,6 +24,7 @@ from .hashgrid import HashGrid
 from .importers import ImporterError, ImportResult, ImportWarning, import_mjcf, import_urdf, import_usd_physics
 from .particle_contact import eval_particle_contacts, solve_particle_contacts
 from .reductions import center_of_mass, kinetic_energy, potential_energy_gravity
+from .worlds import sum_worlds, world_center_of_mass, world_kinetic_energy
 from .joints import (JOINT_BALL, JOINT_D6, JOINT_FIXED, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE,
                      JointDofConfig)
 from .model import (PARTICLE_ACTIVE, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_PLANE, SHAPE_SPHERE, ContactParams, Control,
@@ -35,7 +36,8 @@ __all__ = ["ModelBuilder", "Model", "State", "Control", "ContactParams", "quat_i
            "HashGrid", "eval_particle_contacts", "solve_particle_contacts", "center_of_mass", "kinetic_energy",
            "potential_energy_gravity", "eval_fk", "eval_ik", "JointDofConfig", "JOINT_PRISMATIC", "JOINT_REVOLUTE",
            "JOINT_BALL", "JOINT_FIXED", "JOINT_FREE", "JOINT_D6", "import_urdf", "import_usd_physics", "import_mjcf",
-           "ImporterError", "ImportResult", "ImportWarning",
+           "ImporterError", "ImportResult", "ImportWarning", "sum_worlds", "world_center_of_mass",
+           "world_kinetic_energy",
            "SHAPE_SPHERE", "SHAPE_BOX", "SHAPE_CAPSULE", "SHAPE_PLANE", "PARTICLE_ACTIVE"] + solvers.__all__
 
 # Scenes and USD output load pxr and YAML on first use, so `import sim` stays light.

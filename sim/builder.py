@@ -16,6 +16,7 @@ import kernels as wp
 from .bending import (DEFAULT_BENDING, bending_scale, check_bending_model, curved_rest_warning, dihedral_angle,
                       hinge_weights)
 from .builder_joints import JointBuilderMixin
+from .builder_worlds import WorldBuilderMixin
 from .mesh_shape import build_collider_meshes, checked_mesh, mesh_bounding_radius
 from .model import (DEFAULT_DAMPRATIO, DEFAULT_TIMECONST, PARTICLE_ACTIVE, PENALTY_KE, SHAPE_BOX, SHAPE_CAPSULE,
                     SHAPE_MATERIAL_KEYS, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE, Model)
@@ -56,7 +57,7 @@ def _rotate(q: np.ndarray, v) -> np.ndarray:
     return v * (2 * w * w - 1) + 2 * w * np.cross(u, v) + 2 * np.sum(v * u, axis=-1, keepdims=True) * u
 
 
-class ModelBuilder(JointBuilderMixin):
+class ModelBuilder(JointBuilderMixin, WorldBuilderMixin):
     """Collects the pieces of a Model. `up_axis` ("x", "y" or "z") sets gravity's direction and the ground.
 
     `bending` picks the bending model of every edge (Model.bending_model, see docs/bending.md): "quadratic"
@@ -66,6 +67,8 @@ class ModelBuilder(JointBuilderMixin):
 
     Articulations (sim/builder_joints.py): add_joint_revolute, add_joint_prismatic, add_joint_ball,
     add_joint_fixed, add_joint_free, add_joint_d6 and add_articulation; see docs/articulations.md.
+
+    Worlds (sim/builder_worlds.py): begin_world, end_world, add_builder and replicate; see docs/worlds.md.
     """
 
     def __init__(self, up_axis: str = "y", gravity: float = -9.81, *, bending: str = DEFAULT_BENDING):
@@ -101,6 +104,7 @@ class ModelBuilder(JointBuilderMixin):
         self.default_shape_mu = 0.5
         self.default_shape_restitution = 0.0
         self._init_joints()
+        self._init_worlds()
 
     @property
     def up_vector(self) -> np.ndarray:
@@ -128,6 +132,7 @@ class ModelBuilder(JointBuilderMixin):
         self.particle_mass.append(float(mass))
         self.particle_radius.append(self.default_particle_radius if radius is None else float(radius))
         self.particle_flags.append(int(flags))
+        self.particle_world.append(self.current_world)
         return len(self.particle_q) - 1
 
     def add_particle_grid(self, pos, rot, vel, dim_x: int, dim_y: int, dim_z: int, cell_x: float, cell_y: float,
@@ -291,6 +296,7 @@ class ModelBuilder(JointBuilderMixin):
         self.shape_density.append(density)
         self.shape_material.append((ke, kd, kf, mu, restitution, timeconst, dampratio))
         self.shape_mesh.append(None)
+        self.shape_world.append(self.current_world)
         return len(self.shape_type) - 1
 
     def _shape_material(self, ke, kd, kf, mu, restitution, timeconst=None, dampratio=None) -> tuple:
@@ -429,6 +435,7 @@ class ModelBuilder(JointBuilderMixin):
         self.body_mass.append(None if mass is None else float(mass))
         self.body_com.append(None if com is None else np.asarray(com, dtype=np.float64).reshape(3))
         self.body_inertia.append(inertia)
+        self.body_world.append(self.current_world)
         return self.body_count - 1
 
     def body_mass_properties(self, body: int) -> tuple:
@@ -527,6 +534,7 @@ class ModelBuilder(JointBuilderMixin):
             setattr(m, "shape_material_" + name, arr(material[:, k], float, grad=True))
         self._finalize_bodies(m, arr)
         self._finalize_joints(m, arr)
+        self._finalize_worlds(m, arr)
         return m
 
     def _finalize_bodies(self, m: Model, arr):

@@ -109,6 +109,7 @@ class JointBuilderMixin:
         if joint_type in (JOINT_BALL, JOINT_FREE):
             coords[-1] = 1.0  # identity quaternion
         self.joint_q.extend(coords)
+        self.joint_world.append(self.current_world)
         return self.joint_count - 1
 
     def add_joint_revolute(self, parent: int, child: int, *, parent_xform=None, child_xform=None,

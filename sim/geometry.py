@@ -7,6 +7,7 @@ Shared by the solvers' contact kernels. Distances in metres; negative inside the
 import kernels as wp
 
 from .model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
+from .worlds import element_worlds, world_shape_table
 
 #: Distance reported for points that cannot touch a shape (outside a finite plane's extent).
 FAR = wp.constant(1.0e6)
@@ -113,7 +114,10 @@ class ShapeData:
     centre of mass [m/s]), world frame) and body_com (centre of mass in the body frame [m], vec3): [body_count],
     read only for shapes with body >= 0, so they may be empty when there are no bodies. mesh: BVH id of each
     mesh shape (0 for others) [shape_count] uint64; mesh_closed: 1 for a closed, consistently oriented mesh
-    (a solid), 0 for a two-sided surface [shape_count] int32.
+    (a solid), 0 for a two-sided surface [shape_count] int32. particle_world: each particle's world
+    [particle_count] int32 (-1: shared); world_shapes: the shapes a particle of world w meets, row w + 1, then -1
+    [world_count + 1, slots] int32 (sim.worlds.world_shape_table): contact kernels launch over (particle, slot),
+    so that N worlds cost N times one world's pairs, not N^2.
     """
 
     type: wp.array(dtype=wp.int32)
@@ -125,6 +129,14 @@ class ShapeData:
     body_com: wp.array(dtype=wp.vec3)
     mesh: wp.array(dtype=wp.uint64)
     mesh_closed: wp.array(dtype=wp.int32)
+    particle_world: wp.array(dtype=wp.int32)
+    world_shapes: wp.array2d(dtype=wp.int32)
+
+
+@wp.func
+def shape_of_slot(shapes: ShapeData, p: int, k: int):
+    """The shape in contact slot k of particle p (its world's shapes and the shared ones), -1 for none."""
+    return shapes.world_shapes[shapes.particle_world[p] + 1, k]
 
 
 @wp.func
@@ -213,4 +225,6 @@ def shape_data(model, state=None) -> ShapeData:
     s.body_com = model.body_com
     s.mesh = model.shape_mesh_id
     s.mesh_closed = model.shape_mesh_closed
+    s.particle_world = element_worlds(model, "particle", model.particle_count)
+    s.world_shapes = world_shape_table(model)
     return s

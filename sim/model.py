@@ -149,6 +149,13 @@ class Model:
         articulation_start: first joint of each articulation, shape [articulation_count + 1], int32 (the last
             entry is joint_count); an articulation's joints are contiguous and each comes after its ancestor.
         joint_articulation: the articulation of each joint, shape [joint_count], int32.
+    Worlds (ModelBuilder.begin_world/end_world/replicate, sim/worlds.py, docs/worlds.md):
+        world_count: number of independent worlds (0 when the builder made none: one shared world).
+        particle_world, body_world, shape_world, joint_world: the world of each particle, body, shape and
+            joint, shape [particle_count] (and so on), int32; -1: shared with every world (static colliders,
+            the ground). Contacts never join two different worlds.
+        world_ranges: {kind: (start, end) of each world's elements, int64 numpy [world_count, 2]} for the kinds
+            of sim.worlds.RANGE_KINDS (host data; `world_slice(i)` gives them as slices).
     Settings:
         gravity: acceleration [m/s^2], vec3.
         up_axis: 0, 1 or 2 (x, y, z).
@@ -196,6 +203,26 @@ class Model:
         self.self_contact_enabled = False
         self.particle_max_radius = 0.0
         self.bending_model = DEFAULT_BENDING
+        self.world_count = 0
+        self.world_ranges = {}
+        for kind in ("particle", "body", "shape", "joint"):
+            setattr(self, kind + "_world", wp.zeros(0, dtype=wp.int32, device=self.device))
+
+    @property
+    def num_worlds(self) -> int:
+        """The number of worlds (world_count; MuJoCo-Warp's name)."""
+        return self.world_count
+
+    def world_slice(self, world: int):
+        """The index ranges of world `world` as slices (sim.worlds.WorldSlice: particle, body, shape, joint,
+        joint_coord, joint_dof, spring, tri, edge, articulation)."""
+        from .worlds import world_slice
+        return world_slice(self, world)
+
+    def world_state(self, state: "State", world: int) -> "State":
+        """A State of views of world `world`'s part of `state` (no copies: see sim.worlds.world_state)."""
+        from .worlds import world_state
+        return world_state(self, state, world)
 
     @property
     def soft_contact_mu(self) -> wp.array:

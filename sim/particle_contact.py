@@ -4,13 +4,15 @@ integrators) and position corrections (`solve_particle_contacts`, for XPBD).
 Two active particles i and j touch when their distance d is below r_i + r_j + margin (`model.particle_contact`):
 the margin widens every particle's contact shell. Both functions are differentiable with respect to positions,
 velocities (forces) and inverse masses (corrections); the neighbour search (integer data) is not differentiated.
-The model's grid is rebuilt on every call, with cells as wide as the largest contact distance.
+The model's grid is rebuilt on every call, with cells as wide as the largest contact distance. Particles of two
+different worlds (Model.particle_world) never touch, even where they overlap in space.
 """
 
 import kernels as wp
 
 from .hashgrid import HashGrid, HashGridData, hash_grid_cell_of, hash_grid_dims_for, hash_grid_neighbor_cell
 from .model import PARTICLE_ACTIVE, ContactParams
+from .worlds import element_worlds, worlds_interact
 
 # no `from __future__ import annotations` here: kernels/struct.py evaluates string annotations in the top-level
 # package's namespace
@@ -41,6 +43,12 @@ def particle_is_active(flags: wp.array(dtype=wp.int32), i: int):
 
 
 @wp.func
+def particles_may_touch(flags: wp.array(dtype=wp.int32), world: wp.array(dtype=wp.int32), i: int, j: int):
+    """Whether neighbour j of particle i is another active particle of a world that interacts with i's."""
+    return j != i and particle_is_active(flags, j) and worlds_interact(world[i], world[j])
+
+
+@wp.func
 def position_friction(n: wp.vec3, move_i: wp.vec3, move_j: wp.vec3, depth: float, mu: float):
     """Correction [m] opposing the relative tangential motion over the step, capped by Coulomb's bound
     mu * depth (Macklin et al. 2014, "Unified particle physics", section 6.1)."""
@@ -57,8 +65,8 @@ def position_friction(n: wp.vec3, move_i: wp.vec3, move_j: wp.vec3, depth: float
 @wp.kernel
 def particle_contact_forces(grid: HashGridData, particle_q: wp.array(dtype=wp.vec3),
                             particle_qd: wp.array(dtype=wp.vec3), particle_radius: wp.array(dtype=float),
-                            particle_flags: wp.array(dtype=wp.int32), params: ContactParams,
-                            particle_f: wp.array(dtype=wp.vec3)):
+                            particle_flags: wp.array(dtype=wp.int32), particle_world: wp.array(dtype=wp.int32),
+                            params: ContactParams, particle_f: wp.array(dtype=wp.vec3)):
     i = wp.tid()
     if not particle_is_active(particle_flags, i):
         return
@@ -71,7 +79,7 @@ def particle_contact_forces(grid: HashGridData, particle_q: wp.array(dtype=wp.ve
         if cell >= 0:
             for k in range(grid.cell_start[cell], grid.cell_end[cell]):
                 j = grid.sorted_index[k]
-                if j != i and particle_is_active(particle_flags, j):
+                if particles_may_touch(particle_flags, particle_world, i, j):
                     delta = x - particle_q[j]
                     d = wp.length(delta)
                     c = d - reach - particle_radius[j]
@@ -84,7 +92,8 @@ def particle_contact_forces(grid: HashGridData, particle_q: wp.array(dtype=wp.ve
 def particle_contact_corrections(grid: HashGridData, particle_q: wp.array(dtype=wp.vec3),
                                  particle_q_prev: wp.array(dtype=wp.vec3), particle_inv_mass: wp.array(dtype=float),
                                  particle_radius: wp.array(dtype=float), particle_flags: wp.array(dtype=wp.int32),
-                                 params: ContactParams, friction: int, delta: wp.array(dtype=wp.vec3),
+                                 particle_world: wp.array(dtype=wp.int32), params: ContactParams, friction: int,
+                                 delta: wp.array(dtype=wp.vec3),
                                  count: wp.array(dtype=wp.int32)):
     i = wp.tid()
     if not particle_is_active(particle_flags, i):
@@ -100,7 +109,7 @@ def particle_contact_corrections(grid: HashGridData, particle_q: wp.array(dtype=
         if cell >= 0:
             for k in range(grid.cell_start[cell], grid.cell_end[cell]):
                 j = grid.sorted_index[k]
-                if j != i and particle_is_active(particle_flags, j):
+                if particles_may_touch(particle_flags, particle_world, i, j):
                     d_vec = x - particle_q[j]
                     d = wp.length(d_vec)
                     c = d - reach - particle_radius[j]
@@ -135,7 +144,7 @@ def eval_particle_contacts(model, state, particle_f):
     grid = particle_grid(model, state.particle_q)
     wp.launch(particle_contact_forces, dim=model.particle_count,
               inputs=[grid, state.particle_q, state.particle_qd, model.particle_radius, model.particle_flags,
-                      model.particle_contact],
+                      element_worlds(model, "particle", model.particle_count), model.particle_contact],
               outputs=[particle_f], device=model.device)
 
 
@@ -160,5 +169,6 @@ def solve_particle_contacts(model, particle_q, particle_inv_mass, delta, count, 
     prev = particle_q_prev if particle_q_prev is not None else particle_q
     wp.launch(particle_contact_corrections, dim=model.particle_count,
               inputs=[grid, particle_q, prev, particle_inv_mass, model.particle_radius, model.particle_flags,
-                      model.particle_contact, int(friction)],
+                      element_worlds(model, "particle", model.particle_count), model.particle_contact,
+                      int(friction)],
               outputs=[delta, count], device=model.device)

@@ -5,6 +5,7 @@ cloth from passing through itself.
 Primitives: the vertices, triangles and edges of every cloth built with `self_collision=True`; such cloths
 collide with themselves and with each other. Two kinds of pairs, found at the search's positions X:
 vertex-triangle (a vertex and a triangle not containing it) and edge-edge (two edges without a shared vertex),
+of the same world or either shared (Model.particle_world: cloths of two different worlds never pair),
 each kept when closer than the query radius r_q = QUERY_RADIUS thickness. Every vertex keeps up to VT_SLOTS
 triangles, every edge up to EE_SLOTS other edges (more are counted in `overflow`, which `sim run` reports, and
 dropped from the contact forces, never from the bound below). Once the bound is known, only the pairs that could
@@ -22,7 +23,9 @@ displacement, common to all of them), within bound_i. A common translation chang
 of a primitive moves relative to c at most as far as its farthest vertex: with GAMMA < 1/2 two primitives at
 distance d approach by less than 2 GAMMA d < d, and pairs beyond r_q by less than 2 GAMMA r_q < r_q, so no new
 intersection can form, whatever the step size. (A pair beyond r_q may come closer than its thickness before the
-next search; see the skin below.) With a fixed colliding vertex (it does not drift), c = 0.
+next search; see the skin below.) With a fixed colliding vertex (it does not drift), c = 0. In a model of many
+worlds each world has its own drift (its colliding vertices' mean displacement; 0 with a fixed one among them,
+and for shared vertices).
 
 When to search: a step whose relative motion, repeated, would take a vertex past min(bound_i, skin) asks for a
 search before the next step (skin = (r_q - h) / 2: pairs beyond r_q then stay beyond the thickness h), and so
@@ -44,6 +47,7 @@ import numpy as np
 import kernels as wp
 
 from .hashgrid import HashGrid, HashGridData, hash_grid_cell_of, hash_grid_dims_for, hash_grid_neighbor_cell
+from .worlds import element_worlds, worlds_interact
 
 # no `from __future__ import annotations`: kernels/struct.py evaluates string annotations in the top-level
 # package's namespace
@@ -75,6 +79,8 @@ class SelfContactData:
         of its vertices, which keeps momentum exact.
     vt_start, ee_start: each pair's separation (this side's closest point minus the other's) at the search
         [m], vec3, one per slot.
+    world: each particle's world [particle_count] int32 (Model.particle_world; -1: shared): primitives of two
+        different worlds never pair.
     """
 
     tri_indices: wp.array2d(dtype=wp.int32)
@@ -87,6 +93,7 @@ class SelfContactData:
     ee_start: wp.array(dtype=wp.vec3)
     ee_count: wp.array(dtype=wp.int32)
     degree: wp.array(dtype=wp.int32)
+    world: wp.array(dtype=wp.int32)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -247,7 +254,7 @@ def try_vertex_triangle(x: wp.array(dtype=wp.vec3), data: SelfContactData, v: in
     a = data.tri_indices[t, 0]
     b = data.tri_indices[t, 1]
     c = data.tri_indices[t, 2]
-    if v == a or v == b or v == c:
+    if v == a or v == b or v == c or not worlds_interact(data.world[v], data.world[a]):
         return count
     w = closest_point_triangle(p, x[a], x[b], x[c])
     u = p - (x[a] * w[0] + x[b] * w[1] + x[c] * w[2])
@@ -301,7 +308,7 @@ def try_edge_edge(x: wp.array(dtype=wp.vec3), data: SelfContactData, e: int, f: 
     i1 = data.edge_indices[e, 1]
     j0 = data.edge_indices[f, 0]
     j1 = data.edge_indices[f, 1]
-    if i0 == j0 or i0 == j1 or i1 == j0 or i1 == j1:
+    if i0 == j0 or i0 == j1 or i1 == j0 or i1 == j1 or not worlds_interact(data.world[i0], data.world[j0]):
         return count
     st = wp.closest_point_edge_edge(x[i0], x[i1], x[j0], x[j1], 1.0e-12)
     u = x[i0] * (1.0 - st[0]) + x[i1] * st[0] - x[j0] * (1.0 - st[1]) - x[j1] * st[1]
@@ -434,15 +441,29 @@ def sum_drift_tiled(x: wp.array(dtype=wp.vec3), x_search: wp.array(dtype=wp.vec3
 
 
 @wp.kernel
+def sum_drift_worlds(x: wp.array(dtype=wp.vec3), x_search: wp.array(dtype=wp.vec3), weight: wp.array(dtype=float),
+                     world_start: wp.array(dtype=wp.int32), world_end: wp.array(dtype=wp.int32),
+                     drift: wp.array(dtype=wp.vec3)):
+    """drift[w + 1] = sum_i weight_i (x_i - x_search_i) over world w's particles [m], one thread per world,
+    summed in index order (weight: 1 / the world's colliding particles at those, 0 elsewhere)."""
+    w = wp.tid()
+    total = wp.vec3(0.0, 0.0, 0.0)
+    for i in range(world_start[w], world_end[w]):
+        total = total + drift_term(weight[i], x[i], x_search[i])
+    drift[w + 1] = total
+
+
+@wp.kernel
 def limit_displacement(x_search: wp.array(dtype=wp.vec3), x_end: wp.array(dtype=wp.vec3),
                        v_end: wp.array(dtype=wp.vec3), drift: wp.array(dtype=wp.vec3),
-                       bound: wp.array(dtype=float), dt: float, x_out: wp.array(dtype=wp.vec3),
-                       v_out: wp.array(dtype=wp.vec3)):
-    """x_out = x_end where the vertex's displacement since the search, less the common drift c = drift[0], is at
-    most its bound [m]; else x_search + c + that displacement shortened to the bound. When v_out is not empty,
-    v_out = v_end + (x_out - x_end) / dt (semi-implicit Euler: the velocity that moves the vertex to x_out)."""
+                       group: wp.array(dtype=wp.int32), bound: wp.array(dtype=float), dt: float,
+                       x_out: wp.array(dtype=wp.vec3), v_out: wp.array(dtype=wp.vec3)):
+    """x_out = x_end where the vertex's displacement since the search, less the drift c = drift[group[i]] of its
+    group (its world's), is at most its bound [m]; else x_search + c + that displacement shortened to the bound.
+    When v_out is not empty, v_out = v_end + (x_out - x_end) / dt (semi-implicit Euler: the velocity that moves
+    the vertex to x_out)."""
     i = wp.tid()
-    c = drift[0]
+    c = drift[group[i]]
     relative = x_end[i] - x_search[i] - c
     length = wp.length(relative)
     out = x_end[i]
@@ -456,16 +477,18 @@ def limit_displacement(x_search: wp.array(dtype=wp.vec3), x_end: wp.array(dtype=
 @wp.kernel
 def check_budget(x_start: wp.array(dtype=wp.vec3), x_out: wp.array(dtype=wp.vec3),
                  x_search: wp.array(dtype=wp.vec3), drift: wp.array(dtype=wp.vec3),
-                 drift_before: wp.array(dtype=wp.vec3), bound: wp.array(dtype=float),
+                 drift_before: wp.array(dtype=wp.vec3), group: wp.array(dtype=wp.int32),
+                 bound: wp.array(dtype=float),
                  thickness: wp.array(dtype=float), skin: float, search: wp.array(dtype=wp.int32)):
     """search[0] = 1 when a colliding vertex, moving again as it moved this step (relative to the drift), would
     pass its bound or the skin [m] in the next step: the pairs must then be searched again first."""
     i = wp.tid()
     if thickness[i] <= 0.0:
         return
-    c = drift[0]
+    g = group[i]
+    c = drift[g]
     relative = wp.length(x_out[i] - x_search[i] - c)
-    step = wp.length(x_out[i] - x_start[i] - (c - drift_before[0]))
+    step = wp.length(x_out[i] - x_start[i] - (c - drift_before[g]))
     if relative + step > wp.min(bound[i], skin):
         search[0] = 1
 
@@ -509,6 +532,7 @@ class SelfContact:
         self._tri_indices = wp.array(tris.astype(np.int32).reshape(-1, 3), dtype=wp.int32, device=d)
         self._edge_indices = wp.array(edges.astype(np.int32).reshape(-1, 2), dtype=wp.int32, device=d)
         self._thickness = model.particle_thickness
+        self._world = element_worlds(model, "particle", model.particle_count)
         self.data, self.bound, self.x_search = self._new_pairs()
         self._tri_centre = wp.zeros(max(self.tri_count, 1), dtype=wp.vec3, device=d)
         self._edge_centre = wp.zeros(max(self.edge_count, 1), dtype=wp.vec3, device=d)
@@ -532,14 +556,37 @@ class SelfContact:
         # vertex does not drift with the others, so with one the bound is on the displacement itself
         colliding = thickness > 0.0
         fixed = (model.particle_mass.numpy() <= 0.0) | ((model.particle_flags.numpy() & 1) == 0)
-        self.drifts = bool(colliding.any() and not (colliding & fixed).any())
-        weight = np.where(colliding, 1.0 / max(int(colliding.sum()), 1), 0.0).astype(np.float32)
-        self._drift_weight = wp.array(weight, dtype=float, device=d)
-        self._zero_drift = wp.zeros(1, dtype=wp.vec3, device=d)
-        self._drifts = [wp.zeros(1, dtype=wp.vec3, device=d) for _ in range(2)]
+        self._world_ranges = None
+        if model.world_count:
+            self._init_world_drifts(model, colliding, fixed)
+        else:
+            self.drifts = bool(colliding.any() and not (colliding & fixed).any())
+            weight = np.where(colliding, 1.0 / max(int(colliding.sum()), 1), 0.0).astype(np.float32)
+            self._drift_weight = wp.array(weight, dtype=float, device=d)
+            self._drift_group = wp.zeros(self.particle_count, dtype=wp.int32, device=d)
+        groups = 1 + model.world_count
+        self._zero_drift = wp.zeros(groups, dtype=wp.vec3, device=d)
+        self._drifts = [wp.zeros(groups, dtype=wp.vec3, device=d) for _ in range(2)]
         self._drift_before = self._zero_drift
         self._search_flag = wp.zeros(1, dtype=wp.int32, device=d)
         self._last_out = None  # the positions the last step wrote: a step from anything else searches first
+
+    def _init_world_drifts(self, model, colliding, fixed):
+        """Drift groups of a model of many worlds: group w + 1 is world w, drifting when its colliding vertices
+        include no fixed one; group 0 (shared vertices) never drifts."""
+        world = model.particle_world.numpy()
+        weight = np.zeros(self.particle_count, np.float32)
+        for w in range(model.world_count):
+            mine = colliding & (world == w)
+            if mine.any() and not (mine & fixed).any():
+                weight[mine] = 1.0 / int(mine.sum())
+        self.drifts = bool(weight.any())
+        ranges = model.world_ranges["particle"].astype(np.int32)
+        d = self.device
+        self._drift_weight = wp.array(weight, dtype=float, device=d)
+        self._drift_group = wp.array((world + 1).astype(np.int32), dtype=wp.int32, device=d)
+        self._world_ranges = (wp.array(ranges[:, 0].copy(), dtype=wp.int32, device=d),
+                              wp.array(ranges[:, 1].copy(), dtype=wp.int32, device=d))
 
     @property
     def enabled(self) -> bool:
@@ -557,6 +604,7 @@ class SelfContact:
         data.ee_start = wp.zeros(max(self.edge_count, 1) * EE_SLOTS, dtype=wp.vec3, device=d)
         data.ee_count = wp.zeros(max(self.edge_count, 1), dtype=wp.int32, device=d)
         data.degree = wp.zeros(n, dtype=wp.int32, device=d)
+        data.world = self._world
         return data, wp.zeros(n, dtype=float, device=d), wp.zeros(n, dtype=wp.vec3, device=d)
 
     def begin_step(self, x, *, fresh: bool = False):
@@ -616,20 +664,25 @@ class SelfContact:
         d = self.device
         drift = self._zero_drift
         if self.drifts:
-            drift = wp.zeros(1, dtype=wp.vec3, device=d) if fresh else self._drifts[0]
+            drift = wp.zeros(self._zero_drift.shape[0], dtype=wp.vec3, device=d) if fresh else self._drifts[0]
             if not fresh:
                 self._drifts.reverse()  # the other one keeps this step's drift for the next step's check
                 drift.zero_()
-            blocks = (self.particle_count + DRIFT_TILE - 1) // DRIFT_TILE
-            wp.launch_tiled(sum_drift_tiled, dim=blocks, inputs=[x_end, self.x_search, self._drift_weight],
-                            outputs=[drift], block_dim=DRIFT_TILE, device=d, record_tape=False)
+            if self._world_ranges is not None:
+                wp.launch(sum_drift_worlds, dim=self._world_ranges[0].shape[0], device=d, record_tape=False,
+                          inputs=[x_end, self.x_search, self._drift_weight, *self._world_ranges], outputs=[drift])
+            else:
+                blocks = (self.particle_count + DRIFT_TILE - 1) // DRIFT_TILE
+                wp.launch_tiled(sum_drift_tiled, dim=blocks, inputs=[x_end, self.x_search, self._drift_weight],
+                                outputs=[drift], block_dim=DRIFT_TILE, device=d, record_tape=False)
         if v_out is None:
             v_end, v_out = self._no_velocity
         wp.launch(limit_displacement, dim=self.particle_count, device=d,
-                  inputs=[self.x_search, x_end, v_end, drift, self.bound, float(dt)], outputs=[x_out, v_out])
+                  inputs=[self.x_search, x_end, v_end, drift, self._drift_group, self.bound, float(dt)],
+                  outputs=[x_out, v_out])
         wp.launch(check_budget, dim=self.particle_count, device=d, record_tape=False,
-                  inputs=[x_start, x_out, self.x_search, drift, self._drift_before, self.bound, self._thickness,
-                          self.skin, self._search_flag])
+                  inputs=[x_start, x_out, self.x_search, drift, self._drift_before, self._drift_group, self.bound,
+                          self._thickness, self.skin, self._search_flag])
         self._drift_before = drift
         self._last_out = x_out
 

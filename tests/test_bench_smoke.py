@@ -23,7 +23,8 @@ def test_bench_quick_prints_table():
                    "articulation 7-dof arm forward", "articulation 20-link chain backward / forward",
                    "cloth throw optimisation iteration", "loss+gradient peak memory, checkpointed",
                    "xpbd32 (steps/s)", "cloth drop 8x8 XPBD 10 it, 20 substeps, self-collision",
-                   "sim render cloth.yaml 13 frames 160x90, whole command"):
+                   "sim render cloth.yaml 13 frames 160x90, whole command", "worlds (world-steps/s)",
+                   "worlds targets:"):
         assert any(line.startswith(prefix) for line in lines), (prefix, proc.stdout)
     assert lines[-1].startswith("targets:") and lines[-1].count("PASS") + lines[-1].count("MISS") >= 1
 

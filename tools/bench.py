@@ -3,7 +3,7 @@ tiled GEMM, cloth simulation, rigid bodies, optimisation.
 
 Run `python tools/bench.py` (or `python -m tools.bench`); `--quick` takes smaller sizes and fewer repeats, and
 `--only SECTION ...` runs some sections (saxpy launch compile autodiff gemm cloth rigid articulation optim contention
-sweep cloth_contact render view). Every number in the
+sweep cloth_contact render view worlds). Every number in the
 printed table is measured in this run; a closing line checks them against the targets of the performance issue.
 Warp's columns are left empty when `warp` is not installed.
 
@@ -25,7 +25,9 @@ two at once and next to a busy core, on this toolkit's thread pool and on the Op
 (tools/bench_contention.py). The render section times `sim render` of scenes/cloth.yaml to an MP4 at 640x360, the
 whole command in a fresh process and ray casting alone (tools/bench_render.py).
 The view section times `sim view` of out/cloth.usd from the command to its first frame drawn in a headless
-Chromium (tools/bench_view.py). Each number is the best of several runs, except the contention rates (one run each).
+Chromium (tools/bench_view.py). The worlds section counts world-steps/s of 1 to 256 worlds in one Model against
+the same worlds one after another (tools/bench_worlds.py). Each number is the best of several runs, except the
+contention rates (one run each).
 `--threads N` runs our kernels on N threads (wp.config.cpu_threads).
 """
 
@@ -53,12 +55,12 @@ import kernels  # noqa: E402
 
 try:
     from . import (bench_articulation, bench_cloth_contact, bench_contention, bench_optim, bench_render, bench_sweep,
-                   bench_rigid, bench_sim, bench_view)
+                   bench_rigid, bench_sim, bench_view, bench_worlds)
     from .bench_report import (Row, articulation_rows, closing_line, cloth_rows, optim_rows, render_table,
                                rigid_rows, spring_backward_ratio)
 except ImportError:
     from tools import (bench_articulation, bench_cloth_contact, bench_contention, bench_optim, bench_render,
-                       bench_sweep, bench_rigid, bench_sim, bench_view)
+                       bench_sweep, bench_rigid, bench_sim, bench_view, bench_worlds)
     from tools.bench_report import (Row, articulation_rows, closing_line, cloth_rows, optim_rows, render_table,
                                     rigid_rows, spring_backward_ratio)
 
@@ -118,7 +120,7 @@ QUICK = Settings(saxpy_count=2 * 10**6, saxpy_repeats=3, launch_count=2000, laun
                  render=(12, 160, 90))
 
 SECTIONS = ("saxpy", "launch", "compile", "autodiff", "gemm", "cloth", "rigid", "articulation", "optim", "contention",
-            "sweep", "cloth_contact", "render", "view")
+            "sweep", "cloth_contact", "render", "view", "worlds")
 
 # ---------------------------------------------------------------------------------------------------------------
 # Kernel sources. Each is written to a file once per backend, headed by `import kernels as wp` or
@@ -788,6 +790,7 @@ def measure_all(backends: dict, settings: Settings, spring_source: str, vec3: bo
         "cloth_contact": lambda: bench_cloth_contact.measure(*settings.cloth_contact),
         "render": lambda: bench_render.measure(*settings.render),
         "view": lambda: bench_view.measure(quick=settings is QUICK),
+        "worlds": lambda: bench_worlds.measure(quick=settings is QUICK),
     }
     return {section: measures[section]() for section in SECTIONS if section in sections}
 
@@ -853,6 +856,8 @@ def main(argv=None) -> int:
         print(bench_sweep.render(results["sweep"], args.quick))
     if "view" in results:
         print(bench_view.render(results["view"]))
+    if "worlds" in results:
+        print(bench_worlds.render(results["worlds"]))
     for line in footnotes(results):
         print(line)
     print(closing_line(results))

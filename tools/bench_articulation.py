@@ -72,7 +72,8 @@ SCENES = (ARM, CHAIN)
 # Ours
 
 
-def ours_model(chain: Chain, requires_grad: bool):
+def ours_builder(chain: Chain):
+    """Our ModelBuilder of the chain."""
     b = sim.ModelBuilder(up_axis="y")
     parent = -1
     for k, mass in enumerate(chain.masses):
@@ -80,7 +81,11 @@ def ours_model(chain: Chain, requires_grad: bool):
         b.add_joint_revolute(parent, body, axis=chain.axis(k), parent_xform=(*chain.parent_offset(k), 0, 0, 0, 1))
         b.joint_q[-1] = ANGLE
         parent = body
-    return b.finalize("cpu", requires_grad=requires_grad)
+    return b
+
+
+def ours_model(chain: Chain, requires_grad: bool):
+    return ours_builder(chain).finalize("cpu", requires_grad=requires_grad)
 
 
 def ping_pong_run(pair, initial, step, synchronize, steps: int):
@@ -183,6 +188,16 @@ def ours_forward_backward_graph_run(chain: Chain, steps: int):
 def newton_forward_run(newton, chain: Chain, steps: int):
     """Newton's SolverFeatherstone on the same chain (add_link + add_joint_revolute + add_articulation)."""
     import warp
+    model = newton_builder(newton, chain).finalize(device="cpu")
+    solver = newton.solvers.SolverFeatherstone(model)
+    control = model.control()
+    return ping_pong_run([model.state(), model.state()], model.state(),
+                         lambda a, b: solver.step(a, b, control, None, DT), warp.synchronize, steps)
+
+
+def newton_builder(newton, chain: Chain):
+    """Newton's ModelBuilder of the same chain."""
+    import warp
     builder = newton.ModelBuilder(up_axis=newton.Axis.Y)
     parent, joints = -1, []
     for k, mass in enumerate(chain.masses):
@@ -194,11 +209,7 @@ def newton_forward_run(newton, chain: Chain, steps: int):
         parent = body
     builder.add_articulation(joints)
     builder.joint_q[:] = [ANGLE] * chain.joints
-    model = builder.finalize(device="cpu")
-    solver = newton.solvers.SolverFeatherstone(model)
-    control = model.control()
-    return ping_pong_run([model.state(), model.state()], model.state(),
-                         lambda a, b: solver.step(a, b, control, None, DT), warp.synchronize, steps)
+    return builder
 
 
 def mujoco_xml(chain: Chain) -> str:

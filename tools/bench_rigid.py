@@ -79,16 +79,26 @@ def box_poses(boxes: Boxes) -> list:
 # initial lattice and returns whether the final poses are finite.
 
 
-def ours_model(boxes: Boxes, requires_grad: bool, device="cpu"):
-    """Our Model of the boxes and the ground on `device`."""
+def ours_builder(boxes: Boxes, *, ground: bool = True):
+    """Our ModelBuilder of the boxes, and the ground unless `ground` is False."""
     builder = sim.ModelBuilder(up_axis="y")
     h = boxes.half_extent
-    material = dict(kf=boxes.kf, mu=boxes.mu)  # the normal force in its default, time-constant form
     for pos, rot in box_poses(boxes):
         body = builder.add_body(pos=pos, rot=rot)
-        builder.add_shape_box(hx=h, hy=h, hz=h, body=body, density=boxes.density, **material)
-    builder.add_ground_plane(**material)
-    return builder.finalize(device=device, requires_grad=requires_grad)
+        builder.add_shape_box(hx=h, hy=h, hz=h, body=body, density=boxes.density, **ours_material(boxes))
+    if ground:
+        builder.add_ground_plane(**ours_material(boxes))
+    return builder
+
+
+def ours_material(boxes: Boxes) -> dict:
+    """Contact material of every shape: the normal force in its default, time-constant form."""
+    return dict(kf=boxes.kf, mu=boxes.mu)
+
+
+def ours_model(boxes: Boxes, requires_grad: bool, device="cpu"):
+    """Our Model of the boxes and the ground on `device`."""
+    return ours_builder(boxes).finalize(device=device, requires_grad=requires_grad)
 
 
 LOSS_SOURCE = '''
@@ -153,18 +163,29 @@ def ours_forward_backward_run(boxes: Boxes, steps: int, load_kernels):
     return forward_backward
 
 
-def newton_model(newton, boxes: Boxes):
-    """Newton's Model of the same boxes and ground on the CPU."""
+def newton_builder(newton, boxes: Boxes, *, ground: bool = True):
+    """Newton's ModelBuilder of the same boxes, and the ground unless `ground` is False."""
     import warp
     builder = newton.ModelBuilder(up_axis=newton.Axis.Y)
-    cfg = builder.default_shape_cfg
-    cfg.density, cfg.ke, cfg.kd, cfg.kf, cfg.mu = boxes.density, boxes.ke, boxes.kd, boxes.kf, boxes.mu
+    newton_material(builder, boxes)
     h = boxes.half_extent
     for pos, rot in box_poses(boxes):
         body = builder.add_body(xform=warp.transform(warp.vec3(*pos), warp.quat(*rot)))
         builder.add_shape_box(body, hx=h, hy=h, hz=h)
-    builder.add_ground_plane()
-    return builder.finalize(device="cpu")
+    if ground:
+        builder.add_ground_plane()
+    return builder
+
+
+def newton_material(builder, boxes: Boxes):
+    """The boxes' contact material as Newton `builder`'s default shape settings."""
+    cfg = builder.default_shape_cfg
+    cfg.density, cfg.ke, cfg.kd, cfg.kf, cfg.mu = boxes.density, boxes.ke, boxes.kd, boxes.kf, boxes.mu
+
+
+def newton_model(newton, boxes: Boxes):
+    """Newton's Model of the same boxes and ground on the CPU."""
+    return newton_builder(newton, boxes).finalize(device="cpu")
 
 
 def newton_forward_run(newton, boxes: Boxes, steps: int, final: dict | None = None):

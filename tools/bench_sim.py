@@ -61,8 +61,9 @@ class Cloth:
 # simulates `steps` substeps and returns the final particle positions' finite-ness as a sanity check.
 
 
-def ours_model(cloth: Cloth, requires_grad: bool, device="cpu"):
-    """Our Model of the cloth, sphere and ground on `device`."""
+def ours_builder(cloth: Cloth, *, ground: bool = True):
+    """Our ModelBuilder of the cloth and sphere, and the ground unless `ground` is False (tools/bench_worlds.py
+    shares one ground among worlds)."""
     # Newton's bending is the dihedral model: ours too here, so both sides simulate the same cloth (the default,
     # quadratic bending, costs about the same; see docs/bending.md)
     builder = sim.ModelBuilder(up_axis="y", bending="dihedral")
@@ -71,11 +72,21 @@ def ours_model(cloth: Cloth, requires_grad: bool, device="cpu"):
                            tri_ke=cloth.tri_ke, tri_ka=cloth.tri_ka, tri_kd=cloth.tri_kd,
                            edge_ke=cloth.edge_ke, fix_left=True, radius=cloth.particle_radius)
     builder.add_shape_sphere(pos=cloth.sphere_center, radius=cloth.sphere_radius)
-    builder.add_ground_plane()
-    model = builder.finalize(device=device, requires_grad=requires_grad)
+    if ground:
+        builder.add_ground_plane()
+    return builder
+
+
+def ours_contact(cloth: Cloth, model):
+    """Set the benchmark's particle-shape contact material on `model`."""
     model.soft_contact = sim.ContactParams(ke=cloth.contact_ke, kd=cloth.contact_kd, kf=cloth.contact_kf,
                                            mu=cloth.contact_mu, margin=0.01)
     return model
+
+
+def ours_model(cloth: Cloth, requires_grad: bool, device="cpu"):
+    """Our Model of the cloth, sphere and ground on `device`."""
+    return ours_contact(cloth, ours_builder(cloth).finalize(device=device, requires_grad=requires_grad))
 
 
 def ours_solver(model, solver_name: str):
@@ -162,6 +173,19 @@ def newton_available() -> tuple:
 
 def newton_model(newton, cloth: Cloth, solver_name: str, requires_grad: bool):
     """Newton's Model of the same cloth, sphere and ground on the CPU."""
+    model = newton_builder(newton, cloth, solver_name).finalize(device="cpu", requires_grad=requires_grad)
+    return newton_contact(cloth, model)
+
+
+def newton_contact(cloth: Cloth, model):
+    """Set the benchmark's particle contact material on Newton's `model`."""
+    model.particle_ke, model.particle_kd = cloth.contact_ke, cloth.contact_kd
+    model.particle_kf, model.particle_mu = cloth.contact_kf, cloth.contact_mu
+    return model
+
+
+def newton_builder(newton, cloth: Cloth, solver_name: str, *, ground: bool = True):
+    """Newton's ModelBuilder of the same cloth and sphere, and the ground unless `ground` is False."""
     import warp
     builder = newton.ModelBuilder(up_axis=newton.Axis.Y)
     cfg = builder.default_shape_cfg
@@ -174,11 +198,9 @@ def newton_model(newton, cloth: Cloth, solver_name: str, requires_grad: bool):
                            add_springs=xpbd, spring_ke=cloth.tri_ke)
     builder.add_shape_sphere(-1, xform=warp.transform(cloth.sphere_center, warp.quat_identity()),
                              radius=cloth.sphere_radius)
-    builder.add_ground_plane()
-    model = builder.finalize(device="cpu", requires_grad=requires_grad)
-    model.particle_ke, model.particle_kd = cloth.contact_ke, cloth.contact_kd
-    model.particle_kf, model.particle_mu = cloth.contact_kf, cloth.contact_mu
-    return model
+    if ground:
+        builder.add_ground_plane()
+    return builder
 
 
 def newton_runs(newton, cloth: Cloth, solver_name: str, steps: int) -> dict:

@@ -11,6 +11,7 @@ import kernels as wp
 
 from ...hashgrid import HashGridData, hash_grid_cell_of, hash_grid_neighbor_cell
 from ...model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_PLANE, SHAPE_SPHERE
+from ...worlds import worlds_interact
 from .collide import pair_contacts
 from .contact_law import ContactSettings, PairContext, time_constant_rates
 
@@ -21,7 +22,8 @@ class RigidShapeData:
     (body frame, or world for static shapes), scale [m] vec3, body int32 (-1: static), and the contact material
     ke [N/m], kd [N s/m], kf [N s/m], mu [-], restitution [-], timeconst [s] (0: penalty form), dampratio [-];
     with the bodies' mass [kg] and inertia about the centre of mass in body axes [kg m^2] ([body_count]; Model's
-    body_mass and body_inertia), which give the time-constant form its effective mass."""
+    body_mass and body_inertia), which give the time-constant form its effective mass. world: each shape's world
+    [shape_count] int32 (Model.shape_world; -1: shared): shapes of two different worlds never touch."""
 
     type: wp.array(dtype=wp.int32)
     transform: wp.array(dtype=wp.transform)
@@ -36,6 +38,7 @@ class RigidShapeData:
     dampratio: wp.array(dtype=float)
     body_mass: wp.array(dtype=float)
     body_inertia: wp.array(dtype=wp.mat33)
+    world: wp.array(dtype=wp.int32)
 
 
 @wp.struct
@@ -234,7 +237,7 @@ def visit_partner(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
     """scan_partners' step for one candidate `other` of row t (shape s): a touching pair is the row's partner
     number `count`; the first `slots` are the row's slots (recorded in record_into[t] as far as it has columns),
     the wrenches of the others add to w. Returns the new (count, w)."""
-    if is_excluded(candidates, t, other):
+    if is_excluded(candidates, t, other) or not worlds_interact(shapes.world[s], shapes.world[other]):
         return count, w
     touching, pw = pair_wrench(shapes, body_q, body_qd, body_com, settings, s, other, forces)
     if touching:

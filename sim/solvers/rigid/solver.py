@@ -8,6 +8,7 @@ import kernels as wp
 
 from ...hashgrid import HashGrid, hash_grid_dims_for
 from ...model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
+from ...worlds import element_worlds
 from . import kernels as k
 
 
@@ -102,7 +103,8 @@ class SolverRigid:
         movable = on_body[shape_type[on_body] != SHAPE_PLANE]
         if not self.body_contacts or len(np.unique(shape_body[movable])) < 2:
             movable = movable[:0]
-        refuse_mesh_contacts(on_body, static, movable, shape_type, shape_body, excluded_shape_pairs)
+        shape_world = element_worlds(model, "shape", model.shape_count).numpy()
+        refuse_mesh_contacts(on_body, static, movable, shape_type, shape_body, excluded_shape_pairs, shape_world)
         self._rows = _int_array(on_body, device)
         order = np.argsort(shape_body[on_body], kind="stable")
         start = np.zeros(model.body_count + 1, np.int64)
@@ -133,7 +135,8 @@ class SolverRigid:
         # contact slots per shape of differentiated steps: every possible partner when that is few (nothing then
         # is read on the host: such steps can be captured), else grown to the most partners seen
         self._slots_fixed = contact_slots_fixed(model)
-        self._slots = max(len(static) + len(movable), 1) if self._slots_fixed else 4
+        self._slots = max(most_seen(on_body, np.concatenate([static, movable]), shape_world), 1) \
+            if self._slots_fixed else 4
 
     # ------------------------------------------------------------------------------------------------ step
 
@@ -311,6 +314,7 @@ class SolverRigid:
         s.dampratio = model.shape_material_dampratio
         s.body_mass = model.body_mass
         s.body_inertia = model.body_inertia
+        s.world = element_worlds(model, "shape", model.shape_count)
         return s
 
 
@@ -320,11 +324,25 @@ FIXED_SLOT_BUDGET = 4096
 
 def contact_slots_fixed(model) -> bool:
     """Whether SolverRigid's differentiated steps on `model` size their contact slots without reading anything on
-    the host (few shapes: shapes on bodies x all shapes <= FIXED_SLOT_BUDGET), so that they can be captured."""
+    the host (few shapes: shapes on bodies x the shapes one world sees <= FIXED_SLOT_BUDGET), so that they can be
+    captured."""
     if not model.shape_count:
         return True
     on_body = int((model.shape_body.numpy() >= 0).sum())
-    return on_body * model.shape_count <= FIXED_SLOT_BUDGET
+    shape_world = element_worlds(model, "shape", model.shape_count).numpy()
+    rows = np.flatnonzero(model.shape_body.numpy() >= 0)
+    return on_body * most_seen(rows, np.arange(model.shape_count), shape_world) <= FIXED_SLOT_BUDGET
+
+
+def most_seen(rows: np.ndarray, shapes: np.ndarray, shape_world: np.ndarray) -> int:
+    """The most of `shapes` (indices) that one of the shapes `rows` can meet: those of its world and the shared
+    ones (world -1); all of them when a row is shared."""
+    if (shape_world[rows] < 0).any():
+        return len(shapes)
+    worlds = shape_world[shapes]
+    shared = int((worlds < 0).sum())
+    own = np.bincount(worlds[worlds >= 0]) if (worlds >= 0).any() else np.zeros(1, np.int64)
+    return shared + int(own.max())
 
 
 def _int_array(values: np.ndarray, device) -> wp.array:
@@ -336,9 +354,10 @@ SHAPE_NAMES = {SHAPE_SPHERE: "sphere", SHAPE_BOX: "box", SHAPE_CAPSULE: "capsule
                SHAPE_MESH: "mesh"}
 
 
-def refuse_mesh_contacts(rows, static, movable, shape_type, shape_body, excluded_pairs):
+def refuse_mesh_contacts(rows, static, movable, shape_type, shape_body, excluded_pairs, shape_world=None):
     """Raise ValueError naming the first pair of shapes that would collide in SolverRigid with a mesh among them:
-    its contact kernels collide primitives only (a mesh shape collides with cloth and particles)."""
+    its contact kernels collide primitives only (a mesh shape collides with cloth and particles). Shapes of two
+    different worlds (`shape_world`, -1 shared) never collide."""
     if not (shape_type == SHAPE_MESH).any():
         return
     excluded = {(int(a), int(b)) for a, b in excluded_pairs} | {(int(b), int(a)) for a, b in excluded_pairs}
@@ -355,6 +374,9 @@ def refuse_mesh_contacts(rows, static, movable, shape_type, shape_body, excluded
             partners += [m for m in movable if shape_body[m] != shape_body[row]]
         for other in partners:
             if (int(row), int(other)) in excluded:
+                continue
+            if shape_world is not None and min(shape_world[row], shape_world[other]) >= 0 and \
+                    shape_world[row] != shape_world[other]:
                 continue
             if shape_type[row] == SHAPE_MESH or shape_type[other] == SHAPE_MESH:
                 raise ValueError(f"SolverRigid: rigid contact between {name(row)} and {name(other)} is not "

@@ -8,7 +8,8 @@ kernel signature stays short and the Tape finds the gradient of every array memb
 import kernels as wp
 
 from ...bending import bend_vector
-from ...geometry import ShapeData, collider_sdf, dihedral_angle_gradients, shape_point_velocity
+from ...geometry import (ShapeData, collider_sdf, dihedral_angle_gradients, shape_of_slot,
+                        shape_point_velocity)
 from ...model import PARTICLE_ACTIVE, ContactParams
 
 
@@ -239,9 +240,11 @@ def eval_shape_contact_forces(x: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.v
     approaching normal velocity, and regularised Coulomb friction of coefficient mu[0] (Model.soft_contact_mu:
     an array, so that its gradient is computed; params.mu is not read). Shapes attached to a body sit at the
     body's pose and damping and friction act on the velocity relative to the body's surface (one-way coupling:
-    the body feels nothing)."""
-    p, s = wp.tid()
-    if (flags[p] & PARTICLE_ACTIVE) == 0:
+    the body feels nothing). Launched over (particle, slot): slot k of particle p is a shape of its world or a
+    shared one (shape_of_slot), so particles and shapes of two different worlds never touch."""
+    p, k = wp.tid()
+    s = shape_of_slot(shapes, p, k)
+    if (flags[p] & PARTICLE_ACTIVE) == 0 or s < 0:
         return
     d, n = collider_sdf(shapes, s, x[p], radius[p] + params.margin)
     c = d - radius[p] - params.margin

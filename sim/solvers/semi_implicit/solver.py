@@ -6,6 +6,7 @@ import kernels as wp
 
 from ...bending import check_bending_model
 from ...geometry import shape_data
+from ...worlds import world_shape_slots
 from ...self_contact import self_contact_of
 from . import kernels as k
 from .self_contact import eval_edge_edge_forces, eval_vertex_triangle_forces
@@ -65,7 +66,7 @@ class SolverSemiImplicit:
         if model.edge_count:
             wp.launch(_bending_kernel(model), dim=model.edge_count, inputs=[x, v, _edges(model), f], device=device)
         if model.shape_count:
-            wp.launch(k.eval_shape_contact_forces, dim=(model.particle_count, model.shape_count),
+            wp.launch(k.eval_shape_contact_forces, dim=(model.particle_count, world_shape_slots(model)),
                       inputs=[x, v, model.particle_radius, model.particle_flags, _shapes(model, state),
                               model.soft_contact, model.soft_contact_mu, f], device=device)
         self_contact = self_contact_of(model)

@@ -17,7 +17,8 @@ differentiate the whole iteration sequence. Inverse masses are computed here fro
 import kernels as wp
 
 from ...bending import bend_vector
-from ...geometry import ShapeData, collider_sdf, dihedral_angle_gradients, shape_point_velocity
+from ...geometry import (ShapeData, collider_sdf, dihedral_angle_gradients, shape_of_slot,
+                        shape_point_velocity)
 from ...model import PARTICLE_ACTIVE
 
 #: Lengths, squared lengths and denominators below this count as degenerate: the constraint is skipped.
@@ -326,7 +327,7 @@ def solve_shape_contacts(x: wp.array(dtype=wp.vec3), x_start: wp.array(dtype=wp.
                          mass: wp.array(dtype=float), flags: wp.array(dtype=wp.int32),
                          radius: wp.array(dtype=float), shapes: ShapeData, friction: wp.array(dtype=float),
                          settings: XPBDSettings, contact_delta: wp.array(dtype=wp.vec3)):
-    """One pass over particle-shape pairs, launched over (particle_count, shape_count).
+    """One pass over particle-shape pairs.
 
     A particle closer than its radius to a shape's surface is pushed out along the shape's normal to distance
     radius. Positional Coulomb friction then removes the tangential displacement since the start of the step
@@ -336,10 +337,13 @@ def solve_shape_contacts(x: wp.array(dtype=wp.vec3), x_start: wp.array(dtype=wp.
     body's pose of the step's start (one-way coupling: the body feels nothing).
     Contact corrections are summed into `contact_delta` [m], not averaged: each one vanishes as its contact
     starts, so the step stays continuous in the inputs (a contact count in the Jacobi average would jump).
+    Launched over (particle, slot): slot k of particle i is a shape of its world or a shared one (shape_of_slot),
+    so particles and shapes of two different worlds never touch.
     """
-    i, s = wp.tid()
+    i, k = wp.tid()
+    s = shape_of_slot(shapes, i, k)
     w = inverse_mass(mass[i], flags[i])
-    if w > 0.0:
+    if w > 0.0 and s >= 0:
         xi = x[i]
         d, n = collider_sdf(shapes, s, xi, radius[i])
         penetration = radius[i] - d

@@ -8,6 +8,7 @@ import kernels as wp
 
 from ...bending import check_bending_model
 from ...geometry import shape_data
+from ...worlds import world_shape_slots
 from ...self_contact import self_contact_of
 from . import kernels as k
 from .self_contact import solve_edge_edge_contacts, solve_vertex_triangle_contacts
@@ -270,7 +271,7 @@ class SolverXPBD:
                           self.slots.edge_base] + slots,
                       outputs=[delta, corrections, new[2]])
         if model.shape_count:
-            wp.launch(k.solve_shape_contacts, dim=(model.particle_count, model.shape_count), device=device,
+            wp.launch(k.solve_shape_contacts, dim=(model.particle_count, world_shape_slots(model)), device=device,
                       inputs=[x, state_in.particle_q, model.particle_mass, model.particle_flags,
                               model.particle_radius, shapes, model.soft_contact_mu, settings],
                       outputs=[contact_delta])
