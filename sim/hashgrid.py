@@ -112,6 +112,20 @@ def hash_grid_neighbor_cell(grid: HashGridData, center: wp.vec3i, n: int):
     return hash_grid_cell_index(grid, center + wp.vec3i(dx, dy, dz))
 
 
+@wp.func
+def hash_grid_box_extent(grid: HashGridData, lower: wp.vec3i, upper: wp.vec3i):
+    """Cells per axis of the box of cells lower..upper (coordinates from hash_grid_cell_of, inclusive), at most
+    the grid's dimension along each axis, so that a query over the box visits no wrapped cell twice:
+
+        lo = hash_grid_cell_of(grid, p - r); n = hash_grid_box_extent(grid, lo, hash_grid_cell_of(grid, p + r))
+        for z in range(n[2]): for y in range(n[1]): for x in range(n[0]):
+            cell = hash_grid_cell_index(grid, lo + wp.vec3i(x, y, z))
+
+    visits every cell that holds a point within the box p +- r (r [m] may exceed the cell width)."""
+    return wp.vec3i(wp.min(upper[0] - lower[0] + 1, grid.dim_x), wp.min(upper[1] - lower[1] + 1, grid.dim_y),
+                    wp.min(upper[2] - lower[2] + 1, grid.dim_z))
+
+
 # ------------------------------------------------------------------------------------------------------------
 # Build kernels
 

@@ -325,7 +325,7 @@ def test_the_search_finds_every_pair_within_its_radius_stretched_primitives_incl
     contact = SelfContact(model)
     _, bound = contact.find(wp.array(x.astype(np.float32), dtype=wp.vec3))
     bound, r = bound.numpy(), contact.query_radius
-    assert contact._large_count.numpy().min() > 0, "some primitives are searched from the list"
+    assert contact._boxes.large_count.numpy().min() > 0, "some primitives are searched from the list"
     tris, edges = contact._tri_indices.numpy(), contact._edge_indices.numpy()
     missed = []
     for v in range(len(x)):

@@ -11,7 +11,8 @@ from ...geometry import shape_data
 from ...worlds import world_shape_slots
 from ...self_contact import self_contact_of
 from . import kernels as k
-from .self_contact import solve_edge_edge_contacts, solve_vertex_triangle_contacts
+from .self_contact import (displacements, pair_start_distances, solve_edge_edge_contacts,
+                           solve_vertex_triangle_contacts)
 
 
 class SolverXPBD:
@@ -140,6 +141,7 @@ class SolverXPBD:
                   outputs=[inv_mass])
         shapes = shape_data(model, state_in)
         touching = self_contact.data.degree if self_contact is not None else None
+        start_distances = self._pair_start_distances(model, self_contact, state_in.particle_q, scratch)
         for it in range(self.iterations):
             delta = positions("delta", accumulated=scratch is None)  # the gather writes every element
             contact_delta = positions("contact_delta", accumulated=True)
@@ -156,7 +158,7 @@ class SolverXPBD:
                 self._particle_contacts(model, state_in, x, inv_mass, contact_delta, grad)
             if self_contact is not None:
                 touching = self._self_contacts(model, self_contact, x, state_in.particle_q, inv_mass, touching,
-                                               contact_delta)
+                                               start_distances, scratch, contact_delta)
             x_next = x_end if it == self.iterations - 1 else positions(f"x{(it + 1) % 2}")
             wp.launch(k.apply_corrections, dim=n, device=device, inputs=[x, delta, contact_delta, settings],
                       outputs=[x_next])
@@ -185,16 +187,39 @@ class SolverXPBD:
         wp.launch(k.add_averaged_corrections, dim=n, device=device, inputs=[pair_delta, pair_count],
                   outputs=[contact_delta])
 
-    def _self_contacts(self, model, self_contact, x, x_start, inv_mass, count, contact_delta):
+    def _pair_start_distances(self, model, self_contact, x_start, scratch):
+        """(vertex-triangle, edge-edge) distances of this step's pairs at its start x_start [m], slot by slot
+        (for the contact passes to skip the pairs that cannot touch); None without self-contact. Not taped: on
+        a Tape (scratch None) new arrays, which the replayed passes keep reading."""
+        if self_contact is None:
+            return None
+        d = model.device
+        vt_slots, ee_slots = self_contact.data.vt_start.shape[0], self_contact.data.ee_start.shape[0]
+        if scratch is None or scratch.get("vt_distance") is None or scratch["vt_distance"].shape[0] != vt_slots \
+                or scratch["ee_distance"].shape[0] != ee_slots:
+            distances = (wp.zeros(vt_slots, dtype=float, device=d), wp.zeros(ee_slots, dtype=float, device=d))
+            if scratch is not None:
+                scratch["vt_distance"], scratch["ee_distance"] = distances
+        else:
+            distances = (scratch["vt_distance"], scratch["ee_distance"])
+        wp.launch(pair_start_distances, dim=max(model.particle_count, self_contact.edge_count), device=d,
+                  inputs=[x_start, self_contact.data, *distances], record_tape=False)
+        return distances
+
+    def _self_contacts(self, model, self_contact, x, x_start, inv_mass, count, start_distances, scratch,
+                       contact_delta):
         """Cloth self-contact corrections of this step's pairs (sim/self_contact.py), added into
-        `contact_delta`, each pair's share set by the touching-pair counts `count` of the previous iteration.
+        `contact_delta`, each pair's share set by the touching-pair counts `count` of the previous iteration;
+        the pairs that cannot touch (start_distances, and how far each vertex moved since x_start) skipped.
         Returns this iteration's counts."""
-        touching = wp.zeros(model.particle_count, dtype=wp.int32, device=model.device)
-        inputs = [x, x_start, inv_mass, self_contact.data, model.soft_contact_mu, count]
-        wp.launch(solve_vertex_triangle_contacts, dim=model.particle_count, device=model.device, inputs=inputs,
-                  outputs=[contact_delta, touching])
+        n, d = model.particle_count, model.device
+        touching = wp.zeros(n, dtype=wp.int32, device=d)
+        moved = wp.empty(n, dtype=float, device=d) if scratch is None else scratch["moved"]
+        wp.launch(displacements, dim=n, device=d, inputs=[x, x_start, moved], record_tape=False)
+        inputs = [x, x_start, inv_mass, self_contact.data, model.soft_contact_mu, count, *start_distances, moved]
+        wp.launch(solve_vertex_triangle_contacts, dim=n, device=d, inputs=inputs, outputs=[contact_delta, touching])
         if self_contact.edge_count:
-            wp.launch(solve_edge_edge_contacts, dim=self_contact.edge_count, device=model.device, inputs=inputs,
+            wp.launch(solve_edge_edge_contacts, dim=self_contact.edge_count, device=d, inputs=inputs,
                       outputs=[contact_delta, touching])
         return touching
 
@@ -208,6 +233,7 @@ class SolverXPBD:
                                      for name in ("x0", "x1", "x_end", "delta", "contact_delta")}
             self._scratch_buffers["lambdas"] = [self._new_lambdas(model, False) for _ in range(2)]
             self._scratch_buffers["inv_mass"] = wp.zeros(n, dtype=float, device=d)
+            self._scratch_buffers["moved"] = wp.zeros(n, dtype=float, device=d)
             self._scratch_buffers["corrections"] = wp.zeros(max(self.slots.count, 1), dtype=wp.vec3, device=d)
             self._scratch_key = key
         return self._scratch_buffers
