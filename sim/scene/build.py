@@ -9,7 +9,8 @@ import numpy as np
 
 import kernels as wp
 
-from ..builder import ModelBuilder, _quat, _rotate
+from ..builder import ModelBuilder
+from ..spatial import quat_normalized, quat_rotate
 from ..model import ContactParams, Control
 from ..solvers.base import Solver
 from ..solvers.registry import body_solver_name, solver_class
@@ -234,7 +235,7 @@ def _add_particles(b: ModelBuilder, p) -> SceneObject:
                             jitter=g.jitter, radius=radius, seed=g.seed)
     else:
         radius = p.radius if p.radius is not None else 0.01
-        world = np.asarray(p.pos) + _rotate(_quat(p.rot), np.asarray(p.points, np.float64))
+        world = np.asarray(p.pos) + quat_rotate(quat_normalized(p.rot), np.asarray(p.points, np.float64))
         for x in world.reshape(-1, 3):
             b.add_particle(x, p.vel, p.mass, radius)
     stop = b.particle_count

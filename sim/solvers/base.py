@@ -26,6 +26,16 @@ CAPABILITIES = ("particles", "cloth", "springs", "bending", "shape_contact", "me
                 "self_collision", "rigid_bodies", "body_contact", "articulations", "joint_drives",
                 "joint_limits")
 
+#: what the particle solvers have in common: the features they simulate, the scene keys they act on (their
+#: objects, the objects' materials, the colliders they touch, the particle-shape contact) and what they ignore
+PARTICLE_FEATURES = frozenset({"particles", "cloth", "springs", "bending", "shape_contact", "mesh_contact",
+                               "particle_contact", "self_collision"})
+PARTICLE_SCENE_KEYS = ("cloth.*", "particles.*", "materials.*", "colliders.*", "sim.contact.*")
+PARTICLE_IGNORED_KEYS = {
+    "colliders.*.material.*": "a collider's material acts on rigid-body contacts only; cloth and particles "
+                              "touch colliders with sim.contact, whose mu is learnable as sim.contact.mu",
+}
+
 
 class Solver:
     """Advances a State of a Model by one time step. Subclasses declare their capabilities as class attributes:

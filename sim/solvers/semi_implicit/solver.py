@@ -7,7 +7,7 @@ import kernels as wp
 from ...bending import check_bending_model
 from ...geometry import shape_data
 from ...self_contact import self_contact_of
-from ..base import Solver
+from ..base import PARTICLE_FEATURES, PARTICLE_IGNORED_KEYS, PARTICLE_SCENE_KEYS, Solver
 from . import kernels as k
 from .self_contact import eval_edge_edge_forces, eval_vertex_triangle_forces
 
@@ -31,13 +31,9 @@ class SolverSemiImplicit(Solver):
     name = "semi_implicit"
     title = "SolverSemiImplicit: cloth and particles"
     role = "particles"
-    simulates = frozenset({"particles", "cloth", "springs", "bending", "shape_contact", "mesh_contact",
-                           "particle_contact", "self_collision"})
-    scene_keys = ("cloth.*", "particles.*", "materials.*", "colliders.*", "sim.contact.*")
-    ignored_keys = {
-        "colliders.*.material.*": "a collider's material acts on rigid-body contacts only; cloth and particles "
-                                  "touch colliders with sim.contact, whose mu is learnable as sim.contact.mu",
-    }
+    simulates = PARTICLE_FEATURES
+    scene_keys = PARTICLE_SCENE_KEYS
+    ignored_keys = PARTICLE_IGNORED_KEYS
 
     @classmethod
     def from_scene(cls, model, sim_spec):

@@ -9,7 +9,7 @@ import kernels as wp
 from ...bending import check_bending_model
 from ...geometry import shape_data
 from ...self_contact import self_contact_of
-from ..base import Solver
+from ..base import PARTICLE_FEATURES, PARTICLE_IGNORED_KEYS, PARTICLE_SCENE_KEYS, Solver
 from . import kernels as k
 from .self_contact import solve_edge_edge_contacts, solve_vertex_triangle_contacts
 
@@ -69,18 +69,16 @@ class SolverXPBD(Solver):
     name = "xpbd"
     title = "SolverXPBD: cloth and particles"
     role = "particles"
-    simulates = frozenset({"particles", "cloth", "springs", "bending", "shape_contact", "mesh_contact",
-                           "particle_contact", "self_collision"})
-    scene_keys = ("cloth.*", "particles.*", "materials.*", "colliders.*", "sim.contact.*")
+    simulates = PARTICLE_FEATURES
+    scene_keys = PARTICLE_SCENE_KEYS
     ignored_keys = {
+        **PARTICLE_IGNORED_KEYS,
         "*.tri_ka": "SolverXPBD's membrane is one distance constraint per triangle edge, stiffened by tri_ke only; "
                     "tri_ka (Lame lambda) is not read",
         "*.tri_kd": "SolverXPBD's membrane has no damping term; tri_kd is not read (use the solver's damping)",
         "*.edge_kd": "SolverXPBD's bending constraint has no damping term; edge_kd is not read",
         "*.spring_kd": "SolverXPBD's springs are compliant distance constraints without damping; spring_kd is not "
                        "read",
-        "colliders.*.material.*": "a collider's material acts on rigid-body contacts only; cloth and particles "
-                                  "touch colliders with sim.contact, whose mu is learnable as sim.contact.mu",
     }
 
     @classmethod
