@@ -241,7 +241,8 @@ class UsdWriter:
         xform, record = self._posed_xform(name, pos, rot, "body")
         used: set[str] = set()
         for i, shape in enumerate(checked):
-            child = unique_name(prim_identifier(str(shape["name"] if shape["name"] is not None else f"shape_{i}")), used)
+            label = shape["name"] if shape["name"] is not None else f"shape_{i}"
+            child = unique_name(prim_identifier(str(label)), used)
             self._define_shape(f"{xform.GetPath()}/{child}", shape)
         self._register(name, record, self._bodies)
         return record.prim_path
