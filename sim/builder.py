@@ -21,40 +21,10 @@ from .mesh_shape import build_collider_meshes, checked_mesh, mesh_bounding_radiu
 from .model import (DEFAULT_DAMPRATIO, DEFAULT_TIMECONST, PARTICLE_ACTIVE, PENALTY_KE, SHAPE_BOX, SHAPE_CAPSULE,
                     SHAPE_MATERIAL_KEYS, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE, Model)
 from .self_contact import default_thickness
+from .spatial import (matrix_from_quat, quat_from_axis_angle, quat_identity,  # noqa: F401 (sim's API)
+                      quat_normalized, quat_rotate)
 
 _AXES = {"x": 0, "y": 1, "z": 2}
-
-
-def quat_identity():
-    """The identity rotation as a wp.quat (x, y, z, w)."""
-    return wp.quat(0.0, 0.0, 0.0, 1.0)
-
-
-def quat_from_axis_angle(axis, angle: float):
-    """Rotation of `angle` radians about `axis` (normalised here) as a wp.quat."""
-    a = np.asarray(axis, dtype=np.float64)
-    a = a / np.linalg.norm(a)
-    s = math.sin(angle * 0.5)
-    return wp.quat(a[0] * s, a[1] * s, a[2] * s, math.cos(angle * 0.5))
-
-
-def _quat(rot) -> np.ndarray:
-    q = np.asarray(rot, dtype=np.float64).reshape(-1)
-    if q.shape != (4,):
-        raise ValueError(f"a rotation is a quaternion (x, y, z, w), got {rot!r}")
-    n = np.linalg.norm(q)
-    if n == 0:
-        raise ValueError("a rotation quaternion must not be zero")
-    return q / n
-
-
-def _rotate(q: np.ndarray, v) -> np.ndarray:
-    """Rotate vectors v, shape (3,) or (n, 3), by unit quaternion q (x, y, z, w), shape (4,) or (n, 4) (row i of
-    v by row i of q)."""
-    q = np.asarray(q, dtype=np.float64)
-    u, w = q[..., :3], q[..., 3:4]
-    v = np.asarray(v, dtype=np.float64)
-    return v * (2 * w * w - 1) + 2 * w * np.cross(u, v) + 2 * np.sum(v * u, axis=-1, keepdims=True) * u
 
 
 class ModelBuilder(JointBuilderMixin, WorldBuilderMixin):
@@ -139,14 +109,14 @@ class ModelBuilder(JointBuilderMixin, WorldBuilderMixin):
                           cell_z: float, mass: float, jitter: float = 0.0, radius: float | None = None,
                           seed: int = 42) -> list:
         """A block of dim_x * dim_y * dim_z particles spaced by cell_* [m], rotated by `rot` about `pos`."""
-        q = _quat(rot)
+        q = quat_normalized(rot)
         rng = np.random.default_rng(seed)
         out = []
         for z in range(dim_z):
             for y in range(dim_y):
                 for x in range(dim_x):
                     local = np.array([x * cell_x, y * cell_y, z * cell_z]) + rng.uniform(-1, 1, 3) * jitter
-                    out.append(self.add_particle(np.asarray(pos) + _rotate(q, local), vel, mass, radius))
+                    out.append(self.add_particle(np.asarray(pos) + quat_rotate(q, local), vel, mass, radius))
         return out
 
     def add_spring(self, i: int, j: int, ke: float, kd: float, rest_length: float | None = None) -> int:
@@ -217,9 +187,9 @@ class ModelBuilder(JointBuilderMixin, WorldBuilderMixin):
         tris = np.asarray(indices, dtype=np.int64).reshape(-1, 3)
         if tris.size and (tris.min() < 0 or tris.max() >= len(verts)):
             raise ValueError("cloth triangle indices out of range of the vertices")
-        q = _quat(rot)
+        q = quat_normalized(rot)
         start = self.particle_count
-        world = np.asarray(pos, dtype=np.float64) + _rotate(q, verts * scale)
+        world = np.asarray(pos, dtype=np.float64) + quat_rotate(q, verts * scale)
         masses = np.zeros(len(verts))
         for t in tris:
             a, b, c = world[t]
@@ -282,7 +252,7 @@ class ModelBuilder(JointBuilderMixin, WorldBuilderMixin):
     # ------------------------------------------------------------------------------------------------ colliders
 
     def _add_shape(self, kind, pos, rot, scale, body, density, material) -> int:
-        q = _quat(rot)
+        q = quat_normalized(rot)
         if body < -1 or body >= self.body_count:
             raise ValueError(f"shape body {body} does not exist (there are {self.body_count} bodies; -1: static)")
         density = self.default_shape_density if density is None else float(density)
@@ -419,10 +389,10 @@ class ModelBuilder(JointBuilderMixin, WorldBuilderMixin):
             t = np.asarray(xform, dtype=np.float64).reshape(-1)
             if t.shape != (7,):
                 raise ValueError(f"a body transform is (px, py, pz, qx, qy, qz, qw), got {xform!r}")
-            p, q = t[:3], _quat(t[3:])
+            p, q = t[:3], quat_normalized(t[3:])
         else:
             p = np.zeros(3) if pos is None else np.asarray(pos, dtype=np.float64).reshape(3)
-            q = _quat((0.0, 0.0, 0.0, 1.0) if rot is None else rot)
+            q = quat_normalized((0.0, 0.0, 0.0, 1.0) if rot is None else rot)
         if mass is not None and mass < 0:
             raise ValueError(f"body mass must be >= 0, got {mass}")
         if inertia is not None:
@@ -442,7 +412,7 @@ class ModelBuilder(JointBuilderMixin, WorldBuilderMixin):
         """(mass [kg], centre of mass in the body frame [m] (3,), inertia about it in body axes [kg m^2] (3, 3))
         of a body, as finalize computes them."""
         shapes = [s for s, b in enumerate(self.shape_body) if b == body]
-        mass, com, inertia = _combine_shapes([self.shape_type[s] for s in shapes],
+        mass, com, inertia = combine_shapes([self.shape_type[s] for s in shapes],
                                              [self.shape_transform[s] for s in shapes],
                                              [self.shape_scale[s] for s in shapes],
                                              [self.shape_density[s] for s in shapes])
@@ -590,7 +560,7 @@ def _shape_mass_properties(kind: int, scale, density: float) -> tuple:
     return 0.0, np.zeros((3, 3))
 
 
-def _combine_shapes(kinds, transforms, scales, densities) -> tuple:
+def combine_shapes(kinds, transforms, scales, densities) -> tuple:
     """(mass [kg], centre of mass (3,) [m], inertia about it (3, 3) [kg m^2]) of shapes posed by `transforms`
     (p, q) in a common frame: each tensor rotated into that frame, then moved by the parallel-axis theorem."""
     parts = [(_shape_mass_properties(k, sc, d), t) for k, sc, d, t in zip(kinds, scales, densities, transforms)]
@@ -600,7 +570,7 @@ def _combine_shapes(kinds, transforms, scales, densities) -> tuple:
     com = sum(mp[0] * np.asarray(t[:3]) for mp, t in parts) / mass
     inertia = np.zeros((3, 3))
     for (m, local), t in parts:
-        rot = np.stack([_rotate(np.asarray(t[3:]), e) for e in np.eye(3)], axis=1)  # columns: rotated axes
+        rot = matrix_from_quat(t[3:])  # columns: rotated axes
         d = np.asarray(t[:3]) - com
         inertia += rot @ local @ rot.T + m * (d @ d * np.eye(3) - np.outer(d, d))
     return mass, com, inertia

@@ -13,39 +13,7 @@ import kernels as wp
 
 from .joints import (JOINT_BALL, JOINT_D6, JOINT_FIXED, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE, JointDofConfig,
                      joint_coord_count)
-
-
-def _transform(xform) -> np.ndarray:
-    """(px, py, pz, qx, qy, qz, qw) with a unit quaternion from a wp.transform, a 7-tuple or None (identity)."""
-    if xform is None:
-        return np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])
-    t = np.asarray(xform, dtype=np.float64).reshape(-1)
-    if t.shape != (7,) or not np.linalg.norm(t[3:]) > 0:
-        raise ValueError(f"a joint transform is (px, py, pz, qx, qy, qz, qw), got {xform!r}")
-    return np.concatenate([t[:3], t[3:] / np.linalg.norm(t[3:])])
-
-
-def _quat_mul(a, b):
-    ax, ay, az, aw = a
-    bx, by, bz, bw = b
-    return np.array([aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx,
-                     aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz])
-
-
-def _quat_rotate(q, v):
-    u, w = np.asarray(q[:3]), q[3]
-    v = np.asarray(v, dtype=np.float64)
-    return v * (2 * w * w - 1) + 2 * w * np.cross(u, v) + 2 * (v @ u) * u
-
-
-def _compose(a, b):
-    """Transform a * b (b applied first), both (p, q) 7-vectors."""
-    return np.concatenate([a[:3] + _quat_rotate(a[3:], b[:3]), _quat_mul(a[3:], b[3:])])
-
-
-def _inverse(t):
-    q_inv = np.array([-t[3], -t[4], -t[5], t[6]])
-    return np.concatenate([-_quat_rotate(q_inv, t[:3]), q_inv])
+from .spatial import quat_rotate, transform_inverse, transform_multiply, transform_normalized
 
 
 class JointBuilderMixin:
@@ -98,8 +66,8 @@ class JointBuilderMixin:
         self.joint_type.append(int(joint_type))
         self.joint_parent.append(int(parent))
         self.joint_child.append(int(child))
-        self.joint_X_p.append(_transform(parent_xform))
-        self.joint_X_c.append(_transform(child_xform))
+        self.joint_X_p.append(transform_normalized(parent_xform, "a joint transform"))
+        self.joint_X_c.append(transform_normalized(child_xform, "a joint transform"))
         self.joint_dof_dim.append((len(linear_axes), len(angular_axes)))
         for a in axes:
             self.joint_axis.append(a.axis)
@@ -152,15 +120,15 @@ class JointBuilderMixin:
         joint = self.add_joint(JOINT_FREE, parent, child, linear_axes=axes,
                                angular_axes=[JointDofConfig(axis=a) for a in np.eye(3)],
                                parent_xform=parent_xform, child_xform=child_xform)
-        x_pj = self.joint_X_p[joint] if parent < 0 else _compose(self.body_q[parent], self.joint_X_p[joint])
-        x_j = _compose(_compose(_inverse(x_pj), self.body_q[child]), self.joint_X_c[joint])
+        x_pj = self.joint_X_p[joint] if parent < 0 else transform_multiply(self.body_q[parent], self.joint_X_p[joint])
+        x_j = transform_multiply(transform_multiply(transform_inverse(x_pj), self.body_q[child]), self.joint_X_c[joint])
         start = self.joint_q_start[joint]
         self.joint_q[start:start + 7] = list(x_j)
         if parent < 0:
-            q_inv = _inverse(x_pj)[3:]
+            q_inv = transform_inverse(x_pj)[3:]
             w, v = self.body_qd[child][:3], self.body_qd[child][3:]
             dof = self.joint_qd_start[joint]
-            self.joint_qd[dof:dof + 6] = list(_quat_rotate(q_inv, v)) + list(_quat_rotate(q_inv, w))
+            self.joint_qd[dof:dof + 6] = list(quat_rotate(q_inv, v)) + list(quat_rotate(q_inv, w))
         return joint
 
     def add_joint_d6(self, parent: int, child: int, *, linear_axes=(), angular_axes=(), parent_xform=None,

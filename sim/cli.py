@@ -286,21 +286,33 @@ def _optimize(args) -> int:
     return EXIT_OK
 
 
+def _guarded(work, input_errors: tuple, *, stopped: str, describe=str) -> int:
+    """The exit code of `work()` (which prints its result and returns EXIT_OK), or, for one of `input_errors`,
+    one error line (`describe(error)`) and EXIT_INPUT, or, when interrupted or stopped by a signal, a line saying
+    so and what was kept (`stopped`) and the signal's exit code."""
+    try:
+        return work()
+    except input_errors as e:
+        print(f"error: {describe(e)}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt as e:
+        print(f"{_stopped(e)}: {stopped}", file=sys.stderr)
+        return interrupts.exit_code(e)
+
+
 def _sweep(args) -> int:
     """Exit 0 when the sweep finished (failed runs are rows, not a failed sweep), 2 for an invalid sweep file."""
     from .scene import SceneError
     from .sweeps import sweep
-    try:
+
+    def work():
         sweep(args.sweep, args.address, workers=args.workers, threads_per_run=args.threads_per_run,
               resume=args.resume, overwrite=args.overwrite, out_dir=args.out_dir, progress=not args.quiet,
               overrides=args.overrides, say=print)
-    except SceneError as e:
-        print(f"error: {_input_error(e, args.sweep, 'sweep')}", file=sys.stderr)
-        return EXIT_INPUT
-    except KeyboardInterrupt as e:
-        print(f"{_stopped(e)}: finished rows are kept; continue with --resume", file=sys.stderr)
-        return interrupts.exit_code(e)
-    return EXIT_OK
+        return EXIT_OK
+
+    return _guarded(work, (SceneError,), stopped="finished rows are kept; continue with --resume",
+                    describe=lambda e: _input_error(e, args.sweep, "sweep"))
 
 
 def _input_error(error, path: str, command: str) -> str:
@@ -316,20 +328,17 @@ def _render(args) -> int:
     written either: the video is renamed into place only when complete)."""
     from .rendering import RenderError, render
     out = args.out or os.path.splitext(args.usd)[0] + ".mp4"
-    try:
+
+    def work():
         result = render(args.usd, out, frame=args.frame, frames=args.frames, size=args.size, camera=args.camera,
                         look_at=args.look_at, fov=args.fov, shadows=args.shadows, progress=not args.quiet)
-    except RenderError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_INPUT
-    except KeyboardInterrupt as e:
-        print(f"{_stopped(e)}: nothing written", file=sys.stderr)
-        return interrupts.exit_code(e)
-    frames = len(result.frames)
-    print(f"rendered  {frames} frame{'s' if frames != 1 else ''} at {result.width}x{result.height} in "
-          f"{result.seconds:.1f} s ({result.frames_per_second:.1f} frames/s)")
-    print(f"output    {result.out}")
-    return EXIT_OK
+        frames = len(result.frames)
+        print(f"rendered  {frames} frame{'s' if frames != 1 else ''} at {result.width}x{result.height} in "
+              f"{result.seconds:.1f} s ({result.frames_per_second:.1f} frames/s)")
+        print(f"output    {result.out}")
+        return EXIT_OK
+
+    return _guarded(work, (RenderError,), stopped="nothing written")
 
 
 def _view(args) -> int:
@@ -339,7 +348,8 @@ def _view(args) -> int:
     from .viewer import ViewerError, is_scene_file, view
     scene_only = [flag for flag, given in (("--frames", args.frames is not None), ("--device", args.device),
                                            ("--set", args.overrides)) if given]
-    try:
+
+    def work():
         if scene_only and not is_scene_file(args.source):
             raise ViewerError(f"{', '.join(scene_only)}: only for a scene file (.yaml), not {args.source}")
         device = None
@@ -352,13 +362,9 @@ def _view(args) -> int:
             source = args.source
         view(source, port=args.port, host=args.host, open_browser=args.browser, frames=args.frames, device=device,
              progress=True, say=print)
-    except (PlaybackError, SceneError, ViewerError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_INPUT
-    except KeyboardInterrupt as e:
-        print(f"{_stopped(e)}: viewer stopped", file=sys.stderr)
-        return interrupts.exit_code(e)
-    return EXIT_OK
+        return EXIT_OK
+
+    return _guarded(work, (PlaybackError, SceneError, ViewerError), stopped="viewer stopped")
 
 
 def _device(name: str):

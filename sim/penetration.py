@@ -9,20 +9,14 @@ import itertools
 
 import numpy as np
 
-
-def quat_to_matrix(q) -> np.ndarray:
-    """The 3x3 rotation matrix (float64) of a unit quaternion (x, y, z, w)."""
-    x, y, z, w = np.asarray(q, dtype=np.float64)
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+from .spatial import matrix_from_quat
 
 
 def box_corners(pose, half) -> np.ndarray:
     """The 8 world corners [m] of a box with half extents `half` at `pose` (p, q (x, y, z, w)), shape (8, 3)."""
     pose = np.asarray(pose, np.float64)
     signs = np.array(list(itertools.product((-1.0, 1.0), repeat=3)))
-    return pose[:3] + (signs * np.asarray(half, np.float64)) @ quat_to_matrix(pose[3:]).T
+    return pose[:3] + (signs * np.asarray(half, np.float64)) @ matrix_from_quat(pose[3:]).T
 
 
 def ground_depth(points, up: int = 1) -> float:
@@ -33,8 +27,8 @@ def ground_depth(points, up: int = 1) -> float:
 def box_box_depth(pose_a, half_a, pose_b, half_b) -> float:
     """Penetration depth [m] of two boxes: the smallest overlap of their projections over the 15 axes of the
     separating-axis theorem (the 6 face normals and the 9 edge cross products); 0 when an axis separates them."""
-    ra = quat_to_matrix(np.asarray(pose_a, np.float64)[3:])
-    rb = quat_to_matrix(np.asarray(pose_b, np.float64)[3:])
+    ra = matrix_from_quat(np.asarray(pose_a, np.float64)[3:])
+    rb = matrix_from_quat(np.asarray(pose_b, np.float64)[3:])
     axes = [ra[:, i] for i in range(3)] + [rb[:, i] for i in range(3)]
     for i in range(3):
         for j in range(3):
@@ -54,7 +48,7 @@ def sphere_box_depth(center, radius: float, pose, half) -> float:
     """Penetration depth [m] of a sphere into a box: radius minus the distance from its centre to the box (the
     centre inside the box counts as radius plus its depth below the nearest face)."""
     pose = np.asarray(pose, np.float64)
-    r = quat_to_matrix(pose[3:])
+    r = matrix_from_quat(pose[3:])
     local = r.T @ (np.asarray(center, np.float64) - pose[:3])
     half = np.asarray(half, np.float64)
     outside = np.maximum(np.abs(local) - half, 0.0)

@@ -41,7 +41,7 @@ SHAPE_PARAMETERS = {
 
 _UP_AXES = {"y": UsdGeom.Tokens.y, "z": UsdGeom.Tokens.z}
 # ".usd" may hold either encoding; without the explicit argument Sdf would pick the USD_DEFAULT_FILE_FORMAT one
-_FORMATS = {".usd": "usdc", ".usdc": "usdc", ".usda": "usda"}
+USD_FORMATS = {".usd": "usdc", ".usdc": "usdc", ".usda": "usda"}
 _SHAPE_COMMON_KEYS = ("kind", "name", "pos", "rot", "color")
 
 
@@ -91,9 +91,9 @@ class UsdWriter:
                  meters_per_unit: float = 1.0, root: str = "World", infinite_plane_size: float = 20.0):
         self.path = os.fspath(path)
         extension = os.path.splitext(self.path)[1].lower()
-        if extension not in _FORMATS:
+        if extension not in USD_FORMATS:
             raise ValueError(f"{self.path}: unsupported USD extension {extension!r}; use one of "
-                             f"{', '.join(_FORMATS)}")
+                             f"{', '.join(USD_FORMATS)}")
         axis = str(up_axis).lower()
         if axis == "x":
             raise ValueError("up_axis 'x' cannot be written: USD stages support only the Y and Z up axes "
@@ -106,13 +106,13 @@ class UsdWriter:
                 raise ValueError(f"{label} must be a positive number, got {value!r}")
         self.fps = float(fps)
         self.infinite_plane_size = float(infinite_plane_size)
-        self._format = _FORMATS[extension]
+        self._format = USD_FORMATS[extension]
         self._stage = Usd.Stage.CreateInMemory()
         UsdGeom.SetStageUpAxis(self._stage, _UP_AXES[axis])
         UsdGeom.SetStageMetersPerUnit(self._stage, float(meters_per_unit))
         self._stage.SetTimeCodesPerSecond(self.fps)
         self._stage.SetFramesPerSecond(self.fps)
-        root_prim = UsdGeom.Xform.Define(self._stage, "/" + _identifier(root)).GetPrim()
+        root_prim = UsdGeom.Xform.Define(self._stage, "/" + prim_identifier(root)).GetPrim()
         self._stage.SetDefaultPrim(root_prim)
         self.root_path = str(root_prim.GetPath())
         self._child_names: set[str] = set()
@@ -140,8 +140,8 @@ class UsdWriter:
         Returns:
             The prim path, e.g. "/World/cloth_0".
         """
-        p = _as_points(points, f"mesh {name!r} points")
-        f = _as_faces(faces, len(p), f"mesh {name!r} faces")
+        p = as_points(points, f"mesh {name!r} points")
+        f = as_faces(faces, len(p), f"mesh {name!r} faces")
         display_color = _color(color, f"mesh {name!r}")
         self._check_name_free(name)
         mesh = UsdGeom.Mesh.Define(self._stage, self._child_path(name))
@@ -155,7 +155,7 @@ class UsdWriter:
         if normals:
             record.normals = mesh.CreateNormalsAttr()
             mesh.SetNormalsInterpolation(UsdGeom.Tokens.vertex)
-            record.triangles = _fan_triangles(f)
+            record.triangles = fan_faces(f)
         self._register(name, record, self._animated)
         _write_points(record, p, Usd.TimeCode.Default())
         return record.prim_path
@@ -173,7 +173,7 @@ class UsdWriter:
         Returns:
             The prim path.
         """
-        p = _as_points(points, f"points {name!r}")
+        p = as_points(points, f"points {name!r}")
         r = np.asarray(radii, dtype=np.float64)
         if r.ndim == 0:
             r = np.full(len(p), float(r))
@@ -221,7 +221,7 @@ class UsdWriter:
         Returns:
             The prim path.
         """
-        shape = _checked_shape(dict(size, kind=kind, pos=pos, rot=rot, color=color), f"collider {name!r}")
+        shape = checked_shape(dict(size, kind=kind, pos=pos, rot=rot, color=color), f"collider {name!r}")
         return self._define_shape(self._child_path(name), shape)
 
     def add_body(self, name: str, shapes, *, pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0)) -> str:
@@ -237,20 +237,13 @@ class UsdWriter:
         Returns:
             The prim path of the body Xform.
         """
-        checked = [_checked_shape(shape, f"body {name!r} shape {i}") for i, shape in enumerate(shapes)]
-        translate_value = _vec3d(pos, f"body {name!r} pos")
-        orient_value = _quatf(rot, f"body {name!r} rot")
-        self._check_name_free(name)
-        xform = UsdGeom.Xform.Define(self._stage, self._child_path(name))
-        translate = xform.AddTranslateOp()
-        orient = xform.AddOrientOp(UsdGeom.XformOp.PrecisionFloat)
-        translate.Set(translate_value)
-        orient.Set(orient_value)
+        checked = [checked_shape(shape, f"body {name!r} shape {i}") for i, shape in enumerate(shapes)]
+        xform, record = self._posed_xform(name, pos, rot, "body")
         used: set[str] = set()
         for i, shape in enumerate(checked):
-            child = _unique(_identifier(str(shape["name"] if shape["name"] is not None else f"shape_{i}")), used)
+            label = shape["name"] if shape["name"] is not None else f"shape_{i}"
+            child = unique_name(prim_identifier(str(label)), used)
             self._define_shape(f"{xform.GetPath()}/{child}", shape)
-        record = _Body(str(xform.GetPath()), translate, orient)
         self._register(name, record, self._bodies)
         return record.prim_path
 
@@ -276,20 +269,26 @@ class UsdWriter:
         asset = os.fspath(asset_path)
         if not os.path.isfile(asset):
             raise ValueError(f"reference {name!r}: no USD file at {asset}")
-        translate_value = _vec3d(pos, f"reference {name!r} pos")
-        orient_value = _quatf(rot, f"reference {name!r} rot")
         scale_value = _vec3d(scale, f"reference {name!r} scale")
+        xform, record = self._posed_xform(name, pos, rot, "reference")
+        xform.AddScaleOp().Set(Gf.Vec3f(*scale_value))
+        xform.GetPrim().GetReferences().AddReference(asset)
+        self._register(name, record, self._bodies)
+        return record.prim_path
+
+    def _posed_xform(self, name: str, pos, rot, what: str) -> tuple:
+        """(Xform, its _Body record): a new Xform prim `name` with translate and orient ops set to the initial
+        pose (pos [stage units], rot (x, y, z, w)), which `write_frame` samples; pose and name are checked first,
+        so that a bad one adds nothing to the stage. `what` names the prim in errors ("body", "reference")."""
+        translate_value = _vec3d(pos, f"{what} {name!r} pos")
+        orient_value = _quatf(rot, f"{what} {name!r} rot")
         self._check_name_free(name)
         xform = UsdGeom.Xform.Define(self._stage, self._child_path(name))
         translate = xform.AddTranslateOp()
         orient = xform.AddOrientOp(UsdGeom.XformOp.PrecisionFloat)
         translate.Set(translate_value)
         orient.Set(orient_value)
-        xform.AddScaleOp().Set(Gf.Vec3f(*scale_value))
-        xform.GetPrim().GetReferences().AddReference(asset)
-        record = _Body(str(xform.GetPath()), translate, orient)
-        self._register(name, record, self._bodies)
-        return record.prim_path
+        return xform, _Body(str(xform.GetPath()), translate, orient)
 
     # ---------------------------------------------------------------------------------------------- frames
 
@@ -315,7 +314,7 @@ class UsdWriter:
                              "written in increasing order")
         point_values = [(self._lookup(key, self._animated, "mesh or points"), value)
                         for key, value in (points or {}).items()]
-        point_values = [(rec, _as_points(v, f"frame {frame}: {rec.prim_path} points", rec.point_count))
+        point_values = [(rec, as_points(v, f"frame {frame}: {rec.prim_path} points", rec.point_count))
                         for rec, v in point_values]
         pose_values = []
         for key, pose in (bodies or {}).items():
@@ -410,7 +409,7 @@ class UsdWriter:
 
     def _child_path(self, name: str) -> str:
         self._check_open()
-        return f"{self.root_path}/{_unique(_identifier(str(name)), self._child_names)}"
+        return f"{self.root_path}/{unique_name(prim_identifier(str(name)), self._child_names)}"
 
     def _check_name_free(self, name: str) -> None:
         """Names of animated prims are `write_frame` keys, so they must be unambiguous."""
@@ -431,7 +430,7 @@ class UsdWriter:
         return table[key]
 
     def _define_shape(self, prim_path: str, shape: dict) -> str:
-        """Defines the UsdGeom prim of one checked shape (see `_checked_shape`) at `prim_path`."""
+        """Defines the UsdGeom prim of one checked shape (see `checked_shape`) at `prim_path`."""
         kind = shape["kind"]
         if kind == "sphere":
             gprim = UsdGeom.Sphere.Define(self._stage, prim_path)
@@ -511,13 +510,13 @@ def _remove_quietly(path: str) -> None:
         pass
 
 
-def _identifier(name: str) -> str:
+def prim_identifier(name: str) -> str:
     """A valid USD prim name from `name`: other characters than ASCII letters, digits and _ become _."""
     text = re.sub(r"[^A-Za-z0-9_]", "_", name) or "_"
     return "_" + text if text[0].isdigit() else text
 
 
-def _unique(name: str, used: set[str]) -> str:
+def unique_name(name: str, used: set[str]) -> str:
     """`name`, or `name_1`, `name_2`, ... the first not in `used`; adds it to `used`."""
     candidate, i = name, 0
     while candidate in used:
@@ -527,7 +526,7 @@ def _unique(name: str, used: set[str]) -> str:
     return candidate
 
 
-def _as_points(value, what: str, count: int | None = None) -> np.ndarray:
+def as_points(value, what: str, count: int | None = None) -> np.ndarray:
     """`value` as a finite float32 or float64 array of shape (n, 3), n >= 1 (or `count`)."""
     if hasattr(value, "numpy") and not isinstance(value, np.ndarray):
         value = value.numpy()
@@ -542,7 +541,7 @@ def _as_points(value, what: str, count: int | None = None) -> np.ndarray:
     return p
 
 
-def _as_faces(value, vertex_count: int, what: str) -> np.ndarray:
+def as_faces(value, vertex_count: int, what: str) -> np.ndarray:
     f = np.asarray(value)
     if f.ndim != 2 or f.shape[1] < 3 or len(f) == 0 or not np.issubdtype(f.dtype, np.integer):
         raise ValueError(f"{what}: expected integer indices of shape (m, k), m >= 1, k >= 3, got {f.dtype} "
@@ -552,7 +551,7 @@ def _as_faces(value, vertex_count: int, what: str) -> np.ndarray:
     return f.astype(np.int32)
 
 
-def _fan_triangles(faces: np.ndarray) -> np.ndarray:
+def fan_faces(faces: np.ndarray) -> np.ndarray:
     """(m, k) polygons -> (m * (k - 2), 3) triangles (0, i, i + 1)."""
     k = faces.shape[1]
     return np.concatenate([faces[:, [0, i, i + 1]] for i in range(1, k - 1)])
@@ -587,7 +586,7 @@ def _quatf(value, what: str) -> Gf.Quatf:
     return Gf.Quatf(w, Gf.Vec3f(x, y, z))
 
 
-def _checked_shape(spec, what: str) -> dict:
+def checked_shape(spec, what: str) -> dict:
     """A shape description (see `UsdWriter.add_collider`) checked and converted: kind, name, pos (Gf.Vec3d), rot
     (Gf.Quatf), color (Gf.Vec3f or None) and the kind's size parameters, floats in stage units."""
     if not isinstance(spec, dict):
@@ -606,8 +605,8 @@ def _checked_shape(spec, what: str) -> dict:
     if kind == "mesh":
         if "points" not in spec or "faces" not in spec:
             raise ValueError(f"{what}: missing parameter {'points' if 'points' not in spec else 'faces'!r}")
-        shape["points"] = _as_points(spec["points"], f"{what} points")
-        shape["faces"] = _as_faces(spec["faces"], len(shape["points"]), f"{what} faces")
+        shape["points"] = as_points(spec["points"], f"{what} points")
+        shape["faces"] = as_faces(spec["faces"], len(shape["points"]), f"{what} faces")
         shape["scale"] = _size(spec, "scale", what, shape=(3,), positive=True, default=(1.0, 1.0, 1.0))
     elif kind == "sphere":
         shape["radius"] = _size(spec, "radius", what, positive=True)

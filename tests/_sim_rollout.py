@@ -1,7 +1,7 @@
 """Shared by the rigid-body and articulation tests: a rollout with a fresh State per step, and quaternions as
-rotation matrices."""
+rotation matrices (sim.spatial's, numpy: independent of the solvers' kernels)."""
 
-import numpy as np
+from sim.spatial import matrix_from_quat as quat_to_matrix  # noqa: F401 (the tests' name)
 
 
 def rollout(model, solver, steps, dt, *, state=None, control=None, every=0):
@@ -16,11 +16,3 @@ def rollout(model, solver, steps, dt, *, state=None, control=None, every=0):
         if every and (n + 1) % every == 0:
             kept.append(s)
     return s, kept
-
-
-def quat_to_matrix(q):
-    """The 3x3 rotation matrix (float64) of a unit quaternion (x, y, z, w)."""
-    x, y, z, w = np.asarray(q, dtype=np.float64)
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])

@@ -6,8 +6,8 @@ import math
 import numpy as np
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 
-from sim.importers.assembly import quat_between
-from sim.builder_joints import _quat_mul, _quat_rotate
+from sim.spatial import quat_between
+from sim.spatial import quat_multiply as _quat_mul, quat_rotate as _quat_rotate
 
 #: the double pendulum in SI units, z up: hinge 1 at HINGE about y, rods of LENGTH hanging down
 HINGE = np.array([0.0, 0.0, 2.0])

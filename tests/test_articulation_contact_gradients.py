@@ -14,7 +14,7 @@ import sim
 from _sim_rollout import quat_to_matrix, rollout
 from autodiff import gradcheck
 from sim.cli import main
-from sim.optimization.params import assign_position, assign_vec3
+from sim.optimization.assign import assign_position, assign_vec3
 
 # A soft contact: with the link's effective mass at the sphere (~0.26 kg) its frequency is sqrt(ke / m) ~ 90 rad/s
 # (0.18 rad per step of 2 ms; the default ke = 1e5 gives 620 rad/s, 1.2 rad per step). kf is low enough that

@@ -143,7 +143,7 @@ def test_urdf_cylinder_as_capsule_keeps_radius_and_overall_length():
                 '</geometry></collision></link></robot>', b, cylinder_as_capsule=True)
     assert b.shape_type == [sim.SHAPE_CAPSULE]
     np.testing.assert_allclose(b.shape_scale[0][:2], [0.1, 0.4])
-    np.testing.assert_allclose(sim.builder._rotate(b.shape_transform[0][3:], (0, 1, 0)), [0, 0, 1], atol=1e-12)
+    np.testing.assert_allclose(sim.spatial.quat_rotate(b.shape_transform[0][3:], (0, 1, 0)), [0, 0, 1], atol=1e-12)
 
 
 def test_urdf_reports_mimic_transmission_and_gazebo(tmp_path):

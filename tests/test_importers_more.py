@@ -179,7 +179,7 @@ def test_urdf_planar_joint_falls_freely_in_its_plane_and_never_leaves_it():
 
     def world_com(state):
         q = state.body_q.numpy()[0]
-        return q[:3] + sim.builder._rotate(q[3:], com)
+        return q[:3] + sim.spatial.quat_rotate(q[3:], com)
 
     c0, v0, w0 = world_com(start), start.body_qd.numpy()[0, 3:], start.body_qd.numpy()[0, :3]
     np.testing.assert_allclose(w0, [0, 2.0, 0], atol=1e-6)
@@ -314,7 +314,7 @@ def test_usd_generic_joint_angles_of_a_rotated_pose_and_locked_and_distance_limi
     pytest.importorskip("pxr", reason="usd-core is not installed")
     from pxr import UsdPhysics
     angles = (0.3, -0.5, 1.1)
-    rot = sim.builder_joints._quat_mul(_about("x", angles[0]), sim.builder_joints._quat_mul(
+    rot = sim.spatial.quat_multiply(_about("x", angles[0]), sim.spatial.quat_multiply(
         _about("y", angles[1]), _about("z", angles[2])))  # intrinsic X, then Y, then Z
     stage, _ = usd_stage(body_rot=rot)
     prim = world_joint(stage, UsdPhysics.Joint).GetPrim()
@@ -344,7 +344,7 @@ def test_d6_coordinates_recover_intrinsic_angles_of_any_orthonormal_axes():
     angles = (0.4, -0.7, 1.2)
     rot = np.array([0.0, 0.0, 0.0, 1.0])
     for a, angle in zip(axes, angles):
-        rot = sim.builder_joints._quat_mul(rot, np.concatenate([np.sin(angle / 2) * np.asarray(a, float),
+        rot = sim.spatial.quat_multiply(rot, np.concatenate([np.sin(angle / 2) * np.asarray(a, float),
                                                                 [np.cos(angle / 2)]]))
     rel = np.concatenate([[0.2, -0.1, 0.3], rot])
     q = d6_coordinates([(0, 1, 0), (1, 1, 0)], axes, rel)  # in the plane z = 0: the z offset is left out

@@ -12,7 +12,7 @@ import pytest
 
 import sim
 from _sim_rollout import rollout
-from sim.importers.assembly import matrix_from_quat
+from sim.spatial import matrix_from_quat
 from sim.joints import JOINT_LIMIT_UNLIMITED
 
 mujoco = pytest.importorskip("mujoco", reason="mujoco (a test extra: pip install -e '.[test]') is not installed")

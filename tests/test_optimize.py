@@ -17,7 +17,7 @@ from autodiff import gradcheck
 from sim import losses
 from sim.cli import main
 from sim.optimization import Problem, load_config, optimize
-from sim.optimization import params as P
+from sim.optimization import assign as P
 from sim.scene import SceneError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -181,6 +181,17 @@ def arm_scene() -> dict:
             "robot": {"urdf": f"{ROOT}/assets/arm/arm.urdf", "armature": 0.01, "joints": {"elbow": elbow}}}
 
 
+#: the time-constant form of the normal force (no ke/kd given), for the rows of timeconst and dampratio
+TIME_CONSTANT_MATERIAL = {"timeconst": 0.03, "dampratio": 1.0, "kf": 20.0, "mu": 0.4, "restitution": 0.5}
+
+
+def time_constant(scene: dict) -> dict:
+    """`scene` with every body's and collider's material in the time-constant form (TIME_CONSTANT_MATERIAL)."""
+    for item in scene.get("bodies", []) + scene.get("colliders", []):
+        item["material"] = dict(TIME_CONSTANT_MATERIAL)
+    return scene
+
+
 # ---------------------------------------------------------------------------------------------------- rows
 
 #: the collider of each collider key's row (a box's rotation tilts its top)
@@ -235,6 +246,10 @@ def _rigid_rows() -> dict:
     for k in ("ke", "kd", "kf", "mu", "restitution"):
         rows[f"bodies.N.material.{k}"] = Row(f"bodies.0.material.{k}", rigid_scene("ground"), "ball")
         rows[f"colliders.N.material.{k}"] = Row(f"colliders.0.material.{k}", rigid_scene("ground"), "ball")
+    for k in ("timeconst", "dampratio"):
+        rows[f"bodies.N.material.{k}"] = Row(f"bodies.0.material.{k}", time_constant(rigid_scene("ground")), "ball")
+        rows[f"colliders.N.material.{k}"] = Row(f"colliders.0.material.{k}", time_constant(rigid_scene("ground")),
+                                                "ball")
     return {("rigid", pattern): row for pattern, row in rows.items()}
 
 
@@ -252,6 +267,10 @@ def _featherstone_rows() -> dict:
         rows[f"colliders.N.{k}"] = Row(f"colliders.0.{k}", sliding_arm_scene(collider), "arm", 1e-4)
     for k in SOFT_MATERIAL:
         landing = sliding_arm_scene("ground", landing=True)
+        rows[f"bodies.N.material.{k}"] = Row(f"bodies.0.material.{k}", landing, "arm")
+        rows[f"colliders.N.material.{k}"] = Row(f"colliders.0.material.{k}", landing, "arm")
+    for k in ("timeconst", "dampratio"):
+        landing = time_constant(sliding_arm_scene("ground", landing=True))
         rows[f"bodies.N.material.{k}"] = Row(f"bodies.0.material.{k}", landing, "arm")
         rows[f"colliders.N.material.{k}"] = Row(f"colliders.0.material.{k}", landing, "arm")
     return {("featherstone", pattern): row for pattern, row in rows.items()}
@@ -391,3 +410,13 @@ def test_the_table_in_docs_gradients_md_is_up_to_date():
     with open(param_table.DOC_PATH, encoding="utf-8") as f:
         text = f.read()
     assert param_table.updated(text) == text, "docs/gradients.md is out of date: run python tools/param_table.py"
+
+
+def test_time_constant_keys_are_refused_for_a_material_in_the_penalty_form(tmp_path):
+    """A material given as ke/kd stores timeconst 0, which the contact law does not read: learning it would give
+    a zero gradient, so it is refused with the reason."""
+    for key in ("bodies.0.material.timeconst", "colliders.0.material.dampratio"):
+        path = _config(tmp_path, key, rigid_scene("ground"), "ball")
+        with pytest.raises(SceneError, match=r"parameters\[0\]\.path") as err:
+            Problem(load_config(path))
+        assert "penalty form" in str(err.value) and key in str(err.value)

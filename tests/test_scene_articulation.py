@@ -12,6 +12,7 @@ import pytest
 from sim.cli import main
 from sim.optimization import load_config, optimize
 from sim.scene import Scene, SceneError
+from sim.spatial import quat_rotate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ARM = os.path.join(ROOT, "assets", "arm", "arm.urdf")
@@ -124,13 +125,8 @@ def test_initial_coordinates_place_the_links_at_frame_0(tmp_path):
     cart, pole = (b.index for b in built.bodies[1:])
     body_q = state.body_q.numpy()
     np.testing.assert_allclose(body_q[cart, :3], [0.5, 1.08, 0.0], atol=1e-6)
-    tip = body_q[pole, :3] + _rotate(body_q[pole, 3:], [0.0, -0.5, 0.0])
+    tip = body_q[pole, :3] + quat_rotate(body_q[pole, 3:], [0.0, -0.5, 0.0])
     np.testing.assert_allclose(tip, [1.0, 1.08, 0.12], atol=1e-5)
-
-
-def _rotate(q, v):
-    x, w, v = np.asarray(q[:3], np.float64), float(q[3]), np.asarray(v, np.float64)
-    return v + 2.0 * np.cross(x, np.cross(x, v) + w * v)
 
 
 def test_joint_forces_push_for_their_frames_only():

@@ -49,7 +49,8 @@ tolerance: 1.0e-4
 `cloth.N.mass` / `particles.N.mass`, `cloth.N.forces` / `particles.N.forces` (a control force per frame; the
 scene must list them), `cloth.N.material.KEY` or `materials.NAME.KEY` for KEY in tri_ke, tri_ka, tri_kd,
 edge_ke, edge_kd, spring_ke, spring_kd, `bodies.N.vel`, `bodies.N.angular_vel`, `bodies.N.material.KEY` and
-`colliders.N.material.KEY` for KEY in ke, kd, kf, mu (friction), restitution (rigid-body contacts), and
+`colliders.N.material.KEY` for KEY in ke, kd, kf, mu (friction), restitution, timeconst, dampratio
+(rigid-body contacts; timeconst and dampratio of a material in the time-constant form), and
 `colliders.N.pos`, `colliders.N.rot` (a quaternion (x, y, z, w), normalised when applied; boxes, capsules and
 meshes; not together with the same collider's `pos`), `colliders.N.radius`, `colliders.N.half_extents`,
 `colliders.N.half_height`, and

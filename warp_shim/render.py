@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sim.spatial import quat_rotate
 from sim.usd import UsdWriter
 
 __all__ = ["UsdRenderer", "OpenGLRenderer", "RendererUnavailable"]
@@ -31,13 +32,6 @@ def _solid_color(colors):
         return None
     c = np.asarray(colors, dtype=np.float64)
     return tuple(c) if c.shape == (3,) else None
-
-
-def _rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Rotate rows of v (n, 3) by the unit quaternion q = (x, y, z, w)."""
-    u, w = q[:3], q[3]
-    t = 2.0 * np.cross(u, v)
-    return v + w * t + np.cross(u, t)
 
 
 class UsdRenderer:
@@ -99,7 +93,7 @@ class UsdRenderer:
         """A triangle mesh (`indices`: 3 vertex ids per triangle) placed by pos, rot (x, y, z, w) and scale;
         the topology is written once."""
         p = _numpy(points).reshape(-1, 3) * _numpy(scale)
-        p = (_rotate(_numpy(rot), p) + _numpy(pos)) * self.scaling
+        p = (quat_rotate(_numpy(rot), p) + _numpy(pos)) * self.scaling
         if name not in self._known:
             faces = np.asarray(indices.numpy() if hasattr(indices, "numpy") else indices).reshape(-1, 3)
             self.writer.add_mesh(name, p, faces, color=_solid_color(colors))

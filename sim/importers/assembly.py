@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..builder import _combine_shapes, _rotate
-from ..builder_joints import _compose, _inverse, _transform
+from ..builder import combine_shapes
 from ..joints import JOINT_D6, JOINT_LIMIT_UNLIMITED, JointDofConfig
 from ..model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_SPHERE
+from ..spatial import matrix_from_quat, quat_between, transform_inverse, transform_multiply, transform_normalized
 
 IDENTITY = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])
 SHAPE_KINDS = {"box": SHAPE_BOX, "sphere": SHAPE_SPHERE, "capsule": SHAPE_CAPSULE}
@@ -138,33 +138,6 @@ class ImportResult:
 # ------------------------------------------------------------------------------------------------ rotations
 
 
-def quat_from_matrix(r) -> np.ndarray:
-    """Unit quaternion (x, y, z, w) of a 3x3 rotation matrix."""
-    r = np.asarray(r, dtype=np.float64)
-    w = math.sqrt(max(0.0, 1.0 + r[0, 0] + r[1, 1] + r[2, 2])) / 2.0
-    x = math.copysign(math.sqrt(max(0.0, 1.0 + r[0, 0] - r[1, 1] - r[2, 2])) / 2.0, r[2, 1] - r[1, 2])
-    y = math.copysign(math.sqrt(max(0.0, 1.0 - r[0, 0] + r[1, 1] - r[2, 2])) / 2.0, r[0, 2] - r[2, 0])
-    z = math.copysign(math.sqrt(max(0.0, 1.0 - r[0, 0] - r[1, 1] + r[2, 2])) / 2.0, r[1, 0] - r[0, 1])
-    q = np.array([x, y, z, w])
-    return q / np.linalg.norm(q)
-
-
-def matrix_from_quat(q) -> np.ndarray:
-    """3x3 rotation matrix of a unit quaternion (x, y, z, w); columns are the rotated axes."""
-    return np.stack([_rotate(np.asarray(q, dtype=np.float64), e) for e in np.eye(3)], axis=1)
-
-
-def quat_between(u, v) -> np.ndarray:
-    """The shortest rotation taking unit vector u onto unit vector v (x, y, z, w)."""
-    u, v = np.asarray(u, dtype=np.float64), np.asarray(v, dtype=np.float64)
-    c = float(u @ v)
-    if c < -1.0 + 1e-12:  # opposite: half a turn about any axis perpendicular to u
-        perp = np.cross(u, (1.0, 0.0, 0.0) if abs(u[0]) < 0.9 else (0.0, 1.0, 0.0))
-        return np.concatenate([perp / np.linalg.norm(perp), [0.0]])
-    q = np.concatenate([np.cross(u, v), [1.0 + c]])
-    return q / np.linalg.norm(q)
-
-
 def up_axis_xform(file_up: str, builder) -> np.ndarray:
     """The rotation from a file's up axis ("x", "y" or "z") to the builder's, as a transform."""
     up = np.asarray(AXIS_VECTORS[file_up.lower()])
@@ -173,7 +146,7 @@ def up_axis_xform(file_up: str, builder) -> np.ndarray:
 
 def placement(xform, file_up: str, builder) -> np.ndarray:
     """World transform applied to an imported robot: `xform` (None: identity) after the up-axis rotation."""
-    return _compose(_transform(xform), up_axis_xform(file_up, builder))
+    return transform_multiply(transform_normalized(xform), up_axis_xform(file_up, builder))
 
 
 # ------------------------------------------------------------------------------------------------ assembly
@@ -187,12 +160,13 @@ def _world_poses(links, joints, roots, root_pose, error):
         link = links[name]
         joint = by_child.get(name)
         if link.pose is not None:
-            poses[name] = _compose(root_pose, link.pose)
+            poses[name] = transform_multiply(root_pose, link.pose)
         elif joint is None:
             poses[name] = root_pose
         else:
             parent = root_pose if joint.parent is None else poses[joint.parent]
-            poses[name] = _compose(_compose(parent, joint.parent_xform), _inverse(joint.child_xform))
+            poses[name] = transform_multiply(transform_multiply(parent, joint.parent_xform),
+                                             transform_inverse(joint.child_xform))
     return poses
 
 
@@ -236,7 +210,7 @@ def _resolved_mass(link: LinkSpec, density: float):
     kinds = [SHAPE_KINDS[s.kind] for s in link.shapes]
     scales = [_shape_scale(s) for s in link.shapes]
     d = link.density if link.density is not None else density
-    mass, com, inertia = _combine_shapes(kinds, [s.xform for s in link.shapes], scales, [d] * len(kinds))
+    mass, com, inertia = combine_shapes(kinds, [s.xform for s in link.shapes], scales, [d] * len(kinds))
     if link.com is not None:
         offset = link.com - com
         inertia = inertia + mass * (offset @ offset * np.eye(3) - np.outer(offset, offset))
@@ -267,7 +241,8 @@ def collapse_fixed_joints(links: dict, joints: list, density: float, frames: dic
     for j in [j for j in joints if j.kind == "fixed" and j.parent is not None]:
         parent = merged.get(j.parent, j.parent)
         child = links.pop(j.child)
-        x_pc = _compose(j.parent_xform, _inverse(j.child_xform))  # child frame in the parent link frame
+        # the child frame in the parent link frame
+        x_pc = transform_multiply(j.parent_xform, transform_inverse(j.child_xform))
         host = links[parent]
         m0, c0, i0 = _resolved_mass(host, density)
         m1, c1, i1 = _resolved_mass(child, density)
@@ -280,12 +255,12 @@ def collapse_fixed_joints(links: dict, joints: list, density: float, frames: dic
             d = c - com
             inertia += i + m * (d @ d * np.eye(3) - np.outer(d, d))
         host.mass, host.com, host.inertia = mass, com, inertia
-        host.shapes += [ShapeSpec(s.kind, _compose(x_pc, s.xform), s.size) for s in child.shapes]
+        host.shapes += [ShapeSpec(s.kind, transform_multiply(x_pc, s.xform), s.size) for s in child.shapes]
         for k in joints:
             if k.parent == j.child:
-                k.parent, k.parent_xform = parent, _compose(x_pc, k.parent_xform)
+                k.parent, k.parent_xform = parent, transform_multiply(x_pc, k.parent_xform)
         for name in [name for name, into in merged.items() if into == j.child]:
-            merged[name], frames[name] = parent, _compose(x_pc, frames[name])
+            merged[name], frames[name] = parent, transform_multiply(x_pc, frames[name])
         merged[j.child], frames[j.child] = parent, x_pc
         joints.remove(j)
     return merged
@@ -293,7 +268,7 @@ def collapse_fixed_joints(links: dict, joints: list, density: float, frames: dic
 
 def joint_coordinates(joint: JointSpec, x_wp: np.ndarray, x_wc: np.ndarray) -> list:
     """Coordinates of a joint whose parent anchor is at world pose x_wp and child anchor at x_wc."""
-    rel = _compose(_inverse(x_wp), x_wc)
+    rel = transform_multiply(transform_inverse(x_wp), x_wc)
     if rel[6] < 0:  # the quaternion with w >= 0, so that angles come out in [-pi, pi]
         rel[3:] = -rel[3:]
     kind = joint.kind
@@ -353,7 +328,7 @@ def add_to_builder(builder, links: dict, joints: list, result: ImportResult, err
         merged = collapse_fixed_joints(links, joints, density, frames)
         for v in result.visuals:
             if v.link in merged:
-                v.link, v.xform = merged[v.link], _compose(frames[v.link], v.xform)
+                v.link, v.xform = merged[v.link], transform_multiply(frames[v.link], v.xform)
     poses = _world_poses(links, joints, roots, root_pose, error)
     by_child = {j.child: j for j in joints}
     for name in _tree_order(links, joints, roots, error):
@@ -371,16 +346,16 @@ def add_to_builder(builder, links: dict, joints: list, result: ImportResult, err
             continue
         if joint.parent is None:
             builder.add_articulation()
-            x_wp = _compose(root_pose, joint.parent_xform)
+            x_wp = transform_multiply(root_pose, joint.parent_xform)
         else:
-            x_wp = _compose(poses[joint.parent], joint.parent_xform)
+            x_wp = transform_multiply(poses[joint.parent], joint.parent_xform)
         parent = -1 if joint.parent is None else result.body[joint.parent]
         try:
             result.joint[joint.name] = _add_joint(builder, joint, parent, body, x_wp if parent < 0 else None,
                                                   armature)
         except ValueError as e:
             raise error(joint.line, joint.where, str(e)) from None
-        q = joint_coordinates(joint, x_wp, _compose(poses[name], joint.child_xform))
+        q = joint_coordinates(joint, x_wp, transform_multiply(poses[name], joint.child_xform))
         start = builder.joint_q_start[result.joint[joint.name]]
         if joint.kind != "free":
             builder.joint_q[start:start + len(q)] = q
@@ -433,7 +408,7 @@ def _add_base_joint(builder, body: int, pose, floating: bool, base_joint: dict |
         joint_type = spec.pop("joint_type", JOINT_D6)
         # the position goes on the world side, the rotation on the child side, so the axes stay world axes
         parent_xform = np.concatenate([pose[:3], IDENTITY[3:]])
-        child_xform = np.concatenate([np.zeros(3), _inverse(pose)[3:]])
+        child_xform = np.concatenate([np.zeros(3), transform_inverse(pose)[3:]])
         spec.setdefault("parent_xform", parent_xform)
         spec.setdefault("child_xform", child_xform)
         return {"base_joint": builder.add_joint(joint_type, -1, body, **spec)}

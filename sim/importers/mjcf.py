@@ -14,10 +14,9 @@ from functools import partial
 
 import numpy as np
 
-from ..builder_joints import _compose
+from ..spatial import matrix_from_quat, quat_between, transform_multiply
 from .assembly import (IDENTITY, ImporterError, ImportResult, JointSpec, LinkSpec, ShapeSpec, VisualSpec,
-                       add_shape, add_to_builder, limit_or_unlimited, matrix_from_quat, placement, quat_between,
-                       report_ignored)
+                       add_shape, add_to_builder, limit_or_unlimited, placement, report_ignored)
 
 # mjtJoint and mjtGeom values, by name (stable across MuJoCo 2.x-4.x)
 _JOINT_KINDS = {0: "free", 1: "ball", 2: "prismatic", 3: "revolute"}
@@ -75,7 +74,7 @@ def import_mjcf(source, builder, *, xform=None, density: float | None = None, li
         start = builder.joint_qd_start[result.joint[name]]
         result.dof.update({axis: start + k for k, axis in enumerate(axes)})
     for shape in reader.static_shapes:
-        shape = ShapeSpec(shape.kind, _compose(root_pose, shape.xform), shape.size)
+        shape = ShapeSpec(shape.kind, transform_multiply(root_pose, shape.xform), shape.size)
         if shape.kind == "plane":
             builder.add_shape_plane(shape.xform[:3], shape.xform[3:], width=shape.size[0], length=shape.size[1])
         else:
@@ -179,7 +178,7 @@ class _Reader:
             return self._passive(spec, j)
         anchor = np.concatenate([np.asarray(m.jnt_pos[j], dtype=np.float64), IDENTITY[3:]])
         spec.child_xform = anchor
-        spec.parent_xform = _compose(x_pb, anchor)
+        spec.parent_xform = transform_multiply(x_pb, anchor)
         spec.axis = tuple(float(v) for v in m.jnt_axis[j])
         if kind in ("revolute", "prismatic"):
             spec.dof = self.axis_settings(j, spec.where)
@@ -263,7 +262,7 @@ class _Reader:
         self.d6_axes[spec.name] = names
         pivot = hinges[0] if hinges else ids[0]  # slides move the same wherever their `pos` is
         spec.child_xform = np.concatenate([np.asarray(m.jnt_pos[pivot], dtype=np.float64), IDENTITY[3:]])
-        spec.parent_xform = _compose(x_pb, spec.child_xform)
+        spec.parent_xform = transform_multiply(x_pb, spec.child_xform)
         return spec
 
     def geom(self, g: int, link: LinkSpec | None, body: str) -> None:
@@ -281,9 +280,9 @@ class _Reader:
         elif kind == "box":
             shape = ShapeSpec("box", pose, size)
         elif kind == "capsule":
-            shape = ShapeSpec("capsule", _compose(pose, np.concatenate([np.zeros(3), _Z_FROM_Y])), size[:2])
+            shape = ShapeSpec("capsule", transform_multiply(pose, np.concatenate([np.zeros(3), _Z_FROM_Y])), size[:2])
         elif kind == "plane" and link is None:
-            shape = ShapeSpec("plane", _compose(pose, np.concatenate([np.zeros(3), _Z_FROM_Y])), size[:2])
+            shape = ShapeSpec("plane", transform_multiply(pose, np.concatenate([np.zeros(3), _Z_FROM_Y])), size[:2])
         else:
             raise self.error(None, where, f"{kind} collision geometry is not supported (sphere, box, capsule, "
                                           "static plane; contype=conaffinity=0 makes it visual only)")

@@ -14,10 +14,9 @@ from xml.parsers import expat
 
 import numpy as np
 
-from ..builder_joints import _quat_mul
+from ..spatial import matrix_from_quat, quat_between, quat_multiply
 from .assembly import (IDENTITY, ImporterError, ImportResult, JointSpec, LinkSpec, ShapeSpec, VisualSpec,
-                       add_to_builder, limit_or_unlimited, matrix_from_quat, placement, quat_between,
-                       report_ignored)
+                       add_to_builder, limit_or_unlimited, placement, report_ignored)
 
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
 _KNOWN = {"robot": {"link", "joint", "material"},
@@ -120,7 +119,7 @@ def _rpy_quat(roll, pitch, yaw) -> np.ndarray:
         q = np.zeros(4)
         q[i], q[3] = math.sin(a / 2), math.cos(a / 2)
         return q
-    return _quat_mul(about(2, yaw), _quat_mul(about(1, pitch), about(0, roll)))
+    return quat_multiply(about(2, yaw), quat_multiply(about(1, pitch), about(0, roll)))
 
 
 class _Parser:
@@ -275,7 +274,7 @@ class _Parser:
         if kind in ("cylinder", "capsule"):
             radius, length = size
             half = max(length / 2 - radius, 0.0) if kind == "cylinder" else length / 2
-            rotated = np.concatenate([pose[:3], _quat_mul(pose[3:], _Y_TO_Z)])  # our capsules lie along y
+            rotated = np.concatenate([pose[:3], quat_multiply(pose[3:], _Y_TO_Z)])  # our capsules lie along y
             return [ShapeSpec("capsule", rotated, (radius, half))]
         return [ShapeSpec(kind, pose, size)]
 

@@ -15,11 +15,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..builder import _rotate
-from ..builder_joints import _compose, _inverse, _quat_mul
+from ..spatial import (matrix_from_quat, quat_between, quat_multiply, quat_rotate, transform_inverse,
+                       transform_multiply)
 from .assembly import (AXIS_VECTORS, ImporterError, ImportResult, JointSpec, LinkSpec, ShapeSpec, VisualSpec,
-                       add_shape, add_to_builder, limit_or_unlimited, matrix_from_quat, placement, quat_between,
-                       report_ignored)
+                       add_shape, add_to_builder, limit_or_unlimited, placement, report_ignored)
 
 _JOINT_KINDS = (("RevoluteJoint", "revolute"), ("PrismaticJoint", "prismatic"), ("SphericalJoint", "ball"),
                 ("FixedJoint", "fixed"))
@@ -80,7 +79,7 @@ def import_usd_physics(source, builder, *, xform=None, floating: bool | None = N
                    floating=floating is None or floating, base_joint=base_joint,
                    collapse_fixed=collapse_fixed_joints, density=density, armature=armature)
     for shape in static_shapes:
-        add_shape(builder, replace(shape, xform=_compose(root_pose, shape.xform)), -1, density)
+        add_shape(builder, replace(shape, xform=transform_multiply(root_pose, shape.xform)), -1, density)
     reader.report_unread()
     report_ignored(result)
     return result
@@ -237,7 +236,7 @@ class _StageReader:
         up = np.asarray(AXIS_VECTORS[self.UsdGeom.GetStageUpAxis(self.stage).lower()])
         direction = -up if direction is None or not np.any(direction) else np.asarray(direction, np.float64)
         magnitude = 9.81 if magnitude is None or not math.isfinite(magnitude) else magnitude * self.meters
-        stage_g = _rotate(root_pose[3:], direction / np.linalg.norm(direction)) * magnitude
+        stage_g = quat_rotate(root_pose[3:], direction / np.linalg.norm(direction)) * magnitude
         builder_g = builder.up_vector * builder.gravity
         if not np.allclose(stage_g, builder_g, rtol=1e-3, atol=1e-3):
             def show(g):
@@ -256,7 +255,7 @@ class _StageReader:
             return None
         pose, scale = self.pose(prim)
         if body is not None:
-            pose = _compose(_inverse(self.pose(body)[0]), pose)
+            pose = transform_multiply(transform_inverse(self.pose(body)[0]), pose)
         kind = prim.GetTypeName()
         if kind == "Cube":
             size = self.read_geometry(prim, "size", 2.0)
@@ -294,13 +293,13 @@ class _StageReader:
         length = float(self.read_geometry(prim, "height", 2.0)) * scale[axis] * self.meters
         half = length / 2 if kind == "Capsule" else max(length / 2 - radius, 0.0)
         turn = quat_between((0.0, 1.0, 0.0), AXIS_VECTORS[axis_name])  # our capsules lie along y
-        return ShapeSpec("capsule", np.concatenate([pose[:3], _quat_mul(pose[3:], turn)]), (radius, half))
+        return ShapeSpec("capsule", np.concatenate([pose[:3], quat_multiply(pose[3:], turn)]), (radius, half))
 
     def visual(self, prim):
         """Geometry under a body without a collider: kept for output."""
         body = self.body_of(prim)
         pose, scale = self.pose(prim)
-        pose = _compose(_inverse(self.pose(body)[0]), pose)
+        pose = transform_multiply(transform_inverse(self.pose(body)[0]), pose)
         kind = prim.GetTypeName().lower()
         self.result.visuals.append(VisualSpec(str(body.GetPath()), "mesh" if kind == "mesh" else kind, pose,
                                               filename=str(prim.GetPath()), scale=tuple(scale * self.meters)))
@@ -381,7 +380,7 @@ class _StageReader:
             return np.concatenate([position * self.meters, rotation])
         pose, scale = self.pose(body)
         local = np.concatenate([position * scale * self.meters, rotation])
-        return local if self.is_body(body) else _compose(pose, local)
+        return local if self.is_body(body) else transform_multiply(pose, local)
 
     def dof(self, prim, kind, settings) -> dict:
         """JointDofConfig keywords: limits and the drive, converted to SI and radians."""

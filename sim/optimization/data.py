@@ -23,7 +23,7 @@ def load_trajectory(path: str, key: str | None, object_name: str) -> dict:
 def _npz(path, key, object_name):
     import pickle
     import zipfile
-    if not _is_zip(path):
+    if not is_zip(path):
         raise ValueError(f"{os.path.basename(path)} is not a .npz archive (not a zip file)")
     try:
         with np.load(path, allow_pickle=False) as data:
@@ -45,7 +45,7 @@ def _npz(path, key, object_name):
     return {f: a[f] for f in range(a.shape[0])}
 
 
-def _is_zip(path: str) -> bool:
+def is_zip(path: str) -> bool:
     """Whether `path` starts like a zip archive (what np.savez writes); a missing file is left to np.load."""
     try:
         with open(path, "rb") as f:

@@ -186,7 +186,7 @@ class Problem:
     def find_blowup(self):
         """Simulate the current parameters without a Tape, checking every frame; the SimulationError naming the
         first frame and object with a non-finite position or velocity, or None if the rollout stays finite."""
-        from ..scene.scene import _check_finite
+        from ..scene.scene import check_finite
         built, model = self.built, self.built.model
         state, scratch = model.state(), model.state()
         for p in self.params:
@@ -194,7 +194,7 @@ class Problem:
         for frame in range(1, self.frames + 1):
             state, scratch = built.step_frame(state, scratch, frame)
             try:
-                _check_finite(built, state, frame)
+                check_finite(built, state, frame)
             except SimulationError as e:
                 return e
         return None

@@ -54,8 +54,8 @@ class _DifferentConfig(Exception):
 
 
 def _read_snapshot(path: str, params: list, optimizer, config_digest: str) -> tuple:
-    from .data import _is_zip
-    if os.path.exists(path) and not _is_zip(path):
+    from .data import is_zip
+    if os.path.exists(path) and not is_zip(path):
         raise ValueError("not a zip archive")
     with np.load(path, allow_pickle=False) as data:
         meta = json.loads(str(data["meta"]))

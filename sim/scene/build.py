@@ -9,9 +9,11 @@ import numpy as np
 
 import kernels as wp
 
-from ..builder import ModelBuilder, _quat, _rotate
+from ..builder import ModelBuilder
+from ..spatial import quat_normalized, quat_rotate
 from ..model import ContactParams, Control
-from ..solvers import SolverFeatherstone, SolverRigid, SolverSemiImplicit, SolverXPBD
+from ..solvers.base import Solver
+from ..solvers.registry import body_solver_name, solver_class
 from .build_joints import (SceneJoint, add_robot, add_scene_joints, body_shapes, initial_body_state,
                            spread_joint_force, upload_forces)
 from .format import MATERIAL
@@ -54,8 +56,8 @@ class SceneBody:
     shape_rows: list = field(default_factory=list)  # the body's rows of the model's shape arrays
 
 
-class CoupledSolver:
-    """Bodies and particles in one step: the rigid solver moves the bodies, the particle solver moves cloth and
+class CoupledSolver(Solver):
+    """Bodies and particles in one step: the bodies' solver moves the bodies, the particle solver moves cloth and
     particles against the bodies' shapes at the step's start (one-way coupling: bodies feel no cloth)."""
 
     def __init__(self, rigid, particles):
@@ -64,6 +66,10 @@ class CoupledSolver:
     def step(self, model, state_in, state_out, control, dt: float):
         self.rigid.step(model, state_in, state_out, control, dt)
         self.particles.step(model, state_in, state_out, control, dt)
+
+    def notify_model_changed(self, flags):
+        self.rigid.notify_model_changed(flags)
+        self.particles.notify_model_changed(flags)
 
 
 @dataclass
@@ -229,7 +235,7 @@ def _add_particles(b: ModelBuilder, p) -> SceneObject:
                             jitter=g.jitter, radius=radius, seed=g.seed)
     else:
         radius = p.radius if p.radius is not None else 0.01
-        world = np.asarray(p.pos) + _rotate(_quat(p.rot), np.asarray(p.points, np.float64))
+        world = np.asarray(p.pos) + quat_rotate(quat_normalized(p.rot), np.asarray(p.points, np.float64))
         for x in world.reshape(-1, 3):
             b.add_particle(x, p.vel, p.mass, radius)
     stop = b.particle_count
@@ -292,22 +298,16 @@ def _contact(spec) -> ContactParams:
 
 
 def make_solver(model, sim_spec, articulated: bool = False):
-    """The particle solver of `sim.solver`, coupled with the bodies' solver when the model has bodies:
-    SolverFeatherstone for a scene with joints or a robot (`articulated`), else SolverRigid."""
-    s = sim_spec.solver
-    if s.type == "xpbd":
-        solver = SolverXPBD(model, iterations=s.iterations, relaxation=s.relaxation, damping=s.damping)
-    else:
-        solver = SolverSemiImplicit(model, damping=s.damping + model.particle_damping)
+    """The particle solver named by `sim.solver.type`, coupled with the bodies' solver when the model has
+    bodies (sim/solvers/registry.py: the articulated one for a scene with joints or a robot); each is made by
+    its class's `from_scene` from the validated `sim` section."""
+    solver = solver_class(sim_spec.solver.type).from_scene(model, sim_spec)
     if model.body_count == 0:
         return solver
-    if articulated:
-        bodies = SolverFeatherstone(model)
-        return CoupledSolver(bodies, solver) if model.particle_count else bodies
-    r = sim_spec.rigid
-    rigid = SolverRigid(model, linear_damping=r.linear_damping, angular_damping=r.angular_damping,
-                        restitution_velocity=r.restitution_velocity, body_contacts=r.body_contacts)
-    return CoupledSolver(rigid, solver)
+    bodies = solver_class(body_solver_name(articulated)).from_scene(model, sim_spec)
+    if articulated and not model.particle_count:
+        return bodies
+    return CoupledSolver(bodies, solver)
 
 
 def build_scene(scene, device=None, requires_grad: bool = False) -> BuiltScene:

@@ -9,6 +9,7 @@ import re
 
 from ..bending import BENDING_MODELS, DEFAULT_BENDING
 from ..model import DEFAULT_DAMPRATIO, DEFAULT_TIMECONST, PENALTY_KE
+from ..solvers.registry import particle_solver_names, solver_class
 from .schema import (DEFAULTS, REQUIRED, AnyOf, Boolean, Choice, Ctx, Field, FilePath, Integer, Kind, ListOf,
                      MappingOf, Number, Rotation, Section, String, Variant, Vector, exactly_one)
 from .format_joints import (ANCHOR, D6_AXIS, DRIVE, JOINT, LIMITS, ROBOT, ROBOT_JOINT,
@@ -47,7 +48,20 @@ SEMI_IMPLICIT = Section([
 ], doc="`type: semi_implicit`: symplectic Euler with forces (SolverSemiImplicit); needs small substeps.",
     title="solver semi_implicit")
 
-SOLVER_TYPES = {"xpbd": XPBD, "semi_implicit": SEMI_IMPLICIT}
+#: the settings sections of the particle solvers that have settings of their own
+SOLVER_SETTINGS = {"xpbd": XPBD, "semi_implicit": SEMI_IMPLICIT}
+
+
+def _solver_types() -> dict:
+    """`sim.solver.type` -> its settings section, for every particle solver in the registry (one without
+    settings of its own gets an empty section), those with settings first."""
+    names = [n for n in SOLVER_SETTINGS if n in particle_solver_names()]
+    names += [n for n in particle_solver_names() if n not in names]
+    return {name: SOLVER_SETTINGS.get(name) or Section([], doc=f"`type: {name}`: {solver_class(name).title}.",
+                                                       title=f"solver {name}") for name in names}
+
+
+SOLVER_TYPES = _solver_types()
 
 
 def _one_normal_form(spec, ctx: Ctx):

@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 
 from .schema import (DEFAULTS, REQUIRED, Boolean, Choice, Ctx, Field, FilePath, Kind, ListOf, MappingOf,
-                     Number, Rotation, Section, String, Vector, _suggest, exactly_one)
+                     Number, Rotation, Section, String, Vector, suggest, exactly_one)
 
 IDENTITY = (0.0, 0.0, 0.0, 1.0)
 JOINT_TYPES = ("revolute", "prismatic", "ball", "fixed", "free", "d6")
@@ -220,7 +220,7 @@ def check_robot(spec, ctx: Ctx, up_axis: str, gravity: float):
         jctx = ctx.child("joints").child(name)
         if name not in result.joint:
             known = ", ".join(n for n in result.joint if not n.endswith("_base")) or "none"
-            jctx.fail(f"no joint named '{name}'{_suggest(name, result.joint)} in {_file(spec)} (joints: {known})")
+            jctx.fail(f"no joint named '{name}'{suggest(name, result.joint)} in {_file(spec)} (joints: {known})")
         j = result.joint[name]
         kind, dofs = _builder_joint_kind(builder, j)
         if joint.drive is not None and kind not in ("revolute", "prismatic"):

@@ -203,7 +203,7 @@ class Scene:
             seen(0, state)
             for frame in range(1, frames + 1):
                 state, scratch = step(state, scratch, frame)
-                _check_finite(built, state, frame)
+                check_finite(built, state, frame)
                 seen(frame, state)
                 if writer is not None:
                     self._write_frame(writer, built, frame, state)
@@ -270,14 +270,14 @@ class Scene:
     def _check_output(self, path: str, from_option: bool):
         """Refuse, before anything is simulated, an output path that cannot be written (SceneError: exit 2)."""
         from ..atomic_file import output_problem
-        from ..usd import _FORMATS
+        from ..usd import USD_FORMATS
         where, key = ("--out", ()) if from_option else (self.path, ("output", "path"))
         extension = os.path.splitext(path)[1].lower()
         if os.path.isdir(path):
             raise SceneError(where, key, f"{path} cannot be written: it is a directory")
-        if extension not in _FORMATS:
+        if extension not in USD_FORMATS:
             raise SceneError(where, key, f"{path}: unsupported output extension {extension or '(none)'!r}; use one "
-                             f"of {', '.join(_FORMATS)}")
+                             f"of {', '.join(USD_FORMATS)}")
         problem = output_problem(path)
         if problem is not None:
             raise SceneError(where, key, f"{path} cannot be written: {problem}")
@@ -383,7 +383,7 @@ def _rate(steps: int, t0: float, stats0: dict) -> str:
     return f"{steps / sim_s:,.0f} steps/s" if sim_s > 0 and steps else ""
 
 
-def _check_finite(built: BuiltScene, state, frame: int):
+def check_finite(built: BuiltScene, state, frame: int):
     """Stop a run that blew up at `frame`: a non-finite position or velocity, or a finite blow-up, a particle or
     body farther from the scene's initial centre, or faster, than the bounds of blowup_bounds (a ball 6,000 km up
     is as wrong as a NaN)."""

@@ -131,7 +131,7 @@ class Choice(Kind):
 
     def convert(self, value, ctx):
         if value not in self.options:
-            hint = _suggest(value, self.options)
+            hint = suggest(value, self.options)
             ctx.fail(f"expected one of {', '.join(self.options)}, got {_got(value)}{hint}")
         return value
 
@@ -285,7 +285,7 @@ class Section(Kind):
         names = self.field_names()
         for key in value:
             if key not in names:
-                ctx.child(key).fail(f"unknown key{_suggest(key, names)} (known: {', '.join(names)})")
+                ctx.child(key).fail(f"unknown key{suggest(key, names)} (known: {', '.join(names)})")
         out = {}
         for f in self.fields:
             if f.name in value:
@@ -318,7 +318,7 @@ class Variant(Kind):
             ctx.fail(f"missing required key '{self.key}' (one of {', '.join(self.variants)})")
         if kind not in self.variants:
             ctx.child(self.key).fail(f"expected one of {', '.join(self.variants)}, got {_got(kind)}"
-                                     f"{_suggest(kind, self.variants)}")
+                                     f"{suggest(kind, self.variants)}")
         rest = {k: v for k, v in value.items() if k != self.key}
         spec = self.variants[kind].convert(rest, ctx)
         spec.__dict__[self.key] = kind
@@ -343,7 +343,7 @@ class MappingOf(Kind):
         return {k: self.item.convert(v, ctx.child(k)) for k, v in value.items()}
 
 
-def _suggest(word, options) -> str:
+def suggest(word, options) -> str:
     if not isinstance(word, str):
         return ""
     close = difflib.get_close_matches(word, list(options), n=1)

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ..builder import _rotate
+from ..spatial import quat_rotate
 
 #: objects listed one per line; the rest are counted in one line (the total covers them all)
 MAX_ROWS = 8
@@ -55,7 +55,7 @@ class PhysicalSummary:
         if self.built.bodies:
             body_q = state.body_q.numpy().astype(np.float64)
             body_qd = state.body_qd.numpy().astype(np.float64)
-            com = body_q[:, :3] + _rotate(body_q[:, 3:7], self.body_com)
+            com = body_q[:, :3] + quat_rotate(body_q[:, 3:7], self.body_com)
             rows = [b.index for b in self.built.bodies]
             n = len(rows)
             self.lowest[i:i + n] = np.minimum(self.lowest[i:i + n], com[rows, self.up])
@@ -80,7 +80,7 @@ class PhysicalSummary:
         for b in self.built.bodies:
             j, m = b.index, self.body_mass[b.index]
             w, v = body_qd[j, :3], body_qd[j, 3:6]
-            w_body = _rotate(body_q[j, 3:7] * np.array([-1.0, -1.0, -1.0, 1.0]), w)  # inertia is in body axes
+            w_body = quat_rotate(body_q[j, 3:7] * np.array([-1.0, -1.0, -1.0, 1.0]), w)  # inertia is in body axes
             kinetic = 0.5 * m * float(v @ v) + 0.5 * float(w_body @ self.body_inertia[j] @ w_body)
             potential = -m * float(com[j] @ self.gravity)
             out.append(("body", b.name, float(com[j, self.up]), self.lowest[i], self.fastest[i], kinetic, potential))

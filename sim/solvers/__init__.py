@@ -1,11 +1,12 @@
-"""Solvers: one folder each (solver.py + kernels.py), all with `step(model, state_in, state_out, control, dt)`.
+"""Solvers: one folder each (solver.py + kernels.py), every one a `Solver` (base.py: `step(model, state_in,
+state_out, control, dt)`, `notify_model_changed`, declared capabilities), listed in registry.py.
 
-Add a solver with one import line; `__all__` lists every imported `Solver*` class.
+`__all__` lists `Solver`, `ModelChange` and every registered `Solver*` class.
 """
 
-from .featherstone import SolverFeatherstone
-from .rigid import SolverRigid
-from .semi_implicit import SolverSemiImplicit
-from .xpbd import SolverXPBD
+from .base import ModelChange, Solver  # noqa: F401  (public names of the package)
+from .registry import SOLVERS
 
-__all__ = sorted(name for name in dir() if name.startswith("Solver"))
+globals().update({cls.__name__: cls for cls in SOLVERS.values()})
+
+__all__ = ["Solver", "ModelChange"] + sorted(cls.__name__ for cls in SOLVERS.values())

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..builder import _quat, _rotate
+from ..spatial import matrix_from_quat, quat_normalized
 from ..playback import DEFAULT_COLORS, GROUND_COLOR, Playback, Track, shape_triangles
-from ..usd import _as_faces, _as_points, _checked_shape, _fan_triangles, _identifier, _unique
+from ..usd import as_faces, as_points, checked_shape, fan_faces, prim_identifier, unique_name
 
 _INFINITE_PLANE_HALF = 10.0  # half the edge drawn for an infinite plane [stage units]: UsdWriter's default extent
 
@@ -45,7 +45,7 @@ class _Growing:
 def _pose_matrix(pos, rot) -> np.ndarray:
     """The 4x4 local-to-world matrix (column vectors) of a position and a quaternion (x, y, z, w)."""
     m = np.eye(4)
-    m[:3, :3] = _rotate(_quat(rot), np.eye(3)).T  # the rotated basis vectors are the columns
+    m[:3, :3] = matrix_from_quat(quat_normalized(rot))
     m[:3, 3] = np.asarray(pos, np.float64)
     return m
 
@@ -54,7 +54,7 @@ def _shape_geometry(shape: dict) -> tuple:
     """Vertices (in the frame the shape's pos and rot are relative to) and faces of a checked UsdWriter shape."""
     kind = shape["kind"]
     if kind == "mesh":
-        vertices, faces = shape["points"] * np.asarray(shape["scale"]), _fan_triangles(shape["faces"])
+        vertices, faces = shape["points"] * np.asarray(shape["scale"]), fan_faces(shape["faces"])
     elif kind == "plane":
         vertices, faces = shape_triangles("plane", width=shape["width"] or _INFINITE_PLANE_HALF,
                                           length=shape["length"] or _INFINITE_PLANE_HALF)
@@ -99,19 +99,19 @@ class PlaybackRecorder:
 
     def add_mesh(self, name: str, points, faces, *, normals: bool = False, color=None,
                  double_sided: bool = True) -> str:
-        p = _as_points(points, f"mesh {name!r} points").astype(np.float32)
-        f = _fan_triangles(_as_faces(faces, len(p), f"mesh {name!r} faces"))
+        p = as_points(points, f"mesh {name!r} points").astype(np.float32)
+        f = fan_faces(as_faces(faces, len(p), f"mesh {name!r} faces"))
         return self._add_deforming(name, Track(self._path(name), "mesh", p, f, None, self._color(color), None, None))
 
     def add_points(self, name: str, points, radii, *, color=None) -> str:
-        p = _as_points(points, f"points {name!r}").astype(np.float32)
+        p = as_points(points, f"points {name!r}").astype(np.float32)
         r = np.broadcast_to(np.asarray(radii, np.float32), (len(p),)).copy()
         return self._add_deforming(name, Track(self._path(name), "points", p, None, r, self._color(color), None,
                                                None))
 
     def add_collider(self, name: str, *, kind: str, pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0), color=None,
                      **size) -> str:
-        shape = _checked_shape(dict(size, kind=kind, pos=pos, rot=rot, color=color), f"collider {name!r}")
+        shape = checked_shape(dict(size, kind=kind, pos=pos, rot=rot, color=color), f"collider {name!r}")
         vertices, faces = _shape_geometry(shape)
         up = {"Y": 1, "Z": 2}[self.playback.up_axis]
         normal = np.cross(vertices[faces[0, 1]] - vertices[faces[0, 0]], vertices[faces[0, 2]] - vertices[faces[0, 0]])
@@ -123,7 +123,7 @@ class PlaybackRecorder:
         return track.name
 
     def add_body(self, name: str, shapes, *, pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0)) -> str:
-        checked = [_checked_shape(shape, f"body {name!r} shape {i}") for i, shape in enumerate(shapes)]
+        checked = [checked_shape(shape, f"body {name!r} shape {i}") for i, shape in enumerate(shapes)]
         if name in self._bodies or name in self._deforming:
             raise ValueError(f"name {name!r} is already used by another animated prim")
         pose = _pose_matrix(pos, rot)
@@ -131,7 +131,7 @@ class PlaybackRecorder:
         parts, shape_names = [], set()
         for i, shape in enumerate(checked):
             vertices, faces = _shape_geometry(shape)
-            label = _unique(_identifier(str(shape["name"] if shape["name"] is not None else f"shape_{i}")),
+            label = unique_name(prim_identifier(str(shape["name"] if shape["name"] is not None else f"shape_{i}")),
                             shape_names)
             track = Track(f"{path}/{label}", "mesh", vertices, faces, None, self._color(shape["color"]), None, None)
             parts.append((track, _Growing((4, 4))))
@@ -153,7 +153,7 @@ class PlaybackRecorder:
         count = self._times.count
         if count and float(frame) <= self._times.last:
             raise ValueError(f"frame {frame} is not after the previous frame {self._times.last:g}")
-        values = {name: _as_points(value, f"frame {frame}: {name} points", len(self._deforming[name][0].vertices))
+        values = {name: as_points(value, f"frame {frame}: {name} points", len(self._deforming[name][0].vertices))
                   for name, value in points.items()}
         poses = {name: _pose_matrix(*pose) for name, pose in bodies.items()}
         for name, (track, rows) in self._deforming.items():
@@ -196,7 +196,7 @@ class PlaybackRecorder:
     def _path(self, name: str) -> str:
         """The prim path UsdWriter would give `name`, so that tracks are named as `sim.playback.load` names
         them."""
-        return f"/World/{_unique(_identifier(str(name)), self._prim_names)}"
+        return f"/World/{unique_name(prim_identifier(str(name)), self._prim_names)}"
 
     def _color(self, color) -> np.ndarray:
         if color is not None:

@@ -10,12 +10,13 @@ import kernels as wp
 from autodiff.tape import recording_tape
 
 from ...articulation import eval_joint_offsets, eval_velocities, joint_data, launch_fk
+from ..base import ModelChange, Solver
 from . import kernels as k
 from .contacts import LinkContacts
 from .mass_matrix import solve_mass_matrix
 
 
-class SolverFeatherstone:
+class SolverFeatherstone(Solver):
     """Articulations (trees of joints, see ModelBuilder.add_joint_*) simulated in joint coordinates.
 
     A step, per articulation: forward kinematics of State.joint_q; twists and velocity-product accelerations
@@ -57,6 +58,30 @@ class SolverFeatherstone:
         restitution_velocity: as for SolverRigid [m/s].
         contact_smoothing: as for SolverRigid [m] (None: 1 mm when the model has requires_grad, else 0).
     """
+
+    name = "featherstone"
+    title = "SolverFeatherstone: bodies of a scene with joints or a robot"
+    role = "bodies"
+    articulated = True
+    simulates = frozenset({"rigid_bodies", "articulations", "joint_drives", "joint_limits", "shape_contact",
+                           "body_contact"})
+    scene_keys = ("bodies.*", "joints.*", "robot.*", "colliders.*")
+    ignored_keys = {
+        "bodies.*.vel": "SolverFeatherstone moves bodies by their joint coordinates: a jointed body's initial "
+                        "velocity is its joint's qd (learn joints.N.qd)",
+        "bodies.*.angular_vel": "SolverFeatherstone moves bodies by their joint coordinates: a jointed body's "
+                                "initial velocity is its joint's qd (learn joints.N.qd)",
+    }
+
+    @classmethod
+    def from_scene(cls, model, sim_spec):
+        """The solver of a scene with joints or a robot (no settings of its own in the scene)."""
+        return cls(model)
+
+    def notify_model_changed(self, flags: ModelChange):
+        """Rebuild the joint struct the kernels read after the model's joint arrays were replaced."""
+        if flags & ModelChange.JOINTS and self.model.joint_count:
+            self._joints = joint_data(self.model)
 
     def __init__(self, model, *, contacts: bool = True, body_contacts: bool = True,
                  restitution_velocity: float = 0.2, contact_smoothing: float | None = None):

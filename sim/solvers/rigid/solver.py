@@ -9,10 +9,11 @@ import kernels as wp
 from ...hashgrid import HashGrid, hash_grid_dims_for
 from ...model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE
 from ...worlds import element_worlds
+from ..base import Solver
 from . import kernels as k
 
 
-class SolverRigid:
+class SolverRigid(Solver):
     """Free rigid bodies (sphere, box, capsule shapes) with contacts against static shapes and each other.
 
     A step computes contact forces from the current state, adds gravity and Control.body_f, and integrates
@@ -69,6 +70,24 @@ class SolverRigid:
         excluded_shape_pairs: pairs of shape indices (a, b) that never collide (SolverFeatherstone excludes the
             shapes of the two bodies of each joint).
     """
+
+    name = "rigid"
+    title = "SolverRigid: bodies"
+    role = "bodies"
+    simulates = frozenset({"rigid_bodies", "shape_contact", "body_contact"})
+    scene_keys = ("bodies.*", "colliders.*")
+    ignored_keys = {
+        "bodies.*.mass": "SolverRigid reads the inverse mass and inertia computed when the scene is built; a "
+                         "body's mass is learnable when SolverFeatherstone moves it (a scene with joints)",
+    }
+
+    @classmethod
+    def from_scene(cls, model, sim_spec):
+        """The solver of a scene's validated `sim` section (`sim.rigid`: damping, restitution_velocity,
+        body_contacts)."""
+        r = sim_spec.rigid
+        return cls(model, linear_damping=r.linear_damping, angular_damping=r.angular_damping,
+                   restitution_velocity=r.restitution_velocity, body_contacts=r.body_contacts)
 
     def __init__(self, model, *, linear_damping: float = 0.0, angular_damping: float = 0.0,
                  restitution_velocity: float = 0.2, contact_smoothing: float | None = None,

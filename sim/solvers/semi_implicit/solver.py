@@ -8,11 +8,12 @@ from ...bending import check_bending_model
 from ...geometry import shape_data
 from ...worlds import world_shape_slots
 from ...self_contact import self_contact_of
+from ..base import PARTICLE_FEATURES, PARTICLE_IGNORED_KEYS, PARTICLE_SCENE_KEYS, Solver
 from . import kernels as k
 from .self_contact import eval_edge_edge_forces, eval_vertex_triangle_forces
 
 
-class SolverSemiImplicit:
+class SolverSemiImplicit(Solver):
     """Explicit forces (springs, membrane triangles, bending of `model.bending_model`, shape contact, particle
     contact, external) and a semi-implicit Euler update: v' = (v + dt (f / m + g)) (1 - damping dt),
     x' = x + dt v'.
@@ -27,6 +28,18 @@ class SolverSemiImplicit:
         model: the Model to simulate.
         damping: velocity damping rate [1/s]; None uses `model.particle_damping`.
     """
+
+    name = "semi_implicit"
+    title = "SolverSemiImplicit: cloth and particles"
+    role = "particles"
+    simulates = PARTICLE_FEATURES
+    scene_keys = PARTICLE_SCENE_KEYS
+    ignored_keys = PARTICLE_IGNORED_KEYS
+
+    @classmethod
+    def from_scene(cls, model, sim_spec):
+        """The solver of a scene's validated `sim` section: `sim.solver.damping` added to the model's."""
+        return cls(model, damping=sim_spec.solver.damping + model.particle_damping)
 
     def __init__(self, model, *, damping: float | None = None):
         self.model = model

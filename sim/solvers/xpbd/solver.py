@@ -10,12 +10,13 @@ from ...bending import check_bending_model
 from ...geometry import shape_data
 from ...worlds import world_shape_slots
 from ...self_contact import self_contact_of
+from ..base import PARTICLE_FEATURES, PARTICLE_IGNORED_KEYS, PARTICLE_SCENE_KEYS, Solver
 from . import kernels as k
 from .self_contact import (displacements, pair_start_distances, solve_edge_edge_contacts,
                            solve_vertex_triangle_contacts)
 
 
-class SolverXPBD:
+class SolverXPBD(Solver):
     """Extended position-based dynamics (Macklin et al. 2016) with Jacobi iterations.
 
     A step predicts x* = x + dt v + dt^2 (g + f_ext / m) for movable particles, then runs `iterations` Jacobi
@@ -66,6 +67,27 @@ class SolverXPBD:
         relaxation: scale of the averaged correction (1: plain averaging; above 1 over-relaxes).
         damping: velocity damping rate [1/s], added to model.particle_damping.
     """
+
+    name = "xpbd"
+    title = "SolverXPBD: cloth and particles"
+    role = "particles"
+    simulates = PARTICLE_FEATURES
+    scene_keys = PARTICLE_SCENE_KEYS
+    ignored_keys = {
+        **PARTICLE_IGNORED_KEYS,
+        "*.tri_ka": "SolverXPBD's membrane is one distance constraint per triangle edge, stiffened by tri_ke only; "
+                    "tri_ka (Lame lambda) is not read",
+        "*.tri_kd": "SolverXPBD's membrane has no damping term; tri_kd is not read (use the solver's damping)",
+        "*.edge_kd": "SolverXPBD's bending constraint has no damping term; edge_kd is not read",
+        "*.spring_kd": "SolverXPBD's springs are compliant distance constraints without damping; spring_kd is not "
+                       "read",
+    }
+
+    @classmethod
+    def from_scene(cls, model, sim_spec):
+        """The solver of a scene's validated `sim` section (`sim.solver`: iterations, relaxation, damping)."""
+        s = sim_spec.solver
+        return cls(model, iterations=s.iterations, relaxation=s.relaxation, damping=s.damping)
 
     def __init__(self, model, *, iterations: int = 10, relaxation: float = 1.0, damping: float = 0.0):
         if iterations < 0:
