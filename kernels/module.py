@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from functools import cached_property
 
 from . import cache_index, config
 from .build import build_cpu, load_library
@@ -21,6 +22,7 @@ from .errors import CompileError, NativeCompileError
 from .frontend import FunctionSource
 from .function import annotation_type, compile_ir, is_generic_type, signature_types
 from .passes.cost import estimate_work, parallel_threshold
+from .signature import KernelSignature
 
 
 class Kernel:
@@ -61,8 +63,6 @@ class Kernel:
         self.cuda: dict = {}  # device ordinal -> cuda_module.CudaKernel, once built for that device
         self.cuda_errors: dict = {}  # (device ordinal, adjoint) -> why that entry point could not be built
         self.cuda_taped = False  # launched on a CUDA device under a Tape: a capture builds its adjoint first
-        self.args_ctype = None
-        self._launch_struct_params = None  # launch.struct_params
         self.tid_ndim = 0
         self.work = 0  # estimated IR ops per thread (passes/cost.py), sets the CPU parallel threshold
         self._threshold = None
@@ -190,6 +190,14 @@ class Kernel:
     @source_text.setter
     def source_text(self, text: str):
         self._source_text = text
+
+    @cached_property
+    def signature(self) -> KernelSignature:
+        """Parameters, their packed layout and the arrays read and written (kernels/signature.py): made once, and
+        what launch, capture and the Tape use."""
+        if self.is_generic:
+            raise TypeError(f"kernel '{self.name}' is generic: only its overloads have a signature")
+        return KernelSignature(self)
 
     def param_access(self) -> dict:
         """Array parameter path ("x", "p.output") -> (read, written), from the kernel's IR (tape checks)."""
