@@ -4,12 +4,13 @@ forward and adjoint. Port a Warp program by writing `import kernels as wp`."""
 from __future__ import annotations
 
 from . import builtins as _builtins
-from . import host_memory as _host_memory
 from . import config
 from .capture import (CaptureError, Graph, ScopedCapture, capture_begin, capture_end, capture_launch,
                       is_capturing)
-from .array import (array, array1d, array2d, array3d, array4d, clone, copy, empty, empty_like, from_numpy, full,
-                    full_like, ones, ones_like, zeros, zeros_like)
+from .array import array, clone, empty, zeros
+from .array_copy import copy
+from .array_create import (array1d, array2d, array3d, array4d, empty_like, from_numpy, full, full_like, ones,
+                           ones_like, zeros_like)
 from .device import (Device, ScopedDevice, get_cuda_device_count, get_device, get_preferred_device,
                      is_cuda_available, set_device, synchronize, synchronize_device)
 from .errors import CompileError, KernelError, LaunchError, NativeCompileError
@@ -22,6 +23,7 @@ from .volume import Volume
 from .interop import (device_from_torch, device_to_torch, dtype_from_torch, dtype_to_torch, from_dlpack, from_torch,
                       to_dlpack, to_torch)
 from .cuda_memory import empty_cache
+from .host_memory import keep_freed_memory as keep_freed_host_memory
 from .launch import Launch, launch, launch_tiled
 from .module import (Kernel, Module, build_stats, get_module, get_module_options, kernel, load_module, overload,
                      set_module_options)
@@ -162,4 +164,3 @@ def transformation(*args, p=None, q=None, dtype=None):
 
 transformation._wp_kernel_form_ = types.transformation
 
-_host_memory.keep_freed_memory()

@@ -13,7 +13,9 @@ import numpy as np
 
 from . import capture, config, runtime
 from . import types as T
-from .array import ArrayDescriptor, array, as_array
+from .array import array
+from .array_create import as_array
+from .array_layout import ArrayDescriptor
 from .device import get_device
 from .errors import LaunchError
 from .typesys import ArrayType, describe, is_struct

@@ -12,7 +12,7 @@ import weakref
 import numpy as np
 
 from . import types as T
-from .array import ArrayDescriptor
+from .array_layout import ArrayDescriptor
 from .bvh import Bvh
 from .struct import native_struct
 from .typesys import ArrayType

@@ -37,7 +37,7 @@ class StructInfo:
 
     def ctype(self):
         if self._ctype is None:
-            from .array import ArrayDescriptor
+            from .array_layout import ArrayDescriptor
             members = []
             for name, t in self.fields.items():
                 if isinstance(t, ArrayType):
@@ -259,7 +259,7 @@ def _check_value(cls, name, t, value):
         if value is None:
             return None
         if not isinstance(value, array):
-            from .array import as_array
+            from .array_create import as_array
             value = as_array(value, t)
         if value.ndim != t.ndim or (value.dtype != t.dtype and t.dtype is not T.Any):
             raise TypeError(f"struct {cls.__name__}.{name}: expected {t!r}, got array of "

@@ -14,7 +14,7 @@ Hooks: each is a list of callables; the last one appended is called.
 from __future__ import annotations
 
 from . import cuda_memory
-from .array import copy_hooks, copy_plan, copy_window, host_write_hooks
+from .array_copy import copy_hooks, copy_plan, copy_window, host_write_hooks
 from .capture import recorder
 from .launch import args_ctype, check_backward, launch_adjoint, pack_array
 from .launch import tape_hooks as launch_hooks
