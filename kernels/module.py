@@ -17,11 +17,12 @@ import time
 from functools import cached_property
 
 from . import cache_index, config
-from .build import build_cpu, load_library
+from .build import build_cpu
 from .errors import CompileError, NativeCompileError
 from .frontend import FunctionSource
 from .function import annotation_type, compile_ir, is_generic_type, signature_types
 from .passes.cost import estimate_work, parallel_threshold
+from .runtime import load_kernel_library
 from .signature import KernelSignature
 
 
@@ -292,7 +293,7 @@ class Module:
             return False
         if not os.path.isfile(path):
             return False
-        lib = load_library(path)
+        lib = load_kernel_library(path)
         if lib is None:
             return False
         try:
@@ -323,10 +324,10 @@ class Module:
         what = f"{len(kernels)} kernel{'s' if len(kernels) > 1 else ''} of module {self.name}"
         try:
             result = build_cpu(source, safe, debug, what)
-            lib = load_library(result.path)
+            lib = load_kernel_library(result.path)
             if lib is None:  # corrupt cache entry: removed, build again
                 result = build_cpu(source, safe, debug, what)
-                lib = load_library(result.path)
+                lib = load_kernel_library(result.path)
             if lib is None:
                 raise NativeCompileError(f"the library of module '{self.name}' could not be loaded from "
                                          f"{result.path} (see the line above)")
