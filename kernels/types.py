@@ -603,8 +603,9 @@ def types_equal(a, b) -> bool:
 
 # ---------------------------------------------------------------------------------------------------------------
 # Python-side operators of vector, matrix, quaternion and transform values (outside kernels). They follow the
-# kernel semantics of the same operators: `*` is the matrix/quaternion/transform product where the kernel has one (mat * vec, vec * mat, quat * quat, transform * transform), integer division truncates toward zero
-# and `%` takes the sign of the dividend (C++), and integer results wrap around like the C++ types.
+# kernel semantics of the same operators: `*` is the matrix/quaternion/transform product where the kernel has one
+# (mat * vec, vec * mat, quat * quat, transform * transform), integer division truncates toward zero and `%` takes
+# the sign of the dividend (C++), and integer results wrap around like the C++ types.
 
 
 def _is_composite_value(x) -> bool:
