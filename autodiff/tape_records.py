@@ -86,7 +86,7 @@ class CopyRecord:
 
 
 def device_copy_adjoint(g_dest_array, g_src_array, g_dest, g_src, keep: bool):
-    """_CopyRecord's adjoint where a gradient is in device memory (`g_dest`, `g_src`: the windows' layouts, see
+    """CopyRecord's adjoint where a gradient is in device memory (`g_dest`, `g_src`: the windows' layouts, see
     wp.copy_window): src's window += dest's window, then dest's window = 0 unless kept. Through the host, in
     order with the device's work."""
     dest_o, src_o = g_dest_array._ordinal, g_src_array._ordinal if g_src_array is not None else -1
