@@ -212,7 +212,8 @@ class Tape:
                 arrays.extend(members)
         if wp.config.overwrite_check != "off":
             self._check_overwrite(kernel, values)
-        self.launches.append(LaunchRecord(kernel, len(inputs), values, launch.bounds, bytes(launch.params), launch.device,
+        self.launches.append(LaunchRecord(kernel, len(inputs), values, launch.bounds, bytes(launch.params),
+                                          launch.device,
                                      arrays))
         if wp.config.verify_autograd_array_access:
             read_flags.mark_launch(kernel, inputs, outputs)
@@ -402,7 +403,8 @@ class Tape:
                 if g is None:
                     continue
                 touched[id(v)] = v
-                if g.__class__ is not array_class or g.dtype is not t.dtype or g.ndim != t.ndim or g.device is not device:
+                if g.__class__ is not array_class or g.dtype is not t.dtype or g.ndim != t.ndim \
+                        or g.device is not device:
                     pack_array(k, index, t, g, device)  # a gradient set by hand that does not fit: raises
                 if v._retain_grad:
                     setattr(packed, name, g._descriptor())

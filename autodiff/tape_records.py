@@ -11,8 +11,8 @@ from kernels.tape_interface import copy_window, cuda_memory, recorder
 class LaunchRecord:
     """A recorded launch: `kernel` ran over `bounds` on `device` with arguments `values` (in parameter order, the
     first `n_in` its inputs; struct arguments as the launch saw them), packed as `params` (their native bytes,
-    which its adjoint reads again); `arrays`: the arrays it touches (see KernelSignature.tracked). Few objects per record
-    (no Launch, bytes rather than a ctypes struct): a long tape gives the garbage collector little to walk."""
+    which its adjoint reads again); `arrays`: the arrays it touches (see KernelSignature.tracked). Few objects per
+    record (no Launch, bytes rather than a ctypes struct): a long tape gives the garbage collector little to walk."""
 
     __slots__ = ("kernel", "n_in", "values", "bounds", "params", "device", "arrays")
 

@@ -21,7 +21,9 @@ import numpy as np
 from . import capture as _capture
 from . import types as T
 from .array_copy import copy_hooks, host_write_hooks
-from .array_layout import ARRAY_FLAG_CONSUME, ArrayDescriptor, allocate, allocate_pinned, contiguous_strides, element_ctype, element_info, fill_element, infer_dtype, is_bf16, pinned_available, shape_arg, view_layout, wrap_pointer
+from .array_layout import (ARRAY_FLAG_CONSUME, ArrayDescriptor, allocate, allocate_pinned, contiguous_strides,
+                           element_ctype, element_info, fill_element, infer_dtype, is_bf16, pinned_available,
+                           shape_arg, view_layout, wrap_pointer)
 from .device import get_device
 from .typesys import ArrayType, is_struct
 
