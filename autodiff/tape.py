@@ -213,8 +213,7 @@ class Tape:
         if wp.config.overwrite_check != "off":
             self._check_overwrite(kernel, values)
         self.launches.append(LaunchRecord(kernel, len(inputs), values, launch.bounds, bytes(launch.params),
-                                          launch.device,
-                                     arrays))
+                                          launch.device, arrays))
         if wp.config.verify_autograd_array_access:
             read_flags.mark_launch(kernel, inputs, outputs)
 
