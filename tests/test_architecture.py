@@ -242,8 +242,9 @@ MALLOC_PROBE = textwrap.dedent("""
     libc.malloc.argtypes = [ctypes.c_size_t]
 
     def from_heap():
-        # a 16 MiB block: glibc serves it with mmap (outside [heap]) unless the mmap threshold was raised
-        p = libc.malloc(16 << 20)
+        # a 30 MiB block: glibc serves it with mmap (outside [heap]) unless the mmap threshold was raised (its
+        # dynamic threshold only rises when a larger mmapped block is freed, which importing kernels does not do)
+        p = libc.malloc(30 << 20)
         for line in open("/proc/self/maps"):
             if line.rstrip().endswith("[heap]"):
                 lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
