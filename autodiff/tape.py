@@ -42,6 +42,8 @@ class MissingGradientError(RuntimeError):
     """An array that carries gradient between two taped launches has no gradient buffer."""
 
 
+_ARRAY = wp.array  # the toolkit's array class, looked up once (isinstance checks on the per-launch path)
+
 # the tapes recording now (at most one: Warp refuses nested tapes, and so do we)
 _recording: list = []
 
@@ -180,13 +182,13 @@ class Tape:
     def _record_launch(self, kernel, dim, inputs, outputs, device, launch):
         # the Launch keeps its own copy of the arguments; the caller's lists may change after the launch
         values = launch.values
-        sig = signature(kernel)
+        sig = kernel.signature  # (tape_interface.signature, without a call: this runs once per taped launch)
         # the differentiable toolkit arrays the launch touches, one per entry of sig.tracked (None where the
         # argument or member is no such array): one flat list per record, few objects for the collector
-        array_class = wp.array
-        arrays = [v if isinstance(v, array_class) and not v._foreign else None
+        arrays = [v if isinstance(v, _ARRAY) and not v._foreign else None
                   for v in map(values.__getitem__, sig.tracked_array_params)]
-        for index, paths, nested in ((t.param, t.paths, t.nested) for t in sig.tracked_structs):
+        for struct_arrays in sig.tracked_structs:
+            index, paths, nested = struct_arrays.param, struct_arrays.paths, struct_arrays.nested
             s = values[index]
             if s is None:
                 arrays.extend([None] * len(paths))
@@ -391,7 +393,7 @@ class Tape:
         adj_values = [None] * len(values)
         packed = args_ctype(k)()
         touched = self.touched
-        array_class = wp.array
+        array_class = _ARRAY
         for param in signature(k).adjoint_params:
             index, name, t = param.index, param.name, param.type
             v = values[index]
