@@ -31,8 +31,7 @@ import copy
 import math
 
 import kernels as wp
-from kernels.array import copy_hooks
-from kernels.launch import tape_hooks
+from kernels.tape_interface import copy_hooks, launch_hooks, signature
 
 from .tape import Tape
 
@@ -129,13 +128,13 @@ class CheckpointedRollout:
         self._ledger = ledger = _Ledger()
         collector = _LaunchCollector(state0)
         if outer is not None:
-            tape_hooks.append(collector)  # the last hook gets the launches: nothing reaches the outer tape
+            launch_hooks.append(collector)  # the last hook gets the launches: nothing reaches the outer tape
             copy_hooks.append(_ignore_copy)  # nor do copies: the recomputation in backward makes them again
         try:
             final, checkpoints = self._forward(state0, names, observe, collector, ledger)
         finally:
             if outer is not None:
-                tape_hooks.remove(collector)
+                launch_hooks.remove(collector)
                 copy_hooks.remove(_ignore_copy)
         if outer is None:
             return final
@@ -271,17 +270,16 @@ class _LaunchCollector:
         self.internal.update(id(a) for a in vars(state).values() if isinstance(a, wp.array))
 
     def __call__(self, kernel, dim, inputs, outputs, device, launch=None):
-        values = dict(zip(kernel.arg_names, list(inputs) + list(outputs)))
-        for path, (_, written) in kernel.param_access().items():
-            head, *fields = path.split(".")
-            a = values.get(head)
-            for f in fields:
+        values = list(inputs) + list(outputs)
+        for access in signature(kernel).access:
+            a = values[access.param]
+            for f in access.fields:
                 a = getattr(a, f, None)
             if not isinstance(a, wp.array) or a._foreign or id(a) in self.internal:
                 continue
             if a.grad is not None:
                 self.gradient_arrays[id(a)] = a
-            if written:
+            if access.written:
                 self.written[id(a)] = a
 
 
@@ -291,12 +289,12 @@ def _untaped():
     def ignore(*args):
         pass
 
-    tape_hooks.append(ignore)
+    launch_hooks.append(ignore)
     copy_hooks.append(ignore)
     try:
         yield
     finally:
-        tape_hooks.remove(ignore)
+        launch_hooks.remove(ignore)
         copy_hooks.remove(ignore)
 
 
@@ -305,11 +303,11 @@ def _ignore_copy(*args):
 
 
 def _active_tape() -> Tape | None:
-    if not tape_hooks:
+    if not launch_hooks:
         return None
-    if isinstance(tape_hooks[-1], _LaunchCollector):
+    if isinstance(launch_hooks[-1], _LaunchCollector):
         raise RuntimeError("a checkpointed rollout cannot run inside the forward pass of another one")
-    tape = getattr(tape_hooks[-1], "__self__", None)
+    tape = getattr(launch_hooks[-1], "__self__", None)
     if not isinstance(tape, Tape):
         raise RuntimeError("a launch hook that is not an autodiff.Tape is active: pass the tape to run(tape=...)")
     return tape

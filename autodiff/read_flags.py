@@ -13,6 +13,7 @@ import os
 import sys
 
 import kernels as wp
+from kernels.tape_interface import signature
 
 _INTERNAL = tuple(os.path.dirname(m.__file__) + os.sep for m in (wp, sys.modules[__package__]))
 
@@ -28,10 +29,10 @@ def caller_location() -> tuple:
     return None, None
 
 
-def _path_value(values: dict, path: str):
-    head, *fields = path.split(".")
-    obj = values.get(head)
-    for f in fields:
+def _path_value(values: list, access):
+    """The toolkit array at ArrayPath `access` among launch `values` (in parameter order), or None."""
+    obj = values[access.param]
+    for f in access.fields:
         obj = getattr(obj, f, None) if obj is not None else None
     return obj if isinstance(obj, wp.array) else None
 
@@ -39,16 +40,16 @@ def _path_value(values: dict, path: str):
 def mark_launch(kernel, inputs, outputs):
     """Report writes to arrays read earlier, then mark the arrays this launch reads (also those it writes too:
     a later overwrite spoils the gradient through this launch's reads all the same)."""
-    values = dict(zip(kernel.arg_names, list(inputs) + list(outputs)))
-    access = [(path, _path_value(values, path), rw) for path, rw in kernel.param_access().items()]
+    values = list(inputs) + list(outputs)
+    access = [(path, _path_value(values, path)) for path in signature(kernel).access]
     filename, lineno = None, None
-    for path, a, (_, written) in access:
-        if a is not None and written and a._is_read:
+    for path, a in access:
+        if a is not None and path.written and a._is_read:
             if filename is None:
                 filename, lineno = caller_location()
-            a.mark_write(arg_name=path, kernel_name=kernel.name, filename=filename, lineno=lineno)
-    for _, a, (read, _) in access:
-        if a is not None and read:
+            a.mark_write(arg_name=path.path, kernel_name=kernel.name, filename=filename, lineno=lineno)
+    for path, a in access:
+        if a is not None and path.read:
             a.mark_read()
 
 
@@ -73,8 +74,8 @@ def recorded_arrays(records) -> list:
     for rec in records:
         kernel = getattr(rec, "kernel", None)
         if kernel is not None:
-            values = dict(zip(kernel.arg_names, list(rec.inputs) + list(rec.outputs)))
-            out.extend(a for a in (_path_value(values, p) for p in kernel.param_access()) if a is not None)
+            values = list(rec.inputs) + list(rec.outputs)
+            out.extend(a for a in (_path_value(values, p) for p in signature(kernel).access) if a is not None)
         elif hasattr(rec, "dest"):
             out.extend((rec.dest, rec.src))
     return out

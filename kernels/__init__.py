@@ -3,13 +3,13 @@ forward and adjoint. Port a Warp program by writing `import kernels as wp`."""
 
 from __future__ import annotations
 
-from . import builtins as _builtins
-from . import host_memory as _host_memory
 from . import config
 from .capture import (CaptureError, Graph, ScopedCapture, capture_begin, capture_end, capture_launch,
                       is_capturing)
-from .array import (array, array1d, array2d, array3d, array4d, clone, copy, empty, empty_like, from_numpy, full,
-                    full_like, ones, ones_like, zeros, zeros_like)
+from .array import array, clone, empty, zeros
+from .array_copy import copy
+from .array_create import (array1d, array2d, array3d, array4d, empty_like, from_numpy, full, full_like, ones,
+                           ones_like, zeros_like)
 from .device import (Device, ScopedDevice, get_cuda_device_count, get_device, get_preferred_device,
                      is_cuda_available, set_device, synchronize, synchronize_device)
 from .errors import CompileError, KernelError, LaunchError, NativeCompileError
@@ -22,6 +22,7 @@ from .volume import Volume
 from .interop import (device_from_torch, device_to_torch, dtype_from_torch, dtype_to_torch, from_dlpack, from_torch,
                       to_dlpack, to_torch)
 from .cuda_memory import empty_cache
+from .host_memory import keep_freed_memory as keep_freed_host_memory
 from .launch import Launch, launch, launch_tiled
 from .module import (Kernel, Module, build_stats, get_module, get_module_options, kernel, load_module, overload,
                      set_module_options)
@@ -38,6 +39,7 @@ from .types import (Any, bool_, float16, float32, float64, int8, int16, int32, i
 from .types import (bfloat16, dtype_from_numpy, dtype_to_numpy, spatial_matrixf, spatial_matrixh, spatial_vectorh,
                     transformh, vec2s, vec2ul, vec2us, vec3s, vec3ul, vec3us, vec4s, vec4ul, vec4us)
 from . import types  # noqa: E402  (wp.types.vector / wp.types.matrix as in Warp)
+from . import tape_interface  # noqa: E402  (what the Tape in `autodiff` uses of the runtime)
 
 # Warp's names for compile errors
 WarpCodegenError = CompileError
@@ -49,18 +51,9 @@ WarpCodegenValueError = CompileValueError
 
 __version__ = "0.1.0"
 
-# Warp's math constants (Python floats; kernels fold them at compile time)
-E = e = 2.71828182845904523536
-LOG2E = log2e = 1.44269504088896340736
-LOG10E = log10e = 0.43429448190325182765
-LN2 = ln2 = 0.69314718055994530942
-LN10 = ln10 = 2.30258509299404568402
-PHI = phi = 1.61803398874989484820
-PI = pi = 3.14159265358979323846
-HALF_PI = half_pi = 1.57079632679489661923
-TAU = tau = 6.28318530717958647692
-INF = inf = float("inf")
-NAN = nan = float("nan")
+from . import lang as _lang  # noqa: E402
+from .lang import (E, HALF_PI, INF, LN2, LN10, LOG2E, LOG10E, NAN, PHI, PI, TAU, e, half_pi, inf, ln2,  # noqa: E402
+                   ln10, log2e, log10e, nan, phi, pi, tau)
 bool = bool_  # noqa: A001  (Warp spells it wp.bool)
 float = float32  # noqa: A001
 int = int32  # noqa: A001
@@ -98,48 +91,11 @@ class _AdjointAccessor:
 adjoint = _AdjointAccessor()
 
 
-# builtins that only make sense inside a kernel (thread index, tiles, atomics on arrays, printing, queries)
-_KERNEL_ONLY = {"tid", "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "block_dim", "static"}
-
-
-class _BuiltinFunction:
-    """A kernel builtin reachable as `wp.<name>`; callable only inside kernels."""
-
-    def __init__(self, name):
-        self._wp_builtin_ = name
-        self.__name__ = name
-
-    def __call__(self, *args, **kwargs):
-        """From Python scope, the builtin runs as a one-thread CPU kernel (kernels/host_call.py), as in Warp."""
-        if self._wp_builtin_ in _KERNEL_ONLY:
-            raise RuntimeError(f"wp.{self._wp_builtin_}() can only be called inside kernels and @wp.func")
-        from .host_call import call
-        return call(self._wp_builtin_, args, kwargs)
-
-    def __repr__(self):
-        return f"<builtin {self._wp_builtin_}>"
-
-
-class _TileBuiltin(_BuiltinFunction):
-    """`wp.tile(x)` inside kernels; `wp.tile[dtype, M, N]` (or `wp.tile[dtype]`, any shape) as an annotation."""
-
-    def __getitem__(self, params):
-        from .typesys import tile_annotation
-        return tile_annotation(params)
-
-
-_HIDDEN = {"add", "sub", "mul", "div", "mod", "floordiv", "neg", "pos", "eq", "ne", "lt", "le", "gt", "ge",
-           "logical_and", "logical_or", "logical_not", "truthy", "bit_and", "bit_or", "bit_xor", "lshift", "rshift",
-           "invert", "cast", "load", "store", "struct_get", "struct_set", "struct_new", "array_shape", "extract",
-           "assign"}
-for _name in list(_builtins.BUILTINS):
-    if _name not in _HIDDEN and not _name.startswith("construct_") and _name not in globals():
-        globals()[_name] = (_TileBuiltin if _name == "tile" else _BuiltinFunction)(_name)
-# names Warp exposes for operators too
-for _name in ("add", "sub", "mul", "div", "mod", "floordiv", "neg", "bit_and", "bit_or", "bit_xor", "lshift",
-              "rshift", "invert"):
-    globals()[_name] = _BuiltinFunction(_name)
-del _name
+# wp.<builtin>: the objects of kernels/lang.py, where no other name is taken; the named operators always
+for _name, _obj in _lang.BUILTIN_FUNCTIONS.items():
+    if _name not in globals() or _name in _lang.OPERATOR_NAMES:
+        globals()[_name] = _obj
+del _name, _obj
 
 from .mathlib import (norm_huber, norm_l1, norm_l2, norm_pseudo_huber, quat_from_euler, quat_to_euler,  # noqa: E402
                       quat_to_rpy, quat_twist, quat_twist_angle, quat_twist_angle_signed, smooth_normalize,
@@ -161,4 +117,3 @@ def transformation(*args, p=None, q=None, dtype=None):
 
 transformation._wp_kernel_form_ = types.transformation
 
-_host_memory.keep_freed_memory()

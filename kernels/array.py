@@ -12,7 +12,6 @@ returns a copy, as in Warp.
 
 from __future__ import annotations
 
-import ctypes
 import math
 import sys
 import typing
@@ -21,187 +20,12 @@ import numpy as np
 
 from . import capture as _capture
 from . import types as T
+from .array_copy import copy_hooks, host_write_hooks
+from .array_layout import (ARRAY_FLAG_CONSUME, ArrayDescriptor, allocate, allocate_pinned, contiguous_strides,
+                           element_ctype, element_info, fill_element, infer_dtype, is_bf16, pinned_available,
+                           shape_arg, view_layout, wrap_pointer)
 from .device import get_device
 from .typesys import ArrayType, is_struct
-
-
-class ArrayDescriptor(ctypes.Structure):
-    """Argument layout of `wp::array_t<T>` (native/array.h): keep in sync."""
-
-    _fields_ = [("data", ctypes.c_void_p), ("shape", ctypes.c_int32 * 4), ("strides", ctypes.c_int64 * 4),
-                ("ndim", ctypes.c_int32), ("flags", ctypes.c_int32)]
-
-
-_ELEMENT_INFO: dict = {}
-
-
-# native/array.h: plain writes in the backward consume the elements of a gradient array with this flag
-ARRAY_FLAG_CONSUME = 1
-
-
-def _element_info(dtype):
-    """(numpy scalar dtype, trailing component shape) of an element type (memoised: arrays are made on hot
-    paths)."""
-    try:
-        return _ELEMENT_INFO[dtype]
-    except (KeyError, TypeError):
-        pass
-    info = _element_info_of(dtype)
-    try:
-        _ELEMENT_INFO[dtype] = info
-    except TypeError:
-        pass
-    return info
-
-
-def _element_info_of(dtype):
-    if T.unsupported_reason(dtype):
-        raise TypeError(T.unsupported_reason(dtype))
-    if T.is_scalar(dtype):
-        return np.dtype(dtype._np_), ()
-    if T.is_composite(dtype):
-        return np.dtype(dtype._wp_scalar_type_._np_), dtype._shape_
-    if is_struct(dtype):
-        return dtype._wp_struct_.numpy_dtype, ()
-    raise TypeError(f"unsupported array dtype {dtype!r}")
-
-
-def _infer_dtype(data) -> object:
-    """The kernel scalar type of `data`'s elements (numpy rules for Python sequences)."""
-    a = np.asarray(data)
-    try:
-        return T.canonical_type(a.dtype.type)
-    except KeyError:
-        raise TypeError(f"no kernel scalar type for elements of type {a.dtype}") from None
-
-
-def _shape_arg(shape):
-    if shape is None:
-        return (0,)
-    return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
-
-
-def _contiguous_strides(shape, itemsize) -> tuple:
-    """Row-major byte strides, as Warp computes them (a zero extent gives zero strides outside it, unlike numpy)."""
-    strides, step = [], itemsize
-    for dim in reversed(shape):
-        strides.append(step)
-        step *= dim
-    return tuple(reversed(strides))
-
-
-def _allocate(shape: tuple, dtype) -> np.ndarray:
-    """A zeroed buffer of `shape` elements of `dtype`, components trailing."""
-    if any(s < 0 for s in shape):
-        raise ValueError(f"Array shapes must be non-negative, got {shape}")
-    sdt, inner = _element_info(dtype)
-    if 0 not in shape:
-        return np.zeros(shape + inner, dtype=sdt)
-    # a zero-size array keeps a real (one element) allocation so that its memory address is valid
-    backing = np.zeros(inner or (1,), dtype=sdt)
-    itemsize = sdt.itemsize * int(np.prod(inner))
-    full = shape + inner
-    return np.ndarray(full, dtype=sdt, buffer=backing, strides=_contiguous_strides(full, sdt.itemsize)
-                      if inner else _contiguous_strides(shape, itemsize))
-
-
-def _pinned_available() -> bool:
-    """Whether page-locked host memory can be had (a CUDA driver and device are present)."""
-    from .device import get_cuda_device_count
-    return get_cuda_device_count() > 0
-
-
-def _allocate_pinned(shape: tuple, dtype) -> np.ndarray:
-    """A zeroed page-locked host buffer (fast, truly asynchronous copies to and from CUDA devices), freed with the
-    numpy array that views it."""
-    from .cuda_driver import host_alloc_pinned, host_free_pinned
-    sdt, inner = _element_info(dtype)
-    full = shape + inner
-    nbytes = max(int(np.prod(full)) * sdt.itemsize, 1)
-    ptr = host_alloc_pinned(nbytes)
-    raw = (ctypes.c_byte * nbytes).from_address(ptr)
-    out = np.ndarray(full, dtype=sdt, buffer=raw)
-    out.fill(0)
-    import weakref
-    weakref.finalize(raw, host_free_pinned, ptr)
-    return out
-
-
-def _wrap_pointer(ptr: int, dtype, shape: tuple, strides) -> np.ndarray:
-    """A numpy view of memory at address `ptr` (Warp's `wp.array(ptr=...)`); nothing is read or copied."""
-    sdt, inner = _element_info(dtype)
-    itemsize = sdt.itemsize * int(np.prod(inner))
-    strides = _contiguous_strides(shape, itemsize) if strides is None else tuple(int(s) for s in strides)
-    if len(strides) != len(shape):
-        raise ValueError(f"strides {strides} do not match shape {shape}")
-    if any(s < 0 for s in strides):
-        raise ValueError("arrays from a pointer need non-negative strides")
-    extent = 0 if 0 in shape else sum((n - 1) * st for n, st in zip(shape, strides)) + itemsize
-    raw = (ctypes.c_byte * max(extent, 1)).from_address(int(ptr))
-    inner_strides = _contiguous_strides(inner, sdt.itemsize) if inner else ()
-    return np.ndarray(shape + inner, dtype=sdt, buffer=raw, strides=strides + inner_strides)
-
-
-def _element_ctype(dtype):
-    if is_struct(dtype):
-        return dtype._wp_struct_.ctype()
-    return dtype._ctype() if T.is_composite(dtype) else dtype._ctype_
-
-
-def _is_bf16(dtype) -> bool:
-    """Whether `dtype`'s scalars are bfloat16 (stored as uint16 bit patterns: values convert on the way in)."""
-    return (T.is_scalar(dtype) or T.is_composite(dtype)) and T.scalar_type(dtype) is T.bfloat16
-
-
-def _fill_element(dtype, np_dtype, value) -> np.ndarray:
-    """One element of `dtype` in the buffer's layout, from a fill value."""
-    if is_struct(dtype):
-        if not isinstance(value, dtype):
-            raise TypeError(f"cannot fill an array of struct {dtype.__name__} with {type(value).__name__}")
-        return value._to_numpy_record()
-    if _is_bf16(dtype):
-        value = T.to_storage(T.bfloat16, np.asarray(value, dtype=np.float32))  # then laid out as any element
-    if T.is_composite(dtype):
-        element = np.asarray(value, dtype=np_dtype)
-        if element.ndim == 0:  # a scalar fills every component
-            return np.full(dtype._shape_, element, dtype=np_dtype)
-        if element.size != int(np.prod(dtype._shape_)):
-            raise ValueError(f"cannot fill an array of {T.type_repr(dtype)} with a value of shape {element.shape}")
-        return element.reshape(dtype._shape_)
-    element = np.asarray(value, dtype=np_dtype)
-    if element.ndim != 0:
-        raise ValueError(f"cannot fill an array of {T.type_repr(dtype)} with a value of shape {element.shape}")
-    return element
-
-
-def _view_layout(a, dtype):
-    """(shape, byte strides) of `a` seen as elements of `dtype`; TypeError naming both sizes when impossible."""
-    src_size, dst_size = T.type_size(a.dtype), T.type_size(dtype)
-    prefix = (f"cannot create an array view with dtype {T.warp_type_name(dtype)} from source dtype "
-              f"{T.warp_type_name(a.dtype)}")
-    if src_size == dst_size:
-        return a.shape, a.strides
-    if T.is_scalar(dtype) and T.is_composite(a.dtype):
-        scalar = T.scalar_type(a.dtype)
-        if T.type_size(scalar) != dst_size:
-            raise TypeError(f"{prefix}: source scalar dtype {T.warp_type_name(scalar)} has size {T.type_size(scalar)} "
-                            f"bytes, but target dtype has size {dst_size} bytes")
-        inner = a.dtype._shape_
-        return a.shape + inner, a.strides + _contiguous_strides(inner, dst_size)
-    if T.is_scalar(a.dtype) and T.is_composite(dtype):
-        scalar = T.scalar_type(dtype)
-        if T.type_size(scalar) != src_size:
-            raise TypeError(f"{prefix}: source dtype has size {src_size} bytes, but target scalar dtype "
-                            f"{T.warp_type_name(scalar)} has size {T.type_size(scalar)} bytes")
-        inner = dtype._shape_
-        k = len(inner)
-        if a.shape[a.ndim - k:] != inner or a.strides[a.ndim - k:] != _contiguous_strides(inner, src_size):
-            raise TypeError(f"{prefix}: the array's trailing dimensions {a.shape[a.ndim - k:]} are not one "
-                            f"contiguous {T.warp_type_name(dtype)}")
-        if a.ndim == k:  # no 0-d arrays: a single element becomes a 1-element array
-            return (1,), (dst_size,)
-        return a.shape[:a.ndim - k], a.strides[:a.ndim - k]
-    raise TypeError(f"{prefix}: source dtype has size {src_size} bytes, but target dtype has size {dst_size} bytes")
 
 
 class array:
@@ -249,17 +73,17 @@ class array:
             self._init_from_buffer(_buf, dtype, device)
         elif data is None and ptr is not None and get_device(device).is_cuda:
             from .cuda_memory import device_layout
-            sdt, inner = _element_info(dtype)
-            full = _shape_arg(shape) + inner
+            sdt, inner = element_info(dtype)
+            full = shape_arg(shape) + inner
             item = sdt.itemsize * int(np.prod(inner))
-            st = _contiguous_strides(_shape_arg(shape), item) if strides is None else tuple(int(v) for v in strides)
+            st = contiguous_strides(shape_arg(shape), item) if strides is None else tuple(int(v) for v in strides)
             self._device_memory = True
-            self._init_from_buffer(device_layout(int(ptr), sdt, full, st + _contiguous_strides(inner, sdt.itemsize)),
+            self._init_from_buffer(device_layout(int(ptr), sdt, full, st + contiguous_strides(inner, sdt.itemsize)),
                                    dtype, device)
             self.deleter = deleter
             self._capacity = capacity
         elif data is None and ptr is not None:
-            self._init_from_buffer(_wrap_pointer(ptr, dtype, _shape_arg(shape), strides), dtype, device)
+            self._init_from_buffer(wrap_pointer(ptr, dtype, shape_arg(shape), strides), dtype, device)
             self.deleter = deleter
             self._capacity = capacity
         elif data is None and shape is None:
@@ -271,19 +95,19 @@ class array:
             self.device = None
             return
         elif data is None:
-            shape = _shape_arg(shape)
+            shape = shape_arg(shape)
             if dtype is T.Any:
                 dtype = T.float32
             if get_device(device).is_cuda:
                 self._init_device_zeros(shape, dtype, get_device(device))
-            elif pinned and get_device(device).is_cpu and _pinned_available():
-                self._init_from_buffer(_allocate_pinned(shape, dtype), dtype, device)
+            elif pinned and get_device(device).is_cpu and pinned_available():
+                self._init_from_buffer(allocate_pinned(shape, dtype), dtype, device)
             else:
-                self._init_from_buffer(_allocate(shape, dtype), dtype, device)
+                self._init_from_buffer(allocate(shape, dtype), dtype, device)
         else:
             self._init_from_data(data, dtype, copy, device)
-            if shape is not None and _shape_arg(shape) != self.shape:
-                self._reshape_data(_shape_arg(shape))
+            if shape is not None and shape_arg(shape) != self.shape:
+                self._reshape_data(shape_arg(shape))
         if not 1 <= self.ndim <= 4:
             raise ValueError(f"arrays have 1 to 4 dimensions, got shape {self.shape}")
         if grad is not None:
@@ -303,7 +127,7 @@ class array:
             deleter(self._buf.ctypes.data, self.capacity)
 
     def _reshape_data(self, shape):
-        inner = _element_info(self.dtype)[1]
+        inner = element_info(self.dtype)[1]
         if int(np.prod(shape)) != self.size:
             raise ValueError(f"data of shape {self.shape} does not fit the array shape {shape}")
         self._init_from_buffer(self._buf.reshape(shape + inner), self.dtype, self.device)
@@ -324,8 +148,8 @@ class array:
         else:
             src = data
         if dtype is T.Any:
-            dtype = _infer_dtype(src)
-        sdt, inner = _element_info(dtype)
+            dtype = infer_dtype(src)
+        sdt, inner = element_info(dtype)
         if is_struct(dtype):
             if isinstance(src, (list, tuple)) and any(isinstance(v, dtype) for v in src):
                 src = [v._to_numpy_record() if isinstance(v, dtype) else v for v in src]
@@ -350,7 +174,7 @@ class array:
                 else:
                     raise ValueError(f"data of shape {a.shape} does not end in the shape {inner} of "
                                      f"{T.type_repr(dtype)}")
-            if _is_bf16(dtype) and a.dtype != sdt:
+            if is_bf16(dtype) and a.dtype != sdt:
                 # numbers round to bfloat16; uint16 data is taken as bit patterns already (as Warp does)
                 buf = np.ascontiguousarray(T.to_storage(T.bfloat16, a))
             elif copy or a.dtype != sdt:
@@ -363,7 +187,7 @@ class array:
         self._init_from_buffer(buf, dtype, device)
 
     def _init_from_buffer(self, buf, dtype, device):
-        sdt, inner = _element_info(dtype)
+        sdt, inner = element_info(dtype)
         dev = get_device(device)
         if dev.is_cuda and not self._device_memory and \
                 not (isinstance(self._owner, array) and self._owner.device is dev):
@@ -399,7 +223,7 @@ class array:
         from . import cuda_memory
         if any(s < 0 for s in shape):
             raise ValueError(f"Array shapes must be non-negative, got {shape}")
-        sdt, inner = _element_info(dtype)
+        sdt, inner = element_info(dtype)
         full = shape + inner
         nbytes = int(np.prod(full)) * sdt.itemsize
         self._alloc = cuda_memory.Allocation(dev.ordinal, nbytes)
@@ -412,9 +236,9 @@ class array:
         """A copy of CUDA array `src` in new memory on `dev` (elements reinterpreted as `dtype` when given)."""
         from . import cuda_memory
         dtype = src.dtype if dtype is T.Any else dtype
-        if _element_info(dtype)[0] != _element_info(src.dtype)[0]:
+        if element_info(dtype)[0] != element_info(src.dtype)[0]:
             raise TypeError(f"cannot copy an array of {T.type_repr(src.dtype)} into one of {T.type_repr(dtype)}")
-        sdt, inner = _element_info(dtype)
+        sdt, inner = element_info(dtype)
         full = src.shape + inner
         self._alloc = cuda_memory.Allocation(dev.ordinal, int(np.prod(full)) * sdt.itemsize)
         layout = cuda_memory.device_layout(self._alloc.ptr, sdt, full)
@@ -510,7 +334,7 @@ class array:
         """The elements as a ctypes array of the native element type (CPU memory, no copy)."""
         if self.is_cuda:
             raise RuntimeError("cptr() gives CPU memory as a ctypes array; this array is on " + str(self.device))
-        return (_element_ctype(self.dtype) * self.size).from_address(self._buf.ctypes.data)
+        return (element_ctype(self.dtype) * self.size).from_address(self._buf.ctypes.data)
 
     def __array__(self, dtype=None, copy=None):
         buf = self.numpy()
@@ -529,7 +353,7 @@ class array:
         return iface
 
     def __dlpack__(self, stream=None, **kwargs):
-        if _is_bf16(self.dtype):
+        if is_bf16(self.dtype):
             # numpy has no bfloat16: the capsule would say uint16, and a consumer would read bit patterns as numbers
             raise TypeError("bfloat16 arrays cannot be exported through DLPack (or to torch) here: their memory "
                             "would be typed uint16; convert to float32 in a kernel first")
@@ -649,7 +473,7 @@ class array:
         """Set every element to `value`: an element, or a scalar that fills every component of one."""
         if host_write_hooks:
             host_write_hooks[-1](self, "fill_()")
-        element = _fill_element(self.dtype, self._buf.dtype, value)
+        element = fill_element(self.dtype, self._buf.dtype, value)
         rec = _capture.recorder(self.device)
         if rec is not None:
             rec.fill(self, element)
@@ -684,7 +508,7 @@ class array:
             if host_write_hooks:
                 host_write_hooks[-1](self, "assign() of host data")
             data = np.asarray(src)
-        if _is_bf16(self.dtype) and data.dtype != self._buf.dtype:
+        if is_bf16(self.dtype) and data.dtype != self._buf.dtype:
             data = T.to_storage(T.bfloat16, data)
         data = np.asarray(data, dtype=self._buf.dtype).reshape(self._buf.shape)
         if self.is_cuda:
@@ -719,7 +543,7 @@ class array:
             view = index(self._buf, key)
         else:
             view = self._buf[key]
-        inner = _element_info(self.dtype)[1]
+        inner = element_info(self.dtype)[1]
         if view.ndim == len(inner):
             if self.is_cuda:
                 from .cuda_memory import read
@@ -756,7 +580,7 @@ class array:
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         if not self.is_contiguous:
             raise ValueError("reshape needs a contiguous array")
-        inner = _element_info(self.dtype)[1]
+        inner = element_info(self.dtype)[1]
         known = int(np.prod([d for d in shape if d != -1]))
         if list(shape).count(-1) == 1 and known > 0 and self.size % known == 0:
             shape = tuple(self.size // known if d == -1 else d for d in shape)
@@ -786,14 +610,14 @@ class array:
         a vector/matrix seen as its scalar adds its dimensions; a scalar array seen as vectors/matrices folds its
         trailing dimensions into elements."""
         dtype = T.canonical_type(dtype)
-        shape, strides = _view_layout(self, dtype)
+        shape, strides = view_layout(self, dtype)
         if self.is_cuda:
             from .cuda_memory import device_layout
-            sdt, inner = _element_info(dtype)
+            sdt, inner = element_info(dtype)
             layout = device_layout(self._buf.ctypes.data, sdt, tuple(shape) + inner,
-                                   tuple(strides) + _contiguous_strides(inner, sdt.itemsize))
+                                   tuple(strides) + contiguous_strides(inner, sdt.itemsize))
         else:
-            layout = _wrap_pointer(self._buf.ctypes.data, dtype, shape, strides)
+            layout = wrap_pointer(self._buf.ctypes.data, dtype, shape, strides)
         out = array(dtype=dtype, _buf=layout, device=self.device, _owner=self)
         out._ref = self
         return out
@@ -836,14 +660,13 @@ class array:
         return d
 
 
-
 def _creation_shape(shape, kwargs) -> tuple:
     """The shape argument of the creation functions; `n=` is Warp's older spelling of a 1-d shape."""
     if "n" in kwargs:
         shape = (kwargs.pop("n"),)
     if kwargs:
         raise TypeError(f"unexpected keyword arguments {sorted(kwargs)}")
-    return _shape_arg(shape)
+    return shape_arg(shape)
 
 
 def empty(shape=None, dtype=float, device=None, requires_grad=False, pinned=False, retain_grad=False,
@@ -862,86 +685,6 @@ def zeros(shape=None, dtype=float, device=None, requires_grad=False, pinned=Fals
     return empty(shape, dtype, device, requires_grad, pinned, retain_grad, **kwargs)
 
 
-def _full_dtype(value):
-    """Element type Warp infers for `wp.full(shape, value)` without a dtype."""
-    if isinstance(value, bool):
-        return T.bool_
-    if isinstance(value, int):
-        return T.int32
-    if isinstance(value, float):
-        return T.float32
-    if isinstance(value, np.generic):
-        return T.canonical_type(type(value))
-    if T.is_composite(type(value)) or is_struct(type(value)):
-        return type(value)
-    if hasattr(value, "__len__"):
-        na = np.asarray(value)
-        scalar = _infer_dtype(na)
-        if na.ndim == 1:
-            return T.vector(na.size, scalar)
-        if na.ndim == 2:
-            return T.matrix(na.shape, scalar)
-        raise ValueError("fill values with more than two dimensions are not supported")
-    raise ValueError(f"cannot infer an array type for a fill value of type {type(value).__name__}")
-
-
-def full(shape=None, value=0, dtype=None, device=None, requires_grad=False, pinned=False, retain_grad=False,
-         **kwargs) -> array:
-    """An array of `shape` with every element `value` (a scalar fills every component of a vector/matrix)."""
-    if dtype is None:
-        dtype = _full_dtype(value)
-    a = empty(shape, dtype, device, requires_grad, pinned, retain_grad, **kwargs)
-    return a.fill_(value)
-
-
-def ones(shape=None, dtype=float, device=None, requires_grad=False, pinned=False, retain_grad=False,
-         **kwargs) -> array:
-    a = empty(shape, dtype, device, requires_grad, pinned, retain_grad, **kwargs)
-    one = _fill_element(a.dtype, a._buf.dtype, 1) if _is_bf16(a.dtype) else 1  # bfloat16 1.0 is 0x3f80
-    rec = _capture.recorder(a.device)
-    if a.is_cuda:
-        from .cuda_memory import fill
-        fill(a._buf, a.device.ordinal, np.ones(_element_info(a.dtype)[1], dtype=a._buf.dtype) * one)
-    elif rec is not None:
-        rec.fill(a, np.ones(_element_info(a.dtype)[1], dtype=a._buf.dtype) * one)
-    else:
-        a._buf[...] = one
-    return a
-
-
-def _like_requires_grad(src, requires_grad):
-    return src.requires_grad if requires_grad is None else requires_grad
-
-
-def zeros_like(src: array, device=None, requires_grad=None, pinned=None, retain_grad=False) -> array:
-    return zeros(src.shape, src.dtype, device or src.device, _like_requires_grad(src, requires_grad),
-                 retain_grad=retain_grad)
-
-
-def empty_like(src: array, device=None, requires_grad=None, pinned=None, retain_grad=False) -> array:
-    return zeros_like(src, device, requires_grad, pinned, retain_grad)
-
-
-def ones_like(src: array, device=None, requires_grad=None, pinned=None, retain_grad=False) -> array:
-    return ones(src.shape, src.dtype, device or src.device, _like_requires_grad(src, requires_grad),
-                retain_grad=retain_grad)
-
-
-# Set by autodiff.Tape while recording: callables(dest, src, dest_offset, src_offset, count) told of every copy
-# between toolkit arrays (wp.copy, wp.clone, array.assign), so that backward can route gradients through it.
-copy_hooks: list = []
-
-# Set by autodiff.Tape while recording: callables(array, operation) told of every write from the host (zero_,
-# fill_, assign of host data, item assignment) before it happens; the Tape refuses one into memory that a recorded
-# launch or copy wrote, whose gradient would then go wrong.
-host_write_hooks: list = []
-
-
-def full_like(src: array, value, device=None, requires_grad=None, pinned=None, retain_grad=False) -> array:
-    return full(src.shape, value, src.dtype, device or src.device, _like_requires_grad(src, requires_grad),
-                retain_grad=retain_grad)
-
-
 def clone(src: array, device=None, requires_grad=None, pinned=None, retain_grad=False) -> array:
     rg = src.requires_grad if requires_grad is None else requires_grad
     out = array(src, dtype=src.dtype, device=device or src.device, copy=True)
@@ -952,130 +695,4 @@ def clone(src: array, device=None, requires_grad=None, pinned=None, retain_grad=
         rec.copy(out.numpy(), src.numpy(), (out, src))
     if copy_hooks:
         copy_hooks[-1](out, src, 0, 0, src.size)
-    return out
-
-
-def _check_copy_args(dest: array, src: array, dest_offset, src_offset, count):
-    for name, v in (("Source offset", src_offset), ("Destination offset", dest_offset), ("count", count)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            raise RuntimeError(f"wp.copy: offsets and count must be integers, got {name} {v!r}")
-        if v < 0:
-            raise RuntimeError(f"wp.copy: {name} must be non-negative, got {v}")
-    if _element_info(dest.dtype) != _element_info(src.dtype):
-        raise RuntimeError(f"wp.copy: incompatible array types: destination dtype={T.type_repr(dest.dtype)}, "
-                           f"source dtype={T.type_repr(src.dtype)}")
-
-
-def copy_window(a: array, offset: int, count: int, whole: bool) -> np.ndarray:
-    """The numpy view of `a`'s memory that a copy of `count` elements at element `offset` touches: the flattened
-    elements of a contiguous array, the elements of a 1-d view, or (`whole`) every element of any array. For a
-    CUDA array, the view's layout (cuda_memory.device_layout)."""
-    buf = a._buf
-    if whole:
-        return buf
-    inner = buf.shape[a.ndim:]
-    if a.is_contiguous:
-        return buf.reshape((a.size,) + inner)[offset:offset + count]
-    return buf[offset:offset + count]
-
-
-def copy_plan(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0):
-    """Check the arguments of a copy; returns (count, whole): the number of elements copied, and whether the copy
-    covers every element of two same-shaped arrays (the only copy that a multi-dimensional strided view allows)."""
-    _check_copy_args(dest, src, dest_offset, src_offset, count)
-    flat = (dest.is_contiguous or dest.ndim == 1) and (src.is_contiguous or src.ndim == 1)
-    if not flat:
-        if dest_offset or src_offset or count not in (0, src.size) or dest.shape != src.shape:
-            if dest_offset or src_offset or count:
-                raise RuntimeError("wp.copy with offsets or a count is only supported for 1-D or contiguous arrays")
-            raise RuntimeError(f"wp.copy: incompatible array shapes: destination shape={dest.shape}, "
-                               f"source shape={src.shape}")
-        return src.size, True
-    n = count or min(src.size - src_offset, dest.size - dest_offset)
-    if src_offset + n > src.size:
-        raise RuntimeError(f"wp.copy: {n} elements from offset {src_offset} exceeds the source size {src.size}")
-    if dest_offset + n > dest.size:
-        raise RuntimeError(f"wp.copy: {n} elements at offset {dest_offset} exceeds the destination size "
-                           f"{dest.size}")
-    return max(n, 0), False
-
-
-def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0, stream=None):
-    """Copy `count` elements (0: as many as fit) of `src` from element `src_offset` into `dest` at `dest_offset`.
-    Offsets count flattened elements of contiguous arrays, or elements of 1-d views; other strided views are
-    copied whole (same shapes, no offsets)."""
-    n, whole = copy_plan(dest, src, dest_offset, src_offset, count)
-    d = copy_window(dest, dest_offset, n, whole)
-    s = copy_window(src, src_offset, n, whole)
-    rec = _capture.recorder(dest.device)
-    if dest.is_cuda or src.is_cuda:
-        from . import cuda_memory
-        cuda_memory.copy(d, dest._ordinal, s, src._ordinal)
-    elif rec is None:
-        d[...] = s
-    else:
-        rec.copy(d, s, (dest, src))
-    if copy_hooks:
-        copy_hooks[-1](dest, src, dest_offset, src_offset, n)
-
-
-def from_numpy(arr, dtype=None, shape=None, device=None, requires_grad=False, retain_grad=False) -> array:
-    a = array(arr, dtype=dtype if dtype is not None else T.Any, device=device, requires_grad=requires_grad,
-              retain_grad=retain_grad)
-    return a.reshape(shape) if shape is not None else a
-
-
-class _FixedDimArray(array):
-    """`wp.array1d` ... `wp.array4d`: arrays (and annotations) with a fixed number of dimensions."""
-
-    _fixed_ndim_ = 1
-
-    def __init__(self, data=None, dtype=T.Any, shape=None, *args, **kwargs):
-        kwargs.setdefault("ndim", self._fixed_ndim_)
-        super().__init__(data, dtype, shape, *args, **kwargs)
-
-    def __class_getitem__(cls, dtype):
-        return array(dtype=dtype, ndim=cls._fixed_ndim_)
-
-
-class array1d(_FixedDimArray):
-    _fixed_ndim_ = 1
-
-
-class array2d(_FixedDimArray):
-    _fixed_ndim_ = 2
-
-
-class array3d(_FixedDimArray):
-    _fixed_ndim_ = 3
-
-
-class array4d(_FixedDimArray):
-    _fixed_ndim_ = 4
-
-
-def as_array(obj, expected: ArrayType | None = None):
-    """Wrap a foreign array (numpy, anything with `__array_interface__` or DLPack) without copying when the layout
-    allows. The result is marked foreign: backward passes never write gradients into it."""
-    if isinstance(obj, array):
-        return obj
-    if hasattr(obj, "__cuda_array_interface__"):
-        from .interop import from_cuda_array_interface
-        out = from_cuda_array_interface(obj, expected.dtype if expected is not None and expected.dtype is not T.Any
-                                        else None)
-        out._foreign = True
-        return out
-    if hasattr(obj, "__array_interface__") or isinstance(obj, np.ndarray):
-        a = np.asarray(obj)
-    elif hasattr(obj, "__dlpack__"):
-        a = np.from_dlpack(obj)
-    else:
-        raise TypeError(f"expected an array, got {type(obj).__name__}")
-    dtype = expected.dtype if expected is not None and expected.dtype is not T.Any else _infer_dtype(a)
-    want = _element_info(dtype)[0]
-    if a.dtype != want:
-        # converting would make a copy, and the kernel's writes would be lost with it
-        raise TypeError(f"its elements are {a.dtype}, expected {want}: convert it first")
-    out = array(a, dtype=dtype, copy=False)
-    out._foreign = True
     return out

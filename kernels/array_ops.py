@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-import kernels as wp
+from . import lang as wp
 
 from . import types as T
 from .array import array, empty

@@ -237,7 +237,7 @@ def load_native_library(name: str):
 
 
 def load_library(path: str):
-    """Load a compiled module after checking it against its manifest (size and hash written at build time).
+    """Load a compiled library after checking it against its manifest (size and hash written at build time).
     A damaged library, or one that fails to load, is removed from the cache with one line on stderr, and None
     returned: the caller rebuilds it. A damaged library is never handed to the dynamic loader, nor one that is not
     inside the cache or not the user's own (cache_trust.py)."""
@@ -253,8 +253,6 @@ def load_library(path: str):
         except OSError as e:
             why = f"the loader refused it: {e}"
         else:
-            from . import runtime
-            runtime.bind(lib)
             return lib
     report_rebuild(os.path.dirname(path), why)
     shutil.rmtree(os.path.dirname(path), ignore_errors=True)

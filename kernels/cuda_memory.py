@@ -137,8 +137,8 @@ def device_layout(ptr: int, dtype: np.dtype, shape: tuple, strides: tuple | None
     """A read-only numpy array describing memory at device address `ptr`: use its shape, strides and
     `.ctypes.data`, never its elements."""
     if strides is None:
-        from .array import _contiguous_strides
-        strides = _contiguous_strides(tuple(shape), dtype.itemsize)
+        from .array_layout import contiguous_strides
+        strides = contiguous_strides(tuple(shape), dtype.itemsize)
     a = np.asarray(_Description(ptr, dtype, shape, strides))
     a.flags.writeable = False
     return a

@@ -194,8 +194,8 @@ class LoopLowering:
         while wp.hash_grid_query_next(q, i): body`, with `q` under a name the user cannot write. `for i in q`
         with `q` a variable holding a query advances `q` itself: as in Warp, a second loop over `q` finds the
         query used up and runs no iteration."""
-        from . import _BuiltinFunction
-        advance = _BuiltinFunction(next_builtin)
+        from .lang import BuiltinFunction
+        advance = BuiltinFunction(next_builtin)
         n = sum(1 for k in self.env if k.startswith("__query"))
         next_name = f"__query_next{n}"
         if isinstance(query, ast.Name):

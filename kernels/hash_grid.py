@@ -12,6 +12,7 @@ import ctypes
 import numpy as np
 
 from . import types as T
+from .array import array
 from .struct import native_struct
 
 MAX_CELLS = 2**31 - 1  # cell indices are int32
@@ -103,7 +104,6 @@ class HashGrid:
     def build(self, points, radius: float, groups=None):
         """Bucket `points` (array of vec3 in the grid's precision, any shape) into cells of width `radius` [m];
         with `groups` (int32 array of the same size), queries given a group see only that group's points."""
-        from .array import array
         radius = float(radius)
         if not radius > 0.0:
             raise ValueError(f"HashGrid.build: radius must be positive, got {radius}")
@@ -140,7 +140,6 @@ class HashGrid:
     def _store(self, point_ids, starts, ends, keys, inv):
         """Put the buffers on the grid's device and point a fresh header at them (`id` changes only in address
         if the header moves; kernels always read the header through the current id)."""
-        from .array import array
         dev = self.device
         bufs = {"point_ids": array(point_ids, dtype=T.int32, device=dev),
                 "cell_starts": array(starts, dtype=T.int32, device=dev),

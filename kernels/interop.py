@@ -18,14 +18,15 @@ from __future__ import annotations
 import numpy as np
 
 from . import types as T
-from .array import _element_info, _infer_dtype, array
+from .array import array
+from .array_layout import element_info, infer_dtype
 
 
 def _wrap(view: np.ndarray, dtype, what: str) -> array:
     """An array of `dtype` over numpy view `view` (whose trailing dims are `dtype`'s components), no copy."""
     if dtype is None:
-        dtype = _infer_dtype(view)
-    scalar, inner = _element_info(dtype)
+        dtype = infer_dtype(view)
+    scalar, inner = element_info(dtype)
     if view.dtype != scalar:
         raise TypeError(f"{what} has elements of type {view.dtype}; {T.type_repr(dtype)} needs {scalar}: "
                         f"convert it first (a conversion would copy, and kernels' writes would not reach it)")
@@ -42,20 +43,20 @@ def _layout_array(ptr: int, np_dtype, shape: tuple, strides, device: str, dtype,
     bytes, None for contiguous); with `dtype` a vector/matrix type, the trailing dimensions are its components."""
     if dtype is None:
         dtype = T.canonical_type(np.dtype(np_dtype).type)
-    scalar, inner = _element_info(dtype)
+    scalar, inner = element_info(dtype)
     if np.dtype(np_dtype) != scalar:
         raise TypeError(f"{what} has elements of type {np.dtype(np_dtype)}; {T.type_repr(dtype)} needs {scalar}: "
                         f"convert it first (a conversion would copy, and kernels' writes would not reach it)")
     if inner and tuple(shape[len(shape) - len(inner):]) != tuple(inner):
         raise ValueError(f"{what} has shape {tuple(shape)}; an array of {T.type_repr(dtype)} needs trailing "
                          f"dimensions {tuple(inner)}")
-    from .array import _contiguous_strides
+    from .array_layout import contiguous_strides
     if strides is None:
-        strides = _contiguous_strides(tuple(shape), scalar.itemsize)
+        strides = contiguous_strides(tuple(shape), scalar.itemsize)
     outer = len(shape) - len(inner)
     if outer < 1:
         return _layout_array(ptr, np_dtype, (1,) + tuple(shape), (0,) + tuple(strides), device, dtype, what)
-    if inner and tuple(strides[outer:]) != _contiguous_strides(tuple(inner), scalar.itemsize):
+    if inner and tuple(strides[outer:]) != contiguous_strides(tuple(inner), scalar.itemsize):
         raise ValueError(f"{what}: the components of each {T.type_repr(dtype)} must be contiguous")
     return array(ptr=ptr, dtype=dtype, shape=tuple(shape[:outer]), strides=tuple(strides[:outer]), device=device)
 
@@ -112,13 +113,13 @@ def _torch():
 def dtype_from_torch(torch_dtype):
     """The kernel scalar type of a torch dtype."""
     torch = _torch()
-    return _infer_dtype(torch.empty(0, dtype=torch_dtype).numpy())
+    return infer_dtype(torch.empty(0, dtype=torch_dtype).numpy())
 
 
 def dtype_to_torch(dtype):
     """The torch dtype of a kernel scalar type (of the scalar of a vector, matrix or quaternion type)."""
     torch = _torch()
-    return torch.from_numpy(np.empty(0, dtype=_element_info(dtype)[0])).dtype
+    return torch.from_numpy(np.empty(0, dtype=element_info(dtype)[0])).dtype
 
 
 def from_torch(t, dtype=None, requires_grad=None) -> array:

@@ -13,7 +13,9 @@ import numpy as np
 
 from . import capture, config, runtime
 from . import types as T
-from .array import ArrayDescriptor, array, as_array
+from .array import array
+from .array_create import as_array
+from .array_layout import ArrayDescriptor
 from .device import get_device
 from .errors import LaunchError
 from .typesys import ArrayType, describe, is_struct
@@ -66,22 +68,9 @@ def shared_bounds(dims: tuple) -> LaunchBounds:
     return b
 
 
-def _ctype_of(t):
-    if isinstance(t, ArrayType):
-        return ArrayDescriptor
-    if is_struct(t):
-        return t._wp_struct_.ctype()
-    if T.is_composite(t):
-        return t._ctype()
-    return t._ctype_
-
-
 def args_ctype(kernel):
-    """ctypes mirror of the kernel's `<entry>_args` struct."""
-    if kernel.args_ctype is None:
-        fields = [(n, _ctype_of(t)) for n, t in zip(kernel.arg_names, kernel.arg_types)]
-        kernel.args_ctype = type(f"{kernel.name}_args", (ctypes.Structure,), {"_fields_": fields})
-    return kernel.args_ctype
+    """ctypes mirror of the kernel's `<entry>_args` struct (its signature's)."""
+    return kernel.signature.args_ctype
 
 
 def _arg_error(kernel, i, message):
@@ -291,7 +280,7 @@ class Launch:
             self.params = pack_args(kernel, self.values, self.device)
         else:
             self.params = args_ctype(kernel)()
-        self._struct_params = struct_params(kernel)
+        self._struct_params = kernel.signature.struct_params
         self._structs_packed = inputs is not None  # pack_args just read them: launch() right away need not again
         self._adj_packed = None  # adjoint arguments packed by the caller (adjoint_of)
 
@@ -313,7 +302,7 @@ class Launch:
         b.values, b._adj_values = values, list(adj_values)
         b.bounds = bounds
         b.params = args_ctype(kernel).from_buffer_copy(params)
-        b._struct_params = struct_params(kernel)
+        b._struct_params = kernel.signature.struct_params
         b._structs_packed = True
         b._adj_packed = adj_packed
         return b
@@ -422,14 +411,6 @@ def launch_adjoint(kernel, device, bounds, params, values: list, adj_values: lis
         Launch.adjoint_of(kernel, device, bounds, params, values, adj_values, adj_packed).launch()
     else:
         _run(kernel, bounds, params, values, adj_packed, adj_values, device)
-
-
-def struct_params(kernel) -> list:
-    """Indices of the kernel's struct parameters, once per kernel."""
-    params = kernel._launch_struct_params
-    if params is None:
-        params = kernel._launch_struct_params = [i for i, t in enumerate(kernel.arg_types) if is_struct(t)]
-    return params
 
 
 def check_backward(kernel):

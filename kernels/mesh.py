@@ -12,7 +12,8 @@ import weakref
 import numpy as np
 
 from . import types as T
-from .array import ArrayDescriptor
+from .array import array
+from .array_layout import ArrayDescriptor
 from .bvh import Bvh
 from .struct import native_struct
 from .typesys import ArrayType
@@ -128,7 +129,6 @@ class Mesh:
         return p[idx]
 
     def _upload(self):
-        from .array import array
         dev = self.device
         b = self._bvh
         bufs = {"node_lower": array(b.lower, dtype=T.vec3, device=dev),
@@ -183,7 +183,6 @@ def ray_gradient_meshes(values) -> list:
 
 
 def _check_vec3(arr, name):
-    from .array import array
     if not isinstance(arr, array) or arr.dtype is not T.vec3:
         got = T.type_repr(getattr(arr, "dtype", type(arr)))
         raise RuntimeError(f"Mesh: {name} must be an array of vec3 (float32), got {got}")

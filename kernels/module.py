@@ -14,13 +14,16 @@ from __future__ import annotations
 import os
 import re
 import time
+from functools import cached_property
 
 from . import cache_index, config
-from .build import build_cpu, load_library
+from .build import build_cpu
 from .errors import CompileError, NativeCompileError
 from .frontend import FunctionSource
 from .function import annotation_type, compile_ir, is_generic_type, signature_types
 from .passes.cost import estimate_work, parallel_threshold
+from .runtime import load_kernel_library
+from .signature import KernelSignature
 
 
 class Kernel:
@@ -61,8 +64,6 @@ class Kernel:
         self.cuda: dict = {}  # device ordinal -> cuda_module.CudaKernel, once built for that device
         self.cuda_errors: dict = {}  # (device ordinal, adjoint) -> why that entry point could not be built
         self.cuda_taped = False  # launched on a CUDA device under a Tape: a capture builds its adjoint first
-        self.args_ctype = None
-        self._launch_struct_params = None  # launch.struct_params
         self.tid_ndim = 0
         self.work = 0  # estimated IR ops per thread (passes/cost.py), sets the CPU parallel threshold
         self._threshold = None
@@ -191,6 +192,14 @@ class Kernel:
     def source_text(self, text: str):
         self._source_text = text
 
+    @cached_property
+    def signature(self) -> KernelSignature:
+        """Parameters, their packed layout and the arrays read and written (kernels/signature.py): made once, and
+        what launch, capture and the Tape use."""
+        if self.is_generic:
+            raise TypeError(f"kernel '{self.name}' is generic: only its overloads have a signature")
+        return KernelSignature(self)
+
     def param_access(self) -> dict:
         """Array parameter path ("x", "p.output") -> (read, written), from the kernel's IR (tape checks)."""
         if self._access is None:
@@ -284,7 +293,7 @@ class Module:
             return False
         if not os.path.isfile(path):
             return False
-        lib = load_library(path)
+        lib = load_kernel_library(path)
         if lib is None:
             return False
         try:
@@ -315,10 +324,10 @@ class Module:
         what = f"{len(kernels)} kernel{'s' if len(kernels) > 1 else ''} of module {self.name}"
         try:
             result = build_cpu(source, safe, debug, what)
-            lib = load_library(result.path)
+            lib = load_kernel_library(result.path)
             if lib is None:  # corrupt cache entry: removed, build again
                 result = build_cpu(source, safe, debug, what)
-                lib = load_library(result.path)
+                lib = load_kernel_library(result.path)
             if lib is None:
                 raise NativeCompileError(f"the library of module '{self.name}' could not be loaded from "
                                          f"{result.path} (see the line above)")

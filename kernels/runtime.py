@@ -14,6 +14,7 @@ import math
 import os
 
 from . import config
+from .build import load_library, load_native_library
 
 #: How long an idle worker spins on its core [microseconds], then how long it keeps polling while yielding its core
 #: at every turn (to threads of other processes) before it sleeps: long enough that the launches of a simulation
@@ -31,7 +32,6 @@ applied_setting = _UNSET  # the config.cpu_threads value the pool was last sized
 def _library():
     global _lib, _api
     if _lib is None:
-        from .build import load_native_library
         lib = load_native_library("thread_pool")
         lib.wp_pool_set_threads.argtypes = [ctypes.c_int]
         lib.wp_pool_set_threads.restype = ctypes.c_int
@@ -44,6 +44,15 @@ def _library():
         _api = lib.wp_runtime_api()
         _lib = lib
     return _lib
+
+
+def load_kernel_library(path: str):
+    """A compiled kernel module loaded (build.load_library: checked against its manifest; None when it must be
+    rebuilt) and bound to the pool."""
+    lib = load_library(path)
+    if lib is not None:
+        bind(lib)
+    return lib
 
 
 def bind(lib):

@@ -13,6 +13,9 @@ import weakref
 import numpy as np
 
 from . import types as T
+from .array import array
+from .array_create import as_array
+from .array_layout import ArrayDescriptor
 from .typesys import ArrayType, is_struct
 
 class StructInfo:
@@ -37,7 +40,6 @@ class StructInfo:
 
     def ctype(self):
         if self._ctype is None:
-            from .array import ArrayDescriptor
             members = []
             for name, t in self.fields.items():
                 if isinstance(t, ArrayType):
@@ -95,7 +97,6 @@ def _keep_packed(s, c):
 
 
 def _field_type(name, ann, cls):
-    from .array import array
     t = T.canonical_type(ann)
     if isinstance(t, ArrayType):
         return t
@@ -211,7 +212,6 @@ def native_struct(name: str, cname: str, fields: dict, doc: str = "", module: st
 
 def _from_ctype(cls, c):
     """A struct instance with the values of its native form `c` (array members become views of their memory)."""
-    from .array import array
     out = cls()
     for name, t in cls._wp_struct_.fields.items():
         v = getattr(c, name)
@@ -254,12 +254,10 @@ def _default(t):
 
 
 def _check_value(cls, name, t, value):
-    from .array import array
     if isinstance(t, ArrayType):
         if value is None:
             return None
         if not isinstance(value, array):
-            from .array import as_array
             value = as_array(value, t)
         if value.ndim != t.ndim or (value.dtype != t.dtype and t.dtype is not T.Any):
             raise TypeError(f"struct {cls.__name__}.{name}: expected {t!r}, got array of "

@@ -12,7 +12,7 @@ import ctypes
 
 import numpy as np
 
-from . import halfbits, host_ops
+from . import halfbits
 
 class _AnyType:
     """Placeholder for generic annotations (`typing.Any` or `wp.types.Any`): specialised per call site."""
@@ -248,10 +248,10 @@ class Composite:
         sliced = any(isinstance(k, slice) for k in (key if isinstance(key, tuple) else (key,)))
         if item.ndim == 1 and (sliced or self._category_ == "matrix"):
             # a row, or a slice: a new vector (a quaternion's slice too), as inside kernels
-            return host_ops._wrap(self, item.copy(), vector(item.shape[0], self._wp_scalar_type_))
+            return _wrap_components(self, item.copy(), vector(item.shape[0], self._wp_scalar_type_))
         if item.ndim == 2 and sliced:
             shape = item.shape if item.size else (0, 0)  # an empty selection is a 0x0 matrix, as in Warp
-            return host_ops._wrap(self, item.reshape(-1).copy(), matrix(shape, self._wp_scalar_type_))
+            return _wrap_components(self, item.reshape(-1).copy(), matrix(shape, self._wp_scalar_type_))
         return item
 
     def __setitem__(self, key, value):
@@ -261,7 +261,7 @@ class Composite:
         return (self[i] for i in range(self._shape_[0]))
 
     def __eq__(self, other):
-        return host_ops.equal(self, other)
+        return _equal(self, other)
 
     def __hash__(self):
         return hash((type(self), self._data.tobytes()))
@@ -270,50 +270,50 @@ class Composite:
         return f"{type(self).__name__}({', '.join(repr(x) for x in self._data.tolist())})"
 
     def __str__(self):
-        return host_ops.to_str(self)
+        return _to_str(self)
 
-    # Python-side arithmetic follows the kernel operators (host_ops.py).
+    # Python-side arithmetic follows the kernel operators (see the end of this module).
     def __add__(self, o):
-        return host_ops.elementwise(self, o, "+")
+        return _elementwise(self, o, "+")
 
     def __radd__(self, o):
-        return host_ops.elementwise(self, o, "+", reverse=True)
+        return _elementwise(self, o, "+", reverse=True)
 
     def __sub__(self, o):
-        return host_ops.elementwise(self, o, "-")
+        return _elementwise(self, o, "-")
 
     def __rsub__(self, o):
-        return host_ops.elementwise(self, o, "-", reverse=True)
+        return _elementwise(self, o, "-", reverse=True)
 
     def __mul__(self, o):
-        return host_ops.product(self, o)
+        return _product(self, o)
 
     def __rmul__(self, o):
-        return host_ops.product(self, o, reverse=True)
+        return _product(self, o, reverse=True)
 
     def __matmul__(self, o):
-        return host_ops.matmul(self, o)
+        return _matmul(self, o)
 
     def __rmatmul__(self, o):
-        return host_ops.matmul(o, self)
+        return _matmul(o, self)
 
     def __truediv__(self, o):
-        return host_ops.elementwise(self, o, "/")
+        return _elementwise(self, o, "/")
 
     def __rtruediv__(self, o):
-        return host_ops.elementwise(self, o, "/", reverse=True)
+        return _elementwise(self, o, "/", reverse=True)
 
     def __mod__(self, o):
-        return host_ops.elementwise(self, o, "%")
+        return _elementwise(self, o, "%")
 
     def __rmod__(self, o):
-        return host_ops.elementwise(self, o, "%", reverse=True)
+        return _elementwise(self, o, "%", reverse=True)
 
     def __neg__(self):
-        return host_ops._wrap(self, -self._data)
+        return _wrap_components(self, -self._data)
 
     def __pos__(self):
-        return host_ops._wrap(self, self._data.copy())
+        return _wrap_components(self, self._data.copy())
 
     def __getattr__(self, name):
         idx = _COMPONENT_INDEX.get(name)
@@ -600,3 +600,132 @@ def types_equal(a, b) -> bool:
     """Whether two annotations name the same type (`float` and `float32`, `vector(3, float)` and `vec3`)."""
     return canonical_type(a) == canonical_type(b)
 
+
+# ---------------------------------------------------------------------------------------------------------------
+# Python-side operators of vector, matrix, quaternion and transform values (outside kernels). They follow the
+# kernel semantics of the same operators: `*` is the matrix/quaternion/transform product where the kernel has one
+# (mat * vec, vec * mat, quat * quat, transform * transform), integer division truncates toward zero and `%` takes
+# the sign of the dividend (C++), and integer results wrap around like the C++ types.
+
+
+def _is_composite_value(x) -> bool:
+    return isinstance(x, Composite)
+
+
+def _operand_array(x, shape=None) -> np.ndarray:
+    """Components of a composite (in its shape) or of a sequence/scalar operand as a numpy array."""
+    if _is_composite_value(x):
+        return x._data.reshape(x._shape_)
+    a = np.asarray(x)
+    return a.reshape(shape) if shape is not None and a.size == int(np.prod(shape)) else a
+
+
+def _wrap_components(like, data, cls=None):
+    """A value of `cls` (default: the type of `like`) holding `data`, converted to its scalar type (ints wrap)."""
+    cls = cls or type(like)
+    out = cls.__new__(cls)
+    st = value_dtype(cls._wp_scalar_type_)
+    a = np.asarray(data)
+    if a.dtype != st:
+        a = a.astype(st) if st.kind != "f" or a.dtype.kind != "O" else a.astype(np.float64).astype(st)
+    a = np.array(a, dtype=st).reshape(-1)
+    object.__setattr__(out, "_data", halfbits.round_to_bfloat16(a) if cls._wp_scalar_type_ is bfloat16 else a)
+    return out
+
+
+def _divide(a, b, is_int: bool):
+    if not is_int:
+        return np.true_divide(a, b)
+    a, b = np.asarray(a), np.asarray(b)
+    q = np.abs(a) // np.abs(b)
+    return np.where((a < 0) != (b < 0), -q, q)
+
+
+def _elementwise(x, y, op: str, reverse: bool = False):
+    """`x op y` (or `y op x` when `reverse`) component by component. x is a composite; y a composite or sequence
+    of the same shape, or for `/` a scalar."""
+    a = _operand_array(x)
+    b = _operand_array(y, x._shape_)
+    if np.shape(b) != a.shape and not (op == "/" and np.ndim(b) == 0):
+        raise TypeError(f"cannot apply '{op}' to {type(x).__name__} and {type(y).__name__}")
+    if reverse:
+        a, b = b, a
+    is_int = x._wp_scalar_type_._kind_ in ("int", "uint")
+    with np.errstate(over="ignore"):
+        if op == "+":
+            r = np.add(a, b)
+        elif op == "-":
+            r = np.subtract(a, b)
+        elif op == "/":
+            r = _divide(a, b, is_int)
+        else:
+            r = np.fmod(a, b)
+    return _wrap_components(x, r)
+
+
+def _quat_product(a, b):
+    av, aw, bv, bw = a[:3], a[3], b[:3], b[3]
+    return np.concatenate([aw * bv + bw * av + np.cross(av, bv), [aw * bw - np.dot(av, bv)]])
+
+
+def _quat_rotate_vector(q, v):
+    qv, qw = q[:3], q[3]
+    return v * (2.0 * qw * qw - 1.0) + np.cross(qv, v) * qw * 2.0 + qv * np.dot(qv, v) * 2.0
+
+
+def _product(x, y, reverse: bool = False):
+    """`x * y` (or `y * x` when `reverse`) for a composite x: scaling by a scalar, else the kernel's product."""
+    if not _is_composite_value(y) and np.ndim(y) == 0:
+        with np.errstate(over="ignore"):
+            return _wrap_components(x, np.multiply(_operand_array(y), _operand_array(x)) if reverse else np.multiply(_operand_array(x), _operand_array(y)))
+    left, right = (y, x) if reverse else (x, y)
+    return _matmul(left, right)
+
+
+def _matmul(left, right):
+    """The kernel's `mul` of two composites: mat @ mat, mat @ vec, vec @ mat, quat * quat, transform * transform."""
+    lt, rt = type(left), type(right)
+    if not _is_composite_value(left):
+        left = _wrap_components(right, left, vector(len(left), rt._wp_scalar_type_)) if np.ndim(left) == 1 else left
+        lt = type(left)
+    if not _is_composite_value(right):
+        right = _wrap_components(left, right, vector(len(right), lt._wp_scalar_type_)) if np.ndim(right) == 1 else right
+        rt = type(right)
+    a, b = _operand_array(left), _operand_array(right)
+    with np.errstate(over="ignore"):
+        if is_quat(lt) and is_quat(rt):
+            return _wrap_components(left, _quat_product(a, b))
+        if is_transform(lt) and is_transform(rt):
+            p = a[:3] + _quat_rotate_vector(a[3:], b[:3])
+            return _wrap_components(left, np.concatenate([p, _quat_product(a[3:], b[3:])]))
+        if (is_matrix(lt) or is_vector(lt)) and (is_matrix(rt) or is_vector(rt)) and \
+                not (is_vector(lt) and is_vector(rt)):
+            if a.shape[-1] != b.shape[0]:
+                raise TypeError(f"cannot multiply {lt.__name__} by {rt.__name__}: shapes {a.shape} and {b.shape}")
+            r = np.matmul(a, b)
+            st = lt._wp_scalar_type_
+            cls = vector(r.shape[0], st) if r.ndim == 1 else matrix(r.shape, st)
+            return _wrap_components(left, r, cls)
+    raise TypeError(f"no product of {lt.__name__} and {rt.__name__}")
+
+
+def _equal(x, other) -> bool:
+    """Warp's `==` on values: same shape and equal components; never raises for another shape."""
+    a = _operand_array(x)
+    try:
+        b = np.asarray(_operand_array(other))
+    except (ValueError, TypeError):
+        return False
+    if b.shape != a.shape:
+        if b.size != a.size or b.ndim != 1 or a.ndim == 1:
+            return False
+        b = b.reshape(a.shape)
+    return bool(np.all(a == b))
+
+
+def _to_str(x) -> str:
+    """`str()` of a value as Warp prints it: `[1.0, 2.0]`, matrices one row per line."""
+    a = _operand_array(x)
+    if a.ndim == 1:
+        return "[" + ", ".join(str(v) for v in a) + "]"
+    return "[" + ",\n ".join("[" + ", ".join(str(v) for v in row) + "]" for row in a) + "]"

@@ -12,6 +12,9 @@ import zlib
 
 import numpy as np
 
+from . import types as T
+from .array import array
+
 _MAGICS = (0x304244566F6E614E, 0x314244566F6E614E, 0x324244566F6E614E)  # "NanoVDB0", "NanoVDB1", "NanoVDB2"
 _GRID_TYPE_NAMES = {1: "float", 2: "double", 3: "int16", 4: "int32", 5: "int64", 6: "vec3f"}
 _FLOAT = 1
@@ -34,8 +37,6 @@ class Volume:
     LINEAR = 1
 
     def __init__(self, data, *, device=None):
-        from .array import array
-        from . import types as T
         buffer = np.frombuffer(bytes(data), dtype=np.uint8)
         self.grid_type = _check_grid(buffer)
         self._buffer = array(buffer, dtype=T.uint8, device=device)

@@ -1,29 +1,11 @@
-"""Runs the generated cases of the differential tests with one framework: `kernels` (in the test's process) or
-warp-lang (in a child process, so that Warp's import and its compile run beside ours and `import warp` is never
-the shim another test may have installed).
-
-    python tests/_diff_runner.py MODULE.py MANIFEST.json OUT.npz CACHE_DIR
-
-runs MODULE (which starts with `import warp as wp`) on Warp's CPU and writes every output and gradient to OUT.
-"""
+"""Runs the generated cases of the differential tests with one framework (`wp`: kernels in the test's process,
+or warp-lang in the child process of _warp_child.py's "cases" job)."""
 
 from __future__ import annotations
-
-import importlib.util
-import json
-import sys
-import traceback
 
 import numpy as np
 
 from _diff_kernels import THREADS
-
-def load_module(path: str, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _composite_type(wp, kind, scalar):
@@ -63,7 +45,7 @@ def run_expressions(wp, module, manifest, device="cpu") -> tuple:
     return results, errors
 
 
-def _gradient_inputs(wp, module, entry, device):
+def gradient_inputs(wp, module, entry, device):
     s = entry["scalar"]
     dtype = getattr(wp, s)
     vec = wp.vec3d if s == "float64" else wp.vec3
@@ -84,7 +66,7 @@ def run_gradients(wp, tape_class, module, manifest, device="cpu") -> tuple:
     for entry in manifest:
         name = entry["name"]
         try:
-            x, v, p, y, z = _gradient_inputs(wp, module, entry, device)
+            x, v, p, y, z = gradient_inputs(wp, module, entry, device)
             tape = tape_class()
             with tape:
                 wp.launch(getattr(module, name), dim=THREADS, inputs=[x, v, p, entry["n"], y, z], device=device)
@@ -96,32 +78,3 @@ def run_gradients(wp, tape_class, module, manifest, device="cpu") -> tuple:
         except Exception as e:  # noqa: BLE001  (a refusal is recorded with its reason)
             errors[name] = f"{type(e).__name__}: {e}"
     return results, errors
-
-
-def main(module_path, manifest_path, out_path, cache_dir):
-    import warp as wp
-
-    wp.config.kernel_cache_dir = cache_dir
-    wp.config.quiet = True
-    wp.config.optimization_level = 0  # compile time is most of the run; the semantics do not depend on it
-    wp.init()
-    module = load_module(module_path, "warp_diff_cases")
-    with open(manifest_path) as f:
-        manifest = json.load(f)
-    expr = [e for e in manifest if e["kind"] in ("scalar", "composite")]
-    grad = [e for e in manifest if e["kind"] == "gradient"]
-    results, errors = run_expressions(wp, module, expr)
-    more, more_errors = run_gradients(wp, wp.Tape, module, grad)
-    results.update(more)
-    errors.update(more_errors)
-    np.savez(out_path, **{k: np.asarray(v) for k, v in results.items()})
-    with open(out_path + ".errors.json", "w") as f:
-        json.dump(errors, f)
-
-
-if __name__ == "__main__":
-    try:
-        main(*sys.argv[1:5])
-    except Exception:  # noqa: BLE001
-        traceback.print_exc()
-        sys.exit(1)

@@ -17,6 +17,10 @@ if "KERNELS_CACHE_DIR" not in os.environ:
 # in processes of its own).
 wp.config.compile_notice = False
 
+# The suite runs taped rollouts as the `sim` CLI does, with freed host blocks kept for reuse (kernels/host_memory.py;
+# importing kernels no longer sets it). tests/test_architecture.py checks that the import alone does not.
+wp.keep_freed_host_memory()
+
 
 if os.environ.get("KERNELS_EMULATE_CUDA") == "1":  # the emulated cuda:0 of tests/_cuda_emulation.py, session-wide
     from _cuda_emulation import install as _install_emulation

@@ -1,5 +1,5 @@
 """Value types in ordinary Python and as annotations: scalar values (kernels/types.py), operators on vectors,
-matrices, quaternions and transforms outside kernels (kernels/host_ops.py), and generic composite annotations
+matrices, quaternions and transforms outside kernels (kernels/types.py), and generic composite annotations
 (`wp.types.vector(Any, float)`)."""
 
 import typing

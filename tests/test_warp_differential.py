@@ -7,7 +7,7 @@ returns, array reads and writes, atomics: forward values and Tape gradients of `
 array in a struct). Seeds are fixed, so the cases are the same on every run.
 
 All cases go into one module per framework, so each compiles in one C++ build (unoptimised, -O0 for both).
-Warp runs on its CPU in a child process (_diff_runner.py), beside ours, with its kernel cache in a temp folder
+Warp runs on its CPU in a child process (_warp_child.py), beside ours, with its kernel cache in a temp folder
 kept between runs. A gradient that
 differs is judged by central differences of our forward (autodiff.gradcheck): when ours agrees with them and
 Warp's does not, it is Warp's error, which docs/warp_compat.md must list. A case that kernels refuses is listed
@@ -17,9 +17,6 @@ with its reason; at most 1 % may be.
 import importlib.util
 import json
 import os
-import subprocess
-import sys
-import tempfile
 
 import numpy as np
 import pytest
@@ -30,6 +27,7 @@ from autodiff import Tape, gradcheck
 import _diff_expressions
 import _diff_kernels
 import _diff_runner
+import _warp_child
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("warp") is None,
                                 reason="warp-lang (the reference, a test extra) is not installed")
@@ -56,7 +54,7 @@ class Runs:
     def twins(self):
         """The module of float64 twins of the float32 kernels (compiled on first use)."""
         if self._twins is None:
-            self._twins = _diff_runner.load_module(self.twins_path, "kernels_diff_twins")
+            self._twins = _warp_child.load_module(self.twins_path, "kernels_diff_twins")
         return self._twins
 
 
@@ -80,47 +78,32 @@ def _generate(folder):
     return paths, manifest
 
 
-def _warp_cache_dir():
-    # kept between runs (Warp's own cache checks its entries): a warm run skips Warp's compile
-    path = os.path.join(tempfile.gettempdir(), f"kernels-warp-diff-cache-{os.getuid()}")
-    os.makedirs(path, mode=0o700, exist_ok=True)
-    return path
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     folder = str(tmp_path_factory.mktemp("warp_differential"))
     paths, manifest = _generate(folder)
     out = os.path.join(folder, "warp.npz")
-    child = subprocess.Popen(
-        [sys.executable, os.path.join(TESTS, "_diff_runner.py"), paths["warp"], os.path.join(folder, "manifest.json"),
-         out, _warp_cache_dir()], cwd=TESTS, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    child = _warp_child.start("cases", paths["warp"], os.path.join(folder, "manifest.json"), out)
     # both compile without optimisation (as the child's Warp does): the C++ compiler's time is most of the test's,
     # and what is tested is the semantics of the generated code, not the optimiser
     flags, wp.config.cxx_flags = wp.config.cxx_flags, (*wp.config.cxx_flags, "-O0")
     try:
-        module = _diff_runner.load_module(paths["kernels"], "kernels_diff_cases")
+        module = _warp_child.load_module(paths["kernels"], "kernels_diff_cases")
         gradient = [e for e in manifest if e["kind"] == "gradient"]
         expressions = [e for e in manifest if e["kind"] != "gradient"]
         ours, ours_errors = _diff_runner.run_expressions(wp, module, expressions)
         more, more_errors = _diff_runner.run_gradients(wp, Tape, module, gradient)
         ours.update(more)
         ours_errors.update(more_errors)
-        log, _ = child.communicate(timeout=900)
-        if child.returncode != 0:
-            if "No module named 'warp'" in log:
-                pytest.skip("warp-lang cannot be imported in a child process")
-            pytest.fail(f"Warp's run failed:\n{log[-4000:]}")
-        with np.load(out) as data:
-            warp = {k: data[k] for k in data.files}
+        child.finish(timeout=900)
+        warp = _warp_child.read_npz(out)
         with open(out + ".errors.json") as f:
             warp_errors = json.load(f)
         runs = Runs(manifest, ours, ours_errors, warp, warp_errors, module, paths["twins"])
         runs.rerun_warp = lambda entries: _rerun_warp(paths["warp"], entries, folder)
         yield runs
     finally:
-        if child.poll() is None:
-            child.kill()
+        child.kill()
         wp.config.cxx_flags = flags
 
 
@@ -130,12 +113,9 @@ def _rerun_warp(module_path: str, entries: list, folder: str) -> dict:
     with open(manifest, "w") as f:
         json.dump(entries, f)
     out = os.path.join(folder, "warp_rerun.npz")
-    proc = subprocess.run([sys.executable, os.path.join(TESTS, "_diff_runner.py"), module_path, manifest, out,
-                           _warp_cache_dir()], cwd=TESTS, capture_output=True, text=True, timeout=900)
-    if proc.returncode != 0:
+    if not _warp_child.start("cases", module_path, manifest, out).finish(timeout=900, required=False):
         return {}
-    with np.load(out) as data:
-        return {k: data[k] for k in data.files}
+    return _warp_child.read_npz(out)
 
 
 def _same(a, b) -> bool:
@@ -216,7 +196,7 @@ def _finite_differences(runs, entry):
     against them. Returns the report."""
     twin = entry.get("twin")
     f64 = dict(entry, scalar="float64")
-    x, v, p, _, _ = _diff_runner._gradient_inputs(wp, runs.module, f64, "cpu")
+    x, v, p, _, _ = _diff_runner.gradient_inputs(wp, runs.module, f64, "cpu")
     kernel = getattr(runs.twins, twin) if twin else getattr(runs.module, entry["name"])
 
     def forward(x, v, w):

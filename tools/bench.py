@@ -56,211 +56,25 @@ import kernels  # noqa: E402
 try:
     from . import (bench_articulation, bench_cloth_contact, bench_contention, bench_optim, bench_render, bench_sweep,
                    bench_rigid, bench_sim, bench_view, bench_worlds)
+    from .bench_kernels import (COMPILE_CHILD, GEMM_TILE, SMALL_KERNELS, SPRING_KERNEL_SCALAR, SPRING_KERNEL_VEC3,
+                                TILED_GEMM)
     from .bench_report import (Row, articulation_rows, closing_line, cloth_rows, optim_rows, render_table,
                                rigid_rows, spring_backward_ratio)
+    from .bench_settings import FULL, QUICK, SECTIONS, Settings
 except ImportError:
     from tools import (bench_articulation, bench_cloth_contact, bench_contention, bench_optim, bench_render,
                        bench_sweep, bench_rigid, bench_sim, bench_view, bench_worlds)
+    from tools.bench_kernels import (COMPILE_CHILD, GEMM_TILE, SMALL_KERNELS, SPRING_KERNEL_SCALAR,
+                                     SPRING_KERNEL_VEC3, TILED_GEMM)
     from tools.bench_report import (Row, articulation_rows, closing_line, cloth_rows, optim_rows, render_table,
                                     rigid_rows, spring_backward_ratio)
+    from tools.bench_settings import FULL, QUICK, SECTIONS, Settings
 
 try:
     import warp
 except ImportError:  # Warp is optional: its columns stay empty
     warp = None
 
-
-@dataclass(frozen=True)
-class Settings:
-    """Problem sizes and repeat counts of one run."""
-
-    saxpy_count: int  # elements of the saxpy arrays (float32)
-    saxpy_repeats: int  # timed runs, best kept
-    launch_count: int  # launches per timed round
-    launch_rounds: int  # timed rounds, best kept
-    compile_repeats: int  # cold and warm subprocess runs, best kept
-    spring_count: int  # springs of the autodiff benchmark
-    spring_repeats: int  # timed runs, best kept
-    gemm_size: int  # rows and columns of the square GEMM matrices (a multiple of every GEMM_TILE size)
-    gemm_repeats: int  # timed runs, best kept
-    cloth_sizes: tuple  # cells per side of the benchmark cloths
-    cloth_frames: dict  # frames (of bench_sim.SUBSTEPS substeps) per run, by solver
-    cloth_repeats: int  # timed runs, best kept
-    rigid_boxes: tuple  # (nx, ny, nz) lattice of falling boxes, ny layers
-    rigid_steps: int  # steps per run (of bench_rigid.DT)
-    rigid_grad_boxes: tuple  # lattice of the forward+backward scene
-    rigid_grad_steps: int  # steps per forward+backward run
-    rigid_repeats: int  # timed runs, best kept
-    articulation_steps: int  # forward steps per articulation run
-    articulation_grad_steps: int  # steps per forward+backward articulation run
-    articulation_repeats: int  # timed runs, best kept
-    optim_repeats: int  # timed iterations, best kept
-    optim_memory_frames: int  # frames of the memory comparison (of the scene's substeps each)
-    contention_seconds: float = 3.0  # measured time of each process of the contention section
-    contention_workloads: tuple = bench_contention.WORKLOADS
-    sweep_runs: int = 16  # cloth runs of the sweep section (0: skipped)
-    sweep_frames: int = 60
-    cloth_contact: tuple = (64, 48)  # cells per side and frames of the cloth drop (tools/bench_cloth_contact.py)
-    render: tuple = (120, 640, 360)  # frames of cloth.yaml, width, height of `sim render` (tools/bench_render.py)
-
-
-FULL = Settings(saxpy_count=10**7, saxpy_repeats=10, launch_count=20000, launch_rounds=5, compile_repeats=3,
-                spring_count=10**6, spring_repeats=10, gemm_size=1024, gemm_repeats=5, cloth_sizes=(32, 64),
-                cloth_frames={"semi_implicit": 60, "xpbd": 4}, cloth_repeats=2,
-                rigid_boxes=(10, 10, 10), rigid_steps=300, rigid_grad_boxes=(5, 4, 5), rigid_grad_steps=100,
-                rigid_repeats=2, articulation_steps=500, articulation_grad_steps=200, articulation_repeats=8,
-                optim_repeats=3, optim_memory_frames=40)
-QUICK = Settings(saxpy_count=2 * 10**6, saxpy_repeats=3, launch_count=2000, launch_rounds=3, compile_repeats=1,
-                 spring_count=2 * 10**5, spring_repeats=3, gemm_size=1024, gemm_repeats=3, cloth_sizes=(32,),
-                 cloth_frames={"semi_implicit": 4, "xpbd": 1}, cloth_repeats=1,
-                 rigid_boxes=(10, 10, 10), rigid_steps=90, rigid_grad_boxes=(5, 4, 5), rigid_grad_steps=100,
-                 rigid_repeats=1, articulation_steps=100, articulation_grad_steps=50, articulation_repeats=1,
-                 optim_repeats=1, optim_memory_frames=32, contention_seconds=0.5,
-                 contention_workloads=("xpbd32",), sweep_runs=0, cloth_contact=(8, 8),
-                 render=(12, 160, 90))
-
-SECTIONS = ("saxpy", "launch", "compile", "autodiff", "gemm", "cloth", "rigid", "articulation", "optim", "contention",
-            "sweep", "cloth_contact", "render", "view", "worlds")
-
-# ---------------------------------------------------------------------------------------------------------------
-# Kernel sources. Each is written to a file once per backend, headed by `import kernels as wp` or
-# `import warp as wp`, so both compilers see the same text.
-
-SMALL_KERNELS = '''
-@wp.kernel
-def saxpy(a: float, x: wp.array(dtype=float), y: wp.array(dtype=float)):
-    i = wp.tid()
-    y[i] = a * x[i] + y[i]
-
-
-@wp.kernel
-def tiny_one_arg(a: wp.array(dtype=float)):
-    a[0] = a[0] + 1.0
-
-
-@wp.kernel
-def tiny_eight_args(a: wp.array(dtype=float), b: wp.array(dtype=float), c: wp.array(dtype=int),
-                    d: wp.array2d(dtype=float), s: float, t: float, k: int, m: int):
-    a[0] = b[0] * s + d[0, 1] * t + float(c[0] + k + m)
-'''
-
-# A spring chain with damping, aerodynamic drag and lift, and bending: the vec3 math of a cloth or rope step.
-SPRING_KERNEL_VEC3 = '''
-@wp.kernel
-def spring_forces(x: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3), rest: wp.array(dtype=float),
-                  ke: float, kd: float, wind: wp.vec3,
-                  f: wp.array(dtype=wp.vec3), energy: wp.array(dtype=float)):
-    i = wp.tid()
-    count = x.shape[0]
-    j = (i + 1) % count
-    h = (i + count - 1) % count
-    xi = x[i]
-    vi = v[i]
-    d = x[j] - xi
-    dv = v[j] - vi
-    length = wp.length(d)
-    n = wp.normalize(d)
-    stretch = length - rest[i]
-    rate = wp.dot(n, dv)
-    f_spring = n * (ke * stretch + kd * rate)
-
-    # drag and lift of the segment in the wind
-    v_rel = 0.5 * (vi + v[j]) - wind
-    speed = wp.length(v_rel)
-    normal = wp.cross(n, v_rel)
-    area = wp.length(normal) + 1.0e-6
-    lift_dir = wp.normalize(wp.cross(normal, v_rel) + wp.vec3(0.0, 1.0e-6, 0.0))
-    f_drag = wp.cw_mul(v_rel, wp.vec3(0.1, 0.2, 0.1)) * (-speed)
-    f_lift = lift_dir * (0.05 * area * speed)
-
-    # bending: turn the segment towards the previous one
-    d_prev = xi - x[h]
-    bend = wp.cross(wp.normalize(d_prev), n)
-    f_bend = wp.cross(bend, n) * (0.01 * ke)
-
-    f[i] = f_spring + f_drag + f_lift + f_bend
-    energy[i] = 0.5 * ke * stretch * stretch + 0.5 * wp.dot(vi, vi) + 0.5 * wp.dot(bend, bend)
-'''
-
-# The same physics in scalar math on float arrays of shape [count, 3], for a compiler without vec3 builtins.
-SPRING_KERNEL_SCALAR = '''
-@wp.kernel
-def spring_forces(x: wp.array2d(dtype=float), v: wp.array2d(dtype=float), rest: wp.array(dtype=float),
-                  ke: float, kd: float, wind_x: float, f: wp.array2d(dtype=float), energy: wp.array(dtype=float)):
-    i = wp.tid()
-    count = x.shape[0]
-    j = (i + 1) % count
-    dx = x[j, 0] - x[i, 0]
-    dy = x[j, 1] - x[i, 1]
-    dz = x[j, 2] - x[i, 2]
-    dvx = v[j, 0] - v[i, 0]
-    dvy = v[j, 1] - v[i, 1]
-    dvz = v[j, 2] - v[i, 2]
-    length = wp.sqrt(dx * dx + dy * dy + dz * dz)
-    nx = dx / length
-    ny = dy / length
-    nz = dz / length
-    stretch = length - rest[i]
-    rate = nx * dvx + ny * dvy + nz * dvz
-    s = ke * stretch + kd * rate
-
-    # drag and lift of the segment in the wind
-    rx = 0.5 * (v[i, 0] + v[j, 0]) - wind_x
-    ry = 0.5 * (v[i, 1] + v[j, 1])
-    rz = 0.5 * (v[i, 2] + v[j, 2])
-    speed = wp.sqrt(rx * rx + ry * ry + rz * rz)
-    cx = ny * rz - nz * ry
-    cy = nz * rx - nx * rz
-    cz = nx * ry - ny * rx
-    area = wp.sqrt(cx * cx + cy * cy + cz * cz) + 1.0e-6
-    lift = 0.05 * area * speed
-
-    f[i, 0] = nx * s - 0.1 * rx * speed + lift * (cy * rz - cz * ry)
-    f[i, 1] = ny * s - 0.2 * ry * speed + lift * (cz * rx - cx * rz)
-    f[i, 2] = nz * s - 0.1 * rz * speed + lift * (cx * ry - cy * rx)
-    energy[i] = 0.5 * ke * stretch * stretch + 0.5 * (v[i, 0] * v[i, 0] + v[i, 1] * v[i, 1] + v[i, 2] * v[i, 2])
-'''
-
-# C = A @ B, one (TM, TN) block of C per tile block, accumulating over K in steps of TK. The tile sizes are
-# formatted in as literals so that both compilers see plain constants. 256x64x128 was the fastest of those tried
-# for ours at n=1024 on a quiet 2-core AVX2 machine with the register-blocked tile_matmul (GFLOP/s: 64x64x64 32,
-# 64x64x128 44, 128x32x128 38, 128x64x128 47, 256x64x128 49; numpy 170-185); Warp CPU ran 3-16 GFLOP/s.
-GEMM_TILE = (256, 64, 128)
-TILED_GEMM = '''
-@wp.kernel
-def tiled_gemm(a: wp.array2d(dtype=float), b: wp.array2d(dtype=float), c: wp.array2d(dtype=float)):
-    i, j = wp.tid()
-    acc = wp.tile_zeros(shape=({tm}, {tn}), dtype=float)
-    for k in range(a.shape[1] // {tk}):
-        ta = wp.tile_load(a, shape=({tm}, {tk}), offset=(i * {tm}, k * {tk}))
-        tb = wp.tile_load(b, shape=({tk}, {tn}), offset=(k * {tk}, j * {tn}))
-        wp.tile_matmul(ta, tb, acc)
-    wp.tile_store(c, acc, offset=(i * {tm}, j * {tn}))
-'''.format(tm=GEMM_TILE[0], tk=GEMM_TILE[1], tn=GEMM_TILE[2])
-
-# Run in a fresh interpreter: import a kernel module and time loading it (compile or cache hit), nothing else.
-COMPILE_CHILD = r'''
-import importlib, json, sys, time
-backend, kernel_dir, module_name, cache_dir = sys.argv[1:5]
-if backend == "ours":
-    import kernels as wp
-    wp.config.cache_dir = cache_dir
-else:
-    import warp as wp
-    wp.config.log_level = wp.LOG_WARNING
-    wp.config.kernel_cache_dir = cache_dir
-    wp.init()
-sys.path.insert(0, kernel_dir)
-module = importlib.import_module(module_name)
-t0 = time.perf_counter()
-wp.load_module(module, device="cpu")
-seconds = time.perf_counter() - t0
-cold_builds = None
-if backend == "ours":
-    from kernels.module import get_module
-    cold_builds = get_module(module_name).cold_builds
-print(json.dumps({"seconds": seconds, "cold_builds": cold_builds}))
-'''
 
 # ---------------------------------------------------------------------------------------------------------------
 # Backends
@@ -825,6 +639,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> int:
     """Measure the selected sections, then print the title, the table, its notes and the targets line."""
     args = parse_args(argv)
+    kernels.keep_freed_host_memory()  # as the `sim` CLI does (kernels/host_memory.py)
     if args.device != "cpu":  # the GPU rows, tools/bench_cuda.py
         try:
             from . import bench_cuda

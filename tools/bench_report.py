@@ -13,7 +13,7 @@ except ImportError:  # run as a script: tools/ is on sys.path, the repository ro
     from tools import bench_articulation, bench_contention, bench_render, bench_rigid, bench_sim, bench_sweep
 
 if TYPE_CHECKING:
-    from tools.bench import Settings
+    from tools.bench_settings import Settings
 
 @dataclass
 class Row:
