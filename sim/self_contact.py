@@ -33,8 +33,11 @@ When to search: a step whose relative motion, repeated, would take a vertex past
 search before the next step (skin = (r_q - h) / 2: pairs beyond r_q then stay beyond the thickness h), and so
 does a step from positions other than the last step's output (a new or reset state). A cloth falling or sliding
 as a whole, or resting, searches rarely; one folding fast searches every step. A vertex that would pass its bound
-within a step is clamped to it (it loses speed: a limit of bound_i / dt on its relative speed). The bound, the
-drift and the search are computed without a Tape (a safety net, inactive at the smooth points where gradients
+within a step is clamped to it (it loses speed: a limit of bound_i / dt on its relative speed); when one of a
+group would be (a vertex a collider stopped while the rest moved on), the group's drift is 0 for that step, so
+that clamping shortens each vertex along its own path and never pulls one along the drift into a collider, and a
+vertex that stops dead counts in the search test as well as one moving on. The bound, the drift and the search
+are computed without a Tape (a safety net, inactive at the smooth points where gradients
 are checked): when the bound clamps, gradients treat it as a constant.
 
 Solvers keep the pair `thickness` (the mean of the two primitives' first vertices' thickness) between the
@@ -505,6 +508,35 @@ def sum_drift_worlds(x: wp.array(dtype=wp.vec3), x_search: wp.array(dtype=wp.vec
 
 
 @wp.kernel
+def find_drift_overrun(x_search: wp.array(dtype=wp.vec3), x_end: wp.array(dtype=wp.vec3),
+                       drift: wp.array(dtype=wp.vec3), group: wp.array(dtype=wp.int32),
+                       bound: wp.array(dtype=float), thickness: wp.array(dtype=float),
+                       overrun: wp.array(dtype=wp.int32)):
+    """overrun[g] = 1 when a colliding vertex of group g moved, relative to the group's drift, past its bound."""
+    i = wp.tid()
+    if thickness[i] <= 0.0:
+        return
+    g = group[i]
+    if wp.length(x_end[i] - x_search[i] - drift[g]) > bound[i]:
+        wp.atomic_max(overrun, g, 1)
+
+
+@wp.kernel
+def drop_overrun_drift(overrun: wp.array(dtype=wp.int32), drift: wp.array(dtype=wp.vec3)):
+    """The drift of a group with an overrun is 0 (and the overrun flag is cleared for the next step).
+
+    A vertex that a collider stopped while the rest of its cloth moved on (the edge a cloth stands on, the first
+    vertices to land) is displaced against the drift. Shortened towards its search position plus the drift, it
+    would be pulled along the drift, through the collider (centimetres into the ground in scenes/cloth_fold.yaml).
+    With no drift every clamped vertex is shortened along its own path since the search, between two positions
+    the solver accepted; any common translation keeps the no-tunnelling bound, none included."""
+    g = wp.tid()
+    if overrun[g] != 0:
+        drift[g] = wp.vec3(0.0, 0.0, 0.0)
+        overrun[g] = 0
+
+
+@wp.kernel
 def limit_displacement(x_search: wp.array(dtype=wp.vec3), x_end: wp.array(dtype=wp.vec3),
                        v_end: wp.array(dtype=wp.vec3), drift: wp.array(dtype=wp.vec3),
                        group: wp.array(dtype=wp.int32), bound: wp.array(dtype=float), dt: float,
@@ -531,8 +563,9 @@ def check_budget(x_start: wp.array(dtype=wp.vec3), x_out: wp.array(dtype=wp.vec3
                  drift_before: wp.array(dtype=wp.vec3), group: wp.array(dtype=wp.int32),
                  bound: wp.array(dtype=float),
                  thickness: wp.array(dtype=float), skin: float, search: wp.array(dtype=wp.int32)):
-    """search[0] = 1 when a colliding vertex, moving again as it moved this step (relative to the drift), would
-    pass its bound or the skin [m] in the next step: the pairs must then be searched again first."""
+    """search[0] = 1 when a colliding vertex, moving again as it moved this step (relative to the drift), or
+    stopping dead (on a collider, while the rest drifts on), would pass its bound or the skin [m] in the next step:
+    the pairs must then be searched again first."""
     i = wp.tid()
     if thickness[i] <= 0.0:
         return
@@ -540,7 +573,11 @@ def check_budget(x_start: wp.array(dtype=wp.vec3), x_out: wp.array(dtype=wp.vec3
     c = drift[g]
     relative = wp.length(x_out[i] - x_search[i] - c)
     step = wp.length(x_out[i] - x_start[i] - (c - drift_before[g]))
-    if relative + step > wp.min(bound[i], skin):
+    # a vertex that stops moves against the drift by the drift's last step: without this term a cloth falling as
+    # a whole would not search before landing, and the first vertices to touch the ground would be clamped back
+    # along the drift accumulated since the search, into the ground (centimetres, in scenes/cloth_fold.yaml)
+    stop = wp.length(c - drift_before[g])
+    if relative + wp.max(step, stop) > wp.min(bound[i], skin):
         search[0] = 1
 
 
@@ -623,6 +660,7 @@ class SelfContact:
         self._drifts = [wp.zeros(groups, dtype=wp.vec3, device=d) for _ in range(2)]
         self._drift_before = self._zero_drift
         self._search_flag = wp.zeros(1, dtype=wp.int32, device=d)
+        self._overrun = wp.zeros(groups, dtype=wp.int32, device=d)  # per drift group, cleared after each use
         self._last_out = None  # the positions the last step wrote: a step from anything else searches first
 
     def _init_world_drifts(self, model, colliding, fixed):
@@ -734,6 +772,11 @@ class SelfContact:
                 blocks = (self.particle_count + DRIFT_TILE - 1) // DRIFT_TILE
                 wp.launch_tiled(sum_drift_tiled, dim=blocks, inputs=[x_end, self.x_search, self._drift_weight],
                                 outputs=[drift], block_dim=DRIFT_TILE, device=d, record_tape=False)
+            wp.launch(find_drift_overrun, dim=self.particle_count, device=d, record_tape=False,
+                      inputs=[self.x_search, x_end, drift, self._drift_group, self.bound, self._thickness],
+                      outputs=[self._overrun])
+            wp.launch(drop_overrun_drift, dim=drift.shape[0], device=d, record_tape=False,
+                      inputs=[self._overrun], outputs=[drift])
         if v_out is None:
             v_end, v_out = self._no_velocity
         wp.launch(limit_displacement, dim=self.particle_count, device=d,
