@@ -329,7 +329,7 @@ def compile_ir(source: FunctionSource, kind: str, name: str, param_types: list) 
         if is_struct(inner) and inner._wp_struct_.error is not None:
             raise CompileError(inner._wp_struct_.error, source.loc(source.fdef), name)
     fn = lower_function(source, kind, name, param_types, resolve_static)
-    return run_pipeline(fn, check=config.mode == "debug")
+    return run_pipeline(fn, check=config.verify_ir or config.mode == "debug")
 
 
 _funcs: dict = {}

@@ -17,6 +17,9 @@ if "KERNELS_CACHE_DIR" not in os.environ:
 # in processes of its own).
 wp.config.compile_notice = False
 
+# Every compile in the suite checks the IR against its schema after every pass (passes/verify.py).
+wp.config.verify_ir = True
+
 
 if os.environ.get("KERNELS_EMULATE_CUDA") == "1":  # the emulated cuda:0 of tests/_cuda_emulation.py, session-wide
     from _cuda_emulation import install as _install_emulation
