@@ -114,7 +114,7 @@ SCHEMA: dict = {
     Opcode.CALL: OpSpec(TYPED, optional=_CALL_ATTRS),
     Opcode.TUPLE: OpSpec(TYPED, (0, None), (1, 1)),
     Opcode.SHAPE_OF: OpSpec(TYPED, (1, 1), (1, 1)),
-    Opcode.IF: OpSpec(TYPED, (1, 1), (0, None), regions=2),
+    Opcode.IF: OpSpec(TYPED, (1, 1), (0, None), regions=2, optional={"has_else": bool}),  # has_else: in a replay
     Opcode.FOR: OpSpec(TYPED, (3, None), (0, None), regions=1, optional=_LOOP_ATTRS),
     Opcode.WHILE: OpSpec(TYPED, (0, None), (0, None), regions=2, optional=_LOOP_ATTRS),
     Opcode.RETURN: OpSpec(TYPED, (0, None), (0, 0)),
