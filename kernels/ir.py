@@ -184,15 +184,14 @@ def _format_block(block: Block, lines: list, depth: int, names):
     if block.args:
         lines.append(f"{pad}^({', '.join(names(a) for a in block.args)})")
     for op in block.ops:
-        res = ", ".join(names(r) for r in op.results)
+        res = ", ".join(f"{names(r)}: {_tname(r.type)}" for r in op.results)
         attrs = [_attr_text(k, v, names) for k, v in op.attrs.items()
-                 if k not in ("overload", "callee", "func", "name", "value", "elem")]
+                 if k not in ("overload", "callee", "func", "name", "value", "elem", "kwargs", "nresults")]
         if "value" in op.attrs:
             attrs.insert(0, f"{op.attrs['value']!r}")
-        name = op.attrs.get("name", "")
+        words = [str(op.opcode), op.attrs.get("name", ""), f"({', '.join(names(v) for v in op.operands)})", *attrs]
         head = f"{res} = " if res else ""
-        operands = ", ".join(names(v) for v in op.operands)
-        lines.append(f"{pad}{head}{op.opcode} {name} ({operands}) {' '.join(attrs)}".rstrip())
+        lines.append(pad + head + " ".join(w for w in words if w))
         for region in op.regions:
             lines.append(f"{pad}  {{")
             _format_block(region, lines, depth + 2, names)
