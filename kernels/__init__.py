@@ -98,8 +98,8 @@ class _AdjointAccessor:
 adjoint = _AdjointAccessor()
 
 
-# builtins that only make sense inside a kernel (thread index, tiles, atomics on arrays, printing, queries)
-_KERNEL_ONLY = {"tid", "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "block_dim", "static"}
+# special forms of the frontend that only make sense inside a kernel (the table's builtins say so themselves)
+_KERNEL_ONLY_FORMS = {"block_dim", "static"}
 
 
 class _BuiltinFunction:
@@ -111,7 +111,8 @@ class _BuiltinFunction:
 
     def __call__(self, *args, **kwargs):
         """From Python scope, the builtin runs as a one-thread CPU kernel (kernels/host_call.py), as in Warp."""
-        if self._wp_builtin_ in _KERNEL_ONLY:
+        props = _builtins.registry.PROPERTIES.get(self._wp_builtin_)
+        if self._wp_builtin_ in _KERNEL_ONLY_FORMS or (props is not None and props.kernel_only):
             raise RuntimeError(f"wp.{self._wp_builtin_}() can only be called inside kernels and @wp.func")
         from .host_call import call
         return call(self._wp_builtin_, args, kwargs)
@@ -128,17 +129,11 @@ class _TileBuiltin(_BuiltinFunction):
         return tile_annotation(params)
 
 
-_HIDDEN = {"add", "sub", "mul", "div", "mod", "floordiv", "neg", "pos", "eq", "ne", "lt", "le", "gt", "ge",
-           "logical_and", "logical_or", "logical_not", "truthy", "bit_and", "bit_or", "bit_xor", "lshift", "rshift",
-           "invert", "cast", "load", "store", "struct_get", "struct_set", "struct_new", "array_shape", "extract",
-           "assign"}
-for _name in list(_builtins.BUILTINS):
-    if _name not in _HIDDEN and not _name.startswith("construct_") and _name not in globals():
+for _name, _overloads in list(_builtins.BUILTINS.items()):
+    if _overloads[0].props.operator and _overloads[0].props.exposed:
+        globals()[_name] = _BuiltinFunction(_name)  # names Warp exposes for operators (wp.add, wp.bit_and)
+    elif _overloads[0].props.exposed and not _name.startswith("construct_") and _name not in globals():
         globals()[_name] = (_TileBuiltin if _name == "tile" else _BuiltinFunction)(_name)
-# names Warp exposes for operators too
-for _name in ("add", "sub", "mul", "div", "mod", "floordiv", "neg", "bit_and", "bit_or", "bit_xor", "lshift",
-              "rshift", "invert"):
-    globals()[_name] = _BuiltinFunction(_name)
 del _name
 
 from .mathlib import (norm_huber, norm_l1, norm_l2, norm_pseudo_huber, quat_from_euler, quat_to_euler,  # noqa: E402

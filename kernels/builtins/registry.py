@@ -205,6 +205,11 @@ class Properties:
     `stops_gradient`: its result carries no gradient, whatever its argument (wp.stop_gradient).
     `adjoint_without_result`: its reverse runs though it has no result (tile_store: the gradient comes from
     the array).
+    `operator`: the frontend writes it for a Python operator (a + b, a < b, not a, ~a).
+    `exposed`: `wp.<name>` exists (callable in kernels and, unless `kernel_only`, from Python); the compiler's
+    internal forms (loads, stores, comparisons, struct fields, casts) are not.
+    `kernel_only`: `wp.<name>(...)` from Python is an error (thread index, atomics on arrays), not a one-thread
+    launch (host_call.py).
     """
 
     forward: str = "call"
@@ -215,6 +220,9 @@ class Properties:
     array_access: str = ""
     stops_gradient: bool = False
     adjoint_without_result: bool = False
+    operator: bool = False
+    exposed: bool = True
+    kernel_only: bool = False
 
 
 DEFAULT_PROPERTIES = Properties()

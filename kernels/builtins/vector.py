@@ -19,8 +19,8 @@ N = S("T", "scalar")
 IDX = S("I", "int")
 
 # v[i] and "v with component i replaced" (also of matrices, quaternions, transforms and tiles) move components
-declare_properties("extract", moves_components=True)
-declare_properties("assign", moves_components=True)
+declare_properties("extract", moves_components=True, exposed=False)
+declare_properties("assign", moves_components=True, exposed=False)
 
 # Constructors from components and `matrix_from_rows/cols` need one overload per argument count.
 MAX_VECTOR_LENGTH = 16
