@@ -17,8 +17,10 @@ if "KERNELS_CACHE_DIR" not in os.environ:
 # in processes of its own).
 wp.config.compile_notice = False
 
-# Every compile in the suite checks the IR against its schema after every pass (passes/verify.py).
+# Every compile in the suite checks the IR against its schema after every pass (passes/verify.py), also in the
+# child processes some tests start (the Warp suite runs each of its files in one).
 wp.config.verify_ir = True
+os.environ["KERNELS_VERIFY_IR"] = "1"
 
 
 if os.environ.get("KERNELS_EMULATE_CUDA") == "1":  # the emulated cuda:0 of tests/_cuda_emulation.py, session-wide
