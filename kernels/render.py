@@ -102,6 +102,7 @@ class FunctionRenderer:
         self.depth = 1
         self.keep_returns = False  # a function's replay version returns its values; inline replays do not
         self.custom_adjoints: list = []  # adjoint variables that `wp.adjoint[x] += v` adds to (custom grads)
+        self._uses = None  # value -> use count, counted on first need (use_count)
 
     def emit(self, text: str):
         self.lines.append("    " * self.depth + text)
@@ -172,7 +173,7 @@ class FunctionRenderer:
 
     def use_count(self, v: ir.Value) -> int:
         """How many times `v` is used as an operand or yielded, anywhere in the function."""
-        if not hasattr(self, "_uses"):
+        if self._uses is None:
             uses: dict = {}
             for o in ir.walk(self.fn.body):
                 for x in o.operands:

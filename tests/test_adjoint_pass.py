@@ -242,3 +242,22 @@ def test_verify_runs_after_every_pass(monkeypatch):
     with pytest.raises(IRVerifyError, match="after damaging"):
         _typed(check=True)
     assert _typed(check=False).adjoint is not None  # unchecked, the damage goes unseen
+
+
+def test_the_renderers_print_and_decide_nothing():
+    """The renderers read the IR and the builtin table's properties: no analysis imported from the passes, no
+    builtin tested by its name, no attribute cached on IR objects."""
+    import ast
+    import kernels.render as render
+    import kernels.render_adjoint as render_adjoint
+    import kernels.render_module as render_module
+    for module in (render, render_adjoint, render_module):
+        with open(module.__file__) as f:
+            tree = ast.parse(f.read())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                assert "passes" not in (node.module or ""), f"{module.__name__} imports {node.module}"
+            if isinstance(node, ast.Constant) and node.value == "name":
+                raise AssertionError(f"{module.__name__}:{node.lineno} reads an op's builtin name")
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("hasattr", "setattr"):
+                raise AssertionError(f"{module.__name__}:{node.lineno} caches on objects ({node.func.id})")
