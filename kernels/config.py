@@ -32,6 +32,12 @@ cpu_threads: int | None = None
 #: comparison; OMP_* variables apply to it). Changes generated code. Environment variable: KERNELS_CPU_RUNTIME.
 cpu_runtime: str = os.environ.get("KERNELS_CPU_RUNTIME", "pool")
 
+#: Check the IR against its schema (ir_ops.SCHEMA, passes/verify.py) after every compiler pass; on in debug mode
+#: and in the test suite. Slows compiling a little; does not change generated code, but is part of the cache index
+#: key (cache_index.py), so that turning it on checks kernels an index hit would load unseen. Environment variable:
+#: KERNELS_VERIFY_IR=1.
+verify_ir: bool = os.environ.get("KERNELS_VERIFY_IR", "0") == "1"
+
 #: Static `range` loops with constant bounds and at most this many iterations are unrolled.
 max_unroll: int = 16
 

@@ -301,6 +301,9 @@ class Func:
                 raise CompileError(f"@wp.func_replay of '{self.name}' must return what '{self.name}' returns",
                                    self.custom_replay.loc(self.custom_replay.fdef))
             fn.custom_replay_ir = replay
+        if fn.custom_grad_ir is not None or fn.custom_replay_ir is not None:
+            from .passes.adjoint import derive_adjoint
+            derive_adjoint(fn)  # the adjoint pass's answer depends on them: the user's adjoint, purity
 
 
 _in_progress: set = set()  # (overload source, argument types) being compiled: a repeat is recursion
@@ -329,7 +332,7 @@ def compile_ir(source: FunctionSource, kind: str, name: str, param_types: list) 
         if is_struct(inner) and inner._wp_struct_.error is not None:
             raise CompileError(inner._wp_struct_.error, source.loc(source.fdef), name)
     fn = lower_function(source, kind, name, param_types, resolve_static)
-    return run_pipeline(fn, check=config.mode == "debug")
+    return run_pipeline(fn, check=config.verify_ir or config.mode == "debug")
 
 
 _funcs: dict = {}

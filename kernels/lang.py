@@ -26,8 +26,8 @@ NAN = nan = float("nan")
 CONSTANTS = ("E", "e", "LOG2E", "log2e", "LOG10E", "log10e", "LN2", "ln2", "LN10", "ln10", "PHI", "phi", "PI", "pi",
              "HALF_PI", "half_pi", "TAU", "tau", "INF", "inf", "NAN", "nan")
 
-# builtins that only make sense inside a kernel (thread index, tiles, atomics on arrays, printing, queries)
-KERNEL_ONLY = frozenset({"tid", "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "block_dim", "static"})
+# special forms of the frontend that only make sense inside a kernel (the table's builtins say so themselves)
+KERNEL_ONLY_FORMS = frozenset({"block_dim", "static"})
 
 
 class BuiltinFunction:
@@ -39,7 +39,8 @@ class BuiltinFunction:
 
     def __call__(self, *args, **kwargs):
         """From Python scope, the builtin runs as a one-thread CPU kernel (kernels/host_call.py), as in Warp."""
-        if self._wp_builtin_ in KERNEL_ONLY:
+        props = _builtins.registry.PROPERTIES.get(self._wp_builtin_)
+        if self._wp_builtin_ in KERNEL_ONLY_FORMS or (props is not None and props.kernel_only):
             raise RuntimeError(f"wp.{self._wp_builtin_}() can only be called inside kernels and @wp.func")
         from .host_call import call  # host_call compiles kernels: it needs the whole package
         return call(self._wp_builtin_, args, kwargs)
@@ -55,20 +56,14 @@ class TileBuiltin(BuiltinFunction):
         return tile_annotation(params)
 
 
-# builtins that kernel code reaches through operators or special forms, not by name
-HIDDEN = frozenset({"add", "sub", "mul", "div", "mod", "floordiv", "neg", "pos", "eq", "ne", "lt", "le", "gt", "ge",
-                    "logical_and", "logical_or", "logical_not", "truthy", "bit_and", "bit_or", "bit_xor", "lshift",
-                    "rshift", "invert", "cast", "load", "store", "struct_get", "struct_set", "struct_new",
-                    "array_shape", "extract", "assign"})
-#: operators that Warp also exposes by name (wp.add(a, b), ...)
-OPERATOR_NAMES = ("add", "sub", "mul", "div", "mod", "floordiv", "neg", "bit_and", "bit_or", "bit_xor", "lshift",
-                  "rshift", "invert")
-
-#: name -> the object `wp.<name>` is for that builtin: every builtin callable by name, and the named operators
+#: name -> the object `wp.<name>` is for that builtin: every builtin the table marks exposed (operators Warp also
+#: exposes by name, wp.add, wp.bit_and, included)
 BUILTIN_FUNCTIONS: dict = {
     name: (TileBuiltin if name == "tile" else BuiltinFunction)(name)
-    for name in _builtins.BUILTINS if name not in HIDDEN and not name.startswith("construct_")}
-BUILTIN_FUNCTIONS.update({name: BuiltinFunction(name) for name in OPERATOR_NAMES})
+    for name, overloads in _builtins.BUILTINS.items()
+    if overloads[0].props.exposed and not name.startswith("construct_")}
+#: the operators among them: `kernels` binds these even where another object has the name
+OPERATOR_NAMES = tuple(name for name in BUILTIN_FUNCTIONS if _builtins.BUILTINS[name][0].props.operator)
 
 for _name, _obj in BUILTIN_FUNCTIONS.items():  # the types imported above keep their names
     if _name not in globals():

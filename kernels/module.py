@@ -171,7 +171,7 @@ class Kernel:
         if self.error is not None:
             raise self.error
         if self.lib is None and not self._adjoint_decided:
-            from .render_adjoint import adjoint_error
+            from .passes.adjoint import adjoint_error
             self.adjoint_error = adjoint_error(self.ir) if self.enable_backward else None
             self._adjoint_decided = True
 
@@ -308,7 +308,8 @@ class Module:
 
     def _build_library(self, kernels: list, prekey: str | None = None):
         from .render import CPU
-        from .render_adjoint import adjoint_error, render_adjoint_function, render_adjoint_kernel
+        from .passes.adjoint import adjoint_error
+        from .render_adjoint import render_adjoint_function, render_adjoint_kernel
         from .render_module import ModuleSource
         debug = config.mode == "debug"
         src = ModuleSource(CPU, debug)

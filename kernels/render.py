@@ -15,7 +15,7 @@ import numpy as np
 from . import ir
 from . import types as T
 from .errors import CompileError
-from .typesys import ArrayType, PackType, ShapeType, StaticType, TileType, is_struct
+from .typesys import ArrayType, StaticType, TileType, has_native_value, is_struct
 
 CPU, CUDA = "cpu", "cuda"
 
@@ -86,8 +86,7 @@ class Names:
         self.names[v] = name
 
 
-def _has_ctype(t) -> bool:
-    return not isinstance(t, (StaticType, ShapeType, PackType)) and t is not None
+_has_ctype = has_native_value
 
 
 class FunctionRenderer:
@@ -103,6 +102,7 @@ class FunctionRenderer:
         self.depth = 1
         self.keep_returns = False  # a function's replay version returns its values; inline replays do not
         self.custom_adjoints: list = []  # adjoint variables that `wp.adjoint[x] += v` adds to (custom grads)
+        self._uses = None  # value -> use count, counted on first need (use_count)
 
     def emit(self, text: str):
         self.lines.append("    " * self.depth + text)
@@ -173,7 +173,7 @@ class FunctionRenderer:
 
     def use_count(self, v: ir.Value) -> int:
         """How many times `v` is used as an operand or yielded, anywhere in the function."""
-        if not hasattr(self, "_uses"):
+        if self._uses is None:
             uses: dict = {}
             for o in ir.walk(self.fn.body):
                 for x in o.operands:
@@ -195,25 +195,25 @@ class FunctionRenderer:
             prefix = "replay_" if replay else ""
             return f"{prefix}{self.func_names[op.attrs['callee']]}({self.args(op.operands)})"
         ov = op.attrs["overload"]
-        name = op.attrs["name"]
+        form = ov.props.forward
         a = op.operands
-        if name == "load":
+        if form == "index_load":
             return f"wp::index({self.name(a[0])}, {self.line_arg(op)}, {self.args(a[1:])})"
-        if name == "cast":
+        if form == "cast":
             return f"wp::cast<{ctype(op.results[0].type)}>({self.name(a[0])})"
-        if name == "array_shape":
+        if form == "array_shape":
             return f"{self.name(a[0])}.shape[{self.name(a[1])}]"
-        if name == "struct_get":
+        if form == "field_get":
             return f"{self.name(a[0])}.{op.attrs['field']}"
-        if name == "struct_new":
+        if form == "struct_new":
             return f"{ctype(op.results[0].type)}()"
-        if name == "tile_map":
+        if form == "tile_map":
             elems = ", ".join(f"wp::tile_elem({self.name(v)}, k)" for v in a)
             fn = self.element_function_name(op)
             return f"wp::tile_map<{ctype(op.results[0].type)}>([&](int k) {{ return {fn}({elems}); }})"
-        if name == "tile_reduce" and "axis" in op.attrs:
+        if form == "tile_reduce" and "axis" in op.attrs:
             return f"wp::tile_reduce_axis<{op.attrs['axis']}>({self.element_lambda(op, 2)}, {self.args(a)})"
-        if name == "tile_reduce":
+        if form == "tile_reduce":
             return f"wp::tile_reduce({self.element_lambda(op, 2)}, {self.args(a)})"
         if ov.template_ret:
             return f"wp::{ov.native}<{ctype(op.results[0].type)}>({self.args(a)})"
@@ -241,10 +241,10 @@ class FunctionRenderer:
         return f"[&]({params}) {{ {self.element_function_name(op, adjoint=True)}({args}); }}"
 
     def op_call(self, op, replay):
-        name = op.attrs.get("name")
         a = op.operands
         if "callee" not in op.attrs:
-            if name == "tid":
+            form = op.attrs["overload"].props.forward
+            if form == "tid":
                 n = op.attrs["ndim"]
                 for k, r in enumerate(op.results):
                     if n == 1:
@@ -252,20 +252,20 @@ class FunctionRenderer:
                     else:
                         self.emit(f"{self.name(r)} = wp::tid_component(task, lb, {k});")
                 return
-            if name == "store":
+            if form == "index_store":
                 self.emit(f"wp::index({self.name(a[0])}, {self.line_arg(op)}, {self.args(a[1:-1])}) = "
                           f"{self.name(a[-1])};")
                 return
-            if name.startswith("atomic_"):
+            if form.startswith("atomic_"):
                 value = self.name(a[-1])
-                fn = {"add": "add", "sub": "add", "min": "min", "max": "max"}[name[7:]]
-                if name == "atomic_sub":
-                    value = f"wp::neg({value})"
+                fn = {"add": "add", "sub": "add", "min": "min", "max": "max"}[form[7:]]
+                if form == "atomic_sub":
+                    value = f"wp::neg({value})"  # a[i] -= v adds -v
                 expr = f"wp::atomic_rmw_{fn}(&wp::index({self.name(a[0])}, {self.line_arg(op)}, " \
                        f"{self.args(a[1:-1])}), {value})"
                 self.emit(f"{self.name(op.results[0])} = {expr};" if op.results else f"{expr};")
                 return
-            if name == "struct_set":
+            if form == "field_set":
                 r = op.results[0]
                 self.emit(f"{self.name(r)} = {self.name(a[0])}; {self.name(r)}.{op.attrs['field']} = {self.name(a[1])};")
                 return
@@ -319,7 +319,8 @@ class FunctionRenderer:
         then_b, else_b = op.regions
         self.emit(f"if ({self.name(op.operands[0])}) {{")
         self.branch(then_b, op.results, replay)
-        if else_b.ops or any(y is not None for y in else_b.yields):
+        # a replay's copy says whether the forward has an else (its own ops may all be left out)
+        if op.attrs.get("has_else", bool(else_b.ops) or any(y is not None for y in else_b.yields)):
             self.emit("} else {")
             self.branch(else_b, op.results, replay)
         self.emit("}")
@@ -352,9 +353,6 @@ class FunctionRenderer:
         for a, r in zip(args, results):
             self.name.alias(a, self.name(r))
 
-    def loop_top(self, op, replay):
-        """Hook at the top of a loop's body, before its condition (the adjoint renderer stores carried values)."""
-
     def op_for(self, op, replay):
         start, stop, step, *inits = op.operands
         body = op.regions[0]
@@ -371,7 +369,6 @@ class FunctionRenderer:
             self.emit(f"for ({i} = {self.name(start)}; ({s} > 0) ? ({i} < {self.name(stop)}) : "
                       f"({i} > {self.name(stop)}); {i} += {s}) {{")
         self.depth += 1
-        self.loop_top(op, replay)
         self.block(body, replay)
         self.assign_carried(op.results, body.yields)
         if "break_flag" in op.attrs:
@@ -386,7 +383,6 @@ class FunctionRenderer:
         self.assign_carried(op.results, op.operands)
         self.emit("while (true) {")
         self.depth += 1
-        self.loop_top(op, replay)
         self.block(cond_b, replay)
         self.emit(f"if (!{self.name(cond_b.yields[0])}) break;")
         self.block(body, replay)

@@ -1,23 +1,19 @@
-"""Renderer, backward half: the adjoint (reverse-mode) body of kernels and user functions.
+"""Renderer, backward half: prints the adjoint (reverse-mode) body of kernels and user functions.
 
-Structure of every backward function (see passes/adjoint.py for the decisions it follows):
-  1. declarations: every primal value and its adjoint (zero), hoisted;
-  2. replay: the forward body again, without side effects (stores, atomics, printing); loops count iterations;
-  3. reverse: each op's adjoint in reverse order. Branches reverse under the same condition; dynamic loops run
-     their iterations backwards, replaying the body of each iteration first (and, where the analysis says so,
-     restoring the loop-carried values of that iteration by replaying the earlier ones).
+It prints the IR the adjoint pass made (passes/adjoint.py, adjoint_regions.py; `fn.adjoint`) and decides nothing:
+  1. declarations: every primal value and its adjoint (zero), hoisted; loop counters and carried-value slots;
+  2. the replay region (the forward body without side effects, counting loop iterations);
+  3. the reverse region: `adj_call` in the form the pass chose, `adj_if` under the same condition, `adj_loop`
+     running iterations backwards (restoring carried values from slots or by replaying, as its attr says).
 Array values have no accumulator: their adjoint is the gradient array (an alias), set once.
 """
 
 from __future__ import annotations
 
 from . import ir
-from .passes.adjoint import analyze, array_adjoint_source
-from .errors import CompileError
 from .render import FunctionRenderer, _has_ctype, ctype
 from . import types as T
-from .types import scalar_types
-from .typesys import ARRAY_VIEWS, ArrayType, StaticType, is_differentiable_type, is_struct, is_tile
+from .typesys import ArrayType, StaticType, is_struct
 
 
 def adj_zero(t) -> str:
@@ -28,21 +24,16 @@ def adj_zero(t) -> str:
     return f"{ctype(t)}()"
 
 
-def _differentiable_value(t) -> bool:
-    return _has_ctype(t) and is_differentiable_type(t) and not isinstance(t, ArrayType)
-
-
 class AdjointRenderer(FunctionRenderer):
     # template arguments of adj_index_load: "<Atomic>" in kernel backward threads (a template on whether the launch
     # runs in parallel); user functions' adjoints always add atomically
     accumulate_args = ""
-    exclusive_loads: frozenset = frozenset()  # ids of loads whose gradient only this thread adds into
+    use_exclusive_loads = False  # CPU kernels: a load the pass marked exclusive adds without atomics
 
     def __init__(self, fn, dialect, debug, func_names):
         super().__init__(fn, dialect, debug, func_names)
         self.adj_names: dict = {}
-        self.counters: dict = {}
-        self.slots: dict = {}  # recomputing loop -> (slot count name, [(carried result, slot array name)])
+        self.adj_ret_names: list = []
 
     def adj(self, v: ir.Value) -> str:
         n = self.adj_names.get(v)
@@ -51,35 +42,39 @@ class AdjointRenderer(FunctionRenderer):
             self.adj_names[v] = n
         return n
 
+    @staticmethod
+    def counter(k: int) -> str:
+        return f"count{k}_"
+
+    def slots(self, loop, k: int):
+        """(capacity name, [(carried result, slot array name)]) of a loop whose reverse restores from slots."""
+        c = self.counter(k)
+        carried = [r for r in loop.results if _has_ctype(r.type)]
+        return f"cap_{c}", [(r, f"slot{j}_{c}") for j, r in enumerate(carried)]
+
     # ------------------------------------------------------------------------------------------ declarations
 
     def declare_adjoints(self, block: ir.Block):
+        adjoint = self.fn.adjoint
         for op in ir.walk(block):
             vals = list(op.results) + [a for region in op.regions for a in region.args]
             for v in vals:
                 if _has_ctype(v.type) and v not in self.adj_names:
                     self.emit(f"{ctype(v.type)} {self.adj(v)} = {adj_zero(v.type)};")
-            if op.opcode in ("for", "while"):
-                c = f"count{len(self.counters)}_"
-                self.counters[op] = c
-                self.emit(f"wp::int64 {c} = 0;")
-                self.declare_slots(op, c)
+            if op in adjoint.counters:
+                k = adjoint.counters[op]
+                self.emit(f"wp::int64 {self.counter(k)} = 0;")
+                if adjoint.restore.get(op) == "slots":
+                    self.declare_slots(op, k)
         self.alias_loop_args(block)
 
-    def declare_slots(self, op, counter: str):
+    def declare_slots(self, op, k: int):
         """Slot arrays for the carried values of a loop whose reverse restores them (see wp::carry_slots)."""
-        carried = [r for r in op.results if _has_ctype(r.type)]
-        if not op.attrs.get("recompute") or not carried or any(is_tile(r.type) for r in carried):
-            return
-        cap = f"cap_{counter}"
-        size = " + ".join(f"sizeof({ctype(r.type)})" for r in carried)
+        cap, names = self.slots(op, k)
+        size = " + ".join(f"sizeof({ctype(r.type)})" for r, _ in names)
         self.emit(f"constexpr wp::int64 {cap} = wp::carry_slots({size});")
-        names = []
-        for k, r in enumerate(carried):
-            name = f"slot{k}_{counter}"
+        for r, name in names:
             self.emit(f"{ctype(r.type)} {name}[{cap}];")
-            names.append((r, name))
-        self.slots[op] = (cap, names)
 
     def alias_loop_args(self, block):
         for op in ir.walk(block):
@@ -89,288 +84,229 @@ class AdjointRenderer(FunctionRenderer):
                 self.bind_args(op.regions[0].args, op.results)
                 self.bind_args(op.regions[1].args, op.results)
 
-    def zero_adjoints(self, block: ir.Block):
-        """Reset the adjoints of values defined in `block` (per reverse loop iteration)."""
-        for op in ir.walk(block):
-            for v in list(op.results) + [a for region in op.regions for a in region.args]:
-                if _differentiable_value(v.type) and v in self.adj_names:
-                    self.emit(f"{self.adj(v)} = {adj_zero(v.type)};")
-        for a in block.args:
-            if _differentiable_value(a.type):
-                self.emit(f"{self.adj(a)} = {adj_zero(a.type)};")
-
-    # ------------------------------------------------------------------------------------------ replay
+    # ------------------------------------------------------------------------------------------ replay ops
 
     def op_for(self, op, replay):
-        if replay and op in self.counters:
-            self.emit(f"{self.counters[op]} = 0;")
+        if "counter" in op.attrs:
+            self.emit(f"{self.counter(op.attrs['counter'])} = 0;")
         super().op_for(op, replay)
 
     def op_while(self, op, replay):
-        if replay and op in self.counters:
-            self.emit(f"{self.counters[op]} = 0;")
+        if "counter" in op.attrs:
+            self.emit(f"{self.counter(op.attrs['counter'])} = 0;")
         super().op_while(op, replay)
 
-    def block(self, block, replay=False):
-        super().block(block, replay)
-        # count loop iterations in replay: the counter of the loop that owns this body
-        owner = getattr(block, "_loop_owner", None)
-        if replay and owner is not None and owner in self.counters:
-            self.emit(f"{self.counters[owner]}++;")
+    def op_count_iteration(self, op, replay):
+        self.emit(f"{self.counter(op.attrs['counter'])}++;")
 
-    def loop_top(self, op, replay):
+    def op_store_carried(self, op, replay):
         # while counting (the replay before the reverse), keep the carried values of the first iterations
-        if not replay or op not in self.slots or getattr(op.regions[-1], "_loop_owner", None) is not op:
-            return
-        cap, names = self.slots[op]
-        count = self.counters[op]
-        stores = " ".join(f"{slot}[{count}] = {self.name(r)};" for r, slot in names)
+        k = op.attrs["counter"]
+        cap, names = self.slots(self.loop_of_counter(k), k)
+        count = self.counter(k)
+        stores = " ".join(f"{slot}[{count}] = {self.name(v)};" for v, (_, slot) in zip(op.operands, names))
         self.emit(f"if ({count} < {cap}) {{ {stores} }}")
 
-    def op_call(self, op, replay):
-        super().op_call(op, replay)
-        if replay and op.attrs.get("name") == "struct_get" and op.results and \
-                (isinstance(op.results[0].type, ArrayType) or is_struct(op.results[0].type)):
-            # array members (also inside nested structs) take their gradient arrays from the adjoint struct
-            r = op.results[0]
-            self.emit(f"{self.adj(r)} = {self.adj(op.operands[0])}.{op.attrs['field']};")
-        elif replay and op.attrs.get("name") in ARRAY_VIEWS:
-            # the gradient of a sub-array is the same view of the parent's gradient array
-            a = op.operands
-            self.emit(f"{self.adj(op.results[0])} = wp::{op.attrs['name']}({self.adj(a[0])}, {self.args(a[1:])});")
+    def loop_of_counter(self, k: int):
+        return next(loop for loop, n in self.fn.adjoint.counters.items() if n == k)
 
-    # ------------------------------------------------------------------------------------------ reverse
+    def op_adj_field(self, op, replay):
+        r, base = op.operands
+        self.emit(f"{self.adj(r)} = {self.adj(base)}.{op.attrs['field']};")
 
-    def reverse(self, block: ir.Block):
-        for op in reversed(block.ops):
-            getattr(self, "rev_" + op.opcode, self.rev_nothing)(op)
+    def op_adj_view(self, op, replay):
+        r, a, *idx = op.operands
+        self.emit(f"{self.adj(r)} = wp::{op.attrs['view']}({self.adj(a)}, {self.args(idx)});")
 
-    def rev_nothing(self, op):
-        pass
+    # ------------------------------------------------------------------------------------------ reverse ops
 
     def adj_args(self, values) -> str:
-        out = []
-        for v in values:
-            if isinstance(v.type, StaticType):
-                continue
-            out.append(self.adj(v))
-        return ", ".join(out)
+        return ", ".join(self.adj(v) for v in values if not isinstance(v.type, StaticType))
 
-    def rev_call(self, op):
-        name = op.attrs.get("name")
-        a = op.operands
-        callee = op.attrs.get("callee")
-        if op.attrs.get("gradient"):
-            return  # wp.grad(f)(x): the adjoint pass refused it where its arguments carry a gradient
-        if callee is not None:
-            results = [r for r in op.results if _has_ctype(r.type)]
-            rets = [self.adj(r) for r in results]
-            args = ", ".join(x for x in (self.args(a), self.adj_args(a), ", ".join(rets)) if x)
-            call = f"adj_{self.func_names[callee]}({args});"
-            if results and _pure(callee) and all(_zero_testable(r.type) for r in results):
-                # a pure function's adjoint is linear in its results' adjoints: all zero, nothing to add
-                test = " || ".join(f"!wp::is_zero({n})" for n in rets)
-                call = f"if ({test}) {call}"
-            self.emit(call)
-            return
-        ov = op.attrs["overload"]
-        if name in ("tid", "array_shape", "struct_new", "stop_gradient") + ARRAY_VIEWS or not ov.differentiable:
-            return
-        line = self.line_arg(op)
-        if name == "load":
-            template = "<false>" if id(op) in self.exclusive_loads else self.accumulate_args
-            self.emit(f"wp::adj_index_load{template}({self.adj(a[0])}, {line}, {self.args(a[1:])}, "
-                      f"{self.adj(op.results[0])});")
-            return
-        if name == "store" and op.attrs.get("overwrite"):
-            self.emit(f"wp::adj_index_overwrite({self.adj(a[0])}, {line}, {self.adj(a[-1])}, {self.args(a[1:-1])});")
-            return
-        if name == "store":
-            self.emit(f"wp::adj_index_store({self.adj(a[0])}, {line}, {self.args(a[1:-1])}, {self.adj(a[-1])});")
-            return
-        if name == "atomic_add":
-            self.emit(f"wp::adj_index_accumulate({self.adj(a[0])}, {line}, {self.adj(a[-1])}, {self.args(a[1:-1])});")
-            return
-        if name in ("atomic_min", "atomic_max"):
-            # the final a[i] (read in the backward, after every forward thread ran) names the winner(s)
-            self.emit(f"wp::adj_index_minmax({self.name(a[0])}, {self.adj(a[0])}, {line}, {self.name(a[-1])}, "
-                      f"{self.adj(a[-1])}, {self.args(a[1:-1])});")
-            return
-        if name == "atomic_sub":
-            t = ctype(a[-1].type)
-            self.emit(f"{{ {t} g_ = {t}(); wp::adj_index_accumulate({self.adj(a[0])}, {line}, g_, "
-                      f"{self.args(a[1:-1])}); {self.adj(a[-1])} = wp::sub({self.adj(a[-1])}, g_); }}")
-            return
-        if name == "tile_map":
-            r = op.results[0]
-            slots = [f"wp::tile_elem({self.name(v)}, k)" for v in a] + \
-                [f"wp::tile_elem_ref({self.adj(v)}, k)" for v in a] + [f"wp::tile_elem({self.adj(r)}, k)"]
-            size = r.type.rows * r.type.cols
-            self.emit(f"wp::adj_tile_map<{size}>([&](int k) {{ "
-                      f"{self.element_function_name(op, adjoint=True)}({', '.join(slots)}); }});")
-            return
-        if name == "tile_reduce":
-            axis = f"_axis<{op.attrs['axis']}>" if "axis" in op.attrs else ""
-            self.emit(f"wp::adj_tile_reduce{axis}({self.element_lambda(op, 2)}, {self.element_adjoint_lambda(op, 2)}, "
-                      f"{self.args(a)}, {self.adj_args(a)}, {self.adj(op.results[0])});")
-            return
-        if name == "struct_get":
-            if not isinstance(op.results[0].type, ArrayType):
-                f = op.attrs["field"]
-                self.emit(f"{self.adj(a[0])}.{f} = wp::add({self.adj(a[0])}.{f}, {self.adj(op.results[0])});")
-            return
-        if name == "struct_set":
-            f = op.attrs["field"]
-            r = self.adj(op.results[0])
-            if not isinstance(a[1].type, ArrayType):
-                self.emit(f"{self.adj(a[1])} = wp::add({self.adj(a[1])}, {r}.{f});")
-                self.emit(f"{{ {ctype(op.results[0].type)} t_ = {r}; t_.{f} = {ctype(a[1].type)}(); "
-                          f"{self.adj(a[0])} = wp::add({self.adj(a[0])}, t_); }}")
-            else:
-                self.emit(f"{self.adj(a[0])} = wp::add({self.adj(a[0])}, {r});")
-            return
-        rets = [self.adj(r) for r in op.results if _has_ctype(r.type)]
-        if not rets and name != "tile_store":  # a store's gradient comes from the array, not from a result
-            return
-        args = ", ".join(x for x in (self.args(a), self.adj_args(a), ", ".join(rets)) if x)
-        if name == "cast":
-            self.emit(f"wp::adj_cast<{ctype(op.results[0].type)}>({args});")
-        elif ov.template_ret:
-            self.emit(f"wp::adj_{ov.native}<{ctype(op.results[0].type)}>({args});")
-        else:
-            self.emit(f"wp::adj_{ov.native}({args});")
+    def op_adj_add(self, op, replay):
+        t, s = op.operands
+        self.emit(f"{self.adj(t)} = wp::add({self.adj(t)}, {self.adj(s)});")
 
-    def rev_if(self, op):
+    def op_adj_set(self, op, replay):
+        t, s = op.operands
+        self.emit(f"{self.adj(t)} = {self.adj(s)};")
+
+    def op_adj_zero(self, op, replay):
+        for v in op.operands:
+            self.emit(f"{self.adj(v)} = {adj_zero(v.type)};")
+
+    def op_adj_return(self, op, replay):
+        for v, k in zip(op.operands, op.attrs["index"]):
+            self.emit(f"{self.adj(v)} = wp::add({self.adj(v)}, {self.adj_ret_names[k]});")
+
+    def op_adj_if(self, op, replay):
         self.emit(f"if ({self.name(op.operands[0])}) {{")
-        self.rev_branch(op, op.regions[0])
+        self.nested(op.regions[0])
         self.emit("} else {")
-        self.rev_branch(op, op.regions[1])
+        self.nested(op.regions[1])
         self.emit("}")
 
-    def rev_branch(self, op, block):
+    def nested(self, block):
         self.depth += 1
-        for r, y in zip(op.results, block.yields):
-            if _differentiable_value(r.type):
-                self.emit(f"{self.adj(y)} = wp::add({self.adj(y)}, {self.adj(r)});")
-        self.reverse(block)
+        self.block(block)
         self.depth -= 1
 
-    def rev_for(self, op):
-        start, stop, step, *inits = op.operands
-        body = op.regions[0]
-        index, *args = body.args
-        self.rev_loop(op, body, args, inits,
-                      set_index=lambda it: self.emit(f"{self.name(index)} = {ctype(index.type)}("
-                                                     f"{self.name(start)} + {it} * {self.name(step)});"))
-
-    def rev_while(self, op):
-        cond_b, body = op.regions
-        self.rev_loop(op, body, body.args, op.operands, set_index=lambda it: None)
-
-    def rev_loop(self, op, body, args, inits, set_index):
-        count = self.counters[op]
+    def op_adj_loop(self, op, replay):
+        loop = op.attrs["of"]
+        k = op.attrs["counter"]
+        count = self.counter(k)
+        replay_region, reverse_region = op.regions
         it = f"it{count}"
         self.emit(f"for (wp::int64 {it} = {count} - 1; {it} >= 0; --{it}) {{")
         self.depth += 1
-        if op.attrs.get("recompute") and args and op in self.slots:
+        restore = op.attrs.get("restore")
+        if restore == "slots":
             # the carried values at the start of iteration `it`: stored in the replay for the first iterations,
             # else replayed from the last stored one
-            cap, names = self.slots[op]
+            cap, names = self.slots(loop, k)
             self.emit(f"if ({it} < {cap}) {{")
             self.emit("    " + " ".join(f"{self.name(r)} = {slot}[{it}];" for r, slot in names))
             self.emit("} else {")
             self.depth += 1
             self.emit(" ".join(f"{self.name(r)} = {slot}[{cap} - 1];" for r, slot in names))
-            self.replay_iterations(op, body, f"{cap} - 1", it, set_index)
+            self.replay_iterations(loop, replay_region, f"{cap} - 1", it)
             self.depth -= 1
             self.emit("}")
-        elif op.attrs.get("recompute") and args:
+        elif restore == "replay":
             # restore the carried values at the start of iteration `it` by replaying iterations 0..it-1
-            self.assign_carried(op.results, inits)
-            self.replay_iterations(op, body, "0", it, set_index)
-        set_index(it)
-        self.replay_body(op, body)
-        self.zero_adjoints(body)
-        for r, y in zip(op.results, body.yields):
-            if _differentiable_value(r.type):
-                self.emit(f"{self.adj(y)} = wp::add({self.adj(y)}, {self.adj(r)});")
-        self.reverse(body)
-        for r, a in zip(op.results, args):
-            if _differentiable_value(r.type):
-                self.emit(f"{self.adj(r)} = {self.adj(a)};")
+            self.assign_carried(loop.results, loop.operands[3:] if loop.opcode == "for" else loop.operands)
+            self.replay_iterations(loop, replay_region, "0", it)
+        self.set_index(loop, it)
+        self.block(replay_region, True)
+        self.block(reverse_region)
         self.depth -= 1
         self.emit("}")
-        for r, i in zip(op.results, inits):
-            if _differentiable_value(r.type):
-                self.emit(f"{self.adj(i)} = wp::add({self.adj(i)}, {self.adj(r)});")
 
-    def replay_iterations(self, op, body, first: str, stop: str, set_index):
+    def set_index(self, loop, it: str):
+        if loop.opcode == "for":
+            start, _, step = loop.operands[:3]
+            index = loop.regions[0].args[0]
+            self.emit(f"{self.name(index)} = {ctype(index.type)}({self.name(start)} + {it} * {self.name(step)});")
+
+    def replay_iterations(self, loop, replay_region, first: str, stop: str):
         """Replay iterations first..stop-1 of a loop, carrying its values along."""
         self.emit(f"for (wp::int64 j_ = {first}; j_ < {stop}; ++j_) {{")
         self.depth += 1
-        set_index("j_")
-        self.replay_body(op, body)
-        self.assign_carried(op.results, body.yields)
+        self.set_index(loop, "j_")
+        self.block(replay_region, True)
+        self.assign_carried(loop.results, replay_region.yields)
         self.depth -= 1
         self.emit("}")
 
-    def replay_body(self, op, body):
-        owner = getattr(body, "_loop_owner", None)
-        body._loop_owner = None  # no counting while replaying single iterations
-        if op.opcode == "while":
-            self.block(op.regions[0], True)
-        self.block(body, True)
-        body._loop_owner = owner
+    def op_adj_call(self, op, replay):
+        getattr(self, "adj_" + op.attrs["form"])(op.attrs["of"], op)
 
-    def rev_return(self, op):
-        for v, adj_ret in zip(op.operands, self.adj_ret_names):
-            if _differentiable_value(v.type):
-                self.emit(f"{self.adj(v)} = wp::add({self.adj(v)}, {adj_ret});")
+    def adj_callee(self, call, op):
+        a = call.operands
+        rets = [self.adj(r) for r in call.results if _has_ctype(r.type)]
+        args = ", ".join(x for x in (self.args(a), self.adj_args(a), ", ".join(rets)) if x)
+        text = f"adj_{self.func_names[call.attrs['callee']]}({args});"
+        if op.attrs.get("skip_if_zero"):
+            text = f"if ({' || '.join(f'!wp::is_zero({n})' for n in rets)}) {text}"
+        self.emit(text)
+
+    def adj_index_load(self, call, op):
+        a = call.operands
+        exclusive = op.attrs.get("exclusive") and self.use_exclusive_loads
+        template = "<false>" if exclusive else self.accumulate_args
+        self.emit(f"wp::adj_index_load{template}({self.adj(a[0])}, {self.line_arg(call)}, {self.args(a[1:])}, "
+                  f"{self.adj(call.results[0])});")
+
+    def adj_index_overwrite(self, call, op):
+        a = call.operands
+        self.emit(f"wp::adj_index_overwrite({self.adj(a[0])}, {self.line_arg(call)}, {self.adj(a[-1])}, "
+                  f"{self.args(a[1:-1])});")
+
+    def adj_index_store(self, call, op):
+        a = call.operands
+        self.emit(f"wp::adj_index_store({self.adj(a[0])}, {self.line_arg(call)}, {self.args(a[1:-1])}, "
+                  f"{self.adj(a[-1])});")
+
+    def adj_index_accumulate(self, call, op):
+        a = call.operands
+        self.emit(f"wp::adj_index_accumulate({self.adj(a[0])}, {self.line_arg(call)}, {self.adj(a[-1])}, "
+                  f"{self.args(a[1:-1])});")
+
+    def adj_index_minmax(self, call, op):
+        # the final a[i] (read in the backward, after every forward thread ran) names the winner(s)
+        a = call.operands
+        self.emit(f"wp::adj_index_minmax({self.name(a[0])}, {self.adj(a[0])}, {self.line_arg(call)}, "
+                  f"{self.name(a[-1])}, {self.adj(a[-1])}, {self.args(a[1:-1])});")
+
+    def adj_index_accumulate_neg(self, call, op):
+        a = call.operands
+        t = ctype(a[-1].type)
+        self.emit(f"{{ {t} g_ = {t}(); wp::adj_index_accumulate({self.adj(a[0])}, {self.line_arg(call)}, g_, "
+                  f"{self.args(a[1:-1])}); {self.adj(a[-1])} = wp::sub({self.adj(a[-1])}, g_); }}")
+
+    def adj_tile_map(self, call, op):
+        a = call.operands
+        r = call.results[0]
+        slots = [f"wp::tile_elem({self.name(v)}, k)" for v in a] + \
+            [f"wp::tile_elem_ref({self.adj(v)}, k)" for v in a] + [f"wp::tile_elem({self.adj(r)}, k)"]
+        size = r.type.rows * r.type.cols
+        self.emit(f"wp::adj_tile_map<{size}>([&](int k) {{ "
+                  f"{self.element_function_name(call, adjoint=True)}({', '.join(slots)}); }});")
+
+    def adj_tile_reduce(self, call, op):
+        a = call.operands
+        axis = f"_axis<{call.attrs['axis']}>" if "axis" in call.attrs else ""
+        self.emit(f"wp::adj_tile_reduce{axis}({self.element_lambda(call, 2)}, "
+                  f"{self.element_adjoint_lambda(call, 2)}, {self.args(a)}, {self.adj_args(a)}, "
+                  f"{self.adj(call.results[0])});")
+
+    def adj_field_get(self, call, op):
+        a, f = call.operands, call.attrs["field"]
+        self.emit(f"{self.adj(a[0])}.{f} = wp::add({self.adj(a[0])}.{f}, {self.adj(call.results[0])});")
+
+    def adj_field_set(self, call, op):
+        a, f = call.operands, call.attrs["field"]
+        r = self.adj(call.results[0])
+        if not isinstance(a[1].type, ArrayType):
+            self.emit(f"{self.adj(a[1])} = wp::add({self.adj(a[1])}, {r}.{f});")
+            self.emit(f"{{ {ctype(call.results[0].type)} t_ = {r}; t_.{f} = {ctype(a[1].type)}(); "
+                      f"{self.adj(a[0])} = wp::add({self.adj(a[0])}, t_); }}")
+        else:
+            self.emit(f"{self.adj(a[0])} = wp::add({self.adj(a[0])}, {r});")
+
+    def adj_cast(self, call, op):
+        self.emit(f"wp::adj_cast<{ctype(call.results[0].type)}>({self.adjoint_call_args(call)});")
+
+    def adj_native(self, call, op):
+        ov = call.attrs["overload"]
+        template = f"<{ctype(call.results[0].type)}>" if ov.template_ret else ""
+        self.emit(f"wp::adj_{ov.native}{template}({self.adjoint_call_args(call)});")
+
+    def adjoint_call_args(self, call) -> str:
+        """Native adjoint convention: primal arguments, their adjoints, the results' adjoints."""
+        a = call.operands
+        rets = ", ".join(self.adj(r) for r in call.results if _has_ctype(r.type))
+        return ", ".join(x for x in (self.args(a), self.adj_args(a), rets) if x)
 
     # ------------------------------------------------------------------------------------------ bodies
 
     def prepare(self):
-        error = adjoint_error(self.fn)
-        if error is not None:
-            raise error
-        for op in ir.walk(self.fn.body):
-            if op.opcode in ("for", "while"):
-                op.regions[-1]._loop_owner = op
+        adjoint = self.fn.adjoint
+        if adjoint.error is not None:
+            raise adjoint.error
 
     def backward_body(self):
         self.declare_values(self.fn.body)
         self.declare_adjoints(self.fn.body)
-        self.block(self.fn.body, replay=True)
-        self.reverse(self.fn.body)
+        self.block(self.fn.adjoint.replay, replay=True)
+        self.block(self.fn.adjoint.reverse)
         return "\n".join(self.lines)
-
-
-def adjoint_error(fn: ir.Function):
-    """The CompileError that makes `fn` (or a function it calls) non-differentiable, or None. Cached."""
-    if not hasattr(fn, "_adjoint_error"):
-        fn._adjoint_error = None
-        if getattr(fn, "custom_grad_ir", None) is not None:
-            return None  # the user wrote its adjoint
-        try:
-            analyze(fn)
-            for op in ir.walk(fn.body):
-                if op.opcode == "call" and op.operands and op.attrs.get("name") in (
-                        "load", "store", "atomic_add", "atomic_sub"):
-                    array_adjoint_source(op.operands[0], fn)
-                callee = op.attrs.get("callee")
-                if callee is not None and adjoint_error(callee) is not None:
-                    fn._adjoint_error = adjoint_error(callee)
-                    break
-        except CompileError as e:
-            fn._adjoint_error = e
-    return fn._adjoint_error
 
 
 def render_adjoint_kernel(fn: ir.Function, src, entry: str) -> str:
     r = AdjointRenderer(fn, src.dialect, src.debug, src.func_names)
     r.accumulate_args = "<Atomic>"
-    exclusive = _exclusive_arrays(fn) if src.dialect == "cpu" else {}
-    r.exclusive_loads = frozenset(id(op) for ops in exclusive.values() for op in ops)
+    r.use_exclusive_loads = src.dialect == "cpu"
     r.prepare()
     for p, n in zip(fn.params, fn.param_names):
         r.emit(f"const {ctype(p.type)} {r.name(p)} = args.{n};")
@@ -384,98 +320,9 @@ def render_adjoint_kernel(fn: ir.Function, src, entry: str) -> str:
               f"wp::int64 task, const {entry}_args& args, const {entry}_args& adj_args) {{\n"
               f"    (void)lb; (void)task;\n{body}\n}}")
     if src.dialect == "cpu":
-        private = _privatizable(fn)
-        if private is not None:
-            names = {fn.param_names[fn.params.index(p)] for p in exclusive}
-            private = [(path, t) for path, t in private if path not in names]
-        return thread + "\n" + src.privatized_backward(entry, private)
+        return thread + "\n" + src.privatized_backward(entry, fn.adjoint.private_arrays)
     return thread + "\n" + src.entry_point(entry, "backward", f"const {entry}_args* args, const {entry}_args* adj_args",
                                            "*args, *adj_args", atomic_template=True)
-
-
-def _privatizable(fn: ir.Function):
-    """Arrays whose gradients a parallel backward may accumulate in per-thread copies: those the kernel reads and
-    never writes (a written array's gradient is read by the backward, so it must stay shared). None when an array
-    is both read and written: then its gradient is read and accumulated, and only atomics are safe."""
-    from .access import array_access
-    access = array_access(fn, fn.param_names)
-    if any(r and w for r, w in access.values()):
-        return None
-    return [(path, t) for path, t in _array_paths(zip(fn.param_names, (p.type for p in fn.params)))
-            if access.get(path, (False, False))[0]]
-
-
-def _zero_testable(t) -> bool:
-    """Whether native `wp::is_zero` takes values of type `t` (scalars, vectors, matrices, quaternions,
-    transforms)."""
-    return isinstance(t, type) and (t in scalar_types or getattr(t, "_shape_", None) is not None)
-
-
-def _pure(fn: ir.Function, _seen=None) -> bool:
-    """A user function that touches no array, has no side effect and no custom adjoint, and calls only such
-    functions: its adjoint adds nothing when every result adjoint is zero."""
-    cached = getattr(fn, "_pure", None)
-    if cached is not None:
-        return cached
-    seen = set() if _seen is None else _seen
-    if id(fn) in seen:
-        return False
-    seen.add(id(fn))
-    ok = getattr(fn, "custom_grad_ir", None) is None and getattr(fn, "custom_replay_ir", None) is None
-    ok = ok and not any(isinstance(p.type, ArrayType) or is_struct(p.type) for p in fn.params)
-    for op in ir.walk(fn.body):
-        if not ok:
-            break
-        ov = op.attrs.get("overload")
-        callee = op.attrs.get("callee")
-        if ov is not None and (ov.side_effect or op.attrs.get("name") in ("load", "store", "address")):
-            ok = False
-        elif callee is not None and not _pure(callee, seen):
-            ok = False
-        elif any(isinstance(v.type, ArrayType) for v in op.results):
-            ok = False
-    fn._pure = ok
-    return ok
-
-
-def _exclusive_arrays(fn: ir.Function) -> dict:
-    """Array parameters read only as a[i] with i = wp.tid() of a one-dimensional index (the flat thread index,
-    unique per thread on the CPU, where a tiled block is one lane) and never written or passed on: in the backward
-    each thread alone adds into its gradient element, so neither atomics nor per-thread copies are needed.
-    Maps each such parameter to its loads."""
-    tids = {op.results[0] for op in ir.walk(fn.body)
-            if op.opcode == "call" and op.attrs.get("name") == "tid" and op.attrs.get("ndim") == 1
-            and len(op.results) == 1}
-    if not tids:
-        return {}
-    loads = {p: [] for p in fn.params if isinstance(p.type, ArrayType)}
-    for op in ir.walk(fn.body):
-        for k, v in enumerate(op.operands):
-            if v not in loads:
-                continue
-            exclusive_load = (op.opcode == "call" and op.attrs.get("name") == "load" and "callee" not in op.attrs
-                              and k == 0 and len(op.operands) == 2 and op.operands[1] in tids)
-            if exclusive_load and loads[v] is not None:
-                loads[v].append(op)
-            else:
-                loads[v] = None
-        for block in op.regions:
-            if any(v in loads for v in block.yields):
-                for v in block.yields:
-                    if v in loads:
-                        loads[v] = None
-    return {p: ops for p, ops in loads.items() if ops}
-
-
-def _array_paths(named_types, prefix: str = "") -> list:
-    """(C++ member path, ArrayType) of every array reachable from kernel parameters, through struct members."""
-    out = []
-    for name, t in named_types:
-        if isinstance(t, ArrayType):
-            out.append((prefix + name, t))
-        elif is_struct(t):
-            out.extend(_array_paths(t._wp_struct_.fields.items(), f"{prefix}{name}."))
-    return out
 
 
 def render_adjoint_function(fn: ir.Function, src, name: str, ret: str) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from . import ir
 from .render import CPU, FunctionRenderer, ctype
-from .render_adjoint import adjoint_error
 from .typesys import ArrayType, is_struct
 
 HEADER = '#include "builtin.h"\n'
@@ -97,7 +96,7 @@ class ModuleSource:
                 out.append(self.function_body(fn, f"replay_{name}", ret, replay=True))
             if getattr(fn, "custom_grad_ir", None) is not None:
                 out.append(self.custom_adjoint(fn, name))
-            elif adjoint_error(fn) is None:
+            elif fn.adjoint.error is None:
                 out.append(adjoint_renderer(fn, self, name, ret))
         return "\n".join(out) + "\n"
 
@@ -146,7 +145,7 @@ class ModuleSource:
         out.append(f"static CUDA_CALLABLE inline void {entry}_forward_thread(const wp::launch_bounds_t& lb, "
                    f"wp::int64 task, const {entry}_args& args) {{\n    (void)lb; (void)task;\n{body}\n}}")
         out.append(self.entry_point(entry, "forward", f"const {entry}_args* args", "*args"))
-        if adjoint_renderer is not None and adjoint_error(fn) is None:
+        if adjoint_renderer is not None and fn.adjoint.error is None:
             out.append(adjoint_renderer(fn, self, entry))
         return "\n".join(out) + "\n"
 

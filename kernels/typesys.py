@@ -137,6 +137,11 @@ def is_struct(t) -> bool:
     return getattr(t, "_wp_struct_", None) is not None
 
 
+def has_native_value(t) -> bool:
+    """Whether values of type `t` exist at run time (a C++ variable): not compile-time values, shapes or packs."""
+    return not isinstance(t, (StaticType, ShapeType, PackType)) and t is not None
+
+
 def is_differentiable_type(t) -> bool:
     """Whether values of type `t` carry a gradient (floats, float composites, structs with such members)."""
     if T.is_scalar(t):

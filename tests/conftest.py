@@ -20,6 +20,10 @@ wp.config.compile_notice = False
 # The suite runs taped rollouts as the `sim` CLI does, with freed host blocks kept for reuse (kernels/host_memory.py;
 # importing kernels no longer sets it). tests/test_architecture.py checks that the import alone does not.
 wp.keep_freed_host_memory()
+# Every compile in the suite checks the IR against its schema after every pass (passes/verify.py), also in the
+# child processes some tests start (the Warp suite runs each of its files in one).
+wp.config.verify_ir = True
+os.environ["KERNELS_VERIFY_IR"] = "1"
 
 
 if os.environ.get("KERNELS_EMULATE_CUDA") == "1":  # the emulated cuda:0 of tests/_cuda_emulation.py, session-wide

@@ -187,7 +187,7 @@ def _kernel_error(folder, body: str) -> str:
     exec(code, namespace)
     with pytest.raises(CompileError) as info:
         namespace["k"].compile_ir()
-        from kernels.render_adjoint import adjoint_error
+        from kernels.passes.adjoint import adjoint_error
         error = adjoint_error(namespace["k"].ir)
         if error is not None:
             raise error

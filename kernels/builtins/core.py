@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .. import types as T
 from ..typesys import ArrayType
-from .registry import A, AnyType, S, add_builtin
+from .registry import A, AnyType, S, add_builtin, declare_properties
 
 F = S("T", "float")
 N = S("T", "scalar")
@@ -22,6 +22,11 @@ add_builtin("div_approx", (F, F), "T", native="div", group="operators",
             doc="a / b for floats (Warp's fast approximate division; computed exactly here, so its gradient is div's)")
 add_builtin("neg", (N,), "T", group="operators", doc="-a")
 add_builtin("pos", (N,), "T", group="operators", doc="+a")
+for _name in ("add", "sub", "neg", "pos"):  # also their vector, matrix, quaternion and transform overloads
+    declare_properties(_name, linear=True, moves_components=True)
+for _name in ("add", "sub", "mul", "div", "mod", "floordiv", "neg"):  # wp.add(a, b) as in Warp
+    declare_properties(_name, operator=True)
+declare_properties("pos", operator=True, exposed=False)
 
 for _name in ("eq", "ne"):
     add_builtin(_name, (S("T", "any"), S("T", "any")), T.bool_, group="comparison", differentiable=False,
@@ -37,12 +42,19 @@ add_builtin("nonzero", (N,), "T", group="logic", doc="1 if a != 0 else 0, in the
 for _name in ("bit_and", "bit_or", "bit_xor", "lshift", "rshift"):
     add_builtin(_name, (I, I), "T", group="bitwise", differentiable=False, doc="integer bit operation")
 add_builtin("invert", (I,), "T", group="bitwise", differentiable=False, doc="~a")
+for _name in ("bit_and", "bit_or", "bit_xor", "lshift", "rshift", "invert"):
+    declare_properties(_name, operator=True)
+for _name in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not"):
+    declare_properties(_name, operator=True, exposed=False)
+declare_properties("truthy", exposed=False)
 
 # Scalar conversions: the result type is a template argument (`cast<float64>(x)`); rendered specially.
 add_builtin("cast", (S("A", "any"),), None, group="conversion", doc="convert a scalar to another scalar type")
+declare_properties("cast", forward="cast", adjoint="cast", exposed=False)
 
 add_builtin("tid", (), T.int32, group="launch", differentiable=False,
             doc="index of the current thread; `i, j = wp.tid()` in a 2-d launch")
+declare_properties("tid", forward="tid", adjoint="none", kernel_only=True)
 
 # Array element access. `load`/`store`/atomics take the Python line (rendered in) for debug-mode bounds checks.
 for _n in range(1, 5):
@@ -57,6 +69,17 @@ for _n in range(1, 5):
                     + ("" if _op in ("add", "sub") else "; the gradient of a[i, ...] goes to each v equal to its "
                        "final value (the winning thread; every tied one), per component, as in Warp; a[i, ...]'s own gradient "
                        "is left as it was"))
+declare_properties("load", forward="index_load", adjoint="index_load", moves_components=True, array_access="read",
+                   exposed=False)
+declare_properties("store", forward="index_store", adjoint="index_store", moves_components=True,
+                   array_access="write", exposed=False)
+declare_properties("atomic_add", forward="atomic_add", adjoint="index_accumulate", moves_components=True,
+                   array_access="accumulate", kernel_only=True)
+declare_properties("atomic_sub", forward="atomic_sub", adjoint="index_accumulate_neg", moves_components=True,
+                   array_access="accumulate", kernel_only=True)
+for _op in ("min", "max"):
+    declare_properties(f"atomic_{_op}", forward=f"atomic_{_op}", adjoint="index_minmax", array_access="accumulate",
+                       kernel_only=True)
 add_builtin("lower_bound", (A(N, 1), N), T.int32, group="array", differentiable=False,
             arg_names=("arr", "value"),
             doc="index of the first element of sorted 1-d arr that is >= value (the last index if none)")
@@ -64,6 +87,7 @@ add_builtin("lower_bound", (A(N, 1), T.int32, T.int32, N), T.int32, group="array
             arg_names=("arr", "arr_begin", "arr_end", "value"),
             doc="index of the first element of sorted arr[arr_begin:arr_end] that is >= value (arr_end - 1 if none)")
 add_builtin("array_shape", (A(), T.int32), T.int32, group="array", differentiable=False, doc="a.shape[k]")
+declare_properties("array_shape", forward="array_shape", adjoint="none", exposed=False)
 # a[i] of a 2-4-d array with fewer indices than dimensions: the sub-array (no copy). Its gradient array is the same
 # view of the parent's gradient, taken again in the backward replay (render_adjoint.op_call).
 for _n in range(1, 4):
@@ -85,6 +109,11 @@ add_builtin("index_view", (A(AnyType("T"), "D"), T.int32, IDX),
 add_builtin("struct_get", (AnyType("S"),), None, group="struct", doc="s.field")
 add_builtin("struct_set", (AnyType("S"), AnyType("V")), None, group="struct", doc="s.field = v (new value)")
 add_builtin("struct_new", (), None, group="struct", doc="S() with every field zero")
+declare_properties("struct_get", forward="field_get", adjoint="field_get", moves_components=True, exposed=False)
+declare_properties("struct_set", forward="field_set", adjoint="field_set", moves_components=True, exposed=False)
+declare_properties("struct_new", forward="struct_new", adjoint="none", exposed=False)
+for _name in ("view", "slice_view", "index_view"):
+    declare_properties(_name, adjoint="none", array_view=True)
 
 add_builtin("where", (T.bool_, AnyType("T"), AnyType("T")), "T", group="logic",
             doc="a if cond else b (both evaluated)")
@@ -93,3 +122,4 @@ add_builtin("select", (T.bool_, AnyType("T"), AnyType("T")), "T", native="select
 
 add_builtin("stop_gradient", (AnyType("T"),), "T", group="autodiff",
             doc="x, treated as a constant by the adjoint: no gradient flows back through it")
+declare_properties("stop_gradient", adjoint="none", stops_gradient=True)

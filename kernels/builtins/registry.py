@@ -188,6 +188,46 @@ def instantiate(rule, bindings: dict):
 # The table
 
 
+@dataclass(frozen=True)
+class Properties:
+    """How the compiler treats a builtin beyond its types: read by the adjoint pass and the renderer instead of
+    testing builtin names. Declared per builtin name with `declare_properties`, next to its overloads.
+
+    `forward`: how a call is written (render.FunctionRenderer.call_expr / op_call): "call" (`wp::native(args)`),
+    "index_load", "index_store", "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "cast", "array_shape", "field_get", "field_set", "struct_new", "tid",
+    "tile_map", "tile_reduce".
+    `adjoint`: how its reverse is written (an ir_ops.ADJOINT_FORMS name), or "none": it has no reverse (its
+    operands get no gradient through it: thread indices, shapes, views, stop_gradient).
+    `linear`: its adjoint reads none of its operands' primal values (a + b, -a): the replay need not be exact.
+    `moves_components`: it only copies, adds or subtracts components (a component write may follow it).
+    `array_view`: it makes a sub-array view; the gradient array is the same view of the parent's gradient.
+    `array_access`: "read", "write" or "accumulate" for an element access of its first (array) argument.
+    `stops_gradient`: its result carries no gradient, whatever its argument (wp.stop_gradient).
+    `adjoint_without_result`: its reverse runs though it has no result (tile_store: the gradient comes from
+    the array).
+    `operator`: the frontend writes it for a Python operator (a + b, a < b, not a, ~a).
+    `exposed`: `wp.<name>` exists (callable in kernels and, unless `kernel_only`, from Python); the compiler's
+    internal forms (loads, stores, comparisons, struct fields, casts) are not.
+    `kernel_only`: `wp.<name>(...)` from Python is an error (thread index, atomics on arrays), not a one-thread
+    launch (host_call.py).
+    """
+
+    forward: str = "call"
+    adjoint: str = "native"
+    linear: bool = False
+    moves_components: bool = False
+    array_view: bool = False
+    array_access: str = ""
+    stops_gradient: bool = False
+    adjoint_without_result: bool = False
+    operator: bool = False
+    exposed: bool = True
+    kernel_only: bool = False
+
+
+DEFAULT_PROPERTIES = Properties()
+
+
 @dataclass
 class Overload:
     """One overload of a builtin."""
@@ -213,6 +253,8 @@ class Overload:
     # Positions of arguments that get no gradient (tile_matmul's alpha, beta): the adjoint pass refuses a value
     # there that carries one, rather than dropping it.
     constant_args: tuple = ()
+    # How the compiler treats it (forms of forward and reverse, linearity, ...): see Properties.
+    props: Properties = DEFAULT_PROPERTIES
 
     def mutated_args(self) -> tuple:
         """Positions of the arguments the native function updates in place, in order."""
@@ -224,6 +266,7 @@ class Overload:
 
 
 BUILTINS: dict[str, list[Overload]] = {}
+PROPERTIES: dict[str, Properties] = {}  # builtin name -> what declare_properties said
 
 # Builtins that make a query a `for` loop can iterate over, and the builtin that yields its next index:
 # `for i in wp.hash_grid_query(...)` runs while `hash_grid_query_next(query, i)` gives true.
@@ -240,8 +283,18 @@ def add_builtin(name, args, ret, native=None, *, differentiable=True, side_effec
                   side_effect=side_effect, doc=doc, group=group, arg_names=tuple(arg_names),
                   defaults=dict(defaults or {}), template_ret=template_ret,
                   mutates_first=mutates_first, mutates_arg=mutates_arg, constant_args=tuple(constant_args))
+    ov.props = PROPERTIES.get(name, DEFAULT_PROPERTIES)
     BUILTINS.setdefault(name, []).append(ov)
     return ov
+
+
+def declare_properties(name: str, **properties):
+    """Declare how the compiler treats builtin `name` (see Properties), for its overloads declared so far and
+    later ones."""
+    props = Properties(**{**vars(PROPERTIES.get(name, DEFAULT_PROPERTIES)), **properties})
+    PROPERTIES[name] = props
+    for ov in BUILTINS.get(name, ()):
+        ov.props = props
 
 
 def resolve(name: str, arg_types: list):

@@ -8,7 +8,7 @@ declared here. Native code: kernels/native/tile.h.
 from __future__ import annotations
 
 from .. import types as T
-from .registry import A, AnyType, S, Tl, TypeArg, V, add_builtin
+from .registry import A, AnyType, S, Tl, TypeArg, V, add_builtin, declare_properties
 
 F = S("T", "float")
 N = S("T", "scalar")
@@ -29,6 +29,7 @@ add_builtin("tile_load", (TypeArg(Tl(AnyType("T"))), A(AnyType("T")), I32, I32),
             template_ret=True, group="tile", doc="tile_load(a, shape=(m, n), offset=(i, j))")
 add_builtin("tile_store", (A(AnyType("T")), Tl(AnyType("T")), I32, I32), None, side_effect=True, group="tile",
             doc="tile_store(a, t, offset=(i, j))")
+declare_properties("tile_store", adjoint_without_result=True)
 add_builtin("tile_atomic_add", (A(AnyType("T")), Tl(AnyType("T")), I32, I32), Tl(AnyType("T")), side_effect=True,
             group="tile", doc="tile_atomic_add(a, t, offset=(i, j)): adds t into a; returns the old values")
 
@@ -104,6 +105,8 @@ add_builtin("tile_astype", (Tl(AnyType("T")), AnyType("D")), None, group="tile",
             doc="tile_astype(t, dtype): a tile of the elements converted to dtype (gradients flow for floats)")
 add_builtin("tile_reduce", (AnyType("F"), Tl(AnyType("T"))), None, group="tile",
             doc="tile_reduce(f, t): left fold of the elements with binary f; a 1-element tile")
+declare_properties("tile_map", forward="tile_map", adjoint="tile_map")
+declare_properties("tile_reduce", forward="tile_reduce", adjoint="tile_reduce")
 add_builtin("tile", (AnyType("T"),), None, group="tile", doc="tile(x): the block's values as a tile")
 
 # Linear algebra (kernels/native/tile_linalg.h) on float32/float64 tiles. A square N x N matrix tile; a right-hand

@@ -12,11 +12,15 @@ A matrix cannot be constructed from vectors (`wp.mat33(v0, v1, v2)` is an error 
 from __future__ import annotations
 
 from .. import types as T
-from .registry import M, S, TypeArg, V, add_builtin
+from .registry import M, S, TypeArg, V, add_builtin, declare_properties
 
 F = S("T", "float")
 N = S("T", "scalar")
 IDX = S("I", "int")
+
+# v[i] and "v with component i replaced" (also of matrices, quaternions, transforms and tiles) move components
+declare_properties("extract", moves_components=True, exposed=False)
+declare_properties("assign", moves_components=True, exposed=False)
 
 # Constructors from components and `matrix_from_rows/cols` need one overload per argument count.
 MAX_VECTOR_LENGTH = 16

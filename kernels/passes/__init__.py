@@ -1,9 +1,14 @@
-"""The compiler's passes, one per module, and the pipeline that runs them in order."""
+"""The compiler's passes, one per module, and the pipeline that runs them in order.
+
+The whole compiler: frontend.lower_function (Python AST -> IR), the PIPELINE below (IR -> IR, the adjoint
+included), then render*.py (IR -> C++/CUDA text: printing only) and build (compile, cache, load).
+"""
 
 from __future__ import annotations
 
 from .. import ir
 from ..errors import CompileError, KernelError
+from .adjoint import derive_adjoint
 from .constfold import fold_constants
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
@@ -11,7 +16,8 @@ from .typeinfer import infer_types
 from .unroll import unroll_static_loops
 from .verify import verify
 
-#: The forward pipeline: each pass takes and returns an ir.Function (see each module's docstring).
+#: The pipeline: each pass takes and returns an ir.Function (see each module's docstring). The adjoint pass
+#: records a refusal in `fn.adjoint` rather than raising: the forward of a non-differentiable kernel still runs.
 PIPELINE = (
     ("typeinfer", infer_types),
     ("constfold", fold_constants),
@@ -19,11 +25,13 @@ PIPELINE = (
     ("constfold-after-unroll", fold_constants),
     ("cse", eliminate_common_subexpressions),
     ("dce", eliminate_dead_code),
+    ("adjoint", derive_adjoint),
 )
 
 
 def run_pipeline(fn: ir.Function, *, check: bool = False) -> ir.Function:
-    """Run every pass of PIPELINE on `fn`; with `check`, verify the IR after each one."""
+    """Run every pass of PIPELINE on `fn`; with `check` (config.verify_ir, debug mode), verify the IR after each
+    one against the op schema (ir_ops.SCHEMA)."""
     for name, p in PIPELINE:
         try:
             fn = p(fn)

@@ -1,6 +1,9 @@
-"""Pass: adjoint analysis. Decides what the reverse (backward) body needs, and refuses what it cannot differentiate.
+"""Pass: the adjoint. Derives the reverse (backward) body of a function in IR form, or refuses it.
 
-Expects: typed, optimised IR. Guarantees, as attrs on ops:
+Expects: typed, optimised IR; the functions it calls have been through this pass (they are compiled first).
+Guarantees: `fn.adjoint` is an `ir.Adjoint`: the user's (@wp.func_grad), the refusal (`error`, a CompileError that
+is raised only when a gradient is asked for: the forward still compiles), or the replay and reverse regions built by
+adjoint_regions.py. The refusals and decisions, as attrs on ops:
   - every dynamic `for`/`while` gets attr "recompute": True when the reverse of its body reads a value that depends
     on a loop-carried value. The backward code then restores the carried values of iteration k by replaying
     iterations 0..k-1 from the loop's initial values (O(n^2) replays, exact), instead of reading the stale final
@@ -26,15 +29,51 @@ from __future__ import annotations
 
 from .. import ir
 from ..errors import CompileError
-from ..typesys import ARRAY_VIEWS, ArrayType, is_differentiable_type
+from ..typesys import ArrayType, is_differentiable_type, is_struct
+from .adjoint_regions import build_regions
 from .inplace import check_inplace
 
-# builtins whose adjoint does not read the primal values of their operands
-_LINEAR = {"add", "sub", "neg", "pos", "copy"}
+# array accesses whose gradient array must be known (atomic_min/max are left out, as they always were)
+_GRADIENT_ARRAY_FORMS = ("index_load", "index_store", "index_accumulate", "index_accumulate_neg")
+
+
+def derive_adjoint(fn: ir.Function) -> ir.Function:
+    """The pass: set `fn.adjoint` (see the module docstring)."""
+    pure = _pure(fn)
+    if getattr(fn, "custom_grad_ir", None) is not None:
+        fn.adjoint = ir.Adjoint(custom=True, pure=pure)
+        return fn
+    try:
+        analyze(fn)
+        for op in ir.walk(fn.body):
+            ov = op.attrs.get("overload")
+            if op.opcode == "call" and op.operands and ov is not None and "callee" not in op.attrs \
+                    and ov.props.adjoint in _GRADIENT_ARRAY_FORMS:
+                array_adjoint_source(op.operands[0], fn)
+            callee = op.attrs.get("callee")
+            if callee is not None and adjoint_error(callee) is not None:
+                raise adjoint_error(callee)
+    except CompileError as e:
+        fn.adjoint = ir.Adjoint(error=e, pure=pure)
+        return fn
+    fn.adjoint = build_regions(fn, pure)
+    return fn
+
+
+def adjoint_error(fn: ir.Function):
+    """Why `fn` (or a function it calls) has no derived adjoint: a CompileError, or None (also for a custom one)."""
+    return None if fn.adjoint is None else fn.adjoint.error
 
 
 def _active_type(t) -> bool:
     return is_differentiable_type(t)
+
+
+def _builtin(op):
+    """The builtin Overload an op calls, or None (a user function call, or not a call)."""
+    if op.opcode != "call" or "callee" in op.attrs:
+        return None
+    return op.attrs.get("overload")
 
 
 def analyze(fn: ir.Function) -> ir.Function:
@@ -50,29 +89,26 @@ def analyze(fn: ir.Function) -> ir.Function:
     return fn
 
 
-# builtins whose adjoint reads no float primal operand: moving components around, array access
-_STRUCTURAL = _LINEAR | {"extract", "assign", "struct_get", "struct_set", "load", "store", "atomic_add", "atomic_sub"}
-
-
 def _check_overwrites(fn: ir.Function):
     """See the module docstring: refuse a component write whose gradient would need the overwritten values."""
     ops = list(ir.walk(fn.body))
     for k, store in enumerate(ops):
-        if not (store.opcode == "call" and store.attrs.get("name") == "store" and store.attrs.get("overwrite")):
+        ov = _builtin(store)
+        if not (ov is not None and ov.props.array_access == "write" and store.attrs.get("overwrite")):
             continue
         target = store.operands[0]
         if not is_differentiable_type(target.type.dtype):
             continue
         tainted: set = set()
         for op in ops[:k]:
-            if op.opcode == "call" and op.attrs.get("name") == "load" and op.operands[0] is target:
+            if _builtin(op) is not None and _builtin(op).props.array_access == "read" and op.operands[0] is target:
                 tainted.update(op.results)
                 continue
             reads = [v for v in op.operands if v in tainted and _active_type(v.type)]
             if not reads:
                 continue
             tainted.update(op.results)
-            if op.opcode == "call" and op.attrs.get("name") not in _STRUCTURAL:
+            if op.opcode == "call" and not (_builtin(op) is not None and _builtin(op).props.moves_components):
                 what = op.attrs.get("name") or getattr(op.attrs.get("callee"), "name", "a function call")
                 raise CompileError(
                     f"'{what}' uses values read from an array element that a component write on "
@@ -128,7 +164,7 @@ def _activity(block: ir.Block, active: set, fn):
         ins = [v for v in op.operands if v in active]
         if not ins:
             continue
-        if name == "stop_gradient":
+        if ov is not None and "callee" not in op.attrs and ov.props.stops_gradient:
             continue
         if op.attrs.get("gradient") and any(_active_type(v.type) for v in ins):
             raise CompileError(f"wp.grad({name}) has no gradient itself (second derivatives are not supported), but "
@@ -146,7 +182,7 @@ def _activity(block: ir.Block, active: set, fn):
                 raise CompileError(f"'{name}' has no gradient, but its argument depends on differentiable inputs; "
                                    f"wrap the argument in wp.stop_gradient(...) if no gradient should flow here",
                                    op.loc, fn.name)
-            if name.startswith("atomic_") is False and not float_out:
+            if ov.props.array_access != "accumulate" and not float_out:
                 continue
         for r in op.results:
             if _active_type(r.type) or isinstance(r.type, ArrayType):
@@ -157,9 +193,8 @@ def _needed_by_reverse(block: ir.Block, out: set):
     """Values whose primal value the reverse of `block` reads."""
     for op in block.ops:
         if op.opcode == "call":
-            name = op.attrs.get("name")
             ov = op.attrs.get("overload")
-            if name in _LINEAR:
+            if _builtin(op) is not None and ov.props.linear:
                 continue
             if ov is not None and not ov.differentiable:
                 continue
@@ -218,13 +253,12 @@ def _check_struct_root(base: ir.Value, use: ir.Op, fn):
     """An array reached through struct fields has a gradient array only when the struct is a kernel parameter (its
     adjoint struct holds the fields' gradient arrays). A struct made in the kernel (by a builtin such as
     wp.mesh_get, or built locally) has none: refuse rather than drop the gradient."""
-    from ..typesys import ARRAY_VIEWS, ArrayType, is_differentiable_type
     t = use.results[0].type if use.results else None
     if isinstance(t, ArrayType) and not is_differentiable_type(t.dtype):
         return  # an array of ints carries no gradient
     while base.owner is not None:
         op = base.owner
-        if op.opcode == "call" and op.attrs.get("name") == "struct_get":
+        if _builtin(op) is not None and _builtin(op).props.forward == "field_get":
             base = op.operands[0]
             continue
         maker = op.attrs.get("name") or op.opcode
@@ -239,12 +273,32 @@ def array_adjoint_source(v: ir.Value, fn):
     if v.owner is None:
         return ("param", v)
     op = v.owner
-    if op.opcode == "call" and op.attrs.get("name") == "struct_get":
+    ov = _builtin(op)
+    if ov is not None and ov.props.forward == "field_get":
         _check_struct_root(op.operands[0], op, fn)
         return ("field", op.operands[0], op.attrs["field"])
-    if op.opcode == "call" and op.attrs.get("name") in ARRAY_VIEWS:
+    if ov is not None and ov.props.array_view:
         return array_adjoint_source(op.operands[0], fn)
     raise CompileError("the gradient of an array chosen by control flow cannot be computed; "
                        "pass the array directly", op.loc, fn.name)
 
 
+
+
+def _pure(fn: ir.Function) -> bool:
+    """A user function that touches no array, has no side effect and no custom adjoint or replay, and calls only
+    such functions (they passed this pass before): its adjoint adds nothing when every result adjoint is zero."""
+    if getattr(fn, "custom_grad_ir", None) is not None or getattr(fn, "custom_replay_ir", None) is not None:
+        return False
+    if any(isinstance(p.type, ArrayType) or is_struct(p.type) for p in fn.params):
+        return False
+    for op in ir.walk(fn.body):
+        ov = op.attrs.get("overload")
+        callee = op.attrs.get("callee")
+        if ov is not None and (ov.side_effect or ov.props.array_access):
+            return False
+        if callee is not None and not (callee.adjoint is not None and callee.adjoint.pure):
+            return False
+        if any(isinstance(v.type, ArrayType) for v in op.results):
+            return False
+    return True

@@ -352,7 +352,7 @@ class TypeInference(TileForms, PathForms, SliceForms, ScalarForms, ControlFlowFo
     def gradient_call(self, op, callee, args):
         """`wp.grad(f)(args)`: f's adjoint seeded with 1 gives d f / d arg for each argument. f must return one
         float scalar and take differentiable values; its adjoint must exist."""
-        from ..render_adjoint import adjoint_error
+        from .adjoint import adjoint_error
         rtypes = callee.return_types
         if len(rtypes) != 1 or not T.is_float(rtypes[0]):
             got = ", ".join(describe(t) for t in rtypes) or "nothing"
