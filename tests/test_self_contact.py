@@ -282,15 +282,17 @@ def test_self_contact_kernels_compile_to_ptx():
     from kernels.nvrtc import compile_source_to_ptx, render_cuda_source
 
     import sim.self_contact
+    import sim.self_contact_bound
     import sim.solvers.semi_implicit.self_contact
     import sim.solvers.xpbd.self_contact
 
-    for module in (sim.self_contact, sim.solvers.xpbd.self_contact, sim.solvers.semi_implicit.self_contact):
+    for module in (sim.self_contact, sim.self_contact_bound, sim.solvers.xpbd.self_contact,
+                   sim.solvers.semi_implicit.self_contact):
         module_kernels = get_module(module.__name__).kernels
         ptx = compile_source_to_ptx(render_cuda_source(module_kernels), 90, "self_contact.cu")
         for i, k in enumerate(module_kernels):
             assert f"k{i}_{k.name}_cuda_forward" in ptx
-            taped = module is not sim.self_contact or k.name == "limit_displacement"
+            taped = module not in (sim.self_contact, sim.self_contact_bound) or k.name == "limit_displacement"
             assert not taped or f"k{i}_{k.name}_cuda_backward" in ptx, k.name
 
 

@@ -1,0 +1,115 @@
+"""The displacement bound of cloth self-contact (sim/self_contact.py): kernels that keep each colliding vertex's
+displacement since the last pair search, less its group's drift, within its bound, and that say when the pairs
+must be searched again. The reasoning (why a common drift keeps the no-tunnelling guarantee, why a group with an
+overrun drifts by nothing) is in sim/self_contact.py's docstring."""
+
+import kernels as wp
+
+# no `from __future__ import annotations`: kernels/struct.py evaluates string annotations in the top-level
+# package's namespace
+
+DRIFT_TILE = 64  # particles per block of the drift's sum
+
+
+@wp.func
+def drift_term(weight: float, x: wp.vec3, x_search: wp.vec3):
+    return (x - x_search) * weight
+
+
+@wp.kernel
+def sum_drift_tiled(x: wp.array(dtype=wp.vec3), x_search: wp.array(dtype=wp.vec3), weight: wp.array(dtype=float),
+                    drift: wp.array(dtype=wp.vec3)):
+    """drift[0] += sum_i weight_i (x_i - x_search_i) over a block of DRIFT_TILE particles [m] (weight: 1 / the
+    number of colliding particles at those, 0 elsewhere, so that the sum is their mean displacement)."""
+    block = wp.tid()
+    w = wp.tile_load(weight, shape=DRIFT_TILE, offset=block * DRIFT_TILE)
+    a = wp.tile_load(x, shape=DRIFT_TILE, offset=block * DRIFT_TILE)
+    b = wp.tile_load(x_search, shape=DRIFT_TILE, offset=block * DRIFT_TILE)
+    wp.tile_atomic_add(drift, wp.tile_sum(wp.tile_map(drift_term, w, a, b)))
+
+
+@wp.kernel
+def sum_drift_worlds(x: wp.array(dtype=wp.vec3), x_search: wp.array(dtype=wp.vec3), weight: wp.array(dtype=float),
+                     world_start: wp.array(dtype=wp.int32), world_end: wp.array(dtype=wp.int32),
+                     drift: wp.array(dtype=wp.vec3)):
+    """drift[w + 1] = sum_i weight_i (x_i - x_search_i) over world w's particles [m], one thread per world,
+    summed in index order (weight: 1 / the world's colliding particles at those, 0 elsewhere)."""
+    w = wp.tid()
+    total = wp.vec3(0.0, 0.0, 0.0)
+    for i in range(world_start[w], world_end[w]):
+        total = total + drift_term(weight[i], x[i], x_search[i])
+    drift[w + 1] = total
+
+
+@wp.kernel
+def find_drift_overrun(x_search: wp.array(dtype=wp.vec3), x_end: wp.array(dtype=wp.vec3),
+                       drift: wp.array(dtype=wp.vec3), group: wp.array(dtype=wp.int32),
+                       bound: wp.array(dtype=float), thickness: wp.array(dtype=float),
+                       overrun: wp.array(dtype=wp.int32)):
+    """overrun[g] = 1 when a colliding vertex of group g moved, relative to the group's drift, past its bound."""
+    i = wp.tid()
+    if thickness[i] <= 0.0:
+        return
+    g = group[i]
+    if wp.length(x_end[i] - x_search[i] - drift[g]) > bound[i]:
+        wp.atomic_max(overrun, g, 1)
+
+
+@wp.kernel
+def drop_overrun_drift(overrun: wp.array(dtype=wp.int32), drift: wp.array(dtype=wp.vec3)):
+    """The drift of a group with an overrun is 0 (and the overrun flag is cleared for the next step).
+
+    A vertex that a collider stopped while the rest of its cloth moved on (the edge a cloth stands on, the first
+    vertices to land) is displaced against the drift. Shortened towards its search position plus the drift, it
+    would be pulled along the drift, through the collider (centimetres into the ground in scenes/cloth_fold.yaml).
+    With no drift every clamped vertex is shortened along its own path since the search, between two positions
+    the solver accepted; any common translation keeps the no-tunnelling bound, none included."""
+    g = wp.tid()
+    if overrun[g] != 0:
+        drift[g] = wp.vec3(0.0, 0.0, 0.0)
+        overrun[g] = 0
+
+
+@wp.kernel
+def limit_displacement(x_search: wp.array(dtype=wp.vec3), x_end: wp.array(dtype=wp.vec3),
+                       v_end: wp.array(dtype=wp.vec3), drift: wp.array(dtype=wp.vec3),
+                       group: wp.array(dtype=wp.int32), bound: wp.array(dtype=float), dt: float,
+                       x_out: wp.array(dtype=wp.vec3), v_out: wp.array(dtype=wp.vec3)):
+    """x_out = x_end where the vertex's displacement since the search, less the drift c = drift[group[i]] of its
+    group (its world's), is at most its bound [m]; else x_search + c + that displacement shortened to the bound.
+    When v_out is not empty, v_out = v_end + (x_out - x_end) / dt (semi-implicit Euler: the velocity that moves
+    the vertex to x_out)."""
+    i = wp.tid()
+    c = drift[group[i]]
+    relative = x_end[i] - x_search[i] - c
+    length = wp.length(relative)
+    out = x_end[i]
+    if length > bound[i]:
+        out = x_search[i] + c + relative * (bound[i] / length)
+    x_out[i] = out
+    if v_out.shape[0] > 0:
+        v_out[i] = v_end[i] + (out - x_end[i]) / dt
+
+
+@wp.kernel
+def check_budget(x_start: wp.array(dtype=wp.vec3), x_out: wp.array(dtype=wp.vec3),
+                 x_search: wp.array(dtype=wp.vec3), drift: wp.array(dtype=wp.vec3),
+                 drift_before: wp.array(dtype=wp.vec3), group: wp.array(dtype=wp.int32),
+                 bound: wp.array(dtype=float),
+                 thickness: wp.array(dtype=float), skin: float, search: wp.array(dtype=wp.int32)):
+    """search[0] = 1 when a colliding vertex, moving again as it moved this step (relative to the drift), or
+    stopping dead (on a collider, while the rest drifts on), would pass its bound or the skin [m] in the next step:
+    the pairs must then be searched again first."""
+    i = wp.tid()
+    if thickness[i] <= 0.0:
+        return
+    g = group[i]
+    c = drift[g]
+    relative = wp.length(x_out[i] - x_search[i] - c)
+    step = wp.length(x_out[i] - x_start[i] - (c - drift_before[g]))
+    # a vertex that stops moves against the drift by the drift's last step: without this term a cloth falling as
+    # a whole would not search before landing, and the first vertices to touch the ground would be clamped back
+    # along the drift accumulated since the search, into the ground (centimetres, in scenes/cloth_fold.yaml)
+    stop = wp.length(c - drift_before[g])
+    if relative + wp.max(step, stop) > wp.min(bound[i], skin):
+        search[0] = 1
