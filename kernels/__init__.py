@@ -11,13 +11,15 @@ from .capture import (CaptureError, Graph, ScopedCapture, capture_begin, capture
 from .array import (array, array1d, array2d, array3d, array4d, clone, copy, empty, empty_like, from_numpy, full,
                     full_like, ones, ones_like, zeros, zeros_like)
 from .device import (Device, ScopedDevice, get_cuda_device_count, get_device, get_preferred_device,
-                     is_cuda_available, set_device, synchronize, synchronize_device)
+                     is_cpu_available, is_cuda_available, set_device, synchronize, synchronize_device)
 from .errors import CompileError, KernelError, LaunchError, NativeCompileError
 from .errors import (CompileAttributeError, CompileIndexError, CompileKeyError, CompileTypeError,
                      CompileValueError)
 from .function import func, func_grad, func_replay, grad
 from .hash_grid import HashGrid, HashGridQuery
 from .mesh import Mesh, MeshQueryAABB, MeshQueryPoint, MeshQueryRay, is_cubql_available
+from .bvh_object import Bvh, BvhQuery
+MeshQuery = MeshQueryAABB  # Warp's name for the state of any mesh box query
 from .volume import Volume
 from .interop import (device_from_torch, device_to_torch, dtype_from_torch, dtype_to_torch, from_dlpack, from_torch,
                       to_dlpack, to_torch)

@@ -131,6 +131,11 @@ def is_cuda_available() -> bool:
     return get_cuda_device_count() > 0
 
 
+def is_cpu_available() -> bool:
+    """The CPU backend needs a C++ compiler, which the toolkit requires: always true."""
+    return True
+
+
 class ScopedDevice:
     """`with wp.ScopedDevice("cpu"):` sets the default device inside the block."""
 

@@ -24,6 +24,7 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tests", "warp_compat"))
 
+import classify  # noqa: E402
 import examples  # noqa: E402
 import harness  # noqa: E402
 
@@ -50,16 +51,36 @@ def _statuses(result: dict) -> dict:
     return {tid: status for tid, (status, _) in result["tests"].items()}
 
 
-def cmd_run(impl: str, files: list, out: str) -> None:
+def _warp_version() -> str:
+    from importlib.metadata import version
+
+    return version("warp-lang")
+
+
+def cmd_run(impl: str, files: list, out: str, *, missing_only: bool = False) -> None:
+    """Run `files` on `impl` ("warp": the installed warp-lang, "kernels": this toolkit) and store each file's
+    outcome in `out`. `missing_only`: leave files already stored for this warp-lang version alone (the baseline
+    is computed once per version)."""
     data = _load(out)
+    version = _warp_version()
     for rel in files:
+        if missing_only and data.get(rel, {}).get("warp_version") == version:
+            continue
+        why = harness.file_exclusion(rel)
+        if why:
+            data[rel] = {"statuses": {}, "import_error": None, "messages": {}, "seconds": 0.0,
+                         "excluded_file": why, "warp_version": version}
+            _save(out, data)
+            print(f"{rel:40s}     -    excluded: {why}", flush=True)
+            continue
         start = time.monotonic()
         result = harness.run_file(impl, rel)
         elapsed = time.monotonic() - start
         data[rel] = {"statuses": _statuses(result), "import_error": result["import_error"],
                      "messages": {tid: msg[-600:] for tid, (status, msg) in result["tests"].items()
                                   if status not in ("pass", "excluded", "skip")},
-                     "seconds": round(elapsed, 1)}
+                     "seconds": round(elapsed, 1), "file_timeout": result["file_timeout"],
+                     "warp_version": version}
         _save(out, data)
         counts = harness.summarize(result)
         print(f"{rel:40s} {elapsed:7.1f}s  {json.dumps(counts)}", flush=True)
@@ -75,10 +96,10 @@ def _known(rel: str) -> dict:
         return yaml.safe_load(f) or {}
 
 
-def table_rows(baseline: dict, ours: dict) -> list:
+def table_rows(baseline: dict, ours: dict, files=None) -> list:
     """(file, tests, excluded, Warp CPU passes, our passes of those, known failures) per file, plus a total."""
     rows = []
-    for rel in harness.FILES:
+    for rel in files or harness.FILES:
         base = baseline.get(rel, {}).get("statuses", {})
         mine = ours.get(rel, {}).get("statuses", {})
         passes = {t for t, s in base.items() if s == "pass"}
@@ -90,12 +111,62 @@ def table_rows(baseline: dict, ours: dict) -> list:
     return rows
 
 
-def render_table(rows: list) -> str:
+def render_table(rows: list, whole: tuple | None = None) -> str:
     lines = ["| Warp test file | tests | excluded by rule | Warp 1.19 CPU passes | kernels passes | % | known failures |",
              "|---|---:|---:|---:|---:|---:|---:|"]
-    for rel, n, excl, wp_pass, ours, known in rows:
+    for rel, n, excl, wp_pass, ours, known in rows + ([whole] if whole else []):
         pct = f"{100.0 * ours / wp_pass:.1f}" if wp_pass else "-"
         lines.append(f"| {rel} | {n} | {excl} | {wp_pass} | {ours} | {pct} | {known} |")
+    return "\n".join(lines)
+
+
+def whole_suite_rows(baseline: dict, ours: dict) -> list:
+    """Per file of the whole suite: (file, Warp CPU passes, our passes, {kind: count}, note); files outside the
+    comparison by rule carry their reason as the note."""
+    rows = []
+    for rel in harness.all_files():
+        why = harness.file_exclusion(rel)
+        if why:
+            rows.append((rel, 0, 0, {}, f"excluded: {why}"))
+            continue
+        base, mine = baseline.get(rel, {}), ours.get(rel, {})
+        passes = sum(1 for s in base.get("statuses", {}).values() if s == "pass")
+        kinds: dict = {}
+        for k in classify.file_kinds(base, mine).values():
+            kinds[k] = kinds.get(k, 0) + 1
+        ours_pass = passes - sum(kinds.values())
+        note = ""
+        if not base:
+            note = "no Warp baseline yet"
+        elif not mine:
+            note = "not run here yet"
+        elif mine.get("import_error"):
+            note = "import: " + mine["import_error"].strip().splitlines()[-1][:90]
+        elif mine.get("file_timeout"):
+            note = f"stopped at the {harness.FILE_TIMEOUT:.0f} s bound"
+        rows.append((rel, passes, ours_pass, kinds, note))
+    return rows
+
+
+def render_whole_suite(rows: list) -> str:
+    head = "| Warp test file | Warp 1.19 CPU passes | kernels passes | % | " + " | ".join(classify.KINDS) + " | note |"
+    lines = [head, "|---|---:|---:|---:|" + "---:|" * len(classify.KINDS) + "---|"]
+    totals = [0, 0] + [0] * len(classify.KINDS)
+    for rel, passes, ours, kinds, note in rows:
+        if note.startswith("excluded"):
+            continue
+        pct = f"{100.0 * ours / passes:.1f}" if passes else "-"
+        counts = [kinds.get(k, 0) for k in classify.KINDS]
+        for i, v in enumerate([passes, ours] + counts):
+            totals[i] += v
+        cells = " | ".join(str(c) if c else "" for c in counts)
+        lines.append(f"| {rel} | {passes} | {ours} | {pct} | {cells} | {note.replace('|', '/')} |")
+    pct = f"{100.0 * totals[1] / totals[0]:.1f}" if totals[0] else "-"
+    lines.append(f"| **total** | {totals[0]} | {totals[1]} | {pct} | " + " | ".join(map(str, totals[2:])) + " | |")
+    excluded = [r for r in rows if r[4].startswith("excluded")]
+    lines.append("")
+    lines.append(f"Outside the comparison by rule ({len(excluded)} files, neither Warp's baseline nor kernels runs "
+                 "them): " + "; ".join(f"`{r[0]}` ({r[4][10:]})" for r in excluded) + ".")
     return "\n".join(lines)
 
 
@@ -108,17 +179,29 @@ def replace_between_marks(text: str, table: str) -> str:
     return text[:start] + "\n" + table + "\n" + text[end:]
 
 
+WHOLE_BEGIN = "<!-- warp-compat-whole-suite: generated by tools/warp_compat.py report -->"
+WHOLE_END = "<!-- /warp-compat-whole-suite -->"
+
+
 def cmd_report() -> None:
     baseline, ours = _load(BASELINE), _load(LAST_RUN)
     missing = [rel for rel in harness.FILES if rel not in ours or rel not in baseline]
     if missing:
         raise SystemExit(f"no results for {missing}: run `tools/warp_compat.py run` (and `baseline`) first")
-    table = render_table(table_rows(baseline, ours))
+    whole = whole_suite_rows(baseline, ours)
+    counted = [r for r in whole if not r[4].startswith("excluded")]
+    whole_total = (f"**whole suite** ({len(counted)} files, `run --all`)", "", "",
+                   sum(r[1] for r in counted), sum(r[2] for r in counted), "")
+    table = render_table(table_rows(baseline, ours), whole_total)
     for path in (os.path.join(REPO, "README.md"), os.path.join(REPO, "docs", "warp_compat.md")):
         with open(path) as f:
             text = f.read()
+        text = replace_between_marks(text, table)
+        if WHOLE_BEGIN in text:
+            s, e = text.index(WHOLE_BEGIN) + len(WHOLE_BEGIN), text.index(WHOLE_END)
+            text = text[:s] + "\n" + render_whole_suite(whole) + "\n" + text[e:]
         with open(path, "w") as f:
-            f.write(replace_between_marks(text, table))
+            f.write(text)
     known_path = os.path.join(REPO, "docs", "warp_compat.md")
     with open(known_path) as f:
         text = f.read()
@@ -215,12 +298,14 @@ def main(argv=None) -> int:
     parser.add_argument("command", choices=("baseline", "run", "report", "triage", "examples"))
     parser.add_argument("files", nargs="*", help="Warp test files, or example names (core.example_dem) for examples")
     parser.add_argument("--readme", action="store_true", help="examples: regenerate the README's examples table")
+    parser.add_argument("--all", action="store_true",
+                        help="every test file that ships in warp/tests (default: the part CI runs)")
     args = parser.parse_args(argv)
     if args.command == "examples":
         return 1 if cmd_examples(args.files, args.readme) else 0
-    files = args.files or list(harness.FILES)
+    files = args.files or (harness.all_files() if args.all else list(harness.FILES))
     if args.command == "baseline":
-        cmd_run("warp", files, BASELINE)
+        cmd_run("warp", files, BASELINE, missing_only=not args.files)
     elif args.command == "run":
         cmd_run("kernels", files, LAST_RUN)
     elif args.command == "triage":

@@ -427,15 +427,19 @@ CUDA_CALLABLE inline bool mesh_query_point_no_sign(uint64 id, vec3f_t p, float32
     return mesh_query_point_out(id, p, max_dist, sign, face, u, v, 0);
 }
 
-CUDA_CALLABLE inline mesh_query_ray_t mesh_query_ray(uint64 id, vec3f_t start, vec3f_t dir, float32 max_t) {
+CUDA_CALLABLE inline mesh_query_ray_t mesh_query_ray_root(uint64 id, vec3f_t start, vec3f_t dir, float32 max_t,
+                                                       int32 root) {
     mesh_query_ray_t q;
     const mesh_t* m = mesh_ptr(id);
     mesh_hit_t hit;
-    if (m == nullptr || !mesh_ray(*m, start, dir, max_t, -1, hit))
+    if (m == nullptr || !mesh_ray(*m, start, dir, max_t, root, hit))
         return q;
     q.result = true; q.sign = hit.sign; q.face = hit.face; q.t = hit.t; q.u = hit.u; q.v = hit.v;
     q.normal = hit.normal;
     return q;
+}
+CUDA_CALLABLE inline mesh_query_ray_t mesh_query_ray(uint64 id, vec3f_t start, vec3f_t dir, float32 max_t) {
+    return mesh_query_ray_root(id, start, dir, max_t, -1);
 }
 // Gradient of a ray cast. The hit o + t d = u a + v b + w c (w = 1 - u - v) solves M (t, u, v) = c - o with
 // M = [d, c - a, c - b]; differentiating, M d(t, u, v) = -(do + t dd - u da - v db - w dc), so with
