@@ -30,6 +30,7 @@ import harness  # noqa: E402
 
 BASELINE = os.path.join(REPO, "tests", "warp_compat", "warp_cpu_baseline.json")
 LAST_RUN = os.path.join(REPO, "tests", "warp_compat", "last_run.json")
+STALL_TIMEOUT = 600.0  # [s] without a test finishing: one cold compile of a large module can take minutes
 
 
 def _load(path: str) -> dict:
@@ -60,11 +61,12 @@ def _warp_version() -> str:
 def cmd_run(impl: str, files: list, out: str, *, missing_only: bool = False) -> None:
     """Run `files` on `impl` ("warp": the installed warp-lang, "kernels": this toolkit) and store each file's
     outcome in `out`. `missing_only`: leave files already stored for this warp-lang version alone (the baseline
-    is computed once per version)."""
+    is computed once per version), except files cut short by the time bound."""
     data = _load(out)
     version = _warp_version()
     for rel in files:
-        if missing_only and data.get(rel, {}).get("warp_version") == version:
+        stored = data.get(rel, {})
+        if missing_only and stored.get("warp_version") == version and not stored.get("file_timeout"):
             continue
         why = harness.file_exclusion(rel)
         if why:
@@ -74,7 +76,7 @@ def cmd_run(impl: str, files: list, out: str, *, missing_only: bool = False) -> 
             print(f"{rel:40s}     -    excluded: {why}", flush=True)
             continue
         start = time.monotonic()
-        result = harness.run_file(impl, rel)
+        result = harness.run_file(impl, rel, stall_timeout=STALL_TIMEOUT)
         elapsed = time.monotonic() - start
         data[rel] = {"statuses": _statuses(result), "import_error": result["import_error"],
                      "messages": {tid: msg[-600:] for tid, (status, msg) in result["tests"].items()
@@ -298,6 +300,8 @@ def main(argv=None) -> int:
     parser.add_argument("command", choices=("baseline", "run", "report", "triage", "examples"))
     parser.add_argument("files", nargs="*", help="Warp test files, or example names (core.example_dem) for examples")
     parser.add_argument("--readme", action="store_true", help="examples: regenerate the README's examples table")
+    parser.add_argument("--resume", action="store_true",
+                        help="run: leave files already in the last run alone (a long --all run stopped midway)")
     parser.add_argument("--all", action="store_true",
                         help="every test file that ships in warp/tests (default: the part CI runs)")
     args = parser.parse_args(argv)
@@ -307,7 +311,7 @@ def main(argv=None) -> int:
     if args.command == "baseline":
         cmd_run("warp", files, BASELINE, missing_only=not args.files)
     elif args.command == "run":
-        cmd_run("kernels", files, LAST_RUN)
+        cmd_run("kernels", files, LAST_RUN, missing_only=args.resume)
     elif args.command == "triage":
         return 1 if cmd_triage() else 0
     else:
