@@ -1,5 +1,6 @@
 """wp.Bvh: box, ray and sphere queries against a brute-force count in numpy (an independent route), grouped roots,
-refit, bad input refused, and the items each query yields compared with real Warp's on the same boxes."""
+refit, bad input refused, and the items each query yields compared with real Warp's on the same boxes; the
+sphere query of a wp.Mesh likewise."""
 
 import numpy as np
 import pytest
@@ -106,6 +107,38 @@ def test_group_roots_confine_queries_and_refit_follows_moved_boxes():
     assert counts[0] == 200
 
 
+def _point_triangle_dist(p, a, b, c):
+    """Distance from p to triangle abc by minimising over a fine barycentric grid and the edges (float64)."""
+    s = np.linspace(0.0, 1.0, 201)
+    u, v = np.meshgrid(s, s)
+    keep = u + v <= 1.0
+    u, v = u[keep], v[keep]
+    pts = a + u[:, None] * (b - a) + v[:, None] * (c - a)
+    return np.sqrt(((pts - p) ** 2).sum(axis=1).min())
+
+
+def test_mesh_sphere_query_matches_brute_force():
+    @wp.kernel
+    def count(id: wp.uint64, centers: wp.array(dtype=wp.vec3), radius: float, hits: wp.array2d(dtype=int)):
+        t = wp.tid()
+        for face in wp.mesh_query_sphere(id, centers[t], radius):
+            hits[t, face] = 1
+
+    rng = np.random.default_rng(2)
+    points = rng.uniform(-1.0, 1.0, (30, 3)).astype(np.float32)
+    indices = rng.integers(0, 30, (40, 3)).astype(np.int32)
+    mesh = wp.Mesh(wp.array(points, dtype=wp.vec3), wp.array(indices.ravel(), dtype=wp.int32))
+    centers = rng.uniform(-1.0, 1.0, (12, 3)).astype(np.float32)
+    hits = wp.zeros((12, 40), dtype=int)
+    wp.launch(count, 12, [mesh.id, wp.array(centers, dtype=wp.vec3), 0.4, hits])
+    p64 = points.astype(np.float64)
+    for t, c in enumerate(centers.astype(np.float64)):
+        for f, (i, j, k) in enumerate(indices):
+            d = _point_triangle_dist(c, p64[i], p64[j], p64[k])
+            if abs(d - 0.4) > 0.01:  # the grid's resolution: skip faces right at the radius
+                assert hits.numpy()[t, f] == (d < 0.4), (t, f, d)
+
+
 def test_bad_input_is_refused():
     lo, hi = _boxes(10)
     with pytest.raises(RuntimeError, match="same number"):
@@ -160,6 +193,15 @@ def collect(id: wp.uint64, a: wp.array(dtype=wp.vec3), b: wp.array(dtype=wp.vec3
             hits[t, item] = 1
 
 
+@wp.kernel
+def mesh_sphere(id: wp.uint64, centers: wp.array(dtype=wp.vec3), radius: float, hits: wp.array2d(dtype=int)):
+    t = wp.tid()
+    face = int(0)
+    query = wp.mesh_query_sphere(id, centers[t], radius)
+    while wp.mesh_query_next(query, face):
+        hits[t, face] = 1
+
+
 def run(wp, Tape):
     rng = np.random.default_rng(11)
     centre = rng.uniform(-1.0, 1.0, (150, 3)).astype(np.float32)
@@ -173,12 +215,20 @@ def run(wp, Tape):
         a = q - 0.25 if kind == 0 else q
         wp.launch(collect, 40, [bvh.id, wp.array(a, dtype=wp.vec3), wp.array(b, dtype=wp.vec3), kind, hits])
         out[f"hits{kind}"] = hits.numpy()
+    points = rng.uniform(-1.0, 1.0, (60, 3)).astype(np.float32)
+    points[5] = points[4]  # a degenerate face (two equal corners)
+    indices = rng.integers(0, 60, (80, 3)).astype(np.int32)
+    indices[0] = (4, 5, 6)
+    mesh = wp.Mesh(wp.array(points, dtype=wp.vec3), wp.array(indices.ravel(), dtype=wp.int32))
+    hits = wp.zeros((40, 80), dtype=int)
+    wp.launch(mesh_sphere, 40, [mesh.id, wp.array(q, dtype=wp.vec3), 0.3, hits])
+    out["mesh_sphere"] = hits.numpy()
     return out
 '''
 
 
 def test_items_are_warps(tmp_path):
     warp, ours = _warp_reference.both(_PROGRAM, str(tmp_path), "bvh")
-    for key in ("hits0", "hits1", "hits2"):
+    for key in ("hits0", "hits1", "hits2", "mesh_sphere"):
         assert warp[key].sum() > 0
         np.testing.assert_array_equal(ours[key], warp[key], err_msg=key)

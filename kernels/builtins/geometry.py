@@ -84,7 +84,15 @@ add_builtin("mesh_query_aabb", (U64, V3, V3), MeshQueryAABB, group=GROUP, differ
 add_builtin("mesh_query_aabb_next", (MeshQueryAABB, I32), T.bool_, group=GROUP, differentiable=False,
             mutates_arg=(0, 1), arg_names=("query", "index"),
             doc="advance the query: true with the next overlapping face in `index`, false when done")
+add_builtin("mesh_query_sphere", (U64, V3, F32), MeshQueryAABB, group=GROUP, differentiable=False,
+            arg_names=("id", "center", "radius"),
+            doc="query the faces whose closest point to `center` is within `radius` (touching counts; a "
+                "degenerate face by its longest edge); iterate it like mesh_query_aabb")
+add_builtin("mesh_query_next", (MeshQueryAABB, I32), T.bool_, group=GROUP, differentiable=False,
+            mutates_arg=(0, 1), arg_names=("query", "index"), native="mesh_query_aabb_next",
+            doc="advance a mesh box or sphere query: true with the next face in `index`, false when done")
 QUERY_NEXT["mesh_query_aabb"] = "mesh_query_aabb_next"
+QUERY_NEXT["mesh_query_sphere"] = "mesh_query_aabb_next"
 for _v in (T.vec3, T.vec3d):
     add_builtin("intersect_tri_tri", (_v,) * 6, I32, group=GROUP, differentiable=False,
                 arg_names=("v0", "v1", "v2", "u0", "u1", "u2"),
