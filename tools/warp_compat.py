@@ -41,7 +41,7 @@ def _load(path: str) -> dict:
 
 
 def _save(path: str, data: dict) -> None:
-    tmp = path + ".tmp"
+    tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
         json.dump(data, f, indent=1, sort_keys=True)
         f.write("\n")
@@ -62,30 +62,39 @@ def cmd_run(impl: str, files: list, out: str, *, missing_only: bool = False) -> 
     """Run `files` on `impl` ("warp": the installed warp-lang, "kernels": this toolkit) and store each file's
     outcome in `out`. `missing_only`: leave files already stored for this warp-lang version alone (the baseline
     is computed once per version), except files cut short by the time bound."""
-    data = _load(out)
     version = _warp_version()
     for rel in files:
-        stored = data.get(rel, {})
+        # re-read before each file: another worker (--reverse) may share the file and have stored it
+        stored = _load(out).get(rel, {})
         if missing_only and stored.get("warp_version") == version and not stored.get("file_timeout"):
             continue
         why = harness.file_exclusion(rel)
         if why:
-            data[rel] = {"statuses": {}, "import_error": None, "messages": {}, "seconds": 0.0,
-                         "excluded_file": why, "warp_version": version}
-            _save(out, data)
+            _store_entry(out, rel, {"statuses": {}, "import_error": None, "messages": {}, "seconds": 0.0,
+                                    "excluded_file": why, "warp_version": version})
             print(f"{rel:40s}     -    excluded: {why}", flush=True)
             continue
         start = time.monotonic()
         result = harness.run_file(impl, rel, stall_timeout=STALL_TIMEOUT)
         elapsed = time.monotonic() - start
-        data[rel] = {"statuses": _statuses(result), "import_error": result["import_error"],
-                     "messages": {tid: msg[-600:] for tid, (status, msg) in result["tests"].items()
-                                  if status not in ("pass", "excluded", "skip")},
-                     "seconds": round(elapsed, 1), "file_timeout": result["file_timeout"],
-                     "warp_version": version}
-        _save(out, data)
+        _store_entry(out, rel, {
+            "statuses": _statuses(result), "import_error": result["import_error"],
+            "messages": {tid: msg[-600:] for tid, (status, msg) in result["tests"].items()
+                         if status not in ("pass", "excluded", "skip")},
+            "seconds": round(elapsed, 1), "file_timeout": result["file_timeout"], "warp_version": version})
         counts = harness.summarize(result)
         print(f"{rel:40s} {elapsed:7.1f}s  {json.dumps(counts)}", flush=True)
+
+
+def _store_entry(path: str, rel: str, entry: dict) -> None:
+    """Store one file's outcome, keeping every other file's (read again: two workers may share the file)."""
+    import fcntl
+
+    with open(path + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        data = _load(path)
+        data[rel] = entry
+        _save(path, data)
 
 
 def _known(rel: str) -> dict:
@@ -302,12 +311,16 @@ def main(argv=None) -> int:
     parser.add_argument("--readme", action="store_true", help="examples: regenerate the README's examples table")
     parser.add_argument("--resume", action="store_true",
                         help="run: leave files already in the last run alone (a long --all run stopped midway)")
+    parser.add_argument("--reverse", action="store_true",
+                        help="go through the files last to first (a second worker beside a first one)")
     parser.add_argument("--all", action="store_true",
                         help="every test file that ships in warp/tests (default: the part CI runs)")
     args = parser.parse_args(argv)
     if args.command == "examples":
         return 1 if cmd_examples(args.files, args.readme) else 0
     files = args.files or (harness.all_files() if args.all else list(harness.FILES))
+    if args.reverse:
+        files = files[::-1]
     if args.command == "baseline":
         cmd_run("warp", files, BASELINE, missing_only=not args.files)
     elif args.command == "run":

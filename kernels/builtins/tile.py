@@ -37,6 +37,9 @@ add_builtin("tile_zeros", (TypeArg(Tl(AnyType("T"))),), Tl(AnyType("T")), templa
             doc="tile_zeros(shape, dtype=float)")
 add_builtin("tile_ones", (TypeArg(Tl(AnyType("T"))),), Tl(AnyType("T")), template_ret=True, group="tile",
             doc="tile_ones(shape, dtype=float)")
+add_builtin("tile_full", (TypeArg(Tl(AnyType("T"))), AnyType("T")), Tl(AnyType("T")), template_ret=True,
+            group="tile", doc="tile_full(shape, value, dtype=type of value): every element `value`; differentiable "
+                              "w.r.t. value (the sum of the tile's adjoint)")
 add_builtin("tile_arange", (TypeArg(Tl(AnyType("T"), ndim=1)), S("S", "any"), S("S", "any")),
             Tl(AnyType("T"), ndim=1), template_ret=True, group="tile",
             doc="tile_arange(start, stop, step, dtype=float) (or (stop) or (start, stop))")

@@ -36,6 +36,16 @@ template <typename Tile> CUDA_CALLABLE inline Tile tile_ones() {
 }
 template <typename Tile> CUDA_CALLABLE inline void adj_tile_ones(const Tile&) {}
 
+template <typename Tile, typename T> CUDA_CALLABLE inline Tile tile_full(const T& value) {
+    Tile t = Tile();
+    for (int k = 0; k < tile_traits<Tile>::size; ++k) t.data[k] = value;
+    return t;
+}
+template <typename Tile, typename T>
+CUDA_CALLABLE inline void adj_tile_full(const T&, T& adj_value, const Tile& adj_ret) {
+    for (int k = 0; k < tile_traits<Tile>::size; ++k) adj_value = add(adj_value, adj_ret.data[k]);
+}
+
 template <typename Tile, typename S> CUDA_CALLABLE inline Tile tile_arange(S start, S step) {
     Tile t = Tile();
     for (int k = 0; k < tile_traits<Tile>::size; ++k)

@@ -98,6 +98,19 @@ class TileForms:
         self.emit_typed(op, "tile_ones", TileType(self.tile_dtype(args, op), self.static_shape(args["shape"], op)),
                         [])
 
+    def builtin_tile_full(self, op):
+        args = self.call_arguments(op, ("shape", "value", "dtype", "storage"))
+        if "value" not in args or "shape" not in args:
+            raise self.error("tile_full(shape, value, dtype=...) needs shape and value", op)
+        value = args["value"]
+        dtype = self.tile_dtype(args, op) if "dtype" in args else value.type
+        if value.type is not dtype:
+            if not (T.is_scalar(dtype) and T.is_scalar(value.type)):
+                raise self.error(f"tile_full: the value is a {describe(value.type)}, not the tile's dtype "
+                                 f"{describe(dtype)}", op, kind=TypeError)
+            value = self.cast_to(value, dtype, op)
+        self.emit_typed(op, "tile_full", TileType(dtype, self.static_shape(args["shape"], op)), [value])
+
     def builtin_tile_arange(self, op):
         kw = op.attrs.get("kwargs") or []
         pos = op.operands[: len(op.operands) - len(kw)]

@@ -1,0 +1,79 @@
+"""wp.tile_full: values (dtype from the value or given, 1-d shape as an int), the gradient w.r.t. the value by
+central differences, a mismatched composite refused, and the same tiles as real Warp's. (Warp 1.19 propagates
+no gradient to the value, a silent 0; here it is the sum of the tile's adjoint, checked by central differences.)"""
+
+import numpy as np
+import pytest
+
+import _warp_reference
+import kernels as wp
+from autodiff import gradcheck
+
+
+@wp.kernel
+def _full_sum(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    t = wp.tile_full(shape=(2, 3), value=x[i] * x[i])
+    u = wp.tile_full(5, wp.sin(x[i]))
+    y[i] = wp.tile_sum(t * t)[0] + wp.tile_sum(u)[0]
+
+
+def test_values_and_dtypes():
+    @wp.kernel
+    def fill(out_f: wp.array2d(dtype=float), out_i: wp.array(dtype=wp.int64), out_v: wp.array(dtype=wp.vec3)):
+        wp.tile_store(out_f, wp.tile_full((2, 3), 1.25))
+        wp.tile_store(out_i, wp.tile_full(4, 7, dtype=wp.int64))
+        wp.tile_store(out_v, wp.tile_full(3, wp.vec3(1.0, 2.0, 3.0)))
+
+    f, i, v = wp.zeros((2, 3), dtype=float), wp.zeros(4, dtype=wp.int64), wp.zeros(3, dtype=wp.vec3)
+    wp.launch_tiled(fill, [1], [f, i, v], block_dim=1)
+    assert (f.numpy() == 1.25).all() and i.numpy().tolist() == [7] * 4
+    assert (v.numpy() == [1.0, 2.0, 3.0]).all()
+
+
+def test_gradient_matches_central_differences():
+    def run(x):
+        y = wp.zeros(3, dtype=wp.float64, requires_grad=True)
+        wp.launch_tiled(_full_sum, [3], [x, y], block_dim=1)
+        return y
+
+    x = wp.array(np.array([0.3, -1.2, 2.0]), dtype=wp.float64, requires_grad=True)
+    gradcheck(run, [x])
+
+
+def test_composite_of_another_type_is_refused():
+    @wp.kernel
+    def bad(out: wp.array(dtype=wp.vec3)):
+        wp.tile_store(out, wp.tile_full(3, wp.vec2(1.0, 2.0), dtype=wp.vec3))
+
+    with pytest.raises(wp.CompileError, match="tile_full"):
+        wp.launch_tiled(bad, [1], [wp.zeros(3, dtype=wp.vec3)], block_dim=1)
+
+
+_PROGRAM = '''
+import numpy as np
+
+
+@wp.kernel
+def full(x: wp.array(dtype=float), a: wp.array2d(dtype=float), b: wp.array(dtype=wp.int32), y: wp.array(dtype=float)):
+    t = wp.tile_full(shape=(3, 4), value=x[0] * 0.5)
+    wp.tile_store(a, t)
+    wp.tile_store(b, wp.tile_full(6, 3, dtype=wp.int32))
+    s = wp.tile_sum(t * t)
+    wp.tile_store(y, s)
+
+
+def run(wp, Tape):
+    x = wp.array([1.3], dtype=float, requires_grad=True)
+    a = wp.zeros((3, 4), dtype=float, requires_grad=True)
+    b = wp.zeros(6, dtype=wp.int32)
+    y = wp.zeros(1, dtype=float, requires_grad=True)
+    wp.launch_tiled(full, dim=[1], inputs=[x, a, b, y], block_dim=1)
+    return {"a": a.numpy(), "b": b.numpy(), "y": y.numpy()}
+'''
+
+
+def test_values_are_warps(tmp_path):
+    warp, ours = _warp_reference.both(_PROGRAM, str(tmp_path), "tile_full")
+    for key, value in warp.items():
+        np.testing.assert_array_equal(ours[key], value, err_msg=key)
