@@ -137,6 +137,11 @@ add_builtin("tile_lower_solve_inplace", (_SQUARE, _RHS), None, arg_names=("L", "
 add_builtin("tile_upper_solve_inplace", (_SQUARE, _RHS), None, arg_names=("U", "z"), mutates_arg=1,
             differentiable=False, group="tile_linalg", doc="tile_upper_solve_inplace(U, z): z = tile_upper_solve(U, z)")
 
+add_builtin("tile_sort", (Tl(AnyType("K")), Tl(AnyType("V"))), None, arg_names=("keys", "values"),
+            mutates_arg=(0, 1), differentiable=False, group="tile",
+            doc="tile_sort(keys, values): both tiles permuted in place in ascending order of keys (float32, int32, "
+                "uint32, int64, uint64), as their row-major sequences; equal keys in no promised order")
+
 # FFTs (kernels/native/tile_fft.h): in place along the last axis of a tile of complex numbers (vec2 of float32 or
 # float64 as (re, im)), one transform per row, unnormalised as Warp's. The updated tile is rebound to the caller's
 # variable; the gradient of each is the other direction's transform of the result's gradient.

@@ -97,6 +97,31 @@ CUDA_CALLABLE inline void adj_untile(const tile_t<T, R, C>&, tile_t<T, R, C>& ad
     adj_t.data[0] = add(adj_t.data[0], adj_ret);
 }
 
+// ---- sorting ----------------------------------------------------------------------------------------------
+
+// tile_sort: heap sort of the keys (in place, no scratch memory however large the tile), values moved alongside.
+template <typename K, int R, int C, typename V, int R2, int C2>
+CUDA_CALLABLE inline void tile_sort(tile_t<K, R, C>& keys, tile_t<V, R2, C2>& values) {
+    static_assert(R * C == R2 * C2, "tile_sort: keys and values must have the same number of elements");
+    const int n = R * C;
+    auto sift = [&](int root, int end) {
+        while (2 * root + 1 < end) {
+            int child = 2 * root + 1;
+            if (child + 1 < end && keys.data[child] < keys.data[child + 1]) child++;
+            if (!(keys.data[root] < keys.data[child])) return;
+            K k = keys.data[root]; keys.data[root] = keys.data[child]; keys.data[child] = k;
+            V v = values.data[root]; values.data[root] = values.data[child]; values.data[child] = v;
+            root = child;
+        }
+    };
+    for (int start = n / 2 - 1; start >= 0; --start) sift(start, n);
+    for (int end = n - 1; end > 0; --end) {
+        K k = keys.data[0]; keys.data[0] = keys.data[end]; keys.data[end] = k;
+        V v = values.data[0]; values.data[0] = values.data[end]; values.data[end] = v;
+        sift(0, end);
+    }
+}
+
 // ---- element access -----------------------------------------------------------------------------------------
 
 template <typename T, int R, int C> CUDA_CALLABLE inline T extract(const tile_t<T, R, C>& t, int32 i) {

@@ -1,6 +1,10 @@
-"""wp.tile_full: values (dtype from the value or given, 1-d shape as an int), the gradient w.r.t. the value by
+"""wp.tile_full and wp.tile_sort.
+
+tile_full: values (dtype from the value or given, 1-d shape as an int), the gradient w.r.t. the value by
 central differences, a mismatched composite refused, and the same tiles as real Warp's. (Warp 1.19 propagates
-no gradient to the value, a silent 0; here it is the sum of the tile's adjoint, checked by central differences.)"""
+no gradient to the value, a silent 0; here it is the sum of the tile's adjoint, checked by central differences.)
+tile_sort: keys of every supported type against numpy's sort, values following their keys, 2-d tiles as their
+row-major sequence, and the same permutation as real Warp's for distinct keys."""
 
 import numpy as np
 import pytest
@@ -50,6 +54,28 @@ def test_composite_of_another_type_is_refused():
         wp.launch_tiled(bad, [1], [wp.zeros(3, dtype=wp.vec3)], block_dim=1)
 
 
+@pytest.mark.parametrize("key_type", [wp.float32, wp.int32, wp.uint32, wp.int64, wp.uint64])
+def test_sort_orders_keys_and_moves_values(key_type):
+    @wp.kernel
+    def sort(k: wp.array2d(dtype=key_type), v: wp.array2d(dtype=wp.vec2)):
+        keys = wp.tile_load(k, shape=(8, 16))
+        values = wp.tile_load(v, shape=(8, 16))
+        wp.tile_sort(keys, values)
+        wp.tile_store(k, keys)
+        wp.tile_store(v, values)
+
+    rng = np.random.default_rng(4)
+    np_type = np.dtype(key_type._np_)
+    raw = rng.permutation(1000)[:128].astype(np_type) if np_type.kind in "iu" else rng.normal(size=128).astype(np_type)
+    values = np.stack([np.arange(128), -np.arange(128)], axis=1).astype(np.float32)
+    k = wp.array(raw.reshape(8, 16), dtype=key_type)
+    v = wp.array(values.reshape(8, 16, 2), dtype=wp.vec2)
+    wp.launch_tiled(sort, [1], [k, v], block_dim=1)
+    order = np.argsort(raw, kind="stable")
+    np.testing.assert_array_equal(k.numpy().ravel(), raw[order])
+    np.testing.assert_array_equal(v.numpy().reshape(128, 2), values[order])
+
+
 _PROGRAM = '''
 import numpy as np
 
@@ -63,13 +89,26 @@ def full(x: wp.array(dtype=float), a: wp.array2d(dtype=float), b: wp.array(dtype
     wp.tile_store(y, s)
 
 
+@wp.kernel
+def sort(k: wp.array(dtype=float), v: wp.array(dtype=wp.int32)):
+    keys = wp.tile_load(k, shape=96)
+    values = wp.tile_load(v, shape=96)
+    wp.tile_sort(keys, values)
+    wp.tile_store(k, keys)
+    wp.tile_store(v, values)
+
+
 def run(wp, Tape):
     x = wp.array([1.3], dtype=float, requires_grad=True)
     a = wp.zeros((3, 4), dtype=float, requires_grad=True)
     b = wp.zeros(6, dtype=wp.int32)
     y = wp.zeros(1, dtype=float, requires_grad=True)
     wp.launch_tiled(full, dim=[1], inputs=[x, a, b, y], block_dim=1)
-    return {"a": a.numpy(), "b": b.numpy(), "y": y.numpy()}
+    keys = np.random.default_rng(8).normal(size=96).astype(np.float32)
+    k = wp.array(keys, dtype=float)
+    v = wp.array(np.arange(96, dtype=np.int32), dtype=wp.int32)
+    wp.launch_tiled(sort, dim=[1], inputs=[k, v], block_dim=1)
+    return {"a": a.numpy(), "b": b.numpy(), "y": y.numpy(), "sorted_keys": k.numpy(), "sorted_values": v.numpy()}
 '''
 
 
