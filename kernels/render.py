@@ -258,9 +258,12 @@ class FunctionRenderer:
                 return
             if name.startswith("atomic_"):
                 value = self.name(a[-1])
-                fn = {"add": "add", "sub": "add", "min": "min", "max": "max"}[name[7:]]
+                fn = name[7:] if name != "atomic_sub" else "add"
                 if name == "atomic_sub":
                     value = f"wp::neg({value})"
+                if name == "atomic_cas":
+                    value = f"{self.name(a[-2])}, {value}"
+                    a = a[:-1]
                 expr = f"wp::atomic_rmw_{fn}(&wp::index({self.name(a[0])}, {self.line_arg(op)}, " \
                        f"{self.args(a[1:-1])}), {value})"
                 self.emit(f"{self.name(op.results[0])} = {expr};" if op.results else f"{expr};")

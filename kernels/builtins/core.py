@@ -57,6 +57,15 @@ for _n in range(1, 5):
                     + ("" if _op in ("add", "sub") else "; the gradient of a[i, ...] goes to each v equal to its "
                        "final value (the winning thread; every tied one), per component, as in Warp; a[i, ...]'s own gradient "
                        "is left as it was"))
+    for _op, _what in (("and", "bitwise and"), ("or", "bitwise or"), ("xor", "bitwise xor"),
+                       ("exch", "store")):
+        add_builtin(f"atomic_{_op}", (A(AnyType("T"), _n),) + _idx + (AnyType("T"),), "T", group="atomic",
+                    side_effect=True, differentiable=False,
+                    doc=f"atomically {_what} v into a[i, ...]; returns the old value (no gradient)")
+    add_builtin("atomic_cas", (A(AnyType("T"), _n),) + _idx + (AnyType("T"), AnyType("T")), "T", group="atomic",
+                side_effect=True, differentiable=False, arg_names=("arr",) + ("i", "j", "k", "l")[:_n]
+                + ("compare", "value"),
+                doc="atomically: if a[i, ...] == compare, store value; returns the old value (no gradient)")
 add_builtin("lower_bound", (A(N, 1), N), T.int32, group="array", differentiable=False,
             arg_names=("arr", "value"),
             doc="index of the first element of sorted 1-d arr that is >= value (the last index if none)")
