@@ -1,4 +1,4 @@
-"""wp.tile_full and wp.tile_sort.
+"""wp.tile_full, wp.tile_sort and wp.block_dim().
 
 tile_full: values (dtype from the value or given, 1-d shape as an int), the gradient w.r.t. the value by
 central differences, a mismatched composite refused, and the same tiles as real Warp's. (Warp 1.19 propagates
@@ -116,3 +116,21 @@ def test_values_are_warps(tmp_path):
     warp, ours = _warp_reference.both(_PROGRAM, str(tmp_path), "tile_full")
     for key, value in warp.items():
         np.testing.assert_array_equal(ours[key], value, err_msg=key)
+
+
+def test_block_dim_is_one_lane_and_asking_for_lanes_is_refused():
+    @wp.kernel
+    def size(out: wp.array(dtype=int)):
+        i = wp.tid()
+        out[i] = wp.block_dim()
+
+    out = wp.zeros(3, dtype=int)
+    wp.launch_tiled(size, [3], [out], block_dim=64)
+    assert out.numpy().tolist() == [1, 1, 1]  # a block runs as one lane here
+    previous = wp.config.enable_cpu_blocks
+    wp.config.enable_cpu_blocks = True
+    try:
+        with pytest.raises(wp.LaunchError, match="block's size"):
+            wp.launch_tiled(size, [3], [out], block_dim=64)
+    finally:
+        wp.config.enable_cpu_blocks = previous

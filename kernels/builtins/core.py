@@ -43,6 +43,9 @@ add_builtin("cast", (S("A", "any"),), None, group="conversion", doc="convert a s
 
 add_builtin("tid", (), T.int32, group="launch", differentiable=False,
             doc="index of the current thread; `i, j = wp.tid()` in a 2-d launch")
+add_builtin("block_dim", (), T.int32, group="launch", differentiable=False,
+            doc="threads per block of the launch: 1, since a block of launch_tiled runs as one lane here (a "
+                "launch asking for cooperative lanes with block_dim > 1 is refused)")
 
 # Array element access. `load`/`store`/atomics take the Python line (rendered in) for debug-mode bounds checks.
 for _n in range(1, 5):
