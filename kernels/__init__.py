@@ -19,6 +19,7 @@ from .function import func, func_grad, func_replay, grad
 from .hash_grid import HashGrid, HashGridQuery
 from .mesh import Mesh, MeshQueryAABB, MeshQueryPoint, MeshQueryRay, is_cubql_available
 from .bvh_object import Bvh, BvhQuery
+from .native_snippet import func_native
 from . import utils
 MeshQuery = MeshQueryAABB  # Warp's name for the state of any mesh box query
 from .volume import Volume

@@ -221,3 +221,15 @@ def test_a_builtin_is_callable_without_its_prefix_and_an_unknown_name_is_refused
 
     with pytest.raises(wp.CompileError, match="'not_a_builtin' is not defined"):
         wp.launch(unknown, 1, [out])
+
+
+def test_a_func_native_snippet_loads_and_a_kernel_calling_it_is_refused():
+    @wp.func_native("return a + b;")
+    def add_native(a: float, b: float) -> float: ...
+
+    @wp.kernel
+    def uses(out: wp.array(dtype=float)):
+        out[0] = add_native(1.0, 2.0)
+
+    with pytest.raises(wp.CompileError, match="func_native C\\+\\+ snippet"):
+        wp.launch(uses, 1, [wp.zeros(1, dtype=float)])
