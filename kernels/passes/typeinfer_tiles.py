@@ -157,7 +157,8 @@ class TileForms:
         return v.type
 
     def builtin_tile_load(self, op):
-        args = self.call_arguments(op, ("a", "shape", "offset", "storage"))
+        # bounds_check and aligned are hints in Warp: here every access is checked (outside: zeros, not stored)
+        args = self.call_arguments(op, ("a", "shape", "offset", "storage", "bounds_check", "aligned"))
         at = self.tile_array(args["a"], op)
         shape = self.static_shape(args["shape"], op)
         if at.ndim == 2 and len(shape) != 2:
@@ -166,14 +167,14 @@ class TileForms:
         self.emit_typed(op, "tile_load", TileType(at.dtype, shape), [args["a"], oi, oj])
 
     def builtin_tile_store(self, op):
-        args = self.call_arguments(op, ("a", "t", "offset"))
+        args = self.call_arguments(op, ("a", "t", "offset", "bounds_check", "aligned"))
         self.tile_array(args["a"], op)
         self.need_tile(args["t"], op, "tile_store's value")
         oi, oj = self.offsets(args.get("offset"), op)
         self.call_builtin(op, "tile_store", [args["a"], args["t"], oi, oj])
 
     def builtin_tile_atomic_add(self, op):
-        args = self.call_arguments(op, ("a", "t", "offset"))
+        args = self.call_arguments(op, ("a", "t", "offset", "bounds_check"))
         self.tile_array(args["a"], op)
         self.need_tile(args["t"], op, "tile_atomic_add's value")
         oi, oj = self.offsets(args.get("offset"), op)
