@@ -244,3 +244,23 @@ for _types in ((wp.vec3, wp.quat, wp.mat44, 0.0, 1.0),
     _compose, _decompose = _compose_decompose(*_types)
     transform_compose = wp.func(_compose)
     transform_decompose = wp.func(_decompose)
+
+
+def _spatial_adjoint_for(mat33, mat66):
+    def spatial_adjoint(r: mat33, s: mat33):
+        """6x6 [[r, 0], [s, r]]: with r = R and s = skew(p) R of a transform (R, p), it maps a twist (w, v) to
+        (R w, p x R w + R v)."""
+        a = mat66()
+        for i in range(3):
+            for j in range(3):
+                a[i, j] = r[i, j]
+                a[i + 3, j + 3] = r[i, j]
+                a[i + 3, j] = s[i, j]
+        return a
+
+    spatial_adjoint.__annotations__ = {"r": mat33, "s": mat33}
+    return spatial_adjoint
+
+
+for _types in ((wp.mat33, wp.spatial_matrix), (wp.mat33d, wp.spatial_matrixd)):
+    spatial_adjoint = wp.func(_spatial_adjoint_for(*_types))

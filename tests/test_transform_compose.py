@@ -1,5 +1,6 @@
-"""wp.transform_compose / wp.transform_decompose (kernels/mathlib.py): the matrix against numpy's product
-T R S, decompose inverting compose, gradients of both by central differences, and Warp's values."""
+"""wp.transform_compose / wp.transform_decompose and wp.spatial_adjoint (kernels/mathlib.py): the matrix against
+numpy's product T R S, decompose inverting compose, the spatial adjoint mapping twists as a transform does,
+gradients by central differences, and Warp's values."""
 
 import numpy as np
 
@@ -65,19 +66,48 @@ def test_gradients_match_central_differences():
     gradcheck(lambda p, q, s: _run(p, q, s)[3], args)
 
 
+@wp.kernel
+def _spatial(r: wp.array(dtype=wp.mat33d), s: wp.array(dtype=wp.mat33d), out: wp.array(dtype=wp.spatial_matrixd)):
+    i = wp.tid()
+    out[i] = wp.spatial_adjoint(r[i], s[i])
+
+
+def test_spatial_adjoint_maps_twists_as_the_transform_does():
+    p, q, _ = _inputs()
+    rot = np.stack([_rotation(x) for x in q])
+    skew = np.stack([np.array([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]]) for v in p])
+    s = skew @ rot
+    out = wp.zeros(3, dtype=wp.spatial_matrixd)
+    wp.launch(_spatial, 3, [wp.array(rot, dtype=wp.mat33d), wp.array(s, dtype=wp.mat33d), out])
+    twist = np.random.default_rng(2).normal(size=6)
+    for i in range(3):
+        w, v = rot[i] @ twist[:3], rot[i] @ twist[3:]
+        np.testing.assert_allclose(out.numpy()[i] @ twist, np.concatenate([w, np.cross(p[i], w) + v]), atol=1e-12)
+
+    def run(r, s):
+        y = wp.zeros(3, dtype=wp.spatial_matrixd, requires_grad=True)
+        wp.launch(_spatial, 3, [r, s, y])
+        return y
+
+    gradcheck(run, [wp.array(rot, dtype=wp.mat33d, requires_grad=True),
+                    wp.array(s, dtype=wp.mat33d, requires_grad=True)])
+
+
 _PROGRAM = '''
 import numpy as np
 
 
 @wp.kernel
 def compose(p: wp.array(dtype=wp.vec3), q: wp.array(dtype=wp.quat), s: wp.array(dtype=wp.vec3),
-            m: wp.array(dtype=wp.mat44), q2: wp.array(dtype=wp.quat), s2: wp.array(dtype=wp.vec3)):
+            m: wp.array(dtype=wp.mat44), q2: wp.array(dtype=wp.quat), s2: wp.array(dtype=wp.vec3),
+            sa: wp.array(dtype=wp.spatial_matrix)):
     i = wp.tid()
     mm = wp.transform_compose(p[i], q[i], s[i])
     m[i] = mm
     a, b, c = wp.transform_decompose(mm)
     q2[i] = b
     s2[i] = c
+    sa[i] = wp.spatial_adjoint(wp.quat_to_matrix(q[i]), wp.skew(p[i]))
 
 
 def run(wp, Tape):
@@ -86,15 +116,17 @@ def run(wp, Tape):
     q /= np.linalg.norm(q, axis=1, keepdims=True)
     p, s = rng.normal(size=(8, 3)).astype(np.float32), rng.uniform(0.5, 2.0, (8, 3)).astype(np.float32)
     m, q2, s2 = wp.zeros(8, dtype=wp.mat44), wp.zeros(8, dtype=wp.quat), wp.zeros(8, dtype=wp.vec3)
+    sa = wp.zeros(8, dtype=wp.spatial_matrix)
     wp.launch(compose, dim=8, inputs=[wp.array(p, dtype=wp.vec3), wp.array(q, dtype=wp.quat),
-                                      wp.array(s, dtype=wp.vec3), m, q2, s2])
-    return {"m": m.numpy(), "q2": q2.numpy(), "s2": s2.numpy()}
+                                      wp.array(s, dtype=wp.vec3), m, q2, s2, sa])
+    return {"m": m.numpy(), "q2": q2.numpy(), "s2": s2.numpy(), "sa": sa.numpy()}
 '''
 
 
 def test_values_are_warps(tmp_path):
     warp, ours = _warp_reference.both(_PROGRAM, str(tmp_path), "transform_compose")
     np.testing.assert_array_equal(ours["m"], warp["m"])
+    np.testing.assert_array_equal(ours["sa"], warp["sa"])
     np.testing.assert_allclose(ours["s2"], warp["s2"], rtol=1e-6)
     # a rotation's quaternion is defined up to its sign
     q_ours, q_warp = ours["q2"], warp["q2"]
