@@ -11,7 +11,8 @@ from .capture import (CaptureError, Graph, ScopedCapture, capture_begin, capture
 from .array import (array, array1d, array2d, array3d, array4d, clone, copy, empty, empty_like, from_numpy, full,
                     full_like, ones, ones_like, zeros, zeros_like)
 from .device import (Device, ScopedDevice, get_cuda_device_count, get_device, get_preferred_device,
-                     is_cpu_available, is_cuda_available, set_device, synchronize, synchronize_device)
+                     get_cuda_devices, get_devices, is_cpu_available, is_cuda_available,
+                     is_device_available, set_device, synchronize, synchronize_device)
 from .errors import CompileError, KernelError, LaunchError, NativeCompileError
 from .errors import (CompileAttributeError, CompileIndexError, CompileKeyError, CompileTypeError,
                      CompileValueError)

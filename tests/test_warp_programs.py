@@ -233,3 +233,11 @@ def test_a_func_native_snippet_loads_and_a_kernel_calling_it_is_refused():
 
     with pytest.raises(wp.CompileError, match="func_native C\\+\\+ snippet"):
         wp.launch(uses, 1, [wp.zeros(1, dtype=float)])
+
+
+def test_device_listing():
+    devices = wp.get_devices()
+    assert devices[0] == wp.get_device("cpu") and devices[1:] == wp.get_cuda_devices()
+    assert len(wp.get_cuda_devices()) == wp.get_cuda_device_count()
+    assert wp.is_device_available("cpu") and wp.is_device_available(wp.get_device("cpu"))
+    assert not wp.is_device_available("cuda:99")
