@@ -1,10 +1,12 @@
-"""wp.tile_full, wp.tile_sort and wp.block_dim().
+"""wp.tile_full, wp.tile_sort, wp.tile_load_indexed and wp.block_dim().
 
 tile_full: values (dtype from the value or given, 1-d shape as an int), the gradient w.r.t. the value by
 central differences, a mismatched composite refused, and the same tiles as real Warp's. (Warp 1.19 propagates
 no gradient to the value, a silent 0; here it is the sum of the tile's adjoint, checked by central differences.)
 tile_sort: keys of every supported type against numpy's sort, values following their keys, 2-d tiles as their
-row-major sequence, and the same permutation as real Warp's for distinct keys."""
+row-major sequence, and the same permutation as real Warp's for distinct keys.
+tile_load_indexed: gathered rows/columns against numpy (an index outside the array reads 0), its gradient by
+central differences, and Warp's values."""
 
 import numpy as np
 import pytest
@@ -76,6 +78,32 @@ def test_sort_orders_keys_and_moves_values(key_type):
     np.testing.assert_array_equal(v.numpy().reshape(128, 2), values[order])
 
 
+@wp.kernel
+def _gather(a: wp.array2d(dtype=wp.float64), rows: wp.array(dtype=int), cols: wp.array(dtype=int),
+            y: wp.array2d(dtype=wp.float64)):
+    r = wp.tile_load(rows, shape=3)
+    c = wp.tile_load(cols, shape=2)
+    by_rows = wp.tile_load_indexed(a, indices=r, shape=(3, 4), axis=0)
+    by_cols = wp.tile_load_indexed(a, indices=c, shape=(3, 2), offset=(1, 0), axis=1)
+    wp.tile_store(y, by_rows * by_rows, offset=(0, 0))
+    wp.tile_store(y, wp.tile_map(wp.sin, by_cols), offset=(3, 0))
+
+
+def _gather_run(a):
+    y = wp.zeros((6, 4), dtype=wp.float64, requires_grad=True)
+    rows, cols = wp.array([4, 0, -1], dtype=int), wp.array([3, 1], dtype=int)
+    wp.launch_tiled(_gather, [1], [a, rows, cols, y], block_dim=1)
+    return y
+
+
+def test_load_indexed_gathers_and_its_gradient_matches_central_differences():
+    a_np = np.random.default_rng(5).normal(size=(5, 4))
+    y = _gather_run(wp.array(a_np, dtype=wp.float64)).numpy()
+    np.testing.assert_allclose(y[:3], np.stack([a_np[4], a_np[0], np.zeros(4)]) ** 2)
+    np.testing.assert_allclose(y[3:, :2], np.sin(a_np[1:4][:, [3, 1]]))
+    gradcheck(_gather_run, [wp.array(a_np, dtype=wp.float64, requires_grad=True)])
+
+
 _PROGRAM = '''
 import numpy as np
 
@@ -98,6 +126,12 @@ def sort(k: wp.array(dtype=float), v: wp.array(dtype=wp.int32)):
     wp.tile_store(v, values)
 
 
+@wp.kernel
+def gather(a: wp.array2d(dtype=float), idx: wp.array(dtype=wp.int32), y: wp.array2d(dtype=float)):
+    i = wp.tile_load(idx, shape=4)
+    wp.tile_store(y, wp.tile_load_indexed(a, indices=i, shape=(4, 3), axis=0))
+
+
 def run(wp, Tape):
     x = wp.array([1.3], dtype=float, requires_grad=True)
     a = wp.zeros((3, 4), dtype=float, requires_grad=True)
@@ -108,7 +142,11 @@ def run(wp, Tape):
     k = wp.array(keys, dtype=float)
     v = wp.array(np.arange(96, dtype=np.int32), dtype=wp.int32)
     wp.launch_tiled(sort, dim=[1], inputs=[k, v], block_dim=1)
-    return {"a": a.numpy(), "b": b.numpy(), "y": y.numpy(), "sorted_keys": k.numpy(), "sorted_values": v.numpy()}
+    src = wp.array(np.arange(18, dtype=np.float32).reshape(6, 3), dtype=float)
+    g = wp.zeros((4, 3), dtype=float)
+    wp.launch_tiled(gather, dim=[1], inputs=[src, wp.array([5, -1, 2, 9], dtype=wp.int32), g], block_dim=1)
+    return {"a": a.numpy(), "b": b.numpy(), "y": y.numpy(), "sorted_keys": k.numpy(), "sorted_values": v.numpy(),
+            "gathered": g.numpy()}
 '''
 
 

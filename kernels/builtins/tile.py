@@ -27,6 +27,11 @@ add_builtin("assign", (Tl(AnyType("T"), ndim=2), S("I", "int"), S("J", "int"), A
 # Memory. Offsets are (row, column) element offsets; elements outside the array read as 0 and are not written.
 add_builtin("tile_load", (TypeArg(Tl(AnyType("T"))), A(AnyType("T")), I32, I32), Tl(AnyType("T")),
             template_ret=True, group="tile", doc="tile_load(a, shape=(m, n), offset=(i, j))")
+add_builtin("tile_load_indexed", (TypeArg(Tl(AnyType("T"))), A(AnyType("T")), Tl(I32, "K", 1, ndim=1, nd="__idx_nd"),
+                                  I32, I32, I32), Tl(AnyType("T")), template_ret=True, group="tile",
+            arg_names=("a", "indices", "offset_i", "offset_j", "axis"),
+            doc="tile_load_indexed(a, indices, shape, offset=(i, j), axis=0): a tile gathered along `axis` through "
+                "the 1-d int32 tile `indices` (an index outside the array reads 0); differentiable w.r.t. a")
 add_builtin("tile_store", (A(AnyType("T")), Tl(AnyType("T")), I32, I32), None, side_effect=True, group="tile",
             doc="tile_store(a, t, offset=(i, j))")
 add_builtin("tile_atomic_add", (A(AnyType("T")), Tl(AnyType("T")), I32, I32), Tl(AnyType("T")), side_effect=True,

@@ -211,6 +211,42 @@ CUDA_CALLABLE inline void adj_tile_load(const array_t<T>&, int32 oi, int32 oj, c
         }
 }
 
+// tile_load_indexed: element (i, j) comes from the array at the offset plus (indices[i], j) (axis 0) or
+// (i, indices[j]) (axis 1); a 1-d array gathers element i from offset + indices[i]. Outside the array: zero.
+template <typename T, int K>
+CUDA_CALLABLE inline void tile_indexed_source(const array_t<T>& a, const tile_t<int32, K, 1>& idx, int32 oi,
+                                              int32 oj, int32 axis, int i, int j, int64& ai, int64& aj) {
+    if (a.ndim == 1) { ai = int64(oi) + idx.data[i]; aj = 0; return; }
+    ai = int64(oi) + (axis == 0 ? int64(idx.data[i]) : int64(i));
+    aj = int64(oj) + (axis == 1 ? int64(idx.data[j]) : int64(j));
+}
+template <typename Tile, typename T, int K>
+CUDA_CALLABLE inline Tile tile_load_indexed(const array_t<T>& a, const tile_t<int32, K, 1>& idx, int32 oi, int32 oj,
+                                            int32 axis) {
+    const int R = tile_traits<Tile>::rows, C = tile_traits<Tile>::cols;
+    Tile t = Tile();
+    for (int i = 0; i < R; ++i)
+        for (int j = 0; j < C; ++j) {
+            int64 ai, aj;
+            tile_indexed_source(a, idx, oi, oj, axis, i, j, ai, aj);
+            if (tile_in_bounds(a, ai, aj)) t.at(i, j) = *tile_elem(a, ai, aj);
+        }
+    return t;
+}
+template <typename Tile, typename T, int K>
+CUDA_CALLABLE inline void adj_tile_load_indexed(const array_t<T>&, const tile_t<int32, K, 1>& idx, int32 oi, int32 oj,
+                                                int32 axis, const array_t<T>& adj_a, tile_t<int32, K, 1>&, int32&,
+                                                int32&, int32&, const Tile& adj_ret) {
+    if (!adj_a.data) return;
+    const int R = tile_traits<Tile>::rows, C = tile_traits<Tile>::cols;
+    for (int i = 0; i < R; ++i)
+        for (int j = 0; j < C; ++j) {
+            int64 ai, aj;
+            tile_indexed_source(adj_a, idx, oi, oj, axis, i, j, ai, aj);
+            if (tile_in_bounds(adj_a, ai, aj)) atomic_rmw_add(tile_elem(adj_a, ai, aj), adj_ret.at(i, j));
+        }
+}
+
 template <typename T, int R, int C>
 CUDA_CALLABLE inline void tile_store(const array_t<T>& a, const tile_t<T, R, C>& t, int32 oi, int32 oj) {
     for (int i = 0; i < R; ++i)

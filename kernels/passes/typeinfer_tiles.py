@@ -166,6 +166,28 @@ class TileForms:
         oi, oj = self.offsets(args.get("offset"), op)
         self.emit_typed(op, "tile_load", TileType(at.dtype, shape), [args["a"], oi, oj])
 
+    def builtin_tile_load_indexed(self, op):
+        args = self.call_arguments(op, ("a", "indices", "shape", "offset", "axis", "storage"))
+        if not all(k in args for k in ("a", "indices", "shape")):
+            raise self.error("tile_load_indexed(a, indices, shape, offset=..., axis=0) needs a, indices and shape",
+                             op)
+        at = self.tile_array(args["a"], op)
+        shape = self.static_shape(args["shape"], op)
+        if len(shape) != at.ndim:
+            raise self.error(f"tile_load_indexed: the shape {shape} must have one entry per dimension of the "
+                             f"{at.ndim}-d array", op)
+        axis = self.static_value(args["axis"], op, "axis") if "axis" in args else 0
+        if not isinstance(axis, int) or not -at.ndim <= axis < at.ndim:
+            raise self.error(f"tile_load_indexed: axis must be a constant in [0, {at.ndim}), got {axis!r}", op)
+        axis %= at.ndim
+        it = self.need_tile(args["indices"], op, "tile_load_indexed's indices")
+        if it.dtype is not T.int32 or len(it.shape) != 1 or it.shape[0] != shape[axis]:
+            raise self.error(f"tile_load_indexed: indices must be a 1-d int32 tile of {shape[axis]} elements "
+                             f"(the shape along axis {axis}), got {describe(args['indices'].type)}", op)
+        oi, oj = self.offsets(args.get("offset"), op)
+        self.emit_typed(op, "tile_load_indexed", TileType(at.dtype, shape),
+                        [args["a"], args["indices"], oi, oj, self.typed_const(axis, T.int32, op.loc)])
+
     def builtin_tile_store(self, op):
         args = self.call_arguments(op, ("a", "t", "offset", "bounds_check", "aligned"))
         self.tile_array(args["a"], op)
