@@ -7,7 +7,9 @@ Kinds (in the order they are checked):
 - ``different error``: both refuse, but the test matches Warp's wording or exception type (assertRaisesRegex);
 - ``accepts what Warp refuses``: the test expected an error and none came;
 - ``refused``: kernels raised a clear error of its own (CompileError, LaunchError, TypeError, ValueError, ...);
-- ``wrong number``: the test ran to its comparison and the values differ (any other assertion failure);
+- ``wrong number``: the test ran to its comparison of values and they differ (numpy's or unittest's report of
+  unequal or not-close values);
+- ``other assertion``: any other failed assertion (a type, an identity, an attribute, a message's text);
 - ``Warp's number is wrong``: as above, where the known-failure list shows (with the check, e.g. central
   differences) that Warp's expected value is the wrong one; its reason starts with "Warp's expected".
 """
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-KINDS = ("wrong number", "Warp's number is wrong", "refused", "missing API", "different error",
+KINDS = ("wrong number", "Warp's number is wrong", "other assertion", "refused", "missing API", "different error",
          "accepts what Warp refuses", "not run")
 
 _MISSING = re.compile(
@@ -25,6 +27,9 @@ _MISSING = re.compile(
     r"|not implemented|not provided")
 _DIFFERENT_ERROR = re.compile(r"does not match|Regex didn't match|^AssertionError: .*Error.* != ", re.M)
 _NOT_RAISED = re.compile(r"not raised|did not raise")
+_VALUES_DIFFER = re.compile(
+    r"Mismatch|[Nn]ot equal|DESIRED|ACTUAL|tolerance|not almost equal|First differing|"
+    r"AssertionError: [-+0-9.e]+ != [-+0-9.e]+|not less|not greater|Lists differ|Tuples differ")
 
 
 def kind(status: str, message: str) -> str:
@@ -40,7 +45,7 @@ def kind(status: str, message: str) -> str:
             return "different error"
         if _MISSING.search(tail):
             return "missing API"
-        return "wrong number"
+        return "wrong number" if _VALUES_DIFFER.search(message) else "other assertion"
     return "missing API" if _MISSING.search(tail) else "refused"
 
 
