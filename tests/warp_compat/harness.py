@@ -24,9 +24,8 @@ FILES = (
     "tile/test_tile_matmul_no_mathdx.py", "geometry/test_hash_grid.py", "geometry/test_mesh.py",
     # added with the tile linear algebra (issue 20); Warp's other Cholesky/solve files read Warp internals at import
     "tile/test_tile_cholesky_no_mathdx.py", "tile/test_tile_solve_no_mathdx.py",
-    # added with the whole-suite run (issue 34): wp.utils' array algorithms, user BVHs, bitwise and CAS atomics; the
-    # rest of the suite
-    # runs in `tools/warp_compat.py run --all` (it does not fit CI's time)
+    # added with the whole-suite run (issue 34): wp.utils' array algorithms, user BVHs, bitwise and CAS atomics;
+    # the rest of the suite runs in `tools/warp_compat.py run --all` (it does not fit CI's time)
     "test_array_reduce.py", "test_runlength_encode.py", "geometry/test_grouped_bvh.py", "test_atomic_cas.py",
     "test_atomic_bitwise.py",
 )
