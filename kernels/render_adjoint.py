@@ -230,7 +230,7 @@ class AdjointRenderer(FunctionRenderer):
                 self.emit(f"{self.adj(a[0])} = wp::add({self.adj(a[0])}, {r});")
             return
         rets = [self.adj(r) for r in op.results if _has_ctype(r.type)]
-        if not rets and name != "tile_store":  # a store's gradient comes from the array, not from a result
+        if not rets and name not in ("tile_store", "tile_store_indexed"):  # from the array, not a result
             return
         args = ", ".join(x for x in (self.args(a), self.adj_args(a), ", ".join(rets)) if x)
         if name == "cast":

@@ -5,8 +5,8 @@ central differences, a mismatched composite refused, and the same tiles as real 
 no gradient to the value, a silent 0; here it is the sum of the tile's adjoint, checked by central differences.)
 tile_sort: keys of every supported type against numpy's sort, values following their keys, 2-d tiles as their
 row-major sequence, and the same permutation as real Warp's for distinct keys.
-tile_load_indexed: gathered rows/columns against numpy (an index outside the array reads 0), its gradient by
-central differences, and Warp's values."""
+tile_load_indexed, tile_store_indexed, tile_atomic_add_indexed: gathered/scattered rows and columns against numpy
+(outside the array: reads 0, writes dropped), gradients by central differences, and Warp's values."""
 
 import numpy as np
 import pytest
@@ -104,6 +104,36 @@ def test_load_indexed_gathers_and_its_gradient_matches_central_differences():
     gradcheck(_gather_run, [wp.array(a_np, dtype=wp.float64, requires_grad=True)])
 
 
+@wp.kernel
+def _scatter(x: wp.array2d(dtype=wp.float64), rows: wp.array(dtype=int), y: wp.array2d(dtype=wp.float64),
+             z: wp.array2d(dtype=wp.float64)):
+    r = wp.tile_load(rows, shape=3)
+    t = wp.tile_load(x, shape=(3, 2))
+    wp.tile_store_indexed(y, indices=r, t=wp.tile_map(wp.sin, t), axis=0)
+    wp.tile_atomic_add_indexed(z, r, t * t, axis=0)
+    wp.tile_atomic_add_indexed(z, r, t, axis=0)
+
+
+def _scatter_run(x):
+    y = wp.zeros((5, 2), dtype=wp.float64, requires_grad=True)
+    z = wp.zeros((5, 2), dtype=wp.float64, requires_grad=True)
+    wp.launch_tiled(_scatter, [1], [x, wp.array([3, 7, 0], dtype=int), y, z], block_dim=1)
+    return y, z
+
+
+def test_store_and_atomic_add_indexed_scatter_and_their_gradients_match_central_differences():
+    x_np = np.random.default_rng(6).normal(size=(3, 2))
+    y, z = (a.numpy() for a in _scatter_run(wp.array(x_np, dtype=wp.float64)))
+    expect_y, expect_z = np.zeros((5, 2)), np.zeros((5, 2))
+    expect_y[[3, 0]] = np.sin(x_np[[0, 2]])  # row 7 is outside: dropped
+    expect_z[[3, 0]] = x_np[[0, 2]] ** 2 + x_np[[0, 2]]
+    np.testing.assert_allclose(y, expect_y)
+    np.testing.assert_allclose(z, expect_z)
+    x = wp.array(x_np, dtype=wp.float64, requires_grad=True)
+    gradcheck(lambda x: _scatter_run(x)[0], [x])
+    gradcheck(lambda x: _scatter_run(x)[1], [x])
+
+
 _PROGRAM = '''
 import numpy as np
 
@@ -132,6 +162,16 @@ def gather(a: wp.array2d(dtype=float), idx: wp.array(dtype=wp.int32), y: wp.arra
     wp.tile_store(y, wp.tile_load_indexed(a, indices=i, shape=(4, 3), axis=0))
 
 
+@wp.kernel
+def scatter(x: wp.array2d(dtype=float), idx: wp.array(dtype=wp.int32), y: wp.array2d(dtype=float),
+            z: wp.array2d(dtype=float)):
+    i = wp.tile_load(idx, shape=3)
+    t = wp.tile_load(x, shape=(2, 3))
+    wp.tile_store_indexed(y, indices=i, t=t, axis=1)
+    wp.tile_atomic_add_indexed(z, i, t, axis=1)
+    wp.tile_atomic_add_indexed(z, i, t, axis=1)
+
+
 def run(wp, Tape):
     x = wp.array([1.3], dtype=float, requires_grad=True)
     a = wp.zeros((3, 4), dtype=float, requires_grad=True)
@@ -145,8 +185,11 @@ def run(wp, Tape):
     src = wp.array(np.arange(18, dtype=np.float32).reshape(6, 3), dtype=float)
     g = wp.zeros((4, 3), dtype=float)
     wp.launch_tiled(gather, dim=[1], inputs=[src, wp.array([5, -1, 2, 9], dtype=wp.int32), g], block_dim=1)
+    sy, sz = wp.zeros((2, 4), dtype=float), wp.zeros((2, 4), dtype=float)
+    wp.launch_tiled(scatter, dim=[1], inputs=[wp.array(np.arange(6, dtype=np.float32).reshape(2, 3) + 1.0, dtype=float),
+                                              wp.array([3, -2, 1], dtype=wp.int32), sy, sz], block_dim=1)
     return {"a": a.numpy(), "b": b.numpy(), "y": y.numpy(), "sorted_keys": k.numpy(), "sorted_values": v.numpy(),
-            "gathered": g.numpy()}
+            "gathered": g.numpy(), "scattered": sy.numpy(), "added": sz.numpy()}
 '''
 
 

@@ -32,6 +32,16 @@ add_builtin("tile_load_indexed", (TypeArg(Tl(AnyType("T"))), A(AnyType("T")), Tl
             arg_names=("a", "indices", "offset_i", "offset_j", "axis"),
             doc="tile_load_indexed(a, indices, shape, offset=(i, j), axis=0): a tile gathered along `axis` through "
                 "the 1-d int32 tile `indices` (an index outside the array reads 0); differentiable w.r.t. a")
+_IDX_TILE = Tl(I32, "K", 1, ndim=1, nd="__idx_nd")
+add_builtin("tile_store_indexed", (A(AnyType("T")), _IDX_TILE, Tl(AnyType("T")), I32, I32, I32), None,
+            side_effect=True, group="tile", arg_names=("a", "indices", "t", "offset_i", "offset_j", "axis"),
+            doc="tile_store_indexed(a, indices, t, offset=(i, j), axis=0): t scattered along `axis` through the "
+                "1-d int32 tile `indices` (elements landing outside the array are dropped); gradient to t")
+add_builtin("tile_atomic_add_indexed", (A(AnyType("T")), _IDX_TILE, Tl(AnyType("T")), I32, I32, I32),
+            Tl(AnyType("T")), side_effect=True, group="tile",
+            arg_names=("a", "indices", "t", "offset_i", "offset_j", "axis"),
+            doc="tile_atomic_add_indexed(a, indices, t, offset=(i, j), axis=0): t added into a along `axis` "
+                "through `indices`; returns the old values; gradient to t")
 add_builtin("tile_store", (A(AnyType("T")), Tl(AnyType("T")), I32, I32), None, side_effect=True, group="tile",
             doc="tile_store(a, t, offset=(i, j))")
 add_builtin("tile_atomic_add", (A(AnyType("T")), Tl(AnyType("T")), I32, I32), Tl(AnyType("T")), side_effect=True,

@@ -279,6 +279,62 @@ CUDA_CALLABLE inline void adj_tile_store(const array_t<T>&, const tile_t<T, R, C
     tile_gradient_to_tile(adj_a, adj_t, oi, oj, (adj_a.flags & ARRAY_FLAG_CONSUME) != 0);
 }
 
+// tile_store_indexed / tile_atomic_add_indexed: element (i, j) of t goes where tile_load_indexed reads it from.
+template <typename T, int R, int C, int K>
+CUDA_CALLABLE inline void tile_store_indexed(const array_t<T>& a, const tile_t<int32, K, 1>& idx,
+                                             const tile_t<T, R, C>& t, int32 oi, int32 oj, int32 axis) {
+    for (int i = 0; i < R; ++i)
+        for (int j = 0; j < C; ++j) {
+            int64 ai, aj;
+            tile_indexed_source(a, idx, oi, oj, axis, i, j, ai, aj);
+            if (tile_in_bounds(a, ai, aj)) *tile_elem(a, ai, aj) = t.at(i, j);
+        }
+}
+// The gradient of each scattered element flows back to the tile (a plain store consumes it when the gradient
+// array is flagged so, as tile_store).
+template <typename T, int R, int C, int K>
+CUDA_CALLABLE inline void tile_indexed_gradient_to_tile(const array_t<T>& adj_a, const tile_t<int32, K, 1>& idx,
+                                                        tile_t<T, R, C>& adj_t, int32 oi, int32 oj, int32 axis,
+                                                        bool consume) {
+    if (!adj_a.data) return;
+    for (int i = 0; i < R; ++i)
+        for (int j = 0; j < C; ++j) {
+            int64 ai, aj;
+            tile_indexed_source(adj_a, idx, oi, oj, axis, i, j, ai, aj);
+            if (!tile_in_bounds(adj_a, ai, aj)) continue;
+            T* slot = tile_elem(adj_a, ai, aj);
+            adj_t.at(i, j) = add(adj_t.at(i, j), *slot);
+            if (consume) *slot = T();
+        }
+}
+template <typename T, int R, int C, int K>
+CUDA_CALLABLE inline void adj_tile_store_indexed(const array_t<T>&, const tile_t<int32, K, 1>& idx,
+                                                 const tile_t<T, R, C>&, int32 oi, int32 oj, int32 axis,
+                                                 const array_t<T>& adj_a, tile_t<int32, K, 1>&, tile_t<T, R, C>& adj_t,
+                                                 int32&, int32&, int32&) {
+    tile_indexed_gradient_to_tile(adj_a, idx, adj_t, oi, oj, axis, (adj_a.flags & ARRAY_FLAG_CONSUME) != 0);
+}
+template <typename T, int R, int C, int K>
+CUDA_CALLABLE inline tile_t<T, R, C> tile_atomic_add_indexed(const array_t<T>& a, const tile_t<int32, K, 1>& idx,
+                                                             const tile_t<T, R, C>& t, int32 oi, int32 oj, int32 axis) {
+    tile_t<T, R, C> old = tile_t<T, R, C>();
+    for (int i = 0; i < R; ++i)
+        for (int j = 0; j < C; ++j) {
+            int64 ai, aj;
+            tile_indexed_source(a, idx, oi, oj, axis, i, j, ai, aj);
+            if (tile_in_bounds(a, ai, aj)) old.at(i, j) = atomic_rmw_add(tile_elem(a, ai, aj), t.at(i, j));
+        }
+    return old;
+}
+template <typename T, int R, int C, int K>
+CUDA_CALLABLE inline void adj_tile_atomic_add_indexed(const array_t<T>&, const tile_t<int32, K, 1>& idx,
+                                                      const tile_t<T, R, C>&, int32 oi, int32 oj, int32 axis,
+                                                      const array_t<T>& adj_a, tile_t<int32, K, 1>&,
+                                                      tile_t<T, R, C>& adj_t, int32&, int32&, int32&,
+                                                      const tile_t<T, R, C>&) {
+    tile_indexed_gradient_to_tile(adj_a, idx, adj_t, oi, oj, axis, false);  // the add kept the earlier value
+}
+
 template <typename T, int R, int C>
 CUDA_CALLABLE inline tile_t<T, R, C> tile_atomic_add(const array_t<T>& a, const tile_t<T, R, C>& t, int32 oi, int32 oj) {
     tile_t<T, R, C> old = tile_t<T, R, C>();

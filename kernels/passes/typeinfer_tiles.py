@@ -188,6 +188,37 @@ class TileForms:
         self.emit_typed(op, "tile_load_indexed", TileType(at.dtype, shape),
                         [args["a"], args["indices"], oi, oj, self.typed_const(axis, T.int32, op.loc)])
 
+    def indexed_layout(self, name, args, shape, op):
+        """(axis as a constant value, offset values) of an indexed tile load/store, after checking `indices`."""
+        at = self.tile_array(args["a"], op)
+        if len(shape) != at.ndim:
+            raise self.error(f"{name}: the tile's shape {shape} must have one entry per dimension of the "
+                             f"{at.ndim}-d array", op)
+        axis = self.static_value(args["axis"], op, "axis") if "axis" in args else 0
+        if not isinstance(axis, int) or not -at.ndim <= axis < at.ndim:
+            raise self.error(f"{name}: axis must be a constant in [0, {at.ndim}), got {axis!r}", op)
+        axis %= at.ndim
+        it = self.need_tile(args["indices"], op, f"{name}'s indices")
+        if it.dtype is not T.int32 or len(it.shape) != 1 or it.shape[0] != shape[axis]:
+            raise self.error(f"{name}: indices must be a 1-d int32 tile of {shape[axis]} elements (the tile's "
+                             f"extent along axis {axis}), got {describe(args['indices'].type)}", op)
+        oi, oj = self.offsets(args.get("offset"), op)
+        return self.typed_const(axis, T.int32, op.loc), oi, oj
+
+    def builtin_tile_store_indexed(self, op):
+        self.scatter_indexed(op, "tile_store_indexed")
+
+    def builtin_tile_atomic_add_indexed(self, op):
+        self.scatter_indexed(op, "tile_atomic_add_indexed")
+
+    def scatter_indexed(self, op, name):
+        args = self.call_arguments(op, ("a", "indices", "t", "offset", "axis"))
+        if not all(k in args for k in ("a", "indices", "t")):
+            raise self.error(f"{name}(a, indices, t, offset=..., axis=0) needs a, indices and t", op)
+        tt = self.need_tile(args["t"], op, f"{name}'s value")
+        axis, oi, oj = self.indexed_layout(name, args, tt.shape, op)
+        self.call_builtin(op, name, [args["a"], args["indices"], args["t"], oi, oj, axis])
+
     def builtin_tile_store(self, op):
         args = self.call_arguments(op, ("a", "t", "offset", "bounds_check", "aligned"))
         self.tile_array(args["a"], op)
