@@ -336,4 +336,4 @@ def _is_float_array(a) -> bool:
 
 
 def _nbytes(a) -> int:
-    return a.size * wp.types.type_size(a.dtype)
+    return a.size * wp.types.type_size_in_bytes(a.dtype)

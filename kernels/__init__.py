@@ -11,13 +11,18 @@ from .array_copy import copy
 from .array_create import (array1d, array2d, array3d, array4d, empty_like, from_numpy, full, full_like, ones,
                            ones_like, zeros_like)
 from .device import (Device, ScopedDevice, get_cuda_device_count, get_device, get_preferred_device,
-                     is_cuda_available, set_device, synchronize, synchronize_device)
+                     get_cuda_devices, get_devices, is_cpu_available, is_cuda_available,
+                     is_device_available, set_device, synchronize, synchronize_device)
 from .errors import CompileError, KernelError, LaunchError, NativeCompileError
 from .errors import (CompileAttributeError, CompileIndexError, CompileKeyError, CompileTypeError,
                      CompileValueError)
 from .function import func, func_grad, func_replay, grad
 from .hash_grid import HashGrid, HashGridQuery
 from .mesh import Mesh, MeshQueryAABB, MeshQueryPoint, MeshQueryRay, is_cubql_available
+from .bvh_object import Bvh, BvhQuery
+from .native_snippet import func_native
+from . import utils
+MeshQuery = MeshQueryAABB  # Warp's name for the state of any mesh box query
 from .volume import Volume
 from .interop import (device_from_torch, device_to_torch, dtype_from_torch, dtype_to_torch, from_dlpack, from_torch,
                       to_dlpack, to_torch)
@@ -99,7 +104,8 @@ del _name, _obj
 
 from .mathlib import (norm_huber, norm_l1, norm_l2, norm_pseudo_huber, quat_from_euler, quat_to_euler,  # noqa: E402
                       quat_to_rpy, quat_twist, quat_twist_angle, quat_twist_angle_signed, smooth_normalize,
-                      transform_twist, transform_wrench, velocity_at_point)
+                      spatial_adjoint, transform_compose, transform_decompose, transform_twist, transform_wrench,
+                      velocity_at_point)
 from . import array_ops as _array_ops  # noqa: E402
 
 _array_ops.install(array)

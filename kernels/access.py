@@ -9,8 +9,9 @@ from __future__ import annotations
 from . import ir
 from .typesys import ARRAY_VIEWS
 
-_READS = {"load", "tile_load"}
-_WRITES = {"store", "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "tile_store", "tile_atomic_add"}
+_READS = {"load", "tile_load", "tile_load_indexed"}
+_WRITES = {"store", "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "atomic_and", "atomic_or", "atomic_xor",
+           "atomic_exch", "atomic_cas", "tile_store", "tile_atomic_add", "tile_store_indexed", "tile_atomic_add_indexed"}
 
 
 def array_access(fn: ir.Function, names: list) -> dict:

@@ -281,12 +281,23 @@ class array:
             return int(given)
         if self._buf is None or self.size == 0:
             return 0
-        itemsize = T.type_size(self.dtype)
+        itemsize = T.type_size_in_bytes(self.dtype)
         return sum((n - 1) * abs(st) for n, st in zip(self.shape, self.strides)) + itemsize
 
     @property
     def is_contiguous(self) -> bool:
-        return self._buf.flags.c_contiguous
+        """Warp's definition: the strides are the dense row-major ones (a strided view of one element is not,
+        although numpy calls it contiguous)."""
+        if not self._buf.flags.c_contiguous:
+            return False
+        if self.size == 0:
+            return True
+        dense = T.type_size_in_bytes(self.dtype)
+        for n, stride in zip(reversed(self.shape), reversed(self.strides)):
+            if stride != dense:
+                return False
+            dense *= n
+        return True
 
     @property
     def retain_grad(self) -> bool:

@@ -163,23 +163,23 @@ def fill_element(dtype, np_dtype, value) -> np.ndarray:
 
 def view_layout(a, dtype):
     """(shape, byte strides) of `a` seen as elements of `dtype`; TypeError naming both sizes when impossible."""
-    src_size, dst_size = T.type_size(a.dtype), T.type_size(dtype)
+    src_size, dst_size = T.type_size_in_bytes(a.dtype), T.type_size_in_bytes(dtype)
     prefix = (f"cannot create an array view with dtype {T.warp_type_name(dtype)} from source dtype "
               f"{T.warp_type_name(a.dtype)}")
     if src_size == dst_size:
         return a.shape, a.strides
     if T.is_scalar(dtype) and T.is_composite(a.dtype):
         scalar = T.scalar_type(a.dtype)
-        if T.type_size(scalar) != dst_size:
-            raise TypeError(f"{prefix}: source scalar dtype {T.warp_type_name(scalar)} has size {T.type_size(scalar)} "
+        if T.type_size_in_bytes(scalar) != dst_size:
+            raise TypeError(f"{prefix}: source scalar dtype {T.warp_type_name(scalar)} has size {T.type_size_in_bytes(scalar)} "
                             f"bytes, but target dtype has size {dst_size} bytes")
         inner = a.dtype._shape_
         return a.shape + inner, a.strides + contiguous_strides(inner, dst_size)
     if T.is_scalar(a.dtype) and T.is_composite(dtype):
         scalar = T.scalar_type(dtype)
-        if T.type_size(scalar) != src_size:
+        if T.type_size_in_bytes(scalar) != src_size:
             raise TypeError(f"{prefix}: source dtype has size {src_size} bytes, but target scalar dtype "
-                            f"{T.warp_type_name(scalar)} has size {T.type_size(scalar)} bytes")
+                            f"{T.warp_type_name(scalar)} has size {T.type_size_in_bytes(scalar)} bytes")
         inner = dtype._shape_
         k = len(inner)
         if a.shape[a.ndim - k:] != inner or a.strides[a.ndim - k:] != contiguous_strides(inner, src_size):

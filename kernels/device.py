@@ -131,6 +131,27 @@ def is_cuda_available() -> bool:
     return get_cuda_device_count() > 0
 
 
+def get_cuda_devices() -> list:
+    """The CUDA devices of this machine (cuda:0, cuda:1, ...); empty without one."""
+    return [get_device(f"cuda:{i}") for i in range(get_cuda_device_count())]
+
+
+def get_devices() -> list:
+    """Every device of this machine: the CPU, then the CUDA devices."""
+    return [_devices["cpu"]] + get_cuda_devices()
+
+
+def is_device_available(device) -> bool:
+    """Whether `device` (a Device or its name) is one of get_devices()."""
+    name = str(device)
+    return any(str(d) == name for d in get_devices())
+
+
+def is_cpu_available() -> bool:
+    """The CPU backend needs a C++ compiler, which the toolkit requires: always true."""
+    return True
+
+
 class ScopedDevice:
     """`with wp.ScopedDevice("cpu"):` sets the default device inside the block."""
 

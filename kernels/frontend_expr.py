@@ -262,6 +262,9 @@ class ExpressionLowering:
         from .function import grad
         if obj is grad:  # `wp.grad(f)`: a compile-time value, called (now or through a local) like a function
             return [Static(self.static_eval(node))]
+        from .native_snippet import NativeSnippet
+        if isinstance(obj, NativeSnippet):
+            raise self.error(obj.refusal(), node)
         resolved = self.resolve_static(obj)
         if resolved is None and obj in _PY_BUILTIN_MAP:
             resolved = ("builtin", _PY_BUILTIN_MAP[obj])

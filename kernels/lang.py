@@ -8,7 +8,8 @@ from __future__ import annotations
 from . import builtins as _builtins
 from .function import func  # noqa: F401  (wp.func in the package's kernel modules)
 from .typesys import tile_annotation
-from .types import (quat, spatial_vector, transform, vec3)  # noqa: F401  (the types they use)
+from .types import (float64, mat33, mat33d, mat44, mat44d, quat, quatd, spatial_matrix, spatial_matrixd,  # noqa: F401
+                    spatial_vector, transform, vec3, vec3d)  # (the types they use)
 
 # Warp's math constants (Python floats; kernels fold them at compile time)
 E = e = 2.71828182845904523536

@@ -464,7 +464,7 @@ def launch(kernel, dim, inputs=(), outputs=(), device=None, adjoint=False, adj_i
 
 
 # builtins whose results depend on how a block's work is spread over its lanes
-LANE_DEPENDENT_BUILTINS = frozenset({"tile_randi", "tile_randf", "tile_from_thread"})
+LANE_DEPENDENT_BUILTINS = frozenset({"tile_randi", "tile_randf", "tile_from_thread", "block_dim"})
 
 
 def launch_tiled(kernel, dim, inputs=(), outputs=(), device=None, block_dim: int = 256, adjoint=False,
@@ -486,7 +486,8 @@ def launch_tiled(kernel, dim, inputs=(), outputs=(), device=None, block_dim: int
     why = None
     if lanes_asked:
         why = "reads its lane index (wp.tid())" if kernel.tid_ndim == len(dims) + 1 else \
-            ("draws tile random numbers" if kernel.calls_any(LANE_DEPENDENT_BUILTINS) else None)
+            ("reads the block's size or draws tile random numbers" if kernel.calls_any(LANE_DEPENDENT_BUILTINS)
+             else None)
     if why and dev.is_cuda:
         raise LaunchError(f"kernel '{kernel.name}' {why}, and on CUDA devices a block of launch_tiled runs as "
                           f"one lane here (cooperative tiles over block_dim={block_dim} threads are not built "

@@ -208,3 +208,59 @@ def transform_wrench(t: wp.transform, x: wp.spatial_vector):
     f = wp.quat_rotate(q, wp.spatial_bottom(x))
     tau = wp.quat_rotate(q, wp.spatial_top(x)) + wp.cross(wp.transform_get_translation(t), f)
     return wp.spatial_vector(tau, f)
+
+
+def _compose_decompose(vec3, quat, mat44, zero, one):
+    """transform_compose/transform_decompose for one precision (vec3, quat, mat44 of float32 or float64)."""
+
+    def transform_compose(position: vec3, rotation: quat, scale: vec3):
+        """4x4 matrix [R(rotation) diag(scale) | position; 0 0 0 1]: scale first, then rotate, then translate."""
+        r = wp.quat_to_matrix(rotation)
+        return mat44(scale[0] * r[0, 0], scale[1] * r[0, 1], scale[2] * r[0, 2], position[0],
+                     scale[0] * r[1, 0], scale[1] * r[1, 1], scale[2] * r[1, 2], position[1],
+                     scale[0] * r[2, 0], scale[1] * r[2, 1], scale[2] * r[2, 2], position[2],
+                     zero, zero, zero, one)
+
+    def transform_decompose(m: mat44):
+        """(position, rotation, scale) of a matrix made by transform_compose: the scales are the lengths of the
+        first three columns (positive), the rotation that of the columns divided by them."""
+        position = vec3(m[0, 3], m[1, 3], m[2, 3])
+        c0 = vec3(m[0, 0], m[1, 0], m[2, 0])
+        c1 = vec3(m[0, 1], m[1, 1], m[2, 1])
+        c2 = vec3(m[0, 2], m[1, 2], m[2, 2])
+        scale = vec3(wp.length(c0), wp.length(c1), wp.length(c2))
+        r = wp.matrix_from_cols(c0 / scale[0], c1 / scale[1], c2 / scale[2])
+        return position, wp.quat_from_matrix(r), scale
+
+    # the annotations name this precision's types (this module's `from __future__ import annotations` keeps
+    # them as text, which would be looked up among the module's globals)
+    transform_compose.__annotations__ = {"position": vec3, "rotation": quat, "scale": vec3}
+    transform_decompose.__annotations__ = {"m": mat44}
+    return transform_compose, transform_decompose
+
+
+for _types in ((wp.vec3, wp.quat, wp.mat44, 0.0, 1.0),
+               (wp.vec3d, wp.quatd, wp.mat44d, wp.float64(0.0), wp.float64(1.0))):
+    _compose, _decompose = _compose_decompose(*_types)
+    transform_compose = wp.func(_compose)
+    transform_decompose = wp.func(_decompose)
+
+
+def _spatial_adjoint_for(mat33, mat66):
+    def spatial_adjoint(r: mat33, s: mat33):
+        """6x6 [[r, 0], [s, r]]: with r = R and s = skew(p) R of a transform (R, p), it maps a twist (w, v) to
+        (R w, p x R w + R v)."""
+        a = mat66()
+        for i in range(3):
+            for j in range(3):
+                a[i, j] = r[i, j]
+                a[i + 3, j + 3] = r[i, j]
+                a[i + 3, j] = s[i, j]
+        return a
+
+    spatial_adjoint.__annotations__ = {"r": mat33, "s": mat33}
+    return spatial_adjoint
+
+
+for _types in ((wp.mat33, wp.spatial_matrix), (wp.mat33d, wp.spatial_matrixd)):
+    spatial_adjoint = wp.func(_spatial_adjoint_for(*_types))

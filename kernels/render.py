@@ -258,9 +258,12 @@ class FunctionRenderer:
                 return
             if form.startswith("atomic_"):
                 value = self.name(a[-1])
-                fn = {"add": "add", "sub": "add", "min": "min", "max": "max"}[form[7:]]
+                fn = "add" if form == "atomic_sub" else form[7:]  # add, min, max, and, or, xor, exch, cas
                 if form == "atomic_sub":
                     value = f"wp::neg({value})"  # a[i] -= v adds -v
+                if form == "atomic_cas":
+                    value = f"{self.name(a[-2])}, {value}"  # compare, value
+                    a = a[:-1]
                 expr = f"wp::atomic_rmw_{fn}(&wp::index({self.name(a[0])}, {self.line_arg(op)}, " \
                        f"{self.args(a[1:-1])}), {value})"
                 self.emit(f"{self.name(op.results[0])} = {expr};" if op.results else f"{expr};")

@@ -112,8 +112,8 @@ def comparison_type(a, b):
         return a
     if T.is_float(a) or T.is_float(b):
         floats = [t for t in (a, b) if T.is_float(t)]
-        widest = max(floats, key=T.type_size)
-        return widest if T.type_size(widest) >= 4 else T.float32
+        widest = max(floats, key=T.type_size_in_bytes)
+        return widest if T.type_size_in_bytes(widest) >= 4 else T.float32
 
     def promoted(t):
         return T.int32 if t is T.bool_ or np.dtype(t._np_).itemsize < 4 else t

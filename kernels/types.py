@@ -515,6 +515,15 @@ def canonical_type(t):
 
 
 def type_size(t) -> int:
+    """Number of scalar components of type `t` (1 for a scalar, 9 for mat33), as Warp's `types.type_size`."""
+    if is_composite(t):
+        return t._length_
+    if is_scalar(t):
+        return 1
+    raise TypeError(f"type {t!r} has no size")
+
+
+def type_size_in_bytes(t) -> int:
     """Size in bytes of one value of type `t` in memory."""
     if is_scalar(t):
         return ctypes.sizeof(t._ctype_)

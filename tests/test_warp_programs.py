@@ -203,3 +203,41 @@ def test_shim_compiles_without_fused_multiply_add():
             "warp_shim.install(); print('-ffp-contract=off' in a, '-ffp-contract=off' in cpu_flags(False))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.split() == ["False", "True"], out.stderr
+
+
+def test_a_builtin_is_callable_without_its_prefix_and_an_unknown_name_is_refused():
+    @wp.kernel
+    def bare(out: wp.array(dtype=float)):
+        out[0] = sin(0.5) + wp.cos(0.5)  # noqa: F821  (resolved as Warp does: a builtin's own name)
+        expect_eq(2, 2)  # noqa: F821
+
+    out = wp.zeros(1, dtype=float)
+    wp.launch(bare, 1, [out])
+    assert out.numpy()[0] == pytest.approx(np.sin(0.5) + np.cos(0.5), rel=1e-6)
+
+    @wp.kernel
+    def unknown(out: wp.array(dtype=float)):
+        out[0] = not_a_builtin(1.0)  # noqa: F821
+
+    with pytest.raises(wp.CompileError, match="'not_a_builtin' is not defined"):
+        wp.launch(unknown, 1, [out])
+
+
+def test_a_func_native_snippet_loads_and_a_kernel_calling_it_is_refused():
+    @wp.func_native("return a + b;")
+    def add_native(a: float, b: float) -> float: ...
+
+    @wp.kernel
+    def uses(out: wp.array(dtype=float)):
+        out[0] = add_native(1.0, 2.0)
+
+    with pytest.raises(wp.CompileError, match="func_native C\\+\\+ snippet"):
+        wp.launch(uses, 1, [wp.zeros(1, dtype=float)])
+
+
+def test_device_listing():
+    devices = wp.get_devices()
+    assert devices[0] == wp.get_device("cpu") and devices[1:] == wp.get_cuda_devices()
+    assert len(wp.get_cuda_devices()) == wp.get_cuda_device_count()
+    assert wp.is_device_available("cpu") and wp.is_device_available(wp.get_device("cpu"))
+    assert not wp.is_device_available("cuda:99")

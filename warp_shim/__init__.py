@@ -84,6 +84,7 @@ def install() -> types.ModuleType:
     sys.modules["warp"] = module
     sys.modules["warp.types"] = kernels.types
     sys.modules["warp.optim"] = _optim
+    sys.modules["warp.utils"] = kernels.utils
     install_finder()
     if not any(isinstance(f, _SubmoduleFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, _SubmoduleFinder())

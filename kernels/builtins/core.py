@@ -55,6 +55,10 @@ declare_properties("cast", forward="cast", adjoint="cast", exposed=False)
 add_builtin("tid", (), T.int32, group="launch", differentiable=False,
             doc="index of the current thread; `i, j = wp.tid()` in a 2-d launch")
 declare_properties("tid", forward="tid", adjoint="none", kernel_only=True)
+add_builtin("block_dim", (), T.int32, group="launch", differentiable=False,
+            doc="threads per block of the launch: 1, since a block of launch_tiled runs as one lane here (a "
+                "launch asking for cooperative lanes with block_dim > 1 is refused)")
+declare_properties("block_dim", adjoint="none", kernel_only=True)
 
 # Array element access. `load`/`store`/atomics take the Python line (rendered in) for debug-mode bounds checks.
 for _n in range(1, 5):
@@ -69,6 +73,15 @@ for _n in range(1, 5):
                     + ("" if _op in ("add", "sub") else "; the gradient of a[i, ...] goes to each v equal to its "
                        "final value (the winning thread; every tied one), per component, as in Warp; a[i, ...]'s own gradient "
                        "is left as it was"))
+    for _op, _what in (("and", "bitwise and"), ("or", "bitwise or"), ("xor", "bitwise xor"),
+                       ("exch", "store")):
+        add_builtin(f"atomic_{_op}", (A(AnyType("T"), _n),) + _idx + (AnyType("T"),), "T", group="atomic",
+                    side_effect=True, differentiable=False,
+                    doc=f"atomically {_what} v into a[i, ...]; returns the old value (no gradient)")
+    add_builtin("atomic_cas", (A(AnyType("T"), _n),) + _idx + (AnyType("T"), AnyType("T")), "T", group="atomic",
+                side_effect=True, differentiable=False, arg_names=("arr",) + ("i", "j", "k", "l")[:_n]
+                + ("compare", "value"),
+                doc="atomically: if a[i, ...] == compare, store value; returns the old value (no gradient)")
 declare_properties("load", forward="index_load", adjoint="index_load", moves_components=True, array_access="read",
                    exposed=False)
 declare_properties("store", forward="index_store", adjoint="index_store", moves_components=True,
@@ -79,6 +92,9 @@ declare_properties("atomic_sub", forward="atomic_sub", adjoint="index_accumulate
                    array_access="accumulate", kernel_only=True)
 for _op in ("min", "max"):
     declare_properties(f"atomic_{_op}", forward=f"atomic_{_op}", adjoint="index_minmax", array_access="accumulate",
+                       kernel_only=True)
+for _op in ("and", "or", "xor", "exch", "cas"):  # no gradient: refused on a gradient path
+    declare_properties(f"atomic_{_op}", forward=f"atomic_{_op}", adjoint="none", array_access="write",
                        kernel_only=True)
 add_builtin("lower_bound", (A(N, 1), N), T.int32, group="array", differentiable=False,
             arg_names=("arr", "value"),

@@ -7,6 +7,7 @@ built on the host (kernels/hash_grid.py, kernels/mesh.py) and reach kernels as u
 from __future__ import annotations
 
 from .. import types as T
+from ..bvh_object import BvhQuery
 from ..hash_grid import hash_grid_query_type
 from ..mesh import MeshQueryAABB, MeshQueryPoint, MeshQueryRay, MeshValue
 from .registry import QUERY_NEXT, S, V, add_builtin
@@ -65,6 +66,10 @@ add_builtin("mesh_query_point_no_sign", (U64, V3, F32, I32, F32, F32), T.bool_, 
 add_builtin("mesh_query_ray", (U64, V3, V3, F32), MeshQueryRay, group=GROUP, arg_names=("id", "start", "dir", "max_t"),
             doc="closest hit of the ray start + t dir, t in [0, max_t); differentiable: t, u, v w.r.t. start and "
                 "dir, and t, u, v, normal w.r.t. the hit face's points (into the mesh points' gradient array)")
+add_builtin("mesh_query_ray", (U64, V3, V3, F32, I32), MeshQueryRay, group=GROUP, differentiable=False,
+            native="mesh_query_ray_root", arg_names=("id", "start", "dir", "max_t", "root"),
+            doc="as mesh_query_ray, searching only the subtree `root` (mesh_get_group_root; -1: the whole mesh); "
+                "no gradient")
 _RAY_OUT = ("id", "start", "dir", "max_t", "t", "bary_u", "bary_v", "sign", "normal", "face")
 add_builtin("mesh_query_ray", (U64, V3, V3, F32, F32, F32, F32, F32, V3, I32), T.bool_, group=GROUP,
             differentiable=False, mutates_arg=(4, 5, 6, 7, 8, 9), arg_names=_RAY_OUT,
@@ -79,7 +84,15 @@ add_builtin("mesh_query_aabb", (U64, V3, V3), MeshQueryAABB, group=GROUP, differ
 add_builtin("mesh_query_aabb_next", (MeshQueryAABB, I32), T.bool_, group=GROUP, differentiable=False,
             mutates_arg=(0, 1), arg_names=("query", "index"),
             doc="advance the query: true with the next overlapping face in `index`, false when done")
+add_builtin("mesh_query_sphere", (U64, V3, F32), MeshQueryAABB, group=GROUP, differentiable=False,
+            arg_names=("id", "center", "radius"),
+            doc="query the faces whose closest point to `center` is within `radius` (touching counts; a "
+                "degenerate face by its longest edge); iterate it like mesh_query_aabb")
+add_builtin("mesh_query_next", (MeshQueryAABB, I32), T.bool_, group=GROUP, differentiable=False,
+            mutates_arg=(0, 1), arg_names=("query", "index"), native="mesh_query_aabb_next",
+            doc="advance a mesh box or sphere query: true with the next face in `index`, false when done")
 QUERY_NEXT["mesh_query_aabb"] = "mesh_query_aabb_next"
+QUERY_NEXT["mesh_query_sphere"] = "mesh_query_aabb_next"
 for _v in (T.vec3, T.vec3d):
     add_builtin("intersect_tri_tri", (_v,) * 6, I32, group=GROUP, differentiable=False,
                 arg_names=("v0", "v1", "v2", "u0", "u1", "u2"),
@@ -99,6 +112,29 @@ add_builtin("mesh_get_velocity", (U64, I32), V3, group=GROUP, differentiable=Fal
             doc="velocity of the vertex at entry `index` of the indices")
 add_builtin("mesh_get_index", (U64, I32), I32, group=GROUP, differentiable=False, arg_names=("id", "index"),
             doc="entry `index` of the mesh's indices")
+
+# ---- user BVHs (wp.Bvh; kernels/native/bvh.h) -----------------------------------------------------------------
+
+for _name, _args, _names, _what in (
+        ("bvh_query_aabb", (U64, V3, V3), ("id", "low", "high"), "whose boxes overlap the box [low, high]"),
+        ("bvh_query_ray", (U64, V3, V3), ("id", "start", "dir"),
+         "whose boxes the ray start + t dir (t >= 0; bvh_query_next's max_dist bounds t) enters"),
+        ("bvh_query_sphere", (U64, V3, F32), ("id", "center", "radius"),
+         "whose boxes lie within `radius` of `center` (touching counts)")):
+    add_builtin(_name, _args, BvhQuery, group=GROUP, differentiable=False, arg_names=_names,
+                doc=f"query the items of BVH `id` {_what}; iterate it with `for item in ...` or "
+                    "`while wp.bvh_query_next(query, item)`")
+    add_builtin(_name, _args + (I32,), BvhQuery, group=GROUP, differentiable=False, arg_names=_names + ("root",),
+                doc=f"as {_name}, searching only the subtree `root` (bvh_get_group_root; -1: the whole tree)")
+    QUERY_NEXT[_name] = "bvh_query_next"
+add_builtin("bvh_query_next", (BvhQuery, I32), T.bool_, group=GROUP, differentiable=False, mutates_arg=(0, 1),
+            arg_names=("query", "index"),
+            doc="advance the query: true with the next item in `index`, false when done")
+add_builtin("bvh_query_next", (BvhQuery, I32, F32), T.bool_, group=GROUP, differentiable=False, mutates_arg=(0, 1),
+            arg_names=("query", "index", "max_dist"),
+            doc="as bvh_query_next; a ray query only yields boxes entered at t <= max_dist (multiples of dir)")
+add_builtin("bvh_get_group_root", (U64, I32), I32, group=GROUP, differentiable=False, arg_names=("id", "group"),
+            doc="root node of the items of `group` (BVHs built with groups), -1 if there is none")
 
 # ---- closest points ------------------------------------------------------------------------------------------
 

@@ -27,9 +27,25 @@ add_builtin("assign", (Tl(AnyType("T"), ndim=2), S("I", "int"), S("J", "int"), A
 # Memory. Offsets are (row, column) element offsets; elements outside the array read as 0 and are not written.
 add_builtin("tile_load", (TypeArg(Tl(AnyType("T"))), A(AnyType("T")), I32, I32), Tl(AnyType("T")),
             template_ret=True, group="tile", doc="tile_load(a, shape=(m, n), offset=(i, j))")
+add_builtin("tile_load_indexed", (TypeArg(Tl(AnyType("T"))), A(AnyType("T")), Tl(I32, "K", 1, ndim=1, nd="__idx_nd"),
+                                  I32, I32, I32), Tl(AnyType("T")), template_ret=True, group="tile",
+            arg_names=("a", "indices", "offset_i", "offset_j", "axis"),
+            doc="tile_load_indexed(a, indices, shape, offset=(i, j), axis=0): a tile gathered along `axis` through "
+                "the 1-d int32 tile `indices` (an index outside the array reads 0); differentiable w.r.t. a")
+_IDX_TILE = Tl(I32, "K", 1, ndim=1, nd="__idx_nd")
+add_builtin("tile_store_indexed", (A(AnyType("T")), _IDX_TILE, Tl(AnyType("T")), I32, I32, I32), None,
+            side_effect=True, group="tile", arg_names=("a", "indices", "t", "offset_i", "offset_j", "axis"),
+            doc="tile_store_indexed(a, indices, t, offset=(i, j), axis=0): t scattered along `axis` through the "
+                "1-d int32 tile `indices` (elements landing outside the array are dropped); gradient to t")
+add_builtin("tile_atomic_add_indexed", (A(AnyType("T")), _IDX_TILE, Tl(AnyType("T")), I32, I32, I32),
+            Tl(AnyType("T")), side_effect=True, group="tile",
+            arg_names=("a", "indices", "t", "offset_i", "offset_j", "axis"),
+            doc="tile_atomic_add_indexed(a, indices, t, offset=(i, j), axis=0): t added into a along `axis` "
+                "through `indices`; returns the old values; gradient to t")
 add_builtin("tile_store", (A(AnyType("T")), Tl(AnyType("T")), I32, I32), None, side_effect=True, group="tile",
             doc="tile_store(a, t, offset=(i, j))")
 declare_properties("tile_store", adjoint_without_result=True)
+declare_properties("tile_store_indexed", adjoint_without_result=True)
 add_builtin("tile_atomic_add", (A(AnyType("T")), Tl(AnyType("T")), I32, I32), Tl(AnyType("T")), side_effect=True,
             group="tile", doc="tile_atomic_add(a, t, offset=(i, j)): adds t into a; returns the old values")
 
@@ -38,6 +54,9 @@ add_builtin("tile_zeros", (TypeArg(Tl(AnyType("T"))),), Tl(AnyType("T")), templa
             doc="tile_zeros(shape, dtype=float)")
 add_builtin("tile_ones", (TypeArg(Tl(AnyType("T"))),), Tl(AnyType("T")), template_ret=True, group="tile",
             doc="tile_ones(shape, dtype=float)")
+add_builtin("tile_full", (TypeArg(Tl(AnyType("T"))), AnyType("T")), Tl(AnyType("T")), template_ret=True,
+            group="tile", doc="tile_full(shape, value, dtype=type of value): every element `value`; differentiable "
+                              "w.r.t. value (the sum of the tile's adjoint)")
 add_builtin("tile_arange", (TypeArg(Tl(AnyType("T"), ndim=1)), S("S", "any"), S("S", "any")),
             Tl(AnyType("T"), ndim=1), template_ret=True, group="tile",
             doc="tile_arange(start, stop, step, dtype=float) (or (stop) or (start, stop))")
@@ -136,6 +155,11 @@ add_builtin("tile_lower_solve_inplace", (_SQUARE, _RHS), None, arg_names=("L", "
             differentiable=False, group="tile_linalg", doc="tile_lower_solve_inplace(L, y): y = tile_lower_solve(L, y)")
 add_builtin("tile_upper_solve_inplace", (_SQUARE, _RHS), None, arg_names=("U", "z"), mutates_arg=1,
             differentiable=False, group="tile_linalg", doc="tile_upper_solve_inplace(U, z): z = tile_upper_solve(U, z)")
+
+add_builtin("tile_sort", (Tl(AnyType("K")), Tl(AnyType("V"))), None, arg_names=("keys", "values"),
+            mutates_arg=(0, 1), differentiable=False, group="tile",
+            doc="tile_sort(keys, values): both tiles permuted in place in ascending order of keys (float32, int32, "
+                "uint32, int64, uint64), as their row-major sequences; equal keys in no promised order")
 
 # FFTs (kernels/native/tile_fft.h): in place along the last axis of a tile of complex numbers (vec2 of float32 or
 # float64 as (re, im)), one transform per row, unnormalised as Warp's. The updated tile is rebound to the caller's

@@ -88,6 +88,12 @@ _builtin("assign", (M("R", "C", N), IDX, V("C", N)), M("R", "C", N), doc="m with
 # ----------------------------------------------------------------------------------------------------------------
 # Operators (`@` maps to mul as well)
 
+_INT = S("T", "int")
+for _t in (V("N", _INT), M("R", "C", _INT)):
+    for _name, _op in (("bit_and", "&"), ("bit_or", "|"), ("bit_xor", "^"), ("lshift", "<<"), ("rshift", ">>")):
+        _builtin(_name, (_t, _t), _t, differentiable=False, doc=f"a {_op} b, componentwise (integer components)")
+    _builtin("invert", (_t,), _t, differentiable=False, doc="~a, componentwise (integer components)")
+
 for _t in (V("N", N), M("R", "C", N)):
     _builtin("add", (_t, _t), _t, doc="a + b")
     _builtin("sub", (_t, _t), _t, doc="a - b")

@@ -205,6 +205,34 @@ template <typename T> CUDA_CALLABLE inline T atomic_rmw_max(T* p, T v) {
     return old;
 }
 
+// Bitwise read-modify-writes, exchange and compare-and-swap (no gradient): compare-and-swap loops on the element's
+// bits, for CPU and CUDA alike. atomic_rmw_cas returns the old value: `compare` when the swap happened.
+template <typename T> CUDA_CALLABLE inline T atomic_rmw_and(T* p, T v) {
+    T old = *p;
+    while (!cas_bits(p, old, T(old & v))) {}
+    return old;
+}
+template <typename T> CUDA_CALLABLE inline T atomic_rmw_or(T* p, T v) {
+    T old = *p;
+    while (!cas_bits(p, old, T(old | v))) {}
+    return old;
+}
+template <typename T> CUDA_CALLABLE inline T atomic_rmw_xor(T* p, T v) {
+    T old = *p;
+    while (!cas_bits(p, old, T(old ^ v))) {}
+    return old;
+}
+template <typename T> CUDA_CALLABLE inline T atomic_rmw_exch(T* p, T v) {
+    T old = *p;
+    while (!cas_bits(p, old, v)) {}
+    return old;
+}
+template <typename T> CUDA_CALLABLE inline T atomic_rmw_cas(T* p, T compare, T v) {
+    T expected = compare;
+    cas_bits(p, expected, v);
+    return expected;
+}
+
 #if !defined(WP_CUDA)
 #define WP_NATIVE_FETCH_ADD(T) \
     inline T atomic_rmw_add(T* p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
@@ -280,6 +308,23 @@ template <unsigned N, typename T> CUDA_CALLABLE inline vec_t<N, T> atomic_rmw_ma
     for (unsigned i = 0; i < N; ++i) old.c[i] = atomic_rmw_max(&p->c[i], v.c[i]);
     return old;
 }
+#define WP_COMPOSITE_ATOMIC_BITWISE(name) \
+    template <unsigned N, typename T> CUDA_CALLABLE inline vec_t<N, T> name(vec_t<N, T>* p, vec_t<N, T> v) { \
+        vec_t<N, T> old; \
+        for (unsigned i = 0; i < N; ++i) old.c[i] = name(&p->c[i], v.c[i]); \
+        return old; \
+    } \
+    template <unsigned R, unsigned C, typename T> \
+    CUDA_CALLABLE inline mat_t<R, C, T> name(mat_t<R, C, T>* p, mat_t<R, C, T> v) { \
+        mat_t<R, C, T> old; \
+        for (unsigned i = 0; i < R; ++i) \
+            for (unsigned j = 0; j < C; ++j) old.data[i][j] = name(&p->data[i][j], v.data[i][j]); \
+        return old; \
+    }
+WP_COMPOSITE_ATOMIC_BITWISE(atomic_rmw_and)
+WP_COMPOSITE_ATOMIC_BITWISE(atomic_rmw_or)
+WP_COMPOSITE_ATOMIC_BITWISE(atomic_rmw_xor)
+#undef WP_COMPOSITE_ATOMIC_BITWISE
 template <unsigned R, unsigned C, typename T>
 CUDA_CALLABLE inline mat_t<R, C, T> atomic_rmw_add(mat_t<R, C, T>* p, mat_t<R, C, T> v) {
     mat_t<R, C, T> old;

@@ -18,6 +18,7 @@
 #include "hash_grid.h"
 #include "geometry.h"
 #include "mesh.h"
+#include "bvh.h"
 #include "tri_tri.h"
 #include "volume.h"
 #include "expect.h"

@@ -275,6 +275,9 @@ CUDA_CALLABLE inline int32 tid_component(int64 task, const launch_bounds_t& lb, 
     return int32(index % lb.shape[k]);
 }
 
+// Threads per block: a block of launch_tiled runs as one lane (kernels/launch.py refuses launches asking for more).
+CUDA_CALLABLE inline int32 block_dim() { return 1; }
+
 // First error raised by a kernel in debug mode (bounds check); read and cleared by the host after a launch.
 struct error_t {
     int32 set;

@@ -188,6 +188,28 @@ CUDA_CALLABLE inline mat_t<R, C, T> elementwise(const mat_t<R, C, T>&, F f) {
 }
 }  // namespace linalg
 
+// Componentwise integer bit operations (no gradient).
+#define WP_MAT_BITWISE(name, op) \
+    template <unsigned R, unsigned C, typename T> \
+    CUDA_CALLABLE inline mat_t<R, C, T> name(const mat_t<R, C, T>& a, const mat_t<R, C, T>& b) { \
+        mat_t<R, C, T> r; \
+        for (unsigned i = 0; i < R; ++i) \
+            for (unsigned j = 0; j < C; ++j) r.data[i][j] = T(a.data[i][j] op b.data[i][j]); \
+        return r; \
+    }
+WP_MAT_BITWISE(bit_and, &)
+WP_MAT_BITWISE(bit_or, |)
+WP_MAT_BITWISE(bit_xor, ^)
+WP_MAT_BITWISE(lshift, <<)
+WP_MAT_BITWISE(rshift, >>)
+#undef WP_MAT_BITWISE
+template <unsigned R, unsigned C, typename T> CUDA_CALLABLE inline mat_t<R, C, T> invert(const mat_t<R, C, T>& a) {
+    mat_t<R, C, T> r;
+    for (unsigned i = 0; i < R; ++i)
+        for (unsigned j = 0; j < C; ++j) r.data[i][j] = T(~a.data[i][j]);
+    return r;
+}
+
 template <unsigned R, unsigned C, typename T>
 CUDA_CALLABLE inline mat_t<R, C, T> add(const mat_t<R, C, T>& a, const mat_t<R, C, T>& b) {
     return linalg::elementwise(a, [&](unsigned i, unsigned j) { return T(a.data[i][j] + b.data[i][j]); });

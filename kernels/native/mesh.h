@@ -130,12 +130,13 @@ CUDA_CALLABLE inline bool mesh_closest(const mesh_t& m, const vec3f_t& p, float3
 // each once, in BVH order. Nodes still to visit wait on the stack; `cursor` walks the current leaf's faces.
 struct mesh_query_aabb_t {
     const mesh_t* mesh;
-    vec3f_t lower, upper;
+    vec3f_t lower, upper;  // a sphere query (kind 1) keeps its center in lower, its radius in upper.c[0]
+    int32 kind;
     int32 stack[MESH_STACK];
     int32 top;
     int32 cursor, cursor_end;
     int32 face;  // the face last yielded
-    CUDA_CALLABLE mesh_query_aabb_t() : mesh(nullptr), top(0), cursor(0), cursor_end(0), face(-1) {}
+    CUDA_CALLABLE mesh_query_aabb_t() : mesh(nullptr), kind(0), top(0), cursor(0), cursor_end(0), face(-1) {}
 };
 CUDA_CALLABLE inline mesh_query_aabb_t add(const mesh_query_aabb_t& a, const mesh_query_aabb_t&) { return a; }
 
@@ -155,10 +156,58 @@ CUDA_CALLABLE inline mesh_query_aabb_t mesh_query_aabb(uint64 id, vec3f_t lower,
     return q;
 }
 
-// The next face whose box overlaps the query's: true with its index in `index`, false when there are no more.
+// Sphere query: the faces whose closest point to `center` lies within `radius` (touching counts; a negative
+// radius is 0). Iterated like mesh_query_aabb.
+CUDA_CALLABLE inline mesh_query_aabb_t mesh_query_sphere(uint64 id, vec3f_t center, float32 radius) {
+    vec3f_t r;
+    r.c[0] = radius > 0.0f ? radius : 0.0f;
+    mesh_query_aabb_t q = mesh_query_aabb(id, center, r);
+    q.kind = 1;
+    return q;
+}
+
+// Squared distance from p to segment [a, b].
+CUDA_CALLABLE inline float32 mesh_segment_dist_sq(const vec3f_t& a, const vec3f_t& b, const vec3f_t& p) {
+    vec3f_t ab = geo_sub(b, a), ap = geo_sub(p, a);
+    float32 len2 = geo_dot(ab, ab);
+    float32 t = len2 > 0.0f ? geo_dot(ap, ab) / len2 : 0.0f;
+    t = t < 0.0f ? 0.0f : (t > 1.0f ? 1.0f : t);
+    float32 d2 = 0.0f;
+    for (int k = 0; k < 3; ++k) {
+        float32 e = ap.c[k] - ab.c[k] * t;
+        d2 += e * e;
+    }
+    return d2;
+}
+
+// Squared distance from p to triangle (a, b, c); a degenerate (zero-area) face is measured by its longest edge.
+CUDA_CALLABLE inline float32 mesh_triangle_dist_sq(const vec3f_t& a, const vec3f_t& b, const vec3f_t& c,
+                                                   const vec3f_t& p) {
+    vec3f_t n = geo_cross(geo_sub(b, a), geo_sub(c, a));
+    float32 lab = geo_dot(geo_sub(b, a), geo_sub(b, a)), lac = geo_dot(geo_sub(c, a), geo_sub(c, a));
+    float32 lbc = geo_dot(geo_sub(c, b), geo_sub(c, b));
+    // relative test: with fused multiply-add the cross product of two equal edges is a rounding error, not 0
+    if (geo_dot(n, n) <= 1e-10f * lab * lac) {
+        if (lab >= lac && lab >= lbc) return mesh_segment_dist_sq(a, b, p);
+        if (lac >= lbc) return mesh_segment_dist_sq(a, c, p);
+        return mesh_segment_dist_sq(b, c, p);
+    }
+    float32 wa, wb, wc;
+    closest_point_triangle_weights(a, b, c, p, wa, wb, wc);
+    float32 d2 = 0.0f;
+    for (int k = 0; k < 3; ++k) {
+        float32 e = wa * a.c[k] + wb * b.c[k] + wc * c.c[k] - p.c[k];
+        d2 += e * e;
+    }
+    return d2;
+}
+
+// The next face whose box overlaps the query's box (a sphere query: whose triangle is within the radius): true
+// with its index in `index`, false when there are no more.
 CUDA_CALLABLE inline bool mesh_query_aabb_next(mesh_query_aabb_t& q, int32& index) {
     const mesh_t* m = q.mesh;
     if (m == nullptr) return false;
+    const float32 r2 = q.upper.c[0] * q.upper.c[0];
     while (true) {
         while (q.cursor < q.cursor_end) {
             int32 f = m->prims[q.cursor++];
@@ -169,7 +218,10 @@ CUDA_CALLABLE inline bool mesh_query_aabb_next(mesh_query_aabb_t& q, int32& inde
                 lo.c[k] = ::fminf(a.c[k], ::fminf(b.c[k], c.c[k]));
                 hi.c[k] = ::fmaxf(a.c[k], ::fmaxf(b.c[k], c.c[k]));
             }
-            if (mesh_boxes_overlap(lo, hi, q.lower, q.upper)) {
+            bool hit = q.kind == 1
+                ? mesh_box_dist_sq(lo, hi, q.lower) <= r2 && mesh_triangle_dist_sq(a, b, c, q.lower) <= r2
+                : mesh_boxes_overlap(lo, hi, q.lower, q.upper);
+            if (hit) {
                 q.face = f;
                 index = f;
                 return true;
@@ -177,7 +229,9 @@ CUDA_CALLABLE inline bool mesh_query_aabb_next(mesh_query_aabb_t& q, int32& inde
         }
         if (q.top == 0) return false;
         int32 n = q.stack[--q.top];
-        if (!mesh_boxes_overlap(m->node_lower[n], m->node_upper[n], q.lower, q.upper)) continue;
+        bool visit = q.kind == 1 ? mesh_box_dist_sq(m->node_lower[n], m->node_upper[n], q.lower) <= r2
+                                 : mesh_boxes_overlap(m->node_lower[n], m->node_upper[n], q.lower, q.upper);
+        if (!visit) continue;
         if (m->node_left[n] >= 0) {
             q.stack[q.top++] = m->node_right[n];
             q.stack[q.top++] = m->node_left[n];
@@ -427,15 +481,19 @@ CUDA_CALLABLE inline bool mesh_query_point_no_sign(uint64 id, vec3f_t p, float32
     return mesh_query_point_out(id, p, max_dist, sign, face, u, v, 0);
 }
 
-CUDA_CALLABLE inline mesh_query_ray_t mesh_query_ray(uint64 id, vec3f_t start, vec3f_t dir, float32 max_t) {
+CUDA_CALLABLE inline mesh_query_ray_t mesh_query_ray_root(uint64 id, vec3f_t start, vec3f_t dir, float32 max_t,
+                                                       int32 root) {
     mesh_query_ray_t q;
     const mesh_t* m = mesh_ptr(id);
     mesh_hit_t hit;
-    if (m == nullptr || !mesh_ray(*m, start, dir, max_t, -1, hit))
+    if (m == nullptr || !mesh_ray(*m, start, dir, max_t, root, hit))
         return q;
     q.result = true; q.sign = hit.sign; q.face = hit.face; q.t = hit.t; q.u = hit.u; q.v = hit.v;
     q.normal = hit.normal;
     return q;
+}
+CUDA_CALLABLE inline mesh_query_ray_t mesh_query_ray(uint64 id, vec3f_t start, vec3f_t dir, float32 max_t) {
+    return mesh_query_ray_root(id, start, dir, max_t, -1);
 }
 // Gradient of a ray cast. The hit o + t d = u a + v b + w c (w = 1 - u - v) solves M (t, u, v) = c - o with
 // M = [d, c - a, c - b]; differentiating, M d(t, u, v) = -(do + t dd - u da - v db - w dc), so with

@@ -36,6 +36,16 @@ template <typename Tile> CUDA_CALLABLE inline Tile tile_ones() {
 }
 template <typename Tile> CUDA_CALLABLE inline void adj_tile_ones(const Tile&) {}
 
+template <typename Tile, typename T> CUDA_CALLABLE inline Tile tile_full(const T& value) {
+    Tile t = Tile();
+    for (int k = 0; k < tile_traits<Tile>::size; ++k) t.data[k] = value;
+    return t;
+}
+template <typename Tile, typename T>
+CUDA_CALLABLE inline void adj_tile_full(const T&, T& adj_value, const Tile& adj_ret) {
+    for (int k = 0; k < tile_traits<Tile>::size; ++k) adj_value = add(adj_value, adj_ret.data[k]);
+}
+
 template <typename Tile, typename S> CUDA_CALLABLE inline Tile tile_arange(S start, S step) {
     Tile t = Tile();
     for (int k = 0; k < tile_traits<Tile>::size; ++k)
@@ -85,6 +95,31 @@ template <typename T, int R, int C> CUDA_CALLABLE inline T untile(const tile_t<T
 template <typename T, int R, int C>
 CUDA_CALLABLE inline void adj_untile(const tile_t<T, R, C>&, tile_t<T, R, C>& adj_t, const T& adj_ret) {
     adj_t.data[0] = add(adj_t.data[0], adj_ret);
+}
+
+// ---- sorting ----------------------------------------------------------------------------------------------
+
+// tile_sort: heap sort of the keys (in place, no scratch memory however large the tile), values moved alongside.
+template <typename K, int R, int C, typename V, int R2, int C2>
+CUDA_CALLABLE inline void tile_sort(tile_t<K, R, C>& keys, tile_t<V, R2, C2>& values) {
+    static_assert(R * C == R2 * C2, "tile_sort: keys and values must have the same number of elements");
+    const int n = R * C;
+    auto sift = [&](int root, int end) {
+        while (2 * root + 1 < end) {
+            int child = 2 * root + 1;
+            if (child + 1 < end && keys.data[child] < keys.data[child + 1]) child++;
+            if (!(keys.data[root] < keys.data[child])) return;
+            K k = keys.data[root]; keys.data[root] = keys.data[child]; keys.data[child] = k;
+            V v = values.data[root]; values.data[root] = values.data[child]; values.data[child] = v;
+            root = child;
+        }
+    };
+    for (int start = n / 2 - 1; start >= 0; --start) sift(start, n);
+    for (int end = n - 1; end > 0; --end) {
+        K k = keys.data[0]; keys.data[0] = keys.data[end]; keys.data[end] = k;
+        V v = values.data[0]; values.data[0] = values.data[end]; values.data[end] = v;
+        sift(0, end);
+    }
 }
 
 // ---- element access -----------------------------------------------------------------------------------------
@@ -176,6 +211,42 @@ CUDA_CALLABLE inline void adj_tile_load(const array_t<T>&, int32 oi, int32 oj, c
         }
 }
 
+// tile_load_indexed: element (i, j) comes from the array at the offset plus (indices[i], j) (axis 0) or
+// (i, indices[j]) (axis 1); a 1-d array gathers element i from offset + indices[i]. Outside the array: zero.
+template <typename T, int K>
+CUDA_CALLABLE inline void tile_indexed_source(const array_t<T>& a, const tile_t<int32, K, 1>& idx, int32 oi,
+                                              int32 oj, int32 axis, int i, int j, int64& ai, int64& aj) {
+    if (a.ndim == 1) { ai = int64(oi) + idx.data[i]; aj = 0; return; }
+    ai = int64(oi) + (axis == 0 ? int64(idx.data[i]) : int64(i));
+    aj = int64(oj) + (axis == 1 ? int64(idx.data[j]) : int64(j));
+}
+template <typename Tile, typename T, int K>
+CUDA_CALLABLE inline Tile tile_load_indexed(const array_t<T>& a, const tile_t<int32, K, 1>& idx, int32 oi, int32 oj,
+                                            int32 axis) {
+    const int R = tile_traits<Tile>::rows, C = tile_traits<Tile>::cols;
+    Tile t = Tile();
+    for (int i = 0; i < R; ++i)
+        for (int j = 0; j < C; ++j) {
+            int64 ai, aj;
+            tile_indexed_source(a, idx, oi, oj, axis, i, j, ai, aj);
+            if (tile_in_bounds(a, ai, aj)) t.at(i, j) = *tile_elem(a, ai, aj);
+        }
+    return t;
+}
+template <typename Tile, typename T, int K>
+CUDA_CALLABLE inline void adj_tile_load_indexed(const array_t<T>&, const tile_t<int32, K, 1>& idx, int32 oi, int32 oj,
+                                                int32 axis, const array_t<T>& adj_a, tile_t<int32, K, 1>&, int32&,
+                                                int32&, int32&, const Tile& adj_ret) {
+    if (!adj_a.data) return;
+    const int R = tile_traits<Tile>::rows, C = tile_traits<Tile>::cols;
+    for (int i = 0; i < R; ++i)
+        for (int j = 0; j < C; ++j) {
+            int64 ai, aj;
+            tile_indexed_source(adj_a, idx, oi, oj, axis, i, j, ai, aj);
+            if (tile_in_bounds(adj_a, ai, aj)) atomic_rmw_add(tile_elem(adj_a, ai, aj), adj_ret.at(i, j));
+        }
+}
+
 template <typename T, int R, int C>
 CUDA_CALLABLE inline void tile_store(const array_t<T>& a, const tile_t<T, R, C>& t, int32 oi, int32 oj) {
     for (int i = 0; i < R; ++i)
@@ -206,6 +277,62 @@ template <typename T, int R, int C>
 CUDA_CALLABLE inline void adj_tile_store(const array_t<T>&, const tile_t<T, R, C>&, int32 oi, int32 oj,
                                          const array_t<T>& adj_a, tile_t<T, R, C>& adj_t, int32&, int32&) {
     tile_gradient_to_tile(adj_a, adj_t, oi, oj, (adj_a.flags & ARRAY_FLAG_CONSUME) != 0);
+}
+
+// tile_store_indexed / tile_atomic_add_indexed: element (i, j) of t goes where tile_load_indexed reads it from.
+template <typename T, int R, int C, int K>
+CUDA_CALLABLE inline void tile_store_indexed(const array_t<T>& a, const tile_t<int32, K, 1>& idx,
+                                             const tile_t<T, R, C>& t, int32 oi, int32 oj, int32 axis) {
+    for (int i = 0; i < R; ++i)
+        for (int j = 0; j < C; ++j) {
+            int64 ai, aj;
+            tile_indexed_source(a, idx, oi, oj, axis, i, j, ai, aj);
+            if (tile_in_bounds(a, ai, aj)) *tile_elem(a, ai, aj) = t.at(i, j);
+        }
+}
+// The gradient of each scattered element flows back to the tile (a plain store consumes it when the gradient
+// array is flagged so, as tile_store).
+template <typename T, int R, int C, int K>
+CUDA_CALLABLE inline void tile_indexed_gradient_to_tile(const array_t<T>& adj_a, const tile_t<int32, K, 1>& idx,
+                                                        tile_t<T, R, C>& adj_t, int32 oi, int32 oj, int32 axis,
+                                                        bool consume) {
+    if (!adj_a.data) return;
+    for (int i = 0; i < R; ++i)
+        for (int j = 0; j < C; ++j) {
+            int64 ai, aj;
+            tile_indexed_source(adj_a, idx, oi, oj, axis, i, j, ai, aj);
+            if (!tile_in_bounds(adj_a, ai, aj)) continue;
+            T* slot = tile_elem(adj_a, ai, aj);
+            adj_t.at(i, j) = add(adj_t.at(i, j), *slot);
+            if (consume) *slot = T();
+        }
+}
+template <typename T, int R, int C, int K>
+CUDA_CALLABLE inline void adj_tile_store_indexed(const array_t<T>&, const tile_t<int32, K, 1>& idx,
+                                                 const tile_t<T, R, C>&, int32 oi, int32 oj, int32 axis,
+                                                 const array_t<T>& adj_a, tile_t<int32, K, 1>&, tile_t<T, R, C>& adj_t,
+                                                 int32&, int32&, int32&) {
+    tile_indexed_gradient_to_tile(adj_a, idx, adj_t, oi, oj, axis, (adj_a.flags & ARRAY_FLAG_CONSUME) != 0);
+}
+template <typename T, int R, int C, int K>
+CUDA_CALLABLE inline tile_t<T, R, C> tile_atomic_add_indexed(const array_t<T>& a, const tile_t<int32, K, 1>& idx,
+                                                             const tile_t<T, R, C>& t, int32 oi, int32 oj, int32 axis) {
+    tile_t<T, R, C> old = tile_t<T, R, C>();
+    for (int i = 0; i < R; ++i)
+        for (int j = 0; j < C; ++j) {
+            int64 ai, aj;
+            tile_indexed_source(a, idx, oi, oj, axis, i, j, ai, aj);
+            if (tile_in_bounds(a, ai, aj)) old.at(i, j) = atomic_rmw_add(tile_elem(a, ai, aj), t.at(i, j));
+        }
+    return old;
+}
+template <typename T, int R, int C, int K>
+CUDA_CALLABLE inline void adj_tile_atomic_add_indexed(const array_t<T>&, const tile_t<int32, K, 1>& idx,
+                                                      const tile_t<T, R, C>&, int32 oi, int32 oj, int32 axis,
+                                                      const array_t<T>& adj_a, tile_t<int32, K, 1>&,
+                                                      tile_t<T, R, C>& adj_t, int32&, int32&, int32&,
+                                                      const tile_t<T, R, C>&) {
+    tile_indexed_gradient_to_tile(adj_a, idx, adj_t, oi, oj, axis, false);  // the add kept the earlier value
 }
 
 template <typename T, int R, int C>

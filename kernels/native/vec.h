@@ -182,6 +182,26 @@ CUDA_CALLABLE inline void adj_assign(const vec_t<N, T>&, I i, T, vec_t<N, T>& ad
 // ------------------------------------------------------------------------------------------------------------
 // Arithmetic operators
 
+// Componentwise integer bit operations (no gradient).
+#define WP_VEC_BITWISE(name, op) \
+    template <unsigned N, typename T> \
+    CUDA_CALLABLE inline vec_t<N, T> name(const vec_t<N, T>& a, const vec_t<N, T>& b) { \
+        vec_t<N, T> r; \
+        for (unsigned i = 0; i < N; ++i) r.c[i] = T(a.c[i] op b.c[i]); \
+        return r; \
+    }
+WP_VEC_BITWISE(bit_and, &)
+WP_VEC_BITWISE(bit_or, |)
+WP_VEC_BITWISE(bit_xor, ^)
+WP_VEC_BITWISE(lshift, <<)
+WP_VEC_BITWISE(rshift, >>)
+#undef WP_VEC_BITWISE
+template <unsigned N, typename T> CUDA_CALLABLE inline vec_t<N, T> invert(const vec_t<N, T>& a) {
+    vec_t<N, T> r;
+    for (unsigned i = 0; i < N; ++i) r.c[i] = T(~a.c[i]);
+    return r;
+}
+
 template <unsigned N, typename T> CUDA_CALLABLE inline vec_t<N, T> add(const vec_t<N, T>& a, const vec_t<N, T>& b) {
     vec_t<N, T> r;
     WP_UNROLL for (unsigned i = 0; i < N; ++i) r.c[i] = T(a.c[i] + b.c[i]);

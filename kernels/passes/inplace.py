@@ -25,7 +25,9 @@ from ..errors import CompileError
 from ..typesys import ARRAY_VIEWS, ArrayType, is_differentiable_type, is_struct
 
 _READS = {"load", "tile_load"}
-_WRITES = {"store", "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "tile_store", "tile_atomic_add"}
+_WRITES = {"store", "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "atomic_and", "atomic_or", "atomic_xor",
+           "atomic_exch", "atomic_cas", "tile_store", "tile_atomic_add", "tile_store_indexed",
+           "tile_atomic_add_indexed"}
 # builtins whose adjoint reads no primal value (constructors from components and conversions among float types are
 # linear too: each output component is one input component)
 _LINEAR = {"add", "sub", "neg", "pos", "copy", "extract", "assign", "struct_get", "struct_set", "construct",

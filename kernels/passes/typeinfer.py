@@ -43,6 +43,9 @@ _ATOMIC_SCALARS = {
 }
 if hasattr(T, "bfloat16"):
     _ATOMIC_SCALARS = {k: (v[0] + (T.bfloat16,), v[1]) for k, v in _ATOMIC_SCALARS.items()}
+_ATOMIC_SCALARS.update({f"atomic_{op}": (_ATOMIC_INTS, "[u]int32 or [u]int64") for op in ("and", "or", "xor")})
+_ATOMIC_SCALARS.update({name: (_ATOMIC_INTS + (T.float32, T.float64), "[u]int32, [u]int64, float32, or float64")
+                        for name in ("atomic_exch", "atomic_cas")})
 
 
 def _field_value(struct_value, field):

@@ -98,6 +98,19 @@ class TileForms:
         self.emit_typed(op, "tile_ones", TileType(self.tile_dtype(args, op), self.static_shape(args["shape"], op)),
                         [])
 
+    def builtin_tile_full(self, op):
+        args = self.call_arguments(op, ("shape", "value", "dtype", "storage"))
+        if "value" not in args or "shape" not in args:
+            raise self.error("tile_full(shape, value, dtype=...) needs shape and value", op)
+        value = args["value"]
+        dtype = self.tile_dtype(args, op) if "dtype" in args else value.type
+        if value.type is not dtype:
+            if not (T.is_scalar(dtype) and T.is_scalar(value.type)):
+                raise self.error(f"tile_full: the value is a {describe(value.type)}, not the tile's dtype "
+                                 f"{describe(dtype)}", op, kind=TypeError)
+            value = self.cast_to(value, dtype, op)
+        self.emit_typed(op, "tile_full", TileType(dtype, self.static_shape(args["shape"], op)), [value])
+
     def builtin_tile_arange(self, op):
         kw = op.attrs.get("kwargs") or []
         pos = op.operands[: len(op.operands) - len(kw)]
@@ -144,7 +157,8 @@ class TileForms:
         return v.type
 
     def builtin_tile_load(self, op):
-        args = self.call_arguments(op, ("a", "shape", "offset", "storage"))
+        # bounds_check and aligned are hints in Warp: here every access is checked (outside: zeros, not stored)
+        args = self.call_arguments(op, ("a", "shape", "offset", "storage", "bounds_check", "aligned"))
         at = self.tile_array(args["a"], op)
         shape = self.static_shape(args["shape"], op)
         if at.ndim == 2 and len(shape) != 2:
@@ -152,15 +166,68 @@ class TileForms:
         oi, oj = self.offsets(args.get("offset"), op)
         self.emit_typed(op, "tile_load", TileType(at.dtype, shape), [args["a"], oi, oj])
 
+    def builtin_tile_load_indexed(self, op):
+        args = self.call_arguments(op, ("a", "indices", "shape", "offset", "axis", "storage"))
+        if not all(k in args for k in ("a", "indices", "shape")):
+            raise self.error("tile_load_indexed(a, indices, shape, offset=..., axis=0) needs a, indices and shape",
+                             op)
+        at = self.tile_array(args["a"], op)
+        shape = self.static_shape(args["shape"], op)
+        if len(shape) != at.ndim:
+            raise self.error(f"tile_load_indexed: the shape {shape} must have one entry per dimension of the "
+                             f"{at.ndim}-d array", op)
+        axis = self.static_value(args["axis"], op, "axis") if "axis" in args else 0
+        if not isinstance(axis, int) or not -at.ndim <= axis < at.ndim:
+            raise self.error(f"tile_load_indexed: axis must be a constant in [0, {at.ndim}), got {axis!r}", op)
+        axis %= at.ndim
+        it = self.need_tile(args["indices"], op, "tile_load_indexed's indices")
+        if it.dtype is not T.int32 or len(it.shape) != 1 or it.shape[0] != shape[axis]:
+            raise self.error(f"tile_load_indexed: indices must be a 1-d int32 tile of {shape[axis]} elements "
+                             f"(the shape along axis {axis}), got {describe(args['indices'].type)}", op)
+        oi, oj = self.offsets(args.get("offset"), op)
+        self.emit_typed(op, "tile_load_indexed", TileType(at.dtype, shape),
+                        [args["a"], args["indices"], oi, oj, self.typed_const(axis, T.int32, op.loc)])
+
+    def indexed_layout(self, name, args, shape, op):
+        """(axis as a constant value, offset values) of an indexed tile load/store, after checking `indices`."""
+        at = self.tile_array(args["a"], op)
+        if len(shape) != at.ndim:
+            raise self.error(f"{name}: the tile's shape {shape} must have one entry per dimension of the "
+                             f"{at.ndim}-d array", op)
+        axis = self.static_value(args["axis"], op, "axis") if "axis" in args else 0
+        if not isinstance(axis, int) or not -at.ndim <= axis < at.ndim:
+            raise self.error(f"{name}: axis must be a constant in [0, {at.ndim}), got {axis!r}", op)
+        axis %= at.ndim
+        it = self.need_tile(args["indices"], op, f"{name}'s indices")
+        if it.dtype is not T.int32 or len(it.shape) != 1 or it.shape[0] != shape[axis]:
+            raise self.error(f"{name}: indices must be a 1-d int32 tile of {shape[axis]} elements (the tile's "
+                             f"extent along axis {axis}), got {describe(args['indices'].type)}", op)
+        oi, oj = self.offsets(args.get("offset"), op)
+        return self.typed_const(axis, T.int32, op.loc), oi, oj
+
+    def builtin_tile_store_indexed(self, op):
+        self.scatter_indexed(op, "tile_store_indexed")
+
+    def builtin_tile_atomic_add_indexed(self, op):
+        self.scatter_indexed(op, "tile_atomic_add_indexed")
+
+    def scatter_indexed(self, op, name):
+        args = self.call_arguments(op, ("a", "indices", "t", "offset", "axis"))
+        if not all(k in args for k in ("a", "indices", "t")):
+            raise self.error(f"{name}(a, indices, t, offset=..., axis=0) needs a, indices and t", op)
+        tt = self.need_tile(args["t"], op, f"{name}'s value")
+        axis, oi, oj = self.indexed_layout(name, args, tt.shape, op)
+        self.call_builtin(op, name, [args["a"], args["indices"], args["t"], oi, oj, axis])
+
     def builtin_tile_store(self, op):
-        args = self.call_arguments(op, ("a", "t", "offset"))
+        args = self.call_arguments(op, ("a", "t", "offset", "bounds_check", "aligned"))
         self.tile_array(args["a"], op)
         self.need_tile(args["t"], op, "tile_store's value")
         oi, oj = self.offsets(args.get("offset"), op)
         self.call_builtin(op, "tile_store", [args["a"], args["t"], oi, oj])
 
     def builtin_tile_atomic_add(self, op):
-        args = self.call_arguments(op, ("a", "t", "offset"))
+        args = self.call_arguments(op, ("a", "t", "offset", "bounds_check"))
         self.tile_array(args["a"], op)
         self.need_tile(args["t"], op, "tile_atomic_add's value")
         oi, oj = self.offsets(args.get("offset"), op)

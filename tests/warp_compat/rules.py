@@ -149,5 +149,15 @@ class _OutOfScopeModule(types.ModuleType):
 
 
 class _InternalStub(types.ModuleType):
+    """A Warp-internal module: `from warp._src.x import name` works so that the file loads (tests using the name
+    are excluded by INTERNAL); using the name raises."""
+
     def __getattr__(self, name):
-        raise AttributeError(f"{self.__name__}.{name} is a Warp internal, not provided by the kernels shim")
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Internal(f"{self.__name__}.{name}")
+
+
+class _Internal(_OutOfScope):
+    def __call__(self, *args, **kwargs):
+        raise NotImplementedError(f"{self._name} is a Warp internal, not provided by the kernels shim")

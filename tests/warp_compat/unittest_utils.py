@@ -20,7 +20,12 @@ import numpy as np
 
 import warp as wp
 
-USD_AVAILABLE = False  # Warp's USD renderer tests need warp.render, which is out of scope
+try:  # as Warp's own helper: tests reading USD assets need usd-core (a dependency of this toolkit)
+    from pxr import Usd, UsdGeom  # noqa: F401
+
+    USD_AVAILABLE = True
+except ImportError:
+    USD_AVAILABLE = False
 test_mode = "basic"
 
 try:
@@ -149,7 +154,10 @@ def run_python_subprocess(source, *args, timeout=60, hide_gpu=False, env_updates
     """Run Python source in a child interpreter whose `warp` is this toolkit."""
     env = os.environ.copy()
     env.update(env_updates or {})
-    prelude = "import warp_shim as _ws; _ws.install()\n"
+    # the child sees what this process sees: `warp` is kernels, `warp.tests` the wheel's files with our helpers
+    here = os.path.dirname(os.path.abspath(__file__))
+    prelude = (f"import sys as _s; _s.path.insert(0, {here!r}); import runner as _r; "
+               "_r.install_kernels_alias(_r.wheel_tests_dir())\n")
     return subprocess.run([sys.executable, "-u", "-c", prelude + source, *args], check=False, capture_output=True,
                           text=True, timeout=timeout, env=env)
 
