@@ -273,11 +273,13 @@ class SolverRigid:
         columns = (partners[0].shape[1] if taped else RECORDED_PARTNERS) * MAX_PAIR_FEATURES
         shape = (self._rows.shape[0], max(columns, 1))
         record = k.ContactRecord()
+        # only the effective mass must start at zero: it marks the columns that hold a contact
         for name, dtype in (("x", wp.vec3), ("n", wp.vec3), ("vt", wp.vec3), ("vn", float), ("impulse", float),
-                            ("mass", float), ("mu", float), ("kf", float)):
-            setattr(record, name, wp.zeros(shape, dtype=dtype, device=device, requires_grad=taped))
-        record.body_a = wp.zeros(shape, dtype=wp.int32, device=device)
-        record.body_b = wp.zeros(shape, dtype=wp.int32, device=device)
+                            ("mu", float), ("kf", float)):
+            setattr(record, name, wp.empty(shape, dtype=dtype, device=device, requires_grad=taped))
+        record.mass = wp.zeros(shape, dtype=float, device=device, requires_grad=taped)
+        record.body_a = wp.empty(shape, dtype=wp.int32, device=device)
+        record.body_b = wp.empty(shape, dtype=wp.int32, device=device)
         if not taped:
             self._record = record
         return record
