@@ -225,8 +225,9 @@ def predicted_normal_speed(a: int, b: int, predicted: wp.array(dtype=wp.spatial_
 def coupled_normal_impulse(impulse: float, vn: float, m_eff: float, a: int, b: int, settings: ContactSettings,
                            n: wp.vec3, x: wp.vec3):
     """The normal impulse [N s] of a time-constant contact between bodies a and b after settings.iterations Jacobi
-    passes that couple it to the other contacts of the two bodies. `impulse` is the law's (normal_force dt), which alone would bring the
-    point's separating speed from vn to the target vn + impulse / m_eff [m/s] (the implicit law's end speed).
+    passes that couple it to the other contacts of the two bodies. `impulse` is the law's (normal_force dt), which
+    alone would bring the point's separating speed from vn to the target vn + impulse / m_eff [m/s] (the implicit
+    law's end speed).
     Pass j reads the bodies' velocities at the end of the step predicted from every contact's impulse of pass j
     (settings.predicted_j) and adds relaxation m_eff (target - predicted speed), never letting the impulse pull:
     at the fixed point every contact ends the step at its target speed whatever pushes its bodies, so a light

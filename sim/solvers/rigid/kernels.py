@@ -12,7 +12,7 @@ import kernels as wp
 from ...hashgrid import HashGridData, hash_grid_cell_of, hash_grid_neighbor_cell
 from ...model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_PLANE, SHAPE_SPHERE
 from .collide import pair_contacts
-from .contact_law import (MAX_PAIR_FEATURES, ContactRecord, ContactSettings, PairContext,  # noqa: F401
+from .contact_law import (MAX_PAIR_FEATURES, ContactRecord, ContactSettings, PairContext,  # noqa: F401 (solver)
                           coupled_normal_impulse, friction_force, time_constant_rates)
 
 

@@ -36,10 +36,10 @@ class SolverRigid:
             point (from both bodies' masses and inertias), stated per material as a time constant tau [s] and a
             damping ratio zeta (stiffness m_eff / (tau zeta)^2, damping 2 m_eff / tau, as MuJoCo's solref),
             implicit along the normal over the step, its time scale kept above 2 steps and stretched by 4 e
-            steps for restitution e; resting depth about g (tau + dt)^2 whatever the mass. Contacts that share a body
-            are coupled by `contact_iterations` Jacobi passes on their normal impulses (see below). Penalty form (a shape
-            given ke/kd): ke * depth while approaching, e^2 ke * depth while separating, plus damping
-            kd * (approach speed), explicit. Both forms: restitution e as the ratio of unloading to loading
+            steps for restitution e; resting depth about g (tau + dt)^2 whatever the mass. Contacts that share
+            a body are coupled by `contact_iterations` Jacobi passes on their normal impulses (see below).
+            Penalty form (a shape given ke/kd): ke * depth while approaching, e^2 ke * depth while separating,
+            plus damping kd * (approach speed), explicit. Both forms: restitution e as the ratio of unloading to loading
             stiffness (a contact gives back the fraction e^2 of the energy it stored, so bounces leave at e times
             the arrival speed independently of the masses), blended smoothly over normal speeds
             ~ `restitution_velocity`; never pulling.
