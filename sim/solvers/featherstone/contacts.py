@@ -88,5 +88,6 @@ class LinkContacts:
         at.body_q, at.body_qd = body_q, body_qd
         f = wp.zeros(model.body_count, dtype=wp.spatial_vector, device=model.device,
                      requires_grad=model.requires_grad)
-        self.rigid.eval_contact_forces(model, at, f, dt=dt)  # a fresh zero f: the same whether it sets or adds
+        # no coupled passes: they predict free bodies' motion, not that of links in a chain
+        self.rigid.eval_contact_forces(model, at, f, dt=dt, iterations=0)  # a fresh zero f: sets or adds alike
         return f

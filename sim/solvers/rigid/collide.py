@@ -316,5 +316,5 @@ def pair_contacts(ctx: PairContext, body_q: wp.array(dtype=wp.transform),
         valid, d, n, x = pair_feature(type_a, pose_a, scale_a, type_b, pose_b, scale_b, axis, k, settings.margin)
         if valid:
             touching = touching or d < 0.0
-            w = w + contact_wrench(ctx, body_q, body_qd, body_com, settings, d, n, x)
+            w = w + contact_wrench(ctx, body_q, body_qd, body_com, settings, d, n, x, k)
     return touching, w

@@ -19,10 +19,34 @@ import kernels as wp
 from ...geometry import body_point_velocity
 
 
+#: the most candidate contact points of one shape pair (box-capsule; collide.feature_count)
+MAX_PAIR_FEATURES = wp.constant(11)
 #: steps by which a contact of restitution e stretches its time scale, per unit of e (see normal_force)
 BOUNCE_STEPS = wp.constant(4.0)
 #: the least time scale of a contact in steps (as MuJoCo keeps its time constant at least 2 steps)
 SAFE_STEPS = wp.constant(2.0)
+
+
+@wp.struct
+class ContactRecord:
+    """The time-constant contacts of each contact row (a body shape), as pass 0 evaluated them, for the coupled
+    passes (kernels.couple_contacts), [rows, capacity]: the contact of feature f of the row's partner number p is
+    in column p MAX_PAIR_FEATURES + f (a fixed place, which the backward pass finds again; partners beyond the
+    capacity are not recorded and keep the law's force); a column whose effective mass is 0 holds none. Per
+    contact: point x [m], normal n (from b to a), separating normal speed vn [m/s] and slip velocity vt [m/s] of a
+    relative to b, the law's normal impulse over the step [N s], the pair's effective mass [kg], friction mu [-]
+    and kf [N s/m], bodies a and b."""
+
+    x: wp.array2d(dtype=wp.vec3)
+    n: wp.array2d(dtype=wp.vec3)
+    vt: wp.array2d(dtype=wp.vec3)
+    vn: wp.array2d(dtype=float)
+    impulse: wp.array2d(dtype=float)
+    mass: wp.array2d(dtype=float)
+    mu: wp.array2d(dtype=float)
+    kf: wp.array2d(dtype=float)
+    body_a: wp.array2d(dtype=wp.int32)
+    body_b: wp.array2d(dtype=wp.int32)
 
 
 @wp.struct
@@ -33,6 +57,18 @@ class ContactSettings:
     restitution_velocity: float  # normal speed over which loading turns into unloading [m/s]
     smoothing: float  # depth over which the normal stiffness ramps up from 0 to full [m]; 0: none
     dt: float  # step the time-constant form is implicit over [s]; 0: the instantaneous (explicit) force
+    # coupled passes (coupled_normal_impulse): how many of predicted_0..2 a pass reads (0: none, the law of each
+    # contact alone), and the fraction of a contact's velocity error one pass corrects [-]
+    iterations: int
+    relaxation: float
+    # body velocities at the end of the step from the contact wrenches of pass 0, 1, 2 (gravity and external
+    # wrenches left out, as the law leaves them out), [body_count], as twists: (w [rad/s], velocity [m/s] of the
+    # body point at the world origin), so that a point x moves at v + w x x
+    predicted_0: wp.array(dtype=wp.spatial_vector)
+    predicted_1: wp.array(dtype=wp.spatial_vector)
+    predicted_2: wp.array(dtype=wp.spatial_vector)
+    record: int  # 1: contact_wrench writes every time-constant contact of row ctx.row into `contacts`
+    contacts: ContactRecord
 
 
 @wp.struct
@@ -48,6 +84,8 @@ class PairContext:
     body_a: int
     body_b: int
     self_is_a: int
+    row: int  # the contact row (body shape) evaluating the pair, where ContactSettings.record writes,
+    record_column: int  # from this column on (its partner number times MAX_PAIR_FEATURES)
     self_com: wp.vec3
     ke: float
     kd: float
@@ -159,19 +197,6 @@ def effective_mass(ctx: PairContext, n: wp.vec3, x: wp.vec3):
 
 
 @wp.func
-def contact_force(d: float, n: wp.vec3, v_rel: wp.vec3, x: wp.vec3, ctx: PairContext, settings: ContactSettings):
-    """Force [N] on body a of a contact at penetration -d [m] with normal n (from b to a), at world point x [m],
-    with velocity of a relative to b v_rel [m/s]: the normal force (normal_force) and regularised Coulomb
-    friction (friction_force)."""
-    vn = wp.dot(v_rel, n)
-    m_eff = float(0.0)
-    if ctx.k_hat > 0.0:
-        m_eff = effective_mass(ctx, n, x)
-    fn = normal_force(smoothed_depth(-d, settings.smoothing), vn, m_eff, ctx, settings)
-    return n * fn + friction_force(v_rel - n * vn, fn, ctx.mu, ctx.kf)
-
-
-@wp.func
 def point_velocity(body_q: wp.array(dtype=wp.transform), body_qd: wp.array(dtype=wp.spatial_vector),
                    body_com: wp.array(dtype=wp.vec3), b: int, x: wp.vec3):
     """Velocity [m/s] of world point x moving with body b (zero for static shapes, b < 0)."""
@@ -181,16 +206,98 @@ def point_velocity(body_q: wp.array(dtype=wp.transform), body_qd: wp.array(dtype
 
 
 @wp.func
+def twist_point_velocity(twists: wp.array(dtype=wp.spatial_vector), b: int, x: wp.vec3):
+    """Velocity [m/s] of world point x moving with body b of twist twists[b] (zero for static shapes, b < 0)."""
+    if b >= 0:
+        t = twists[b]
+        return wp.spatial_bottom(t) + wp.cross(wp.spatial_top(t), x)
+    return wp.vec3(0.0, 0.0, 0.0)
+
+
+@wp.func
+def predicted_normal_speed(a: int, b: int, predicted: wp.array(dtype=wp.spatial_vector), n: wp.vec3, x: wp.vec3):
+    """Separating normal speed [m/s] at world point x of bodies a and b (-1: static) moving with the twists
+    `predicted`."""
+    return wp.dot(twist_point_velocity(predicted, a, x) - twist_point_velocity(predicted, b, x), n)
+
+
+@wp.func
+def coupled_normal_impulse(impulse: float, vn: float, m_eff: float, a: int, b: int, settings: ContactSettings,
+                           n: wp.vec3, x: wp.vec3):
+    """The normal impulse [N s] of a time-constant contact between bodies a and b after settings.iterations Jacobi
+    passes that couple it to the other contacts of the two bodies. `impulse` is the law's (normal_force dt), which
+    alone would bring the point's separating speed from vn to the target vn + impulse / m_eff [m/s] (the implicit
+    law's end speed).
+    Pass j reads the bodies' velocities at the end of the step predicted from every contact's impulse of pass j
+    (settings.predicted_j) and adds relaxation m_eff (target - predicted speed), never letting the impulse pull:
+    at the fixed point every contact ends the step at its target speed whatever pushes its bodies, so a light
+    body between a heavy one and the ground passes the heavy one's load on instead of being squeezed by it (the
+    contact's stiffness is then that of the mass it holds, not of the pair's own effective mass). A contact
+    alone on its bodies, or contacts the law already serves exactly (a box flat on the ground), are unchanged.
+    Recomputed from pass 0's impulse on every pass (no per-contact state): pass j repeats the updates before it."""
+    target = vn + impulse / m_eff
+    step = settings.relaxation * m_eff
+    if settings.iterations > 0:
+        impulse = wp.max(impulse + step * (target - predicted_normal_speed(
+            a, b, settings.predicted_0, n, x)), 0.0)
+    if settings.iterations > 1:
+        impulse = wp.max(impulse + step * (target - predicted_normal_speed(
+            a, b, settings.predicted_1, n, x)), 0.0)
+    if settings.iterations > 2:
+        impulse = wp.max(impulse + step * (target - predicted_normal_speed(
+            a, b, settings.predicted_2, n, x)), 0.0)
+    return impulse
+
+
+@wp.func
+def record_contact(ctx: PairContext, settings: ContactSettings, feature: int, x: wp.vec3, n: wp.vec3, vn: float,
+                   vt: wp.vec3, fn: float, m_eff: float):
+    """Write a time-constant contact (the pair's candidate point `feature`, normal force fn [N] of the law) into
+    row ctx.row of settings.contacts, where the row has room."""
+    record = settings.contacts
+    slot = ctx.record_column + feature
+    if slot < record.x.shape[1]:
+        record.x[ctx.row, slot] = x
+        record.n[ctx.row, slot] = n
+        record.vt[ctx.row, slot] = vt
+        record.vn[ctx.row, slot] = vn
+        record.impulse[ctx.row, slot] = fn * settings.dt
+        record.mass[ctx.row, slot] = m_eff
+        record.mu[ctx.row, slot] = ctx.mu
+        record.kf[ctx.row, slot] = ctx.kf
+        record.body_a[ctx.row, slot] = ctx.body_a
+        record.body_b[ctx.row, slot] = ctx.body_b
+
+
+@wp.func
+def contact_force(d: float, n: wp.vec3, v_rel: wp.vec3, x: wp.vec3, ctx: PairContext, settings: ContactSettings,
+                  feature: int):
+    """Force [N] on body a of a contact at penetration -d [m] with normal n (from b to a), at world point x [m],
+    with velocity of a relative to b v_rel [m/s]: the normal force (normal_force) and regularised Coulomb
+    friction (friction_force). A time-constant contact is recorded for the coupled passes when settings.record
+    (as the pair's candidate point `feature`)."""
+    vn = wp.dot(v_rel, n)
+    m_eff = float(0.0)
+    if ctx.k_hat > 0.0:
+        m_eff = effective_mass(ctx, n, x)
+    fn = normal_force(smoothed_depth(-d, settings.smoothing), vn, m_eff, ctx, settings)
+    vt = v_rel - n * vn
+    if settings.record != 0 and m_eff > 0.0:
+        record_contact(ctx, settings, feature, x, n, vn, vt, fn, m_eff)
+    return n * fn + friction_force(vt, fn, ctx.mu, ctx.kf)
+
+
+@wp.func
 def contact_wrench(ctx: PairContext, body_q: wp.array(dtype=wp.transform),
                    body_qd: wp.array(dtype=wp.spatial_vector), body_com: wp.array(dtype=wp.vec3),
-                   settings: ContactSettings, d: float, n: wp.vec3, x: wp.vec3):
+                   settings: ContactSettings, d: float, n: wp.vec3, x: wp.vec3, feature: int):
     """Wrench on the pair's `self` body of a candidate contact point at world x [m] with signed distance d [m]
     (a contact when negative) and normal n from b toward a; zero when not in contact or forces are not wanted."""
     if d >= 0.0 or ctx.forces == 0:
         return wp.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     v_rel = point_velocity(body_q, body_qd, body_com, ctx.body_a, x) - \
         point_velocity(body_q, body_qd, body_com, ctx.body_b, x)
-    f = contact_force(d, n, v_rel, x, ctx, settings)
+    f = contact_force(d, n, v_rel, x, ctx, settings, feature)
     if ctx.self_is_a == 0:
         f = -f
     return wp.spatial_vector(wp.cross(x - ctx.self_com, f), f)

@@ -13,7 +13,8 @@ from ...hashgrid import HashGridData, hash_grid_cell_of, hash_grid_neighbor_cell
 from ...model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_PLANE, SHAPE_SPHERE
 from ...worlds import worlds_interact
 from .collide import pair_contacts
-from .contact_law import ContactSettings, PairContext, time_constant_rates
+from .contact_law import (MAX_PAIR_FEATURES, ContactRecord, ContactSettings, PairContext,  # noqa: F401 (solver)
+                          coupled_normal_impulse, friction_force, time_constant_rates)
 
 
 @wp.struct
@@ -134,8 +135,9 @@ def body_inverse_mass(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transfor
 @wp.func
 def pair_wrench(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
                 body_qd: wp.array(dtype=wp.spatial_vector), body_com: wp.array(dtype=wp.vec3),
-                settings: ContactSettings, s: int, other: int, forces: int):
-    """(touching, wrench on the body of shape s) of the pair of shapes s (on a body) and `other`: whether any of
+                settings: ContactSettings, s: int, other: int, forces: int, row: int, partner: int):
+    """(touching, wrench on the body of shape s) of the pair of shapes s (on a body, contact row `row`, whose
+    partner number `partner` it is) and `other`: whether any of
     its candidate points penetrates, and (when `forces` is 1) the sum of their contact wrenches on s's body
     (torque about its centre of mass [N m], force [N]). The pair is evaluated in canonical order (collide.py), so
     the two bodies of a pair compute exactly opposite forces. Shapes whose bounding spheres, grown by the margin,
@@ -159,6 +161,8 @@ def pair_wrench(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
     ctx.body_a = shapes.body[sa]
     ctx.body_b = shapes.body[sb]
     ctx.self_is_a = 0
+    ctx.row = row
+    ctx.record_column = partner * MAX_PAIR_FEATURES
     if sa == s:
         ctx.self_is_a = 1
     b = shapes.body[s]
@@ -239,7 +243,7 @@ def visit_partner(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
     the wrenches of the others add to w. Returns the new (count, w)."""
     if is_excluded(candidates, t, other) or not worlds_interact(shapes.world[s], shapes.world[other]):
         return count, w
-    touching, pw = pair_wrench(shapes, body_q, body_qd, body_com, settings, s, other, forces)
+    touching, pw = pair_wrench(shapes, body_q, body_qd, body_com, settings, s, other, forces, t, count)
     if touching:
         if count < slots:
             if count < record_into.shape[1]:
@@ -333,7 +337,7 @@ def eval_partner_wrenches(shapes: RigidShapeData, body_q: wp.array(dtype=wp.tran
     t = wp.tid()
     w = wp.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     for k in range(partner_count[t]):
-        touching, pw = pair_wrench(shapes, body_q, body_qd, body_com, settings, rows[t], partners[t, k], 1)
+        touching, pw = pair_wrench(shapes, body_q, body_qd, body_com, settings, rows[t], partners[t, k], 1, t, k)
         w = w + pw
     store_row_wrench(shapes, rows, t, w, to_body, row_wrench, body_f)
 
@@ -437,7 +441,8 @@ def step_bodies(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
     t = body_row[b]
     if t >= 0:
         for k in range(partner_count[t]):
-            touching, pw = pair_wrench(shapes, body_q, body_qd, body_com, contact, rows[t], partners[t, k], 1)
+            touching, pw = pair_wrench(shapes, body_q, body_qd, body_com, contact, rows[t], partners[t, k], 1, t,
+                                       k)
             w = w + pw
     if has_external != 0:
         w = w + external[b]
@@ -445,3 +450,68 @@ def step_bodies(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
     pose, qd = integrate_body(body_q[b], body_qd[b], w, body_mass[b], body_inertia[b], body_com[b], settings)
     body_q_out[b] = pose
     body_qd_out[b] = qd
+
+
+@wp.kernel
+def predict_velocities(body_q: wp.array(dtype=wp.transform), body_qd: wp.array(dtype=wp.spatial_vector),
+                       body_com: wp.array(dtype=wp.vec3), body_f: wp.array(dtype=wp.spatial_vector),
+                       body_mass: wp.array(dtype=float), body_inertia: wp.array(dtype=wp.mat33), dt: float,
+                       predicted: wp.array(dtype=wp.spatial_vector)):
+    """Twist of body b at the end of a step of dt [s] under the contact wrench body_f[b] alone (no gravity,
+    external wrenches or damping: the contact law's prediction leaves them out), linearised at the current
+    orientation; kinematic bodies keep their velocity. Read by the next coupled contact pass: (w [rad/s], velocity
+    [m/s] of the body point at the world origin, v_com - w x com)."""
+    b = wp.tid()
+    pose = body_q[b]
+    w = wp.spatial_top(body_qd[b])
+    v = wp.spatial_bottom(body_qd[b])
+    m = body_mass[b]
+    if m > 0.0:
+        f = body_f[b]
+        w = w + world_inverse_inertia_times(wp.transform_get_rotation(pose), wp.inverse(body_inertia[b]),
+                                            wp.spatial_top(f)) * dt
+        v = v + wp.spatial_bottom(f) * (dt / m)
+    predicted[b] = wp.spatial_vector(w, v - wp.cross(w, wp.transform_point(pose, body_com[b])))
+
+
+@wp.func
+def coupled_contact_change(settings: ContactSettings, t: int, c: int, b: int, com: wp.vec3):
+    """The change of the wrench on body b (centre of mass com [m]) of recorded contact c of row t when its normal
+    impulse goes from the law's to the coupled one (coupled_normal_impulse), its friction following the normal
+    force."""
+    record = settings.contacts
+    dt = settings.dt
+    a = record.body_a[t, c]
+    n = record.n[t, c]
+    x = record.x[t, c]
+    vt = record.vt[t, c]
+    impulse = record.impulse[t, c]
+    coupled = coupled_normal_impulse(impulse, record.vn[t, c], record.mass[t, c], a, record.body_b[t, c], settings,
+                                     n, x)
+    fn = impulse / dt
+    fn_coupled = coupled / dt
+    mu = record.mu[t, c]
+    kf = record.kf[t, c]
+    f = n * (fn_coupled - fn) + friction_force(vt, fn_coupled, mu, kf) - friction_force(vt, fn, mu, kf)
+    if a != b:
+        f = -f
+    return wp.spatial_vector(wp.cross(x - com, f), f)
+
+
+@wp.kernel
+def couple_contacts(body_q: wp.array(dtype=wp.transform), body_com: wp.array(dtype=wp.vec3),
+                    body_row_start: wp.array(dtype=wp.int32), body_rows: wp.array(dtype=wp.int32),
+                    partner_count: wp.array(dtype=wp.int32), settings: ContactSettings,
+                    law_f: wp.array(dtype=wp.spatial_vector), body_f: wp.array(dtype=wp.spatial_vector)):
+    """body_f[b] = law_f[b] (pass 0's contact wrenches) plus the changes of body b's recorded contacts (its rows
+    body_rows[body_row_start[b]:body_row_start[b + 1]], in that order, each with partner_count partners) from the
+    law's normal impulses to those of settings.iterations coupled updates (coupled_contact_change)."""
+    b = wp.tid()
+    w = law_f[b]
+    com = wp.transform_point(body_q[b], body_com[b])
+    for r in range(body_row_start[b], body_row_start[b + 1]):
+        t = body_rows[r]
+        for c in range(wp.min(partner_count[t] * MAX_PAIR_FEATURES, settings.contacts.x.shape[1])):
+            if settings.contacts.mass[t, c] > 0.0:
+                w = w + coupled_contact_change(settings, t, c, b, com)
+    body_f[b] = w

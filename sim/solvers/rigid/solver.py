@@ -11,6 +11,17 @@ from ...model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_MESH, SHAPE_PLANE, SHAPE_SP
 from ...worlds import element_worlds
 from ..base import Solver
 from . import kernels as k
+from .contact_law import MAX_PAIR_FEATURES
+
+
+#: coupled contact passes: the most a step can run (ContactSettings has that many predicted velocity arrays), and
+#: the defaults (docs/rigid_contact.md)
+MAX_CONTACT_ITERATIONS = 3
+DEFAULT_CONTACT_ITERATIONS = 3
+DEFAULT_CONTACT_RELAXATION = 0.5
+#: steps that nothing differentiates record the contacts of this many partners of each body shape for the coupled
+#: passes; the contacts of further partners keep the law's force (a box in a pile touches the ground and about 6)
+RECORDED_PARTNERS = 12
 
 
 class SolverRigid(Solver):
@@ -27,9 +38,10 @@ class SolverRigid(Solver):
             point (from both bodies' masses and inertias), stated per material as a time constant tau [s] and a
             damping ratio zeta (stiffness m_eff / (tau zeta)^2, damping 2 m_eff / tau, as MuJoCo's solref),
             implicit along the normal over the step, its time scale kept above 2 steps and stretched by 4 e
-            steps for restitution e; resting depth about g (tau + dt)^2 whatever the mass. Penalty form (a shape
-            given ke/kd): ke * depth while approaching, e^2 ke * depth while separating, plus damping
-            kd * (approach speed), explicit. Both forms: restitution e as the ratio of unloading to loading
+            steps for restitution e; resting depth about g (tau + dt)^2 whatever the mass. Contacts that share
+            a body are coupled by `contact_iterations` Jacobi passes on their normal impulses (see below).
+            Penalty form (a shape given ke/kd): ke * depth while approaching, e^2 ke * depth while separating,
+            plus damping kd * (approach speed), explicit. Both forms: restitution e as the ratio of unloading to loading
             stiffness (a contact gives back the fraction e^2 of the energy it stored, so bounces leave at e times
             the arrival speed independently of the masses), blended smoothly over normal speeds
             ~ `restitution_velocity`; never pulling.
@@ -69,6 +81,14 @@ class SolverRigid(Solver):
             the candidate pairs.
         excluded_shape_pairs: pairs of shape indices (a, b) that never collide (SolverFeatherstone excludes the
             shapes of the two bodies of each joint).
+        contact_iterations: coupled passes of the time-constant contacts per step (0 to 3; 0: each contact alone).
+            Each pass predicts every body's velocity at the end of the step from all its contacts and corrects
+            each contact's normal impulse toward the law's target speed (contact_law.coupled_normal_impulse), so
+            that contacts sharing a body hold together: a heavy body on light ones sinks less. Pass 0's contacts
+            are recorded (RECORDED_PARTNERS partners a shape when nothing is differentiated); the passes do not
+            run the narrow phase again.
+        contact_relaxation: the fraction (0, 1] of a contact's speed error one pass corrects (Jacobi
+            under-relaxation: the contacts of one body correct together).
     """
 
     name = "rigid"
@@ -92,7 +112,8 @@ class SolverRigid(Solver):
     def __init__(self, model, *, linear_damping: float = 0.0, angular_damping: float = 0.0,
                  restitution_velocity: float = 0.2, contact_smoothing: float | None = None,
                  body_contacts: bool = True, all_pairs_limit: int = 64,
-                 excluded_shape_pairs=()):
+                 excluded_shape_pairs=(), contact_iterations: int = DEFAULT_CONTACT_ITERATIONS,
+                 contact_relaxation: float = DEFAULT_CONTACT_RELAXATION):
         if linear_damping < 0 or angular_damping < 0:
             raise ValueError("damping rates must be >= 0")
         if not restitution_velocity > 0:
@@ -106,6 +127,13 @@ class SolverRigid(Solver):
         if contact_smoothing < 0:
             raise ValueError(f"contact_smoothing must be >= 0, got {contact_smoothing}")
         self.contact_smoothing = float(contact_smoothing)
+        if contact_iterations not in range(MAX_CONTACT_ITERATIONS + 1):
+            raise ValueError(f"contact_iterations must be an integer from 0 to {MAX_CONTACT_ITERATIONS}, got "
+                             f"{contact_iterations}")
+        if not 0.0 < contact_relaxation <= 1.0:
+            raise ValueError(f"contact_relaxation must lie in (0, 1], got {contact_relaxation}")
+        self.contact_iterations = int(contact_iterations)
+        self.contact_relaxation = float(contact_relaxation)
         self.body_contacts = bool(body_contacts)
         self._setup_contacts(model, all_pairs_limit, excluded_shape_pairs)
 
@@ -151,6 +179,17 @@ class SolverRigid(Solver):
         self._partner_count = wp.zeros(rows, dtype=wp.int32, device=device)
         self._row_wrench = wp.zeros(rows, dtype=wp.spatial_vector, device=device)
         self._no_partners = wp.zeros((rows, 0), dtype=wp.int32, device=device)
+        self._no_predicted = wp.zeros(0, dtype=wp.spatial_vector, device=device)
+        # the coupled passes act on time-constant contacts only: a model of penalty shapes skips them
+        timeconst = model.shape_material_timeconst.numpy() if model.shape_count else np.zeros(0)
+        self._coupled = bool((timeconst > 0.0).any())
+        self._pass_arrays = {}  # scratch of the coupled passes of steps that nothing differentiates
+        self._record = None
+        self._no_record = k.ContactRecord()
+        for name, dtype in (("x", wp.vec3), ("n", wp.vec3), ("vt", wp.vec3), ("vn", float), ("impulse", float),
+                            ("mass", float), ("mu", float), ("kf", float), ("body_a", wp.int32),
+                            ("body_b", wp.int32)):
+            setattr(self._no_record, name, wp.zeros((0, 0), dtype=dtype, device=device))
         # contact slots per shape of differentiated steps: every possible partner when that is few (nothing then
         # is read on the host: such steps can be captured), else grown to the most partners seen
         self._slots_fixed = contact_slots_fixed(model)
@@ -173,7 +212,8 @@ class SolverRigid(Solver):
             state_in.body_f = wp.zeros(model.body_count, dtype=wp.spatial_vector, device=model.device,
                                        requires_grad=model.requires_grad)
         f = state_in.body_f
-        if self._one_row_per_body and self._rows.shape[0] and self._contacts_need_gradients(model, state_in):
+        if self._one_row_per_body and self._rows.shape[0] and self._pass_count(dt) == 0 and \
+                self._contacts_need_gradients(model, state_in):
             self._step_differentiated(model, state_in, state_out, control, f, dt)
             return
         self.eval_contact_forces(model, state_in, f, dt=dt)
@@ -183,7 +223,8 @@ class SolverRigid(Solver):
         self.integrate(model, state_in, state_out, f, dt)
 
     def _step_differentiated(self, model, state_in, state_out, control, f, dt: float):
-        """step() when the contact forces may be differentiated and every body has at most one shape: the
+        """step() when the contact forces may be differentiated, every body has at most one shape and no coupled
+        pass runs: the
         partners recorded (find_contacts), then contacts, external wrenches and integration in one taped kernel
         (step_bodies), so that the backward pass runs one adjoint per step."""
         partners, count = self._record_partners(model, state_in)
@@ -195,9 +236,10 @@ class SolverRigid(Solver):
                           self.integration_settings(dt)],
                   outputs=[f, state_out.body_q, state_out.body_qd], device=model.device)
 
-    def eval_contact_forces(self, model, state, f, *, dt: float = 0.0):
+    def eval_contact_forces(self, model, state, f, *, dt: float = 0.0, iterations: int | None = None):
         """Set `f` (shape [body_count], spatial_vector) to the contact wrenches on the bodies of `state`, for a
-        step of `dt` [s] (the time-constant form is implicit over it; 0: the instantaneous force).
+        step of `dt` [s] (the time-constant form is implicit over it; 0: the instantaneous force), after
+        `iterations` coupled passes (None: the solver's contact_iterations; none when dt is 0).
 
         Each body shape's contact partners are found by one thread that looks at its candidates; each pair's
         contact points share one narrow phase (collide.py); each body sums its wrenches in a fixed order (no float
@@ -205,19 +247,73 @@ class SolverRigid(Solver):
         gradient, that thread also sums its partners' wrenches, and the step stays on the device (it can be
         captured and replays bit for bit). Otherwise the partners are recorded (not differentiated) in slots
         sized on the host to the largest count, and the taped kernel differentiates only those pairs, one thread per
-        body shape: the backward pass does not revisit pairs that do not touch."""
+        body shape: the backward pass does not revisit pairs that do not touch.
+
+        Coupled passes (docs/rigid_contact.md): pass p evaluates every contact again, reading the bodies'
+        velocities predicted from the wrenches of passes 0..p-1 (contact_law.coupled_normal_impulse); the last
+        pass's wrenches go to `f`."""
         rows = self._rows.shape[0]
         f.zero_()
         if rows == 0:
             return
-        device = model.device
         shapes = self.shape_data(model)
-        settings = self.contact_settings(model, dt)
         taped = self._contacts_need_gradients(model, state)
         candidates = self.contact_candidates(model, state)
-        scan = [shapes, state.body_q, state.body_qd, model.body_com, self._rows, candidates, settings]
-        to_body = 1 if self._one_row_per_body else 0
+        passes = self._pass_count(dt, iterations)
+        partners = None
+        if taped:
+            partners = self._record_partners(model, state, shapes, self.contact_settings(model, dt), candidates)
+        if passes == 0:
+            self._contact_pass(model, state, shapes, self.contact_settings(model, dt), candidates, partners, f)
+            return
+        record = self._contact_record(model, partners)
+        law_f = self._pass_array(model, "law", taped)
+        self._contact_pass(model, state, shapes, self.contact_settings(model, dt, record=record), candidates,
+                           partners, law_f)
+        predicted = []
+        current = law_f
+        for p in range(passes):
+            predicted.append(self._predict(model, state, current, dt, p, taped))
+            current = f if p == passes - 1 else self._pass_array(model, ("f", p), taped)
+            settings = self.contact_settings(model, dt, predicted)
+            settings.contacts = record
+            count = self._partner_count if partners is None else partners[1]
+            wp.launch(k.couple_contacts, dim=model.body_count,
+                      inputs=[state.body_q, model.body_com, self._body_row_start, self._body_rows, count, settings,
+                              law_f],
+                      outputs=[current], device=model.device, record_tape=taped)
+
+    def _contact_record(self, model, partners) -> k.ContactRecord:
+        """Where pass 0 records the time-constant contacts of every row: when taped (`partners` recorded), fresh
+        arrays with a place for every candidate point of every recorded partner (the coupled passes differentiate
+        through them); else the solver's scratch, with places for RECORDED_PARTNERS partners a row, cleared."""
+        taped = partners is not None
+        if not taped and self._record is not None:
+            self._record.mass.zero_()
+            return self._record
+        device = model.device
+        columns = (partners[0].shape[1] if taped else RECORDED_PARTNERS) * MAX_PAIR_FEATURES
+        shape = (self._rows.shape[0], max(columns, 1))
+        record = k.ContactRecord()
+        # only the effective mass must start at zero: it marks the columns that hold a contact
+        for name, dtype in (("x", wp.vec3), ("n", wp.vec3), ("vt", wp.vec3), ("vn", float), ("impulse", float),
+                            ("mu", float), ("kf", float)):
+            setattr(record, name, wp.empty(shape, dtype=dtype, device=device, requires_grad=taped))
+        record.mass = wp.zeros(shape, dtype=float, device=device, requires_grad=taped)
+        record.body_a = wp.empty(shape, dtype=wp.int32, device=device)
+        record.body_b = wp.empty(shape, dtype=wp.int32, device=device)
         if not taped:
+            self._record = record
+        return record
+
+    def _contact_pass(self, model, state, shapes, settings, candidates, partners, f):
+        """One evaluation of every contact wrench into `f` (eval_contact_forces): summed while scanning for
+        partners when `partners` is None (nothing differentiated), else over the recorded (partners, count)."""
+        device = model.device
+        rows = self._rows.shape[0]
+        to_body = 1 if self._one_row_per_body else 0
+        if partners is None:
+            scan = [shapes, state.body_q, state.body_qd, model.body_com, self._rows, candidates, settings]
             count, row_wrench = self._partner_count, self._row_wrench
             wp.launch(k.find_contacts, dim=rows, inputs=scan + [self._no_partners, count, to_body, row_wrench, f],
                       device=device, record_tape=False)
@@ -226,7 +322,7 @@ class SolverRigid(Solver):
                           inputs=[self._body_row_start, self._body_rows, row_wrench, f], device=device,
                           record_tape=False)
             return
-        partners, count = self._record_partners(model, state, shapes, settings, candidates)
+        partners, count = partners
         row_wrench = self._row_wrench if to_body else \
             wp.empty(rows, dtype=wp.spatial_vector, device=device, requires_grad=True)
         wp.launch(k.eval_partner_wrenches, dim=rows,
@@ -235,6 +331,30 @@ class SolverRigid(Solver):
         if not to_body:
             wp.launch(k.gather_body_wrenches, dim=model.body_count,
                       inputs=[self._body_row_start, self._body_rows, row_wrench, f], device=device)
+
+    def _pass_count(self, dt: float, iterations: int | None = None) -> int:
+        """How many coupled passes precede the final contact evaluation of a step of dt [s]."""
+        if dt <= 0.0 or not self._coupled:
+            return 0
+        return self.contact_iterations if iterations is None else int(iterations)
+
+    def _pass_array(self, model, key, taped: bool) -> wp.array:
+        """A [body_count] spatial_vector array for a coupled pass: fresh (zero) when taped (a tape keeps what its
+        launches read), else the solver's scratch for `key` (bodies without shapes keep their zero)."""
+        if taped:
+            return wp.zeros(model.body_count, dtype=wp.spatial_vector, device=model.device, requires_grad=True)
+        if key not in self._pass_arrays:
+            self._pass_arrays[key] = wp.zeros(model.body_count, dtype=wp.spatial_vector, device=model.device)
+        return self._pass_arrays[key]
+
+    def _predict(self, model, state, pass_f, dt: float, p: int, taped: bool) -> wp.array:
+        """The bodies' velocities at the end of the step under the contact wrenches `pass_f` of pass p."""
+        predicted = self._pass_array(model, ("v", p), taped)
+        wp.launch(k.predict_velocities, dim=model.body_count,
+                  inputs=[state.body_q, state.body_qd, model.body_com, pass_f, model.body_mass, model.body_inertia,
+                          float(dt)],
+                  outputs=[predicted], device=model.device, record_tape=taped)
+        return predicted
 
     def _record_partners(self, model, state, shapes=None, settings=None, candidates=None) -> tuple:
         """(partners [rows, slots] int32, count [rows] int32): every body shape's touching partners, recorded by
@@ -292,12 +412,21 @@ class SolverRigid(Solver):
         settings.angular_scale = max(0.0, 1.0 - self.angular_damping * float(dt))
         return settings
 
-    def contact_settings(self, model, dt: float = 0.0) -> k.ContactSettings:
+    def contact_settings(self, model, dt: float = 0.0, predicted=(), record=None) -> k.ContactSettings:
+        """The contact kernels' settings for a step of dt [s], coupled to the velocities `predicted` by earlier
+        passes (a list of up to MAX_CONTACT_ITERATIONS [body_count] arrays); recording the time-constant contacts
+        into `record` (a ContactRecord) when given."""
         settings = k.ContactSettings()
         settings.margin = float(model.rigid_contact_margin)
         settings.restitution_velocity = self.restitution_velocity
         settings.smoothing = self.contact_smoothing
         settings.dt = float(dt)
+        settings.iterations = len(predicted)
+        settings.relaxation = self.contact_relaxation
+        slots = list(predicted) + [self._no_predicted] * (MAX_CONTACT_ITERATIONS - len(predicted))
+        settings.predicted_0, settings.predicted_1, settings.predicted_2 = slots
+        settings.record = 0 if record is None else 1
+        settings.contacts = self._no_record if record is None else record
         return settings
 
     @staticmethod
