@@ -39,6 +39,7 @@ class SceneObject:
     spring_range: tuple = (0, 0)
     # control forces [N] per frame on each particle, vec3 shape [frames]; None: no control
     forces: object = None
+    world: int = 0  # the scene world it belongs to (sim.worlds)
 
     @property
     def count(self) -> int:
@@ -54,6 +55,7 @@ class SceneBody:
     shapes: list
     color: tuple
     shape_rows: list = field(default_factory=list)  # the body's rows of the model's shape arrays
+    world: int = 0  # the scene world it belongs to (sim.worlds)
 
 
 class CoupledSolver(Solver):
@@ -87,6 +89,7 @@ class BuiltScene:
     gravity: float = -9.81  # [m/s^2] along the up axis
     max_distance: float | None = None  # sim.max_distance [m]: the blow-up check's distance bound (None: derived)
     max_speed: float | None = None  # sim.max_speed [m/s]: its speed bound (None: derived)
+    world_count: int = 1  # sim.worlds: objects, bodies and joints are listed world after world
 
     def control(self, frame: int):
         """The Control of the steps of `frame` (1-based): the objects' and joints' control forces, or None
@@ -310,10 +313,10 @@ def make_solver(model, sim_spec, articulated: bool = False):
     return CoupledSolver(bodies, solver)
 
 
-def build_scene(scene, device=None, requires_grad: bool = False) -> BuiltScene:
-    """Model and solver for the validated scene spec `scene` on `device` (default: the scene's sim.device)."""
-    s = scene.sim
-    b = ModelBuilder(up_axis=s.up_axis, gravity=s.gravity, bending=s.bending)
+def add_world_content(b: ModelBuilder, scene) -> tuple:
+    """Add one world's content of the validated scene spec `scene` (cloth, particles, bodies, joints, robot;
+    not the colliders) to `b`: (SceneObjects, the cloth and particle specs they come from, SceneBodies,
+    SceneJoints)."""
     objects = [_add_cloth(b, scene, c) for c in scene.cloth] + [_add_particles(b, p) for p in scene.particles]
     bodies = [_add_body(b, body) for body in scene.bodies]
     joints = add_scene_joints(b, scene, {body.name: body.index for body in bodies})
@@ -323,6 +326,20 @@ def build_scene(scene, device=None, requires_grad: bool = False) -> BuiltScene:
         color = tuple(scene.robot.color)
         bodies += [SceneBody(name, index, body_shapes(b, index) + visuals.get(index, []), color)
                    for name, index in links]
+    return objects, list(scene.cloth) + list(scene.particles), bodies, joints
+
+
+def build_scene(scene, device=None, requires_grad: bool = False, world_specs=None) -> BuiltScene:
+    """Model and solver for the validated scene spec `scene` on `device` (default: the scene's sim.device).
+    With sim.worlds > 1, `world_specs` (one spec per world, default `scene` for each) are the worlds' contents,
+    built as worlds of one model with the colliders shared (sim/scene/build_worlds.py)."""
+    s = scene.sim
+    b = ModelBuilder(up_axis=s.up_axis, gravity=s.gravity, bending=s.bending)
+    if s.worlds == 1:
+        objects, specs, bodies, joints = add_world_content(b, scene)
+    else:
+        from .build_worlds import add_worlds
+        objects, specs, bodies, joints = add_worlds(b, world_specs or [scene] * s.worlds)
     collider_shapes = [_add_collider(b, c) for c in scene.colliders]
     model = b.finalize(device=wp.get_device(device or s.device), requires_grad=requires_grad)
     if joints:
@@ -333,7 +350,6 @@ def build_scene(scene, device=None, requires_grad: bool = False) -> BuiltScene:
     model.particle_contact = _contact(s.particle_contact)
     model.particle_grid_enabled = bool(s.particle_contact.enabled and model.particle_count > 1)
     dt = 1.0 / (s.fps * s.substeps)
-    specs = list(scene.cloth) + list(scene.particles)
     for obj, spec in zip(objects, specs):
         if spec.forces is not None:
             obj.forces = wp.array(np.asarray(spec.forces, np.float32).reshape(-1, 3), dtype=wp.vec3,
@@ -341,4 +357,5 @@ def build_scene(scene, device=None, requires_grad: bool = False) -> BuiltScene:
     is_articulated = articulated(scene)
     return BuiltScene(model, make_solver(model, s, is_articulated), dt, objects, list(scene.colliders), s.substeps,
                       bodies, collider_shapes, joints, uses_rigid=bool(bodies) and not is_articulated,
-                      gravity=s.gravity, max_distance=s.max_distance, max_speed=s.max_speed)
+                      gravity=s.gravity, max_distance=s.max_distance, max_speed=s.max_speed,
+                      world_count=s.worlds)

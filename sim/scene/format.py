@@ -167,6 +167,14 @@ SIM = Section([
     Field("device", Device(), "cpu", "",
           "where to run: cpu, cuda or cuda:N"),
     Field("particle_damping", Number(min=0), 0.0, "1/s", "velocity damping rate of every particle"),
+    Field("worlds", Integer(min=1), 1, "", "independent copies of the scene's objects (cloth, particles, "
+          "bodies, joints, robot) simulated as worlds of one model, one launch per kernel for all (docs/worlds.md); "
+          "the colliders are shared by every world; `--set worlds.K.KEY=VALUE` sets one world's value; `sim run` "
+          "writes the worlds side by side in one USD (or one file each with --split)"),
+    Field("world_spacing", Number(positive=True), None, "m", "distance between neighbouring worlds in the USD "
+          "written by `sim run` (the worlds are laid out on a grid across the up axis); default one and a half "
+          "times the scene's initial horizontal extent, at least 1 m. The simulation itself keeps every world at "
+          "the scene's place, so each meets the shared colliders where the scene puts them"),
     Field("max_distance", Number(positive=True), None, "m", "blow-up check: a particle or body farther than this "
           "from the scene's initial centre stops the run (exit 3); default 100 times the scene's extent (at least "
           "1 m) plus the distance its fastest initial speed and gravity cover by that frame"),

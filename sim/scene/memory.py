@@ -14,6 +14,7 @@ BYTES_PER_PARTICLE = 800
 BYTES_PER_TRIANGLE = 1000  # the membrane element, its bending edges and their solver buffers
 BYTES_PER_BODY = 16 * 1024
 BASE_BYTES = 256 * 2**20  # the interpreter, numpy, pxr and compiled kernels
+BYTES_PER_WORLD = 4 * 1024  # a world's builder copy, index ranges and bookkeeping, even with nothing in it
 
 
 def object_estimates(spec) -> list:
@@ -40,8 +41,10 @@ def object_estimates(spec) -> list:
     return out
 
 
-def estimate_bytes(spec) -> int:
-    return BASE_BYTES + sum(b for _, b in object_estimates(spec))
+def estimate_bytes(spec, worlds: int | None = None) -> int:
+    """Bytes a run of `spec` needs with `worlds` copies of its objects (default its sim.worlds)."""
+    worlds = spec.sim.worlds if worlds is None else worlds
+    return BASE_BYTES + worlds * (BYTES_PER_WORLD + sum(b for _, b in object_estimates(spec)))
 
 
 def available_bytes() -> int | None:
@@ -82,10 +85,17 @@ def mib(n: int) -> str:
 
 
 def check_memory(spec, ctx) -> None:
-    """Refuse a scene whose estimated memory exceeds what is available, at its largest object's key."""
+    """Refuse a scene whose estimated memory exceeds what is available, at its largest object's key (or at
+    sim.worlds when one world would fit)."""
     need, have = estimate_bytes(spec), available_bytes()
     if have is None or need <= have:
         return
+    worlds = spec.sim.worlds
+    if worlds > 1 and estimate_bytes(spec, 1) <= have:
+        fit = max(1, (have - BASE_BYTES) // max(estimate_bytes(spec, 1) - BASE_BYTES, 1))
+        ctx.child("sim").child("worlds").fail(
+            f"{worlds} worlds need about {mib(need)} of memory but {mib(have)} are available (about {fit:,} "
+            f"worlds of this scene fit)")
     key, largest = max(object_estimates(spec), key=lambda kv: kv[1])
     target = ctx
     for part in key:

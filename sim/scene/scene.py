@@ -108,8 +108,10 @@ class RunResult:
 class Scene:
     """A validated scene. `spec` holds every key (defaults filled in), see docs/scenes.md."""
 
-    def __init__(self, spec, path: str):
+    def __init__(self, spec, path: str, world_specs: dict | None = None):
         self.spec, self.path = spec, path
+        #: {world K: its spec} for the worlds a `--set worlds.K.` override changed (the others are `spec`)
+        self.world_specs = dict(world_specs or {})
 
     @classmethod
     def load(cls, path: str, overrides=()) -> "Scene":
@@ -124,11 +126,18 @@ class Scene:
 
     @classmethod
     def from_source(cls, source, overrides=()) -> "Scene":
-        for o in overrides:
+        from .world_overrides import check_world_indices, split_world_overrides, world_source
+        shared, per_world = split_world_overrides(overrides)
+        for o in shared:
             source.apply_override(o)
         base = os.path.dirname(os.path.abspath(source.file))
         spec = SCENE.convert(source.data, Ctx(source, (), base))
-        return cls(spec, source.file)
+        check_world_indices(per_world, spec.sim.worlds)
+        worlds = {}
+        for k, items in sorted(per_world.items()):
+            mine = world_source(source, items)
+            worlds[k] = SCENE.convert(mine.data, Ctx(mine, (), base))
+        return cls(spec, source.file, worlds)
 
     # ------------------------------------------------------------------------------------------------ facts
 
@@ -146,7 +155,11 @@ class Scene:
 
     def build(self, device=None, requires_grad: bool = False) -> BuiltScene:
         """The scene's Model, solver and object table on `device` (default: the scene's sim.device)."""
-        return build_scene(self.spec, device, requires_grad)
+        return build_scene(self.spec, device, requires_grad, world_specs=self.world_spec_list())
+
+    def world_spec_list(self) -> list:
+        """The spec of each of the sim.worlds worlds: the scene's, or the one its `worlds.K.` overrides made."""
+        return [self.world_specs.get(k, self.spec) for k in range(self.spec.sim.worlds)]
 
     # ------------------------------------------------------------------------------------------------ running
 
