@@ -43,6 +43,8 @@ def create_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", help="USD file to write (default: output.path, else out/<scene>.usd)")
     run.add_argument("--device", help="cpu, cuda or cuda:N (default: sim.device)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--split", action="store_true", help="with sim.worlds > 1: one USD file per world "
+                     "(<out>_w0.usd, <out>_w1.usd, ...) instead of the worlds side by side in one")
     run.add_argument("--no-capture", dest="capture", action="store_false",
                      help="launch every step from Python instead of replaying a captured frame")
     _threads_arg(run)
@@ -237,7 +239,7 @@ def _main(argv=None) -> int:
             return EXIT_OK
         device = _device(args.device or scene.spec.sim.device)
         result = scene.run(frames=args.frames, out=args.out, device=device, progress=not args.quiet,
-                           capture=args.capture, summary=True)
+                           capture=args.capture, summary=True, split=args.split)
     except SceneError as e:
         print(f"error: {_input_error(e, args.scene, args.command)}", file=sys.stderr)
         return EXIT_INPUT
@@ -388,8 +390,12 @@ def _summary(result, scene, stopped: bool = False):
     print(f"{head} {result.frames} frames ({result.frames / fps:.2f} s at {fps:g} fps), {result.steps} steps, "
           f"{result.steps_per_second:,.0f} steps/s")
     print(f"compile   {result.compile_seconds:.2f} s ({result.compile_kind})")
-    if result.output:
-        print(f"output    {result.output}")
+    outputs = getattr(result, "outputs", ()) or ((result.output,) if result.output else ())
+    worlds = scene.spec.sim.worlds
+    if len(outputs) > 1:
+        print(f"output    {len(outputs)} files, one per world: {outputs[0]} ... {outputs[-1]}")
+    elif outputs:
+        print(f"output    {outputs[0]}" + (f" ({worlds} worlds side by side)" if worlds > 1 else ""))
     if result.physics is not None:
         print("\n".join(result.physics.lines()))
     for warning in result.warnings:

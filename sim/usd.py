@@ -292,6 +292,17 @@ class UsdWriter:
 
     # ---------------------------------------------------------------------------------------------- frames
 
+    def set_layer_data(self, key: str, value) -> None:
+        """Store `value` (a number, a string, or an array of 3-vectors of shape (n, 3)) under `key` in the root
+        layer's customLayerData, for readers of the file (e.g. `sim:world_offsets` of a scene with worlds)."""
+        self._check_open()
+        layer = self._stage.GetRootLayer()
+        data = dict(layer.customLayerData)
+        if isinstance(value, np.ndarray):
+            value = Vt.Vec3dArray.FromNumpy(np.ascontiguousarray(value, dtype=np.float64).reshape(-1, 3))
+        data[key] = value
+        layer.customLayerData = data
+
     def write_frame(self, frame: float, *, points: dict | None = None, bodies: dict | None = None) -> None:
         """Time samples of one frame. Prims not named keep their last sample (or their initial value).
 

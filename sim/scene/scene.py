@@ -103,6 +103,7 @@ class RunResult:
     state: object  # the final State
     physics: object = None  # summary.PhysicalSummary of the frames simulated, when the run was asked for one
     warnings: tuple = ()  # one line each, for the user (e.g. self-contact pairs dropped for want of slots)
+    outputs: tuple = ()  # every file written: `output` alone, or one per world with `split`
 
 
 class Scene:
@@ -126,17 +127,15 @@ class Scene:
 
     @classmethod
     def from_source(cls, source, overrides=()) -> "Scene":
-        from .world_overrides import check_world_indices, split_world_overrides, world_source
+        from .world_overrides import check_world_indices, split_world_overrides, world_spec
         shared, per_world = split_world_overrides(overrides)
         for o in shared:
             source.apply_override(o)
         base = os.path.dirname(os.path.abspath(source.file))
         spec = SCENE.convert(source.data, Ctx(source, (), base))
         check_world_indices(per_world, spec.sim.worlds)
-        worlds = {}
-        for k, items in sorted(per_world.items()):
-            mine = world_source(source, items)
-            worlds[k] = SCENE.convert(mine.data, Ctx(mine, (), base))
+        worlds = {k: world_spec(source, k, items, lambda src: SCENE.convert(src.data, Ctx(src, (), base)))
+                  for k, items in sorted(per_world.items())}
         return cls(spec, source.file, worlds)
 
     # ------------------------------------------------------------------------------------------------ facts
@@ -165,7 +164,7 @@ class Scene:
 
     def run(self, *, frames: int | None = None, out: str | None = None, device=None, progress: bool = False,
             write: bool = True, capture: bool = True, observe=None, summary: bool = False,
-            record=None) -> RunResult:
+            record=None, split: bool = False) -> RunResult:
         """Simulate `frames` frames (default sim.frames) after the initial frame 0 and write them to the USD file
         `out` (default output.path). A non-finite position or velocity stops the run with SimulationError (its
         `result` says what was done); the frames written so far stay in a valid USD file.
@@ -184,18 +183,25 @@ class Scene:
         shows each frame as it is computed); nothing is written to disk and `out` is ignored.
 
         The USD file is saved every `output.save_every` seconds or so as the run goes. A save that fails raises
-        OutputWriteError (one line: the file, the cause, and which frames the file keeps from an earlier save)."""
+        OutputWriteError (one line: the file, the cause, and which frames the file keeps from an earlier save).
+
+        With sim.worlds > 1 the USD file has the worlds side by side (sim/scene/world_output.py); with `split`,
+        one file per world instead, `out` with `_w<k>` before its extension (the result's `outputs`)."""
         s = self.spec.sim
         frames = s.frames if frames is None else int(frames)
         if frames < 1:
             raise ValueError(f"frames must be >= 1, got {frames}")
         path = self.output_path(out) if write and record is None else None
-        if path is not None:
-            self._check_output(path, from_option=out is not None)
+        paths = [path] if path is not None else []
+        if path is not None and split and s.worlds > 1:
+            from .world_output import split_paths
+            paths = split_paths(path, s.worlds)
+        for p in paths:
+            self._check_output(p, from_option=out is not None)
         built = self.build(device)
         writer = None
         if write or record is not None:
-            writer = _SavingWriter(self._writer(built, path, record), self.spec.output.save_every)
+            writer = _SavingWriter(self._writer(built, path, record, paths), self.spec.output.save_every)
         stats0 = wp.build_stats()
         state, scratch = built.model.state(), built.model.state()
         step = _FrameGraphs(built) if capture and built.capturable else built.step_frame
@@ -234,6 +240,7 @@ class Scene:
                 writer = None
             result = self._result(done, t0, stats0, writer.close() if writer else None, state, built)
             result.physics = physics
+            result.outputs = tuple(getattr(writer.writer, "paths", None) or [result.output]) if writer else ()
             e.result = result
             raise
         except BaseException:
@@ -246,6 +253,7 @@ class Scene:
         bar.close()
         result = self._result(done, t0, stats0, writer.close() if writer else None, state, built)
         result.physics = physics
+        result.outputs = tuple(getattr(writer.writer, "paths", None) or [result.output]) if writer else ()
         return result
 
     def stability_warning(self) -> str | None:
@@ -306,12 +314,20 @@ class Scene:
         warnings = tuple(w for w in (overflow_warning(built.model),) if w)
         return RunResult(frames, steps, seconds, steps / sim_s, compile_s, kind, output, state, warnings=warnings)
 
-    def _writer(self, built: BuiltScene, path: str | None, record=None):
-        """The scene's prims added to a UsdWriter at `path`, or to what `record` makes (see `run`)."""
+    def _writer(self, built: BuiltScene, path: str | None, record=None, paths=()):
+        """The scene's prims added to a UsdWriter at `path`, or to what `record` makes (see `run`); with several
+        worlds, a world_output.WorldsWriter over one file (or recorder), or one file per world in `paths`."""
         from ..usd import UsdWriter
         o = self.spec.output
+        settings = dict(fps=self.spec.sim.fps, up_axis=self.spec.sim.up_axis, meters_per_unit=o.meters_per_unit)
+        if built.world_count > 1:
+            from .world_output import worlds_writer
+            make = (lambda _: record(**settings)) if record is not None else \
+                (lambda p: UsdWriter(p, **settings))
+            return worlds_writer(built, o, make=make, paths=list(paths) if record is None else [],
+                                 spacing=self.spec.sim.world_spacing)
         make = record if record is not None else lambda **settings: UsdWriter(path, **settings)
-        w = make(fps=self.spec.sim.fps, up_axis=self.spec.sim.up_axis, meters_per_unit=o.meters_per_unit)
+        w = make(**settings)
         q = built.model.particle_q.numpy()
         for obj in built.objects:
             points = q[obj.start:obj.stop]
@@ -332,6 +348,11 @@ class Scene:
     def _write_frame(writer, built: BuiltScene, frame: int, state):
         q = state.particle_q.numpy()
         body_q = state.body_q.numpy() if built.bodies else None
+        if built.world_count > 1:  # WorldsWriter routes by (world, name)
+            writer.write_frame(frame, points={(o.world, o.name): q[o.start:o.stop] for o in built.objects},
+                               bodies={(b.world, b.name): (body_q[b.index, :3], body_q[b.index, 3:])
+                                       for b in built.bodies})
+            return
         writer.write_frame(frame, points={o.name: q[o.start:o.stop] for o in built.objects},
                            bodies={b.name: (body_q[b.index, :3], body_q[b.index, 3:]) for b in built.bodies})
 
@@ -359,19 +380,24 @@ class Scene:
                  f"dt {self.dt:.4g} s",
                  f"solver    {solver_line}",
                  f"gravity   {s.gravity:g} m/s^2 along {s.up_axis}; device {s.device}"]
+        if built.world_count > 1:
+            changed = sorted(self.world_specs)
+            lines.append(f"worlds    {built.world_count} worlds of one model, colliders shared; objects of world 0 "
+                         f"below" + (f"; overrides in world{'s' if len(changed) > 1 else ''} "
+                                                 f"{', '.join(map(str, changed))}" if changed else ""))
         mass = m.particle_mass.numpy()
-        for obj in built.objects:
+        for obj in (o for o in built.objects if o.world == 0):
             n = obj.stop - obj.start
             fixed = int(np.sum(mass[obj.start:obj.stop] == 0))
             extra = f", {len(obj.triangles)} triangles" if obj.triangles is not None else ""
             lines.append(f"{obj.kind:<9} {obj.name}: {n} particles{extra}, {fixed} fixed")
         masses = m.body_mass.numpy() if built.bodies else None
-        for body in built.bodies:
+        for body in (b for b in built.bodies if b.world == 0):
             kinds = ", ".join(sh["kind"] for sh in body.shapes)
             lines.append(f"body      {body.name}: {masses[body.index]:.4g} kg ({kinds})")
         parents = m.joint_parent.numpy() if built.joints else None
         names = {b.index: b.name for b in built.bodies}
-        for j in built.joints:
+        for j in built.joints[:len(built.joints) // built.world_count]:
             parent = names.get(int(parents[j.index]), "world")
             child = names.get(int(m.joint_child.numpy()[j.index]), "?")
             lines.append(f"joint     {j.name}: {j.kind}, {parent} -> {child}, {j.dof_count} dof")

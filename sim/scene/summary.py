@@ -87,9 +87,24 @@ class PhysicalSummary:
             i += 1
         return out
 
+    def world_rows(self) -> list:
+        """With several worlds (sim.worlds), a row per world over its objects: ("world", "K", height [m] (its
+        object's, when it has one; else None), lowest [m], largest speed [m/s], kinetic [J], potential [J])."""
+        worlds = [o.world for o in self.built.objects] + [b.world for b in self.built.bodies]
+        out = []
+        for k in range(self.built.world_count):
+            mine = [r for r, w in zip(self.rows, worlds) if w == k]
+            if not mine:
+                continue
+            height = mine[0][2] if len(mine) == 1 else None
+            out.append(("world", str(k), height, min(r[3] for r in mine), max(r[4] for r in mine),
+                        sum(r[5] for r in mine), sum(r[6] for r in mine)))
+        return out
+
     def lines(self) -> list:
-        """A header and a line per object (at most MAX_ROWS, then one for the rest), and the total."""
-        rows = self.rows
+        """A header and a line per object (per world with several worlds; at most MAX_ROWS, then one for the
+        rest), and the total."""
+        rows = self.world_rows() if self.built.world_count > 1 else self.rows
         if not rows:
             return []
         labels = [f"{kind} {name}" for kind, name, *_ in rows[:MAX_ROWS]]
@@ -97,7 +112,8 @@ class PhysicalSummary:
         columns = ("height [m]", "lowest [m]", "max speed [m/s]", "kinetic [J]", "potential [J]", "energy [J]")
         axis = "xyz"[self.up]
         out = [f"physics   frame {self.frames}; heights along {axis}, lowest over the run; energy = kinetic + "
-               "gravitational potential (0 at height 0)",
+               "gravitational potential (0 at height 0)" + (", summed over each world's objects" if
+                                                             self.built.world_count > 1 else ""),
                "  " + " " * width + "".join(f"  {c:>{len(c)}}" for c in columns)]
 
         def line(label, values):

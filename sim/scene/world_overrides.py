@@ -55,9 +55,13 @@ def check_world_indices(per_world: dict, world_count: int):
                              f"world{'s' if world_count != 1 else ''} (sim.worlds), from 0")
 
 
-def world_source(source: Source, items: list) -> Source:
-    """A copy of `source` (overrides of the whole scene already applied) with one world's overrides applied."""
+def world_spec(source: Source, world: int, items: list, convert):
+    """World `world`'s spec: `convert(source)` of a copy of `source` (the overrides of the whole scene already
+    applied) with that world's overrides applied. Its errors name the key under `worlds[K]`."""
     out = Source(copy.deepcopy(source.data), dict(source.lines), source.file)
-    for item in items:
-        out.apply_override(item)
-    return out
+    try:
+        for item in items:
+            out.apply_override(item)
+        return convert(out)
+    except SceneError as e:
+        raise SceneError(e.where, ("worlds", world) + e.path, e.message) from None
