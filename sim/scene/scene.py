@@ -240,7 +240,7 @@ class Scene:
                 writer = None
             result = self._result(done, t0, stats0, writer.close() if writer else None, state, built)
             result.physics = physics
-            result.outputs = tuple(getattr(writer.writer, "paths", None) or [result.output]) if writer else ()
+            result.outputs = _outputs(writer, result.output)
             e.result = result
             raise
         except BaseException:
@@ -253,7 +253,7 @@ class Scene:
         bar.close()
         result = self._result(done, t0, stats0, writer.close() if writer else None, state, built)
         result.physics = physics
-        result.outputs = tuple(getattr(writer.writer, "paths", None) or [result.output]) if writer else ()
+        result.outputs = _outputs(writer, result.output)
         return result
 
     def stability_warning(self) -> str | None:
@@ -415,6 +415,12 @@ class Scene:
 # particles in one contact-grid cell above which `sim validate` warns (a dense packing of equal spheres puts about
 # 6 in a cell twice their radius wide; 32 is far past any packing the contact could hold apart)
 CROWDED_CELL = 32
+
+
+def _outputs(writer, output) -> tuple:
+    """The files a run wrote: one per world from a split WorldsWriter, else `output` (none for a recorder)."""
+    paths = getattr(writer.writer, "paths", None) if writer is not None else None
+    return tuple(p for p in (paths if paths is not None else [output]) if p)
 
 
 def _rate(steps: int, t0: float, stats0: dict) -> str:
