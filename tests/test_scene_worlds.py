@@ -166,3 +166,22 @@ def test_bad_per_world_overrides_exit_2(override, expected, scene_file, tmp_path
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"error: --set {override}: ") and expected in err, err
     assert not out.exists()
+
+
+def test_articulation_worlds_step_as_the_scene_alone(tmp_path):
+    """Joints (SolverFeatherstone) in worlds: each world's links as in the scene alone, to the bit."""
+    import os
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scenes",
+                        "pendulum_double.yaml")
+    alone, many = tmp_path / "alone.usd", tmp_path / "many.usd"
+    Scene.load(path).run(frames=FRAMES, out=str(alone))
+    built = Scene.load(path, ["sim.worlds=2"]).build("cpu")
+    assert built.model.world_count == 2 and built.model.articulation_count == 2
+    Scene.load(path, ["sim.worlds=2"]).run(frames=FRAMES, out=str(many), split=True)
+    links = [b.name for b in built.bodies if b.world == 0]
+    assert links
+    references = {name: _frames(alone, name) for name in links}
+    assert max(np.ptp(r, axis=0).max() for r in references.values()) > 1e-3  # the pendulum swings
+    for k in range(2):
+        for name, reference in references.items():
+            np.testing.assert_array_equal(_frames(tmp_path / f"many_w{k}.usd", name), reference, err_msg=name)
