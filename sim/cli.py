@@ -387,11 +387,12 @@ def _device(name: str):
 def _summary(result, scene, stopped: bool = False):
     fps = scene.spec.sim.fps
     head = "stopped after" if stopped else "simulated"
+    worlds = scene.spec.sim.worlds
+    per_world = f" ({worlds} worlds: {worlds * result.steps_per_second:,.0f} world-steps/s)" if worlds > 1 else ""
     print(f"{head} {result.frames} frames ({result.frames / fps:.2f} s at {fps:g} fps), {result.steps} steps, "
-          f"{result.steps_per_second:,.0f} steps/s")
+          f"{result.steps_per_second:,.0f} steps/s{per_world}")
     print(f"compile   {result.compile_seconds:.2f} s ({result.compile_kind})")
     outputs = getattr(result, "outputs", ()) or ((result.output,) if result.output else ())
-    worlds = scene.spec.sim.worlds
     if len(outputs) > 1:
         print(f"output    {len(outputs)} files, one per world: {outputs[0]} ... {outputs[-1]}")
     elif outputs:

@@ -75,6 +75,7 @@ def test_three_worlds_each_step_as_the_scene_alone(scene_file, tmp_path, capsys)
     assert _run(scene_file, many) == 0
     text = capsys.readouterr().out
     assert "3 worlds side by side" in text and all(f"world {k}" in text for k in range(3))
+    assert "(3 worlds: " in text and "world-steps/s)" in text
     offsets = _world_offsets(many)
     assert offsets.shape == (3, 3) and offsets[:, 1].tolist() == [0.0, 0.0, 0.0]  # across the up axis (y)
     assert min(np.linalg.norm(offsets[i] - offsets[j]) for i in range(3) for j in range(i)) >= 1.0
