@@ -186,3 +186,9 @@ def test_articulation_worlds_step_as_the_scene_alone(tmp_path):
     for k in range(2):
         for name, reference in references.items():
             np.testing.assert_array_equal(_frames(tmp_path / f"many_w{k}.usd", name), reference, err_msg=name)
+
+
+def test_a_blow_up_names_its_world(scene_file, tmp_path, capsys):
+    out = tmp_path / "b.usd"
+    assert _run(scene_file, out, "--set", "sim.max_speed=5", "--set", "worlds.2.particles.0.vel=[10, 0, 0]") == 3
+    assert "particles 'particles_0' of world 2, particle 0" in capsys.readouterr().err

@@ -454,11 +454,13 @@ def check_finite(built: BuiltScene, state, frame: int):
             i = int(np.argmax(bad))
             if quantity.startswith("body"):
                 body = next(b for b in built.bodies if b.index == i)
-                raise SimulationError(frame, quantity, f"body '{body.name}' {why}; {int(bad.sum())} body(ies) "
-                                      "affected; try more substeps or a softer contact material",
+                world = f" of world {body.world}" if built.world_count > 1 else ""
+                raise SimulationError(frame, quantity, f"body '{body.name}'{world} {why}; {int(bad.sum())} "
+                                      "body(ies) affected; try more substeps or a softer contact material",
                                       finite=why != "not finite")
             obj = built.object_of_particle(i)
-            where = f"{obj.kind} '{obj.name}', particle {i - obj.start}" if obj else f"particle {i}"
+            world = f" of world {obj.world}" if obj and built.world_count > 1 else ""
+            where = f"{obj.kind} '{obj.name}'{world}, particle {i - obj.start}" if obj else f"particle {i}"
             raise SimulationError(frame, quantity, f"{where} {why}; {int(bad.sum())} particle(s) affected; try "
                                   "more substeps or stiffer/softer materials", finite=why != "not finite")
 
