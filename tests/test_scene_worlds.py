@@ -192,3 +192,26 @@ def test_a_blow_up_names_its_world(scene_file, tmp_path, capsys):
     out = tmp_path / "b.usd"
     assert _run(scene_file, out, "--set", "sim.max_speed=5", "--set", "worlds.2.particles.0.vel=[10, 0, 0]") == 3
     assert "particles 'particles_0' of world 2, particle 0" in capsys.readouterr().err
+
+
+def test_optimize_and_sweep_refuse_several_worlds(tmp_path, capsys):
+    """Learnable keys name world 0's objects and losses would add every world's: `sim optimize` and a sweep's
+    run refuse sim.worlds > 1 in one line (exit 2 / an invalid row) instead of solving a different problem."""
+    import os
+
+    from sim.sweeps.task import run_one
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    config = tmp_path / "throw.yaml"
+    config.write_text(f"scene: {os.path.join(root, 'scenes', 'cloth_throw.yaml')}\nset: ['sim.worlds=2']\n"
+                      "parameters:\n  - path: cloth.0.vel\n"
+                      "loss:\n  - {type: com_target, object: cloth, target: [2.0, 0.3, 1.0]}\n")
+    assert main(["optimize", str(config), "--iterations", "1", "--quiet", "--out-dir", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "sim.worlds: 2" in err and "one world" in err and "Traceback" not in err, err
+    assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
+    scene = os.path.join(root, "scenes", "cloth.yaml")
+    row = run_one({"index": 0, "key": "k", "kind": "scene", "target": scene, "overrides": ["sim.worlds=2"],
+                   "values": {}, "metrics": [], "keep": "none", "run_dir": str(tmp_path / "r"), "threads": 1,
+                   "cache_dir": None})
+    assert row["status"] == "invalid" and "sim.worlds: 2" in row["error"], row

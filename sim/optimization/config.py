@@ -142,4 +142,16 @@ def load_config(path: str, overrides=(), *, text: str | None = None) -> Optimize
         lines = {p[prefix:]: line for p, line in source.lines.items() if p[:prefix] == where}
         sub = Source(source.data["scene"], lines, source.file)
         scene = Scene.from_source(sub, labelled)
+    refuse_worlds(scene, "sim optimize optimises the parameters of one world")
     return OptimizeConfig(spec, scene, source.file, source)
+
+
+def refuse_worlds(scene, what: str) -> None:
+    """SceneError for a scene of several worlds (sim.worlds > 1) where only one is meant: learnable keys name
+    world 0's objects and losses would add every world's, a silently different problem. Populations of worlds in
+    `sim optimize` and batched sweeps are issue 37's next step."""
+    from ..scene import SceneError
+    n = int(getattr(scene.spec.sim, "worlds", 1) or 1)
+    if n > 1:
+        raise SceneError(scene.path, ("sim", "worlds"), f"{n}: {what}; several worlds are for `sim run`, "
+                         "`sim view` and Python (docs/worlds.md) so far: set sim.worlds: 1")

@@ -49,7 +49,9 @@ def run_one(payload: dict) -> dict:
 def _run_scene(payload: dict, t0: float) -> dict:
     from ..scene import Scene
     from .metrics import TrajectoryRecorder, collect
+    from ..optimization.config import refuse_worlds
     scene = Scene.load(payload["target"], payload["overrides"])
+    refuse_worlds(scene, "a sweep's metrics measure one world")
     keep = payload["keep"]
     recorder = TrajectoryRecorder(keep_positions=keep == "npz")
     out = None
