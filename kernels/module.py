@@ -316,8 +316,7 @@ class Module:
         parts = []
         for i, k in enumerate(kernels):
             k_entry = f"k{i}_{k.name}"
-            for op_fn in _callees(k.ir):
-                src.add_function(op_fn)
+            src.add_callees(k.ir)
             parts.append(src.render_kernel(k.ir, k_entry, render_adjoint_kernel if k.enable_backward else None))
             k._pending_entry = k_entry
         source = src.source(parts, render_adjoint_function)

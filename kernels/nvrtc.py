@@ -41,14 +41,12 @@ def _check(result, what: str, program=None, nvrtc=None):
 def render_cuda_source(kernels: list, debug: bool = False, adjoint: bool = True) -> str:
     """The CUDA C++ text of a module holding `kernels` (each compiled to typed IR first); with `adjoint=False`
     the forward entry points alone (a fraction of the compile time of a module with its adjoints)."""
-    from .module import _callees
     from .render_adjoint import render_adjoint_function, render_adjoint_kernel
     src = ModuleSource(CUDA, debug)
     parts = []
     for i, k in enumerate(kernels):
         k.compile_ir()
-        for fn in _callees(k.ir):
-            src.add_function(fn)
+        src.add_callees(k.ir)
         backward = render_adjoint_kernel if k.enable_backward and adjoint else None
         parts.append(src.render_kernel(k.ir, f"k{i}_{k.name}", backward))
     return src.source(parts, render_adjoint_function if adjoint else None)

@@ -62,6 +62,13 @@ class ModuleSource:
             return
         for p in fn.params:
             self.add_type(p.type)
+        self.add_callees(fn)
+        self.func_names[fn] = f"f{len(self.func_names)}_{fn.name}"
+        self.func_order.append(fn)
+
+    def add_callees(self, fn: ir.Function):
+        """Register every function `fn` (a function or a kernel) calls, and mark those whose adjoint it calls
+        through wp.grad: a forward-only build (CUDA) renders those adjoints too."""
         for op in ir.walk(fn.body):
             for r in op.results:
                 self.add_type(r.type)
@@ -73,8 +80,6 @@ class ModuleSource:
             elem = op.attrs.get("elem")
             if elem is not None and elem[0] == "func":
                 self.add_function(elem[1])
-        self.func_names[fn] = f"f{len(self.func_names)}_{fn.name}"
-        self.func_order.append(fn)
 
     def render_function(self, fn: ir.Function, adjoint_renderer=None) -> str:
         """A user function: forward, replay (no side effects, used by backward passes) and adjoint versions."""

@@ -531,6 +531,9 @@ def type_size_in_bytes(t) -> int:
         return ctypes.sizeof(t._ctype())
     if hasattr(t, "_ctype"):
         return ctypes.sizeof(t._ctype())
+    info = getattr(t, "_wp_struct_", None)
+    if info is not None:  # a @struct: its packed native layout
+        return ctypes.sizeof(info.ctype())
     raise TypeError(f"type {t!r} has no size")
 
 

@@ -70,6 +70,8 @@ def pytest_runtest_logreport(report):
     path = os.environ.get("KERNELS_TEST_REPORT")
     if not path or (report.when != "call" and report.outcome == "passed"):
         return
+    if getattr(report, "node", None) is not None:  # pytest-xdist's controller relaying a worker's report
+        return
     line = f"{report.outcome.upper()} {report.nodeid} ({report.when}, {report.duration:.1f} s)\n"
     if report.outcome == "failed":
         text = str(report.longrepr)

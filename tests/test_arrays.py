@@ -554,3 +554,18 @@ def test_empty_arrays_of_vectors_and_matrices(device):
         assert a.shape == (0,) and a.size == 0
     b = wp.array(np.zeros((0, 3), np.float32), dtype=wp.vec3, device=device)
     assert b.shape == (0,)
+
+
+def test_struct_arrays_have_a_size_and_know_whether_they_are_contiguous():
+    """wp.types.type_size_in_bytes of a @struct is its packed native size (as Warp's), which the strides of its
+    arrays step by: a GPU gradient of structs is checked for non-zero words through it (tape_live)."""
+    @wp.struct
+    class Pair:
+        a: wp.float16
+        b: wp.vec3d
+
+    size = wp.types.type_size_in_bytes(Pair)
+    assert size == 32  # a half, padding to the vec3d's 8-byte alignment, 24 bytes of doubles
+    a = wp.zeros(6, dtype=Pair)
+    assert a.strides == (size,) and a.is_contiguous
+    assert not a[::2].is_contiguous

@@ -208,3 +208,14 @@ def test_refusals(tmp_path):
     assert "return one float scalar" in _kernel_error(
         tmp_path, "    v = wp.grad(wp.normalize)(wp.vec3(x[i], 1.0, 0.0))\n    y[i] = v[0]\n")
     assert "gives one gradient per argument" in _kernel_error(tmp_path, "    y[i] = wp.grad(with_count)(x[i], 3)\n")
+
+
+def test_forward_only_cuda_build_renders_the_called_adjoints():
+    """A GPU's first launch builds forward entry points alone; the adjoints wp.grad calls come along (NVRTC, no
+    GPU needed)."""
+    from kernels.nvrtc import compile_source, render_cuda_source
+    kernels = [potential_gradients, mixed_gradients, custom_gradient, builtin_and_bound_gradients,
+               gradient_of_a_constant_argument]
+    source = render_cuda_source(kernels, adjoint=False)
+    assert "_cuda_backward" not in source
+    compile_source(source, 90, "forward_only.cu", "ptx")

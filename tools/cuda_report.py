@@ -25,8 +25,9 @@ from kernels.module import _modules  # noqa: E402
 from kernels.nvrtc import compile_source, render_cuda_source, resource_report  # noqa: E402
 
 
-def import_kernels(tests: bool):
-    """Import the modules whose kernels are reported: sim's solvers and helpers, and the test modules."""
+def import_kernels(tests):
+    """Import the modules whose kernels are reported: sim's solvers and helpers, and the test modules (`tests`:
+    True for all of them, or a list of test module names such as ["test_tiles_linalg"])."""
     import sim  # noqa: F401
     for path in sorted(glob.glob(os.path.join(ROOT, "sim", "**", "*.py"), recursive=True)):
         name = os.path.relpath(path, ROOT)[:-3].replace(os.sep, ".")
@@ -35,6 +36,8 @@ def import_kernels(tests: bool):
     if tests:
         sys.path.insert(0, os.path.join(ROOT, "tests"))
         for path in sorted(glob.glob(os.path.join(ROOT, "tests", "test_*.py"))):
+            if tests is not True and os.path.basename(path)[:-3] not in tests:
+                continue
             try:
                 importlib.import_module(os.path.basename(path)[:-3])
             except (Exception, BaseException) as e:  # noqa: BLE001  needs an optional package (importorskip
@@ -106,13 +109,14 @@ def precompile(arch: int, jobs: int) -> int:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", type=int, default=90, help="compute capability, e.g. 90 for sm_90 (H100/H200)")
-    parser.add_argument("--tests", action="store_true", help="also the kernels of tests/test_*.py")
+    parser.add_argument("--tests", nargs="*", default=None, metavar="MODULE",
+                        help="also the kernels of tests/test_*.py (of the named test modules only, when named)")
     parser.add_argument("--top", type=int, default=20, help="entry points listed, most spilled bytes first")
     parser.add_argument("--precompile", type=int, default=0, metavar="JOBS",
                         help="instead of the report, compile every module as its first CUDA launches would, JOBS "
                              "modules at a time, into the kernel cache (KERNELS_CACHE_DIR)")
     args = parser.parse_args(argv)
-    import_kernels(args.tests)
+    import_kernels(False if args.tests is None else (args.tests or True))
     if args.precompile:
         return precompile(args.arch, args.precompile)
     modules, entries, failures = report(args.arch)
