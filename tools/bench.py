@@ -618,7 +618,8 @@ def describe_run(quick: bool) -> str:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    """--quick, --only and --device (cuda: the GPU rows of tools/bench_cuda.py, which --only does not select)."""
+    """--quick, --only and --device (cuda: the GPU rows of tools/bench_cuda.py; --only picks them by the sections
+    they belong to: saxpy, launch, cloth, rigid, gemm, optim)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats (under a minute)")
     parser.add_argument("--device", default="cpu", help="device to benchmark: cpu (default) or cuda")
@@ -645,7 +646,7 @@ def main(argv=None) -> int:
             from . import bench_cuda
         except ImportError:
             from tools import bench_cuda
-        return bench_cuda.main(args.quick)
+        return bench_cuda.main(args.quick, args.only)
     if args.no_warp:
         global warp
         warp = None

@@ -201,8 +201,14 @@ def cloth_throw_seconds(iterations: int) -> float:
     return result.seconds_per_iteration
 
 
-def measure(quick: bool) -> list:
-    """Rows (label, ours, reference, unit/ratio note) for the table."""
+# the sections of tools/bench.py --only each group of GPU rows belongs to
+SECTION_OF = {"bandwidth": "saxpy", "launches": "launch", "cloth": "cloth", "boxes": "rigid", "gemm": "gemm",
+              "cloth_throw": "optim"}
+
+
+def measure(quick: bool, sections=None) -> list:
+    """Rows (label, ours, reference, unit/ratio note) for the table; `sections` (tools/bench.py --only names)
+    selects groups of rows (all when None)."""
     rows = []
 
     def attempt(label, fn):
@@ -254,7 +260,8 @@ def measure(quick: bool) -> list:
     # cheapest first: a run cut short by a time limit still has them
     for label, fn in (("bandwidth", bandwidth), ("launches", launches), ("cloth", cloth_rows), ("boxes", boxes_row),
                       ("gemm", gemm_row), ("cloth_throw", throw_row)):
-        attempt(label, fn)
+        if sections is None or SECTION_OF[label] in sections:
+            attempt(label, fn)
     return rows
 
 
@@ -268,11 +275,11 @@ def render(rows: list) -> str:
     return "\n".join(lines)
 
 
-def main(quick: bool) -> int:
+def main(quick: bool, sections=None) -> int:
     if wp.get_cuda_device_count() == 0:
         print("bench --device cuda: no CUDA device on this machine", file=sys.stderr)
         return 2
-    print(render(measure(quick)))
+    print(render(measure(quick, sections)))
     return 0
 
 
