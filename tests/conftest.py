@@ -72,7 +72,8 @@ def pytest_runtest_logreport(report):
         return
     if getattr(report, "node", None) is not None:  # pytest-xdist's controller relaying a worker's report
         return
-    line = f"{report.outcome.upper()} {report.nodeid} ({report.when}, {report.duration:.1f} s)\n"
+    outcome = "XFAIL" if getattr(report, "wasxfail", None) is not None else report.outcome.upper()
+    line = f"{outcome} {report.nodeid} ({report.when}, {report.duration:.1f} s)\n"
     if report.outcome == "failed":
         text = str(report.longrepr)
         line += "    " + text[-1500:].replace("\n", "\n    ") + "\n"

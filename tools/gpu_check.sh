@@ -64,6 +64,6 @@ timeout "${TESTS_SECONDS:-180}" python3 -m pytest ${TESTS:-tests} -k "${TESTS_K:
     --tb=short -rfE --junitxml="$OUT/tests.xml" >"$OUT/tests.log" 2>&1
 echo "tests exit code $? after $(( $(date +%s) - start )) s" | tee -a "$OUT/tests.log"
 kill $precompile 2>/dev/null
-for outcome in PASSED FAILED SKIPPED; do echo "$outcome $(grep -c "^$outcome " "$OUT/tests_report.txt")"; done
-grep "^FAILED " "$OUT/tests_report.txt" | head -n 60
+for outcome in PASSED FAILED SKIPPED XFAIL; do echo "$outcome $(grep -ac "^$outcome " "$OUT/tests_report.txt")"; done
+grep -a "^FAILED " "$OUT/tests_report.txt" | head -n 60
 tail -n 3 "$OUT/precompile.log"
