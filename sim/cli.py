@@ -65,6 +65,10 @@ def create_parser() -> argparse.ArgumentParser:
     opt.add_argument("--quiet", action="store_true", help="no progress bar")
     opt.add_argument("--no-capture", dest="capture", action="store_false",
                      help="launch every step from Python instead of replaying a captured iteration")
+    opt.add_argument("--population", type=_positive_int, metavar="N",
+                     help="optimise N starts at once as N worlds of one model: the config's start and N-1 drawn "
+                          "within the parameters' bounds (or population.starts); the best is reported")
+    opt.add_argument("--seed", type=int, help="seed of the population's random starts (default: population.seed)")
     _threads_arg(opt)
     _sweep_parser(sub)
     _render_parser(sub)
@@ -265,7 +269,8 @@ def _optimize(args) -> int:
         cfg = load_config(args.config, args.overrides)
         device = _device(args.device or cfg.scene.spec.sim.device)
         result = optimize(cfg, iterations=args.iterations, out_dir=args.out_dir, resume=args.resume,
-                          overwrite=args.overwrite, progress=not args.quiet, device=device, capture=args.capture)
+                          overwrite=args.overwrite, progress=not args.quiet, device=device, capture=args.capture,
+                          population=args.population, seed=args.seed)
     except SceneError as e:
         print(f"error: {_input_error(e, args.config, 'optimize')}", file=sys.stderr)
         return EXIT_INPUT
@@ -275,6 +280,8 @@ def _optimize(args) -> int:
     except KeyboardInterrupt as e:
         print(f"{_stopped(e)}: continue with --resume (the snapshot is saved)", file=sys.stderr)
         return interrupts.exit_code(e)
+    if result.members:
+        _population_summary(result)
     losses = result.losses
     status = "converged" if result.converged else "done"
     print(f"{status} after {result.iterations} iterations: loss {losses[0]:.6g} -> {result.final_loss:.6g}"
@@ -290,6 +297,24 @@ def _optimize(args) -> int:
           f"{result.peak_memory_bytes / 2**20:.1f} MiB ({rollout})")
     print(f"output    {result.out_dir}: " + ", ".join(os.path.basename(f) for f in result.files))
     return EXIT_OK
+
+
+def _population_summary(result):
+    """One line per member (start, final loss, status), best first, then which member the lines below are."""
+    order = sorted(result.members, key=lambda m: (not math.isfinite(m["final_loss"]), m["final_loss"]))
+    for m in order[:8]:
+        start = ", ".join(f"{k} = {_short(v)}" for k, v in m["start"].items())
+        print(f"member {m['member']:<3} final loss {m['final_loss']:.6g} ({m['status']}) from {start}")
+    if len(order) > 8:
+        print(f"... {len(order) - 8} more members in population.yaml")
+    if result.best_member is not None:
+        print(f"best      member {result.best_member} of {len(result.members)}:")
+
+
+def _short(value):
+    if isinstance(value, list):
+        return f"[{len(value)} values]" if len(value) > 4 else "[" + ", ".join(f"{v:.4g}" for v in value) + "]"
+    return f"{value:.4g}"
 
 
 def _guarded(work, input_errors: tuple, *, stopped: str, describe=str) -> int:

@@ -17,6 +17,9 @@ The arithmetic limit: a count of the floating-point operations of one step of a 
 of each kernel, by hand; the estimates are printed) against the machine's float32 GEMM rate measured with numpy
 (its BLAS uses every core allowed: the most arithmetic these cores do), giving world-steps/s if a step were
 nothing but that arithmetic at that rate.
+
+The population row: seconds per iteration of `sim optimize configs/cloth_throw.yaml --population 64` against 64
+times one start's (tools/bench_population.py).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import numpy as np
 import kernels as wp
 import sim
 
-from . import bench_articulation, bench_rigid, bench_sim
+from . import bench_articulation, bench_population, bench_rigid, bench_sim
 
 CLOTH = bench_sim.Cloth(cells=32)
 BOXES = bench_rigid.Boxes(shape=(5, 4, 5))
@@ -252,7 +255,10 @@ def measure(quick: bool, counts=None) -> dict:
             rates[(scene.name, count)] = measure_scene(scene, count, repeats, newton, warnings)
     peak = gemm_flops_per_second()
     flops = {"cloth 32x32 XPBD": cloth_flops("xpbd"), "cloth 32x32 semi-implicit": cloth_flops("semi_implicit")}
+    # a 64-start population (--quick: 2 starts over 3 frames, a smoke run)
+    population = bench_population.measure(2, 1, frames=3) if quick else bench_population.measure(64, 2)
     return {"rates": rates, "counts": counts, "peak": peak, "flops": flops, "warnings": warnings,
+            "population": population,
             "newton": None if newton is None else newton.__version__,
             "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()}
 
@@ -277,6 +283,8 @@ def render(results: dict) -> str:
         share = "" if r64 is None else f"; captured 64 worlds reach {100.0 * r64['batched_graph'] / limit:.1f} %"
         lines.append(f"  {name}: ~{flops / 1e6:.2f} MFLOP per world-step (estimate, see tools/bench_worlds.py) -> "
                      f"limit {limit:.0f} world-steps/s{share}")
+    if results.get("population"):
+        lines.append(bench_population.render_row(results["population"]))
     if results["newton"]:
         lines.append(f"note: Newton column: Newton {results['newton']} on Warp's CPU backend (one thread), the same "
                      "worlds through its ModelBuilder.replicate, collision pipeline every step; its XPBD cloth has "
@@ -304,6 +312,10 @@ def targets_line(results: dict) -> str:
         share = rates[(name, 64)]["batched_graph"] * results["flops"][name] / results["peak"]
         verdicts.append(f"{name} captured 64 worlds {100 * share:.1f} % of the limit "
                         f"(>= 10 %: {'PASS' if share >= 0.10 else 'MISS'})")
+    population = results.get("population")
+    if population and population["size"] >= 64:
+        verdicts.append(f"cloth_throw population of {population['size']} {population['speedup']:.1f}x one by one "
+                        f"(>= 10x: {'PASS' if population['speedup'] >= 10 else 'MISS'})")
     versus = [r["batched_graph"] >= r["newton"] for r in rates.values() if r.get("newton") is not None]
     if versus:
         verdicts.append(f"captured >= Newton in {sum(versus)} of {len(versus)} rows "

@@ -23,7 +23,8 @@ from sim.scene.schema import DEFAULTS, REQUIRED  # noqa: E402
 DOC_PATH = os.path.join(ROOT, "docs", "scenes.md")
 OPTIMIZE_DOC_PATH = os.path.join(ROOT, "docs", "optimize.md")
 OPTIMIZE_SECTIONS = [optimize_format.CONFIG, optimize_format.PARAMETER, *optimize_format.LOSSES.values(),
-                     *optimize_format.OPTIMIZERS.values(), optimize_format.CHECKPOINT, optimize_format.OUTPUT]
+                     *optimize_format.OPTIMIZERS.values(), optimize_format.CHECKPOINT, optimize_format.OUTPUT,
+                     optimize_format.POPULATION]
 
 OPTIMIZE_INTRO = """# Optimisation configs
 
@@ -84,6 +85,19 @@ and
 refused (exit 2) unless `--resume` or `--overwrite` (start over) is given, and a folder another optimisation is
 writing into is refused naming it. A write that fails (full disk, read-only output) is one line naming the file
 and the cause, exit 4; the snapshot saved before stays.
+
+**Populations.** `sim optimize CONFIG --population N` (or `population: {size: N}`) optimises N starts at once
+as N worlds of one model (docs/worlds.md): member 0 starts where the config says, the others are drawn with
+`--seed` (`population.seed`) uniformly within each parameter's `bounds` (log-uniformly with `log: true`; a
+parameter without bounds is refused unless the starts are listed), or listed member by member in
+`population.starts` (`- {cloth.0.vel: [1, 2, 0]}`; keys not named keep the config's start). Each member has its
+own optimiser (moments, step count, clipping, convergence), so a member learns exactly what its start learns run
+alone, while one rollout steps every member with one launch per kernel. Keys that every world shares (colliders,
+`sim.contact.mu`) are refused. The summary lists the members by final loss and reports the best; `loss.csv`
+holds the best loss and every member's loss per iteration (`best_loss`, `loss_0`, `loss_1`, ...), `params.yaml`,
+`initial.usd`, `final.usd` and the video are the best member's, and `population.yaml` gives each member's start,
+learned values, final loss and status (`done`, `converged`, or `blew up at iteration i`: a member whose rollout
+blows up stops while the others go on). `--resume` continues every member.
 
 **The final loss** that `sim optimize` prints (`loss first -> final`), that `params.yaml` states and that a sweep's
 `final_loss` records is the loss at the saved parameters (`OptimizeResult.final_loss`). Each row of `loss.csv` is

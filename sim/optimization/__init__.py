@@ -3,6 +3,7 @@ The config format is in `config.py` (documented in docs/optimize.md)."""
 
 from .config import OptimizeConfig, load_config
 from .params import LearnedParameter, resolve
-from .run import OptimizeResult, Problem, optimize
+from .api import optimize
+from .run import OptimizeResult, Problem
 
 __all__ = ["optimize", "OptimizeResult", "OptimizeConfig", "load_config", "Problem", "LearnedParameter", "resolve"]

@@ -7,7 +7,7 @@ import os
 
 from ..scene.errors import SceneError
 from ..scene.schema import (DEFAULTS, REQUIRED, AnyOf, Boolean, Choice, Ctx, Field, FilePath, Integer, Kind, ListOf,
-                            Number, Section, String, Variant, Vector)
+                            MappingOf, Number, Section, String, Variant, Vector)
 from ..scene.source import Source, load_source
 
 
@@ -94,6 +94,16 @@ OUTPUT = Section([
           "learned rollout side by side, rendered like `sim render` (needs usd: true)"),
 ], doc="What is written.", title="output")
 
+POPULATION = Section([
+    Field("size", Integer(min=1), None, "", "members optimised at once as worlds of one model (default: the "
+          "number of listed starts, else 1); --population overrides"),
+    Field("seed", Integer(min=0), 0, "", "random starts: member 0 starts where the config says, the others "
+          "uniformly within each parameter's bounds (log-uniformly with log: true)"),
+    Field("starts", ListOf(MappingOf(AnyOf(Number(), ListOf(Number(), min_len=1),
+                                           expected="a number or a list of numbers"))), None, "",
+          "listed starts, member by member: learned key path -> start value (keys not named keep the config's)"),
+], doc="Several starts optimised at once (docs/optimize.md, Populations).", title="population")
+
 CONFIG = Section([
     Field("description", String(), None, "", "free text"),
     Field("scene", SceneRef(), REQUIRED, "", "scene file (relative to this file) or an inline scene"),
@@ -106,6 +116,7 @@ CONFIG = Section([
     Field("tolerance", Number(min=0), 0.0, "", "stop once the loss is at or below this"),
     Field("checkpoint", CHECKPOINT, DEFAULTS, "", "checkpointed rollouts"),
     Field("output", OUTPUT, DEFAULTS, "", "outputs"),
+    Field("population", POPULATION, DEFAULTS, "", "several starts optimised at once"),
 ], doc="An optimisation config's top-level keys.", title="optimisation config")
 
 
@@ -142,14 +153,15 @@ def load_config(path: str, overrides=(), *, text: str | None = None) -> Optimize
         lines = {p[prefix:]: line for p, line in source.lines.items() if p[:prefix] == where}
         sub = Source(source.data["scene"], lines, source.file)
         scene = Scene.from_source(sub, labelled)
-    refuse_worlds(scene, "sim optimize optimises the parameters of one world")
+    refuse_worlds(scene, "sim optimize optimises the parameters of one world (several starts at once as worlds: "
+                         "--population N)")
     return OptimizeConfig(spec, scene, source.file, source)
 
 
 def refuse_worlds(scene, what: str) -> None:
     """SceneError for a scene of several worlds (sim.worlds > 1) where only one is meant: learnable keys name
-    world 0's objects and losses would add every world's, a silently different problem. Populations of worlds in
-    `sim optimize` and batched sweeps are issue 37's next step."""
+    world 0's objects and losses would add every world's, a silently different problem. `sim optimize
+    --population N` makes the worlds itself (population.py), one member per world."""
     from ..scene import SceneError
     n = int(getattr(scene.spec.sim, "worlds", 1) or 1)
     if n > 1:

@@ -49,26 +49,23 @@ class OptimizeResult:
     # the loss at the learned (saved) parameters: the last row's when it converged, else that of one more rollout
     # (the last iteration stepped past the parameters its row measured); NaN without any iteration
     final_loss: float = math.nan
+    # a population (sim optimize --population): the member with the lowest final loss (whose values `params`,
+    # `losses` and `final_loss` are), and per member {member, start, learned, final_loss, status}
+    best_member: int | None = None
+    members: list = field(default_factory=list)
 
 
 class Problem:
     """The pieces of one config: built scene, learned parameters, loss terms, how to roll out."""
 
-    def __init__(self, cfg: OptimizeConfig, device=None, capture: bool = True):
+    def __init__(self, cfg: OptimizeConfig, device=None, capture: bool = True, scene=None):
         self.cfg = cfg
         spec = cfg.spec
-        self.built = cfg.scene.build(device, requires_grad=True)
+        self.built = (scene or cfg.scene).build(device, requires_grad=True)
         self.frames = spec.frames or cfg.scene.spec.sim.frames
         self.steps = self.frames * self.built.substeps
-        self.params = []
-        for i, p in enumerate(spec.parameters):
-            self.params.append(self._param(i, p))
-        device = self.built.model.device
-        for p in self.params:
-            p.allocate(device)
-        self.losses = [self._loss(i, l) for i, l in enumerate(spec.loss)]
+        self._learn()
         self.checkpointed = self.steps > spec.checkpoint.above_steps
-        self.optimizer = _optimizer(spec.optimizer, self.params)
         # Iterations after the first replay one captured forward + backward (kernels.capture): every iteration
         # launches the same work on the same arrays. Not with checkpointing (its backward re-runs segments from
         # Python) nor with many shapes on bodies (SolverRigid's contacts, also those of articulated links, then
@@ -77,14 +74,33 @@ class Problem:
         self._graph = None  # (graph, loss array) once captured
         self._eager_runs = 0
 
-    def _param(self, i: int, p) -> LearnedParameter:
-        """Parameter i of the config; the ones before it are in self.params already."""
+    def _learn(self):
+        """The learned parameters (allocated on the model's device), the loss terms and the optimiser."""
+        self.params = self.learned_parameters(self.built, self.cfg.scene.spec)
+        for p in self.params:
+            p.allocate(self.built.model.device)
+        self.losses = self.loss_terms(self.built, self.params)
+        self.optimizer = make_optimizer(self.cfg.spec.optimizer, self.params)
+
+    def learned_parameters(self, built, scene_spec) -> list:
+        """The config's parameters resolved in `built` (the scene, or one world of it) of spec `scene_spec`."""
+        params = []
+        for i, p in enumerate(self.cfg.spec.parameters):
+            params.append(self._param(i, p, built, scene_spec, params))
+        return params
+
+    def loss_terms(self, built, params: list) -> list:
+        """The config's loss terms on `built` (the scene, or one world of it) and its learned `params`."""
+        return [self._loss(i, l, built, params) for i, l in enumerate(self.cfg.spec.loss)]
+
+    def _param(self, i: int, p, built, scene_spec, earlier: list) -> LearnedParameter:
+        """Parameter i of the config; `earlier` holds the ones before it."""
         key = ("parameters", i, "path")
-        if any(pp.path == p.path for pp in self.params):
+        if any(pp.path == p.path for pp in earlier):
             raise self.cfg.error(key, f"{p.path} is learned twice")
-        param = resolve(p.path, self.cfg.scene.spec, self.built, log=p.log, bounds=p.bounds,
+        param = resolve(p.path, scene_spec, built, log=p.log, bounds=p.bounds,
                         where=self.cfg.source.where(key), key=key, frames=self.frames)
-        for other in self.params:  # a collider's pos and rot both write its pose: one would undo the other
+        for other in earlier:  # a collider's pos and rot both write its pose: one would undo the other
             if any(t.array == u.array and t.owner == u.owner and np.intersect1d(t.rows, u.rows).size and
                    "rotation" in (t.how, u.how) for t in param.targets for u in other.targets):
                 raise self.cfg.error(key, f"{p.path} and {other.path} set the same pose: learn one of them")
@@ -97,11 +113,11 @@ class Problem:
             param.start_from([p.init])
         return param
 
-    def _object(self, i: int, name: str):
-        for o in self.built.objects:
+    def _object(self, i: int, name: str, built):
+        for o in built.objects:
             if o.name == name:
                 return o
-        known = ", ".join([o.name for o in self.built.objects] + [b.name for b in self.built.bodies])
+        known = ", ".join([o.name for o in built.objects] + [b.name for b in built.bodies])
         raise self.cfg.error(("loss", i, "object"), f"no object named '{name}' in the scene (objects: {known})")
 
     def _frame(self, i: int, frame) -> int:
@@ -112,21 +128,21 @@ class Problem:
                                  f"{self.frames}")
         return frame
 
-    def _loss(self, i: int, l) -> L.Loss:
+    def _loss(self, i: int, l, built, params: list) -> L.Loss:
         if l.type == "param_l2":
-            for p in self.params:
+            for p in params:
                 if p.path == l.param:
                     return L.ParameterL2(p, l.weight)
             raise self.cfg.error(("loss", i, "param"), f"'{l.param}' is not one of the learned parameters")
         if l.type == "joint_target":
-            return self._joint_loss(i, l)
-        body = next((b for b in self.built.bodies if b.name == l.object), None)
+            return self._joint_loss(i, l, built)
+        body = next((b for b in built.bodies if b.name == l.object), None)
         if body is not None:
             if l.type != "com_target":
                 raise self.cfg.error(("loss", i, "object"), f"'{l.object}' is a rigid body: only com_target "
                                      "applies to bodies")
             return L.BodyCenterTarget(body, self._frame(i, l.frame), l.target, l.weight)
-        obj = self._object(i, l.object)
+        obj = self._object(i, l.object, built)
         if l.type == "com_target":
             return L.CenterOfMassTarget(obj, self._frame(i, l.frame), l.target, l.weight)
         try:
@@ -143,10 +159,10 @@ class Problem:
         except (ValueError, OSError) as e:
             raise self.cfg.error(("loss", i, "file"), str(e)) from None
 
-    def _joint_loss(self, i: int, l) -> L.JointTarget:
-        joint = self.built.joint(l.joint)
+    def _joint_loss(self, i: int, l, built) -> L.JointTarget:
+        joint = built.joint(l.joint)
         if joint is None:
-            known = ", ".join(j.name for j in self.built.joints) or "none"
+            known = ", ".join(j.name for j in built.joints) or "none"
             raise self.cfg.error(("loss", i, "joint"), f"no joint named '{l.joint}' in the scene (joints: {known})")
         if joint.kind in ("ball", "free", "fixed"):
             raise self.cfg.error(("loss", i, "joint"), f"'{l.joint}' is a {joint.kind} joint: joint_target "
@@ -199,10 +215,12 @@ class Problem:
                 return e
         return None
 
-    def final_errors(self) -> dict:
+    def final_errors(self, losses=None) -> dict:
         """Simulate the current parameters without a Tape; the distance of each joint_target loss's joint [m or
-        rad] and each rigid body's com_target loss's body [m] from its target at the loss's frame."""
-        terms = [l for l in self.losses if isinstance(l, (L.JointTarget, L.BodyCenterTarget))]
+        rad] and each rigid body's com_target loss's body [m] from its target at the loss's frame (of the terms
+        `losses`, default all)."""
+        terms = [l for l in (self.losses if losses is None else losses)
+                 if isinstance(l, (L.JointTarget, L.BodyCenterTarget))]
         if not terms:
             return {}
         built, model = self.built, self.built.model
@@ -244,16 +262,16 @@ class Problem:
             # learned initial joint coordinates: the links' initial poses follow them (what losses at frame 0
             # and the solver's unjointed contacts read)
             eval_fk(model, state0.joint_q, state0.joint_qd, state0)
-        loss = wp.zeros(1, dtype=float, device=model.device, requires_grad=True)
+        loss, sinks = self.loss_arrays(model.device)
         at_frame: dict = {}
-        for l in self.losses:
-            l.evaluate_parameters(loss)
+        for l, sink in zip(self.losses, sinks):
+            l.evaluate_parameters(sink)
             for f in l.frames:
-                at_frame.setdefault(f, []).append(l)
+                at_frame.setdefault(f, []).append((l, sink))
 
         def observe(frame, state):
-            for l in at_frame.get(frame, ()):
-                l.evaluate(model, frame, state, loss)
+            for l, sink in at_frame.get(frame, ()):
+                l.evaluate(model, frame, state, sink)
 
         if self.checkpointed:
             self._checkpointed_rollout(state0, observe)
@@ -263,7 +281,16 @@ class Problem:
             for frame in range(1, self.frames + 1):
                 state, _ = built.step_frame(state, None, frame, fresh_state=fresh)
                 observe(frame, state)
+        self.sum_losses(loss)
         return loss
+
+    def loss_arrays(self, device) -> tuple:
+        """(the loss, differentiated: shape [1]; the array each loss term adds into, one per term)."""
+        loss = wp.zeros(1, dtype=float, device=device, requires_grad=True)
+        return loss, [loss] * len(self.losses)
+
+    def sum_losses(self, loss):
+        """Add what the terms wrote (elsewhere than into `loss`) into `loss`: nothing here, all wrote into it."""
 
     def _checkpointed_rollout(self, state0, observe):
         built, sub = self.built, self.built.substeps
@@ -284,7 +311,8 @@ class Problem:
         self._tape.zero()
 
 
-def _optimizer(spec, params: list):
+def make_optimizer(spec, params: list):
+    """The config's optimiser (`spec`: its `optimizer` section) over the LearnedParameters `params`."""
     variables = [p.variable for p in params]
     bounds = [p.bounds for p in params]
     if spec.type == "adam":
@@ -329,7 +357,7 @@ def _optimize(problem: Problem, iterations, out_dir: str, resume: bool, progress
     cfg = problem.cfg
     spec = cfg.spec
     total = spec.iterations if iterations is None else int(iterations)
-    digest = _digest(cfg)
+    digest = config_digest(cfg)
     start, rows = 0, []
     if write:
         if resume:
@@ -427,7 +455,7 @@ def _next_iteration(rows: list, start: int) -> int:
     return int(rows[-1][0]) + 1 if rows else start
 
 
-def _digest(cfg: OptimizeConfig) -> str:
+def config_digest(cfg: OptimizeConfig) -> str:
     text = json.dumps(cfg.source.data, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -458,7 +486,7 @@ def write_loss_csv(out_dir: str, params: list, rows: list):
     lines = [",".join(column_names(params))]
     for r in rows:
         lines.append(",".join([str(int(r[0]))] + [repr(float(x)) for x in r[1:]]))
-    _write_text(os.path.join(out_dir, "loss.csv"), "\n".join(lines) + "\n")
+    write_text(os.path.join(out_dir, "loss.csv"), "\n".join(lines) + "\n")
 
 
 def write_outputs(out_dir: str, cfg: OptimizeConfig, problem: Problem, rows: list, final_loss: float) -> list:
@@ -469,36 +497,37 @@ def write_outputs(out_dir: str, cfg: OptimizeConfig, problem: Problem, rows: lis
     write_loss_csv(out_dir, problem.params, rows)
     save_line_plot(files[1], [r[1] for r in rows], xs=[r[0] for r in rows], title=f"{cfg.name}: loss",
                    x_label="iteration", y_label="loss")
-    _write_text(files[2], params_yaml(cfg, problem.params, rows, final_loss))
+    write_text(files[2], params_yaml(cfg, problem.params, rows, final_loss))
     if cfg.spec.output.usd:
         learned = [f"{p.path}={json.dumps(p.yaml_value())}" for p in problem.params]
-        for name, extra in (("initial.usd", _initial_overrides(problem)), ("final.usd", learned)):
+        for name, extra in (("initial.usd", initial_overrides(problem.params)), ("final.usd", learned)):
             out = os.path.join(out_dir, name)
-            _rebuild_scene(cfg, extra).run(frames=problem.frames, out=out)
+            rebuild_scene(cfg, extra).run(frames=problem.frames, out=out)
             files.append(out)
         if cfg.spec.output.video != "none":
-            files.append(_progress_video(out_dir, files[-2], files[-1], cfg.spec.output.video))
+            files.append(progress_video(out_dir, files[-2], files[-1], cfg.spec.output.video))
     return files
 
 
-def _progress_video(out_dir: str, initial: str, final: str, extension: str) -> str:
+def progress_video(out_dir: str, initial: str, final: str, extension: str) -> str:
     """progress.<extension>: the initial and the learned rollout side by side, one camera on both."""
     from ..rendering.compare import side_by_side
     return side_by_side([initial, final], os.path.join(out_dir, f"progress.{extension}"),
                         labels=["initial", "learned"])
 
 
-def _initial_overrides(problem: Problem) -> list:
-    """Scene overrides for the parameters' starting values (those given by `init` differ from the scene's)."""
+def initial_overrides(params: list) -> list:
+    """Scene overrides for the LearnedParameters' starting values (those given by `init` differ from the
+    scene's)."""
     out = []
-    for p in problem.params:
+    for p in params:
         x = p.initial_variable().astype(np.float64)
         v = (np.exp(x) if p.log else x).reshape(p.shape)
         out.append(f"{p.path}={json.dumps(float(v) if v.ndim == 0 else v.tolist())}")
     return out
 
 
-def _rebuild_scene(cfg: OptimizeConfig, extra: list):
+def rebuild_scene(cfg: OptimizeConfig, extra: list):
     from ..scene import Scene
     from ..scene.source import Source
     kind, where = cfg.spec.scene
@@ -543,5 +572,5 @@ def _listify(node):
     return {k: _listify(v) for k, v in node.items()}
 
 
-def _write_text(path: str, text: str):
+def write_text(path: str, text: str):
     write_atomic(path, text.encode("utf-8"))

@@ -32,6 +32,7 @@ class SceneJoint:
     forces: object = None
     force_frames: int = 0
     spec: object = None  # the scene's joints[] entry or robot.joints entry (None: not configured)
+    world: int = 0  # the scene world it belongs to (sim.worlds)
 
 
 @wp.kernel

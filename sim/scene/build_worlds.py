@@ -38,7 +38,7 @@ def add_worlds(b: ModelBuilder, world_specs: list) -> tuple:
         bodies += [dataclasses.replace(body, index=body.index + b0, world=k,
                                        shape_rows=[r + s0 for r in body.shape_rows]) for body in world_bodies]
         joints += [dataclasses.replace(j, index=j.index + j0, dof_start=j.dof_start + d0,
-                                       coord_start=j.coord_start + q0) for j in world_joints]
+                                       coord_start=j.coord_start + q0, world=k) for j in world_joints]
     return objects, specs, bodies, joints
 
 
