@@ -147,6 +147,9 @@ def _sweep_parser(sub):
     sweep.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
                        help="override applied to every run (repeatable)")
     sweep.add_argument("--quiet", action="store_true", help="no progress bar")
+    sweep.add_argument("--batch", type=_positive_int, metavar="N",
+                       help="step N runs together as the worlds of one model per task (default: the file's batch, "
+                            "else 1); each run keeps the row it gives alone")
 
 
 def _threads_arg(p: argparse.ArgumentParser):
@@ -339,7 +342,7 @@ def _sweep(args) -> int:
     def work():
         sweep(args.sweep, args.address, workers=args.workers, threads_per_run=args.threads_per_run,
               resume=args.resume, overwrite=args.overwrite, out_dir=args.out_dir, progress=not args.quiet,
-              overrides=args.overrides, say=print)
+              overrides=args.overrides, say=print, batch=args.batch)
         return EXIT_OK
 
     return _guarded(work, (SceneError,), stopped="finished rows are kept; continue with --resume",

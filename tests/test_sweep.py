@@ -5,6 +5,7 @@ an invalid sweep file is refused with file, line and key (exit 2). One 2-CPU Ray
 from __future__ import annotations
 
 import csv
+import json
 import math
 import os
 
@@ -140,10 +141,16 @@ def test_local_processes_without_ray_give_the_same_table(tmp_path, monkeypatch):
     ("optimize: {scene}\naxes: {{a: [1]}}\nmetrics: [sag]\n", ":3", "sag is a metric of scene runs"),
     ("scene: missing.yaml\naxes: {{a: [1]}}\n", ":1", "scene: no such file"),
     ("scene: {scene}\naxis: {{a: [1]}}\n", ":2", "axis: unknown key"),
+    ("scene: {scene}\naxes: {{sim.substeps: [2, 4]}}\nbatch: 2\n", ":3", "axis sim.substeps cannot differ between the "
+     "worlds"),
+    ("optimize: {config}\naxes: {{optimizer.lr: [0.1, 0.2]}}\nmetrics: [final_loss]\nbatch: 2\n", ":4",
+     "axis optimizer.lr sets the optimisation config itself"),
+    ("scene: {scene}\naxes: {{cloth.0.mass: [1, 2]}}\nbatch: 0\n", ":3", "batch: expected an integer >= 1"),
 ])
 def test_invalid_sweep_files_are_refused_with_file_line_and_key(tmp_path, capsys, body, where, message):
     path = tmp_path / "bad.yaml"
-    path.write_text(body.format(scene=os.path.join(ROOT, "scenes", "cloth.yaml")))
+    path.write_text(body.format(scene=os.path.join(ROOT, "scenes", "cloth.yaml"),
+                                config=os.path.join(ROOT, "configs", "cloth_throw.yaml")))
     assert main(["sweep", str(path), "--out-dir", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert f"{path}{where}:" in err and message in err, err
@@ -205,3 +212,33 @@ def test_kept_outputs(tmp_path, keep):
         assert len(kept) == 2 and all(k.endswith(".npz") for k in kept), kept
         positions = np.load(out / "runs" / kept[1])["positions"]
         assert positions.ndim == 3 and positions.shape[2] == 3 and np.isfinite(positions).all()
+
+
+def test_batched_runs_as_worlds_of_one_model_give_the_rows_of_the_runs_one_by_one(tmp_path):
+    # 8 runs in tasks of 3 worlds (3 + 3 + 2), one of them invalid: its batch runs one by one and says so alone
+    path = _write_sweep(tmp_path, EIGHT, extra="batch: 3\n")
+    alone = sweep(path, out_dir=str(tmp_path / "alone"), say=_quiet, batch=1)
+    batched = sweep(path, out_dir=str(tmp_path / "batched"), say=_quiet)
+    assert (batched["status"] == "ok").all() and len(batched) == 8
+    for column in COMPARED:  # the same float32 rollouts: only the order of atomic sums may differ
+        assert batched[column].tolist() == pytest.approx(alone[column].tolist(), rel=1e-5, abs=1e-6), column
+    shares = batched.groupby("wall_time").size().sort_values().tolist()
+    assert shares == [2, 3, 3], "each task's runs share its wall time"
+    bad = _write_sweep(tmp_path, "  cloth.0.mass: [0.1, -1, 0.2]\n", extra="batch: 3\n")
+    table = sweep(bad, out_dir=str(tmp_path / "bad"), say=_quiet)
+    assert list(table["status"]) == ["ok", "invalid", "ok"]
+    assert "--set cloth.0.mass=-1" in table["error"][1]
+
+
+def test_a_batched_optimisation_sweep_is_a_population_with_the_rows_of_the_runs_one_by_one(tmp_path):
+    path = tmp_path / "restarts.yaml"
+    path.write_text(f"optimize: {os.path.join(ROOT, 'configs', 'cloth_throw.yaml')}\n"
+                    "set: [iterations=2, frames=10]\nmode: zip\n"
+                    "axes:\n  scene.cloth.0.vel: {random: [[-3.0, 1.0, -3.0], [3.0, 6.0, 3.0]], count: 3, seed: 7}\n"
+                    "metrics: [final_loss, iterations, params.cloth.0.vel]\nbatch: 3\n")
+    alone = sweep(str(path), out_dir=str(tmp_path / "alone"), say=_quiet, batch=1)
+    batched = sweep(str(path), out_dir=str(tmp_path / "batched"), say=_quiet)
+    assert (batched["status"] == "ok").all() and (batched["iterations"] == 2).all()
+    assert batched["final_loss"].tolist() == pytest.approx(alone["final_loss"].tolist(), rel=1e-5)
+    for got, want in zip(batched["params.cloth.0.vel"], alone["params.cloth.0.vel"]):
+        assert json.loads(got) == pytest.approx(json.loads(want), rel=1e-5)

@@ -28,18 +28,22 @@ class PopulationProblem(Problem):
     """The config's problem for `size` members at once: the scene built as `size` worlds, member k's parameters
     and loss terms on world k, one optimiser per member."""
 
-    def __init__(self, cfg, size: int, seed: int | None = None, device=None, capture: bool = True):
+    def __init__(self, cfg, size: int, seed: int | None = None, device=None, capture: bool = True,
+                 world_overrides=()):
         check_population_keys(cfg)
         self.size = size
         self.seed = cfg.spec.population.seed if seed is None else int(seed)
-        self.scene = rebuild_scene(cfg, [f"sim.worlds={size}"])
+        # `worlds.K.KEY=VALUE` overrides (a batched sweep's runs): each member then starts from its world's scene
+        self.draw_starts = not world_overrides
+        self.scene = rebuild_scene(cfg, [f"sim.worlds={size}", *world_overrides])
         super().__init__(cfg, device, capture, scene=self.scene)
 
     def _learn(self):
         specs = self.scene.world_spec_list()
         self.views = [WorldView(self.built, k) for k in range(self.size)]
         self.members = [self.learned_parameters(view, specs[k]) for k, view in enumerate(self.views)]
-        starts = member_starts(self.cfg, self.size, self.members[0], self.seed)
+        starts = member_starts(self.cfg, self.size, self.members[0], self.seed) if self.draw_starts else \
+            [[None] * len(self.members[0])] * self.size
         device = self.built.model.device
         for k, (params, row) in enumerate(zip(self.members, starts)):
             for p, value in zip(params, row):
@@ -83,10 +87,12 @@ class PopulationProblem(Problem):
 
 def optimize_population(cfg, size: int, seed: int | None = None, *, iterations=None, out_dir=None, resume: bool = False,
                         overwrite: bool = False, progress: bool = False, device=None, write: bool = True,
-                        stop_after=None, capture: bool = True) -> OptimizeResult:
+                        stop_after=None, capture: bool = True, world_overrides=()) -> OptimizeResult:
     """`optimize` (run.py, same arguments) for `size` members at once; the result's `params`, `losses` and
-    `final_loss` are the best member's, `members` says every member's."""
-    problem = PopulationProblem(cfg, size, seed, device, capture)
+    `final_loss` are the best member's, `members` says every member's and `member_results` holds, per member, the
+    OptimizeResult its start gives alone. `world_overrides` (`worlds.K.KEY=VALUE`) make the members' worlds
+    differ (each then starts from its own world's values: no drawn starts)."""
+    problem = PopulationProblem(cfg, size, seed, device, capture, world_overrides)
     out_dir = out_dir or cfg.spec.output.dir or os.path.join("out", cfg.name)
     if not write:
         return _run(problem, iterations, out_dir, resume, progress, write, stop_after)
@@ -130,6 +136,7 @@ def _run(problem: PopulationProblem, iterations, out_dir, resume, progress, writ
     result.best_member = best
     result.members = [{"member": k, "start": problem.start_values[k], "learned": problem.member_values(k),
                        "final_loss": float(final[k]), "status": _status(cfg, rows, k)} for k in range(n)]
+    result.member_results = [_member_result(problem, rows, final, k, result) for k in range(n)]
     if best is not None:
         result.final_errors = problem.final_errors(problem.member_terms[best])
     if write:
@@ -164,6 +171,17 @@ def _iterate(problem, it, total, rows, seconds, bar, out_dir, digest, write, sto
             save_snapshot(out_dir, it, problem.params, problem.optimizer, rows, digest)
             _write_loss_csv(out_dir, n, rows)
     return it
+
+
+def _member_result(problem, rows: list, final, k: int, whole: OptimizeResult) -> OptimizeResult:
+    """What member k's start gives run alone: its rows up to the one where it converged (alone it stops there)."""
+    cfg = problem.cfg
+    stop = next((i + 1 for i, r in enumerate(rows) if _converged(cfg, r, k)), len(rows))
+    out = OptimizeResult(stop, [r[3 + k] for r in rows[:stop]], problem.member_values(k), None,
+                         stop < len(rows) or (bool(rows) and _converged(cfg, rows[-1], k)),
+                         whole.seconds_per_iteration, whole.checkpointed, whole.peak_memory_bytes)
+    out.final_loss = float(final[k])
+    return out
 
 
 def _active(cfg, last_row, n: int) -> list:

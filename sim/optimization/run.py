@@ -53,6 +53,7 @@ class OptimizeResult:
     # `losses` and `final_loss` are), and per member {member, start, learned, final_loss, status}
     best_member: int | None = None
     members: list = field(default_factory=list)
+    member_results: list = field(default_factory=list)  # per member, the OptimizeResult of its start alone
 
 
 class Problem:

@@ -22,7 +22,7 @@ from .task import run_one
 
 def sweep(path: str, address: str | None = None, *, workers: int | None = None, threads_per_run: int = 1,
           resume: bool = False, overwrite: bool = False, out_dir: str | None = None, progress: bool = False,
-          say=None, run_fn=run_one, overrides=()):
+          say=None, run_fn=run_one, overrides=(), batch: int | None = None):
     """Run every run of the sweep file at `path` and return the results table, one row per run (a pandas
     DataFrame when pandas is importable, else a list of dicts in run order).
 
@@ -39,12 +39,14 @@ def sweep(path: str, address: str | None = None, *, workers: int | None = None, 
         say: where one-line notes go (default: stderr).
         run_fn: the function a worker runs per payload (tests wrap it to inject faults).
         overrides: extra KEY.PATH=VALUE overrides for every run, after the file's `set`.
+        batch: runs per task, stepped together as the worlds of one model (default: the file's `batch`, else 1);
+            each gives the row it gives alone (a batch with an invalid or blown-up run runs its runs one by one).
     Raises SceneError (file:line: key: message) for an invalid sweep file; failing runs are rows, never raised.
     An interrupt (KeyboardInterrupt, or SIGTERM/SIGHUP under `sim.interrupts`) stops the runs in flight, writes
     the finished rows, says the summary and is raised again.
     """
     say = say or (lambda text: print(text, file=sys.stderr))
-    spec = load_sweep(path, overrides)
+    spec = load_sweep(path, overrides, batch)
     out_dir = out_dir or os.path.join("out", "sweeps", spec.name)
     check_earlier_results(out_dir, [RESULTS_CSV, RESULTS_PARQUET], resume=resume, overwrite=overwrite)
     with folder_lock(out_dir):
@@ -85,6 +87,8 @@ def _drain(executor, spec, todo: list, table, out_dir: str, threads: int, worker
     limit = workers or getattr(executor, "workers", None) or max(1, executor.cluster_cpus // threads)
     cache_dir = kernels.config.cache_dir if executor.shares_cache else None
     queue = [_payload(spec, run, out_dir, threads, cache_dir) for run in todo]
+    if spec.batch > 1:  # consecutive runs together: one task each, its rows coming back at once
+        queue = [batch_payload(queue[i:i + spec.batch], len(spec.axes)) for i in range(0, len(queue), spec.batch)]
     queue.reverse()
     bar = SweepProgress(len(todo), enabled=progress)
     done = failed = 0
@@ -107,6 +111,18 @@ def _payload(spec, run, out_dir: str, threads: int, cache_dir) -> dict:
             "overrides": run.overrides, "values": run.values, "metrics": spec.metrics, "keep": spec.keep,
             "run_dir": os.path.abspath(os.path.join(out_dir, "runs", f"{run.index:04d}")), "threads": threads,
             "cache_dir": cache_dir, "gpus": 1 if _run_device(spec, run).startswith("cuda") else 0}
+
+
+def batch_payload(payloads: list, axes: int) -> dict:
+    """One task for the runs of `payloads`: their own payloads (each run's last `axes` overrides are its axis
+    values, the rest the same for all), and what a task needs at its top level (device, threads, cache)."""
+    first = payloads[0]
+    if len(payloads) == 1:
+        return first
+    return {"batch": payloads, "axes": axes, "kind": first["kind"], "target": first["target"],
+            "threads": first["threads"], "cache_dir": first["cache_dir"],
+            "gpus": max(p["gpus"] for p in payloads), "index": first["index"], "key": first["key"],
+            "values": first["values"]}
 
 
 def _run_device(spec, run) -> str:

@@ -50,10 +50,10 @@ class LocalExecutor:
         for future in done:
             payload = self.pending.pop(future)
             try:
-                rows.append(future.result())
+                rows += task_rows(future.result())
             except cf.process.BrokenProcessPool as e:
                 # a local worker that died takes the pool with it: a fresh pool carries on with the other runs
-                rows.append(lost_row(payload, f"worker process died ({e})"))
+                rows += lost_rows(payload, f"worker process died ({e})")
                 self._renew()
         return rows
 
@@ -114,10 +114,10 @@ class RayExecutor:
         for ref in ready:
             payload = self.pending.pop(ref)
             try:
-                rows.append(self.ray.get(ref))
+                rows += task_rows(self.ray.get(ref))
             except self.ray.exceptions.RayError as e:
                 # retries exhausted (the worker or its node kept dying): a row that says so, not an aborted sweep
-                rows.append(lost_row(payload, f"{type(e).__name__}: {str(e).splitlines()[0]}"))
+                rows += lost_rows(payload, f"{type(e).__name__}: {str(e).splitlines()[0]}")
         return rows
 
     def shutdown(self, *, stop_running: bool = False):
@@ -146,6 +146,16 @@ def quiet_ray_token_notice():
     logger = logging.getLogger(RAY_TOKEN_LOGGER)
     if not any(isinstance(f, _DropRayTokenNotice) for f in logger.filters):
         logger.addFilter(_DropRayTokenNotice())
+
+
+def task_rows(result) -> list:
+    """The rows a task returned: one row, or a batch's list of rows."""
+    return list(result) if isinstance(result, list) else [result]
+
+
+def lost_rows(payload: dict, message: str) -> list:
+    """The rows of a task (a run, or a batch of runs) whose worker never reported back."""
+    return [lost_row(p, message) for p in payload.get("batch", [payload])]
 
 
 def lost_row(payload: dict, message: str) -> dict:

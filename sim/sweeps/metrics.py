@@ -50,25 +50,37 @@ def metric_columns(names: list) -> list:
 
 class TrajectoryRecorder:
     """`Scene.run(observe=...)` callback: running extremes for the metrics, and the positions of every frame when
-    a trajectory is kept (`keep_positions`)."""
+    a trajectory is kept (`keep_positions`). With `world`, only that world's particles count (a batch of runs
+    stepped as the worlds of one model: WorldRecorders)."""
 
-    def __init__(self, keep_positions: bool = False):
+    def __init__(self, keep_positions: bool = False, world: int | None = None):
+        self.world, self.rows = world, None
         self.up, self.gravity = 1, np.zeros(3)
         self.max_speed, self.min_height, self.start_height = 0.0, math.inf, math.nan
         self.positions = [] if keep_positions else None
         self.final = None  # (positions, velocities, masses) of the last frame
 
-    def __call__(self, frame: int, state, model):
+    def __call__(self, frame: int, state, model, q=None, qd=None):
         if getattr(model, "particle_count", 0) == 0:
             return
-        q = state.particle_q.numpy().astype(np.float64)
-        qd = state.particle_qd.numpy().astype(np.float64)
+        if self.world is not None and self.rows is None:
+            self.rows = np.nonzero(model.particle_world.numpy() == self.world)[0]
+            if self.rows.size == 0:
+                return
+        q = state.particle_q.numpy() if q is None else q
+        qd = state.particle_qd.numpy() if qd is None else qd
+        mass = model.particle_mass.numpy()
+        if self.rows is not None:
+            if self.rows.size == 0:
+                return
+            q, qd, mass = q[self.rows], qd[self.rows], mass[self.rows]
+        q, qd = q.astype(np.float64), qd.astype(np.float64)
         if frame == 0:
             self.up, self.gravity = int(model.up_axis), np.asarray(list(model.gravity), dtype=np.float64)
             self.start_height = float(q[:, self.up].mean())
         self.max_speed = max(self.max_speed, float(np.linalg.norm(qd, axis=1).max()))
         self.min_height = min(self.min_height, float(q[:, self.up].min()))
-        self.final = (q, qd, model.particle_mass.numpy().astype(np.float64))
+        self.final = (q, qd, mass.astype(np.float64))
         if self.positions is not None:
             self.positions.append(q.astype(np.float32))
 
@@ -86,6 +98,21 @@ class TrajectoryRecorder:
                 "max_speed": self.max_speed, "min_height": self.min_height,
                 "sag": self.start_height - float(q[:, self.up].min()),
                 "energy": kinetic + potential, "penetration": max(0.0, -self.min_height)}
+
+
+class WorldRecorders:
+    """`Scene.run(observe=...)` callback of a batch: one TrajectoryRecorder per world, the state read once a
+    frame."""
+
+    def __init__(self, worlds: int, keep_positions: bool = False):
+        self.recorders = [TrajectoryRecorder(keep_positions, world=k) for k in range(worlds)]
+
+    def __call__(self, frame: int, state, model):
+        if getattr(model, "particle_count", 0) == 0:
+            return
+        q, qd = state.particle_q.numpy(), state.particle_qd.numpy()
+        for r in self.recorders:
+            r(frame, state, model, q, qd)
 
 
 def collect(names: list, builtin: dict, result) -> dict:

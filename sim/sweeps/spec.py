@@ -9,6 +9,7 @@
       materials.cotton.edge_ke: [0.01, 0.1]
     metrics: [sag, max_speed, wall_time, steps_per_second]
     keep: none                            # usd, npz or none
+    batch: 8                              # runs stepped together as the worlds of one model (default 1)
 
 Errors are SceneError with file, line and key (`sim sweep` exits with code 2 and runs nothing).
 """
@@ -22,11 +23,12 @@ import os
 from dataclasses import dataclass
 
 from ..scene.source import load_source
+from ..scene.world_overrides import PER_WORLD_KEYS
 from .axes import axis_values
 from .metrics import metric_names
 
 KEEP = ("none", "usd", "npz")
-KEYS = ("description", "scene", "optimize", "set", "mode", "axes", "metrics", "keep")
+KEYS = ("description", "scene", "optimize", "set", "mode", "axes", "metrics", "keep", "batch")
 
 
 @dataclass
@@ -53,15 +55,17 @@ class SweepSpec:
     runs: list
     metrics: list  # column names; built-in names or dotted paths into the run's result
     keep: str
+    batch: int = 1  # runs of one task, stepped together as the worlds of one model (each run's axis values its own)
 
     @property
     def name(self) -> str:
         return os.path.splitext(os.path.basename(self.path))[0]
 
 
-def load_sweep(path: str, overrides=()) -> SweepSpec:
+def load_sweep(path: str, overrides=(), batch: int | None = None) -> SweepSpec:
     """Read and validate the sweep file at `path`; the target file must exist (its content keys the runs).
-    `overrides` (KEY.PATH=VALUE) apply to every run after the file's `set`, and are part of each run's key."""
+    `overrides` (KEY.PATH=VALUE) apply to every run after the file's `set`, and are part of each run's key;
+    `batch` (--batch) replaces the file's `batch`."""
     source = load_source(str(path))
     data = source.data
     if not isinstance(data, dict):
@@ -83,6 +87,7 @@ def load_sweep(path: str, overrides=()) -> SweepSpec:
     keep = data.get("keep", "none")
     if keep not in KEEP:
         raise source.error(("keep",), f"expected one of {', '.join(KEEP)}, got {keep!r}")
+    batch = _batch(data.get("batch", 1) if batch is None else batch, kind, list(columns), keep, source)
     content = _file_digest(target)
     runs = []
     for i, combo in enumerate(combos):
@@ -90,7 +95,26 @@ def load_sweep(path: str, overrides=()) -> SweepSpec:
         overrides = fixed + [f"{k}={json.dumps(v)}" for k, v in values.items()]
         runs.append(Run(i, values, overrides, _run_key(kind, content, overrides)))
     return SweepSpec(source.file, str(data.get("description", "")), kind, target, mode, list(columns), runs,
-                     metrics, keep)
+                     metrics, keep, batch)
+
+
+def _batch(value, kind: str, axes: list, keep: str, source) -> int:
+    """The validated batch size: runs become worlds of one model only where what they vary can differ per world."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise source.error(("batch",), f"expected an integer >= 1 (runs stepped together as worlds), got {value!r}")
+    if value == 1:
+        return 1
+    for key in axes:
+        scene_key = key if kind == "scene" else (key[len("scene."):] if key.startswith("scene.") else None)
+        if scene_key is None:
+            raise source.error(("batch",), f"axis {key} sets the optimisation config itself, which every world "
+                               "of one model shares: batch: 1 runs these one by one")
+        if scene_key.split(".")[0] not in PER_WORLD_KEYS:
+            raise source.error(("batch",), f"axis {key} cannot differ between the worlds of one model (per-world "
+                               f"keys: {', '.join(PER_WORLD_KEYS)}): batch: 1 runs these one by one")
+    if kind == "optimize" and keep == "usd":
+        raise source.error(("batch",), "keep: usd writes each optimisation's own rollouts: batch: 1 with keep: usd")
+    return value
 
 
 def _target(data: dict, source, path: str) -> tuple:

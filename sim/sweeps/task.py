@@ -18,11 +18,14 @@ import traceback
 STATUSES = ("ok", "invalid", "blowup", "error")
 
 
-def run_one(payload: dict) -> dict:
-    """Execute the run described by `payload` (built by `sim.sweeps.driver._payload`) and return its row.
+def run_one(payload: dict):
+    """Execute the run described by `payload` (built by `sim.sweeps.driver._payload`) and return its row; a
+    batch's payload (driver.batch_payload) returns the list of its runs' rows (run_batch).
 
     Keys: index, key, kind ('scene' or 'optimize'), target, overrides, values, metrics, keep, run_dir, threads,
     cache_dir (None: the node's default cache)."""
+    if "batch" in payload:
+        return run_batch(payload)
     import kernels
     kernels.keep_freed_host_memory()  # as `sim run` does (kernels/host_memory.py)
     if payload.get("cache_dir"):
@@ -78,6 +81,88 @@ def _run_optimize(payload: dict, t0: float) -> dict:
     builtin = {"final_loss": result.final_loss,
                "iterations": result.iterations, "wall_time": time.perf_counter() - t0}
     return collect(payload["metrics"], builtin, result)
+
+
+def run_batch(payload: dict) -> list:
+    """The rows of a batch of runs stepped together as the worlds of one model: run k is world k, its axis
+    overrides as `worlds.K.` overrides (a scene), or member k of a population (an optimisation). Each row is the
+    one the run gives alone (within float rounding), its `seconds` and `wall_time` the batch's share. A batch
+    that cannot give that, because one run is invalid or blows up (which would stop the others), runs its runs one
+    by one instead."""
+    import kernels
+    members = payload["batch"]
+    kernels.keep_freed_host_memory()
+    if payload.get("cache_dir"):
+        kernels.config.cache_dir = payload["cache_dir"]
+    kernels.config.cpu_threads = payload["threads"]
+    t0 = time.perf_counter()
+    try:
+        batched = _batch_scene if payload["kind"] == "scene" else _batch_optimize
+        metrics = batched(members, payload["axes"], t0)
+    except Exception:  # noqa: BLE001  every run then reports for itself, as alone
+        return [run_one(m) for m in members]
+    share = (time.perf_counter() - t0) / len(members)
+    rows = []
+    for m, values in zip(members, metrics):
+        row = {"run": m["index"], "key": m["key"], **m["values"], "status": "ok", "error": "", "seconds": share,
+               "host": socket.gethostname(), "node": _ray_node()}
+        row.update(values)
+        if "wall_time" in row:
+            row["wall_time"] = share
+        rows.append(row)
+    return rows
+
+
+def _split(members: list, axes: int) -> tuple:
+    """(the overrides every run of the batch shares, per run the `worlds.K.`-form of its axis overrides)."""
+    shared = members[0]["overrides"][:-axes]
+    own = [[f"worlds.{k}.{o}" for o in m["overrides"][-axes:]] for k, m in enumerate(members)]
+    return shared, own
+
+
+def _batch_scene(members: list, axes: int, t0: float) -> list:
+    from ..scene import Scene
+    from .metrics import WorldRecorders, collect
+    shared, own = _split(members, axes)
+    n, keep = len(members), members[0]["keep"]
+    scene = Scene.load(members[0]["target"], shared + [f"sim.worlds={n}"] + [o for items in own for o in items])
+    recorders = WorldRecorders(n, keep_positions=keep == "npz")
+    out = None
+    if keep == "usd":
+        os.makedirs(members[0]["run_dir"], exist_ok=True)
+        out = os.path.join(members[0]["run_dir"], f"{scene.name}.usd")
+    result = scene.run(out=out, write=keep == "usd", observe=recorders, split=True)
+    rows = []
+    for k, (m, recorder) in enumerate(zip(members, recorders.recorders)):
+        if keep == "usd":  # world k's file (<name>_wK.usd) becomes run k's <name>.usd
+            os.makedirs(m["run_dir"], exist_ok=True)
+            os.replace(result.outputs[k], os.path.join(m["run_dir"], f"{scene.name}.usd"))
+        if keep == "npz":
+            _save_npz(m["run_dir"], positions=recorder.positions, fps=scene.spec.sim.fps)
+        builtin = recorder.values()
+        builtin.update(wall_time=time.perf_counter() - t0, steps_per_second=result.steps_per_second)
+        rows.append(collect(m["metrics"], builtin, result))
+    return rows
+
+
+def _batch_optimize(members: list, axes: int, t0: float) -> list:
+    from ..optimization import load_config
+    from ..optimization.population_run import optimize_population
+    from .metrics import collect
+    shared, own = _split(members, axes)
+    cfg = load_config(members[0]["target"], optimize_overrides(members[0]["target"], shared))
+    # the axes are `scene.` keys (sweeps/spec.py): world k's scene takes run k's values
+    world = [o.replace(".scene.", ".", 1) for items in own for o in items]
+    result = optimize_population(cfg, len(members), write=False, world_overrides=world)
+    if any(m["status"].startswith("blew up") for m in result.members):
+        raise FloatingPointError("a run of the batch blew up")  # alone it is a blowup row: run_batch re-runs them
+    rows = []
+    for m, one in zip(members, result.member_results):
+        if m["keep"] == "npz":
+            _save_npz(m["run_dir"], losses=one.losses)
+        builtin = {"final_loss": one.final_loss, "iterations": one.iterations, "wall_time": time.perf_counter() - t0}
+        rows.append(collect(m["metrics"], builtin, one))
+    return rows
 
 
 def optimize_overrides(config_path: str, overrides: list) -> list:
