@@ -14,6 +14,7 @@ import numpy as np
 
 import kernels as wp
 
+from .. import interrupts
 from ..atomic_file import write_atomic
 from ..output_folder import check_earlier_results, folder_lock
 from ..scene.errors import SceneError, SimulationError
@@ -151,6 +152,7 @@ def _iterate(problem, it, total, rows, seconds, bar, out_dir, digest, write, sto
     first = it
     active = _active(cfg, rows[-1] if rows else None, n)
     while it < total and any(active) and (stop_after is None or it - first < stop_after):
+        interrupts.raise_if_stopped()  # a stop a library swallowed is not lost: the snapshot is saved
         t0 = time.perf_counter()
         _, memory = problem.loss_and_gradient(measure_memory=(it == first))
         problem.peak_memory = max(getattr(problem, "peak_memory", 0), memory)

@@ -16,6 +16,7 @@ import numpy as np
 import kernels as wp
 from autodiff import SGD, Adam, CheckpointedRollout, Tape
 
+from .. import interrupts
 from .. import losses as L
 from ..articulation import eval_fk
 from ..scene.errors import SceneError, SimulationError
@@ -398,6 +399,7 @@ def _iterate(problem: Problem, it: int, total: int, rows: list, seconds: list, b
     """Iterations `it`.. until `total`, convergence or `stop_after`; appends to rows/seconds as it goes."""
     spec, start, peak = problem.cfg.spec, it, 0
     while it < total and not converged and (stop_after is None or it - start < stop_after):
+        interrupts.raise_if_stopped()  # a stop a library swallowed is not lost: the snapshot is saved
         t0 = time.perf_counter()
         loss, mem = problem.loss_and_gradient(measure_memory=(it == start))
         peak = max(peak, mem)

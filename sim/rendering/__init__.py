@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import interrupts
 from .camera import Camera, frame_camera
 from .output import FORMATS
 
@@ -118,6 +119,7 @@ def render(path, out, *, frame: int | None = None, frames=None, size=(640, 360),
         else:
             with VideoWriter(out, width, height, playback.fps) as writer:
                 for done, index in enumerate(span, 1):
+                    interrupts.raise_if_stopped()  # a stop a library swallowed (pxr's import does) is not lost
                     writer.append(raster.render(index, view))
                     bar.update(done)
     finally:

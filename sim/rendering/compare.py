@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 
+from .. import interrupts
 from .camera import frame_camera
 from .output import VideoWriter
 
@@ -38,6 +39,7 @@ def side_by_side(paths: list, out, *, labels: list | None = None, size=(320, 240
     frames = max(p.frame_count for p in playbacks)
     with VideoWriter(os.fspath(out), width * len(paths), height, playbacks[0].fps) as writer:
         for frame in range(frames):
+            interrupts.raise_if_stopped()  # a stop a library swallowed (pxr's import does) is not lost
             panels = [r.render(min(frame, p.frame_count - 1), camera) for r, p in zip(rasters, playbacks)]
             for panel, label in zip(panels, labels or []):
                 draw_text(panel, label, 6, 6, LABEL_SCALE)
