@@ -153,6 +153,14 @@ def test_bad_world_counts_exit_2_naming_the_line(value, expected, tmp_path, caps
     assert len(err.splitlines()) == 1 and not out.exists()
 
 
+def test_a_list_over_worlds_gives_each_world_its_value(scene_file):
+    listed = Scene.load(str(scene_file), ["worlds.*.cloth.0.vel=[[0, 0, 1], [0, 0, 2], [0, 0, 3]]"])
+    one_by_one = Scene.load(str(scene_file), [f"worlds.{k}.cloth.0.vel=[0, 0, {k + 1}]" for k in range(3)])
+    assert [w.cloth[0].vel for w in listed.world_spec_list()] == [(0, 0, 1), (0, 0, 2), (0, 0, 3)]
+    assert [w.cloth[0].vel for w in one_by_one.world_spec_list()] == [(0, 0, 1), (0, 0, 2), (0, 0, 3)]
+    assert [w.particles[0].mass for w in listed.world_spec_list()] == [0.01] * 3  # the rest is the scene's
+
+
 @pytest.mark.parametrize("override, expected", [
     ("worlds.3.cloth.0.vel=[0, 0, 1]", "worlds[3]: no world 3: the scene has 3 worlds"),
     ("worlds.1.sim.fps=30", "worlds[1].sim: cannot differ per world"),
@@ -160,6 +168,9 @@ def test_bad_world_counts_exit_2_naming_the_line(value, expected, tmp_path, caps
     ("worlds.one.cloth.0.vel=[0, 0, 1]", "expected worlds.K.KEY.PATH=VALUE"),
     ("worlds.1.cloth.0.vel=[0, 1]", "worlds[1].cloth[0].vel: expected a list of 3 numbers"),
     ("worlds.1.cloth.2.vel=[0, 0, 1]", "worlds[1].cloth[2]: no item 2"),
+    ("worlds.*.cloth.0.vel=[[0, 0, 1], [0, 0, 2]]", "worlds.*.cloth[0].vel: expected a list of 3 values, one per "
+     "world"),
+    ("worlds.*.sim.fps=[30, 30, 30]", "worlds.*.sim: cannot differ per world"),
 ])
 def test_bad_per_world_overrides_exit_2(override, expected, scene_file, tmp_path, capsys):
     out = tmp_path / "bad.usd"

@@ -127,12 +127,13 @@ class Scene:
 
     @classmethod
     def from_source(cls, source, overrides=()) -> "Scene":
-        from .world_overrides import check_world_indices, split_world_overrides, world_spec
+        from .world_overrides import check_world_indices, expand_all_worlds, split_world_overrides, world_spec
         shared, per_world = split_world_overrides(overrides)
         for o in shared:
             source.apply_override(o)
         base = os.path.dirname(os.path.abspath(source.file))
         spec = SCENE.convert(source.data, Ctx(source, (), base))
+        per_world = expand_all_worlds(per_world, spec.sim.worlds)
         check_world_indices(per_world, spec.sim.worlds)
         worlds = {k: world_spec(source, k, items, lambda src: SCENE.convert(src.data, Ctx(src, (), base)))
                   for k, items in sorted(per_world.items())}

@@ -3,14 +3,19 @@ only (K from 0 to N - 1); every other world keeps the scene's value.
 
 Only what a world owns can differ: its objects (`cloth`, `particles`, `bodies`, `joints`, `robot`) and the named
 `materials` they use. Settings of the one model (`sim`: time step, solver, gravity, the world count itself),
-the shared `colliders` and `output` are the same for every world and are refused under `worlds.K.`. A list over
-worlds in one flag is not taken (`cloth.0.vel=[[...], [...]]` would read the same as a key whose one value is
-a list of vectors, such as `velocities`): give one `--set worlds.K.` flag per world that differs.
+the shared `colliders` and `output` are the same for every world and are refused under `worlds.K.`.
+
+A list over worlds is `--set 'worlds.*.KEY.PATH=[v0, v1, ...]'`: exactly one value per world, value K for world
+K (the `*` says the list is over worlds: `cloth.0.vel=[[...], [...]]` alone would read the same as a key whose one
+value is a list of vectors, such as `velocities`).
 """
 
 from __future__ import annotations
 
 import copy
+import json
+
+import yaml
 
 from .errors import SceneError
 from .source import Source
@@ -33,10 +38,10 @@ def split_world_overrides(overrides) -> tuple:
         label = label or f"--set {text}"
         key, sep, raw = text.partition("=")
         parts = key.strip().split(".")
-        if not sep or len(parts) < 3 or not parts[1].isdigit():
+        if not sep or len(parts) < 3 or not (parts[1].isdigit() or parts[1] == "*"):
             raise SceneError(label, ("worlds",), "expected worlds.K.KEY.PATH=VALUE, K a world index from 0 "
-                             "(e.g. worlds.3.cloth.0.vel=[0, 0, 1])")
-        world, head = int(parts[1]), parts[2]
+                             "(e.g. worlds.3.cloth.0.vel=[0, 0, 1]), or worlds.*.KEY.PATH=[one value per world]")
+        world, head = (parts[1] if parts[1] == "*" else int(parts[1])), parts[2]
         if head not in PER_WORLD_KEYS:
             why = {"sim": "sim settings belong to the one model of all worlds",
                    "colliders": "colliders are shared by all worlds",
@@ -45,6 +50,26 @@ def split_world_overrides(overrides) -> tuple:
                              f"{', '.join(PER_WORLD_KEYS)})")
         per_world.setdefault(world, []).append((".".join(parts[2:]) + "=" + raw, label))
     return shared, per_world
+
+
+def expand_all_worlds(per_world: dict, world_count: int) -> dict:
+    """`per_world` with its `worlds.*.` items (a list, one value per world) given to each world: world K gets
+    value K. Raises SceneError for a value that is not a list of `world_count` values."""
+    out = {k: list(v) for k, v in per_world.items() if k != "*"}
+    for text, label in per_world.get("*", []):
+        key, _, raw = text.partition("=")
+        try:
+            values = yaml.safe_load(raw)
+        except yaml.YAMLError:
+            values = None
+        if not isinstance(values, list) or len(values) != world_count:
+            got = f"{len(values)} values" if isinstance(values, list) else repr(raw.strip())
+            path = tuple(int(p) if p.isdigit() else p for p in key.split("."))
+            raise SceneError(label, ("worlds", "*") + path, f"expected a list of {world_count} "
+                             f"values, one per world (sim.worlds: {world_count}), got {got}")
+        for k, value in enumerate(values):
+            out.setdefault(k, []).append((f"{key}={json.dumps(value)}", label))
+    return out
 
 
 def check_world_indices(per_world: dict, world_count: int):
