@@ -3,8 +3,9 @@ one program per batch, cached on disk), load it with the driver, and launch forw
 
 A kernel's forward entry point is built on its first CUDA launch, together with the forward entry points of every
 other kernel of its Python module not yet built for that device: one NVRTC compile per module rather than one per
-kernel. The adjoint entry points are built the same way, separately, at the first adjoint launch: adjoints cost
-most of a module's compile time (several minutes for a large solver module), and a forward run never pays it.
+kernel. The adjoint entry points are built separately, at the first adjoint launch, one program per kernel compiled
+side by side (build_units): adjoints cost most of a module's compile time (minutes for a large solver module), and
+a forward run never pays it.
 When NVRTC rejects a batch, its halves are compiled separately, so the kernel at fault keeps the error (raised at
 its CUDA launch) and the others still run.
 """
@@ -105,25 +106,89 @@ def cuda_kernel(kernel, device) -> CudaKernel:
     return kernel.cuda[device.ordinal]
 
 
+def build_units(kernels: list, adjoint: bool) -> list:
+    """The NVRTC programs a batch of `kernels` is compiled as: the forward entry points in one program (they
+    compile quickly); the adjoints one program per kernel, compiled side by side on the machine's cores (`_build`):
+    a module's adjoints in one program take the sum of their compile times, one program each the longest of them
+    (tests/test_tiles_linalg.py's adjoints, measured with NVRTC on 2 cores: 255 s in one program, 63 s for the
+    slowest alone). tools/cuda_report.py --precompile compiles the same units, so the cache serves both."""
+    if adjoint and len(kernels) > 1:
+        return [[k] for k in kernels]
+    return [kernels]
+
+
+def unit_source(kernels: list, adjoint: bool, debug: bool = False) -> str:
+    """The CUDA C++ of one build unit (see build_units)."""
+    from .nvrtc import render_cuda_source
+    return render_cuda_source(kernels, debug=debug, adjoint=adjoint)
+
+
 def _build(kernels: list, ordinal: int, adjoint: bool):
+    units = build_units(kernels, adjoint)
+    if len(units) == 1:
+        _build_unit(kernels, ordinal, adjoint)
+        return
+    import os
+    from concurrent.futures import ThreadPoolExecutor
     from . import config
-    from .nvrtc import compile_source, render_cuda_source
+    from .nvrtc import compile_source
+    arch, debug = cu.info(ordinal).arch, config.mode == "debug"
+    sources = []
+    for (k,) in units:  # rendered here, in order: code generation is not shared between threads
+        try:
+            sources.append(unit_source([k], adjoint, debug))
+        except Exception as e:  # noqa: BLE001  the kernel keeps its error, the others build
+            _fail(k, ordinal, adjoint, e)
+            sources.append(None)
+
+    def compile_one(item):
+        (k,), source = item
+        if source is None:
+            return None
+        try:  # NVRTC releases the GIL while it compiles: the threads run on separate cores
+            return compile_source(source, arch, f"{k.module.name}.cu", "cubin", notice=f"the adjoint of {k.name}")[0]
+        except Exception as e:  # noqa: BLE001
+            return e
+
+    with ThreadPoolExecutor(max(1, min(len(units), os.cpu_count() or 1))) as pool:
+        images = list(pool.map(compile_one, zip(units, sources)))
+    for (k,), image in zip(units, images):
+        if isinstance(image, Exception):
+            _fail(k, ordinal, adjoint, image)
+        elif image is not None:
+            _load([k], image, ordinal, adjoint, debug)
+
+
+def _fail(k, ordinal: int, adjoint: bool, e: Exception):
+    """Keep kernel `k`'s build error for its launches in that direction on device `ordinal`."""
+    k.cuda_errors[(ordinal, adjoint)] = e if isinstance(e, NativeCompileError) else NativeCompileError(
+        f"kernel '{k.name}' could not be compiled for CUDA: {e}")
+
+
+def _build_unit(kernels: list, ordinal: int, adjoint: bool):
+    """Compile `kernels` as one program and load it; when it fails, its halves separately (down to the kernel at
+    fault, which keeps the error)."""
+    from . import config
+    from .nvrtc import compile_source
     arch = cu.info(ordinal).arch
     debug = config.mode == "debug"
     try:
-        source = render_cuda_source(kernels, debug=debug, adjoint=adjoint)
+        source = unit_source(kernels, adjoint, debug)
         what = f"{len(kernels)} kernel{'s' if len(kernels) > 1 else ''} of module {kernels[0].module.name}"
         image, _ = compile_source(source, arch, f"{kernels[0].module.name}.cu", "cubin", notice=what)
     except Exception as e:  # noqa: BLE001  code generation or NVRTC: isolate the kernel at fault, see module doc
         if len(kernels) == 1:
-            k = kernels[0]
-            k.cuda_errors[(ordinal, adjoint)] = e if isinstance(e, NativeCompileError) else NativeCompileError(
-                f"kernel '{k.name}' could not be compiled for CUDA: {e}")
+            _fail(kernels[0], ordinal, adjoint, e)
             return
         mid = len(kernels) // 2
-        _build(kernels[:mid], ordinal, adjoint)
-        _build(kernels[mid:], ordinal, adjoint)
+        _build_unit(kernels[:mid], ordinal, adjoint)
+        _build_unit(kernels[mid:], ordinal, adjoint)
         return
+    _load(kernels, image, ordinal, adjoint, debug)
+
+
+def _load(kernels: list, image: bytes, ordinal: int, adjoint: bool, debug: bool):
+    """Load the cubin `image` of `kernels` (entry points k{i}_{name}_cuda_forward/_backward) on device `ordinal`."""
     module = cu.module_load(ordinal, image)
     # wp::g_error (native/array.h), by its C++ name
     error_global = cu.module_global(module, "_ZN2wp7g_errorE")[0] if debug else None

@@ -72,36 +72,46 @@ def report(arch: int) -> tuple:
     return modules, entries, failures
 
 
-def _precompile_one(name: str) -> tuple:
-    """Compile module `name`'s forward and adjoint programs as its first CUDA launches would (cache warm-up)."""
-    from kernels.cuda_module import module_batches
-    from kernels.nvrtc import compile_source, render_cuda_source
+def _precompile_one(job: tuple) -> tuple:
+    """Compile one build unit of a module as its first CUDA launch would (cache warm-up): `job` is (module name,
+    adjoint, unit index) over kernels.cuda_module.build_units of the module's batch in that direction."""
+    from kernels.cuda_module import build_units, module_batches, unit_source
+    from kernels.nvrtc import compile_source
+    name, adjoint, index = job
     t0 = time.perf_counter()
-    forward, adjoint = module_batches(_modules[name])
+    forward, backward = module_batches(_modules[name])
+    unit = build_units(backward if adjoint else forward, adjoint)[index]
+    what = f"{name}{' adjoint of ' + unit[0].name if adjoint and len(unit) == 1 else ''}"
     try:
-        if forward:
-            compile_source(render_cuda_source(forward, adjoint=False), ARCH[0], f"{name}.cu", "cubin")
-        if adjoint:
-            compile_source(render_cuda_source(adjoint, adjoint=True), ARCH[0], f"{name}.cu", "cubin")
+        compile_source(unit_source(unit, adjoint), ARCH[0], f"{name}.cu", "cubin")
     except Exception as e:  # noqa: BLE001  reported; the launch will report it too
-        return name, time.perf_counter() - t0, str(e)[-500:]
-    return name, time.perf_counter() - t0, None
+        return what, time.perf_counter() - t0, str(e)[-500:]
+    return what, time.perf_counter() - t0, None
 
 
 ARCH = [90]
 
 
 def precompile(arch: int, jobs: int) -> int:
-    """Fill the kernel cache with every module's CUDA programs, `jobs` modules at a time (forked workers)."""
+    """Fill the kernel cache with every module's CUDA programs (each build unit a job, `jobs` at a time in forked
+    workers): what the modules' first forward and adjoint launches compile."""
     import multiprocessing
+    from kernels.cuda_module import build_units, module_batches
     ARCH[0] = arch
-    names = [n for n, m in _modules.items() if m.kernels]
+    work = []
+    for name, module in _modules.items():
+        if not module.kernels:
+            continue
+        forward, backward = module_batches(module)
+        for adjoint, batch in ((False, forward), (True, backward)):
+            if batch:
+                work += [(len(batch), (name, adjoint, i)) for i in range(len(build_units(batch, adjoint)))]
     # the largest modules first, so that the slowest compiles start at once
-    names.sort(key=lambda n: -len(_modules[n].kernels))
+    work.sort(key=lambda w: -w[0])
     failed = 0
     with multiprocessing.get_context("fork").Pool(jobs) as pool:
-        for name, seconds, error in pool.imap_unordered(_precompile_one, names):
-            print(f"precompiled {name}: {seconds:.1f} s{' FAILED ' + error if error else ''}", flush=True)
+        for what, seconds, error in pool.imap_unordered(_precompile_one, [job for _, job in work]):
+            print(f"precompiled {what}: {seconds:.1f} s{' FAILED ' + error if error else ''}", flush=True)
             failed += error is not None
     return 1 if failed else 0
 
