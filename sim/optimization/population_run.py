@@ -16,13 +16,12 @@ import kernels as wp
 
 from .. import interrupts
 from ..atomic_file import write_atomic
-from ..output_folder import check_earlier_results, folder_lock
-from ..scene.errors import SceneError, SimulationError
+from ..scene.errors import SimulationError
 from ..scene.progress import Progress
 from .population import (MemberOptimizers, WorldView, add_member_loss, check_population_keys, member_starts)
-from .run import (OptimizeResult, Problem, config_digest, initial_overrides, make_optimizer, params_yaml,
-                  progress_video, rebuild_scene, write_text)
-from .snapshot import SNAPSHOT, load_snapshot, save_snapshot
+from .run import (OptimizeResult, Problem, config_digest, in_output_folder, make_optimizer, params_yaml,
+                  rebuild_scene, resumed, write_rollouts, write_text)
+from .snapshot import save_snapshot
 
 
 class PopulationProblem(Problem):
@@ -95,25 +94,15 @@ def optimize_population(cfg, size: int, seed: int | None = None, *, iterations=N
     differ (each then starts from its own world's values: no drawn starts)."""
     problem = PopulationProblem(cfg, size, seed, device, capture, world_overrides)
     out_dir = out_dir or cfg.spec.output.dir or os.path.join("out", cfg.name)
-    if not write:
-        return _run(problem, iterations, out_dir, resume, progress, write, stop_after)
-    check_earlier_results(out_dir, [SNAPSHOT], resume=resume, overwrite=overwrite)
-    with folder_lock(out_dir):
-        return _run(problem, iterations, out_dir, resume, progress, write, stop_after)
+    return in_output_folder(lambda: _run(problem, iterations, out_dir, resume, progress, write, stop_after),
+                            out_dir, write, resume, overwrite)
 
 
 def _run(problem: PopulationProblem, iterations, out_dir, resume, progress, write, stop_after) -> OptimizeResult:
     cfg, n = problem.cfg, problem.size
     total = cfg.spec.iterations if iterations is None else int(iterations)
     digest = f"{config_digest(cfg)}-population-{n}"
-    start, rows = 0, []
-    if write and resume:
-        if not os.path.exists(os.path.join(out_dir, SNAPSHOT)):
-            raise SceneError(out_dir, (), f"nothing to resume: no {SNAPSHOT} in this folder")
-        try:
-            start, rows = load_snapshot(out_dir, problem.params, problem.optimizer, digest)
-        except ValueError as e:
-            raise SceneError("--resume", (), str(e)) from None
+    start, rows = resumed(problem, out_dir, digest) if write and resume else (0, [])
     bar = Progress(total, unit="iterations", enabled=progress)
     seconds, it = [], start
     try:
@@ -251,11 +240,5 @@ def _write_outputs(out_dir: str, problem: PopulationProblem, rows: list, result:
                              + yaml.safe_dump(json.loads(json.dumps(summary)), sort_keys=False,
                                               default_flow_style=None)).encode())
     if best is not None and cfg.spec.output.usd:
-        learned = [f"{p.path}={json.dumps(p.yaml_value())}" for p in problem.members[best]]
-        for name, extra in (("initial.usd", initial_overrides(problem.members[best])), ("final.usd", learned)):
-            out = os.path.join(out_dir, name)
-            rebuild_scene(cfg, extra).run(frames=problem.frames, out=out)
-            files.append(out)
-        if cfg.spec.output.video != "none":
-            files.append(progress_video(out_dir, files[-2], files[-1], cfg.spec.output.video))
+        files += write_rollouts(out_dir, cfg, problem.members[best], problem.frames)
     return files

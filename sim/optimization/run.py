@@ -347,11 +347,29 @@ def optimize(config, *, iterations: int | None = None, out_dir: str | None = Non
     cfg = config if isinstance(config, OptimizeConfig) else load_config(config)
     problem = Problem(cfg, device, capture)
     out_dir = out_dir or cfg.spec.output.dir or os.path.join("out", cfg.name)
+    return in_output_folder(lambda: _optimize(problem, iterations, out_dir, resume, progress, write, stop_after),
+                            out_dir, write, resume, overwrite)
+
+
+def in_output_folder(work, out_dir: str, write: bool, resume: bool, overwrite: bool):
+    """`work()` with the output folder checked (a snapshot there needs `resume` or `overwrite`) and locked while
+    it runs; without `write`, just `work()`."""
     if not write:
-        return _optimize(problem, iterations, out_dir, resume, progress, write, stop_after)
+        return work()
     check_earlier_results(out_dir, [SNAPSHOT], resume=resume, overwrite=overwrite)
     with folder_lock(out_dir):
-        return _optimize(problem, iterations, out_dir, resume, progress, write, stop_after)
+        return work()
+
+
+def resumed(problem, out_dir: str, digest: str) -> tuple:
+    """(next iteration, rows so far) from the folder's snapshot, restoring `problem`'s variables and optimiser;
+    SceneError when there is none or it is another config's."""
+    if not os.path.exists(os.path.join(out_dir, SNAPSHOT)):
+        raise SceneError(out_dir, (), f"nothing to resume: no {SNAPSHOT} in this folder")
+    try:
+        return load_snapshot(out_dir, problem.params, problem.optimizer, digest)
+    except ValueError as e:
+        raise SceneError("--resume", (), str(e)) from None
 
 
 def _optimize(problem: Problem, iterations, out_dir: str, resume: bool, progress: bool, write: bool,
@@ -360,15 +378,7 @@ def _optimize(problem: Problem, iterations, out_dir: str, resume: bool, progress
     spec = cfg.spec
     total = spec.iterations if iterations is None else int(iterations)
     digest = config_digest(cfg)
-    start, rows = 0, []
-    if write:
-        if resume:
-            if not os.path.exists(os.path.join(out_dir, SNAPSHOT)):
-                raise SceneError(out_dir, (), f"nothing to resume: no {SNAPSHOT} in this folder")
-            try:
-                start, rows = load_snapshot(out_dir, problem.params, problem.optimizer, digest)
-            except ValueError as e:
-                raise SceneError("--resume", (), str(e)) from None
+    start, rows = resumed(problem, out_dir, digest) if write and resume else (0, [])
     bar = Progress(total, unit="iterations", enabled=progress)
     converged, seconds = bool(rows) and rows[-1][1] <= spec.tolerance, []
     it = start
@@ -502,13 +512,21 @@ def write_outputs(out_dir: str, cfg: OptimizeConfig, problem: Problem, rows: lis
                    x_label="iteration", y_label="loss")
     write_text(files[2], params_yaml(cfg, problem.params, rows, final_loss))
     if cfg.spec.output.usd:
-        learned = [f"{p.path}={json.dumps(p.yaml_value())}" for p in problem.params]
-        for name, extra in (("initial.usd", initial_overrides(problem.params)), ("final.usd", learned)):
-            out = os.path.join(out_dir, name)
-            rebuild_scene(cfg, extra).run(frames=problem.frames, out=out)
-            files.append(out)
-        if cfg.spec.output.video != "none":
-            files.append(progress_video(out_dir, files[-2], files[-1], cfg.spec.output.video))
+        files += write_rollouts(out_dir, cfg, problem.params, problem.frames)
+    return files
+
+
+def write_rollouts(out_dir: str, cfg: OptimizeConfig, params: list, frames: int) -> list:
+    """initial.usd and final.usd: the scene run with the LearnedParameters' starting and current values; and
+    (output.video) the two side by side. Returns the paths."""
+    learned = [f"{p.path}={json.dumps(p.yaml_value())}" for p in params]
+    files = []
+    for name, extra in (("initial.usd", initial_overrides(params)), ("final.usd", learned)):
+        out = os.path.join(out_dir, name)
+        rebuild_scene(cfg, extra).run(frames=frames, out=out)
+        files.append(out)
+    if cfg.spec.output.video != "none":
+        files.append(progress_video(out_dir, files[-2], files[-1], cfg.spec.output.video))
     return files
 
 
