@@ -8,7 +8,7 @@ then k (axes 0, 1, 2 = x, y, z), and Euler angle vectors are indexed by axis. An
 
 from __future__ import annotations
 
-from . import lang as wp
+from .compiler import lang as wp
 
 from .types import Any
 

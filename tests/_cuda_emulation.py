@@ -6,7 +6,7 @@ does on a GPU. Set KERNELS_EMULATE_CUDA=1 to run the whole device-parameterised 
 import ctypes
 
 
-from kernels import cuda_driver, cuda_memory, cuda_module
+from kernels.runtime import cuda_driver, cuda_memory, cuda_module
 
 class _Info:
     def __init__(self, ordinal):
@@ -60,13 +60,13 @@ class _Emulation:
         else:
             kernel.backward_fn(ctypes.byref(bounds), ctypes.byref(params), ctypes.byref(adj_params),
                                ctypes.c_int64(1 << 62))
-        from kernels.launch import check_error
+        from kernels.runtime.launch import check_error
         check_error(kernel)
 
 
 def install(monkeypatch) -> "_Emulation":
     """Replace the driver calls with the emulation (undone by the monkeypatch)."""
-    from kernels import stream
+    from kernels.runtime import stream
     emu = _Emulation()
     nothing = lambda *a, **k: None  # noqa: E731
     for name, fn in {"device_count": lambda: 1, "info": _Info, "make_current": nothing,

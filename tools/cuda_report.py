@@ -21,8 +21,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from kernels.errors import CompileError  # noqa: E402
-from kernels.module import _modules  # noqa: E402
-from kernels.nvrtc import compile_source, render_cuda_source, resource_report  # noqa: E402
+from kernels.runtime.module import _modules  # noqa: E402
+from kernels.compiler.nvrtc import compile_source, render_cuda_source, resource_report  # noqa: E402
 
 
 def import_kernels(tests):
@@ -74,8 +74,8 @@ def report(arch: int) -> tuple:
 
 def _precompile_one(name: str) -> tuple:
     """Compile module `name`'s forward and adjoint programs as its first CUDA launches would (cache warm-up)."""
-    from kernels.cuda_module import module_batches
-    from kernels.nvrtc import compile_source, render_cuda_source
+    from kernels.runtime.cuda_module import module_batches
+    from kernels.compiler.nvrtc import compile_source, render_cuda_source
     t0 = time.perf_counter()
     forward, adjoint = module_batches(_modules[name])
     try:

@@ -128,7 +128,7 @@ def unify(pattern, t, bindings: dict) -> bool:
     if isinstance(pattern, X):
         return T.is_transform(t) and unify(pattern.dtype, t._wp_scalar_type_, bindings)
     if isinstance(pattern, A):
-        from ..array import ArrayType
+        from ..runtime.array import ArrayType
         if not isinstance(t, ArrayType):
             return False
         if pattern.ndim is not None and not _bind(bindings, pattern.ndim, t.ndim):

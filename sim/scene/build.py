@@ -130,7 +130,7 @@ class BuiltScene:
 
     @property
     def capturable(self) -> bool:
-        """Whether a frame's steps can be captured once and replayed (kernels.capture): every frame launches the
+        """Whether a frame's steps can be captured once and replayed (kernels.runtime.capture): every frame launches the
         same work, on the device alone. Not with control forces (each frame launches with its own frame index),
         nor with rigid bodies in a model built for gradients (SolverRigid then sizes its contact slots on the
         host each step; without gradients its contacts never leave the device), nor with cloth self-contact (the

@@ -24,7 +24,7 @@ def run_one(payload: dict) -> dict:
     Keys: index, key, kind ('scene' or 'optimize'), target, overrides, values, metrics, keep, run_dir, threads,
     cache_dir (None: the node's default cache)."""
     import kernels
-    kernels.keep_freed_host_memory()  # as `sim run` does (kernels/host_memory.py)
+    kernels.keep_freed_host_memory()  # as `sim run` does (kernels/runtime/host_memory.py)
     if payload.get("cache_dir"):
         kernels.config.cache_dir = payload["cache_dir"]
     kernels.config.cpu_threads = payload["threads"]

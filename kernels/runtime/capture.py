@@ -1,0 +1,394 @@
+"""Launch capture and replay: Warp's `capture_begin`, `capture_end`, `capture_launch` and `ScopedCapture`.
+
+While a capture is open on a device, work on that device is recorded instead of run: kernel launches (forward and
+adjoint, so a Tape's backward inside the capture is recorded too), `zero_()`, `fill_()`, `assign()`, `wp.copy`, and
+the fills of arrays allocated by `zeros`/`ones`/`full`/`clone` inside the capture. `capture_launch(graph)` replays
+the recorded commands in order from one native loop (native/command_list.cpp): no Python runs per launch.
+
+Semantics are those of a CUDA graph:
+- argument values are fixed at capture: a replay reads and writes the same arrays, whatever they hold by then;
+- host data given to `assign()` (a numpy array, a list) is copied at capture and written again at each replay;
+- arrays used by the recorded commands stay alive as long as the graph;
+- reading an array on the host inside a capture (`.numpy()`) sees its contents at capture time, before any of
+  the recorded work has run.
+Work that has no native form (filling a strided view, a `Tape.record_func` callback) is replayed as a Python
+callback, in order with the rest.
+
+On a CUDA device the capture is a CUDA stream capture of the device's current stream (or the one given):
+the driver records launches, copies and fills into a CUDA graph, `capture_launch` replays it with one
+cuGraphLaunch, and the same semantics hold (arrays used inside stay alive with the graph). Reading an array on the
+host inside a CUDA capture is an error (the driver refuses to synchronise a capturing stream).
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from .device import get_device
+from ..errors import LaunchError
+
+FORWARD, BACKWARD, ZERO, COPY, FILL, HOST = range(6)
+
+_HOST_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int64)
+
+
+class Command(ctypes.Structure):
+    """Layout of `command_t` (native/command_list.cpp): keep in sync."""
+
+    _fields_ = [("kind", ctypes.c_int64), ("fn", ctypes.c_void_p), ("bounds", ctypes.c_void_p),
+                ("args", ctypes.c_void_p), ("adj_args", ctypes.c_void_p), ("threshold", ctypes.c_int64),
+                ("dst", ctypes.c_void_p), ("src", ctypes.c_void_p), ("bytes", ctypes.c_int64),
+                ("pattern_bytes", ctypes.c_int64)]
+
+
+class CaptureError(RuntimeError):
+    """A capture was misused: begun twice, ended without a begin, or replayed on the wrong device."""
+
+
+_replay_fn = None
+
+
+def _replayer():
+    """The native `wp_replay` entry point, compiled once and cached like kernel modules."""
+    global _replay_fn
+    if _replay_fn is None:
+        from ..compiler.build import load_native_library
+        fn = load_native_library("command_list").wp_replay
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_int64]
+        fn.restype = ctypes.c_int64
+        _replay_fn = fn
+    return _replay_fn
+
+
+class Graph:
+    """A captured sequence of commands on one device; run it with `capture_launch(graph)`."""
+
+    def __init__(self, device, commands: list, keep: list, kernels: list, callbacks: list):
+        self.device = device
+        self.kernels = kernels  # distinct kernels launched, for the debug-mode error check after a replay
+        self._keep = keep  # everything the native commands point into
+        self._callbacks = callbacks  # Python callables of HOST commands, by id
+        self._table = (Command * len(commands))(*commands)
+        self._error = None
+        self._host_fn = _HOST_FN(self._run_callback)
+        for c in self._table:
+            if c.kind == HOST:
+                c.fn = ctypes.cast(self._host_fn, ctypes.c_void_p).value
+
+    @property
+    def launch_count(self) -> int:
+        """Kernel launches (forward and adjoint) in the graph."""
+        return sum(1 for c in self._table if c.kind in (FORWARD, BACKWARD))
+
+    def __len__(self):
+        return len(self._table)
+
+    def _run_callback(self, index: int) -> int:
+        try:
+            self._callbacks[index]()
+            return 0
+        except BaseException as e:  # noqa: BLE001 (handed back to the caller of capture_launch)
+            self._error = e
+            return 1
+
+    def _commands(self) -> list:
+        """Copies of this graph's commands (to nest it in another capture)."""
+        return [Command.from_buffer_copy(c) for c in self._table]
+
+
+class _Recorder:
+    """The commands of an open capture."""
+
+    def __init__(self, device):
+        self.device = device
+        self.commands: list = []
+        self.keep: list = []
+        self.kernels: dict = {}
+        self.callbacks: list = []
+        # root numpy buffers zeroed whole by this capture and written by no command since (id -> buffer): zero at
+        # that point of every replay (Tape.backward skips adjoints whose outputs' gradients are known zero)
+        self.fresh: dict = {}
+
+    def launch(self, cmd):
+        """Record a `Launch` (forward or adjoint) with copies of its packed arguments."""
+        from .. import config
+        k = cmd.kernel
+        bounds = type(cmd.bounds).from_buffer_copy(cmd.bounds)
+        params = type(cmd.params).from_buffer_copy(cmd.params)
+        adj = type(cmd.adj_params).from_buffer_copy(cmd.adj_params) if cmd.adjoint else None
+        fn = k.backward_fn if cmd.adjoint else k.forward_fn
+        c = Command(kind=BACKWARD if cmd.adjoint else FORWARD, fn=ctypes.cast(fn, ctypes.c_void_p).value,
+                    bounds=ctypes.addressof(bounds), args=ctypes.addressof(params),
+                    adj_args=ctypes.addressof(adj) if adj is not None else None,
+                    threshold=k.parallel_threshold(config.cpu_parallel_threshold))
+        self.keep.append((bounds, params, adj, list(cmd.values), list(cmd.adj_values or ())))
+        self.kernels[id(k)] = k
+        self.commands.append(c)
+        if self.fresh:
+            for v in list(cmd.values) + list(cmd.adj_values or ()):
+                self._written_value(v)
+
+    def _written_value(self, v):
+        """A launch argument may be written: its arrays (also struct members) are no longer known zero."""
+        from .array import array
+        if isinstance(v, array):
+            if v._buf is not None:
+                self.fresh.pop(id(_root(v._buf)), None)
+        elif getattr(type(v), "_wp_struct_", None) is not None:
+            for name in type(v)._wp_struct_.fields:
+                self._written_value(getattr(v, name))
+
+    def is_fresh(self, a) -> bool:
+        """Whether array `a` is zero at this point of every replay: zeroed whole by this capture and written by
+        no command since."""
+        buf = a.numpy()
+        root = _root(buf)
+        return buf is root and self.fresh.get(id(root)) is root
+
+    def zero(self, a):
+        buf = a.numpy()
+        if a.is_contiguous:
+            self.commands.append(Command(kind=ZERO, dst=buf.ctypes.data, bytes=buf.nbytes))
+            self.keep.append(a)
+        else:
+            self.host(lambda: a.numpy().__setitem__(Ellipsis, 0))
+        root = _root(buf)
+        if buf is root:
+            self.fresh[id(root)] = root
+        else:
+            self.fresh.pop(id(root), None)
+
+    def fill(self, a, element: np.ndarray):
+        """Fill `a` with one element's bytes (`element`, already in the array's layout)."""
+        self.fresh.pop(id(_root(a.numpy())), None)
+        pattern = np.ascontiguousarray(element).copy()
+        if a.is_contiguous:
+            self.commands.append(Command(kind=FILL, dst=a.numpy().ctypes.data, src=pattern.ctypes.data,
+                                         bytes=a.numpy().nbytes,
+                                         pattern_bytes=pattern.nbytes))
+            self.keep.append((a, pattern))
+        else:
+            self.host(lambda: a.numpy().__setitem__(Ellipsis, pattern))
+
+    def copy(self, dst: np.ndarray, src: np.ndarray, owners=()):
+        """Copy numpy view `src` into numpy view `dst` (same shape) at replay: natively when both are contiguous."""
+        self.fresh.pop(id(_root(dst)), None)
+        if dst.flags.c_contiguous and src.flags.c_contiguous and dst.dtype == src.dtype:
+            self.commands.append(Command(kind=COPY, dst=dst.ctypes.data, src=src.ctypes.data, bytes=dst.nbytes))
+            self.keep.append((dst, src, owners))
+        else:
+            self.host(lambda: dst.__setitem__(Ellipsis, src))
+
+    def host(self, fn):
+        """Record a Python callable, run at its place in the sequence on each replay (it may write anything)."""
+        self.fresh.clear()
+        self.commands.append(Command(kind=HOST, threshold=len(self.callbacks)))
+        self.callbacks.append(fn)
+
+    def graph(self, g: Graph):
+        """Record a whole graph (a capture_launch inside a capture)."""
+        self.fresh.clear()
+        base = len(self.callbacks)
+        for c in g._commands():
+            if c.kind == HOST:
+                c.threshold += base
+            self.commands.append(c)
+        self.callbacks.extend(g._callbacks)
+        self.keep.append(g)
+        self.kernels.update((id(k), k) for k in g.kernels)
+
+
+def _root(buf: np.ndarray) -> np.ndarray:
+    """The numpy array that owns the memory `buf` views."""
+    while isinstance(buf.base, np.ndarray):
+        buf = buf.base
+    return buf
+
+
+_recorders: dict = {}  # device alias -> _Recorder of the capture open on it
+
+
+def recorder(device):
+    """The open capture on `device` (a Device), or None: callers record their work into it instead of running it."""
+    return _recorders.get(device.alias) if _recorders else None
+
+
+def is_capturing(device=None) -> bool:
+    """Whether a capture is open on `device` (default: the current device)."""
+    alias = get_device(device).alias
+    return alias in _recorders or alias in _cuda_captures
+
+
+class CudaGraph:
+    """A CUDA graph captured on one device; run it with `capture_launch(graph)`."""
+
+    def __init__(self, device, graph, exe, keep: list):
+        self.device = device
+        self.graph, self.exe = graph, exe
+        self._keep = keep  # arrays and host buffers the graph's nodes point into
+        self._launches = None
+
+    @property
+    def launch_count(self) -> int:
+        """Kernel launches (forward and adjoint) in the graph, nested graphs included."""
+        if self._launches is None:
+            from . import cuda_driver
+            self._launches = cuda_driver.graph_kernel_count(self.graph)
+        return self._launches
+
+    def __len__(self):
+        from . import cuda_driver
+        return cuda_driver.graph_node_count(self.graph)
+
+    def __del__(self):
+        try:
+            from . import cuda_driver
+            cuda_driver.graph_destroy(self.graph, self.exe)
+        except Exception:  # noqa: BLE001  interpreter shutdown
+            pass
+
+
+class _CudaCapture:
+    def __init__(self, stream):
+        self.stream = stream
+        self.keep: list = []
+
+
+_cuda_captures: dict = {}  # device alias -> _CudaCapture open on it
+
+
+def cuda_capture(device):
+    """The CUDA capture open on `device`, or None."""
+    return _cuda_captures.get(device.alias) if _cuda_captures else None
+
+
+def keep_alive(device, *objects) -> bool:
+    """Inside a CUDA capture on `device`: keep `objects` alive as long as the graph (what its nodes point into);
+    returns whether a capture is open."""
+    cap = _cuda_captures.get(device.alias) if _cuda_captures else None
+    if cap is None:
+        return False
+    cap.keep.extend(objects)
+    return True
+
+
+def _cuda_capture_begin(dev, stream, force_module_load):
+    from . import cuda_driver
+    from .stream import Stream, get_stream, set_stream
+    if dev.alias in _cuda_captures:
+        raise CaptureError(f"a capture is already open on {dev}: end it with wp.capture_end() first")
+    if force_module_load:
+        _build_loaded_modules(dev)
+    if stream is not None:
+        if not isinstance(stream, Stream) or stream.device != dev:
+            raise CaptureError(f"wp.capture_begin(stream=...) takes a Stream of {dev}")
+        set_stream(stream)
+    s = get_stream(dev)
+    cuda_driver.capture_begin(s.handle)
+    _cuda_captures[dev.alias] = _CudaCapture(s)
+
+
+def _build_loaded_modules(dev):
+    """Build for `dev` what its kernels launched so far may need inside the capture (no compile or module load
+    while capturing)."""
+    from .cuda_module import cuda_function
+    from .module import _modules
+    for m in list(_modules.values()):
+        for k in list(m.kernels):
+            # forward: the kernels of every module launched on this device so far; adjoint: the kernels launched
+            # on a CUDA device under a Tape (a backward captured later needs them). Kernels only ever run on the
+            # CPU are left alone: compiling them all could take minutes.
+            if k.error is None and dev.ordinal in k.cuda:
+                for adjoint in (False, True) if k.enable_backward and k.cuda_taped else (False,):
+                    try:
+                        cuda_function(k, dev, adjoint)
+                    except Exception:  # noqa: BLE001  kept on the kernel, raised at its launch
+                        pass
+
+
+def capture_begin(device=None, stream=None, force_module_load=None, external=False):
+    """Start recording the work issued on `device`. On the CPU, modules still build on first launch, inside a
+    capture too, so `force_module_load` changes nothing there; `stream` and `external` concern CUDA streams.
+    On a CUDA device, `force_module_load` (default True, as in Warp) builds every kernel loaded so far first."""
+    dev = get_device(device)
+    if dev.is_cuda and not external:
+        _cuda_capture_begin(dev, stream, True if force_module_load is None else force_module_load)
+        return
+    if external:
+        raise CaptureError("external=True continues a CUDA stream capture begun outside the toolkit; "
+                           "the CPU has no such capture")
+    if not dev.is_cpu:
+        raise CaptureError(f"capture on {dev} needs the CUDA backend, which this build does not have")
+    if dev.alias in _recorders:
+        raise CaptureError(f"a capture is already open on {dev}: end it with wp.capture_end() first")
+    _recorders[dev.alias] = _Recorder(dev)
+
+
+def capture_end(device=None, stream=None) -> Graph:
+    """Stop recording on `device` and return the recorded work as a Graph."""
+    dev = get_device(device)
+    if dev.alias in _cuda_captures:
+        from . import cuda_driver
+        cap = _cuda_captures.pop(dev.alias)
+        graph, exe = cuda_driver.capture_end(cap.stream.handle)
+        return CudaGraph(dev, graph, exe, cap.keep)
+    rec = _recorders.pop(dev.alias, None)
+    if rec is None:
+        raise CaptureError(f"wp.capture_end(): no capture is open on {dev}")
+    return Graph(dev, rec.commands, rec.keep, list(rec.kernels.values()), rec.callbacks)
+
+
+def capture_launch(graph: Graph, stream=None):
+    """Run a captured graph: its commands in order, from native code. Inside another capture on the same device,
+    the graph's commands are recorded into that capture instead."""
+    if isinstance(graph, CudaGraph):
+        from . import cuda_driver
+        from .stream import get_stream
+        s = stream if stream is not None else get_stream(graph.device)
+        if cuda_capture(graph.device) is not None:  # nested: a child graph of the one being captured
+            cuda_driver.graph_add_to_capture(graph.graph, s.handle)
+            keep_alive(graph.device, graph)
+            return
+        cuda_driver.graph_launch(graph.exe, s.handle)
+        return
+    if not isinstance(graph, Graph):
+        raise TypeError(f"wp.capture_launch() takes a Graph from wp.capture_end(), got {type(graph).__name__}")
+    rec = recorder(graph.device)
+    if rec is not None:
+        rec.graph(graph)
+        return
+    if len(graph._table) == 0:
+        return
+    failed = _replayer()(ctypes.addressof(graph._table), len(graph._table))
+    if failed >= 0:
+        error, graph._error = graph._error, None
+        if error is not None:
+            raise error
+        raise LaunchError(f"graph replay stopped at command {failed} (kind {graph._table[failed].kind})")
+    from .launch import check_error
+    for k in graph.kernels:
+        check_error(k)
+
+
+class ScopedCapture:
+    """`with wp.ScopedCapture() as capture:` records the block's work; the graph is `capture.graph`. If the block
+    raises, the capture is ended and dropped."""
+
+    def __init__(self, device=None, stream=None, force_module_load=None, external=False):
+        self.device = get_device(device)
+        self.stream = stream
+        self.force_module_load = force_module_load
+        self.external = external
+        self.graph = None
+
+    def __enter__(self):
+        capture_begin(self.device, self.stream, self.force_module_load, self.external)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        graph = capture_end(self.device, self.stream)
+        if exc_type is None:
+            self.graph = graph
+        return False
