@@ -110,6 +110,10 @@ from .runtime import array_ops as _array_ops  # noqa: E402
 
 _array_ops.install(array)
 
+from .runtime.host_call import call as _host_call  # noqa: E402
+
+_lang.set_host_caller(_host_call)  # wp.sin(x) from Python: the compiler's builtin objects call the runtime
+
 def transformation(*args, p=None, q=None, dtype=None):
     """Warp's `wp.transformation(p, q, dtype=...)` / `wp.transformation(px, py, pz, qx, qy, qz, qw)`: a transform
     value from Python; inside kernels the same constructor (`wp.types.transformation`'s special form)."""

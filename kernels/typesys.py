@@ -10,6 +10,15 @@ from dataclasses import dataclass
 from . import types as T
 
 
+class ArrayValue:
+    """Base class of the runtime's array objects (kernels/runtime/array.py). The compiler sees arrays only
+    through it: an annotation `wp.array(dtype=float)` is such an object with no memory, read for its `dtype` and
+    `ndim`, and an array referenced from kernel code is refused. It lets the compiler recognise them without
+    importing the runtime (the compiler sits below it)."""
+
+    __slots__ = ()
+
+
 @dataclass(frozen=True)
 class ArrayType:
     """Type of an array parameter or value in a kernel: element type and number of dimensions (1-4)."""

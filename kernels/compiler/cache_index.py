@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import os
+import sys
 import types as py_types
 import typing
 
@@ -34,7 +35,7 @@ from ..errors import CompileError, NativeCompileError
 from .function import Func
 from ..typesys import ArrayType, is_struct
 
-FORMAT = 1  # bump when the record layout or the key recipe changes
+FORMAT = 2  # bump when the record layout or the key recipe changes
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the whole kernels package
 
 
@@ -90,10 +91,18 @@ def compiler_fingerprint(debug: bool) -> tuple:
 # describing what a kernel's code depends on
 
 
-def _toolkit_names() -> dict:
-    """id -> public name of each object of the `kernels` namespace (builtins, wp.adjoint, wp.static, ...)."""
-    import kernels
-    return {id(v): k for k, v in vars(kernels).items() if not k.startswith("__")}
+def _toolkit_name(obj) -> tuple | None:
+    """(module, qualified name) of a function or class that the kernels package defines (wp.static, wp.launch,
+    wp.Mesh, ...), when that name finds the same object again; None otherwise. Named by where it is defined,
+    not by the public namespace: the compiler does not import the package above it."""
+    module, qual = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    if not isinstance(module, str) or not isinstance(qual, str) or not (module == "kernels"
+                                                                       or module.startswith("kernels.")):
+        return None
+    found = sys.modules.get(module)  # the module that defined obj: loaded already
+    for part in qual.split("."):
+        found = getattr(found, part, None)
+    return (module, qual) if found is obj else None
 
 
 def _is_leaf(obj) -> bool:
@@ -111,7 +120,6 @@ class Describer:
     def __init__(self):
         self.functions: list = []
         self._seen: set = set()
-        self._toolkit = None
 
     # -------------------------------------------------------------------------------------------- types and values
 
@@ -153,11 +161,11 @@ class Describer:
             return ("builtin", name)
         if type(obj).__module__ == "numpy" and hasattr(obj, "dtype") and getattr(obj, "ndim", None) == 0:
             return ("numpy", str(obj.dtype), repr(obj.item()))
-        if self._toolkit is None:
-            self._toolkit = _toolkit_names()
-        name = self._toolkit.get(id(obj))
+        if getattr(obj, "_wp_adjoint_", False):
+            return ("adjoint",)
+        name = _toolkit_name(obj)
         if name is not None:
-            return ("toolkit", name)
+            return ("toolkit",) + name
         raise Unkeyable(f"{type(obj).__qualname__} object")
 
     # -------------------------------------------------------------------------------------------- functions

@@ -9,7 +9,7 @@ import ast
 import builtins as py_builtins
 
 from . import ir, scalar_semantics
-from ..runtime.array import array
+from ..typesys import ArrayValue
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
            ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "mul", ast.BitAnd: "bit_and", ast.BitOr: "bit_or",
@@ -405,7 +405,7 @@ def _builtin_result_count(name, nargs=None):
 def _is_array_object(obj) -> bool:
     """A toolkit or numpy array (not a numpy scalar, which is a constant like a Python number)."""
     import numpy as np
-    return isinstance(obj, (array, np.ndarray))
+    return isinstance(obj, (ArrayValue, np.ndarray))
 
 
 def _is_number(x):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 
 from . import ir
+from .lang import BuiltinFunction
 from .frontend_expr import Static, _mutated_args
 from .frontend_source import _BREAK, _CONT, _RET, _assigned_names, _contains, _is_reversed_range, _may_exit_loop
 from .frontend_tuples import _tuple_items
@@ -194,7 +195,6 @@ class LoopLowering:
         while wp.hash_grid_query_next(q, i): body`, with `q` under a name the user cannot write. `for i in q`
         with `q` a variable holding a query advances `q` itself: as in Warp, a second loop over `q` finds the
         query used up and runs no iteration."""
-        from .lang import BuiltinFunction
         advance = BuiltinFunction(next_builtin)
         n = sum(1 for k in self.env if k.startswith("__query"))
         next_name = f"__query_next{n}"

@@ -10,6 +10,7 @@ import inspect
 import textwrap
 
 from . import ir
+from .lang import BUILTIN_FUNCTIONS
 
 # Names of the flags that lower `break`, `continue` and early `return` to structured control flow (frontend.py).
 _BREAK, _CONT, _RET = "__break", "__continue", "__returned"
@@ -57,10 +58,8 @@ class FunctionSource:
         if hasattr(py_builtins, name):
             return getattr(py_builtins, name)
         # as in Warp, a builtin may be called without its `wp.` prefix (`expect_eq(a, b)`)
-        import kernels
-
-        obj = getattr(kernels, name, None)
-        if getattr(obj, "_wp_builtin_", None) is not None:
+        obj = BUILTIN_FUNCTIONS.get(name)
+        if obj is not None:
             return obj
         raise KeyError(name)
 

@@ -13,12 +13,11 @@ from . import ir
 from .. import types as T
 from ..errors import CompileError
 from .frontend import FunctionSource, lower_function
-from ..typesys import ArrayType, StaticType, TileType, describe, is_struct
+from ..typesys import ArrayType, ArrayValue, StaticType, TileType, describe, is_struct
 
 
 def annotation_type(ann, where: str):
     """Type of a parameter annotation: scalars, composites, structs, arrays (as ArrayType), tiles, Any."""
-    from ..runtime.array import array
     if ann is typing.Any or ann is T.Any:
         return T.Any
     if isinstance(ann, (ArrayType, TileType)):
@@ -27,7 +26,7 @@ def annotation_type(ann, where: str):
     if reason:
         raise TypeError(f"{where}: {reason}")
     t = T.canonical_type(ann)
-    if isinstance(t, array):
+    if isinstance(t, ArrayValue):
         return ArrayType(T.Any if t.dtype is typing.Any else T.canonical_type(t.dtype), t.ndim)
     if T.is_scalar(t) or T.is_composite(t) or T.is_generic_composite(t) or is_struct(t):
         return t
@@ -143,11 +142,10 @@ def _matches(param_t, arg_t) -> bool:
 
 def _host_value_matches(param_t, value) -> bool:
     """Whether a Python value may be passed for a parameter of type `param_t` in a call from Python."""
-    from ..runtime.array import array
     if param_t is T.Any:
         return True
     if isinstance(param_t, ArrayType):
-        return isinstance(value, array) and value.ndim == param_t.ndim and \
+        return isinstance(value, ArrayValue) and value.ndim == param_t.ndim and \
             (param_t.dtype is T.Any or value.dtype == param_t.dtype)
     if isinstance(value, bool):
         return param_t is T.bool_

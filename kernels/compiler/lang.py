@@ -1,12 +1,13 @@
 """The names kernel code reaches as `wp.<name>` besides types and decorators: one callable object per builtin
-(callable from Python too, as a one-thread CPU kernel), Warp's math constants, and the types and `func` that
-kernel modules inside this package use. `kernels` re-exports them; the package's own kernel modules (mathlib,
-array_ops) write `from . import lang as wp`, so the package never imports a module that imports it back."""
+(callable from Python too, as a one-thread CPU kernel, through the runtime's host caller), Warp's math constants,
+and the types that kernel modules inside this package use. `kernels` re-exports them; the package's own kernel
+modules (mathlib, runtime/array_ops) write `from .compiler import lang as wp`, so the package never imports a
+module that imports it back. It imports only the builtin table and the types: the frontend resolves `wp.<name>`
+through it."""
 
 from __future__ import annotations
 
 from .. import builtins as _builtins
-from .function import func  # noqa: F401  (wp.func in the package's kernel modules)
 from ..typesys import tile_annotation
 from ..types import (float64, mat33, mat33d, mat44, mat44d, quat, quatd, spatial_matrix, spatial_matrixd,  # noqa: F401
                      spatial_vector, transform, vec3, vec3d)
@@ -31,6 +32,17 @@ CONSTANTS = ("E", "e", "LOG2E", "log2e", "LOG10E", "log10e", "LN2", "ln2", "LN10
 KERNEL_ONLY_FORMS = frozenset({"block_dim", "static"})
 
 
+#: call(name, args, kwargs) running a builtin from Python scope: the runtime's (kernels/runtime/host_call.py
+#: compiles and launches a one-thread kernel), installed by it at import; the compiler below cannot call it
+_host_caller = None
+
+
+def set_host_caller(call) -> None:
+    """Install the function that runs a builtin called from Python scope (the runtime does, at import)."""
+    global _host_caller
+    _host_caller = call
+
+
 class BuiltinFunction:
     """A kernel builtin reachable as `wp.<name>`."""
 
@@ -43,8 +55,9 @@ class BuiltinFunction:
         props = _builtins.registry.PROPERTIES.get(self._wp_builtin_)
         if self._wp_builtin_ in KERNEL_ONLY_FORMS or (props is not None and props.kernel_only):
             raise RuntimeError(f"wp.{self._wp_builtin_}() can only be called inside kernels and @wp.func")
-        from ..runtime.host_call import call  # host_call compiles kernels: it needs the whole package
-        return call(self._wp_builtin_, args, kwargs)
+        if _host_caller is None:
+            raise RuntimeError(f"wp.{self._wp_builtin_}() from Python needs the runtime: import kernels")
+        return _host_caller(self._wp_builtin_, args, kwargs)
 
     def __repr__(self):
         return f"<builtin {self._wp_builtin_}>"

@@ -25,10 +25,10 @@ from .array_layout import (ARRAY_FLAG_CONSUME, ArrayDescriptor, allocate, alloca
                            element_ctype, element_info, fill_element, infer_dtype, is_bf16, pinned_available,
                            shape_arg, view_layout, wrap_pointer)
 from .device import get_device
-from ..typesys import ArrayType, is_struct
+from ..typesys import ArrayType, ArrayValue, is_struct
 
 
-class array:
+class array(ArrayValue):
     """A typed array (Warp's `wp.array`). See the module docstring.
 
     Args:

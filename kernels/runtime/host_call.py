@@ -15,6 +15,13 @@ import linecache
 import numpy as np
 
 from .. import types as T
+from ..compiler.frontend import FunctionSource
+from ..compiler.function import compile_ir
+from ..errors import CompileError, LaunchError
+from ..compiler import lang
+from .array import array, zeros
+from .launch import argument_type, launch
+from .module import Kernel
 
 _cache: dict = {}
 _serial = itertools.count()
@@ -32,8 +39,6 @@ def call(name: str, args: tuple, kwargs: dict):
     """Run builtin `name` on `args` (Python scope) and return its result."""
     if kwargs:
         raise TypeError(f"wp.{name}() called from Python takes positional arguments only")
-    from .launch import argument_type
-    from ..errors import LaunchError
     try:
         types_ = tuple(argument_type(a, T.Any) for a in args)  # the launch rules: int -> int32, float -> float32
     except LaunchError as e:
@@ -43,8 +48,6 @@ def call(name: str, args: tuple, kwargs: dict):
     if entry is None:
         entry = _cache[key] = _build(name, types_)
     kernel, result_types = entry
-    from .array import zeros
-    from .launch import launch
     outs = [zeros(1, dtype=t, device="cpu") for t in result_types]
     launch(kernel, 1, inputs=list(args) + outs, device="cpu")
     values = [_value(t, out.numpy()[0]) for t, out in zip(result_types, outs)]
@@ -60,13 +63,9 @@ def _value(t, raw):
 
 
 def _build(name: str, types_: tuple):
-    from ..errors import CompileError
-    from ..compiler.frontend import FunctionSource
-    from ..compiler.function import compile_ir
-    from .module import Kernel
     params = [f"a{i}" for i in range(len(types_))]
     call_args = ", ".join(params)
-    namespace = {"wp": __import__("kernels"), **{f"T{i}": t for i, t in enumerate(types_)}}
+    namespace = {"wp": lang, "array": array, **{f"T{i}": t for i, t in enumerate(types_)}}
     sig = ", ".join(f"{p}: T{i}" for i, p in enumerate(params))
     # the probes give the builtin's result type(s) through the kernels' own type inference: first as a returned
     # value (one or several results), else as a statement (a builtin with no result, such as wp.expect_eq)
@@ -83,7 +82,7 @@ def _build(name: str, types_: tuple):
         results = []
     namespace.update({f"R{k}": t for k, t in enumerate(results)})
     params_text = ", ".join([f"{p}: T{i}" for i, p in enumerate(params)]
-                            + [f"out{k}: wp.array(dtype=R{k})" for k in range(len(results))])
+                            + [f"out{k}: array(dtype=R{k})" for k in range(len(results))])
     if len(results) > 1:
         body = (f"def host_call({params_text}):\n    {', '.join(f'r{k}' for k in range(len(results)))} = "
                 f"wp.{name}({call_args})\n" + "".join(f"    out{k}[0] = r{k}\n" for k in range(len(results))))
