@@ -7,9 +7,7 @@ built on the host (kernels/runtime/hash_grid.py, kernels/runtime/mesh.py) and re
 from __future__ import annotations
 
 from .. import types as T
-from ..runtime.bvh_object import BvhQuery
-from ..runtime.hash_grid import hash_grid_query_type
-from ..runtime.mesh import MeshQueryAABB, MeshQueryPoint, MeshQueryRay, MeshValue
+from .query_types import BvhQuery, MeshQueryAABB, MeshQueryPoint, MeshQueryRay, MeshValue, hash_grid_query_type
 from .registry import QUERY_NEXT, S, V, add_builtin
 
 GROUP = "geometry"

@@ -9,14 +9,7 @@ import ctypes
 import numpy as np
 
 from .. import types as T
-from ..typesys import is_struct
-
-
-class ArrayDescriptor(ctypes.Structure):
-    """Argument layout of `wp::array_t<T>` (native/array.h): keep in sync."""
-
-    _fields_ = [("data", ctypes.c_void_p), ("shape", ctypes.c_int32 * 4), ("strides", ctypes.c_int64 * 4),
-                ("ndim", ctypes.c_int32), ("flags", ctypes.c_int32)]
+from ..typesys import ArrayDescriptor, is_struct  # noqa: F401  (ArrayDescriptor: the runtime's name for it)
 
 
 _ELEMENT_INFO: dict = {}

@@ -13,15 +13,13 @@ import numpy as np
 
 from .. import types as T
 from .bvh import Bvh as _Tree
-from .struct import native_struct
+from ..builtins.query_types import BvhQuery
+from .struct import give_values
 
 _MAGIC = 0x6276682D75736572  # BVH_MAGIC in bvh.h
 CONSTRUCTORS = ("sah", "median", "lbvh")
 
-BvhQuery = native_struct(
-    "BvhQuery", "bvh_query_t", {"bounds_nr": T.int32},
-    doc="State of a BVH query (bvh_query_aabb, bvh_query_ray, bvh_query_sphere): iterate it with "
-        "`for item in query` or `while wp.bvh_query_next(query, item)`.")
+give_values(BvhQuery)  # declared with the builtins that return it; its Python values here
 
 
 class _BvhHeader(ctypes.Structure):

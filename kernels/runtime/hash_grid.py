@@ -13,7 +13,8 @@ import numpy as np
 
 from .. import types as T
 from .array import array
-from .struct import native_struct
+from ..builtins.query_types import QUERY_TYPES, HashGridQuery, hash_grid_query_type  # noqa: F401
+from .struct import give_values
 
 MAX_CELLS = 2**31 - 1  # cell indices are int32
 _MAGIC = 0x6873686772696431  # HASH_GRID_MAGIC in hash_grid.h
@@ -29,28 +30,9 @@ class _HashGridHeader(ctypes.Structure):
                 ("cell_width_inv", ctypes.c_double)]
 
 
-def _query_type(dtype, name):
-    return native_struct(name, f"hash_grid_query_t<wp::{dtype._cname_}>", {},
-                         doc=f"State of a hash grid query over {dtype.__name__} points (HashGridQuery).")
-
-
-_QUERY_TYPES = {T.float16: _query_type(T.float16, "HashGridQuery"),
-                T.float32: _query_type(T.float32, "HashGridQuery"),
-                T.float64: _query_type(T.float64, "HashGridQuery")}
-
-
-def hash_grid_query_type(dtype):
-    """The query type of a grid over `dtype` points (float16, float32 or float64)."""
-    dtype = T.canonical_type(dtype)
-    if dtype not in _QUERY_TYPES:
-        raise TypeError(f"HashGridQuery: unsupported precision {T.type_repr(dtype)}; use float16, float32 or float64")
-    return _QUERY_TYPES[dtype]
-
-
-HashGridQuery = _QUERY_TYPES[T.float32]
-# `wp.HashGridQuery[wp.float16]` names the query type of a half-precision grid (in @wp.func annotations)
-for _t in _QUERY_TYPES.values():
-    _t.__class_getitem__ = classmethod(lambda cls, dtype: hash_grid_query_type(dtype))
+for _t in QUERY_TYPES.values():  # declared with the builtins that return them; their Python values here
+    give_values(_t)
+del _t
 
 
 def cell_coords(points: np.ndarray, inv, dtype) -> np.ndarray:

@@ -15,30 +15,16 @@ from .. import types as T
 from .array import array
 from .array_layout import ArrayDescriptor
 from .bvh import Bvh
-from .struct import native_struct
-from ..typesys import ArrayType
+from ..builtins.query_types import MeshQueryAABB, MeshQueryPoint, MeshQueryRay, MeshValue
+from .struct import give_values
 
 _MAGIC = 0x6D6573682D627668  # MESH_MAGIC in mesh.h
 CONSTRUCTORS = ("sah", "median", "lbvh")
 
-MeshQueryPoint = native_struct(
-    "MeshQueryPoint", "mesh_query_point_t",
-    {"result": T.bool_, "sign": T.float32, "face": T.int32, "u": T.float32, "v": T.float32},
-    doc="Result of mesh_query_point*: found, sign (< 0 inside), closest face and its barycentrics (u, v).")
-MeshQueryRay = native_struct(
-    "MeshQueryRay", "mesh_query_ray_t",
-    {"result": T.bool_, "sign": T.float32, "face": T.int32, "t": T.float32, "u": T.float32, "v": T.float32,
-     "normal": T.vec3},
-    doc="Result of mesh_query_ray: hit, sign (> 0 front face), face, distance t [m], barycentrics, unit normal.")
-MeshQueryAABB = native_struct(
-    "MeshQueryAABB", "mesh_query_aabb_t", {"face": T.int32},
-    doc="State of mesh_query_aabb: iterate it with `for face in query` or mesh_query_aabb_next; `face` is the "
-        "face last yielded.")
-MeshValue = native_struct(
-    "Mesh", "mesh_t",
-    {"points": ArrayType(T.vec3, 1), "velocities": ArrayType(T.vec3, 1), "indices": ArrayType(T.int32, 1),
-     "num_points": T.int32, "num_tris": T.int32},
-    doc="A mesh as seen in a kernel (wp.mesh_get): points [m], velocities [m/s], indices (3 per face).")
+# the native query and value types are declared with the builtins that return them; values in Python here
+for _t in (MeshQueryPoint, MeshQueryRay, MeshQueryAABB, MeshValue):
+    give_values(_t)
+del _t
 
 
 class _MeshHeader(ctypes.Structure):

@@ -6,7 +6,6 @@ layout at each launch, so arrays put into it before or after `requires_grad` was
 
 from __future__ import annotations
 
-import ctypes
 import sys
 import weakref
 
@@ -15,50 +14,7 @@ import numpy as np
 from .. import types as T
 from .array import array
 from .array_create import as_array
-from .array_layout import ArrayDescriptor
-from ..typesys import ArrayType, is_struct
-
-class StructInfo:
-    """Compile-time description of a struct type: ordered fields, C++ name, native layout."""
-
-    def __init__(self, cls, fields: dict):
-        self.cls = cls
-        self.fields = fields
-        # named by where it is defined, so generated source is the same in every process
-        qual = f"{cls.__module__}_{cls.__qualname__}".replace("<locals>", "L")
-        self.cname = "S_" + "".join(c if c.isalnum() else "_" for c in qual)
-        self.native = False  # defined by a native header (native_struct), not by generated code
-        self._ctype = None
-        # Why the struct cannot be used (a field of a type kernels do not have), raised at first use rather
-        # than at definition, so that a module defining such a struct still imports.
-        self.error: str | None = None
-
-    def check_usable(self):
-        """Raises TypeError when a field of the struct (or of a nested struct) has an unsupported type."""
-        if self.error is not None:
-            raise TypeError(self.error)
-
-    def ctype(self):
-        if self._ctype is None:
-            members = []
-            for name, t in self.fields.items():
-                if isinstance(t, ArrayType):
-                    members.append((name, ArrayDescriptor))
-                elif is_struct(t):
-                    members.append((name, t._wp_struct_.ctype()))
-                elif T.is_composite(t):
-                    members.append((name, t._ctype()))
-                else:
-                    members.append((name, t._ctype_))
-            if not members:
-                members.append(("_empty", ctypes.c_uint8))  # a C++ struct with no members still has size 1
-            self._ctype = type(f"{self.cname}_c", (ctypes.Structure,), {"_fields_": members})
-        return self._ctype
-
-    @property
-    def numpy_dtype(self):
-        return np.dtype(self.ctype())
-
+from ..typesys import ArrayType, StructInfo, is_struct
 
 # id(struct instance) -> (weak reference to it, its packed native form, data derived from it) (see _to_ctype): the
 # entry goes with the instance, and a copy of an instance never shares it. Keyed by id, not by a
@@ -125,6 +81,26 @@ def struct(cls):
             error = error or str(e)
     info = StructInfo(cls, fields)
     info.error = error
+    ns = _value_methods(cls, info)
+    ns.update({"_wp_struct_": info, "__module__": cls.__module__, "__qualname__": cls.__qualname__,
+               "__doc__": cls.__doc__})
+    new_cls = type(cls.__name__, (), ns)
+    info.cls = new_cls
+    return new_cls
+
+
+def give_values(cls):
+    """Give the native struct type `cls` (typesys.native_struct: declared with the builtin table, below the
+    runtime) the Python side of a @struct: keyword constructor, checked field assignment, packing for launches
+    and numpy records. Returns `cls`, changed in place: the builtin table keeps the same type object."""
+    for name, method in _value_methods(cls, cls._wp_struct_).items():
+        setattr(cls, name, method)
+    return cls
+
+
+def _value_methods(cls, info: StructInfo) -> dict:
+    """The methods of a struct type's Python values, for the fields of `info` (`cls` names it in errors)."""
+    fields = info.fields
 
     def __init__(self, **kwargs):
         for name, t in fields.items():
@@ -188,26 +164,10 @@ def struct(cls):
     def __repr__(self):
         return f"{cls.__name__}({', '.join(f'{n}={getattr(self, n)!r}' for n in fields)})"
 
-    ns = {"__init__": __init__, "__setattr__": __setattr__, "_to_ctype": _to_ctype,
-          "_to_numpy_record": _to_numpy_record, "__ctype__": _to_ctype,
-          "_from_numpy_record": _from_numpy_record, "numpy_dtype": numpy_dtype,
-          "numpy_value": numpy_value, "__repr__": __repr__, "_wp_struct_": info,
-          "__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": cls.__doc__}
-    new_cls = type(cls.__name__, (), ns)
-    info.cls = new_cls
-    return new_cls
-
-
-def native_struct(name: str, cname: str, fields: dict, doc: str = "", module: str = "kernels"):
-    """A struct type whose C++ definition lives in a native header (`wp::<cname>`, with the same fields in the
-    same order, plus `add`): the value a builtin returns, such as `wp.MeshQueryPoint`. Kernels read its fields;
-    generated modules do not define it again."""
-    cls = type(name, (), {"__annotations__": dict(fields), "__module__": module, "__qualname__": name,
-                          "__doc__": doc})
-    new_cls = struct(cls)
-    new_cls._wp_struct_.cname = cname
-    new_cls._wp_struct_.native = True
-    return new_cls
+    return {"__init__": __init__, "__setattr__": __setattr__, "_to_ctype": _to_ctype,
+            "_to_numpy_record": _to_numpy_record, "__ctype__": _to_ctype,
+            "_from_numpy_record": _from_numpy_record, "numpy_dtype": numpy_dtype,
+            "numpy_value": numpy_value, "__repr__": __repr__}
 
 
 def _from_ctype(cls, c):
