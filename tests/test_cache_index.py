@@ -53,15 +53,15 @@ WORKER = r'''
 import json, sys
 import numpy as np
 import kernels as wp
-import kernels.compiler.function, kernels.runtime.module
+import kernels.compiler.driver, kernels.runtime.module
 from autodiff import Tape
 
 compiled = []
-original = kernels.compiler.function.compile_ir
+original = kernels.compiler.driver.compile_ir
 def counting_compile_ir(source, kind, name, param_types):
     compiled.append(name)
     return original(source, kind, name, param_types)
-kernels.compiler.function.compile_ir = counting_compile_ir
+kernels.compiler.driver.compile_ir = counting_compile_ir
 kernels.runtime.module.compile_ir = counting_compile_ir
 
 sys.path.insert(0, sys.argv[1])

@@ -21,6 +21,7 @@ from . import ir
 from ..errors import CompileError, CompileTypeError, KernelError
 from .frontend_expr import _BINOPS, ExpressionLowering, Static  # noqa: F401  (Static re-exported)
 from .frontend_loops import LoopLowering
+from .function import Func, FuncGradient
 from .frontend_source import (  # noqa: F401  (FunctionSource: the compiler's entry point takes one)
     _BREAK, _CONT, _RET, FunctionSource, _walk_no_nested_defs)
 from .frontend_tuples import (_Slot, _describe_binding, _fill_leaves, _fill_slots, _tuple_items, _tuple_leaves,
@@ -195,13 +196,16 @@ class Frontend(LoopLowering, ExpressionLowering):
         for t, v in zip(target.elts, values):
             self.assign(t, v, node)
 
+    def lower_callee(self, source: FunctionSource, kind: str, name: str, param_types: list) -> ir.Function:
+        """Another function's source lowered as this frontend lowers (for how many values a call of it gives)."""
+        return lower_function(source, kind, name, param_types, self.resolve_static)
+
     def check_rebind(self, name, value, node):
         """A local bound to a function or to `wp.grad(f)` cannot be bound to anything else: kernels have no
         function pointers, so the call sites could not follow (Warp refuses it too)."""
         old = self.env.get(name)
         if not isinstance(old, Static):
             return
-        from .function import Func, FuncGradient
         new = value.obj if isinstance(value, Static) else None
         if isinstance(old.obj, FuncGradient):
             if not (isinstance(new, FuncGradient) and new.func is old.obj.func):

@@ -10,6 +10,7 @@ import builtins as py_builtins
 
 from . import ir, scalar_semantics
 from ..typesys import ArrayValue
+from .function import grad
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
            ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "mul", ast.BitAnd: "bit_and", ast.BitOr: "bit_or",
@@ -259,7 +260,6 @@ class ExpressionLowering:
         if not isinstance(callee, Static):
             raise self.error(f"'{ast.unparse(node.func)}' is not callable in a kernel", node)
         obj = callee.obj
-        from .function import grad
         if obj is grad:  # `wp.grad(f)`: a compile-time value, called (now or through a local) like a function
             return [Static(self.static_eval(node))]
         from .native_snippet import NativeSnippet
@@ -340,7 +340,7 @@ class ExpressionLowering:
         if what in ("grad", "grad_builtin"):
             n = nargs
         elif what == "func":
-            n = target.result_count(nargs, self.src.loc(node), self.name)
+            n = target.result_count(nargs, self.src.loc(node), self.name, self.lower_callee)
         elif what == "builtin":
             n = _builtin_result_count(target, nargs)
         else:

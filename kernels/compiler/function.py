@@ -1,8 +1,11 @@
-"""`@wp.func` and `@wp.kernel` objects: parsed source, signature, and the typed IR they compile to.
+"""`@wp.func` objects: parsed source, signature, overloads, and the typed IR of each specialisation.
 
 A `Func` may have several overloads (same name, different annotations) and is specialised per argument types
 (generic `Any` parameters take the caller's types). A `Kernel` has a concrete signature and belongs to the
-`Module` of the Python module that defined it; modules are compiled to one native library each (module.py).
+`Module` of the Python module that defined it; modules are compiled to one native library each
+(runtime/module.py). Compiling (frontend + passes) is driver.py's: a Func is compiled for a caller's argument
+types by the caller's type inference (`ti.compile_callee`), and read by the caller's frontend (`lower`), so this
+module imports neither the frontend's lowering nor the passes.
 """
 
 from __future__ import annotations
@@ -12,8 +15,9 @@ import typing
 from . import ir
 from .. import types as T
 from ..errors import CompileError
-from .frontend import FunctionSource, lower_function
-from ..typesys import ArrayType, ArrayValue, StaticType, TileType, describe, is_struct
+from ..builtins import BUILTINS
+from .frontend_source import FunctionSource
+from ..typesys import ArrayType, ArrayValue, TileType, describe, is_struct
 
 
 def annotation_type(ann, where: str):
@@ -107,7 +111,6 @@ inspect_empty = object()
 def resolve_static(obj):
     """How kernel code may call a compile-time object: ("builtin", name), ("func", Func), ("grad", Func: the
     gradient of the function), ("type", t) or None."""
-    from ..builtins import BUILTINS
     if isinstance(obj, Func):
         return ("func", obj)
     if isinstance(obj, FuncGradient):
@@ -237,7 +240,7 @@ class Func:
                                            ti.fn.name)
                     _in_progress.add(key)
                     try:
-                        fn = compile_ir(source, "func", self.name, list(types_))
+                        fn = ti.compile_callee(source, "func", self.name, list(types_))
                         _check_return_annotation(source, self.name, fn)
                     except CompileError as e:
                         raise _called_from(e, ti.fn.name, op.loc) from None
@@ -247,7 +250,7 @@ class Func:
                     # registered first: a custom adjoint or replay may call this function itself
                     self.specializations[types_] = fn
                     try:
-                        self._compile_custom(fn, list(types_), op)
+                        self._compile_custom(fn, list(types_), ti)
                     except CompileError:
                         del self.specializations[types_]
                         raise
@@ -255,15 +258,16 @@ class Func:
         got = ", ".join(describe(a.type) for a in args)
         raise CompileError(f"no overload of '{self.name}' accepts ({got})", op.loc, ti.fn.name)
 
-    def result_count(self, nargs: int, loc, caller: str):
+    def result_count(self, nargs: int, loc, caller: str, lower):
         """How many values a call with `nargs` arguments gives, read from the source before any types are known,
         so that a caller's frontend can lower `return f(x)` and `t = f(x)`. None when the overloads taking `nargs`
-        arguments disagree (the call then asks for one value and type inference checks it)."""
-        counts = {self._source_result_count(source, params, loc, caller)
+        arguments disagree (the call then asks for one value and type inference checks it). `lower(source, kind,
+        name, params)` is the caller's frontend (lower_function), which reads the callee's source the same way."""
+        counts = {self._source_result_count(source, params, loc, caller, lower)
                   for source, params in self.overloads if len(params) == nargs}
         return counts.pop() if len(counts) == 1 else None
 
-    def _source_result_count(self, source: FunctionSource, params: list, loc, caller: str) -> int:
+    def _source_result_count(self, source: FunctionSource, params: list, loc, caller: str, lower) -> int:
         n = self.result_counts.get(source)
         if n is not None:
             return n
@@ -272,7 +276,7 @@ class Func:
         _counting.add(source)
         try:
             # the frontend does not look at parameter types: the annotations (or Any) give the same count
-            fn = lower_function(source, "func", self.name, list(params), resolve_static)
+            fn = lower(source, "func", self.name, list(params))
         except CompileError as e:
             raise _called_from(e, caller, loc) from None
         finally:
@@ -281,7 +285,7 @@ class Func:
         self.result_counts[source] = n
         return n
 
-    def _compile_custom(self, fn: ir.Function, types_: list, op):
+    def _compile_custom(self, fn: ir.Function, types_: list, ti):
         """Typed IR of the user's custom adjoint and replay for this specialisation, attached to `fn`."""
         fn.custom_grad_ir = None
         fn.custom_replay_ir = None
@@ -292,16 +296,15 @@ class Func:
                 raise CompileError(f"@wp.func_grad of '{self.name}' must take the {len(types_)} arguments of "
                                    f"'{self.name}' and then the adjoint of each of its {len(fn.return_types)} "
                                    f"result(s); it takes {n}", self.custom_grad.loc(self.custom_grad.fdef))
-            fn.custom_grad_ir = compile_ir(self.custom_grad, "func", f"adj_{self.name}", grad_types)
+            fn.custom_grad_ir = ti.compile_callee(self.custom_grad, "func", f"adj_{self.name}", grad_types)
         if self.custom_replay is not None:
-            replay = compile_ir(self.custom_replay, "func", f"replay_{self.name}", types_)
+            replay = ti.compile_callee(self.custom_replay, "func", f"replay_{self.name}", types_)
             if replay.return_types != fn.return_types:
                 raise CompileError(f"@wp.func_replay of '{self.name}' must return what '{self.name}' returns",
                                    self.custom_replay.loc(self.custom_replay.fdef))
             fn.custom_replay_ir = replay
         if fn.custom_grad_ir is not None or fn.custom_replay_ir is not None:
-            from .passes.adjoint import derive_adjoint
-            derive_adjoint(fn)  # the adjoint pass's answer depends on them: the user's adjoint, purity
+            ti.derive_adjoint(fn)  # the adjoint pass's answer depends on them: the user's adjoint, purity
 
 
 _in_progress: set = set()  # (overload source, argument types) being compiled: a repeat is recursion
@@ -317,20 +320,6 @@ def _called_from(e: CompileError, caller: str, loc) -> CompileError:
 
 def _caller(op) -> str:
     return op.attrs.get("caller", "")
-
-
-def compile_ir(source: FunctionSource, kind: str, name: str, param_types: list) -> ir.Function:
-    """Frontend and forward pass pipeline for one function or kernel."""
-    from .. import config
-    from .passes import run_pipeline
-    for t in param_types:
-        if isinstance(t, StaticType):
-            raise CompileError("compile-time values cannot be passed to functions", source.loc(source.fdef), name)
-        inner = t.dtype if isinstance(t, ArrayType) else t
-        if is_struct(inner) and inner._wp_struct_.error is not None:
-            raise CompileError(inner._wp_struct_.error, source.loc(source.fdef), name)
-    fn = lower_function(source, kind, name, param_types, resolve_static)
-    return run_pipeline(fn, check=config.verify_ir or config.mode == "debug")
 
 
 _funcs: dict = {}

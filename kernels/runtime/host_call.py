@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import types as T
 from ..compiler.frontend import FunctionSource
-from ..compiler.function import compile_ir
+from ..compiler.driver import compile_ir
 from ..errors import CompileError, LaunchError
 from ..compiler import lang
 from .array import array, zeros

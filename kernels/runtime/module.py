@@ -21,7 +21,8 @@ from .. import config
 from ..compiler.build import build_cpu
 from ..errors import CompileError, NativeCompileError
 from ..compiler.frontend import FunctionSource
-from ..compiler.function import annotation_type, compile_ir, is_generic_type, signature_types
+from ..compiler.driver import compile_ir
+from ..compiler.function import annotation_type, is_generic_type, signature_types
 from ..compiler.passes.cost import estimate_work, parallel_threshold
 from .thread_pool import load_kernel_library
 from .signature import KernelSignature

@@ -29,12 +29,13 @@ PIPELINE = (
 )
 
 
-def run_pipeline(fn: ir.Function, *, check: bool = False) -> ir.Function:
+def run_pipeline(fn: ir.Function, *, check: bool = False, compile_callee=None) -> ir.Function:
     """Run every pass of PIPELINE on `fn`; with `check` (config.verify_ir, debug mode), verify the IR after each
-    one against the op schema (ir_ops.SCHEMA)."""
+    one against the op schema (ir_ops.SCHEMA). `compile_callee(source, kind, name, param_types)` compiles a
+    called @wp.func for its argument types (the driver's compile_ir): type inference needs it, and only it."""
     for name, p in PIPELINE:
         try:
-            fn = p(fn)
+            fn = p(fn, compile_callee) if p is infer_types else p(fn)
         except KernelError:
             raise
         except Exception as e:  # noqa: BLE001  (a compiler bug must still name the function, never escape raw)

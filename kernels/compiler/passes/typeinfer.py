@@ -21,6 +21,7 @@ from ...errors import (CompileAttributeError, CompileError, CompileTypeError, Co
 from ..scalar_semantics import ScalarSemanticsError
 from ...typesys import (ArrayType, PackType, ShapeType, StaticType, TileType, describe, is_differentiable_type,
                         is_struct)
+from .adjoint import adjoint_error, derive_adjoint
 from .typeinfer_control import ControlFlowForms
 from .typeinfer_paths import PathForms
 from .typeinfer_scalars import ScalarForms
@@ -59,12 +60,24 @@ def _field_value(struct_value, field):
 
 
 class TypeInference(TileForms, PathForms, SliceForms, ScalarForms, ControlFlowForms):
-    def __init__(self, fn: ir.Function, specialize):
+    def __init__(self, fn: ir.Function, compile_callee):
         self.fn = fn
-        self.specialize = specialize  # (user function object, arg types, loc) -> typed ir.Function
+        # (source, kind, name, param types) -> typed ir.Function: how a called @wp.func is compiled for the
+        # types of a call (Func.specialize uses it); the driver's compile_ir, handed down by run_pipeline
+        self.compile_callee = compile_callee or self._no_callee
         self.subst: dict = {}
         self.cur: ir.Block | None = None
         self.return_types = None
+
+    def _no_callee(self, source, kind, name, param_types):
+        raise CompileError(f"'{name}' is a @wp.func: type inference was given no way to compile it (the compiler "
+                           f"driver, kernels/compiler/driver.py, gives one)", source.loc(source.fdef), self.fn.name)
+
+    @staticmethod
+    def derive_adjoint(fn: ir.Function) -> None:
+        """The adjoint pass again on a callee whose custom adjoint or replay was attached after its pipeline ran
+        (Func.specialize): the pass's answer depends on them."""
+        derive_adjoint(fn)
 
     def error(self, message, op, kind=None):
         """A CompileError at `op`. `kind` TypeError or ValueError makes it also one of those (as Warp raises), or
@@ -355,7 +368,6 @@ class TypeInference(TileForms, PathForms, SliceForms, ScalarForms, ControlFlowFo
     def gradient_call(self, op, callee, args):
         """`wp.grad(f)(args)`: f's adjoint seeded with 1 gives d f / d arg for each argument. f must return one
         float scalar and take differentiable values; its adjoint must exist."""
-        from .adjoint import adjoint_error
         rtypes = callee.return_types
         if len(rtypes) != 1 or not T.is_float(rtypes[0]):
             got = ", ".join(describe(t) for t in rtypes) or "nothing"
@@ -737,5 +749,7 @@ def _convert(value, t):
     return int(value)
 
 
-def infer_types(fn: ir.Function, specialize=None) -> ir.Function:
-    return TypeInference(fn, specialize).run()
+def infer_types(fn: ir.Function, compile_callee=None) -> ir.Function:
+    """Overload resolution and type inference of `fn` (untyped IR from the frontend) -> typed IR.
+    `compile_callee` compiles the @wp.func it calls (see TypeInference); without it a body calling one is refused."""
+    return TypeInference(fn, compile_callee).run()

@@ -9,6 +9,7 @@ from .. import ir
 from ... import types as T
 from ...builtins import registry
 from ...typesys import ArrayType, PackType, StaticType, TileType, describe
+from ..function import Func
 
 
 class TileForms:
@@ -317,7 +318,6 @@ class TileForms:
                 got = ", ".join(describe(t) for t in elem_types)
                 raise self.error(f"'{name}' cannot be applied to tile elements of type ({got})", op)
             return ("builtin", ov), rtype
-        from ..function import Func
         if isinstance(obj, Func):
             dummies = [ir.Value(type=t) for t in elem_types]
             fn, _ = obj.specialize(dummies, self, op)
