@@ -60,7 +60,7 @@ class _Emulation:
         else:
             kernel.backward_fn(ctypes.byref(bounds), ctypes.byref(params), ctypes.byref(adj_params),
                                ctypes.c_int64(1 << 62))
-        from kernels.runtime.launch import check_error
+        from kernels.runtime.error_slot import check_error
         check_error(kernel)
 
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from .device import get_device
 from ..errors import LaunchError
+from .error_slot import check_error
 
 FORWARD, BACKWARD, ZERO, COPY, FILL, HOST = range(6)
 
@@ -367,7 +368,6 @@ def capture_launch(graph: Graph, stream=None):
         if error is not None:
             raise error
         raise LaunchError(f"graph replay stopped at command {failed} (kind {graph._table[failed].kind})")
-    from .launch import check_error
     for k in graph.kernels:
         check_error(k)
 

@@ -15,6 +15,7 @@ import ctypes
 
 from . import cuda_driver as cu
 from ..errors import NativeCompileError
+from .error_slot import ErrorSlot, check_error
 
 BLOCK_DIM = 256  # threads per block of a plain launch (Warp's default)
 
@@ -165,8 +166,7 @@ def run(kernel, device, bounds, params, adj_params=None):
 
 def _check_device_error(kernel, error_global: int, stream):
     """Debug mode: read the module's out-of-bounds record (waiting for the launch), clear it on the device and
-    raise it as launch.check_error does for the CPU."""
-    from .launch import ErrorSlot, check_error
+    raise it as error_slot.check_error does for the CPU."""
     slot = ErrorSlot()
     cu.memcpy_dtoh(ctypes.addressof(slot), error_global, ctypes.sizeof(slot), stream)
     if slot.set:

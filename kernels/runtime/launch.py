@@ -19,6 +19,7 @@ from .array import array
 from .array_create import as_array
 from .array_layout import ArrayDescriptor
 from .device import get_device
+from .error_slot import check_error
 from ..errors import LaunchError
 from ..typesys import ArrayType, describe, is_struct
 
@@ -32,13 +33,6 @@ class LaunchBounds(ctypes.Structure):
     """Layout of `wp::launch_bounds_t` (native/core.h)."""
 
     _fields_ = [("shape", ctypes.c_int64 * 4), ("ndim", ctypes.c_int32), ("size", ctypes.c_int64)]
-
-
-class ErrorSlot(ctypes.Structure):
-    """Layout of `wp::error_t` (native/core.h)."""
-
-    _fields_ = [("set", ctypes.c_int32), ("line", ctypes.c_int32), ("ndim", ctypes.c_int32),
-                ("kind", ctypes.c_int32), ("index", ctypes.c_int64 * 4), ("shape", ctypes.c_int64 * 4)]
 
 
 def make_bounds(dim) -> LaunchBounds:
@@ -215,26 +209,6 @@ def pack_adjoint_args(kernel, adj_values, device, values=None):
         elif is_struct(t) and type(v) is t:
             setattr(c, kernel.arg_names[i], v._to_ctype())
     return c
-
-
-def check_error(kernel, slot=None):
-    """Debug mode: raise the out-of-bounds access recorded in `slot` (default: the kernel's CPU library's), and
-    clear it."""
-    if slot is None:
-        slot = getattr(kernel, "error_slot", None)
-    if slot is None or not slot.set:
-        return
-    index = ", ".join(str(slot.index[d]) for d in range(slot.ndim))
-    shape = ", ".join(str(slot.shape[d]) for d in range(slot.ndim))
-    line = slot.line
-    src = ""
-    try:
-        src = kernel.source.lines[line - kernel.source.first_line].strip()
-    except IndexError:
-        pass
-    ctypes.memset(ctypes.addressof(slot), 0, ctypes.sizeof(slot))
-    raise LaunchError(f"{kernel.source.file}:{line}: index [{index}] out of bounds for an array of shape "
-                      f"({shape}) in kernel '{kernel.name}'\n    {src}")
 
 
 def verify_finite(kernel, values, adj_values=None):

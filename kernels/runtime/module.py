@@ -25,6 +25,7 @@ from ..compiler.driver import compile_ir
 from ..compiler.function import annotation_type, is_generic_type, signature_types
 from ..compiler.passes.cost import estimate_work, parallel_threshold
 from .thread_pool import load_kernel_library
+from .error_slot import ErrorSlot
 from .signature import KernelSignature
 
 
@@ -387,7 +388,6 @@ def _indexed_fields(k: Kernel, r: dict, lib, debug: bool) -> dict:
 
 
 def _error_slot(lib):
-    from .launch import ErrorSlot
     return ErrorSlot.in_dll(lib, "g_error")
 
 

@@ -11,7 +11,7 @@ from functools import cached_property
 from operator import itemgetter
 
 from .. import types as T
-from .array_layout import ArrayDescriptor
+from ..typesys import ArrayDescriptor
 from ..typesys import ArrayType, is_differentiable_type, is_struct
 
 
