@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from .runtime import cuda_memory
 from .runtime.array_copy import copy_hooks, copy_plan, copy_window, host_write_hooks
-from .runtime.capture import recorder
+from .runtime.recording import recorder
 from .runtime.launch import args_ctype, check_backward, launch_adjoint, pack_array
 from .runtime.launch import tape_hooks as launch_hooks
 from .runtime.mesh import ray_gradient_meshes

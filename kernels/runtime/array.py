@@ -18,7 +18,7 @@ import typing
 
 import numpy as np
 
-from . import capture as _capture
+from . import recording as _capture
 from .. import types as T
 from .array_copy import copy_hooks, host_write_hooks
 from .array_layout import (ARRAY_FLAG_CONSUME, ArrayDescriptor, allocate, allocate_pinned, contiguous_strides,

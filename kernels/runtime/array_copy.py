@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import capture as _capture
+from . import recording as _capture
 from .. import types as T
 from .array_layout import element_info
 

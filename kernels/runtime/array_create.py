@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import capture as _capture
+from . import recording as _capture
 from .. import types as T
 from .array import array, empty, zeros
 from .array_layout import element_info, fill_element, infer_dtype, is_bf16

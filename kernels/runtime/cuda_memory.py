@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import cuda_driver as cu
+from .recording import cuda_capture, keep_alive
 
 
 def _size_class(nbytes: int) -> int:
@@ -166,7 +167,6 @@ def index(layout: np.ndarray, key: tuple) -> np.ndarray:
 
 
 def _capturing(ordinal: int) -> bool:
-    from .capture import cuda_capture
     from .device import get_device
     return cuda_capture(get_device(f"cuda:{ordinal}")) is not None
 
@@ -186,7 +186,6 @@ def _pinned_copy(host: np.ndarray) -> np.ndarray:
 
 def _captured(ordinal: int, host_buffer) -> bool:
     """Inside a CUDA capture on device `ordinal`, keep `host_buffer` (read at every replay) with the graph."""
-    from .capture import keep_alive
     from .device import get_device
     return keep_alive(get_device(f"cuda:{ordinal}"), host_buffer)
 

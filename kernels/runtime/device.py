@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .recording import capturing
+
 
 class Device:
     """A compute device. `alias` is its name: "cpu" or "cuda:N"."""
@@ -56,8 +58,7 @@ class Device:
 
     @property
     def is_capturing(self) -> bool:
-        from .capture import is_capturing
-        return is_capturing(self)
+        return capturing(self.alias)
 
     @property
     def stream(self):

@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from . import capture
+from . import recording as capture
 from .. import config
 from . import thread_pool as runtime
 from .. import types as T
