@@ -25,6 +25,7 @@ from .array_layout import (ARRAY_FLAG_CONSUME, ArrayDescriptor, allocate, alloca
                            element_ctype, element_info, fill_element, infer_dtype, is_bf16, pinned_available,
                            shape_arg, view_layout, wrap_pointer)
 from .device import get_device
+from .foreign_memory import cuda_interface_args
 from ..typesys import ArrayType, ArrayValue, is_struct
 
 
@@ -134,8 +135,9 @@ class array(ArrayValue):
 
     def _init_from_data(self, data, dtype, copy, device):
         if not isinstance(data, array) and hasattr(data, "__cuda_array_interface__"):
-            from .interop import from_cuda_array_interface
-            data = from_cuda_array_interface(data, None if dtype is T.Any else dtype)
+            owner = data
+            data = array(**cuda_interface_args(owner, None if dtype is T.Any else dtype))
+            data._foreign_owner = owner  # the producer owns the memory
             if not copy and get_device(device if device is not None else data.device) == data.device:
                 self._share(data)
                 return

@@ -11,6 +11,9 @@ import ctypes
 
 import numpy as np
 
+from .foreign_memory import layout_args
+from .stream import get_stream
+
 KDL_CPU, KDL_CUDA, KDL_CUDA_HOST = 1, 2, 3
 _KDL_INT, _KDL_UINT, _KDL_FLOAT, _KDL_BOOL = 0, 1, 2, 6
 
@@ -84,7 +87,6 @@ def _capsule_destructor(capsule_ptr):
 def export_cuda(a, stream=None):
     """A DLPack capsule of CUDA array `a` (vector components as trailing dimensions). The array's work queued so
     far is waited for, so the consumer's stream sees the finished values."""
-    from .stream import get_stream
     layout = a._buf
     get_stream(a.device).synchronize()
     managed = DLManagedTensor()
@@ -117,10 +119,9 @@ class _ImportedTensor:
             deleter(self.managed)
 
 
-def import_capsule(capsule, dtype=None):
-    """An array over the memory of a DLPack capsule of CUDA (or CPU) memory, without a copy."""
-    from .array import array
-    from .interop import _layout_array
+def import_capsule_args(capsule, dtype=None) -> tuple:
+    """(array(...) keywords, owner) for the memory of a DLPack capsule of CUDA (or CPU) memory, without a copy:
+    the caller makes the array (interop.py) and keeps `owner` with it (it frees the tensor with the array)."""
     if not _api.PyCapsule_IsValid(capsule, b"dltensor"):
         raise ValueError("not an unconsumed DLPack capsule (a capsule is consumed once)")
     address = _api.PyCapsule_GetPointer(capsule, b"dltensor")
@@ -135,11 +136,9 @@ def import_capsule(capsule, dtype=None):
         strides = None
     ptr = (t.data or 0) + t.byte_offset
     if t.device.device_type == KDL_CUDA:
-        out = _layout_array(ptr, np_dtype, shape, strides, f"cuda:{t.device.device_id}", dtype, "the DLPack tensor")
+        args = layout_args(ptr, np_dtype, shape, strides, f"cuda:{t.device.device_id}", dtype, "the DLPack tensor")
     elif t.device.device_type in (KDL_CPU, KDL_CUDA_HOST):
-        out = _layout_array(ptr, np_dtype, shape, strides, "cpu", dtype, "the DLPack tensor")
+        args = layout_args(ptr, np_dtype, shape, strides, "cpu", dtype, "the DLPack tensor")
     else:
         raise ValueError(f"DLPack device type {t.device.device_type} is neither the CPU nor CUDA")
-    out._ref = owner
-    assert isinstance(out, array)
-    return out
+    return args, owner

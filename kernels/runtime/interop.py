@@ -20,6 +20,8 @@ import numpy as np
 from .. import types as T
 from .array import array
 from .array_layout import element_info, infer_dtype
+from .dlpack import import_capsule_args
+from .foreign_memory import cuda_interface_args
 
 
 def _wrap(view: np.ndarray, dtype, what: str) -> array:
@@ -38,44 +40,18 @@ def _wrap(view: np.ndarray, dtype, what: str) -> array:
     return array(view, dtype=dtype, copy=False)
 
 
-def _layout_array(ptr: int, np_dtype, shape: tuple, strides, device: str, dtype, what: str) -> array:
-    """An array over `shape` elements of numpy scalar type `np_dtype` at address `ptr` on `device` (strides in
-    bytes, None for contiguous); with `dtype` a vector/matrix type, the trailing dimensions are its components."""
-    if dtype is None:
-        dtype = T.canonical_type(np.dtype(np_dtype).type)
-    scalar, inner = element_info(dtype)
-    if np.dtype(np_dtype) != scalar:
-        raise TypeError(f"{what} has elements of type {np.dtype(np_dtype)}; {T.type_repr(dtype)} needs {scalar}: "
-                        f"convert it first (a conversion would copy, and kernels' writes would not reach it)")
-    if inner and tuple(shape[len(shape) - len(inner):]) != tuple(inner):
-        raise ValueError(f"{what} has shape {tuple(shape)}; an array of {T.type_repr(dtype)} needs trailing "
-                         f"dimensions {tuple(inner)}")
-    from .array_layout import contiguous_strides
-    if strides is None:
-        strides = contiguous_strides(tuple(shape), scalar.itemsize)
-    outer = len(shape) - len(inner)
-    if outer < 1:
-        return _layout_array(ptr, np_dtype, (1,) + tuple(shape), (0,) + tuple(strides), device, dtype, what)
-    if inner and tuple(strides[outer:]) != contiguous_strides(tuple(inner), scalar.itemsize):
-        raise ValueError(f"{what}: the components of each {T.type_repr(dtype)} must be contiguous")
-    return array(ptr=ptr, dtype=dtype, shape=tuple(shape[:outer]), strides=tuple(strides[:outer]), device=device)
+def import_capsule(capsule, dtype=None) -> array:
+    """An array over the memory of a DLPack capsule of CUDA (or CPU) memory, without a copy."""
+    args, owner = import_capsule_args(capsule, dtype)
+    out = array(**args)
+    out._ref = owner  # frees the tensor with the array
+    return out
 
 
 def from_cuda_array_interface(obj, dtype=None) -> array:
     """An array sharing the device memory of `obj`, anything with `__cuda_array_interface__`; `obj` is kept alive
     with it. The producer's stream, when it names one, is waited for."""
-    iface = obj.__cuda_array_interface__
-    np_dtype = np.dtype(iface["typestr"])
-    shape = tuple(int(d) for d in iface["shape"])
-    strides = iface.get("strides")
-    ptr = int(iface["data"][0])
-    stream = iface.get("stream")
-    from . import cuda_driver
-    if stream is not None and stream != 0:  # the producer's stream: its work on the memory must be done
-        cuda_driver.stream_synchronize(cuda_driver.driver().CUstream(int(stream)))
-    device = f"cuda:{cuda_driver.pointer_ordinal(ptr)}" if ptr else "cuda:0"
-    out = _layout_array(ptr, np_dtype, shape, tuple(strides) if strides is not None else None, device, dtype,
-                        type(obj).__name__)
+    out = array(**cuda_interface_args(obj, dtype))
     out._foreign_owner = obj  # the producer owns the memory
     return out
 
@@ -83,13 +59,11 @@ def from_cuda_array_interface(obj, dtype=None) -> array:
 def from_dlpack(source, dtype=None) -> array:
     """An array sharing the memory of `source`, any object with `__dlpack__` (or a DLPack capsule)."""
     if type(source).__name__ == "PyCapsule":
-        from .dlpack import import_capsule
         return import_capsule(source, dtype)
     if not hasattr(source, "__dlpack__"):
         raise TypeError(f"wp.from_dlpack() needs an object with __dlpack__, got {type(source).__name__}")
     device = source.__dlpack_device__() if hasattr(source, "__dlpack_device__") else (1, 0)
     if int(device[0]) == 2:  # kDLCUDA
-        from .dlpack import import_capsule
         return import_capsule(source.__dlpack__(), dtype)
     if int(device[0]) != 1:  # kDLCPU
         raise ValueError(f"wp.from_dlpack(): the data is on DLPack device {tuple(device)}; only CPU and CUDA "
