@@ -66,7 +66,7 @@ class _Emulation:
 
 def install(monkeypatch) -> "_Emulation":
     """Replace the driver calls with the emulation (undone by the monkeypatch)."""
-    from kernels.runtime import stream
+    from kernels.runtime import device as stream  # streams live in runtime/device.py
     emu = _Emulation()
     nothing = lambda *a, **k: None  # noqa: E731
     for name, fn in {"device_count": lambda: 1, "info": _Info, "make_current": nothing,
@@ -83,6 +83,6 @@ def install(monkeypatch) -> "_Emulation":
     monkeypatch.setattr(cuda_driver, "_count", 1)
     monkeypatch.setattr(cuda_module, "run", emu.run)
     monkeypatch.setattr(cuda_memory, "_pools", {})
-    for table in ("_current", "_default", "_stream_count"):
+    for table in ("_current_streams", "_default_streams", "_stream_count"):
         monkeypatch.setattr(stream, table, {})
     return emu

@@ -71,7 +71,7 @@ def test_the_cuda_args_layout_read_on_the_gpu():
     if wp.get_cuda_device_count() == 0:
         pytest.skip("no CUDA device is usable here (the static_assert test checks the layout without one)")
     from kernels.runtime import cuda_driver as cu
-    from kernels.runtime.stream import current_stream_handle
+    from kernels.runtime.device import current_stream_handle
     c = args_ctype(mixed)
     names = [name for name, _ in c._fields_]
     probe = ("extern \"C\" __global__ void layout_probe(unsigned long long* out) {\n"

@@ -385,7 +385,7 @@ class array(ArrayValue):
         """Numba's CUDA array interface (version 3) of a CUDA array: torch, CuPy and others share the memory."""
         if not self.is_cuda:
             raise AttributeError("a CPU array has no __cuda_array_interface__: use __array_interface__ or DLPack")
-        from .stream import current_stream_handle
+        from .device import current_stream_handle
         return {"shape": tuple(self._buf.shape), "typestr": self._buf.dtype.str,
                 "descr": self._buf.dtype.descr if self._buf.dtype.fields else [("", self._buf.dtype.str)],
                 "data": (self.ptr or 0, False), "strides": tuple(self._buf.strides), "version": 3,

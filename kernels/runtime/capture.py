@@ -81,7 +81,7 @@ class CudaGraph:
 
 def _cuda_capture_begin(dev, stream, force_module_load):
     from . import cuda_driver
-    from .stream import Stream, get_stream, set_stream
+    from .device import Stream, get_stream, set_stream
     if dev.alias in open_cuda_captures:
         raise CaptureError(f"a capture is already open on {dev}: end it with wp.capture_end() first")
     if force_module_load:
@@ -150,7 +150,7 @@ def capture_launch(graph: Graph, stream=None):
     the graph's commands are recorded into that capture instead."""
     if isinstance(graph, CudaGraph):
         from . import cuda_driver
-        from .stream import get_stream
+        from .device import get_stream
         s = stream if stream is not None else get_stream(graph.device)
         if cuda_capture(graph.device) is not None:  # nested: a child graph of the one being captured
             cuda_driver.graph_add_to_capture(graph.graph, s.handle)

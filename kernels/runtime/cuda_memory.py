@@ -44,7 +44,7 @@ class _Pool:
             ptr, event = blocks.pop()
             self.cached_bytes -= size
             if event is not None:
-                from .stream import current_stream_handle
+                from .device import current_stream_handle
                 cu.stream_wait_event(current_stream_handle(self.ordinal), event)
                 cu.event_destroy(event)
             self.used_bytes += size
@@ -61,7 +61,7 @@ class _Pool:
         return ptr, size
 
     def give(self, ptr: int, size: int):
-        from .stream import multiple_streams, current_stream_handle
+        from .device import multiple_streams, current_stream_handle
         event = None
         if multiple_streams(self.ordinal):
             event = cu.event_create(self.ordinal)
@@ -191,7 +191,7 @@ def _captured(ordinal: int, host_buffer) -> bool:
 
 
 def _stream(ordinal: int):
-    from .stream import current_stream_handle
+    from .device import current_stream_handle
     return current_stream_handle(ordinal)
 
 

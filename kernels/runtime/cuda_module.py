@@ -148,7 +148,7 @@ def grid_size(n: int, block: int = BLOCK_DIM) -> int:
 def run(kernel, device, bounds, params, adj_params=None):
     """Launch `kernel`'s forward entry point (its adjoint with `adj_params`) on `device`'s current stream. `params`
     is the args struct or its bytes."""
-    from .stream import current_stream_handle
+    from .device import current_stream_handle
     n = bounds.size
     if n == 0:
         return

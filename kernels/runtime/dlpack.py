@@ -12,7 +12,7 @@ import ctypes
 import numpy as np
 
 from .foreign_memory import layout_args
-from .stream import get_stream
+from .device import get_stream
 
 KDL_CPU, KDL_CUDA, KDL_CUDA_HOST = 1, 2, 3
 _KDL_INT, _KDL_UINT, _KDL_FLOAT, _KDL_BOOL = 0, 1, 2, 6
