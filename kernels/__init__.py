@@ -1,5 +1,14 @@
 """kernels: a Warp-compatible kernel language. Python functions compiled to C++ (CPU) and CUDA C++ (GPU),
-forward and adjoint. Port a Warp program by writing `import kernels as wp`."""
+forward and adjoint. Port a Warp program by writing `import kernels as wp`.
+
+The package in four parts, each importing only those below it (tests/test_architecture.py checks it, imports
+inside functions included, and that no module imports another back):
+- base: config, errors, types (values), typesys (compile-time types), halfbits, builtins/ (the builtin table);
+- compiler/: source -> IR -> passes -> C++/CUDA text -> built library (see compiler/__init__.py);
+- runtime/: devices and streams, memory and arrays, launches, captures, modules of compiled kernels;
+- this surface: the public names (below), mathlib, utils, tape_interface; it also wires the two that the
+  layering keeps apart (`wp.sin(x)` from Python: the compiler's builtin objects call the runtime's host caller).
+"""
 
 from __future__ import annotations
 
