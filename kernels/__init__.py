@@ -75,7 +75,6 @@ int = int32  # noqa: A001
 
 def compile_ptx(kernel, arch: int = 90) -> str:
     """PTX text of `kernel` (forward and backward entry points) for compute capability `arch`; needs no GPU."""
-    from .compiler.nvrtc import compile_ptx as _compile_ptx
     return _compile_ptx(kernel, arch)
 
 
@@ -121,6 +120,7 @@ _array_ops.install(array)
 
 from .runtime.host_call import call as _host_call  # noqa: E402
 
+from .compiler.nvrtc import compile_ptx as _compile_ptx
 _lang.set_host_caller(_host_call)  # wp.sin(x) from Python: the compiler's builtin objects call the runtime
 
 def transformation(*args, p=None, q=None, dtype=None):

@@ -19,6 +19,7 @@ import time
 from .. import config
 from .cache_integrity import damage, report_rebuild, sweep_dead_temporaries, temp_name, write_manifest
 from ..errors import NativeCompileError
+from .cache_trust import cache_dir, check_file, make_private_dirs, report_untrusted, write_failed
 
 VERSION = "0.1.0"
 NATIVE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "native")  # kernels/native
@@ -131,7 +132,6 @@ def cache_key(source: str, compiler: str, flags: list) -> str:
 def cache_root() -> str:
     """The directory of this version's cache entries (and of the cache index, cache_index.py), in the cache folder
     this process trusts (cache_trust.py)."""
-    from .cache_trust import cache_dir
     return os.path.join(cache_dir(), VERSION)
 
 
@@ -146,7 +146,6 @@ def build_cpu(source: str, name: str, debug: bool, notice: str | None = None) ->
     """Compile `source` to a shared library (or find it in the cache) and return its path. When the cache cannot
     be written (full, read-only), the build goes to a private temporary cache, said once (cache_trust.py).
     `notice` says what is compiled when a compile starts (announce_compile; default: the module's name)."""
-    from .cache_trust import write_failed
     try:
         return _build_cpu(source, name, debug, notice)
     except OSError as e:
@@ -161,7 +160,6 @@ def build_cpu(source: str, name: str, debug: bool, notice: str | None = None) ->
 
 
 def _build_cpu(source: str, name: str, debug: bool, notice: str | None) -> BuildResult:
-    from .cache_trust import check_file, make_private_dirs, report_untrusted
     cxx = find_cxx()
     flags = cpu_flags(debug)
     key = cache_key(source, compiler_identity(cxx), flags)
@@ -241,7 +239,6 @@ def load_library(path: str):
     A damaged library, or one that fails to load, is removed from the cache with one line on stderr, and None
     returned: the caller rebuilds it. A damaged library is never handed to the dynamic loader, nor one that is not
     inside the cache or not the user's own (cache_trust.py)."""
-    from .cache_trust import check_file, report_untrusted
     untrusted = check_file(path, cache_root())
     if untrusted:
         report_untrusted(path, untrusted)

@@ -34,6 +34,8 @@ from .build import NATIVE_DIR, VERSION, cache_root, cpu_flags, find_cxx
 from ..errors import CompileError, NativeCompileError
 from .function import Func
 from ..typesys import ArrayType, is_struct
+from .cache_trust import make_private_dirs
+from .ir import Loc
 
 FORMAT = 2  # bump when the record layout or the key recipe changes
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the whole kernels package
@@ -311,7 +313,6 @@ def store(key: str, record: dict):
     import tempfile
     directory = index_dir()
     record = dict(record, format=FORMAT)
-    from .cache_trust import make_private_dirs
     try:
         make_private_dirs(directory)
         fd, tmp = tempfile.mkstemp(prefix=f".{key}_", suffix=".tmp", dir=directory)
@@ -350,6 +351,5 @@ def error_record(e: CompileError) -> dict:
 
 
 def error_from_record(r: dict) -> CompileError:
-    from .ir import Loc
     loc = None if r["loc"] is None else Loc(*r["loc"])
     return CompileError(r["message"], loc, r["function"])

@@ -19,6 +19,7 @@ import os
 import stat
 import sys
 import tempfile
+from .. import config
 
 DEFAULT_CACHE_DIR = os.path.join(os.path.expanduser("~"), ".cache", "kernels")
 
@@ -90,7 +91,6 @@ def _private_fallback(reason: str) -> str:
 
 def cache_dir() -> str:
     """The cache folder to use for the configured one (wp.config.cache_dir), checked once per folder."""
-    from .. import config
     configured = config.cache_dir
     used = _effective.get(configured)
     if used is None:
@@ -117,7 +117,6 @@ def _establish(folder: str) -> str:
 def write_failed(folder: str, error: OSError) -> str:
     """After writing into the cache failed (full, read-only): the private temporary cache to use instead,
     said once; the configured folder is not tried again by this process."""
-    from .. import config
     fallback = _private_fallback(f"writing into the compile cache {folder} failed ({error.strerror}); "
                                  f"KERNELS_CACHE_DIR chooses another folder")
     _effective[config.cache_dir] = fallback

@@ -11,6 +11,9 @@ import builtins as py_builtins
 from . import ir, scalar_semantics
 from ..typesys import ArrayValue
 from .function import grad
+from ..builtins import BUILTINS
+from .native_snippet import NativeSnippet
+from ..errors import CompileTypeError
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
            ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "mul", ast.BitAnd: "bit_and", ast.BitOr: "bit_or",
@@ -56,7 +59,6 @@ class ExpressionLowering:
             raise self.error(f"name '{name}' is not defined", node) from None
         if _is_array_object(obj):
             # its contents would be read once, at compile time, and later changes silently ignored
-            from ..errors import CompileTypeError
             raise self.error(f"Invalid external reference type: {type(obj)}: '{name}' is an array defined outside "
                              "the kernel; pass it as a kernel argument", node, CompileTypeError)
         return Static(obj)
@@ -262,7 +264,6 @@ class ExpressionLowering:
         obj = callee.obj
         if obj is grad:  # `wp.grad(f)`: a compile-time value, called (now or through a local) like a function
             return [Static(self.static_eval(node))]
-        from .native_snippet import NativeSnippet
         if isinstance(obj, NativeSnippet):
             raise self.error(obj.refusal(), node)
         resolved = self.resolve_static(obj)
@@ -366,7 +367,6 @@ class ExpressionLowering:
 
 def _mutated_args(name) -> tuple:
     """Positions of the arguments that builtin `name` updates in place (empty when none)."""
-    from ..builtins import BUILTINS
     for ov in BUILTINS.get(name, ()):
         mutated = ov.mutated_args()
         if mutated:
@@ -377,7 +377,6 @@ def _mutated_args(name) -> tuple:
 def _output_argument_count(name, nargs):
     """How many trailing arguments of a call of builtin `name` with `nargs` arguments are outputs (Warp's form
     `f(x, out1, out2)` of a builtin that returns (out1, out2)); 0 when the call is an ordinary one."""
-    from ..builtins import BUILTINS
     overloads = BUILTINS.get(name, ())
     if any(len(ov.args) == nargs for ov in overloads):
         return 0
@@ -390,7 +389,6 @@ def _output_argument_count(name, nargs):
 def _builtin_result_count(name, nargs=None):
     """How many values builtin `name` gives when all its overloads (those taking `nargs` arguments, if any do)
     agree, else None. The arity tells `U, s, V = wp.svd3(A)` from the out-parameter form `wp.svd3(A, U, s, V)`."""
-    from ..builtins import BUILTINS
     overloads = BUILTINS.get(name, ())
     if nargs is not None and any(len(ov.args) == nargs for ov in overloads):
         overloads = [ov for ov in overloads if len(ov.args) == nargs]

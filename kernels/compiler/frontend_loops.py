@@ -11,6 +11,7 @@ from .lang import BuiltinFunction
 from .frontend_expr import Static, _mutated_args
 from .frontend_source import _BREAK, _CONT, _RET, _assigned_names, _contains, _is_reversed_range, _may_exit_loop
 from .frontend_tuples import _tuple_items
+from ..builtins.registry import QUERY_NEXT
 
 
 
@@ -172,7 +173,6 @@ class LoopLowering:
 
     def query_iterator(self, call):
         """The `*_next` builtin that advances the query made by `call` (`wp.hash_grid_query(...)`), or None."""
-        from ..builtins.registry import QUERY_NEXT
         try:
             f = self.static_eval(call.func, quiet=True)
         except Exception:
@@ -182,7 +182,6 @@ class LoopLowering:
     def held_query(self, name_node):
         """The `*_next` builtin of the query held in the variable `name_node` (`neighbors =
         wp.hash_grid_query(...)`), or None when the variable holds no query made by a builtin call."""
-        from ..builtins.registry import QUERY_NEXT
         if name_node.id not in self.env:
             return None
         owner = getattr(self.env[name_node.id], "owner", None)

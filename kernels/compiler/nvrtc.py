@@ -14,6 +14,10 @@ from .build import NATIVE_DIR, announce_compile
 from ..errors import NativeCompileError
 from .render import CUDA
 from .render_module import ModuleSource
+from .build import VERSION, cache_root, native_hash
+from .cache_integrity import damage, report_rebuild, sweep_dead_temporaries, write_manifest
+from .cache_trust import check_file, make_private_dirs, report_untrusted, write_failed
+from .render_adjoint import render_adjoint_function, render_adjoint_kernel
 
 
 def _nvrtc():
@@ -41,7 +45,6 @@ def _check(result, what: str, program=None, nvrtc=None):
 def render_cuda_source(kernels: list, debug: bool = False, adjoint: bool = True) -> str:
     """The CUDA C++ text of a module holding `kernels` (each compiled to typed IR first); with `adjoint=False`
     the forward entry points alone (a fraction of the compile time of a module with its adjoints)."""
-    from .render_adjoint import render_adjoint_function, render_adjoint_kernel
     src = ModuleSource(CUDA, debug)
     parts = []
     for i, k in enumerate(kernels):
@@ -64,13 +67,9 @@ def compile_source(source: str, arch: int = 90, name: str = "module.cu", target:
     "ptx" the portable assembly. Cached on disk by source, architecture, target and NVRTC version. `notice` says
     what is compiled when a compile starts (build.announce_compile; default: `name`)."""
     import hashlib
-    from .build import VERSION, native_hash
     nvrtc = _nvrtc()
     version = nvrtc.nvrtcVersion()[1:]
     key = hashlib.sha256("\0".join([source, str(arch), target, str(version), VERSION, native_hash()]).encode())
-    from .build import cache_root
-    from .cache_integrity import damage, report_rebuild
-    from .cache_trust import check_file, report_untrusted
     root = cache_root()
     path = os.path.join(root, target, f"{key.hexdigest()[:24]}.{target}")
     log_path = path + ".log"
@@ -95,15 +94,12 @@ def compile_source(source: str, arch: int = 90, name: str = "module.cu", target:
     try:
         _store(path, image, log)
     except OSError as e:  # a full or read-only cache: the image is used all the same, kept in a private cache
-        from .cache_trust import write_failed
         write_failed(os.path.dirname(root), e)
     return image, log
 
 
 def _store(path: str, image: bytes, log: str):
     """Write a compiled image and its log into the cache atomically (manifest first, image last)."""
-    from .cache_integrity import sweep_dead_temporaries, write_manifest
-    from .cache_trust import make_private_dirs
     make_private_dirs(os.path.dirname(path))
     sweep_dead_temporaries(os.path.dirname(path))
     log_path = path + ".log"

@@ -9,6 +9,7 @@ from __future__ import annotations
 from . import ir
 from .render import CPU, FunctionRenderer, ctype
 from ..typesys import ArrayType, is_struct
+from .render_adjoint import render_adjoint_function
 
 HEADER = '#include "builtin.h"\n'
 
@@ -239,7 +240,6 @@ class ModuleSource:
         for fn in self.func_order:
             renderer = adjoint_func_renderer
             if renderer is None and fn in self.gradient_targets:
-                from .render_adjoint import render_adjoint_function
                 renderer = render_adjoint_function
             pieces.append(self.render_function(fn, renderer))
         pieces.extend(kernel_parts)

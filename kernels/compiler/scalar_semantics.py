@@ -11,6 +11,7 @@ from __future__ import annotations
 import operator
 
 import numpy as np
+from .. import types as T
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -106,7 +107,6 @@ def comparison_type(a, b):
     """The type C compares two scalars in (the usual arithmetic conversions), as Warp's comparison operators do:
     the wider float if either is a float (float32 for a 16-bit float mixed with another type); otherwise both
     promoted to at least 32 bits, then the wider, the unsigned one at equal width."""
-    from .. import types as T
 
     if a is b and a is not T.bool_:
         return a

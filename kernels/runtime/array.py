@@ -27,6 +27,10 @@ from .array_layout import (ARRAY_FLAG_CONSUME, ArrayDescriptor, allocate, alloca
 from .device import get_device
 from .foreign_memory import cuda_interface_args
 from ..typesys import ArrayType, ArrayValue, is_struct
+from . import cuda_memory
+from .cuda_memory import copy, device_layout, fill, index, read, write
+from .device import current_stream_handle
+from .dlpack import export_cuda
 
 
 class array(ArrayValue):
@@ -73,7 +77,6 @@ class array(ArrayValue):
         if _buf is not None:
             self._init_from_buffer(_buf, dtype, device)
         elif data is None and ptr is not None and get_device(device).is_cuda:
-            from .cuda_memory import device_layout
             sdt, inner = element_info(dtype)
             full = shape_arg(shape) + inner
             item = sdt.itemsize * int(np.prod(inner))
@@ -212,7 +215,6 @@ class array(ArrayValue):
 
     def _upload(self, buf: np.ndarray, dev) -> np.ndarray:
         """Copy host buffer `buf` into new device memory owned by this array; returns its layout."""
-        from . import cuda_memory
         host = np.ascontiguousarray(buf)
         self._alloc = cuda_memory.Allocation(dev.ordinal, host.nbytes)
         layout = cuda_memory.device_layout(self._alloc.ptr, host.dtype, host.shape)
@@ -222,7 +224,6 @@ class array(ArrayValue):
 
     def _init_device_zeros(self, shape: tuple, dtype, dev):
         """New zeroed device memory for `shape` elements of `dtype`."""
-        from . import cuda_memory
         if any(s < 0 for s in shape):
             raise ValueError(f"Array shapes must be non-negative, got {shape}")
         sdt, inner = element_info(dtype)
@@ -236,7 +237,6 @@ class array(ArrayValue):
 
     def _init_device_copy(self, src: "array", dtype, dev):
         """A copy of CUDA array `src` in new memory on `dev` (elements reinterpreted as `dtype` when given)."""
-        from . import cuda_memory
         dtype = src.dtype if dtype is T.Any else dtype
         if element_info(dtype)[0] != element_info(src.dtype)[0]:
             raise TypeError(f"cannot copy an array of {T.type_repr(src.dtype)} into one of {T.type_repr(dtype)}")
@@ -326,7 +326,6 @@ class array(ArrayValue):
         """The array's memory as a numpy array (no copy on the CPU; on a CUDA device a copy, made after the device's
         work so far is done); vectors add trailing dimensions."""
         if self._device_memory:
-            from .cuda_memory import read
             return read(self._buf, self.device.ordinal)
         return self._buf
 
@@ -371,7 +370,6 @@ class array(ArrayValue):
             raise TypeError("bfloat16 arrays cannot be exported through DLPack (or to torch) here: their memory "
                             "would be typed uint16; convert to float32 in a kernel first")
         if self.is_cuda:
-            from .dlpack import export_cuda
             return export_cuda(self, stream)
         return self._buf.__dlpack__(**kwargs)
 
@@ -385,7 +383,6 @@ class array(ArrayValue):
         """Numba's CUDA array interface (version 3) of a CUDA array: torch, CuPy and others share the memory."""
         if not self.is_cuda:
             raise AttributeError("a CPU array has no __cuda_array_interface__: use __array_interface__ or DLPack")
-        from .device import current_stream_handle
         return {"shape": tuple(self._buf.shape), "typestr": self._buf.dtype.str,
                 "descr": self._buf.dtype.descr if self._buf.dtype.fields else [("", self._buf.dtype.str)],
                 "data": (self.ptr or 0, False), "strides": tuple(self._buf.strides), "version": 3,
@@ -474,7 +471,6 @@ class array(ArrayValue):
         if rec is not None:
             rec.zero(self)
         elif self.is_cuda:
-            from .cuda_memory import fill
             fill(self._buf, self.device.ordinal, np.zeros((), dtype=np.uint8))
         elif self._buf.dtype.fields is None:
             self._buf.fill(0)
@@ -491,7 +487,6 @@ class array(ArrayValue):
         if rec is not None:
             rec.fill(self, element)
         elif self.is_cuda:
-            from .cuda_memory import fill
             fill(self._buf, self.device.ordinal, element)
         else:
             self._buf[...] = element
@@ -503,7 +498,6 @@ class array(ArrayValue):
         if isinstance(src, array) and (self.is_cuda or src.is_cuda):
             if src.shape != self.shape:
                 raise ValueError(f"assign: source shape {src.shape} does not match the array's {self.shape}")
-            from . import cuda_memory
             cuda_memory.copy(self._buf, self._ordinal, src._buf, src._ordinal)
             if copy_hooks:
                 copy_hooks[-1](self, src, 0, 0, self.size)
@@ -525,7 +519,6 @@ class array(ArrayValue):
             data = T.to_storage(T.bfloat16, data)
         data = np.asarray(data, dtype=self._buf.dtype).reshape(self._buf.shape)
         if self.is_cuda:
-            from .cuda_memory import write
             write(self._buf, self.device.ordinal, data)
             return self
         if rec is not None:
@@ -552,14 +545,12 @@ class array(ArrayValue):
                 raise TypeError(f"arrays are indexed with ints and slices; an index of type {type(k).__name__} "
                                 "would make an indexed array (wp.indexedarray), which kernels does not support")
         if self.is_cuda:
-            from .cuda_memory import index
             view = index(self._buf, key)
         else:
             view = self._buf[key]
         inner = element_info(self.dtype)[1]
         if view.ndim == len(inner):
             if self.is_cuda:
-                from .cuda_memory import read
                 value = read(view, self.device.ordinal)
                 return value if inner else value[()]
             return view.copy() if inner else view[()]
@@ -573,7 +564,6 @@ class array(ArrayValue):
         if host_write_hooks:  # not a recorded copy, whatever the value: wp.copy or assign() are
             host_write_hooks[-1](self, "an item assignment (a[...] = value)")
         if self.is_cuda:
-            from .cuda_memory import copy, index, write
             key = key if isinstance(key, tuple) else (key,)
             view = index(self._buf, key)
             if isinstance(value, array):
@@ -625,7 +615,6 @@ class array(ArrayValue):
         dtype = T.canonical_type(dtype)
         shape, strides = view_layout(self, dtype)
         if self.is_cuda:
-            from .cuda_memory import device_layout
             sdt, inner = element_info(dtype)
             layout = device_layout(self._buf.ctypes.data, sdt, tuple(shape) + inner,
                                    tuple(strides) + contiguous_strides(inner, sdt.itemsize))

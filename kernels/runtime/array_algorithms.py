@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import types as T
+from .array import array
 
 __all__ = ["array_scan", "radix_sort_pairs", "segmented_sort_pairs", "runlength_encode", "array_sum",
            "array_inner", "array_cast"]
@@ -212,7 +213,6 @@ def _reduce(x: np.ndarray, out, count, axis, dtype, ndim):
     part = np.take(x, np.arange(min(count, x.shape[axis])), axis=axis)
     total = part.sum(axis=axis, dtype=x.dtype, keepdims=True)
     if out is None:
-        from .array import array
 
         return array(total, dtype=dtype, device="cpu")
     _store(out, total)

@@ -8,6 +8,7 @@ import numpy as np
 from . import recording as _capture
 from .. import types as T
 from .array_layout import element_info
+from . import cuda_memory
 
 
 # Set by autodiff.Tape while recording: callables(dest, src, dest_offset, src_offset, count) told of every copy
@@ -74,7 +75,6 @@ def copy(dest, src, dest_offset: int = 0, src_offset: int = 0, count: int = 0, s
     s = copy_window(src, src_offset, n, whole)
     rec = _capture.recorder(dest.device)
     if dest.is_cuda or src.is_cuda:
-        from . import cuda_memory
         cuda_memory.copy(d, dest._ordinal, s, src._ordinal)
     elif rec is None:
         d[...] = s

@@ -11,6 +11,8 @@ from .. import types as T
 from .array import array, empty, zeros
 from .array_layout import element_info, fill_element, infer_dtype, is_bf16
 from ..typesys import ArrayType, is_struct
+from .cuda_memory import fill
+from .interop import from_cuda_array_interface
 
 
 def _full_dtype(value):
@@ -51,7 +53,6 @@ def ones(shape=None, dtype=float, device=None, requires_grad=False, pinned=False
     one = fill_element(a.dtype, a._buf.dtype, 1) if is_bf16(a.dtype) else 1  # bfloat16 1.0 is 0x3f80
     rec = _capture.recorder(a.device)
     if a.is_cuda:
-        from .cuda_memory import fill
         fill(a._buf, a.device.ordinal, np.ones(element_info(a.dtype)[1], dtype=a._buf.dtype) * one)
     elif rec is not None:
         rec.fill(a, np.ones(element_info(a.dtype)[1], dtype=a._buf.dtype) * one)
@@ -127,7 +128,6 @@ def as_array(obj, expected: ArrayType | None = None):
     if isinstance(obj, array):
         return obj
     if hasattr(obj, "__cuda_array_interface__"):
-        from .interop import from_cuda_array_interface
         out = from_cuda_array_interface(obj, expected.dtype if expected is not None and expected.dtype is not T.Any
                                         else None)
         out._foreign = True

@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import types as T
 from ..typesys import ArrayDescriptor, is_struct  # noqa: F401  (ArrayDescriptor: the runtime's name for it)
+from .device import get_cuda_device_count
 
 
 _ELEMENT_INFO: dict = {}
@@ -87,7 +88,6 @@ def allocate(shape: tuple, dtype) -> np.ndarray:
 
 def pinned_available() -> bool:
     """Whether page-locked host memory can be had (a CUDA driver and device are present)."""
-    from .device import get_cuda_device_count
     return get_cuda_device_count() > 0
 
 

@@ -15,6 +15,7 @@ from .. import types as T
 from .bvh import Bvh as _Tree
 from ..builtins.query_types import BvhQuery
 from .struct import give_values
+from .array import array
 
 _MAGIC = 0x6276682D75736572  # BVH_MAGIC in bvh.h
 CONSTRUCTORS = ("sah", "median", "lbvh")
@@ -47,7 +48,6 @@ class Bvh:
     """
 
     def __init__(self, lowers, uppers, constructor=None, groups=None, leaf_size: int = 1):
-        from .array import array
 
         for name, arr in (("lowers", lowers), ("uppers", uppers)):
             if not isinstance(arr, array) or arr.dtype is not T.vec3 or not arr.is_contiguous:
@@ -98,7 +98,6 @@ class Bvh:
         self._upload()
 
     def _upload(self):
-        from .array import array
 
         dev, b = self.device, self._tree
         bufs = {"node_lower": array(b.lower, dtype=T.vec3, device=dev),

@@ -29,6 +29,11 @@ from ..errors import LaunchError
 from .error_slot import check_error
 from .recording import (CaptureError, CudaCapture, Graph, Recorder, capturing, cuda_capture,
                         keep_alive, open_cuda_captures, open_recorders, recorder)
+from ..compiler.build import load_native_library
+from . import cuda_driver
+from .cuda_module import cuda_function
+from .device import Stream, get_stream, set_stream
+from .module import _modules
 
 _replay_fn = None
 
@@ -37,7 +42,6 @@ def _replayer():
     """The native `wp_replay` entry point, compiled once and cached like kernel modules."""
     global _replay_fn
     if _replay_fn is None:
-        from ..compiler.build import load_native_library
         fn = load_native_library("command_list").wp_replay
         fn.argtypes = [ctypes.c_void_p, ctypes.c_int64]
         fn.restype = ctypes.c_int64
@@ -63,25 +67,20 @@ class CudaGraph:
     def launch_count(self) -> int:
         """Kernel launches (forward and adjoint) in the graph, nested graphs included."""
         if self._launches is None:
-            from . import cuda_driver
             self._launches = cuda_driver.graph_kernel_count(self.graph)
         return self._launches
 
     def __len__(self):
-        from . import cuda_driver
         return cuda_driver.graph_node_count(self.graph)
 
     def __del__(self):
         try:
-            from . import cuda_driver
             cuda_driver.graph_destroy(self.graph, self.exe)
         except Exception:  # noqa: BLE001  interpreter shutdown
             pass
 
 
 def _cuda_capture_begin(dev, stream, force_module_load):
-    from . import cuda_driver
-    from .device import Stream, get_stream, set_stream
     if dev.alias in open_cuda_captures:
         raise CaptureError(f"a capture is already open on {dev}: end it with wp.capture_end() first")
     if force_module_load:
@@ -98,8 +97,6 @@ def _cuda_capture_begin(dev, stream, force_module_load):
 def _build_loaded_modules(dev):
     """Build for `dev` what its kernels launched so far may need inside the capture (no compile or module load
     while capturing)."""
-    from .cuda_module import cuda_function
-    from .module import _modules
     for m in list(_modules.values()):
         for k in list(m.kernels):
             # forward: the kernels of every module launched on this device so far; adjoint: the kernels launched
@@ -135,7 +132,6 @@ def capture_end(device=None, stream=None) -> Graph:
     """Stop recording on `device` and return the recorded work as a Graph."""
     dev = get_device(device)
     if dev.alias in open_cuda_captures:
-        from . import cuda_driver
         cap = open_cuda_captures.pop(dev.alias)
         graph, exe = cuda_driver.capture_end(cap.stream.handle)
         return CudaGraph(dev, graph, exe, cap.keep)
@@ -149,8 +145,6 @@ def capture_launch(graph: Graph, stream=None):
     """Run a captured graph: its commands in order, from native code. Inside another capture on the same device,
     the graph's commands are recorded into that capture instead."""
     if isinstance(graph, CudaGraph):
-        from . import cuda_driver
-        from .device import get_stream
         s = stream if stream is not None else get_stream(graph.device)
         if cuda_capture(graph.device) is not None:  # nested: a child graph of the one being captured
             cuda_driver.graph_add_to_capture(graph.graph, s.handle)

@@ -18,6 +18,8 @@ import numpy as np
 
 from . import cuda_driver as cu
 from .recording import cuda_capture, keep_alive
+from .array_layout import contiguous_strides
+from .device import current_stream_handle, get_device, multiple_streams
 
 
 def _size_class(nbytes: int) -> int:
@@ -44,7 +46,6 @@ class _Pool:
             ptr, event = blocks.pop()
             self.cached_bytes -= size
             if event is not None:
-                from .device import current_stream_handle
                 cu.stream_wait_event(current_stream_handle(self.ordinal), event)
                 cu.event_destroy(event)
             self.used_bytes += size
@@ -61,7 +62,6 @@ class _Pool:
         return ptr, size
 
     def give(self, ptr: int, size: int):
-        from .device import multiple_streams, current_stream_handle
         event = None
         if multiple_streams(self.ordinal):
             event = cu.event_create(self.ordinal)
@@ -138,7 +138,6 @@ def device_layout(ptr: int, dtype: np.dtype, shape: tuple, strides: tuple | None
     """A read-only numpy array describing memory at device address `ptr`: use its shape, strides and
     `.ctypes.data`, never its elements."""
     if strides is None:
-        from .array_layout import contiguous_strides
         strides = contiguous_strides(tuple(shape), dtype.itemsize)
     a = np.asarray(_Description(ptr, dtype, shape, strides))
     a.flags.writeable = False
@@ -167,7 +166,6 @@ def index(layout: np.ndarray, key: tuple) -> np.ndarray:
 
 
 def _capturing(ordinal: int) -> bool:
-    from .device import get_device
     return cuda_capture(get_device(f"cuda:{ordinal}")) is not None
 
 
@@ -186,12 +184,10 @@ def _pinned_copy(host: np.ndarray) -> np.ndarray:
 
 def _captured(ordinal: int, host_buffer) -> bool:
     """Inside a CUDA capture on device `ordinal`, keep `host_buffer` (read at every replay) with the graph."""
-    from .device import get_device
     return keep_alive(get_device(f"cuda:{ordinal}"), host_buffer)
 
 
 def _stream(ordinal: int):
-    from .device import current_stream_handle
     return current_stream_handle(ordinal)
 
 

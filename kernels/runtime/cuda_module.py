@@ -16,6 +16,9 @@ import ctypes
 from . import cuda_driver as cu
 from ..errors import NativeCompileError
 from .error_slot import ErrorSlot, check_error
+from .. import config
+from ..compiler.nvrtc import compile_source, render_cuda_source
+from .device import current_stream_handle
 
 BLOCK_DIM = 256  # threads per block of a plain launch (Warp's default)
 
@@ -107,8 +110,6 @@ def cuda_kernel(kernel, device) -> CudaKernel:
 
 
 def _build(kernels: list, ordinal: int, adjoint: bool):
-    from .. import config
-    from ..compiler.nvrtc import compile_source, render_cuda_source
     arch = cu.info(ordinal).arch
     debug = config.mode == "debug"
     try:
@@ -148,7 +149,6 @@ def grid_size(n: int, block: int = BLOCK_DIM) -> int:
 def run(kernel, device, bounds, params, adj_params=None):
     """Launch `kernel`'s forward entry point (its adjoint with `adj_params`) on `device`'s current stream. `params`
     is the args struct or its bytes."""
-    from .device import current_stream_handle
     n = bounds.size
     if n == 0:
         return

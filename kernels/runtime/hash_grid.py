@@ -15,6 +15,7 @@ from .. import types as T
 from .array import array
 from ..builtins.query_types import QUERY_TYPES, HashGridQuery, hash_grid_query_type  # noqa: F401
 from .struct import give_values
+from .device import get_device
 
 MAX_CELLS = 2**31 - 1  # cell indices are int32
 _MAGIC = 0x6873686772696431  # HASH_GRID_MAGIC in hash_grid.h
@@ -55,7 +56,6 @@ class HashGrid:
     """
 
     def __init__(self, dim_x: int, dim_y: int, dim_z: int, device=None, dtype=T.float32):
-        from .device import get_device
         dtype = T.canonical_type(dtype)
         if dtype not in _PRECISIONS:
             raise TypeError(f"HashGrid: dtype must be float16, float32 or float64, got {T.type_repr(dtype)}")

@@ -22,6 +22,7 @@ from .array import array
 from .array_layout import element_info, infer_dtype
 from .dlpack import import_capsule_args
 from .foreign_memory import cuda_interface_args
+from .device import get_device
 
 
 def _wrap(view: np.ndarray, dtype, what: str) -> array:
@@ -152,5 +153,4 @@ def device_from_torch(torch_device) -> str:
 
 def device_to_torch(device) -> str:
     """The torch device name of one of ours."""
-    from .device import get_device
     return get_device(device).alias

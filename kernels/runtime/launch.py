@@ -22,6 +22,7 @@ from .device import get_device
 from .error_slot import check_error
 from ..errors import LaunchError
 from ..typesys import ArrayType, describe, is_struct
+from . import cuda_module
 
 # Set by autodiff.Tape while recording: a callable(kernel, dim, inputs, outputs, device, launch) called after each
 # launch; `inputs` and `outputs` are the caller's sequences (copy them to keep them), `launch.values` the Launch's
@@ -358,7 +359,6 @@ def _run(kernel, bounds, params, values, adj_params=None, adj_values=None, devic
     out-of-bounds access, and NaN/inf with wp.config.verify_fp. On a CUDA `device` the launch is queued on the
     device's current stream."""
     if device is not None and device.is_cuda:
-        from . import cuda_module
         cuda_module.run(kernel, device, bounds, params, adj_params)
         cap = capture.cuda_capture(device)
         if cap is not None:  # the graph's launch reads and writes these arrays at every replay

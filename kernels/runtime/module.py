@@ -27,6 +27,14 @@ from ..compiler.passes.cost import estimate_work, parallel_threshold
 from .thread_pool import load_kernel_library
 from .error_slot import ErrorSlot
 from .signature import KernelSignature
+from ..compiler import ir
+from ..compiler.access import array_access
+from ..compiler.passes.adjoint import adjoint_error
+from ..compiler.render import CPU
+from ..compiler.render_adjoint import render_adjoint_function, render_adjoint_kernel
+from ..compiler.render_module import ModuleSource
+from .launch import argument_type
+from ..typesys import TileType
 
 
 class Kernel:
@@ -109,7 +117,6 @@ class Kernel:
 
     def specialize_for(self, values) -> Kernel:
         """The overload of a generic kernel for the types of launch arguments `values`."""
-        from .launch import argument_type
         if len(values) != len(self.arg_types):
             raise CompileError(f"kernel '{self.name}' takes {len(self.arg_types)} arguments, got {len(values)}",
                                None, self.name)
@@ -120,22 +127,19 @@ class Kernel:
     def uses_tiles(self) -> bool:
         """Whether the kernel has tile values (from its IR, compiled on request when loaded from the cache)."""
         if getattr(self, "_uses_tiles", None) is None:
-            from ..compiler import ir as _ir
-            from ..typesys import TileType
             self._uses_tiles = any(isinstance(getattr(v, "type", None), TileType)
-                                   for op in _ir.walk(self.compile_ir().body) for v in op.results)
+                                   for op in ir.walk(self.compile_ir().body) for v in op.results)
         return self._uses_tiles
 
     def calls_any(self, names) -> bool:
         """Whether the kernel (or a function it calls) calls one of the builtins `names`."""
-        from ..compiler import ir as _ir
         seen, stack = set(), [self.compile_ir()]
         while stack:
             fn = stack.pop()
             if id(fn) in seen:
                 continue
             seen.add(id(fn))
-            for op in _ir.walk(fn.body):
+            for op in ir.walk(fn.body):
                 if op.opcode == "call":
                     if op.attrs.get("name") in names and "callee" not in op.attrs:
                         return True
@@ -174,7 +178,6 @@ class Kernel:
         if self.error is not None:
             raise self.error
         if self.lib is None and not self._adjoint_decided:
-            from ..compiler.passes.adjoint import adjoint_error
             self.adjoint_error = adjoint_error(self.ir) if self.enable_backward else None
             self._adjoint_decided = True
 
@@ -206,7 +209,6 @@ class Kernel:
     def param_access(self) -> dict:
         """Array parameter path ("x", "p.output") -> (read, written), from the kernel's IR (tape checks)."""
         if self._access is None:
-            from ..compiler.access import array_access
             self.compile_ir()
             self._access = array_access(self.ir, self.arg_names)
         return self._access
@@ -214,8 +216,7 @@ class Kernel:
     def compile_ir(self):
         if self.ir is None:
             self.ir = compile_ir(self.source, "kernel", self.name, list(self.arg_types))
-            from ..compiler import ir as _ir
-            for op in _ir.walk(self.ir.body):
+            for op in ir.walk(self.ir.body):
                 if op.opcode == "call" and op.attrs.get("name") == "tid" and "callee" not in op.attrs:
                     self.tid_ndim = max(self.tid_ndim, op.attrs["ndim"])
         return self.ir
@@ -310,10 +311,6 @@ class Module:
         return True
 
     def _build_library(self, kernels: list, prekey: str | None = None):
-        from ..compiler.render import CPU
-        from ..compiler.passes.adjoint import adjoint_error
-        from ..compiler.render_adjoint import render_adjoint_function, render_adjoint_kernel
-        from ..compiler.render_module import ModuleSource
         debug = config.mode == "debug"
         src = ModuleSource(CPU, debug)
         parts = []
@@ -392,7 +389,6 @@ def _error_slot(lib):
 
 
 def _callees(fn):
-    from ..compiler import ir
     out = []
     for op in ir.walk(fn.body):
         c = op.attrs.get("callee")

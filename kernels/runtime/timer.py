@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import time
+from .device import synchronize
 
 __all__ = ["ScopedTimer"]
 
@@ -70,6 +71,5 @@ class ScopedTimer:
 
 
 def _synchronize() -> None:
-    from .device import synchronize
 
     synchronize()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from ... import config
 from .. import ir
 from .clone import clone_block_ops, substitute
+from ...typesys import TileType
 
 
 def _const_int(v):
@@ -21,7 +22,6 @@ def _const_int(v):
 
 def _works_on_tiles(op: ir.Op) -> bool:
     """Loops over tiles stay loops: each copy of the body would hold its own (large) tiles, for no gain."""
-    from ...typesys import TileType
     return any(isinstance(r.type, TileType) for o in ir.walk(op.regions[0]) for r in o.results)
 
 
