@@ -5,11 +5,13 @@ pointers, and reinterpreting a layout as another element type."""
 from __future__ import annotations
 
 import ctypes
+import weakref
 
 import numpy as np
 
 from .. import types as T
 from ..typesys import ArrayDescriptor, is_struct  # noqa: F401  (ArrayDescriptor: the runtime's name for it)
+from . import cuda_driver  # its functions read at call time (the CUDA emulation of the tests replaces them)
 from .device import get_cuda_device_count
 
 
@@ -94,16 +96,14 @@ def pinned_available() -> bool:
 def allocate_pinned(shape: tuple, dtype) -> np.ndarray:
     """A zeroed page-locked host buffer (fast, truly asynchronous copies to and from CUDA devices), freed with the
     numpy array that views it."""
-    from .cuda_driver import host_alloc_pinned, host_free_pinned
     sdt, inner = element_info(dtype)
     full = shape + inner
     nbytes = max(int(np.prod(full)) * sdt.itemsize, 1)
-    ptr = host_alloc_pinned(nbytes)
+    ptr = cuda_driver.host_alloc_pinned(nbytes)
     raw = (ctypes.c_byte * nbytes).from_address(ptr)
     out = np.ndarray(full, dtype=sdt, buffer=raw)
     out.fill(0)
-    import weakref
-    weakref.finalize(raw, host_free_pinned, ptr)
+    weakref.finalize(raw, cuda_driver.host_free_pinned, ptr)
     return out
 
 
