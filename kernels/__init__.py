@@ -66,8 +66,8 @@ WarpCodegenValueError = CompileValueError
 __version__ = "0.1.0"
 
 from .compiler import lang as _lang  # noqa: E402
-from .compiler.lang import (E, HALF_PI, INF, LN2, LN10, LOG2E, LOG10E, NAN, PHI, PI, TAU, e, half_pi, inf, ln2,  # noqa: E402
-                            ln10, log2e, log10e, nan, phi, pi, tau)
+from .compiler.lang import (E, HALF_PI, INF, LN2, LN10, LOG2E, LOG10E, NAN, PHI, PI, TAU, e,  # noqa: E402
+                            half_pi, inf, ln2, ln10, log2e, log10e, nan, phi, pi, tau)
 bool = bool_  # noqa: A001  (Warp spells it wp.bool)
 float = float32  # noqa: A001
 int = int32  # noqa: A001

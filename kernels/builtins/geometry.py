@@ -141,7 +141,7 @@ add_builtin("closest_point_edge_edge", (V3, V3, V3, V3, F32), V3, group=GROUP,
             doc="vec3(s, t, d): closest points p1 + s (q1 - p1) and p2 + t (q2 - p2) of two segments and their "
                 "distance; a segment with squared length <= epsilon is a point (weight 0); differentiable")
 
-# ---- sparse volumes (kernels/native/volume.h; float NanoVDB grids, kernels/runtime/volume.py) -------------------------
+# ---- sparse volumes (kernels/native/volume.h; float NanoVDB grids, kernels/runtime/volume.py) ----------------------
 
 add_builtin("volume_sample_f", (U64, V3, I32), F32, group=GROUP, arg_names=("id", "uvw", "sampling_mode"),
             doc="the volume's value at index-space point uvw: wp.Volume.CLOSEST (nearest voxel) or LINEAR "

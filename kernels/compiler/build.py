@@ -92,8 +92,9 @@ def announce_compile(device: str, what: str, compiler: list | None = None):
 
 def cpu_flags(debug: bool) -> list:
     opt = ["-O1", "-g"] if debug else ["-O3"]
-    # parallel launches run on the process's own thread pool (native/thread_pool.cpp, kernels/runtime/thread_pool.py); the
-    # OpenMP runtime it replaced stays selectable for comparison (config.cpu_runtime)
+    # parallel launches run on the process's own thread pool (native/thread_pool.cpp,
+    # kernels/runtime/thread_pool.py); the OpenMP runtime it replaced stays selectable for comparison
+    # (config.cpu_runtime)
     threads = ["-fopenmp", "-DWP_OPENMP_RUNTIME"] if config.cpu_runtime == "openmp" else ["-pthread"]
     contract = [] if config.fp_contract else ["-ffp-contract=off"]
     return ["-std=c++17", "-shared", "-fPIC", *threads, "-fno-math-errno", "-march=native",

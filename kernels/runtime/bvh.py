@@ -1,4 +1,5 @@
-"""Bounding volume hierarchy over triangles, built and refitted on the host with numpy (used by kernels/runtime/mesh.py).
+"""Bounding volume hierarchy over triangles, built and refitted on the host with numpy (used by
+kernels/runtime/mesh.py).
 
 Nodes are stored flat (arrays indexed by node); a leaf has left = right = -1 and owns prims[start:end). Splits are
 at the median centroid along the widest axis of the centroids' box, so the depth stays <= log2(n) + 2 (mesh.h's

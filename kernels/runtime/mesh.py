@@ -1,7 +1,7 @@
 """`wp.Mesh`: a triangle mesh with a bounding volume hierarchy, queried from kernels by its uint64 `id`.
 
-The BVH is built on the host with numpy (kernels/runtime/bvh.py) and copied to the mesh's device next to a `mesh_t` header
-(kernels/native/mesh.h) whose address is the id. `refit()` recomputes the boxes from the current points.
+The BVH is built on the host with numpy (kernels/runtime/bvh.py) and copied to the mesh's device next to a `mesh_t`
+header (kernels/native/mesh.h) whose address is the id. `refit()` recomputes the boxes from the current points.
 """
 
 from __future__ import annotations

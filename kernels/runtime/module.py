@@ -200,8 +200,8 @@ class Kernel:
 
     @cached_property
     def signature(self) -> KernelSignature:
-        """Parameters, their packed layout and the arrays read and written (kernels/runtime/signature.py): made once, and
-        what launch, capture and the Tape use."""
+        """Parameters, their packed layout and the arrays read and written (kernels/runtime/signature.py): made once,
+        and what launch, capture and the Tape use."""
         if self.is_generic:
             raise TypeError(f"kernel '{self.name}' is generic: only its overloads have a signature")
         return KernelSignature(self)

@@ -1,5 +1,5 @@
-"""Type inference of control flow (part of TypeInference, kernels/compiler/passes/typeinfer.py): conditions, `if` with the
-types of branch-local values merged, `for` and `while` loops with their carried values typed (and those no
+"""Type inference of control flow (part of TypeInference, kernels/compiler/passes/typeinfer.py): conditions, `if`
+with the types of branch-local values merged, `for` and `while` loops with their carried values typed (and those no
 iteration changes replaced by their initial value)."""
 
 from __future__ import annotations
