@@ -4,7 +4,7 @@ write to a marked array prints a warning naming the writer and the user's line (
 The marks live on the arrays (shared by every tape, as in Warp): `Tape.backward()` and `Tape.reset()` clear the
 marks of the arrays their records touch, views' parents included, so a training loop with a fresh tape per
 iteration reports nothing. This is a coarse, per-array check between launches; reads and writes of one element
-inside one kernel are checked exactly by the compiler when a gradient is asked for (kernels/passes/inplace.py).
+inside one kernel are checked exactly by the compiler when a gradient is asked for (kernels/compiler/passes/inplace.py).
 """
 
 from __future__ import annotations

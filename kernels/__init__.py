@@ -1,40 +1,49 @@
 """kernels: a Warp-compatible kernel language. Python functions compiled to C++ (CPU) and CUDA C++ (GPU),
-forward and adjoint. Port a Warp program by writing `import kernels as wp`."""
+forward and adjoint. Port a Warp program by writing `import kernels as wp`.
+
+The package in four parts, each importing only those below it (tests/test_architecture.py checks it, imports
+inside functions included, and that no module imports another back):
+- base: config, errors, types (values), typesys (compile-time types), halfbits, builtins/ (the builtin table);
+- compiler/: source -> IR -> passes -> C++/CUDA text -> built library (see compiler/__init__.py);
+- runtime/: devices and streams, memory and arrays, launches, captures, modules of compiled kernels;
+- this surface: the public names (below), mathlib, utils, tape_interface; it also wires the two that the
+  layering keeps apart (`wp.sin(x)` from Python: the compiler's builtin objects call the runtime's host caller).
+"""
 
 from __future__ import annotations
 
 from . import config
-from .capture import (CaptureError, Graph, ScopedCapture, capture_begin, capture_end, capture_launch,
-                      is_capturing)
-from .array import array, clone, empty, zeros
-from .array_copy import copy
-from .array_create import (array1d, array2d, array3d, array4d, empty_like, from_numpy, full, full_like, ones,
-                           ones_like, zeros_like)
-from .device import (Device, ScopedDevice, get_cuda_device_count, get_device, get_preferred_device,
-                     get_cuda_devices, get_devices, is_cpu_available, is_cuda_available,
-                     is_device_available, set_device, synchronize, synchronize_device)
+from .runtime.capture import (CaptureError, Graph, ScopedCapture, capture_begin, capture_end, capture_launch,
+                              is_capturing)
+from .runtime.array import array, clone, empty, zeros
+from .runtime.array_copy import copy
+from .runtime.array_create import (array1d, array2d, array3d, array4d, empty_like, from_numpy, full, full_like,
+                                   ones, ones_like, zeros_like)
+from .runtime.device import (Device, ScopedDevice, get_cuda_device_count, get_device, get_preferred_device,
+                             get_cuda_devices, get_devices, is_cpu_available, is_cuda_available,
+                             is_device_available, set_device, synchronize, synchronize_device)
 from .errors import CompileError, KernelError, LaunchError, NativeCompileError
 from .errors import (CompileAttributeError, CompileIndexError, CompileKeyError, CompileTypeError,
                      CompileValueError)
-from .function import func, func_grad, func_replay, grad
-from .hash_grid import HashGrid, HashGridQuery
-from .mesh import Mesh, MeshQueryAABB, MeshQueryPoint, MeshQueryRay, is_cubql_available
-from .bvh_object import Bvh, BvhQuery
-from .native_snippet import func_native
+from .compiler.function import func, func_grad, func_replay, grad
+from .runtime.hash_grid import HashGrid, HashGridQuery
+from .runtime.mesh import Mesh, MeshQueryAABB, MeshQueryPoint, MeshQueryRay, is_cubql_available
+from .runtime.bvh_object import Bvh, BvhQuery
+from .compiler.native_snippet import func_native
 from . import utils
 MeshQuery = MeshQueryAABB  # Warp's name for the state of any mesh box query
-from .volume import Volume
-from .interop import (device_from_torch, device_to_torch, dtype_from_torch, dtype_to_torch, from_dlpack, from_torch,
-                      to_dlpack, to_torch)
-from .cuda_memory import empty_cache
-from .host_memory import keep_freed_memory as keep_freed_host_memory
-from .launch import Launch, launch, launch_tiled
-from .module import (Kernel, Module, build_stats, get_module, get_module_options, kernel, load_module, overload,
-                     set_module_options)
-from .stream import (Event, ScopedStream, Stream, get_event_elapsed_time, get_stream, record_event, set_stream,
-                     synchronize_event, synchronize_stream, wait_event, wait_stream)
-from .struct import struct
-from .timer import ScopedTimer
+from .runtime.volume import Volume
+from .runtime.interop import (device_from_torch, device_to_torch, dtype_from_torch, dtype_to_torch, from_dlpack,
+                              from_torch, to_dlpack, to_torch)
+from .runtime.cuda_memory import empty_cache
+from .runtime.host_memory import keep_freed_memory as keep_freed_host_memory
+from .runtime.launch import Launch, launch, launch_tiled
+from .runtime.module import (Kernel, Module, build_stats, get_module, get_module_options, kernel, load_module,
+                             overload, set_module_options)
+from .runtime.device import (Event, ScopedStream, Stream, get_event_elapsed_time, get_stream, record_event,
+                             set_stream, synchronize_event, synchronize_stream, wait_event, wait_stream)
+from .runtime.struct import struct
+from .runtime.timer import ScopedTimer
 from .types import (Any, bool_, float16, float32, float64, int8, int16, int32, int64, mat22, mat22d, mat22f,
                     mat22h, mat33, mat33d, mat33f, mat33h, mat44, mat44d, mat44f, mat44h, matrix, quat, quatd, quatf,
                     quath, spatial_matrix, spatial_matrixd, spatial_vector, spatial_vectord, spatial_vectorf,
@@ -56,9 +65,9 @@ WarpCodegenValueError = CompileValueError
 
 __version__ = "0.1.0"
 
-from . import lang as _lang  # noqa: E402
-from .lang import (E, HALF_PI, INF, LN2, LN10, LOG2E, LOG10E, NAN, PHI, PI, TAU, e, half_pi, inf, ln2,  # noqa: E402
-                   ln10, log2e, log10e, nan, phi, pi, tau)
+from .compiler import lang as _lang  # noqa: E402
+from .compiler.lang import (E, HALF_PI, INF, LN2, LN10, LOG2E, LOG10E, NAN, PHI, PI, TAU, e,  # noqa: E402
+                            half_pi, inf, ln2, ln10, log2e, log10e, nan, phi, pi, tau)
 bool = bool_  # noqa: A001  (Warp spells it wp.bool)
 float = float32  # noqa: A001
 int = int32  # noqa: A001
@@ -66,7 +75,6 @@ int = int32  # noqa: A001
 
 def compile_ptx(kernel, arch: int = 90) -> str:
     """PTX text of `kernel` (forward and backward entry points) for compute capability `arch`; needs no GPU."""
-    from .nvrtc import compile_ptx as _compile_ptx
     return _compile_ptx(kernel, arch)
 
 
@@ -96,7 +104,7 @@ class _AdjointAccessor:
 adjoint = _AdjointAccessor()
 
 
-# wp.<builtin>: the objects of kernels/lang.py, where no other name is taken; the named operators always
+# wp.<builtin>: the objects of kernels/compiler/lang.py, where no other name is taken; the named operators always
 for _name, _obj in _lang.BUILTIN_FUNCTIONS.items():
     if _name not in globals() or _name in _lang.OPERATOR_NAMES:
         globals()[_name] = _obj
@@ -106,9 +114,14 @@ from .mathlib import (norm_huber, norm_l1, norm_l2, norm_pseudo_huber, quat_from
                       quat_to_rpy, quat_twist, quat_twist_angle, quat_twist_angle_signed, smooth_normalize,
                       spatial_adjoint, transform_compose, transform_decompose, transform_twist, transform_wrench,
                       velocity_at_point)
-from . import array_ops as _array_ops  # noqa: E402
+from .runtime import array_ops as _array_ops  # noqa: E402
 
 _array_ops.install(array)
+
+from .runtime.host_call import call as _host_call  # noqa: E402
+
+from .compiler.nvrtc import compile_ptx as _compile_ptx
+_lang.set_host_caller(_host_call)  # wp.sin(x) from Python: the compiler's builtin objects call the runtime
 
 def transformation(*args, p=None, q=None, dtype=None):
     """Warp's `wp.transformation(p, q, dtype=...)` / `wp.transformation(px, py, pz, qx, qy, qz, qw)`: a transform

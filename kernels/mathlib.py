@@ -8,12 +8,13 @@ then k (axes 0, 1, 2 = x, y, z), and Euler angle vectors are indexed by axis. An
 
 from __future__ import annotations
 
-from . import lang as wp
+from .compiler import lang as wp
+from .compiler.function import func
 
 from .types import Any
 
 
-@wp.func
+@func
 def norm_l1(v: Any):
     """Sum of |v_i| of a float vector."""
     n = wp.abs(v[0])
@@ -22,13 +23,13 @@ def norm_l1(v: Any):
     return n
 
 
-@wp.func
+@func
 def norm_l2(v: Any):
     """Euclidean norm of a float vector (`length`)."""
     return wp.length(v)
 
 
-@wp.func
+@func
 def norm_huber(v: Any, delta: float):
     """Huber norm: |v|^2 / 2 where |v| <= delta, else delta (|v| - delta / 2)."""
     a = wp.dot(v, v)
@@ -37,40 +38,40 @@ def norm_huber(v: Any, delta: float):
     return delta * (wp.sqrt(a) - 0.5 * delta)
 
 
-@wp.func
+@func
 def norm_huber(v: Any):  # noqa: F811  (overload: delta = 1)
     return norm_huber(v, 1.0)
 
 
-@wp.func
+@func
 def norm_pseudo_huber(v: Any, delta: float):
     """Pseudo-Huber norm delta sqrt(1 + |v|^2 / delta^2): smooth, ~|v|^2 / 2 near zero, ~delta |v| far out."""
     return delta * wp.sqrt(1.0 + wp.dot(v, v) / (delta * delta))
 
 
-@wp.func
+@func
 def norm_pseudo_huber(v: Any):  # noqa: F811  (overload: delta = 1)
     return norm_pseudo_huber(v, 1.0)
 
 
-@wp.func
+@func
 def smooth_normalize(v: Any, delta: float):
     """v divided by its pseudo-Huber norm: a normalisation that is smooth at zero (zero maps to zero)."""
     return v / norm_pseudo_huber(v, delta)
 
 
-@wp.func
+@func
 def smooth_normalize(v: Any):  # noqa: F811  (overload: delta = 1)
     return smooth_normalize(v, 1.0)
 
 
-@wp.func
+@func
 def velocity_at_point(qd: wp.spatial_vector, r: wp.vec3):
     """Linear velocity [m/s] of a point at offset r [m] from the origin of a frame moving with twist qd = (w, v)."""
     return wp.spatial_bottom(qd) + wp.cross(wp.spatial_top(qd), r)
 
 
-@wp.func
+@func
 def quat_twist(axis: wp.vec3, q: wp.quat):
     """The twist part about the unit `axis` of q's swing-twist decomposition, as a unit quaternion."""
     imag = wp.vec3(q[0], q[1], q[2])
@@ -78,21 +79,21 @@ def quat_twist(axis: wp.vec3, q: wp.quat):
     return wp.normalize(wp.quat(along[0], along[1], along[2], q[3]))
 
 
-@wp.func
+@func
 def quat_twist_angle(axis: wp.vec3, q: wp.quat):
     """Unsigned twist angle of q about the unit `axis`: in [0, pi] when q[3] >= 0, else in (pi, 2 pi]."""
     s = wp.abs(wp.dot(axis, wp.vec3(q[0], q[1], q[2])))
     return 2.0 * wp.atan2(s, q[3])
 
 
-@wp.func
+@func
 def quat_twist_angle_signed(axis: wp.vec3, q: wp.quat):
     """Twist angle of q about the unit `axis`, positive by the right-hand rule; in [-pi, pi] when q[3] >= 0."""
     s = wp.dot(axis, wp.vec3(q[0], q[1], q[2]))
     return 2.0 * wp.atan2(s, q[3])
 
 
-@wp.func
+@func
 def quat_to_rpy(q: wp.quat):
     """(roll, pitch, yaw) of a unit quaternion: the inverse of quat_rpy (extrinsic x, y, z); pitch in
     [-pi/2, pi/2], inaccurate roll and yaw near gimbal lock."""
@@ -106,7 +107,7 @@ def quat_to_rpy(q: wp.quat):
     return wp.vec3(roll, pitch, yaw)
 
 
-@wp.func
+@func
 def _axis_rotation(axis: int, angle: float):
     """Rotation of `angle` about coordinate axis 0, 1 or 2."""
     s = wp.sin(0.5 * angle)
@@ -118,14 +119,14 @@ def _axis_rotation(axis: int, angle: float):
     return wp.quat(0.0, 0.0, s, c)
 
 
-@wp.func
+@func
 def quat_from_euler(e: wp.vec3, i: int, j: int, k: int):
     """Rotation about the fixed axes i, then j, then k by the angles e[i], e[j], e[k]: q_k * q_j * q_i.
     `quat_from_euler(e, 0, 1, 2)` equals `quat_rpy(e[0], e[1], e[2])`."""
     return _axis_rotation(k, e[k]) * (_axis_rotation(j, e[j]) * _axis_rotation(i, e[i]))
 
 
-@wp.func
+@func
 def _scalar_first(q: wp.quat, axis: int):
     """Component `axis` (1, 2, 3 = x, y, z) of q in the scalar-first numbering, 0 for the real part."""
     if axis == 1:
@@ -137,7 +138,7 @@ def _scalar_first(q: wp.quat, axis: int):
     return q[3]
 
 
-@wp.func
+@func
 def quat_to_euler(q: wp.quat, i: int, j: int, k: int):
     """Angles e (indexed by axis) with quat_from_euler(e, i, j, k) the rotation q, for Tait-Bryan sequences
     (i != k), gimbal lock included: the second angle in [-pi/2, pi/2]. For proper sequences (i == k) the third
@@ -182,7 +183,7 @@ def quat_to_euler(q: wp.quat, i: int, j: int, k: int):
     return _place_angles(a1, a2, a3, first, middle, third)
 
 
-@wp.func
+@func
 def _place_angles(a1: int, a2: int, a3: int, first: float, middle: float, third: float):
     """The vector with `first` at axis a1, `middle` at a2 and `third` at a3 (1-based axes)."""
     out = wp.vec3(0.0, 0.0, 0.0)
@@ -192,7 +193,7 @@ def _place_angles(a1: int, a2: int, a3: int, first: float, middle: float, third:
     return out
 
 
-@wp.func
+@func
 def transform_twist(t: wp.transform, x: wp.spatial_vector):
     """Twist x = (w, v) in the source frame of t = (p, R), expressed in its destination: (R w, R v + p x R w)."""
     q = wp.transform_get_rotation(t)
@@ -201,7 +202,7 @@ def transform_twist(t: wp.transform, x: wp.spatial_vector):
     return wp.spatial_vector(w, v)
 
 
-@wp.func
+@func
 def transform_wrench(t: wp.transform, x: wp.spatial_vector):
     """Wrench x = (tau, f) in the source frame of t = (p, R), expressed in its destination: (R tau + p x R f, R f)."""
     q = wp.transform_get_rotation(t)
@@ -242,8 +243,8 @@ def _compose_decompose(vec3, quat, mat44, zero, one):
 for _types in ((wp.vec3, wp.quat, wp.mat44, 0.0, 1.0),
                (wp.vec3d, wp.quatd, wp.mat44d, wp.float64(0.0), wp.float64(1.0))):
     _compose, _decompose = _compose_decompose(*_types)
-    transform_compose = wp.func(_compose)
-    transform_decompose = wp.func(_decompose)
+    transform_compose = func(_compose)
+    transform_decompose = func(_decompose)
 
 
 def _spatial_adjoint_for(mat33, mat66):
@@ -263,4 +264,4 @@ def _spatial_adjoint_for(mat33, mat66):
 
 
 for _types in ((wp.mat33, wp.spatial_matrix), (wp.mat33d, wp.spatial_matrixd)):
-    spatial_adjoint = wp.func(_spatial_adjoint_for(*_types))
+    spatial_adjoint = func(_spatial_adjoint_for(*_types))

@@ -13,14 +13,14 @@ Hooks: each is a list of callables; the last one appended is called.
 
 from __future__ import annotations
 
-from . import cuda_memory
-from .array_copy import copy_hooks, copy_plan, copy_window, host_write_hooks
-from .capture import recorder
-from .launch import args_ctype, check_backward, launch_adjoint, pack_array
-from .launch import tape_hooks as launch_hooks
-from .mesh import ray_gradient_meshes
-from .signature import ArrayPath, KernelSignature, Param, ParamKind, StructArrays, pick
-from .struct import packed_derived
+from .runtime import cuda_memory
+from .runtime.array_copy import copy_hooks, copy_plan, copy_window, host_write_hooks
+from .runtime.recording import recorder
+from .runtime.launch import args_ctype, check_backward, launch_adjoint, pack_array
+from .runtime.launch import tape_hooks as launch_hooks
+from .runtime.mesh import ray_gradient_meshes
+from .runtime.signature import ArrayPath, KernelSignature, Param, ParamKind, StructArrays, pick
+from .runtime.struct import packed_derived
 from .typesys import ArrayType, is_differentiable_type, is_struct
 
 __all__ = [

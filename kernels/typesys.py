@@ -5,9 +5,21 @@ Value types (scalars, vectors, ...) live in types.py; this module adds what the 
 
 from __future__ import annotations
 
+import ctypes
 from dataclasses import dataclass
 
+import numpy as np
+
 from . import types as T
+
+
+class ArrayValue:
+    """Base class of the runtime's array objects (kernels/runtime/array.py). The compiler sees arrays only
+    through it: an annotation `wp.array(dtype=float)` is such an object with no memory, read for its `dtype` and
+    `ndim`, and an array referenced from kernel code is refused. It lets the compiler recognise them without
+    importing the runtime (the compiler sits below it)."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True)
@@ -131,6 +143,69 @@ def is_tile(t) -> bool:
 
 def is_array(t) -> bool:
     return isinstance(t, ArrayType)
+
+
+class ArrayDescriptor(ctypes.Structure):
+    """Argument layout of `wp::array_t<T>` (native/array.h): keep in sync."""
+
+    _fields_ = [("data", ctypes.c_void_p), ("shape", ctypes.c_int32 * 4), ("strides", ctypes.c_int64 * 4),
+                ("ndim", ctypes.c_int32), ("flags", ctypes.c_int32)]
+
+
+class StructInfo:
+    """Compile-time description of a struct type: ordered fields, C++ name, native layout."""
+
+    def __init__(self, cls, fields: dict):
+        self.cls = cls
+        self.fields = fields
+        # named by where it is defined, so generated source is the same in every process
+        qual = f"{cls.__module__}_{cls.__qualname__}".replace("<locals>", "L")
+        self.cname = "S_" + "".join(c if c.isalnum() else "_" for c in qual)
+        self.native = False  # defined by a native header (native_struct), not by generated code
+        self._ctype = None
+        # Why the struct cannot be used (a field of a type kernels do not have), raised at first use rather
+        # than at definition, so that a module defining such a struct still imports.
+        self.error: str | None = None
+
+    def check_usable(self):
+        """Raises TypeError when a field of the struct (or of a nested struct) has an unsupported type."""
+        if self.error is not None:
+            raise TypeError(self.error)
+
+    def ctype(self):
+        if self._ctype is None:
+            members = []
+            for name, t in self.fields.items():
+                if isinstance(t, ArrayType):
+                    members.append((name, ArrayDescriptor))
+                elif is_struct(t):
+                    members.append((name, t._wp_struct_.ctype()))
+                elif T.is_composite(t):
+                    members.append((name, t._ctype()))
+                else:
+                    members.append((name, t._ctype_))
+            if not members:
+                members.append(("_empty", ctypes.c_uint8))  # a C++ struct with no members still has size 1
+            self._ctype = type(f"{self.cname}_c", (ctypes.Structure,), {"_fields_": members})
+        return self._ctype
+
+    @property
+    def numpy_dtype(self):
+        return np.dtype(self.ctype())
+
+
+def native_struct(name: str, cname: str, fields: dict, doc: str = "", module: str = "kernels"):
+    """A struct type whose C++ definition lives in a native header (`wp::<cname>`, with the same fields in the
+    same order, plus `add`): the value a builtin returns, such as `wp.MeshQueryPoint`. Kernels read its fields;
+    generated modules do not define it again. Declared here, with the builtin table that uses it, as a
+    compile-time type; the runtime gives it Python values (kernels/runtime/struct.py, `give_values`)."""
+    cls = type(name, (), {"__annotations__": dict(fields), "__module__": module, "__qualname__": name,
+                          "__doc__": doc})
+    info = StructInfo(cls, dict(fields))
+    info.cname = cname
+    info.native = True
+    cls._wp_struct_ = info
+    return cls
 
 
 def is_struct(t) -> bool:

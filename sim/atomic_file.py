@@ -12,7 +12,7 @@ import os
 import re
 import uuid
 
-from kernels.cache_integrity import process_alive
+from kernels.compiler.cache_integrity import process_alive
 
 
 def temporary_path(path) -> str:

@@ -180,9 +180,9 @@ def _positive_int(text: str) -> int:
 
 def main(argv=None) -> int:
     import kernels
-    from kernels.cache_trust import CacheTrustError
+    from kernels.compiler.cache_trust import CacheTrustError
 
-    # taped rollouts allocate fresh arrays every step: keep freed host blocks for reuse (kernels/host_memory.py)
+    # taped rollouts allocate fresh arrays every step: keep freed host blocks for reuse (kernels/runtime/host_memory.py)
     kernels.keep_freed_host_memory()
 
     from .atomic_file import OutputWriteError

@@ -22,7 +22,7 @@ Each build allocates new query arrays and a new `HashGridData`, so a tape that r
 earlier build's data replays it with that data, not with a later build's.
 """
 
-# no `from __future__ import annotations`: kernels/struct.py evaluates string annotations in the top-level
+# no `from __future__ import annotations`: kernels/runtime/struct.py evaluates string annotations in the top-level
 # package's namespace (__import__('sim.hashgrid') is `sim`), where `wp` is not defined
 import numpy as np
 

@@ -14,7 +14,7 @@ from .hashgrid import HashGrid, HashGridData, hash_grid_cell_of, hash_grid_dims_
 from .model import PARTICLE_ACTIVE, ContactParams
 from .worlds import element_worlds, worlds_interact
 
-# no `from __future__ import annotations` here: kernels/struct.py evaluates string annotations in the top-level
+# no `from __future__ import annotations` here: kernels/runtime/struct.py evaluates string annotations in the top-level
 # package's namespace
 
 MIN_DISTANCE = 1.0e-9  # coincident centres [m] have no contact normal: such pairs are skipped

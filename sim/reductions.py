@@ -7,7 +7,7 @@ Every particle counts, weighted by its mass: fixed particles (mass 0) contribute
 
 import kernels as wp
 
-# no `from __future__ import annotations` here: kernels/struct.py evaluates string annotations in the top-level
+# no `from __future__ import annotations` here: kernels/runtime/struct.py evaluates string annotations in the top-level
 # package's namespace
 
 TILE = 64  # particles per block

@@ -57,7 +57,7 @@ from .self_contact_bound import (DRIFT_TILE, check_budget, drop_overrun_drift, f
                                  limit_displacement, sum_drift_tiled, sum_drift_worlds)
 from .worlds import element_worlds, worlds_interact
 
-# no `from __future__ import annotations`: kernels/struct.py evaluates string annotations in the top-level
+# no `from __future__ import annotations`: kernels/runtime/struct.py evaluates string annotations in the top-level
 # package's namespace
 
 VT_SLOTS = 48  # triangles kept per vertex
@@ -600,7 +600,7 @@ class SelfContact:
         """The pairs for a step from positions x [m] (vec3 [particle_count]): searched again when the last step
         asked for it, or when x is not what the last step wrote (a new or reset state); else the last search's.
         `fresh`: a search fills new arrays (on a Tape, each step's kernels must keep reading their own). Under a
-        capture (kernels.capture) every step searches: a replay cannot take the host's decision again."""
+        capture (kernels.runtime.capture) every step searches: a replay cannot take the host's decision again."""
         if x is not self._last_out or wp.is_capturing(self.device) or int(self._search_flag.numpy()[0]):
             self.find(x, fresh=fresh)
         return self.data

@@ -5,7 +5,7 @@ overrun drifts by nothing) is in sim/self_contact.py's docstring."""
 
 import kernels as wp
 
-# no `from __future__ import annotations`: kernels/struct.py evaluates string annotations in the top-level
+# no `from __future__ import annotations`: kernels/runtime/struct.py evaluates string annotations in the top-level
 # package's namespace
 
 DRIFT_TILE = 64  # particles per block of the drift's sum

@@ -108,10 +108,8 @@ def world_slice(model, world: int) -> WorldSlice:
 def world_state(model, state, world: int):
     """A State whose arrays are views of world `world`'s part of `state`'s (particle_q/qd/f, body_q/qd/f,
     joint_q/qd): reading them reads the batched state, writing them writes it."""
-    from .model import State
-
     s = world_slice(model, world)
-    view = State()
+    view = type(state)()  # a State like `state` (sim.model's; not imported: sim.model imports this module)
     for name, part in (("particle_q", s.particle), ("particle_qd", s.particle), ("particle_f", s.particle),
                        ("body_q", s.body), ("body_qd", s.body), ("body_f", s.body),
                        ("joint_q", s.joint_coord), ("joint_qd", s.joint_dof)):

@@ -6,7 +6,7 @@ does on a GPU. Set KERNELS_EMULATE_CUDA=1 to run the whole device-parameterised 
 import ctypes
 
 
-from kernels import cuda_driver, cuda_memory, cuda_module
+from kernels.runtime import cuda_driver, cuda_memory, cuda_module
 
 class _Info:
     def __init__(self, ordinal):
@@ -60,13 +60,13 @@ class _Emulation:
         else:
             kernel.backward_fn(ctypes.byref(bounds), ctypes.byref(params), ctypes.byref(adj_params),
                                ctypes.c_int64(1 << 62))
-        from kernels.launch import check_error
+        from kernels.runtime.error_slot import check_error
         check_error(kernel)
 
 
 def install(monkeypatch) -> "_Emulation":
     """Replace the driver calls with the emulation (undone by the monkeypatch)."""
-    from kernels import stream
+    from kernels.runtime import device as stream  # streams live in runtime/device.py
     emu = _Emulation()
     nothing = lambda *a, **k: None  # noqa: E731
     for name, fn in {"device_count": lambda: 1, "info": _Info, "make_current": nothing,
@@ -83,6 +83,6 @@ def install(monkeypatch) -> "_Emulation":
     monkeypatch.setattr(cuda_driver, "_count", 1)
     monkeypatch.setattr(cuda_module, "run", emu.run)
     monkeypatch.setattr(cuda_memory, "_pools", {})
-    for table in ("_current", "_default", "_stream_count"):
+    for table in ("_current_streams", "_default_streams", "_stream_count"):
         monkeypatch.setattr(stream, table, {})
     return emu

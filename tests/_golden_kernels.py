@@ -10,9 +10,9 @@ Each kernel is its own compiled module (`module=`), so the source a launch build
 import sys
 
 import kernels as wp
-from kernels.module import _callees
-from kernels.render_adjoint import render_adjoint_function, render_adjoint_kernel
-from kernels.render_module import ModuleSource
+from kernels.runtime.module import _callees
+from kernels.compiler.render_adjoint import render_adjoint_function, render_adjoint_kernel
+from kernels.compiler.render_module import ModuleSource
 
 
 @wp.func

@@ -17,8 +17,9 @@ if "KERNELS_CACHE_DIR" not in os.environ:
 # in processes of its own).
 wp.config.compile_notice = False
 
-# The suite runs taped rollouts as the `sim` CLI does, with freed host blocks kept for reuse (kernels/host_memory.py;
-# importing kernels no longer sets it). tests/test_architecture.py checks that the import alone does not.
+# The suite runs taped rollouts as the `sim` CLI does, with freed host blocks kept for reuse
+# (kernels/runtime/host_memory.py; importing kernels no longer sets it). tests/test_architecture.py checks that the
+# import alone does not.
 wp.keep_freed_host_memory()
 # Every compile in the suite checks the IR against its schema after every pass (passes/verify.py), also in the
 # child processes some tests start (the Warp suite runs each of its files in one).

@@ -15,12 +15,12 @@ import pytest
 
 import kernels as wp
 from autodiff import gradcheck
-from kernels import ir
+from kernels.compiler import ir
 from kernels.errors import CompileError
-from kernels.ir_ops import SCHEMA, Opcode
-from kernels.passes import PIPELINE, run_pipeline
+from kernels.compiler.ir_ops import SCHEMA, Opcode
+from kernels.compiler.passes import PIPELINE, run_pipeline
 
-verify_module = importlib.import_module("kernels.passes.verify")
+verify_module = importlib.import_module("kernels.compiler.passes.verify")
 IRVerifyError = verify_module.IRVerifyError
 
 GOLDEN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
@@ -189,8 +189,8 @@ def test_a_custom_adjoint_is_not_derived():
 
 def _typed(kernel=branch, check=False) -> ir.Function:
     """A fresh typed IR of `kernel` (the kernel's own is left alone)."""
-    from kernels.frontend import lower_function
-    from kernels.function import resolve_static
+    from kernels.compiler.frontend import lower_function
+    from kernels.compiler.function import resolve_static
     fn = lower_function(kernel.source, "kernel", kernel.name, list(kernel.arg_types), resolve_static)
     return run_pipeline(fn, check=check)
 
@@ -237,7 +237,7 @@ def test_verify_runs_after_every_pass(monkeypatch):
         fn.body.ops[0].attrs["bogus"] = 1
         return fn
 
-    import kernels.passes as passes
+    import kernels.compiler.passes as passes
     monkeypatch.setattr(passes, "PIPELINE", passes.PIPELINE[:2] + (("damaging", damaging),) + passes.PIPELINE[2:])
     with pytest.raises(IRVerifyError, match="after damaging"):
         _typed(check=True)
@@ -248,9 +248,9 @@ def test_the_renderers_print_and_decide_nothing():
     """The renderers read the IR and the builtin table's properties: no analysis imported from the passes, no
     builtin tested by its name, no attribute cached on IR objects."""
     import ast
-    import kernels.render as render
-    import kernels.render_adjoint as render_adjoint
-    import kernels.render_module as render_module
+    import kernels.compiler.render as render
+    import kernels.compiler.render_adjoint as render_adjoint
+    import kernels.compiler.render_module as render_module
     for module in (render, render_adjoint, render_module):
         with open(module.__file__) as f:
             tree = ast.parse(f.read())

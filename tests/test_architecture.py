@@ -1,6 +1,8 @@
 """The shape of the code, read statically (ast; nothing is imported): layers import only downward, no package has
-an import circle among the imports that run at import time, `autodiff` reaches `kernels` only through its public
-names, no Python file is over 800 lines, and importing `kernels` changes nothing process-wide."""
+an import circle (neither among the imports that run at import time nor counting the imports inside functions),
+inside `kernels` the base modules, the compiler, the runtime and the public surface import only downward,
+`autodiff` reaches `kernels` only through its public names, no Python file is over 800 lines, and importing
+`kernels` changes nothing process-wide."""
 
 from __future__ import annotations
 
@@ -165,6 +167,66 @@ def test_no_import_circle_inside_a_package(package):
     assert cycle is None, "import circle (imports that run at import time): " + " -> ".join(cycle)
 
 
+def full_graph(package: str) -> dict:
+    """module -> modules of the same package it imports anywhere: at import time (eager_graph's edges) and inside
+    functions or under TYPE_CHECKING (the target module itself: its packages have been imported by then). A
+    circle here is a circle whatever the import's place: an import moved into a function to dodge one still
+    ties the two modules together."""
+    graph = eager_graph(package)
+    for module in graph:
+        for imp in IMPORTS[module]:
+            target = _internal(imp.target)
+            if not imp.eager and target is not None and target.split(".")[0] == package and target != module:
+                graph[module].add(target)
+    return graph
+
+
+@pytest.mark.parametrize("package", sorted(LAYERS))
+def test_no_import_circle_counting_imports_inside_functions(package):
+    cycle = find_cycle(full_graph(package))
+    assert cycle is None, "import circle (imports inside functions included): " + " -> ".join(cycle)
+
+
+#: the parts of `kernels`, bottom up (see kernels/compiler/__init__.py): a module imports its own part and those
+#: below, at import time or inside functions
+KERNELS_PARTS = (
+    ("base", ("kernels.config", "kernels.errors", "kernels.types", "kernels.typesys", "kernels.halfbits",
+              "kernels.builtins")),
+    ("compiler", ("kernels.compiler",)),
+    ("runtime", ("kernels.runtime",)),
+    ("surface", ("kernels", "kernels.mathlib", "kernels.utils", "kernels.tape_interface")),
+)
+
+
+def kernels_part(module: str) -> int:
+    """Index in KERNELS_PARTS of the part `module` of kernels belongs to (the longest matching prefix)."""
+    best, rank = -1, None
+    for k, (_, prefixes) in enumerate(KERNELS_PARTS):
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and len(p) > best:
+                best, rank = len(p), k
+    assert rank is not None, f"{module}: in no part of KERNELS_PARTS (add it where it belongs)"
+    return rank
+
+
+def test_kernels_parts_import_downward_only():
+    """The compiler imports nothing of the runtime (it knows arrays and structs as typesys types), the runtime
+    nothing of the public surface, the base modules neither: counting imports inside functions."""
+    upward = []
+    for module, imports in IMPORTS.items():
+        if module.split(".")[0] != "kernels":
+            continue
+        own = kernels_part(module)
+        for imp in imports:
+            target = _internal(imp.target)
+            if target is None or target.split(".")[0] != "kernels" or target == module:
+                continue
+            if kernels_part(target) > own:
+                upward.append(f"{MODULES[module]}:{imp.line}: {module} ({KERNELS_PARTS[own][0]}) imports {target} "
+                              f"({KERNELS_PARTS[kernels_part(target)][0]})")
+    assert not upward, "imports up inside kernels (base <- compiler <- runtime <- surface):\n" + "\n".join(upward)
+
+
 def test_imports_go_down_the_layers_only():
     upward = []
     for module, imports in IMPORTS.items():
@@ -232,6 +294,23 @@ def test_the_checks_see_a_circle_and_deferred_imports(tmp_path):
                     "    import tools\n\n\ndef f():\n    from sim import x\n")
     found = {(i.target, i.eager) for i in imports_of("autodiff.probe", str(path))}
     assert {("autodiff.tape", True), ("tools", False), ("sim", False)} <= found
+
+
+
+def test_the_full_graph_counts_imports_inside_functions(monkeypatch):
+    """A circle closed only by an import inside a function is found by the full graph, not by the eager one; a
+    kernels module is placed in its part, and the compiler importing the runtime is an import up."""
+    probe = {"p.a": [Import("p.b", (), True, 1)], "p.b": [Import("p.a", ("f",), False, 5)]}
+    monkeypatch.setitem(LAYERS, "p", 9)
+    for name, imports in probe.items():
+        monkeypatch.setitem(MODULES, name, name)
+        monkeypatch.setitem(IMPORTS, name, imports)
+    assert find_cycle(eager_graph("p")) is None
+    assert find_cycle(full_graph("p")) == ["p.a", "p.b", "p.a"]
+    assert KERNELS_PARTS[kernels_part("kernels.compiler.passes.adjoint")][0] == "compiler"
+    assert KERNELS_PARTS[kernels_part("kernels.builtins.geometry")][0] == "base"
+    assert KERNELS_PARTS[kernels_part("kernels")][0] == "surface"
+    assert kernels_part("kernels.runtime.array") > kernels_part("kernels.compiler.function")
 
 
 MALLOC_PROBE = textwrap.dedent("""

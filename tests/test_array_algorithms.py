@@ -1,5 +1,5 @@
-"""wp.utils' whole-array algorithms (kernels/array_algorithms.py): against numpy, and against real Warp's results
-on the same inputs; bad input refused with Warp's errors."""
+"""wp.utils' whole-array algorithms (kernels/runtime/array_algorithms.py): against numpy, and against real Warp's
+results on the same inputs; bad input refused with Warp's errors."""
 
 import numpy as np
 import pytest

@@ -211,7 +211,7 @@ def test_missing_cxx_compiler_says_what_to_install(tmp_path):
 
 def test_a_kernel_the_cxx_compiler_rejects_is_isolated_by_bisection(tmp_path, monkeypatch):
     """One natively failing kernel among 8: the other 7 build and run, in 1 + 2*log2(8) builds at most."""
-    from kernels import module as kmodule
+    from kernels.runtime import module as kmodule
 
     monkeypatch.setattr(wp.config, "cache_dir", str(tmp_path))
     real_build = kmodule.build_cpu

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import kernels as wp
-from kernels import cache_index
+from kernels.compiler import cache_index
 
 KERNEL_MODULE = '''
 import kernels as wp
@@ -53,21 +53,21 @@ WORKER = r'''
 import json, sys
 import numpy as np
 import kernels as wp
-import kernels.function, kernels.module
+import kernels.compiler.driver, kernels.runtime.module
 from autodiff import Tape
 
 compiled = []
-original = kernels.function.compile_ir
+original = kernels.compiler.driver.compile_ir
 def counting_compile_ir(source, kind, name, param_types):
     compiled.append(name)
     return original(source, kind, name, param_types)
-kernels.function.compile_ir = counting_compile_ir
-kernels.module.compile_ir = counting_compile_ir
+kernels.compiler.driver.compile_ir = counting_compile_ir
+kernels.runtime.module.compile_ir = counting_compile_ir
 
 sys.path.insert(0, sys.argv[1])
 import index_kernels as m
 wp.load_module(m)
-module = kernels.module.get_module("index_kernels")
+module = kernels.runtime.module.get_module("index_kernels")
 ir_after_load = [m.affine.ir is not None, m.floordiv_on_path.ir is not None]
 compiled_at_load = list(compiled)
 
@@ -235,7 +235,7 @@ def read_past_the_end(x: wp.array(dtype=float), y: wp.array(dtype=float)):
 DEBUG_WORKER = r'''
 import json, sys
 import kernels as wp
-import kernels.module
+import kernels.runtime.module
 sys.path.insert(0, sys.argv[1])
 import index_kernels as m
 x = wp.zeros(4, dtype=float)
@@ -245,7 +245,7 @@ try:
     error = None
 except wp.LaunchError as e:
     error = str(e)
-module = kernels.module.get_module("index_kernels")
+module = kernels.runtime.module.get_module("index_kernels")
 print(json.dumps({"index_hits": module.index_hits, "ir": m.read_past_the_end.ir is not None, "error": error}))
 '''
 
@@ -322,7 +322,7 @@ def test_in_process_hit_loads_without_ir(tmp_path, monkeypatch):
     # an identical kernel in another module: same pre-key, found in the index
     second = _make_kernel(4.0, "test_cache_index_hit_first")
     second.module.pending.remove(second)
-    from kernels.module import Module
+    from kernels.runtime.module import Module
     other = Module("test_cache_index_hit_first")
     other.register(second)
     other.build()

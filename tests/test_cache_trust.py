@@ -1,5 +1,5 @@
-"""The compile cache is the user's own (kernels/cache_trust.py): private folders whatever the umask, a cache that
-others can write refused, a library planted by someone else never loaded (not even with a matching manifest, nor
+"""The compile cache is the user's own (kernels/compiler/cache_trust.py): private folders whatever the umask, a cache
+that others can write refused, a library planted by someone else never loaded (not even with a matching manifest, nor
 through an index record that points outside the cache), an unwritable cache replaced by a private one, said once.
 
 Each scenario runs in fresh processes, as a user's runs would: one fills the cache, the planter changes it, the
@@ -15,8 +15,8 @@ import textwrap
 
 import pytest
 
-from kernels.cache_integrity import write_manifest
-from kernels.build import find_cxx
+from kernels.compiler.cache_integrity import write_manifest
+from kernels.compiler.build import find_cxx
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -105,7 +105,8 @@ def test_a_cache_others_can_write_is_refused_naming_it(tmp_path):
     proc = _run(cache, tmp_path)
     assert proc.returncode != 0
     last = proc.stderr.strip().splitlines()[-1]
-    assert last.startswith("kernels.cache_trust.CacheTrustError: refusing the compile cache"), proc.stderr[-2000:]
+    assert last.startswith("kernels.compiler.cache_trust.CacheTrustError: refusing the compile cache"), \
+        proc.stderr[-2000:]
     assert str(cache) in last and "KERNELS_CACHE_DIR" in last
     # the command line says it in one line, runs nothing and exits 2
     env = dict(os.environ, PYTHONPATH=ROOT, KERNELS_CACHE_DIR=str(cache))

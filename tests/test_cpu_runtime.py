@@ -1,4 +1,4 @@
-"""The CPU runtime's thread pool (kernels/runtime.py, native/thread_pool.cpp): the thread count comes from
+"""The CPU runtime's thread pool (kernels/runtime/thread_pool.py, native/thread_pool.cpp): the thread count comes from
 `wp.config.cpu_threads`, $KERNELS_NUM_THREADS, $OMP_NUM_THREADS or the usable cores (affinity and cgroup quota);
 launches use no more threads than that; results do not depend on the thread count (bit for bit without atomics);
 launches from two Python threads at once and launches in a forked child are safe; `sim --threads` sets it."""
@@ -14,7 +14,7 @@ import pytest
 
 import kernels as wp
 from autodiff import Tape
-from kernels import runtime
+from kernels.runtime import thread_pool as runtime
 
 pytestmark = pytest.mark.skipif(wp.config.cpu_runtime != "pool", reason="tests of the pool runtime")
 
@@ -73,7 +73,7 @@ def test_the_thread_count_setting_is_honoured(threads_setting, count):
 
 
 def test_environment_and_setting_precedence(tmp_path):
-    probe = ("import json, kernels as wp; from kernels import runtime; "
+    probe = ("import json, kernels as wp; from kernels.runtime import thread_pool as runtime; "
              "print(json.dumps(runtime.resolve_threads()))")
 
     def resolved(**env):

@@ -109,7 +109,7 @@ def test_copies_between_host_and_device_with_offsets():
 
 
 def test_caching_allocator_reuses_freed_blocks():
-    from kernels.cuda_memory import memory_stats
+    from kernels.runtime.cuda_memory import memory_stats
     a = wp.zeros(1 << 20, dtype=float, device=DEV)
     del a
     before = memory_stats(0)["driver_allocations"]
@@ -233,7 +233,7 @@ def test_torch_tensors_are_shared_both_ways_and_gradients_land_in_torch():
 
 
 def test_resource_usage_is_reported():
-    from kernels.cuda_module import resource_usage
+    from kernels.runtime.cuda_module import resource_usage
     wp.launch(saxpy, dim=1, inputs=[1.0, wp.zeros(1, device=DEV), wp.zeros(1, device=DEV)], device=DEV)
     use = resource_usage(saxpy, wp.get_device(DEV))
     assert 0 < use["forward"]["registers"] <= 255
@@ -241,8 +241,8 @@ def test_resource_usage_is_reported():
 
 
 def test_a_failing_driver_call_names_itself():
-    from kernels import cuda_driver
-    from kernels.cuda_module import cuda_kernel
+    from kernels.runtime import cuda_driver
+    from kernels.runtime.cuda_module import cuda_kernel
     wp.launch(saxpy, dim=1, inputs=[1.0, wp.zeros(1, device=DEV), wp.zeros(1, device=DEV)], device=DEV)
     module = cuda_kernel(saxpy, wp.get_device(DEV)).modules[0]
     with pytest.raises(cuda_driver.CudaError, match="cuModuleGetFunction failed: CUDA_ERROR_NOT_FOUND"):

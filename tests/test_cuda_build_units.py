@@ -1,4 +1,4 @@
-"""How a module's CUDA programs are built (kernels/cuda_module.py), without a GPU: NVRTC compiles for real, the
+"""How a module's CUDA programs are built (kernels/runtime/cuda_module.py), without a GPU: NVRTC compiles for real, the
 driver's module loading is replaced. Forward entry points are one program per batch; adjoints one program per
 kernel, compiled side by side, each kernel loading its own; a kernel whose program fails keeps the error and the
 others load; tools/cuda_report.py --precompile compiles the same units (the same cache entries)."""
@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 import kernels as wp
-from kernels import cuda_driver as cu
-from kernels import cuda_module
+from kernels.runtime import cuda_driver as cu
+from kernels.runtime import cuda_module
 from kernels.errors import NativeCompileError
 
 pytest.importorskip("cuda.bindings.nvrtc")
@@ -88,7 +88,7 @@ def test_precompile_fills_the_cache_entries_the_launches_read(monkeypatch, tmp_p
     import os
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from tools import cuda_report
-    from kernels import nvrtc
+    from kernels.compiler import nvrtc
     monkeypatch.setattr(wp.config, "cache_dir", str(tmp_path))
     name = doubled.module.name
     for adjoint, batch in zip((False, True), cuda_module.module_batches(doubled.module)):

@@ -13,7 +13,7 @@ import pytest
 
 import kernels as wp
 from autodiff import SGD, Tape, gradcheck
-from kernels import cuda_memory
+from kernels.runtime import cuda_memory
 from _cuda_emulation import install
 
 DEV = "cuda:0"

@@ -11,9 +11,9 @@ import tempfile
 import pytest
 
 import kernels as wp
-from kernels.build import NATIVE_DIR, find_cxx
-from kernels.launch import LaunchBounds, args_ctype
-from kernels.nvrtc import compile_source, render_cuda_source, resource_report
+from kernels.compiler.build import NATIVE_DIR, find_cxx
+from kernels.runtime.launch import LaunchBounds, args_ctype
+from kernels.compiler.nvrtc import compile_source, render_cuda_source, resource_report
 
 
 @wp.struct
@@ -70,8 +70,8 @@ def test_the_cuda_args_layout_read_on_the_gpu():
     launcher's ctypes mirror."""
     if wp.get_cuda_device_count() == 0:
         pytest.skip("no CUDA device is usable here (the static_assert test checks the layout without one)")
-    from kernels import cuda_driver as cu
-    from kernels.stream import current_stream_handle
+    from kernels.runtime import cuda_driver as cu
+    from kernels.runtime.device import current_stream_handle
     c = args_ctype(mixed)
     names = [name for name, _ in c._fields_]
     probe = ("extern \"C\" __global__ void layout_probe(unsigned long long* out) {\n"
@@ -89,9 +89,9 @@ def test_the_cuda_args_layout_read_on_the_gpu():
 
 
 def test_the_cpu_args_struct_matches_the_launchers_layout():
-    from kernels.render import CPU
-    from kernels.render_module import ModuleSource
-    from kernels.module import _callees
+    from kernels.compiler.render import CPU
+    from kernels.compiler.render_module import ModuleSource
+    from kernels.runtime.module import _callees
     mixed.compile_ir()
     src = ModuleSource(CPU, False)
     for fn in _callees(mixed.ir):

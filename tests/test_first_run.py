@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 import kernels as wp
-from kernels import build
+from kernels.compiler import build
 from sim.cli import main
 from sim.scene import Scene
 from sim.scene import progress as P

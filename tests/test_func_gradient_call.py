@@ -11,7 +11,7 @@ import pytest
 import kernels as wp
 from autodiff import Tape, gradcheck
 from kernels.errors import CompileError
-from kernels.nvrtc import render_cuda_source
+from kernels.compiler.nvrtc import render_cuda_source
 
 
 @wp.func
@@ -187,7 +187,7 @@ def _kernel_error(folder, body: str) -> str:
     exec(code, namespace)
     with pytest.raises(CompileError) as info:
         namespace["k"].compile_ir()
-        from kernels.passes.adjoint import adjoint_error
+        from kernels.compiler.passes.adjoint import adjoint_error
         error = adjoint_error(namespace["k"].ir)
         if error is not None:
             raise error
@@ -213,7 +213,7 @@ def test_refusals(tmp_path):
 def test_forward_only_cuda_build_renders_the_called_adjoints():
     """A GPU's first launch builds forward entry points alone; the adjoints wp.grad calls come along (NVRTC, no
     GPU needed)."""
-    from kernels.nvrtc import compile_source, render_cuda_source
+    from kernels.compiler.nvrtc import compile_source, render_cuda_source
     kernels = [potential_gradients, mixed_gradients, custom_gradient, builtin_and_bound_gradients,
                gradient_of_a_constant_argument]
     source = render_cuda_source(kernels, adjoint=False)

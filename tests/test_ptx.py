@@ -11,8 +11,8 @@ import pytest
 
 import kernels as wp
 from kernels.errors import CompileError
-from kernels.module import get_module
-from kernels.nvrtc import compile_source_to_ptx, render_cuda_source
+from kernels.runtime.module import get_module
+from kernels.compiler.nvrtc import compile_source_to_ptx, render_cuda_source
 
 HERE = os.path.dirname(__file__)
 TEST_MODULES = sorted(os.path.basename(f)[:-3] for f in glob.glob(os.path.join(HERE, "test_*.py"))

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import kernels as wp
-from kernels import scalar_semantics as S
+from kernels.compiler import scalar_semantics as S
 
 N = wp.constant(7)
 GRID_WIDTH = wp.constant(9)

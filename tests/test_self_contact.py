@@ -278,8 +278,8 @@ def test_thickness_defaults_to_a_quarter_edge_and_bad_values_are_refused():
 def test_self_contact_kernels_compile_to_ptx():
     """The CUDA path of the search (forward; it is never taped) and of the kernels on the Tape, both solvers'
     contact kernels and the displacement bound (forward and backward), compiles, with or without a GPU."""
-    from kernels.module import get_module
-    from kernels.nvrtc import compile_source_to_ptx, render_cuda_source
+    from kernels.runtime.module import get_module
+    from kernels.compiler.nvrtc import compile_source_to_ptx, render_cuda_source
 
     import sim.self_contact
     import sim.self_contact_bound

@@ -1,4 +1,4 @@
-"""The signature object of a kernel (kernels/signature.py): parameter kinds, the packed layout, and which arrays
+"""The signature object of a kernel (kernels/runtime/signature.py): parameter kinds, the packed layout, and which arrays
 (parameters and struct members, by path) the kernel reads and writes, as launch, capture and the Tape see them."""
 
 import ctypes

@@ -325,8 +325,8 @@ def test_free_joint_agrees_with_the_rigid_solver(device):
 def test_solver_kernels_compile_to_ptx():
     """The CUDA path of the solver's kernels (forward and backward; they call every joint function of
     sim/articulation.py) and of the tiled mass-matrix solve compiles, with or without a GPU."""
-    from kernels.module import get_module
-    from kernels.nvrtc import compile_source_to_ptx, render_cuda_source
+    from kernels.runtime.module import get_module
+    from kernels.compiler.nvrtc import compile_source_to_ptx, render_cuda_source
 
     from sim.solvers.featherstone import kernels as featherstone_kernels
     from sim.solvers.featherstone.mass_matrix import solve_kernel

@@ -336,8 +336,8 @@ def test_hash_grid_broad_phase_matches_all_pairs(device):
 def test_solver_kernels_compile_to_ptx():
     """The CUDA path of the solver's kernels (forward, and backward where enabled) compiles, with or without a
     GPU."""
-    from kernels.module import get_module
-    from kernels.nvrtc import compile_source_to_ptx, render_cuda_source
+    from kernels.runtime.module import get_module
+    from kernels.compiler.nvrtc import compile_source_to_ptx, render_cuda_source
 
     from sim.solvers.rigid import kernels as rigid_kernels
 

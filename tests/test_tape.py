@@ -501,7 +501,7 @@ def _branches(device):
 
 def _adjoint_launches(monkeypatch) -> list:
     import importlib
-    launch = importlib.import_module("kernels.launch")
+    launch = importlib.import_module("kernels.runtime.launch")
     names = []
     original = launch._run  # what every launch, forward or adjoint, runs its kernel with
 

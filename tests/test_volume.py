@@ -1,4 +1,4 @@
-"""wp.Volume (NanoVDB float grids; kernels/volume.py, kernels/native/volume.h): Warp's own asset (rocks.nvdb,
+"""wp.Volume (NanoVDB float grids; kernels/runtime/volume.py, kernels/native/volume.h): Warp's own asset (rocks.nvdb,
 from the warp-lang test extra) sampled, looked up and mapped in kernels, compared with real Warp to the bit;
 gradients w.r.t. the coordinate by central differences (autodiff.gradcheck); damaged files refused in one line.
 """
@@ -120,7 +120,7 @@ def _nvdb_file(grid: bytes, codec: int = 0) -> bytes:
 def test_damaged_files_are_refused(rocks):
     with open(rocks, "rb") as f:
         data = f.read()
-    from kernels.volume import _grid_bytes
+    from kernels.runtime.volume import _grid_bytes
     grid = bytearray(_grid_bytes(data))
     wp.Volume.load_from_nvdb(_nvdb_file(bytes(grid)))  # the same grid, uncompressed: accepted
     wp.Volume.load_from_nvdb(_nvdb_file(bytes(grid), codec=1))

@@ -199,7 +199,7 @@ def test_fem_and_sparse_are_refused_in_one_line(tmp_path):
 def test_shim_compiles_without_fused_multiply_add():
     # Warp's CPU backend rounds every operation; warp_shim makes kernels do the same (tests/warp_compat's
     # examples then agree with Warp to the bit)
-    code = ("import warp_shim, kernels; from kernels.build import cpu_flags; a = cpu_flags(False); "
+    code = ("import warp_shim, kernels; from kernels.compiler.build import cpu_flags; a = cpu_flags(False); "
             "warp_shim.install(); print('-ffp-contract=off' in a, '-ffp-contract=off' in cpu_flags(False))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.split() == ["False", "True"], out.stderr

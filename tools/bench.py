@@ -640,7 +640,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> int:
     """Measure the selected sections, then print the title, the table, its notes and the targets line."""
     args = parse_args(argv)
-    kernels.keep_freed_host_memory()  # as the `sim` CLI does (kernels/host_memory.py)
+    kernels.keep_freed_host_memory()  # as the `sim` CLI does (kernels/runtime/host_memory.py)
     if args.device != "cpu":  # the GPU rows, tools/bench_cuda.py
         try:
             from . import bench_cuda

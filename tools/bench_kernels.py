@@ -132,7 +132,7 @@ wp.load_module(module, device="cpu")
 seconds = time.perf_counter() - t0
 cold_builds = None
 if backend == "ours":
-    from kernels.module import get_module
+    from kernels.runtime.module import get_module
     cold_builds = get_module(module_name).cold_builds
 print(json.dumps({"seconds": seconds, "cold_builds": cold_builds}))
 '''

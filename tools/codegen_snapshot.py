@@ -47,15 +47,15 @@ def _adjoint_error(fn):
     adjoint = getattr(fn, "adjoint", None)
     if adjoint is not None:
         return adjoint.error
-    from kernels import render_adjoint  # a compiler from before the adjoint pass (to compare with it)
+    from kernels.compiler import render_adjoint  # a compiler from before the adjoint pass (to compare with it)
     return render_adjoint.adjoint_error(fn)
 
 
 def snapshot() -> tuple:
-    from kernels import module as kernel_modules
-    from kernels.render import CPU, CUDA
-    from kernels.render_adjoint import render_adjoint_function, render_adjoint_kernel
-    from kernels.render_module import ModuleSource
+    from kernels.runtime import module as kernel_modules
+    from kernels.compiler.render import CPU, CUDA
+    from kernels.compiler.render_adjoint import render_adjoint_function, render_adjoint_kernel
+    from kernels.compiler.render_module import ModuleSource
     out = []
     count = 0
     for mname in sorted(kernel_modules._modules):

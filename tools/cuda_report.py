@@ -21,8 +21,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from kernels.errors import CompileError  # noqa: E402
-from kernels.module import _modules  # noqa: E402
-from kernels.nvrtc import compile_source, render_cuda_source, resource_report  # noqa: E402
+from kernels.runtime.module import _modules  # noqa: E402
+from kernels.compiler.nvrtc import compile_source, render_cuda_source, resource_report  # noqa: E402
 
 
 def import_kernels(tests):
@@ -74,9 +74,9 @@ def report(arch: int) -> tuple:
 
 def _precompile_one(job: tuple) -> tuple:
     """Compile one build unit of a module as its first CUDA launch would (cache warm-up): `job` is (module name,
-    adjoint, unit index) over kernels.cuda_module.build_units of the module's batch in that direction."""
-    from kernels.cuda_module import build_units, module_batches, unit_source
-    from kernels.nvrtc import compile_source
+    adjoint, unit index) over kernels.runtime.cuda_module.build_units of the module's batch in that direction."""
+    from kernels.runtime.cuda_module import build_units, module_batches, unit_source
+    from kernels.compiler.nvrtc import compile_source
     name, adjoint, index = job
     t0 = time.perf_counter()
     forward, backward = module_batches(_modules[name])
@@ -96,7 +96,7 @@ def precompile(arch: int, jobs: int) -> int:
     """Fill the kernel cache with every module's CUDA programs (each build unit a job, `jobs` at a time in forked
     workers): what the modules' first forward and adjoint launches compile."""
     import multiprocessing
-    from kernels.cuda_module import build_units, module_batches
+    from kernels.runtime.cuda_module import build_units, module_batches
     ARCH[0] = arch
     work = []
     for name, module in _modules.items():

@@ -22,9 +22,9 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import kernels as wp  # noqa: E402
-from kernels import cuda_driver as cu  # noqa: E402
-from kernels.nvrtc import compile_source  # noqa: E402
-from kernels.stream import current_stream_handle  # noqa: E402
+from kernels.runtime import cuda_driver as cu  # noqa: E402
+from kernels.compiler.nvrtc import compile_source  # noqa: E402
+from kernels.runtime.device import current_stream_handle  # noqa: E402
 from tools.bench_cuda import DEV, copy_gbps, event_ms, saxpy  # noqa: E402
 
 SOURCE = r"""

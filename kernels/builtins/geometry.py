@@ -1,15 +1,13 @@
 """Spatial queries (Warp's "Geometry" group): hash grid neighbour queries, triangle mesh queries, closest points.
 
 Native code: kernels/native/hash_grid.h, kernels/native/mesh.h, kernels/native/geometry.h. Grids and meshes are
-built on the host (kernels/hash_grid.py, kernels/mesh.py) and reach kernels as uint64 ids.
+built on the host (kernels/runtime/hash_grid.py, kernels/runtime/mesh.py) and reach kernels as uint64 ids.
 """
 
 from __future__ import annotations
 
 from .. import types as T
-from ..bvh_object import BvhQuery
-from ..hash_grid import hash_grid_query_type
-from ..mesh import MeshQueryAABB, MeshQueryPoint, MeshQueryRay, MeshValue
+from .query_types import BvhQuery, MeshQueryAABB, MeshQueryPoint, MeshQueryRay, MeshValue, hash_grid_query_type
 from .registry import QUERY_NEXT, S, V, add_builtin
 
 GROUP = "geometry"
@@ -143,7 +141,7 @@ add_builtin("closest_point_edge_edge", (V3, V3, V3, V3, F32), V3, group=GROUP,
             doc="vec3(s, t, d): closest points p1 + s (q1 - p1) and p2 + t (q2 - p2) of two segments and their "
                 "distance; a segment with squared length <= epsilon is a point (weight 0); differentiable")
 
-# ---- sparse volumes (kernels/native/volume.h; float NanoVDB grids, kernels/volume.py) -------------------------
+# ---- sparse volumes (kernels/native/volume.h; float NanoVDB grids, kernels/runtime/volume.py) ----------------------
 
 add_builtin("volume_sample_f", (U64, V3, I32), F32, group=GROUP, arg_names=("id", "uvw", "sampling_mode"),
             doc="the volume's value at index-space point uvw: wp.Volume.CLOSEST (nearest voxel) or LINEAR "

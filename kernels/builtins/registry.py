@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import types as T
+from ..typesys import ArrayType, StaticType, TileType
 
 # ----------------------------------------------------------------------------------------------------------------
 # Type patterns
@@ -128,14 +129,12 @@ def unify(pattern, t, bindings: dict) -> bool:
     if isinstance(pattern, X):
         return T.is_transform(t) and unify(pattern.dtype, t._wp_scalar_type_, bindings)
     if isinstance(pattern, A):
-        from ..array import ArrayType
         if not isinstance(t, ArrayType):
             return False
         if pattern.ndim is not None and not _bind(bindings, pattern.ndim, t.ndim):
             return False
         return pattern.dtype is None or unify(pattern.dtype, t.dtype, bindings)
     if isinstance(pattern, Tl):
-        from ..typesys import TileType
         if not isinstance(t, TileType) or (pattern.ndim is not None and len(t.shape) != pattern.ndim):
             return False
         return (_bind(bindings, pattern.rows, t.rows) and _bind(bindings, pattern.cols, t.cols)
@@ -143,7 +142,6 @@ def unify(pattern, t, bindings: dict) -> bool:
     if isinstance(pattern, AnyType):
         return _bind(bindings, pattern.name, t)
     if isinstance(pattern, TypeArg):
-        from ..typesys import StaticType
         return isinstance(t, StaticType) and unify(pattern.inner, T.canonical_type(t.obj), bindings)
     return pattern == t
 
@@ -172,7 +170,6 @@ def instantiate(rule, bindings: dict):
     if isinstance(rule, X):
         return T.transformation(bindings[rule.dtype.name])
     if isinstance(rule, Tl):
-        from ..typesys import TileType
         rows = rule.rows if isinstance(rule.rows, int) else bindings[rule.rows]
         cols = rule.cols if isinstance(rule.cols, int) else bindings[rule.cols]
         dtype = instantiate(rule.dtype, bindings) if not T.is_scalar(rule.dtype) and not T.is_composite(rule.dtype) \

@@ -68,7 +68,7 @@ class Problem:
         self.steps = self.frames * self.built.substeps
         self._learn()
         self.checkpointed = self.steps > spec.checkpoint.above_steps
-        # Iterations after the first replay one captured forward + backward (kernels.capture): every iteration
+        # Iterations after the first replay one captured forward + backward (kernels.runtime.capture): every iteration
         # launches the same work on the same arrays. Not with checkpointing (its backward re-runs segments from
         # Python) nor with many shapes on bodies (SolverRigid's contacts, also those of articulated links, then
         # size their slots on the host in a differentiated step).

@@ -14,6 +14,7 @@ from ..spatial import quat_normalized, quat_rotate
 from ..model import ContactParams, Control
 from ..solvers.base import Solver
 from ..solvers.registry import body_solver_name, solver_class
+from .build_worlds import add_worlds
 from .build_joints import (SceneJoint, add_robot, add_scene_joints, body_shapes, initial_body_state,
                            spread_joint_force, upload_forces)
 from .format import MATERIAL
@@ -130,7 +131,7 @@ class BuiltScene:
 
     @property
     def capturable(self) -> bool:
-        """Whether a frame's steps can be captured once and replayed (kernels.capture): every frame launches the
+        """Whether a frame's steps can be captured once and replayed (kernels.runtime.capture): every frame launches the
         same work, on the device alone. Not with control forces (each frame launches with its own frame index),
         nor with rigid bodies in a model built for gradients (SolverRigid then sizes its contact slots on the
         host each step; without gradients its contacts never leave the device), nor with cloth self-contact (the
@@ -289,6 +290,14 @@ def usd_shape(s) -> dict:
     return out
 
 
+def collider_usd_shape(c, pose) -> dict:
+    """The UsdWriter description of a collider spec at its model pose (px, py, pz, qx, qy, qz, qw): the pose the
+    builder gave it, so the ground's orientation for the up axis is not worked out twice."""
+    shape = dict(kind="plane", width=c.size / 2, length=c.size / 2) if c.type == "ground" else usd_shape(c)
+    shape.update(pos=tuple(float(v) for v in pose[:3]), rot=tuple(float(v) for v in pose[3:]))
+    return shape
+
+
 def _add_body(b: ModelBuilder, spec) -> SceneBody:
     index = b.add_body(pos=spec.pos, rot=spec.rot, mass=spec.mass, linear_velocity=spec.vel,
                        angular_velocity=spec.angular_vel)
@@ -338,8 +347,7 @@ def build_scene(scene, device=None, requires_grad: bool = False, world_specs=Non
     if s.worlds == 1:
         objects, specs, bodies, joints = add_world_content(b, scene)
     else:
-        from .build_worlds import add_worlds
-        objects, specs, bodies, joints = add_worlds(b, world_specs or [scene] * s.worlds)
+        objects, specs, bodies, joints = add_worlds(b, world_specs or [scene] * s.worlds, add_world_content)
     collider_shapes = [_add_collider(b, c) for c in scene.colliders]
     model = b.finalize(device=wp.get_device(device or s.device), requires_grad=requires_grad)
     if joints:

@@ -15,10 +15,10 @@ import dataclasses
 from ..builder import ModelBuilder
 
 
-def add_worlds(b: ModelBuilder, world_specs: list) -> tuple:
+def add_worlds(b: ModelBuilder, world_specs: list, add_world_content) -> tuple:
     """Add world k's content of `world_specs[k]` as world k of `b`; (SceneObjects, their specs, SceneBodies,
-    SceneJoints) of all worlds, world after world, with indices into `b`'s arrays and their `world` set."""
-    from .build import add_world_content
+    SceneJoints) of all worlds, world after world, with indices into `b`'s arrays and their `world` set.
+    `add_world_content(builder, scene)` adds one world's objects (sim.scene.build's, which calls this)."""
     objects, specs, bodies, joints = [], [], [], []
     for k, spec in enumerate(world_specs):
         s = spec.sim

@@ -17,7 +17,7 @@ import kernels as wp
 
 from .. import interrupts
 from ..atomic_file import OutputWriteError
-from .build import BuiltScene, build_scene, usd_shape
+from .build import BuiltScene, build_scene, collider_usd_shape
 from .errors import SceneError, SimulationError
 from .format import SCENE
 from .progress import Progress
@@ -342,7 +342,7 @@ class Scene:
         if o.colliders:
             poses = built.model.shape_transform.numpy()
             for c, row in zip(built.colliders, built.collider_shapes):
-                w.add_collider(c.name, **_collider_shape(c, poses[row]))
+                w.add_collider(c.name, **collider_usd_shape(c, poses[row]))
         return w
 
     @staticmethod
@@ -490,11 +490,3 @@ def blowup_bounds(built: BuiltScene, frame: int) -> tuple:
     distance = built.max_distance or 100.0 * extent + v0 * t + 0.5 * g * t * t
     speed = built.max_speed or 100.0 * (v0 + g * t + 1.0)
     return distance, speed, center
-
-
-def _collider_shape(c, pose) -> dict:
-    """The UsdWriter description of a collider spec at its model pose (px, py, pz, qx, qy, qz, qw): the pose the
-    builder gave it, so the ground's orientation for the up axis is not worked out twice."""
-    shape = dict(kind="plane", width=c.size / 2, length=c.size / 2) if c.type == "ground" else usd_shape(c)
-    shape.update(pos=tuple(float(v) for v in pose[:3]), rot=tuple(float(v) for v in pose[3:]))
-    return shape

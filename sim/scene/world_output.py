@@ -18,7 +18,7 @@ import os
 import numpy as np
 
 from ..builder_worlds import grid_offsets
-from .build import usd_shape
+from .build import collider_usd_shape, usd_shape
 
 #: smallest distance between two worlds in the USD [m]
 MIN_WORLD_SPACING = 1.0
@@ -157,10 +157,9 @@ def worlds_writer(built, output, *, make, paths: list, spacing: float | None) ->
 
 
 def _add_colliders(built, writers: list, offsets: np.ndarray, split: bool):
-    from .scene import _collider_shape
     poses = built.model.shape_transform.numpy()
     for c, row in zip(built.colliders, built.collider_shapes):
-        shape = _collider_shape(c, poses[row])
+        shape = collider_usd_shape(c, poses[row])
         if split:
             for w in writers:
                 w.add_collider(c.name, **shape)

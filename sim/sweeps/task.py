@@ -27,7 +27,7 @@ def run_one(payload: dict):
     if "batch" in payload:
         return run_batch(payload)
     import kernels
-    kernels.keep_freed_host_memory()  # as `sim run` does (kernels/host_memory.py)
+    kernels.keep_freed_host_memory()  # as `sim run` does (kernels/runtime/host_memory.py)
     if payload.get("cache_dir"):
         kernels.config.cache_dir = payload["cache_dir"]
     kernels.config.cpu_threads = payload["threads"]

@@ -1,0 +1,419 @@
+"""Frontend, expressions: Python expressions -> IR values (or compile-time `Static` objects).
+
+Mixed into `frontend.Frontend`, which lowers statements; see frontend.py for the overall scheme.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins as py_builtins
+
+from . import ir, scalar_semantics
+from ..typesys import ArrayValue
+from .function import grad
+from ..builtins import BUILTINS
+from .native_snippet import NativeSnippet
+from ..errors import CompileTypeError
+
+_BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
+           ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "mul", ast.BitAnd: "bit_and", ast.BitOr: "bit_or",
+           ast.BitXor: "bit_xor", ast.LShift: "lshift", ast.RShift: "rshift"}
+_CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge"}
+_UNARY = {ast.USub: "neg", ast.UAdd: "pos", ast.Invert: "invert", ast.Not: "logical_not"}
+
+# Python builtins that mean a kernel builtin of the same (or another) name inside kernels.
+_PY_BUILTIN_MAP = {py_builtins.min: "min", py_builtins.max: "max", py_builtins.abs: "abs", py_builtins.pow: "pow",
+                   py_builtins.round: "round", py_builtins.print: "print", py_builtins.len: "len"}
+
+
+class Static:
+    """A compile-time Python object reached from kernel code (a constant, type, module, function, tuple)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+
+class ExpressionLowering:
+    """Expression lowering for `frontend.Frontend` (uses its `emit`, `error`, `env`, `src` and `block`)."""
+
+    def truth(self, v, node):
+        return self.emit("call", [v], node, attrs={"name": "bool"})[0]
+
+    def lower_expr(self, node):
+        method = getattr(self, "expr_" + type(node).__name__, None)
+        if method is None:
+            raise self.error(f"Construct `ast.{type(node).__name__}` not supported in kernels.", node)
+        return method(node)
+
+    def expr_Constant(self, node):
+        return Static(node.value)
+
+    def lookup_name(self, name, node):
+        if name in self.env:
+            return self.env[name]
+        try:
+            obj = self.src.lookup(name)
+        except KeyError:
+            raise self.error(f"name '{name}' is not defined", node) from None
+        if _is_array_object(obj):
+            # its contents would be read once, at compile time, and later changes silently ignored
+            raise self.error(f"Invalid external reference type: {type(obj)}: '{name}' is an array defined outside "
+                             "the kernel; pass it as a kernel argument", node, CompileTypeError)
+        return Static(obj)
+
+    def expr_Name(self, node):
+        return self.lookup_name(node.id, node)
+
+    def expr_Attribute(self, node):
+        base = self.lower_expr(node.value)
+        if isinstance(base, Static):
+            try:
+                return Static(getattr(base.obj, node.attr))
+            except AttributeError:
+                raise self.error(f"'{ast.unparse(node.value)}' has no attribute '{node.attr}'", node) from None
+        if isinstance(base, tuple):
+            raise self.error("attribute of a tuple", node)
+        return self.emit("getattr", [base], node, attrs={"attr": node.attr})[0]
+
+    def expr_BinOp(self, node):
+        name = _BINOPS.get(type(node.op))
+        if name is None:
+            raise self.error(f"unsupported operator {type(node.op).__name__}", node)
+        a, b = self.lower_expr(node.left), self.lower_expr(node.right)
+        if isinstance(a, Static) and isinstance(b, Static) and _is_number(a.obj) and _is_number(b.obj):
+            try:
+                return Static(scalar_semantics.fold_binary(name, a.obj, b.obj))
+            except scalar_semantics.ScalarSemanticsError as e:
+                raise self.error(f"{ast.unparse(node)}: {e}", node) from None
+        return self.emit("call", [self.as_value(a, node), self.as_value(b, node)], node,
+                         attrs={"name": name, "matmul": isinstance(node.op, ast.MatMult)})[0]
+
+    def expr_UnaryOp(self, node):
+        a = self.lower_expr(node.operand)
+        if isinstance(a, Static) and _is_number(a.obj):
+            if isinstance(node.op, ast.USub):
+                return Static(-a.obj)
+            if isinstance(node.op, ast.Not):
+                return Static(not a.obj)
+        a = self.as_value(a, node)
+        if isinstance(node.op, ast.Not):
+            a = self.truth(a, node)
+        return self.emit("call", [a], node, attrs={"name": _UNARY[type(node.op)]})[0]
+
+    def expr_BoolOp(self, node):
+        name = "logical_and" if isinstance(node.op, ast.And) else "logical_or"
+        values = [self.lower_expr(v) for v in node.values]
+        if all(isinstance(v, Static) for v in values):
+            objs = [v.obj for v in values]
+            return Static(all(objs) if name == "logical_and" else any(objs))
+        acc = self.truth(self.as_value(values[0], node), node)
+        for v in values[1:]:
+            acc = self.emit("call", [acc, self.truth(self.as_value(v, node), node)], node, attrs={"name": name})[0]
+        return acc
+
+    def expr_Compare(self, node):
+        left = self.lower_expr(node.left)
+        acc = None
+        for op, right_node in zip(node.ops, node.comparators):
+            right = self.lower_expr(right_node)
+            if isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
+                raise self.error(f"unsupported comparison '{type(op).__name__}'", node)
+            if isinstance(left, Static) and isinstance(right, Static):
+                try:
+                    c = Static(_fold_compare(_CMPOPS[type(op)], left.obj, right.obj))
+                except TypeError as e:
+                    raise self.error(f"cannot compare these compile-time values: {e}", node) from None
+            else:
+                c = self.emit("call", [self.as_value(left, node), self.as_value(right, node)], node,
+                              attrs={"name": _CMPOPS[type(op)]})[0]
+            if acc is None:
+                acc = c
+            elif isinstance(acc, Static) and isinstance(c, Static):
+                acc = Static(acc.obj and c.obj)
+            else:
+                acc = self.emit("call", [self.as_value(acc, node), self.as_value(c, node)], node,
+                                attrs={"name": "logical_and"})[0]
+            left = right
+        return acc
+
+    def expr_IfExp(self, node):
+        test = self.lower_expr(node.test)
+        if isinstance(test, Static):
+            return self.lower_expr(node.body if test.obj else node.orelse)
+        cond = self.as_value(test, node)
+        outer, blocks = self.block, []
+        for branch in (node.body, node.orelse):
+            self.block = ir.Block()
+            v = self.as_value(self.lower_expr(branch), node)
+            self.block.yields = [v]
+            blocks.append(self.block)
+        self.block = outer
+        return self.emit("if", [cond], node, nresults=1, regions=blocks)[0]
+
+    def expr_Tuple(self, node):
+        items = tuple(self.lower_expr(e) for e in node.elts)
+        if all(isinstance(i, Static) for i in items):
+            return Static(tuple(i.obj for i in items))
+        return items
+
+    def expr_List(self, node):
+        raise self.error("List constructs are not supported in kernels. Use vectors like `wp.vec3()` for small "
+                         "fixed-size collections, or `wp.zeros(shape=N, dtype=...)` for stack-allocated arrays.", node)
+
+    def lower_indices(self, slice_node, node) -> list:
+        if isinstance(slice_node, ast.Tuple):
+            items = slice_node.elts
+        else:
+            items = [slice_node]
+        out = []
+        for it in items:
+            out.append(self.lower_slice(it, node) if isinstance(it, ast.Slice)
+                       else self.as_value(self.lower_expr(it), node))
+        return out
+
+    def lower_slice(self, item, node):
+        """`start:stop:step` in a subscript: a `slice` op whose operands are the bounds given (attr "parts" says
+        which); type inference reads them (constants for vectors and matrices, any ints for arrays)."""
+        parts = (item.lower is not None, item.upper is not None, item.step is not None)
+        bounds = [self.as_value(self.lower_expr(b), node) for b in (item.lower, item.upper, item.step) if b is not None]
+        return self.emit("slice", bounds, node, attrs={"parts": parts})[0]
+
+    def expr_Subscript(self, node):
+        # f(x)[i] picks one of the results of a function that returns several
+        base = self.lower_call_value(node.value) if isinstance(node.value, ast.Call) else self.lower_expr(node.value)
+        if isinstance(base, Static):
+            obj = base.obj
+            if isinstance(obj, (tuple, list)):
+                idx = self.lower_expr(node.slice)
+                if isinstance(idx, Static):
+                    return Static(obj[idx.obj])
+            # generic type subscripts such as wp.array[float] are compile-time objects
+            try:
+                return Static(obj[self.static_eval(node.slice)])
+            except Exception:
+                raise self.error(f"cannot index the compile-time value '{ast.unparse(node.value)}'", node) from None
+        if isinstance(base, tuple):
+            idx = self.lower_expr(node.slice)
+            if not isinstance(idx, Static) or not isinstance(idx.obj, int):
+                raise self.error("a tuple can only be indexed by a constant integer", node)
+            if not -len(base) <= idx.obj < len(base):
+                raise self.error(f"index {idx.obj} is out of range for a tuple of {len(base)} values", node)
+            return base[idx.obj]
+        indices = self.lower_indices(node.slice, node)
+        return self.emit("getitem", [base, *indices], node)[0]
+
+    def is_static_call(self, func_node) -> bool:
+        try:
+            f = self.static_eval(func_node, quiet=True)
+        except Exception:
+            return False
+        return getattr(f, "__name__", "") == "static" and getattr(f, "__module__", "").startswith("kernels")
+
+    def _reads_runtime_values(self, node) -> bool:
+        """Whether `node` is `len(x)` of a run-time kernel variable x (not a compile-time object)."""
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len"
+                and len(node.args) == 1 and isinstance(node.args[0], ast.Name)):
+            return False
+        bound = self.env.get(node.args[0].id)
+        return bound is not None and not isinstance(bound, Static)
+
+    def static_eval(self, node, quiet=False):
+        """Evaluate an expression in Python at compile time (module globals, closure, and local Statics)."""
+        local = {k: v.obj for k, v in self.env.items() if isinstance(v, Static)}
+        for n in ast.walk(node):
+            # a run-time local shadows any global of its name: it has no compile-time value
+            if isinstance(n, ast.Name) and n.id in self.env and n.id not in local and not n.id.startswith("__"):
+                raise self.error(f"'{n.id}' is a run-time variable of the kernel; wp.static(...) and other "
+                                 f"compile-time expressions cannot use it", node)
+        namespace = dict(self.src.globals)
+        namespace.update(self.src.closure)
+        namespace.update(local)
+        try:
+            return eval(compile(ast.Expression(body=node), self.src.file, "eval"), namespace)
+        except Exception as e:
+            if quiet:
+                raise
+            raise self.error(f"cannot evaluate '{ast.unparse(node)}' at compile time: {e}", node) from None
+
+    def expr_Call(self, node):
+        res = self.lower_call(node, nresults=1)
+        return res[0] if isinstance(res, list) else res
+
+    def lower_call_value(self, node):
+        """A call whose results are kept together (`t = f(x)`, `f(x)[i]`): its value, or a tuple of its values
+        when the callee returns several (as Warp's tuples)."""
+        results = self.lower_call(node, nresults=None)
+        return results[0] if len(results) == 1 else tuple(results)
+
+    def lower_call(self, node, nresults):
+        """Lower a call that gives `nresults` values; None: as many as the callee returns (at least one)."""
+        if self.is_static_call(node.func):
+            if len(node.args) != 1:
+                raise self.error("wp.static takes one expression", node)
+            if self._reads_runtime_values(node.args[0]):
+                # `wp.static(len(v))` of a kernel variable: its value depends only on v's type, which type
+                # inference folds to a constant; lower it as ordinary code
+                return [self.lower_call_value(node.args[0]) if isinstance(node.args[0], ast.Call)
+                        else self.lower_expr(node.args[0])]
+            return self._static_result(self.static_eval(node.args[0]), nresults, node)
+        callee = self.lower_expr(node.func)
+        if not isinstance(callee, Static):
+            raise self.error(f"'{ast.unparse(node.func)}' is not callable in a kernel", node)
+        obj = callee.obj
+        if obj is grad:  # `wp.grad(f)`: a compile-time value, called (now or through a local) like a function
+            return [Static(self.static_eval(node))]
+        if isinstance(obj, NativeSnippet):
+            raise self.error(obj.refusal(), node)
+        resolved = self.resolve_static(obj)
+        if resolved is None and obj in _PY_BUILTIN_MAP:
+            resolved = ("builtin", _PY_BUILTIN_MAP[obj])
+        if resolved is None and obj in (float, int, bool):
+            resolved = ("type", obj)
+        if resolved is None:
+            raise self.error(f"'{ast.unparse(node.func)}' is not a kernel builtin, @func or type", node)
+        what, target = resolved
+        n_out = _output_argument_count(target, len(node.args)) if what == "builtin" and not node.keywords else 0
+        if n_out:
+            return self._call_with_outputs(node, target, n_out)
+        if resolved == ("builtin", "len"):
+            args = [self.lower_call_value(a) if isinstance(a, ast.Call) else self.lower_expr(a) for a in node.args]
+        else:
+            args = [self.lower_expr(a) for a in node.args]
+        kwargs = {k.arg: self.lower_expr(k.value) for k in node.keywords}
+        if any(k is None for k in kwargs):
+            raise self.error("**kwargs are not supported in kernel calls", node)
+        if what == "builtin" and all(isinstance(a, Static) for a in args) and not kwargs and target in ("min", "max", "abs") \
+                and all(_is_number(a.obj) for a in args):
+            return [Static({"min": min, "max": max, "abs": abs}[target](*(a.obj for a in args)))]
+        if what == "builtin" and target == "len" and len(args) == 1 and isinstance(args[0], tuple):
+            return [Static(len(args[0]))]
+        operands = [self.as_value(a, node) for a in args] + [self.as_value(v, node) for v in kwargs.values()]
+        if nresults is None:
+            nresults = self.result_count(what, target, len(operands), node)
+        attrs = {"kwargs": list(kwargs), "nresults": nresults}
+        if what == "type":
+            return self.emit("construct", operands, node, attrs={**attrs, "type": target})
+        if what in ("grad", "grad_builtin"):
+            # the gradient of @func or builtin `target` w.r.t. each argument: one value per argument
+            label = target if isinstance(target, str) else target.name
+            if nresults != len(operands):
+                raise self.error(f"wp.grad({label})(...) gives one gradient per argument ({len(operands)}), "
+                                 f"but {nresults} value(s) are expected here", node)
+            attrs.update({"func": target} if what == "grad" else {"name": target})
+            attrs["gradient"] = True
+            return self.emit("call", operands, node, nresults=len(operands), attrs=attrs)
+        if what == "builtin":
+            attrs["name"] = target
+            mutated = tuple(i for i in _mutated_args(target) if i < len(node.args))
+            if mutated:
+                # the call also yields each updated argument, rebound to the caller's variable
+                attrs["mutates"] = mutated
+                results = self.emit("call", operands, node, nresults=nresults + len(mutated), attrs=attrs)
+                for idx, updated in zip(mutated, results[nresults:]):
+                    if isinstance(node.args[idx], ast.Name):
+                        self.env[node.args[idx].id] = updated
+                        updated.name = node.args[idx].id
+                return results[:nresults]
+        else:
+            attrs["func"] = target
+        return self.emit("call", operands, node, nresults=nresults, attrs=attrs)
+
+    def _call_with_outputs(self, node, target, n_out):
+        """Warp's output-argument form of a builtin that gives several values: `wp.svd3(A, U, sigma, V)` is
+        `U, sigma, V = wp.svd3(A)`; the trailing arguments must be variable names."""
+        inputs, outputs = node.args[:-n_out], node.args[-n_out:]
+        for out in outputs:
+            if not isinstance(out, ast.Name):
+                raise self.error(f"the output arguments of {target}() must be variable names, got "
+                                 f"'{ast.unparse(out)}'", node)
+        operands = [self.as_value(self.lower_expr(a), node) for a in inputs]
+        results = self.emit("call", operands, node, nresults=n_out,
+                            attrs={"name": target, "kwargs": [], "nresults": n_out})
+        for out, value in zip(outputs, results):
+            self.assign(out, value, node)
+        return results[:1]
+
+    def result_count(self, what, target, nargs, node) -> int:
+        """How many values a call of a builtin, @func or type gives, before types are known: what the builtin
+        table or the function's returns say; 1 when that depends on the arguments' types."""
+        if what in ("grad", "grad_builtin"):
+            n = nargs
+        elif what == "func":
+            n = target.result_count(nargs, self.src.loc(node), self.name, self.lower_callee)
+        elif what == "builtin":
+            n = _builtin_result_count(target, nargs)
+        else:
+            n = 1
+        # a call that gives nothing asks for one value: type inference reports its use
+        return n if n else 1
+
+    def _static_result(self, value, nresults, node):
+        if nresults in (1, None):
+            return [Static(value)]
+        if isinstance(value, tuple) and len(value) == nresults:
+            return [Static(v) for v in value]
+        raise self.error(f"wp.static value cannot be unpacked into {nresults} names", node)
+
+    # guards against stray ast node types
+    def expr_JoinedStr(self, node):
+        raise self.error("f-strings are not supported in kernels; use wp.printf('%f', x)", node)
+
+    def expr_Lambda(self, node):
+        raise self.error("lambdas are not supported in kernels; define a @wp.func", node)
+
+
+
+def _mutated_args(name) -> tuple:
+    """Positions of the arguments that builtin `name` updates in place (empty when none)."""
+    for ov in BUILTINS.get(name, ()):
+        mutated = ov.mutated_args()
+        if mutated:
+            return mutated
+    return ()
+
+
+def _output_argument_count(name, nargs):
+    """How many trailing arguments of a call of builtin `name` with `nargs` arguments are outputs (Warp's form
+    `f(x, out1, out2)` of a builtin that returns (out1, out2)); 0 when the call is an ordinary one."""
+    overloads = BUILTINS.get(name, ())
+    if any(len(ov.args) == nargs for ov in overloads):
+        return 0
+    for ov in overloads:
+        if isinstance(ov.ret, tuple) and len(ov.ret) > 1 and len(ov.args) + len(ov.ret) == nargs:
+            return len(ov.ret)
+    return 0
+
+
+def _builtin_result_count(name, nargs=None):
+    """How many values builtin `name` gives when all its overloads (those taking `nargs` arguments, if any do)
+    agree, else None. The arity tells `U, s, V = wp.svd3(A)` from the out-parameter form `wp.svd3(A, U, s, V)`."""
+    overloads = BUILTINS.get(name, ())
+    if nargs is not None and any(len(ov.args) == nargs for ov in overloads):
+        overloads = [ov for ov in overloads if len(ov.args) == nargs]
+    counts = set()
+    for ov in overloads:
+        if callable(ov.ret) and not isinstance(ov.ret, type):
+            return None  # a rule computed from the argument types
+        counts.add(0 if ov.ret is None else len(ov.ret) if isinstance(ov.ret, tuple) else 1)
+    return counts.pop() if len(counts) == 1 else None
+
+
+def _is_array_object(obj) -> bool:
+    """A toolkit or numpy array (not a numpy scalar, which is a constant like a Python number)."""
+    import numpy as np
+    return isinstance(obj, (ArrayValue, np.ndarray))
+
+
+def _is_number(x):
+    return isinstance(x, (bool, int, float))
+
+
+def _fold_compare(name, a, b):
+    """A comparison of compile-time objects: numbers as the native code compares literals, others in Python."""
+    if _is_number(a) and _is_number(b):
+        return scalar_semantics.fold_compare(name, a, b)
+    import operator
+    return {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
+            "ge": operator.ge}[name](a, b)

@@ -1,0 +1,396 @@
+"""`@wp.func` objects: parsed source, signature, overloads, and the typed IR of each specialisation.
+
+A `Func` may have several overloads (same name, different annotations) and is specialised per argument types
+(generic `Any` parameters take the caller's types). A `Kernel` has a concrete signature and belongs to the
+`Module` of the Python module that defined it; modules are compiled to one native library each
+(runtime/module.py). Compiling (frontend + passes) is driver.py's: a Func is compiled for a caller's argument
+types by the caller's type inference (`ti.compile_callee`), and read by the caller's frontend (`lower`), so this
+module imports neither the frontend's lowering nor the passes.
+"""
+
+from __future__ import annotations
+
+import typing
+
+from . import ir
+from .. import types as T
+from ..errors import CompileError
+from ..builtins import BUILTINS
+from .frontend_source import FunctionSource
+from ..typesys import ArrayType, ArrayValue, TileType, describe, is_struct
+
+
+def annotation_type(ann, where: str):
+    """Type of a parameter annotation: scalars, composites, structs, arrays (as ArrayType), tiles, Any."""
+    if ann is typing.Any or ann is T.Any:
+        return T.Any
+    if isinstance(ann, (ArrayType, TileType)):
+        return ann
+    reason = T.unsupported_reason(ann) or T.unsupported_reason(getattr(ann, "dtype", None))
+    if reason:
+        raise TypeError(f"{where}: {reason}")
+    t = T.canonical_type(ann)
+    if isinstance(t, ArrayValue):
+        return ArrayType(T.Any if t.dtype is typing.Any else T.canonical_type(t.dtype), t.ndim)
+    if T.is_scalar(t) or T.is_composite(t) or T.is_generic_composite(t) or is_struct(t):
+        return t
+    raise TypeError(f"{where}: unsupported annotation {ann!r}")
+
+
+def is_generic_type(t) -> bool:
+    """True for `Any`, generic composites (`vector(Any, float)`) and arrays of `Any` (types a generic kernel takes
+    from its launch arguments)."""
+    if t is T.Any or T.is_generic_composite(t):
+        return True
+    if isinstance(t, TileType):
+        return t.dtype is T.Any or t.shape is None
+    return isinstance(t, ArrayType) and t.dtype is T.Any
+
+
+def signature_types(source: FunctionSource, name: str, require: bool):
+    hints = source.pyfunc.__annotations__
+    types_ = []
+    for a in source.fdef.args.args:
+        ann = hints.get(a.arg)
+        if isinstance(ann, str):
+            ann = eval(ann, source.globals)
+        if ann is None:
+            if require:
+                raise CompileError(f"parameter '{a.arg}' needs a type annotation", source.loc(a), name)
+            types_.append(T.Any)
+            continue
+        try:
+            types_.append(annotation_type(ann, f"parameter '{a.arg}'"))
+        except TypeError as e:
+            raise CompileError(str(e), source.loc(a), name) from None
+    return types_
+
+
+def _check_return_annotation(source: FunctionSource, name: str, fn) -> None:
+    """A @wp.func's return annotation, when it has one, must be what the body returns (as Warp checks): a
+    CompileError otherwise, never a value of another type than declared."""
+    ann = source.pyfunc.__annotations__.get("return", inspect_empty)
+    if ann is inspect_empty or ann is None:
+        return
+    if isinstance(ann, str):
+        try:
+            ann = eval(ann, source.globals)  # noqa: S307  (an annotation of the user's own source)
+        except Exception:  # noqa: BLE001  an annotation we cannot evaluate is not checked
+            return
+    got = list(fn.return_types)
+    where = source.loc(source.fdef)
+
+    def spell(t):
+        return getattr(t, "__name__", None) or repr(t)
+
+    if typing.get_origin(ann) is tuple:
+        want = list(typing.get_args(ann))
+        if len(want) != len(got):
+            raise CompileError(f"The function `{name}` has its return type annotated as a tuple of {len(want)} "
+                               f"elements but the code returns {len(got)} values.", where, name)
+        if any(T.canonical_type(w) != g for w, g in zip(want, got)):
+            raise CompileError(f"The function `{name}` has its return type annotated as "
+                               f"`tuple[{', '.join(spell(w) for w in want)}]` but the code returns a tuple with "
+                               f"types `({', '.join(T.type_repr(g) for g in got)})`.", where, name)
+        return
+    if len(got) != 1:
+        raise CompileError(f"The function `{name}` has its return type annotated as `{spell(ann)}` but the code "
+                           f"returns {len(got)} values.", where, name)
+    try:
+        want = annotation_type(ann, "return")
+    except TypeError:
+        return
+    if not is_generic_type(want) and want != got[0]:
+        raise CompileError(f"The function `{name}` has its return type annotated as `{T.type_repr(want)}` but the "
+                           f"code returns a value of type `{T.type_repr(got[0])}`.", where, name)
+
+
+inspect_empty = object()
+
+
+def resolve_static(obj):
+    """How kernel code may call a compile-time object: ("builtin", name), ("func", Func), ("grad", Func: the
+    gradient of the function), ("type", t) or None."""
+    if isinstance(obj, Func):
+        return ("func", obj)
+    if isinstance(obj, FuncGradient):
+        inner = obj.func
+        return ("grad", inner) if isinstance(inner, Func) else ("grad_builtin", inner._wp_builtin_)
+    obj = getattr(obj, "_wp_kernel_form_", obj)  # a Python-side helper whose kernel meaning is another object
+    if T.unsupported_reason(obj):
+        raise TypeError(T.unsupported_reason(obj))
+    if obj is T.vector or obj is T.matrix or obj is T.quaternion or obj is T.transformation:
+        return ("builtin", obj.__name__)  # special forms in type inference: the type depends on the arguments
+    name = getattr(obj, "_wp_builtin_", None)
+    if name is not None and name in BUILTINS:
+        return ("builtin", name)
+    if T.is_scalar(obj) or T.is_composite(obj) or is_struct(obj):
+        return ("type", obj)
+    return None
+
+
+def _matches(param_t, arg_t) -> bool:
+    if param_t is T.Any:
+        return True
+    if T.is_generic_composite(param_t):
+        return param_t.matches(arg_t)
+    if isinstance(param_t, ArrayType):
+        return isinstance(arg_t, ArrayType) and param_t.ndim == arg_t.ndim and \
+            (param_t.dtype is T.Any or param_t.dtype == arg_t.dtype)
+    if isinstance(param_t, TileType):
+        return isinstance(arg_t, TileType) and (param_t.dtype is T.Any or param_t.dtype == arg_t.dtype) and \
+            (param_t.shape is None or param_t.shape == arg_t.shape)
+    return param_t == arg_t
+
+
+def _host_value_matches(param_t, value) -> bool:
+    """Whether a Python value may be passed for a parameter of type `param_t` in a call from Python."""
+    if param_t is T.Any:
+        return True
+    if isinstance(param_t, ArrayType):
+        return isinstance(value, ArrayValue) and value.ndim == param_t.ndim and \
+            (param_t.dtype is T.Any or value.dtype == param_t.dtype)
+    if isinstance(value, bool):
+        return param_t is T.bool_
+    if isinstance(value, int):
+        return param_t is T.int32
+    if isinstance(value, float):
+        return param_t is T.float32
+    return type(value) is param_t or (T.is_scalar(param_t) and isinstance(value, param_t._np_))
+
+
+class Func:
+    """A user function callable from kernels (Warp's `@wp.func`)."""
+
+    def __init__(self, pyfunc):
+        self.key = f"{pyfunc.__module__}.{pyfunc.__qualname__}"
+        self.name = pyfunc.__name__
+        self.overloads: list = []
+        self.specializations: dict = {}
+        self.result_counts: dict = {}  # overload source -> how many values it returns
+        self.custom_grad = None
+        self.custom_replay = None
+        self.add_overload(pyfunc)
+        self.__doc__ = pyfunc.__doc__
+
+    def add_overload(self, pyfunc):
+        source = FunctionSource(pyfunc)
+        self.overloads.append((source, signature_types(source, self.name, require=False)))
+        self.specializations.clear()
+
+    def takes_exactly(self, types_) -> bool:
+        """Whether an overload takes arguments of exactly these types (generic parameters take any)."""
+        return any(len(params) == len(types_) and all(_matches(p, t) for p, t in zip(params, types_))
+                   for _, params in self.overloads)
+
+    def __call__(self, *args, **kwargs):
+        """Called from Python (as Warp allows): runs the Python body of the overload whose annotations take the
+        arguments (a Python int is an int32, a float a float32); kernel builtins it calls run on the host too."""
+        import inspect
+        for source, params in self.overloads:
+            try:
+                bound = inspect.signature(source.pyfunc).bind(*args, **kwargs)
+            except TypeError:
+                continue
+            names = [a.arg for a in source.fdef.args.args]
+            if all(_host_value_matches(p, bound.arguments[n]) for p, n in zip(params, names) if n in bound.arguments):
+                return source.pyfunc(*args, **kwargs)
+        raise RuntimeError(f"Error calling function '{self.name}', no overload found for arguments {args!r}")
+
+    def needs_defaults(self, count: int) -> bool:
+        """Whether a call with `count` positional arguments leaves parameters to their default values."""
+        source, _ = self.overloads[0]
+        return count < len(source.fdef.args.args) and bool(source.pyfunc.__defaults__)
+
+    def order_arguments(self, args, kwargs_names, op, default=None):
+        """Arguments in parameter order: positional, then keywords by name, then the Python defaults of the
+        parameters left out (`default(value)` makes the IR value of a default)."""
+        source, _ = self.overloads[0]
+        names = [a.arg for a in source.fdef.args.args]
+        npos = len(args) - len(kwargs_names)
+        out = list(args[:npos]) + [None] * (len(names) - npos)
+        for k, v in zip(kwargs_names, args[npos:]):
+            if k not in names:
+                raise CompileError(f"'{self.name}' has no parameter '{k}'", op.loc, _caller(op))
+            out[names.index(k)] = v
+        defaults = source.pyfunc.__defaults__ or ()
+        first_default = len(names) - len(defaults)
+        for i, v in enumerate(out):
+            if v is None and i >= first_default and default is not None:
+                out[i] = default(defaults[i - first_default])
+        missing = [n for n, v in zip(names, out) if v is None]
+        if missing:
+            raise CompileError(f"'{self.name}' is missing arguments: {', '.join(missing)}", op.loc, _caller(op))
+        return out
+
+    def specialize(self, args, ti, op):
+        """The typed IR of the overload matching `args` (values of the caller); converts weak literals."""
+        for source, params in self.overloads:
+            if len(params) != len(args):
+                continue
+            conv = [a if is_generic_type(p) or isinstance(p, (ArrayType, TileType)) else ti.convert_weak_to(a, p, op)
+                    for a, p in zip(args, params)]
+            if all(_matches(p, a.type) for p, a in zip(params, conv)):
+                types_ = tuple(a.type for a in conv)
+                fn = self.specializations.get(types_)
+                if fn is None:
+                    key = (source, types_)  # this overload with these types: another function may share them
+                    if key in _in_progress:
+                        raise CompileError(f"'{self.name}' calls itself: recursion is not supported", op.loc,
+                                           ti.fn.name)
+                    _in_progress.add(key)
+                    try:
+                        fn = ti.compile_callee(source, "func", self.name, list(types_))
+                        _check_return_annotation(source, self.name, fn)
+                    except CompileError as e:
+                        raise _called_from(e, ti.fn.name, op.loc) from None
+                    finally:
+                        _in_progress.discard(key)
+                    fn.func_object = self
+                    # registered first: a custom adjoint or replay may call this function itself
+                    self.specializations[types_] = fn
+                    try:
+                        self._compile_custom(fn, list(types_), ti)
+                    except CompileError:
+                        del self.specializations[types_]
+                        raise
+                return fn, conv
+        got = ", ".join(describe(a.type) for a in args)
+        raise CompileError(f"no overload of '{self.name}' accepts ({got})", op.loc, ti.fn.name)
+
+    def result_count(self, nargs: int, loc, caller: str, lower):
+        """How many values a call with `nargs` arguments gives, read from the source before any types are known,
+        so that a caller's frontend can lower `return f(x)` and `t = f(x)`. None when the overloads taking `nargs`
+        arguments disagree (the call then asks for one value and type inference checks it). `lower(source, kind,
+        name, params)` is the caller's frontend (lower_function), which reads the callee's source the same way."""
+        counts = {self._source_result_count(source, params, loc, caller, lower)
+                  for source, params in self.overloads if len(params) == nargs}
+        return counts.pop() if len(counts) == 1 else None
+
+    def _source_result_count(self, source: FunctionSource, params: list, loc, caller: str, lower) -> int:
+        n = self.result_counts.get(source)
+        if n is not None:
+            return n
+        if source in _counting:
+            raise CompileError(f"'{self.name}' calls itself: recursion is not supported", loc, caller)
+        _counting.add(source)
+        try:
+            # the frontend does not look at parameter types: the annotations (or Any) give the same count
+            fn = lower(source, "func", self.name, list(params))
+        except CompileError as e:
+            raise _called_from(e, caller, loc) from None
+        finally:
+            _counting.discard(source)
+        n = len(next(op for op in reversed(fn.body.ops) if op.opcode == "return").operands)
+        self.result_counts[source] = n
+        return n
+
+    def _compile_custom(self, fn: ir.Function, types_: list, ti):
+        """Typed IR of the user's custom adjoint and replay for this specialisation, attached to `fn`."""
+        fn.custom_grad_ir = None
+        fn.custom_replay_ir = None
+        if self.custom_grad is not None:
+            grad_types = types_ + list(fn.return_types)
+            n = len(self.custom_grad.fdef.args.args)
+            if n != len(grad_types):
+                raise CompileError(f"@wp.func_grad of '{self.name}' must take the {len(types_)} arguments of "
+                                   f"'{self.name}' and then the adjoint of each of its {len(fn.return_types)} "
+                                   f"result(s); it takes {n}", self.custom_grad.loc(self.custom_grad.fdef))
+            fn.custom_grad_ir = ti.compile_callee(self.custom_grad, "func", f"adj_{self.name}", grad_types)
+        if self.custom_replay is not None:
+            replay = ti.compile_callee(self.custom_replay, "func", f"replay_{self.name}", types_)
+            if replay.return_types != fn.return_types:
+                raise CompileError(f"@wp.func_replay of '{self.name}' must return what '{self.name}' returns",
+                                   self.custom_replay.loc(self.custom_replay.fdef))
+            fn.custom_replay_ir = replay
+        if fn.custom_grad_ir is not None or fn.custom_replay_ir is not None:
+            ti.derive_adjoint(fn)  # the adjoint pass's answer depends on them: the user's adjoint, purity
+
+
+_in_progress: set = set()  # (overload source, argument types) being compiled: a repeat is recursion
+_counting: set = set()  # overload sources whose result count is being read: a repeat is recursion
+
+
+def _called_from(e: CompileError, caller: str, loc) -> CompileError:
+    """`e` with a note saying which caller asked for the function that failed to compile."""
+    if "called from" in e.message or e.loc == loc:
+        return e
+    return type(e)(f"{e.message}\n    (called from '{caller}' at {loc})", e.loc, e.function)
+
+
+def _caller(op) -> str:
+    return op.attrs.get("caller", "")
+
+
+_funcs: dict = {}
+
+
+def func(pyfunc=None):
+    """Decorator: a function callable from kernels. Re-declaring a name with other annotations adds an overload."""
+    key = f"{pyfunc.__module__}.{pyfunc.__qualname__}"
+    existing = _funcs.get(key)
+    if existing is not None and _is_overload(existing, pyfunc):
+        existing.add_overload(pyfunc)
+        return existing
+    f = Func(pyfunc)
+    _funcs[key] = f
+    return f
+
+
+def _is_overload(existing: Func, pyfunc) -> bool:
+    """A redefinition with different annotations is an overload; with the same ones it replaces the function."""
+    source = FunctionSource(pyfunc)
+    new_types = signature_types(source, pyfunc.__name__, require=False)
+    same = [i for i, (_, t) in enumerate(existing.overloads) if t == new_types]
+    for i in reversed(same):
+        del existing.overloads[i]
+    existing.specializations.clear()
+    return bool(existing.overloads) or bool(same)
+
+
+def _attach(forward: Func, attr: str, decorator: str):
+    if not isinstance(forward, Func):
+        raise TypeError(f"@wp.{decorator}(f) needs a @wp.func f")
+
+    def decorate(pyfunc):
+        setattr(forward, attr, FunctionSource(pyfunc))
+        forward.specializations.clear()
+        return pyfunc
+
+    return decorate
+
+
+def func_grad(forward: Func):
+    """Decorator: a custom adjoint for the @wp.func `forward` (Warp's `@wp.func_grad`).
+
+    The decorated function takes `forward`'s arguments followed by the adjoint of each of its results, and adds
+    to the arguments' adjoints with `wp.adjoint[x] += ...`. It replaces the derived adjoint of `forward`.
+    """
+    return _attach(forward, "custom_grad", "func_grad")
+
+
+class FuncGradient:
+    """`wp.grad(f)`: inside kernels and @wp.func bodies, `wp.grad(f)(x, y, ...)` gives the gradient of the scalar
+    @wp.func or differentiable builtin `f` with respect to each argument at (x, y, ...): one value of the
+    argument's type, or a tuple of them when `f` takes several. It runs f's adjoint (derived, @wp.func_grad or
+    the builtin's) with a seed of 1. It can be bound to a local (`g = wp.grad(f)`), which cannot be rebound."""
+
+    def __init__(self, func):
+        self.func = func
+        self.name = f"grad({getattr(func, 'name', None) or getattr(func, '_wp_builtin_', '?')})"
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"wp.grad({self.func.name})(...) can only be called inside kernels and @wp.func bodies")
+
+
+def grad(f):
+    """The gradient of a scalar @wp.func or builtin, callable in kernels: `wp.grad(f)(x)` (see FuncGradient)."""
+    if not isinstance(f, Func) and getattr(f, "_wp_builtin_", None) is None:
+        raise TypeError(f"wp.grad takes a @wp.func or a kernel builtin, got {type(f).__name__}")
+    return FuncGradient(f)
+
+
+def func_replay(forward: Func):
+    """Decorator: what the backward pass runs instead of `forward` when it replays the forward computation
+    (Warp's `@wp.func_replay`), e.g. to skip side effects or use a cheaper equivalent. Same signature and results."""
+    return _attach(forward, "custom_replay", "func_replay")

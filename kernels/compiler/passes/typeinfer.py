@@ -1,0 +1,755 @@
+"""Pass: type inference and overload resolution.
+
+Expects: untyped IR from the frontend (parameters typed).
+Guarantees: every value has a concrete type; every `call` has either attr "overload" (a builtin) or "callee" (a
+typed user function); `getattr`, `getitem`, `setitem`, `setattr`, `setpath`, `augpath` and `construct` are rewritten
+to calls of builtins; Python literals ("weak" constants) take the type their use requires; conditions are `bool`.
+Raises CompileError naming the source line for any type error.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import ir
+from ... import types as T
+from ...builtins import registry
+from ...errors import (CompileAttributeError, CompileError, CompileTypeError, CompileValueError, KernelError,
+                       UnsupportedAtomicError)
+from ..scalar_semantics import ScalarSemanticsError
+from ...typesys import (ArrayType, PackType, ShapeType, StaticType, TileType, describe, is_differentiable_type,
+                        is_struct)
+from .adjoint import adjoint_error, derive_adjoint
+from .typeinfer_control import ControlFlowForms
+from .typeinfer_paths import PathForms
+from .typeinfer_scalars import ScalarForms
+from .typeinfer_slices import SliceForms, is_slice
+from .typeinfer_tiles import TileForms
+
+_COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
+_TILE_ELEMENTWISE = {"add", "sub", "mul", "div", "mod", "neg", "pos"}
+
+
+_ATOMIC_INTS = (T.int32, T.uint32, T.int64, T.uint64)
+_ADD_WORDING = "[u]int32, [u]int64, float16, bfloat16, float32, or float64"
+_MINMAX_WORDING = "[u]int32, [u]int64, bfloat16, float32, or float64"
+# builtin -> (scalar types with a native atomic form, Warp's wording of the list); bfloat16 joins when it exists
+_ATOMIC_SCALARS = {
+    "atomic_add": (_ATOMIC_INTS + (T.float16, T.float32, T.float64), _ADD_WORDING),
+    "atomic_sub": (_ATOMIC_INTS + (T.float16, T.float32, T.float64), _ADD_WORDING),
+    "atomic_min": (_ATOMIC_INTS + (T.float32, T.float64), _MINMAX_WORDING),
+    "atomic_max": (_ATOMIC_INTS + (T.float32, T.float64), _MINMAX_WORDING),
+}
+if hasattr(T, "bfloat16"):
+    _ATOMIC_SCALARS = {k: (v[0] + (T.bfloat16,), v[1]) for k, v in _ATOMIC_SCALARS.items()}
+_ATOMIC_SCALARS.update({f"atomic_{op}": (_ATOMIC_INTS, "[u]int32 or [u]int64") for op in ("and", "or", "xor")})
+_ATOMIC_SCALARS.update({name: (_ATOMIC_INTS + (T.float32, T.float64), "[u]int32, [u]int64, float32, or float64")
+                        for name in ("atomic_exch", "atomic_cas")})
+
+
+def _field_value(struct_value, field):
+    """The value last set to `field` of a struct built in this function (struct_set chain), or None."""
+    v = struct_value
+    while v.owner is not None and v.owner.opcode == "call" and v.owner.attrs.get("name") == "struct_set":
+        if v.owner.attrs.get("field") == field:
+            return v.owner.operands[1]
+        v = v.owner.operands[0]
+    return None
+
+
+class TypeInference(TileForms, PathForms, SliceForms, ScalarForms, ControlFlowForms):
+    def __init__(self, fn: ir.Function, compile_callee):
+        self.fn = fn
+        # (source, kind, name, param types) -> typed ir.Function: how a called @wp.func is compiled for the
+        # types of a call (Func.specialize uses it); the driver's compile_ir, handed down by run_pipeline
+        self.compile_callee = compile_callee or self._no_callee
+        self.subst: dict = {}
+        self.cur: ir.Block | None = None
+        self.return_types = None
+
+    def _no_callee(self, source, kind, name, param_types):
+        raise CompileError(f"'{name}' is a @wp.func: type inference was given no way to compile it (the compiler "
+                           f"driver, kernels/compiler/driver.py, gives one)", source.loc(source.fdef), self.fn.name)
+
+    @staticmethod
+    def derive_adjoint(fn: ir.Function) -> None:
+        """The adjoint pass again on a callee whose custom adjoint or replay was attached after its pipeline ran
+        (Func.specialize): the pass's answer depends on them."""
+        derive_adjoint(fn)
+
+    def error(self, message, op, kind=None):
+        """A CompileError at `op`. `kind` TypeError or ValueError makes it also one of those (as Warp raises), or
+        is a CompileError subclass to raise."""
+        cls = {None: CompileError, TypeError: CompileTypeError, ValueError: CompileValueError}.get(kind, kind)
+        return cls(message, op.loc, self.fn.name)
+
+    # ---------------------------------------------------------------------------------------------- blocks
+
+    def run(self):
+        self.visit_block(self.fn.body)
+        self.fn.return_types = list(self.return_types or [])
+        # a return slot that every path assigns before it is read is never merged, so never typed: it is unused
+        self.fn.body.ops = [op for op in self.fn.body.ops
+                            if not (op.opcode == "undef" and op.results[0].type is None)]
+        return self.fn
+
+    def visit_block(self, block: ir.Block):
+        outer = self.cur
+        old_ops, block.ops = block.ops, []
+        self.cur = block
+        for op in old_ops:
+            op.operands = [self.subst.get(v, v) for v in op.operands]
+            handler = getattr(self, "op_" + op.opcode)
+            try:
+                handler(op)
+            except KernelError:
+                raise
+            except ScalarSemanticsError as e:
+                raise self.error(str(e), op, ValueError) from None
+            except Exception as e:  # noqa: BLE001  (a compiler bug must still name the user's line)
+                raise self.error(f"internal compiler error typing this line ({type(e).__name__}: {e})", op) from e
+        block.yields = [self.subst.get(v, v) for v in block.yields]
+        self.cur = outer
+
+    def append(self, op):
+        self.cur.ops.append(op)
+        return op
+
+    def new_op(self, opcode, operands, rtype, loc, attrs=None):
+        v = ir.Value(type=rtype)
+        op = ir.Op(opcode, list(operands), [v], dict(attrs or {}), [], loc)
+        self.append(op)
+        return v
+
+    def replace(self, old: ir.Value, new: ir.Value):
+        self.subst[old] = new
+        if old.name and not new.name:
+            new.name = old.name
+
+    # ---------------------------------------------------------------------------------------------- leaves
+
+    def op_const(self, op):
+        value = op.attrs["value"]
+        r = op.results[0]
+        if isinstance(value, bool):
+            r.type = T.bool_
+        elif isinstance(value, int):
+            r.type = T.int32 if -(2**31) <= value < 2**31 else T.int64
+        elif isinstance(value, float):
+            r.type = T.float32
+        elif T.is_scalar(type(value)) or hasattr(value, "dtype") and getattr(value, "shape", None) == ():
+            r.type = T.canonical_type(type(value))
+            op.attrs["weak"] = False
+        elif isinstance(value, T.Composite):
+            r.type = type(value)
+            op.attrs["weak"] = False
+        else:
+            r.type = StaticType(value)
+            op.attrs["weak"] = False
+        self.append(op)
+
+    def op_undef(self, op):
+        self.append(op)  # typed when a branch merges it with a defined value
+
+    def typed_const(self, value, t, loc):
+        return self.new_op("const", [], t, loc, {"value": value, "weak": False})
+
+    def static_value(self, v: ir.Value, op, what):
+        if isinstance(v.type, StaticType):
+            return v.type.obj
+        if v.owner is not None and v.owner.opcode == "const":
+            return v.owner.attrs["value"]
+        raise self.error(f"{what} must be a compile-time constant", op)
+
+    # ---------------------------------------------------------------------------------------------- calls
+
+    def op_call(self, op):
+        if "func" in op.attrs:
+            return self.call_user(op)
+        if op.attrs.get("gradient"):
+            return self.builtin_gradient_call(op)
+        name = op.attrs["name"]
+        if name in _TILE_ELEMENTWISE and any(isinstance(v.type, TileType) for v in op.operands):
+            return self.tile_elementwise(op, name)
+        special = getattr(self, "builtin_" + name, None)
+        if special is not None:
+            return special(op)
+        self.call_builtin(op, name)
+
+    def order_args(self, op, name, overloads):
+        """Map keyword arguments to positions using the first overload that names them."""
+        kw = op.attrs.get("kwargs") or []
+        if not kw:
+            return self.fill_trailing_defaults(op, overloads)
+        npos = len(op.operands) - len(kw)
+        for ov in overloads:
+            if all(k in ov.arg_names for k in kw) and npos <= len(ov.arg_names):
+                args = list(op.operands[:npos]) + [None] * (len(ov.arg_names) - npos)
+                for k, v in zip(kw, op.operands[npos:]):
+                    args[ov.arg_names.index(k)] = v
+                for i, a in enumerate(args):
+                    if a is None:
+                        n = ov.arg_names[i]
+                        if n not in ov.defaults:
+                            raise self.error(f"{name}() missing argument '{n}'", op)
+                        args[i] = self.default_const(ov.defaults[n], op.loc)
+                return args
+        raise self.error(f"{name}() got unexpected keyword arguments {kw}", op)
+
+    def check_atomic(self, name, array_type, op):
+        """Atomics exist natively for 32/64-bit ints and floats (and float16 for add/sub), as in Warp."""
+        dtype = array_type.dtype
+        scalar = T.scalar_type(dtype) if T.is_scalar(dtype) or T.is_composite(dtype) else None
+        allowed, wording = _ATOMIC_SCALARS[name]
+        if scalar is None or scalar not in allowed:
+            got = T.type_repr(dtype)
+            got_scalar = T.type_repr(scalar) if scalar is not None else got
+            raise UnsupportedAtomicError(
+                f"{name}() operations only work on arrays with {wording} as the underlying scalar types, "
+                f"but got {got} (with scalar type {got_scalar})", op.loc, self.fn.name)
+
+    def fill_trailing_defaults(self, op, overloads):
+        """Positional arguments, completed with the defaults of the first overload that takes more arguments
+        and has defaults for all of them (`expect_near(a, b)`), unless an overload takes exactly those given."""
+        given = list(op.operands)
+        if any(len(ov.args) == len(given) for ov in overloads):
+            return given
+        for ov in overloads:
+            missing = ov.arg_names[len(given):]
+            if len(ov.args) > len(given) and missing and all(n in ov.defaults for n in missing):
+                return given + [self.default_const(ov.defaults[n], op.loc) for n in missing]
+        return given
+
+    def default_const(self, d, loc):
+        """A builtin's default argument: a number is a Python literal (weak, it takes the type its use needs)."""
+        if isinstance(d, (int, float)) and not isinstance(d, bool):
+            return self.new_op("const", [], T.int32 if isinstance(d, int) else T.float32, loc,
+                               {"value": d, "weak": True})
+        return self.typed_const(d, StaticType(d), loc)
+
+    def call_builtin(self, op, name, args=None):
+        overloads = registry.BUILTINS.get(name)
+        if not overloads:
+            raise self.error(f"'{name}' is not a builtin", op)
+        args = list(args if args is not None else self.order_args(op, name, overloads))
+        ov, rtype = self.resolve(name, args)
+        if ov is None:
+            got = ", ".join(describe(a.type) for a in args)
+            cands = "\n      ".join(registry.signatures(name)[:12])
+            if name in ("expect_eq", "expect_neq") and len(args) == 2 and args[0].type != args[1].type:
+                raise self.error("Can't test equality for objects with different types", op)  # Warp's wording
+            raise self.error(f"no overload of '{name}' accepts ({got}); candidates:\n      {cands}", op)
+        args = self.coerce_weak(args, ov, op)
+        if name in _ATOMIC_SCALARS:
+            self.check_atomic(name, args[0].type, op)
+        rtypes = list(rtype) if isinstance(rtype, tuple) else ([] if rtype is None else [rtype])
+        results = op.results
+        nwant = op.attrs.get("nresults", 1)
+        attrs = {"name": name, "overload": ov}
+        mutated = op.attrs.get("mutates") or ()
+        if mutated:
+            for r, idx in zip(results[len(results) - len(mutated):], mutated):
+                r.type = args[idx].type
+            rtypes = rtypes + [args[idx].type for idx in mutated]
+            attrs["mutates"] = mutated
+        if len(rtypes) != len(results):
+            if len(rtypes) == 0 and len(results) == 1 or (mutated and len(rtypes) == len(results) - 1):
+                results = results[1:] if mutated else []  # a call used as a statement
+                op.results[0].type = None
+            else:
+                raise self.error(f"'{name}' gives {len(rtypes)} value(s), but {nwant} are expected here", op)
+        for r, t in zip(results, rtypes):
+            r.type = t
+        new = ir.Op("call", args, results, attrs, [], op.loc)
+        self.append(new)
+        return new
+
+    def resolve(self, name, args):
+        types = [a.type for a in args]
+        ov, rtype = registry.resolve(name, types)
+        if ov is not None:
+            return ov, rtype
+        # Python literals adapt: retry with each weak literal typed like the strongest non-weak scalar present
+        weak = [i for i, a in enumerate(args) if self.is_weak(a)]
+        if not weak:
+            return None, None
+        for target in self.literal_targets(args):
+            trial = list(types)
+            for i in weak:
+                if T.is_float(args[i].type) and not T.is_float(target):
+                    break
+                trial[i] = target
+            else:
+                ov, rtype = registry.resolve(name, trial)
+                if ov is not None:
+                    return ov, rtype
+        return None, None
+
+    def literal_targets(self, args):
+        out = []
+        for a in args:
+            if self.is_weak(a):
+                continue
+            t = a.type
+            s = t if T.is_scalar(t) else (t._wp_scalar_type_ if T.is_composite(t) else
+                                           (t.dtype if isinstance(t, ArrayType) and T.is_scalar(t.dtype) else
+                                            (t.dtype._wp_scalar_type_ if isinstance(t, ArrayType)
+                                             and T.is_composite(t.dtype) else None)))
+            if s is not None and s not in out and s is not T.bool_:
+                out.append(s)
+        for s in (T.float32, T.int32, T.int64, T.float64):
+            if s not in out:
+                out.append(s)
+        return out
+
+    @staticmethod
+    def is_weak(v):
+        return v.owner is not None and v.owner.opcode == "const" and v.owner.attrs.get("weak", False)
+
+    def coerce_weak(self, args, ov, op):
+        """Give each weak literal the scalar type its parameter pattern bound."""
+        bindings: dict = {}
+        for p, a in zip(ov.args, args):
+            if not self.is_weak(a):
+                registry.unify(p, a.type, bindings)
+        out = []
+        for p, a in zip(ov.args, args):
+            if self.is_weak(a):
+                want = a.type
+                if isinstance(p, registry.S):
+                    want = bindings.get(p.name)
+                    if want is None:
+                        registry.unify(p, a.type, bindings)
+                        want = a.type
+                elif T.is_scalar(p):
+                    want = p
+                if want is not a.type:
+                    a = self.typed_const(_convert(a.owner.attrs["value"], want), want, op.loc)
+            out.append(a)
+        return out
+
+    def convert_weak_to(self, v, t, op):
+        """A weak literal used where type `t` is needed becomes a constant of `t`; others are unchanged."""
+        if self.is_weak(v) and v.type is not t and T.is_scalar(t):
+            if T.is_float(v.type) and not T.is_float(t):
+                return v
+            return self.typed_const(_convert(v.owner.attrs["value"], t), t, op.loc)
+        return v
+
+    def call_user(self, op):
+        func = op.attrs["func"]
+        args = op.operands
+        if op.attrs.get("kwargs") or func.needs_defaults(len(args)):
+            op.attrs["caller"] = self.fn.name
+            args = func.order_arguments(args, op.attrs.get("kwargs") or [], op,
+                                        default=lambda d: self.default_const(d, op.loc))
+        try:
+            callee, args = func.specialize(args, self, op)
+        except CompileError:
+            raise
+        if op.attrs.get("gradient"):
+            self.gradient_call(op, callee, args)
+            return
+        rtypes = callee.return_types
+        nwant = op.attrs.get("nresults", 1)
+        results = op.results
+        if len(rtypes) != len(results):
+            if len(rtypes) == 0 and len(results) == 1:
+                results = []
+            else:
+                raise self.error(f"'{callee.name}' returns {len(rtypes)} value(s), but {nwant} are expected here",
+                                 op)
+        for r, t in zip(results, rtypes):
+            r.type = t
+        self.append(ir.Op("call", list(args), results, {"callee": callee, "name": callee.name}, [], op.loc))
+
+    def gradient_call(self, op, callee, args):
+        """`wp.grad(f)(args)`: f's adjoint seeded with 1 gives d f / d arg for each argument. f must return one
+        float scalar and take differentiable values; its adjoint must exist."""
+        rtypes = callee.return_types
+        if len(rtypes) != 1 or not T.is_float(rtypes[0]):
+            got = ", ".join(describe(t) for t in rtypes) or "nothing"
+            raise self.error(f"wp.grad({callee.name}): the function must return one float scalar, it returns {got}",
+                             op)
+        for p, name in zip(callee.params, callee.param_names):
+            if not is_differentiable_type(p.type) or isinstance(p.type, ArrayType):
+                raise self.error(f"wp.grad({callee.name}): argument '{name}' ({describe(p.type)}) has no "
+                                 f"gradient; wp.grad needs float scalars, vectors, matrices or quaternions", op)
+        error = adjoint_error(callee)
+        if error is not None:
+            raise self.error(f"wp.grad({callee.name}): the function has no gradient: {error.message}", op)
+        for r, p in zip(op.results, callee.params):
+            r.type = p.type
+        self.append(ir.Op("call", list(args), op.results, {"callee": callee, "name": callee.name, "gradient": True},
+                          [], op.loc))
+
+    def builtin_gradient_call(self, op):
+        """`wp.grad(wp.atan2)(y, x)`: a differentiable builtin's adjoint seeded with 1 gives its gradient w.r.t.
+        each argument; the builtin must return one float scalar."""
+        name = op.attrs["name"]
+        args = list(op.operands)
+        ov, rtype = self.resolve(name, args)
+        if ov is None:
+            got = ", ".join(describe(a.type) for a in args)
+            raise self.error(f"wp.grad({name}): no overload of '{name}' accepts ({got})", op)
+        args = self.coerce_weak(args, ov, op)
+        if not ov.differentiable or ov.mutated_args() or ov.template_ret or not T.is_float(rtype):
+            raise self.error(f"wp.grad({name}): '{name}' must be differentiable and return one float scalar", op)
+        for a, arg_name in zip(args, ov.arg_names):
+            if not is_differentiable_type(a.type) or isinstance(a.type, ArrayType):
+                raise self.error(f"wp.grad({name}): argument '{arg_name}' ({describe(a.type)}) has no gradient", op)
+        for r, a in zip(op.results, args):
+            r.type = a.type
+        self.append(ir.Op("call", args, op.results, {"name": name, "overload": ov, "gradient": True, "seed": rtype},
+                          [], op.loc))
+
+    # builtins that need more than a table lookup
+
+    def builtin_bool(self, op):
+        v = op.operands[0]
+        if v.type is T.bool_:
+            self.replace(op.results[0], v)
+            return
+        if T.is_scalar(v.type):
+            self.call_builtin(op, "truthy", [v])
+            return
+        raise self.error(f"a {describe(v.type)} cannot be used as a condition", op)
+
+    def builtin_tid(self, op):
+        n = op.attrs.get("nresults", 1)
+        if op.operands or not 1 <= n <= 4:
+            raise self.error("wp.tid() takes no arguments and gives 1 to 4 indices", op)
+        for r in op.results:
+            r.type = T.int32
+        op.attrs["overload"] = registry.BUILTINS["tid"][0]
+        op.attrs["ndim"] = n
+        self.append(op)
+
+    def call_arguments(self, op, names):
+        """Positional and keyword operands of a special form, by parameter name (missing ones absent)."""
+        kw = op.attrs.get("kwargs") or []
+        npos = len(op.operands) - len(kw)
+        if npos > len(names):
+            raise self.error(f"{op.attrs['name']}() takes at most {len(names)} arguments", op)
+        out = dict(zip(names, op.operands[:npos]))
+        for k, v in zip(kw, op.operands[npos:]):
+            if k not in names:
+                raise self.error(f"{op.attrs['name']}() has no argument '{k}'", op)
+            out[k] = v
+        return out
+
+    def static_type_arg(self, v, op, what):
+        t = T.canonical_type(self.static_value(v, op, what))
+        if not T.is_scalar(t):
+            raise self.error(f"{what} must be a scalar type, got {t!r}", op)
+        return t
+
+    def construct_as(self, op, t, args):
+        """Emit the construction of composite type `t` from `args`, as calling `t(*args)` would."""
+        op.attrs = {"type": t}
+        op.operands = list(args)
+        self.op_construct(op)
+
+    def builtin_identity(self, op):
+        """identity(n, dtype=float32): the n x n identity matrix; n is a compile-time int."""
+        args = self.call_arguments(op, ("n", "dtype"))
+        if "n" not in args:
+            raise self.error("identity() needs n", op)
+        n = self.static_value(args["n"], op, "identity's n")
+        dtype = self.static_type_arg(args["dtype"], op, "identity's dtype") if "dtype" in args else T.float32
+        t = T.matrix((int(n), int(n)), dtype)
+        ov, rtype = registry.resolve("identity", [StaticType(t)])
+        op.results[0].type = rtype
+        self.append(ir.Op("call", [], op.results, {"name": "identity", "overload": ov, "type_arg": True}, [],
+                          op.loc))
+
+    def builtin_vector(self, op):
+        """wp.vector(*components, length=None, dtype=None): a vector type chosen at compile time."""
+        kw = op.attrs.get("kwargs") or []
+        comps = op.operands[: len(op.operands) - len(kw)]
+        named = dict(zip(kw, op.operands[len(comps):]))
+        length = int(self.static_value(named["length"], op, "length")) if "length" in named else len(comps)
+        dtype = (self.static_type_arg(named["dtype"], op, "dtype") if "dtype" in named else
+                 next((c.type for c in comps if T.is_scalar(c.type) and not self.is_weak(c)), T.float32))
+        if length == 0:
+            raise self.error("wp.vector() needs components or length=", op)
+        self.construct_as(op, T.vector(length, dtype), comps)
+
+    def _composite_dtype(self, op, named, comps):
+        """The scalar type of a composite built by wp.types.quaternion/transformation: dtype=, else that of the
+        first non-literal component, else float32."""
+        if "dtype" in named:
+            return self.static_type_arg(named["dtype"], op, "dtype")
+        for c in comps:
+            if (T.is_scalar(c.type) and not self.is_weak(c)) or T.is_composite(c.type):
+                return T.scalar_type(c.type)
+        return T.float32
+
+    def builtin_quaternion(self, op):
+        """wp.types.quaternion(*components, dtype=None) in a kernel: `quat` of that scalar type."""
+        kw = op.attrs.get("kwargs") or []
+        comps = op.operands[: len(op.operands) - len(kw)]
+        named = dict(zip(kw, op.operands[len(comps):]))
+        if set(named) - {"dtype"}:
+            raise self.error(f"wp.types.quaternion() has no argument '{sorted(set(named) - {'dtype'})[0]}'", op)
+        self.construct_as(op, T.quaternion(self._composite_dtype(op, named, comps)), comps)
+
+    def builtin_transformation(self, op):
+        """wp.types.transformation(p, q, dtype=None) in a kernel (p and q may be named): `transform` of that
+        scalar type."""
+        kw = op.attrs.get("kwargs") or []
+        comps = list(op.operands[: len(op.operands) - len(kw)])
+        named = dict(zip(kw, op.operands[len(comps):]))
+        if set(named) - {"dtype", "p", "q"}:
+            raise self.error(f"wp.types.transformation() has no argument "
+                             f"'{sorted(set(named) - {'dtype', 'p', 'q'})[0]}'", op)
+        comps += [named[k] for k in ("p", "q") if k in named]
+        self.construct_as(op, T.transformation(self._composite_dtype(op, named, comps)), comps)
+
+    def builtin_matrix(self, op):
+        """wp.matrix(*components, shape=(rows, cols), dtype=None): a matrix type chosen at compile time."""
+        kw = op.attrs.get("kwargs") or []
+        comps = op.operands[: len(op.operands) - len(kw)]
+        named = dict(zip(kw, op.operands[len(comps):]))
+        if "shape" not in named:
+            raise self.error("wp.matrix(...) needs shape=(rows, cols)", op)
+        shape = self.static_value(named["shape"], op, "shape")
+        dtype = (self.static_type_arg(named["dtype"], op, "dtype") if "dtype" in named else
+                 next((c.type for c in comps if T.is_scalar(c.type) and not self.is_weak(c)), T.float32))
+        self.construct_as(op, T.matrix(tuple(shape), dtype), comps)
+
+    def builtin_len(self, op):
+        (v,) = op.operands
+        if isinstance(v.type, ArrayType):
+            zero = self.typed_const(0, T.int32, op.loc)
+            self.call_builtin(op, "array_shape", [v, zero])
+        elif T.is_composite(v.type):
+            self.replace(op.results[0], self.typed_const(v.type._shape_[0], T.int32, op.loc))
+        elif isinstance(v.type, ShapeType):
+            self.replace(op.results[0], self.typed_const(v.type.ndim, T.int32, op.loc))
+        else:
+            raise self.error(f"len() of a {describe(v.type)}", op)
+
+    # ---------------------------------------------------------------------------------------------- access
+
+    def op_getattr(self, op):
+        (base,) = op.operands
+        attr = op.attrs["attr"]
+        t = base.type
+        if is_struct(t):
+            fields = t._wp_struct_.fields
+            if attr not in fields:
+                raise self.error(f"struct {t.__name__} has no field '{attr}'", op, CompileAttributeError)
+            known = _field_value(base, attr)
+            if known is not None:
+                # read back what was set: an array keeps its origin (a parameter's field), which its gradient needs
+                self.replace(op.results[0], known)
+                return
+            op.results[0].type = fields[attr]
+            self.append(ir.Op("call", [base], op.results, {"name": "struct_get", "field": attr,
+                                                           "overload": registry.BUILTINS["struct_get"][0]},
+                              [], op.loc))
+            return
+        if (T.is_vector(t) or T.is_quat(t)) and attr in _COMPONENTS and _COMPONENTS[attr] < t._shape_[0]:
+            idx = self.typed_const(_COMPONENTS[attr], T.int32, op.loc)
+            self.call_builtin(op, "extract", [base, idx])
+            return
+        if T.is_transform(t) and attr in ("p", "q"):
+            self.call_builtin(op, "transform_get_translation" if attr == "p" else "transform_get_rotation", [base])
+            return
+        if isinstance(t, ArrayType) and attr == "shape":
+            # a compile-time handle; indexing it (a.shape[0]) reads the dimension
+            op.results[0].type = ShapeType(t.ndim)
+            self.append(ir.Op("shape_of", [base], op.results, {}, [], op.loc))
+            return
+        if isinstance(t, ArrayType) and attr == "dtype":
+            # a compile-time type: `wp.tile_zeros(..., dtype=a.dtype)`
+            self.replace(op.results[0], self.new_op("const", [], StaticType(t.dtype), op.loc,
+                                                    {"value": t.dtype, "weak": False}))
+            return
+        if isinstance(t, ArrayType) and attr == "ndim":
+            self.replace(op.results[0], self.typed_const(t.ndim, T.int32, op.loc))
+            return
+        raise self.error(f"a {describe(t)} has no attribute '{attr}'", op)
+
+    def op_shape_of(self, op):
+        self.append(op)
+
+    def op_tuple(self, op):
+        op.results[0].type = PackType(tuple(v.type for v in op.operands))
+        self.append(op)
+
+    def op_getitem(self, op):
+        base, *idx = op.operands
+        t = base.type
+        if any(is_slice(i) for i in idx):
+            return self.getitem_sliced(op, base, idx)
+        if isinstance(t, ArrayType):
+            if len(idx) > t.ndim:
+                raise self.error(f"a {t.ndim}-d array is indexed with {t.ndim} indices, got {len(idx)}", op)
+            self.check_indices(idx, op)
+            if len(idx) < t.ndim:
+                self.call_builtin(op, "view", [base, *idx])
+                return
+            self.call_builtin(op, "load", [base, *idx])
+            return
+        if isinstance(t, ShapeType):
+            k = self.static_value(idx[0], op, "an index into .shape")
+            array_v = base.owner.operands[0]
+            self.call_builtin(op, "array_shape", [array_v, self.typed_const(int(k), T.int32, op.loc)])
+            return
+        if T.is_composite(t) or isinstance(t, TileType):
+            self.check_indices(idx, op)
+            self.call_builtin(op, "extract", [base, *idx])
+            return
+        raise self.error(f"a {describe(t)} cannot be indexed", op)
+
+    def check_indices(self, idx, op):
+        for i in idx:
+            if not T.is_int(i.type):
+                raise self.error(f"indices must be integers, got {describe(i.type)}", op)
+
+    def op_setitem(self, op):
+        base, *idx, value = op.operands
+        t = base.type
+        if any(is_slice(i) for i in idx):
+            return self.setitem_sliced(op, base, idx, value)
+        if isinstance(t, ArrayType):
+            if len(idx) != t.ndim:
+                raise self.error(f"a {t.ndim}-d array is indexed with {t.ndim} indices, got {len(idx)}", op)
+            self.check_indices(idx, op)
+            value = self.convert_weak_to(value, T.scalar_type(t.dtype) if T.is_scalar(t.dtype) else value.type, op)
+            store = ir.Op("call", [base, *idx, value], [], {"name": "store"}, [], op.loc)
+            new = self.call_builtin(store, "store", [base, *idx, value])
+            if op.attrs.get("component_update"):
+                # a[i].x = v stores the element read back with one component replaced: the adjoint of this store
+                # takes the element's whole gradient, and the read of the old element gives back what it kept
+                new.attrs["overwrite"] = True
+            self.replace(op.results[0], base)
+            return
+        if T.is_composite(t):
+            self.check_indices(idx, op)
+            self.call_builtin(op, "assign", [base, *idx, self.convert_weak_to(value, t._wp_scalar_type_, op)])
+            return
+        if isinstance(t, TileType):
+            self.check_indices(idx, op)
+            self.call_builtin(op, "assign", [base, *idx, self.convert_weak_to(value, t.dtype, op)])
+            return
+        raise self.error(f"cannot assign into an element of a {describe(t)}", op)
+
+    def op_setattr(self, op):
+        base, value = op.operands
+        attr = op.attrs["attr"]
+        t = base.type
+        if is_struct(t):
+            fields = t._wp_struct_.fields
+            if attr not in fields:
+                raise self.error(f"struct {t.__name__} has no field '{attr}'", op, CompileAttributeError)
+            owner = value.owner
+            if owner is not None and owner.attrs.get("name") == "struct_get" and owner.operands[0] is base \
+                    and owner.attrs.get("field") == attr:
+                # writing a field back unchanged (after storing into an array member): the struct is the same
+                self.replace(op.results[0], base)
+                return
+            value = self.convert_weak_to(value, fields[attr], op)
+            if value.type != fields[attr]:
+                raise self.error(f"field '{attr}' of {t.__name__} is {describe(fields[attr])}, "
+                                 f"got {describe(value.type)}", op)
+            op.results[0].type = t
+            self.append(ir.Op("call", [base, value], op.results,
+                              {"name": "struct_set", "field": attr, "overload": registry.BUILTINS["struct_set"][0]},
+                              [], op.loc))
+            return
+        if (T.is_vector(t) or T.is_quat(t)) and attr in _COMPONENTS:
+            idx = self.typed_const(_COMPONENTS[attr], T.int32, op.loc)
+            self.call_builtin(op, "assign", [base, idx, self.convert_weak_to(value, t._wp_scalar_type_, op)])
+            return
+        raise self.error(f"cannot assign attribute '{attr}' of a {describe(t)}", op)
+
+    def op_construct(self, op):
+        t = T.canonical_type(op.attrs["type"])
+        args = op.operands
+        if isinstance(t, ArrayType) or t is T.Any:
+            raise self.error(f"cannot construct a {describe(t)} inside a kernel", op)
+        if T.is_scalar(t):
+            if len(args) != 1:
+                raise self.error(f"{describe(t)}() takes one argument", op)
+            (a,) = args
+            if self.is_weak(a):
+                self.replace(op.results[0], self.typed_const(_convert(a.owner.attrs["value"], t), t, op.loc))
+                return
+            if a.type is t:
+                self.replace(op.results[0], a)
+                return
+            if not T.is_scalar(a.type):
+                raise self.error(f"cannot convert a {describe(a.type)} to {describe(t)}", op)
+            op.results[0].type = t
+            self.append(ir.Op("call", [a], op.results, {"name": "cast", "overload": registry.BUILTINS["cast"][0],
+                                                        "rtype": t}, [], op.loc))
+            return
+        if is_struct(t):
+            fields = list(t._wp_struct_.fields)
+            if len(args) > len(fields):
+                raise self.error(f"struct {t.__name__}() takes at most {len(fields)} arguments (its fields in "
+                                 f"order), got {len(args)}", op)
+            value = ir.Value(type=t)
+            self.append(ir.Op("call", [], [value], {"name": "struct_new",
+                                                    "overload": registry.BUILTINS["struct_new"][0]}, [], op.loc))
+            for name, a in zip(fields, args):  # positional arguments set the fields in declaration order
+                put = ir.Op("setattr", [value, a], [ir.Value()], {"attr": name}, [], op.loc)
+                self.op_setattr(put)
+                value = self.subst.get(put.results[0], put.results[0])
+            self.replace(op.results[0], value)
+            return
+        if T.is_composite(t):
+            s = t._wp_scalar_type_
+            args = [self.convert_weak_to(a, s, op) for a in args]
+            ov, rtype = registry.resolve("construct_" + t._category_, [StaticType(t)] + [a.type for a in args])
+            if ov is None:
+                got = ", ".join(describe(a.type) for a in args)
+                raise self.error(f"cannot construct a {describe(t)} from ({got})", op)
+            op.results[0].type = rtype
+            # the target type is the first pattern (a TypeArg); it is rendered as the template argument
+            self.append(ir.Op("call", args, op.results, {"name": ov.name, "overload": ov, "type_arg": True}, [],
+                              op.loc))
+            return
+        raise self.error(f"'{describe(t)}' cannot be called in a kernel", op)
+
+    def op_adj_accum(self, op):
+        param = self.fn.params[op.attrs["param"]]
+        value = self.convert_weak_to(op.operands[0], param.type, op)
+        if value.type != param.type:
+            raise self.error(f"the adjoint of '{param.name}' is {describe(param.type)}, got {describe(value.type)}",
+                             op)
+        op.operands = [value]
+        self.append(op)
+
+    def op_return(self, op):
+        types = [v.type for v in op.operands]
+        for v in op.operands:
+            if v.type is None:
+                raise self.error("a return value's type cannot be determined", op)
+        self.return_types = types
+        self.append(op)
+
+
+def _convert(value, t):
+    """A literal's value as a constant of scalar type t (an integer wraps in C; a float out of an integer type's
+    range has no value there)."""
+    if T.is_float(t):
+        return float(value)
+    if t is T.bool_:
+        return bool(value)
+    if isinstance(value, float):
+        info = np.iinfo(t._np_)
+        if not (math.isfinite(value) and info.min - 1 < value < info.max + 1):
+            raise ScalarSemanticsError(f"the literal {value!r} is out of the range of {describe(t)}")
+    return int(value)
+
+
+def infer_types(fn: ir.Function, compile_callee=None) -> ir.Function:
+    """Overload resolution and type inference of `fn` (untyped IR from the frontend) -> typed IR.
+    `compile_callee` compiles the @wp.func it calls (see TypeInference); without it a body calling one is refused."""
+    return TypeInference(fn, compile_callee).run()

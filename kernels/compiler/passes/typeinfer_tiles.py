@@ -1,0 +1,488 @@
+"""Type inference of the tile special forms: builtins whose result type depends on compile-time arguments
+(shapes, dtypes) or that take a function (tile_map, tile_reduce). Mixed into TypeInference."""
+
+from __future__ import annotations
+
+import math
+
+from .. import ir
+from ... import types as T
+from ...builtins import registry
+from ...typesys import ArrayType, PackType, StaticType, TileType, describe
+from ..function import Func
+
+
+class TileForms:
+    # ------------------------------------------------------------------------------------------ argument helpers
+
+    def static_shape(self, v, op, what="a tile") -> tuple:
+        shape = self.static_value(v, op, "a tile shape")
+        return self.check_shape((shape,) if isinstance(shape, int) else tuple(shape), op, what)
+
+    def check_shape(self, shape, op, what) -> tuple:
+        """`shape` if a tile can have it; else a ValueError naming `what` ("tile_broadcast()")."""
+        if not all(isinstance(s, int) and s > 0 for s in shape):
+            raise self.error(f"a tile shape is positive ints, got {shape!r}", op, kind=ValueError)
+        if not 1 <= len(shape) <= 4:
+            raise self.error(f"{what} output must have between one and four dimensions, got {len(shape)}", op,
+                             kind=ValueError)
+        if len(shape) > 2:
+            # Warp has 3-d and 4-d tiles; ours are 1-d or 2-d (tile_t<T, rows, cols>)
+            raise self.error(f"{len(shape)}-d tiles are not supported (tiles have 1 or 2 dimensions), "
+                             f"got shape {shape!r}", op, kind=ValueError)
+        return shape
+
+    def offsets(self, v, op) -> list:
+        """(row, column) offsets as int32 values, from a pack, a constant tuple, an int or nothing."""
+        if v is None:
+            items = []
+        elif isinstance(v.type, PackType):
+            items = list(v.owner.operands)
+        elif isinstance(v.type, StaticType) and isinstance(v.type.obj, tuple):
+            items = [self.typed_const(int(x), T.int32, op.loc) for x in v.type.obj]
+        else:
+            items = [v]
+        if len(items) > 2:
+            raise self.error("a tile offset has at most 2 components", op)
+        out = []
+        for x in items:
+            x = self.convert_weak_to(x, T.int32, op)
+            if not T.is_int(x.type):
+                raise self.error(f"tile offsets must be integers, got {describe(x.type)}", op)
+            if x.type is not T.int32:
+                x = self.cast_to(x, T.int32, op)
+            out.append(x)
+        while len(out) < 2:
+            out.append(self.typed_const(0, T.int32, op.loc))
+        return out
+
+    def cast_to(self, v, t, op):
+        r = ir.Value(type=t)
+        self.append(ir.Op("call", [v], [r], {"name": "cast", "overload": registry.BUILTINS["cast"][0]}, [], op.loc))
+        return r
+
+    def emit_typed(self, op, name, out_type, args):
+        """A call of the overload of `name` whose first pattern is the result type (rendered as a template)."""
+        ov, rtype = registry.resolve(name, [StaticType(out_type)] + [a.type for a in args])
+        if ov is None:
+            got = ", ".join(describe(a.type) for a in args)
+            raise self.error(f"{name}() cannot make a {describe(out_type)} from ({got})", op)
+        results = op.results if rtype is not None else []
+        for r in results:
+            r.type = rtype
+        self.append(ir.Op("call", list(args), results, {"name": name, "overload": ov, "type_arg": True}, [],
+                          op.loc))
+
+    def tile_dtype(self, args, op):
+        """The element type of a tile constructor: a scalar, vector or matrix type (default float32)."""
+        if "dtype" not in args:
+            return T.float32
+        t = T.canonical_type(self.static_value(args["dtype"], op, "dtype"))
+        if not (T.is_scalar(t) or T.is_composite(t)):
+            raise self.error(f"a tile's dtype must be a scalar, vector or matrix type, got {t!r}", op, kind=TypeError)
+        return t
+
+    def need_tile(self, v, op, what):
+        if not isinstance(v.type, TileType):
+            raise self.error(f"{what} must be a tile, got {describe(v.type)}", op)
+        return v.type
+
+    # ------------------------------------------------------------------------------------------ constructors
+
+    def builtin_tile_zeros(self, op):
+        args = self.call_arguments(op, ("shape", "dtype", "storage"))
+        self.emit_typed(op, "tile_zeros", TileType(self.tile_dtype(args, op), self.static_shape(args["shape"], op)),
+                        [])
+
+    def builtin_tile_ones(self, op):
+        args = self.call_arguments(op, ("shape", "dtype", "storage"))
+        self.emit_typed(op, "tile_ones", TileType(self.tile_dtype(args, op), self.static_shape(args["shape"], op)),
+                        [])
+
+    def builtin_tile_full(self, op):
+        args = self.call_arguments(op, ("shape", "value", "dtype", "storage"))
+        if "value" not in args or "shape" not in args:
+            raise self.error("tile_full(shape, value, dtype=...) needs shape and value", op)
+        value = args["value"]
+        dtype = self.tile_dtype(args, op) if "dtype" in args else value.type
+        if value.type is not dtype:
+            if not (T.is_scalar(dtype) and T.is_scalar(value.type)):
+                raise self.error(f"tile_full: the value is a {describe(value.type)}, not the tile's dtype "
+                                 f"{describe(dtype)}", op, kind=TypeError)
+            value = self.cast_to(value, dtype, op)
+        self.emit_typed(op, "tile_full", TileType(dtype, self.static_shape(args["shape"], op)), [value])
+
+    def builtin_tile_arange(self, op):
+        kw = op.attrs.get("kwargs") or []
+        pos = op.operands[: len(op.operands) - len(kw)]
+        named = dict(zip(kw, op.operands[len(pos):]))
+        vals = [self.static_value(v, op, "tile_arange's bounds") for v in pos]
+        if not 1 <= len(vals) <= 3:
+            raise self.error("tile_arange takes (stop), (start, stop) or (start, stop, step)", op)
+        start, stop, step = (0, vals[0], 1) if len(vals) == 1 else (vals[0], vals[1], vals[2] if len(vals) > 2 else 1)
+        count = max(0, math.ceil((stop - start) / step))
+        if count == 0:
+            raise self.error("tile_arange gives no elements", op)
+        dtype = self.static_type_arg(named["dtype"], op, "dtype") if "dtype" in named else (
+            T.float32 if any(isinstance(v, float) for v in vals) else T.int32)
+        st = T.float64 if T.is_float(dtype) else T.int64
+        self.emit_typed(op, "tile_arange", TileType(dtype, (count,)),
+                        [self.typed_const(start, st, op.loc), self.typed_const(step, st, op.loc)])
+
+    def builtin_tile_randi(self, op):
+        self.random_tile(op, "tile_randi", T.int32)
+
+    def builtin_tile_randf(self, op):
+        self.random_tile(op, "tile_randf", T.float32)
+
+    def random_tile(self, op, name, dtype):
+        args = self.call_arguments(op, ("shape", "rng", "min", "max", "storage"))
+        if "rng" not in args or "shape" not in args:
+            raise self.error(f"{name}(shape, rng, min=..., max=...) needs shape and rng", op)
+        if ("min" in args) != ("max" in args):
+            raise self.error(f"{name}() takes both min and max, or neither", op)
+        bounds = [self.convert_weak_to(args[k], dtype, op) for k in ("min", "max") if k in args]
+        rng = self.convert_weak_to(args["rng"], T.uint32, op)
+        self.emit_typed(op, name, TileType(dtype, self.static_shape(args["shape"], op)), [rng, *bounds])
+
+    def builtin_tile(self, op):
+        args = self.call_arguments(op, ("x",))
+        x = args["x"]
+        self.emit_typed(op, "tile_from_value", TileType(x.type, (1,)), [x])
+
+    # ------------------------------------------------------------------------------------------ memory
+
+    def tile_array(self, v, op):
+        if not isinstance(v.type, ArrayType) or v.type.ndim > 2:
+            raise self.error(f"tiles load from and store to 1-d or 2-d arrays, got {describe(v.type)}", op)
+        return v.type
+
+    def builtin_tile_load(self, op):
+        # bounds_check and aligned are hints in Warp: here every access is checked (outside: zeros, not stored)
+        args = self.call_arguments(op, ("a", "shape", "offset", "storage", "bounds_check", "aligned"))
+        at = self.tile_array(args["a"], op)
+        shape = self.static_shape(args["shape"], op)
+        if at.ndim == 2 and len(shape) != 2:
+            raise self.error("tile_load from a 2-d array needs a 2-d shape", op)
+        oi, oj = self.offsets(args.get("offset"), op)
+        self.emit_typed(op, "tile_load", TileType(at.dtype, shape), [args["a"], oi, oj])
+
+    def builtin_tile_load_indexed(self, op):
+        args = self.call_arguments(op, ("a", "indices", "shape", "offset", "axis", "storage"))
+        if not all(k in args for k in ("a", "indices", "shape")):
+            raise self.error("tile_load_indexed(a, indices, shape, offset=..., axis=0) needs a, indices and shape",
+                             op)
+        at = self.tile_array(args["a"], op)
+        shape = self.static_shape(args["shape"], op)
+        if len(shape) != at.ndim:
+            raise self.error(f"tile_load_indexed: the shape {shape} must have one entry per dimension of the "
+                             f"{at.ndim}-d array", op)
+        axis = self.static_value(args["axis"], op, "axis") if "axis" in args else 0
+        if not isinstance(axis, int) or not -at.ndim <= axis < at.ndim:
+            raise self.error(f"tile_load_indexed: axis must be a constant in [0, {at.ndim}), got {axis!r}", op)
+        axis %= at.ndim
+        it = self.need_tile(args["indices"], op, "tile_load_indexed's indices")
+        if it.dtype is not T.int32 or len(it.shape) != 1 or it.shape[0] != shape[axis]:
+            raise self.error(f"tile_load_indexed: indices must be a 1-d int32 tile of {shape[axis]} elements "
+                             f"(the shape along axis {axis}), got {describe(args['indices'].type)}", op)
+        oi, oj = self.offsets(args.get("offset"), op)
+        self.emit_typed(op, "tile_load_indexed", TileType(at.dtype, shape),
+                        [args["a"], args["indices"], oi, oj, self.typed_const(axis, T.int32, op.loc)])
+
+    def indexed_layout(self, name, args, shape, op):
+        """(axis as a constant value, offset values) of an indexed tile load/store, after checking `indices`."""
+        at = self.tile_array(args["a"], op)
+        if len(shape) != at.ndim:
+            raise self.error(f"{name}: the tile's shape {shape} must have one entry per dimension of the "
+                             f"{at.ndim}-d array", op)
+        axis = self.static_value(args["axis"], op, "axis") if "axis" in args else 0
+        if not isinstance(axis, int) or not -at.ndim <= axis < at.ndim:
+            raise self.error(f"{name}: axis must be a constant in [0, {at.ndim}), got {axis!r}", op)
+        axis %= at.ndim
+        it = self.need_tile(args["indices"], op, f"{name}'s indices")
+        if it.dtype is not T.int32 or len(it.shape) != 1 or it.shape[0] != shape[axis]:
+            raise self.error(f"{name}: indices must be a 1-d int32 tile of {shape[axis]} elements (the tile's "
+                             f"extent along axis {axis}), got {describe(args['indices'].type)}", op)
+        oi, oj = self.offsets(args.get("offset"), op)
+        return self.typed_const(axis, T.int32, op.loc), oi, oj
+
+    def builtin_tile_store_indexed(self, op):
+        self.scatter_indexed(op, "tile_store_indexed")
+
+    def builtin_tile_atomic_add_indexed(self, op):
+        self.scatter_indexed(op, "tile_atomic_add_indexed")
+
+    def scatter_indexed(self, op, name):
+        args = self.call_arguments(op, ("a", "indices", "t", "offset", "axis"))
+        if not all(k in args for k in ("a", "indices", "t")):
+            raise self.error(f"{name}(a, indices, t, offset=..., axis=0) needs a, indices and t", op)
+        tt = self.need_tile(args["t"], op, f"{name}'s value")
+        axis, oi, oj = self.indexed_layout(name, args, tt.shape, op)
+        self.call_builtin(op, name, [args["a"], args["indices"], args["t"], oi, oj, axis])
+
+    def builtin_tile_store(self, op):
+        args = self.call_arguments(op, ("a", "t", "offset", "bounds_check", "aligned"))
+        self.tile_array(args["a"], op)
+        self.need_tile(args["t"], op, "tile_store's value")
+        oi, oj = self.offsets(args.get("offset"), op)
+        self.call_builtin(op, "tile_store", [args["a"], args["t"], oi, oj])
+
+    def builtin_tile_atomic_add(self, op):
+        args = self.call_arguments(op, ("a", "t", "offset", "bounds_check"))
+        self.tile_array(args["a"], op)
+        self.need_tile(args["t"], op, "tile_atomic_add's value")
+        oi, oj = self.offsets(args.get("offset"), op)
+        self.call_builtin(op, "tile_atomic_add", [args["a"], args["t"], oi, oj])
+
+    # ------------------------------------------------------------------------------------------ shape
+
+    def builtin_tile_broadcast(self, op):
+        args = self.call_arguments(op, ("t", "shape"))
+        tt = self.need_tile(args["t"], op, "tile_broadcast's argument")
+        shape = self.static_shape(args["shape"], op, "tile_broadcast()")
+        out = TileType(tt.dtype, shape)
+        if len(tt.shape) == 1 and len(shape) == 2:
+            # numpy rules: a 1-d tile is a row, (n,) -> (1, n)
+            if tt.rows not in (1, out.cols):
+                raise self.error(f"cannot broadcast a {describe(tt)} to shape {shape}", op)
+            self.emit_typed(op, "tile_broadcast_row", out, [args["t"]])
+            return
+        for have, want in zip((tt.rows, tt.cols), (out.rows, out.cols)):
+            if have not in (1, want):
+                raise self.error(f"cannot broadcast a {describe(tt)} to shape {shape}", op)
+        self.emit_typed(op, "tile_broadcast", out, [args["t"]])
+
+    def builtin_tile_view(self, op):
+        args = self.call_arguments(op, ("t", "offset", "shape"))
+        tt = self.need_tile(args["t"], op, "tile_view's argument")
+        shape = self.static_shape(args["shape"], op) if "shape" in args else tt.shape
+        oi, oj = self.offsets(args.get("offset"), op)
+        self.emit_typed(op, "tile_view", TileType(tt.dtype, shape), [args["t"], oi, oj])
+
+    # ------------------------------------------------------------------------------------------ matrix product
+
+    def builtin_tile_matmul(self, op):
+        """tile_matmul(a, b, alpha=1.0) returns alpha * a @ b; tile_matmul(a, b, out, alpha=1.0, beta=1.0) updates
+        out. Without scale factors the plain overloads are used."""
+        args = self.call_arguments(op, ("a", "b", "out", "alpha", "beta"))
+        if "a" not in args or "b" not in args:
+            raise self.error("tile_matmul(a, b[, out], alpha=..., beta=...) needs a and b", op)
+        dtype = self.need_tile(args["a"], op, "tile_matmul's a").dtype
+        if "beta" in args and "out" not in args:
+            raise self.error("tile_matmul's beta scales `out`; the returning form takes only alpha", op)
+        scales = [k for k in ("alpha", "beta") if k in args]
+        if not scales:
+            self.call_builtin(op, "tile_matmul", [args[k] for k in ("a", "b", "out") if k in args])
+            return
+        values = {}
+        for k in ("alpha", "beta") if "out" in args else ("alpha",):
+            v = args.get(k)
+            values[k] = self.typed_const(1.0, dtype, op.loc) if v is None else self.convert_weak_to(v, dtype, op)
+        names = ("a", "b", "out", "alpha", "beta") if "out" in args else ("a", "b", "alpha")
+        self.call_builtin(op, "tile_matmul", [values.get(k, args.get(k)) for k in names])
+
+    def builtin_tile_reshape(self, op):
+        """tile_reshape(t, shape): the same elements in row-major order with a new shape (one entry may be -1)."""
+        args = self.call_arguments(op, ("t", "shape", "storage"))
+        tt = self.need_tile(args["t"], op, "tile_reshape's argument")
+        want = self.static_value(args["shape"], op, "tile_reshape's shape")
+        want = [want] if isinstance(want, int) else list(want)
+        size = tt.rows * tt.cols
+        if want.count(-1) == 1:
+            known = math.prod(n for n in want if n != -1)
+            if known <= 0 or size % known:
+                raise self.error(f"cannot reshape a tile of {size} elements to {tuple(want)}", op, kind=ValueError)
+            want[want.index(-1)] = size // known
+        shape = self.check_shape(tuple(want), op, "tile_reshape()")
+        if math.prod(shape) != size:
+            raise self.error(f"cannot reshape a tile of {size} elements to {shape}", op, kind=ValueError)
+        self.emit_typed(op, "tile_reshape", TileType(tt.dtype, shape), [args["t"]])
+
+    def builtin_tile_extract(self, op):
+        """tile_extract(t, i) / tile_extract(t, i, j): one element, as t[i] / t[i, j]."""
+        tile, *idx = op.operands
+        self.need_tile(tile, op, "tile_extract's argument")
+        self.check_indices(idx, op)
+        self.call_builtin(op, "extract", [tile, *idx])
+
+    # ------------------------------------------------------------------------------------------ higher order
+
+    def element_function(self, fv, elem_types, op):
+        """Resolve the function given to tile_map/tile_reduce for element types: ("builtin", overload) or
+        ("func", typed ir.Function), and its result type."""
+        obj = self.static_value(fv, op, "the function given to a tile operation")
+        name = getattr(obj, "_wp_builtin_", None)
+        if name is not None:
+            ov, rtype = registry.resolve(name, list(elem_types))
+            if ov is None or ov.template_ret or ov.mutates_first:
+                got = ", ".join(describe(t) for t in elem_types)
+                raise self.error(f"'{name}' cannot be applied to tile elements of type ({got})", op)
+            return ("builtin", ov), rtype
+        if isinstance(obj, Func):
+            dummies = [ir.Value(type=t) for t in elem_types]
+            fn, _ = obj.specialize(dummies, self, op)
+            if len(fn.return_types) != 1:
+                raise self.error(f"'{obj.name}' must return one value to be used on tile elements", op)
+            return ("func", fn), fn.return_types[0]
+        raise self.error("tile_map and tile_reduce take a builtin (wp.sin) or a @wp.func", op)
+
+    def builtin_tile_map(self, op):
+        fv, *args = op.operands
+        tiles = [a.type for a in args if isinstance(a.type, TileType)]
+        if not tiles:
+            raise self.error("tile_map(f, a, ...) needs at least one tile argument", op)
+        shape = self.common_shape(tiles, op, "tile_map")
+        elem_types = [a.type.dtype if isinstance(a.type, TileType) else a.type for a in args]
+        elem, rtype = self.element_function(fv, elem_types, op)
+        self.emit_tile_map(op, elem, args, TileType(rtype, shape))
+
+    def common_shape(self, tiles, op, what):
+        for t in tiles[1:]:
+            if t.shape != tiles[0].shape:
+                raise self.error(f"{what} over tiles of different shapes {tiles[0].shape} and {t.shape}", op,
+                                 kind=ValueError)
+        return tiles[0].shape
+
+    def emit_tile_map(self, op, elem, args, out):
+        """The elementwise call `elem` over `args` (tiles of one shape, or broadcast values) giving tile `out`."""
+        differentiable = elem[0] != "builtin" or elem[1].differentiable
+        op.results[0].type = out
+        ov = registry.BUILTINS["tile_map"][0 if differentiable else 1]
+        self.append(ir.Op("call", list(args), op.results[:1], {"name": "tile_map", "elem": elem, "overload": ov},
+                          [], op.loc))
+
+    def tile_elementwise(self, op, name):
+        """`a + b`, `t * 2.0`, `v / t`, `-t` with a tile operand: the scalar builtin mapped over the elements.
+        Non-tile operands broadcast; Python literals take the tile's scalar type."""
+        args = list(op.operands)
+        tiles = [a.type for a in args if isinstance(a.type, TileType)]
+        shape = self.common_shape(tiles, op, f"'{name}'")
+        scalar = T.scalar_type(tiles[0].dtype)
+        args = [self.convert_weak_to(a, scalar, op) for a in args]
+        elem_types = [a.type.dtype if isinstance(a.type, TileType) else a.type for a in args]
+        if name in ("mul", "div") and len(args) == 2 and not any(T.is_scalar(t) for t in elem_types):
+            verb = "multiply" if name == "mul" else "divide"
+            if len(tiles) == 2:
+                raise self.error(f"Cannot {verb} tile<{describe(elem_types[0])}> by tile<{describe(elem_types[1])}> "
+                                 f"element-wise: the element type must be scalar on at least one side", op,
+                                 kind=TypeError)
+            left, right = (f"tile<{describe(t.dtype)}>" if isinstance(t, TileType) else describe(t)
+                           for t in (args[0].type, args[1].type))
+            raise self.error(f"Cannot {verb} {left} by {right}: at least one operand must be a scalar type", op,
+                             kind=TypeError)
+        ov, rtype = registry.resolve(name, elem_types)
+        if ov is None:
+            got = ", ".join(describe(a.type) for a in args)
+            raise self.error(f"'{name}' is not defined for the elements of ({got})", op, kind=TypeError)
+        self.emit_tile_map(op, ("builtin", ov), args, TileType(rtype, shape))
+
+    def builtin_tile_astype(self, op):
+        args = self.call_arguments(op, ("t", "dtype"))
+        tt = self.need_tile(args["t"], op, "tile_astype's argument")
+        dtype = T.canonical_type(self.static_value(args["dtype"], op, "dtype"))
+        if not (T.is_scalar(dtype) or T.is_composite(dtype)):
+            raise self.error(f"tile_astype's dtype must be a value type, got {dtype!r}", op, kind=TypeError)
+        if T.is_composite(dtype) != T.is_composite(tt.dtype) or \
+                T.is_composite(dtype) and dtype._shape_ != tt.dtype._shape_:
+            raise self.error(f"tile_astype cannot convert {describe(tt.dtype)} elements to {describe(dtype)}", op,
+                             kind=TypeError)
+        self.emit_tile_map(op, ("cast", dtype), [args["t"]], TileType(dtype, tt.shape))
+
+    def builtin_tile_reduce(self, op):
+        args = self.call_arguments(op, ("op", "a", "axis"))
+        if "op" not in args or "a" not in args:
+            raise self.error("tile_reduce(op, a, axis=None) needs op and a", op)
+        tt = self.need_tile(args["a"], op, "tile_reduce's argument")
+        elem, rtype = self.element_function(args["op"], [tt.dtype, tt.dtype], op)
+        if rtype != tt.dtype:
+            raise self.error(f"tile_reduce's function must return {describe(tt.dtype)}, got {describe(rtype)}", op)
+        self.emit_reduce(op, "tile_reduce", elem, args["a"], args.get("axis"))
+
+    def builtin_tile_sum(self, op):
+        args = self.call_arguments(op, ("a", "axis"))
+        if "axis" not in args:
+            self.call_builtin(op, "tile_sum", [args["a"]])
+            return
+        tt = self.need_tile(args["a"], op, "tile_sum's argument")
+        ov, _ = registry.resolve("add", [tt.dtype, tt.dtype])
+        if ov is None:
+            raise self.error(f"tile_sum cannot add elements of type {describe(tt.dtype)}", op, kind=TypeError)
+        self.emit_reduce(op, "tile_sum", ("builtin", ov), args["a"], args["axis"])
+
+    def emit_reduce(self, op, what, elem, tile, axis_value):
+        """A left fold of `elem` over the whole tile (a 1-element tile), or along `axis` (that dimension
+        removed; a 1-d tile gives shape (1,))."""
+        tt = tile.type
+        attrs = {"name": "tile_reduce", "elem": elem, "overload": registry.BUILTINS["tile_reduce"][0]}
+        shape = (1,)
+        if axis_value is not None:
+            axis = self.static_value(axis_value, op, f"{what}'s axis")
+            if not isinstance(axis, int) or not 0 <= axis < len(tt.shape):
+                raise self.error(f"{what}() axis {axis} is out of bounds for tile with {len(tt.shape)} dimensions",
+                                 op, kind=ValueError)
+            attrs["axis"] = axis
+            if len(tt.shape) == 2:
+                shape = (tt.shape[1 - axis],)
+        op.results[0].type = TileType(tt.dtype, shape)
+        self.append(ir.Op("call", [tile], op.results[:1], attrs, [], op.loc))
+
+    # ------------------------------------------------------------------------------------------ linear algebra
+
+    def tile_linalg(self, op, name, names, fill_mode):
+        """tile_cholesky / tile_*_solve (and their _inplace forms): a square float32/float64 matrix tile named
+        names[0], a right-hand side names[1] (if any) of as many rows and the same dtype, and for the Cholesky
+        forms fill_mode ("lower" or "upper", a compile-time constant) passed on as the `upper` flag."""
+        args = self.call_arguments(op, names + (("fill_mode",) if fill_mode else ()))
+        for n in names:
+            if n not in args:
+                raise self.error(f"{name}() missing argument '{n}'", op)
+        matrix = args[names[0]]
+        mt = self.need_tile(matrix, op, f"{name}() argument '{names[0]}'")
+        if len(mt.shape) != 2 or mt.rows != mt.cols:
+            raise self.error(f"{name}() argument '{names[0]}' must be a square 2-d tile, got shape {mt.shape}", op,
+                             kind=ValueError)
+        if mt.dtype not in (T.float32, T.float64):
+            raise self.error(f"{name}() takes tiles of float32 or float64, got {describe(mt.dtype)}", op,
+                             kind=TypeError)
+        operands = [matrix]
+        if len(names) > 1:
+            rhs = args[names[1]]
+            rt = self.need_tile(rhs, op, f"{name}() argument '{names[1]}'")
+            if rt.dtype != mt.dtype:
+                raise self.error(f"{name}() arguments must have the same dtype, got {describe(mt.dtype)} and "
+                                 f"{describe(rt.dtype)}", op, kind=TypeError)
+            if rt.rows != mt.rows:
+                raise self.error(f"{name}() argument '{names[1]}' must have {mt.rows} rows, as '{names[0]}' has, "
+                                 f"got shape {rt.shape}", op, kind=ValueError)
+            operands.append(rhs)
+        if fill_mode:
+            operands.append(self.typed_const(self.fill_mode_is_upper(args, op, name), T.bool_, op.loc))
+        self.call_builtin(op, name, operands)
+
+    def fill_mode_is_upper(self, args, op, name) -> bool:
+        if "fill_mode" not in args:
+            return False
+        mode = self.static_value(args["fill_mode"], op, f"{name}() fill_mode")
+        if mode not in ("lower", "upper"):
+            raise self.error(f'{name}() fill_mode must be "lower" or "upper", got {mode!r}', op, kind=ValueError)
+        return mode == "upper"
+
+
+def _linalg_form(name, names, fill_mode):
+    def form(self, op):
+        self.tile_linalg(op, name, names, fill_mode)
+    form.__name__ = "builtin_" + name
+    form.__doc__ = f"{name}({', '.join(names)}{', fill_mode' if fill_mode else ''}): see TileForms.tile_linalg."
+    return form
+
+
+# The special forms TileForms.builtin_<name> and builtin_<name>_inplace, by name: (argument names, whether it takes
+# fill_mode). The builtins are declared in kernels/builtins/tile.py.
+_LINALG_FORMS = {
+    "tile_cholesky": (("A",), True), "tile_cholesky_solve": (("L", "y"), True),
+    "tile_lower_solve": (("L", "y"), False), "tile_upper_solve": (("U", "z"), False),
+}
+for _name, (_names, _fill) in _LINALG_FORMS.items():
+    for _variant in (_name, _name + "_inplace"):
+        setattr(TileForms, "builtin_" + _variant, _linalg_form(_variant, _names, _fill))
+del _name, _names, _fill, _variant

@@ -1,0 +1,99 @@
+"""Bounding volume hierarchy over triangles, built and refitted on the host with numpy (used by
+kernels/runtime/mesh.py).
+
+Nodes are stored flat (arrays indexed by node); a leaf has left = right = -1 and owns prims[start:end). Splits are
+at the median centroid along the widest axis of the centroids' box, so the depth stays <= log2(n) + 2 (mesh.h's
+traversal stack holds 64 entries). With groups, each group gets a subtree of its own and a tree over their roots.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class Bvh:
+    """BVH of `corners` ([faces, 3, 3] float32) with at most `leaf_size` faces per leaf."""
+
+    def __init__(self, corners: np.ndarray, leaf_size: int = 4, groups: np.ndarray | None = None):
+        self.leaf_size = leaf_size
+        self._left, self._right, self._start, self._end = [], [], [], []
+        prims: list = []
+        centroids = corners.mean(axis=1) if len(corners) else np.zeros((0, 3), np.float32)
+        if len(corners) == 0:
+            self.root = -1
+            group_ids, group_roots = [], []
+        elif groups is None:
+            self.root = self._build(np.arange(len(corners)), centroids, prims)
+            group_ids, group_roots = [], []
+        else:
+            if len(groups) != len(corners):
+                raise RuntimeError(f"Mesh: {len(groups)} groups for {len(corners)} faces")
+            group_ids = sorted(set(groups.tolist()))
+            group_roots = [self._build(np.flatnonzero(groups == g), centroids, prims) for g in group_ids]
+            self.root = self._join(list(group_roots))
+        self.left = np.array(self._left, np.int32)
+        self.right = np.array(self._right, np.int32)
+        self.start = np.array(self._start, np.int32)
+        self.end = np.array(self._end, np.int32)
+        self.prims = np.array(prims, np.int32)
+        self.group_ids = np.array(group_ids, np.int32)
+        self.group_roots = np.array(group_roots, np.int32)
+        self._levels = self._bottom_up_levels()
+        self.refit(corners)
+
+    def _node(self, left, right, start, end) -> int:
+        self._left.append(left)
+        self._right.append(right)
+        self._start.append(start)
+        self._end.append(end)
+        return len(self._left) - 1
+
+    def _build(self, faces: np.ndarray, centroids: np.ndarray, prims: list) -> int:
+        if len(faces) <= self.leaf_size:
+            prims.extend(faces.tolist())
+            return self._node(-1, -1, len(prims) - len(faces), len(prims))
+        c = centroids[faces]
+        axis = int(np.argmax(c.max(axis=0) - c.min(axis=0)))
+        order = faces[np.argsort(c[:, axis], kind="stable")]
+        half = len(order) // 2
+        node = self._node(-1, -1, 0, 0)
+        self._left[node] = self._build(order[:half], centroids, prims)
+        self._right[node] = self._build(order[half:], centroids, prims)
+        return node
+
+    def _join(self, roots: list) -> int:
+        """A balanced tree over subtree roots (for groups); returns its root."""
+        while len(roots) > 1:
+            paired = [self._node(roots[i], roots[i + 1], 0, 0) for i in range(0, len(roots) - 1, 2)]
+            roots = paired + ([roots[-1]] if len(roots) % 2 else [])
+        return roots[0]
+
+    def _bottom_up_levels(self) -> list:
+        """Internal nodes grouped by height (1, 2, ...), so refit can fill a level from the one below."""
+        n = len(self.left)
+        height = np.zeros(n, np.int64)
+        internal = np.flatnonzero(self.left >= 0)
+        # children always have a height below their parent: iterate to a fixed point (depth passes)
+        changed = True
+        while changed and len(internal):
+            new = np.maximum(height[self.left[internal]], height[self.right[internal]]) + 1
+            changed = bool(np.any(new != height[internal]))
+            height[internal] = new
+        return [internal[height[internal] == h] for h in range(1, int(height.max(initial=0)) + 1)]
+
+    def refit(self, corners: np.ndarray):
+        """Recompute every node's box from `corners` ([faces, 3, 3])."""
+        n = len(self.left)
+        self.lower = np.zeros((n, 3), np.float32)
+        self.upper = np.zeros((n, 3), np.float32)
+        if n == 0:
+            return
+        face_lo, face_hi = corners.min(axis=1), corners.max(axis=1)
+        leaves = np.flatnonzero(self.left < 0)
+        starts = self.start[leaves]
+        self.lower[leaves] = np.minimum.reduceat(face_lo[self.prims], starts, axis=0)
+        self.upper[leaves] = np.maximum.reduceat(face_hi[self.prims], starts, axis=0)
+        for level in self._levels:
+            lc, rc = self.left[level], self.right[level]
+            self.lower[level] = np.minimum(self.lower[lc], self.lower[rc])
+            self.upper[level] = np.maximum(self.upper[lc], self.upper[rc])

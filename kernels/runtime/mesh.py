@@ -1,0 +1,174 @@
+"""`wp.Mesh`: a triangle mesh with a bounding volume hierarchy, queried from kernels by its uint64 `id`.
+
+The BVH is built on the host with numpy (kernels/runtime/bvh.py) and copied to the mesh's device next to a `mesh_t`
+header (kernels/native/mesh.h) whose address is the id. `refit()` recomputes the boxes from the current points.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import weakref
+
+import numpy as np
+
+from .. import types as T
+from .array import array
+from .array_layout import ArrayDescriptor
+from .bvh import Bvh
+from ..builtins.query_types import MeshQueryAABB, MeshQueryPoint, MeshQueryRay, MeshValue
+from .struct import give_values
+
+_MAGIC = 0x6D6573682D627668  # MESH_MAGIC in mesh.h
+CONSTRUCTORS = ("sah", "median", "lbvh")
+
+# the native query and value types are declared with the builtins that return them; values in Python here
+for _t in (MeshQueryPoint, MeshQueryRay, MeshQueryAABB, MeshValue):
+    give_values(_t)
+del _t
+
+
+class _MeshHeader(ctypes.Structure):
+    """ctypes mirror of `wp::mesh_t`."""
+
+    _fields_ = [("points", ArrayDescriptor), ("velocities", ArrayDescriptor), ("indices", ArrayDescriptor),
+                ("num_points", ctypes.c_int32), ("num_tris", ctypes.c_int32), ("magic", ctypes.c_uint64),
+                ("node_lower", ctypes.c_void_p), ("node_upper", ctypes.c_void_p), ("node_left", ctypes.c_void_p),
+                ("node_right", ctypes.c_void_p), ("node_start", ctypes.c_void_p), ("node_end", ctypes.c_void_p),
+                ("prims", ctypes.c_void_p), ("root", ctypes.c_int32), ("num_groups", ctypes.c_int32),
+                ("group_ids", ctypes.c_void_p), ("group_roots", ctypes.c_void_p),
+                ("point_grads", ArrayDescriptor)]
+
+
+def is_cubql_available() -> bool:
+    """cuBQL BVH construction is not part of this toolkit."""
+    return False
+
+
+class Mesh:
+    """A triangle mesh for closest-point and ray queries in kernels.
+
+    Args:
+        points: vertex positions [m], array of vec3 (float32), shape [num_points].
+        indices: vertex indices, int32 array of shape [3 * num_faces] (three per face, right-handed).
+        velocities: optional vertex velocities [m/s], array of vec3 like `points`.
+        support_winding_number: accepted for Warp compatibility; winding numbers are always computed exactly.
+        bvh_constructor: "sah", "median" or "lbvh": all build the same median-split tree on the host (queries
+            give identical results; only traversal speed could differ).
+        bvh_leaf_size: faces per BVH leaf.
+        groups: optional int32 array of one group id per face, for grouped ray queries (mesh_get_group_root).
+    """
+
+    def __init__(self, points, indices, velocities=None, support_winding_number=False, bvh_constructor=None,
+                 bvh_leaf_size=4, groups=None):
+        constructor = bvh_constructor or "sah"
+        if constructor == "cubql":
+            raise RuntimeError("Mesh: the cuBQL BVH constructor is not available in this toolkit")
+        if constructor not in CONSTRUCTORS:
+            raise ValueError(f"Mesh: unknown bvh_constructor {bvh_constructor!r}; use one of {CONSTRUCTORS}")
+        _check_vec3(points, "points")
+        if velocities is not None:
+            _check_vec3(velocities, "velocities")
+        if indices.dtype is not T.int32 or indices.ndim != 1:
+            raise RuntimeError("Mesh: indices must be a 1-d array of int32")
+        for name, arr in (("indices", indices), ("velocities", velocities), ("groups", groups)):
+            if arr is not None and arr.device != points.device:
+                raise RuntimeError(f"Mesh: {name} must live on the same device as points ({points.device})")
+        if indices.size % 3:
+            raise RuntimeError(f"Mesh: indices hold {indices.size} entries, not a multiple of 3")
+        self.device = points.device
+        self._points = points
+        self.velocities = velocities
+        self.indices = indices
+        self.support_winding_number = bool(support_winding_number)
+        self.bvh_constructor = constructor
+        self._groups = None if groups is None else groups.numpy().reshape(-1).astype(np.int32)
+        self._bvh = Bvh(self._face_corners(), leaf_size=max(1, int(bvh_leaf_size)), groups=self._groups)
+        self._header_array = None
+        self.id = 0
+        self._upload()
+
+    @property
+    def points(self):
+        return self._points
+
+    @points.setter
+    def points(self, value):
+        _check_vec3(value, "points")
+        if value.shape != self._points.shape:
+            raise RuntimeError(f"Mesh: new points have shape {value.shape}, expected {self._points.shape}")
+        self._points = value
+        self.refit()
+
+    def refit(self):
+        """Recompute the BVH boxes from the current points (after they moved)."""
+        if getattr(self, "_bvh", None) is None:
+            raise RuntimeError("Mesh.refit: the mesh was not initialised")
+        self._bvh.refit(self._face_corners())
+        self._upload()
+
+    def _face_corners(self) -> np.ndarray:
+        """[num_faces, 3 corners, 3] float32 positions."""
+        p = self._points.numpy().reshape(-1, 3)
+        idx = self.indices.numpy().reshape(-1, 3)
+        if idx.size and (idx.min() < 0 or idx.max() >= len(p)):
+            raise RuntimeError(f"Mesh: indices must lie in [0, {len(p)})")
+        return p[idx]
+
+    def _upload(self):
+        dev = self.device
+        b = self._bvh
+        bufs = {"node_lower": array(b.lower, dtype=T.vec3, device=dev),
+                "node_upper": array(b.upper, dtype=T.vec3, device=dev),
+                "node_left": array(b.left, dtype=T.int32, device=dev),
+                "node_right": array(b.right, dtype=T.int32, device=dev),
+                "node_start": array(b.start, dtype=T.int32, device=dev),
+                "node_end": array(b.end, dtype=T.int32, device=dev),
+                "prims": array(b.prims, dtype=T.int32, device=dev),
+                "group_ids": array(b.group_ids, dtype=T.int32, device=dev),
+                "group_roots": array(b.group_roots, dtype=T.int32, device=dev)}
+        h = _MeshHeader(num_points=self._points.size, num_tris=self.indices.size // 3, magic=_MAGIC, root=b.root,
+                        num_groups=len(b.group_ids))
+        h.points = self._points._descriptor()
+        h.indices = self.indices._descriptor()
+        if self.velocities is not None:
+            h.velocities = self.velocities._descriptor()
+        self._point_grads = self._points._grad
+        if self._point_grads is not None:
+            h.point_grads = self._point_grads._descriptor()
+        for name, buf in bufs.items():
+            setattr(h, name, buf.ptr if buf.size else None)
+        raw = np.frombuffer(bytes(h), dtype=np.uint8)
+        if self._header_array is None:
+            self._header_array = array(raw, dtype=T.uint8, device=dev)
+            self.id = self._header_array.ptr
+        else:
+            self._header_array.assign(raw)  # same address: the id stays valid
+        self._buffers = bufs
+        _LIVE_MESHES[self.id] = self
+
+    def _sync_point_gradient(self):
+        """Point the header at the points' current gradient array (set or replaced after the mesh was built)."""
+        if self._points._grad is not self._point_grads:
+            self._upload()
+
+    def __del__(self):
+        # buffers are freed with their arrays; safe on an instance that __init__ never ran on
+        pass
+
+
+_LIVE_MESHES: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()  # id -> Mesh
+
+
+def ray_gradient_meshes(values) -> list:
+    """The meshes among a launch's arguments (uint64 ids) whose points have a gradient array: ray casts in the
+    kernel's adjoint add into it, so the tape keeps the header pointing at it and zeroes it with the others."""
+    if not _LIVE_MESHES:
+        return []
+    found = (_LIVE_MESHES.get(v) for v in values if type(v) is int)
+    return [m for m in found if m is not None and m.points._grad is not None]
+
+
+def _check_vec3(arr, name):
+    if not isinstance(arr, array) or arr.dtype is not T.vec3:
+        got = T.type_repr(getattr(arr, "dtype", type(arr)))
+        raise RuntimeError(f"Mesh: {name} must be an array of vec3 (float32), got {got}")
