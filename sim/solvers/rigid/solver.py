@@ -14,9 +14,9 @@ from . import kernels as k
 from .contact_law import MAX_PAIR_FEATURES
 
 
-#: coupled contact passes: the most a step can run (ContactSettings has that many predicted velocity arrays), and
-#: the defaults (docs/rigid_contact.md)
-MAX_CONTACT_ITERATIONS = 3
+#: coupled contact passes: the most a step may run (one launch each, a Jacobi pass converging slowly beyond a few),
+#: and the defaults (docs/rigid_contact.md)
+MAX_CONTACT_ITERATIONS = 16
 DEFAULT_CONTACT_ITERATIONS = 3
 DEFAULT_CONTACT_RELAXATION = 0.5
 #: steps that nothing differentiates record the contacts of this many partners of each body shape for the coupled
@@ -81,7 +81,8 @@ class SolverRigid(Solver):
             the candidate pairs.
         excluded_shape_pairs: pairs of shape indices (a, b) that never collide (SolverFeatherstone excludes the
             shapes of the two bodies of each joint).
-        contact_iterations: coupled passes of the time-constant contacts per step (0 to 3; 0: each contact alone).
+        contact_iterations: coupled passes of the time-constant contacts per step (0 to 16; 0: each contact
+            alone).
             Each pass predicts every body's velocity at the end of the step from all its contacts and corrects
             each contact's normal impulse toward the law's target speed (contact_law.coupled_normal_impulse), so
             that contacts sharing a body hold together: a heavy body on light ones sinks less. Pass 0's contacts
@@ -176,10 +177,11 @@ class SolverRigid(Solver):
         body_row[shape_body[on_body]] = np.arange(len(on_body))
         self._body_row = _int_array(body_row, device)  # used when one row per body
         self._no_external = wp.zeros(0, dtype=wp.spatial_vector, device=device)
+        self._no_twist = wp.zeros(0, dtype=wp.spatial_vector, device=device)
+        self._no_state = _NoState(device)
         self._partner_count = wp.zeros(rows, dtype=wp.int32, device=device)
         self._row_wrench = wp.zeros(rows, dtype=wp.spatial_vector, device=device)
         self._no_partners = wp.zeros((rows, 0), dtype=wp.int32, device=device)
-        self._no_predicted = wp.zeros(0, dtype=wp.spatial_vector, device=device)
         # the coupled passes act on time-constant contacts only: a model of penalty shapes skips them
         timeconst = model.shape_material_timeconst.numpy() if model.shape_count else np.zeros(0)
         self._coupled = bool((timeconst > 0.0).any())
@@ -216,10 +218,11 @@ class SolverRigid(Solver):
                 self._contacts_need_gradients(model, state_in):
             self._step_differentiated(model, state_in, state_out, control, f, dt)
             return
-        self.eval_contact_forces(model, state_in, f, dt=dt)
-        if control is not None and getattr(control, "body_f", None) is not None:
-            wp.launch(k.add_external_wrenches, dim=model.body_count, inputs=[control.body_f, f],
-                      device=model.device)
+        external = getattr(control, "body_f", None) if control is not None else None
+        if self._eval_contact_forces(model, state_in, f, dt, None, (external, state_out)):
+            return  # the last coupled pass added the external wrenches and integrated
+        if external is not None:
+            wp.launch(k.add_external_wrenches, dim=model.body_count, inputs=[external, f], device=model.device)
         self.integrate(model, state_in, state_out, f, dt)
 
     def _step_differentiated(self, model, state_in, state_out, control, f, dt: float):
@@ -249,13 +252,20 @@ class SolverRigid(Solver):
         sized on the host to the largest count, and the taped kernel differentiates only those pairs, one thread per
         body shape: the backward pass does not revisit pairs that do not touch.
 
-        Coupled passes (docs/rigid_contact.md): pass p evaluates every contact again, reading the bodies'
-        velocities predicted from the wrenches of passes 0..p-1 (contact_law.coupled_normal_impulse); the last
-        pass's wrenches go to `f`."""
+        Coupled passes (docs/rigid_contact.md): pass 0 (the law) records its contacts; each further pass is one
+        launch over the bodies (kernels.coupled_pass) that moves every recorded contact's impulse on from the
+        pass before, predicting the bodies' end velocities from that pass's wrenches
+        (contact_law.coupled_normal_impulse); the last pass's wrenches go to `f`."""
+        self._eval_contact_forces(model, state, f, dt, iterations, None)
+
+    def _eval_contact_forces(self, model, state, f, dt: float, iterations, finish) -> bool:
+        """eval_contact_forces; with `finish` = (external wrenches or None, state_out), the last coupled pass
+        (when one runs) also adds the external wrenches to `f` and integrates into state_out: returns whether it
+        did (else step() launches both)."""
         rows = self._rows.shape[0]
         f.zero_()
         if rows == 0:
-            return
+            return False
         shapes = self.shape_data(model)
         taped = self._contacts_need_gradients(model, state)
         candidates = self.contact_candidates(model, state)
@@ -265,23 +275,47 @@ class SolverRigid(Solver):
             partners = self._record_partners(model, state, shapes, self.contact_settings(model, dt), candidates)
         if passes == 0:
             self._contact_pass(model, state, shapes, self.contact_settings(model, dt), candidates, partners, f)
-            return
+            return False
         record = self._contact_record(model, partners)
         law_f = self._pass_array(model, "law", taped)
-        self._contact_pass(model, state, shapes, self.contact_settings(model, dt, record=record), candidates,
-                           partners, law_f)
-        predicted = []
-        current = law_f
+        bodies = k.BodyArrays()
+        bodies.q, bodies.qd, bodies.com = state.body_q, state.body_qd, model.body_com
+        bodies.mass, bodies.inertia = model.body_mass, model.body_inertia
+        # the law's kernel predicts the bodies' end twists when it stores whole body wrenches (one row a body)
+        previous_twist = self._pass_array(model, ("twist", 1), taped)
+        settings = self.contact_settings(model, dt, record=record)
+        if self._one_row_per_body:
+            settings.twist = previous_twist
+        self._contact_pass(model, state, shapes, settings, candidates, partners, law_f)
+        if not self._one_row_per_body:
+            wp.launch(k.predict_twists, dim=model.body_count, inputs=[bodies, law_f, float(dt)],
+                      outputs=[previous_twist], device=model.device, record_tape=taped)
+        count = self._partner_count if partners is None else partners[1]
+        previous_impulse = record.impulse
         for p in range(passes):
-            predicted.append(self._predict(model, state, current, dt, p, taped))
-            current = f if p == passes - 1 else self._pass_array(model, ("f", p), taped)
-            settings = self.contact_settings(model, dt, predicted)
-            settings.contacts = record
-            count = self._partner_count if partners is None else partners[1]
-            wp.launch(k.couple_contacts, dim=model.body_count,
-                      inputs=[state.body_q, model.body_com, self._body_row_start, self._body_rows, count, settings,
-                              law_f],
-                      outputs=[current], device=model.device, record_tape=taped)
+            last = p == passes - 1
+            end, external, state_out = self._pass_end(model, dt, finish if last else None)
+            current_f = f if last else self._pass_array(model, "f", taped)
+            twist = self._no_twist if end.integrate else self._pass_array(model, ("twist", p % 2), taped)
+            impulse = self._impulse_array(record, p % 2, taped)
+            wp.launch(k.coupled_pass, dim=model.body_count,
+                      inputs=[bodies, self._body_row_start, self._body_rows, count, record, float(dt),
+                              self.contact_relaxation, law_f, previous_twist, previous_impulse, end, external],
+                      outputs=[impulse, current_f, twist, state_out.body_q, state_out.body_qd],
+                      device=model.device, record_tape=taped)
+            previous_twist, previous_impulse = twist, impulse
+        return finish is not None
+
+    def _pass_end(self, model, dt: float, finish) -> tuple:
+        """(PassEnd, external wrenches, state_out) of a coupled pass: integrating into finish's state_out when
+        `finish` = (external or None, state_out) is given, else predicting twists (empty arrays in their place)."""
+        end = k.PassEnd()
+        end.settings = self.integration_settings(dt)
+        end.integrate = 0 if finish is None else 1
+        external, state_out = (None, None) if finish is None else finish
+        end.has_external = 0 if external is None else 1
+        return end, self._no_external if external is None else external, \
+            self._no_state if state_out is None else state_out
 
     def _contact_record(self, model, partners) -> k.ContactRecord:
         """Where pass 0 records the time-constant contacts of every row: when taped (`partners` recorded), fresh
@@ -347,14 +381,16 @@ class SolverRigid(Solver):
             self._pass_arrays[key] = wp.zeros(model.body_count, dtype=wp.spatial_vector, device=model.device)
         return self._pass_arrays[key]
 
-    def _predict(self, model, state, pass_f, dt: float, p: int, taped: bool) -> wp.array:
-        """The bodies' velocities at the end of the step under the contact wrenches `pass_f` of pass p."""
-        predicted = self._pass_array(model, ("v", p), taped)
-        wp.launch(k.predict_velocities, dim=model.body_count,
-                  inputs=[state.body_q, state.body_qd, model.body_com, pass_f, model.body_mass, model.body_inertia,
-                          float(dt)],
-                  outputs=[predicted], device=model.device, record_tape=taped)
-        return predicted
+    def _impulse_array(self, record, key: int, taped: bool) -> wp.array:
+        """A coupled pass's normal impulses [N s], shaped like `record`'s: fresh when taped, else the solver's
+        scratch `key` (passes alternate between two). Only the columns that hold a contact are written or read."""
+        shape, device = record.impulse.shape, record.impulse.device
+        if taped:
+            return wp.empty(shape, dtype=float, device=device, requires_grad=True)
+        scratch = self._pass_arrays.get(("impulse", key))
+        if scratch is None or scratch.shape != shape:
+            scratch = self._pass_arrays[("impulse", key)] = wp.empty(shape, dtype=float, device=device)
+        return scratch
 
     def _record_partners(self, model, state, shapes=None, settings=None, candidates=None) -> tuple:
         """(partners [rows, slots] int32, count [rows] int32): every body shape's touching partners, recorded by
@@ -412,21 +448,17 @@ class SolverRigid(Solver):
         settings.angular_scale = max(0.0, 1.0 - self.angular_damping * float(dt))
         return settings
 
-    def contact_settings(self, model, dt: float = 0.0, predicted=(), record=None) -> k.ContactSettings:
-        """The contact kernels' settings for a step of dt [s], coupled to the velocities `predicted` by earlier
-        passes (a list of up to MAX_CONTACT_ITERATIONS [body_count] arrays); recording the time-constant contacts
-        into `record` (a ContactRecord) when given."""
+    def contact_settings(self, model, dt: float = 0.0, record=None) -> k.ContactSettings:
+        """The contact kernels' settings for a step of dt [s], recording the time-constant contacts into `record`
+        (a ContactRecord) when given."""
         settings = k.ContactSettings()
         settings.margin = float(model.rigid_contact_margin)
         settings.restitution_velocity = self.restitution_velocity
         settings.smoothing = self.contact_smoothing
         settings.dt = float(dt)
-        settings.iterations = len(predicted)
-        settings.relaxation = self.contact_relaxation
-        slots = list(predicted) + [self._no_predicted] * (MAX_CONTACT_ITERATIONS - len(predicted))
-        settings.predicted_0, settings.predicted_1, settings.predicted_2 = slots
         settings.record = 0 if record is None else 1
         settings.contacts = self._no_record if record is None else record
+        settings.twist = self._no_twist
         return settings
 
     @staticmethod
@@ -464,6 +496,14 @@ class SolverRigid(Solver):
         s.body_inertia = model.body_inertia
         s.world = element_worlds(model, "shape", model.shape_count)
         return s
+
+
+class _NoState:
+    """The empty body arrays a coupled pass that does not integrate writes nothing into."""
+
+    def __init__(self, device):
+        self.body_q = wp.zeros(0, dtype=wp.transform, device=device)
+        self.body_qd = wp.zeros(0, dtype=wp.spatial_vector, device=device)
 
 
 #: differentiated steps give every shape on a body a slot for every other shape when this covers the products
