@@ -30,7 +30,7 @@ SAFE_STEPS = wp.constant(2.0)
 @wp.struct
 class ContactRecord:
     """The time-constant contacts of each contact row (a body shape), as pass 0 evaluated them, for the coupled
-    passes (kernels.couple_contacts), [rows, capacity]: the contact of feature f of the row's partner number p is
+    passes (kernels.coupled_pass), [rows, capacity]: the contact of feature f of the row's partner number p is
     in column p MAX_PAIR_FEATURES + f (a fixed place, which the backward pass finds again; partners beyond the
     capacity are not recorded and keep the law's force); a column whose effective mass is 0 holds none. Per
     contact: point x [m], normal n (from b to a), separating normal speed vn [m/s] and slip velocity vt [m/s] of a

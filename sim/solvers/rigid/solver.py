@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 import kernels as wp
@@ -186,7 +188,7 @@ class SolverRigid(Solver):
         timeconst = model.shape_material_timeconst.numpy() if model.shape_count else np.zeros(0)
         self._coupled = bool((timeconst > 0.0).any())
         self._pass_arrays = {}  # scratch of the coupled passes of steps that nothing differentiates
-        self._record = None
+        self._taped_arrays = weakref.WeakKeyDictionary()  # State -> the scratch of its differentiated steps
         self._no_record = k.ContactRecord()
         for name, dtype in (("x", wp.vec3), ("n", wp.vec3), ("vt", wp.vec3), ("vn", float), ("impulse", float),
                             ("mass", float), ("mu", float), ("kf", float), ("body_a", wp.int32),
@@ -273,16 +275,17 @@ class SolverRigid(Solver):
         partners = None
         if taped:
             partners = self._record_partners(model, state, shapes, self.contact_settings(model, dt), candidates)
+        arrays = self._step_arrays(state, taped)
         if passes == 0:
             self._contact_pass(model, state, shapes, self.contact_settings(model, dt), candidates, partners, f)
             return False
-        record = self._contact_record(model, partners)
-        law_f = self._pass_array(model, "law", taped)
+        record = self._contact_record(model, partners, arrays)
+        law_f = self._pass_array(model, "law", arrays, taped)
         bodies = k.BodyArrays()
         bodies.q, bodies.qd, bodies.com = state.body_q, state.body_qd, model.body_com
         bodies.mass, bodies.inertia = model.body_mass, model.body_inertia
         # the law's kernel predicts the bodies' end twists when it stores whole body wrenches (one row a body)
-        previous_twist = self._pass_array(model, ("twist", 1), taped)
+        previous_twist = self._pass_array(model, ("twist", "law" if taped else 1), arrays, taped)
         settings = self.contact_settings(model, dt, record=record)
         if self._one_row_per_body:
             settings.twist = previous_twist
@@ -295,9 +298,11 @@ class SolverRigid(Solver):
         for p in range(passes):
             last = p == passes - 1
             end, external, state_out = self._pass_end(model, dt, finish if last else None)
-            current_f = f if last else self._pass_array(model, "f", taped)
-            twist = self._no_twist if end.integrate else self._pass_array(model, ("twist", p % 2), taped)
-            impulse = self._impulse_array(record, p % 2, taped)
+            # untaped passes alternate between two arrays of each kind; a tape needs every pass's own
+            key = p if taped else p % 2
+            current_f = f if last else self._pass_array(model, ("f", key), arrays, taped)
+            twist = self._no_twist if end.integrate else self._pass_array(model, ("twist", key), arrays, taped)
+            impulse = self._scratch(arrays, ("impulse", key), record.impulse.shape, float, taped)
             wp.launch(k.coupled_pass, dim=model.body_count,
                       inputs=[bodies, self._body_row_start, self._body_rows, count, record, float(dt),
                               self.contact_relaxation, law_f, previous_twist, previous_impulse, end, external],
@@ -317,27 +322,21 @@ class SolverRigid(Solver):
         return end, self._no_external if external is None else external, \
             self._no_state if state_out is None else state_out
 
-    def _contact_record(self, model, partners) -> k.ContactRecord:
-        """Where pass 0 records the time-constant contacts of every row: when taped (`partners` recorded), fresh
-        arrays with a place for every candidate point of every recorded partner (the coupled passes differentiate
-        through them); else the solver's scratch, with places for RECORDED_PARTNERS partners a row, cleared."""
+    def _contact_record(self, model, partners, arrays: dict) -> k.ContactRecord:
+        """Where pass 0 records the time-constant contacts of every row, in the step's `arrays`
+        (_step_arrays): when taped (`partners` recorded), a place for every candidate point of every recorded
+        partner (the coupled passes differentiate through them), else for RECORDED_PARTNERS partners a row;
+        only the effective mass is cleared: it marks the columns that hold a contact."""
         taped = partners is not None
-        if not taped and self._record is not None:
-            self._record.mass.zero_()
-            return self._record
-        device = model.device
         columns = (partners[0].shape[1] if taped else RECORDED_PARTNERS) * MAX_PAIR_FEATURES
         shape = (self._rows.shape[0], max(columns, 1))
         record = k.ContactRecord()
-        # only the effective mass must start at zero: it marks the columns that hold a contact
         for name, dtype in (("x", wp.vec3), ("n", wp.vec3), ("vt", wp.vec3), ("vn", float), ("impulse", float),
-                            ("mu", float), ("kf", float)):
-            setattr(record, name, wp.empty(shape, dtype=dtype, device=device, requires_grad=taped))
-        record.mass = wp.zeros(shape, dtype=float, device=device, requires_grad=taped)
-        record.body_a = wp.empty(shape, dtype=wp.int32, device=device)
-        record.body_b = wp.empty(shape, dtype=wp.int32, device=device)
-        if not taped:
-            self._record = record
+                            ("mu", float), ("kf", float), ("mass", float)):
+            setattr(record, name, self._scratch(arrays, ("record", name), shape, dtype, taped))
+        record.mass.zero_()
+        record.body_a = self._scratch(arrays, ("record", "body_a"), shape, wp.int32, False)
+        record.body_b = self._scratch(arrays, ("record", "body_b"), shape, wp.int32, False)
         return record
 
     def _contact_pass(self, model, state, shapes, settings, candidates, partners, f):
@@ -372,30 +371,40 @@ class SolverRigid(Solver):
             return 0
         return self.contact_iterations if iterations is None else int(iterations)
 
-    def _pass_array(self, model, key, taped: bool) -> wp.array:
-        """A [body_count] spatial_vector array for a coupled pass: fresh (zero) when taped (a tape keeps what its
-        launches read), else the solver's scratch for `key` (bodies without shapes keep their zero)."""
-        if taped:
-            return wp.zeros(model.body_count, dtype=wp.spatial_vector, device=model.device, requires_grad=True)
-        if key not in self._pass_arrays:
-            self._pass_arrays[key] = wp.zeros(model.body_count, dtype=wp.spatial_vector, device=model.device)
-        return self._pass_arrays[key]
+    def _step_arrays(self, state, taped: bool) -> dict:
+        """Where a step from `state` keeps its scratch arrays: the solver's own when nothing is differentiated;
+        when taped, arrays of that state's steps (a tape's backward reads what each step's launches read, so
+        every state has its own, allocated at its first taped step and reused when it is stepped again: a new
+        rollout over the same States, e.g. the next round of an optimisation, allocates nothing; a step from a
+        state writes that state's body_f too, so it keeps no more than the state already does)."""
+        if not taped:
+            return self._pass_arrays
+        arrays = self._taped_arrays.get(state)
+        if arrays is None:
+            arrays = self._taped_arrays[state] = {}
+        return arrays
 
-    def _impulse_array(self, record, key: int, taped: bool) -> wp.array:
-        """A coupled pass's normal impulses [N s], shaped like `record`'s: fresh when taped, else the solver's
-        scratch `key` (passes alternate between two). Only the columns that hold a contact are written or read."""
-        shape, device = record.impulse.shape, record.impulse.device
-        if taped:
-            return wp.empty(shape, dtype=float, device=device, requires_grad=True)
-        scratch = self._pass_arrays.get(("impulse", key))
-        if scratch is None or scratch.shape != shape:
-            scratch = self._pass_arrays[("impulse", key)] = wp.empty(shape, dtype=float, device=device)
-        return scratch
+    def _scratch(self, arrays: dict, key, shape, dtype, grad: bool) -> wp.array:
+        """arrays[key], (re)allocated zero when missing or of another shape; a reused array with a gradient has
+        it zeroed (a tape that nobody zeroed must not add a new backward into an earlier one's)."""
+        spec = (tuple(shape), dtype)
+        kept = arrays.get(key)
+        if kept is None or kept[0] != spec:
+            kept = arrays[key] = (spec, wp.zeros(shape, dtype=dtype, device=self.model.device, requires_grad=grad))
+        elif grad:
+            kept[1].grad.zero_()
+        return kept[1]
+
+    def _pass_array(self, model, key, arrays: dict, taped: bool) -> wp.array:
+        """A [body_count] spatial_vector array of a coupled pass in the step's `arrays` (bodies without shapes
+        keep their zero)."""
+        return self._scratch(arrays, key, (model.body_count,), wp.spatial_vector, taped)
 
     def _record_partners(self, model, state, shapes=None, settings=None, candidates=None) -> tuple:
         """(partners [rows, slots] int32, count [rows] int32): every body shape's touching partners, recorded by
-        find_contacts (not differentiated) in new arrays (a tape keeps the arrays its launches read), with as many
-        slots as the most partners of any shape (grown and recorded again when a shape has more)."""
+        find_contacts (not differentiated) in the arrays of steps from `state` (_step_arrays: a tape keeps the
+        arrays its launches read), with as many slots as the most partners of any shape (grown and recorded again
+        when a shape has more)."""
         device = model.device
         if wp.is_capturing(device) and not self._slots_fixed:
             raise RuntimeError("a SolverRigid step whose contact forces may be differentiated cannot be captured "
@@ -407,9 +416,10 @@ class SolverRigid(Solver):
         candidates = self.contact_candidates(model, state) if candidates is None else candidates
         rows = self._rows.shape[0]
         scan = [shapes, state.body_q, state.body_qd, model.body_com, self._rows, candidates, settings]
-        count = wp.empty(rows, dtype=wp.int32, device=device)
+        arrays = self._step_arrays(state, True)
+        count = self._scratch(arrays, "partner_count", (rows,), wp.int32, False)
         while True:
-            partners = wp.empty((rows, self._slots), dtype=wp.int32, device=device)
+            partners = self._scratch(arrays, "partners", (rows, self._slots), wp.int32, False)
             wp.launch(k.find_contacts, dim=rows, inputs=scan + [partners, count, 0, self._row_wrench, self._row_wrench],
                       device=device, record_tape=False)
             if self._slots_fixed:  # a slot for every possible partner
