@@ -30,7 +30,7 @@ SAFE_STEPS = wp.constant(2.0)
 @wp.struct
 class ContactRecord:
     """The time-constant contacts of each contact row (a body shape), as pass 0 evaluated them, for the coupled
-    passes (kernels.couple_contacts), [rows, capacity]: the contact of feature f of the row's partner number p is
+    passes (kernels.coupled_pass), [rows, capacity]: the contact of feature f of the row's partner number p is
     in column p MAX_PAIR_FEATURES + f (a fixed place, which the backward pass finds again; partners beyond the
     capacity are not recorded and keep the law's force); a column whose effective mass is 0 holds none. Per
     contact: point x [m], normal n (from b to a), separating normal speed vn [m/s] and slip velocity vt [m/s] of a
@@ -57,18 +57,11 @@ class ContactSettings:
     restitution_velocity: float  # normal speed over which loading turns into unloading [m/s]
     smoothing: float  # depth over which the normal stiffness ramps up from 0 to full [m]; 0: none
     dt: float  # step the time-constant form is implicit over [s]; 0: the instantaneous (explicit) force
-    # coupled passes (coupled_normal_impulse): how many of predicted_0..2 a pass reads (0: none, the law of each
-    # contact alone), and the fraction of a contact's velocity error one pass corrects [-]
-    iterations: int
-    relaxation: float
-    # body velocities at the end of the step from the contact wrenches of pass 0, 1, 2 (gravity and external
-    # wrenches left out, as the law leaves them out), [body_count], as twists: (w [rad/s], velocity [m/s] of the
-    # body point at the world origin), so that a point x moves at v + w x x
-    predicted_0: wp.array(dtype=wp.spatial_vector)
-    predicted_1: wp.array(dtype=wp.spatial_vector)
-    predicted_2: wp.array(dtype=wp.spatial_vector)
     record: int  # 1: contact_wrench writes every time-constant contact of row ctx.row into `contacts`
     contacts: ContactRecord
+    # when not empty ([body_count]), the kernels that store a body's whole contact wrench (a body of one row) also
+    # store the twist it predicts at the end of the step (kernels.predicted_twist), for the first coupled pass
+    twist: wp.array(dtype=wp.spatial_vector)
 
 
 @wp.struct
@@ -206,47 +199,20 @@ def point_velocity(body_q: wp.array(dtype=wp.transform), body_qd: wp.array(dtype
 
 
 @wp.func
-def twist_point_velocity(twists: wp.array(dtype=wp.spatial_vector), b: int, x: wp.vec3):
-    """Velocity [m/s] of world point x moving with body b of twist twists[b] (zero for static shapes, b < 0)."""
-    if b >= 0:
-        t = twists[b]
-        return wp.spatial_bottom(t) + wp.cross(wp.spatial_top(t), x)
-    return wp.vec3(0.0, 0.0, 0.0)
-
-
-@wp.func
-def predicted_normal_speed(a: int, b: int, predicted: wp.array(dtype=wp.spatial_vector), n: wp.vec3, x: wp.vec3):
-    """Separating normal speed [m/s] at world point x of bodies a and b (-1: static) moving with the twists
-    `predicted`."""
-    return wp.dot(twist_point_velocity(predicted, a, x) - twist_point_velocity(predicted, b, x), n)
-
-
-@wp.func
-def coupled_normal_impulse(impulse: float, vn: float, m_eff: float, a: int, b: int, settings: ContactSettings,
-                           n: wp.vec3, x: wp.vec3):
-    """The normal impulse [N s] of a time-constant contact between bodies a and b after settings.iterations Jacobi
-    passes that couple it to the other contacts of the two bodies. `impulse` is the law's (normal_force dt), which
-    alone would bring the point's separating speed from vn to the target vn + impulse / m_eff [m/s] (the implicit
-    law's end speed).
-    Pass j reads the bodies' velocities at the end of the step predicted from every contact's impulse of pass j
-    (settings.predicted_j) and adds relaxation m_eff (target - predicted speed), never letting the impulse pull:
-    at the fixed point every contact ends the step at its target speed whatever pushes its bodies, so a light
-    body between a heavy one and the ground passes the heavy one's load on instead of being squeezed by it (the
-    contact's stiffness is then that of the mass it holds, not of the pair's own effective mass). A contact
-    alone on its bodies, or contacts the law already serves exactly (a box flat on the ground), are unchanged.
-    Recomputed from pass 0's impulse on every pass (no per-contact state): pass j repeats the updates before it."""
+def coupled_normal_impulse(previous: float, impulse: float, vn: float, m_eff: float, vn_predicted: float,
+                           relaxation: float):
+    """The normal impulse [N s] of a time-constant contact after one more Jacobi pass that couples it to the other
+    contacts of its two bodies. `impulse` is the law's (normal_force dt), which alone would bring the point's
+    separating speed from vn to the target vn + impulse / m_eff [m/s] (the implicit law's end speed); `previous`
+    is the contact's impulse after the passes before (the law's before the first), and vn_predicted [m/s] the
+    point's separating speed at the end of the step predicted from every contact's impulse of those passes. The
+    pass adds relaxation m_eff (target - vn_predicted), never letting the impulse pull: at the fixed point every
+    contact ends the step at its target speed whatever pushes its bodies, so a light body between a heavy one and
+    the ground passes the heavy one's load on instead of being squeezed by it (the contact's stiffness is then
+    that of the mass it holds, not of the pair's own effective mass). A contact alone on its bodies, or contacts
+    the law already serves exactly (a box flat on the ground), are unchanged."""
     target = vn + impulse / m_eff
-    step = settings.relaxation * m_eff
-    if settings.iterations > 0:
-        impulse = wp.max(impulse + step * (target - predicted_normal_speed(
-            a, b, settings.predicted_0, n, x)), 0.0)
-    if settings.iterations > 1:
-        impulse = wp.max(impulse + step * (target - predicted_normal_speed(
-            a, b, settings.predicted_1, n, x)), 0.0)
-    if settings.iterations > 2:
-        impulse = wp.max(impulse + step * (target - predicted_normal_speed(
-            a, b, settings.predicted_2, n, x)), 0.0)
-    return impulse
+    return wp.max(previous + relaxation * m_eff * (target - vn_predicted), 0.0)
 
 
 @wp.func

@@ -292,13 +292,39 @@ def scan_partners(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
 
 
 @wp.func
-def store_row_wrench(shapes: RigidShapeData, rows: wp.array(dtype=wp.int32), t: int, w: wp.spatial_vector,
+def predicted_twist(body_q: wp.array(dtype=wp.transform), body_qd: wp.array(dtype=wp.spatial_vector),
+                    body_com: wp.array(dtype=wp.vec3), body_mass: wp.array(dtype=float),
+                    body_inertia: wp.array(dtype=wp.mat33), w_f: wp.spatial_vector, b: int, dt: float):
+    """Twist of body b at the end of a step of dt [s] under the contact wrench w_f alone (no gravity, external
+    wrenches or damping: the contact law's prediction leaves them out), linearised at the current orientation;
+    kinematic bodies keep their velocity: (w [rad/s], velocity [m/s] of the body point at the world origin,
+    v_com - w x com), so that a point x moves at v + w x x."""
+    pose = body_q[b]
+    w = wp.spatial_top(body_qd[b])
+    v = wp.spatial_bottom(body_qd[b])
+    m = body_mass[b]
+    if m > 0.0:
+        w = w + world_inverse_inertia_times(wp.transform_get_rotation(pose), wp.inverse(body_inertia[b]),
+                                            wp.spatial_top(w_f)) * dt
+        v = v + wp.spatial_bottom(w_f) * (dt / m)
+    return wp.spatial_vector(w, v - wp.cross(w, wp.transform_point(pose, body_com[b])))
+
+
+@wp.func
+def store_row_wrench(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
+                     body_qd: wp.array(dtype=wp.spatial_vector), body_com: wp.array(dtype=wp.vec3),
+                     settings: ContactSettings, rows: wp.array(dtype=wp.int32), t: int, w: wp.spatial_vector,
                      to_body: int, row_wrench: wp.array(dtype=wp.spatial_vector),
                      body_f: wp.array(dtype=wp.spatial_vector)):
     """The contact wrench w of row t: straight into its body's body_f when every body has at most one row
-    (to_body 1), else into row_wrench[t] for gather_body_wrenches."""
+    (to_body 1; with the twist it predicts into settings.twist when that is not empty), else into row_wrench[t]
+    for gather_body_wrenches."""
     if to_body != 0:
-        body_f[shapes.body[rows[t]]] = w
+        b = shapes.body[rows[t]]
+        body_f[b] = w
+        if settings.twist.shape[0] > 0:
+            settings.twist[b] = predicted_twist(body_q, body_qd, body_com, shapes.body_mass, shapes.body_inertia, w,
+                                                b, settings.dt)
     else:
         row_wrench[t] = w
 
@@ -322,7 +348,7 @@ def find_contacts(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
                              partners)
     partner_count[t] = count
     if forces != 0:
-        store_row_wrench(shapes, rows, t, w, to_body, row_wrench, body_f)
+        store_row_wrench(shapes, body_q, body_qd, body_com, settings, rows, t, w, to_body, row_wrench, body_f)
 
 
 @wp.kernel
@@ -339,7 +365,7 @@ def eval_partner_wrenches(shapes: RigidShapeData, body_q: wp.array(dtype=wp.tran
     for k in range(partner_count[t]):
         touching, pw = pair_wrench(shapes, body_q, body_qd, body_com, settings, rows[t], partners[t, k], 1, t, k)
         w = w + pw
-    store_row_wrench(shapes, rows, t, w, to_body, row_wrench, body_f)
+    store_row_wrench(shapes, body_q, body_qd, body_com, settings, rows, t, w, to_body, row_wrench, body_f)
 
 
 @wp.kernel
@@ -452,42 +478,45 @@ def step_bodies(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
     body_qd_out[b] = qd
 
 
-@wp.kernel
-def predict_velocities(body_q: wp.array(dtype=wp.transform), body_qd: wp.array(dtype=wp.spatial_vector),
-                       body_com: wp.array(dtype=wp.vec3), body_f: wp.array(dtype=wp.spatial_vector),
-                       body_mass: wp.array(dtype=float), body_inertia: wp.array(dtype=wp.mat33), dt: float,
-                       predicted: wp.array(dtype=wp.spatial_vector)):
-    """Twist of body b at the end of a step of dt [s] under the contact wrench body_f[b] alone (no gravity,
-    external wrenches or damping: the contact law's prediction leaves them out), linearised at the current
-    orientation; kinematic bodies keep their velocity. Read by the next coupled contact pass: (w [rad/s], velocity
-    [m/s] of the body point at the world origin, v_com - w x com)."""
-    b = wp.tid()
-    pose = body_q[b]
-    w = wp.spatial_top(body_qd[b])
-    v = wp.spatial_bottom(body_qd[b])
-    m = body_mass[b]
-    if m > 0.0:
-        f = body_f[b]
-        w = w + world_inverse_inertia_times(wp.transform_get_rotation(pose), wp.inverse(body_inertia[b]),
-                                            wp.spatial_top(f)) * dt
-        v = v + wp.spatial_bottom(f) * (dt / m)
-    predicted[b] = wp.spatial_vector(w, v - wp.cross(w, wp.transform_point(pose, body_com[b])))
+@wp.func
+def twist_point_velocity(twists: wp.array(dtype=wp.spatial_vector), b: int, x: wp.vec3):
+    """Velocity [m/s] of world point x moving with body b of twist twists[b] (zero for static shapes, b < 0)."""
+    if b >= 0:
+        t = twists[b]
+        return wp.spatial_bottom(t) + wp.cross(wp.spatial_top(t), x)
+    return wp.vec3(0.0, 0.0, 0.0)
+
+
+@wp.struct
+class BodyArrays:
+    """The bodies as a coupled pass reads them: pose q, twist qd (w [rad/s], v_com [m/s]), centre of mass in the
+    body frame com [m], mass [kg] and inertia about the centre of mass in body axes [kg m^2], [body_count]."""
+
+    q: wp.array(dtype=wp.transform)
+    qd: wp.array(dtype=wp.spatial_vector)
+    com: wp.array(dtype=wp.vec3)
+    mass: wp.array(dtype=float)
+    inertia: wp.array(dtype=wp.mat33)
 
 
 @wp.func
-def coupled_contact_change(settings: ContactSettings, t: int, c: int, b: int, com: wp.vec3):
-    """The change of the wrench on body b (centre of mass com [m]) of recorded contact c of row t when its normal
-    impulse goes from the law's to the coupled one (coupled_normal_impulse), its friction following the normal
-    force."""
-    record = settings.contacts
-    dt = settings.dt
+def coupled_contact(record: ContactRecord, t: int, c: int, b: int, com: wp.vec3,
+                    previous_twist: wp.array(dtype=wp.spatial_vector), previous: float, dt: float,
+                    relaxation: float):
+    """(normal impulse [N s], change of the wrench on body b) of recorded contact c of row t after one more
+    coupled pass (coupled_normal_impulse): its impulse goes from `previous` (the passes before) to the returned
+    one, both bodies moving at the end of the step with the twists `previous_twist` that the passes before
+    predict (predicted_twist); the wrench change on body b (centre of mass com [m]) is from the law's impulse to
+    the new one, friction following the normal force."""
     a = record.body_a[t, c]
     n = record.n[t, c]
     x = record.x[t, c]
     vt = record.vt[t, c]
     impulse = record.impulse[t, c]
-    coupled = coupled_normal_impulse(impulse, record.vn[t, c], record.mass[t, c], a, record.body_b[t, c], settings,
-                                     n, x)
+    vn_predicted = wp.dot(twist_point_velocity(previous_twist, a, x) -
+                          twist_point_velocity(previous_twist, record.body_b[t, c], x), n)
+    coupled = coupled_normal_impulse(previous, impulse, record.vn[t, c], record.mass[t, c], vn_predicted,
+                                     relaxation)
     fn = impulse / dt
     fn_coupled = coupled / dt
     mu = record.mu[t, c]
@@ -495,23 +524,65 @@ def coupled_contact_change(settings: ContactSettings, t: int, c: int, b: int, co
     f = n * (fn_coupled - fn) + friction_force(vt, fn_coupled, mu, kf) - friction_force(vt, fn, mu, kf)
     if a != b:
         f = -f
-    return wp.spatial_vector(wp.cross(x - com, f), f)
+    return coupled, wp.spatial_vector(wp.cross(x - com, f), f)
 
 
 @wp.kernel
-def couple_contacts(body_q: wp.array(dtype=wp.transform), body_com: wp.array(dtype=wp.vec3),
-                    body_row_start: wp.array(dtype=wp.int32), body_rows: wp.array(dtype=wp.int32),
-                    partner_count: wp.array(dtype=wp.int32), settings: ContactSettings,
-                    law_f: wp.array(dtype=wp.spatial_vector), body_f: wp.array(dtype=wp.spatial_vector)):
-    """body_f[b] = law_f[b] (pass 0's contact wrenches) plus the changes of body b's recorded contacts (its rows
-    body_rows[body_row_start[b]:body_row_start[b + 1]], in that order, each with partner_count partners) from the
-    law's normal impulses to those of settings.iterations coupled updates (coupled_contact_change)."""
+def predict_twists(bodies: BodyArrays, body_f: wp.array(dtype=wp.spatial_vector), dt: float,
+                   twist: wp.array(dtype=wp.spatial_vector)):
+    """twist[b]: body b's twist at the end of a step of dt [s] under the contact wrench body_f[b] alone
+    (predicted_twist), for the first coupled pass."""
+    b = wp.tid()
+    twist[b] = predicted_twist(bodies.q, bodies.qd, bodies.com, bodies.mass, bodies.inertia, body_f[b], b, dt)
+
+
+@wp.struct
+class PassEnd:
+    """What a coupled pass does after storing the bodies' contact wrenches: when integrate is 1 (the step's last
+    pass), add the external wrenches (coupled_pass's `external`, when has_external is 1: Control.body_f) and
+    integrate the bodies (integrate_body with `settings`) into coupled_pass's body_q_out, body_qd_out, so that
+    the step needs no separate launch; else store the end twist the new wrenches predict, for the next pass."""
+
+    integrate: int
+    has_external: int
+    settings: IntegrationSettings
+
+
+@wp.kernel
+def coupled_pass(bodies: BodyArrays, body_row_start: wp.array(dtype=wp.int32), body_rows: wp.array(dtype=wp.int32),
+                 partner_count: wp.array(dtype=wp.int32), record: ContactRecord, dt: float, relaxation: float,
+                 law_f: wp.array(dtype=wp.spatial_vector), previous_twist: wp.array(dtype=wp.spatial_vector),
+                 previous_impulse: wp.array2d(dtype=float), end: PassEnd,
+                 external: wp.array(dtype=wp.spatial_vector), impulse: wp.array2d(dtype=float),
+                 body_f: wp.array(dtype=wp.spatial_vector), twist: wp.array(dtype=wp.spatial_vector),
+                 body_q_out: wp.array(dtype=wp.transform), body_qd_out: wp.array(dtype=wp.spatial_vector)):
+    """One Jacobi pass of the coupled contacts, for body b: each of its recorded contacts (its rows
+    body_rows[body_row_start[b]:body_row_start[b + 1]], in that order, each with partner_count partners) goes
+    from its impulse previous_impulse (the passes before; the law's, record.impulse, before the first) to
+    impulse (coupled_contact), reading the bodies' end twists previous_twist that the passes before predict;
+    body_f[b] = law_f[b] (pass 0's wrench) plus the changes of body b's contacts from the law's impulses to the
+    new ones; then `end` (PassEnd): the end twist it predicts into twist[b] (predicted_twist), or the step's
+    integration. Every contact is recorded in the rows of both its bodies and each row updates its own copy (the
+    same numbers): a pass needs nothing from another body's thread but previous_twist, and sums in a fixed order
+    (no atomics)."""
     b = wp.tid()
     w = law_f[b]
-    com = wp.transform_point(body_q[b], body_com[b])
+    com = wp.transform_point(bodies.q[b], bodies.com[b])
     for r in range(body_row_start[b], body_row_start[b + 1]):
         t = body_rows[r]
-        for c in range(wp.min(partner_count[t] * MAX_PAIR_FEATURES, settings.contacts.x.shape[1])):
-            if settings.contacts.mass[t, c] > 0.0:
-                w = w + coupled_contact_change(settings, t, c, b, com)
+        for c in range(wp.min(partner_count[t] * MAX_PAIR_FEATURES, record.x.shape[1])):
+            if record.mass[t, c] > 0.0:
+                p, dw = coupled_contact(record, t, c, b, com, previous_twist, previous_impulse[t, c], dt,
+                                        relaxation)
+                impulse[t, c] = p
+                w = w + dw
+    if end.integrate != 0:
+        if end.has_external != 0:
+            w = w + external[b]
+        pose, qd = integrate_body(bodies.q[b], bodies.qd[b], w, bodies.mass[b], bodies.inertia[b], bodies.com[b],
+                                  end.settings)
+        body_q_out[b] = pose
+        body_qd_out[b] = qd
+    else:
+        twist[b] = predicted_twist(bodies.q, bodies.qd, bodies.com, bodies.mass, bodies.inertia, w, b, dt)
     body_f[b] = w

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 import kernels as wp
@@ -14,9 +16,9 @@ from . import kernels as k
 from .contact_law import MAX_PAIR_FEATURES
 
 
-#: coupled contact passes: the most a step can run (ContactSettings has that many predicted velocity arrays), and
-#: the defaults (docs/rigid_contact.md)
-MAX_CONTACT_ITERATIONS = 3
+#: coupled contact passes: the most a step may run (one launch each, a Jacobi pass converging slowly beyond a few),
+#: and the defaults (docs/rigid_contact.md)
+MAX_CONTACT_ITERATIONS = 16
 DEFAULT_CONTACT_ITERATIONS = 3
 DEFAULT_CONTACT_RELAXATION = 0.5
 #: steps that nothing differentiates record the contacts of this many partners of each body shape for the coupled
@@ -81,7 +83,8 @@ class SolverRigid(Solver):
             the candidate pairs.
         excluded_shape_pairs: pairs of shape indices (a, b) that never collide (SolverFeatherstone excludes the
             shapes of the two bodies of each joint).
-        contact_iterations: coupled passes of the time-constant contacts per step (0 to 3; 0: each contact alone).
+        contact_iterations: coupled passes of the time-constant contacts per step (0 to 16; 0: each contact
+            alone).
             Each pass predicts every body's velocity at the end of the step from all its contacts and corrects
             each contact's normal impulse toward the law's target speed (contact_law.coupled_normal_impulse), so
             that contacts sharing a body hold together: a heavy body on light ones sinks less. Pass 0's contacts
@@ -176,15 +179,16 @@ class SolverRigid(Solver):
         body_row[shape_body[on_body]] = np.arange(len(on_body))
         self._body_row = _int_array(body_row, device)  # used when one row per body
         self._no_external = wp.zeros(0, dtype=wp.spatial_vector, device=device)
+        self._no_twist = wp.zeros(0, dtype=wp.spatial_vector, device=device)
+        self._no_state = _NoState(device)
         self._partner_count = wp.zeros(rows, dtype=wp.int32, device=device)
         self._row_wrench = wp.zeros(rows, dtype=wp.spatial_vector, device=device)
         self._no_partners = wp.zeros((rows, 0), dtype=wp.int32, device=device)
-        self._no_predicted = wp.zeros(0, dtype=wp.spatial_vector, device=device)
         # the coupled passes act on time-constant contacts only: a model of penalty shapes skips them
         timeconst = model.shape_material_timeconst.numpy() if model.shape_count else np.zeros(0)
         self._coupled = bool((timeconst > 0.0).any())
         self._pass_arrays = {}  # scratch of the coupled passes of steps that nothing differentiates
-        self._record = None
+        self._taped_arrays = weakref.WeakKeyDictionary()  # State -> the scratch of its differentiated steps
         self._no_record = k.ContactRecord()
         for name, dtype in (("x", wp.vec3), ("n", wp.vec3), ("vt", wp.vec3), ("vn", float), ("impulse", float),
                             ("mass", float), ("mu", float), ("kf", float), ("body_a", wp.int32),
@@ -216,10 +220,11 @@ class SolverRigid(Solver):
                 self._contacts_need_gradients(model, state_in):
             self._step_differentiated(model, state_in, state_out, control, f, dt)
             return
-        self.eval_contact_forces(model, state_in, f, dt=dt)
-        if control is not None and getattr(control, "body_f", None) is not None:
-            wp.launch(k.add_external_wrenches, dim=model.body_count, inputs=[control.body_f, f],
-                      device=model.device)
+        external = getattr(control, "body_f", None) if control is not None else None
+        if self._eval_contact_forces(model, state_in, f, dt, None, (external, state_out)):
+            return  # the last coupled pass added the external wrenches and integrated
+        if external is not None:
+            wp.launch(k.add_external_wrenches, dim=model.body_count, inputs=[external, f], device=model.device)
         self.integrate(model, state_in, state_out, f, dt)
 
     def _step_differentiated(self, model, state_in, state_out, control, f, dt: float):
@@ -249,13 +254,20 @@ class SolverRigid(Solver):
         sized on the host to the largest count, and the taped kernel differentiates only those pairs, one thread per
         body shape: the backward pass does not revisit pairs that do not touch.
 
-        Coupled passes (docs/rigid_contact.md): pass p evaluates every contact again, reading the bodies'
-        velocities predicted from the wrenches of passes 0..p-1 (contact_law.coupled_normal_impulse); the last
-        pass's wrenches go to `f`."""
+        Coupled passes (docs/rigid_contact.md): pass 0 (the law) records its contacts; each further pass is one
+        launch over the bodies (kernels.coupled_pass) that moves every recorded contact's impulse on from the
+        pass before, predicting the bodies' end velocities from that pass's wrenches
+        (contact_law.coupled_normal_impulse); the last pass's wrenches go to `f`."""
+        self._eval_contact_forces(model, state, f, dt, iterations, None)
+
+    def _eval_contact_forces(self, model, state, f, dt: float, iterations, finish) -> bool:
+        """eval_contact_forces; with `finish` = (external wrenches or None, state_out), the last coupled pass
+        (when one runs) also adds the external wrenches to `f` and integrates into state_out: returns whether it
+        did (else step() launches both)."""
         rows = self._rows.shape[0]
         f.zero_()
         if rows == 0:
-            return
+            return False
         shapes = self.shape_data(model)
         taped = self._contacts_need_gradients(model, state)
         candidates = self.contact_candidates(model, state)
@@ -263,47 +275,68 @@ class SolverRigid(Solver):
         partners = None
         if taped:
             partners = self._record_partners(model, state, shapes, self.contact_settings(model, dt), candidates)
+        arrays = self._step_arrays(state, taped)
         if passes == 0:
             self._contact_pass(model, state, shapes, self.contact_settings(model, dt), candidates, partners, f)
-            return
-        record = self._contact_record(model, partners)
-        law_f = self._pass_array(model, "law", taped)
-        self._contact_pass(model, state, shapes, self.contact_settings(model, dt, record=record), candidates,
-                           partners, law_f)
-        predicted = []
-        current = law_f
+            return False
+        record = self._contact_record(model, partners, arrays)
+        law_f = self._pass_array(model, "law", arrays, taped)
+        bodies = k.BodyArrays()
+        bodies.q, bodies.qd, bodies.com = state.body_q, state.body_qd, model.body_com
+        bodies.mass, bodies.inertia = model.body_mass, model.body_inertia
+        # the law's kernel predicts the bodies' end twists when it stores whole body wrenches (one row a body)
+        previous_twist = self._pass_array(model, ("twist", "law" if taped else 1), arrays, taped)
+        settings = self.contact_settings(model, dt, record=record)
+        if self._one_row_per_body:
+            settings.twist = previous_twist
+        self._contact_pass(model, state, shapes, settings, candidates, partners, law_f)
+        if not self._one_row_per_body:
+            wp.launch(k.predict_twists, dim=model.body_count, inputs=[bodies, law_f, float(dt)],
+                      outputs=[previous_twist], device=model.device, record_tape=taped)
+        count = self._partner_count if partners is None else partners[1]
+        previous_impulse = record.impulse
         for p in range(passes):
-            predicted.append(self._predict(model, state, current, dt, p, taped))
-            current = f if p == passes - 1 else self._pass_array(model, ("f", p), taped)
-            settings = self.contact_settings(model, dt, predicted)
-            settings.contacts = record
-            count = self._partner_count if partners is None else partners[1]
-            wp.launch(k.couple_contacts, dim=model.body_count,
-                      inputs=[state.body_q, model.body_com, self._body_row_start, self._body_rows, count, settings,
-                              law_f],
-                      outputs=[current], device=model.device, record_tape=taped)
+            last = p == passes - 1
+            end, external, state_out = self._pass_end(model, dt, finish if last else None)
+            # untaped passes alternate between two arrays of each kind; a tape needs every pass's own
+            key = p if taped else p % 2
+            current_f = f if last else self._pass_array(model, ("f", key), arrays, taped)
+            twist = self._no_twist if end.integrate else self._pass_array(model, ("twist", key), arrays, taped)
+            impulse = self._scratch(arrays, ("impulse", key), record.impulse.shape, float, taped)
+            wp.launch(k.coupled_pass, dim=model.body_count,
+                      inputs=[bodies, self._body_row_start, self._body_rows, count, record, float(dt),
+                              self.contact_relaxation, law_f, previous_twist, previous_impulse, end, external],
+                      outputs=[impulse, current_f, twist, state_out.body_q, state_out.body_qd],
+                      device=model.device, record_tape=taped)
+            previous_twist, previous_impulse = twist, impulse
+        return finish is not None
 
-    def _contact_record(self, model, partners) -> k.ContactRecord:
-        """Where pass 0 records the time-constant contacts of every row: when taped (`partners` recorded), fresh
-        arrays with a place for every candidate point of every recorded partner (the coupled passes differentiate
-        through them); else the solver's scratch, with places for RECORDED_PARTNERS partners a row, cleared."""
+    def _pass_end(self, model, dt: float, finish) -> tuple:
+        """(PassEnd, external wrenches, state_out) of a coupled pass: integrating into finish's state_out when
+        `finish` = (external or None, state_out) is given, else predicting twists (empty arrays in their place)."""
+        end = k.PassEnd()
+        end.settings = self.integration_settings(dt)
+        end.integrate = 0 if finish is None else 1
+        external, state_out = (None, None) if finish is None else finish
+        end.has_external = 0 if external is None else 1
+        return end, self._no_external if external is None else external, \
+            self._no_state if state_out is None else state_out
+
+    def _contact_record(self, model, partners, arrays: dict) -> k.ContactRecord:
+        """Where pass 0 records the time-constant contacts of every row, in the step's `arrays`
+        (_step_arrays): when taped (`partners` recorded), a place for every candidate point of every recorded
+        partner (the coupled passes differentiate through them), else for RECORDED_PARTNERS partners a row;
+        only the effective mass is cleared: it marks the columns that hold a contact."""
         taped = partners is not None
-        if not taped and self._record is not None:
-            self._record.mass.zero_()
-            return self._record
-        device = model.device
         columns = (partners[0].shape[1] if taped else RECORDED_PARTNERS) * MAX_PAIR_FEATURES
         shape = (self._rows.shape[0], max(columns, 1))
         record = k.ContactRecord()
-        # only the effective mass must start at zero: it marks the columns that hold a contact
         for name, dtype in (("x", wp.vec3), ("n", wp.vec3), ("vt", wp.vec3), ("vn", float), ("impulse", float),
-                            ("mu", float), ("kf", float)):
-            setattr(record, name, wp.empty(shape, dtype=dtype, device=device, requires_grad=taped))
-        record.mass = wp.zeros(shape, dtype=float, device=device, requires_grad=taped)
-        record.body_a = wp.empty(shape, dtype=wp.int32, device=device)
-        record.body_b = wp.empty(shape, dtype=wp.int32, device=device)
-        if not taped:
-            self._record = record
+                            ("mu", float), ("kf", float), ("mass", float)):
+            setattr(record, name, self._scratch(arrays, ("record", name), shape, dtype, taped))
+        record.mass.zero_()
+        record.body_a = self._scratch(arrays, ("record", "body_a"), shape, wp.int32, False)
+        record.body_b = self._scratch(arrays, ("record", "body_b"), shape, wp.int32, False)
         return record
 
     def _contact_pass(self, model, state, shapes, settings, candidates, partners, f):
@@ -338,28 +371,40 @@ class SolverRigid(Solver):
             return 0
         return self.contact_iterations if iterations is None else int(iterations)
 
-    def _pass_array(self, model, key, taped: bool) -> wp.array:
-        """A [body_count] spatial_vector array for a coupled pass: fresh (zero) when taped (a tape keeps what its
-        launches read), else the solver's scratch for `key` (bodies without shapes keep their zero)."""
-        if taped:
-            return wp.zeros(model.body_count, dtype=wp.spatial_vector, device=model.device, requires_grad=True)
-        if key not in self._pass_arrays:
-            self._pass_arrays[key] = wp.zeros(model.body_count, dtype=wp.spatial_vector, device=model.device)
-        return self._pass_arrays[key]
+    def _step_arrays(self, state, taped: bool) -> dict:
+        """Where a step from `state` keeps its scratch arrays: the solver's own when nothing is differentiated;
+        when taped, arrays of that state's steps (a tape's backward reads what each step's launches read, so
+        every state has its own, allocated at its first taped step and reused when it is stepped again: a new
+        rollout over the same States, e.g. the next round of an optimisation, allocates nothing; a step from a
+        state writes that state's body_f too, so it keeps no more than the state already does)."""
+        if not taped:
+            return self._pass_arrays
+        arrays = self._taped_arrays.get(state)
+        if arrays is None:
+            arrays = self._taped_arrays[state] = {}
+        return arrays
 
-    def _predict(self, model, state, pass_f, dt: float, p: int, taped: bool) -> wp.array:
-        """The bodies' velocities at the end of the step under the contact wrenches `pass_f` of pass p."""
-        predicted = self._pass_array(model, ("v", p), taped)
-        wp.launch(k.predict_velocities, dim=model.body_count,
-                  inputs=[state.body_q, state.body_qd, model.body_com, pass_f, model.body_mass, model.body_inertia,
-                          float(dt)],
-                  outputs=[predicted], device=model.device, record_tape=taped)
-        return predicted
+    def _scratch(self, arrays: dict, key, shape, dtype, grad: bool) -> wp.array:
+        """arrays[key], (re)allocated zero when missing or of another shape; a reused array with a gradient has
+        it zeroed (a tape that nobody zeroed must not add a new backward into an earlier one's)."""
+        spec = (tuple(shape), dtype)
+        kept = arrays.get(key)
+        if kept is None or kept[0] != spec:
+            kept = arrays[key] = (spec, wp.zeros(shape, dtype=dtype, device=self.model.device, requires_grad=grad))
+        elif grad:
+            kept[1].grad.zero_()
+        return kept[1]
+
+    def _pass_array(self, model, key, arrays: dict, taped: bool) -> wp.array:
+        """A [body_count] spatial_vector array of a coupled pass in the step's `arrays` (bodies without shapes
+        keep their zero)."""
+        return self._scratch(arrays, key, (model.body_count,), wp.spatial_vector, taped)
 
     def _record_partners(self, model, state, shapes=None, settings=None, candidates=None) -> tuple:
         """(partners [rows, slots] int32, count [rows] int32): every body shape's touching partners, recorded by
-        find_contacts (not differentiated) in new arrays (a tape keeps the arrays its launches read), with as many
-        slots as the most partners of any shape (grown and recorded again when a shape has more)."""
+        find_contacts (not differentiated) in the arrays of steps from `state` (_step_arrays: a tape keeps the
+        arrays its launches read), with as many slots as the most partners of any shape (grown and recorded again
+        when a shape has more)."""
         device = model.device
         if wp.is_capturing(device) and not self._slots_fixed:
             raise RuntimeError("a SolverRigid step whose contact forces may be differentiated cannot be captured "
@@ -371,9 +416,10 @@ class SolverRigid(Solver):
         candidates = self.contact_candidates(model, state) if candidates is None else candidates
         rows = self._rows.shape[0]
         scan = [shapes, state.body_q, state.body_qd, model.body_com, self._rows, candidates, settings]
-        count = wp.empty(rows, dtype=wp.int32, device=device)
+        arrays = self._step_arrays(state, True)
+        count = self._scratch(arrays, "partner_count", (rows,), wp.int32, False)
         while True:
-            partners = wp.empty((rows, self._slots), dtype=wp.int32, device=device)
+            partners = self._scratch(arrays, "partners", (rows, self._slots), wp.int32, False)
             wp.launch(k.find_contacts, dim=rows, inputs=scan + [partners, count, 0, self._row_wrench, self._row_wrench],
                       device=device, record_tape=False)
             if self._slots_fixed:  # a slot for every possible partner
@@ -412,21 +458,17 @@ class SolverRigid(Solver):
         settings.angular_scale = max(0.0, 1.0 - self.angular_damping * float(dt))
         return settings
 
-    def contact_settings(self, model, dt: float = 0.0, predicted=(), record=None) -> k.ContactSettings:
-        """The contact kernels' settings for a step of dt [s], coupled to the velocities `predicted` by earlier
-        passes (a list of up to MAX_CONTACT_ITERATIONS [body_count] arrays); recording the time-constant contacts
-        into `record` (a ContactRecord) when given."""
+    def contact_settings(self, model, dt: float = 0.0, record=None) -> k.ContactSettings:
+        """The contact kernels' settings for a step of dt [s], recording the time-constant contacts into `record`
+        (a ContactRecord) when given."""
         settings = k.ContactSettings()
         settings.margin = float(model.rigid_contact_margin)
         settings.restitution_velocity = self.restitution_velocity
         settings.smoothing = self.contact_smoothing
         settings.dt = float(dt)
-        settings.iterations = len(predicted)
-        settings.relaxation = self.contact_relaxation
-        slots = list(predicted) + [self._no_predicted] * (MAX_CONTACT_ITERATIONS - len(predicted))
-        settings.predicted_0, settings.predicted_1, settings.predicted_2 = slots
         settings.record = 0 if record is None else 1
         settings.contacts = self._no_record if record is None else record
+        settings.twist = self._no_twist
         return settings
 
     @staticmethod
@@ -464,6 +506,14 @@ class SolverRigid(Solver):
         s.body_inertia = model.body_inertia
         s.world = element_worlds(model, "shape", model.shape_count)
         return s
+
+
+class _NoState:
+    """The empty body arrays a coupled pass that does not integrate writes nothing into."""
+
+    def __init__(self, device):
+        self.body_q = wp.zeros(0, dtype=wp.transform, device=device)
+        self.body_qd = wp.zeros(0, dtype=wp.spatial_vector, device=device)
 
 
 #: differentiated steps give every shape on a body a slot for every other shape when this covers the products
