@@ -276,23 +276,26 @@ def test_thickness_defaults_to_a_quarter_edge_and_bad_values_are_refused():
 
 
 def test_self_contact_kernels_compile_to_ptx():
-    """The CUDA path of the search (forward; it is never taped) and of the kernels on the Tape, both solvers'
-    contact kernels and the displacement bound (forward and backward), compiles, with or without a GPU."""
+    """The CUDA path of the search, full and partial (forward; it is never taped) and of the kernels on the Tape,
+    both solvers' contact kernels and the displacement bound (forward and backward), compiles, with or without a
+    GPU."""
     from kernels.module import get_module
     from kernels.nvrtc import compile_source_to_ptx, render_cuda_source
 
     import sim.self_contact
     import sim.self_contact_bound
+    import sim.self_contact_partial
     import sim.solvers.semi_implicit.self_contact
     import sim.solvers.xpbd.self_contact
 
-    for module in (sim.self_contact, sim.self_contact_bound, sim.solvers.xpbd.self_contact,
+    for module in (sim.self_contact, sim.self_contact_bound, sim.self_contact_partial, sim.solvers.xpbd.self_contact,
                    sim.solvers.semi_implicit.self_contact):
         module_kernels = get_module(module.__name__).kernels
         ptx = compile_source_to_ptx(render_cuda_source(module_kernels), 90, "self_contact.cu")
         for i, k in enumerate(module_kernels):
             assert f"k{i}_{k.name}_cuda_forward" in ptx
-            taped = module not in (sim.self_contact, sim.self_contact_bound) or k.name == "limit_displacement"
+            searching = (sim.self_contact, sim.self_contact_bound, sim.self_contact_partial)
+            taped = module not in searching or k.name == "limit_displacement"
             assert not taped or f"k{i}_{k.name}_cuda_backward" in ptx, k.name
 
 
@@ -401,7 +404,8 @@ def test_a_partial_search_keeps_every_pair_apart_and_lists_the_new_pairs():
     (sim/self_contact_partial.py) leaves, for every vertex-triangle and edge-edge pair of the cloth (brute
     force, all pairs), the largest bound on one side plus the largest on the other below the pair's distance
     at the search positions (what keeps the cloth from passing through itself), resets only the marked
-    vertices, and lists every pair of a marked vertex closer than the query radius at its owner."""
+    vertices and their triangles' other corners, and lists every pair of those closer than the query radius
+    at its owner, once."""
     from sim.self_contact import SelfContact
     rng = np.random.default_rng(3)
     b = sim.ModelBuilder(gravity=0.0)
@@ -424,13 +428,15 @@ def test_a_partial_search_keeps_every_pair_apart_and_lists_the_new_pairs():
     contact._marked.assign(flags)
     x = wp.array(x1.astype(np.float32), dtype=wp.vec3)
     assert contact._search_partially(x, with_soon=True)
+    tris = contact._tri_indices.numpy()
+    marked = np.unique(tris[np.isin(tris, marked).any(axis=1)])  # with the corners of their triangles
     y, bound = contact.x_search.numpy().astype(np.float64), contact.bound.numpy().astype(np.float64)
     assert np.allclose(y[marked], x1[marked], atol=1e-6)
     others = np.setdiff1d(np.arange(len(x0)), marked)
     assert np.allclose(y[others], x0[others], atol=1e-6) and np.allclose(bound[others], bound0[others])
     assert np.all(bound[marked] > 0.0)
 
-    tris, edges = contact._tri_indices.numpy(), contact._edge_indices.numpy()
+    edges = contact._edge_indices.numpy()
     vt = wp.zeros((len(y), len(tris)), dtype=float)
     ee = wp.zeros((len(edges), len(edges)), dtype=float)
     wp.launch(all_pair_distances, dim=(max(len(y), len(edges)), max(len(tris), len(edges))),
