@@ -34,12 +34,12 @@ search before the next step (skin = (r_q - h) / 2: pairs beyond r_q then stay be
 does a step from positions other than the last step's output (a new or reset state). A cloth falling or sliding
 as a whole, or resting, searches rarely; one folding fast searches every step. When only a few vertices ask,
 only they are searched again (sim/self_contact_partial.py, which says why the bound still holds). A vertex
-that would pass its bound within a step is clamped to it (it loses speed: a limit of bound_i / dt on its relative speed); when one of a
-group would be (a vertex a collider stopped while the rest moved on), the group's drift is 0 for that step, so
-that clamping shortens each vertex along its own path and never pulls one along the drift into a collider, and a
-vertex that stops dead counts in the search test as well as one moving on. The bound, the drift and the search
-are computed without a Tape (a safety net, inactive at the smooth points where gradients
-are checked): when the bound clamps, gradients treat it as a constant.
+that would pass its bound within a step is clamped to it (it loses speed: a limit of bound_i / dt on its
+relative speed); when one of a group would be (a vertex a collider stopped while the rest moved on), the
+group's drift is 0 for that step, so that clamping shortens each vertex along its own path and never pulls one
+along the drift into a collider, and a vertex that stops dead counts in the search test as well as one moving
+on. The bound, the drift and the search are computed without a Tape (a safety net, inactive at the smooth points
+where gradients are checked): when the bound clamps, gradients treat it as a constant.
 
 Solvers keep the pair `thickness` (the mean of the two primitives' first vertices' thickness) between the
 surfaces with friction (Model.soft_contact_mu): SolverXPBD by position corrections, SolverSemiImplicit by
@@ -641,14 +641,12 @@ class SelfContact:
         """Search again around the marked vertices only (`with_soon`: those about to ask too, else only those
         that ask now); False (with nothing to undo: a full search follows) when one moved too far from the
         grids or a pair leaves no slack."""
-        from .self_contact_partial import (forget_soon, mark_neighbours, reset_marked, search_marked_edges,
-                                           search_marked_triangles, search_marked_vertices)
+        from .self_contact_partial import (forget_soon, reset_marked, search_marked_edges, search_marked_triangles,
+                                           search_marked_vertices)
         d, data, partial, r = self.device, self.data, self._partial, self.query_radius
         partial.failed.zero_()
         if not with_soon:
             wp.launch(forget_soon, dim=self.particle_count, inputs=[self._marked], device=d, record_tape=False)
-        wp.launch(mark_neighbours, dim=self.tri_count, inputs=[data.tri_indices, self._marked], device=d,
-                  record_tape=False)
         wp.launch(reset_marked, dim=self.particle_count, device=d, record_tape=False,
                   inputs=[x, self._drift_before, self._drift_group, partial, GAMMA * r, self.x_search, self.bound])
         if int(partial.failed.numpy()[0]):

@@ -46,8 +46,8 @@ PARTIAL_FRACTION = 1.0 / 32.0
 class PartialSearch:
     """What the partial-search kernels share.
 
-    marked: non-zero for the vertices of S (1: they ask for a search, 2: they would within a few steps, 3:
-        they share a triangle with one of those) [particle_count] int32.
+    marked: non-zero for the vertices of S (1: they ask for a search, 2: they would within a few steps)
+        [particle_count] int32.
     x_grid: the positions of the last full search [m] (the grids' and boxes') [particle_count] vec3.
     vt_base, ee_base: the list lengths before the partial search [particle_count], [edge_count] int32 (pairs
         added to a list are checked for duplicates against these, which no thread changes).
@@ -73,23 +73,6 @@ def forget_soon(marked: wp.array(dtype=wp.int32)):
     i = wp.tid()
     if marked[i] == 2:
         marked[i] = 0
-
-
-@wp.kernel
-def mark_neighbours(tris: wp.array2d(dtype=wp.int32), marked: wp.array(dtype=wp.int32)):
-    """Mark (3) the other corners of every triangle with a vertex that asks (1) or is about to (2): they are
-    searched too, so that a searched triangle or edge has no vertex outside S whose bound, set when the
-    vertex of S was elsewhere, would leave its pairs no slack."""
-    t = wp.tid()
-    asks = False
-    for c in range(3):
-        m = marked[tris[t, c]]
-        if m == 1 or m == 2:
-            asks = True
-    if asks:
-        for c in range(3):
-            if marked[tris[t, c]] == 0:
-                marked[tris[t, c]] = 3
 
 
 @wp.kernel
