@@ -32,13 +32,14 @@ and for shared vertices).
 When to search: a step whose relative motion, repeated, would take a vertex past min(bound_i, skin) asks for a
 search before the next step (skin = (r_q - h) / 2: pairs beyond r_q then stay beyond the thickness h), and so
 does a step from positions other than the last step's output (a new or reset state). A cloth falling or sliding
-as a whole, or resting, searches rarely; one folding fast searches every step. A vertex that would pass its bound
-within a step is clamped to it (it loses speed: a limit of bound_i / dt on its relative speed); when one of a
-group would be (a vertex a collider stopped while the rest moved on), the group's drift is 0 for that step, so
-that clamping shortens each vertex along its own path and never pulls one along the drift into a collider, and a
-vertex that stops dead counts in the search test as well as one moving on. The bound, the drift and the search
-are computed without a Tape (a safety net, inactive at the smooth points where gradients
-are checked): when the bound clamps, gradients treat it as a constant.
+as a whole, or resting, searches rarely; one folding fast searches every step. When only a few vertices ask,
+only they are searched again (sim/self_contact_partial.py, which says why the bound still holds). A vertex
+that would pass its bound within a step is clamped to it (it loses speed: a limit of bound_i / dt on its
+relative speed); when one of a group would be (a vertex a collider stopped while the rest moved on), the
+group's drift is 0 for that step, so that clamping shortens each vertex along its own path and never pulls one
+along the drift into a collider, and a vertex that stops dead counts in the search test as well as one moving
+on. The bound, the drift and the search are computed without a Tape (a safety net, inactive at the smooth points
+where gradients are checked): when the bound clamps, gradients treat it as a constant.
 
 Solvers keep the pair `thickness` (the mean of the two primitives' first vertices' thickness) between the
 surfaces with friction (Model.soft_contact_mu): SolverXPBD by position corrections, SolverSemiImplicit by
@@ -492,7 +493,8 @@ class SelfContact:
     step's unbounded result (it bounds the displacement and decides whether the next step searches again).
 
     Attributes:
-        searches: pair searches run so far (int).
+        searches: full pair searches run so far (int).
+        partial_searches: searches around a few vertices only (sim/self_contact_partial.py) so far (int).
         overflow: pairs dropped for want of slots, summed over every search so far, shape [1] (int32).
     """
 
@@ -556,7 +558,10 @@ class SelfContact:
         self._zero_drift = wp.zeros(groups, dtype=wp.vec3, device=d)
         self._drifts = [wp.zeros(groups, dtype=wp.vec3, device=d) for _ in range(2)]
         self._drift_before = self._zero_drift
-        self._search_flag = wp.zeros(1, dtype=wp.int32, device=d)
+        # vertices asking for a search now, and about to (check_budget); which ones (1: now, 2: about to)
+        self._search_count = wp.zeros(2, dtype=wp.int32, device=d)
+        self._marked = wp.zeros(self.particle_count, dtype=wp.int32, device=d)
+        self._init_partial(tris, colliding)
         self._overrun = wp.zeros(groups, dtype=wp.int32, device=d)  # per drift group, cleared after each use
         self._last_out = None  # the positions the last step wrote: a step from anything else searches first
 
@@ -576,6 +581,26 @@ class SelfContact:
         self._drift_group = wp.array((world + 1).astype(np.int32), dtype=wp.int32, device=d)
         self._world_ranges = (wp.array(ranges[:, 0].copy(), dtype=wp.int32, device=d),
                               wp.array(ranges[:, 1].copy(), dtype=wp.int32, device=d))
+
+    def _init_partial(self, tris, colliding):
+        """The state of partial searches (sim/self_contact_partial.py)."""
+        from .self_contact_partial import PARTIAL_FRACTION, PARTIAL_MARGIN, PartialSearch
+        d, n = self.device, self.particle_count
+        first = np.full(n, len(tris), np.int64)
+        for c in range(3):
+            np.minimum.at(first, tris[:, c], np.arange(len(tris)))
+        first[first == len(tris)] = -1
+        partial = PartialSearch()
+        partial.marked = self._marked
+        partial.x_grid = wp.zeros(n, dtype=wp.vec3, device=d)
+        partial.vt_base = wp.zeros(n, dtype=wp.int32, device=d)
+        partial.ee_base = wp.zeros(max(self.edge_count, 1), dtype=wp.int32, device=d)
+        partial.first_triangle = wp.array(first.astype(np.int32), dtype=wp.int32, device=d)
+        partial.failed = wp.zeros(1, dtype=wp.int32, device=d)
+        partial.margin = PARTIAL_MARGIN * self.query_radius
+        self._partial = partial
+        self._partial_limit = int(PARTIAL_FRACTION * int(colliding.sum()))
+        self.partial_searches = 0
 
     @property
     def enabled(self) -> bool:
@@ -598,12 +623,57 @@ class SelfContact:
 
     def begin_step(self, x, *, fresh: bool = False):
         """The pairs for a step from positions x [m] (vec3 [particle_count]): searched again when the last step
-        asked for it, or when x is not what the last step wrote (a new or reset state); else the last search's.
-        `fresh`: a search fills new arrays (on a Tape, each step's kernels must keep reading their own). Under a
-        capture (kernels.runtime.capture) every step searches: a replay cannot take the host's decision again."""
-        if x is not self._last_out or wp.is_capturing(self.device) or int(self._search_flag.numpy()[0]):
+        asked for it (around the vertices that asked, when they are few and no Tape records: see
+        sim/self_contact_partial.py), or when x is not what the last step wrote (a new or reset state); else
+        the last search's. `fresh`: a search fills new arrays (on a Tape, each step's kernels must keep reading
+        their own). Under a capture (kernels.runtime.capture) every step searches: a replay cannot take the host's
+        decision again."""
+        if x is not self._last_out or wp.is_capturing(self.device):
+            self.find(x, fresh=fresh)
+            return self.data
+        asking, soon = (int(n) for n in self._search_count.numpy())
+        if asking and (fresh or asking > self._partial_limit
+                       or not self._search_partially(x, with_soon=asking + soon <= self._partial_limit)):
             self.find(x, fresh=fresh)
         return self.data
+
+    def _search_partially(self, x, *, with_soon: bool) -> bool:
+        """Search again around the marked vertices only (`with_soon`: those about to ask too, else only those
+        that ask now); False (with nothing to undo: a full search follows) when one moved too far from the
+        grids or a pair leaves no slack."""
+        from .self_contact_partial import (forget_soon, reset_marked, search_marked_edges, search_marked_triangles,
+                                           search_marked_vertices)
+        d, data, partial, r = self.device, self.data, self._partial, self.query_radius
+        partial.failed.zero_()
+        if not with_soon:
+            wp.launch(forget_soon, dim=self.particle_count, inputs=[self._marked], device=d, record_tape=False)
+        wp.launch(reset_marked, dim=self.particle_count, device=d, record_tape=False,
+                  inputs=[x, self._drift_before, self._drift_group, partial, GAMMA * r, self.x_search, self.bound])
+        if int(partial.failed.numpy()[0]):
+            return False
+        wp.copy(partial.vt_base, data.vt_count)
+        wp.copy(partial.ee_base, data.ee_count)
+        common = [self.x_search, self._tri_grid_data, data, partial, r, self._typical[0], self._boxes, self.bound,
+                  self.overflow]
+        wp.launch(search_marked_vertices, dim=self.particle_count, inputs=common, device=d, record_tape=False)
+        wp.launch(search_marked_triangles, dim=self.tri_count, inputs=common, device=d, record_tape=False)
+        if self.edge_count:
+            common[1], common[5] = self._edge_grid_data, self._typical[1]
+            wp.launch(search_marked_edges, dim=self.edge_count, inputs=common, device=d, record_tape=False)
+        if int(partial.failed.numpy()[0]):
+            return False
+        self._count_degrees()
+        self._marked.zero_()
+        self._search_count.zero_()
+        self.partial_searches += 1
+        return True
+
+    def _count_degrees(self):
+        d, data = self.device, self.data
+        data.degree.zero_()
+        wp.launch(count_degrees, dim=self.particle_count, inputs=[data, 0], device=d, record_tape=False)
+        if self.edge_count:
+            wp.launch(count_degrees, dim=self.edge_count, inputs=[data, 1], device=d, record_tape=False)
 
     def find(self, x, *, fresh: bool = False) -> tuple:
         """Pairs and displacement bound at positions x [m] (vec3 [particle_count]); the search is not taped.
@@ -641,11 +711,11 @@ class SelfContact:
         run(keep_reachable_pairs, self.particle_count, [data, self.bound, 0])
         if self.edge_count:
             run(keep_reachable_pairs, self.edge_count, [data, self.bound, 1])
-        data.degree.zero_()
-        run(count_degrees, self.particle_count, [data, 0])
-        if self.edge_count:
-            run(count_degrees, self.edge_count, [data, 1])
-        self._search_flag.zero_()
+        self._count_degrees()
+        run(copy_positions, self.particle_count, [x, self._partial.x_grid])
+        self._tri_grid_data, self._edge_grid_data = tri_grid, edge_grid
+        self._marked.zero_()
+        self._search_count.zero_()
         self._drift_before = self._zero_drift
         self.searches += 1
         return data, self.bound
@@ -681,7 +751,7 @@ class SelfContact:
                   outputs=[x_out, v_out])
         wp.launch(check_budget, dim=self.particle_count, device=d, record_tape=False,
                   inputs=[x_start, x_out, self.x_search, drift, self._drift_before, self._drift_group, self.bound,
-                          self._thickness, self.skin, self._search_flag])
+                          self._thickness, self.skin, self._marked, self._search_count])
         self._drift_before = drift
         self._last_out = x_out
 

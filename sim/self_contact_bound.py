@@ -9,6 +9,9 @@ import kernels as wp
 # package's namespace
 
 DRIFT_TILE = 64  # particles per block of the drift's sum
+#: steps ahead at which a vertex that would pass its bound is searched along with the ones that ask now (a
+#: partial search; without it, vertices about to ask would ask one after the other, each a search)
+LOOKAHEAD = 4
 
 
 @wp.func
@@ -96,10 +99,13 @@ def check_budget(x_start: wp.array(dtype=wp.vec3), x_out: wp.array(dtype=wp.vec3
                  x_search: wp.array(dtype=wp.vec3), drift: wp.array(dtype=wp.vec3),
                  drift_before: wp.array(dtype=wp.vec3), group: wp.array(dtype=wp.int32),
                  bound: wp.array(dtype=float),
-                 thickness: wp.array(dtype=float), skin: float, search: wp.array(dtype=wp.int32)):
-    """search[0] = 1 when a colliding vertex, moving again as it moved this step (relative to the drift), or
-    stopping dead (on a collider, while the rest drifts on), would pass its bound or the skin [m] in the next step:
-    the pairs must then be searched again first."""
+                 thickness: wp.array(dtype=float), skin: float, marked: wp.array(dtype=wp.int32),
+                 search: wp.array(dtype=wp.int32)):
+    """marked[i] = 1, counted in search[0], when colliding vertex i, moving again as it moved this step
+    (relative to the drift), or stopping dead (on a collider, while the rest drifts on), would pass its bound or
+    the skin [m] in the next step: the pairs must then be searched again first (around the marked vertices
+    only, when they are few: sim/self_contact_partial.py). marked[i] = 2, counted in search[1], when it would
+    within LOOKAHEAD steps."""
     i = wp.tid()
     if thickness[i] <= 0.0:
         return
@@ -111,5 +117,12 @@ def check_budget(x_start: wp.array(dtype=wp.vec3), x_out: wp.array(dtype=wp.vec3
     # a whole would not search before landing, and the first vertices to touch the ground would be clamped back
     # along the drift accumulated since the search, into the ground (centimetres, in scenes/cloth_fold.yaml)
     stop = wp.length(c - drift_before[g])
-    if relative + wp.max(step, stop) > wp.min(bound[i], skin):
-        search[0] = 1
+    motion = wp.max(step, stop)
+    limit = wp.min(bound[i], skin)
+    if relative + motion > limit:
+        marked[i] = 1
+        wp.atomic_add(search, 0, 1)
+    elif relative + float(LOOKAHEAD) * motion > limit:
+        # would ask within a few steps: searched along with the ones that ask now, if the search is partial
+        marked[i] = 2
+        wp.atomic_add(search, 1, 1)

@@ -276,23 +276,26 @@ def test_thickness_defaults_to_a_quarter_edge_and_bad_values_are_refused():
 
 
 def test_self_contact_kernels_compile_to_ptx():
-    """The CUDA path of the search (forward; it is never taped) and of the kernels on the Tape, both solvers'
-    contact kernels and the displacement bound (forward and backward), compiles, with or without a GPU."""
+    """The CUDA path of the search, full and partial (forward; it is never taped) and of the kernels on the Tape,
+    both solvers' contact kernels and the displacement bound (forward and backward), compiles, with or without a
+    GPU."""
     from kernels.runtime.module import get_module
     from kernels.compiler.nvrtc import compile_source_to_ptx, render_cuda_source
 
     import sim.self_contact
     import sim.self_contact_bound
+    import sim.self_contact_partial
     import sim.solvers.semi_implicit.self_contact
     import sim.solvers.xpbd.self_contact
 
-    for module in (sim.self_contact, sim.self_contact_bound, sim.solvers.xpbd.self_contact,
+    for module in (sim.self_contact, sim.self_contact_bound, sim.self_contact_partial, sim.solvers.xpbd.self_contact,
                    sim.solvers.semi_implicit.self_contact):
         module_kernels = get_module(module.__name__).kernels
         ptx = compile_source_to_ptx(render_cuda_source(module_kernels), 90, "self_contact.cu")
         for i, k in enumerate(module_kernels):
             assert f"k{i}_{k.name}_cuda_forward" in ptx
-            taped = module not in (sim.self_contact, sim.self_contact_bound) or k.name == "limit_displacement"
+            searching = (sim.self_contact, sim.self_contact_bound, sim.self_contact_partial)
+            taped = module not in searching or k.name == "limit_displacement"
             assert not taped or f"k{i}_{k.name}_cuda_backward" in ptx, k.name
 
 
@@ -368,3 +371,93 @@ def test_an_edge_crossing_near_the_end_of_a_long_stretched_edge_is_found():
     d = segment_distance(x[0], x[1], x[3], x[4])
     assert 0.001 < d < 0.0025
     assert bound.numpy()[[0, 1, 3, 4]].max() <= GAMMA * d * 1.01, bound.numpy()
+
+
+@wp.kernel
+def all_pair_distances(x: wp.array(dtype=wp.vec3), tris: wp.array2d(dtype=wp.int32),
+                       edges: wp.array2d(dtype=wp.int32), vt: wp.array2d(dtype=float),
+                       ee: wp.array2d(dtype=float)):
+    """Every vertex-triangle and edge-edge distance [m] (brute force; -1 for a pair sharing a vertex)."""
+    i, j = wp.tid()
+    if i < vt.shape[0] and j < vt.shape[1]:
+        a = tris[j, 0]
+        b = tris[j, 1]
+        c = tris[j, 2]
+        vt[i, j] = -1.0
+        if i != a and i != b and i != c:
+            w = sim.self_contact.closest_point_triangle(x[i], x[a], x[b], x[c])
+            vt[i, j] = wp.length(x[i] - (x[a] * w[0] + x[b] * w[1] + x[c] * w[2]))
+    if i < ee.shape[0] and j < ee.shape[1]:
+        p0 = edges[i, 0]
+        p1 = edges[i, 1]
+        q0 = edges[j, 0]
+        q1 = edges[j, 1]
+        ee[i, j] = -1.0
+        if p0 != q0 and p0 != q1 and p1 != q0 and p1 != q1:
+            st = wp.closest_point_edge_edge(x[p0], x[p1], x[q0], x[q1], 1.0e-12)
+            ee[i, j] = wp.length(x[p0] * (1.0 - st[0]) + x[p1] * st[0] - x[q0] * (1.0 - st[1]) - x[q1] * st[1])
+
+
+def test_a_partial_search_keeps_every_pair_apart_and_lists_the_new_pairs():
+    """Two cloth layers 1.5 thicknesses apart, every vertex moved within its bound, and a few vertices of the
+    upper layer pushed down by their whole bound (they ask for a search): a search around those only
+    (sim/self_contact_partial.py) leaves, for every vertex-triangle and edge-edge pair of the cloth (brute
+    force, all pairs), the largest bound on one side plus the largest on the other below the pair's distance
+    at the search positions (what keeps the cloth from passing through itself), resets only the marked
+    vertices, and lists every pair of theirs closer than the query radius at its owner, once."""
+    from sim.self_contact import SelfContact
+    rng = np.random.default_rng(3)
+    b = sim.ModelBuilder(gravity=0.0)
+    for height in (0.0, 1.5 * THICKNESS):
+        b.add_cloth_grid((0, height, 0), IDENTITY, (0, 0, 0), 6, 6, 0.03, 0.03, mass=0.001, self_collision=True,
+                         thickness=THICKNESS)
+    model = b.finalize("cpu")
+    x0 = model.particle_q.numpy().astype(np.float64)
+    x0 += rng.normal(scale=0.001, size=x0.shape)
+    contact = SelfContact(model)
+    contact.find(wp.array(x0.astype(np.float32), dtype=wp.vec3))
+    bound0 = contact.bound.numpy().astype(np.float64)
+    direction = rng.normal(size=x0.shape)
+    direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+    x1 = x0 + direction * (0.5 * bound0)[:, None]
+    marked = np.array([60, 66, 70, 74])  # upper layer (49 vertices a layer)
+    x1[marked] = x0[marked] - np.array([0.0, 1.0, 0.0]) * bound0[marked, None]
+    flags = np.zeros(model.particle_count, np.int32)
+    flags[marked] = 1
+    contact._marked.assign(flags)
+    x = wp.array(x1.astype(np.float32), dtype=wp.vec3)
+    assert contact._search_partially(x, with_soon=True)
+    y, bound = contact.x_search.numpy().astype(np.float64), contact.bound.numpy().astype(np.float64)
+    assert np.allclose(y[marked], x1[marked], atol=1e-6)
+    others = np.setdiff1d(np.arange(len(x0)), marked)
+    assert np.allclose(y[others], x0[others], atol=1e-6) and np.allclose(bound[others], bound0[others])
+    assert np.all(bound[marked] > 0.0)
+
+    tris, edges = contact._tri_indices.numpy(), contact._edge_indices.numpy()
+    vt = wp.zeros((len(y), len(tris)), dtype=float)
+    ee = wp.zeros((len(edges), len(edges)), dtype=float)
+    wp.launch(all_pair_distances, dim=(max(len(y), len(edges)), max(len(tris), len(edges))),
+              inputs=[contact.x_search, contact._tri_indices, contact._edge_indices, vt, ee])
+    vt, ee = vt.numpy(), ee.numpy()
+    reach_vt = bound[:, None] + bound[tris].max(axis=1)[None, :]
+    reach_ee = bound[edges].max(axis=1)[:, None] + bound[edges].max(axis=1)[None, :]
+    assert np.all((vt < 0) | (reach_vt < vt)), "a vertex-triangle pair may touch before the next search"
+    assert np.all((ee < 0) | (reach_ee < ee)), "an edge-edge pair may touch before the next search"
+
+    data, r = contact.data, contact.query_radius
+    vt_count, vt_tri = data.vt_count.numpy(), data.vt_triangle.numpy().reshape(-1, sim.self_contact.VT_SLOTS)
+    ee_count, ee_edge = data.ee_count.numpy(), data.ee_edge.numpy().reshape(-1, sim.self_contact.EE_SLOTS)
+    touched_tri = np.isin(tris, marked).any(axis=1)
+    touched_edge = np.isin(edges, marked).any(axis=1)
+    new_pairs = 0
+    for v, t in zip(*np.nonzero((vt >= 0) & (vt < 0.99 * r))):
+        if v in marked or touched_tri[t]:
+            assert t in vt_tri[v, :vt_count[v]], (v, t)
+            new_pairs += 1
+    for e, f in zip(*np.nonzero((ee >= 0) & (ee < 0.99 * r))):
+        if e < f and (touched_edge[e] or touched_edge[f]):
+            assert f in ee_edge[e, :ee_count[e]] or e in ee_edge[f, :ee_count[f]], (e, f)
+            listed = np.concatenate([ee_edge[e, :ee_count[e]], ee_edge[f, :ee_count[f]]])
+            assert (listed == f).sum() + (listed == e).sum() == 1, f"pair {(e, f)} listed twice"
+            new_pairs += 1
+    assert new_pairs > 20

@@ -1,0 +1,340 @@
+"""Partial pair searches of cloth self-contact (sim/self_contact.py): when only a few colliding vertices would
+pass their displacement bound (a settling pile where a handful of vertices still move), only those vertices
+are searched again, not the whole cloth.
+
+Why it keeps the no-intersection guarantee. Let Y_i be vertex i's search position and bound_i its bound; the
+solvers keep x_i - Y_i - c within bound_i for a common drift c. Whatever the search times of the vertices, two
+primitives whose search positions Y are at distance d stay apart as long as the largest bound on one side plus
+the largest on the other is below d (the drift is a common translation; every point of a primitive moves
+relative to it at most as far as its farthest vertex). A full search makes every pair satisfy this (bound =
+GAMMA min(r_q, d), GAMMA < 1/2). A partial search of a set S of vertices resets Y_i = x_i - c for i in S
+(their displacement is then 0 and the drift goes on; it shifts by the mean of the reset vertices' relative
+displacements, a few thousandths of a bound, which any common translation tolerates) and gives each a new
+bound from every pair that includes a vertex of S, at its distance d in the new search positions: with F_A and
+F_B the largest bounds of the pair's vertices outside S on each side (unchanged) and slack = d - F_A - F_B,
+each vertex of S on side A gets at most F_A + GAMMA slack (side B alike), so the pair's sides move by at most
+F_A + F_B + 2 GAMMA slack < d. A pair beyond r_q has sides bounded by GAMMA r_q each (every bound is). When a
+slack is not positive (the vertices outside S are already too close), or when S is not small, the whole cloth
+is searched instead.
+
+Which pairs are found. The grids of the last full search are reused: a primitive's vertices are within
+PARTIAL_MARGIN of the positions the grid was built from (a vertex reset farther asks for a full search), so
+queries grow their boxes by that margin. The pairs of a vertex of S (as the vertex of a vertex-triangle pair)
+and of an edge with a vertex in S (its edge-edge pairs) are searched again and replace their lists; a pair
+with a triangle or edge of S stored at a vertex or edge outside S is added to that one's list when missing
+(the list's pairs from before stay: they are still valid, only farther than they could be).
+"""
+
+import kernels as wp
+
+from .hashgrid import HashGridData, hash_grid_box_extent, hash_grid_cell_index, hash_grid_cell_of
+from .self_contact import (EE_SLOTS, GAMMA, VT_SLOTS, PrimitiveBoxes, SelfContactData, boxes_overlap,
+                           closest_point_triangle)
+from .worlds import worlds_interact
+
+# no `from __future__ import annotations`: kernels/struct.py evaluates string annotations in the top-level
+# package's namespace
+
+#: how far (in query radii) a vertex's search position may move from where the grids were built before the
+#: next search is a full one: partial queries grow their boxes by this much
+PARTIAL_MARGIN = 0.5
+#: a search is partial when at most this fraction of the colliding vertices asks for it
+PARTIAL_FRACTION = 1.0 / 32.0
+
+
+@wp.struct
+class PartialSearch:
+    """What the partial-search kernels share.
+
+    marked: non-zero for the vertices of S (1: they ask for a search, 2: they would within a few steps)
+        [particle_count] int32.
+    x_grid: the positions of the last full search [m] (the grids' and boxes') [particle_count] vec3.
+    vt_base, ee_base: the list lengths before the partial search [particle_count], [edge_count] int32 (pairs
+        added to a list are checked for duplicates against these, which no thread changes).
+    first_triangle: the lowest triangle (row of tri_indices) containing each vertex, -1 for none
+        [particle_count] int32: a vertex near a triangle is visited through that triangle only.
+    failed: [0] = 1 when a pair leaves no slack (the caller searches the whole cloth instead).
+    margin: PARTIAL_MARGIN query radii [m].
+    """
+
+    marked: wp.array(dtype=wp.int32)
+    x_grid: wp.array(dtype=wp.vec3)
+    vt_base: wp.array(dtype=wp.int32)
+    ee_base: wp.array(dtype=wp.int32)
+    first_triangle: wp.array(dtype=wp.int32)
+    failed: wp.array(dtype=wp.int32)
+    margin: float
+
+
+@wp.kernel
+def forget_soon(marked: wp.array(dtype=wp.int32)):
+    """Unmark the vertices that only would ask for a search within a few steps (marked 2): S is then the
+    vertices that ask now."""
+    i = wp.tid()
+    if marked[i] == 2:
+        marked[i] = 0
+
+
+@wp.kernel
+def reset_marked(x: wp.array(dtype=wp.vec3), drift: wp.array(dtype=wp.vec3), group: wp.array(dtype=wp.int32),
+                 partial: PartialSearch, cap: float, x_search: wp.array(dtype=wp.vec3),
+                 bound: wp.array(dtype=float)):
+    """The vertices of S: search position x - c (c: the drift of the last step), bound = cap (lowered by the
+    queries); partial.failed[0] = 1 when one is farther than the margin from the grids' positions."""
+    i = wp.tid()
+    if partial.marked[i] == 0:
+        return
+    y = x[i] - drift[group[i]]
+    x_search[i] = y
+    bound[i] = cap
+    if wp.length(y - partial.x_grid[i]) > partial.margin:
+        partial.failed[0] = 1
+
+
+@wp.func
+def side_bound(partial: PartialSearch, bound: wp.array(dtype=float), i: int):
+    """The bound of vertex i when it is outside S (unchanged by the partial search), else 0."""
+    if partial.marked[i] != 0:
+        return 0.0
+    return bound[i]
+
+
+@wp.func
+def lower_marked(partial: PartialSearch, bound: wp.array(dtype=float), i: int, value: float):
+    if partial.marked[i] != 0:
+        wp.atomic_min(bound, i, value)
+
+
+@wp.func
+def constrain_pair(partial: PartialSearch, bound: wp.array(dtype=float), a0: int, a1: int, a2: int, b0: int,
+                   b1: int, b2: int, d: float):
+    """Lower the bounds of the S vertices of a pair at distance d [m] with sides (a0, a1, a2) and (b0, b1, b2)
+    (repeat a vertex for a side of fewer): F_side + GAMMA slack (module docstring); no slack fails the search."""
+    fa = wp.max(wp.max(side_bound(partial, bound, a0), side_bound(partial, bound, a1)),
+                side_bound(partial, bound, a2))
+    fb = wp.max(wp.max(side_bound(partial, bound, b0), side_bound(partial, bound, b1)),
+                side_bound(partial, bound, b2))
+    slack = d - fa - fb
+    if slack <= 0.0:
+        partial.failed[0] = 1
+        return
+    for i in range(3):
+        a = a0
+        b = b0
+        if i == 1:
+            a = a1
+            b = b1
+        if i == 2:
+            a = a2
+            b = b2
+        lower_marked(partial, bound, a, fa + GAMMA * slack)
+        lower_marked(partial, bound, b, fb + GAMMA * slack)
+
+
+@wp.func
+def vertex_triangle_distance(x: wp.array(dtype=wp.vec3), data: SelfContactData, v: int, t: int):
+    """Separation of vertex v from triangle t at positions x [m]."""
+    a = data.tri_indices[t, 0]
+    b = data.tri_indices[t, 1]
+    c = data.tri_indices[t, 2]
+    w = closest_point_triangle(x[v], x[a], x[b], x[c])
+    return x[v] - (x[a] * w[0] + x[b] * w[1] + x[c] * w[2])
+
+
+@wp.func
+def triangle_excludes(data: SelfContactData, v: int, t: int):
+    """Whether vertex v and triangle t never pair: v is a corner of t, or they are of two different worlds."""
+    a = data.tri_indices[t, 0]
+    return (v == a or v == data.tri_indices[t, 1] or v == data.tri_indices[t, 2]
+            or not worlds_interact(data.world[v], data.world[a]))
+
+
+@wp.func
+def visit_vertex_triangle(x: wp.array(dtype=wp.vec3), data: SelfContactData, partial: PartialSearch,
+                          bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32), v: int, t: int,
+                          query_radius: float, count: int, own: bool):
+    """Pair (v, t) at positions x: constrain the bounds; keep it in v's list (own: v rewrites its list, count
+    is its length so far; else added when not among v's vt_base pairs). Returns the new count."""
+    if triangle_excludes(data, v, t):
+        return count
+    u = vertex_triangle_distance(x, data, v, t)
+    d = wp.length(u)
+    if d >= query_radius:
+        return count
+    constrain_pair(partial, bound, v, v, v, data.tri_indices[t, 0], data.tri_indices[t, 1],
+                   data.tri_indices[t, 2], d)
+    if own:
+        if count < VT_SLOTS:
+            data.vt_triangle[v * VT_SLOTS + count] = t
+            data.vt_start[v * VT_SLOTS + count] = u
+            return count + 1
+        wp.atomic_add(overflow, 0, 1)
+        return count
+    for k in range(partial.vt_base[v]):
+        if data.vt_triangle[v * VT_SLOTS + k] == t:
+            return count
+    slot = wp.atomic_add(data.vt_count, v, 1)
+    if slot < VT_SLOTS:
+        data.vt_triangle[v * VT_SLOTS + slot] = t
+        data.vt_start[v * VT_SLOTS + slot] = u
+    else:
+        wp.atomic_add(overflow, 0, 1)
+    return count
+
+
+@wp.kernel
+def search_marked_vertices(x: wp.array(dtype=wp.vec3), grid: HashGridData, data: SelfContactData,
+                           partial: PartialSearch, query_radius: float, typical: float, boxes: PrimitiveBoxes,
+                           bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32)):
+    """Each vertex of S against every triangle within query_radius at positions x (the search positions), its
+    list rewritten. The grid and boxes are the last full search's, hence the margin."""
+    v = wp.tid()
+    if partial.marked[v] == 0 or data.thickness[v] <= 0.0:
+        return
+    p = x[v]
+    grow = query_radius + partial.margin
+    lower = p - wp.vec3(grow, grow, grow)
+    upper = p + wp.vec3(grow, grow, grow)
+    extra = wp.vec3(typical, typical, typical)
+    first = hash_grid_cell_of(grid, lower - extra)
+    extent = hash_grid_box_extent(grid, first, hash_grid_cell_of(grid, upper + extra))
+    count = int(0)
+    for cz in range(extent[2]):
+        for cy in range(extent[1]):
+            for cx in range(extent[0]):
+                cell = hash_grid_cell_index(grid, first + wp.vec3i(cx, cy, cz))
+                for k in range(grid.cell_start[cell], grid.cell_end[cell]):
+                    if boxes_overlap(lower, upper, boxes.tri_grid_lower[k], boxes.tri_grid_upper[k]):
+                        count = visit_vertex_triangle(x, data, partial, bound, overflow, v, grid.sorted_index[k],
+                                                      query_radius, count, True)
+    for k in range(boxes.large_count[0]):
+        t = boxes.large[0, k]
+        if boxes_overlap(lower, upper, boxes.tri_lower[t], boxes.tri_upper[t]):
+            count = visit_vertex_triangle(x, data, partial, bound, overflow, v, t, query_radius, count, True)
+    data.vt_count[v] = count
+
+
+@wp.func
+def visit_corners(x: wp.array(dtype=wp.vec3), data: SelfContactData, partial: PartialSearch,
+                  bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32), t: int, near: int,
+                  query_radius: float):
+    """The corners of triangle `near` that it is the first triangle of, outside S, against triangle t."""
+    for c in range(3):
+        w = data.tri_indices[near, c]
+        if partial.marked[w] == 0 and partial.first_triangle[w] == near and data.thickness[w] > 0.0:
+            visit_vertex_triangle(x, data, partial, bound, overflow, w, t, query_radius, 0, False)
+
+
+@wp.kernel
+def search_marked_triangles(x: wp.array(dtype=wp.vec3), grid: HashGridData, data: SelfContactData,
+                            partial: PartialSearch, query_radius: float, typical: float, boxes: PrimitiveBoxes,
+                            bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32)):
+    """Each triangle with a vertex in S against the vertices outside S within query_radius (found as corners
+    of the triangles near it, each through its first triangle): the pair is added to the vertex's list."""
+    t = wp.tid()
+    a = data.tri_indices[t, 0]
+    b = data.tri_indices[t, 1]
+    c = data.tri_indices[t, 2]
+    if partial.marked[a] == 0 and partial.marked[b] == 0 and partial.marked[c] == 0:
+        return
+    grow = query_radius + partial.margin
+    lower = wp.min(wp.min(x[a], x[b]), x[c]) - wp.vec3(grow, grow, grow)
+    upper = wp.max(wp.max(x[a], x[b]), x[c]) + wp.vec3(grow, grow, grow)
+    extra = wp.vec3(typical, typical, typical)
+    first = hash_grid_cell_of(grid, lower - extra)
+    extent = hash_grid_box_extent(grid, first, hash_grid_cell_of(grid, upper + extra))
+    for cz in range(extent[2]):
+        for cy in range(extent[1]):
+            for cx in range(extent[0]):
+                cell = hash_grid_cell_index(grid, first + wp.vec3i(cx, cy, cz))
+                for k in range(grid.cell_start[cell], grid.cell_end[cell]):
+                    if boxes_overlap(lower, upper, boxes.tri_grid_lower[k], boxes.tri_grid_upper[k]):
+                        visit_corners(x, data, partial, bound, overflow, t, grid.sorted_index[k], query_radius)
+    for k in range(boxes.large_count[0]):
+        near = boxes.large[0, k]
+        if boxes_overlap(lower, upper, boxes.tri_lower[near], boxes.tri_upper[near]):
+            visit_corners(x, data, partial, bound, overflow, t, near, query_radius)
+
+
+@wp.func
+def owns_edge_pair(boxes: PrimitiveBoxes, typical: float, e: int, f: int):
+    """Whether edge e's list holds pair (e, f), as the full search stores it (sim/self_contact.py
+    find_edge_edge_pairs): two typical or two large edges by the lower index, else by the typical one."""
+    e_typical = boxes.edge_radius[e] <= typical
+    f_typical = boxes.edge_radius[f] <= typical
+    if e_typical == f_typical:
+        return e < f
+    return e_typical
+
+
+@wp.func
+def visit_edge_edge(x: wp.array(dtype=wp.vec3), data: SelfContactData, partial: PartialSearch,
+                    boxes: PrimitiveBoxes, typical: float, bound: wp.array(dtype=float),
+                    overflow: wp.array(dtype=wp.int32), e: int, f: int, query_radius: float, count: int):
+    """Pair (e, f), e with a vertex in S: constrain the bounds; when e owns it, keep it in e's rewritten list
+    (count: its length so far); when f owns it and f has no vertex in S, add it to f's list if missing.
+    Returns e's new count."""
+    i0 = data.edge_indices[e, 0]
+    i1 = data.edge_indices[e, 1]
+    j0 = data.edge_indices[f, 0]
+    j1 = data.edge_indices[f, 1]
+    if i0 == j0 or i0 == j1 or i1 == j0 or i1 == j1 or not worlds_interact(data.world[i0], data.world[j0]):
+        return count
+    st = wp.closest_point_edge_edge(x[i0], x[i1], x[j0], x[j1], 1.0e-12)
+    u = x[i0] * (1.0 - st[0]) + x[i1] * st[0] - x[j0] * (1.0 - st[1]) - x[j1] * st[1]
+    d = wp.length(u)
+    if d >= query_radius:
+        return count
+    constrain_pair(partial, bound, i0, i1, i1, j0, j1, j1, d)
+    if owns_edge_pair(boxes, typical, e, f):
+        if count < EE_SLOTS:
+            data.ee_edge[e * EE_SLOTS + count] = f
+            data.ee_start[e * EE_SLOTS + count] = u
+            return count + 1
+        wp.atomic_add(overflow, 0, 1)
+        return count
+    if partial.marked[j0] != 0 or partial.marked[j1] != 0:
+        return count  # f rewrites its own list
+    for k in range(partial.ee_base[f]):
+        if data.ee_edge[f * EE_SLOTS + k] == e:
+            return count
+    slot = wp.atomic_add(data.ee_count, f, 1)
+    if slot < EE_SLOTS:
+        data.ee_edge[f * EE_SLOTS + slot] = e
+        data.ee_start[f * EE_SLOTS + slot] = -u
+    else:
+        wp.atomic_add(overflow, 0, 1)
+    return count
+
+
+@wp.kernel
+def search_marked_edges(x: wp.array(dtype=wp.vec3), grid: HashGridData, data: SelfContactData,
+                        partial: PartialSearch, query_radius: float, typical: float, boxes: PrimitiveBoxes,
+                        bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32)):
+    """Each edge with a vertex in S against every edge within query_radius: its own list rewritten, pairs
+    owned by an edge outside S added to that edge's list."""
+    e = wp.tid()
+    i0 = data.edge_indices[e, 0]
+    i1 = data.edge_indices[e, 1]
+    if partial.marked[i0] == 0 and partial.marked[i1] == 0:
+        return
+    grow = query_radius + partial.margin
+    lower = wp.min(x[i0], x[i1]) - wp.vec3(grow, grow, grow)
+    upper = wp.max(x[i0], x[i1]) + wp.vec3(grow, grow, grow)
+    extra = wp.vec3(typical, typical, typical)
+    first = hash_grid_cell_of(grid, lower - extra)
+    extent = hash_grid_box_extent(grid, first, hash_grid_cell_of(grid, upper + extra))
+    count = int(0)
+    for cz in range(extent[2]):
+        for cy in range(extent[1]):
+            for cx in range(extent[0]):
+                cell = hash_grid_cell_index(grid, first + wp.vec3i(cx, cy, cz))
+                for k in range(grid.cell_start[cell], grid.cell_end[cell]):
+                    if boxes_overlap(lower, upper, boxes.edge_grid_lower[k], boxes.edge_grid_upper[k]):
+                        count = visit_edge_edge(x, data, partial, boxes, typical, bound, overflow, e,
+                                                grid.sorted_index[k], query_radius, count)
+    for k in range(boxes.large_count[1]):
+        f = boxes.large[1, k]
+        if boxes_overlap(lower, upper, boxes.edge_lower[f], boxes.edge_upper[f]):
+            count = visit_edge_edge(x, data, partial, boxes, typical, bound, overflow, e, f, query_radius, count)
+    data.ee_count[e] = count
