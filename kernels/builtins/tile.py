@@ -8,7 +8,7 @@ declared here. Native code: kernels/native/tile.h.
 from __future__ import annotations
 
 from .. import types as T
-from .registry import A, AnyType, S, Tl, TypeArg, V, add_builtin, declare_properties
+from .registry import A, AnyType, M, S, Tl, TypeArg, V, add_builtin, declare_properties
 
 F = S("T", "float")
 N = S("T", "scalar")
@@ -169,3 +169,15 @@ add_builtin("tile_fft", (_COMPLEX,), None, arg_names=("inout",), mutates_arg=0, 
             doc="tile_fft(t): t's rows replaced by their discrete Fourier transforms (sum x_j e^(-2 pi i jk/n))")
 add_builtin("tile_ifft", (_COMPLEX,), None, arg_names=("inout",), mutates_arg=0, group="tile",
             doc="tile_ifft(t): t's rows replaced by their unnormalised inverse transforms (ifft(fft(x)) = n x)")
+
+# Fused operations (Warp 1.19). tile_axpy updates `dest` in place (rebound to the caller's variable); the gradient
+# flows to alpha (sum of src * the result's adjoint), src and the old dest. tile_dot contracts every element
+# (vectors and matrices componentwise, as a tensordot) to a 1-element tile of the scalar type.
+_SRC = Tl(AnyType("E"), "M", "N")
+add_builtin("tile_axpy", (F, _SRC, _SRC), None, arg_names=("alpha", "src", "dest"), mutates_arg=2, group="tile",
+            doc="tile_axpy(alpha, src, dest): dest += alpha * src (elements scalars, vectors or matrices of alpha's "
+                "type)")
+for _elem in (N, V("L", F), M("R", "C", F)):
+    add_builtin("tile_dot", (Tl(_elem), Tl(_elem)), Tl(S("T", "scalar") if _elem is N else F, 1, 1, ndim=1),
+                group="tile", doc="tile_dot(a, b): sum of a * b over every element (and component): a 1-element "
+                                  "tile")

@@ -12,6 +12,7 @@
 #include "tile.h"
 #include "tile_linalg.h"
 #include "tile_fft.h"
+#include "tile_fused.h"
 #include "random.h"
 #include "noise.h"
 #include "debug_print.h"

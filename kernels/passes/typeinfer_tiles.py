@@ -280,6 +280,24 @@ class TileForms:
         names = ("a", "b", "out", "alpha", "beta") if "out" in args else ("a", "b", "alpha")
         self.call_builtin(op, "tile_matmul", [values.get(k, args.get(k)) for k in names])
 
+    def builtin_tile_axpy(self, op):
+        """tile_axpy(alpha, src, dest): dest += alpha * src. Refused onto a broadcast tile: in Warp that is a view
+        whose repeated elements share storage, so each receives the sum of its copies' updates; a broadcast tile here
+        is a copy, and updating it would give a different number."""
+        args = self.call_arguments(op, ("alpha", "src", "dest"))
+        dest = args["dest"]
+        tt = self.need_tile(dest, op, "tile_axpy's dest")
+        self.need_tile(args["src"], op, "tile_axpy's src")
+        owner = dest.owner
+        if owner is not None and owner.opcode == "call" and owner.attrs.get("name") in (
+                "tile_broadcast", "tile_broadcast_row") and owner.operands[0].type.shape != tt.shape:
+            raise self.error("tile_axpy into a broadcast tile is not supported: in Warp its repeated elements share "
+                             "storage and accumulate every copy's update; here a broadcast tile is a copy (update "
+                             "the source tile, or tile_broadcast after tile_axpy)", op)
+        scalar = getattr(tt.dtype, "_wp_scalar_type_", tt.dtype)
+        alpha = self.convert_weak_to(args["alpha"], scalar, op)
+        self.call_builtin(op, "tile_axpy", [alpha, args["src"], dest])
+
     def builtin_tile_reshape(self, op):
         """tile_reshape(t, shape): the same elements in row-major order with a new shape (one entry may be -1)."""
         args = self.call_arguments(op, ("t", "shape", "storage"))
