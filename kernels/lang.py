@@ -57,10 +57,21 @@ class TileBuiltin(BuiltinFunction):
         return tile_annotation(params)
 
 
+class TileStackBuiltin(BuiltinFunction):
+    """`wp.tile_stack(capacity, dtype)`: a stack inside kernels; from Python, the stack type (for @wp.func
+    annotations)."""
+
+    def __call__(self, capacity, dtype=float):
+        from .tile_stack_type import tile_stack_type
+        return tile_stack_type(dtype, capacity)
+
+
+_SPECIAL_OBJECTS = {"tile": TileBuiltin, "tile_stack": TileStackBuiltin}
+
 #: name -> the object `wp.<name>` is for that builtin: every builtin the table marks exposed (operators Warp also
 #: exposes by name, wp.add, wp.bit_and, included)
 BUILTIN_FUNCTIONS: dict = {
-    name: (TileBuiltin if name == "tile" else BuiltinFunction)(name)
+    name: _SPECIAL_OBJECTS.get(name, BuiltinFunction)(name)
     for name, overloads in _builtins.BUILTINS.items()
     if overloads[0].props.exposed and not name.startswith("construct_")}
 #: the operators among them: `kernels` binds these even where another object has the name

@@ -119,8 +119,10 @@ class Kernel:
         if getattr(self, "_uses_tiles", None) is None:
             from . import ir as _ir
             from .typesys import TileType
-            self._uses_tiles = any(isinstance(getattr(v, "type", None), TileType)
-                                   for op in _ir.walk(self.compile_ir().body) for v in op.results)
+            from .tile_stack_type import is_tile_stack
+            self._uses_tiles = any(isinstance(v.type, TileType) or is_tile_stack(v.type)
+                                   for op in _ir.walk(self.compile_ir().body) for v in op.results
+                                   if hasattr(v, "type"))
         return self._uses_tiles
 
     def calls_any(self, names) -> bool:

@@ -181,3 +181,20 @@ for _elem in (N, V("L", F), M("R", "C", F)):
     add_builtin("tile_dot", (Tl(_elem), Tl(_elem)), Tl(S("T", "scalar") if _elem is N else F, 1, 1, ndim=1),
                 group="tile", doc="tile_dot(a, b): sum of a * b over every element (and component): a 1-element "
                                   "tile")
+
+# Block-local stacks (kernels/tile_stack_type.py, kernels/native/tile_stack.h): type inference checks that the argument
+# is a stack and that a pushed value has its dtype; no gradient flows through a stack.
+_STACK = AnyType("Stack")
+add_builtin("tile_stack", (TypeArg(_STACK),), _STACK, template_ret=True, differentiable=False, group="tile",
+            doc="tile_stack(capacity, dtype): an empty block-local stack of up to `capacity` values")
+add_builtin("tile_stack_push", (_STACK, AnyType("T"), T.bool_), I32, mutates_arg=0, differentiable=False,
+            arg_names=("stack", "value", "has_value"), group="tile",
+            doc="tile_stack_push(stack, value, has_value): the slot the value went to, or -1 (has_value false, or "
+                "the stack full)")
+add_builtin("tile_stack_pop", (_STACK,), (lambda b: b["Stack"]._wp_stack_dtype_, I32), mutates_arg=0,
+            differentiable=False, arg_names=("stack",), group="tile",
+            doc="tile_stack_pop(stack): (value, slot) of the last value pushed, or (0, -1) when the stack is empty")
+add_builtin("tile_stack_count", (_STACK,), I32, differentiable=False, arg_names=("stack",), group="tile",
+            doc="tile_stack_count(stack): how many values the stack holds")
+add_builtin("tile_stack_clear", (_STACK,), None, mutates_arg=0, differentiable=False, arg_names=("stack",),
+            group="tile", doc="tile_stack_clear(stack): empties the stack")

@@ -13,6 +13,7 @@
 #include "tile_linalg.h"
 #include "tile_fft.h"
 #include "tile_fused.h"
+#include "tile_stack.h"
 #include "random.h"
 #include "noise.h"
 #include "debug_print.h"

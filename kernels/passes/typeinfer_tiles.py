@@ -298,6 +298,59 @@ class TileForms:
         alpha = self.convert_weak_to(args["alpha"], scalar, op)
         self.call_builtin(op, "tile_axpy", [alpha, args["src"], dest])
 
+    # ------------------------------------------------------------------------------------------ stacks
+
+    def builtin_tile_stack(self, op):
+        from ..tile_stack_type import tile_stack_type
+
+        args = self.call_arguments(op, ("capacity", "dtype"))
+        if "capacity" not in args:
+            raise self.error("tile_stack(capacity, dtype=float) needs a capacity", op)
+        capacity = self.static_value(args["capacity"], op, "tile_stack's capacity")
+        if isinstance(capacity, bool) or not isinstance(capacity, int):
+            raise self.error(f"tile_stack: no overload takes a capacity of {capacity!r} (an int)", op)
+        if capacity <= 0:
+            raise self.error(f"tile_stack: capacity must be a positive integer, got {capacity}", op, kind=ValueError)
+        stack = tile_stack_type(self.tile_dtype(args, op), capacity)
+        self.emit_typed(op, "tile_stack", stack, [])
+
+    def need_stack(self, op, what):
+        """The stack operand of a stack builtin. Refused where it is a @wp.func's parameter and the builtin updates
+        it: Warp passes stacks by reference, kernels by value, so the caller would not see the update."""
+        from ..tile_stack_type import is_tile_stack
+
+        stack = op.operands[0] if op.operands else None
+        if stack is None or not is_tile_stack(stack.type):
+            got = describe(stack.type) if stack is not None else "nothing"
+            raise self.error(f"{what}'s first argument must be a tile_stack, got {got}", op)
+        if op.attrs.get("mutates") and stack in self.fn.params:
+            raise self.error(f"{what} on a tile_stack passed into a @wp.func is not supported: the update would not "
+                             "reach the caller (push and pop in the kernel, or return the values to push)", op)
+        return stack.type
+
+    def builtin_tile_stack_push(self, op):
+        stack = self.need_stack(op, "tile_stack_push")
+        args = self.call_arguments(op, ("stack", "value", "has_value"))
+        if "value" not in args or "has_value" not in args:
+            raise self.error("tile_stack_push(stack, value, has_value) needs all three arguments", op)
+        value = self.convert_weak_to(args["value"], stack._wp_stack_dtype_, op)
+        if value.type != stack._wp_stack_dtype_:
+            raise self.error(f"tile_stack_push: the value's type {describe(value.type)} does not match the stack's "
+                             f"dtype {describe(stack._wp_stack_dtype_)}", op, kind=TypeError)
+        self.call_builtin(op, "tile_stack_push", [args["stack"], value, args["has_value"]])
+
+    def builtin_tile_stack_pop(self, op):
+        self.need_stack(op, "tile_stack_pop")
+        self.call_builtin(op, "tile_stack_pop")
+
+    def builtin_tile_stack_count(self, op):
+        self.need_stack(op, "tile_stack_count")
+        self.call_builtin(op, "tile_stack_count")
+
+    def builtin_tile_stack_clear(self, op):
+        self.need_stack(op, "tile_stack_clear")
+        self.call_builtin(op, "tile_stack_clear")
+
     def builtin_tile_reshape(self, op):
         """tile_reshape(t, shape): the same elements in row-major order with a new shape (one entry may be -1)."""
         args = self.call_arguments(op, ("t", "shape", "storage"))
