@@ -198,3 +198,14 @@ add_builtin("tile_stack_count", (_STACK,), I32, differentiable=False, arg_names=
             doc="tile_stack_count(stack): how many values the stack holds")
 add_builtin("tile_stack_clear", (_STACK,), None, mutates_arg=0, differentiable=False, arg_names=("stack",),
             group="tile", doc="tile_stack_clear(stack): empties the stack")
+
+# Prefix scans over a tile's row-major sequence (kernels/native/tile_scan.h), float32, int32 or uint32 as Warp's;
+# the sums are differentiable (Warp's are not), the min/max scans not (as in Warp).
+for _dtype in (T.float32, I32, U32):
+    _SCANNED = Tl(_dtype, "M", "N")
+    for _name, _what, _diff in (("tile_scan_inclusive", "sums of elements 0..i", True),
+                                ("tile_scan_exclusive", "sums of elements 0..i-1 (0 first)", True),
+                                ("tile_scan_max_inclusive", "maxima of elements 0..i (C's fmax for floats)", False),
+                                ("tile_scan_min_inclusive", "minima of elements 0..i (C's fmin for floats)", False)):
+        add_builtin(_name, (_SCANNED,), _SCANNED, arg_names=("a",), differentiable=_diff and _dtype is T.float32,
+                    group="tile", doc=f"{_name}(a): the tile of prefix {_what}, in row-major order")

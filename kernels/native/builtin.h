@@ -14,6 +14,7 @@
 #include "tile_fft.h"
 #include "tile_fused.h"
 #include "tile_stack.h"
+#include "tile_scan.h"
 #include "random.h"
 #include "noise.h"
 #include "debug_print.h"
