@@ -140,3 +140,29 @@ def test_values_and_gradients_are_warps(tmp_path):
     for key in warp:
         # sums of 32 products: the order of the additions may differ from Warp's
         np.testing.assert_allclose(ours[key], warp[key], rtol=2e-6, atol=1e-6, err_msg=key)
+
+
+@wp.kernel
+def reduce_vectors(x: wp.array(dtype=wp.vec3d), out: wp.array(dtype=wp.vec3d)):
+    i = wp.tid()
+    t = wp.tile(x[i] * x[i][0], preserve_type=True)  # a tile of the thread's vector (one lane on the CPU)
+    wp.tile_atomic_add(out, wp.tile_reduce(wp.add, wp.tile_map(wp.cw_mul, t, t)))
+    whole = wp.tile_load(x, shape=4)
+    wp.tile_atomic_add(out, wp.tile_reduce(wp.add, wp.tile_map(wp.cw_mul, whole, whole)))
+
+
+def test_tile_reduce_of_vector_tiles_has_gradients(device):
+    # the reverse of tile_reduce over vector elements starts each step's adjoint at a zero vector
+    def fn(x):
+        out = wp.zeros(1, dtype=wp.vec3d, device=device, requires_grad=True)
+        wp.launch(reduce_vectors, dim=4, inputs=[x], outputs=[out], block_dim=4, device=device)
+        return out
+
+    gradcheck(fn, [wp.array(np.random.default_rng(6).normal(size=(4, 3)), dtype=wp.vec3d, device=device)])
+    with pytest.raises(CompileError, match="preserve_type=False"):
+        @wp.kernel
+        def spread(x: wp.array(dtype=wp.vec3), out: wp.array(dtype=wp.vec3)):
+            wp.tile_atomic_add(out, wp.tile_reduce(wp.add, wp.tile(x[0], preserve_type=False)))
+
+        wp.launch(spread, dim=1, inputs=[wp.zeros(1, dtype=wp.vec3, device=device)],
+                  outputs=[wp.zeros(1, dtype=wp.vec3, device=device)], device=device)

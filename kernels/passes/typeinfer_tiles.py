@@ -145,8 +145,14 @@ class TileForms:
         self.emit_typed(op, name, TileType(dtype, self.static_shape(args["shape"], op)), [rng, *bounds])
 
     def builtin_tile(self, op):
-        args = self.call_arguments(op, ("x",))
+        args = self.call_arguments(op, ("x", "preserve_type"))
         x = args["x"]
+        # preserve_type=True: a tile of the vectors or matrices themselves, as this form makes; Warp's False
+        # spreads their components over a 2-d tile of scalars, which kernels does not build
+        if "preserve_type" in args and not self.static_value(args["preserve_type"], op, "tile's preserve_type") \
+                and T.is_composite(x.type):
+            raise self.error("tile(x, preserve_type=False) of a vector or matrix (a 2-d tile of its components) is "
+                             "not supported; use preserve_type=True for a tile of the values", op)
         self.emit_typed(op, "tile_from_value", TileType(x.type, (1,)), [x])
 
     # ------------------------------------------------------------------------------------------ memory
