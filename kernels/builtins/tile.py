@@ -209,3 +209,16 @@ for _dtype in (T.float32, I32, U32):
                                 ("tile_scan_min_inclusive", "minima of elements 0..i (C's fmin for floats)", False)):
         add_builtin(_name, (_SCANNED,), _SCANNED, arg_names=("a",), differentiable=_diff and _dtype is T.float32,
                     group="tile", doc=f"{_name}(a): the tile of prefix {_what}, in row-major order")
+
+# Tile subscripts with slices (kernels/passes/tile_slices.py builds the selection; kernels/native/tile_slice.h).
+add_builtin("tile_slice", (TypeArg(_OUT), Tl(AnyType("T")), I32, I32, I32, I32, I32), _OUT, template_ret=True,
+            group="tile", doc="t[rows, cols] with slices: a copy of the selected elements")
+add_builtin("tile_slice_assign", (Tl(AnyType("T")), Tl(AnyType("T"), "P", "Q", nd="__value_ndim"), I32, I32, I32, I32,
+                                  I32), Tl(AnyType("T")), group="tile",
+            doc="t[rows, cols] = v with slices: t with the selection replaced by v's elements")
+declare_properties("tile_slice", exposed=False)
+declare_properties("tile_slice_assign", exposed=False)
+add_builtin("tile_assign", (Tl(AnyType("T")), Tl(AnyType("S"), "P", "Q", nd="__src_ndim"), I32, I32), None,
+            arg_names=("dst", "src", "offset_i", "offset_j"), mutates_arg=0, group="tile",
+            doc="tile_assign(dst, src, offset=(i, j)): src written into dst from the offset, converted to dst's "
+                "dtype; differentiable w.r.t. both (the overwritten part of dst gets no gradient)")

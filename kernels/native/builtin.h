@@ -15,6 +15,7 @@
 #include "tile_fused.h"
 #include "tile_stack.h"
 #include "tile_scan.h"
+#include "tile_slice.h"
 #include "random.h"
 #include "noise.h"
 #include "debug_print.h"

@@ -25,6 +25,7 @@ from .typeinfer_control import ControlFlowForms
 from .typeinfer_paths import PathForms
 from .typeinfer_scalars import ScalarForms
 from .typeinfer_slices import SliceForms, is_slice
+from .typeinfer_tile_slices import TileSliceForms
 from .typeinfer_tiles import TileForms
 
 _COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
@@ -58,7 +59,7 @@ def _field_value(struct_value, field):
     return None
 
 
-class TypeInference(TileForms, PathForms, SliceForms, ScalarForms, ControlFlowForms):
+class TypeInference(TileForms, TileSliceForms, PathForms, SliceForms, ScalarForms, ControlFlowForms):
     def __init__(self, fn: ir.Function, specialize):
         self.fn = fn
         self.specialize = specialize  # (user function object, arg types, loc) -> typed ir.Function
@@ -588,6 +589,8 @@ class TypeInference(TileForms, PathForms, SliceForms, ScalarForms, ControlFlowFo
             array_v = base.owner.operands[0]
             self.call_builtin(op, "array_shape", [array_v, self.typed_const(int(k), T.int32, op.loc)])
             return
+        if isinstance(t, TileType) and (len(idx) < len(t.shape) or any(isinstance(i.type, TileType) for i in idx)):
+            return self.tile_getitem(op, base, idx)  # a row of a 2-d tile (or an index tile, refused)
         if T.is_composite(t) or isinstance(t, TileType):
             self.check_indices(idx, op)
             self.call_builtin(op, "extract", [base, *idx])
@@ -621,6 +624,8 @@ class TypeInference(TileForms, PathForms, SliceForms, ScalarForms, ControlFlowFo
             self.check_indices(idx, op)
             self.call_builtin(op, "assign", [base, *idx, self.convert_weak_to(value, t._wp_scalar_type_, op)])
             return
+        if isinstance(t, TileType) and len(idx) < len(t.shape):
+            return self.tile_setitem(op, base, idx, value)  # a row of a 2-d tile
         if isinstance(t, TileType):
             self.check_indices(idx, op)
             self.call_builtin(op, "assign", [base, *idx, self.convert_weak_to(value, t.dtype, op)])

@@ -9,6 +9,7 @@ from .. import ir
 from .. import types as T
 from ..builtins import registry
 from ..typesys import ArrayType, PackType, StaticType, TileType, describe
+from .typeinfer_slices import is_slice
 
 
 class TileForms:
@@ -30,6 +31,35 @@ class TileForms:
             raise self.error(f"{len(shape)}-d tiles are not supported (tiles have 1 or 2 dimensions), "
                              f"got shape {shape!r}", op, kind=ValueError)
         return shape
+
+    def offset_items(self, v, op) -> list:
+        """The components of an offset argument as values (constants for a compile-time tuple), unconverted."""
+        if v is None:
+            return []
+        if isinstance(v.type, PackType):
+            return list(v.owner.operands)
+        if isinstance(v.type, StaticType) and isinstance(v.type.obj, tuple):
+            return [self.typed_const(x, T.float32 if isinstance(x, float) else T.int32, op.loc)
+                    if isinstance(x, (int, float)) else self.error(f"a tile offset component {x!r}", op)
+                    for x in v.type.obj]
+        return [v]
+
+    def builtin_tile_assign(self, op):
+        """tile_assign(dst, src, offset): refused into a view (tile_view, a slice, a broadcast), which in Warp shares
+        its parent's storage: here it is a copy, so the parent would not change."""
+        args = self.call_arguments(op, ("dst", "src", "offset"))
+        dst = args["dst"]
+        self.need_tile(dst, op, "tile_assign's dst")
+        st = self.need_tile(args["src"], op, "tile_assign's src")
+        owner = dst.owner
+        if owner is not None and owner.opcode == "call" and owner.attrs.get("name") in (
+                "tile_view", "tile_slice", "tile_broadcast", "tile_broadcast_row", "tile_reshape"):
+            raise self.error("tile_assign into a view of another tile is not supported: in Warp the view shares "
+                             "its parent's storage, here it is a copy; assign into the parent with an offset", op)
+        if not (T.is_float(st.dtype) or st.dtype == dst.type.dtype):
+            raise self.error(f"tile_assign of a {describe(st)} into a {describe(dst.type)}", op, TypeError)
+        oi, oj = self.offsets(args.get("offset"), op)
+        self.call_builtin(op, "tile_assign", [dst, args["src"], oi, oj])
 
     def offsets(self, v, op) -> list:
         """(row, column) offsets as int32 values, from a pack, a constant tuple, an int or nothing."""
@@ -260,6 +290,23 @@ class TileForms:
     def builtin_tile_view(self, op):
         args = self.call_arguments(op, ("t", "offset", "shape"))
         tt = self.need_tile(args["t"], op, "tile_view's argument")
+        items = self.offset_items(args.get("offset"), op)
+        if "shape" in args and any(is_slice(k) for k in items):
+            raise self.error("tile_view takes 'shape' together with a slice offset: give one or the other", op,
+                             ValueError)
+        for d, k in enumerate(items):
+            if is_slice(k):
+                continue
+            if not T.is_int(k.type):
+                raise self.error(f"tile_view offsets must be integers or slices, got {describe(k.type)}", op,
+                                 ValueError)
+            if k.owner is not None and k.owner.opcode == "const" and d < len(tt.shape) \
+                    and not 0 <= int(k.owner.attrs["value"]) < tt.shape[d]:
+                raise self.error(f"tile_view offset {k.owner.attrs['value']} is out of bounds for axis {d} of "
+                                 f"length {tt.shape[d]}", op, ValueError)
+        if any(is_slice(k) for k in items) or ("shape" not in args and 0 < len(items) < len(tt.shape)):
+            # Warp's view of the remaining axes, t[i] for offset=(i,): the subscript form
+            return self.tile_getitem(op, args["t"], items)
         shape = self.static_shape(args["shape"], op) if "shape" in args else tt.shape
         oi, oj = self.offsets(args.get("offset"), op)
         self.emit_typed(op, "tile_view", TileType(tt.dtype, shape), [args["t"], oi, oj])
