@@ -19,6 +19,11 @@ verbose: bool = bool(int(os.environ.get("KERNELS_VERBOSE", "0")))
 #: KERNELS_COMPILE_NOTICE=0 turns it off.
 compile_notice: bool = os.environ.get("KERNELS_COMPILE_NOTICE", "1") != "0"
 
+#: Warp's log level (the `logging` module's numbers): messages below it are not shown. The cold-compile notice is
+#: an INFO message (20), so a level of WARNING (30) or above silences it as `compile_notice = False` does.
+log_level: int = 20
+LOG_DEBUG, LOG_INFO, LOG_WARNING, LOG_ERROR = 10, 20, 30, 40  # wp.LOG_*: the levels by name
+
 #: Launches with at least this many threads run in parallel on the CPU (the runtime's thread pool); smaller ones run
 #: on one core, where starting threads would cost more than it saves.
 cpu_parallel_threshold: int = 16384
