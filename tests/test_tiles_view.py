@@ -143,3 +143,17 @@ def test_values_and_gradients_are_warps(tmp_path):
     warp, ours = _warp_reference.both(_PROGRAM, str(tmp_path), "tile_views")
     for key in warp:
         np.testing.assert_allclose(ours[key], warp[key], rtol=1e-6, atol=1e-6, err_msg=key)
+
+
+@wp.kernel
+def tile_lengths(a: wp.array2d(dtype=float), out: wp.array(dtype=int)):
+    x = wp.tile_load(a, shape=(3, 5))
+    out[0] = wp.static(len(x))
+    out[1] = len(x[0])  # a row's length
+
+
+def test_len_of_a_tile_is_its_first_axis(device):
+    out = wp.zeros(2, dtype=int, device=device)
+    wp.launch_tiled(tile_lengths, dim=[1], inputs=[wp.zeros((3, 5), dtype=float, device=device)], outputs=[out],
+                    block_dim=8, device=device)
+    np.testing.assert_array_equal(out.numpy(), [3, 5])

@@ -518,6 +518,8 @@ class TypeInference(TileForms, TileSliceForms, PathForms, SliceForms, ScalarForm
             self.replace(op.results[0], self.typed_const(v.type._shape_[0], T.int32, op.loc))
         elif isinstance(v.type, ShapeType):
             self.replace(op.results[0], self.typed_const(v.type.ndim, T.int32, op.loc))
+        elif isinstance(v.type, TileType):  # the length of the first axis, as numpy's len
+            self.replace(op.results[0], self.typed_const(v.type.shape[0], T.int32, op.loc))
         else:
             raise self.error(f"len() of a {describe(v.type)}", op)
 
