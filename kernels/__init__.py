@@ -4,6 +4,8 @@ forward and adjoint. Port a Warp program by writing `import kernels as wp`."""
 from __future__ import annotations
 
 from . import config
+from .indexedarray import (indexedarray, indexedarray1d, indexedarray2d, indexedarray3d,  # noqa: F401
+                           indexedarray4d)
 from .config import LOG_DEBUG, LOG_ERROR, LOG_INFO, LOG_WARNING  # noqa: F401  (wp.config.log_level values)
 from .capture import (CaptureError, Graph, ScopedCapture, capture_begin, capture_end, capture_launch,
                       is_capturing)
