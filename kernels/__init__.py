@@ -7,6 +7,7 @@ from . import config
 from .indexedarray import (indexedarray, indexedarray1d, indexedarray2d, indexedarray3d,  # noqa: F401
                            indexedarray4d)
 from .config import LOG_DEBUG, LOG_ERROR, LOG_INFO, LOG_WARNING  # noqa: F401  (wp.config.log_level values)
+from .config import DeterministicMode  # noqa: F401  (wp.config.deterministic, module option "deterministic")
 from .capture import (CaptureError, Graph, ScopedCapture, capture_begin, capture_end, capture_launch,
                       is_capturing)
 from .array import array, clone, empty, zeros
@@ -19,6 +20,7 @@ from .device import (Device, ScopedDevice, get_cuda_device_count, get_device, ge
 from .errors import CompileError, KernelError, LaunchError, NativeCompileError
 from .errors import (CompileAttributeError, CompileIndexError, CompileKeyError, CompileTypeError,
                      CompileValueError)
+from .function import Func as Function  # noqa: F401  (Warp's class of @wp.func objects)
 from .function import func, func_grad, func_replay, grad
 from .hash_grid import HashGrid, HashGridQuery
 from .mesh import Mesh, MeshQueryAABB, MeshQueryPoint, MeshQueryRay, is_cubql_available
