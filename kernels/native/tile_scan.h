@@ -73,8 +73,10 @@ CUDA_CALLABLE inline tile_t<T, R, C> tile_scan_min_inclusive(const tile_t<T, R, 
     return r;
 }
 template <typename T, int R, int C>
-CUDA_CALLABLE inline void adj_tile_scan_max_inclusive(const tile_t<T, R, C>&, tile_t<T, R, C>&, const tile_t<T, R, C>&) {}
+CUDA_CALLABLE inline void adj_tile_scan_max_inclusive(const tile_t<T, R, C>&, tile_t<T, R, C>&,
+                                                      const tile_t<T, R, C>&) {}
 template <typename T, int R, int C>
-CUDA_CALLABLE inline void adj_tile_scan_min_inclusive(const tile_t<T, R, C>&, tile_t<T, R, C>&, const tile_t<T, R, C>&) {}
+CUDA_CALLABLE inline void adj_tile_scan_min_inclusive(const tile_t<T, R, C>&, tile_t<T, R, C>&,
+                                                      const tile_t<T, R, C>&) {}
 
 }  // namespace wp

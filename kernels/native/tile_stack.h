@@ -1,5 +1,5 @@
-// wp.tile_stack: a block-local LIFO stack of at most CAP values (kernels/tile_stack_type.py). On the CPU a block runs as
-// one lane, so each call acts for that lane alone. No gradient flows through a stack (the builtins are declared
+// wp.tile_stack: a block-local LIFO stack of at most CAP values (kernels/tile_stack_type.py). On the CPU a block
+// runs as one lane, so each call acts for that lane alone. No gradient flows through a stack (the builtins are declared
 // non-differentiable); the adjoints exist so that a backward kernel can replay the forward calls.
 #pragma once
 #include "core.h"
