@@ -113,7 +113,7 @@ def install_type_tables(wp) -> None:
     sys.modules["warp._src.types"] = table
     # Some test files import internals at their top; those names exist so the file loads, and every test that
     # touches them is excluded by INTERNAL above.
-    for name in ("codegen", "logger", "context", "deterministic"):
+    for name in ("codegen", "logger", "context", "deterministic", "build", "utils", "optim", "builtins"):
         stub = _InternalStub(f"warp._src.{name}")
         setattr(src, name, stub)
         sys.modules[stub.__name__] = stub
