@@ -13,6 +13,10 @@ inside functions included, and that no module imports another back):
 from __future__ import annotations
 
 from . import config
+from .runtime.indexedarray import (indexedarray, indexedarray1d, indexedarray2d, indexedarray3d,  # noqa: F401
+                                   indexedarray4d)
+from .config import LOG_DEBUG, LOG_ERROR, LOG_INFO, LOG_WARNING  # noqa: F401  (wp.config.log_level values)
+from .config import DeterministicMode  # noqa: F401  (wp.config.deterministic, module option "deterministic")
 from .runtime.capture import (CaptureError, Graph, ScopedCapture, capture_begin, capture_end, capture_launch,
                               is_capturing)
 from .runtime.array import array, clone, empty, zeros
@@ -25,6 +29,7 @@ from .runtime.device import (Device, ScopedDevice, get_cuda_device_count, get_de
 from .errors import CompileError, KernelError, LaunchError, NativeCompileError
 from .errors import (CompileAttributeError, CompileIndexError, CompileKeyError, CompileTypeError,
                      CompileValueError)
+from .compiler.function import Func as Function  # noqa: F401  (Warp's class of @wp.func objects)
 from .compiler.function import func, func_grad, func_replay, grad
 from .runtime.hash_grid import HashGrid, HashGridQuery
 from .runtime.mesh import Mesh, MeshQueryAABB, MeshQueryPoint, MeshQueryRay, is_cubql_available

@@ -3,7 +3,10 @@ the compile-cache key (they change the source text or the compiler flags)."""
 
 from __future__ import annotations
 
+import enum
 import os
+import sys
+import types
 
 #: "release" (default) or "debug": debug checks array bounds in kernels and raises with kernel, line and index.
 mode: str = os.environ.get("KERNELS_MODE", "release")
@@ -18,6 +21,11 @@ verbose: bool = bool(int(os.environ.get("KERNELS_VERBOSE", "0")))
 #: of the simulation's kernels takes 10-30 s, which would otherwise pass in silence). Environment variable:
 #: KERNELS_COMPILE_NOTICE=0 turns it off.
 compile_notice: bool = os.environ.get("KERNELS_COMPILE_NOTICE", "1") != "0"
+
+#: Warp's log level (the `logging` module's numbers): messages below it are not shown. The cold-compile notice is
+#: an INFO message (20), so a level of WARNING (30) or above silences it as `compile_notice = False` does.
+log_level: int = 20
+LOG_DEBUG, LOG_INFO, LOG_WARNING, LOG_ERROR = 10, 20, 30, 40  # wp.LOG_*: the levels by name
 
 #: Launches with at least this many threads run in parallel on the CPU (the runtime's thread pool); smaller ones run
 #: on one core, where starting threads would cost more than it saves.
@@ -69,3 +77,41 @@ verify_fp: bool = False
 #: lane (tile operations loop over the whole tile in it; whole-tile results are the same); setting this True
 #: makes a CPU launch_tiled with block_dim > 1 raise a LaunchError instead of silently running one lane.
 enable_cpu_blocks: bool = False
+
+
+class DeterministicMode(enum.IntEnum):
+    """Warp's `wp.DeterministicMode`: what a kernel's floating-point atomics promise about their summation order."""
+
+    NOT_GUARANTEED = 0  # any order (CPU launches above the parallel threshold run on the thread pool)
+    RUN_TO_RUN = 1  # the same result on every run
+    GPU_TO_GPU = 2  # the same result on any device (here: the CPU's serial order)
+
+
+#: Warp's switch (also a module option, `module_options={"deterministic": ...}`): anything but NOT_GUARANTEED
+#: makes the kernels of a module run serially on the CPU, thread index by thread index, so their atomic adds sum
+#: in one fixed order, Warp's CPU order. Only DeterministicMode values are accepted.
+deterministic: DeterministicMode = DeterministicMode.NOT_GUARANTEED
+
+#: Warp's capacity of its deterministic GPU scatter records (module option of the same name; 0: Warp's automatic
+#: size). Recorded in new modules' options; no effect on the CPU, where deterministic launches run serially.
+deterministic_max_records: int = 0
+
+
+def check_deterministic(value):
+    """`value` if it is a DeterministicMode, else a ValueError (Warp rejects strings and bools alike)."""
+    if not isinstance(value, DeterministicMode):
+        raise ValueError(f"deterministic must be a wp.DeterministicMode value (NOT_GUARANTEED, RUN_TO_RUN or "
+                         f"GPU_TO_GPU), got {value!r}")
+    return value
+
+
+class _ConfigModule(types.ModuleType):
+    """This module, with its `deterministic` setting checked when assigned (`wp.config.deterministic = ...`)."""
+
+    def __setattr__(self, name, value):
+        if name == "deterministic":
+            check_deterministic(value)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _ConfigModule

@@ -8,7 +8,7 @@ declared here. Native code: kernels/native/tile.h.
 from __future__ import annotations
 
 from .. import types as T
-from .registry import A, AnyType, S, Tl, TypeArg, V, add_builtin, declare_properties
+from .registry import A, AnyType, M, S, Tl, TypeArg, V, add_builtin, declare_properties
 
 F = S("T", "float")
 N = S("T", "scalar")
@@ -169,3 +169,56 @@ add_builtin("tile_fft", (_COMPLEX,), None, arg_names=("inout",), mutates_arg=0, 
             doc="tile_fft(t): t's rows replaced by their discrete Fourier transforms (sum x_j e^(-2 pi i jk/n))")
 add_builtin("tile_ifft", (_COMPLEX,), None, arg_names=("inout",), mutates_arg=0, group="tile",
             doc="tile_ifft(t): t's rows replaced by their unnormalised inverse transforms (ifft(fft(x)) = n x)")
+
+# Fused operations (Warp 1.19). tile_axpy updates `dest` in place (rebound to the caller's variable); the gradient
+# flows to alpha (sum of src * the result's adjoint), src and the old dest. tile_dot contracts every element
+# (vectors and matrices componentwise, as a tensordot) to a 1-element tile of the scalar type.
+_SRC = Tl(AnyType("E"), "M", "N")
+add_builtin("tile_axpy", (F, _SRC, _SRC), None, arg_names=("alpha", "src", "dest"), mutates_arg=2, group="tile",
+            doc="tile_axpy(alpha, src, dest): dest += alpha * src (elements scalars, vectors or matrices of alpha's "
+                "type)")
+for _elem in (N, V("L", F), M("R", "C", F)):
+    add_builtin("tile_dot", (Tl(_elem), Tl(_elem)), Tl(S("T", "scalar") if _elem is N else F, 1, 1, ndim=1),
+                group="tile", doc="tile_dot(a, b): sum of a * b over every element (and component): a 1-element "
+                                  "tile")
+
+# Block-local stacks (kernels/tile_stack_type.py, kernels/native/tile_stack.h): type inference checks that the argument
+# is a stack and that a pushed value has its dtype; no gradient flows through a stack.
+_STACK = AnyType("Stack")
+add_builtin("tile_stack", (TypeArg(_STACK),), _STACK, template_ret=True, differentiable=False, group="tile",
+            doc="tile_stack(capacity, dtype): an empty block-local stack of up to `capacity` values")
+add_builtin("tile_stack_push", (_STACK, AnyType("T"), T.bool_), I32, mutates_arg=0, differentiable=False,
+            arg_names=("stack", "value", "has_value"), group="tile",
+            doc="tile_stack_push(stack, value, has_value): the slot the value went to, or -1 (has_value false, or "
+                "the stack full)")
+add_builtin("tile_stack_pop", (_STACK,), (lambda b: b["Stack"]._wp_stack_dtype_, I32), mutates_arg=0,
+            differentiable=False, arg_names=("stack",), group="tile",
+            doc="tile_stack_pop(stack): (value, slot) of the last value pushed, or (0, -1) when the stack is empty")
+add_builtin("tile_stack_count", (_STACK,), I32, differentiable=False, arg_names=("stack",), group="tile",
+            doc="tile_stack_count(stack): how many values the stack holds")
+add_builtin("tile_stack_clear", (_STACK,), None, mutates_arg=0, differentiable=False, arg_names=("stack",),
+            group="tile", doc="tile_stack_clear(stack): empties the stack")
+
+# Prefix scans over a tile's row-major sequence (kernels/native/tile_scan.h), float32, int32 or uint32 as Warp's;
+# the sums are differentiable (Warp's are not), the min/max scans not (as in Warp).
+for _dtype in (T.float32, I32, U32):
+    _SCANNED = Tl(_dtype, "M", "N")
+    for _name, _what, _diff in (("tile_scan_inclusive", "sums of elements 0..i", True),
+                                ("tile_scan_exclusive", "sums of elements 0..i-1 (0 first)", True),
+                                ("tile_scan_max_inclusive", "maxima of elements 0..i (C's fmax for floats)", False),
+                                ("tile_scan_min_inclusive", "minima of elements 0..i (C's fmin for floats)", False)):
+        add_builtin(_name, (_SCANNED,), _SCANNED, arg_names=("a",), differentiable=_diff and _dtype is T.float32,
+                    group="tile", doc=f"{_name}(a): the tile of prefix {_what}, in row-major order")
+
+# Tile subscripts with slices (kernels/passes/tile_slices.py builds the selection; kernels/native/tile_slice.h).
+add_builtin("tile_slice", (TypeArg(_OUT), Tl(AnyType("T")), I32, I32, I32, I32, I32), _OUT, template_ret=True,
+            group="tile", doc="t[rows, cols] with slices: a copy of the selected elements")
+add_builtin("tile_slice_assign", (Tl(AnyType("T")), Tl(AnyType("T"), "P", "Q", nd="__value_ndim"), I32, I32, I32, I32,
+                                  I32), Tl(AnyType("T")), group="tile",
+            doc="t[rows, cols] = v with slices: t with the selection replaced by v's elements")
+declare_properties("tile_slice", exposed=False)
+declare_properties("tile_slice_assign", exposed=False)
+add_builtin("tile_assign", (Tl(AnyType("T")), Tl(AnyType("S"), "P", "Q", nd="__src_ndim"), I32, I32), None,
+            arg_names=("dst", "src", "offset_i", "offset_j"), mutates_arg=0, group="tile",
+            doc="tile_assign(dst, src, offset=(i, j)): src written into dst from the offset, converted to dst's "
+                "dtype; differentiable w.r.t. both (the overwritten part of dst gets no gradient)")

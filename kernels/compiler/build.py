@@ -78,7 +78,7 @@ def announce_compile(device: str, what: str, compiler: list | None = None):
     """One line on stderr when the first compile the cache cannot answer starts on `device` in this process
     (config.compile_notice): a cold compile of a simulation takes 10-30 s, which would otherwise pass in silence.
     `what` says what is compiled ("12 kernels of module 'sim.reductions'")."""
-    if not config.compile_notice or device in _announced:
+    if not config.compile_notice or config.log_level > 20 or device in _announced:
         return
     _announced.add(device)
     import sys

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .. import builtins as _builtins
 from ..typesys import tile_annotation
+from .tile_stack_type import tile_stack_type
 from ..types import (float64, mat33, mat33d, mat44, mat44d, quat, quatd, spatial_matrix, spatial_matrixd,  # noqa: F401
                      spatial_vector, transform, vec3, vec3d)
 
@@ -70,10 +71,20 @@ class TileBuiltin(BuiltinFunction):
         return tile_annotation(params)
 
 
+class TileStackBuiltin(BuiltinFunction):
+    """`wp.tile_stack(capacity, dtype)`: a stack inside kernels; from Python, the stack type (for @wp.func
+    annotations)."""
+
+    def __call__(self, capacity, dtype=float):
+        return tile_stack_type(dtype, capacity)
+
+
+_SPECIAL_OBJECTS = {"tile": TileBuiltin, "tile_stack": TileStackBuiltin}
+
 #: name -> the object `wp.<name>` is for that builtin: every builtin the table marks exposed (operators Warp also
 #: exposes by name, wp.add, wp.bit_and, included)
 BUILTIN_FUNCTIONS: dict = {
-    name: (TileBuiltin if name == "tile" else BuiltinFunction)(name)
+    name: _SPECIAL_OBJECTS.get(name, BuiltinFunction)(name)
     for name, overloads in _builtins.BUILTINS.items()
     if overloads[0].props.exposed and not name.startswith("construct_")}
 #: the operators among them: `kernels` binds these even where another object has the name

@@ -286,6 +286,13 @@ class FunctionRenderer:
                 names[idx] = self.name(r)
             args = [names.get(k) or self.name(v) for k, v in enumerate(a)]
             call = f"wp::{op.attrs['overload'].native}({', '.join(args)})"
+            if len(outs) > 1:  # several values, as fields v0, v1, ... of the native result
+                self.emit("{")
+                self.emit(f"    auto r_ = {call};")
+                for k, r in enumerate(outs):
+                    self.emit(f"    {self.name(r)} = r_.v{k};")
+                self.emit("}")
+                return
             self.emit(f"{self.name(outs[0])} = {call};" if outs else f"{call};")
             return
         if op.attrs.get("gradient"):

@@ -10,6 +10,9 @@ from . import ir
 from .render import CPU, FunctionRenderer, ctype
 from ..typesys import ArrayType, is_struct
 from .render_adjoint import render_adjoint_function
+from .. import types as T
+
+_NO_ATOMIC_ADD = (T.bool_, T.int8, T.uint8, T.int16, T.uint16)
 
 HEADER = '#include "builtin.h"\n'
 
@@ -47,8 +50,9 @@ class ModuleSource:
         # adjoint accumulation of struct values adds field by field; array members are views, never summed
         adds = "\n".join(f"    r.{name} = wp::add(a.{name}, b.{name});" for name, ft in info.fields.items()
                          if not isinstance(ft, ArrayType))
+        # as Warp's: fields of a type without an atomic add (bool, 8- and 16-bit integers) are not accumulated
         atomics = "\n".join(f"    atomic_rmw_add(&p->{name}, v.{name});" for name, ft in info.fields.items()
-                            if not isinstance(ft, ArrayType))
+                            if not isinstance(ft, ArrayType) and ft not in _NO_ATOMIC_ADD)
         return (f"struct {info.cname} {{\n{fields}\n}};\n"
                 f"CUDA_CALLABLE inline {info.cname} add(const {info.cname}& a, const {info.cname}& b) {{\n"
                 f"    {info.cname} r = a;\n{adds}\n    return r;\n}}\n"

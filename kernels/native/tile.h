@@ -547,7 +547,7 @@ CUDA_CALLABLE inline void adj_tile_reduce(F f, AdjF adj_f, const tile_t<T, R, C>
     for (int k = 1; k < R * C; ++k) prefix[k] = f(prefix[k - 1], a.data[k]);
     T adj_acc = adj_ret.data[0];
     for (int k = R * C - 1; k >= 1; --k) {
-        T adj_prev = T(0);
+        T adj_prev = T();  // T() is zero for scalars, vectors and matrices alike
         adj_f(prefix[k - 1], a.data[k], adj_prev, adj_a.data[k], adj_acc);
         adj_acc = adj_prev;
     }
@@ -580,7 +580,7 @@ CUDA_CALLABLE inline void adj_tile_reduce_axis(F f, AdjF adj_f, const tile_t<T, 
         for (int k = 1; k < n; ++k) prefix[k] = f(prefix[k - 1], a.data[tile_line_index<Axis, C>(l, k)]);
         T adj_acc = adj_ret.data[l];
         for (int k = n - 1; k >= 1; --k) {
-            T adj_prev = T(0);
+            T adj_prev = T();  // T() is zero for scalars, vectors and matrices alike
             int at = tile_line_index<Axis, C>(l, k);
             adj_f(prefix[k - 1], a.data[at], adj_prev, adj_a.data[at], adj_acc);
             adj_acc = adj_prev;

@@ -440,7 +440,8 @@ def launch(kernel, dim, inputs=(), outputs=(), device=None, adjoint=False, adj_i
 
 
 # builtins whose results depend on how a block's work is spread over its lanes
-LANE_DEPENDENT_BUILTINS = frozenset({"tile_randi", "tile_randf", "tile_from_thread", "block_dim"})
+# (a tile_stack's pushes come from every lane of a block in Warp)
+LANE_DEPENDENT_BUILTINS = frozenset({"tile_randi", "tile_randf", "tile_from_thread", "block_dim", "tile_stack_push"})
 
 
 def launch_tiled(kernel, dim, inputs=(), outputs=(), device=None, block_dim: int = 256, adjoint=False,

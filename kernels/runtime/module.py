@@ -35,6 +35,7 @@ from ..compiler.render_adjoint import render_adjoint_function, render_adjoint_ke
 from ..compiler.render_module import ModuleSource
 from .launch import argument_type
 from ..typesys import TileType
+from ..compiler.tile_stack_type import is_tile_stack
 
 
 class Kernel:
@@ -127,8 +128,9 @@ class Kernel:
     def uses_tiles(self) -> bool:
         """Whether the kernel has tile values (from its IR, compiled on request when loaded from the cache)."""
         if getattr(self, "_uses_tiles", None) is None:
-            self._uses_tiles = any(isinstance(getattr(v, "type", None), TileType)
-                                   for op in ir.walk(self.compile_ir().body) for v in op.results)
+            self._uses_tiles = any(isinstance(v.type, TileType) or is_tile_stack(v.type)
+                                   for op in ir.walk(self.compile_ir().body) for v in op.results
+                                   if hasattr(v, "type"))
         return self._uses_tiles
 
     def calls_any(self, names) -> bool:
@@ -148,7 +150,11 @@ class Kernel:
         return False
 
     def parallel_threshold(self, base: int) -> int:
-        """Launch size from which this kernel runs multithreaded on the CPU (`base` is for a trivial kernel)."""
+        """Launch size from which this kernel runs multithreaded on the CPU (`base` is for a trivial kernel).
+        A deterministic kernel (wp.config.deterministic or its module's option) never does: it runs thread index
+        by thread index, so its atomic adds sum in one order, Warp's CPU order."""
+        if config.deterministic or self.module.options.get("deterministic"):
+            return 2**62
         cached = self._threshold
         if cached is None or cached[0] != base or cached[1] != self.work:
             cached = self._threshold = (base, self.work, parallel_threshold(self.work, base))
@@ -232,7 +238,9 @@ class Module:
         self.build_seconds = 0.0  # wall time in build(): IR, code generation, C++ compile or cache load
         self.cold_builds = 0
         self.index_hits = 0  # batches loaded through the cache index, with no IR compiled
-        self.options: dict = {"enable_backward": True}  # Warp's module options (wp.set_module_options); see set_module_options
+        # Warp's module options (wp.set_module_options); the deterministic ones start as wp.config's
+        self.options: dict = {"enable_backward": True, "deterministic": config.deterministic,
+                              "deterministic_max_records": config.deterministic_max_records}
 
     def register(self, kernel: Kernel):
         # every kernel object is its own kernel: factories and closures make several with one name
@@ -434,6 +442,8 @@ def set_module_options(options: dict, module=None):
     `enable_mathdx_gemm`, ...) have no effect on the CPU backend.
     """
     name = module if isinstance(module, str) else getattr(module, "__name__", None) or _caller_module_name()
+    if "deterministic" in options:
+        config.check_deterministic(options["deterministic"])
     get_module(name).options.update(options)
 
 
@@ -465,6 +475,8 @@ def kernel(f=None, *, enable_backward: bool | None = None, module=None, launch_b
         if mod == "unique":
             mod = f"{g.__module__}.{g.__qualname__}:{g.__code__.co_firstlineno}:{name or ''}:{id(g):x}"
         if module_options:
+            if "deterministic" in module_options:
+                config.check_deterministic(module_options["deterministic"])
             get_module(mod or g.__module__).options.update(module_options)
         backward = enable_backward
         if backward is None:

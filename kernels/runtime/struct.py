@@ -64,7 +64,8 @@ def _field_type(name, ann, cls):
         return t
     if T.is_scalar(t) or T.is_composite(t):
         return t
-    raise TypeError(f"struct {cls.__name__}: field '{name}' has unsupported type {ann!r}")
+    why = getattr(ann, "_unsupported_", None)  # a Warp type kernels does not have (wp.indexedarray[float])
+    raise TypeError(f"struct {cls.__name__}: field '{name}' has unsupported type {ann!r}" + (f": {why}" if why else ""))
 
 
 def struct(cls):

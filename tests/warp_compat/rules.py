@@ -4,7 +4,8 @@ The rule, applied identically to the warp-lang baseline and to our run: a test i
 function, or the kernel of an `add_kernel_test`) uses something that is not part of Warp's public API or that needs
 a CUDA device:
 - Warp internals: any `warp._src` attribute other than the type tables below, `wp.context`, the runtime object,
-  module builders/hashers, native error-output switches, generated-source inspection;
+  module builders/hashers, native error-output switches, generated-source inspection, Warp's native memory layouts
+  read through ctypes (a BVH's header at its id);
 - CUDA-only features: streams, events, mempools, peer access, CUDA graphs, `__cuda_array_interface__`, `cuda:N`
   device strings, JAX/Paddle/Torch CUDA interop.
 Type tables (`warp._src.types.int_types`, `float_types`, `scalar_types`, `np_dtype_to_warp_type`, ...) are plain
@@ -25,7 +26,8 @@ INTERNAL = re.compile(
     r"_src\.(?!types\.(?:%s)\b)" % "|".join(_TYPE_TABLES)
     + r"|\bwp\.context\b|\bruntime\b|ModuleHasher|ModuleBuilder|get_module\(|\.module\.(?:load|unload|hash)"
     + r"|codegen\.|_logger\.|_get_live_kernels|\.adj\.|kernel\.adj|set_error_output|get_error_string"
-    + r"|_codegen_cuda_source|_build_cuda_meta|get_mangled_name")
+    + r"|_codegen_cuda_source|_build_cuda_meta|get_mangled_name"
+    + r"|_host_bvh_depth")  # reads Warp's native BVH header through ctypes at the object's id
 CUDA_ONLY = re.compile(
     r"\bStream\(|ScopedStream|\bEvent\(|mempool|peer_access|capture_begin|ScopedCapture|__cuda_array_interface__"
     r"|[\"']cuda(?::\d)?[\"']|is_cuda_available\(\)|get_cuda_device|jax|paddle|torch|entry_point_abi")
@@ -111,7 +113,7 @@ def install_type_tables(wp) -> None:
     sys.modules["warp._src.types"] = table
     # Some test files import internals at their top; those names exist so the file loads, and every test that
     # touches them is excluded by INTERNAL above.
-    for name in ("codegen", "logger", "context"):
+    for name in ("codegen", "logger", "context", "deterministic", "build", "utils", "optim", "builtins"):
         stub = _InternalStub(f"warp._src.{name}")
         setattr(src, name, stub)
         sys.modules[stub.__name__] = stub

@@ -106,6 +106,8 @@ def _format(err) -> str:
 
 
 def _test_id(test) -> str:
+    if not hasattr(test, "_testMethodName"):  # unittest's stand-in for a failed setUpModule / setUpClass
+        return f"{type(test).__name__}.{test.id()}"
     return f"{type(test).__name__}.{test._testMethodName}"
 
 

@@ -26,6 +26,7 @@ from .typeinfer_control import ControlFlowForms
 from .typeinfer_paths import PathForms
 from .typeinfer_scalars import ScalarForms
 from .typeinfer_slices import SliceForms, is_slice
+from .typeinfer_tile_slices import TileSliceForms
 from .typeinfer_tiles import TileForms
 
 _COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
@@ -59,7 +60,7 @@ def _field_value(struct_value, field):
     return None
 
 
-class TypeInference(TileForms, PathForms, SliceForms, ScalarForms, ControlFlowForms):
+class TypeInference(TileForms, TileSliceForms, PathForms, SliceForms, ScalarForms, ControlFlowForms):
     def __init__(self, fn: ir.Function, compile_callee):
         self.fn = fn
         # (source, kind, name, param types) -> typed ir.Function: how a called @wp.func is compiled for the
@@ -529,6 +530,8 @@ class TypeInference(TileForms, PathForms, SliceForms, ScalarForms, ControlFlowFo
             self.replace(op.results[0], self.typed_const(v.type._shape_[0], T.int32, op.loc))
         elif isinstance(v.type, ShapeType):
             self.replace(op.results[0], self.typed_const(v.type.ndim, T.int32, op.loc))
+        elif isinstance(v.type, TileType):  # the length of the first axis, as numpy's len
+            self.replace(op.results[0], self.typed_const(v.type.shape[0], T.int32, op.loc))
         else:
             raise self.error(f"len() of a {describe(v.type)}", op)
 
@@ -600,6 +603,8 @@ class TypeInference(TileForms, PathForms, SliceForms, ScalarForms, ControlFlowFo
             array_v = base.owner.operands[0]
             self.call_builtin(op, "array_shape", [array_v, self.typed_const(int(k), T.int32, op.loc)])
             return
+        if isinstance(t, TileType) and (len(idx) < len(t.shape) or any(isinstance(i.type, TileType) for i in idx)):
+            return self.tile_getitem(op, base, idx)  # a row of a 2-d tile (or an index tile, refused)
         if T.is_composite(t) or isinstance(t, TileType):
             self.check_indices(idx, op)
             self.call_builtin(op, "extract", [base, *idx])
@@ -633,6 +638,8 @@ class TypeInference(TileForms, PathForms, SliceForms, ScalarForms, ControlFlowFo
             self.check_indices(idx, op)
             self.call_builtin(op, "assign", [base, *idx, self.convert_weak_to(value, t._wp_scalar_type_, op)])
             return
+        if isinstance(t, TileType) and len(idx) < len(t.shape):
+            return self.tile_setitem(op, base, idx, value)  # a row of a 2-d tile
         if isinstance(t, TileType):
             self.check_indices(idx, op)
             self.call_builtin(op, "assign", [base, *idx, self.convert_weak_to(value, t.dtype, op)])

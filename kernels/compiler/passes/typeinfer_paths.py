@@ -97,6 +97,8 @@ class PathForms:
         vals = self.read_path(root, steps, op.loc)
         arrays = [k for k, v in enumerate(vals) if isinstance(v.type, ArrayType)]
         if not arrays:  # an update of a local value or a part of one
+            if steps[-1][0] == "item":
+                self.refuse_tile_view_update(vals[-1], steps[-1][1], op)
             cur = self.read_step(vals[-1], steps[-1], op.loc)
             new = self.binary(name, cur, value, op)
             self.replace(op.results[0], self.write_path(vals, steps, new, op.loc))

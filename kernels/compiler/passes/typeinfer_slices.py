@@ -17,7 +17,7 @@ from __future__ import annotations
 from .. import ir
 from ... import types as T
 from ...errors import CompileTypeError, CompileValueError
-from ...typesys import ArrayType, SliceType, describe
+from ...typesys import ArrayType, SliceType, TileType, describe
 
 
 def is_slice(v: ir.Value) -> bool:
@@ -100,6 +100,8 @@ class SliceForms:
         if isinstance(t, ArrayType):
             self.replace(op.results[0], self.array_slice(base, keys, op))
             return
+        if isinstance(t, TileType):
+            return self.tile_getitem(op, base, keys)
         if not T.is_composite(t) or T.is_transform(t):
             raise self.error(f"a {describe(t)} cannot be sliced inside a kernel", op)
         for k in keys:
@@ -116,6 +118,8 @@ class SliceForms:
         t = base.type
         if isinstance(t, ArrayType):
             raise self.error("cannot assign to a slice of an array inside a kernel; write its elements", op)
+        if isinstance(t, TileType):
+            return self.tile_setitem(op, base, keys, value)
         if not T.is_composite(t) or T.is_transform(t):
             raise self.error(f"a {describe(t)} cannot be sliced inside a kernel", op)
         rtype, positions, shape = sliced_type(t, keys, self.slice_error(op))

@@ -10,6 +10,8 @@ from ... import types as T
 from ...builtins import registry
 from ...typesys import ArrayType, PackType, StaticType, TileType, describe
 from ..function import Func
+from .typeinfer_slices import is_slice
+from ..tile_stack_type import is_tile_stack, tile_stack_type
 
 
 class TileForms:
@@ -31,6 +33,35 @@ class TileForms:
             raise self.error(f"{len(shape)}-d tiles are not supported (tiles have 1 or 2 dimensions), "
                              f"got shape {shape!r}", op, kind=ValueError)
         return shape
+
+    def offset_items(self, v, op) -> list:
+        """The components of an offset argument as values (constants for a compile-time tuple), unconverted."""
+        if v is None:
+            return []
+        if isinstance(v.type, PackType):
+            return list(v.owner.operands)
+        if isinstance(v.type, StaticType) and isinstance(v.type.obj, tuple):
+            return [self.typed_const(x, T.float32 if isinstance(x, float) else T.int32, op.loc)
+                    if isinstance(x, (int, float)) else self.error(f"a tile offset component {x!r}", op)
+                    for x in v.type.obj]
+        return [v]
+
+    def builtin_tile_assign(self, op):
+        """tile_assign(dst, src, offset): refused into a view (tile_view, a slice, a broadcast), which in Warp shares
+        its parent's storage: here it is a copy, so the parent would not change."""
+        args = self.call_arguments(op, ("dst", "src", "offset"))
+        dst = args["dst"]
+        self.need_tile(dst, op, "tile_assign's dst")
+        st = self.need_tile(args["src"], op, "tile_assign's src")
+        owner = dst.owner
+        if owner is not None and owner.opcode == "call" and owner.attrs.get("name") in (
+                "tile_view", "tile_slice", "tile_broadcast", "tile_broadcast_row", "tile_reshape"):
+            raise self.error("tile_assign into a view of another tile is not supported: in Warp the view shares "
+                             "its parent's storage, here it is a copy; assign into the parent with an offset", op)
+        if not (T.is_float(st.dtype) or st.dtype == dst.type.dtype):
+            raise self.error(f"tile_assign of a {describe(st)} into a {describe(dst.type)}", op, TypeError)
+        oi, oj = self.offsets(args.get("offset"), op)
+        self.call_builtin(op, "tile_assign", [dst, args["src"], oi, oj])
 
     def offsets(self, v, op) -> list:
         """(row, column) offsets as int32 values, from a pack, a constant tuple, an int or nothing."""
@@ -146,8 +177,14 @@ class TileForms:
         self.emit_typed(op, name, TileType(dtype, self.static_shape(args["shape"], op)), [rng, *bounds])
 
     def builtin_tile(self, op):
-        args = self.call_arguments(op, ("x",))
+        args = self.call_arguments(op, ("x", "preserve_type"))
         x = args["x"]
+        # preserve_type=True: a tile of the vectors or matrices themselves, as this form makes; Warp's False
+        # spreads their components over a 2-d tile of scalars, which kernels does not build
+        if "preserve_type" in args and not self.static_value(args["preserve_type"], op, "tile's preserve_type") \
+                and T.is_composite(x.type):
+            raise self.error("tile(x, preserve_type=False) of a vector or matrix (a 2-d tile of its components) is "
+                             "not supported; use preserve_type=True for a tile of the values", op)
         self.emit_typed(op, "tile_from_value", TileType(x.type, (1,)), [x])
 
     # ------------------------------------------------------------------------------------------ memory
@@ -255,6 +292,23 @@ class TileForms:
     def builtin_tile_view(self, op):
         args = self.call_arguments(op, ("t", "offset", "shape"))
         tt = self.need_tile(args["t"], op, "tile_view's argument")
+        items = self.offset_items(args.get("offset"), op)
+        if "shape" in args and any(is_slice(k) for k in items):
+            raise self.error("tile_view takes 'shape' together with a slice offset: give one or the other", op,
+                             ValueError)
+        for d, k in enumerate(items):
+            if is_slice(k):
+                continue
+            if not T.is_int(k.type):
+                raise self.error(f"tile_view offsets must be integers or slices, got {describe(k.type)}", op,
+                                 ValueError)
+            if k.owner is not None and k.owner.opcode == "const" and d < len(tt.shape) \
+                    and not 0 <= int(k.owner.attrs["value"]) < tt.shape[d]:
+                raise self.error(f"tile_view offset {k.owner.attrs['value']} is out of bounds for axis {d} of "
+                                 f"length {tt.shape[d]}", op, ValueError)
+        if any(is_slice(k) for k in items) or ("shape" not in args and 0 < len(items) < len(tt.shape)):
+            # Warp's view of the remaining axes, t[i] for offset=(i,): the subscript form
+            return self.tile_getitem(op, args["t"], items)
         shape = self.static_shape(args["shape"], op) if "shape" in args else tt.shape
         oi, oj = self.offsets(args.get("offset"), op)
         self.emit_typed(op, "tile_view", TileType(tt.dtype, shape), [args["t"], oi, oj])
@@ -280,6 +334,75 @@ class TileForms:
             values[k] = self.typed_const(1.0, dtype, op.loc) if v is None else self.convert_weak_to(v, dtype, op)
         names = ("a", "b", "out", "alpha", "beta") if "out" in args else ("a", "b", "alpha")
         self.call_builtin(op, "tile_matmul", [values.get(k, args.get(k)) for k in names])
+
+    def builtin_tile_axpy(self, op):
+        """tile_axpy(alpha, src, dest): dest += alpha * src. Refused onto a broadcast tile: in Warp that is a view
+        whose repeated elements share storage, so each receives the sum of its copies' updates; a broadcast tile here
+        is a copy, and updating it would give a different number."""
+        args = self.call_arguments(op, ("alpha", "src", "dest"))
+        dest = args["dest"]
+        tt = self.need_tile(dest, op, "tile_axpy's dest")
+        self.need_tile(args["src"], op, "tile_axpy's src")
+        owner = dest.owner
+        if owner is not None and owner.opcode == "call" and owner.attrs.get("name") in (
+                "tile_broadcast", "tile_broadcast_row") and owner.operands[0].type.shape != tt.shape:
+            raise self.error("tile_axpy into a broadcast tile is not supported: in Warp its repeated elements share "
+                             "storage and accumulate every copy's update; here a broadcast tile is a copy (update "
+                             "the source tile, or tile_broadcast after tile_axpy)", op)
+        scalar = getattr(tt.dtype, "_wp_scalar_type_", tt.dtype)
+        alpha = self.convert_weak_to(args["alpha"], scalar, op)
+        self.call_builtin(op, "tile_axpy", [alpha, args["src"], dest])
+
+    # ------------------------------------------------------------------------------------------ stacks
+
+    def builtin_tile_stack(self, op):
+
+        args = self.call_arguments(op, ("capacity", "dtype"))
+        if "capacity" not in args:
+            raise self.error("tile_stack(capacity, dtype=float) needs a capacity", op)
+        capacity = self.static_value(args["capacity"], op, "tile_stack's capacity")
+        if isinstance(capacity, bool) or not isinstance(capacity, int):
+            raise self.error(f"tile_stack: no overload takes a capacity of {capacity!r} (an int)", op)
+        if capacity <= 0:
+            raise self.error(f"tile_stack: capacity must be a positive integer, got {capacity}", op, kind=ValueError)
+        stack = tile_stack_type(self.tile_dtype(args, op), capacity)
+        self.emit_typed(op, "tile_stack", stack, [])
+
+    def need_stack(self, op, what):
+        """The stack operand of a stack builtin. Refused where it is a @wp.func's parameter and the builtin updates
+        it: Warp passes stacks by reference, kernels by value, so the caller would not see the update."""
+
+        stack = op.operands[0] if op.operands else None
+        if stack is None or not is_tile_stack(stack.type):
+            got = describe(stack.type) if stack is not None else "nothing"
+            raise self.error(f"{what}'s first argument must be a tile_stack, got {got}", op)
+        if op.attrs.get("mutates") and stack in self.fn.params:
+            raise self.error(f"{what} on a tile_stack passed into a @wp.func is not supported: the update would not "
+                             "reach the caller (push and pop in the kernel, or return the values to push)", op)
+        return stack.type
+
+    def builtin_tile_stack_push(self, op):
+        stack = self.need_stack(op, "tile_stack_push")
+        args = self.call_arguments(op, ("stack", "value", "has_value"))
+        if "value" not in args or "has_value" not in args:
+            raise self.error("tile_stack_push(stack, value, has_value) needs all three arguments", op)
+        value = self.convert_weak_to(args["value"], stack._wp_stack_dtype_, op)
+        if value.type != stack._wp_stack_dtype_:
+            raise self.error(f"tile_stack_push: the value's type {describe(value.type)} does not match the stack's "
+                             f"dtype {describe(stack._wp_stack_dtype_)}", op, kind=TypeError)
+        self.call_builtin(op, "tile_stack_push", [args["stack"], value, args["has_value"]])
+
+    def builtin_tile_stack_pop(self, op):
+        self.need_stack(op, "tile_stack_pop")
+        self.call_builtin(op, "tile_stack_pop")
+
+    def builtin_tile_stack_count(self, op):
+        self.need_stack(op, "tile_stack_count")
+        self.call_builtin(op, "tile_stack_count")
+
+    def builtin_tile_stack_clear(self, op):
+        self.need_stack(op, "tile_stack_clear")
+        self.call_builtin(op, "tile_stack_clear")
 
     def builtin_tile_reshape(self, op):
         """tile_reshape(t, shape): the same elements in row-major order with a new shape (one entry may be -1)."""
