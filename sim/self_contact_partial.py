@@ -28,8 +28,8 @@ with a triangle or edge of S stored at a vertex or edge outside S is added to th
 import kernels as wp
 
 from .hashgrid import HashGridData, hash_grid_box_extent, hash_grid_cell_index, hash_grid_cell_of
-from .self_contact import (EE_SLOTS, GAMMA, VT_SLOTS, PrimitiveBoxes, SelfContactData, boxes_overlap,
-                           closest_point_triangle)
+from .self_contact_primitives import (EE_SLOTS, GAMMA, VT_SLOTS, PrimitiveBoxes, SelfContactData, boxes_overlap,
+                                    closest_point_triangle)
 from .worlds import worlds_interact
 
 # no `from __future__ import annotations`: kernels/struct.py evaluates string annotations in the top-level

@@ -1,0 +1,119 @@
+"""What cloth self-contact's full search (sim/self_contact.py) and its partial searches
+(sim/self_contact_partial.py) share: the slot counts and search constants, the pair lists' struct, the primitives'
+boxes and the closest point on a triangle. See sim/self_contact.py for the method."""
+
+import kernels as wp
+
+# no `from __future__ import annotations`: kernels/runtime/struct.py evaluates string annotations in the top-level
+# package's namespace
+
+VT_SLOTS = 48  # triangles kept per vertex
+EE_SLOTS = 48  # edges kept per edge
+QUERY_RADIUS = 2.0  # the pair search radius r_q, in thicknesses
+LARGE = 1.5  # primitives more than this many times their size at rest are searched from a list, not the grids
+GRID_CELLS_PER_PRIMITIVE = 8  # hash grid cells per primitive: cloth is a thin sheet, so most cells stay empty
+GAMMA = 0.4  # fraction of a vertex's distance to its nearest primitive it may move between searches (< 1/2)
+#: default thickness as a fraction of a cloth's mean edge length: below the 0.71 edge lengths between a flat
+#: grid's vertex and the nearest triangle not containing it, so a cloth at rest touches nothing of its own
+DEFAULT_THICKNESS_FRACTION = 0.25
+
+
+@wp.struct
+class SelfContactData:
+    """Collision primitives and this step's pairs, as the kernels see them.
+
+    tri_indices: the collision triangles' vertices [tri_count, 3] int32 (a subset of Model.tri_indices).
+    edge_indices: the collision edges' vertices [edge_count, 2] int32.
+    thickness: distance kept between surfaces at each particle [m] [particle_count] (0: not colliding).
+    vt_triangle, vt_count: triangles (rows of tri_indices) near each vertex, slot v * VT_SLOTS + k for
+        k < vt_count[v] [particle_count * VT_SLOTS], [particle_count] int32.
+    ee_edge, ee_count: edges near each edge, slot e * EE_SLOTS + k [edge_count * EE_SLOTS], [edge_count].
+    degree: the number of touching pairs (closer than their thickness at the search) each particle
+        belongs to [particle_count] (int32): a Jacobi solver scales a pair's correction by 1 / the largest count
+        of its vertices, which keeps momentum exact.
+    vt_start, ee_start: each pair's separation (this side's closest point minus the other's) at the search
+        [m], vec3, one per slot.
+    world: each particle's world [particle_count] int32 (Model.particle_world; -1: shared): primitives of two
+        different worlds never pair.
+    """
+
+    tri_indices: wp.array2d(dtype=wp.int32)
+    edge_indices: wp.array2d(dtype=wp.int32)
+    thickness: wp.array(dtype=float)
+    vt_triangle: wp.array(dtype=wp.int32)
+    vt_start: wp.array(dtype=wp.vec3)
+    vt_count: wp.array(dtype=wp.int32)
+    ee_edge: wp.array(dtype=wp.int32)
+    ee_start: wp.array(dtype=wp.vec3)
+    ee_count: wp.array(dtype=wp.int32)
+    degree: wp.array(dtype=wp.int32)
+    world: wp.array(dtype=wp.int32)
+
+
+@wp.func
+def closest_point_triangle(p: wp.vec3, a: wp.vec3, b: wp.vec3, c: wp.vec3):
+    """Barycentric weights (wa, wb, wc) of the point of triangle abc closest to p (Ericson, "Real-Time
+    Collision Detection", 5.1.5); differentiable where the closest feature does not change."""
+    ab = b - a
+    ac = c - a
+    ap = p - a
+    d1 = wp.dot(ab, ap)
+    d2 = wp.dot(ac, ap)
+    if d1 <= 0.0 and d2 <= 0.0:
+        return wp.vec3(1.0, 0.0, 0.0)
+    bp = p - b
+    d3 = wp.dot(ab, bp)
+    d4 = wp.dot(ac, bp)
+    if d3 >= 0.0 and d4 <= d3:
+        return wp.vec3(0.0, 1.0, 0.0)
+    vc = d1 * d4 - d3 * d2
+    if vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
+        v = d1 / (d1 - d3)
+        return wp.vec3(1.0 - v, v, 0.0)
+    cp = p - c
+    d5 = wp.dot(ab, cp)
+    d6 = wp.dot(ac, cp)
+    if d6 >= 0.0 and d5 <= d6:
+        return wp.vec3(0.0, 0.0, 1.0)
+    vb = d5 * d2 - d1 * d6
+    if vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
+        w = d2 / (d2 - d6)
+        return wp.vec3(1.0 - w, 0.0, w)
+    va = d3 * d6 - d5 * d4
+    if va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
+        w = (d4 - d3) / ((d4 - d3) + (d5 - d6))
+        return wp.vec3(0.0, 1.0 - w, w)
+    denom = 1.0 / (va + vb + vc)
+    v = vb * denom
+    w = vc * denom
+    return wp.vec3(1.0 - v - w, v, w)
+
+
+@wp.struct
+class PrimitiveBoxes:
+    """The search's view of the primitives at the search positions: triangle centroids and edge midpoints [m]
+    (the hash grids' points), the distance from each to its farthest corner [m] (a triangle or edge beyond
+    `typical` of it is searched from the `large` list, not the grid), and the axis-aligned boxes [m] that every
+    candidate passes first (cheaper and, for thin primitives, several times tighter than bounding spheres)."""
+
+    tri_centre: wp.array(dtype=wp.vec3)
+    tri_radius: wp.array(dtype=float)
+    tri_lower: wp.array(dtype=wp.vec3)
+    tri_upper: wp.array(dtype=wp.vec3)
+    edge_centre: wp.array(dtype=wp.vec3)
+    edge_radius: wp.array(dtype=float)
+    edge_lower: wp.array(dtype=wp.vec3)
+    edge_upper: wp.array(dtype=wp.vec3)
+    large: wp.array2d(dtype=wp.int32)
+    large_count: wp.array(dtype=wp.int32)
+    tri_grid_lower: wp.array(dtype=wp.vec3)
+    tri_grid_upper: wp.array(dtype=wp.vec3)
+    edge_grid_lower: wp.array(dtype=wp.vec3)
+    edge_grid_upper: wp.array(dtype=wp.vec3)
+
+
+@wp.func
+def boxes_overlap(lower_a: wp.vec3, upper_a: wp.vec3, lower_b: wp.vec3, upper_b: wp.vec3):
+    """Whether boxes a and b overlap (touching counts)."""
+    return (lower_a[0] <= upper_b[0] and lower_b[0] <= upper_a[0] and lower_a[1] <= upper_b[1]
+            and lower_b[1] <= upper_a[1] and lower_a[2] <= upper_b[2] and lower_b[2] <= upper_a[2])
