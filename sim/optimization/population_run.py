@@ -56,6 +56,7 @@ class PopulationProblem(Problem):
         self.optimizer = MemberOptimizers([make_optimizer(self.cfg.spec.optimizer, m) for m in self.members])
         self.member_loss_arrays = []
         self.start_values = [self.member_values(k) for k in range(self.size)]
+        self.peak_memory = 0  # the largest traced allocation of a measured iteration [bytes]
 
     def _start(self, k: int, p, value):
         try:
@@ -121,7 +122,7 @@ def _run(problem: PopulationProblem, iterations, out_dir, resume, progress, writ
                             problem.member_values(best) if best is not None else {}, out_dir if write else None,
                             bool(rows) and best is not None and _converged(cfg, rows[-1], best),
                             float(np.mean(seconds)) if seconds else 0.0, problem.checkpointed,
-                            getattr(problem, "peak_memory", 0))
+                            problem.peak_memory)
     result.final_loss = float(final[best]) if best is not None else math.nan
     result.best_member = best
     result.members = [{"member": k, "start": problem.start_values[k], "learned": problem.member_values(k),
@@ -144,7 +145,7 @@ def _iterate(problem, it, total, rows, seconds, bar, out_dir, digest, write, sto
         interrupts.raise_if_stopped()  # a stop a library swallowed is not lost: the snapshot is saved
         t0 = time.perf_counter()
         _, memory = problem.loss_and_gradient(measure_memory=(it == first))
-        problem.peak_memory = max(getattr(problem, "peak_memory", 0), memory)
+        problem.peak_memory = max(problem.peak_memory, memory)
         losses = problem.member_losses()
         failed = ~np.isfinite(losses)
         if failed.all():

@@ -65,14 +65,12 @@ class TrajectoryRecorder:
             return
         if self.world is not None and self.rows is None:
             self.rows = np.nonzero(model.particle_world.numpy() == self.world)[0]
-            if self.rows.size == 0:
-                return
+        if self.rows is not None and self.rows.size == 0:
+            return  # a world without particles: its metrics stay empty (NaN)
         q = state.particle_q.numpy() if q is None else q
         qd = state.particle_qd.numpy() if qd is None else qd
         mass = model.particle_mass.numpy()
         if self.rows is not None:
-            if self.rows.size == 0:
-                return
             q, qd, mass = q[self.rows], qd[self.rows], mass[self.rows]
         q, qd = q.astype(np.float64), qd.astype(np.float64)
         if frame == 0:

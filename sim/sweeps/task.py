@@ -26,11 +26,7 @@ def run_one(payload: dict):
     cache_dir (None: the node's default cache)."""
     if "batch" in payload:
         return run_batch(payload)
-    import kernels
-    kernels.keep_freed_host_memory()  # as `sim run` does (kernels/runtime/host_memory.py)
-    if payload.get("cache_dir"):
-        kernels.config.cache_dir = payload["cache_dir"]
-    kernels.config.cpu_threads = payload["threads"]
+    _configure_kernels(payload)
     from ..scene import SceneError, SimulationError
     row = {"run": payload["index"], "key": payload["key"], **payload["values"], "status": "ok", "error": "",
            "seconds": 0.0, "host": socket.gethostname(), "node": _ray_node()}
@@ -83,18 +79,24 @@ def _run_optimize(payload: dict, t0: float) -> dict:
     return collect(payload["metrics"], builtin, result)
 
 
+def _configure_kernels(payload: dict):
+    """The worker's kernel settings for a task: freed host blocks kept (as `sim run` does,
+    kernels/runtime/host_memory.py), the sweep's compile cache, `threads` kernel threads."""
+    import kernels
+    kernels.keep_freed_host_memory()
+    if payload.get("cache_dir"):
+        kernels.config.cache_dir = payload["cache_dir"]
+    kernels.config.cpu_threads = payload["threads"]
+
+
 def run_batch(payload: dict) -> list:
     """The rows of a batch of runs stepped together as the worlds of one model: run k is world k, its axis
     overrides as `worlds.K.` overrides (a scene), or member k of a population (an optimisation). Each row is the
     one the run gives alone (within float rounding), its `seconds` and `wall_time` the batch's share. A batch
     that cannot give that, because one run is invalid or blows up (which would stop the others), runs its runs one
     by one instead."""
-    import kernels
     members = payload["batch"]
-    kernels.keep_freed_host_memory()
-    if payload.get("cache_dir"):
-        kernels.config.cache_dir = payload["cache_dir"]
-    kernels.config.cpu_threads = payload["threads"]
+    _configure_kernels(payload)
     t0 = time.perf_counter()
     try:
         batched = _batch_scene if payload["kind"] == "scene" else _batch_optimize
