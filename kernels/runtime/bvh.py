@@ -1,5 +1,5 @@
 """Bounding volume hierarchy over triangles, built and refitted on the host with numpy (used by
-kernels/runtime/mesh.py).
+kernels/runtime/mesh.py and kernels/runtime/bvh_object.py, which upload its nodes with `node_arrays`).
 
 Nodes are stored flat (arrays indexed by node); a leaf has left = right = -1 and owns prims[start:end). Splits are
 at the median centroid along the widest axis of the centroids' box, so the depth stays <= log2(n) + 2 (mesh.h's
@@ -9,6 +9,9 @@ traversal stack holds 64 entries). With groups, each group gets a subtree of its
 from __future__ import annotations
 
 import numpy as np
+
+from .. import types as T
+from .array import array
 
 
 class Bvh:
@@ -97,3 +100,15 @@ class Bvh:
             lc, rc = self.left[level], self.right[level]
             self.lower[level] = np.minimum(self.lower[lc], self.lower[rc])
             self.upper[level] = np.maximum(self.upper[lc], self.upper[rc])
+
+
+def node_arrays(tree: Bvh, device) -> dict:
+    """The tree's flat node and group buffers as device arrays, keyed by the native header's field names
+    (node_lower/upper [nodes] vec3, node_left/right/start/end [nodes] int32, prims [items] int32,
+    group_ids/group_roots [groups] int32). Shared by Mesh and wp.Bvh, whose headers both hold these fields."""
+    vec = {"node_lower": tree.lower, "node_upper": tree.upper}
+    ints = {"node_left": tree.left, "node_right": tree.right, "node_start": tree.start, "node_end": tree.end,
+            "prims": tree.prims, "group_ids": tree.group_ids, "group_roots": tree.group_roots}
+    out = {name: array(v, dtype=T.vec3, device=device) for name, v in vec.items()}
+    out.update({name: array(v, dtype=T.int32, device=device) for name, v in ints.items()})
+    return out

@@ -12,7 +12,7 @@ import ctypes
 import numpy as np
 
 from .. import types as T
-from .bvh import Bvh as _Tree
+from .bvh import Bvh as _Tree, node_arrays
 from ..builtins.query_types import BvhQuery
 from .struct import give_values
 from .array import array
@@ -98,17 +98,8 @@ class Bvh:
         self._upload()
 
     def _upload(self):
-
         dev, b = self.device, self._tree
-        bufs = {"node_lower": array(b.lower, dtype=T.vec3, device=dev),
-                "node_upper": array(b.upper, dtype=T.vec3, device=dev),
-                "node_left": array(b.left, dtype=T.int32, device=dev),
-                "node_right": array(b.right, dtype=T.int32, device=dev),
-                "node_start": array(b.start, dtype=T.int32, device=dev),
-                "node_end": array(b.end, dtype=T.int32, device=dev),
-                "prims": array(b.prims, dtype=T.int32, device=dev),
-                "group_ids": array(b.group_ids, dtype=T.int32, device=dev),
-                "group_roots": array(b.group_roots, dtype=T.int32, device=dev)}
+        bufs = node_arrays(self._tree, dev)
         h = _BvhHeader(magic=_MAGIC, num_items=len(self.lowers), root=b.root, num_groups=len(b.group_ids))
         h.item_lower = self.lowers.ptr if self.lowers.size else None
         h.item_upper = self.uppers.ptr if self.uppers.size else None

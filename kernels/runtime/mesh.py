@@ -14,7 +14,7 @@ import numpy as np
 from .. import types as T
 from .array import array
 from .array_layout import ArrayDescriptor
-from .bvh import Bvh
+from .bvh import Bvh, node_arrays
 from ..builtins.query_types import MeshQueryAABB, MeshQueryPoint, MeshQueryRay, MeshValue
 from .struct import give_values
 
@@ -117,15 +117,7 @@ class Mesh:
     def _upload(self):
         dev = self.device
         b = self._bvh
-        bufs = {"node_lower": array(b.lower, dtype=T.vec3, device=dev),
-                "node_upper": array(b.upper, dtype=T.vec3, device=dev),
-                "node_left": array(b.left, dtype=T.int32, device=dev),
-                "node_right": array(b.right, dtype=T.int32, device=dev),
-                "node_start": array(b.start, dtype=T.int32, device=dev),
-                "node_end": array(b.end, dtype=T.int32, device=dev),
-                "prims": array(b.prims, dtype=T.int32, device=dev),
-                "group_ids": array(b.group_ids, dtype=T.int32, device=dev),
-                "group_roots": array(b.group_roots, dtype=T.int32, device=dev)}
+        bufs = node_arrays(self._bvh, dev)
         h = _MeshHeader(num_points=self._points.size, num_tris=self.indices.size // 3, magic=_MAGIC, root=b.root,
                         num_groups=len(b.group_ids))
         h.points = self._points._descriptor()
