@@ -37,7 +37,7 @@ from ..typesys import ArrayType, is_struct
 from .cache_trust import make_private_dirs
 from .ir import Loc
 
-FORMAT = 2  # bump when the record layout or the key recipe changes
+FORMAT = 3  # bump when the record layout or the key recipe changes
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the whole kernels package
 
 
@@ -121,7 +121,7 @@ class Describer:
 
     def __init__(self):
         self.functions: list = []
-        self._seen: set = set()
+        self._seen: dict = {}  # id of a Func -> its position in self.functions
 
     # -------------------------------------------------------------------------------------------- types and values
 
@@ -173,9 +173,10 @@ class Describer:
     # -------------------------------------------------------------------------------------------- functions
 
     def func(self, f: Func):
-        token = ("func", f.key)
-        if id(f) not in self._seen:
-            self._seen.add(id(f))
+        # the position tells apart functions of one qualified name (each call of a factory makes one)
+        position = self._seen.setdefault(id(f), len(self._seen))
+        token = ("func", f.key, position)
+        if position == len(self.functions):
             entry = [token, None]
             self.functions.append(entry)  # placed before its callees; filled after them (recursion is cut here)
             overloads = tuple(self.source(src, params) for src, params in f.overloads)
