@@ -188,12 +188,19 @@ class Describer:
     def source(self, src, param_types):
         """A function's text, position, parameter types and the compile-time values its text references."""
         params = tuple(self.type_(t) for t in param_types) if param_types is not None else None
-        return (src.file, src.first_line, "".join(src.lines), params, self.references(src))
+        # wp.static values taken when the decorator ran: the names they read may hold other values now
+        early = tuple((k, self.value(v)) for k, v in sorted(getattr(src, "early_statics", {}).items()))
+        return (src.file, src.first_line, "".join(src.lines), params, self.references(src), early)
 
     def references(self, src) -> tuple:
         local_params = {a.arg for a in src.fdef.args.args}
         out = []
-        for chain in sorted(_name_chains(src.fdef)):
+        # the arguments of wp.static calls evaluated when the decorator ran are keyed by their values (see
+        # `source`); reading their names again could run a side effect twice
+        early = getattr(src, "early_statics", {})
+        skip = {id(n) for n in ast.walk(src.fdef) if isinstance(n, ast.expr) and hasattr(n, "end_col_offset")
+                and (n.lineno, n.col_offset, n.end_lineno, n.end_col_offset) in early}
+        for chain in sorted(_name_chains(src.fdef, skip)):
             root = chain[0]
             if root in local_params:
                 continue
@@ -220,12 +227,15 @@ class Describer:
 _MISSING = object()
 
 
-def _name_chains(fdef) -> set:
-    """Every name the function reads, as the longest dotted chain it heads (`wp.vec3` -> ("wp", "vec3"))."""
+def _name_chains(fdef, skip=frozenset()) -> set:
+    """Every name the function reads, as the longest dotted chain it heads (`wp.vec3` -> ("wp", "vec3")), except
+    in the subtrees whose ids are in `skip`."""
     chains = set()
     stack = [fdef.args, *fdef.body] + ([fdef.returns] if fdef.returns is not None else [])  # not decorators
     while stack:
         node = stack.pop()
+        if id(node) in skip:
+            continue
         if isinstance(node, ast.Attribute):
             attrs = []
             base = node

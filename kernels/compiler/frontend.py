@@ -455,6 +455,9 @@ class Frontend(LoopLowering, ExpressionLowering):
             if _tuple_items(a) is not None or _tuple_items(b) is not None:
                 tuples[name] = self.merge_tuple_items(name, a, b, blocks, merged, node)
                 continue
+            if isinstance(a, ir.Value) != isinstance(b, ir.Value) or isinstance(a, Static) and isinstance(b, Static):
+                # a number known at compile time on one path (a loop index after its constant range) is a value
+                a, b = (self.number_as_value(x, blk, node) for x, blk in zip((a, b), blocks))
             if not isinstance(a, ir.Value) or not isinstance(b, ir.Value):
                 raise self.error(f"'{name}' is bound to different compile-time objects (or to one and a run-time "
                                  f"value) on the two paths of this if; bind it the same way on both", node)
@@ -471,6 +474,16 @@ class Frontend(LoopLowering, ExpressionLowering):
         for name, items in tuples.items():
             env[name] = _fill_slots(items, results)
         self.env = env
+
+    def number_as_value(self, x, block, node):
+        """`x` as a value made at the end of `block` when it is a compile-time number; otherwise `x` itself."""
+        if not (isinstance(x, Static) and type(x.obj) in (int, float)):
+            return x
+        outer, self.block = self.block, block
+        try:
+            return self.as_value(x, node)
+        finally:
+            self.block = outer
 
     def merge_tuple_items(self, name, a, b, blocks, merged, node):
         """A tuple variable that the two branches of an if bind differently, merged item by item: each differing
