@@ -19,8 +19,9 @@ import ast
 
 from . import ir
 from ..errors import CompileError, CompileTypeError, KernelError
-from .frontend_expr import _BINOPS, ExpressionLowering, Static  # noqa: F401  (Static re-exported)
+from .frontend_expr import _BINOPS, ExpressionLowering, Static, _mutated_args  # noqa: F401  (Static re-exported)
 from .frontend_loops import LoopLowering
+from .frontend_tile_refs import refuse_observed_tile_writes
 from .function import Func, FuncGradient
 from .frontend_source import (  # noqa: F401  (FunctionSource: the compiler's entry point takes one)
     _BREAK, _CONT, _RET, FunctionSource, _walk_no_nested_defs)
@@ -35,6 +36,7 @@ class Frontend(LoopLowering, ExpressionLowering):
                  return_count=None):
         self.src = source
         self.kind = kind
+        self.statement = None  # the statement being lowered (see lower_stmts)
         self.name = name
         self.param_types = param_types
         self.resolve_static = resolve_static  # hook: (python object) -> Static or None, for wp.* objects
@@ -121,8 +123,14 @@ class Frontend(LoopLowering, ExpressionLowering):
                 out.append(v)
         return out
 
+    def check_tile_writes(self, func, call):
+        """Refuse a call whose in-place change of a tile argument the caller would see in Warp (see
+        frontend_tile_refs)."""
+        refuse_observed_tile_writes(self, func, call, self.statement, _mutated_args)
+
     def lower_stmts(self, stmts):
         for i, stmt in enumerate(stmts):
+            self.statement = stmt  # the statement whose expressions are lowered now (tile writes check reads)
             if self.lower_stmt(stmt) == "exit":
                 return  # the rest is unreachable
             flags = self.flags_set()

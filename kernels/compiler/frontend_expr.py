@@ -324,6 +324,7 @@ class ExpressionLowering:
                 return results[:nresults]
         else:
             attrs["func"] = target
+            self.check_tile_writes(target, node)
         return self.emit("call", operands, node, nresults=nresults, attrs=attrs)
 
     def _call_with_outputs(self, node, target, n_out):
