@@ -359,9 +359,13 @@ def kernel_record(kernel) -> dict:
 def error_record(e: CompileError) -> dict:
     loc = e.loc
     return {"message": e.message, "function": e.function,
-            "loc": None if loc is None else (loc.file, loc.line, loc.source)}
+            "loc": None if loc is None else (loc.file, loc.line, loc.source),
+            "untracked_writes": bool(getattr(e, "untracked_writes", False))}
 
 
 def error_from_record(r: dict) -> CompileError:
     loc = None if r["loc"] is None else Loc(*r["loc"])
-    return CompileError(r["message"], loc, r["function"])
+    error = CompileError(r["message"], loc, r["function"])
+    if r.get("untracked_writes"):
+        error.untracked_writes = True
+    return error
