@@ -174,3 +174,21 @@ def test_values_are_warps(tmp_path):
     warp, ours = _warp_reference.both(_PROGRAM, str(tmp_path), "static_and_atomic_nan")
     for key in warp:
         np.testing.assert_array_equal(ours[key], warp[key], err_msg=key)
+
+
+@wp.kernel
+def loop_index_then_rebound_in_a_while(out: wp.array(dtype=int)):
+    s = int(0)
+    for i in range(2):
+        s = s + i
+    k = int(0)
+    while k < 3:
+        i = i + 1  # the index left by the loop (1), rebound in a dynamic loop: carried, not a constant
+        k = k + 1
+    out[0] = i
+
+
+def test_loop_index_after_its_range_rebound_in_a_dynamic_loop_is_carried():
+    out = wp.zeros(1, dtype=int)
+    wp.launch(loop_index_then_rebound_in_a_while, dim=1, inputs=[out])
+    assert out.numpy()[0] == 4

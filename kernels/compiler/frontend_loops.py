@@ -280,6 +280,12 @@ class LoopLowering:
             extra.append(_RET)
             extra.extend(f"__retval{i}" for i in range(self.n_returns or 0))
         assigned = _assigned_names(body_stmts)
+        for name in assigned:
+            # a number known at compile time (a loop index after its constant range) that the body rebinds
+            # changes from one iteration to the next: carried as a run-time value
+            bound = self.env.get(name)
+            if isinstance(bound, Static) and type(bound.obj) in (int, float):
+                self.env[name] = self.as_value(bound, node)
         self.declare_loop_locals(node, body_stmts, assigned - {index_name})
         split = self.split_tuples([n for n, v in self.env.items() if n in assigned and _tuple_items(v) is not None],
                                   node)
