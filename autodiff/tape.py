@@ -348,6 +348,7 @@ class Tape:
                 self._check_pending_writes(rec, pending)
             writes = [a for a in written if a is not None and a._grad is not None]
             if not writes:
+                self._check_untracked_writes(rec, sig)
                 continue
             runs = any(map(may_carry, writes))
             for a in sig.pick_tracked_reads(arrays):
@@ -361,6 +362,17 @@ class Tape:
                 check_backward(rec.kernel)
                 schedule.append(rec)
         return schedule
+
+    @staticmethod
+    def _check_untracked_writes(rec, sig):
+        """A kernel that writes into an array held by a struct element of an array (`holders[i].values[j] = x`)
+        writes where the Tape cannot see; its adjoint is refused (the element's array has no gradient array
+        here). Raise that refusal when the kernel reads an array with a gradient, rather than skip the launch
+        and leave that gradient silently without the write's contribution."""
+        error = rec.kernel.adjoint_error
+        if error is not None and getattr(error, "untracked_writes", False) and \
+                any(a is not None and a._grad is not None for a in sig.pick_tracked_reads(rec.arrays)):
+            raise error
 
     @staticmethod
     def _check_pending_writes(rec, pending: dict):

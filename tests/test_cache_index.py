@@ -211,15 +211,27 @@ def test_corrupt_library_behind_an_index_entry_is_rebuilt(tmp_path, src):
 
 
 def test_kernel_referencing_an_arbitrary_python_object_is_not_indexed(tmp_path, src):
-    # wp.static(helper()) runs Python the index cannot see into: such a module always takes the full build
-    text = KERNEL_MODULE.replace("SCALE = wp.constant(2.0)", "def helper():\n    return 2.0\n") \
-        .replace("* SCALE", "* wp.static(helper())")
+    # wp.static(helper()) evaluated at compile time (helper is defined after the kernel, so the decorator could
+    # not evaluate it) runs Python the index cannot see into: such a module always takes the full build
+    text = KERNEL_MODULE.replace("SCALE = wp.constant(2.0)", "") \
+        .replace("* SCALE", "* wp.static(helper())") + "\n\ndef helper():\n    return 2.0\n"
     _write_module(src, text)
     assert _run(tmp_path)["index_hits"] == 0
     second = _run(tmp_path)
     assert (second["index_hits"], second["cold_builds"]) == (0, 0)
     np.testing.assert_allclose(second["y"], _expected()[0], rtol=1e-6)
     assert _index_entries(tmp_path) == []
+
+
+def test_kernel_with_a_static_evaluated_by_its_decorator_is_indexed_by_the_value(tmp_path, src):
+    # the value was taken when the decorator ran: the key holds the value, not the helper that made it
+    text = KERNEL_MODULE.replace("SCALE = wp.constant(2.0)", "def helper():\n    return 2.0\n") \
+        .replace("* SCALE", "* wp.static(helper())")
+    _write_module(src, text)
+    assert _run(tmp_path)["index_hits"] == 0
+    second = _run(tmp_path)
+    assert (second["index_hits"], second["cold_builds"]) == (1, 0)
+    np.testing.assert_allclose(second["y"], _expected()[0], rtol=1e-6)
 
 
 DEBUG_MODULE = '''

@@ -61,8 +61,8 @@ def block_and_lane(block_of: wp.array(dtype=int), lane_max: wp.array(dtype=int))
 @wp.kernel
 def integer_tiles(ar: wp.array(dtype=int), ar2: wp.array(dtype=int), arg: wp.array(dtype=int),
                   values: wp.array(dtype=float)):
-    wp.tile_store(ar, wp.tile_arange(5))
-    wp.tile_store(ar2, wp.tile_arange(2, 11, 3) * 2)
+    wp.tile_store(ar, wp.tile_arange(5, dtype=int))
+    wp.tile_store(ar2, wp.tile_arange(2, 11, 3, dtype=int) * 2)
     t = wp.tile_load(values, shape=REDUCE_COUNT)
     wp.tile_store(arg, wp.tile_argmin(t), offset=0)
     wp.tile_store(arg, wp.tile_argmax(t), offset=1)

@@ -37,7 +37,7 @@ from ..typesys import ArrayType, is_struct
 from .cache_trust import make_private_dirs
 from .ir import Loc
 
-FORMAT = 2  # bump when the record layout or the key recipe changes
+FORMAT = 3  # bump when the record layout or the key recipe changes
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the whole kernels package
 
 
@@ -121,7 +121,7 @@ class Describer:
 
     def __init__(self):
         self.functions: list = []
-        self._seen: set = set()
+        self._seen: dict = {}  # id of a Func -> its position in self.functions
 
     # -------------------------------------------------------------------------------------------- types and values
 
@@ -173,9 +173,10 @@ class Describer:
     # -------------------------------------------------------------------------------------------- functions
 
     def func(self, f: Func):
-        token = ("func", f.key)
-        if id(f) not in self._seen:
-            self._seen.add(id(f))
+        # the position tells apart functions of one qualified name (each call of a factory makes one)
+        position = self._seen.setdefault(id(f), len(self._seen))
+        token = ("func", f.key, position)
+        if position == len(self.functions):
             entry = [token, None]
             self.functions.append(entry)  # placed before its callees; filled after them (recursion is cut here)
             overloads = tuple(self.source(src, params) for src, params in f.overloads)
@@ -187,12 +188,19 @@ class Describer:
     def source(self, src, param_types):
         """A function's text, position, parameter types and the compile-time values its text references."""
         params = tuple(self.type_(t) for t in param_types) if param_types is not None else None
-        return (src.file, src.first_line, "".join(src.lines), params, self.references(src))
+        # wp.static values taken when the decorator ran: the names they read may hold other values now
+        early = tuple((k, self.value(v)) for k, v in sorted(getattr(src, "early_statics", {}).items()))
+        return (src.file, src.first_line, "".join(src.lines), params, self.references(src), early)
 
     def references(self, src) -> tuple:
         local_params = {a.arg for a in src.fdef.args.args}
         out = []
-        for chain in sorted(_name_chains(src.fdef)):
+        # the arguments of wp.static calls evaluated when the decorator ran are keyed by their values (see
+        # `source`); reading their names again could run a side effect twice
+        early = getattr(src, "early_statics", {})
+        skip = {id(n) for n in ast.walk(src.fdef) if isinstance(n, ast.expr) and hasattr(n, "end_col_offset")
+                and (n.lineno, n.col_offset, n.end_lineno, n.end_col_offset) in early}
+        for chain in sorted(_name_chains(src.fdef, skip)):
             root = chain[0]
             if root in local_params:
                 continue
@@ -219,12 +227,15 @@ class Describer:
 _MISSING = object()
 
 
-def _name_chains(fdef) -> set:
-    """Every name the function reads, as the longest dotted chain it heads (`wp.vec3` -> ("wp", "vec3"))."""
+def _name_chains(fdef, skip=frozenset()) -> set:
+    """Every name the function reads, as the longest dotted chain it heads (`wp.vec3` -> ("wp", "vec3")), except
+    in the subtrees whose ids are in `skip`."""
     chains = set()
     stack = [fdef.args, *fdef.body] + ([fdef.returns] if fdef.returns is not None else [])  # not decorators
     while stack:
         node = stack.pop()
+        if id(node) in skip:
+            continue
         if isinstance(node, ast.Attribute):
             attrs = []
             base = node
@@ -348,9 +359,13 @@ def kernel_record(kernel) -> dict:
 def error_record(e: CompileError) -> dict:
     loc = e.loc
     return {"message": e.message, "function": e.function,
-            "loc": None if loc is None else (loc.file, loc.line, loc.source)}
+            "loc": None if loc is None else (loc.file, loc.line, loc.source),
+            "untracked_writes": bool(getattr(e, "untracked_writes", False))}
 
 
 def error_from_record(r: dict) -> CompileError:
     loc = None if r["loc"] is None else Loc(*r["loc"])
-    return CompileError(r["message"], loc, r["function"])
+    error = CompileError(r["message"], loc, r["function"])
+    if r.get("untracked_writes"):
+        error.untracked_writes = True
+    return error

@@ -19,8 +19,9 @@ import ast
 
 from . import ir
 from ..errors import CompileError, CompileTypeError, KernelError
-from .frontend_expr import _BINOPS, ExpressionLowering, Static  # noqa: F401  (Static re-exported)
+from .frontend_expr import _BINOPS, ExpressionLowering, Static, _mutated_args  # noqa: F401  (Static re-exported)
 from .frontend_loops import LoopLowering
+from .frontend_tile_refs import refuse_observed_tile_writes
 from .function import Func, FuncGradient
 from .frontend_source import (  # noqa: F401  (FunctionSource: the compiler's entry point takes one)
     _BREAK, _CONT, _RET, FunctionSource, _walk_no_nested_defs)
@@ -35,6 +36,7 @@ class Frontend(LoopLowering, ExpressionLowering):
                  return_count=None):
         self.src = source
         self.kind = kind
+        self.statement = None  # the statement being lowered (see lower_stmts)
         self.name = name
         self.param_types = param_types
         self.resolve_static = resolve_static  # hook: (python object) -> Static or None, for wp.* objects
@@ -121,8 +123,14 @@ class Frontend(LoopLowering, ExpressionLowering):
                 out.append(v)
         return out
 
+    def check_tile_writes(self, func, call):
+        """Refuse a call whose in-place change of a tile argument the caller would see in Warp (see
+        frontend_tile_refs)."""
+        refuse_observed_tile_writes(self, func, call, self.statement, _mutated_args)
+
     def lower_stmts(self, stmts):
         for i, stmt in enumerate(stmts):
+            self.statement = stmt  # the statement whose expressions are lowered now (tile writes check reads)
             if self.lower_stmt(stmt) == "exit":
                 return  # the rest is unreachable
             flags = self.flags_set()
@@ -455,6 +463,9 @@ class Frontend(LoopLowering, ExpressionLowering):
             if _tuple_items(a) is not None or _tuple_items(b) is not None:
                 tuples[name] = self.merge_tuple_items(name, a, b, blocks, merged, node)
                 continue
+            if isinstance(a, ir.Value) != isinstance(b, ir.Value) or isinstance(a, Static) and isinstance(b, Static):
+                # a number known at compile time on one path (a loop index after its constant range) is a value
+                a, b = (self.number_as_value(x, blk, node) for x, blk in zip((a, b), blocks))
             if not isinstance(a, ir.Value) or not isinstance(b, ir.Value):
                 raise self.error(f"'{name}' is bound to different compile-time objects (or to one and a run-time "
                                  f"value) on the two paths of this if; bind it the same way on both", node)
@@ -471,6 +482,16 @@ class Frontend(LoopLowering, ExpressionLowering):
         for name, items in tuples.items():
             env[name] = _fill_slots(items, results)
         self.env = env
+
+    def number_as_value(self, x, block, node):
+        """`x` as a value made at the end of `block` when it is a compile-time number; otherwise `x` itself."""
+        if not (isinstance(x, Static) and type(x.obj) in (int, float)):
+            return x
+        outer, self.block = self.block, block
+        try:
+            return self.as_value(x, node)
+        finally:
+            self.block = outer
 
     def merge_tuple_items(self, name, a, b, blocks, merged, node):
         """A tuple variable that the two branches of an if bind differently, merged item by item: each differing

@@ -12,6 +12,7 @@ from . import ir, scalar_semantics
 from ..typesys import ArrayValue
 from .function import grad
 from ..builtins import BUILTINS
+from .frontend_source import FunctionSource
 from .native_snippet import NativeSnippet
 from ..errors import CompileTypeError
 
@@ -225,8 +226,9 @@ class ExpressionLowering:
         for n in ast.walk(node):
             # a run-time local shadows any global of its name: it has no compile-time value
             if isinstance(n, ast.Name) and n.id in self.env and n.id not in local and not n.id.startswith("__"):
-                raise self.error(f"'{n.id}' is a run-time variable of the kernel; wp.static(...) and other "
-                                 f"compile-time expressions cannot use it", node)
+                raise self.error(f"Error evaluating static expression: name '{n.id}' is not defined. Make sure all "
+                                 f"variables used in the static expression are constant. '{n.id}' is a run-time "
+                                 f"variable of the kernel.", node)
         namespace = dict(self.src.globals)
         namespace.update(self.src.closure)
         namespace.update(local)
@@ -235,7 +237,8 @@ class ExpressionLowering:
         except Exception as e:
             if quiet:
                 raise
-            raise self.error(f"cannot evaluate '{ast.unparse(node)}' at compile time: {e}", node) from None
+            raise self.error(f"Error evaluating static expression: {e} (evaluating '{ast.unparse(node)}' at "
+                             f"compile time)", node) from None
 
     def expr_Call(self, node):
         res = self.lower_call(node, nresults=1)
@@ -257,7 +260,10 @@ class ExpressionLowering:
                 # inference folds to a constant; lower it as ordinary code
                 return [self.lower_call_value(node.args[0]) if isinstance(node.args[0], ast.Call)
                         else self.lower_expr(node.args[0])]
-            return self._static_result(self.static_eval(node.args[0]), nresults, node)
+            key = FunctionSource.static_key(node.args[0])
+            early = getattr(self.src, "early_statics", {})
+            value = early[key] if key in early else self.static_eval(node.args[0])
+            return self._static_result(value, nresults, node)
         callee = self.lower_expr(node.func)
         if not isinstance(callee, Static):
             raise self.error(f"'{ast.unparse(node.func)}' is not callable in a kernel", node)
@@ -318,6 +324,7 @@ class ExpressionLowering:
                 return results[:nresults]
         else:
             attrs["func"] = target
+            self.check_tile_writes(target, node)
         return self.emit("call", operands, node, nresults=nresults, attrs=attrs)
 
     def _call_with_outputs(self, node, target, n_out):

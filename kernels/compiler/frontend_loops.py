@@ -137,10 +137,24 @@ class LoopLowering:
                              f"wp.mesh_query_aabb(...), or a variable assigned one); got '{ast.unparse(it)}'", node)
         if self.unroll_for_static_index(node, bounds):
             return None
+        constant = [b.obj if isinstance(b, Static) else None for b in bounds]
         bounds = [self.as_value(b, node) for b in bounds]
         has_break = _may_exit_loop(node.body)
         self.lower_loop("for", node, bounds, node.body, node.target.id, has_break, is_static)
+        self.bind_index_after_loop(node, constant, has_break)
         return None
+
+    def bind_index_after_loop(self, node, constant, has_break):
+        """After a loop over a constant, non-empty range that runs to its end, the index holds the range's last
+        value, as in Python (and in Warp, which reads it in a later `wp.static(...)`): `for i in range(3): ...`
+        leaves i == 2, whatever i was before. Other loops leave the binding from before the loop."""
+        name = node.target.id
+        if has_break or name in _assigned_names(node.body) or \
+                not all(isinstance(v, int) and not isinstance(v, bool) for v in constant):
+            return
+        values = range(*constant)
+        if len(values):
+            self.env[name] = Static(values[-1])
 
     def lower_reversed_range(self, node, range_call):
         """`for i in reversed(range(a, b, s)): body` visits range(a, b, s)'s values last first: it is lowered as
@@ -266,6 +280,12 @@ class LoopLowering:
             extra.append(_RET)
             extra.extend(f"__retval{i}" for i in range(self.n_returns or 0))
         assigned = _assigned_names(body_stmts)
+        for name in assigned:
+            # a number known at compile time (a loop index after its constant range) that the body rebinds
+            # changes from one iteration to the next: carried as a run-time value
+            bound = self.env.get(name)
+            if isinstance(bound, Static) and type(bound.obj) in (int, float):
+                self.env[name] = self.as_value(bound, node)
         self.declare_loop_locals(node, body_stmts, assigned - {index_name})
         split = self.split_tuples([n for n, v in self.env.items() if n in assigned and _tuple_items(v) is not None],
                                   node)
@@ -306,7 +326,7 @@ class LoopLowering:
         self.lower_stmts(body_stmts)
         self.in_loop = outer_in_loop
         self.resplit_tuples(split, node)
-        body.yields = [self.env[n] for n in carried]
+        body.yields = [self.as_value(self.env[n], node) for n in carried]  # an inner loop may leave a Static
         regions.append(body)
         self.block = outer_block
         attrs = {"carried": carried, "static": is_static}

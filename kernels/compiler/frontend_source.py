@@ -28,6 +28,12 @@ class FunctionSource:
         self.tree = ast.parse(textwrap.dedent("".join(lines)))
         self.fdef = next(n for n in self.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
         self.globals = pyfunc.__globals__
+        self.early_statics = _evaluate_statics_early(self)
+
+    @staticmethod
+    def static_key(node) -> tuple:
+        """Where a `wp.static(...)` argument sits in the source: the key of `early_statics`."""
+        return (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
 
     @property
     def closure(self) -> dict:
@@ -109,3 +115,34 @@ def _walk_no_nested_defs(node, stop_at_loops):
         if stop_at_loops and isinstance(child, (ast.For, ast.While)):
             continue
         yield from _walk_no_nested_defs(child, stop_at_loops)
+
+
+def _evaluate_statics_early(source) -> dict:
+    """The value of each `wp.static(expr)` whose expression reads no name of the function's own, evaluated once,
+    when the decorator runs (as Warp does: a side-effecting expression runs once, and a global changed later
+    does not change the kernel). Expressions that fail here (a name defined later, a loop index) are evaluated
+    at compile time instead. Maps FunctionSource.static_key of the argument -> value."""
+    fdef = source.fdef
+    own = {a.arg for a in fdef.args.args + fdef.args.kwonlyargs} | _assigned_names(fdef.body)
+    namespace = None
+    out = {}
+    for node in ast.walk(fdef):
+        if not (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords):
+            continue
+        if not (isinstance(node.func, (ast.Name, ast.Attribute)) and "static" in ast.unparse(node.func)):
+            continue
+        arg = node.args[0]
+        if any(isinstance(n, ast.Name) and n.id in own for n in ast.walk(arg)):
+            continue
+        if namespace is None:
+            namespace = dict(source.globals)
+            namespace.update(source.closure)
+        try:
+            f = eval(compile(ast.Expression(body=node.func), source.file, "eval"), namespace)
+            if getattr(f, "__name__", "") != "static" or not getattr(f, "__module__", "").startswith("kernels"):
+                continue
+            out[FunctionSource.static_key(arg)] = eval(compile(ast.Expression(body=arg), source.file, "eval"),
+                                                       namespace)
+        except Exception:
+            continue
+    return out

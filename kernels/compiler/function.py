@@ -10,6 +10,7 @@ module imports neither the frontend's lowering nor the passes.
 
 from __future__ import annotations
 
+import sys
 import typing
 
 from . import ir
@@ -322,30 +323,30 @@ def _caller(op) -> str:
     return op.attrs.get("caller", "")
 
 
-_funcs: dict = {}
-
-
 def func(pyfunc=None):
-    """Decorator: a function callable from kernels. Re-declaring a name with other annotations adds an overload."""
-    key = f"{pyfunc.__module__}.{pyfunc.__qualname__}"
-    existing = _funcs.get(key)
-    if existing is not None and _is_overload(existing, pyfunc):
-        existing.add_overload(pyfunc)
-        return existing
-    f = Func(pyfunc)
-    _funcs[key] = f
-    return f
+    """Decorator: a function callable from kernels.
 
-
-def _is_overload(existing: Func, pyfunc) -> bool:
-    """A redefinition with different annotations is an overload; with the same ones it replaces the function."""
+    As in Warp, a definition is related to an earlier one only through the name it is bound to in the scope where
+    the decorator runs (the caller's locals; module globals at the top level). There, a definition with other
+    annotations adds an overload to the existing function (and returns it); one with the annotations of the
+    existing function makes a new function that keeps the other overloads, so that references to the old one
+    keep their old body. Anywhere else (each call of a factory function, each branch taken) the definition is a
+    function of its own, with its own closure values, even when name and signature repeat.
+    """
+    scope = sys._getframe(1).f_locals
+    existing = scope.get(pyfunc.__name__)
+    if not isinstance(existing, Func):
+        return Func(pyfunc)
     source = FunctionSource(pyfunc)
     new_types = signature_types(source, pyfunc.__name__, require=False)
-    same = [i for i, (_, t) in enumerate(existing.overloads) if t == new_types]
-    for i in reversed(same):
-        del existing.overloads[i]
+    if new_types == existing.overloads[0][1]:
+        replacement = Func(pyfunc)
+        replacement.overloads += [o for o in existing.overloads[1:] if o[1] != new_types]
+        return replacement
+    existing.overloads = [o for o in existing.overloads if o[1] != new_types]
+    existing.overloads.append((source, new_types))
     existing.specializations.clear()
-    return bool(existing.overloads) or bool(same)
+    return existing
 
 
 def _attach(forward: Func, attr: str, decorator: str):

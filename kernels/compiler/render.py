@@ -248,7 +248,8 @@ class FunctionRenderer:
                 n = op.attrs["ndim"]
                 for k, r in enumerate(op.results):
                     if n == 1:
-                        self.emit(f"{self.name(r)} = wp::int32(task);")
+                        # a scalar wp.tid() of a multi-dimensional launch is the first coordinate (Warp 1.19)
+                        self.emit(f"{self.name(r)} = lb.ndim == 1 ? wp::int32(task) : wp::tid_component(task, lb, 0);")
                     else:
                         self.emit(f"{self.name(r)} = wp::tid_component(task, lb, {k});")
                 return

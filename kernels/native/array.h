@@ -194,14 +194,16 @@ template <typename T> CUDA_CALLABLE inline T atomic_rmw_add(T* p, T v) {
     while (!cas_bits(p, old, T(old + v))) {}
     return old;
 }
+// min/max as Warp's (fmin/fmax): a NaN element is replaced by the value, a NaN value leaves a number in place.
+// `old != old` holds only for a NaN (never for integers).
 template <typename T> CUDA_CALLABLE inline T atomic_rmw_min(T* p, T v) {
     T old = *p;
-    while (v < old && !cas_bits(p, old, v)) {}
+    while ((v < old || old != old) && !cas_bits(p, old, v)) {}
     return old;
 }
 template <typename T> CUDA_CALLABLE inline T atomic_rmw_max(T* p, T v) {
     T old = *p;
-    while (v > old && !cas_bits(p, old, v)) {}
+    while ((v > old || old != old) && !cas_bits(p, old, v)) {}
     return old;
 }
 
@@ -498,12 +500,14 @@ CUDA_CALLABLE inline void adj_index_accumulate(const array_t<T>& g, int line, T&
 }
 
 // Adjoint of atomic_min/atomic_max: the element's gradient goes to the value that equals its final value (the thread
-// that won; every tied thread gets it too, as in Warp), component by component for vectors and matrices.
+// that won; every tied thread gets it too, as in Warp), component by component for vectors and matrices. A NaN value
+// that meets a NaN element counts as the winner (Warp's rule: the forward wrote the value's NaN), though NaN != NaN.
 CUDA_CALLABLE inline void minmax_winner(float16 final_v, float16 v, float16 g, float16& adj_v) {
-    if (float(final_v) == float(v)) adj_v = float16(float(adj_v) + float(g));
+    const float f = float(final_v), x = float(v);
+    if (f == x || (f != f && x != x)) adj_v = float16(float(adj_v) + float(g));
 }
 template <typename T> CUDA_CALLABLE inline void minmax_winner(T final_v, T v, T g, T& adj_v) {
-    if (final_v == v) adj_v = add(adj_v, g);
+    if (final_v == v || (final_v != final_v && v != v)) adj_v = add(adj_v, g);  // x != x: NaN (never for integers)
 }
 template <unsigned N, typename T>
 CUDA_CALLABLE inline void minmax_winner(const vec_t<N, T>& f, const vec_t<N, T>& v, const vec_t<N, T>& g,

@@ -25,7 +25,7 @@ static CUDA_CALLABLE inline void k0_branch_loop_forward_thread(const wp::launch_
     wp::float32 v13_s;
     wp::float32 v14;
     wp::float32 v15_s;
-    v3_i = wp::int32(task);
+    v3_i = lb.ndim == 1 ? wp::int32(task) : wp::tid_component(task, lb, 0);
     v4 = 0.0f;
     v5 = 0;
     v6 = 1;
@@ -92,7 +92,7 @@ static CUDA_CALLABLE inline void k0_branch_loop_backward_thread(const wp::launch
     wp::float32 adj_v13_s = wp::adj_zero<wp::float32>();
     wp::float32 adj_v14 = wp::adj_zero<wp::float32>();
     wp::float32 adj_v15_s = wp::adj_zero<wp::float32>();
-    v3_i = wp::int32(task);
+    v3_i = lb.ndim == 1 ? wp::int32(task) : wp::tid_component(task, lb, 0);
     v4 = 0.0f;
     v5 = 0;
     v6 = 1;

@@ -33,7 +33,7 @@ static CUDA_CALLABLE inline void k0_func_call_forward_thread(const wp::launch_bo
     wp::float32 v4;
     wp::float32 v5;
     wp::float32 v6;
-    v2_i = wp::int32(task);
+    v2_i = lb.ndim == 1 ? wp::int32(task) : wp::tid_component(task, lb, 0);
     v3 = wp::index(v0_x, 50, v2_i);
     v4 = f0_square(v3);
     v5 = 1.0f;
@@ -68,7 +68,7 @@ static CUDA_CALLABLE inline void k0_func_call_backward_thread(const wp::launch_b
     wp::float32 adj_v4 = wp::adj_zero<wp::float32>();
     wp::float32 adj_v5 = wp::adj_zero<wp::float32>();
     wp::float32 adj_v6 = wp::adj_zero<wp::float32>();
-    v2_i = wp::int32(task);
+    v2_i = lb.ndim == 1 ? wp::int32(task) : wp::tid_component(task, lb, 0);
     v3 = wp::index(v0_x, 50, v2_i);
     v4 = replay_f0_square(v3);
     v5 = 1.0f;

@@ -16,7 +16,7 @@ static CUDA_CALLABLE inline void k0_saxpy_forward_thread(const wp::launch_bounds
     wp::float32 v5;
     wp::float32 v6;
     wp::float32 v7;
-    v3_i = wp::int32(task);
+    v3_i = lb.ndim == 1 ? wp::int32(task) : wp::tid_component(task, lb, 0);
     v4 = wp::index(v1_x, 32, v3_i);
     v5 = wp::mul(v0_alpha, v4);
     v6 = wp::index(v2_y, 32, v3_i);
@@ -47,7 +47,7 @@ static CUDA_CALLABLE inline void k0_saxpy_backward_thread(const wp::launch_bound
     wp::float32 adj_v5 = wp::adj_zero<wp::float32>();
     wp::float32 adj_v6 = wp::adj_zero<wp::float32>();
     wp::float32 adj_v7 = wp::adj_zero<wp::float32>();
-    v3_i = wp::int32(task);
+    v3_i = lb.ndim == 1 ? wp::int32(task) : wp::tid_component(task, lb, 0);
     v4 = wp::index(v1_x, 32, v3_i);
     v5 = wp::mul(v0_alpha, v4);
     v6 = wp::index(v2_y, 32, v3_i);

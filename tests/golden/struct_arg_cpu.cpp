@@ -36,7 +36,7 @@ static CUDA_CALLABLE inline void k0_struct_arg_forward_thread(const wp::launch_b
     wp::float32 v6;
     wp::float32 v7;
     wp::float32 v8;
-    v3_i = wp::int32(task);
+    v3_i = lb.ndim == 1 ? wp::int32(task) : wp::tid_component(task, lb, 0);
     v4 = v0_p.scale;
     v5 = wp::index(v1_x, 56, v3_i);
     v6 = wp::mul(v4, v5);
@@ -76,7 +76,7 @@ static CUDA_CALLABLE inline void k0_struct_arg_backward_thread(const wp::launch_
     wp::float32 adj_v6 = wp::adj_zero<wp::float32>();
     wp::float32 adj_v7 = wp::adj_zero<wp::float32>();
     wp::float32 adj_v8 = wp::adj_zero<wp::float32>();
-    v3_i = wp::int32(task);
+    v3_i = lb.ndim == 1 ? wp::int32(task) : wp::tid_component(task, lb, 0);
     v4 = v0_p.scale;
     v5 = wp::index(v1_x, 56, v3_i);
     v6 = wp::mul(v4, v5);

@@ -262,10 +262,17 @@ def _check_struct_root(base: ir.Value, use: ir.Op, fn):
             base = op.operands[0]
             continue
         maker = op.attrs.get("name") or op.opcode
-        raise CompileError(f"the gradient of array field '{use.attrs['field']}' of a struct made in the kernel "
-                           f"(by {maker}) cannot be computed: its gradient array is unknown here; pass the array "
-                           "to the kernel as an argument (or a field of a struct argument), or wrap the read in "
-                           "wp.stop_gradient(...)", use.loc, fn.name)
+        origin = "an element of an array of structs" if maker in ("load", "index_load") else \
+            f"a struct made in the kernel (by {maker})"
+        error = CompileError(f"the gradient of array field '{use.attrs['field']}' of {origin} cannot be computed: "
+                             "its gradient array is unknown here (kernels keeps the gradient arrays of a struct "
+                             "argument beside it, not inside each array); pass the array to the kernel as an "
+                             "argument (or a field of a struct argument), or wrap the read in "
+                             "wp.stop_gradient(...)", use.loc, fn.name)
+        # a write into such an array is invisible to the Tape (the struct's array has no gradient of its own):
+        # backward must raise this even when no array the kernel writes visibly carries a gradient
+        error.untracked_writes = True
+        raise error
 
 
 def array_adjoint_source(v: ir.Value, fn):

@@ -10,6 +10,7 @@ from ... import types as T
 from ...builtins import registry
 from ...typesys import ArrayType, PackType, StaticType, TileType, describe
 from ..function import Func
+from .tile_arange_range import arange_range
 from .typeinfer_slices import is_slice
 from ..tile_stack_type import is_tile_stack, tile_stack_type
 
@@ -148,17 +149,20 @@ class TileForms:
         pos = op.operands[: len(op.operands) - len(kw)]
         named = dict(zip(kw, op.operands[len(pos):]))
         vals = [self.static_value(v, op, "tile_arange's bounds") for v in pos]
-        if not 1 <= len(vals) <= 3:
-            raise self.error("tile_arange takes (stop), (start, stop) or (start, stop, step)", op)
-        start, stop, step = (0, vals[0], 1) if len(vals) == 1 else (vals[0], vals[1], vals[2] if len(vals) > 2 else 1)
-        count = max(0, math.ceil((stop - start) / step))
-        if count == 0:
-            raise self.error("tile_arange gives no elements", op)
-        dtype = self.static_type_arg(named["dtype"], op, "dtype") if "dtype" in named else (
-            T.float32 if any(isinstance(v, float) for v in vals) else T.int32)
-        st = T.float64 if T.is_float(dtype) else T.int64
+        # Warp's default element type is float whatever the bounds are
+        dtype = T.canonical_type(self.static_value(named["dtype"], op, "dtype")) if "dtype" in named else T.float32
+        try:
+            start, step, count = arange_range(vals, dtype)
+        except (TypeError, ValueError) as e:
+            raise self.error(str(e), op, kind=type(e)) from None
+        # the fill runs at the output type as Warp's does (float16: in float32, 8/16/32-bit integers: in int64,
+        # whose results equal the narrow type's wherever the bounds fit it)
+        if dtype in (T.float32, T.float64, T.int64, T.uint64):
+            fill = dtype
+        else:
+            fill = T.float32 if T.is_float(dtype) else T.int64
         self.emit_typed(op, "tile_arange", TileType(dtype, (count,)),
-                        [self.typed_const(start, st, op.loc), self.typed_const(step, st, op.loc)])
+                        [self.typed_const(start, fill, op.loc), self.typed_const(step, fill, op.loc)])
 
     def builtin_tile_randi(self, op):
         self.random_tile(op, "tile_randi", T.int32)
