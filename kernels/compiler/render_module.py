@@ -118,7 +118,7 @@ class ModuleSource:
         r.declare_values(fn.body)
         r.block(fn.body, replay)
         body = "\n".join(r.lines)
-        return f"static CUDA_CALLABLE inline {ret} {name}({params}) {{\n{body}\n}}"
+        return f"static CUDA_CALLABLE inline WP_FORCE_INLINE {ret} {name}({params}) {{\n{body}\n}}"
 
     def custom_adjoint(self, fn: ir.Function, name: str) -> str:
         """`adj_<name>` from a @wp.func_grad body: its first parameters are the primal arguments, the rest the

@@ -2,12 +2,12 @@
 #define WP_EXPORT __attribute__((visibility("default")))
 #include "builtin.h"
 
-static CUDA_CALLABLE inline wp::float32 f0_square(wp::float32 v0_x) {
+static CUDA_CALLABLE inline WP_FORCE_INLINE wp::float32 f0_square(wp::float32 v0_x) {
     wp::float32 v1;
     v1 = wp::mul(v0_x, v0_x);
     return v1;
 }
-static CUDA_CALLABLE inline wp::float32 replay_f0_square(wp::float32 v0_x) {
+static CUDA_CALLABLE inline WP_FORCE_INLINE wp::float32 replay_f0_square(wp::float32 v0_x) {
     wp::float32 v1;
     v1 = wp::mul(v0_x, v0_x);
     return v1;
