@@ -1,6 +1,7 @@
 """Which arrays a kernel reads and writes, by parameter path ("x", or "params.output" for a struct member).
 
-Used by the Tape: overwrite checks, and finding gradient chains broken by an array without a gradient buffer.
+Used by the Tape: overwrite checks, and finding gradient chains broken by an array without a gradient buffer; and
+by the CPU renderer: which arrays a parallel forward launch may add into through per-chunk private copies.
 Calls into user functions count through their parameters.
 """
 
@@ -45,18 +46,18 @@ def _walk(fn: ir.Function, paths: dict, access: dict):
 
 
 def privatizable_accumulations(fn: ir.Function, names: list, accumulable) -> list | None:
-    """The array paths that a parallel CPU forward launch of kernel `fn` may give each chunk private copies of:
-    arrays the kernel (or a function it calls) only adds into, with `a[i] += v` or wp.atomic_add/atomic_sub,
-    never reads, stores to, passes to another builtin, or uses the returned old value of, and whose element type
-    satisfies `accumulable` (floats: the sum does not depend on which copy an addend went to, up to rounding).
+    """The array paths that a parallel CPU forward launch of kernel `fn` may give each chunk private copies of.
 
-    Returns [(path, ArrayType)] (empty when the kernel adds into no array), or None when an array that the
-    kernel body adds into is also used otherwise: then every add must stay atomic.
+    The renderer turns every `a[i] += v` / wp.atomic_add / wp.atomic_sub of the kernel body on an array whose
+    element type satisfies `accumulable` (floats) into a plain add when copies are used, so copies are allowed
+    only if each array the kernel (or a function it calls) adds into that way is only added into: never read,
+    stored to, passed to another builtin, merged with another array value, or asked for the old value an
+    atomic returns. Returns [(path, ArrayType)] (empty when the kernel adds into no float array), or None when
+    some float add must stay atomic (then all of them do).
     """
-    params = {p: n for p, n in zip(fn.params, names)}
-    added: dict = {}  # path -> ArrayType
+    added: set = set()
     tainted: set = set()
-    _accumulations(fn, params, added, tainted, accumulable)
+    _accumulations(fn, {p: n for p, n in zip(fn.params, names)}, added, tainted, accumulable)
     types = dict(_array_types(zip(names, (p.type for p in fn.params))))
     for path in added:
         parts = path.split(".")
@@ -75,45 +76,43 @@ def _array_types(named_types, prefix: str = ""):
 
 
 _UNKNOWN = "<an array no parameter path reaches>"
+_ADDS = ("atomic_add", "atomic_sub")
 
 
-def _accumulations(fn: ir.Function, paths: dict, added: dict, tainted: set, accumulable):
-    used = set()
+def _accumulations(fn: ir.Function, paths: dict, added: set, tainted: set, accumulable):
+    """Collect into `added` the paths of the float arrays `fn` adds into, and into `tainted` the paths used in
+    any other way. `paths`: the values of `fn` that are (parts of) kernel parameters -> their path."""
+    used = set(fn.body.yields)
     for op in ir.walk(fn.body):
         used.update(op.operands)
         for region in op.regions:
             used.update(region.yields)
-            for v in region.yields:
-                if v in paths:
-                    tainted.add(paths[v])  # merged with another value: no longer followed
-    used.update(fn.body.yields)
     for v in fn.body.yields:
         if v in paths:
             tainted.add(paths[v])
     for op in ir.walk(fn.body):
-        touched = [v for v in op.operands if v in paths]
-        if not touched and op.attrs.get("callee") is None and op.attrs.get("name") not in ("atomic_add", "atomic_sub"):
+        for region in op.regions:  # an array merged with another value (if/loop results) is no longer followed
+            tainted.update(paths[v] for v in region.yields if v in paths)
+        if op.opcode != "call":
+            tainted.update(paths[v] for v in op.operands if v in paths)
             continue
-        name = op.attrs.get("name")
-        if op.opcode == "call" and name == "struct_get" and op.operands[0] in paths:
-            paths[op.results[0]] = f"{paths[op.operands[0]]}.{op.attrs['field']}"
-            continue
-        if op.opcode == "call" and name in ARRAY_VIEWS and op.operands[0] in paths:
-            paths[op.results[0]] = paths[op.operands[0]]  # a sub-array: accesses count for the whole array
-            if any(v in paths for v in op.operands[1:]):
-                tainted.update(paths[v] for v in op.operands[1:] if v in paths)
-            continue
-        callee = op.attrs.get("callee") if op.opcode == "call" else None
+        name, callee = op.attrs.get("name"), op.attrs.get("callee")
         if callee is not None:
             inner = {p: paths[a] for p, a in zip(callee.params, op.operands) if a in paths}
             _accumulations(callee, inner, added, tainted, accumulable)
             continue
+        if not op.operands:
+            continue
         base = op.operands[0]
-        float_add = (op.opcode == "call" and name in ("atomic_add", "atomic_sub")
-                     and isinstance(base.type, ArrayType) and accumulable(base.type.dtype))
+        if name == "struct_get" and base in paths:
+            paths[op.results[0]] = f"{paths[base]}.{op.attrs['field']}"
+            continue
+        if name in ARRAY_VIEWS and base in paths:
+            paths[op.results[0]] = paths[base]  # a sub-array: accesses count for the whole array
+            tainted.update(paths[v] for v in op.operands[1:] if v in paths)
+            continue
+        float_add = name in _ADDS and isinstance(base.type, ArrayType) and accumulable(base.type.dtype)
         if float_add:
-            # every such add counts, private or not: the renderer makes them all plain adds when copies are used
-            added[paths.get(base, _UNKNOWN)] = True
-        if not (float_add and base in paths and not any(r in used for r in op.results)
-                and not any(v in paths for v in op.operands[1:])):
-            tainted.update(paths[v] for v in touched)
+            added.add(paths.get(base, _UNKNOWN))
+        plain = float_add and base in paths and not any(r in used for r in op.results)
+        tainted.update(paths[v] for k, v in enumerate(op.operands) if v in paths and not (plain and k == 0))
