@@ -3,7 +3,8 @@
 `install()` registers a module named `warp` (and `warp.types`, `warp.optim`) in `sys.modules`, so code written for
 NVIDIA Warp runs unchanged: `wp.kernel`, `wp.array`, `wp.launch`, ... are `kernels`' own; `wp.Tape` is
 `autodiff.Tape`; `warp.optim.Adam`/`SGD` are `autodiff`'s. `warp.render` (`warp_shim.render`: a USD renderer
-writing through `sim.usd`) and `warp.examples` (`warp_shim.examples`) are imported when a program imports them;
+writing through `sim.usd`) and `warp.examples` (`warp_shim.examples`) and `warp.autograd` (`warp_shim.autograd`: Warp's Jacobians and gradient
+checks) are imported when a program imports them;
 `warp.fem` and `warp.sparse` are refused at import with one line (`warp_shim.out_of_scope`). Kernels compile
 without fused multiply-add, as Warp's CPU backend does, so programs compute Warp's numbers.
 `python -m warp_shim script.py [args]` runs a script
@@ -28,7 +29,8 @@ from .out_of_scope import OutOfScopeError, install_finder
 __all__ = ["install", "make_warp_module", "OutOfScopeError"]
 
 #: `warp.<name>` submodules provided by a module of this package, imported on first use (warp.render loads USD).
-SUBMODULES = {"warp.render": "warp_shim.render", "warp.examples": "warp_shim.examples"}
+SUBMODULES = {"warp.render": "warp_shim.render", "warp.examples": "warp_shim.examples",
+              "warp.autograd": "warp_shim.autograd"}
 
 
 class _AliasLoader(importlib.abc.Loader):

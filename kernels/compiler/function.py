@@ -162,7 +162,10 @@ def _host_value_matches(param_t, value) -> bool:
 class Func:
     """A user function callable from kernels (Warp's `@wp.func`)."""
 
+    inline_hint = None  # Warp's @wp.func(inline=...) hint, set by `func`
+
     def __init__(self, pyfunc):
+        self.module = pyfunc.__module__  # Warp's @wp.func(module=...), set by `func`
         self.key = f"{pyfunc.__module__}.{pyfunc.__qualname__}"
         self.name = pyfunc.__name__
         self.overloads: list = []
@@ -325,15 +328,35 @@ def _caller(op) -> str:
 _funcs: dict = {}
 
 
-def func(pyfunc=None):
-    """Decorator: a function callable from kernels. Re-declaring a name with other annotations adds an overload."""
-    key = f"{pyfunc.__module__}.{pyfunc.__qualname__}"
+def func(pyfunc=None, *, name: str | None = None, module=None, inline: bool | None = None):
+    """Decorator: a function callable from kernels. Re-declaring a name with other annotations adds an overload.
+
+    Warp's options, as `@wp.func(name=..., module=..., inline=...)`:
+        name: the function's registration key (default: its qualified name); same name, other annotations: an
+            overload.
+        module: the module it belongs to (a name, a Module, or "unique" for one of its own); kept as `f.module`
+            so that `@wp.kernel(module=f.module)` groups a kernel with it. Functions are compiled into each kernel
+            that calls them here, so the option changes where code is built, never a result.
+        inline: Warp's hint to the C++ compiler (`True`: force inlining, `False`: keep out of line, `None`: the
+            compiler's choice); kept as `f.inline_hint` ("forceinline"/"noinline"/None). Inlining never changes
+            a result, and the C++ compiler here decides it.
+    """
+    if inline is not None and not isinstance(inline, bool):
+        raise TypeError(f"inline must be a bool or None, got {type(inline).__name__}: {inline!r}")
+    if pyfunc is None:
+        return lambda f: func(f, name=name, module=module, inline=inline)
+    key = f"{pyfunc.__module__}.{name or pyfunc.__qualname__}"
     existing = _funcs.get(key)
     if existing is not None and _is_overload(existing, pyfunc):
         existing.add_overload(pyfunc)
         return existing
     f = Func(pyfunc)
     _funcs[key] = f
+    mod = getattr(module, "name", module)  # a Module: its name (this layer does not import the runtime)
+    if mod == "unique":
+        mod = f"{pyfunc.__module__}.{pyfunc.__qualname__}:{pyfunc.__code__.co_firstlineno}:{id(pyfunc):x}"
+    f.module = mod or pyfunc.__module__
+    f.inline_hint = None if inline is None else ("forceinline" if inline else "noinline")
     return f
 
 

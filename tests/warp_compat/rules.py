@@ -90,7 +90,9 @@ def install_type_tables(wp) -> None:
     ints = (wp.int8, wp.uint8, wp.int16, wp.uint16, wp.int32, wp.uint32, wp.int64, wp.uint64)
     floats = (wp.float16, wp.bfloat16, wp.float32, wp.float64)
     numpy_floats = (wp.float16, wp.float32, wp.float64)  # bfloat16 has no numpy dtype (nor named vectors in Warp)
-    table = types.ModuleType("warp._src.types")
+    # names of Warp's type module other than the tables are internals: they resolve (a file importing one at its
+    # top loads) and fail when used, like the other internal modules below
+    table = _InternalStub("warp._src.types")
     table.int_types = ints
     table.float_types = floats
     table.scalar_types = ints + floats
@@ -111,6 +113,12 @@ def install_type_tables(wp) -> None:
     wp._src = src
     sys.modules["warp._src"] = src
     sys.modules["warp._src.types"] = table
+    # warp.autograd's functions take a `metadata: FunctionMetadata` argument, a class Warp defines in
+    # warp._src.autograd only: that module is lent as the shim's warp.autograd, which defines the class
+    import warp_shim.autograd as autograd
+
+    src.autograd = autograd
+    sys.modules["warp._src.autograd"] = autograd
     # Some test files import internals at their top; those names exist so the file loads, and every test that
     # touches them is excluded by INTERNAL above.
     for name in ("codegen", "logger", "context", "deterministic", "build", "utils", "optim", "builtins"):
@@ -161,5 +169,24 @@ class _InternalStub(types.ModuleType):
 
 
 class _Internal(_OutOfScope):
+    """A name inside a Warp-internal module: its attributes are internals too (`wp._src.context.runtime.core.x`)
+    so that a file reading one at its top loads; calling one raises, except the few capability queries in
+    `_ANSWERS`, which a file asks at its top to pick its tests (answered for kernels, truthfully)."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Internal(f"{self._name}.{name}")
+
     def __call__(self, *args, **kwargs):
+        if self._name in _ANSWERS:
+            return _ANSWERS[self._name]
         raise NotImplementedError(f"{self._name} is a Warp internal, not provided by the kernels shim")
+
+
+#: Capability queries Warp's tile files make at import (`skipUnless` of a whole class): kernels links no MathDx
+#: library and no CUDA toolkit, so both answers are "no"; either way Warp's condition runs the class.
+_ANSWERS = {
+    "warp._src.context.runtime.core.wp_is_mathdx_enabled": False,
+    "warp._src.context.runtime.core.wp_cuda_toolkit_version": 0,
+}
