@@ -1,0 +1,79 @@
+"""Where kernels' CPU launch and arrays end, refused with Warp's messages instead of a silently different number:
+`wp.block_dim()` under `wp.config.enable_cpu_blocks` (Warp gives the launch's block_dim, a CPU thread here is a
+block of one lane), launch_tiled of a kernel whose lanes would each run its atomics, block_dim over 1024 on the
+CPU, and array extents the native int32 shape cannot hold (kernels/runtime/launch.py, array_layout.py)."""
+
+import contextlib
+
+import numpy as np
+import pytest
+
+import kernels as wp
+
+
+@contextlib.contextmanager
+def _cpu_blocks():
+    previous, wp.config.enable_cpu_blocks = wp.config.enable_cpu_blocks, True
+    try:
+        yield
+    finally:
+        wp.config.enable_cpu_blocks = previous
+
+
+@wp.kernel
+def _reads_block_dim(out: wp.array(dtype=wp.int32)):
+    i = wp.tid()
+    out[i] = wp.block_dim()
+
+
+@wp.kernel
+def _counts(out: wp.array(dtype=wp.int32)):
+    wp.atomic_add(out, 0, 1)
+
+
+@wp.kernel
+def _stores(out: wp.array(dtype=wp.int32)):
+    out[0] = 7
+
+
+def test_block_dim_under_cpu_blocks_is_refused_and_plain_launches_run():
+    out = wp.zeros(5, dtype=wp.int32)
+    wp.launch(_reads_block_dim, 5, inputs=[out], block_dim=4)  # CPU blocks off: a block of one lane, as in Warp
+    np.testing.assert_array_equal(out.numpy(), 1)
+    with _cpu_blocks():
+        with pytest.raises(wp.LaunchError, match="reads wp.block_dim"):
+            wp.launch(_reads_block_dim, 5, inputs=[out], block_dim=4)
+        wp.launch(_reads_block_dim, 5, inputs=[out], block_dim=1)  # one lane: Warp's number too
+        np.testing.assert_array_equal(out.numpy(), 1)
+
+
+def test_launch_tiled_atomics_without_tiles_under_cpu_blocks_are_refused():
+    count = wp.zeros(1, dtype=wp.int32)
+    wp.launch_tiled(_counts, dim=[2], inputs=[count], block_dim=4)  # CPU blocks off: one lane per block
+    assert count.numpy()[0] == 2
+    with _cpu_blocks():
+        with pytest.raises(wp.LaunchError, match="atomic"):
+            wp.launch_tiled(_counts, dim=[2], inputs=[count], block_dim=4)
+        out = wp.zeros(1, dtype=wp.int32)
+        wp.launch_tiled(_stores, dim=[2], inputs=[out], block_dim=4)  # every lane stores the same value
+        assert out.numpy()[0] == 7
+
+
+def test_block_dim_cap_on_cpu():
+    out = wp.zeros(1, dtype=wp.int32)
+    for launch in (lambda: wp.launch(_stores, 1, inputs=[out], block_dim=1025),
+                   lambda: wp.launch_tiled(_stores, dim=[1], inputs=[out], block_dim=1025)):
+        with pytest.raises(ValueError, match="block_dim must be at most 1024 on CPU, got 1025"):
+            launch()
+    wp.launch(_stores, 1, inputs=[out], block_dim=1024)
+
+
+def test_array_extents_past_int32_are_refused_before_allocating():
+    message = "Array shapes must not exceed the maximum representable value of a signed 32-bit integer"
+    with pytest.raises(ValueError, match=message):
+        wp.zeros(2**31, dtype=wp.int8)
+    with pytest.raises(ValueError, match=message):  # a broadcast view: 1 byte of memory, 2**31 elements
+        wp.array(np.broadcast_to(np.zeros(1, dtype=np.int8), (2**31,)), dtype=wp.int8)
+    with pytest.raises(ValueError, match="Array shapes must be non-negative"):
+        wp.empty((2, -1), dtype=float)
+    assert wp.zeros((0, 2**31 - 1), dtype=wp.int8).shape == (0, 2**31 - 1)  # the largest extent, no memory
