@@ -57,6 +57,7 @@ from .types import (Any, bool_, float16, float32, float64, int8, int16, int32, i
                     vec3ui, vec4, vec4b, vec4d, vec4f, vec4h, vec4i, vec4l, vec4ub, vec4ui, vector)
 from .types import (bfloat16, dtype_from_numpy, dtype_to_numpy, spatial_matrixf, spatial_matrixh, spatial_vectorh,
                     transformh, vec2s, vec2ul, vec2us, vec3s, vec3ul, vec3us, vec4s, vec4ul, vec4us)
+from .types import handle  # noqa: E402  (Warp's object-handle type: uint64)
 from . import types  # noqa: E402  (wp.types.vector / wp.types.matrix as in Warp)
 from . import tape_interface  # noqa: E402  (what the Tape in `autodiff` uses of the runtime)
 

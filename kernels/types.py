@@ -139,6 +139,11 @@ class uint64(Scalar):
     _np_, _ctype_, _cname_, _kind_ = np.uint64, ctypes.c_uint64, "uint64", "uint"
 
 
+#: Warp's type for object handles (Mesh, Volume, BVH ids) in parameters, struct fields and arrays: uint64 itself
+#: here. Warp keeps a subclass of uint64 only so that its graph capture (APIC) can tell which values to remap.
+handle = uint64
+
+
 class bool_(Scalar):
     _np_, _ctype_, _cname_, _kind_ = np.bool_, ctypes.c_bool, "bool", "bool"
 
@@ -223,11 +228,13 @@ class Composite:
         elif len(args) == 1 and np.ndim(args[0]) == 0 and self._category_ in ("vector", "matrix"):
             data = np.full(n, _components(args[0], st)[0], dtype=st)
         elif len(args) == 1:
-            data = _components(args[0], st)
+            # a copy, as Warp's constructors make: `vec3(v)` must not share v's components
+            data = np.array(_components(args[0], st))
         else:
             data = np.concatenate([_components(a, st) for a in args])
         if data.size != n:
-            raise ValueError(f"{type(self).__name__} expects {n} components, got {data.size}")
+            raise ValueError(f"Invalid number of arguments in {self._category_} constructor, expected {n} elements, "
+                             f"got {data.size}")  # Warp's wording
         self._data = halfbits.round_to_bfloat16(data) if self._wp_scalar_type_ is bfloat16 else data
 
     # Python-side conveniences; kernels never call these.
@@ -255,7 +262,12 @@ class Composite:
         return item
 
     def __setitem__(self, key, value):
-        self._data.reshape(self._shape_)[key] = value
+        # integers wrap like the C++ types (`v[0] = -1` in a uint vector), as the constructors do
+        a = np.asarray(value._data.reshape(value._shape_) if isinstance(value, Composite) else value)
+        if a.dtype != self._data.dtype:
+            with np.errstate(over="ignore", invalid="ignore"):
+                a = a.astype(self._data.dtype)
+        self._data.reshape(self._shape_)[key] = a
 
     def __iter__(self):
         return (self[i] for i in range(self._shape_[0]))

@@ -178,6 +178,9 @@ class _Internal(_OutOfScope):
             raise AttributeError(name)
         return _Internal(f"{self._name}.{name}")
 
+    def __getitem__(self, key):  # a generic internal subscripted at a file's top (`_ArrayAnnotation[...]`)
+        return _Internal(f"{self._name}[...]")
+
     def __call__(self, *args, **kwargs):
         if self._name in _ANSWERS:
             return _ANSWERS[self._name]
