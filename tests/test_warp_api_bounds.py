@@ -1,7 +1,8 @@
 """Where kernels' CPU launch and arrays end, refused with Warp's messages instead of a silently different number:
 `wp.block_dim()` under `wp.config.enable_cpu_blocks` (Warp gives the launch's block_dim, a CPU thread here is a
 block of one lane), launch_tiled of a kernel whose lanes would each run its atomics, block_dim over 1024 on the
-CPU, and array extents the native int32 shape cannot hold (kernels/runtime/launch.py, array_layout.py)."""
+CPU, array extents the native int32 shape cannot hold, and a kernel annotation kernels cannot build (refused at
+launch, as Warp does: its module still imports) (kernels/runtime/launch.py, array_layout.py, module.py)."""
 
 import contextlib
 
@@ -77,3 +78,16 @@ def test_array_extents_past_int32_are_refused_before_allocating():
     with pytest.raises(ValueError, match="Array shapes must be non-negative"):
         wp.empty((2, -1), dtype=float)
     assert wp.zeros((0, 2**31 - 1), dtype=wp.int8).shape == (0, 2**31 - 1)  # the largest extent, no memory
+
+
+def test_kernel_with_an_unsupported_annotation_is_refused_at_launch_not_definition():
+    # Warp checks annotations when it builds a kernel: a module defining one kernels cannot build still imports
+    @wp.kernel
+    def gathers(a: wp.indexedarray[float], b: wp.array(dtype=float)):
+        b[0] = 1.0
+
+    with pytest.raises(wp.CompileError, match="parameter 'a': unsupported annotation indexedarray"):
+        wp.launch(gathers, 1, inputs=[None, wp.zeros(1, dtype=float)])
+    with pytest.raises(wp.CompileError, match="unsupported annotation"):  # every launch, not only the first
+        wp.launch(gathers, 1, inputs=[None, wp.zeros(1, dtype=float)])
+    wp.launch(_stores, 1, inputs=[wp.zeros(1, dtype=wp.int32)])  # its module's other kernels build and run
