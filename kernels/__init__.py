@@ -89,7 +89,16 @@ def init():
 
 
 def constant(value):
-    """Mark a module-level value as a kernel constant (Warp's `wp.constant`); kernels capture it at compile time."""
+    """Mark a module-level value as a kernel constant (Warp's `wp.constant`); kernels capture it at compile time.
+
+    Raises:
+        TypeError: `value` is not a value type (a Python or numpy scalar, a vector, matrix, quaternion or
+            transform), with Warp's message.
+    """
+    import builtins as _builtins
+    import numpy as _np
+    if not isinstance(value, (_builtins.bool, _builtins.int, _builtins.float, _np.generic, types.Composite)):
+        raise TypeError(f"Invalid constant type: {type(value)}")
     return value
 
 

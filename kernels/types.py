@@ -248,7 +248,16 @@ class Composite:
     def __len__(self):
         return self._shape_[0]
 
+    def _check_key(self, key) -> None:
+        """Warp's KeyErrors for a key that is no index (None, a string), or more indices than a matrix has."""
+        if isinstance(key, tuple) and self._category_ == "matrix" and len(key) > 2:
+            raise KeyError(f"Invalid key, expected one or two indices, got {len(key)}")
+        if key is None or isinstance(key, (str, bytes, builtins.float)):
+            expected = "int or pair of ints" if self._category_ == "matrix" else "int or slice"
+            raise KeyError(f"Invalid key {key}, expected {expected}")
+
     def __getitem__(self, key):
+        self._check_key(key)
         item = self._data.reshape(self._shape_)[key]
         if not isinstance(item, np.ndarray) or self._category_ == "transform":
             return item
@@ -262,6 +271,10 @@ class Composite:
         return item
 
     def __setitem__(self, key, value):
+        self._check_key(key)
+        if isinstance(value, (str, bytes)):
+            raise TypeError(f"Expected to assign a `{self._wp_scalar_type_.__name__}` value but got "
+                            f"`{type(value).__name__}` instead")
         # integers wrap like the C++ types (`v[0] = -1` in a uint vector), as the constructors do
         a = np.asarray(value._data.reshape(value._shape_) if isinstance(value, Composite) else value)
         if a.dtype != self._data.dtype:

@@ -31,3 +31,24 @@ def test_item_set_wraps_integers_like_constructors():
     m = wp.mat22(1, 2, 3, 4)
     m[0] = wp.vec2(7, 8)
     assert m[0, 0] == 7 and m[0, 1] == 8 and m[1, 0] == 3
+
+
+def test_bad_keys_and_values_say_what_warp_says():
+    import pytest
+    m = wp.mat22h(1, 2, 3, 4)
+    with pytest.raises(KeyError, match="Invalid key None, expected int or pair of ints"):
+        m[None]
+    with pytest.raises(KeyError, match="Invalid key, expected one or two indices, got 3"):
+        m[0, 1, 2] = 1
+    with pytest.raises(KeyError, match="Invalid key None, expected int or slice"):
+        wp.vec3(1, 2, 3)[None] = 0
+    with pytest.raises(TypeError, match="Expected to assign a `float16` value but got `str` instead"):
+        m[0, 0] = "123.0"
+    assert list(m[:, 0]) == [1, 3] and m[1, 1] == 4  # slices and index pairs as before
+
+
+def test_constant_takes_value_types_only():
+    import pytest
+    assert wp.constant(2) == 2 and wp.constant(wp.float16(1.5)) == 1.5 and wp.constant(wp.vec2(1, 2))[1] == 2
+    with pytest.raises(TypeError, match=r"Invalid constant type: <class 'tuple'>"):
+        wp.constant((1, 2, 3))
