@@ -58,6 +58,8 @@ from .types import (Any, bool_, float16, float32, float64, int8, int16, int32, i
 from .types import (bfloat16, dtype_from_numpy, dtype_to_numpy, spatial_matrixf, spatial_matrixh, spatial_vectorh,
                     transformh, vec2s, vec2ul, vec2us, vec3s, vec3ul, vec3us, vec4s, vec4ul, vec4us)
 from .types import handle  # noqa: E402  (Warp's object-handle type: uint64)
+from .types import Float, Int  # noqa: E402,F401  (Warp's constrained generics: names only, see types)
+from .types import ScalarVar as Scalar  # noqa: E402,F401
 from . import types  # noqa: E402  (wp.types.vector / wp.types.matrix as in Warp)
 from . import tape_interface  # noqa: E402  (what the Tape in `autodiff` uses of the runtime)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import ctypes
+import typing
 
 import numpy as np
 
@@ -154,6 +155,14 @@ def unsupported_reason(t) -> str | None:
 
 
 float_types = (float16, bfloat16, float32, float64)
+
+# Warp's constrained generics (`def f(x: wp.Int)`; wp.Scalar is ScalarVar here, `Scalar` being the base class of
+# the scalar types): the names exist so that modules naming them import; kernels
+# does not specialise on them yet, so a kernel or function annotated with one is refused when it is built
+Int = typing.TypeVar("Int", builtins.int, int8, uint8, int16, uint16, int32, uint32, int64, uint64)
+Float = typing.TypeVar("Float", builtins.float, float16, bfloat16, float32, float64)
+ScalarVar = typing.TypeVar("Scalar", builtins.int, builtins.float, int8, uint8, int16, uint16, int32, uint32, int64,
+                        uint64, float16, bfloat16, float32, float64)
 int_types = (int8, uint8, int16, uint16, int32, uint32, int64, uint64)
 scalar_types = float_types + int_types + (bool_,)
 
@@ -414,6 +423,14 @@ def _is_any(x) -> bool:
     return x is typing.Any or x is Any
 
 
+def _constrained_composite(category: str, shape: tuple, dtype):
+    """`vector(3, wp.Int)`: a type that exists (a module naming it imports) and is refused as an annotation."""
+    why = (f"{category} of Warp's constrained generic {dtype} is not supported by kernels (use a concrete scalar "
+           "type, or Any)")
+    return type(f"{category}({shape}, {dtype})", (GenericComposite,),
+                {"_shape_": tuple(shape), "_wp_scalar_type_": Any, "_category_": category, "_unsupported_": why})
+
+
 def _generic_composite(category: str, shape: tuple, dtype):
     """A pattern type such as `vector(Any, float32)`: an annotation matching every vector of float32.
 
@@ -461,6 +478,8 @@ def vector(length: int, dtype=float32):
 
     `length` or `dtype` may be `Any`: the result is then a generic annotation (see `_generic_composite`).
     """
+    if isinstance(dtype, typing.TypeVar):
+        return _constrained_composite("vector", (length,), dtype)
     if _is_any(length) or _is_any(dtype):
         return _generic_composite("vector", (length,), dtype)
     dtype = scalar_type(dtype)
@@ -472,6 +491,8 @@ def matrix(shape, dtype=float32):
 
     A dimension or `dtype` may be `Any`: the result is then a generic annotation (see `_generic_composite`).
     """
+    if isinstance(dtype, typing.TypeVar):
+        return _constrained_composite("matrix", tuple(shape), dtype)
     if _is_any(shape[0]) or _is_any(shape[1]) or _is_any(dtype):
         return _generic_composite("matrix", tuple(shape), dtype)
     dtype = scalar_type(dtype)

@@ -91,3 +91,28 @@ def test_kernel_with_an_unsupported_annotation_is_refused_at_launch_not_definiti
     with pytest.raises(wp.CompileError, match="unsupported annotation"):  # every launch, not only the first
         wp.launch(gathers, 1, inputs=[None, wp.zeros(1, dtype=float)])
     wp.launch(_stores, 1, inputs=[wp.zeros(1, dtype=wp.int32)])  # its module's other kernels build and run
+
+
+@wp.func
+def _constrained(x: wp.Int) -> wp.Int:  # Warp's constrained generic: the name exists, kernels refuses it at build
+    return x
+
+
+@wp.func
+def _constrained_vector(v: wp.types.vector(3, wp.Int)):
+    return v[0]
+
+
+def test_function_with_an_unsupported_annotation_is_refused_when_a_kernel_calls_it():
+    @wp.kernel
+    def calls(a: wp.array(dtype=wp.int32)):
+        a[0] = _constrained(1)
+
+    @wp.kernel
+    def calls_vector(a: wp.array(dtype=wp.int32)):
+        a[0] = _constrained_vector(wp.vec3i(1, 2, 3))
+
+    with pytest.raises(wp.CompileError, match="parameter 'x': unsupported annotation ~Int"):
+        wp.launch(calls, 1, inputs=[wp.zeros(1, dtype=wp.int32)])
+    with pytest.raises(wp.CompileError, match="constrained generic ~Int is not supported"):
+        wp.launch(calls_vector, 1, inputs=[wp.zeros(1, dtype=wp.int32)])

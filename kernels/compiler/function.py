@@ -169,6 +169,7 @@ class Func:
         self.key = f"{pyfunc.__module__}.{pyfunc.__qualname__}"
         self.name = pyfunc.__name__
         self.overloads: list = []
+        self.annotation_errors: list = []  # CompileErrors of definitions whose annotations kernels cannot take
         self.specializations: dict = {}
         self.result_counts: dict = {}  # overload source -> how many values it returns
         self.custom_grad = None
@@ -178,8 +179,20 @@ class Func:
 
     def add_overload(self, pyfunc):
         source = FunctionSource(pyfunc)
-        self.overloads.append((source, signature_types(source, self.name, require=False)))
+        try:
+            params = signature_types(source, self.name, require=False)
+        except CompileError as e:
+            # as in Warp, annotations are checked when a kernel calling the function is built: the Python module
+            # defining it still imports, and a kernel calling this overload raises the error (see _no_overload)
+            self.annotation_errors.append(e)
+            return
+        self.overloads.append((source, params))
         self.specializations.clear()
+
+    def _no_overload(self):
+        """Raise the annotation error of a definition kernels could not take, when no other overload exists."""
+        if not self.overloads and self.annotation_errors:
+            raise self.annotation_errors[0]
 
     def takes_exactly(self, types_) -> bool:
         """Whether an overload takes arguments of exactly these types (generic parameters take any)."""
@@ -198,16 +211,19 @@ class Func:
             names = [a.arg for a in source.fdef.args.args]
             if all(_host_value_matches(p, bound.arguments[n]) for p, n in zip(params, names) if n in bound.arguments):
                 return source.pyfunc(*args, **kwargs)
+        self._no_overload()
         raise RuntimeError(f"Error calling function '{self.name}', no overload found for arguments {args!r}")
 
     def needs_defaults(self, count: int) -> bool:
         """Whether a call with `count` positional arguments leaves parameters to their default values."""
+        self._no_overload()
         source, _ = self.overloads[0]
         return count < len(source.fdef.args.args) and bool(source.pyfunc.__defaults__)
 
     def order_arguments(self, args, kwargs_names, op, default=None):
         """Arguments in parameter order: positional, then keywords by name, then the Python defaults of the
         parameters left out (`default(value)` makes the IR value of a default)."""
+        self._no_overload()
         source, _ = self.overloads[0]
         names = [a.arg for a in source.fdef.args.args]
         npos = len(args) - len(kwargs_names)
@@ -258,6 +274,8 @@ class Func:
                         del self.specializations[types_]
                         raise
                 return fn, conv
+        if self.annotation_errors and not self.overloads:
+            raise _called_from(self.annotation_errors[0], ti.fn.name, op.loc)
         got = ", ".join(describe(a.type) for a in args)
         raise CompileError(f"no overload of '{self.name}' accepts ({got})", op.loc, ti.fn.name)
 
@@ -363,7 +381,10 @@ def func(pyfunc=None, *, name: str | None = None, module=None, inline: bool | No
 def _is_overload(existing: Func, pyfunc) -> bool:
     """A redefinition with different annotations is an overload; with the same ones it replaces the function."""
     source = FunctionSource(pyfunc)
-    new_types = signature_types(source, pyfunc.__name__, require=False)
+    try:
+        new_types = signature_types(source, pyfunc.__name__, require=False)
+    except CompileError:
+        return bool(existing.overloads)  # kept as an annotation error of the existing function (add_overload)
     same = [i for i, (_, t) in enumerate(existing.overloads) if t == new_types]
     for i in reversed(same):
         del existing.overloads[i]
