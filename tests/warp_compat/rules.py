@@ -125,6 +125,26 @@ def install_type_tables(wp) -> None:
         stub = _InternalStub(f"warp._src.{name}")
         setattr(src, name, stub)
         sys.modules[stub.__name__] = stub
+    # and any deeper internal module (`from warp._src.optim.linear import TiledDot`)
+    if not any(isinstance(f, _InternalFinder) for f in sys.meta_path):
+        sys.meta_path.append(_InternalFinder())
+
+
+class _InternalFinder:
+    """Finds every `warp._src.x.y` not otherwise provided as an _InternalStub (see install_type_tables)."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        import importlib.machinery
+
+        if not fullname.startswith("warp._src."):
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+
+    def create_module(self, spec):
+        return _InternalStub(spec.name)
+
+    def exec_module(self, module):
+        pass
 
 
 def install_out_of_scope(wp) -> None:
@@ -161,6 +181,10 @@ class _OutOfScopeModule(types.ModuleType):
 class _InternalStub(types.ModuleType):
     """A Warp-internal module: `from warp._src.x import name` works so that the file loads (tests using the name
     are excluded by INTERNAL); using the name raises."""
+
+    def __init__(self, name):
+        super().__init__(name)
+        self.__path__ = []  # a package: its internal submodules resolve too (_InternalFinder)
 
     def __getattr__(self, name):
         if name.startswith("__"):
