@@ -116,3 +116,17 @@ def test_function_with_an_unsupported_annotation_is_refused_when_a_kernel_calls_
         wp.launch(calls, 1, inputs=[wp.zeros(1, dtype=wp.int32)])
     with pytest.raises(wp.CompileError, match="constrained generic ~Int is not supported"):
         wp.launch(calls_vector, 1, inputs=[wp.zeros(1, dtype=wp.int32)])
+
+
+def test_thread_extents_past_int32_are_refused():
+    @wp.kernel
+    def reads_tid(out: wp.array2d(dtype=wp.int32)):
+        i, j = wp.tid()
+        out[i, j] = i + j
+
+    out = wp.zeros((1, 1), dtype=wp.int32)
+    with pytest.raises(ValueError, match="Warp cannot launch a kernel using wp.tid\\(\\) with extent 2147483649 in "
+                                         "dimension 1"):
+        wp.launch(reads_tid, dim=(1, 2**31 + 1), inputs=[out], record_cmd=True)
+    wp.launch(reads_tid, dim=(1, 1), inputs=[out])
+    assert out.numpy()[0, 0] == 0

@@ -431,6 +431,10 @@ def launch(kernel, dim, inputs=(), outputs=(), device=None, adjoint=False, adj_i
         raise LaunchError(f"kernel '{kernel.name}' reads wp.block_dim() and is launched with block_dim={block_dim} "
                           "while wp.config.enable_cpu_blocks asks for CPU blocks of that size, which kernels does "
                           "not run (a CPU thread is a block of one lane here): leave enable_cpu_blocks False")
+    if kernel.tid_ndim and any(int(d) > _TID_MAX_EXTENT for d in dims):
+        axis, extent = next((a, int(d)) for a, d in enumerate(dims) if int(d) > _TID_MAX_EXTENT)
+        raise ValueError(f"Warp cannot launch a kernel using wp.tid() with extent {extent} in dimension {axis}. "
+                         f"wp.tid() returns signed 32-bit coordinates and supports extents up to {_TID_MAX_EXTENT}.")
     if kernel.tid_ndim > 1 and len(dims) != kernel.tid_ndim:
         raise LaunchError(f"kernel '{kernel.name}' reads {kernel.tid_ndim} thread indices (wp.tid()) but was "
                           f"launched with dim={dim!r}")
@@ -444,6 +448,9 @@ def launch(kernel, dim, inputs=(), outputs=(), device=None, adjoint=False, adj_i
             kernel.cuda_taped = True
         tape_hooks[-1](kernel, dims, inputs, outputs, device, cmd)
     return None
+
+
+_TID_MAX_EXTENT = 2**31  # wp.tid() is a signed 32-bit coordinate (as in Warp): a larger extent would wrap
 
 
 def _check_cpu_block_dim(device, block_dim) -> None:
