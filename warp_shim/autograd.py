@@ -375,8 +375,8 @@ def gradcheck_tape(tape, *, eps=1e-4, atol=1e-3, rtol=1e-2, raise_exception=True
     return ok
 
 
-def jacobian_plot(jacobians: dict, kernel, inputs=None, show_plot=True, show_colorbar=True, scale_colors_per_submatrix=False,
-                  title=None, colormap="coolwarm", log_scale=False):
+def jacobian_plot(jacobians: dict, kernel, inputs=None, show_plot=True, show_colorbar=True,
+                  scale_colors_per_submatrix=False, title=None, colormap="coolwarm", log_scale=False):
     """Plot each Jacobian as an image, one panel per (input, output) pair (needs matplotlib, as in Warp).
     Returns the matplotlib figure.
 

@@ -110,7 +110,8 @@ class array(ArrayValue):
             else:
                 self._init_from_buffer(allocate(shape, dtype), dtype, device)
         else:
-            check_array_shape(getattr(data, "shape", None) or ())  # a numpy view (broadcast) may be larger than its memory
+            # before any copy: a numpy view (a broadcast) may be far larger than its memory
+            check_array_shape(getattr(data, "shape", None) or ())
             self._init_from_data(data, dtype, copy, device)
             if shape is not None and shape_arg(shape) != self.shape:
                 self._reshape_data(shape_arg(shape))
