@@ -201,3 +201,17 @@ def test_jacobians_are_warps(tmp_path):
             np.testing.assert_allclose(ours[key], value, rtol=1e-5, atol=1e-6, err_msg=key)
         else:  # central differences in float32: a few ulps of the outputs over 2 eps
             np.testing.assert_allclose(ours[key], value, rtol=1e-3, atol=2e-3, err_msg=key)
+
+
+def test_jacobian_plot_needs_matplotlib_or_draws_one_panel_per_pair():
+    a, b, out1, out2 = _mixed_args()
+    jac = ag.jacobian(_mixed, 3, [a, b], [out1, out2])
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+    except ImportError:
+        with pytest.raises(ImportError, match="jacobian_plot needs matplotlib"):
+            ag.jacobian_plot(jac, _mixed, [a, b], show_plot=False)
+        return
+    fig = ag.jacobian_plot(jac, _mixed, [a, b], show_plot=False, show_colorbar=False)
+    assert len(fig.axes) == len(jac)

@@ -391,11 +391,16 @@ def jacobian_plot(jacobians: dict, kernel, inputs=None, show_plot=True, show_col
     if isinstance(kernel, wp.Kernel):
         metadata.update_from_kernel(kernel, inputs or [])
     fig, axes = plt.subplots(1, max(len(jacobians), 1), squeeze=False)
-    for ax, ((i, o), jac) in zip(axes[0], sorted(jacobians.items())):
-        values = np.array(jac.numpy()).reshape(jac.shape[0], -1)
-        if log_scale:
-            values = np.log10(np.abs(values) + 1e-30)
-        image = ax.imshow(values, cmap=colormap, interpolation="nearest")
+    panels = {}
+    for key, jac in sorted(jacobians.items()):
+        values = np.array(jac.numpy(), dtype=np.float64).reshape(jac.shape[0], -1)
+        panels[key] = np.log10(np.abs(values) + 1e-30) if log_scale else values
+    finite = [v[np.isfinite(v)] for v in panels.values()]
+    finite = np.concatenate(finite) if finite else np.zeros(0)
+    # one color scale for every panel unless asked per panel (Warp's scale_colors_per_submatrix)
+    common = {} if scale_colors_per_submatrix or not finite.size else {"vmin": finite.min(), "vmax": finite.max()}
+    for ax, ((i, o), values) in zip(axes[0], panels.items()):
+        image = ax.imshow(values, cmap=colormap, interpolation="nearest", **common)
         labels = (metadata.input_labels, metadata.output_labels)
         if labels[0] and labels[1]:
             ax.set_xlabel(labels[0][i])
