@@ -243,10 +243,12 @@ class Func:
         return out
 
     def specialize(self, args, ti, op):
-        """The typed IR of the overload matching `args` (values of the caller); converts weak literals."""
-        for source, params in self.overloads:
-            if len(params) != len(args):
-                continue
+        """The typed IR of the overload matching `args` (values of the caller); converts weak literals.
+
+        As in Warp, an overload whose annotations are the arguments' own types wins over a generic one and over
+        one reached by converting a literal (`f(17, 25)` calls `f(a: int, b: int)`, not `f(a: float, b: float)`
+        nor `f(a: Any, b: Any)` declared before it)."""
+        for source, params in self._by_preference(args):
             conv = [a if is_generic_type(p) or isinstance(p, (ArrayType, TileType)) else ti.convert_weak_to(a, p, op)
                     for a, p in zip(args, params)]
             if all(_matches(p, a.type) for p, a in zip(params, conv)):
@@ -278,6 +280,19 @@ class Func:
             raise _called_from(self.annotation_errors[0], ti.fn.name, op.loc)
         got = ", ".join(describe(a.type) for a in args)
         raise CompileError(f"no overload of '{self.name}' accepts ({got})", op.loc, ti.fn.name)
+
+    def _by_preference(self, args) -> list:
+        """The overloads taking len(args) arguments: concrete ones matching the arguments' own types first, then
+        those matching them with generic parameters, then the rest in declaration order."""
+        candidates = [(s, p) for s, p in self.overloads if len(p) == len(args)]
+
+        def rank(item):
+            params = item[1]
+            if not all(_matches(p, a.type) for p, a in zip(params, args)):
+                return 2
+            return 1 if any(is_generic_type(p) for p in params) else 0
+
+        return sorted(candidates, key=rank)  # stable: declaration order within a rank
 
     def result_count(self, nargs: int, loc, caller: str, lower):
         """How many values a call with `nargs` arguments gives, read from the source before any types are known,
