@@ -57,6 +57,9 @@ from .types import (Any, bool_, float16, float32, float64, int8, int16, int32, i
                     vec3ui, vec4, vec4b, vec4d, vec4f, vec4h, vec4i, vec4l, vec4ub, vec4ui, vector)
 from .types import (bfloat16, dtype_from_numpy, dtype_to_numpy, spatial_matrixf, spatial_matrixh, spatial_vectorh,
                     transformh, vec2s, vec2ul, vec2us, vec3s, vec3ul, vec3us, vec4s, vec4ul, vec4us)
+from .types import handle  # noqa: E402  (Warp's object-handle type: uint64)
+from .types import Float, Int  # noqa: E402,F401  (Warp's constrained generics: names only, see types)
+from .types import ScalarVar as Scalar  # noqa: E402,F401
 from . import types  # noqa: E402  (wp.types.vector / wp.types.matrix as in Warp)
 from . import tape_interface  # noqa: E402  (what the Tape in `autodiff` uses of the runtime)
 
@@ -88,7 +91,16 @@ def init():
 
 
 def constant(value):
-    """Mark a module-level value as a kernel constant (Warp's `wp.constant`); kernels capture it at compile time."""
+    """Mark a module-level value as a kernel constant (Warp's `wp.constant`); kernels capture it at compile time.
+
+    Raises:
+        TypeError: `value` is not a value type (a Python or numpy scalar, a vector, matrix, quaternion or
+            transform), with Warp's message.
+    """
+    import builtins as _builtins
+    import numpy as _np
+    if not isinstance(value, (_builtins.bool, _builtins.int, _builtins.float, _np.generic, types.Composite)):
+        raise TypeError(f"Invalid constant type: {type(value)}")
     return value
 
 

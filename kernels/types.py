@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import ctypes
+import typing
 
 import numpy as np
 
@@ -139,6 +140,11 @@ class uint64(Scalar):
     _np_, _ctype_, _cname_, _kind_ = np.uint64, ctypes.c_uint64, "uint64", "uint"
 
 
+#: Warp's type for object handles (Mesh, Volume, BVH ids) in parameters, struct fields and arrays: uint64 itself
+#: here. Warp keeps a subclass of uint64 only so that its graph capture (APIC) can tell which values to remap.
+handle = uint64
+
+
 class bool_(Scalar):
     _np_, _ctype_, _cname_, _kind_ = np.bool_, ctypes.c_bool, "bool", "bool"
 
@@ -149,6 +155,14 @@ def unsupported_reason(t) -> str | None:
 
 
 float_types = (float16, bfloat16, float32, float64)
+
+# Warp's constrained generics (`def f(x: wp.Int)`; wp.Scalar is ScalarVar here, `Scalar` being the base class of
+# the scalar types): the names exist so that modules naming them import; kernels
+# does not specialise on them yet, so a kernel or function annotated with one is refused when it is built
+Int = typing.TypeVar("Int", builtins.int, int8, uint8, int16, uint16, int32, uint32, int64, uint64)
+Float = typing.TypeVar("Float", builtins.float, float16, bfloat16, float32, float64)
+ScalarVar = typing.TypeVar("Scalar", builtins.int, builtins.float, int8, uint8, int16, uint16, int32, uint32, int64,
+                        uint64, float16, bfloat16, float32, float64)
 int_types = (int8, uint8, int16, uint16, int32, uint32, int64, uint64)
 scalar_types = float_types + int_types + (bool_,)
 
@@ -223,11 +237,13 @@ class Composite:
         elif len(args) == 1 and np.ndim(args[0]) == 0 and self._category_ in ("vector", "matrix"):
             data = np.full(n, _components(args[0], st)[0], dtype=st)
         elif len(args) == 1:
-            data = _components(args[0], st)
+            # a copy, as Warp's constructors make: `vec3(v)` must not share v's components
+            data = np.array(_components(args[0], st))
         else:
             data = np.concatenate([_components(a, st) for a in args])
         if data.size != n:
-            raise ValueError(f"{type(self).__name__} expects {n} components, got {data.size}")
+            raise ValueError(f"Invalid number of arguments in {self._category_} constructor, expected {n} elements, "
+                             f"got {data.size}")  # Warp's wording
         self._data = halfbits.round_to_bfloat16(data) if self._wp_scalar_type_ is bfloat16 else data
 
     # Python-side conveniences; kernels never call these.
@@ -241,7 +257,16 @@ class Composite:
     def __len__(self):
         return self._shape_[0]
 
+    def _check_key(self, key) -> None:
+        """Warp's KeyErrors for a key that is no index (None, a string), or more indices than a matrix has."""
+        if isinstance(key, tuple) and self._category_ == "matrix" and len(key) > 2:
+            raise KeyError(f"Invalid key, expected one or two indices, got {len(key)}")
+        if key is None or isinstance(key, (str, bytes, builtins.float)):
+            expected = "int or pair of ints" if self._category_ == "matrix" else "int or slice"
+            raise KeyError(f"Invalid key {key}, expected {expected}")
+
     def __getitem__(self, key):
+        self._check_key(key)
         item = self._data.reshape(self._shape_)[key]
         if not isinstance(item, np.ndarray) or self._category_ == "transform":
             return item
@@ -255,7 +280,16 @@ class Composite:
         return item
 
     def __setitem__(self, key, value):
-        self._data.reshape(self._shape_)[key] = value
+        self._check_key(key)
+        if isinstance(value, (str, bytes)):
+            raise TypeError(f"Expected to assign a `{self._wp_scalar_type_.__name__}` value but got "
+                            f"`{type(value).__name__}` instead")
+        # integers wrap like the C++ types (`v[0] = -1` in a uint vector), as the constructors do
+        a = np.asarray(value._data.reshape(value._shape_) if isinstance(value, Composite) else value)
+        if a.dtype != self._data.dtype:
+            with np.errstate(over="ignore", invalid="ignore"):
+                a = a.astype(self._data.dtype)
+        self._data.reshape(self._shape_)[key] = a
 
     def __iter__(self):
         return (self[i] for i in range(self._shape_[0]))
@@ -389,6 +423,14 @@ def _is_any(x) -> bool:
     return x is typing.Any or x is Any
 
 
+def _constrained_composite(category: str, shape: tuple, dtype):
+    """`vector(3, wp.Int)`: a type that exists (a module naming it imports) and is refused as an annotation."""
+    why = (f"{category} of Warp's constrained generic {dtype} is not supported by kernels (use a concrete scalar "
+           "type, or Any)")
+    return type(f"{category}({shape}, {dtype})", (GenericComposite,),
+                {"_shape_": tuple(shape), "_wp_scalar_type_": Any, "_category_": category, "_unsupported_": why})
+
+
 def _generic_composite(category: str, shape: tuple, dtype):
     """A pattern type such as `vector(Any, float32)`: an annotation matching every vector of float32.
 
@@ -436,6 +478,8 @@ def vector(length: int, dtype=float32):
 
     `length` or `dtype` may be `Any`: the result is then a generic annotation (see `_generic_composite`).
     """
+    if isinstance(dtype, typing.TypeVar):
+        return _constrained_composite("vector", (length,), dtype)
     if _is_any(length) or _is_any(dtype):
         return _generic_composite("vector", (length,), dtype)
     dtype = scalar_type(dtype)
@@ -447,6 +491,8 @@ def matrix(shape, dtype=float32):
 
     A dimension or `dtype` may be `Any`: the result is then a generic annotation (see `_generic_composite`).
     """
+    if isinstance(dtype, typing.TypeVar):
+        return _constrained_composite("matrix", tuple(shape), dtype)
     if _is_any(shape[0]) or _is_any(shape[1]) or _is_any(dtype):
         return _generic_composite("matrix", tuple(shape), dtype)
     dtype = scalar_type(dtype)

@@ -131,10 +131,18 @@ def tile_annotation(params) -> TileType:
     if not rest:
         shape = None
     else:
-        shape = tuple(rest)
+        shape = tuple(_literal_int(n) for n in rest)
         if not 1 <= len(shape) <= 2 or not all(isinstance(n, int) and n > 0 for n in shape):
             raise TypeError(f"wp.tile[...]: a tile shape is 1 or 2 positive ints, got {shape!r}")
     return TileType(dtype if dtype is T.Any else T.canonical_type(dtype), shape)
+
+
+def _literal_int(n):
+    """`typing.Literal[8]` (Warp's spelling of a static extent) as 8; anything else unchanged."""
+    import typing
+    if typing.get_origin(n) is typing.Literal and len(typing.get_args(n)) == 1:
+        return typing.get_args(n)[0]
+    return n
 
 
 def is_tile(t) -> bool:

@@ -135,9 +135,11 @@ def render_table(rows: list) -> str:
     return "\n".join(lines)
 
 
-def whole_suite_rows(baseline: dict, ours: dict) -> list:
+def whole_suite_rows(baseline: dict, ours: dict, previous: dict | None = None) -> list:
     """Per file of the whole suite: (file, Warp CPU passes, our passes, {kind: count}, note); files outside the
-    comparison by rule carry their reason as the note."""
+    comparison by rule carry their reason as the note. A file without a run in `ours` keeps its row from
+    `previous` (the table as last generated, see `stored_whole_suite_rows`), so that running a few files again
+    and reporting does not lose the other files' measurement."""
     rows = []
     for rel in harness.all_files():
         why = harness.file_exclusion(rel)
@@ -145,6 +147,9 @@ def whole_suite_rows(baseline: dict, ours: dict) -> list:
             rows.append((rel, 0, 0, {}, f"excluded: {why}"))
             continue
         base, mine = baseline.get(rel, {}), ours.get(rel, {})
+        if not mine and rel in (previous or {}):
+            rows.append(previous[rel])
+            continue
         passes = sum(1 for s in base.get("statuses", {}).values() if s == "pass")
         kinds: dict = {}
         for k in classify.file_kinds(base, mine, _known(rel)).values():
@@ -160,6 +165,22 @@ def whole_suite_rows(baseline: dict, ours: dict) -> list:
         elif mine.get("file_timeout"):
             note = f"stopped at the {harness.FILE_TIMEOUT:.0f} s bound"
         rows.append((rel, passes, ours_pass, kinds, note))
+    return rows
+
+
+def stored_whole_suite_rows(text: str) -> dict:
+    """The whole-suite table in `text` (as render_whole_suite writes it) read back: {file: row}."""
+    if WHOLE_BEGIN not in text:
+        return {}
+    body = text[text.index(WHOLE_BEGIN) + len(WHOLE_BEGIN):text.index(WHOLE_END)]
+    rows = {}
+    for line in body.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 5 + len(classify.KINDS) or not cells[1].isdigit():
+            continue  # the header, its rule, the total
+        counts = [int(c) if c else 0 for c in cells[4:4 + len(classify.KINDS)]]
+        kinds = {k: v for k, v in zip(classify.KINDS, counts) if v}
+        rows[cells[0]] = (cells[0], int(cells[1]), int(cells[2]), kinds, cells[-1])
     return rows
 
 
@@ -241,7 +262,9 @@ def cmd_report() -> None:
     ci_rows = None if missing else table_rows(baseline, ours)
     if missing:
         print(f"CI's part not regenerated: no result here for {missing} (`tools/warp_compat.py run`)")
-    whole = whole_suite_rows(baseline, ours)
+    with open(os.path.join(REPO, "docs", "warp_compat.md")) as f:
+        previous = stored_whole_suite_rows(f.read())
+    whole = whole_suite_rows(baseline, ours, previous)
     for path in (os.path.join(REPO, "README.md"), os.path.join(REPO, "docs", "warp_compat.md")):
         with open(path) as f:
             text = f.read()

@@ -3,7 +3,8 @@
 `install()` registers a module named `warp` (and `warp.types`, `warp.optim`) in `sys.modules`, so code written for
 NVIDIA Warp runs unchanged: `wp.kernel`, `wp.array`, `wp.launch`, ... are `kernels`' own; `wp.Tape` is
 `autodiff.Tape`; `warp.optim.Adam`/`SGD` are `autodiff`'s. `warp.render` (`warp_shim.render`: a USD renderer
-writing through `sim.usd`) and `warp.examples` (`warp_shim.examples`) are imported when a program imports them;
+writing through `sim.usd`) and `warp.examples` (`warp_shim.examples`) `warp.autograd` (`warp_shim.autograd`: Warp's Jacobians and gradient
+checks) and `warp.optim.linear` (`warp_shim.optim_linear`: dense iterative solvers) are imported when a program imports them;
 `warp.fem` and `warp.sparse` are refused at import with one line (`warp_shim.out_of_scope`). Kernels compile
 without fused multiply-add, as Warp's CPU backend does, so programs compute Warp's numbers.
 `python -m warp_shim script.py [args]` runs a script
@@ -28,7 +29,18 @@ from .out_of_scope import OutOfScopeError, install_finder
 __all__ = ["install", "make_warp_module", "OutOfScopeError"]
 
 #: `warp.<name>` submodules provided by a module of this package, imported on first use (warp.render loads USD).
-SUBMODULES = {"warp.render": "warp_shim.render", "warp.examples": "warp_shim.examples"}
+SUBMODULES = {"warp.render": "warp_shim.render", "warp.examples": "warp_shim.examples",
+              "warp.autograd": "warp_shim.autograd", "warp.optim.linear": "warp_shim.optim_linear"}
+
+
+class _OptimPackage(types.ModuleType):
+    """`warp.optim`: autodiff's optimisers (every name is autodiff.optim's), as a package so that
+    `import warp.optim.linear` finds the dense linear solvers (warp_shim.optim_linear)."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(_optim, name)
 
 
 class _AliasLoader(importlib.abc.Loader):
@@ -58,7 +70,8 @@ def make_warp_module() -> types.ModuleType:
         if not name.startswith("__"):
             setattr(module, name, value)
     module.Tape = autodiff.Tape
-    module.optim = _optim
+    module.optim = _OptimPackage("warp.optim", _optim.__doc__)
+    module.optim.__path__ = []  # a package: `import warp.optim.linear` consults the finders
     module.__version__ = "1.19.0"  # the Warp API version this shim follows
     module.__path__ = []  # a package, so `import warp.x` consults sys.modules
     return module
@@ -83,7 +96,7 @@ def install() -> types.ModuleType:
     kernels.config.fp_contract = False
     sys.modules["warp"] = module
     sys.modules["warp.types"] = kernels.types
-    sys.modules["warp.optim"] = _optim
+    sys.modules["warp.optim"] = module.optim
     sys.modules["warp.utils"] = kernels.utils
     install_finder()
     if not any(isinstance(f, _SubmoduleFinder) for f in sys.meta_path):

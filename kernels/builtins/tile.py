@@ -156,6 +156,11 @@ add_builtin("tile_lower_solve_inplace", (_SQUARE, _RHS), None, arg_names=("L", "
 add_builtin("tile_upper_solve_inplace", (_SQUARE, _RHS), None, arg_names=("U", "z"), mutates_arg=1,
             differentiable=False, group="tile_linalg", doc="tile_upper_solve_inplace(U, z): z = tile_upper_solve(U, z)")
 
+add_builtin("tile_diag_add", (Tl(AnyType("T"), "M", "M", ndim=2, nd="__a_ndim"), Tl(AnyType("T"), "M", 1, ndim=1,
+                                                                                    nd="__d_ndim")),
+            Tl(AnyType("T"), "M", "M", ndim=2, nd="__a_ndim"), arg_names=("a", "d"), group="tile_linalg",
+            doc="tile_diag_add(a, d): a + diag(d), for a square tile a and a 1-d tile d of its size and dtype")
+
 add_builtin("tile_sort", (Tl(AnyType("K")), Tl(AnyType("V"))), None, arg_names=("keys", "values"),
             mutates_arg=(0, 1), differentiable=False, group="tile",
             doc="tile_sort(keys, values): both tiles permuted in place in ascending order of keys (float32, int32, "

@@ -163,10 +163,14 @@ def _host_value_matches(param_t, value) -> bool:
 class Func:
     """A user function callable from kernels (Warp's `@wp.func`)."""
 
+    inline_hint = None  # Warp's @wp.func(inline=...) hint, set by `func`
+
     def __init__(self, pyfunc):
+        self.module = pyfunc.__module__  # Warp's @wp.func(module=...), set by `func`
         self.key = f"{pyfunc.__module__}.{pyfunc.__qualname__}"
         self.name = pyfunc.__name__
         self.overloads: list = []
+        self.annotation_errors: list = []  # CompileErrors of definitions whose annotations kernels cannot take
         self.specializations: dict = {}
         self.result_counts: dict = {}  # overload source -> how many values it returns
         self.custom_grad = None
@@ -176,8 +180,20 @@ class Func:
 
     def add_overload(self, pyfunc):
         source = FunctionSource(pyfunc)
-        self.overloads.append((source, signature_types(source, self.name, require=False)))
+        try:
+            params = signature_types(source, self.name, require=False)
+        except CompileError as e:
+            # as in Warp, annotations are checked when a kernel calling the function is built: the Python module
+            # defining it still imports, and a kernel calling this overload raises the error (see _no_overload)
+            self.annotation_errors.append(e)
+            return
+        self.overloads.append((source, params))
         self.specializations.clear()
+
+    def _no_overload(self):
+        """Raise the annotation error of a definition kernels could not take, when no other overload exists."""
+        if not self.overloads and self.annotation_errors:
+            raise self.annotation_errors[0]
 
     def takes_exactly(self, types_) -> bool:
         """Whether an overload takes arguments of exactly these types (generic parameters take any)."""
@@ -196,16 +212,19 @@ class Func:
             names = [a.arg for a in source.fdef.args.args]
             if all(_host_value_matches(p, bound.arguments[n]) for p, n in zip(params, names) if n in bound.arguments):
                 return source.pyfunc(*args, **kwargs)
+        self._no_overload()
         raise RuntimeError(f"Error calling function '{self.name}', no overload found for arguments {args!r}")
 
     def needs_defaults(self, count: int) -> bool:
         """Whether a call with `count` positional arguments leaves parameters to their default values."""
+        self._no_overload()
         source, _ = self.overloads[0]
         return count < len(source.fdef.args.args) and bool(source.pyfunc.__defaults__)
 
     def order_arguments(self, args, kwargs_names, op, default=None):
         """Arguments in parameter order: positional, then keywords by name, then the Python defaults of the
         parameters left out (`default(value)` makes the IR value of a default)."""
+        self._no_overload()
         source, _ = self.overloads[0]
         names = [a.arg for a in source.fdef.args.args]
         npos = len(args) - len(kwargs_names)
@@ -225,10 +244,12 @@ class Func:
         return out
 
     def specialize(self, args, ti, op):
-        """The typed IR of the overload matching `args` (values of the caller); converts weak literals."""
-        for source, params in self.overloads:
-            if len(params) != len(args):
-                continue
+        """The typed IR of the overload matching `args` (values of the caller); converts weak literals.
+
+        As in Warp, an overload whose annotations are the arguments' own types wins over a generic one and over
+        one reached by converting a literal (`f(17, 25)` calls `f(a: int, b: int)`, not `f(a: float, b: float)`
+        nor `f(a: Any, b: Any)` declared before it)."""
+        for source, params in self._by_preference(args):
             conv = [a if is_generic_type(p) or isinstance(p, (ArrayType, TileType)) else ti.convert_weak_to(a, p, op)
                     for a, p in zip(args, params)]
             if all(_matches(p, a.type) for p, a in zip(params, conv)):
@@ -256,8 +277,23 @@ class Func:
                         del self.specializations[types_]
                         raise
                 return fn, conv
+        if self.annotation_errors and not self.overloads:
+            raise _called_from(self.annotation_errors[0], ti.fn.name, op.loc)
         got = ", ".join(describe(a.type) for a in args)
         raise CompileError(f"no overload of '{self.name}' accepts ({got})", op.loc, ti.fn.name)
+
+    def _by_preference(self, args) -> list:
+        """The overloads taking len(args) arguments: concrete ones matching the arguments' own types first, then
+        those matching them with generic parameters, then the rest in declaration order."""
+        candidates = [(s, p) for s, p in self.overloads if len(p) == len(args)]
+
+        def rank(item):
+            params = item[1]
+            if not all(_matches(p, a.type) for p, a in zip(params, args)):
+                return 2
+            return 1 if any(is_generic_type(p) for p in params) else 0
+
+        return sorted(candidates, key=rank)  # stable: declaration order within a rank
 
     def result_count(self, nargs: int, loc, caller: str, lower):
         """How many values a call with `nargs` arguments gives, read from the source before any types are known,
@@ -323,7 +359,7 @@ def _caller(op) -> str:
     return op.attrs.get("caller", "")
 
 
-def func(pyfunc=None):
+def func(pyfunc=None, *, name: str | None = None, module=None, inline: bool | None = None):
     """Decorator: a function callable from kernels.
 
     As in Warp, a definition is related to an earlier one only through the name it is bound to in the scope where
@@ -332,14 +368,49 @@ def func(pyfunc=None):
     existing function makes a new function that keeps the other overloads, so that references to the old one
     keep their old body. Anywhere else (each call of a factory function, each branch taken) the definition is a
     function of its own, with its own closure values, even when name and signature repeat.
+
+    Warp's options, as `@wp.func(name=..., module=..., inline=...)`, apply to a new function:
+        name: the function's key (default: its qualified name).
+        module: the module it belongs to (a name, a Module, or "unique" for one of its own); kept as `f.module`
+            so that `@wp.kernel(module=f.module)` groups a kernel with it. Functions are compiled into each kernel
+            that calls them here, so the option changes where code is built, never a result.
+        inline: Warp's hint to the C++ compiler (`True`: force inlining, `False`: keep out of line, `None`: the
+            compiler's choice); kept as `f.inline_hint` ("forceinline"/"noinline"/None). Inlining never changes
+            a result.
     """
-    scope = sys._getframe(1).f_locals
+    if inline is not None and not isinstance(inline, bool):
+        raise TypeError(f"inline must be a bool or None, got {type(inline).__name__}: {inline!r}")
+    scope = sys._getframe(1).f_locals  # where the decorator runs (also for `@wp.func(...)` with options)
+    if pyfunc is None:
+        return lambda f: _define(f, scope, name, module, inline)
+    return _define(pyfunc, scope, name, module, inline)
+
+
+def _define(pyfunc, scope, name, module, inline) -> Func:
+    """The function `func` returns for `pyfunc` decorated in `scope` (see func)."""
     existing = scope.get(pyfunc.__name__)
-    if not isinstance(existing, Func):
-        return Func(pyfunc)
+    f = _relate(existing, pyfunc) if isinstance(existing, Func) else Func(pyfunc)
+    if f is not existing:
+        if name:
+            f.key = f"{pyfunc.__module__}.{name}"
+        mod = getattr(module, "name", module)  # a Module: its name (this layer does not import the runtime)
+        if mod == "unique":
+            mod = f"{pyfunc.__module__}.{pyfunc.__qualname__}:{pyfunc.__code__.co_firstlineno}:{id(pyfunc):x}"
+        f.module = mod or pyfunc.__module__
+        f.inline_hint = None if inline is None else ("forceinline" if inline else "noinline")
+    return f
+
+
+def _relate(existing: Func, pyfunc) -> Func:
+    """A redefinition of the function bound to the same name: an overload of `existing` (returned) when its
+    annotations differ from the first overload's, else a new function keeping the other overloads."""
     source = FunctionSource(pyfunc)
-    new_types = signature_types(source, pyfunc.__name__, require=False)
-    if new_types == existing.overloads[0][1]:
+    try:
+        new_types = signature_types(source, pyfunc.__name__, require=False)
+    except CompileError as e:
+        existing.annotation_errors.append(e)  # raised when a kernel calling it is built, as add_overload does
+        return existing
+    if existing.overloads and new_types == existing.overloads[0][1]:
         replacement = Func(pyfunc)
         replacement.overloads += [o for o in existing.overloads[1:] if o[1] != new_types]
         return replacement

@@ -218,4 +218,19 @@ CUDA_CALLABLE inline void tile_upper_solve_inplace(const tile_t<T, N, N>& u, til
     z = tile_upper_solve(u, z);
 }
 
+// a + diag(d): Warp's tile_diag_add, which adds a regularisation to a matrix before a factorisation; the adjoint
+// of d is the diagonal of the result's adjoint
+template <typename T, int N, int C>
+CUDA_CALLABLE inline tile_t<T, N, N> tile_diag_add(const tile_t<T, N, N>& a, const tile_t<T, N, C>& d) {
+    tile_t<T, N, N> r = a;
+    for (int i = 0; i < N; ++i) r.at(i, i) = add(r.at(i, i), d.data[i]);
+    return r;
+}
+template <typename T, int N, int C>
+CUDA_CALLABLE inline void adj_tile_diag_add(const tile_t<T, N, N>&, const tile_t<T, N, C>&, tile_t<T, N, N>& adj_a,
+                                            tile_t<T, N, C>& adj_d, const tile_t<T, N, N>& adj_ret) {
+    for (int k = 0; k < N * N; ++k) adj_a.data[k] = add(adj_a.data[k], adj_ret.data[k]);
+    for (int i = 0; i < N; ++i) adj_d.data[i] = add(adj_d.data[i], adj_ret.at(i, i));
+}
+
 }  // namespace wp

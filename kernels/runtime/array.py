@@ -23,7 +23,7 @@ from .. import types as T
 from .array_copy import copy_hooks, host_write_hooks
 from .array_layout import (ARRAY_FLAG_CONSUME, ArrayDescriptor, allocate, allocate_pinned, contiguous_strides,
                            element_ctype, element_info, fill_element, infer_dtype, is_bf16, pinned_available,
-                           shape_arg, view_layout, wrap_pointer)
+                           shape_arg, view_layout, wrap_pointer, check_array_shape)
 from .device import get_device
 from .foreign_memory import cuda_interface_args
 from ..typesys import ArrayType, ArrayValue, is_struct
@@ -100,6 +100,7 @@ class array(ArrayValue):
             return
         elif data is None:
             shape = shape_arg(shape)
+            check_array_shape(shape)
             if dtype is T.Any:
                 dtype = T.float32
             if get_device(device).is_cuda:
@@ -109,6 +110,8 @@ class array(ArrayValue):
             else:
                 self._init_from_buffer(allocate(shape, dtype), dtype, device)
         else:
+            # before any copy: a numpy view (a broadcast) may be far larger than its memory
+            check_array_shape(getattr(data, "shape", None) or ())
             self._init_from_data(data, dtype, copy, device)
             if shape is not None and shape_arg(shape) != self.shape:
                 self._reshape_data(shape_arg(shape))

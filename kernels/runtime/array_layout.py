@@ -64,6 +64,20 @@ def shape_arg(shape):
     return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
 
 
+def check_array_shape(shape) -> None:
+    """Refuse an extent the native array header cannot hold (its shape is int32, as in Warp), before allocating.
+
+    Raises:
+        ValueError: a negative extent, or one of 2**31 or more (Warp's messages).
+    """
+    for index, size in enumerate(shape):
+        if size < 0:
+            raise ValueError(f"Array shapes must be non-negative, got {size} in dimension {index}")
+        if size >= 2**31:
+            raise ValueError("Array shapes must not exceed the maximum representable value of a signed 32-bit "
+                             f"integer, got {size} in dimension {index}.")
+
+
 def contiguous_strides(shape, itemsize) -> tuple:
     """Row-major byte strides, as Warp computes them (a zero extent gives zero strides outside it, unlike numpy)."""
     strides, step = [], itemsize

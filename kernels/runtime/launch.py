@@ -419,11 +419,22 @@ def launch(kernel, dim, inputs=(), outputs=(), device=None, adjoint=False, adj_i
         # as in Warp, an array argument given no adjoint uses its own gradient array (when it has one)
         adj_values = [_own_gradient(v) if a is None else a for a, v in zip(adj_values, values)]
     dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    _check_cpu_block_dim(device, block_dim)
     if config.enable_cpu_blocks and block_dim is not None and block_dim > 1 and device.is_cpu and kernel.uses_tiles:
         # each thread of a plain launch would hold its own copy of the tiles that the block shares in Warp
         raise LaunchError(f"kernel '{kernel.name}' uses tiles and is launched with block_dim={block_dim} while "
                           "wp.config.enable_cpu_blocks asks for cooperative CPU blocks, which kernels does not run "
                           "(use wp.launch_tiled, or leave enable_cpu_blocks False)")
+    if config.enable_cpu_blocks and block_dim is not None and block_dim > 1 and device.is_cpu and \
+            kernel.calls_any(("block_dim",)):
+        # Warp's CPU blocks make wp.block_dim() the launch's block_dim; a CPU thread here is a block of one lane
+        raise LaunchError(f"kernel '{kernel.name}' reads wp.block_dim() and is launched with block_dim={block_dim} "
+                          "while wp.config.enable_cpu_blocks asks for CPU blocks of that size, which kernels does "
+                          "not run (a CPU thread is a block of one lane here): leave enable_cpu_blocks False")
+    if kernel.tid_ndim and any(int(d) > _TID_MAX_EXTENT for d in dims):
+        axis, extent = next((a, int(d)) for a, d in enumerate(dims) if int(d) > _TID_MAX_EXTENT)
+        raise ValueError(f"Warp cannot launch a kernel using wp.tid() with extent {extent} in dimension {axis}. "
+                         f"wp.tid() returns signed 32-bit coordinates and supports extents up to {_TID_MAX_EXTENT}.")
     if kernel.tid_ndim > 1 and len(dims) != kernel.tid_ndim:
         raise LaunchError(f"kernel '{kernel.name}' reads {kernel.tid_ndim} thread indices (wp.tid()) but was "
                           f"launched with dim={dim!r}")
@@ -438,6 +449,18 @@ def launch(kernel, dim, inputs=(), outputs=(), device=None, adjoint=False, adj_i
         tape_hooks[-1](kernel, dims, inputs, outputs, device, cmd)
     return None
 
+
+_TID_MAX_EXTENT = 2**31  # wp.tid() is a signed 32-bit coordinate (as in Warp): a larger extent would wrap
+
+
+def _check_cpu_block_dim(device, block_dim) -> None:
+    """Warp's bound on a CPU launch's block_dim (whether or not CPU blocks are enabled)."""
+    if device.is_cpu and block_dim is not None and block_dim > 1024:
+        raise ValueError(f"block_dim must be at most 1024 on CPU, got {block_dim}")
+
+
+_ATOMICS = frozenset({"atomic_add", "atomic_sub", "atomic_min", "atomic_max", "atomic_and", "atomic_or", "atomic_xor",
+                      "atomic_exch", "atomic_cas"})
 
 # builtins whose results depend on how a block's work is spread over its lanes
 # (a tile_stack's pushes come from every lane of a block in Warp)
@@ -455,6 +478,7 @@ def launch_tiled(kernel, dim, inputs=(), outputs=(), device=None, block_dim: int
     if kernel.is_generic:
         kernel = kernel.specialize_for(list(inputs) + list(outputs))
     dev = get_device(device)
+    _check_cpu_block_dim(dev, block_dim)
     kernel.ensure_built(dev)
     # a block runs as one lane, on the CPU and (tiles are not yet spread over a block's threads through shared
     # memory) on CUDA devices: whole-tile operations give the same result in one lane; a kernel that reads its
@@ -465,6 +489,10 @@ def launch_tiled(kernel, dim, inputs=(), outputs=(), device=None, block_dim: int
         why = "reads its lane index (wp.tid())" if kernel.tid_ndim == len(dims) + 1 else \
             ("reads the block's size or draws tile random numbers" if kernel.calls_any(LANE_DEPENDENT_BUILTINS)
              else None)
+        if why is None and not kernel.uses_tiles and kernel.calls_any(_ATOMICS):
+            # without tile operations nothing is shared: each of Warp's lanes runs the whole body, its atomics
+            # block_dim times (its plain stores write the same value again)
+            why = "does no tile operation but an atomic one (each lane of a block runs it in Warp)"
     if why and dev.is_cuda:
         raise LaunchError(f"kernel '{kernel.name}' {why}, and on CUDA devices a block of launch_tiled runs as "
                           f"one lane here (cooperative tiles over block_dim={block_dim} threads are not built "

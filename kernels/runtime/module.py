@@ -53,22 +53,30 @@ class Kernel:
         self.name = pyfunc.__name__
         self.enable_backward = enable_backward
         self.source = source or FunctionSource(pyfunc)
-        self.arg_types = list(arg_types) if arg_types is not None else \
-            signature_types(self.source, self.name, require=True)
+        annotation_error = None
+        if arg_types is None:
+            try:
+                arg_types = signature_types(self.source, self.name, require=True)
+            except CompileError as e:
+                # as in Warp, a kernel's annotations are checked when it is built: a Python module defining a
+                # kernel that cannot be built still imports, and each launch of that kernel raises this error
+                annotation_error = e
+                arg_types = [None] * len(self.source.fdef.args.args)
+        self.arg_types = list(arg_types)
         self.arg_names = [a.arg for a in self.source.fdef.args.args]
         if isinstance(module, Module):
             module = module.name
         self.module = get_module(module or pyfunc.__module__)
         # A kernel with `Any` in its signature is generic: it is compiled once per concrete signature
         # (wp.overload, or the argument types of a launch), never itself.
-        self.is_generic = any(is_generic_type(t) for t in self.arg_types)
+        self.is_generic = annotation_error is None and any(is_generic_type(t) for t in self.arg_types)
         self.overloads: dict = {}
-        if not self.is_generic:
+        if not self.is_generic and annotation_error is None:
             self.module.register(self)
         if key is not None:
             self.key = key
         self.ir = None
-        self.error = None  # CompileError or NativeCompileError, raised at launch
+        self.error = annotation_error  # CompileError or NativeCompileError, raised at launch
         self.entry = None  # C symbol prefix in the library
         self.lib = None
         self.forward_fn = None

@@ -90,7 +90,9 @@ def install_type_tables(wp) -> None:
     ints = (wp.int8, wp.uint8, wp.int16, wp.uint16, wp.int32, wp.uint32, wp.int64, wp.uint64)
     floats = (wp.float16, wp.bfloat16, wp.float32, wp.float64)
     numpy_floats = (wp.float16, wp.float32, wp.float64)  # bfloat16 has no numpy dtype (nor named vectors in Warp)
-    table = types.ModuleType("warp._src.types")
+    # names of Warp's type module other than the tables are internals: they resolve (a file importing one at its
+    # top loads) and fail when used, like the other internal modules below
+    table = _InternalStub("warp._src.types")
     table.int_types = ints
     table.float_types = floats
     table.scalar_types = ints + floats
@@ -111,12 +113,38 @@ def install_type_tables(wp) -> None:
     wp._src = src
     sys.modules["warp._src"] = src
     sys.modules["warp._src.types"] = table
+    # warp.autograd's functions take a `metadata: FunctionMetadata` argument, a class Warp defines in
+    # warp._src.autograd only: that module is lent as the shim's warp.autograd, which defines the class
+    import warp_shim.autograd as autograd
+
+    src.autograd = autograd
+    sys.modules["warp._src.autograd"] = autograd
     # Some test files import internals at their top; those names exist so the file loads, and every test that
     # touches them is excluded by INTERNAL above.
     for name in ("codegen", "logger", "context", "deterministic", "build", "utils", "optim", "builtins"):
         stub = _InternalStub(f"warp._src.{name}")
         setattr(src, name, stub)
         sys.modules[stub.__name__] = stub
+    # and any deeper internal module (`from warp._src.optim.linear import TiledDot`)
+    if not any(isinstance(f, _InternalFinder) for f in sys.meta_path):
+        sys.meta_path.append(_InternalFinder())
+
+
+class _InternalFinder:
+    """Finds every `warp._src.x.y` not otherwise provided as an _InternalStub (see install_type_tables)."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        import importlib.machinery
+
+        if not fullname.startswith("warp._src."):
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+
+    def create_module(self, spec):
+        return _InternalStub(spec.name)
+
+    def exec_module(self, module):
+        pass
 
 
 def install_out_of_scope(wp) -> None:
@@ -154,6 +182,10 @@ class _InternalStub(types.ModuleType):
     """A Warp-internal module: `from warp._src.x import name` works so that the file loads (tests using the name
     are excluded by INTERNAL); using the name raises."""
 
+    def __init__(self, name):
+        super().__init__(name)
+        self.__path__ = []  # a package: its internal submodules resolve too (_InternalFinder)
+
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
@@ -161,5 +193,27 @@ class _InternalStub(types.ModuleType):
 
 
 class _Internal(_OutOfScope):
+    """A name inside a Warp-internal module: its attributes are internals too (`wp._src.context.runtime.core.x`)
+    so that a file reading one at its top loads; calling one raises, except the few capability queries in
+    `_ANSWERS`, which a file asks at its top to pick its tests (answered for kernels, truthfully)."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Internal(f"{self._name}.{name}")
+
+    def __getitem__(self, key):  # a generic internal subscripted at a file's top (`_ArrayAnnotation[...]`)
+        return _Internal(f"{self._name}[...]")
+
     def __call__(self, *args, **kwargs):
+        if self._name in _ANSWERS:
+            return _ANSWERS[self._name]
         raise NotImplementedError(f"{self._name} is a Warp internal, not provided by the kernels shim")
+
+
+#: Capability queries Warp's tile files make at import (`skipUnless` of a whole class): kernels links no MathDx
+#: library and no CUDA toolkit, so both answers are "no"; either way Warp's condition runs the class.
+_ANSWERS = {
+    "warp._src.context.runtime.core.wp_is_mathdx_enabled": False,
+    "warp._src.context.runtime.core.wp_cuda_toolkit_version": 0,
+}
