@@ -35,10 +35,11 @@ does a step from positions other than the last step's output (a new or reset sta
 as a whole, or resting, searches rarely; one folding fast searches every step. When only a few vertices ask,
 only they are searched again (sim/self_contact_partial.py, which says why the bound still holds). A vertex
 that would pass its bound within a step is clamped to it (it loses speed: a limit of bound_i / dt on its
-relative speed); when one of a group would be (a vertex a collider stopped while the rest moved on), the
-group's drift is 0 for that step, so that clamping shortens each vertex along its own path and never pulls one
-along the drift into a collider, and a vertex that stops dead counts in the search test as well as one moving
-on. The bound, the drift and the search are computed without a Tape (a safety net, inactive at the smooth points
+relative speed), shortened along its own step when the step started within the bound (always, below). When
+one of a group would be with the new drift (a vertex a collider stopped while the rest moved on), the group
+keeps the last step's drift, under which every vertex started the step within its bound: a stopped vertex is
+not clamped, and none is pulled along the drift into a collider; so a cloth falling as a whole needs no search
+until it lands (a search at every step of the fall, when its step passed the skin, was the older rule). The bound, the drift and the search are computed without a Tape (a safety net, inactive at the smooth points
 where gradients are checked): when the bound clamps, gradients treat it as a constant.
 
 Solvers keep the pair `thickness` (the mean of the two primitives' first vertices' thickness) between the
@@ -635,11 +636,11 @@ class SelfContact:
                       inputs=[self.x_search, x_end, drift, self._drift_group, self.bound, self._thickness],
                       outputs=[self._overrun])
             wp.launch(drop_overrun_drift, dim=drift.shape[0], device=d, record_tape=False,
-                      inputs=[self._overrun], outputs=[drift])
+                      inputs=[self._overrun, self._drift_before], outputs=[drift])
         if v_out is None:
             v_end, v_out = self._no_velocity
         wp.launch(limit_displacement, dim=self.particle_count, device=d,
-                  inputs=[self.x_search, x_end, v_end, drift, self._drift_group, self.bound, float(dt)],
+                  inputs=[self.x_search, x_start, x_end, v_end, drift, self._drift_group, self.bound, float(dt)],
                   outputs=[x_out, v_out])
         wp.launch(check_budget, dim=self.particle_count, device=d, record_tape=False,
                   inputs=[x_start, x_out, self.x_search, drift, self._drift_before, self._drift_group, self.bound,
