@@ -35,11 +35,12 @@ does a step from positions other than the last step's output (a new or reset sta
 as a whole, or resting, searches rarely; one folding fast searches every step. When only a few vertices ask,
 only they are searched again (sim/self_contact_partial.py, which says why the bound still holds). A vertex
 that would pass its bound within a step is clamped to it (it loses speed: a limit of bound_i / dt on its
-relative speed), shortened along its own step when the step started within the bound (always, below). When
-one of a group would be with the new drift (a vertex a collider stopped while the rest moved on), the group
-keeps the last step's drift, under which every vertex started the step within its bound: a stopped vertex is
-not clamped, and none is pulled along the drift into a collider; so a cloth falling as a whole needs no search
-until it lands (a search at every step of the fall, when its step passed the skin, was the older rule). The bound, the drift and the search are computed without a Tape (a safety net, inactive at the smooth points
+relative speed), shortened along its own step when the step started within the bound. When one of a group
+would be with the new drift (a vertex a collider stopped while the rest moved on), the group keeps the last
+step's drift, under which every vertex started the step within its bound: a stopped vertex is not clamped, and
+none is pulled along the drift into a collider; so a cloth falling as a whole needs no search until it lands
+(a search at every step of the fall, once its step passed the skin, was the older rule). The bound, the drift
+and the search are computed without a Tape (a safety net, inactive at the smooth points
 where gradients are checked): when the bound clamps, gradients treat it as a constant.
 
 Solvers keep the pair `thickness` (the mean of the two primitives' first vertices' thickness) between the
