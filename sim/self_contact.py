@@ -35,10 +35,12 @@ does a step from positions other than the last step's output (a new or reset sta
 as a whole, or resting, searches rarely; one folding fast searches every step. When only a few vertices ask,
 only they are searched again (sim/self_contact_partial.py, which says why the bound still holds). A vertex
 that would pass its bound within a step is clamped to it (it loses speed: a limit of bound_i / dt on its
-relative speed); when one of a group would be (a vertex a collider stopped while the rest moved on), the
-group's drift is 0 for that step, so that clamping shortens each vertex along its own path and never pulls one
-along the drift into a collider, and a vertex that stops dead counts in the search test as well as one moving
-on. The bound, the drift and the search are computed without a Tape (a safety net, inactive at the smooth points
+relative speed), shortened along its own step when the step started within the bound. When one of a group
+would be with the new drift (a vertex a collider stopped while the rest moved on), the group keeps the last
+step's drift, under which every vertex started the step within its bound: a stopped vertex is not clamped, and
+none is pulled along the drift into a collider; so a cloth falling as a whole needs no search until it lands
+(a search at every step of the fall, once its step passed the skin, was the older rule). The bound, the drift
+and the search are computed without a Tape (a safety net, inactive at the smooth points
 where gradients are checked): when the bound clamps, gradients treat it as a constant.
 
 Solvers keep the pair `thickness` (the mean of the two primitives' first vertices' thickness) between the
@@ -56,7 +58,7 @@ from .hashgrid import (HashGrid, HashGridData, hash_grid_box_extent, hash_grid_c
                        hash_grid_dims_for)
 from .self_contact_bound import (DRIFT_TILE, check_budget, drop_overrun_drift, find_drift_overrun,
                                  limit_displacement, sum_drift_tiled, sum_drift_worlds)
-from .worlds import element_worlds, worlds_interact
+from .worlds import element_worlds
 
 # no `from __future__ import annotations`: kernels/runtime/struct.py evaluates string annotations in the top-level
 # package's namespace
@@ -65,7 +67,8 @@ from .self_contact_partial import (PARTIAL_FRACTION, PARTIAL_MARGIN, PartialSear
                                    search_marked_edges, search_marked_triangles, search_marked_vertices)
 from .self_contact_primitives import (DEFAULT_THICKNESS_FRACTION, EE_SLOTS, GAMMA, GRID_CELLS_PER_PRIMITIVE,  # noqa: F401
                                     LARGE, QUERY_RADIUS, VT_SLOTS, PrimitiveBoxes, SelfContactData,
-                                    boxes_overlap, closest_point_triangle)
+                                    boxes_overlap, closest_point_triangle, edge_edge_candidate, edge_separation,
+                                    triangle_separation, vertex_triangle_candidate)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -120,23 +123,18 @@ def vertex_triangle_pair(x: wp.array(dtype=wp.vec3), data: SelfContactData, v: i
     a = data.tri_indices[t, 0]
     b = data.tri_indices[t, 1]
     c = data.tri_indices[t, 2]
-    w = closest_point_triangle(x[v], x[a], x[b], x[c])
-    return a, b, c, w, x[v] - (x[a] * w[0] + x[b] * w[1] + x[c] * w[2])
+    w, u = triangle_separation(x, v, a, b, c)
+    return a, b, c, w, u
 
 
 @wp.func
 def edge_edge_pair(x: wp.array(dtype=wp.vec3), data: SelfContactData, e: int, k: int):
     """Slot k of edge e = (i0, i1): the other edge's ends (j0, j1), the closest points' parameters s (on e)
     and t, and the separation u = the closest point on e minus the one on the other edge [m] at positions x."""
-    i0 = data.edge_indices[e, 0]
-    i1 = data.edge_indices[e, 1]
     f = data.ee_edge[e * EE_SLOTS + k]
     j0 = data.edge_indices[f, 0]
     j1 = data.edge_indices[f, 1]
-    st = wp.closest_point_edge_edge(x[i0], x[i1], x[j0], x[j1], 1.0e-12)
-    s = st[0]
-    t = st[1]
-    u = x[i0] * (1.0 - s) + x[i1] * s - x[j0] * (1.0 - t) - x[j1] * t
+    s, t, u = edge_separation(x, data.edge_indices[e, 0], data.edge_indices[e, 1], j0, j1)
     return j0, j1, s, t, u
 
 
@@ -199,18 +197,10 @@ def try_vertex_triangle(x: wp.array(dtype=wp.vec3), data: SelfContactData, v: in
     """Vertex v against triangle t: when closer than query_radius, lower the bound of the four vertices to their
     distance and keep the pair with its separation now. Returns v's new pair count. The callers test first,
     inline, that t's box comes within query_radius of the vertex."""
-    p = x[v]
-    a = data.tri_indices[t, 0]
-    b = data.tri_indices[t, 1]
-    c = data.tri_indices[t, 2]
-    if v == a or v == b or v == c or not worlds_interact(data.world[v], data.world[a]):
-        return count
-    w = closest_point_triangle(p, x[a], x[b], x[c])
-    u = p - (x[a] * w[0] + x[b] * w[1] + x[c] * w[2])
-    d = wp.length(u)
+    u, d = vertex_triangle_candidate(x, data, v, t)
     if d >= query_radius:
         return count
-    lower_bound(bound, v, a, b, c, d)
+    lower_bound(bound, v, data.tri_indices[t, 0], data.tri_indices[t, 1], data.tri_indices[t, 2], d)
     return store_pair(data.vt_triangle, data.vt_start, v * VT_SLOTS, count, VT_SLOTS, t, u, overflow)
 
 
@@ -255,18 +245,11 @@ def try_edge_edge(x: wp.array(dtype=wp.vec3), data: SelfContactData, e: int, f: 
     """Edge e against an edge f without a shared vertex, as try_vertex_triangle. Returns e's new count. The
     callers test first, inline, that the edges' boxes come within query_radius (and visit each unordered pair
     once)."""
-    i0 = data.edge_indices[e, 0]
-    i1 = data.edge_indices[e, 1]
-    j0 = data.edge_indices[f, 0]
-    j1 = data.edge_indices[f, 1]
-    if i0 == j0 or i0 == j1 or i1 == j0 or i1 == j1 or not worlds_interact(data.world[i0], data.world[j0]):
-        return count
-    st = wp.closest_point_edge_edge(x[i0], x[i1], x[j0], x[j1], 1.0e-12)
-    u = x[i0] * (1.0 - st[0]) + x[i1] * st[0] - x[j0] * (1.0 - st[1]) - x[j1] * st[1]
-    d = wp.length(u)
+    u, d = edge_edge_candidate(x, data, e, f)
     if d >= query_radius:
         return count
-    lower_bound(bound, i0, i1, j0, j1, d)
+    lower_bound(bound, data.edge_indices[e, 0], data.edge_indices[e, 1], data.edge_indices[f, 0],
+                data.edge_indices[f, 1], d)
     return store_pair(data.ee_edge, data.ee_start, e * EE_SLOTS, count, EE_SLOTS, f, u, overflow)
 
 
@@ -635,11 +618,11 @@ class SelfContact:
                       inputs=[self.x_search, x_end, drift, self._drift_group, self.bound, self._thickness],
                       outputs=[self._overrun])
             wp.launch(drop_overrun_drift, dim=drift.shape[0], device=d, record_tape=False,
-                      inputs=[self._overrun], outputs=[drift])
+                      inputs=[self._overrun, self._drift_before], outputs=[drift])
         if v_out is None:
             v_end, v_out = self._no_velocity
         wp.launch(limit_displacement, dim=self.particle_count, device=d,
-                  inputs=[self.x_search, x_end, v_end, drift, self._drift_group, self.bound, float(dt)],
+                  inputs=[self.x_search, x_start, x_end, v_end, drift, self._drift_group, self.bound, float(dt)],
                   outputs=[x_out, v_out])
         wp.launch(check_budget, dim=self.particle_count, device=d, record_tape=False,
                   inputs=[x_start, x_out, self.x_search, drift, self._drift_before, self._drift_group, self.bound,

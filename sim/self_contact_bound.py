@@ -1,7 +1,7 @@
 """The displacement bound of cloth self-contact (sim/self_contact.py): kernels that keep each colliding vertex's
 displacement since the last pair search, less its group's drift, within its bound, and that say when the pairs
 must be searched again. The reasoning (why a common drift keeps the no-tunnelling guarantee, why a group with an
-overrun drifts by nothing) is in sim/self_contact.py's docstring."""
+overrun keeps the last step's drift) is in sim/self_contact.py's docstring."""
 
 import kernels as wp
 
@@ -59,36 +59,54 @@ def find_drift_overrun(x_search: wp.array(dtype=wp.vec3), x_end: wp.array(dtype=
 
 
 @wp.kernel
-def drop_overrun_drift(overrun: wp.array(dtype=wp.int32), drift: wp.array(dtype=wp.vec3)):
-    """The drift of a group with an overrun is 0 (and the overrun flag is cleared for the next step).
+def drop_overrun_drift(overrun: wp.array(dtype=wp.int32), drift_before: wp.array(dtype=wp.vec3),
+                       drift: wp.array(dtype=wp.vec3)):
+    """A group with an overrun keeps the last step's drift (and the overrun flag is cleared for the next step).
 
     A vertex that a collider stopped while the rest of its cloth moved on (the edge a cloth stands on, the first
-    vertices to land) is displaced against the drift. Shortened towards its search position plus the drift, it
-    would be pulled along the drift, through the collider (centimetres into the ground in scenes/cloth_fold.yaml).
-    With no drift every clamped vertex is shortened along its own path since the search, between two positions
-    the solver accepted; any common translation keeps the no-tunnelling bound, none included."""
+    vertices to land) is displaced against the new drift. The last step's drift is one under which every vertex
+    of the group started this step within its bound (after a search it is 0, and a partial search resets its
+    vertices under it), so a vertex that stopped is not clamped at all, and one that moved on is shortened along
+    its own step (limit_displacement), between two positions the solver accepted: never into a collider. Any
+    common translation keeps the no-tunnelling bound; the new drift would pull a stopped vertex along it, through
+    the collider (centimetres into the ground in scenes/cloth_fold.yaml), and none (the search positions) would
+    pull the whole falling cloth back to where it was searched."""
     g = wp.tid()
     if overrun[g] != 0:
-        drift[g] = wp.vec3(0.0, 0.0, 0.0)
+        drift[g] = drift_before[g]
         overrun[g] = 0
 
 
 @wp.kernel
-def limit_displacement(x_search: wp.array(dtype=wp.vec3), x_end: wp.array(dtype=wp.vec3),
-                       v_end: wp.array(dtype=wp.vec3), drift: wp.array(dtype=wp.vec3),
-                       group: wp.array(dtype=wp.int32), bound: wp.array(dtype=float), dt: float,
-                       x_out: wp.array(dtype=wp.vec3), v_out: wp.array(dtype=wp.vec3)):
+def limit_displacement(x_search: wp.array(dtype=wp.vec3), x_start: wp.array(dtype=wp.vec3),
+                       x_end: wp.array(dtype=wp.vec3), v_end: wp.array(dtype=wp.vec3),
+                       drift: wp.array(dtype=wp.vec3), group: wp.array(dtype=wp.int32),
+                       bound: wp.array(dtype=float), dt: float, x_out: wp.array(dtype=wp.vec3),
+                       v_out: wp.array(dtype=wp.vec3)):
     """x_out = x_end where the vertex's displacement since the search, less the drift c = drift[group[i]] of its
-    group (its world's), is at most its bound [m]; else x_search + c + that displacement shortened to the bound.
-    When v_out is not empty, v_out = v_end + (x_out - x_end) / dt (semi-implicit Euler: the velocity that moves
-    the vertex to x_out)."""
+    group (its world's), is at most its bound [m]. Else, when the step's start x_start is within it, the farthest
+    point of the step x_start -> x_end that is (the step shortened along its own path: it stops short of where
+    the solver sent it, never beside it); else x_search + c + that displacement shortened to the bound. When
+    v_out is not empty, v_out = v_end + (x_out - x_end) / dt (semi-implicit Euler: the velocity that moves the
+    vertex to x_out)."""
     i = wp.tid()
     c = drift[group[i]]
+    b = bound[i]
     relative = x_end[i] - x_search[i] - c
     length = wp.length(relative)
     out = x_end[i]
-    if length > bound[i]:
-        out = x_search[i] + c + relative * (bound[i] / length)
+    if length > b:
+        start = x_start[i] - x_search[i] - c
+        step = x_end[i] - x_start[i]
+        s2 = wp.dot(step, step)
+        inside = b * b - wp.dot(start, start)
+        if inside >= 0.0 and s2 > 0.0:
+            # the larger root of |start + t step| = b, in [0, 1) as x_end is outside and x_start inside
+            sd = wp.dot(start, step)
+            t = (wp.sqrt(sd * sd + s2 * inside) - sd) / s2
+            out = x_start[i] + step * wp.clamp(t, 0.0, 1.0)
+        else:
+            out = x_search[i] + c + relative * (b / length)
     x_out[i] = out
     if v_out.shape[0] > 0:
         v_out[i] = v_end[i] + (out - x_end[i]) / dt
@@ -102,22 +120,18 @@ def check_budget(x_start: wp.array(dtype=wp.vec3), x_out: wp.array(dtype=wp.vec3
                  thickness: wp.array(dtype=float), skin: float, marked: wp.array(dtype=wp.int32),
                  search: wp.array(dtype=wp.int32)):
     """marked[i] = 1, counted in search[0], when colliding vertex i, moving again as it moved this step
-    (relative to the drift), or stopping dead (on a collider, while the rest drifts on), would pass its bound or
-    the skin [m] in the next step: the pairs must then be searched again first (around the marked vertices
-    only, when they are few: sim/self_contact_partial.py). marked[i] = 2, counted in search[1], when it would
-    within LOOKAHEAD steps."""
+    (relative to the drift), would pass its bound or the skin [m] in the next step: the pairs must then be
+    searched again first (around the marked vertices only, when they are few: sim/self_contact_partial.py).
+    marked[i] = 2, counted in search[1], when it would within LOOKAHEAD steps. A vertex that stops dead while
+    the rest drifts on (on a collider) needs no search beforehand: its group then keeps the last step's drift
+    (drop_overrun_drift), so a cloth falling as a whole searches only once it lands."""
     i = wp.tid()
     if thickness[i] <= 0.0:
         return
     g = group[i]
     c = drift[g]
     relative = wp.length(x_out[i] - x_search[i] - c)
-    step = wp.length(x_out[i] - x_start[i] - (c - drift_before[g]))
-    # a vertex that stops moves against the drift by the drift's last step: without this term a cloth falling as
-    # a whole would not search before landing, and the first vertices to touch the ground would be clamped back
-    # along the drift accumulated since the search, into the ground (centimetres, in scenes/cloth_fold.yaml)
-    stop = wp.length(c - drift_before[g])
-    motion = wp.max(step, stop)
+    motion = wp.length(x_out[i] - x_start[i] - (c - drift_before[g]))
     limit = wp.min(bound[i], skin)
     if relative + motion > limit:
         marked[i] = 1

@@ -29,8 +29,7 @@ import kernels as wp
 
 from .hashgrid import HashGridData, hash_grid_box_extent, hash_grid_cell_index, hash_grid_cell_of
 from .self_contact_primitives import (EE_SLOTS, GAMMA, VT_SLOTS, PrimitiveBoxes, SelfContactData, boxes_overlap,
-                                    closest_point_triangle)
-from .worlds import worlds_interact
+                                    edge_edge_candidate, vertex_triangle_candidate)
 
 # no `from __future__ import annotations`: kernels/struct.py evaluates string annotations in the top-level
 # package's namespace
@@ -132,33 +131,12 @@ def constrain_pair(partial: PartialSearch, bound: wp.array(dtype=float), a0: int
 
 
 @wp.func
-def vertex_triangle_distance(x: wp.array(dtype=wp.vec3), data: SelfContactData, v: int, t: int):
-    """Separation of vertex v from triangle t at positions x [m]."""
-    a = data.tri_indices[t, 0]
-    b = data.tri_indices[t, 1]
-    c = data.tri_indices[t, 2]
-    w = closest_point_triangle(x[v], x[a], x[b], x[c])
-    return x[v] - (x[a] * w[0] + x[b] * w[1] + x[c] * w[2])
-
-
-@wp.func
-def triangle_excludes(data: SelfContactData, v: int, t: int):
-    """Whether vertex v and triangle t never pair: v is a corner of t, or they are of two different worlds."""
-    a = data.tri_indices[t, 0]
-    return (v == a or v == data.tri_indices[t, 1] or v == data.tri_indices[t, 2]
-            or not worlds_interact(data.world[v], data.world[a]))
-
-
-@wp.func
 def visit_vertex_triangle(x: wp.array(dtype=wp.vec3), data: SelfContactData, partial: PartialSearch,
                           bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32), v: int, t: int,
                           query_radius: float, count: int, own: bool):
     """Pair (v, t) at positions x: constrain the bounds; keep it in v's list (own: v rewrites its list, count
     is its length so far; else added when not among v's vt_base pairs). Returns the new count."""
-    if triangle_excludes(data, v, t):
-        return count
-    u = vertex_triangle_distance(x, data, v, t)
-    d = wp.length(u)
+    u, d = vertex_triangle_candidate(x, data, v, t)
     if d >= query_radius:
         return count
     constrain_pair(partial, bound, v, v, v, data.tri_indices[t, 0], data.tri_indices[t, 1],
@@ -274,18 +252,13 @@ def visit_edge_edge(x: wp.array(dtype=wp.vec3), data: SelfContactData, partial: 
     """Pair (e, f), e with a vertex in S: constrain the bounds; when e owns it, keep it in e's rewritten list
     (count: its length so far); when f owns it and f has no vertex in S, add it to f's list if missing.
     Returns e's new count."""
-    i0 = data.edge_indices[e, 0]
+    u, d = edge_edge_candidate(x, data, e, f)
+    if d >= query_radius:
+        return count
     i1 = data.edge_indices[e, 1]
     j0 = data.edge_indices[f, 0]
     j1 = data.edge_indices[f, 1]
-    if i0 == j0 or i0 == j1 or i1 == j0 or i1 == j1 or not worlds_interact(data.world[i0], data.world[j0]):
-        return count
-    st = wp.closest_point_edge_edge(x[i0], x[i1], x[j0], x[j1], 1.0e-12)
-    u = x[i0] * (1.0 - st[0]) + x[i1] * st[0] - x[j0] * (1.0 - st[1]) - x[j1] * st[1]
-    d = wp.length(u)
-    if d >= query_radius:
-        return count
-    constrain_pair(partial, bound, i0, i1, i1, j0, j1, j1, d)
+    constrain_pair(partial, bound, data.edge_indices[e, 0], i1, i1, j0, j1, j1, d)
     if owns_edge_pair(boxes, typical, e, f):
         if count < EE_SLOTS:
             data.ee_edge[e * EE_SLOTS + count] = f

@@ -4,6 +4,8 @@ boxes and the closest point on a triangle. See sim/self_contact.py for the metho
 
 import kernels as wp
 
+from .worlds import worlds_interact
+
 # no `from __future__ import annotations`: kernels/runtime/struct.py evaluates string annotations in the top-level
 # package's namespace
 
@@ -16,6 +18,8 @@ GAMMA = 0.4  # fraction of a vertex's distance to its nearest primitive it may m
 #: default thickness as a fraction of a cloth's mean edge length: below the 0.71 edge lengths between a flat
 #: grid's vertex and the nearest triangle not containing it, so a cloth at rest touches nothing of its own
 DEFAULT_THICKNESS_FRACTION = 0.25
+#: the distance the candidate tests give two primitives that never pair: beyond every query radius
+NO_PAIR = 1.0e30
 
 
 @wp.struct
@@ -87,6 +91,52 @@ def closest_point_triangle(p: wp.vec3, a: wp.vec3, b: wp.vec3, c: wp.vec3):
     v = vb * denom
     w = vc * denom
     return wp.vec3(1.0 - v - w, v, w)
+
+
+@wp.func
+def triangle_separation(x: wp.array(dtype=wp.vec3), v: int, a: int, b: int, c: int):
+    """Weights w of the point of triangle (a, b, c) closest to vertex v and the separation u = x_v - (w_a x_a +
+    w_b x_b + w_c x_c) [m] at positions x; differentiable where the closest feature does not change."""
+    w = closest_point_triangle(x[v], x[a], x[b], x[c])
+    return w, x[v] - (x[a] * w[0] + x[b] * w[1] + x[c] * w[2])
+
+
+@wp.func
+def edge_separation(x: wp.array(dtype=wp.vec3), i0: int, i1: int, j0: int, j1: int):
+    """Parameters s (on edge i0 i1) and t (on j0 j1) of the edges' closest points and the separation u = the
+    closest point on the first minus the one on the second [m] at positions x."""
+    st = wp.closest_point_edge_edge(x[i0], x[i1], x[j0], x[j1], 1.0e-12)
+    s = st[0]
+    t = st[1]
+    return s, t, x[i0] * (1.0 - s) + x[i1] * s - x[j0] * (1.0 - t) - x[j1] * t
+
+
+@wp.func
+def vertex_triangle_candidate(x: wp.array(dtype=wp.vec3), data: SelfContactData, v: int, t: int):
+    """The candidate test of both searches (full and partial): vertex v's separation u from triangle t at
+    positions x [m] and its length, NO_PAIR when the two never pair (v is a corner of t, or they are of two
+    different worlds)."""
+    a = data.tri_indices[t, 0]
+    b = data.tri_indices[t, 1]
+    c = data.tri_indices[t, 2]
+    if v == a or v == b or v == c or not worlds_interact(data.world[v], data.world[a]):
+        return wp.vec3(0.0, 0.0, 0.0), NO_PAIR
+    w, u = triangle_separation(x, v, a, b, c)
+    return u, wp.length(u)
+
+
+@wp.func
+def edge_edge_candidate(x: wp.array(dtype=wp.vec3), data: SelfContactData, e: int, f: int):
+    """The candidate test of both searches: the separation u of edge e from edge f at positions x [m] (e's
+    closest point minus f's) and its length, NO_PAIR when they never pair (a shared vertex, or two worlds)."""
+    i0 = data.edge_indices[e, 0]
+    i1 = data.edge_indices[e, 1]
+    j0 = data.edge_indices[f, 0]
+    j1 = data.edge_indices[f, 1]
+    if i0 == j0 or i0 == j1 or i1 == j0 or i1 == j1 or not worlds_interact(data.world[i0], data.world[j0]):
+        return wp.vec3(0.0, 0.0, 0.0), NO_PAIR
+    s, t, u = edge_separation(x, i0, i1, j0, j1)
+    return u, wp.length(u)
 
 
 @wp.struct
