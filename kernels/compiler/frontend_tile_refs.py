@@ -27,8 +27,9 @@ def written_tile_params(func: Func, mutated_args, _seen=None) -> set:
     seen.add(id(func))
     out = set()
     for source, _ in func.overloads:
+        # (a tile_stack parameter is not a tile here: any update of one in a @wp.func is refused by type inference)
         tiles = {a.arg for a in source.fdef.args.args if a.annotation is not None
-                 and "tile" in ast.unparse(a.annotation)}
+                 and "tile" in ast.unparse(a.annotation) and "tile_stack" not in ast.unparse(a.annotation)}
         if not tiles:
             continue
         for node in ast.walk(source.fdef):
