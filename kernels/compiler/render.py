@@ -20,6 +20,24 @@ from ..typesys import ArrayType, StaticType, TileType, has_native_value, is_stru
 CPU, CUDA = "cpu", "cuda"
 
 
+#: C++ keywords that are valid Python names: a kernel parameter named like one (`default`, `register`, `new`)
+#: is a field `<name>_kw` of the C++ args struct, so that the generated source compiles
+CPP_KEYWORDS = frozenset(
+    "alignas alignof and_eq asm auto bitand bitor bool case catch char char8_t char16_t char32_t compl concept "
+    "const consteval constexpr constinit const_cast co_await co_return co_yield decltype default delete do double "
+    "dynamic_cast enum explicit export extern float friend goto inline int long mutable namespace new noexcept "
+    "not_eq nullptr operator or_eq private protected public register reinterpret_cast requires short signed "
+    "sizeof static static_assert static_cast struct switch template this thread_local throw typedef typeid "
+    "typename union unsigned using virtual void volatile wchar_t xor xor_eq".split())
+
+
+def arg_field(path: str) -> str:
+    """The C++ spelling of a kernel parameter (or a path `param.field...` through its struct members) in the
+    kernel's args struct."""
+    head, dot, rest = path.partition(".")
+    return (head + "_kw" if head in CPP_KEYWORDS else head) + dot + rest
+
+
 def ctype(t) -> str:
     """C++ spelling of a kernel-language type."""
     if t is T.bool_:

@@ -11,7 +11,7 @@ Array values have no accumulator: their adjoint is the gradient array (an alias)
 from __future__ import annotations
 
 from . import ir
-from .render import FunctionRenderer, _has_ctype, ctype
+from .render import FunctionRenderer, _has_ctype, arg_field, ctype
 from .. import types as T
 from ..typesys import ArrayType, StaticType, is_struct
 
@@ -309,9 +309,9 @@ def render_adjoint_kernel(fn: ir.Function, src, entry: str) -> str:
     r.use_exclusive_loads = src.dialect == "cpu"
     r.prepare()
     for p, n in zip(fn.params, fn.param_names):
-        r.emit(f"const {ctype(p.type)} {r.name(p)} = args.{n};")
+        r.emit(f"const {ctype(p.type)} {r.name(p)} = args.{arg_field(n)};")
         if isinstance(p.type, ArrayType) or is_struct(p.type):
-            r.emit(f"{ctype(p.type)} {r.adj(p)} = adj_args.{n};")
+            r.emit(f"{ctype(p.type)} {r.adj(p)} = adj_args.{arg_field(n)};")
         else:
             r.emit(f"{ctype(p.type)} {r.adj(p)} = {adj_zero(p.type)};")
     body = r.backward_body()

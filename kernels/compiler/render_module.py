@@ -7,7 +7,7 @@ this file adds the declarations around them and the dialect-specific kernel entr
 from __future__ import annotations
 
 from . import ir
-from .render import CPU, FunctionRenderer, ctype
+from .render import CPU, FunctionRenderer, arg_field, ctype
 from ..typesys import ArrayType, is_struct
 from .render_adjoint import render_adjoint_function
 from .. import types as T
@@ -144,11 +144,11 @@ class ModuleSource:
         for op in ir.walk(fn.body):
             for r in op.results:
                 self.add_type(r.type)
-        fields = "\n".join(f"    {ctype(p.type)} {n};" for p, n in zip(fn.params, fn.param_names))
+        fields = "\n".join(f"    {ctype(p.type)} {arg_field(n)};" for p, n in zip(fn.params, fn.param_names))
         out = [f"struct {entry}_args {{\n{fields}\n}};"]
         r = FunctionRenderer(fn, self.dialect, self.debug, self.func_names)
         for p, n in zip(fn.params, fn.param_names):
-            r.emit(f"const {ctype(p.type)} {r.name(p)} = args.{n};")
+            r.emit(f"const {ctype(p.type)} {r.name(p)} = args.{arg_field(n)};")
         r.declare_values(fn.body)
         r.block(fn.body)
         body = "\n".join(r.lines)
@@ -170,12 +170,13 @@ class ModuleSource:
         if not array_paths:  # every gradient a thread adds into is its own: no atomics, no copies
             return self.entry_point(entry, "backward", f"const {entry}_args* args, const {entry}_args* adj_args",
                                     "*args, *adj_args", atomic_template=True, parallel_atomic=False)
-        shadows = "\n".join(f"            wp::grad_shadow<{ctype(t.dtype)}> s{k}_(adj_args->{path}, nt);"
+        shadows = "\n".join(f"            wp::grad_shadow<{ctype(t.dtype)}> s{k}_(adj_args->{arg_field(path)}, nt);"
                              for k, (path, t) in enumerate(array_paths))
         ok = " && ".join(f"s{k}_.ok()" for k in range(len(array_paths))) or "true"
-        views = "\n".join(f"                    local.{path} = s{k}_.view(t);" for k, (path, _) in enumerate(array_paths))
+        views = "\n".join(f"                    local.{arg_field(path)} = s{k}_.view(t);"
+                          for k, (path, _) in enumerate(array_paths))
         reduces = "\n".join(f"            s{k}_.reduce();" for k in range(len(array_paths)))
-        total = " + ".join(f"wp::gradient_elements(adj_args->{path})" for path, _ in array_paths) or "0"
+        total = " + ".join(f"wp::gradient_elements(adj_args->{arg_field(path)})" for path, _ in array_paths) or "0"
         return (f'extern "C" WP_EXPORT void {entry}_backward(const wp::launch_bounds_t* lb, const {entry}_args* args, '
                 f"const {entry}_args* adj_args, wp::int64 parallel_threshold) {{\n"
                 f"    const wp::int64 n = lb->size;\n"
