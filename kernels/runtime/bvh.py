@@ -112,3 +112,18 @@ def node_arrays(tree: Bvh, device) -> dict:
     out = {name: array(v, dtype=T.vec3, device=device) for name, v in vec.items()}
     out.update({name: array(v, dtype=T.int32, device=device) for name, v in ints.items()})
     return out
+
+
+def publish_header(owner, header, buffers: dict) -> None:
+    """Point `header`'s node fields at `buffers` (as node_arrays gives them) and write it into the device array
+    owner._header_array: allocated on the first call, whose address is owner.id (the handle kernels hold), and
+    overwritten in place afterwards so that the id stays valid. Keeps the buffers alive as owner._buffers."""
+    for name, buf in buffers.items():
+        setattr(header, name, buf.ptr if buf.size else None)
+    raw = np.frombuffer(bytes(header), dtype=np.uint8)
+    if owner._header_array is None:
+        owner._header_array = array(raw, dtype=T.uint8, device=owner.device)
+        owner.id = owner._header_array.ptr
+    else:
+        owner._header_array.assign(raw)
+    owner._buffers = buffers

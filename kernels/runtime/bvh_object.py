@@ -12,7 +12,7 @@ import ctypes
 import numpy as np
 
 from .. import types as T
-from .bvh import Bvh as _Tree, node_arrays
+from .bvh import Bvh as _Tree, node_arrays, publish_header
 from ..builtins.query_types import BvhQuery
 from .struct import give_values
 from .array import array
@@ -98,20 +98,12 @@ class Bvh:
         self._upload()
 
     def _upload(self):
-        dev, b = self.device, self._tree
-        bufs = node_arrays(self._tree, dev)
+        b = self._tree
+        bufs = node_arrays(b, self.device)
         h = _BvhHeader(magic=_MAGIC, num_items=len(self.lowers), root=b.root, num_groups=len(b.group_ids))
         h.item_lower = self.lowers.ptr if self.lowers.size else None
         h.item_upper = self.uppers.ptr if self.uppers.size else None
-        for name, buf in bufs.items():
-            setattr(h, name, buf.ptr if buf.size else None)
-        raw = np.frombuffer(bytes(h), dtype=np.uint8)
-        if self._header_array is None:
-            self._header_array = array(raw, dtype=T.uint8, device=dev)
-            self.id = self._header_array.ptr
-        else:
-            self._header_array.assign(raw)  # same address: the id stays valid
-        self._buffers = bufs
+        publish_header(self, h, bufs)
 
     def __del__(self):
         # buffers are freed with their arrays; safe on an instance that __init__ never ran on

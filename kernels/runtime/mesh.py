@@ -14,7 +14,7 @@ import numpy as np
 from .. import types as T
 from .array import array
 from .array_layout import ArrayDescriptor
-from .bvh import Bvh, node_arrays
+from .bvh import Bvh, node_arrays, publish_header
 from ..builtins.query_types import MeshQueryAABB, MeshQueryPoint, MeshQueryRay, MeshValue
 from .struct import give_values
 
@@ -115,9 +115,8 @@ class Mesh:
         return p[idx]
 
     def _upload(self):
-        dev = self.device
         b = self._bvh
-        bufs = node_arrays(self._bvh, dev)
+        bufs = node_arrays(b, self.device)
         h = _MeshHeader(num_points=self._points.size, num_tris=self.indices.size // 3, magic=_MAGIC, root=b.root,
                         num_groups=len(b.group_ids))
         h.points = self._points._descriptor()
@@ -127,15 +126,7 @@ class Mesh:
         self._point_grads = self._points._grad
         if self._point_grads is not None:
             h.point_grads = self._point_grads._descriptor()
-        for name, buf in bufs.items():
-            setattr(h, name, buf.ptr if buf.size else None)
-        raw = np.frombuffer(bytes(h), dtype=np.uint8)
-        if self._header_array is None:
-            self._header_array = array(raw, dtype=T.uint8, device=dev)
-            self.id = self._header_array.ptr
-        else:
-            self._header_array.assign(raw)  # same address: the id stays valid
-        self._buffers = bufs
+        publish_header(self, h, bufs)
         _LIVE_MESHES[self.id] = self
 
     def _sync_point_gradient(self):
