@@ -20,8 +20,8 @@ from ..typesys import ArrayType, StaticType, TileType, has_native_value, is_stru
 CPU, CUDA = "cpu", "cuda"
 
 
-#: C++ keywords that are valid Python names: a kernel parameter named like one (`default`, `register`, `new`)
-#: is a field `<name>_kw` of the C++ args struct, so that the generated source compiles
+#: C++ keywords that are valid Python names: a kernel parameter or struct field named like one (`default`,
+#: `register`, `new`) is the C++ member `<name>_kw`, so that the generated source compiles
 CPP_KEYWORDS = frozenset(
     "alignas alignof and_eq asm auto bitand bitor bool case catch char char8_t char16_t char32_t compl concept "
     "const consteval constexpr constinit const_cast co_await co_return co_yield decltype default delete do double "
@@ -31,11 +31,15 @@ CPP_KEYWORDS = frozenset(
     "typename union unsigned using virtual void volatile wchar_t xor xor_eq".split())
 
 
+def member(name: str) -> str:
+    """The C++ spelling of a kernel parameter or a struct field called `name` in Python."""
+    return name + "_kw" if name in CPP_KEYWORDS else name
+
+
 def arg_field(path: str) -> str:
     """The C++ spelling of a kernel parameter (or a path `param.field...` through its struct members) in the
     kernel's args struct."""
-    head, dot, rest = path.partition(".")
-    return (head + "_kw" if head in CPP_KEYWORDS else head) + dot + rest
+    return ".".join(member(part) for part in path.split("."))
 
 
 def ctype(t) -> str:
@@ -222,7 +226,7 @@ class FunctionRenderer:
         if form == "array_shape":
             return f"{self.name(a[0])}.shape[{self.name(a[1])}]"
         if form == "field_get":
-            return f"{self.name(a[0])}.{op.attrs['field']}"
+            return f"{self.name(a[0])}.{member(op.attrs['field'])}"
         if form == "struct_new":
             return f"{ctype(op.results[0].type)}()"
         if form == "tile_map":
@@ -289,7 +293,7 @@ class FunctionRenderer:
                 return
             if form == "field_set":
                 r = op.results[0]
-                self.emit(f"{self.name(r)} = {self.name(a[0])}; {self.name(r)}.{op.attrs['field']} = {self.name(a[1])};")
+                self.emit(f"{self.name(r)} = {self.name(a[0])}; {self.name(r)}.{member(op.attrs['field'])} = {self.name(a[1])};")
                 return
         mutated = op.attrs.get("mutates") or ()
         if mutated:

@@ -11,7 +11,7 @@ Array values have no accumulator: their adjoint is the gradient array (an alias)
 from __future__ import annotations
 
 from . import ir
-from .render import FunctionRenderer, _has_ctype, arg_field, ctype
+from .render import FunctionRenderer, _has_ctype, arg_field, ctype, member
 from .. import types as T
 from ..typesys import ArrayType, StaticType, is_struct
 
@@ -112,7 +112,7 @@ class AdjointRenderer(FunctionRenderer):
 
     def op_adj_field(self, op, replay):
         r, base = op.operands
-        self.emit(f"{self.adj(r)} = {self.adj(base)}.{op.attrs['field']};")
+        self.emit(f"{self.adj(r)} = {self.adj(base)}.{member(op.attrs['field'])};")
 
     def op_adj_view(self, op, replay):
         r, a, *idx = op.operands
@@ -261,11 +261,11 @@ class AdjointRenderer(FunctionRenderer):
                   f"{self.adj(call.results[0])});")
 
     def adj_field_get(self, call, op):
-        a, f = call.operands, call.attrs["field"]
+        a, f = call.operands, member(call.attrs["field"])
         self.emit(f"{self.adj(a[0])}.{f} = wp::add({self.adj(a[0])}.{f}, {self.adj(call.results[0])});")
 
     def adj_field_set(self, call, op):
-        a, f = call.operands, call.attrs["field"]
+        a, f = call.operands, member(call.attrs["field"])
         r = self.adj(call.results[0])
         if not isinstance(a[1].type, ArrayType):
             self.emit(f"{self.adj(a[1])} = wp::add({self.adj(a[1])}, {r}.{f});")

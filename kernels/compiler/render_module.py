@@ -7,7 +7,7 @@ this file adds the declarations around them and the dialect-specific kernel entr
 from __future__ import annotations
 
 from . import ir
-from .render import CPU, FunctionRenderer, arg_field, ctype
+from .render import CPU, FunctionRenderer, arg_field, ctype, member
 from ..typesys import ArrayType, is_struct
 from .render_adjoint import render_adjoint_function
 from .. import types as T
@@ -46,12 +46,13 @@ class ModuleSource:
 
     def render_struct(self, t) -> str:
         info = t._wp_struct_
-        fields = "\n".join(f"    {ctype(ft)} {name};" for name, ft in info.fields.items())
+        members = {member(name): ft for name, ft in info.fields.items()}
+        fields = "\n".join(f"    {ctype(ft)} {name};" for name, ft in members.items())
         # adjoint accumulation of struct values adds field by field; array members are views, never summed
-        adds = "\n".join(f"    r.{name} = wp::add(a.{name}, b.{name});" for name, ft in info.fields.items()
+        adds = "\n".join(f"    r.{name} = wp::add(a.{name}, b.{name});" for name, ft in members.items()
                          if not isinstance(ft, ArrayType))
         # as Warp's: fields of a type without an atomic add (bool, 8- and 16-bit integers) are not accumulated
-        atomics = "\n".join(f"    atomic_rmw_add(&p->{name}, v.{name});" for name, ft in info.fields.items()
+        atomics = "\n".join(f"    atomic_rmw_add(&p->{name}, v.{name});" for name, ft in members.items()
                             if not isinstance(ft, ArrayType) and ft not in _NO_ATOMIC_ADD)
         return (f"struct {info.cname} {{\n{fields}\n}};\n"
                 f"CUDA_CALLABLE inline {info.cname} add(const {info.cname}& a, const {info.cname}& b) {{\n"
