@@ -16,6 +16,7 @@ from . import config
 from .runtime.indexedarray import (indexedarray, indexedarray1d, indexedarray2d, indexedarray3d,  # noqa: F401
                                    indexedarray4d)
 from .config import LOG_DEBUG, LOG_ERROR, LOG_INFO, LOG_WARNING  # noqa: F401  (wp.config.log_level values)
+from .logger import Logger, ScopedLogger, ScopedLogLevel, get_logger, set_logger  # noqa: F401  (wp.set_logger)
 from .config import DeterministicMode  # noqa: F401  (wp.config.deterministic, module option "deterministic")
 from .runtime.capture import (CaptureError, Graph, ScopedCapture, capture_begin, capture_end, capture_launch,
                               is_capturing)

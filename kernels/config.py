@@ -27,6 +27,13 @@ compile_notice: bool = os.environ.get("KERNELS_COMPILE_NOTICE", "1") != "0"
 log_level: int = 20
 LOG_DEBUG, LOG_INFO, LOG_WARNING, LOG_ERROR = 10, 20, 30, 40  # wp.LOG_*: the levels by name
 
+#: Warnings (kernels.logger's default logger) name the file and line that caused them, with the source line.
+verbose_warnings: bool = False
+
+#: Debugging aid (Warp's switch): every launch sends an info message naming the kernel, its dim, arguments and
+#: device to the active logger (kernels.logger).
+print_launches: bool = False
+
 #: Launches with at least this many threads run in parallel on the CPU (the runtime's thread pool); smaller ones run
 #: on one core, where starting threads would cost more than it saves.
 cpu_parallel_threshold: int = 16384

@@ -21,6 +21,7 @@ from .array_layout import ArrayDescriptor
 from .device import get_device
 from .error_slot import check_error
 from ..errors import LaunchError
+from ..logger import log_info
 from ..typesys import ArrayType, describe, is_struct
 from . import cuda_module
 
@@ -409,6 +410,8 @@ def launch(kernel, dim, inputs=(), outputs=(), device=None, adjoint=False, adj_i
     if kernel.is_generic:
         kernel = kernel.specialize_for(list(inputs) + list(outputs))
     device = get_device(device)
+    if config.print_launches:  # Warp's debugging aid: one info line per launch, through the active logger
+        log_info(f"kernel: {kernel.name} dim: {dim} inputs: {inputs} outputs: {outputs} device: {device}")
     kernel.ensure_built(device)
     values = list(inputs) + list(outputs)
     if adjoint:

@@ -121,7 +121,13 @@ def install_type_tables(wp) -> None:
     sys.modules["warp._src.autograd"] = autograd
     # Some test files import internals at their top; those names exist so the file loads, and every test that
     # touches them is excluded by INTERNAL above.
-    for name in ("codegen", "logger", "context", "deterministic", "build", "utils", "optim", "builtins"):
+    # warp._src.logger holds the logger API Warp's test_logger.py imports by name (LoggerBasic, log_warning, ...):
+    # kernels.logger is that API, lent under Warp's module name
+    import kernels.logger
+
+    src.logger = kernels.logger
+    sys.modules["warp._src.logger"] = kernels.logger
+    for name in ("codegen", "context", "deterministic", "build", "utils", "optim", "builtins"):
         stub = _InternalStub(f"warp._src.{name}")
         setattr(src, name, stub)
         sys.modules[stub.__name__] = stub
