@@ -17,6 +17,7 @@ from .runtime.indexedarray import (indexedarray, indexedarray1d, indexedarray2d,
                                    indexedarray4d)
 from .config import LOG_DEBUG, LOG_ERROR, LOG_INFO, LOG_WARNING  # noqa: F401  (wp.config.log_level values)
 from .logger import Logger, ScopedLogger, ScopedLogLevel, get_logger, set_logger  # noqa: F401  (wp.set_logger)
+from .diagnostics import print_diagnostics  # noqa: F401  (wp.print_diagnostics)
 from .config import DeterministicMode  # noqa: F401  (wp.config.deterministic, module option "deterministic")
 from .runtime.capture import (CaptureError, Graph, ScopedCapture, capture_begin, capture_end, capture_launch,
                               is_capturing)

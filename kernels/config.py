@@ -8,6 +8,10 @@ import os
 import sys
 import types
 
+#: The toolkit's version (pyproject.toml's); part of the compile-cache key, and what the native runtime libraries
+#: must report when loaded (compiler/library_version.py).
+version: str = "0.1.0"
+
 #: "release" (default) or "debug": debug checks array bounds in kernels and raises with kernel, line and index.
 mode: str = os.environ.get("KERNELS_MODE", "release")
 

@@ -17,11 +17,12 @@ import shutil
 import time
 
 from .. import config
+from . import library_version
 from .cache_integrity import damage, report_rebuild, sweep_dead_temporaries, temp_name, write_manifest
 from ..errors import NativeCompileError
 from .cache_trust import cache_dir, check_file, make_private_dirs, report_untrusted, write_failed
 
-VERSION = "0.1.0"
+VERSION = config.version
 NATIVE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "native")  # kernels/native
 
 _compiler_cache: dict = {}
@@ -228,10 +229,11 @@ def _build_cpu(source: str, name: str, debug: bool, notice: str | None) -> Build
 def load_native_library(name: str):
     """The runtime library kernels/native/<name>.cpp, compiled once and cached like kernel modules, loaded."""
     with open(os.path.join(NATIVE_DIR, f"{name}.cpp")) as f:
-        source = f.read()
+        source = f.read() + library_version.version_source(config.version)
     lib = load_library(build_cpu(source, name, False).path)
     if lib is None:  # a damaged cache entry was removed: build it again
         lib = load_library(build_cpu(source, name, False).path)
+    library_version.verify_library_version(lib, name, library_version.SYMBOL, config.version)
     return lib
 
 

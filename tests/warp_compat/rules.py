@@ -131,6 +131,16 @@ def install_type_tables(wp) -> None:
         stub = _InternalStub(f"warp._src.{name}")
         setattr(src, name, stub)
         sys.modules[stub.__name__] = stub
+    # warp._src.context's version queries (test_version.py, test_diagnostics.py import them by name at the top):
+    # kernels.diagnostics answers them for this toolkit; the rest of that module stays internal
+    import kernels.compiler.library_version
+    import kernels.diagnostics
+
+    context = src.context
+    for name in kernels.diagnostics.__all__:
+        if name.startswith("get_"):
+            setattr(context, name, getattr(kernels.diagnostics, name))
+    context._verify_library_version = kernels.compiler.library_version.verify_library_version
     # and any deeper internal module (`from warp._src.optim.linear import TiledDot`)
     if not any(isinstance(f, _InternalFinder) for f in sys.meta_path):
         sys.meta_path.append(_InternalFinder())
