@@ -51,6 +51,7 @@ from .runtime.device import (Event, ScopedStream, Stream, get_event_elapsed_time
                              set_stream, synchronize_event, synchronize_stream, wait_event, wait_stream)
 from .runtime.struct import struct
 from .runtime.timer import ScopedTimer
+from .runtime.memory_tracker import ScopedMemoryTracker, print_memory_report
 from .types import (Any, bool_, float16, float32, float64, int8, int16, int32, int64, mat22, mat22d, mat22f,
                     mat22h, mat33, mat33d, mat33f, mat33h, mat44, mat44d, mat44f, mat44h, matrix, quat, quatd, quatf,
                     quath, spatial_matrix, spatial_matrixd, spatial_vector, spatial_vectord, spatial_vectorf,

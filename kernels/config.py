@@ -34,6 +34,11 @@ LOG_DEBUG, LOG_INFO, LOG_WARNING, LOG_ERROR = 10, 20, 30, 40  # wp.LOG_*: the le
 #: Warnings (kernels.logger's default logger) name the file and line that caused them, with the source line.
 verbose_warnings: bool = False
 
+#: Record every allocation (size, device, scope, call site) process-wide, as an open wp.ScopedMemoryTracker does
+#: (kernels/runtime/memory_tracker.py; scope "global"); wp.print_memory_report() prints what is recorded. Costs a
+#: stack walk per allocation while on.
+track_memory: bool = False
+
 #: Debugging aid (Warp's switch): every launch sends an info message naming the kernel, its dim, arguments and
 #: device to the active logger (kernels.logger).
 print_launches: bool = False

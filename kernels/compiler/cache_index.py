@@ -282,7 +282,7 @@ def module_key(module_name: str, kernels: list, debug: bool) -> str | None:
 _RUNTIME_SETTINGS = frozenset({"cache_dir", "verbose", "cpu_parallel_threshold", "cpu_threads", "overwrite_check",
                                "verify_autograd_array_access", "log_level", "LOG_DEBUG", "LOG_INFO", "LOG_WARNING",
                                "LOG_ERROR", "deterministic", "deterministic_max_records", "verbose_warnings",
-                               "print_launches"})
+                               "print_launches", "track_memory"})
 
 
 def _code_settings() -> tuple:

@@ -28,6 +28,7 @@ from .device import get_device
 from .foreign_memory import cuda_interface_args
 from ..typesys import ArrayType, ArrayValue, is_struct
 from . import cuda_memory
+from . import memory_tracker
 from .cuda_memory import copy, device_layout, fill, index, read, write
 from .device import current_stream_handle
 from .dlpack import export_cuda
@@ -192,6 +193,8 @@ class array(ArrayValue):
                 self._ref = src
             if buf.ndim == len(inner):  # a single element: make it a 1-element array
                 buf = buf.reshape((1,) + inner)
+        if memory_tracker.is_enabled() and get_device(device).is_cpu:
+            memory_tracker.note_copy(buf, src)
         self._init_from_buffer(buf, dtype, device)
 
     def _init_from_buffer(self, buf, dtype, device):

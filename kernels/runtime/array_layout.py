@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import types as T
 from ..typesys import ArrayDescriptor, is_struct  # noqa: F401  (ArrayDescriptor: the runtime's name for it)
+from . import memory_tracker
 from . import cuda_driver  # its functions read at call time (the CUDA emulation of the tests replaces them)
 from .device import get_cuda_device_count
 
@@ -93,9 +94,9 @@ def allocate(shape: tuple, dtype) -> np.ndarray:
         raise ValueError(f"Array shapes must be non-negative, got {shape}")
     sdt, inner = element_info(dtype)
     if 0 not in shape:
-        return np.zeros(shape + inner, dtype=sdt)
+        return memory_tracker.note_host(np.zeros(shape + inner, dtype=sdt))
     # a zero-size array keeps a real (one element) allocation so that its memory address is valid
-    backing = np.zeros(inner or (1,), dtype=sdt)
+    backing = memory_tracker.note_host(np.zeros(inner or (1,), dtype=sdt))
     itemsize = sdt.itemsize * int(np.prod(inner))
     full = shape + inner
     return np.ndarray(full, dtype=sdt, buffer=backing, strides=contiguous_strides(full, sdt.itemsize)
@@ -118,6 +119,8 @@ def allocate_pinned(shape: tuple, dtype) -> np.ndarray:
     out = np.ndarray(full, dtype=sdt, buffer=raw)
     out.fill(0)
     weakref.finalize(raw, cuda_driver.host_free_pinned, ptr)
+    if memory_tracker.is_enabled():
+        memory_tracker.note(raw, nbytes, "cpu (pinned)")
     return out
 
 

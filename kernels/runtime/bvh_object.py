@@ -16,6 +16,7 @@ from .bvh import Bvh as _Tree, node_arrays, publish_header
 from ..builtins.query_types import BvhQuery
 from .struct import give_values
 from .array import array
+from .memory_tracker import native as _tracked_as
 
 _MAGIC = 0x6276682D75736572  # BVH_MAGIC in bvh.h
 CONSTRUCTORS = ("sah", "median", "lbvh")
@@ -47,6 +48,7 @@ class Bvh:
         leaf_size: items per leaf (>= 1); it does not change what queries return.
     """
 
+    @_tracked_as("bvh")  # buffers it allocates are the bvh's in memory reports
     def __init__(self, lowers, uppers, constructor=None, groups=None, leaf_size: int = 1):
 
         for name, arr in (("lowers", lowers), ("uppers", uppers)):
@@ -86,11 +88,13 @@ class Bvh:
         """[num_items, 2, 3] float32: each item's lower and upper corner (the builder's 'corners')."""
         return np.stack([self.lowers.numpy().reshape(-1, 3), self.uppers.numpy().reshape(-1, 3)], axis=1)
 
+    @_tracked_as("bvh")  # buffers it allocates are the bvh's in memory reports
     def refit(self):
         """Recompute the node boxes from the current `lowers` and `uppers` (after they changed)."""
         self._tree.refit(self._corners())
         self._upload()
 
+    @_tracked_as("bvh")  # buffers it allocates are the bvh's in memory reports
     def rebuild(self, constructor=None):
         """Build the tree again from the current boxes (after items moved far)."""
         group_ids = None if self.groups is None else self.groups.numpy().astype(np.int32)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import cuda_driver as cu
+from . import memory_tracker
 from .recording import cuda_capture, keep_alive
 from .array_layout import contiguous_strides
 from .device import current_stream_handle, get_device, multiple_streams
@@ -101,6 +102,8 @@ class Allocation:
         self.ordinal = ordinal
         self.nbytes = int(nbytes)
         self.ptr, self._size = pool(ordinal).take(nbytes)
+        if memory_tracker.is_enabled():
+            memory_tracker.note(self, self.nbytes, f"cuda:{ordinal}")
 
     def __del__(self):
         try:

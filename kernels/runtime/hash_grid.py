@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import types as T
 from .array import array
+from .memory_tracker import native as _tracked_as
 from ..builtins.query_types import QUERY_TYPES, HashGridQuery, hash_grid_query_type  # noqa: F401
 from .struct import give_values
 from .device import get_device
@@ -55,6 +56,7 @@ class HashGrid:
         dtype: precision of the points: float16, float32 (default) or float64.
     """
 
+    @_tracked_as("hashgrid")  # buffers it allocates are the hashgrid's in memory reports
     def __init__(self, dim_x: int, dim_y: int, dim_z: int, device=None, dtype=T.float32):
         dtype = T.canonical_type(dtype)
         if dtype not in _PRECISIONS:
@@ -83,6 +85,7 @@ class HashGrid:
         """Hint of the number of points later builds use (buffers are sized at each build)."""
         self.reserved = max(self.reserved, int(num_points))
 
+    @_tracked_as("hashgrid")  # buffers it allocates are the hashgrid's in memory reports
     def build(self, points, radius: float, groups=None):
         """Bucket `points` (array of vec3 in the grid's precision, any shape) into cells of width `radius` [m];
         with `groups` (int32 array of the same size), queries given a group see only that group's points."""

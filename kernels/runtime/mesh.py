@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import types as T
 from .array import array
+from .memory_tracker import native as _tracked_as
 from .array_layout import ArrayDescriptor
 from .bvh import Bvh, node_arrays, publish_header
 from ..builtins.query_types import MeshQueryAABB, MeshQueryPoint, MeshQueryRay, MeshValue
@@ -58,6 +59,7 @@ class Mesh:
         groups: optional int32 array of one group id per face, for grouped ray queries (mesh_get_group_root).
     """
 
+    @_tracked_as("mesh")  # buffers it allocates are the mesh's in memory reports
     def __init__(self, points, indices, velocities=None, support_winding_number=False, bvh_constructor=None,
                  bvh_leaf_size=4, groups=None):
         constructor = bvh_constructor or "sah"
@@ -99,6 +101,7 @@ class Mesh:
         self._points = value
         self.refit()
 
+    @_tracked_as("mesh")  # buffers it allocates are the mesh's in memory reports
     def refit(self):
         """Recompute the BVH boxes from the current points (after they moved)."""
         if getattr(self, "_bvh", None) is None:
