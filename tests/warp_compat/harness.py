@@ -37,6 +37,8 @@ OUT_OF_SCOPE_FILES = {
     "cuda/": "CUDA-only features (streams, graphs, mempools, peers, textures, IPC, NVRTC options)",
     "fem/": "warp.fem is outside the kernel layer (out of scope)",
     "test_sparse.py": "warp.sparse is outside the kernel layer (out of scope)",
+    # FSAI (warp.optim.linear) preconditions warp.sparse BSR matrices: every test builds one with warp.sparse
+    "test_fsai.py": "FSAI preconditions warp.sparse BSR matrices (warp.sparse is outside the kernel layer)",
     "interop/test_jax.py": "JAX interop (CUDA-only feature by the rule)",
     "interop/test_paddle.py": "Paddle interop (CUDA-only feature by the rule)",
     "interop/test_torch.py": "Torch interop (CUDA-only feature by the rule)",
