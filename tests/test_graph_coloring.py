@@ -104,12 +104,13 @@ def run(wp, Tape):
             edges.add((min(a, b), max(a, b)))
     edges = wp.array(sorted(edges), dtype=wp.int32, device="cpu")
     colors = wp.empty(n, dtype=wp.int32, device="cpu")
-    count = wp.utils.graph_coloring_assign(edges, colors, wp.utils.GraphColoringAlgorithm.MCS)
-    out["mcs"] = colors.numpy().copy()
-    ratio = wp.utils.graph_coloring_balance(edges, colors, count, 1.05)
-    out["balanced"] = colors.numpy().copy()
-    out["ratio"] = np.array([ratio])
-    out["count"] = np.array([count])
+    for name in ("MCS", "GREEDY"):
+        count = wp.utils.graph_coloring_assign(edges, colors, getattr(wp.utils.GraphColoringAlgorithm, name))
+        out[name] = colors.numpy().copy()
+        ratio = wp.utils.graph_coloring_balance(edges, colors, count, 1.05)
+        out[name + "_balanced"] = colors.numpy().copy()
+        out[name + "_ratio"] = np.array([ratio])
+        out[name + "_count"] = np.array([count])
     return out
 '''
 
@@ -118,3 +119,71 @@ def test_colors_are_warps(tmp_path):
     warp, ours = _warp_reference.both(_PROGRAM, str(tmp_path), "graph_coloring")
     for key, value in warp.items():
         np.testing.assert_array_equal(ours[key], value, err_msg=key)
+
+
+def test_stl_sort_orders_like_a_sort_and_keeps_every_element():
+    """The libstdc++ order (checked against Warp's GREEDY colours above) is still a correct, complete sort."""
+    import random
+
+    from kernels.runtime.stl_sort import stl_sort
+
+    rng = random.Random(1)
+    for n in (0, 1, 5, 16, 17, 100, 3000):
+        keys = [rng.randrange(7) for _ in range(n)]
+        order = list(range(n))
+        stl_sort(order, lambda a, b: keys[a] > keys[b])
+        assert sorted(order) == list(range(n))
+        assert all(keys[order[i]] >= keys[order[i + 1]] for i in range(n - 1))
+
+
+_STL_PROGRAM = r"""
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+int main() {
+#ifndef __GLIBCXX__
+    std::printf("not libstdc++\n");
+    return 0;
+#endif
+    int n;
+    while (std::scanf("%d", &n) == 1) {
+        std::vector<int> keys(n), a(n), b(n);
+        for (int i = 0; i < n; i++) { std::scanf("%d", &keys[i]); a[i] = b[i] = i; }
+        auto less = [&](int l, int r) { return keys[l] > keys[r]; };
+        std::sort(a.begin(), a.end(), less);
+        std::partial_sort(b.begin(), b.end(), b.end(), less);  // libstdc++'s heapsort, its introsort's fallback
+        for (int v : a) std::printf("%d ", v);
+        std::printf("\n");
+        for (int v : b) std::printf("%d ", v);
+        std::printf("\n");
+    }
+}
+"""
+
+
+def test_stl_sort_is_libstdcxx_order(tmp_path):
+    """Equal keys end up exactly where GCC's std::sort (and its heapsort fallback) puts them."""
+    import random
+    import subprocess
+
+    from kernels.compiler import build
+    from kernels.runtime import stl_sort
+
+    source, exe = tmp_path / "order.cpp", tmp_path / "order"
+    source.write_text(_STL_PROGRAM)
+    subprocess.run([*build.find_cxx(), "-O1", "-o", str(exe), str(source)], check=True)
+    rng = random.Random(2)
+    cases = [[rng.randrange(k) for _ in range(n)] for n, k in ((5, 2), (16, 3), (17, 3), (100, 4), (2000, 9))]
+    text = "".join(f"{len(c)} {' '.join(map(str, c))}\n" for c in cases)
+    out = subprocess.run([str(exe)], input=text, capture_output=True, text=True, check=True).stdout
+    if out.startswith("not libstdc++"):
+        pytest.skip("the C++ compiler does not use libstdc++")
+    lines = out.splitlines()
+    for k, keys in enumerate(cases):
+        less = (lambda a, b, keys=keys: keys[a] > keys[b])
+        order = list(range(len(keys)))
+        stl_sort.stl_sort(order, less)
+        assert order == [int(v) for v in lines[2 * k].split()]
+        heap = list(range(len(keys)))
+        stl_sort._heap_sort(heap, 0, len(heap), less)
+        assert heap == [int(v) for v in lines[2 * k + 1].split()]

@@ -7,8 +7,8 @@ each node the smallest colour none of its already coloured neighbours has. `grap
 nodes from the largest (or another) group into the smallest one while the move keeps the colouring valid, until the
 largest/smallest size ratio reaches a target, no move is left, or an iteration bound is hit; a move that makes the
 ratio worse is undone. Both follow Warp 1.19's procedure step by step, so a Warp program gets the same colours
-(GREEDY orders nodes of equal degree by index; Warp's unstable sort may order them otherwise). They run on the host
-with the arrays' memory (CPU arrays of int32, as in Warp).
+(GREEDY orders nodes of equal degree as GCC's std::sort does: stl_sort.py). They run on the host with the arrays'
+memory (CPU arrays of int32, as in Warp).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import types as T
 from ..logger import log_warning
+from .stl_sort import stl_sort
 
 __all__ = ["GraphColoringAlgorithm", "graph_coloring_assign", "graph_coloring_balance", "graph_coloring_get_groups"]
 
@@ -165,7 +166,9 @@ def graph_coloring_assign(edges, node_colors, algorithm: GraphColoringAlgorithm 
         order = _mcs_order(graph, node_count)
     else:
         degrees = [len(n) for n in graph.neighbors]
-        order = sorted(range(node_count), key=lambda n: -degrees[n])
+        order = list(range(node_count))
+        # Warp sorts with std::sort, which orders nodes of equal degree its own way: the same order, same colours
+        stl_sort(order, lambda a, b: degrees[a] > degrees[b])
     colors = [-1] * node_count
     color_count = _greedy_in_order(order, graph, colors)
     node_colors.assign(np.asarray(colors, dtype=np.int32))
