@@ -156,3 +156,12 @@ def transformation(*args, p=None, q=None, dtype=None):
 
 transformation._wp_kernel_form_ = types.transformation
 
+
+def transform_expand(t):
+    """Warp's `wp.transform_expand`: a transformf from a flat sequence of 7 numbers, position (px, py, pz) then
+    rotation quaternion (qx, qy, qz, qw)."""
+    values = [float(v) for v in t]
+    if len(values) != 7:
+        raise ValueError(f"transform_expand takes 7 numbers (position, then quaternion x, y, z, w), got {len(values)}")
+    return types.transformf(*values)
+

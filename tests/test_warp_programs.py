@@ -137,6 +137,26 @@ def test_scoped_timer_records_and_prints(capsys):
     assert capsys.readouterr().out == f"block took {timer.elapsed:.2f} ms\n"
 
 
+def _profiled_work():
+    return sum(range(1000))
+
+
+def test_scoped_timer_detailed_profiles_the_block(capsys):
+    with wp.ScopedTimer("profiled", detailed=True) as timer:
+        _profiled_work()
+    out = capsys.readouterr().out
+    assert "function calls" in out.splitlines()[0]  # pstats' header: "<n> function calls in <t> seconds"
+    assert "_profiled_work" in out  # the block's own Python calls are in the statistics
+    assert out.endswith(f"profiled took {timer.elapsed:.2f} ms\n")
+
+
+def test_transform_expand():
+    t = wp.transform_expand([1, 2, 3, 0.0, 0.0, 0.6, 0.8])
+    assert t == wp.transformf(p=(1.0, 2.0, 3.0), q=(0.0, 0.0, 0.6, 0.8))
+    with pytest.raises(ValueError, match="7 numbers"):
+        wp.transform_expand([1, 2, 3])
+
+
 RENDER_SCRIPT = textwrap.dedent("""
     import sys
     import numpy as np

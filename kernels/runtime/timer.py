@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import cProfile
 import time
 from .device import synchronize
 
@@ -22,8 +23,10 @@ class ScopedTimer:
         name: label printed with the time.
         active: when False, the timer measures nothing and prints nothing (`elapsed` stays 0.0).
         print: print "`name` took `elapsed` ms" on exit.
-        detailed, use_nvtx, color, cuda_filter, skip_tape: Warp's profiler options; accepted and ignored
-            (this toolkit has no per-kernel profiler), so Warp programs run unchanged.
+        detailed: profile the block's Python with cProfile and print its statistics (sorted by own time) before
+            the time line, as Warp does.
+        use_nvtx, color, cuda_filter, skip_tape: Warp's CUDA profiler options; accepted and ignored (this toolkit
+            has no per-kernel profiler), so Warp programs run unchanged.
         dict: a dict of lists; the elapsed time [ms] is appended to `dict[name]`.
         synchronize: synchronise the current device on entry as well as on exit.
         report_func: called as `report_func([], elapsed)` on exit (Warp passes its CUDA activity list first).
@@ -43,6 +46,8 @@ class ScopedTimer:
         self.dict = dict
         self.synchronize = synchronize
         self.report_func = report_func
+        self.detailed = detailed
+        self._profile = None
         self.elapsed = 0.0
         self._start = 0.0
         if self.dict is not None:
@@ -53,6 +58,9 @@ class ScopedTimer:
             if self.synchronize:
                 _synchronize()
             ScopedTimer.indent += 1
+            if self.detailed:
+                self._profile = cProfile.Profile()
+                self._profile.enable()
             self._start = time.perf_counter()
         return self
 
@@ -62,6 +70,10 @@ class ScopedTimer:
         _synchronize()
         self.elapsed = (time.perf_counter() - self._start) * 1000.0
         ScopedTimer.indent -= 1
+        if self._profile is not None:
+            self._profile.disable()
+            self._profile.print_stats(sort="tottime")
+            self._profile = None
         if self.dict is not None:
             self.dict[self.name].append(self.elapsed)
         if self.report_func is not None:
