@@ -420,9 +420,9 @@ class Tape:
                         or g.device is not device:
                     pack_array(k, index, t, g, device)  # a gradient set by hand that does not fit: raises
                 if v._retain_grad:
-                    setattr(packed, name, g._descriptor())
+                    setattr(packed, name, g._desc_retain or g._own_grad_descriptor(True))
                 else:
-                    setattr(packed, name, g._desc_consume or g._consuming_descriptor())
+                    setattr(packed, name, g._desc_consume or g._own_grad_descriptor(False))
                 adj_values[index] = g
             elif v is not None:
                 adj, c = self._memo_struct_adjoint(v, t)

@@ -23,6 +23,7 @@ from .runtime.capture import (CaptureError, Graph, ScopedCapture, capture_begin,
                               is_capturing)
 from .runtime.array import array, clone, empty, zeros
 from .runtime.array_copy import copy
+from .runtime.array_map import map  # noqa: A004  (Warp's wp.map)
 from .runtime.array_create import (array1d, array2d, array3d, array4d, empty_like, from_numpy, full, full_like,
                                    ones, ones_like, zeros_like)
 from .runtime.device import (Device, ScopedDevice, get_cuda_device_count, get_device, get_preferred_device,

@@ -14,7 +14,7 @@ from .function import grad
 from ..builtins import BUILTINS
 from .frontend_source import FunctionSource
 from .native_snippet import NativeSnippet
-from ..errors import CompileTypeError
+from ..errors import CompileTypeError, CompileValueError
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
            ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "mul", ast.BitAnd: "bit_and", ast.BitOr: "bit_or",
@@ -280,13 +280,16 @@ class ExpressionLowering:
         if resolved is None:
             raise self.error(f"'{ast.unparse(node.func)}' is not a kernel builtin, @func or type", node)
         what, target = resolved
-        n_out = _output_argument_count(target, len(node.args)) if what == "builtin" and not node.keywords else 0
+        starred = any(isinstance(a, ast.Starred) for a in node.args)
+        n_out = _output_argument_count(target, len(node.args)) \
+            if what == "builtin" and not node.keywords and not starred else 0
         if n_out:
             return self._call_with_outputs(node, target, n_out)
         if resolved == ("builtin", "len"):
             args = [self.lower_call_value(a) if isinstance(a, ast.Call) else self.lower_expr(a) for a in node.args]
         else:
-            args = [self.lower_expr(a) for a in node.args]
+            args = [self.lower_starred(a.value) if isinstance(a, ast.Starred) else self.lower_expr(a)
+                    for a in node.args]
         kwargs = {k.arg: self.lower_expr(k.value) for k in node.keywords}
         if any(k is None for k in kwargs):
             raise self.error("**kwargs are not supported in kernel calls", node)
@@ -296,8 +299,8 @@ class ExpressionLowering:
         if what == "builtin" and target == "len" and len(args) == 1 and isinstance(args[0], tuple):
             return [Static(len(args[0]))]
         operands = [self.as_value(a, node) for a in args] + [self.as_value(v, node) for v in kwargs.values()]
-        if nresults is None:
-            nresults = self.result_count(what, target, len(operands), node)
+        if nresults is None:  # (starred arguments: their count is known once types are)
+            nresults = self.result_count(what, target, None if starred else len(operands), node)
         attrs = {"kwargs": list(kwargs), "nresults": nresults}
         if what == "type":
             return self.emit("construct", operands, node, attrs={**attrs, "type": target})
@@ -313,6 +316,8 @@ class ExpressionLowering:
         if what == "builtin":
             attrs["name"] = target
             mutated = tuple(i for i in _mutated_args(target) if i < len(node.args))
+            if mutated and starred:
+                raise self.error(f"'{target}' changes its arguments in place: they cannot be starred", node)
             if mutated:
                 # the call also yields each updated argument, rebound to the caller's variable
                 attrs["mutates"] = mutated
@@ -355,6 +360,28 @@ class ExpressionLowering:
             n = 1
         # a call that gives nothing asks for one value: type inference reports its use
         return n if n else 1
+
+    def lower_starred(self, node):
+        """`*x` in a call's arguments (Warp's unpacking): a `starred` value that type inference replaces by the
+        elements of x, a vector's components, a quaternion's, a matrix's rows, or those picked by a slice with
+        compile-time bounds (`*v[1:3]`, `*arr[0:4:2]`; an array is unpacked only through such a slice)."""
+        bounds = None
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
+            bounds = tuple(self._slice_bound(b) for b in (node.slice.lower, node.slice.upper, node.slice.step))
+            node = node.value
+        base = self.lower_call_value(node) if isinstance(node, ast.Call) else self.lower_expr(node)
+        return self.emit("starred", [self.as_value(base, node)], node, attrs={"bounds": bounds})[0]
+
+    def _slice_bound(self, node):
+        """A bound of an unpacked slice: an int known at compile time, or None where it is left out."""
+        if node is None:
+            return None
+        value = self.lower_expr(node)
+        if not isinstance(value, Static):
+            raise self.error("Slice component must be a compile-time constant.", node, CompileValueError)
+        if not isinstance(value.obj, int) or isinstance(value.obj, bool):
+            raise self.error("Slice component must be an integer.", node, CompileTypeError)
+        return value.obj
 
     def _static_result(self, value, nresults, node):
         if nresults in (1, None):

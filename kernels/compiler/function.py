@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 import typing
+from collections.abc import Callable
 
 from . import ir
 from .. import types as T
@@ -357,6 +358,21 @@ def _called_from(e: CompileError, caller: str, loc) -> CompileError:
 
 def _caller(op) -> str:
     return op.attrs.get("caller", "")
+
+
+_FuncParams = typing.ParamSpec("_FuncParams")
+_FuncReturn = typing.TypeVar("_FuncReturn")
+
+
+# The two spellings of the decorator, for static type checkers (and typing.get_overloads, which Warp's test_func
+# reads): a decorated function keeps its parameters and result type in an editor's hover and checks.
+@typing.overload
+def func(pyfunc: Callable[_FuncParams, _FuncReturn], /) -> Callable[_FuncParams, _FuncReturn]: ...
+
+
+@typing.overload
+def func(pyfunc: None = None, *, name: str | None = None, module: typing.Any = None, inline: bool | None = None
+         ) -> Callable[[Callable[_FuncParams, _FuncReturn]], Callable[_FuncParams, _FuncReturn]]: ...
 
 
 def func(pyfunc=None, *, name: str | None = None, module=None, inline: bool | None = None):

@@ -31,6 +31,7 @@ class Opcode(enum.StrEnum):
     AUGPATH = "augpath"
     SLICE = "slice"
     CONSTRUCT = "construct"
+    STARRED = "starred"  # `*x` in a call's arguments (typeinfer_starred.py)
     # typed ops
     CONST = "const"
     UNDEF = "undef"
@@ -107,6 +108,7 @@ SCHEMA: dict = {
     Opcode.AUGPATH: OpSpec(FRONTEND, (2, None), (1, 1), attrs={"steps": ANY, "op": str},
                            optional={"user_op": ANY}),
     Opcode.SLICE: OpSpec(FRONTEND, (0, None), (1, 1), attrs={"parts": ANY}),
+    Opcode.STARRED: OpSpec(FRONTEND, (1, 1), (1, 1), attrs={"bounds": ANY}),
     Opcode.CONSTRUCT: OpSpec(FRONTEND, (0, None), (0, None), attrs={"type": ANY},
                              optional={"kwargs": list, "nresults": (int, type(None)), "component_update": ANY}),
     Opcode.CONST: OpSpec(TYPED, (0, 0), (1, 1), attrs={"value": ANY}, optional={"weak": bool}),

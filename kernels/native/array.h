@@ -12,6 +12,10 @@ namespace wp {
 // written replaces whatever the earlier writes of that element put there (Warp's final-write-wins). Not set for a
 // gradient array the caller passed explicitly, nor for an array with retain_grad.
 #define ARRAY_FLAG_CONSUME 1
+// A gradient array that is its primal array's own .grad (set with or without retain_grad). retain_grad belongs to
+// the array the caller made, not to a view a kernel takes of it: as in Warp 1.19, plain writes through an in-kernel
+// view (a[i], a[0:1, :]) of such a gradient consume its elements even when the array has retain_grad.
+#define ARRAY_FLAG_OWN_GRAD 2
 
 template <typename T>
 struct array_t {
@@ -86,11 +90,13 @@ CUDA_CALLABLE inline T& index(const array_t<T>& a, int wp_line, int64 i, int64 j
 
 // a[i, ...] with fewer indices than dimensions: the sub-array of the remaining dimensions, sharing memory. A
 // missing array (a gradient that was not allocated) stays missing. A view of a gradient array keeps its flags:
-// a plain write through the view consumes the element's gradient as a write into the parent does.
+// a plain write through the view consumes the element's gradient as a write into the parent does; a view of an
+// array's own gradient consumes even under retain_grad (view_flags).
+CUDA_CALLABLE inline int32 view_flags(int32 f) { return (f & ARRAY_FLAG_OWN_GRAD) ? (f | ARRAY_FLAG_CONSUME) : f; }
 template <typename T> CUDA_CALLABLE inline array_t<T> view_n(const array_t<T>& a, int n, const int64* idx) {
     array_t<T> r;
     if (!a.data) return r;
-    r.flags = a.flags;
+    r.flags = view_flags(a.flags);
     char* p = (char*)a.data;
     for (int d = 0; d < n; ++d) p += idx[d] * a.strides[d];
     r.data = (T*)p;
@@ -120,6 +126,7 @@ CUDA_CALLABLE inline array_t<T> slice_view(const array_t<T>& a, int32 d, int64 s
     array_t<T> r;
     if (!a.data) return r;
     r = a;
+    r.flags = view_flags(a.flags);
     const int64 n = a.shape[d];
     if (!(given & 4)) step = 1;
     const int64 lo = step > 0 ? 0 : -1, hi = step > 0 ? n : n - 1;
@@ -140,7 +147,7 @@ template <typename T> CUDA_CALLABLE inline array_t<T> index_view(const array_t<T
     array_t<T> r;
     if (!a.data) return r;
     if (i < 0) i += a.shape[d];
-    r.flags = a.flags;
+    r.flags = view_flags(a.flags);
     r.data = (T*)((char*)a.data + i * a.strides[d]);
     r.ndim = a.ndim - 1;
     for (int k = 0; k < r.ndim; ++k) {

@@ -21,7 +21,7 @@ import numpy as np
 from . import recording as _capture
 from .. import types as T
 from .array_copy import copy_hooks, host_write_hooks
-from .array_layout import (ARRAY_FLAG_CONSUME, ArrayDescriptor, allocate, allocate_pinned, contiguous_strides,
+from .array_layout import (ARRAY_FLAG_CONSUME, ARRAY_FLAG_OWN_GRAD, ArrayDescriptor, allocate, allocate_pinned, contiguous_strides,
                            element_ctype, element_info, fill_element, infer_dtype, is_bf16, pinned_available,
                            shape_arg, view_layout, wrap_pointer, check_array_shape)
 from .device import get_device
@@ -68,7 +68,8 @@ class array(ArrayValue):
         dtype = T.Any if dtype is typing.Any else T.canonical_type(dtype)
         self._grad = None
         self._desc = None
-        self._desc_consume = None
+        self._desc_consume = None  # _own_grad_descriptor's two cached copies
+        self._desc_retain = None
         self._requires_grad = False
         self._retain_grad = False
         self._owner = _owner
@@ -658,13 +659,18 @@ class array(ArrayValue):
             self._desc = d
         return d
 
-    def _consuming_descriptor(self) -> ArrayDescriptor:
-        """This (gradient) array's descriptor with the consume flag (see launch.ARRAY_FLAG_CONSUME): a copy of
-        the cached descriptor, itself cached."""
-        d = self._desc_consume
+    def _own_grad_descriptor(self, retain: bool) -> ArrayDescriptor:
+        """This (gradient) array's descriptor as its primal array's own gradient (native/array.h's
+        ARRAY_FLAG_OWN_GRAD), consumed by plain writes unless the primal array has `retain` (ARRAY_FLAG_CONSUME): a
+        copy of the cached descriptor, itself cached."""
+        d = self._desc_retain if retain else self._desc_consume
         if d is None:
-            d = self._desc_consume = ArrayDescriptor.from_buffer_copy(self._descriptor())
-            d.flags = ARRAY_FLAG_CONSUME
+            d = ArrayDescriptor.from_buffer_copy(self._descriptor())
+            d.flags = ARRAY_FLAG_OWN_GRAD | (0 if retain else ARRAY_FLAG_CONSUME)
+            if retain:
+                self._desc_retain = d
+            else:
+                self._desc_consume = d
         return d
 
 

@@ -21,6 +21,8 @@ _ELEMENT_INFO: dict = {}
 
 # native/array.h: plain writes in the backward consume the elements of a gradient array with this flag
 ARRAY_FLAG_CONSUME = 1
+# native/array.h: the gradient array is its primal array's own .grad (in-kernel views of it consume, retain_grad or not)
+ARRAY_FLAG_OWN_GRAD = 2
 
 
 def element_info(dtype):

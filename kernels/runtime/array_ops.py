@@ -3,8 +3,8 @@ computed by an element-wise kernel on the arrays' device.
 
 Because they are kernel launches, a Tape records them and gradients flow through them. Operands: two arrays of
 the same scalar dtype and shape, or an array and a scalar (converted to the array's dtype). Vector and matrix
-arrays are refused with a TypeError (write a kernel). Integer division truncates and `%` takes the sign of the
-dividend, as in kernels.
+arrays, `**` and `//` go through wp.map (array_map.py), as all of Warp's array operators do. Integer division
+truncates and `%` takes the sign of the dividend, as in kernels.
 """
 
 from __future__ import annotations
@@ -56,8 +56,25 @@ def _scalar_array(value, like: array) -> array:
     return array(np.array([value]).astype(T.numpy_dtype(like.dtype)), dtype=like.dtype, device=like.device)
 
 
+_MAPPED = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "mod", "neg": "neg", "pos": "pos", "**": "pow",
+           "//": "floordiv"}
+
+
+def _mapped(op: str, x, y, reverse: bool) -> array:
+    """`x op y` through wp.map (Warp's route for every array operator): vector and matrix arrays, `**` and `//`,
+    with the builtin's own types and numpy's broadcasting."""
+    from .array_map import map as wp_map  # (imported late: array_map imports this package's launch path)
+
+    f = getattr(wp, _MAPPED[op])
+    if y is None:
+        return wp_map(f, x)
+    return wp_map(f, y, x) if reverse else wp_map(f, x, y)
+
+
 def apply(op: str, x, y=None, reverse: bool = False) -> array:
     """`x op y` (`y op x` when `reverse`) for an array x; y an array or a scalar; unary ops take no y."""
+    if op in ("**", "//") or T.is_composite(x.dtype) or (isinstance(y, array) and T.is_composite(y.dtype)):
+        return _mapped(op, x, y, reverse)
     if not T.is_scalar(x.dtype) or x.dtype is T.bool_:
         raise TypeError(f"array arithmetic in Python supports numeric scalar dtypes, not {T.type_repr(x.dtype)}; "
                         "write a kernel for it")
@@ -84,7 +101,8 @@ def install(cls) -> None:
     def binary(op, reverse=False):
         return lambda self, other: apply(op, self, other, reverse)
 
-    for name, op in (("add", "+"), ("sub", "-"), ("mul", "*"), ("truediv", "/"), ("mod", "%")):
+    for name, op in (("add", "+"), ("sub", "-"), ("mul", "*"), ("truediv", "/"), ("mod", "%"), ("pow", "**"),
+                     ("floordiv", "//")):
         setattr(cls, f"__{name}__", binary(op))
         setattr(cls, f"__r{name}__", binary(op, reverse=True))
     cls.__array_priority__ = 100  # numpy scalars defer to these operators (`np.float32(2) * a` is an array)

@@ -187,7 +187,8 @@ def pack_adjoint_args(kernel, adj_values, device, values=None):
     """Adjoint args: arrays are the gradient arrays; an array's adjoint left None is the array's own `.grad`
     (none for arrays without one, and for foreign memory, which backward never writes); non-array adjoints start
     at zero. A gradient array that is its primal array's own `.grad` (in `values`) is consumed by plain writes,
-    unless that array has `retain_grad` (see ARRAY_FLAG_CONSUME in native/array.h)."""
+    unless that array has `retain_grad`; writes through an in-kernel view of it consume it either way, as in Warp
+    (see ARRAY_FLAG_CONSUME and ARRAY_FLAG_OWN_GRAD in native/array.h)."""
     count = len(kernel.arg_types)
     if adj_values is None:
         adj_values = [None] * count
@@ -205,8 +206,8 @@ def pack_adjoint_args(kernel, adj_values, device, values=None):
         if isinstance(t, ArrayType):
             d = pack_array(kernel, i, t, v, device)
             primal = values[i] if values is not None else None
-            if isinstance(primal, array) and primal.grad is v and not primal.retain_grad:
-                d = v._consuming_descriptor()
+            if isinstance(primal, array) and primal.grad is v:
+                d = v._own_grad_descriptor(primal.retain_grad)
             setattr(c, kernel.arg_names[i], d)
         elif is_struct(t) and type(v) is t:
             setattr(c, kernel.arg_names[i], v._to_ctype())

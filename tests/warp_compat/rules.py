@@ -148,6 +148,11 @@ def install_type_tables(wp) -> None:
 
     context.alloc_tracker_report_text = lambda sort_order, max_items: memory_tracker.report_text(
         "chronological" if sort_order == 1 else "size", max_items)
+    # test_map.py reads wp.map's kernel cache through Warp's module (`from warp._src.utils import map_cache`): the
+    # shim's wp.map keeps one with Warp's keys, lent here
+    from kernels.runtime.array_map import map_cache
+
+    src.utils.map_cache = map_cache
     # and any deeper internal module (`from warp._src.optim.linear import TiledDot`)
     if not any(isinstance(f, _InternalFinder) for f in sys.meta_path):
         sys.meta_path.append(_InternalFinder())

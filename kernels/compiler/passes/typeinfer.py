@@ -26,6 +26,7 @@ from .typeinfer_control import ControlFlowForms
 from .typeinfer_paths import PathForms
 from .typeinfer_scalars import ScalarForms
 from .typeinfer_slices import SliceForms, is_slice
+from .typeinfer_starred import StarredForms
 from .typeinfer_tile_slices import TileSliceForms
 from .typeinfer_tiles import TileForms
 
@@ -60,13 +61,15 @@ def _field_value(struct_value, field):
     return None
 
 
-class TypeInference(TileForms, TileSliceForms, PathForms, SliceForms, ScalarForms, ControlFlowForms):
+class TypeInference(TileForms, TileSliceForms, PathForms, SliceForms, ScalarForms, ControlFlowForms,
+                    StarredForms):
     def __init__(self, fn: ir.Function, compile_callee):
         self.fn = fn
         # (source, kind, name, param types) -> typed ir.Function: how a called @wp.func is compiled for the
         # types of a call (Func.specialize uses it); the driver's compile_ir, handed down by run_pipeline
         self.compile_callee = compile_callee or self._no_callee
         self.subst: dict = {}
+        self.starred_items: dict = {}  # a `starred` value -> the values it unpacks to (typeinfer_starred.py)
         self.cur: ir.Block | None = None
         self.return_types = None
 
@@ -102,6 +105,8 @@ class TypeInference(TileForms, TileSliceForms, PathForms, SliceForms, ScalarForm
         self.cur = block
         for op in old_ops:
             op.operands = [self.subst.get(v, v) for v in op.operands]
+            if self.starred_items:
+                self.expand_starred(op)
             handler = getattr(self, "op_" + op.opcode)
             try:
                 handler(op)
