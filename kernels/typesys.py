@@ -24,14 +24,20 @@ class ArrayValue:
 
 @dataclass(frozen=True)
 class ArrayType:
-    """Type of an array parameter or value in a kernel: element type and number of dimensions (1-4)."""
+    """Type of an array parameter or value in a kernel: element type and number of dimensions (1-4).
+
+    `indexed`: Warp's `indexedarray` (kernels/runtime/indexedarray.py), a strided array read through optional
+    int32 index arrays per dimension; in C++ `wp::indexedarray_t<T>` (native/indexedarray.h). Element access,
+    atomics, `.shape` and `a[i]` views take either kind; other builtins taking arrays take plain arrays only."""
 
     dtype: object
     ndim: int = 1
+    indexed: bool = False
 
     @property
     def __name__(self):
-        return f"array{'' if self.ndim == 1 else f'{self.ndim}d'}({T.type_repr(self.dtype)})"
+        kind = "indexedarray" if self.indexed else "array"
+        return f"{kind}{'' if self.ndim == 1 else f'{self.ndim}d'}({T.type_repr(self.dtype)})"
 
     def __repr__(self):
         return self.__name__
@@ -160,6 +166,18 @@ class ArrayDescriptor(ctypes.Structure):
                 ("ndim", ctypes.c_int32), ("flags", ctypes.c_int32)]
 
 
+class IndexedArrayDescriptor(ctypes.Structure):
+    """Argument layout of `wp::indexedarray_t<T>` (native/indexedarray.h): keep in sync. `indices[d]`: the int32
+    index array of dimension d, or null (the dimension is taken whole); `shape`: the indexed array's shape."""
+
+    _fields_ = [("data", ArrayDescriptor), ("indices", ctypes.c_void_p * 4), ("shape", ctypes.c_int32 * 4)]
+
+
+def array_descriptor_type(t: ArrayType):
+    """The ctypes structure an array of kernel type `t` is packed as."""
+    return IndexedArrayDescriptor if t.indexed else ArrayDescriptor
+
+
 class StructInfo:
     """Compile-time description of a struct type: ordered fields, C++ name, native layout."""
 
@@ -185,7 +203,7 @@ class StructInfo:
             members = []
             for name, t in self.fields.items():
                 if isinstance(t, ArrayType):
-                    members.append((name, ArrayDescriptor))
+                    members.append((name, array_descriptor_type(t)))
                 elif is_struct(t):
                     members.append((name, t._wp_struct_.ctype()))
                 elif T.is_composite(t):

@@ -58,6 +58,8 @@ def _field_type(name, ann, cls):
         return t
     if isinstance(t, array):
         return ArrayType(T.canonical_type(t.dtype), t.ndim)
+    if getattr(t, "_wp_indexed_", False):  # wp.indexedarray(dtype=float, ndim=2)
+        return t.type
     if is_struct(t):
         if t._wp_struct_.error is not None:
             raise TypeError(f"struct {cls.__name__}: field '{name}' is unusable: {t._wp_struct_.error}")
@@ -176,7 +178,9 @@ def _from_ctype(cls, c):
     out = cls()
     for name, t in cls._wp_struct_.fields.items():
         v = getattr(c, name)
-        if isinstance(t, ArrayType):
+        if isinstance(t, ArrayType) and t.indexed:
+            value = _indexed_from_ctype(t, v)
+        elif isinstance(t, ArrayType):
             shape = tuple(v.shape[k] for k in range(v.ndim))
             strides = tuple(v.strides[k] for k in range(v.ndim))
             value = array(ptr=v.data, dtype=t.dtype, shape=shape, strides=strides) if v.data else None
@@ -193,6 +197,20 @@ def _from_ctype(cls, c):
             value = v
         object.__setattr__(out, name, t._np_(value) if T.is_scalar(t) and t not in (T.float16, T.bfloat16) else value)
     return out
+
+
+def _indexed_from_ctype(t, v):
+    """An indexed array viewing the memory native form `v` (an IndexedArrayDescriptor) points to, or None."""
+    from .indexedarray import indexedarray
+
+    d = v.data
+    if not d.data:
+        return None
+    parent = array(ptr=d.data, dtype=t.dtype, shape=tuple(d.shape[k] for k in range(d.ndim)),
+                   strides=tuple(d.strides[k] for k in range(d.ndim)))
+    indices = [array(ptr=v.indices[k], dtype=T.int32, shape=(v.shape[k],)) if v.indices[k] else None
+               for k in range(d.ndim)]
+    return indexedarray(parent, indices)
 
 
 def _scalar_bits(t, v):
@@ -218,6 +236,11 @@ def _check_value(cls, name, t, value):
     if isinstance(t, ArrayType):
         if value is None:
             return None
+        if t.indexed:
+            if not getattr(value, "_wp_indexed_", False) or value.ndim != t.ndim or \
+                    (value.dtype != t.dtype and t.dtype is not T.Any):
+                raise TypeError(f"struct {cls.__name__}.{name}: expected {t!r}, got {type(value).__name__}")
+            return value
         if not isinstance(value, array):
             value = as_array(value, t)
         if value.ndim != t.ndim or (value.dtype != t.dtype and t.dtype is not T.Any):
