@@ -275,3 +275,13 @@ def test_values_are_warps(tmp_path):
     warp, ours = _warp_reference.both(_PROGRAM, str(tmp_path), "indexedarray")
     for key, value in warp.items():
         np.testing.assert_array_equal(ours[key], value, err_msg=key)
+
+
+def test_copy_offsets_and_taped_copies_are_refused():
+    base = wp.array(np.arange(6, dtype=np.float32), requires_grad=True)
+    sub = base[wp.array([0, 2, 4], dtype=wp.int32)]
+    with pytest.raises(RuntimeError, match="indexed or Fabric"):
+        wp.copy(wp.zeros(3, dtype=float), sub, src_offset=1, count=1)
+    with Tape():
+        with pytest.raises(RuntimeError, match="not recorded by the Tape"):
+            wp.copy(wp.zeros(3, dtype=float), sub)

@@ -72,7 +72,7 @@ def copy(dest, src, dest_offset: int = 0, src_offset: int = 0, count: int = 0, s
     copied whole (same shapes, no offsets)."""
     if getattr(dest, "_wp_indexed_", False) or getattr(src, "_wp_indexed_", False):
         from .indexedarray import copy_indexed
-        return copy_indexed(dest, src)  # element by element through the index arrays (no offsets, as Warp)
+        return copy_indexed(dest, src, dest_offset, src_offset, count)  # element by element, no offsets
     n, whole = copy_plan(dest, src, dest_offset, src_offset, count)
     d = copy_window(dest, dest_offset, n, whole)
     s = copy_window(src, src_offset, n, whole)

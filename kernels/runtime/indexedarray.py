@@ -234,10 +234,21 @@ def is_indexed(value) -> bool:
     return getattr(value, "_wp_indexed_", False)
 
 
-def copy_indexed(dest, src):
-    """`wp.copy` where either side is an indexed array: the same shape and dtype, element by element."""
+def copy_indexed(dest, src, dest_offset: int = 0, src_offset: int = 0, count: int = 0):
+    """`wp.copy` where either side is an indexed array: the same shape and dtype, element by element (Warp
+    refuses offsets and partial counts here, in these words)."""
+    count = count or src.size
+    if src_offset != 0 or dest_offset != 0 or count != src.size or count != dest.size:
+        raise RuntimeError("dest_offset, src_offset, and count are not supported when copying to/from "
+                           "non-contiguous indexed or Fabric arrays")
     if dest.shape != src.shape:
         raise RuntimeError(f"Incompatible array shapes for copy: {dest.shape} and {src.shape}")
+    from .array_copy import copy_hooks
+
+    if copy_hooks and (src.requires_grad or dest.requires_grad):
+        # a Tape is recording: it follows copies between plain arrays only, and a gradient must not stop here
+        raise RuntimeError("wp.copy to or from an indexed array is not recorded by the Tape, so no gradient "
+                           "would flow through it: gather the elements in a kernel (out[i] = a[i]) instead")
     if dest.size == 0:
         return
     values = src.numpy()

@@ -236,16 +236,27 @@ def _check_value(cls, name, t, value):
     if isinstance(t, ArrayType):
         if value is None:
             return None
-        if t.indexed:
-            if not getattr(value, "_wp_indexed_", False) or value.ndim != t.ndim or \
-                    (value.dtype != t.dtype and t.dtype is not T.Any):
-                raise TypeError(f"struct {cls.__name__}.{name}: expected {t!r}, got {type(value).__name__}")
+        if t.indexed:  # Warp's checks and wording
+            if not getattr(value, "_wp_indexed_", False):
+                raise TypeError(f"Struct field '{name}' expects a Warp indexed array, got {type(value).__name__}")
+            if value.dtype != t.dtype and t.dtype is not T.Any:
+                raise TypeError(f"Struct field '{name}' expects dtype {T.type_repr(t.dtype)}, got "
+                                f"{T.type_repr(value.dtype)}")
+            if value.ndim != t.ndim:
+                raise TypeError(f"Struct field '{name}' expects an array with {t.ndim} dimension(s), got "
+                                f"{value.ndim} dimension(s)")
             return value
         if not isinstance(value, array):
-            value = as_array(value, t)
-        if value.ndim != t.ndim or (value.dtype != t.dtype and t.dtype is not T.Any):
-            raise TypeError(f"struct {cls.__name__}.{name}: expected {t!r}, got array of "
-                            f"{T.type_repr(value.dtype)} with {value.ndim} dims")
+            try:
+                value = as_array(value, t)
+            except TypeError:
+                raise TypeError(f"Struct field '{name}' expects a Warp array, got {type(value).__name__}") from None
+        if value.dtype != t.dtype and t.dtype is not T.Any:  # Warp's wording
+            raise TypeError(f"Struct field '{name}' expects dtype {T.type_repr(t.dtype)}, got "
+                            f"{T.type_repr(value.dtype)}")
+        if value.ndim != t.ndim:
+            raise TypeError(f"Struct field '{name}' expects an array with {t.ndim} dimension(s), got "
+                            f"{value.ndim} dimension(s)")
         return value
     if is_struct(t):
         if type(value) is not t:
