@@ -15,6 +15,8 @@ from __future__ import annotations
 from . import config
 from .runtime.indexedarray import (indexedarray, indexedarray1d, indexedarray2d, indexedarray3d,  # noqa: F401
                                    indexedarray4d)
+from .runtime.fabricarray import (fabricarray, fabricarrayarray, indexedfabricarray,  # noqa: F401
+                                  indexedfabricarrayarray)
 from .config import LOG_DEBUG, LOG_ERROR, LOG_INFO, LOG_WARNING  # noqa: F401  (wp.config.log_level values)
 from .config import DeterministicMode  # noqa: F401  (wp.config.deterministic, module option "deterministic")
 from .runtime.capture import (CaptureError, Graph, ScopedCapture, capture_begin, capture_end, capture_launch,

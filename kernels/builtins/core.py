@@ -103,13 +103,25 @@ add_builtin("lower_bound", (A(N, 1), N), T.int32, group="array", differentiable=
 add_builtin("lower_bound", (A(N, 1), T.int32, T.int32, N), T.int32, group="array", differentiable=False,
             arg_names=("arr", "arr_begin", "arr_end", "value"),
             doc="index of the first element of sorted arr[arr_begin:arr_end] that is >= value (arr_end - 1 if none)")
+add_builtin("fabric_size", (A(indexed=True),), T.uint64, group="array", differentiable=False,
+            doc="a.size of a Fabric array (Warp's fabricarray / indexedfabricarray): its number of elements")
+declare_properties("fabric_size", adjoint="none", exposed=False)
 add_builtin("array_shape", (A(indexed=True), T.int32), T.int32, group="array", differentiable=False, doc="a.shape[k]")
 declare_properties("array_shape", forward="array_shape", adjoint="none", exposed=False)
+def _view_type(bindings, n):
+    """The type of a[i, ...] with n indices fewer than a's dims: an array of the same kind, except for an array
+    of fabric arrays (Warp's fabricarrayarray), whose element is a plain 1-d array."""
+    indexed, fabric = bindings["__kind"]
+    if fabric:
+        return ArrayType(bindings["T"], bindings["D"] - n)
+    return ArrayType(bindings["T"], bindings["D"] - n, indexed)
+
+
 # a[i] of a 2-4-d array with fewer indices than dimensions: the sub-array (no copy). Its gradient array is the same
 # view of the parent's gradient, taken again in the backward replay (render_adjoint.op_call).
 for _n in range(1, 4):
     add_builtin("view", (A(AnyType("T"), "D", indexed=True),) + (IDX,) * _n,
-                lambda b, n=_n: ArrayType(b["T"], b["D"] - n, b["__indexed"]), group="array", doc="a[i] (a[i, j], ...): the sub-array of the remaining dimensions")
+                lambda b, n=_n: _view_type(b, n), group="array", doc="a[i] (a[i, j], ...): the sub-array of the remaining dimensions")
 
 # a[start:stop:step, i, ...] inside a kernel: views of the selected elements (no copy), one dimension at a time;
 # bit k of `given` says whether start/stop/step was written. Gradient arrays are viewed the same way on replay.

@@ -73,8 +73,8 @@ class X:
 @dataclass(frozen=True)
 class A:
     """An array (any dtype unless `dtype` is a pattern), optionally of fixed `ndim`. `indexed`: also takes
-    Warp's indexed arrays (binding `__indexed` to the argument's kind, for a result rule that keeps it); a
-    builtin whose native code reads only `wp::array_t` leaves it False."""
+    Warp's indexed and fabric arrays (binding `__kind` to the argument's (indexed, fabric), for a result rule that
+    keeps the kind); a builtin whose native code reads only `wp::array_t` leaves it False."""
 
     dtype: object = None
     ndim: object = None
@@ -132,9 +132,9 @@ def unify(pattern, t, bindings: dict) -> bool:
     if isinstance(pattern, X):
         return T.is_transform(t) and unify(pattern.dtype, t._wp_scalar_type_, bindings)
     if isinstance(pattern, A):
-        if not isinstance(t, ArrayType) or (t.indexed and not pattern.indexed):
+        if not isinstance(t, ArrayType) or (not t.plain and not pattern.indexed):
             return False
-        if pattern.indexed and not _bind(bindings, "__indexed", t.indexed):
+        if pattern.indexed and not _bind(bindings, "__kind", (t.indexed, t.fabric)):
             return False
         if pattern.ndim is not None and not _bind(bindings, pattern.ndim, t.ndim):
             return False

@@ -32,8 +32,9 @@ def annotation_type(ann, where: str):
         raise TypeError(f"{where}: {reason}")
     t = T.canonical_type(ann)
     if isinstance(t, ArrayValue):
+        kind = t.type if getattr(t, "_wp_indexed_", False) or getattr(t, "_wp_fabric_", False) else ArrayType(None)
         return ArrayType(T.Any if t.dtype is typing.Any or t.dtype is None else T.canonical_type(t.dtype), t.ndim,
-                         getattr(t, "_wp_indexed_", False))
+                         kind.indexed, kind.fabric)
     if T.is_scalar(t) or T.is_composite(t) or T.is_generic_composite(t) or is_struct(t):
         return t
     raise TypeError(f"{where}: unsupported annotation {ann!r}")

@@ -694,7 +694,7 @@ def zeros(shape=None, dtype=float, device=None, requires_grad=False, pinned=Fals
 
 def clone(src: array, device=None, requires_grad=None, pinned=None, retain_grad=False) -> array:
     rg = src.requires_grad if requires_grad is None else requires_grad
-    if getattr(src, "_wp_indexed_", False):  # a contiguous copy of the selected elements, as in Warp
+    if getattr(src, "_wp_indexed_", False) or getattr(src, "_wp_fabric_", False):  # a contiguous copy of the selected elements, as in Warp
         src = src.contiguous()
     out = array(src, dtype=src.dtype, device=device or src.device, copy=True)
     out.requires_grad = rg

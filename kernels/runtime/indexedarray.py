@@ -252,7 +252,7 @@ def copy_indexed(dest, src, dest_offset: int = 0, src_offset: int = 0, count: in
     if dest.size == 0:
         return
     values = src.numpy()
-    if is_indexed(dest):
+    if hasattr(dest, "_scatter"):  # an indexed or Fabric array
         dest._scatter(values)
     else:
         dest.assign(values)

@@ -22,7 +22,7 @@ from .device import get_device
 from .error_slot import check_error
 from .indexedarray import indexedarray, is_indexed
 from ..errors import LaunchError
-from ..typesys import ArrayType, IndexedArrayDescriptor, describe, is_struct
+from ..typesys import ArrayType, array_descriptor_type, describe, is_struct
 from . import cuda_module
 
 # Set by autodiff.Tape while recording: a callable(kernel, dim, inputs, outputs, device, launch) called after each
@@ -77,7 +77,7 @@ def _arg_error(kernel, i, message):
 
 def pack_array(kernel, i, t: ArrayType, value, device):
     """The native descriptor of array argument `value` for parameter `i` (type `t`) of `kernel`, checked."""
-    if t.indexed:
+    if not t.plain:
         return pack_indexed(kernel, i, t, value, device)
     # the common case first (launches pack every array on their hot path): an array of the declared type on the
     # launch's device, whose descriptor is cached
@@ -101,13 +101,15 @@ def pack_array(kernel, i, t: ArrayType, value, device):
 
 
 def pack_indexed(kernel, i, t: ArrayType, value, device, consume: bool = False):
-    """The native descriptor of indexed array argument `value` for parameter `i` (type `t`), checked."""
+    """The native descriptor of indexed or Fabric array argument `value` for parameter `i` (type `t`),
+    checked."""
     if value is None:
-        return IndexedArrayDescriptor()
-    if not is_indexed(value):
-        raise _arg_error(kernel, i, f"expected {describe(t)} (a wp.indexedarray), got {type(value).__name__}")
+        return array_descriptor_type(t)()
+    vt = getattr(value, "type", None)
+    if not isinstance(vt, ArrayType) or (vt.indexed, vt.fabric) != (t.indexed, t.fabric):
+        raise _arg_error(kernel, i, f"expected {describe(t)} (a wp.{t.kind_name}), got {type(value).__name__}")
     if value.ndim != t.ndim or value.dtype != t.dtype:
-        raise _arg_error(kernel, i, f"expected {describe(t)} with {t.ndim} dims, got an indexed array of "
+        raise _arg_error(kernel, i, f"expected {describe(t)} with {t.ndim} dims, got a {t.kind_name} of "
                                     f"{describe(value.dtype)} with {value.ndim} dims")
     if value.device != device:
         raise _arg_error(kernel, i, f"array is on {value.device}, the launch is on {device}")
@@ -161,7 +163,7 @@ def _composite_argument(kernel, i, t, value):
 
 def argument_type(value, declared):
     """The kernel type of a launch argument for a generic (`Any`) parameter `declared`."""
-    if getattr(value, "_wp_indexed_", False):
+    if getattr(value, "_wp_indexed_", False) or getattr(value, "_wp_fabric_", False):
         return value.type
     if isinstance(declared, ArrayType) or isinstance(value, array):
         if not isinstance(value, array):
@@ -220,6 +222,8 @@ def pack_adjoint_args(kernel, adj_values, device, values=None):
                 v = primal.grad
         if v is None:
             continue
+        if isinstance(t, ArrayType) and t.fabric:
+            continue  # Fabric memory has no gradient (launch refuses an adjoint that would need one)
         if isinstance(t, ArrayType) and t.indexed:
             if isinstance(v, array):  # the gradient of the indexed elements themselves, in their own shape
                 v = indexedarray(v)
@@ -422,6 +426,20 @@ def check_backward(kernel):
         raise kernel.adjoint_error
 
 
+def _check_fabric_writes(kernel):
+    """A kernel that writes a Fabric array cannot be differentiated: Fabric memory has no gradient storage, so
+    the gradient through those elements would be lost (refused before a taped or adjoint launch)."""
+    sig = kernel.signature
+    for a in sig.access:
+        t = sig.types[a.param]
+        for f in a.fields:
+            t = t._wp_struct_.fields[f]
+        if a.written and isinstance(t, ArrayType) and t.fabric:
+            raise LaunchError(f"kernel '{kernel.name}' writes Fabric array '{a.path}', which has no gradient "
+                              "storage: it cannot be launched on a Tape or as an adjoint (launch it with "
+                              "record_tape=False, or outside the Tape)")
+
+
 def _own_gradient(value):
     if isinstance(value, array) and not value._foreign:
         return value.grad
@@ -438,6 +456,8 @@ def launch(kernel, dim, inputs=(), outputs=(), device=None, adjoint=False, adj_i
     device = get_device(device)
     kernel.ensure_built(device)
     values = list(inputs) + list(outputs)
+    if adjoint or (record_tape and tape_hooks):
+        _check_fabric_writes(kernel)
     if adjoint:
         check_backward(kernel)
     adj_values = None

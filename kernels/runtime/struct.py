@@ -58,7 +58,7 @@ def _field_type(name, ann, cls):
         return t
     if isinstance(t, array):
         return ArrayType(T.canonical_type(t.dtype), t.ndim)
-    if getattr(t, "_wp_indexed_", False):  # wp.indexedarray(dtype=float, ndim=2)
+    if getattr(t, "_wp_indexed_", False) or getattr(t, "_wp_fabric_", False):  # wp.indexedarray(dtype=float)
         return t.type
     if is_struct(t):
         if t._wp_struct_.error is not None:
@@ -178,7 +178,10 @@ def _from_ctype(cls, c):
     out = cls()
     for name, t in cls._wp_struct_.fields.items():
         v = getattr(c, name)
-        if isinstance(t, ArrayType) and t.indexed:
+        if isinstance(t, ArrayType) and t.fabric:
+            raise TypeError(f"struct {cls.__name__}.{name}: a Fabric array cannot be read back from native memory "
+                            "(its bucket table is the Python object's)")
+        elif isinstance(t, ArrayType) and t.indexed:
             value = _indexed_from_ctype(t, v)
         elif isinstance(t, ArrayType):
             shape = tuple(v.shape[k] for k in range(v.ndim))
@@ -236,9 +239,12 @@ def _check_value(cls, name, t, value):
     if isinstance(t, ArrayType):
         if value is None:
             return None
-        if t.indexed:  # Warp's checks and wording
-            if not getattr(value, "_wp_indexed_", False):
-                raise TypeError(f"Struct field '{name}' expects a Warp indexed array, got {type(value).__name__}")
+        if not t.plain:  # Warp's checks and wording
+            if getattr(value, "type", None) is None or not isinstance(value.type, ArrayType) or \
+                    (value.type.indexed, value.type.fabric) != (t.indexed, t.fabric):
+                what = {(True, False): "indexed array", (False, True): "fabric array",
+                        (True, True): "indexed fabric array"}[(t.indexed, t.fabric)]
+                raise TypeError(f"Struct field '{name}' expects a Warp {what}, got {type(value).__name__}")
             if value.dtype != t.dtype and t.dtype is not T.Any:
                 raise TypeError(f"Struct field '{name}' expects dtype {T.type_repr(t.dtype)}, got "
                                 f"{T.type_repr(value.dtype)}")

@@ -234,8 +234,8 @@ def _privatizable(fn: ir.Function, exclusive: dict):
     if any(r and w for r, w in access.values()):
         return None
     paths = _array_paths(zip(fn.param_names, (p.type for p in fn.params)))
-    if any(t.indexed for _, t in paths):  # gradients reached through index arrays: per-thread copies are not
-        return None                        # laid out like them, and two threads may share an element: atomics
+    if any(not t.plain for _, t in paths):  # gradients through index arrays or buckets: per-thread copies are
+        return None                          # not laid out like them, and two threads may share an element
     names = {fn.param_names[fn.params.index(p)] for p in exclusive}
     return [(path, t) for path, t in paths
             if access.get(path, (False, False))[0] and path not in names]
@@ -252,7 +252,7 @@ def _exclusive_arrays(fn: ir.Function) -> dict:
     if not tids:
         return {}
     # an indexed array's index arrays may repeat an element: never exclusive
-    loads = {p: [] for p in fn.params if isinstance(p.type, ArrayType) and not p.type.indexed}
+    loads = {p: [] for p in fn.params if isinstance(p.type, ArrayType) and p.type.plain}
     for op in ir.walk(fn.body):
         for k, v in enumerate(op.operands):
             if v not in loads:

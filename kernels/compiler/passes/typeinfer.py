@@ -567,6 +567,9 @@ class TypeInference(TileForms, TileSliceForms, PathForms, SliceForms, ScalarForm
             op.results[0].type = ShapeType(t.ndim)
             self.append(ir.Op("shape_of", [base], op.results, {}, [], op.loc))
             return
+        if isinstance(t, ArrayType) and t.fabric and attr == "size":  # Warp's only attribute of a Fabric array
+            self.call_builtin(op, "fabric_size", [base])
+            return
         if isinstance(t, ArrayType) and attr == "dtype":
             # a compile-time type: `wp.tile_zeros(..., dtype=a.dtype)`
             self.replace(op.results[0], self.new_op("const", [], StaticType(t.dtype), op.loc,
