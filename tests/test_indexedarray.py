@@ -2,6 +2,7 @@
 against real Warp), host operations, gradients into the parent array (central differences), and a read after a
 write through a struct member (which CSE used to merge with the read before it)."""
 
+import typing
 from typing import Literal
 
 import numpy as np
@@ -285,3 +286,20 @@ def test_copy_offsets_and_taped_copies_are_refused():
     with Tape():
         with pytest.raises(RuntimeError, match="not recorded by the Tape"):
             wp.copy(wp.zeros(3, dtype=float), sub)
+
+
+@wp.kernel
+def add_one_generic(a: typing.Any):
+    i = wp.tid()
+    a[i] = a[i] + 1.0
+
+
+def test_a_generic_kernel_tells_array_kinds_apart():
+    # regression: the cache index keyed an array parameter by dtype and ndim only, so the indexed specialization
+    # of a generic kernel loaded the plain one's compiled code (it read a[i] without the indices)
+    plain = wp.zeros(4, dtype=float)
+    wp.launch(add_one_generic, dim=4, inputs=[plain])
+    parent = wp.zeros(4, dtype=float)
+    wp.launch(add_one_generic, dim=2, inputs=[parent[wp.array([3, 1], dtype=wp.int32)]])
+    np.testing.assert_array_equal(plain.numpy(), np.ones(4))
+    np.testing.assert_array_equal(parent.numpy(), [0.0, 1.0, 0.0, 1.0])
