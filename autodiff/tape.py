@@ -234,7 +234,8 @@ class Tape:
         read_by = self._reads
         sig = signature(kernel)
         # the writes first, against earlier launches only: a kernel that updates an array in place is fine
-        written = sig.pick_written_array_params(values)
+        # an indexed array reads and writes its parent's memory: tracked as the parent
+        written = [_indexed_parent(v) or v for v in sig.pick_written_array_params(values)]
         if read_by and not read_by.keys().isdisjoint(map(id, written)):
             for v, param in zip(written, sig.written_array_params):
                 name = param.name
@@ -245,7 +246,8 @@ class Tape:
                         raise OverwriteError(msg)
                     warnings.warn(msg, stacklevel=4)
         # by id: the records keep the arguments alive, so no id is reused while the tape holds them
-        read_by.update(zip(map(id, sig.pick_read_array_params(values)), repeat(kernel.name)))
+        read_by.update(zip((id(_indexed_parent(v) or v) for v in sig.pick_read_array_params(values)),
+                           repeat(kernel.name)))
 
     # ------------------------------------------------------------------------------------------------ backward
 

@@ -303,3 +303,19 @@ def test_a_generic_kernel_tells_array_kinds_apart():
     wp.launch(add_one_generic, dim=2, inputs=[parent[wp.array([3, 1], dtype=wp.int32)]])
     np.testing.assert_array_equal(plain.numpy(), np.ones(4))
     np.testing.assert_array_equal(parent.numpy(), [0.0, 1.0, 0.0, 1.0])
+
+
+@wp.kernel
+def read_into(a: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    out[i] = a[i] * a[i]
+
+
+def test_tape_sees_an_overwrite_through_an_indexed_array():
+    data = wp.array(np.ones(4, np.float32), requires_grad=True)
+    out = wp.zeros(4, dtype=float, requires_grad=True)
+    src = wp.array(np.ones(2, np.float32), requires_grad=True)
+    with Tape():
+        wp.launch(read_into, dim=4, inputs=[data, out])
+        with pytest.warns(UserWarning, match="writes array 'a', which kernel 'read_into' read earlier"):
+            wp.launch(scatter_add, dim=2, inputs=[src, wp.indexedarray(data, [wp.array([0, 2], dtype=wp.int32)])])
