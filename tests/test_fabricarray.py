@@ -178,3 +178,14 @@ def test_values_are_warps(tmp_path):
     warp, ours = _warp_reference.both(_PROGRAM, str(tmp_path), "fabricarray")
     for key, value in warp.items():
         np.testing.assert_array_equal(ours[key], value, err_msg=key)
+
+
+def test_shape_is_refused_in_kernels():
+    @wp.kernel(module="unique")
+    def uses_shape(a: wp.fabricarray[float], out: wp.array(dtype=int)):
+        out[0] = a.shape[0]
+
+    data = wp.zeros(2, dtype=float)
+    fa = wp.fabricarray(interface(data, "a", [2], (True, "f4", 1, 0, "")), "a")
+    with pytest.raises(wp.CompileError, match="has no attribute 'shape' in kernels"):
+        wp.launch(uses_shape, dim=1, inputs=[fa, wp.zeros(1, dtype=int)])
