@@ -25,7 +25,7 @@ from itertools import chain, repeat
 
 import kernels as wp
 from kernels.tape_interface import (ParamKind, args_ctype, check_backward, copy_hooks, copy_plan, host_write_hooks,
-                                    is_struct, launch_adjoint, launch_hooks, pack_array, packed_derived,
+                                    is_struct, launch_adjoint, launch_hooks, pack_array, pack_indexed, packed_derived,
                                     ray_gradient_meshes, signature)
 
 from . import read_flags
@@ -185,7 +185,7 @@ class Tape:
         sig = kernel.signature  # (tape_interface.signature, without a call: this runs once per taped launch)
         # the differentiable toolkit arrays the launch touches, one per entry of sig.tracked (None where the
         # argument or member is no such array): one flat list per record, few objects for the collector
-        arrays = [v if isinstance(v, _ARRAY) and not v._foreign else None
+        arrays = [v if isinstance(v, _ARRAY) and not v._foreign else _indexed_parent(v)
                   for v in map(values.__getitem__, sig.tracked_array_params)]
         for struct_arrays in sig.tracked_structs:
             index, paths, nested = struct_arrays.param, struct_arrays.paths, struct_arrays.nested
@@ -234,7 +234,8 @@ class Tape:
         read_by = self._reads
         sig = signature(kernel)
         # the writes first, against earlier launches only: a kernel that updates an array in place is fine
-        written = sig.pick_written_array_params(values)
+        # an indexed array reads and writes its parent's memory: tracked as the parent
+        written = [_indexed_parent(v) or v for v in sig.pick_written_array_params(values)]
         if read_by and not read_by.keys().isdisjoint(map(id, written)):
             for v, param in zip(written, sig.written_array_params):
                 name = param.name
@@ -245,7 +246,8 @@ class Tape:
                         raise OverwriteError(msg)
                     warnings.warn(msg, stacklevel=4)
         # by id: the records keep the arguments alive, so no id is reused while the tape holds them
-        read_by.update(zip(map(id, sig.pick_read_array_params(values)), repeat(kernel.name)))
+        read_by.update(zip((id(_indexed_parent(v) or v) for v in sig.pick_read_array_params(values)),
+                           repeat(kernel.name)))
 
     # ------------------------------------------------------------------------------------------------ backward
 
@@ -409,7 +411,9 @@ class Tape:
         for param in signature(k).adjoint_params:
             index, name, t = param.index, param.name, param.type
             v = values[index]
-            if param.kind is ParamKind.ARRAY:
+            if param.kind is ParamKind.ARRAY and t.indexed:
+                adj_values[index] = self._indexed_adjoint(k, index, t, v, packed, name, device)
+            elif param.kind is ParamKind.ARRAY:
                 if not isinstance(v, array_class) or v._foreign:
                     continue
                 g = v._grad
@@ -429,6 +433,17 @@ class Tape:
                 setattr(packed, name, c)
                 adj_values[index] = adj
         return adj_values, packed
+
+    def _indexed_adjoint(self, kernel, index, t, v, packed, name, device):
+        """The adjoint of indexed array argument `v`: the same indexing of its parent's gradient (consumed by
+        plain writes unless the parent has retain_grad), packed into `packed.name`; None without one."""
+        parent = _indexed_parent(v)
+        if parent is None or parent._grad is None:
+            return None
+        self.touched[id(parent)] = parent
+        g = v.grad
+        setattr(packed, name, pack_indexed(kernel, index, t, g, device, consume=not parent._retain_grad))
+        return g
 
     def zero(self):
         """Zero every gradient this tape has touched: those its launches' adjoints read or write (the arrays and
@@ -497,6 +512,14 @@ class _Gradients:
 
     def get(self, value, default=None):
         return self[value] if value in self else default
+
+
+def _indexed_parent(v):
+    """The parent array of indexed array `v` (Warp's wp.indexedarray), the array whose gradient the Tape follows
+    for it; None for anything else."""
+    if getattr(v, "_wp_indexed_", False) and v.data is not None and not v.data._foreign:
+        return v.data
+    return None
 
 
 def _describe_path(path: str) -> str:

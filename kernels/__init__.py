@@ -15,6 +15,8 @@ from __future__ import annotations
 from . import config
 from .runtime.indexedarray import (indexedarray, indexedarray1d, indexedarray2d, indexedarray3d,  # noqa: F401
                                    indexedarray4d)
+from .runtime.fabricarray import (fabricarray, fabricarrayarray, indexedfabricarray,  # noqa: F401
+                                  indexedfabricarrayarray)
 from .config import LOG_DEBUG, LOG_ERROR, LOG_INFO, LOG_WARNING  # noqa: F401  (wp.config.log_level values)
 from .logger import Logger, ScopedLogger, ScopedLogLevel, get_logger, set_logger  # noqa: F401  (wp.set_logger)
 from .diagnostics import print_diagnostics  # noqa: F401  (wp.print_diagnostics)

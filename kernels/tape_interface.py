@@ -16,7 +16,7 @@ from __future__ import annotations
 from .runtime import cuda_memory
 from .runtime.array_copy import copy_hooks, copy_plan, copy_window, host_write_hooks
 from .runtime.recording import recorder
-from .runtime.launch import args_ctype, check_backward, launch_adjoint, pack_array
+from .runtime.launch import args_ctype, check_backward, launch_adjoint, pack_array, pack_indexed
 from .runtime.launch import tape_hooks as launch_hooks
 from .runtime.mesh import ray_gradient_meshes
 from .runtime.signature import ArrayPath, KernelSignature, Param, ParamKind, StructArrays, pick
@@ -26,7 +26,8 @@ from .typesys import ArrayType, is_differentiable_type, is_struct
 __all__ = [
     "ArrayPath", "ArrayType", "KernelSignature", "Param", "ParamKind", "StructArrays", "args_ctype",
     "check_backward", "copy_hooks", "copy_plan", "copy_window", "cuda_memory", "host_write_hooks",
-    "is_differentiable_type", "is_struct", "launch_adjoint", "launch_hooks", "pack_array", "packed_derived", "pick",
+    "is_differentiable_type", "is_struct", "launch_adjoint", "launch_hooks", "pack_array", "pack_indexed",
+    "packed_derived", "pick",
     "ray_gradient_meshes", "recorder", "signature",
 ]
 

@@ -52,6 +52,7 @@ class Scalar(metaclass=_ScalarMeta):
     _ctype_ = None  # ctypes type
     _cname_ = ""  # C++ name in namespace wp
     _kind_ = ""  # "float", "int", "uint" or "bool"
+    _length_ = 1  # components, as Warp's scalar types say (vectors and matrices: their count)
 
     def __new__(cls, value=0):
         if cls._kind_ in ("int", "uint") and isinstance(value, builtins.int):

@@ -24,14 +24,33 @@ class ArrayValue:
 
 @dataclass(frozen=True)
 class ArrayType:
-    """Type of an array parameter or value in a kernel: element type and number of dimensions (1-4)."""
+    """Type of an array parameter or value in a kernel: element type and number of dimensions (1-4).
+
+    `indexed`: Warp's `indexedarray` (kernels/runtime/indexedarray.py), a strided array read through optional
+    int32 index arrays per dimension; in C++ `wp::indexedarray_t<T>` (native/indexedarray.h). Element access,
+    atomics, `.shape` and `a[i]` views take either kind; other builtins taking arrays take plain arrays only.
+    `fabric`: Warp's `fabricarray` (kernels/runtime/fabricarray.py), elements spread over buckets of memory
+    (`wp::fabricarray_t<T>`, native/fabricarray.h; with `indexed`, `indexedfabricarray`); ndim 2 is an array of
+    1-d arrays (`fabricarrayarray`)."""
 
     dtype: object
     ndim: int = 1
+    indexed: bool = False
+    fabric: bool = False
+
+    @property
+    def plain(self) -> bool:
+        """A strided `wp::array_t` (not an indexed or fabric array)."""
+        return not (self.indexed or self.fabric)
+
+    @property
+    def kind_name(self) -> str:
+        """Warp's class name of this kind of array."""
+        return ("indexed" if self.indexed else "") + ("fabricarray" if self.fabric else "array")
 
     @property
     def __name__(self):
-        return f"array{'' if self.ndim == 1 else f'{self.ndim}d'}({T.type_repr(self.dtype)})"
+        return f"{self.kind_name}{'' if self.ndim == 1 else f'{self.ndim}d'}({T.type_repr(self.dtype)})"
 
     def __repr__(self):
         return self.__name__
@@ -160,6 +179,41 @@ class ArrayDescriptor(ctypes.Structure):
                 ("ndim", ctypes.c_int32), ("flags", ctypes.c_int32)]
 
 
+class IndexedArrayDescriptor(ctypes.Structure):
+    """Argument layout of `wp::indexedarray_t<T>` (native/indexedarray.h): keep in sync. `indices[d]`: the int32
+    index array of dimension d, or null (the dimension is taken whole); `shape`: the indexed array's shape."""
+
+    _fields_ = [("data", ArrayDescriptor), ("indices", ctypes.c_void_p * 4), ("shape", ctypes.c_int32 * 4)]
+
+
+class FabricArrayDescriptor(ctypes.Structure):
+    """Argument layout of `wp::fabricarray_t<T>` (native/fabricarray.h): keep in sync. `buckets` points to
+    `nbuckets` FabricBucket records; `size` is the element count over all buckets."""
+
+    _fields_ = [("buckets", ctypes.c_void_p), ("nbuckets", ctypes.c_size_t), ("size", ctypes.c_size_t)]
+
+
+class FabricBucket(ctypes.Structure):
+    """`wp::fabricbucket_t`: elements [index_start, index_end) at `ptr` (contiguous); `lengths`: for an array of
+    arrays, the length of each element's array (`ptr` then holds one pointer per element)."""
+
+    _fields_ = [("index_start", ctypes.c_size_t), ("index_end", ctypes.c_size_t), ("ptr", ctypes.c_void_p),
+                ("lengths", ctypes.c_void_p)]
+
+
+class IndexedFabricArrayDescriptor(ctypes.Structure):
+    """Argument layout of `wp::indexedfabricarray_t<T>`: a fabric array read through one int32 index array."""
+
+    _fields_ = [("fa", FabricArrayDescriptor), ("indices", ctypes.c_void_p), ("size", ctypes.c_size_t)]
+
+
+def array_descriptor_type(t: ArrayType):
+    """The ctypes structure an array of kernel type `t` is packed as."""
+    if t.fabric:
+        return IndexedFabricArrayDescriptor if t.indexed else FabricArrayDescriptor
+    return IndexedArrayDescriptor if t.indexed else ArrayDescriptor
+
+
 class StructInfo:
     """Compile-time description of a struct type: ordered fields, C++ name, native layout."""
 
@@ -185,7 +239,7 @@ class StructInfo:
             members = []
             for name, t in self.fields.items():
                 if isinstance(t, ArrayType):
-                    members.append((name, ArrayDescriptor))
+                    members.append((name, array_descriptor_type(t)))
                 elif is_struct(t):
                     members.append((name, t._wp_struct_.ctype()))
                 elif T.is_composite(t):

@@ -36,12 +36,16 @@ def particle_energy(ps: wp.array(dtype=Particle), out: wp.array(dtype=float)):
     wp.atomic_add(out, 0, ps[i].mass * wp.dot(ps[i].pos, ps[i].pos))
 
 
-def test_index_arrays_are_refused_not_gathered():
+def test_index_arrays_make_indexed_arrays_not_gathers():
     # regression: data[idx, idx] used to return numpy's gather (shape (4,)); Warp returns a (4, 4) indexed array
     data = wp.array(np.arange(16, dtype=np.float32).reshape(4, 4))
     idx = wp.array([3, 2, 1, 0], dtype=wp.int32)
-    for key in ((idx, idx), idx, np.array([0, 1]), [0, 1]):
-        with pytest.raises(TypeError, match="indexedarray"):
+    both = data[idx, idx]
+    assert type(both) is wp.indexedarray and both.shape == (4, 4)
+    np.testing.assert_array_equal(both.numpy(), data.numpy()[np.ix_([3, 2, 1, 0], [3, 2, 1, 0])])
+    assert data[idx].shape == (4, 4)
+    for key in (np.array([0, 1]), [0, 1]):  # numpy and list keys: neither Warp's rule nor a gather
+        with pytest.raises(TypeError, match="index arrays"):
             data[key]
 
 

@@ -63,11 +63,12 @@ declare_properties("block_dim", adjoint="none", kernel_only=True)
 # Array element access. `load`/`store`/atomics take the Python line (rendered in) for debug-mode bounds checks.
 for _n in range(1, 5):
     _idx = (IDX,) * _n
-    add_builtin("load", (A(AnyType("T"), _n),) + _idx, "T", group="array", doc="a[i, ...]")
-    add_builtin("store", (A(AnyType("T"), _n),) + _idx + (AnyType("T"),), None, group="array", side_effect=True,
+    _arr = A(AnyType("T"), _n, indexed=True)  # element access takes Warp's indexed arrays too
+    add_builtin("load", (_arr,) + _idx, "T", group="array", doc="a[i, ...]")
+    add_builtin("store", (_arr,) + _idx + (AnyType("T"),), None, group="array", side_effect=True,
                 differentiable=True, doc="a[i, ...] = v")
     for _op in ("add", "sub", "min", "max"):
-        add_builtin(f"atomic_{_op}", (A(AnyType("T"), _n),) + _idx + (AnyType("T"),), "T", group="atomic",
+        add_builtin(f"atomic_{_op}", (_arr,) + _idx + (AnyType("T"),), "T", group="atomic",
                     side_effect=True, differentiable=True,
                     doc=f"atomically {_op} v into a[i, ...]; returns the old value"
                     + ("" if _op in ("add", "sub") else "; the gradient of a[i, ...] goes to each v equal to its "
@@ -75,10 +76,10 @@ for _n in range(1, 5):
                        "is left as it was"))
     for _op, _what in (("and", "bitwise and"), ("or", "bitwise or"), ("xor", "bitwise xor"),
                        ("exch", "store")):
-        add_builtin(f"atomic_{_op}", (A(AnyType("T"), _n),) + _idx + (AnyType("T"),), "T", group="atomic",
+        add_builtin(f"atomic_{_op}", (_arr,) + _idx + (AnyType("T"),), "T", group="atomic",
                     side_effect=True, differentiable=False,
                     doc=f"atomically {_what} v into a[i, ...]; returns the old value (no gradient)")
-    add_builtin("atomic_cas", (A(AnyType("T"), _n),) + _idx + (AnyType("T"), AnyType("T")), "T", group="atomic",
+    add_builtin("atomic_cas", (_arr,) + _idx + (AnyType("T"), AnyType("T")), "T", group="atomic",
                 side_effect=True, differentiable=False, arg_names=("arr",) + ("i", "j", "k", "l")[:_n]
                 + ("compare", "value"),
                 doc="atomically: if a[i, ...] == compare, store value; returns the old value (no gradient)")
@@ -102,13 +103,25 @@ add_builtin("lower_bound", (A(N, 1), N), T.int32, group="array", differentiable=
 add_builtin("lower_bound", (A(N, 1), T.int32, T.int32, N), T.int32, group="array", differentiable=False,
             arg_names=("arr", "arr_begin", "arr_end", "value"),
             doc="index of the first element of sorted arr[arr_begin:arr_end] that is >= value (arr_end - 1 if none)")
-add_builtin("array_shape", (A(), T.int32), T.int32, group="array", differentiable=False, doc="a.shape[k]")
+add_builtin("fabric_size", (A(indexed=True),), T.uint64, group="array", differentiable=False,
+            doc="a.size of a Fabric array (Warp's fabricarray / indexedfabricarray): its number of elements")
+declare_properties("fabric_size", adjoint="none", exposed=False)
+add_builtin("array_shape", (A(indexed=True), T.int32), T.int32, group="array", differentiable=False, doc="a.shape[k]")
 declare_properties("array_shape", forward="array_shape", adjoint="none", exposed=False)
+def _view_type(bindings, n):
+    """The type of a[i, ...] with n indices fewer than a's dims: an array of the same kind, except for an array
+    of fabric arrays (Warp's fabricarrayarray), whose element is a plain 1-d array."""
+    indexed, fabric = bindings["__kind"]
+    if fabric:
+        return ArrayType(bindings["T"], bindings["D"] - n)
+    return ArrayType(bindings["T"], bindings["D"] - n, indexed)
+
+
 # a[i] of a 2-4-d array with fewer indices than dimensions: the sub-array (no copy). Its gradient array is the same
 # view of the parent's gradient, taken again in the backward replay (render_adjoint.op_call).
 for _n in range(1, 4):
-    add_builtin("view", (A(AnyType("T"), "D"),) + (IDX,) * _n,
-                lambda b, n=_n: ArrayType(b["T"], b["D"] - n), group="array", doc="a[i] (a[i, j], ...): the sub-array of the remaining dimensions")
+    add_builtin("view", (A(AnyType("T"), "D", indexed=True),) + (IDX,) * _n,
+                lambda b, n=_n: _view_type(b, n), group="array", doc="a[i] (a[i, j], ...): the sub-array of the remaining dimensions")
 
 # a[start:stop:step, i, ...] inside a kernel: views of the selected elements (no copy), one dimension at a time;
 # bit k of `given` says whether start/stop/step was written. Gradient arrays are viewed the same way on replay.

@@ -72,10 +72,13 @@ class X:
 
 @dataclass(frozen=True)
 class A:
-    """An array (any dtype unless `dtype` is a pattern), optionally of fixed `ndim`."""
+    """An array (any dtype unless `dtype` is a pattern), optionally of fixed `ndim`. `indexed`: also takes
+    Warp's indexed and fabric arrays (binding `__kind` to the argument's (indexed, fabric), for a result rule that
+    keeps the kind); a builtin whose native code reads only `wp::array_t` leaves it False."""
 
     dtype: object = None
     ndim: object = None
+    indexed: bool = False
 
 
 @dataclass(frozen=True)
@@ -129,7 +132,9 @@ def unify(pattern, t, bindings: dict) -> bool:
     if isinstance(pattern, X):
         return T.is_transform(t) and unify(pattern.dtype, t._wp_scalar_type_, bindings)
     if isinstance(pattern, A):
-        if not isinstance(t, ArrayType):
+        if not isinstance(t, ArrayType) or (not t.plain and not pattern.indexed):
+            return False
+        if pattern.indexed and not _bind(bindings, "__kind", (t.indexed, t.fabric)):
             return False
         if pattern.ndim is not None and not _bind(bindings, pattern.ndim, t.ndim):
             return False

@@ -129,7 +129,7 @@ class Describer:
         if t is T.Any or t is typing.Any:
             return "Any"
         if isinstance(t, ArrayType):
-            return ("array", self.type_(t.dtype), t.ndim)
+            return (t.kind_name, self.type_(t.dtype), t.ndim)  # "array", "indexedarray", "fabricarray", ...
         if is_struct(t):
             info = t._wp_struct_
             return ("struct", info.cname, tuple((n, self.type_(ft)) for n, ft in info.fields.items()))

@@ -12,14 +12,14 @@ from .. import config
 from ..errors import CompileError
 from ..typesys import ArrayType, StaticType, is_struct
 from .frontend import FunctionSource, lower_function
-from .function import resolve_static
+from .function import is_function_argument, resolve_static
 from .passes import run_pipeline
 
 
 def compile_ir(source: FunctionSource, kind: str, name: str, param_types: list) -> ir.Function:
     """Frontend and forward pass pipeline for one function or kernel."""
     for t in param_types:
-        if isinstance(t, StaticType):
+        if isinstance(t, StaticType) and not is_function_argument(t):  # functions: bound by name (frontend)
             raise CompileError("compile-time values cannot be passed to functions", source.loc(source.fdef), name)
         inner = t.dtype if isinstance(t, ArrayType) else t
         if is_struct(inner) and inner._wp_struct_.error is not None:

@@ -22,7 +22,7 @@ from ..errors import CompileError, CompileTypeError, KernelError
 from .frontend_expr import _BINOPS, ExpressionLowering, Static, _mutated_args  # noqa: F401  (Static re-exported)
 from .frontend_loops import LoopLowering
 from .frontend_tile_refs import refuse_observed_tile_writes
-from .function import Func, FuncGradient
+from .function import UNBOUND_FUNCTION, Func, FuncGradient, is_function_argument
 from .frontend_source import (  # noqa: F401  (FunctionSource: the compiler's entry point takes one)
     _BREAK, _CONT, _RET, FunctionSource, _walk_no_nested_defs)
 from .frontend_tuples import (_Slot, _describe_binding, _fill_leaves, _fill_slots, _tuple_items, _tuple_leaves,
@@ -92,6 +92,12 @@ class Frontend(LoopLowering, ExpressionLowering):
             raise self.error("*args, **kwargs and keyword-only parameters are not supported", fdef)
         params, names = [], []
         for a, t in zip(args.args, self.param_types):
+            if is_function_argument(t):  # a `wp.Function` parameter: the function passed, by name
+                self.env[a.arg] = Static(t.obj)
+                continue
+            if t is Func:  # not specialised yet (counting the function's results): calls of it give one value
+                self.env[a.arg] = Static(UNBOUND_FUNCTION)
+                continue
             v = ir.Value(type=t, name=a.arg)
             params.append(v)
             names.append(a.arg)

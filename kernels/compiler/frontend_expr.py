@@ -10,7 +10,7 @@ import builtins as py_builtins
 
 from . import ir, scalar_semantics
 from ..typesys import ArrayValue
-from .function import grad
+from .function import UNBOUND_FUNCTION, grad, is_function_object
 from ..builtins import BUILTINS
 from .frontend_source import FunctionSource
 from .native_snippet import NativeSnippet
@@ -268,6 +268,8 @@ class ExpressionLowering:
         if not isinstance(callee, Static):
             raise self.error(f"'{ast.unparse(node.func)}' is not callable in a kernel", node)
         obj = callee.obj
+        if obj is UNBOUND_FUNCTION:  # only while counting results (see frontend.lower): one value
+            return [self.const(0, node, weak=False)]
         if obj is grad:  # `wp.grad(f)`: a compile-time value, called (now or through a local) like a function
             return [Static(self.static_eval(node))]
         if isinstance(obj, NativeSnippet):
@@ -299,6 +301,7 @@ class ExpressionLowering:
         if what == "builtin" and target == "len" and len(args) == 1 and isinstance(args[0], tuple):
             return [Static(len(args[0]))]
         operands = [self.as_value(a, node) for a in args] + [self.as_value(v, node) for v in kwargs.values()]
+        node_nresults = nresults
         if nresults is None:  # (starred arguments: their count is known once types are)
             nresults = self.result_count(what, target, None if starred else len(operands), node)
         attrs = {"kwargs": list(kwargs), "nresults": nresults}
@@ -307,12 +310,17 @@ class ExpressionLowering:
         if what in ("grad", "grad_builtin"):
             # the gradient of @func or builtin `target` w.r.t. each argument: one value per argument
             label = target if isinstance(target, str) else target.name
-            if nresults != len(operands):
-                raise self.error(f"wp.grad({label})(...) gives one gradient per argument ({len(operands)}), "
+            # a function passed to a wp.Function parameter has no gradient: one value per other argument
+            n_grads = len(operands) - sum(1 for a in list(args) + list(kwargs.values())
+                                          if isinstance(a, Static) and is_function_object(a.obj))
+            if attrs["nresults"] == len(operands) and n_grads != len(operands) and node_nresults is None:
+                nresults = attrs["nresults"] = n_grads
+            if nresults != n_grads:
+                raise self.error(f"wp.grad({label})(...) gives one gradient per argument ({n_grads}), "
                                  f"but {nresults} value(s) are expected here", node)
             attrs.update({"func": target} if what == "grad" else {"name": target})
             attrs["gradient"] = True
-            return self.emit("call", operands, node, nresults=len(operands), attrs=attrs)
+            return self.emit("call", operands, node, nresults=n_grads, attrs=attrs)
         if what == "builtin":
             attrs["name"] = target
             mutated = tuple(i for i in _mutated_args(target) if i < len(node.args))

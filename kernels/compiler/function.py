@@ -19,13 +19,15 @@ from .. import types as T
 from ..errors import CompileError
 from ..builtins import BUILTINS
 from .frontend_source import FunctionSource
-from ..typesys import ArrayType, ArrayValue, TileType, describe, is_struct
+from ..typesys import ArrayType, ArrayValue, StaticType, TileType, describe, is_struct
 
 
 def annotation_type(ann, where: str):
     """Type of a parameter annotation: scalars, composites, structs, arrays (as ArrayType), tiles, Any."""
     if ann is typing.Any or ann is T.Any:
         return T.Any
+    if ann is Func:  # `g: wp.Function`: specialised on the function passed (see is_function_argument)
+        return Func
     if isinstance(ann, (ArrayType, TileType)):
         return ann
     reason = T.unsupported_reason(ann) or T.unsupported_reason(getattr(ann, "dtype", None))
@@ -33,7 +35,9 @@ def annotation_type(ann, where: str):
         raise TypeError(f"{where}: {reason}")
     t = T.canonical_type(ann)
     if isinstance(t, ArrayValue):
-        return ArrayType(T.Any if t.dtype is typing.Any else T.canonical_type(t.dtype), t.ndim)
+        kind = t.type if getattr(t, "_wp_indexed_", False) or getattr(t, "_wp_fabric_", False) else ArrayType(None)
+        return ArrayType(T.Any if t.dtype is typing.Any or t.dtype is None else T.canonical_type(t.dtype), t.ndim,
+                         kind.indexed, kind.fabric)
     if T.is_scalar(t) or T.is_composite(t) or T.is_generic_composite(t) or is_struct(t):
         return t
     raise TypeError(f"{where}: unsupported annotation {ann!r}")
@@ -42,7 +46,7 @@ def annotation_type(ann, where: str):
 def is_generic_type(t) -> bool:
     """True for `Any`, generic composites (`vector(Any, float)`) and arrays of `Any` (types a generic kernel takes
     from its launch arguments)."""
-    if t is T.Any or T.is_generic_composite(t):
+    if t is T.Any or T.is_generic_composite(t) or t is Func:
         return True
     if isinstance(t, TileType):
         return t.dtype is T.Any or t.shape is None
@@ -131,7 +135,29 @@ def resolve_static(obj):
     return None
 
 
+#: the value of a `wp.Function` parameter while the frontend counts a function's results before any call binds it
+UNBOUND_FUNCTION = object()
+
+
+def is_function_object(obj) -> bool:
+    """Whether compile-time object `obj` is a function kernel code can call: a @wp.func or a builtin."""
+    try:
+        resolved = resolve_static(obj)
+    except TypeError:
+        return False
+    return resolved is not None and resolved[0] in ("func", "builtin")
+
+
+def is_function_argument(t) -> bool:
+    """Whether `t` is the type of a function passed as an argument (a @wp.func or a builtin such as wp.sin, as a
+    compile-time value): a `wp.Function` parameter binds it by name in the callee's body, which is compiled once
+    per function passed; it is no run-time argument."""
+    return isinstance(t, StaticType) and is_function_object(t.obj)
+
+
 def _matches(param_t, arg_t) -> bool:
+    if param_t is Func:
+        return is_function_argument(arg_t)
     if param_t is T.Any:
         return True
     if T.is_generic_composite(param_t):
@@ -254,6 +280,7 @@ class Func:
             conv = [a if is_generic_type(p) or isinstance(p, (ArrayType, TileType)) else ti.convert_weak_to(a, p, op)
                     for a, p in zip(args, params)]
             if all(_matches(p, a.type) for p, a in zip(params, conv)):
+                self._check_function_arguments(source, params, conv, ti, op)
                 types_ = tuple(a.type for a in conv)
                 fn = self.specializations.get(types_)
                 if fn is None:
@@ -277,11 +304,29 @@ class Func:
                     except CompileError:
                         del self.specializations[types_]
                         raise
-                return fn, conv
+                # function arguments are bound in the callee's body, not passed (see is_function_argument)
+                return fn, [a for a, p in zip(conv, params) if p is not Func]
         if self.annotation_errors and not self.overloads:
             raise _called_from(self.annotation_errors[0], ti.fn.name, op.loc)
         got = ", ".join(describe(a.type) for a in args)
         raise CompileError(f"no overload of '{self.name}' accepts ({got})", op.loc, ti.fn.name)
+
+    def _check_function_arguments(self, source, params, args, ti, op):
+        """Warp's refusals for functions passed to `wp.Function` parameters: none on a function with a custom
+        gradient or replay, and only builtins that compute a value (not wp.printf and other special forms)."""
+        if Func not in params:
+            return
+        if self.custom_grad is not None or self.custom_replay is not None:
+            raise CompileError("wp.Function parameters are not supported on functions with custom gradients or "
+                               f"replay functions: '{self.name}'", op.loc, ti.fn.name)
+        names = [a.arg for a in source.fdef.args.args]
+        for name, p, a in zip(names, params, args):
+            kind, target = resolve_static(a.type.obj) if p is Func else (None, None)
+            if kind == "builtin" and all(ov.side_effect or ov.ret is None for ov in BUILTINS.get(target, ())):
+                raise CompileError("wp.Function parameters support user-defined Warp functions and simple built-in "
+                                   "Warp functions such as wp.sin() and wp.min(), but parameter "
+                                   f"'{name}' of '{self.name}' received unsupported built-in function '{target}'.",
+                                   op.loc, ti.fn.name)
 
     def _by_preference(self, args) -> list:
         """The overloads taking len(args) arguments: concrete ones matching the arguments' own types first, then

@@ -57,7 +57,7 @@ def ctype(t) -> str:
     if T.is_transform(t):
         return f"wp::transform_t<{ctype(t._wp_scalar_type_)}>"
     if isinstance(t, ArrayType):
-        return f"wp::array_t<{ctype(t.dtype)}>"
+        return f"wp::{t.kind_name}_t<{ctype(t.dtype)}>"
     if is_struct(t):
         return f"wp::{t._wp_struct_.cname}"
     if isinstance(t, TileType):

@@ -9,6 +9,8 @@
 #include "quat.h"
 #include "transform.h"
 #include "array.h"
+#include "indexedarray.h"
+#include "fabricarray.h"
 #include "tile.h"
 #include "tile_linalg.h"
 #include "tile_fft.h"

@@ -540,17 +540,19 @@ class array(ArrayValue):
         """Slicing gives a view; an integer index on a 1-d array gives the element (as a numpy value)."""
         key = key if isinstance(key, tuple) else (key,)
         if any(isinstance(k, array) for k in key):
-            # Warp's indexedarray (a view through index arrays) is not implemented; numpy's fancy indexing would
-            # give a copy with other semantics
-            raise TypeError("indexing an array with index arrays (Warp's indexedarray) is not supported")
+            # Warp's rule: index arrays make an indexed array (no copy), not numpy's gather
+            from .indexedarray import index_array_view
+            if len(key) > self.ndim:
+                raise IndexError(f"{len(key)} indices for a {self.ndim}-d array")
+            return index_array_view(self, key)
         if len(key) > self.ndim:
             raise IndexError(f"{len(key)} indices for a {self.ndim}-d array")
         for k in key:
             if not isinstance(k, (int, np.integer, slice)):
                 # Warp answers an index array with an indexed array (rows x columns), numpy with a gather:
                 # neither is offered here, so refuse rather than give numpy's differently shaped result
-                raise TypeError(f"arrays are indexed with ints and slices; an index of type {type(k).__name__} "
-                                "would make an indexed array (wp.indexedarray), which kernels does not support")
+                raise TypeError(f"arrays are indexed with ints, slices and int32 index arrays (wp.array), got an "
+                                f"index of type {type(k).__name__}")
         if self.is_cuda:
             view = index(self._buf, key)
         else:
@@ -701,6 +703,8 @@ def zeros(shape=None, dtype=float, device=None, requires_grad=False, pinned=Fals
 
 def clone(src: array, device=None, requires_grad=None, pinned=None, retain_grad=False) -> array:
     rg = src.requires_grad if requires_grad is None else requires_grad
+    if getattr(src, "_wp_indexed_", False) or getattr(src, "_wp_fabric_", False):  # a contiguous copy of the selected elements, as in Warp
+        src = src.contiguous()
     out = array(src, dtype=src.dtype, device=device or src.device, copy=True)
     out.requires_grad = rg
     out.retain_grad = retain_grad

@@ -70,6 +70,9 @@ def copy(dest, src, dest_offset: int = 0, src_offset: int = 0, count: int = 0, s
     """Copy `count` elements (0: as many as fit) of `src` from element `src_offset` into `dest` at `dest_offset`.
     Offsets count flattened elements of contiguous arrays, or elements of 1-d views; other strided views are
     copied whole (same shapes, no offsets)."""
+    if any(getattr(a, "_wp_indexed_", False) or getattr(a, "_wp_fabric_", False) for a in (dest, src)):
+        from .indexedarray import copy_indexed
+        return copy_indexed(dest, src, dest_offset, src_offset, count)  # element by element, no offsets
     n, whole = copy_plan(dest, src, dest_offset, src_offset, count)
     d = copy_window(dest, dest_offset, n, whole)
     s = copy_window(src, src_offset, n, whole)

@@ -20,9 +20,10 @@ from .array_create import as_array
 from .array_layout import ArrayDescriptor
 from .device import get_device
 from .error_slot import check_error
+from .indexedarray import indexedarray, is_indexed
 from ..errors import LaunchError
 from ..logger import log_info
-from ..typesys import ArrayType, describe, is_struct
+from ..typesys import ArrayType, array_descriptor_type, describe, is_struct
 from . import cuda_module
 
 # Set by autodiff.Tape while recording: a callable(kernel, dim, inputs, outputs, device, launch) called after each
@@ -77,6 +78,8 @@ def _arg_error(kernel, i, message):
 
 def pack_array(kernel, i, t: ArrayType, value, device):
     """The native descriptor of array argument `value` for parameter `i` (type `t`) of `kernel`, checked."""
+    if not t.plain:
+        return pack_indexed(kernel, i, t, value, device)
     # the common case first (launches pack every array on their hot path): an array of the declared type on the
     # launch's device, whose descriptor is cached
     if value.__class__ is array and value.dtype is t.dtype and value.ndim == t.ndim and value.device is device \
@@ -96,6 +99,22 @@ def pack_array(kernel, i, t: ArrayType, value, device):
     if value.device != device:
         raise _arg_error(kernel, i, f"array is on {value.device}, the launch is on {device}")
     return value._descriptor()
+
+
+def pack_indexed(kernel, i, t: ArrayType, value, device, consume: bool = False):
+    """The native descriptor of indexed or Fabric array argument `value` for parameter `i` (type `t`),
+    checked."""
+    if value is None:
+        return array_descriptor_type(t)()
+    vt = getattr(value, "type", None)
+    if not isinstance(vt, ArrayType) or (vt.indexed, vt.fabric) != (t.indexed, t.fabric):
+        raise _arg_error(kernel, i, f"expected {describe(t)} (a wp.{t.kind_name}), got {type(value).__name__}")
+    if value.ndim != t.ndim or value.dtype != t.dtype:
+        raise _arg_error(kernel, i, f"expected {describe(t)} with {t.ndim} dims, got a {t.kind_name} of "
+                                    f"{describe(value.dtype)} with {value.ndim} dims")
+    if value.device != device:
+        raise _arg_error(kernel, i, f"array is on {value.device}, the launch is on {device}")
+    return value._descriptor(consume)
 
 
 def _pack_value(kernel, i, t, value):
@@ -145,6 +164,8 @@ def _composite_argument(kernel, i, t, value):
 
 def argument_type(value, declared):
     """The kernel type of a launch argument for a generic (`Any`) parameter `declared`."""
+    if getattr(value, "_wp_indexed_", False) or getattr(value, "_wp_fabric_", False):
+        return value.type
     if isinstance(declared, ArrayType) or isinstance(value, array):
         if not isinstance(value, array):
             value = as_array(value)
@@ -199,11 +220,19 @@ def pack_adjoint_args(kernel, adj_values, device, values=None):
     for i, (t, v) in enumerate(zip(kernel.arg_types, adj_values)):
         if v is None and values is not None and isinstance(t, ArrayType):
             primal = values[i]
-            if isinstance(primal, array) and not primal._foreign:
+            if (isinstance(primal, array) and not primal._foreign) or is_indexed(primal):
                 v = primal.grad
         if v is None:
             continue
-        if isinstance(t, ArrayType):
+        if isinstance(t, ArrayType) and t.fabric:
+            continue  # Fabric memory has no gradient (launch refuses an adjoint that would need one)
+        if isinstance(t, ArrayType) and t.indexed:
+            if isinstance(v, array):  # the gradient of the indexed elements themselves, in their own shape
+                v = indexedarray(v)
+            primal = values[i] if values is not None else None
+            own = is_indexed(primal) and primal.data.grad is v.data and not primal.data.retain_grad
+            setattr(c, kernel.arg_names[i], pack_indexed(kernel, i, t, v, device, consume=own))
+        elif isinstance(t, ArrayType):
             d = pack_array(kernel, i, t, v, device)
             primal = values[i] if values is not None else None
             if isinstance(primal, array) and primal.grad is v:
@@ -399,8 +428,24 @@ def check_backward(kernel):
         raise kernel.adjoint_error
 
 
+def _check_fabric_writes(kernel):
+    """A kernel that writes a Fabric array cannot be differentiated: Fabric memory has no gradient storage, so
+    the gradient through those elements would be lost (refused before a taped or adjoint launch)."""
+    sig = kernel.signature
+    for a in sig.access:
+        t = sig.types[a.param]
+        for f in a.fields:
+            t = t._wp_struct_.fields[f]
+        if a.written and isinstance(t, ArrayType) and t.fabric:
+            raise LaunchError(f"kernel '{kernel.name}' writes Fabric array '{a.path}', which has no gradient "
+                              "storage: it cannot be launched on a Tape or as an adjoint (launch it with "
+                              "record_tape=False, or outside the Tape)")
+
+
 def _own_gradient(value):
     if isinstance(value, array) and not value._foreign:
+        return value.grad
+    if is_indexed(value) and not value.data._foreign:
         return value.grad
     return None
 
@@ -415,6 +460,8 @@ def launch(kernel, dim, inputs=(), outputs=(), device=None, adjoint=False, adj_i
         log_info(f"kernel: {kernel.name} dim: {dim} inputs: {inputs} outputs: {outputs} device: {device}")
     kernel.ensure_built(device)
     values = list(inputs) + list(outputs)
+    if adjoint or (record_tape and tape_hooks):
+        _check_fabric_writes(kernel)
     if adjoint:
         check_backward(kernel)
     adj_values = None

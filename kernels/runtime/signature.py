@@ -11,8 +11,7 @@ from functools import cached_property
 from operator import itemgetter
 
 from .. import types as T
-from ..typesys import ArrayDescriptor
-from ..typesys import ArrayType, is_differentiable_type, is_struct
+from ..typesys import ArrayType, array_descriptor_type, is_differentiable_type, is_struct
 
 
 class ParamKind(enum.Enum):
@@ -71,7 +70,7 @@ def pick(indices: tuple):
 def ctype_of(t):
     """The ctypes type a parameter of kernel type `t` is packed as."""
     if isinstance(t, ArrayType):
-        return ArrayDescriptor
+        return array_descriptor_type(t)
     if is_struct(t):
         return t._wp_struct_.ctype()
     if T.is_composite(t):

@@ -58,6 +58,8 @@ def _field_type(name, ann, cls):
         return t
     if isinstance(t, array):
         return ArrayType(T.canonical_type(t.dtype), t.ndim)
+    if getattr(t, "_wp_indexed_", False) or getattr(t, "_wp_fabric_", False):  # wp.indexedarray(dtype=float)
+        return t.type
     if is_struct(t):
         if t._wp_struct_.error is not None:
             raise TypeError(f"struct {cls.__name__}: field '{name}' is unusable: {t._wp_struct_.error}")
@@ -176,7 +178,12 @@ def _from_ctype(cls, c):
     out = cls()
     for name, t in cls._wp_struct_.fields.items():
         v = getattr(c, name)
-        if isinstance(t, ArrayType):
+        if isinstance(t, ArrayType) and t.fabric:
+            raise TypeError(f"struct {cls.__name__}.{name}: a Fabric array cannot be read back from native memory "
+                            "(its bucket table is the Python object's)")
+        elif isinstance(t, ArrayType) and t.indexed:
+            value = _indexed_from_ctype(t, v)
+        elif isinstance(t, ArrayType):
             shape = tuple(v.shape[k] for k in range(v.ndim))
             strides = tuple(v.strides[k] for k in range(v.ndim))
             value = array(ptr=v.data, dtype=t.dtype, shape=shape, strides=strides) if v.data else None
@@ -193,6 +200,20 @@ def _from_ctype(cls, c):
             value = v
         object.__setattr__(out, name, t._np_(value) if T.is_scalar(t) and t not in (T.float16, T.bfloat16) else value)
     return out
+
+
+def _indexed_from_ctype(t, v):
+    """An indexed array viewing the memory native form `v` (an IndexedArrayDescriptor) points to, or None."""
+    from .indexedarray import indexedarray
+
+    d = v.data
+    if not d.data:
+        return None
+    parent = array(ptr=d.data, dtype=t.dtype, shape=tuple(d.shape[k] for k in range(d.ndim)),
+                   strides=tuple(d.strides[k] for k in range(d.ndim)))
+    indices = [array(ptr=v.indices[k], dtype=T.int32, shape=(v.shape[k],)) if v.indices[k] else None
+               for k in range(d.ndim)]
+    return indexedarray(parent, indices)
 
 
 def _scalar_bits(t, v):
@@ -218,11 +239,30 @@ def _check_value(cls, name, t, value):
     if isinstance(t, ArrayType):
         if value is None:
             return None
+        if not t.plain:  # Warp's checks and wording
+            if getattr(value, "type", None) is None or not isinstance(value.type, ArrayType) or \
+                    (value.type.indexed, value.type.fabric) != (t.indexed, t.fabric):
+                what = {(True, False): "indexed array", (False, True): "fabric array",
+                        (True, True): "indexed fabric array"}[(t.indexed, t.fabric)]
+                raise TypeError(f"Struct field '{name}' expects a Warp {what}, got {type(value).__name__}")
+            if value.dtype != t.dtype and t.dtype is not T.Any:
+                raise TypeError(f"Struct field '{name}' expects dtype {T.type_repr(t.dtype)}, got "
+                                f"{T.type_repr(value.dtype)}")
+            if value.ndim != t.ndim:
+                raise TypeError(f"Struct field '{name}' expects an array with {t.ndim} dimension(s), got "
+                                f"{value.ndim} dimension(s)")
+            return value
         if not isinstance(value, array):
-            value = as_array(value, t)
-        if value.ndim != t.ndim or (value.dtype != t.dtype and t.dtype is not T.Any):
-            raise TypeError(f"struct {cls.__name__}.{name}: expected {t!r}, got array of "
-                            f"{T.type_repr(value.dtype)} with {value.ndim} dims")
+            try:
+                value = as_array(value, t)
+            except TypeError:
+                raise TypeError(f"Struct field '{name}' expects a Warp array, got {type(value).__name__}") from None
+        if value.dtype != t.dtype and t.dtype is not T.Any:  # Warp's wording
+            raise TypeError(f"Struct field '{name}' expects dtype {T.type_repr(t.dtype)}, got "
+                            f"{T.type_repr(value.dtype)}")
+        if value.ndim != t.ndim:
+            raise TypeError(f"Struct field '{name}' expects an array with {t.ndim} dimension(s), got "
+                            f"{value.ndim} dimension(s)")
         return value
     if is_struct(t):
         if type(value) is not t:

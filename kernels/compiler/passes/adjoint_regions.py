@@ -233,8 +233,11 @@ def _privatizable(fn: ir.Function, exclusive: dict):
     access = array_access(fn, fn.param_names)
     if any(r and w for r, w in access.values()):
         return None
+    paths = _array_paths(zip(fn.param_names, (p.type for p in fn.params)))
+    if any(not t.plain for _, t in paths):  # gradients through index arrays or buckets: per-thread copies are
+        return None                          # not laid out like them, and two threads may share an element
     names = {fn.param_names[fn.params.index(p)] for p in exclusive}
-    return [(path, t) for path, t in _array_paths(zip(fn.param_names, (p.type for p in fn.params)))
+    return [(path, t) for path, t in paths
             if access.get(path, (False, False))[0] and path not in names]
 
 
@@ -248,7 +251,8 @@ def _exclusive_arrays(fn: ir.Function) -> dict:
             and op.attrs.get("ndim") == 1 and len(op.results) == 1}
     if not tids:
         return {}
-    loads = {p: [] for p in fn.params if isinstance(p.type, ArrayType)}
+    # an indexed array's index arrays may repeat an element: never exclusive
+    loads = {p: [] for p in fn.params if isinstance(p.type, ArrayType) and p.type.plain}
     for op in ir.walk(fn.body):
         for k, v in enumerate(op.operands):
             if v not in loads:

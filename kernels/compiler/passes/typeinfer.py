@@ -567,6 +567,12 @@ class TypeInference(TileForms, TileSliceForms, PathForms, SliceForms, ScalarForm
         if T.is_transform(t) and attr in ("p", "q"):
             self.call_builtin(op, "transform_get_translation" if attr == "p" else "transform_get_rotation", [base])
             return
+        if isinstance(t, ArrayType) and t.fabric and attr in ("size", "shape"):  # Warp's one attribute: size
+            if attr == "shape":
+                raise self.error(f"a {describe(t)} has no attribute 'shape' in kernels (Warp's Fabric arrays have "
+                                 "'size')", op)
+            self.call_builtin(op, "fabric_size", [base])
+            return
         if isinstance(t, ArrayType) and attr == "shape":
             # a compile-time handle; indexing it (a.shape[0]) reads the dimension
             op.results[0].type = ShapeType(t.ndim)
