@@ -72,6 +72,18 @@ def _int_pow(self, other, mod=None):
     raise TypeError(f"'**' is not defined for integer values ({type(self).__name__}), as in Warp")
 
 
+def host_scalar(t, raw):
+    """The value host code gets for a scalar of type `t` read from native memory (`raw`: a numpy scalar): a
+    vector's component, a builtin's result in Python scope. As in Warp: float32, int32 and bool give Python
+    numbers; other types give values of the type (`wp.float64(...)`); every type gives Python numbers with
+    `config.legacy_scalar_return_types`. `raw` holds the value, not its storage bits (a bfloat16 as a float32)."""
+    from . import config
+
+    if config.legacy_scalar_return_types or t is float32 or t is int32 or t is bool_:
+        return raw.item()
+    return t(raw)
+
+
 def is_scalar_value(x) -> bool:
     """Whether `x` was made by a scalar type (`wp.float32(1.5)`), as opposed to a plain numpy scalar."""
     return type(x) in _VALUE_CLASSES.values()
@@ -268,7 +280,9 @@ class Composite:
     def __getitem__(self, key):
         self._check_key(key)
         item = self._data.reshape(self._shape_)[key]
-        if not isinstance(item, np.ndarray) or self._category_ == "transform":
+        if not isinstance(item, np.ndarray):
+            return host_scalar(self._wp_scalar_type_, item)
+        if self._category_ == "transform":
             return item
         sliced = any(isinstance(k, slice) for k in (key if isinstance(key, tuple) else (key,)))
         if item.ndim == 1 and (sliced or self._category_ == "matrix"):

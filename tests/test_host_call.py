@@ -5,10 +5,13 @@ import pytest
 
 import kernels as wp
 
+import _warp_reference
+
 
 def test_scalar_builtins_from_python_match_the_kernel_results():
-    assert wp.abs(-1.5) == np.float32(1.5) and isinstance(wp.abs(-1.5), np.float32)
-    assert wp.abs(wp.float64(-2.0)) == 2.0 and isinstance(wp.abs(wp.float64(-2.0)), np.float64)
+    # Warp's host values: Python numbers for float32/int32/bool, values of the scalar type for the others
+    assert wp.abs(-1.5) == 1.5 and type(wp.abs(-1.5)) is float
+    assert wp.abs(wp.float64(-2.0)) == 2.0 and isinstance(wp.abs(wp.float64(-2.0)), wp.float64)
     assert wp.min(3, 5) == 3
     np.testing.assert_allclose(wp.cos(0.5), np.cos(np.float32(0.5)), rtol=1e-6)
 
@@ -74,3 +77,34 @@ def test_transformation_constructor_in_kernels_and_python():
     np.testing.assert_array_equal(out.numpy(), np.tile(np.arange(2.0, 9.0), (3, 1)))
     t = wp.transformation(p=wp.vec3(1.0, 2.0, 3.0), q=wp.quat_identity(), dtype=wp.float64)
     assert isinstance(t, wp.transformd) and list(t) == [1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 1.0]
+
+
+# Host values as Warp gives them: a builtin's result in Python scope and a vector's or matrix's component, for
+# every scalar width, with and without `config.legacy_scalar_return_types`
+_HOST_VALUES = """
+import numpy as np
+
+
+def run(wp, Tape):
+    def probe(legacy):
+        wp.config.legacy_scalar_return_types = legacy
+        try:
+            got = [wp.sin(1.25), wp.sin(wp.float64(1.25)), wp.sin(wp.float16(1.25)), wp.invert(wp.int8(5)),
+                   wp.invert(wp.uint64(5)), wp.invert(7), wp.length(wp.vec2f(3.0, 4.5)), wp.length(wp.vec2d(3.0, 4.5)),
+                   wp.mul(wp.vec2f(1.23, 2.34), wp.float32(3.45))[1], wp.mul(wp.vec2d(1.23, 2.34), wp.float64(3.45))[1],
+                   wp.vec3h(1.5, 2.0, 3.0)[0], wp.vec3ub(1, 2, 3)[2], wp.mat22d(1.0, 2.0, 3.0, 4.0)[1, 0],
+                   wp.mat22(1.0, 2.0, 3.0, 4.0)[1][1], wp.vec2i(-4, 9)[1]]
+        finally:
+            wp.config.legacy_scalar_return_types = False
+        return np.array([type(x).__name__ for x in got]), np.array([float(x) for x in got])
+
+    types, values = probe(False)
+    legacy_types, legacy_values = probe(True)
+    return {"types": types, "values": values, "legacy_types": legacy_types, "legacy_values": legacy_values}
+"""
+
+
+def test_host_values_have_warps_types_and_values(tmp_path):
+    warp, ours = _warp_reference.both(_HOST_VALUES, str(tmp_path), "host_values")
+    for key, value in warp.items():
+        np.testing.assert_array_equal(ours[key], value, err_msg=key)

@@ -59,7 +59,7 @@ def call(name: str, args: tuple, kwargs: dict):
 def _value(t, raw):
     if T.is_composite(t):
         return t(*np.asarray(raw).reshape(-1).tolist())
-    return t._np_(raw)
+    return T.host_scalar(t, t._np_(raw) if t is not T.bfloat16 else raw)
 
 
 def _build(name: str, types_: tuple):
