@@ -317,6 +317,12 @@ class Composite:
     def __repr__(self):
         return f"{type(self).__name__}({', '.join(repr(x) for x in self._data.tolist())})"
 
+    def __bytes__(self):
+        """The value's native bytes (its components in storage order), as `bytes()` of Warp's ctypes values."""
+        if self._wp_scalar_type_ is bfloat16:
+            return halfbits.float32_to_bfloat16_bits(self._data).tobytes()
+        return np.ascontiguousarray(self._data, dtype=self._wp_scalar_type_._np_).tobytes()
+
     def __str__(self):
         return _to_str(self)
 

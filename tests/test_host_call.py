@@ -35,8 +35,10 @@ def test_a_user_func_calling_builtins_runs_from_python():
 def test_kernel_only_builtins_and_bad_arguments_are_refused():
     with pytest.raises(RuntimeError, match="only be called inside kernels"):
         wp.tid()
-    with pytest.raises(TypeError, match="wp.length"):
+    with pytest.raises(RuntimeError, match="^Couldn't find a function 'length' compatible with the arguments 'float'$"):
         wp.length(1.0)
+    with pytest.raises(TypeError, match="non-Warp array types"):
+        wp.length([1.0, 2.0])
 
 
 def test_builtins_with_several_results_return_a_tuple():
@@ -106,5 +108,43 @@ def run(wp, Tape):
 
 def test_host_values_have_warps_types_and_values(tmp_path):
     warp, ours = _warp_reference.both(_HOST_VALUES, str(tmp_path), "host_values")
+    for key, value in warp.items():
+        np.testing.assert_array_equal(ours[key], value, err_msg=key)
+
+
+# Overload resolution in Python scope as Warp's: exact argument types (a Python int is an int32 and wraps, a float a
+# float32; no promotion), keyword arguments by each overload's own parameter names and defaults, compile-time
+# dtype arguments; the refusal message names the arguments' types
+_RESOLUTION = """
+import numpy as np
+
+
+def run(wp, Tape):
+    refused = []
+    for f, args in ((wp.mul, (wp.int16(3), 4)), (wp.mul, (4, np.int8(3))), (wp.min, (wp.vec3f(), wp.vec3d())),
+                    (wp.add, (wp.float64(1.0), 2.0)), (wp.length, (1.0,)), (wp.mul, (wp.float16(2.0), 2.0))):
+        try:
+            f(*args)
+            refused.append("")
+        except RuntimeError as e:
+            refused.append(str(e))
+    state = wp.rand_init(42)
+    position = wp.vec3f(0.25, 0.5, 0.75)
+    eye = wp.mat44f(1.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 2.0, 0.0, 0.0, 1.0, 3.0, 0.0, 0.0, 0.0, 1.0)
+    values = [wp.invert(-1234567890123456789), wp.mul(-1234567890, -1234567890), wp.max(a=wp.vec3f(3.0, 1.0, 2.0)),
+              *wp.curlnoise(xyz=position, state=state), *wp.curlnoise(state, position, wp.uint32(2), 2.0, 0.5),
+              *wp.transform_point(point=position, mat=eye), *wp.transform_point(xform=eye, point=position),
+              wp.mul(wp.uint8(200), wp.uint8(3)), wp.sin(np.float64(0.5))]
+    identities = [bytes(wp.quat_identity(dtype=t)) + bytes(wp.transform_identity(dtype=t))
+                  for t in (wp.float16, wp.bfloat16, wp.float32, wp.float64)]
+    return {"refused": np.array(refused), "values": np.array([float(v) for v in values]),
+            "identities": np.concatenate([np.frombuffer(b, dtype=np.uint8) for b in identities]),
+            "identity_quat_none": np.array(list(wp.quat_identity(dtype=None)))}
+"""
+
+
+def test_python_scope_overload_resolution_is_warps(tmp_path):
+    warp, ours = _warp_reference.both(_RESOLUTION, str(tmp_path), "host_resolution")
+    assert set(ours) == set(warp)
     for key, value in warp.items():
         np.testing.assert_array_equal(ours[key], value, err_msg=key)

@@ -180,23 +180,26 @@ class TypeInference(TileForms, TileSliceForms, PathForms, SliceForms, ScalarForm
         self.call_builtin(op, name)
 
     def order_args(self, op, name, overloads):
-        """Map keyword arguments to positions using the first overload that names them."""
+        """Map keyword arguments to positions using the first overload that names them and has a value (given or
+        default) for each of its parameters (`max(a=v)` is the one-argument overload, as in Warp)."""
         kw = op.attrs.get("kwargs") or []
         if not kw:
             return self.fill_trailing_defaults(op, overloads)
         npos = len(op.operands) - len(kw)
+        missing = None
         for ov in overloads:
             if all(k in ov.arg_names for k in kw) and npos <= len(ov.arg_names):
                 args = list(op.operands[:npos]) + [None] * (len(ov.arg_names) - npos)
                 for k, v in zip(kw, op.operands[npos:]):
                     args[ov.arg_names.index(k)] = v
-                for i, a in enumerate(args):
-                    if a is None:
-                        n = ov.arg_names[i]
-                        if n not in ov.defaults:
-                            raise self.error(f"{name}() missing argument '{n}'", op)
-                        args[i] = self.default_const(ov.defaults[n], op.loc)
-                return args
+                absent = [ov.arg_names[i] for i, a in enumerate(args) if a is None and ov.arg_names[i] not in ov.defaults]
+                if absent:
+                    missing = missing or absent[0]
+                    continue
+                return [a if a is not None else self.default_const(ov.defaults[ov.arg_names[i]], op.loc)
+                        for i, a in enumerate(args)]
+        if missing is not None:
+            raise self.error(f"{name}() missing argument '{missing}'", op)
         raise self.error(f"{name}() got unexpected keyword arguments {kw}", op)
 
     def check_atomic(self, name, array_type, op):
