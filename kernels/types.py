@@ -660,8 +660,12 @@ def dtype_from_numpy(numpy_dtype):
 
 
 def dtype_to_numpy(t):
-    """The numpy dtype of a kernel scalar type (Warp's `wp.dtype_to_numpy`)."""
-    return np.dtype(scalar_type(t)._np_)
+    """The numpy scalar type of a kernel scalar type (Warp's `wp.dtype_to_numpy`: `np.float32` for float32, the
+    storage type `np.uint16` for bfloat16); a TypeError for other types, as in Warp."""
+    t = canonical_type(t)
+    if not is_scalar(t):
+        raise TypeError(f"Cannot convert {t} to a NumPy type")
+    return np.dtype(t._np_).type
 
 
 def warp_type_name(t) -> str:

@@ -148,3 +148,10 @@ def test_python_scope_overload_resolution_is_warps(tmp_path):
     assert set(ours) == set(warp)
     for key, value in warp.items():
         np.testing.assert_array_equal(ours[key], value, err_msg=key)
+
+
+def test_dtype_to_numpy_gives_numpy_scalar_types_as_warp():
+    assert wp.dtype_to_numpy(wp.int16) is np.int16 and wp.dtype_to_numpy(wp.float32) is np.float32
+    assert wp.dtype_to_numpy(wp.bfloat16) is np.uint16  # the storage type, as in Warp
+    with pytest.raises(TypeError, match="Cannot convert"):
+        wp.dtype_to_numpy(wp.vec3)
