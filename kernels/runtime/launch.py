@@ -148,6 +148,12 @@ def pack_array(kernel, i, t: ArrayType, value, device):
     if value is None:
         return ArrayDescriptor()
     if not isinstance(value, array):
+        if not any(hasattr(value, k) for k in ("__array_interface__", "__array__", "__cuda_array_interface__",
+                                                  "__dlpack__")):
+            # Warp takes arrays and array-interface objects (numpy, torch, ...), not lists or numbers
+            raise LaunchError(f"Error launching kernel '{kernel.name}', argument '{kernel.arg_names[i]}' expects an "
+                              f"array of type array(ndim={t.ndim}, dtype={T.warp_type_name(t.dtype)}), but passed value has type "
+                              f"{type(value).__name__}.")
         try:
             value = as_array(value, t)
         except (TypeError, ValueError) as e:
