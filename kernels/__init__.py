@@ -129,8 +129,8 @@ del _name, _obj
 
 from .mathlib import (norm_huber, norm_l1, norm_l2, norm_pseudo_huber, quat_from_euler, quat_to_euler,  # noqa: E402
                       quat_to_rpy, quat_twist, quat_twist_angle, quat_twist_angle_signed, smooth_normalize,
-                      spatial_adjoint, transform_compose, transform_decompose, transform_twist, transform_wrench,
-                      velocity_at_point)
+                      spatial_adjoint, transform_compose, transform_decompose, transform_from_matrix,
+                      transform_to_matrix, transform_twist, transform_wrench, velocity_at_point)
 from .runtime import array_ops as _array_ops  # noqa: E402
 
 _array_ops.install(array)
