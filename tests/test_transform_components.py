@@ -1,5 +1,6 @@
 """A transform's components by index in kernels: t[i] and t[i] = v over the flat layout (px, py, pz, qx, qy, qz, qw),
-negative indices counting from the end as in Python and Warp (they read and wrote outside the translation before);
+negative indices counting from the end as in Python and Warp (they read and wrote outside the translation before),
+and the attributes t.p and t.q assigned (t.p = v, t.p += v);
 gradients by central differences, values against real Warp."""
 
 import numpy as np
@@ -43,6 +44,30 @@ def test_negative_indices_read_and_write_from_the_end_with_gradients():
     gradcheck(lambda t, s: _run(t, s)[1], args)
 
 
+@wp.kernel
+def _parts(p: wp.array(dtype=wp.vec3d), q: wp.array(dtype=wp.quatd), out: wp.array(dtype=wp.transformd)):
+    i = wp.tid()
+    t = wp.transform_identity(dtype=wp.float64)
+    t.p = p[i]
+    t.q = q[i]
+    t.p += p[i] * wp.float64(2.0)
+    out[i] = t
+
+
+def test_translation_and_rotation_attributes_are_assignable_with_gradients():
+    rng = np.random.default_rng(4)
+    p, q = rng.normal(size=(2, 3)), rng.normal(size=(2, 4))
+
+    def run(p, q):
+        out = wp.zeros(2, dtype=wp.transformd, requires_grad=True)
+        wp.launch(_parts, 2, [p, q, out])
+        return out
+
+    out = run(wp.array(p, dtype=wp.vec3d), wp.array(q, dtype=wp.quatd)).numpy()
+    np.testing.assert_allclose(out, np.concatenate([3.0 * p, q], axis=1), atol=1e-12)
+    gradcheck(run, [wp.array(p, dtype=wp.vec3d, requires_grad=True), wp.array(q, dtype=wp.quatd, requires_grad=True)])
+
+
 _PROGRAM = '''
 import numpy as np
 
@@ -54,6 +79,8 @@ def components(out: wp.array(dtype=wp.transform), read: wp.array(dtype=float)):
     t[-1] = 123.0
     t[-5] *= 2.0
     t[0] = 9.0
+    t.p += wp.vec3(0.5, 0.25, 0.125)
+    t.q = wp.quat(0.0, 0.6, 0.0, 0.8)
     out[0] = t
 
 

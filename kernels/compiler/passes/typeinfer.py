@@ -716,6 +716,14 @@ class TypeInference(TileForms, TileSliceForms, PathForms, SliceForms, ScalarForm
             idx = self.typed_const(_COMPONENTS[attr], T.int32, op.loc)
             self.call_builtin(op, "assign", [base, idx, self.convert_weak_to(value, t._wp_scalar_type_, op)])
             return
+        if T.is_transform(t) and attr in ("p", "q"):
+            # t.p = v / t.q = r (and t.p += v): the transform rebuilt from the new part and the kept one, so the
+            # gradients are those of the getter and the constructor
+            kept = "transform_get_rotation" if attr == "p" else "transform_get_translation"
+            get = self.call_builtin(ir.Op("call", [base], [ir.Value()], {}, [], op.loc), kept, [base])
+            parts = [value, get.results[0]] if attr == "p" else [get.results[0], value]
+            self.construct_as(ir.Op("construct", parts, op.results, {"type": t}, [], op.loc), t, parts)
+            return
         raise self.error(f"cannot assign attribute '{attr}' of a {describe(t)}", op)
 
     def op_construct(self, op):
