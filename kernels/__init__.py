@@ -61,7 +61,8 @@ from .types import (Any, bool_, float16, float32, float64, int8, int16, int32, i
                     transform, transformd, transformf, uint8, uint16, uint32, uint64, vec2, vec2b, vec2d, vec2f,
                     vec2h, vec2i, vec2l, vec2ub, vec2ui, vec3, vec3b, vec3d, vec3f, vec3h, vec3i, vec3l, vec3ub,
                     vec3ui, vec4, vec4b, vec4d, vec4f, vec4h, vec4i, vec4l, vec4ub, vec4ui, vector)
-from .types import (bfloat16, dtype_from_numpy, dtype_to_numpy, spatial_matrixf, spatial_matrixh, spatial_vectorh,
+from .numpy_types import dtype_from_numpy, dtype_to_numpy  # noqa: E402
+from .types import (bfloat16, spatial_matrixf, spatial_matrixh, spatial_vectorh,
                     transformh, vec2s, vec2ul, vec2us, vec3s, vec3ul, vec3us, vec4s, vec4ul, vec4us)
 from .types import handle  # noqa: E402  (Warp's object-handle type: uint64)
 from .types import Float, Int  # noqa: E402,F401  (Warp's constrained generics: names only, see types)
@@ -135,8 +136,8 @@ del _name, _obj
 
 from .mathlib import (norm_huber, norm_l1, norm_l2, norm_pseudo_huber, quat_from_euler, quat_to_euler,  # noqa: E402
                       quat_to_rpy, quat_twist, quat_twist_angle, quat_twist_angle_signed, smooth_normalize,
-                      spatial_adjoint, transform_compose, transform_decompose, transform_twist, transform_wrench,
-                      velocity_at_point)
+                      spatial_adjoint, transform_compose, transform_decompose, transform_from_matrix,
+                      transform_to_matrix, transform_twist, transform_wrench, velocity_at_point)
 from .runtime import array_ops as _array_ops  # noqa: E402
 
 _array_ops.install(array)

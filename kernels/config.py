@@ -43,6 +43,11 @@ track_memory: bool = False
 #: device to the active logger (kernels.logger).
 print_launches: bool = False
 
+#: Warp's `legacy_scalar_return_types`: True gives Python numbers for every scalar that host code reads (a vector's
+#: component, a builtin called from Python), as Warp did before 1.10; False (Warp's default) gives Python numbers
+#: for float32, int32 and bool only, and values of the scalar type (`wp.float64`, `wp.int8`, ...) for the others.
+legacy_scalar_return_types: bool = False
+
 #: Launches with at least this many threads run in parallel on the CPU (the runtime's thread pool); smaller ones run
 #: on one core, where starting threads would cost more than it saves.
 cpu_parallel_threshold: int = 16384

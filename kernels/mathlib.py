@@ -11,6 +11,7 @@ from __future__ import annotations
 from .compiler import lang as wp
 from .compiler.function import func
 
+from . import types as _T
 from .types import Any
 
 
@@ -240,11 +241,40 @@ def _compose_decompose(vec3, quat, mat44, zero, one):
     return transform_compose, transform_decompose
 
 
-for _types in ((wp.vec3, wp.quat, wp.mat44, 0.0, 1.0),
-               (wp.vec3d, wp.quatd, wp.mat44d, wp.float64(0.0), wp.float64(1.0))):
-    _compose, _decompose = _compose_decompose(*_types)
+def _transform_matrix_for(vec3, mat33, mat44, transform, zero, one):
+    """transform_to_matrix/transform_from_matrix for one precision."""
+
+    def transform_to_matrix(xform: transform):
+        """4x4 matrix [R | p; 0 0 0 1] of a transform (p, R)."""
+        p = wp.transform_get_translation(xform)
+        r = wp.quat_to_matrix(wp.transform_get_rotation(xform))
+        return mat44(r[0, 0], r[0, 1], r[0, 2], p[0],
+                     r[1, 0], r[1, 1], r[1, 2], p[1],
+                     r[2, 0], r[2, 1], r[2, 2], p[2],
+                     zero, zero, zero, one)
+
+    def transform_from_matrix(mat: mat44):
+        """The transform (p, R) of a 4x4 matrix [R | p; ...]: its last column and the rotation of its upper-left
+        3x3 block (quat_from_matrix)."""
+        r = mat33(mat[0, 0], mat[0, 1], mat[0, 2], mat[1, 0], mat[1, 1], mat[1, 2], mat[2, 0], mat[2, 1], mat[2, 2])
+        return transform(vec3(mat[0, 3], mat[1, 3], mat[2, 3]), wp.quat_from_matrix(r))
+
+    transform_to_matrix.__annotations__ = {"xform": transform}
+    transform_from_matrix.__annotations__ = {"mat": mat44}
+    return transform_to_matrix, transform_from_matrix
+
+
+# float32 first: a call whose types match no overload reports against the first one, as Warp's float32 default
+for _types in ((wp.vec3, wp.quat, wp.mat33, wp.mat44, wp.transform, 0.0, 1.0),
+               (_T.vec3h, _T.quath, _T.mat33h, _T.mat44h, _T.transformh, _T.float16(0.0), _T.float16(1.0)),
+               (wp.vec3d, wp.quatd, wp.mat33d, wp.mat44d, _T.transformd, wp.float64(0.0), wp.float64(1.0))):
+    vec3_, quat_, mat33_, mat44_, transform_, zero_, one_ = _types
+    _compose, _decompose = _compose_decompose(vec3_, quat_, mat44_, zero_, one_)
     transform_compose = func(_compose)
     transform_decompose = func(_decompose)
+    _to_matrix, _from_matrix = _transform_matrix_for(vec3_, mat33_, mat44_, transform_, zero_, one_)
+    transform_to_matrix = func(_to_matrix)
+    transform_from_matrix = func(_from_matrix)
 
 
 def _spatial_adjoint_for(mat33, mat66):
@@ -263,5 +293,5 @@ def _spatial_adjoint_for(mat33, mat66):
     return spatial_adjoint
 
 
-for _types in ((wp.mat33, wp.spatial_matrix), (wp.mat33d, wp.spatial_matrixd)):
+for _types in ((wp.mat33, wp.spatial_matrix), (_T.mat33h, _T.spatial_matrixh), (wp.mat33d, wp.spatial_matrixd)):
     spatial_adjoint = func(_spatial_adjoint_for(*_types))

@@ -78,6 +78,18 @@ def _int_pow(self, other, mod=None):
     raise TypeError(f"'**' is not defined for integer values ({type(self).__name__}), as in Warp")
 
 
+def host_scalar(t, raw):
+    """The value host code gets for a scalar of type `t` read from native memory (`raw`: a numpy scalar): a
+    vector's component, a builtin's result in Python scope. As in Warp: float32, int32 and bool give Python
+    numbers; other types give values of the type (`wp.float64(...)`); every type gives Python numbers with
+    `config.legacy_scalar_return_types`. `raw` holds the value, not its storage bits (a bfloat16 as a float32)."""
+    from . import config
+
+    if config.legacy_scalar_return_types or t is float32 or t is int32 or t is bool_:
+        return raw.item()
+    return t(raw)
+
+
 def is_scalar_value(x) -> bool:
     """Whether `x` was made by a scalar type (`wp.float32(1.5)`), as opposed to a plain numpy scalar."""
     return type(x) in _VALUE_CLASSES.values()
@@ -274,7 +286,9 @@ class Composite:
     def __getitem__(self, key):
         self._check_key(key)
         item = self._data.reshape(self._shape_)[key]
-        if not isinstance(item, np.ndarray) or self._category_ == "transform":
+        if not isinstance(item, np.ndarray):
+            return host_scalar(self._wp_scalar_type_, item)
+        if self._category_ == "transform":
             return item
         sliced = any(isinstance(k, slice) for k in (key if isinstance(key, tuple) else (key,)))
         if item.ndim == 1 and (sliced or self._category_ == "matrix"):
@@ -308,6 +322,12 @@ class Composite:
 
     def __repr__(self):
         return f"{type(self).__name__}({', '.join(repr(x) for x in self._data.tolist())})"
+
+    def __bytes__(self):
+        """The value's native bytes (its components in storage order), as `bytes()` of Warp's ctypes values."""
+        if self._wp_scalar_type_ is bfloat16:
+            return halfbits.float32_to_bfloat16_bits(self._data).tobytes()
+        return np.ascontiguousarray(self._data, dtype=self._wp_scalar_type_._np_).tobytes()
 
     def __str__(self):
         return _to_str(self)
@@ -634,20 +654,6 @@ spatial_vector, spatial_vectorf, spatial_vectord = (spatial_vector_type(float32)
 spatial_vectorh = spatial_vector_type(float16)
 spatial_matrix, spatial_matrixd = matrix((6, 6), float32), matrix((6, 6), float64)
 spatial_matrixf, spatial_matrixh = spatial_matrix, matrix((6, 6), float16)
-
-
-def dtype_from_numpy(numpy_dtype):
-    """The kernel scalar type of a numpy dtype (Warp's `wp.dtype_from_numpy`)."""
-    nd = np.dtype(numpy_dtype)
-    for t in (float16, float32, float64, int8, uint8, int16, uint16, int32, uint32, int64, uint64, bool_):
-        if np.dtype(t._np_) == nd:  # bfloat16 has no numpy dtype of its own
-            return t
-    raise TypeError(f"no kernel type for numpy dtype {nd}")
-
-
-def dtype_to_numpy(t):
-    """The numpy dtype of a kernel scalar type (Warp's `wp.dtype_to_numpy`)."""
-    return np.dtype(scalar_type(t)._np_)
 
 
 def warp_type_name(t) -> str:

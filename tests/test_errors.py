@@ -426,9 +426,12 @@ def test_launch_with_wrong_array_ndim(device):
     assert "'values'" in message and "dims" in message
 
 
-def test_launch_with_wrong_dim_count_for_tid(device):
-    message = _launch_error(device, [wp.zeros((2, 2), dtype=float, device=device)], kernel=grid_kernel, dim=4)
-    assert "wp.tid()" in message
+def test_launch_with_fewer_dims_than_tid_coordinates_pads_them_with_one(device):
+    # Warp 1.19's launch bounds: a 1-d launch of a kernel reading (i, j) runs j = 0 only (tests/test_launch_bounds.py
+    # compares the padding and folding with Warp's)
+    values = wp.zeros((2, 2), dtype=float, device=device)
+    wp.launch(grid_kernel, 2, inputs=[values], device=device)
+    np.testing.assert_array_equal(values.numpy(), [[1.0, 0.0], [1.0, 0.0]])
 
 
 def test_failed_launch_leaves_kernel_usable(device):
@@ -436,3 +439,13 @@ def test_failed_launch_leaves_kernel_usable(device):
     values = wp.zeros(2, dtype=float, device=device)
     wp.launch(two_params, 2, inputs=[values, 3], device=device)
     np.testing.assert_array_equal(values.numpy(), [3.0, 3.0])
+
+
+def test_launch_with_a_list_for_an_array_is_refused_as_in_warp(device):
+    # Warp takes arrays and objects with an array interface (numpy, torch) for array parameters, not lists
+    message = _launch_error(device, [[1.0, 2.0], 3], dim=2)
+    assert message == ("Error launching kernel 'two_params', argument 'values' expects an array of type "
+                       "array(ndim=1, dtype=float32), but passed value has type list.")
+    values = np.zeros(2, dtype=np.float32)
+    if device == "cpu":
+        wp.launch(two_params, 2, inputs=[values, 3], device=device)  # a numpy array is taken, as in Warp

@@ -366,7 +366,7 @@ def gradcheck_tape(tape, *, eps=1e-4, atol=1e-3, rtol=1e-2, raise_exception=True
         kernel = rec.kernel
         if (white and kernel.key not in white) or kernel.key in black or not _backward_enabled(kernel):
             continue
-        dim = tuple(rec.bounds.shape[:rec.bounds.ndim])
+        dim = rec.bounds.launch_dims
         ok = gradcheck(kernel, dim, list(rec.inputs), list(rec.outputs), eps=eps, atol=atol, rtol=rtol,
                        raise_exception=raise_exception, input_output_mask=masks.get(kernel.key),
                        device=rec.device, max_inputs_per_var=max_inputs_per_var,

@@ -12,10 +12,13 @@ template <typename T> CUDA_CALLABLE inline void xform_acc(transform_t<T>& a, con
     quat_acc3(a.p, v.p, s);
     quat_accq(a.q, v.q, s);
 }
+// Component i of the flat layout (px, py, pz, qx, qy, qz, qw); a negative i counts from the end, as in Python.
 template <typename T> CUDA_CALLABLE inline T& xform_component(transform_t<T>& t, int i) {
+    if (i < 0) i += 7;
     return i < 3 ? t.p.c[i] : quat_component(t.q, i - 3);
 }
 template <typename T> CUDA_CALLABLE inline T xform_component(const transform_t<T>& t, int i) {
+    if (i < 0) i += 7;
     return i < 3 ? t.p.c[i] : quat_component(t.q, i - 3);
 }
 template <typename T> CUDA_CALLABLE inline vec_t<3, T> xform_add3(const vec_t<3, T>& a, const vec_t<3, T>& b) {

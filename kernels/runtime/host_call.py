@@ -9,11 +9,13 @@ literals they adapt to the builtin), numpy scalars, and vector/matrix/quat/trans
 
 from __future__ import annotations
 
+import ctypes
 import itertools
 import linecache
 
 import numpy as np
 
+from .. import halfbits
 from .. import types as T
 from ..compiler.frontend import FunctionSource
 from ..compiler.driver import compile_ir
@@ -36,36 +38,83 @@ def _source_function(text: str, namespace: dict, name: str):
 
 
 def call(name: str, args: tuple, kwargs: dict):
-    """Run builtin `name` on `args` (Python scope) and return its result."""
-    if kwargs:
-        raise TypeError(f"wp.{name}() called from Python takes positional arguments only")
-    try:
-        types_ = tuple(argument_type(a, T.Any) for a in args)  # the launch rules: int -> int32, float -> float32
-    except LaunchError as e:
-        raise TypeError(f"wp.{name}() called from Python: {e}") from None
-    key = (name, types_)
+    """Run builtin `name` on `args` and `kwargs` (Python scope) and return its result.
+
+    Arguments match an overload exactly, as in Warp's Python scope: a Python float is a float32, an int an int32
+    (wrapping as C does), a bool a bool; no other conversion (`wp.mul(wp.int16(2), 3)` is refused, with Warp's
+    message). Types (`dtype=wp.float64`) are compile-time arguments."""
+    # a keyword given as None leaves that parameter to the builtin's default (`quat_identity(dtype=None)`)
+    items = [(None, a) for a in args] + [(k, v) for k, v in kwargs.items() if v is not None]
+    runtime_values, kinds, statics = [], [], []
+    for key, value in items:
+        if value is None or isinstance(value, type):
+            kinds.append((key, "static", len(statics)))
+            statics.append(value)
+            continue
+        if isinstance(value, (list, tuple, np.ndarray)):
+            raise TypeError("Built-in functions cannot be called with non-Warp array types, such as lists, tuples, "
+                            "and NumPy arrays. Use a Warp type such as `wp.vec`, `wp.mat`, `wp.quat`, or "
+                            "`wp.transform`.")
+        try:
+            t = argument_type(value, T.Any)  # int -> int32, float -> float32, numpy scalars -> their type
+        except LaunchError:
+            raise _no_match(name, items) from None
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = ctypes.c_int32(value).value  # Warp packs a Python int as a C int32: it wraps
+        kinds.append((key, t, len(runtime_values)))
+        runtime_values.append(value)
+    key = (name, tuple((k, t if t != "static" else ("static", _static_key(statics[i]))) for k, t, i in kinds))
     entry = _cache.get(key)
     if entry is None:
-        entry = _cache[key] = _build(name, types_)
+        entry = _cache[key] = _build(name, kinds, statics)
+    if entry is _NO_MATCH:
+        raise _no_match(name, items)
     kernel, result_types = entry
     outs = [zeros(1, dtype=t, device="cpu") for t in result_types]
-    launch(kernel, 1, inputs=list(args) + outs, device="cpu")
+    launch(kernel, 1, inputs=runtime_values + outs, device="cpu")
     values = [_value(t, out.numpy()[0]) for t, out in zip(result_types, outs)]
     if not values:
         return None
     return values[0] if len(values) == 1 else tuple(values)
 
 
+_NO_MATCH = object()  # cache entry: no overload takes these argument types
+
+
+def _static_key(value):
+    return value if value is None or isinstance(value, type) else id(value)
+
+
+def _type_name(value) -> str:
+    """Warp's name of an argument's type in its resolution message ('vec3f', 'int16', 'int')."""
+    t = type(value)
+    if T.is_composite(t):
+        return T.warp_type_name(t)
+    return t.__name__
+
+
+def _no_match(name: str, items) -> RuntimeError:
+    names = ", ".join(_type_name(v) for _, v in items)
+    return RuntimeError(f"Couldn't find a function '{name}' compatible with the arguments '{names}'")
+
+
 def _value(t, raw):
+    """The host value of a result of type `t` read from an array element `raw` (bfloat16s as their bits)."""
+    if T.scalar_type(t) is T.bfloat16:
+        raw = halfbits.bfloat16_bits_to_float32(np.asarray(raw, dtype=np.uint16))
     if T.is_composite(t):
         return t(*np.asarray(raw).reshape(-1).tolist())
-    return t._np_(raw)
+    return T.host_scalar(t, np.asarray(raw, dtype=T.value_dtype(t))[()])
 
 
-def _build(name: str, types_: tuple):
+def _build(name: str, kinds: list, statics: list):
+    """The one-thread kernel running builtin `name` on arguments `kinds` ((keyword or None, type or "static",
+    index) each), and its result types; _NO_MATCH when type inference refuses the call."""
+    types_ = [t for _, t, _ in kinds if t != "static"]
     params = [f"a{i}" for i in range(len(types_))]
-    call_args = ", ".join(params)
-    namespace = {"wp": lang, "array": array, **{f"T{i}": t for i, t in enumerate(types_)}}
+    call_args = ", ".join((f"{k}=" if k else "") + (f"S{i}" if t == "static" else f"a{i}") for k, t, i in kinds)
+    namespace = {"wp": lang, "array": array, **{f"T{i}": t for i, t in enumerate(types_)},
+                 **{f"S{i}": v for i, v in enumerate(statics)}}
     sig = ", ".join(f"{p}: T{i}" for i, p in enumerate(params))
     # the probes give the builtin's result type(s) through the kernels' own type inference: first as a returned
     # value (one or several results), else as a statement (a builtin with no result, such as wp.expect_eq)
@@ -73,12 +122,11 @@ def _build(name: str, types_: tuple):
     statement = _source_function(f"def probe({sig}):\n    wp.{name}({call_args})\n", namespace, "probe")
     try:
         results = list(compile_ir(FunctionSource(probe), "func", f"wp.{name}", list(types_)).return_types)
-    except CompileError as e:
+    except CompileError:
         try:
             compile_ir(FunctionSource(statement), "func", f"wp.{name}", list(types_))
         except CompileError:
-            raise TypeError(f"wp.{name}() called from Python with {', '.join(T.type_repr(t) for t in types_)}: "
-                            f"{e.message if hasattr(e, 'message') else e}") from None
+            return _NO_MATCH
         results = []
     namespace.update({f"R{k}": t for k, t in enumerate(results)})
     params_text = ", ".join([f"{p}: T{i}" for i, p in enumerate(params)]

@@ -7,6 +7,7 @@ caches its native descriptor. `record_cmd=True` returns a `Launch` whose `.launc
 from __future__ import annotations
 
 import ctypes
+import operator
 import warnings
 
 import numpy as np
@@ -33,37 +34,100 @@ tape_hooks: list = []
 
 
 class LaunchBounds(ctypes.Structure):
-    """Layout of `wp::launch_bounds_t` (native/core.h)."""
+    """Layout of `wp::launch_bounds_t` (native/core.h), with Warp's view of a launch's bounds on the Python side.
 
-    _fields_ = [("shape", ctypes.c_int64 * 4), ("ndim", ctypes.c_int32), ("size", ctypes.c_int64)]
+    As in Warp 1.19, the bounds of a kernel whose `wp.tid()` has `k` coordinates keep `k` extents (`shape`): a
+    launch with fewer dims is padded with 1, the extents of a launch with more are folded into `coord_mult`
+    threads sharing each coordinate tuple. The native layout is `shape` followed by `coord_mult` when it is
+    above 1 (`launch_dims`), so the C++ thread-index unravelling gives exactly those coordinates.
+    """
+
+    _fields_ = [("native_shape", ctypes.c_int64 * 4), ("ndim", ctypes.c_int32), ("size", ctypes.c_int64)]
+
+    @property
+    def shape(self) -> tuple:
+        """The extents the kernel's thread coordinates range over (one per coordinate of its wp.tid())."""
+        return tuple(self.native_shape[:self.ndim - (self.coord_mult > 1)])
+
+    @property
+    def coord_mult(self) -> int:
+        """Threads sharing each coordinate tuple (the product of the launch's folded trailing extents)."""
+        return self.__dict__.get("_coord_mult", 1)
+
+    @property
+    def launch_dims(self) -> tuple:
+        """Launch dims giving the same threads and coordinates as these bounds."""
+        return tuple(self.native_shape[:self.ndim])
 
 
-def make_bounds(dim) -> LaunchBounds:
-    dims = (int(dim),) if isinstance(dim, (int, np.integer)) else tuple(int(d) for d in dim)
-    if not 1 <= len(dims) <= 4 or any(d < 0 for d in dims):
-        raise LaunchError(f"launch dim must be 1 to 4 non-negative ints, got {dim!r}")
+def canonical_dims(dim) -> tuple:
+    """A launch's `dim` (an int, or a sequence of up to 4 ints) as a tuple of ints, checked as Warp does."""
+    if isinstance(dim, int):
+        dims = (dim,)
+    elif isinstance(dim, tuple) and all(isinstance(d, int) for d in dim):
+        dims = dim
+    else:
+        try:
+            dims = tuple(operator.index(d) for d in dim)
+        except TypeError:
+            dims = (operator.index(dim),)
+    if len(dims) > 4:
+        raise ValueError("Launch dimensions must have at most 4 dimensions")
+    if any(d < 0 for d in dims):
+        raise ValueError("Launch dimensions must be non-negative")
+    return dims
+
+
+def make_bounds(dim, kernel_dim: int = 0) -> LaunchBounds:
+    """Bounds of a launch over `dim` for a kernel whose wp.tid() has `kernel_dim` coordinates (0: it reads none,
+    and the bounds keep every extent of `dim`)."""
+    dims = canonical_dims(dim)
+    if not dims:
+        dims = (1,)
+    kept = dims if kernel_dim == 0 else (dims + (1,) * kernel_dim)[:kernel_dim]
+    coord_mult = 1
+    for d in dims[len(kept):]:
+        coord_mult *= d
+    native = kept + ((coord_mult,) if coord_mult > 1 else ())
     b = LaunchBounds()
     size = 1
-    for k, d in enumerate(dims):
-        b.shape[k] = d
+    for k, d in enumerate(native):
+        b.native_shape[k] = d
         size *= d
-    b.ndim = len(dims)
+    for d in dims:  # a folded extent of 0 empties the launch even where coord_mult is not stored
+        size *= 1 if d else 0
+    b.ndim = len(native)
     b.size = size
+    if coord_mult > 1:
+        b._coord_mult = coord_mult
     return b
+
+
+def check_tid_extents(kernel, dims: tuple) -> None:
+    """Warp's bound on a launch's extents: wp.tid() coordinates are signed 32-bit ints, so a non-empty launch of a
+    kernel reading them may not extend past 2**31 along a coordinate (folded extents are not coordinates)."""
+    if not kernel.tid_ndim:
+        return
+    for axis, extent in enumerate(dims[:kernel.tid_ndim]):
+        if extent > _TID_MAX_EXTENT and 0 not in dims:
+            raise ValueError(f"Warp cannot launch a kernel using wp.tid() with extent {extent} in dimension {axis}. "
+                             f"wp.tid() returns signed 32-bit coordinates and supports extents up to "
+                             f"{_TID_MAX_EXTENT}.")
 
 
 _SHARED_BOUNDS: dict = {}  # launch dims (a tuple) -> LaunchBounds, see shared_bounds
 
 
-def shared_bounds(dims: tuple) -> LaunchBounds:
-    """make_bounds(dims), one object per distinct dims, never changed (Launch.set_dim replaces its bounds):
-    launches are made on the hot path, and a Tape keeps each one."""
-    b = _SHARED_BOUNDS.get(dims)
+def shared_bounds(dims: tuple, kernel_dim: int = 0) -> LaunchBounds:
+    """make_bounds(dims, kernel_dim), one object per distinct pair, never changed (Launch.set_dim replaces its
+    bounds): launches are made on the hot path, and a Tape keeps each one."""
+    key = (dims, kernel_dim)
+    b = _SHARED_BOUNDS.get(key)
     if b is None:
-        b = make_bounds(dims)
+        b = make_bounds(dims, kernel_dim)
         if len(_SHARED_BOUNDS) >= 4096:  # launches over ever new sizes: keep the table small
             _SHARED_BOUNDS.clear()
-        _SHARED_BOUNDS[dims] = b
+        _SHARED_BOUNDS[key] = b
     return b
 
 
@@ -88,6 +152,12 @@ def pack_array(kernel, i, t: ArrayType, value, device):
     if value is None:
         return ArrayDescriptor()
     if not isinstance(value, array):
+        if not any(hasattr(value, k) for k in ("__array_interface__", "__array__", "__cuda_array_interface__",
+                                                  "__dlpack__")):
+            # Warp takes arrays and array-interface objects (numpy, torch, ...), not lists or numbers
+            raise LaunchError(f"Error launching kernel '{kernel.name}', argument '{kernel.arg_names[i]}' expects an "
+                              f"array of type array(ndim={t.ndim}, dtype={T.warp_type_name(t.dtype)}), but passed value has type "
+                              f"{type(value).__name__}.")
         try:
             value = as_array(value, t)
         except (TypeError, ValueError) as e:
@@ -283,7 +353,7 @@ class Launch:
         count = len(kernel.arg_types)
         self.values = list(inputs) if inputs is not None else [None] * count
         self._adj_values = list(adj_inputs) if adj_inputs is not None else None  # None: all unset
-        self.bounds = shared_bounds(dim) if type(dim) is tuple else make_bounds(dim)
+        self.bounds = shared_bounds(dim, kernel.tid_ndim) if type(dim) is tuple else make_bounds(dim, kernel.tid_ndim)
         if inputs is not None:
             self.params = pack_args(kernel, self.values, self.device)
         else:
@@ -325,7 +395,10 @@ class Launch:
         return pack_adjoint_args(self.kernel, self.adj_values, self.device, self.values)
 
     def set_dim(self, dim):
-        self.bounds = make_bounds(dim)
+        """New launch dims, checked as at launch (a refused one keeps the bounds as they were)."""
+        dims = canonical_dims(dim)
+        check_tid_extents(self.kernel, dims)
+        self.bounds = make_bounds(dims, self.kernel.tid_ndim)
 
     def set_param_at_index(self, index: int, value, adjoint: bool = False):
         """Set parameter `index` (its adjoint with `adjoint=True`), checked against the kernel's signature."""
@@ -469,7 +542,7 @@ def launch(kernel, dim, inputs=(), outputs=(), device=None, adjoint=False, adj_i
         adj_values = list(adj_inputs or [None] * len(inputs)) + list(adj_outputs or [None] * len(outputs))
         # as in Warp, an array argument given no adjoint uses its own gradient array (when it has one)
         adj_values = [_own_gradient(v) if a is None else a for a, v in zip(adj_values, values)]
-    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    dims = canonical_dims(dim)
     _check_cpu_block_dim(device, block_dim)
     if config.enable_cpu_blocks and block_dim is not None and block_dim > 1 and device.is_cpu and kernel.uses_tiles:
         # each thread of a plain launch would hold its own copy of the tiles that the block shares in Warp
@@ -482,13 +555,7 @@ def launch(kernel, dim, inputs=(), outputs=(), device=None, adjoint=False, adj_i
         raise LaunchError(f"kernel '{kernel.name}' reads wp.block_dim() and is launched with block_dim={block_dim} "
                           "while wp.config.enable_cpu_blocks asks for CPU blocks of that size, which kernels does "
                           "not run (a CPU thread is a block of one lane here): leave enable_cpu_blocks False")
-    if kernel.tid_ndim and any(int(d) > _TID_MAX_EXTENT for d in dims):
-        axis, extent = next((a, int(d)) for a, d in enumerate(dims) if int(d) > _TID_MAX_EXTENT)
-        raise ValueError(f"Warp cannot launch a kernel using wp.tid() with extent {extent} in dimension {axis}. "
-                         f"wp.tid() returns signed 32-bit coordinates and supports extents up to {_TID_MAX_EXTENT}.")
-    if kernel.tid_ndim > 1 and len(dims) != kernel.tid_ndim:
-        raise LaunchError(f"kernel '{kernel.name}' reads {kernel.tid_ndim} thread indices (wp.tid()) but was "
-                          f"launched with dim={dim!r}")
+    check_tid_extents(kernel, dims)
     cmd = Launch(kernel, device, adjoint, dim=dims, inputs=values, adj_inputs=adj_values)
     if record_cmd:
         cmd._structs_packed = False  # its structs may change before it first runs
@@ -525,7 +592,7 @@ def launch_tiled(kernel, dim, inputs=(), outputs=(), device=None, block_dim: int
     On the CPU a block runs as one lane (lane 0), so tile operations cover the whole tile in that lane."""
     if block_dim < 1:
         raise LaunchError(f"block_dim must be positive, got {block_dim}")
-    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    dims = canonical_dims(dim)
     if kernel.is_generic:
         kernel = kernel.specialize_for(list(inputs) + list(outputs))
     dev = get_device(device)

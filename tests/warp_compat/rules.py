@@ -226,9 +226,14 @@ class _Internal(_OutOfScope):
     `_ANSWERS`, which a file asks at its top to pick its tests (answered for kernels, truthfully)."""
 
     def __getattr__(self, name):
-        if name.startswith("__"):
+        # dunders and the `_wp_*` hooks by which kernels recognises types (structs, vectors) are not answered: an
+        # internal used in a kernel must not pass for a type (it would be constructed, its "fields" iterated)
+        if name.startswith("__") or name.startswith("_wp_"):
             raise AttributeError(name)
         return _Internal(f"{self._name}.{name}")
+
+    def __iter__(self):  # without it, iteration falls back to __getitem__(0), (1), ... without end
+        raise TypeError(f"{self._name} is a Warp internal, not provided by the kernels shim")
 
     def __getitem__(self, key):  # a generic internal subscripted at a file's top (`_ArrayAnnotation[...]`)
         return _Internal(f"{self._name}[...]")

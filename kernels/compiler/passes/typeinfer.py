@@ -22,6 +22,7 @@ from ..scalar_semantics import ScalarSemanticsError
 from ...typesys import (ArrayType, PackType, ShapeType, StaticType, TileType, describe, is_differentiable_type,
                         is_struct)
 from .adjoint import adjoint_error, derive_adjoint
+from .typeinfer_constructors import ConstructorForms
 from .typeinfer_control import ControlFlowForms
 from .typeinfer_paths import PathForms
 from .typeinfer_scalars import ScalarForms
@@ -62,7 +63,7 @@ def _field_value(struct_value, field):
 
 
 class TypeInference(TileForms, TileSliceForms, PathForms, SliceForms, ScalarForms, ControlFlowForms,
-                    StarredForms):
+                    StarredForms, ConstructorForms):
     def __init__(self, fn: ir.Function, compile_callee):
         self.fn = fn
         # (source, kind, name, param types) -> typed ir.Function: how a called @wp.func is compiled for the
@@ -185,23 +186,26 @@ class TypeInference(TileForms, TileSliceForms, PathForms, SliceForms, ScalarForm
         self.call_builtin(op, name)
 
     def order_args(self, op, name, overloads):
-        """Map keyword arguments to positions using the first overload that names them."""
+        """Map keyword arguments to positions using the first overload that names them and has a value (given or
+        default) for each of its parameters (`max(a=v)` is the one-argument overload, as in Warp)."""
         kw = op.attrs.get("kwargs") or []
         if not kw:
             return self.fill_trailing_defaults(op, overloads)
         npos = len(op.operands) - len(kw)
+        missing = None
         for ov in overloads:
             if all(k in ov.arg_names for k in kw) and npos <= len(ov.arg_names):
                 args = list(op.operands[:npos]) + [None] * (len(ov.arg_names) - npos)
                 for k, v in zip(kw, op.operands[npos:]):
                     args[ov.arg_names.index(k)] = v
-                for i, a in enumerate(args):
-                    if a is None:
-                        n = ov.arg_names[i]
-                        if n not in ov.defaults:
-                            raise self.error(f"{name}() missing argument '{n}'", op)
-                        args[i] = self.default_const(ov.defaults[n], op.loc)
-                return args
+                absent = [ov.arg_names[i] for i, a in enumerate(args) if a is None and ov.arg_names[i] not in ov.defaults]
+                if absent:
+                    missing = missing or absent[0]
+                    continue
+                return [a if a is not None else self.default_const(ov.defaults[ov.arg_names[i]], op.loc)
+                        for i, a in enumerate(args)]
+        if missing is not None:
+            raise self.error(f"{name}() missing argument '{missing}'", op)
         raise self.error(f"{name}() got unexpected keyword arguments {kw}", op)
 
     def check_atomic(self, name, array_type, op):
@@ -471,61 +475,6 @@ class TypeInference(TileForms, TileSliceForms, PathForms, SliceForms, ScalarForm
         self.append(ir.Op("call", [], op.results, {"name": "identity", "overload": ov, "type_arg": True}, [],
                           op.loc))
 
-    def builtin_vector(self, op):
-        """wp.vector(*components, length=None, dtype=None): a vector type chosen at compile time."""
-        kw = op.attrs.get("kwargs") or []
-        comps = op.operands[: len(op.operands) - len(kw)]
-        named = dict(zip(kw, op.operands[len(comps):]))
-        length = int(self.static_value(named["length"], op, "length")) if "length" in named else len(comps)
-        dtype = (self.static_type_arg(named["dtype"], op, "dtype") if "dtype" in named else
-                 next((c.type for c in comps if T.is_scalar(c.type) and not self.is_weak(c)), T.float32))
-        if length == 0:
-            raise self.error("wp.vector() needs components or length=", op)
-        self.construct_as(op, T.vector(length, dtype), comps)
-
-    def _composite_dtype(self, op, named, comps):
-        """The scalar type of a composite built by wp.types.quaternion/transformation: dtype=, else that of the
-        first non-literal component, else float32."""
-        if "dtype" in named:
-            return self.static_type_arg(named["dtype"], op, "dtype")
-        for c in comps:
-            if (T.is_scalar(c.type) and not self.is_weak(c)) or T.is_composite(c.type):
-                return T.scalar_type(c.type)
-        return T.float32
-
-    def builtin_quaternion(self, op):
-        """wp.types.quaternion(*components, dtype=None) in a kernel: `quat` of that scalar type."""
-        kw = op.attrs.get("kwargs") or []
-        comps = op.operands[: len(op.operands) - len(kw)]
-        named = dict(zip(kw, op.operands[len(comps):]))
-        if set(named) - {"dtype"}:
-            raise self.error(f"wp.types.quaternion() has no argument '{sorted(set(named) - {'dtype'})[0]}'", op)
-        self.construct_as(op, T.quaternion(self._composite_dtype(op, named, comps)), comps)
-
-    def builtin_transformation(self, op):
-        """wp.types.transformation(p, q, dtype=None) in a kernel (p and q may be named): `transform` of that
-        scalar type."""
-        kw = op.attrs.get("kwargs") or []
-        comps = list(op.operands[: len(op.operands) - len(kw)])
-        named = dict(zip(kw, op.operands[len(comps):]))
-        if set(named) - {"dtype", "p", "q"}:
-            raise self.error(f"wp.types.transformation() has no argument "
-                             f"'{sorted(set(named) - {'dtype', 'p', 'q'})[0]}'", op)
-        comps += [named[k] for k in ("p", "q") if k in named]
-        self.construct_as(op, T.transformation(self._composite_dtype(op, named, comps)), comps)
-
-    def builtin_matrix(self, op):
-        """wp.matrix(*components, shape=(rows, cols), dtype=None): a matrix type chosen at compile time."""
-        kw = op.attrs.get("kwargs") or []
-        comps = op.operands[: len(op.operands) - len(kw)]
-        named = dict(zip(kw, op.operands[len(comps):]))
-        if "shape" not in named:
-            raise self.error("wp.matrix(...) needs shape=(rows, cols)", op)
-        shape = self.static_value(named["shape"], op, "shape")
-        dtype = (self.static_type_arg(named["dtype"], op, "dtype") if "dtype" in named else
-                 next((c.type for c in comps if T.is_scalar(c.type) and not self.is_weak(c)), T.float32))
-        self.construct_as(op, T.matrix(tuple(shape), dtype), comps)
-
     def builtin_len(self, op):
         (v,) = op.operands
         if isinstance(v.type, ArrayType):
@@ -684,6 +633,14 @@ class TypeInference(TileForms, TileSliceForms, PathForms, SliceForms, ScalarForm
             idx = self.typed_const(_COMPONENTS[attr], T.int32, op.loc)
             self.call_builtin(op, "assign", [base, idx, self.convert_weak_to(value, t._wp_scalar_type_, op)])
             return
+        if T.is_transform(t) and attr in ("p", "q"):
+            # t.p = v / t.q = r (and t.p += v): the transform rebuilt from the new part and the kept one, so the
+            # gradients are those of the getter and the constructor
+            kept = "transform_get_rotation" if attr == "p" else "transform_get_translation"
+            get = self.call_builtin(ir.Op("call", [base], [ir.Value()], {}, [], op.loc), kept, [base])
+            parts = [value, get.results[0]] if attr == "p" else [get.results[0], value]
+            self.construct_as(ir.Op("construct", parts, op.results, {"type": t}, [], op.loc), t, parts)
+            return
         raise self.error(f"cannot assign attribute '{attr}' of a {describe(t)}", op)
 
     def op_construct(self, op):
@@ -726,6 +683,8 @@ class TypeInference(TileForms, TileSliceForms, PathForms, SliceForms, ScalarForm
             args = [self.convert_weak_to(a, s, op) for a in args]
             ov, rtype = registry.resolve("construct_" + t._category_, [StaticType(t)] + [a.type for a in args])
             if ov is None:
+                if T.is_vector(t):
+                    self.check_vector_components(t, args, op)
                 got = ", ".join(describe(a.type) for a in args)
                 raise self.error(f"cannot construct a {describe(t)} from ({got})", op)
             op.results[0].type = rtype
