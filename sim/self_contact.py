@@ -11,8 +11,9 @@ triangles, every edge up to EE_SLOTS other edges (more are counted in `overflow`
 dropped from the contact forces, never from the bound below). Once the bound is known, only the pairs that could
 come within their thickness before the next search (closer than the thickness plus the farthest their two sides
 may move) are kept. The broad phase is linear in the number of primitives: a hash grid over triangle centroids
-queried from each vertex, one over edge midpoints queried from each edge, over the cells of the box that can
-hold a near primitive's centre, with an axis-aligned box test (the query's box grown by r_q against the
+queried from each vertex over the cells of the box that can hold a near triangle's centroid, and for edge-edge
+pairs one of the edges' own boxes (sim/self_contact_boxgrid.py; partial searches query a grid of edge midpoints
+like the triangles'), with an axis-aligned box test (the query's box grown by r_q against the
 primitive's, read in the grid's order) before any closest-point computation: for thin primitives it passes 2.5
 times fewer edge pairs than bounding spheres. The cell widths are fixed at build (from r_q and LARGE times the
 rest size of a triangle or edge), so nothing waits for the device; the few primitives stretched beyond that are
