@@ -11,8 +11,9 @@ triangles, every edge up to EE_SLOTS other edges (more are counted in `overflow`
 dropped from the contact forces, never from the bound below). Once the bound is known, only the pairs that could
 come within their thickness before the next search (closer than the thickness plus the farthest their two sides
 may move) are kept. The broad phase is linear in the number of primitives: a hash grid over triangle centroids
-queried from each vertex, one over edge midpoints queried from each edge, over the cells of the box that can
-hold a near primitive's centre, with an axis-aligned box test (the query's box grown by r_q against the
+queried from each vertex over the cells of the box that can hold a near triangle's centroid, and for edge-edge
+pairs one of the edges' own boxes (sim/self_contact_boxgrid.py; partial searches query a grid of edge midpoints
+like the triangles'), with an axis-aligned box test (the query's box grown by r_q against the
 primitive's, read in the grid's order) before any closest-point computation: for thin primitives it passes 2.5
 times fewer edge pairs than bounding spheres. The cell widths are fixed at build (from r_q and LARGE times the
 rest size of a triangle or edge), so nothing waits for the device; the few primitives stretched beyond that are
@@ -56,6 +57,7 @@ import kernels as wp
 
 from .hashgrid import (HashGrid, HashGridData, hash_grid_box_extent, hash_grid_cell_index, hash_grid_cell_of,
                        hash_grid_dims_for)
+from .self_contact_boxgrid import BoxGrid, BoxGridData, grown_box_cells
 from .self_contact_bound import (DRIFT_TILE, check_budget, drop_overrun_drift, find_drift_overrun,
                                  limit_displacement, sum_drift_tiled, sum_drift_worlds)
 from .worlds import element_worlds
@@ -254,12 +256,13 @@ def try_edge_edge(x: wp.array(dtype=wp.vec3), data: SelfContactData, e: int, f: 
 
 
 @wp.kernel
-def find_edge_edge_pairs(x: wp.array(dtype=wp.vec3), grid: HashGridData, data: SelfContactData,
+def find_edge_edge_pairs(x: wp.array(dtype=wp.vec3), entries: BoxGridData, data: SelfContactData,
                          query_radius: float, typical: float, boxes: PrimitiveBoxes, bound: wp.array(dtype=float),
                          overflow: wp.array(dtype=wp.int32)):
     """Each collision edge e against the edges without a shared vertex within query_radius (try_edge_edge), each
-    unordered pair once: those of half length up to `typical` [m] through the grid (over the cells of the box
-    that holds the midpoint of every such edge), the longer ones from their list."""
+    unordered pair once: those of half length up to `typical` [m] through the box grid (sim/self_contact_boxgrid.py:
+    over the cells of e's own box grown by half the query radius, a candidate f > e in the cell that holds the
+    lower corner of the two grown boxes' overlap), the longer ones from their list."""
     e = wp.tid()
     count = int(0)
     r = wp.vec3(query_radius, query_radius, query_radius)
@@ -269,19 +272,25 @@ def find_edge_edge_pairs(x: wp.array(dtype=wp.vec3), grid: HashGridData, data: S
     # one by the typical one from the list, two large ones by the lower index from the list
     typical_e = boxes.edge_radius[e] <= typical
     if typical_e:
-        # an edge within r of e has its midpoint within r + its half length (at most `typical`) of e's box
-        extra = wp.vec3(typical, typical, typical)
-        first = hash_grid_cell_of(grid, lower - extra)
-        extent = hash_grid_box_extent(grid, first, hash_grid_cell_of(grid, upper + extra))
+        grid = entries.grid
+        g = wp.vec3(entries.grow, entries.grow, entries.grow)
+        own_lower = boxes.edge_lower[e] - g
+        own_upper = boxes.edge_upper[e] + g
+        first, extent = grown_box_cells(grid, boxes.edge_lower[e], boxes.edge_upper[e], entries.grow)
         for cz in range(extent[2]):
             for cy in range(extent[1]):
                 for cx in range(extent[0]):
-                    cell = hash_grid_cell_index(grid, first + wp.vec3i(cx, cy, cz))
+                    here = first + wp.vec3i(cx, cy, cz)
+                    cell = hash_grid_cell_index(grid, here)
                     for k in range(grid.cell_start[cell], grid.cell_end[cell]):
-                        # the cheap box test inline, first (a call passes the struct of arrays)
-                        if boxes_overlap(lower, upper, boxes.edge_grid_lower[k], boxes.edge_grid_upper[k]):
-                            f = grid.sorted_index[k]
-                            if f > e:
+                        f = grid.sorted_index[k]
+                        # the cheap tests inline, first (a call passes the struct of arrays); the pair once, in
+                        # the cell of its boxes' overlap's lower corner (a typical box covers no more cells
+                        # along an axis than the grid has, so `here` is unwrapped and unique)
+                        if f > e and boxes_overlap(own_lower, own_upper, entries.lower[k], entries.upper[k]):
+                            other = entries.first[k]
+                            if (wp.max(first[0], other[0]) == here[0] and wp.max(first[1], other[1]) == here[1]
+                                    and wp.max(first[2], other[2]) == here[2]):
                                 count = try_edge_edge(x, data, e, f, query_radius, bound, overflow, count)
     for k in range(boxes.large_count[1]):
         f = boxes.large[1, k]
@@ -417,6 +426,8 @@ class SelfContact:
         self._tri_grid = HashGrid(*(hash_grid_dims_for(GRID_CELLS_PER_PRIMITIVE * self.tri_count),) * 3, device=d)
         self._edge_grid = HashGrid(*(hash_grid_dims_for(GRID_CELLS_PER_PRIMITIVE * self.edge_count),) * 3,
                                    device=d)
+        self._edge_boxes = BoxGrid(self.edge_count, 2.0 * float(self._typical[1]), 0.5 * self.query_radius, d)
+        self._edge_grid_stale = True  # the midpoint grid of partial searches, built at the first one after a full
         self.overflow = wp.zeros(1, dtype=wp.int32, device=d)
         self.searches = 0
         self._no_velocity = (wp.zeros(0, dtype=wp.vec3, device=d), wp.zeros(0, dtype=wp.vec3, device=d))
@@ -533,6 +544,8 @@ class SelfContact:
         wp.launch(search_marked_vertices, dim=self.particle_count, inputs=common, device=d, record_tape=False)
         wp.launch(search_marked_triangles, dim=self.tri_count, inputs=common, device=d, record_tape=False)
         if self.edge_count:
+            if self._edge_grid_stale:
+                self._build_edge_midpoint_grid()
             common[1], common[5] = self._edge_grid_data, self._typical[1]
             wp.launch(search_marked_edges, dim=self.edge_count, inputs=common, device=d, record_tape=False)
         if int(partial.failed.numpy()[0]):
@@ -542,6 +555,17 @@ class SelfContact:
         self._search_count.zero_()
         self.partial_searches += 1
         return True
+
+    def _build_edge_midpoint_grid(self):
+        """The grid of edge midpoints at the last full search's positions (the boxes are still theirs), which
+        partial searches query: built at the first partial search after a full one (the full search's own
+        edge query uses the box grid)."""
+        boxes = self._boxes
+        self._edge_grid_data = self._edge_grid.build(boxes.edge_centre, self._edge_cell, keep_arrays=True)
+        wp.launch(boxes_in_grid_order, dim=self.edge_count, device=self.device, record_tape=False,
+                  inputs=[self._edge_grid_data.sorted_index, boxes.edge_lower, boxes.edge_upper, boxes.edge_radius,
+                          self._typical[1], boxes.edge_grid_lower, boxes.edge_grid_upper])
+        self._edge_grid_stale = False
 
     def _count_degrees(self):
         d, data = self.device, self.data
@@ -568,27 +592,25 @@ class SelfContact:
             [x, data.tri_indices, data.edge_indices, self._typical, boxes])
         # fixed cell widths and query radii: no wait for the device here
         tri_grid = self._tri_grid.build(boxes.tri_centre, self._tri_cell, keep_arrays=True)
-        edge_grid = self._edge_grid.build(boxes.edge_centre, self._edge_cell, keep_arrays=True)
         run(boxes_in_grid_order, self.tri_count, [tri_grid.sorted_index, boxes.tri_lower, boxes.tri_upper,
                                                   boxes.tri_radius, self._typical[0], boxes.tri_grid_lower,
                                                   boxes.tri_grid_upper])
-        if self.edge_count:
-            run(boxes_in_grid_order, self.edge_count, [edge_grid.sorted_index, boxes.edge_lower, boxes.edge_upper,
-                                                       boxes.edge_radius, self._typical[1], boxes.edge_grid_lower,
-                                                       boxes.edge_grid_upper])
         self.bound.fill_(r)
         run(find_vertex_triangle_pairs, self.particle_count,
             [x, tri_grid, data, r, self._typical[0], boxes, self.bound, self.overflow])
         if self.edge_count:
+            edge_boxes = self._edge_boxes.build(boxes.edge_lower, boxes.edge_upper, boxes.edge_radius,
+                                                float(self._typical[1]))
             run(find_edge_edge_pairs, self.edge_count,
-                [x, edge_grid, data, r, self._typical[1], boxes, self.bound, self.overflow])
+                [x, edge_boxes, data, r, self._typical[1], boxes, self.bound, self.overflow])
         run(scale_bound, self.particle_count, [self.bound, GAMMA])
         run(keep_reachable_pairs, self.particle_count, [data, self.bound, 0])
         if self.edge_count:
             run(keep_reachable_pairs, self.edge_count, [data, self.bound, 1])
         self._count_degrees()
         run(copy_positions, self.particle_count, [x, self._partial.x_grid])
-        self._tri_grid_data, self._edge_grid_data = tri_grid, edge_grid
+        self._tri_grid_data = tri_grid
+        self._edge_grid_stale = True
         self._marked.zero_()
         self._search_count.zero_()
         self._drift_before = self._zero_drift
