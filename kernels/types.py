@@ -65,9 +65,8 @@ class Scalar(metaclass=_ScalarMeta):
         super().__init_subclass__(**kwargs)
         cls._type_ = cls._ctype_  # Warp's scalar classes are ctypes-backed: `wp.int8._type_` is c_int8
         if cls._np_ is not None and cls._value_np_ is None and "__numpy_dtype__" not in cls.__dict__:
-            # NumPy 2.4's dtype protocol: `np.array(values, dtype=wp.float32)` and `np.dtype(wp.int8)` are the
-            # numpy dtype, as in Warp (before 2.4 numpy made object arrays of them). bfloat16 has none: its uint16
-            # storage is not its numbers.
+            # NumPy 2.4's dtype protocol: `np.array(v, dtype=wp.float32)`, `np.dtype(wp.int8)` are numpy's dtype,
+            # as in Warp (object arrays before). bfloat16 has none: its uint16 storage is not its numbers.
             cls.__numpy_dtype__ = np.dtype(cls._np_)
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from . import recording as _capture
 from .. import types as T
-from .array_copy import copy_hooks, host_write_hooks
+from .array_copy import copy_hooks, host_write_hooks, index_view
 from .array_layout import (ARRAY_FLAG_CONSUME, ARRAY_FLAG_OWN_GRAD, ArrayDescriptor, allocate, allocate_pinned, contiguous_strides,
                            element_ctype, element_info, fill_element, infer_dtype, is_bf16, pinned_available,
                            shape_arg, view_layout, wrap_pointer, check_array_shape)
@@ -541,10 +541,9 @@ class array(ArrayValue):
         key = key if isinstance(key, tuple) else (key,)
         if any(isinstance(k, array) for k in key):
             # Warp's rule: index arrays make an indexed array (no copy), not numpy's gather
-            from .indexedarray import index_array_view
             if len(key) > self.ndim:
                 raise IndexError(f"{len(key)} indices for a {self.ndim}-d array")
-            return index_array_view(self, key)
+            return index_view[-1](self, key)
         if len(key) > self.ndim:
             raise IndexError(f"{len(key)} indices for a {self.ndim}-d array")
         for k in key:

@@ -20,6 +20,13 @@ copy_hooks: list = []
 # launch or copy wrote, whose gradient would then go wrong.
 host_write_hooks: list = []
 
+# Array kinds that are not strided memory of their own (indexed and Fabric arrays, kernels/runtime/indexedarray.py)
+# register here when their module is imported, so that this module and array.py import none of them:
+# element_copy[-1](dest, src, dest_offset, src_offset, count) copies when either side is such an array, and
+# index_view[-1](parent, key) is `parent[key]` with index arrays in `key` (Warp's indexed-array view).
+element_copy: list = []
+index_view: list = []
+
 
 def _check_copy_args(dest, src, dest_offset, src_offset, count):
     for name, v in (("Source offset", src_offset), ("Destination offset", dest_offset), ("count", count)):
@@ -71,8 +78,7 @@ def copy(dest, src, dest_offset: int = 0, src_offset: int = 0, count: int = 0, s
     Offsets count flattened elements of contiguous arrays, or elements of 1-d views; other strided views are
     copied whole (same shapes, no offsets)."""
     if any(getattr(a, "_wp_indexed_", False) or getattr(a, "_wp_fabric_", False) for a in (dest, src)):
-        from .indexedarray import copy_indexed
-        return copy_indexed(dest, src, dest_offset, src_offset, count)  # element by element, no offsets
+        return element_copy[-1](dest, src, dest_offset, src_offset, count)  # element by element, no offsets
     n, whole = copy_plan(dest, src, dest_offset, src_offset, count)
     d = copy_window(dest, dest_offset, n, whole)
     s = copy_window(src, src_offset, n, whole)

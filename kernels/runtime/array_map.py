@@ -29,18 +29,22 @@ import numpy as np
 from .. import types as T
 from ..compiler.driver import compile_ir
 from ..compiler.function import Func, _matches
-from ..compiler.lang import BuiltinFunction
+from ..compiler.function import func
+from ..compiler.lang import BUILTIN_FUNCTIONS, BuiltinFunction
 from ..builtins import registry
 from ..typesys import is_differentiable_type, is_struct
 from .array import array, empty
 from .launch import launch
+from .module import kernel
 
 #: (function key, input descriptors) -> (output dtypes, kernel): Warp's `warp._src.utils.map_cache`.
 map_cache: dict = {}
 
 _made: dict = {}  # generated source digest -> how many modules of it this process made
 _folder: list = []  # the folder of the generated sources (made on first use; they must stay readable)
-_WP = "_kernels_map_wp_"  # the name the generated code reaches the kernels package by
+_WP = "_kernels_map_wp_"  # the name the generated code reaches the kernels package's names by
+# the names of the package (wp.func, wp.kernel, wp.array, wp.tid) the generated code uses, from the layers below it
+_SURFACE = types.SimpleNamespace(func=func, kernel=kernel, array=array, tid=BUILTIN_FUNCTIONS["tid"])
 
 
 def map(func, *inputs, out=None, return_kernel: bool = False, block_dim=None, device=None):  # noqa: A001  (Warp's)
@@ -276,10 +280,8 @@ def _generate_kernel(target, kind, inputs, arg_types, out_dtypes, ndim):
 
 
 def _load(source: str, names: dict):
-    """Import generated `source` as a module of its own whose globals start as `names` (and the kernels package):
-    the compiler reads a kernel's or function's source back from its file, so each is written to one."""
-    import kernels
-
+    """Import generated `source` as a module of its own whose globals start as `names` (and _SURFACE): the
+    compiler reads a kernel's or function's source back from its file, so each is written to one."""
     if not _folder:
         folder = os.path.join(tempfile.gettempdir(), f"kernels-map-{os.getuid()}")
         os.makedirs(folder, mode=0o700, exist_ok=True)
@@ -297,7 +299,7 @@ def _load(source: str, names: dict):
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     module.__dict__.update({k: v for k, v in names.items() if not k.startswith("__")})
-    module.__dict__[_WP] = kernels
+    module.__dict__[_WP] = _SURFACE
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module

@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import types as T
 from ..typesys import ArrayType, ArrayValue, IndexedArrayDescriptor
+from .array_copy import copy_hooks, element_copy, index_view
 
 
 def _annotation(ndim: int, params) -> ArrayType:
@@ -126,7 +127,7 @@ class indexedarray(ArrayValue):  # noqa: N801  (Warp's name)
         d = IndexedArrayDescriptor()
         if self.data is None:
             return d
-        d.data = self.data._consuming_descriptor() if consume else self.data._descriptor()
+        d.data = self.data._own_grad_descriptor(False) if consume else self.data._descriptor()
         for k in range(self.ndim):
             idx = self.indices[k]
             d.indices[k] = (idx._descriptor().data or None) if idx is not None else None
@@ -243,8 +244,6 @@ def copy_indexed(dest, src, dest_offset: int = 0, src_offset: int = 0, count: in
                            "non-contiguous indexed or Fabric arrays")
     if dest.shape != src.shape:
         raise RuntimeError(f"Incompatible array shapes for copy: {dest.shape} and {src.shape}")
-    from .array_copy import copy_hooks
-
     if copy_hooks and (src.requires_grad or dest.requires_grad):
         # a Tape is recording: it follows copies between plain arrays only, and a gradient must not stop here
         raise RuntimeError("wp.copy to or from an indexed array is not recorded by the Tape, so no gradient "
@@ -275,3 +274,7 @@ def index_array_view(parent, key: tuple):
     view = parent[tuple(view_key)] if any(not (isinstance(k, slice) and k == slice(None)) for k in view_key) \
         else parent
     return indexedarray(view, [positions.get(d) for d in range(view.ndim)])
+
+
+element_copy.append(copy_indexed)
+index_view.append(index_array_view)
