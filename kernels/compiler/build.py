@@ -98,7 +98,11 @@ def cpu_flags(debug: bool) -> list:
     # (config.cpu_runtime)
     threads = ["-fopenmp", "-DWP_OPENMP_RUNTIME"] if config.cpu_runtime == "openmp" else ["-pthread"]
     contract = [] if config.fp_contract else ["-ffp-contract=off"]
-    return ["-std=c++17", "-shared", "-fPIC", *threads, "-fno-math-errno", "-march=native",
+    # GCC 12 miscompiles valid generated code: two variables given one stack slot are still told apart by type,
+    # so a load of one is moved above a store into the other (a two-result builtin's second register lost; Warp's
+    # test_quat_to_axis_angle_grad_float32_cpu). No type-based alias analysis, no such reordering: the code's
+    # correctness never rests on it. docs/cpu_compiler_bug.md, tests/test_cpu_stack_slot_aliasing.py.
+    return ["-std=c++17", "-shared", "-fPIC", *threads, "-fno-math-errno", "-fno-strict-aliasing", "-march=native",
             "-fvisibility=hidden", "-w", *opt, *contract, *config.cxx_flags]
 
 

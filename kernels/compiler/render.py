@@ -42,6 +42,14 @@ def arg_field(path: str) -> str:
     return ".".join(member(part) for part in path.split("."))
 
 
+def float_accumulable(t) -> bool:
+    """Whether array elements of type `t` are floats (or vectors, matrices, quaternions, transforms of float32 or
+    float64) whose atomic add a launch may replace by a plain add, or an add into a private copy, without changing
+    what a run on one thread computes."""
+    scalar = t if T.is_scalar(t) else getattr(t, "_wp_scalar_type_", None)
+    return scalar in (T.float32, T.float64)
+
+
 def ctype(t) -> str:
     """C++ spelling of a kernel-language type."""
     if t is T.bool_:
@@ -124,6 +132,9 @@ class FunctionRenderer:
         self.depth = 1
         self.keep_returns = False  # a function's replay version returns its values; inline replays do not
         self.custom_adjoints: list = []  # adjoint variables that `wp.adjoint[x] += v` adds to (custom grads)
+        # a CPU kernel's forward body is a template on `Atomic` (whether another thread may add into the same
+        # memory): its float atomic adds are plain adds where no other thread can interfere
+        self.atomic_template = False
         self._uses = None  # value -> use count, counted on first need (use_count)
 
     def emit(self, text: str):
@@ -287,7 +298,10 @@ class FunctionRenderer:
                 if form == "atomic_cas":
                     value = f"{self.name(a[-2])}, {value}"  # compare, value
                     a = a[:-1]
-                expr = f"wp::atomic_rmw_{fn}(&wp::index({self.name(a[0])}, {self.line_arg(op)}, " \
+                call = f"wp::atomic_rmw_{fn}"
+                if fn == "add" and self.atomic_template and float_accumulable(a[0].type.dtype):
+                    call = "wp::atomic_add_maybe<Atomic>"
+                expr = f"{call}(&wp::index({self.name(a[0])}, {self.line_arg(op)}, " \
                        f"{self.args(a[1:-1])}), {value})"
                 self.emit(f"{self.name(op.results[0])} = {expr};" if op.results else f"{expr};")
                 return

@@ -7,7 +7,8 @@ this file adds the declarations around them and the dialect-specific kernel entr
 from __future__ import annotations
 
 from . import ir
-from .render import CPU, FunctionRenderer, arg_field, ctype, member
+from .access import privatizable_accumulations
+from .render import CPU, FunctionRenderer, arg_field, ctype, float_accumulable, member
 from ..typesys import ArrayType, is_struct
 from .render_adjoint import render_adjoint_function
 from .. import types as T
@@ -118,7 +119,7 @@ class ModuleSource:
         r.declare_values(fn.body)
         r.block(fn.body, replay)
         body = "\n".join(r.lines)
-        return f"static CUDA_CALLABLE inline {ret} {name}({params}) {{\n{body}\n}}"
+        return f"static CUDA_CALLABLE inline WP_FORCE_INLINE {ret} {name}({params}) {{\n{body}\n}}"
 
     def custom_adjoint(self, fn: ir.Function, name: str) -> str:
         """`adj_<name>` from a @wp.func_grad body: its first parameters are the primal arguments, the rest the
@@ -148,14 +149,20 @@ class ModuleSource:
         fields = "\n".join(f"    {ctype(p.type)} {arg_field(n)};" for p, n in zip(fn.params, fn.param_names))
         out = [f"struct {entry}_args {{\n{fields}\n}};"]
         r = FunctionRenderer(fn, self.dialect, self.debug, self.func_names)
+        r.atomic_template = self.dialect == CPU
         for p, n in zip(fn.params, fn.param_names):
             r.emit(f"const {ctype(p.type)} {r.name(p)} = args.{arg_field(n)};")
         r.declare_values(fn.body)
         r.block(fn.body)
         body = "\n".join(r.lines)
-        out.append(f"static CUDA_CALLABLE inline void {entry}_forward_thread(const wp::launch_bounds_t& lb, "
+        template = "template <bool Atomic>\n" if r.atomic_template else ""
+        out.append(f"{template}static CUDA_CALLABLE inline void {entry}_forward_thread(const wp::launch_bounds_t& lb, "
                    f"wp::int64 task, const {entry}_args& args) {{\n    (void)lb; (void)task;\n{body}\n}}")
-        out.append(self.entry_point(entry, "forward", f"const {entry}_args* args", "*args"))
+        if r.atomic_template:
+            out.append(self.privatized_forward(entry, privatizable_accumulations(fn, fn.param_names,
+                                                                                 float_accumulable)))
+        else:
+            out.append(self.entry_point(entry, "forward", f"const {entry}_args* args", "*args"))
         if adjoint_renderer is not None and fn.adjoint.error is None:
             out.append(adjoint_renderer(fn, self, entry))
         return "\n".join(out) + "\n"
@@ -164,22 +171,38 @@ class ModuleSource:
         """CPU backward entry point whose parallel path gives each thread private copies of the gradient arrays in
         `array_paths` (no atomics), summed afterwards; falls back to atomics when the gradients are much larger
         than the launch, or always when `array_paths` is None (an array both read and written)."""
-        thread = f"{entry}_backward_thread"
+        params = f"const {entry}_args* args, const {entry}_args* adj_args"
         if array_paths is None:
-            return self.entry_point(entry, "backward", f"const {entry}_args* args, const {entry}_args* adj_args",
-                                    "*args, *adj_args", atomic_template=True)
+            return self.entry_point(entry, "backward", params, "*args, *adj_args", atomic_template=True)
         if not array_paths:  # every gradient a thread adds into is its own: no atomics, no copies
-            return self.entry_point(entry, "backward", f"const {entry}_args* args, const {entry}_args* adj_args",
-                                    "*args, *adj_args", atomic_template=True, parallel_atomic=False)
-        shadows = "\n".join(f"            wp::grad_shadow<{ctype(t.dtype)}> s{k}_(adj_args->{arg_field(path)}, nt);"
+            return self.entry_point(entry, "backward", params, "*args, *adj_args", atomic_template=True,
+                                    parallel_atomic=False)
+        return self.privatized_entry(entry, "backward", params, "*args, *adj_args", "adj_args", array_paths)
+
+    def privatized_forward(self, entry: str, array_paths: list | None) -> str:
+        """CPU forward entry point: on one thread the kernel's float adds into arrays are plain adds; in parallel,
+        each thread adds into private copies of the arrays in `array_paths` (access.privatizable_accumulations),
+        summed afterwards, or (None, empty, or copies much larger than the launch) adds atomically."""
+        params = f"const {entry}_args* args"
+        if not array_paths:
+            return self.entry_point(entry, "forward", params, "*args", atomic_template=True)
+        return self.privatized_entry(entry, "forward", params, "*args", "args", array_paths)
+
+    def privatized_entry(self, entry: str, kind: str, params: str, call_args: str, shadowed: str,
+                         array_paths: list) -> str:
+        """The exported `{entry}_{kind}` whose parallel path runs one chunk per thread, chunk t adding into copy t
+        (wp::grad_shadow) of the arrays at `array_paths` in the argument struct `shadowed`, then sums the copies."""
+        thread = f"{entry}_{kind}_thread"
+        shadows = "\n".join(f"            wp::grad_shadow<{ctype(t.dtype)}> s{k}_({shadowed}->{arg_field(path)}, nt);"
                              for k, (path, t) in enumerate(array_paths))
-        ok = " && ".join(f"s{k}_.ok()" for k in range(len(array_paths))) or "true"
+        ok = " && ".join(f"s{k}_.ok()" for k in range(len(array_paths)))
         views = "\n".join(f"                    local.{arg_field(path)} = s{k}_.view(t);"
                           for k, (path, _) in enumerate(array_paths))
         reduces = "\n".join(f"            s{k}_.reduce();" for k in range(len(array_paths)))
-        total = " + ".join(f"wp::gradient_elements(adj_args->{arg_field(path)})" for path, _ in array_paths) or "0"
-        return (f'extern "C" WP_EXPORT void {entry}_backward(const wp::launch_bounds_t* lb, const {entry}_args* args, '
-                f"const {entry}_args* adj_args, wp::int64 parallel_threshold) {{\n"
+        total = " + ".join(f"wp::gradient_elements({shadowed}->{arg_field(path)})" for path, _ in array_paths)
+        local_args = call_args.replace(f"*{shadowed}", "local")
+        return (f'extern "C" WP_EXPORT void {entry}_{kind}(const wp::launch_bounds_t* lb, {params}, '
+                f"wp::int64 parallel_threshold) {{\n"
                 f"    const wp::int64 n = lb->size;\n"
                 f"    if (n >= parallel_threshold && wp::cpu_parallel()) {{\n"
                 f"        if (wp::privatize_gradients(n, {total})) {{\n"
@@ -188,17 +211,17 @@ class ModuleSource:
                 f"            if ({ok}) {{\n"
                 f"                // one chunk per copy: chunk t adds into copy t, whichever thread runs it\n"
                 f"                wp::parallel_for(n, nt, nt, [&](wp::int64 begin, wp::int64 end, int t) {{\n"
-                f"                    {entry}_args local = *adj_args;\n"
+                f"                    {entry}_args local = *{shadowed};\n"
                 f"{views}\n"
-                f"                    for (wp::int64 task = begin; task < end; ++task) {thread}<false>(*lb, task, *args, local);\n"
+                f"                    for (wp::int64 task = begin; task < end; ++task) {thread}<false>(*lb, task, {local_args});\n"
                 f"                }});\n"
                 f"{reduces}\n"
                 f"                return;\n"
                 f"            }}\n"
                 f"        }}\n"
-                f"{_parallel_loop(f'{thread}<true>', '*args, *adj_args')}"
+                f"{_parallel_loop(f'{thread}<true>', call_args)}"
                 f"    }} else {{\n"
-                f"        for (wp::int64 task = 0; task < n; ++task) {thread}<false>(*lb, task, *args, *adj_args);\n"
+                f"        for (wp::int64 task = 0; task < n; ++task) {thread}<false>(*lb, task, {call_args});\n"
                 f"    }}\n}}")
 
     def entry_point(self, entry: str, kind: str, params: str, call_args: str, *, atomic_template=False,

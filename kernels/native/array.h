@@ -455,6 +455,17 @@ template <bool Atomic, typename T> CUDA_CALLABLE inline void accumulate(T* p, co
     else *p = add(*p, v);
 }
 
+// A kernel's `a[i] += v` / wp.atomic_add on the CPU: a plain add when no other thread of the launch adds into the
+// same memory (Atomic = false: the launch runs on one thread, or each chunk adds into its own private copy of the
+// array). On x86 every float atomic add is a locked compare-and-swap loop (a full fence each): most of the time of
+// kernels that scatter forces. Returns the previous value, as the atomic does; the same sum in the same order.
+template <bool Atomic, typename T> CUDA_CALLABLE inline T atomic_add_maybe(T* p, const T& v) {
+    if (Atomic) return atomic_rmw_add(p, v);
+    const T old = *p;
+    *p = add(old, v);
+    return old;
+}
+
 // Adjoint of a read a[i...]: the result's adjoint is added into the gradient array, if there is one. Kernel backward
 // passes instantiate Atomic = false for launches that run on one thread.
 template <bool Atomic = true, typename T>

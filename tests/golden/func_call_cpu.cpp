@@ -2,12 +2,12 @@
 #define WP_EXPORT __attribute__((visibility("default")))
 #include "builtin.h"
 
-static CUDA_CALLABLE inline wp::float32 f0_square(wp::float32 v0_x) {
+static CUDA_CALLABLE inline WP_FORCE_INLINE wp::float32 f0_square(wp::float32 v0_x) {
     wp::float32 v1;
     v1 = wp::mul(v0_x, v0_x);
     return v1;
 }
-static CUDA_CALLABLE inline wp::float32 replay_f0_square(wp::float32 v0_x) {
+static CUDA_CALLABLE inline WP_FORCE_INLINE wp::float32 replay_f0_square(wp::float32 v0_x) {
     wp::float32 v1;
     v1 = wp::mul(v0_x, v0_x);
     return v1;
@@ -24,6 +24,7 @@ struct k0_func_call_args {
     wp::array_t<wp::float32> x;
     wp::array_t<wp::float32> out;
 };
+template <bool Atomic>
 static CUDA_CALLABLE inline void k0_func_call_forward_thread(const wp::launch_bounds_t& lb, wp::int64 task, const k0_func_call_args& args) {
     (void)lb; (void)task;
     const wp::array_t<wp::float32> v0_x = args.x;
@@ -45,10 +46,10 @@ extern "C" WP_EXPORT void k0_func_call_forward(const wp::launch_bounds_t* lb, co
     if (n >= parallel_threshold && wp::cpu_parallel()) {
         wp::parallel_for(n, wp::cpu_threads() * wp::kChunksPerThread, wp::cpu_threads(),
                          [&](wp::int64 begin, wp::int64 end, int) {
-            for (wp::int64 task = begin; task < end; ++task) k0_func_call_forward_thread(*lb, task, *args);
+            for (wp::int64 task = begin; task < end; ++task) k0_func_call_forward_thread<true>(*lb, task, *args);
         });
     } else {
-        for (wp::int64 task = 0; task < n; ++task) k0_func_call_forward_thread(*lb, task, *args);
+        for (wp::int64 task = 0; task < n; ++task) k0_func_call_forward_thread<false>(*lb, task, *args);
     }
 }
 template <bool Atomic>

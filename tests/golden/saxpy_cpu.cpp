@@ -7,6 +7,7 @@ struct k0_saxpy_args {
     wp::array_t<wp::float32> x;
     wp::array_t<wp::float32> y;
 };
+template <bool Atomic>
 static CUDA_CALLABLE inline void k0_saxpy_forward_thread(const wp::launch_bounds_t& lb, wp::int64 task, const k0_saxpy_args& args) {
     (void)lb; (void)task;
     const wp::float32 v0_alpha = args.alpha;
@@ -29,10 +30,10 @@ extern "C" WP_EXPORT void k0_saxpy_forward(const wp::launch_bounds_t* lb, const 
     if (n >= parallel_threshold && wp::cpu_parallel()) {
         wp::parallel_for(n, wp::cpu_threads() * wp::kChunksPerThread, wp::cpu_threads(),
                          [&](wp::int64 begin, wp::int64 end, int) {
-            for (wp::int64 task = begin; task < end; ++task) k0_saxpy_forward_thread(*lb, task, *args);
+            for (wp::int64 task = begin; task < end; ++task) k0_saxpy_forward_thread<true>(*lb, task, *args);
         });
     } else {
-        for (wp::int64 task = 0; task < n; ++task) k0_saxpy_forward_thread(*lb, task, *args);
+        for (wp::int64 task = 0; task < n; ++task) k0_saxpy_forward_thread<false>(*lb, task, *args);
     }
 }
 template <bool Atomic>
