@@ -63,6 +63,8 @@ def privatizable_accumulations(fn: ir.Function, names: list, accumulable) -> lis
         parts = path.split(".")
         if path not in types or any(".".join(parts[:k]) in tainted for k in range(1, len(parts) + 1)):
             return None
+        if not types[path].plain:  # indexed or Fabric: copies are not laid out like their elements
+            return None
     return [(path, types[path]) for path in sorted(added)]
 
 
