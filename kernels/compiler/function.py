@@ -17,6 +17,7 @@ from collections.abc import Callable
 from . import ir
 from .. import types as T
 from ..errors import CompileError
+from ..reference import NOT_SUPPORTED as REFERENCE_NOT_SUPPORTED, Reference
 from ..builtins import BUILTINS
 from .frontend_source import FunctionSource
 from ..typesys import ArrayType, ArrayValue, StaticType, TileType, describe, is_struct
@@ -30,6 +31,8 @@ def annotation_type(ann, where: str):
         return Func
     if isinstance(ann, (ArrayType, TileType)):
         return ann
+    if isinstance(ann, Reference):
+        raise TypeError(f"{where}: {REFERENCE_NOT_SUPPORTED}")
     reason = T.unsupported_reason(ann) or T.unsupported_reason(getattr(ann, "dtype", None))
     if reason:
         raise TypeError(f"{where}: {reason}")

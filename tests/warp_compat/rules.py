@@ -20,7 +20,7 @@ import types
 import numpy as np
 
 _TYPE_TABLES = ("int_types", "float_types", "scalar_types", "np_dtype_to_warp_type", "non_atomic_types",
-                "vector_types", "vector", "matrix", "quaternion", "transformation", "array")
+                "vector_types", "vector", "matrix", "quaternion", "transformation", "array", "Reference")
 
 INTERNAL = re.compile(
     r"_src\.(?!types\.(?:%s)\b)" % "|".join(_TYPE_TABLES)
@@ -107,6 +107,8 @@ def install_type_tables(wp) -> None:
     table.vector, table.matrix = t.vector, t.matrix
     table.quaternion, table.transformation = t.quaternion, t.transformation
     table.array = wp.array
+    # the class of wp.ref[T] annotations, read by isinstance checks (not an internal of the compiler)
+    table.Reference = wp.reference.Reference
     src = types.ModuleType("warp._src")
     src.__path__ = []
     src.types = table

@@ -1,0 +1,47 @@
+"""`wp.ref[T]`: Warp 1.19's pass-by-reference parameter annotation for @wp.func (`def f(x: wp.ref[float])`).
+
+The annotation object exists with Warp's API (`dtype`, `value_type`, equality by dtype, `repr` `wp.ref[int32]`) so
+that code naming it imports and type-checks; kernels does not compile reference parameters yet (its functions
+take values and return values), so a @wp.func annotated with one is refused, in one line, when a kernel calling
+it is built: write the function to return the updated value instead (`x = f(x)`).
+"""
+
+from __future__ import annotations
+
+NOT_SUPPORTED = ("wp.ref[T] parameters (pass by reference) are not supported by kernels; return the updated value "
+                 "from the function instead (x = f(x))")
+
+
+class Reference:
+    """The annotation `wp.ref[dtype]` (Warp's `warp._src.types.Reference`)."""
+
+    __slots__ = ("dtype",)
+
+    def __init__(self, dtype):
+        self.dtype = dtype
+
+    @property
+    def value_type(self):
+        return self.dtype
+
+    def __eq__(self, other):
+        return isinstance(other, Reference) and other.dtype == self.dtype
+
+    def __hash__(self):
+        return hash((Reference, self.dtype))
+
+    def __repr__(self):
+        return f"wp.ref[{getattr(self.dtype, '__name__', self.dtype)}]"
+
+
+class _RefFactory:
+    """`wp.ref`: subscripted with a type, the annotation of a reference parameter."""
+
+    def __getitem__(self, dtype) -> Reference:
+        return Reference(dtype)
+
+    def __repr__(self):
+        return "wp.ref"
+
+
+ref = _RefFactory()
