@@ -1,12 +1,21 @@
-"""`wp.ref[T]` (Warp 1.19's pass-by-reference parameters): the annotation object has Warp's API, and a @wp.func
-annotated with one is refused in one line when a kernel calling it is built (kernels' functions take and return
-values; the refusal says to return the updated value instead). Never compiled as a by-value copy, which would
-silently drop the caller's update."""
+"""`wp.ref[T]`, Warp 1.19's pass-by-reference parameters of @wp.func.
 
+Functions take and return values here: a reference parameter's final value is returned after the function's own
+results and the call writes it back to the argument (a variable, an array element, a struct field, a component,
+or a path of these). What has no storage is refused; a kernel calling such a function has no backward (as in
+Warp), and wp.ref of an array is an ordinary array parameter. The same program runs on real Warp for its values.
+"""
+
+import importlib.util
+
+import numpy as np
 import pytest
 
 import kernels as wp
 from kernels.reference import Reference
+
+import _warp_child
+import _warp_reference
 
 
 def test_the_annotation_object():
@@ -16,7 +25,13 @@ def test_the_annotation_object():
     assert repr(r) == "wp.ref[int32]"
     assert r == wp.ref[wp.int32] and hash(r) == hash(wp.ref[wp.int32])
     assert r != wp.ref[wp.float32]
-    assert wp.ref[wp.vec3].dtype is wp.vec3
+
+
+_PROGRAM = '''
+@wp.struct
+class Box:
+    value: float
+    v: wp.vec3
 
 
 @wp.func
@@ -24,14 +39,140 @@ def add_one(x: wp.ref[wp.float32]):
     x += 1.0
 
 
+@wp.func
+def scale(x: wp.ref[wp.float32], s: float) -> float:
+    old = x
+    if s > 0.0:
+        x = x * s
+        return old
+    x = -x
+    return old
+
+
+@wp.func
+def twice(x: wp.ref[wp.float32]):
+    add_one(x)
+    add_one(x)
+
+
+@wp.func
+def swap(a: wp.ref[wp.float32], b: wp.ref[wp.float32]):
+    a, b = b, a
+
+
+@wp.kernel(enable_backward=False)
+def k(a: wp.array(dtype=float), out: wp.array(dtype=float), boxes: wp.array(dtype=Box)):
+    i = wp.tid()
+    add_one(a[i])
+    y = wp.float32(2.0)
+    add_one(y)
+    old = scale(y, 3.0)
+    old2 = scale(y, -1.0)
+    b = Box()
+    b.value = 1.0
+    add_one(b.value)
+    v = wp.vec3(1.0, 2.0, 3.0)
+    twice(v[1])
+    add_one(boxes[i].v[2])
+    swap(v[0], v[2])
+    out[i * 6 + 0] = y
+    out[i * 6 + 1] = old
+    out[i * 6 + 2] = old2
+    out[i * 6 + 3] = b.value
+    out[i * 6 + 4] = v[1]
+    out[i * 6 + 5] = v[0] * 10.0 + v[2]
+
+
+def run(wp, Tape):
+    a = wp.array([1.0, 5.0], dtype=float, device="cpu")
+    out = wp.zeros(12, dtype=float, device="cpu")
+    boxes = wp.zeros(2, dtype=Box, device="cpu")
+    wp.launch(k, dim=2, inputs=[a, out, boxes], device="cpu")
+    return {"a": a.numpy(), "out": out.numpy(), "box_v": np.array([bx.v for bx in boxes.list()])}
+'''
+
+
+def _ours(tmp_path, source, name):
+    path = tmp_path / f"{name}.py"
+    path.write_text("import numpy as np\nimport kernels as wp\n\n\n" + source)
+    return _warp_child.load_module(str(path), name)
+
+
+def test_reference_arguments_are_written_back(tmp_path):
+    from autodiff import Tape
+
+    out = _ours(tmp_path, _PROGRAM, "reference_program").run(wp, Tape)
+    np.testing.assert_array_equal(out["a"], [2.0, 6.0])
+    # y: 2 -> 3 -> 9 -> -9; old 3, old2 9; b.value 2; v[1] 2 -> 4; v[0], v[2] swapped: 3 * 10 + 1
+    np.testing.assert_array_equal(out["out"], [-9.0, 3.0, 9.0, 2.0, 4.0, 31.0] * 2)
+    np.testing.assert_array_equal(out["box_v"], [[0.0, 0.0, 1.0]] * 2)
+
+
+def test_reference_arguments_are_warps(tmp_path):
+    if importlib.util.find_spec("warp") is None:
+        pytest.skip("warp-lang (the reference, a test extra) is not installed")
+    warp, ours = _warp_reference.both("import numpy as np\n\n\n" + _PROGRAM, str(tmp_path), "reference")
+    for key in warp:
+        np.testing.assert_array_equal(ours[key], warp[key], err_msg=key)
+
+
+_REFUSED = '''
+@wp.func
+def add_one(x: wp.ref[wp.int32]):
+    x += 1
+
+
+@wp.func
+def make() -> wp.int32:
+    return wp.int32(1)
+
+
+@wp.kernel(enable_backward=False)
+def literal():
+    add_one(wp.int32(5))
+
+
+@wp.kernel(enable_backward=False)
+def call_result():
+    add_one(make())
+
+
+@wp.kernel(enable_backward=False)
+def constant_local():
+    x = 0
+    add_one(x)
+
+
+@wp.func
+def add_half(x: wp.ref[wp.float32]):
+    x += 0.5
+
+
 @wp.kernel
-def calls_add_one(a: wp.array(dtype=float)):
-    add_one(a[0])
+def with_backward(a: wp.array(dtype=float)):
+    add_half(a[0])
+'''
 
 
-def test_a_reference_parameter_is_refused_when_built():
-    a = wp.zeros(1, dtype=float)
-    with pytest.raises(wp.CompileError, match=r"parameter 'x': wp.ref\[T\] parameters \(pass by reference\) are "
-                                              r"not supported"):
-        wp.launch(calls_add_one, dim=1, inputs=[a])
-    assert a.numpy()[0] == 0.0
+@pytest.mark.parametrize("kernel, message", [
+    ("literal", "pass a variable, an array element"),
+    ("call_result", "pass a variable, an array element"),
+    ("constant_local", r"declare it with its type, e\.g\. x = wp\.int32\(0\)"),
+])
+def test_arguments_without_storage_are_refused(tmp_path, kernel, message):
+    module = _ours(tmp_path, _REFUSED, f"reference_refused_{kernel}")
+    with pytest.raises(wp.CompileError, match=message):
+        wp.launch(getattr(module, kernel), dim=1)
+
+
+def test_a_kernel_calling_a_reference_function_has_no_backward(tmp_path):
+    from autodiff import Tape
+
+    module = _ours(tmp_path, _REFUSED, "reference_refused_backward")
+    a = wp.zeros(1, dtype=float, requires_grad=True)
+    tape = Tape()
+    with tape:
+        wp.launch(module.with_backward, dim=1, inputs=[a])
+    assert a.numpy()[0] == 0.5  # the forward runs
+    with pytest.raises(wp.CompileError, match="takes wp.ref\\[T\\] parameters: a kernel calling it has no backward"):
+        tape.backward(grads={a: wp.ones_like(a)})

@@ -22,14 +22,15 @@ from ..errors import CompileError, CompileTypeError, KernelError
 from .frontend_expr import _BINOPS, ExpressionLowering, Static, _mutated_args  # noqa: F401  (Static re-exported)
 from .frontend_loops import LoopLowering
 from .frontend_tile_refs import refuse_observed_tile_writes
-from .function import UNBOUND_FUNCTION, Func, FuncGradient, is_function_argument
+from .function import UNBOUND_FUNCTION, Func, FuncGradient, is_function_argument, reference_params
+from .frontend_reference import ReferenceLowering
 from .frontend_source import (  # noqa: F401  (FunctionSource: the compiler's entry point takes one)
     _BREAK, _CONT, _RET, FunctionSource, _walk_no_nested_defs)
 from .frontend_tuples import (_Slot, _describe_binding, _fill_leaves, _fill_slots, _tuple_items, _tuple_leaves,
                               _tuple_shape)
 
 
-class Frontend(LoopLowering, ExpressionLowering):
+class Frontend(LoopLowering, ExpressionLowering, ReferenceLowering):
     """Lowers one Python function to an `ir.Function`. `param_types` gives each parameter's (canonical) type."""
 
     def __init__(self, source: FunctionSource, kind: str, name: str, param_types: list, resolve_static, *,
@@ -112,9 +113,14 @@ class Frontend(LoopLowering, ExpressionLowering):
             self.declare_return_slots(fdef)
         elif self.src.pyfunc.__annotations__.get("return", None) not in (None, type(None), "None"):
             raise self.kernel_return_error(fdef)
+        references = reference_params(self.src)
+        if references and self.kind == "kernel":
+            raise self.error("wp.ref[T] parameters are for @wp.func functions, not kernels", fdef, CompileTypeError)
         self.lower_stmts(fdef.body)
         if self.kind == "func":
             rets = [self.env[f"__retval{i}"] for i in range(self.n_returns or 0)]
+            # the final values of wp.ref[T] parameters follow the results: the caller writes them back
+            rets += [self.as_value(self.env[names[i]], fdef) for i in references]
             self.emit("return", rets, fdef.body[-1], nresults=0)
         return ir.Function(self.name, self.kind, params, names, body, self.src.loc(fdef))
 

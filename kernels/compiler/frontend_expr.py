@@ -338,6 +338,11 @@ class ExpressionLowering:
         else:
             attrs["func"] = target
             self.check_tile_writes(target, node)
+            references = target.reference_indices(len(operands)) if hasattr(target, "reference_indices") else ()
+            if references is None:
+                raise self.error(f"the overloads of '{target.name}' differ in which parameters are wp.ref[T]", node)
+            if references:  # wp.ref[T] parameters: written back to the arguments (frontend_reference.py)
+                return self.call_with_references(node, target, references, operands, attrs)
         return self.emit("call", operands, node, nresults=nresults, attrs=attrs)
 
     def _call_with_outputs(self, node, target, n_out):

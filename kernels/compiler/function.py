@@ -17,7 +17,7 @@ from collections.abc import Callable
 from . import ir
 from .. import types as T
 from ..errors import CompileError
-from ..reference import NOT_SUPPORTED as REFERENCE_NOT_SUPPORTED, Reference
+from ..reference import Reference
 from ..builtins import BUILTINS
 from .frontend_source import FunctionSource
 from ..typesys import ArrayType, ArrayValue, StaticType, TileType, describe, is_struct
@@ -31,8 +31,8 @@ def annotation_type(ann, where: str):
         return Func
     if isinstance(ann, (ArrayType, TileType)):
         return ann
-    if isinstance(ann, Reference):
-        raise TypeError(f"{where}: {REFERENCE_NOT_SUPPORTED}")
+    if isinstance(ann, Reference):  # a @func's wp.ref[T] parameter has T's type (see reference_params)
+        return annotation_type(ann.dtype, where)
     reason = T.unsupported_reason(ann) or T.unsupported_reason(getattr(ann, "dtype", None))
     if reason:
         raise TypeError(f"{where}: {reason}")
@@ -75,6 +75,24 @@ def signature_types(source: FunctionSource, name: str, require: bool):
     return types_
 
 
+def reference_params(source: FunctionSource) -> tuple:
+    """Positions of the parameters annotated `wp.ref[T]` (T not an array). Functions take and return values
+    here, so a reference parameter's final value is returned after the function's own results (frontend.lower)
+    and the caller writes it back to the argument (frontend_reference.py)."""
+    hints = source.pyfunc.__annotations__
+    found = []
+    for i, a in enumerate(source.fdef.args.args):
+        ann = hints.get(a.arg)
+        if isinstance(ann, str):
+            try:
+                ann = eval(ann, source.globals)  # noqa: S307  (an annotation of the user's own source)
+            except Exception:  # noqa: BLE001  (signature_types reports it)
+                continue
+        if isinstance(ann, Reference) and not isinstance(annotation_type(ann.dtype, a.arg), ArrayType):
+            found.append(i)  # an array is a handle already: wp.ref[array] is an ordinary array parameter
+    return tuple(found)
+
+
 def _check_return_annotation(source: FunctionSource, name: str, fn) -> None:
     """A @wp.func's return annotation, when it has one, must be what the body returns (as Warp checks): a
     CompileError otherwise, never a value of another type than declared."""
@@ -87,6 +105,7 @@ def _check_return_annotation(source: FunctionSource, name: str, fn) -> None:
         except Exception:  # noqa: BLE001  an annotation we cannot evaluate is not checked
             return
     got = list(fn.return_types)
+    got = got[:len(got) - len(reference_params(source))]  # the written-back references are not results
     where = source.loc(source.fdef)
 
     def spell(t):
@@ -352,6 +371,14 @@ class Func:
         counts = {self._source_result_count(source, params, loc, caller, lower)
                   for source, params in self.overloads if len(params) == nargs}
         return counts.pop() if len(counts) == 1 else None
+
+    def reference_indices(self, nargs: int):
+        """Positions of the wp.ref[T] parameters of the overloads taking `nargs` arguments: a tuple, or None when
+        those overloads disagree (refused by the caller)."""
+        found = {reference_params(source) for source, params in self.overloads if len(params) == nargs}
+        if len(found) > 1:
+            return None
+        return found.pop() if found else ()
 
     def _source_result_count(self, source: FunctionSource, params: list, loc, caller: str, lower) -> int:
         n = self.result_counts.get(source)

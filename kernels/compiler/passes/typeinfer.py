@@ -373,7 +373,10 @@ class TypeInference(TileForms, TileSliceForms, PathForms, SliceForms, ScalarForm
                                  op)
         for r, t in zip(results, rtypes):
             r.type = t
-        self.append(ir.Op("call", list(args), results, {"callee": callee, "name": callee.name}, [], op.loc))
+        attrs = {"callee": callee, "name": callee.name}
+        if op.attrs.get("refuse_adjoint"):  # a call writing wp.ref[T] arguments back (frontend_reference.py)
+            attrs["refuse_adjoint"] = op.attrs["refuse_adjoint"]
+        self.append(ir.Op("call", list(args), results, attrs, [], op.loc))
 
     def gradient_call(self, op, callee, args):
         """`wp.grad(f)(args)`: f's adjoint seeded with 1 gives d f / d arg for each argument. f must return one
