@@ -176,3 +176,14 @@ def test_a_kernel_calling_a_reference_function_has_no_backward(tmp_path):
     assert a.numpy()[0] == 0.5  # the forward runs
     with pytest.raises(wp.CompileError, match="takes wp.ref\\[T\\] parameters: a kernel calling it has no backward"):
         tape.backward(grads={a: wp.ones_like(a)})
+
+
+def test_overloads_differing_only_in_references_are_refused():
+    @wp.func
+    def refness(x: wp.int32) -> wp.int32:
+        return x
+
+    with pytest.raises(RuntimeError, match="differ only in which parameters are wp.ref"):
+        @wp.func
+        def refness(x: wp.ref[wp.int32]):  # noqa: F811  (the redefinition is the test)
+            x += 1

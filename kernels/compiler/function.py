@@ -501,6 +501,10 @@ def _relate(existing: Func, pyfunc) -> Func:
     except CompileError as e:
         existing.annotation_errors.append(e)  # raised when a kernel calling it is built, as add_overload does
         return existing
+    for old_source, old_types in existing.overloads:
+        if old_types == new_types and reference_params(old_source) != reference_params(source):
+            raise RuntimeError(f"@wp.func '{pyfunc.__name__}': overloads may not differ only in which parameters "
+                               f"are wp.ref[T] (a call could not tell them apart)")
     if existing.overloads and new_types == existing.overloads[0][1]:
         replacement = Func(pyfunc)
         replacement.overloads += [o for o in existing.overloads[1:] if o[1] != new_types]
