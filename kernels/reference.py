@@ -1,15 +1,11 @@
 """`wp.ref[T]`: Warp 1.19's pass-by-reference parameter annotation for @wp.func (`def f(x: wp.ref[float])`).
 
-The annotation object exists with Warp's API (`dtype`, `value_type`, equality by dtype, `repr` `wp.ref[int32]`) so
-that code naming it imports and type-checks; kernels does not compile reference parameters yet (its functions
-take values and return values), so a @wp.func annotated with one is refused, in one line, when a kernel calling
-it is built: write the function to return the updated value instead (`x = f(x)`).
+The annotation object has Warp's API (`dtype`, `value_type`, equality by dtype, `repr` `wp.ref[int32]`). How a
+reference parameter is compiled (returned and written back to the caller's argument) is in
+compiler/function.py's `reference_params` and compiler/frontend_reference.py.
 """
 
 from __future__ import annotations
-
-NOT_SUPPORTED = ("wp.ref[T] parameters (pass by reference) are not supported by kernels; return the updated value "
-                 "from the function instead (x = f(x))")
 
 
 class Reference:
