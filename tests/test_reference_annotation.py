@@ -187,3 +187,54 @@ def test_overloads_differing_only_in_references_are_refused():
         @wp.func
         def refness(x: wp.ref[wp.int32]):  # noqa: F811  (the redefinition is the test)
             x += 1
+
+
+_ALIASING = '''
+@wp.func
+def bump(x: wp.ref[wp.float32], y: wp.ref[wp.float32]):
+    x += 1.0
+    y += 10.0
+
+
+@wp.func
+def bump_and_read(x: wp.ref[wp.float32], a: wp.array(dtype=float)) -> float:
+    x += 1.0
+    return a[0]
+
+
+@wp.kernel(enable_backward=False)
+def same_local():
+    v = wp.vec3(0.0)
+    bump(v[0], v[0])
+
+
+@wp.kernel(enable_backward=False)
+def negative_index():
+    v = wp.vec3(0.0)
+    bump(v[-1], v[2])
+
+
+@wp.kernel(enable_backward=False)
+def two_elements(a: wp.array(dtype=float), b: wp.array(dtype=float)):
+    bump(a[0], b[0])
+
+
+@wp.kernel(enable_backward=False)
+def element_and_array(a: wp.array(dtype=float), out: wp.array(dtype=float)):
+    out[0] = bump_and_read(a[0], a)
+'''
+
+
+@pytest.mark.parametrize("kernel, message", [
+    ("same_local", "may name the same storage"),
+    ("negative_index", "may name the same storage"),
+    ("two_elements", "may be the same element"),
+    ("element_and_array", "an array \\(or holds arrays\\) that may contain it"),
+])
+def test_references_that_may_alias_are_refused(tmp_path, kernel, message):
+    """Written back after the call, aliased references would not give Warp's in-place numbers: refused."""
+    module = _ours(tmp_path, _ALIASING, f"reference_alias_{kernel}")
+    a, b = wp.zeros(1, dtype=float), wp.zeros(1, dtype=float)
+    inputs = {"same_local": [], "negative_index": [], "two_elements": [a, b], "element_and_array": [a, b]}[kernel]
+    with pytest.raises(wp.CompileError, match=message):
+        wp.launch(getattr(module, kernel), dim=1, inputs=inputs)

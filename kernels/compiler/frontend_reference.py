@@ -27,7 +27,8 @@ class ReferenceLowering:
             self.check_addressable(node.args[i] if i < len(node.args) else None, target, i, node)
         total = target.result_count(len(operands), loc, self.name, self.lower_callee)
         own = total - len(references)
-        attrs.update({"nresults": total,
+        self.check_distinct(node, target, references)
+        attrs.update({"nresults": total, "references": tuple(references),
                       "refuse_adjoint": f"'{target.name}' takes wp.ref[T] parameters: a kernel calling it has no "
                                         f"backward (as in Warp); declare the kernel with enable_backward=False"})
         results = self.emit("call", operands, node, nresults=total, attrs=attrs)
@@ -54,8 +55,56 @@ class ReferenceLowering:
                              f"holds a literal whose type is not fixed: declare it with its type, e.g. "
                              f"{root.id} = {declared}({owner.attrs['value']!r})", node, CompileError)
 
+    def check_distinct(self, node, target, references):
+        """Two reference arguments rooted in the same variable must name provably different parts of it
+        (`v[0]` and `v[2]`, `b.x` and `b.y`): written back one after the other, overlapping ones would not give
+        Warp's in-place result."""
+        paths = [(i, _path(node.args[i])) for i in references]
+        for a, (i, pi) in enumerate(paths):
+            for j, pj in paths[a + 1:]:
+                if pi[0] == pj[0] and not _disjoint(pi[1:], pj[1:]):
+                    raise self.error(f"arguments {i + 1} and {j + 1} of '{target.name}' are wp.ref[T] parameters "
+                                     f"that may name the same storage ('{ast.unparse(node.args[i])}', "
+                                     f"'{ast.unparse(node.args[j])}'): here references are written back when the "
+                                     f"call returns (Warp updates them in place); pass distinct variables", node)
+
     @staticmethod
     def _reference_type_name(target, index) -> str:
         params = target.overloads[0][1] if target.overloads else []
         t = params[index] if index < len(params) else None
         return f"wp.{getattr(t, '__name__', 'float32')}"
+
+
+def _path(arg) -> list:
+    """[root name, step, ...] of an argument; a step is ("attr", name), ("index", constant) or None (dynamic)."""
+    steps = []
+    while isinstance(arg, (ast.Subscript, ast.Attribute)):
+        if isinstance(arg, ast.Attribute):
+            steps.append(("attr", arg.attr))
+        else:
+            try:
+                steps.append(("index", ast.literal_eval(arg.slice)))
+            except ValueError:
+                steps.append(None)
+        arg = arg.value
+    return [arg.id if isinstance(arg, ast.Name) else None, *reversed(steps)]
+
+
+def _disjoint(a: list, b: list) -> bool:
+    """Whether two access paths below the same root are provably different storage: at the first step where they
+    differ both are constant (a prefix of the other overlaps it)."""
+    for x, y in zip(a, b):
+        if x is None or y is None or not (_plain(x) and _plain(y)):
+            return False
+        if x != y:
+            return True
+    return False
+
+
+def _plain(step) -> bool:
+    """A step whose constant names one place only: a field, or non-negative indices (v[-1] may be v[2])."""
+    kind, value = step
+    if kind == "attr":
+        return True
+    values = value if isinstance(value, tuple) else (value,)
+    return all(isinstance(k, int) and k >= 0 for k in values)

@@ -96,6 +96,7 @@ _CALL_ATTRS = {
     "matmul": bool, "type_arg": bool, "rtype": ANY, "ndim": int, "field": str, "axis": int, "elem": tuple,
     "overwrite": bool,  # a component write into an array element (a[i].x = v)
     "refuse_adjoint": str,  # the adjoint pass refuses this op with the message
+    "references": tuple,  # argument positions of a user function's wp.ref[T] parameters (frontend_reference.py)
 }
 _LOOP_ATTRS = {"carried": list, "static": bool, "break_flag": int, "recompute": bool, "counter": int}
 

@@ -30,6 +30,7 @@ from .typeinfer_slices import SliceForms, is_slice
 from .typeinfer_starred import StarredForms
 from .typeinfer_tile_slices import TileSliceForms
 from .typeinfer_tiles import TileForms
+from .typeinfer_reference import ReferenceForms
 
 _COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
 _TILE_ELEMENTWISE = {"add", "sub", "mul", "div", "mod", "neg", "pos"}
@@ -63,7 +64,7 @@ def _field_value(struct_value, field):
 
 
 class TypeInference(TileForms, TileSliceForms, PathForms, SliceForms, ScalarForms, ControlFlowForms,
-                    StarredForms, ConstructorForms):
+                    StarredForms, ConstructorForms, ReferenceForms):
     def __init__(self, fn: ir.Function, compile_callee):
         self.fn = fn
         # (source, kind, name, param types) -> typed ir.Function: how a called @wp.func is compiled for the
@@ -351,6 +352,8 @@ class TypeInference(TileForms, TileSliceForms, PathForms, SliceForms, ScalarForm
     def call_user(self, op):
         func = op.attrs["func"]
         args = op.operands
+        if op.attrs.get("references"):
+            self.check_reference_aliasing(op, op.attrs["references"])
         if op.attrs.get("kwargs") or func.needs_defaults(len(args)):
             op.attrs["caller"] = self.fn.name
             args = func.order_arguments(args, op.attrs.get("kwargs") or [], op,
