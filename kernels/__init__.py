@@ -3,7 +3,8 @@ forward and adjoint. Port a Warp program by writing `import kernels as wp`.
 
 The package in four parts, each importing only those below it (tests/test_architecture.py checks it, imports
 inside functions included, and that no module imports another back):
-- base: config, errors, types (values), typesys (compile-time types), halfbits, builtins/ (the builtin table);
+- base: config, errors, types (values), typesys (compile-time types), halfbits, builtins/ (the builtin table),
+  logger, reference (the wp.ref[T] annotation);
 - compiler/: source -> IR -> passes -> C++/CUDA text -> built library (see compiler/__init__.py);
 - runtime/: devices and streams, memory and arrays, launches, captures, modules of compiled kernels;
 - this surface: the public names (below), mathlib, utils, tape_interface; it also wires the two that the
@@ -64,7 +65,7 @@ from .types import (Any, bool_, float16, float32, float64, int8, int16, int32, i
 from .numpy_types import dtype_from_numpy, dtype_to_numpy  # noqa: E402
 from .types import (bfloat16, spatial_matrixf, spatial_matrixh, spatial_vectorh,
                     transformh, vec2s, vec2ul, vec2us, vec3s, vec3ul, vec3us, vec4s, vec4ul, vec4us)
-from .reference import ref  # noqa: E402,F401  (Warp's wp.ref[T] annotation: refused when compiled)
+from .reference import ref  # noqa: E402,F401  (Warp's wp.ref[T] pass-by-reference annotation)
 from .types import handle  # noqa: E402  (Warp's object-handle type: uint64)
 from .types import Float, Int  # noqa: E402,F401  (Warp's constrained generics: names only, see types)
 from .types import ScalarVar as Scalar  # noqa: E402,F401
