@@ -116,6 +116,47 @@ def test_reference_arguments_are_warps(tmp_path):
         np.testing.assert_array_equal(ours[key], warp[key], err_msg=key)
 
 
+_FUNCTION_FIRST = '''
+@wp.func
+def double_it(x: wp.float32):
+    return x * 2.0
+
+
+@wp.func
+def triple_it(x: wp.float32):
+    return x * 3.0
+
+
+@wp.func
+def apply_into(g: wp.Function, dst: wp.ref[wp.float32], x: wp.float32):
+    dst = g(x)
+
+
+@wp.kernel(enable_backward=False)
+def function_first(out: wp.array(dtype=wp.float32)):
+    apply_into(double_it, out[0], wp.float32(3.0))
+    apply_into(triple_it, out[1], wp.float32(4.0))
+
+
+def run(wp, Tape):
+    out = wp.zeros(2, dtype=wp.float32, device="cpu")
+    wp.launch(function_first, dim=1, outputs=[out], device="cpu")
+    return {"out": out.numpy()}
+'''
+
+
+def test_a_reference_after_a_function_parameter_gets_the_value_it_was_given(tmp_path):
+    """A `wp.Function` parameter is no run-time parameter: the reference after it is still the one written back
+    (it wrote back `x` before, 3 and 4)."""
+    from autodiff import Tape
+
+    out = _ours(tmp_path, _FUNCTION_FIRST, "reference_after_function").run(wp, Tape)
+    np.testing.assert_array_equal(out["out"], [6.0, 12.0])
+    if importlib.util.find_spec("warp") is not None:
+        warp, ours = _warp_reference.both("import numpy as np\n\n\n" + _FUNCTION_FIRST, str(tmp_path), "ref_fn")
+        np.testing.assert_array_equal(ours["out"], warp["out"])
+
+
 _REFUSED = '''
 @wp.func
 def add_one(x: wp.ref[wp.int32]):

@@ -120,7 +120,8 @@ class Frontend(LoopLowering, ExpressionLowering, ReferenceLowering):
         if self.kind == "func":
             rets = [self.env[f"__retval{i}"] for i in range(self.n_returns or 0)]
             # the final values of wp.ref[T] parameters follow the results: the caller writes them back
-            rets += [self.as_value(self.env[names[i]], fdef) for i in references]
+            # (by source position: `wp.Function` parameters are no run-time parameters, so not in `names`)
+            rets += [self.as_value(self.env[args.args[i].arg], fdef) for i in references]
             self.emit("return", rets, fdef.body[-1], nresults=0)
         return ir.Function(self.name, self.kind, params, names, body, self.src.loc(fdef))
 
