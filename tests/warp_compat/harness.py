@@ -28,6 +28,10 @@ FILES = (
     # the rest of the suite runs in `tools/warp_compat.py run --all` (it does not fit CI's time)
     "test_array_reduce.py", "test_runlength_encode.py", "geometry/test_grouped_bvh.py", "test_atomic_cas.py",
     "test_atomic_bitwise.py",
+    # added in session 15 (issue 34), files passed whole: the logger, the allocation tracker, versions and
+    # diagnostics, starred arguments, vector constructors (seconds each)
+    "test_logger.py", "test_allocation_tracker.py", "test_version.py", "test_diagnostics.py", "test_unpack.py",
+    "test_vec_constructors.py",
 )
 PASSING = ("pass",)
 
