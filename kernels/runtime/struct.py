@@ -245,14 +245,7 @@ def _check_value(cls, name, t, value):
                 what = {(True, False): "indexed array", (False, True): "fabric array",
                         (True, True): "indexed fabric array"}[(t.indexed, t.fabric)]
                 raise TypeError(f"Struct field '{name}' expects a Warp {what}, got {type(value).__name__}")
-            if value.dtype != t.dtype and t.dtype is not T.Any:
-                raise TypeError(f"Struct field '{name}' expects dtype {T.type_repr(t.dtype)}, got "
-                                f"{T.type_repr(value.dtype)}")
-            if value.ndim != t.ndim:
-                raise TypeError(f"Struct field '{name}' expects an array with {t.ndim} dimension(s), got "
-                                f"{value.ndim} dimension(s)")
-            return value
-        if not isinstance(value, array):
+        elif not isinstance(value, array):
             try:
                 value = as_array(value, t)
             except TypeError:
