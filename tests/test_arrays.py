@@ -492,10 +492,33 @@ def test_launch_scalar_where_array_expected(device):
         wp.launch(scale_1d, dim=3, inputs=[wp.zeros(3, device=device), wp.zeros(3, device=device)], device=device)
 
 
-def test_launch_dim_mismatch_with_tid(device):
+def test_launch_with_fewer_dims_than_tid_pads_with_one(device):
+    """As in Warp 1.19: a 1-d launch of a kernel reading two coordinates runs (i, 0) for each i (it was refused
+    here before; tests/test_launch_bounds.py checks the padding and folding against real Warp)."""
     a = wp.zeros((3, 5), dtype=float, device=device)
-    with pytest.raises(wp.LaunchError, match="index_2d"):
-        wp.launch(index_2d, dim=15, inputs=[a], device=device)
+    wp.launch(index_2d, dim=3, inputs=[a], device=device)
+    expected = np.zeros((3, 5))
+    expected[:, 0] = [0.0, 100.0, 200.0]
+    np.testing.assert_array_equal(a.numpy(), expected)
+
+
+def test_padded_launch_past_the_array_is_caught_in_debug_mode(device):
+    """dim=15 pads to (15, 1): rows 3..14 are past a 3 x 5 array; release mode does not check (as Warp), debug
+    mode stops with the kernel's name."""
+    saved = wp.config.mode
+    wp.config.mode = "debug"
+    try:
+        @wp.kernel  # defined here: a module already built in release mode stays so in this process
+        def index_2d_debug(a: wp.array2d(dtype=float)):
+            i, j = wp.tid()
+            a[i, j] = a[i, j] + float(i * 100 + j)
+
+        a = wp.zeros((3, 5), dtype=float, device=device)
+        with pytest.raises(Exception, match="index_2d_debug"):
+            wp.launch(index_2d_debug, dim=15, inputs=[a], device=device)
+            wp.synchronize_device(device)
+    finally:
+        wp.config.mode = saved
 
 
 # ---------------------------------------------------------------------------------------------------------------
