@@ -56,6 +56,10 @@ class ArrayType:
         return self.__name__
 
 
+FIXEDARRAY_HOST_REFUSAL = ("Cannot use wp.fixedarray as a host argument or kernel overload type; it is a "
+                           "compiler-only stack array")  # Warp's wording (kernels/runtime/fixedarray.py)
+
+
 @dataclass(frozen=True)
 class StaticType:
     """Type of a compile-time Python object used as an operand (a format string, a shape tuple, a type)."""

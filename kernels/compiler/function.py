@@ -20,7 +20,7 @@ from ..errors import CompileError
 from ..reference import Reference
 from ..builtins import BUILTINS
 from .frontend_source import FunctionSource
-from ..typesys import ArrayType, ArrayValue, StaticType, TileType, describe, is_struct
+from ..typesys import FIXEDARRAY_HOST_REFUSAL, ArrayType, ArrayValue, StaticType, TileType, describe, is_struct
 
 
 def annotation_type(ann, where: str):
@@ -31,6 +31,8 @@ def annotation_type(ann, where: str):
         return Func
     if isinstance(ann, (ArrayType, TileType)):
         return ann
+    if getattr(ann, "_wp_fixed_", False):  # a wp.fixedarray instance: a function's result only (fixed_result)
+        raise TypeError(FIXEDARRAY_HOST_REFUSAL)
     if isinstance(ann, Reference):  # a @func's wp.ref[T] parameter has T's type (see reference_params)
         return annotation_type(ann.dtype, where)
     reason = T.unsupported_reason(ann) or T.unsupported_reason(getattr(ann, "dtype", None))
