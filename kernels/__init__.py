@@ -162,6 +162,7 @@ def transformation(*args, p=None, q=None, dtype=None):
 
 
 transformation._wp_kernel_form_ = types.transformation
+zeros._wp_builtin_ = "fixedarray_zeros"  # in kernel code, a fixed-size array (Warp's wp.fixedarray)
 
 
 def transform_expand(t):
