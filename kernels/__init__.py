@@ -16,6 +16,7 @@ from __future__ import annotations
 from . import config
 from .runtime.indexedarray import (indexedarray, indexedarray1d, indexedarray2d, indexedarray3d,  # noqa: F401
                                    indexedarray4d)
+from .runtime.fixedarray import fixedarray  # noqa: F401  (Warp's stack array, in kernels)
 from .runtime.fabricarray import (fabricarray, fabricarrayarray, indexedfabricarray,  # noqa: F401
                                   indexedfabricarrayarray)
 from .config import LOG_DEBUG, LOG_ERROR, LOG_INFO, LOG_WARNING  # noqa: F401  (wp.config.log_level values)
@@ -161,6 +162,7 @@ def transformation(*args, p=None, q=None, dtype=None):
 
 
 transformation._wp_kernel_form_ = types.transformation
+zeros._wp_builtin_ = "fixedarray_zeros"  # in kernel code, a fixed-size array (Warp's wp.fixedarray)
 
 
 def transform_expand(t):

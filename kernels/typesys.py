@@ -31,12 +31,16 @@ class ArrayType:
     atomics, `.shape` and `a[i]` views take either kind; other builtins taking arrays take plain arrays only.
     `fabric`: Warp's `fabricarray` (kernels/runtime/fabricarray.py), elements spread over buckets of memory
     (`wp::fabricarray_t<T>`, native/fabricarray.h; with `indexed`, `indexedfabricarray`); ndim 2 is an array of
-    1-d arrays (`fabricarrayarray`)."""
+    1-d arrays (`fabricarrayarray`).
+    `fixed`: the shape of Warp's `fixedarray` (kernels/runtime/fixedarray.py), an array allocated on a kernel
+    thread's stack by `wp.zeros(shape=..., dtype=...)`; `wp::fixedarray_t<size, T>` (native/fixedarray.h) is a
+    `wp::array_t<T>` over its own storage, so it is read, written and passed as a plain array. Empty: not fixed."""
 
     dtype: object
     ndim: int = 1
     indexed: bool = False
     fabric: bool = False
+    fixed: tuple = ()
 
     @property
     def plain(self) -> bool:
@@ -46,7 +50,14 @@ class ArrayType:
     @property
     def kind_name(self) -> str:
         """Warp's class name of this kind of array."""
+        if self.fixed:
+            return "fixedarray"
         return ("indexed" if self.indexed else "") + ("fabricarray" if self.fabric else "array")
+
+    @property
+    def unfixed(self) -> "ArrayType":
+        """The plain array type a fixed array is passed as (a view of its storage); the type itself otherwise."""
+        return ArrayType(self.dtype, self.ndim) if self.fixed else self
 
     @property
     def __name__(self):
@@ -54,6 +65,10 @@ class ArrayType:
 
     def __repr__(self):
         return self.__name__
+
+
+FIXEDARRAY_HOST_REFUSAL = ("Cannot use wp.fixedarray as a host argument or kernel overload type; it is a "
+                           "compiler-only stack array")  # Warp's wording (kernels/runtime/fixedarray.py)
 
 
 @dataclass(frozen=True)

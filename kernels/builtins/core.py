@@ -134,6 +134,12 @@ add_builtin("index_view", (A(AnyType("T"), "D"), T.int32, IDX),
             arg_names=("a", "dim", "i"),
             doc="a[..., i, ...] inside a slicing subscript: dimension dim dropped at i (negative i counts from the end)")
 
+# wp.zeros(shape=..., dtype=...) inside a kernel: a fixed-size array on the thread's stack (Warp's fixedarray);
+# a special form in type inference (typeinfer_fixedarray), which gives the result type and the 4 dims (0: unused)
+add_builtin("fixedarray_zeros", (T.int32,) * 4, None, group="array", differentiable=False, template_ret=True,
+            doc="wp.zeros(shape, dtype=float) in a kernel: a fixed-size array of zeros")
+declare_properties("fixedarray_zeros", adjoint="none", exposed=False)
+
 # Struct values: field read, functional field update, zero-initialised construction. Rendered specially.
 add_builtin("struct_get", (AnyType("S"),), None, group="struct", doc="s.field")
 add_builtin("struct_set", (AnyType("S"), AnyType("V")), None, group="struct", doc="s.field = v (new value)")

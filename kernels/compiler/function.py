@@ -20,7 +20,7 @@ from ..errors import CompileError
 from ..reference import Reference
 from ..builtins import BUILTINS
 from .frontend_source import FunctionSource
-from ..typesys import ArrayType, ArrayValue, StaticType, TileType, describe, is_struct
+from ..typesys import FIXEDARRAY_HOST_REFUSAL, ArrayType, ArrayValue, StaticType, TileType, describe, is_struct
 
 
 def annotation_type(ann, where: str):
@@ -31,6 +31,8 @@ def annotation_type(ann, where: str):
         return Func
     if isinstance(ann, (ArrayType, TileType)):
         return ann
+    if getattr(ann, "_wp_fixed_", False):  # a wp.fixedarray instance: a function's result only (fixed_result)
+        raise TypeError(FIXEDARRAY_HOST_REFUSAL)
     if isinstance(ann, Reference):  # a @func's wp.ref[T] parameter has T's type (see reference_params)
         return annotation_type(ann.dtype, where)
     reason = T.unsupported_reason(ann) or T.unsupported_reason(getattr(ann, "dtype", None))
@@ -124,10 +126,21 @@ def _check_return_annotation(source: FunctionSource, name: str, fn) -> None:
     if len(got) != 1:
         raise CompileError(f"The function `{name}` has its return type annotated as `{spell(ann)}` but the code "
                            f"returns {len(got)} values.", where, name)
+    fixed = isinstance(got[0], ArrayType) and bool(got[0].fixed)
+    if getattr(ann, "_wp_fixed_", False):  # `-> wp.fixedarray(shape=..., dtype=...)`
+        want = ArrayType(T.canonical_type(ann.dtype), ann.ndim, fixed=tuple(ann.shape))
+        if want != got[0]:
+            raise CompileError(f"The function `{name}` has its return type annotated as a fixed-size array of shape "
+                               f"{tuple(ann.shape)} and dtype `{T.type_repr(want.dtype)}` but the code returns a "
+                               f"value of type `{T.type_repr(got[0])}`.", where, name)
+        return
     try:
         want = annotation_type(ann, "return")
     except TypeError:
         return
+    if fixed and isinstance(want, ArrayType):  # Warp's wording
+        raise CompileError(f"The function `{name}` returns a fixed-size array whereas it has its return type "
+                           f"annotated as `Array[{T.type_repr(want.dtype)}]`.", where, name)
     if not is_generic_type(want) and want != got[0]:
         raise CompileError(f"The function `{name}` has its return type annotated as `{T.type_repr(want)}` but the "
                            f"code returns a value of type `{T.type_repr(got[0])}`.", where, name)
@@ -303,7 +316,8 @@ class Func:
                     for a, p in zip(args, params)]
             if all(_matches(p, a.type) for p, a in zip(params, conv)):
                 self._check_function_arguments(source, params, conv, ti, op)
-                types_ = tuple(a.type for a in conv)
+                # a fixed-size array is passed as a plain array over its storage: the callee writes the caller's
+                types_ = tuple(a.type.unfixed if isinstance(a.type, ArrayType) else a.type for a in conv)
                 fn = self.specializations.get(types_)
                 if fn is None:
                     key = (source, types_)  # this overload with these types: another function may share them

@@ -64,6 +64,8 @@ def ctype(t) -> str:
         return f"wp::quat_t<{ctype(t._wp_scalar_type_)}>"
     if T.is_transform(t):
         return f"wp::transform_t<{ctype(t._wp_scalar_type_)}>"
+    if isinstance(t, ArrayType) and t.fixed:
+        return f"wp::fixedarray_t<{math.prod(t.fixed)}, {ctype(t.dtype)}>"
     if isinstance(t, ArrayType):
         return f"wp::{t.kind_name}_t<{ctype(t.dtype)}>"
     if is_struct(t):

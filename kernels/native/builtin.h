@@ -10,6 +10,7 @@
 #include "transform.h"
 #include "array.h"
 #include "indexedarray.h"
+#include "fixedarray.h"
 #include "fabricarray.h"
 #include "tile.h"
 #include "tile_linalg.h"

@@ -24,7 +24,7 @@ from .error_slot import check_error
 from .indexedarray import indexedarray, is_indexed
 from ..errors import LaunchError
 from ..logger import log_info
-from ..typesys import ArrayType, array_descriptor_type, describe, is_struct
+from ..typesys import FIXEDARRAY_HOST_REFUSAL, ArrayType, array_descriptor_type, describe, is_struct
 from . import cuda_module
 
 # Set by autodiff.Tape while recording: a callable(kernel, dim, inputs, outputs, device, launch) called after each
@@ -234,6 +234,8 @@ def _composite_argument(kernel, i, t, value):
 
 def argument_type(value, declared):
     """The kernel type of a launch argument for a generic (`Any`) parameter `declared`."""
+    if getattr(value, "_wp_fixed_", False):
+        raise TypeError(FIXEDARRAY_HOST_REFUSAL)
     if getattr(value, "_wp_indexed_", False) or getattr(value, "_wp_fabric_", False):
         return value.type
     if isinstance(declared, ArrayType) or isinstance(value, array):
@@ -267,6 +269,8 @@ def pack_args(kernel, values, device):
         raise LaunchError(f"kernel '{kernel.name}' takes {len(types_)} arguments ({names}), got {len(values)}")
     packed = []
     for i, (t, v) in enumerate(zip(types_, values)):
+        if getattr(v, "_wp_fixed_", False):  # describes a stack array; it has no memory to pass
+            raise TypeError(FIXEDARRAY_HOST_REFUSAL)
         if isinstance(t, ArrayType):
             packed.append(pack_array(kernel, i, t, v, device))
         else:

@@ -180,8 +180,9 @@ class _InternalFinder:
 def install_out_of_scope(wp) -> None:
     """`warp.fem`, `warp.sparse`, `warp.render`: Warp libraries built on the kernel layer, not part of `kernels`.
 
-    Two test files import one name from them at their top; the stubs let those files load, and using a stubbed
-    name fails (it is listed among the known failures with this reason)."""
+    Some test files import one name from them at their top, or decorate a function with one (`@fem.integrand`);
+    the stubs let those files load, and using a stubbed name or a function it decorated fails (it is listed among
+    the known failures with this reason)."""
     import sys
 
     for name in ("fem", "sparse", "render"):
@@ -195,6 +196,9 @@ class _OutOfScope:
         self._name = name
 
     def __call__(self, *args, **kwargs):
+        if len(args) == 1 and not kwargs and callable(args[0]) and not isinstance(args[0], _OutOfScope):
+            # a decorator at a file's top (`@fem.integrand`): the file loads; calling the result fails
+            return _OutOfScope(f"{self._name}({getattr(args[0], '__name__', '?')})")
         raise NotImplementedError(f"{self._name} is outside the kernel layer (not provided by the kernels shim)")
 
     def __repr__(self):

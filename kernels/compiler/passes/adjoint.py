@@ -44,6 +44,7 @@ def derive_adjoint(fn: ir.Function) -> ir.Function:
         fn.adjoint = ir.Adjoint(custom=True, pure=pure)
         return fn
     try:
+        _refuse_fixed_arrays(fn)
         analyze(fn)
         for op in ir.walk(fn.body):
             ov = op.attrs.get("overload")
@@ -273,6 +274,18 @@ def _check_struct_root(base: ir.Value, use: ir.Op, fn):
         # backward must raise this even when no array the kernel writes visibly carries a gradient
         error.untracked_writes = True
         raise error
+
+
+def _refuse_fixed_arrays(fn: ir.Function) -> None:
+    """A fixed-size array (wp.zeros(...) in kernel code, Warp's wp.fixedarray) has no backward pass: its elements
+    live on the thread's stack, so the replay would see them as left at the end of the forward pass (stores are
+    not replayed) and their gradients would need a second stack array carried through every call. Refused with
+    the line that makes one, raised only when the adjoint is needed (Warp gives no gradient through one)."""
+    for op in ir.walk(fn.body):
+        if any(isinstance(getattr(r, "type", None), ArrayType) and r.type.fixed for r in op.results):
+            raise CompileError("the backward pass of a function with a fixed-size array (wp.zeros(...) in a kernel "
+                               "or function, Warp's wp.fixedarray) is not supported: launch it outside a Tape, or "
+                               "pass an array argument instead", op.loc, fn.name)
 
 
 def array_adjoint_source(v: ir.Value, fn):

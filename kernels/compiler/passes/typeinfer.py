@@ -24,6 +24,7 @@ from ...typesys import (ArrayType, PackType, ShapeType, StaticType, TileType, de
 from .adjoint import adjoint_error, derive_adjoint
 from .typeinfer_constructors import ConstructorForms
 from .typeinfer_control import ControlFlowForms
+from .typeinfer_fixedarray import FixedArrayForms
 from .typeinfer_paths import PathForms
 from .typeinfer_scalars import ScalarForms
 from .typeinfer_slices import SliceForms, is_slice
@@ -63,7 +64,7 @@ def _field_value(struct_value, field):
     return None
 
 
-class TypeInference(TileForms, TileSliceForms, PathForms, SliceForms, ScalarForms, ControlFlowForms,
+class TypeInference(FixedArrayForms, TileForms, TileSliceForms, PathForms, SliceForms, ScalarForms, ControlFlowForms,
                     StarredForms, ConstructorForms, ReferenceForms):
     def __init__(self, fn: ir.Function, compile_callee):
         self.fn = fn

@@ -81,9 +81,15 @@ class PathForms:
         return vals
 
     def write_path(self, vals, steps, new, loc, refuse=None):
+        """Write `new` back along the path. A store into an array (a parameter or a view `a[i]` of one, as in
+        `a[i][j] = v`) writes its memory: nothing above it changes, so the root is returned as it was."""
         last = len(steps) - 1
         for k, (base, step) in reversed(list(enumerate(zip(vals, steps)))):
+            if isinstance(base.type, ArrayType) and isinstance(getattr(new, "type", None), ArrayType):
+                return vals[0]  # a view written back into the array it views: its memory already is
             new = self.write_step(base, step, new, loc, refuse, component=k < last)
+            if k > 0 and isinstance(base.type, ArrayType) and step[0] == "item":
+                return vals[0]
         return new
 
     def op_setpath(self, op):
