@@ -84,17 +84,22 @@ def drop(cells: int, solver: str, self_collision: bool, frames: int) -> dict:
     return out
 
 
+def taped_steps(model, step, start, dt: float, steps: int):
+    """`steps` substeps from `start`'s positions and velocities on fresh states that require gradients; the last."""
+    s = model.state(requires_grad=True)
+    wp.copy(s.particle_q, start.particle_q)
+    wp.copy(s.particle_qd, start.particle_qd)
+    for _ in range(steps):
+        nxt = model.state(requires_grad=True)
+        step.step(model, s, nxt, None, dt)
+        s = nxt
+    return s
+
+
 def backward_ratio(model, step, state, dt: float, steps: int = 4) -> float:
     """((forward + backward) - forward) / forward of `steps` taped substeps from `state` (the pile)."""
     def forward():
-        s = model.state(requires_grad=True)
-        wp.copy(s.particle_q, state.particle_q)
-        wp.copy(s.particle_qd, state.particle_qd)
-        for _ in range(steps):
-            nxt = model.state(requires_grad=True)
-            step.step(model, s, nxt, None, dt)
-            s = nxt
-        return s
+        return taped_steps(model, step, state, dt, steps)
 
     best_f, best_fb = math.inf, math.inf
     for _ in range(2):

@@ -31,18 +31,6 @@ except ImportError:  # run as a script
     from tools.profile_rigid import print_shares, timed_launches
 
 
-def taped_steps(model, step, start, dt: float, steps: int):
-    """`steps` substeps from `start`'s positions and velocities on fresh states that require gradients; the last."""
-    s = model.state(requires_grad=True)
-    wp.copy(s.particle_q, start.particle_q)
-    wp.copy(s.particle_qd, start.particle_qd)
-    for _ in range(steps):
-        nxt = model.state(requires_grad=True)
-        step.step(model, s, nxt, None, dt)
-        s = nxt
-    return s
-
-
 def alone(record, repeats: int = 20) -> tuple:
     """(forward, adjoint) CPU time [s] per launch of one recorded launch (kernel, dim, inputs, outputs)."""
     kernel, dim, inputs, outputs = record
@@ -79,7 +67,7 @@ def main():
     for _ in range(args.drop):
         step.step(model, state, scratch, None, dt)
         state, scratch = scratch, state
-    taped_steps(model, step, state, dt, args.steps)  # compiles outside the timing
+    bench.taped_steps(model, step, state, dt, args.steps)  # compiles outside the timing
     records = {}
     launch = wp.launch
 
@@ -89,7 +77,7 @@ def main():
     for attempt in range(2):
         forward, adjoint = collections.defaultdict(float), collections.defaultdict(float)
         start = time.process_time()
-        taped_steps(model, step, state, dt, args.steps)
+        bench.taped_steps(model, step, state, dt, args.steps)
         wp.synchronize()
         f = time.process_time() - start
         start = time.process_time()
@@ -98,7 +86,7 @@ def main():
         try:
             with timed_launches(collections.defaultdict(float), adjoint):
                 with tape:
-                    end = taped_steps(model, step, state, dt, args.steps)
+                    end = bench.taped_steps(model, step, state, dt, args.steps)
                 tape.backward(grads={end.particle_q: np.ones((model.particle_count, 3), np.float32)})
                 wp.synchronize()
         finally:
