@@ -9,8 +9,16 @@ import kernels as wp
 
 # A fresh cache per test session keeps runs independent of what an earlier run left on disk, unless the caller
 # points KERNELS_CACHE_DIR somewhere on purpose (CI may, to reuse builds between steps).
+# Under pytest-xdist (the README's test command runs one worker per core) the workers of one run share one cache,
+# named by the run's id, so a module one worker built is loaded by the others instead of built again; concurrent
+# builds of one entry are safe (kernels/compiler/build.py renames whole entries into place).
 if "KERNELS_CACHE_DIR" not in os.environ:
-    wp.config.cache_dir = tempfile.mkdtemp(prefix="kernels-test-cache-")
+    _run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if _run_id:
+        wp.config.cache_dir = os.path.join(tempfile.gettempdir(), f"kernels-test-cache-{_run_id}")
+        os.makedirs(wp.config.cache_dir, mode=0o700, exist_ok=True)
+    else:
+        wp.config.cache_dir = tempfile.mkdtemp(prefix="kernels-test-cache-")
 
 # The first cold compile of the session says so on stderr (config.compile_notice); which test compiles first depends
 # on the selection, and tests compare stderr line by line: off in this process (tests/test_first_run.py checks it
