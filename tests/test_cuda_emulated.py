@@ -176,3 +176,14 @@ def test_dlpack_and_cuda_array_interface_share_device_memory(gpu):
     assert foreign.ptr == a.ptr and foreign[0] == 42.0
     copied = wp.array(Producer(), device=DEV)
     assert copied.ptr != a.ptr and copied[0] == 42.0
+
+
+def test_fabric_arrays_on_a_cuda_device_are_refused(gpu):
+    """A Fabric interface that names a CUDA device is refused in words (its bucket table would have to live in
+    device memory), not read as host pointers."""
+    data = wp.zeros(4, dtype=float, device="cpu")
+    iface = {"version": 1, "device": DEV,
+             "attribs": {"a": {"type": (True, "f4", 1, 0, ""), "access": 2, "pointers": [int(data.ptr)],
+                               "counts": [4]}}}
+    with pytest.raises(NotImplementedError, match="Fabric arrays on a CUDA device are not supported"):
+        wp.fabricarray(iface, "a")
