@@ -47,11 +47,12 @@ LOOPS_SOURCE = os.path.join(HERE, "cpu_kernel_loops.cpp")
 #:     aerodynamics 85 (cross, two lengths, three divisions), the three sums 18;
 #: bending (dihedral, per interior edge): two normals 30, squared norms 10, edge length 6, atan2 of a triple
 #:     product and a dot ~40, the four gradients 40, the rate 20, the torque 6, four scaled forces 24;
-#: contact (per particle and shape slot): sphere or plane distance with the shape's pose (inverse transform of
-#:     the point ~40), the gap test ~3 (most pairs stop there);
+#: contact (per particle and shape slot, a sphere or the ground plane): the shape's inverse pose 36, the point
+#:     into the shape's frame 33, the distance and normal 2-10, the normal back to the world 30, the gap test 3
+#:     (most pairs stop there);
 #: integration (per particle): gravity, velocity, damping and position ~20.
 FLOPS_PER_ELEMENT = {"eval_triangle_forces": 283, "eval_bending_forces": 216,
-                     "eval_shape_contact_forces": 43, "integrate_particles": 20}
+                     "eval_shape_contact_forces": 108, "integrate_particles": 20}
 
 
 def launch_elements(dim) -> int:
