@@ -36,13 +36,16 @@ inline void add_into(float* f, int32_t i, V3 a) {
     f[3 * i + 2] += a.z;
 }
 
-// The three vertex forces of one triangle; `ok` (blocked form) replaces the aerodynamic early-out by a select.
+// The three vertex forces of one triangle; `ok` replaces the kernel's aerodynamic early-out by selects (the same
+// values), so the blocked loop has no branch.
 struct Forces {
     V3 fi, fj, fk;
 };
 
-__attribute__((always_inline)) inline Forces triangle(V3 xi, V3 xj, V3 xk, V3 vi, V3 vj, V3 vk, float a00, float a01, float a10, float a11,
-                       float area, float mu, float lam, float kd, float drag, float lift) {
+// always inline: the blocked loop is vectorised only once this body is in it
+__attribute__((always_inline)) inline Forces triangle(V3 xi, V3 xj, V3 xk, V3 vi, V3 vj, V3 vk, float a00, float a01,
+                                                      float a10, float a11, float area, float mu, float lam,
+                                                      float kd, float drag, float lift) {
     V3 e1 = xj - xi, e2 = xk - xi;
     V3 f1 = e1 * a00 + e2 * a10, f2 = e1 * a01 + e2 * a11;
     V3 u1 = vj - vi, u2 = vk - vi;
@@ -77,7 +80,8 @@ constexpr int kBlock = 16;
 
 }  // namespace
 
-extern "C" EXPORT void tri_forces_scalar(int64_t n, const float* x, const float* v, const int32_t* tri, const float* pose,
+extern "C" EXPORT void tri_forces_scalar(int64_t n, const float* x, const float* v, const int32_t* tri,
+                                         const float* pose,
                                   const float* area, const float* material, float* f) {
     for (int64_t t = 0; t < n; ++t) {
         const int32_t i = tri[3 * t], j = tri[3 * t + 1], k = tri[3 * t + 2];
@@ -91,7 +95,8 @@ extern "C" EXPORT void tri_forces_scalar(int64_t n, const float* x, const float*
     }
 }
 
-extern "C" EXPORT void tri_forces_blocked(int64_t n, const float* x, const float* v, const int32_t* tri, const float* pose,
+extern "C" EXPORT void tri_forces_blocked(int64_t n, const float* x, const float* v, const int32_t* tri,
+                                          const float* pose,
                                    const float* area, const float* material, float* f) {
     // lanes: inputs (18 position/velocity components, 4 pose, 6 material) and outputs (9 force components)
     alignas(64) float in[34][kBlock];
@@ -120,7 +125,8 @@ extern "C" EXPORT void tri_forces_blocked(int64_t n, const float* x, const float
         }
         for (int l = 0; l < count; ++l) {  // scatter in task order
             const int64_t t = t0 + l;
-            for (int c = 0; c < 3; ++c) add_into(f, tri[3 * t + c], V3{out[3 * c][l], out[3 * c + 1][l], out[3 * c + 2][l]});
+            for (int c = 0; c < 3; ++c)
+                add_into(f, tri[3 * t + c], V3{out[3 * c][l], out[3 * c + 1][l], out[3 * c + 2][l]});
         }
     }
 }
