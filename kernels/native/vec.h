@@ -9,6 +9,20 @@
 
 namespace wp {
 
+// A division GCC 12 pairs into a two-lane vector (V2SF held in an xmm register) divides whatever the register's
+// upper lanes hold: stack bytes reloaded with a 16-byte move after an 8-byte spill, often an integer whose bits are
+// a denormal float, and each such division takes a microcode assist (~100+ cycles; issue 37: the 32x32 cloth's
+// triangle kernel spent half its time there). An empty asm that keeps each quotient in its own register stops the
+// pairing; the quotients are the same IEEE divisions, bit for bit.
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDA_ARCH__) && (defined(__x86_64__) || defined(__i386__))
+template <typename T> inline void scalar_lane(T&) {}  // integers, half floats: nothing to keep apart
+inline void scalar_lane(float& x) { asm("" : "+x"(x)); }
+inline void scalar_lane(double& x) { asm("" : "+x"(x)); }
+#define WP_SCALAR_LANE(x) ::wp::scalar_lane(x)
+#else
+#define WP_SCALAR_LANE(x) ((void)0)
+#endif
+
 // ------------------------------------------------------------------------------------------------------------
 // Private scalar helpers, in their own namespace so they never compete with scalar_math.h's public overloads.
 namespace linalg {
@@ -251,7 +265,10 @@ CUDA_CALLABLE inline void adj_mul(T s, const vec_t<N, T>& a, T& adj_s, vec_t<N, 
 
 template <unsigned N, typename T> CUDA_CALLABLE inline vec_t<N, T> div(const vec_t<N, T>& a, T s) {
     vec_t<N, T> r;
-    WP_UNROLL for (unsigned i = 0; i < N; ++i) r.c[i] = T(a.c[i] / s);
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) {
+        r.c[i] = T(a.c[i] / s);
+        WP_SCALAR_LANE(r.c[i]);
+    }
     return r;
 }
 template <unsigned N, typename T>
@@ -265,7 +282,10 @@ CUDA_CALLABLE inline void adj_div(const vec_t<N, T>& a, T s, vec_t<N, T>& adj_a,
 // s / v is componentwise, as Warp.
 template <unsigned N, typename T> CUDA_CALLABLE inline vec_t<N, T> div(T s, const vec_t<N, T>& a) {
     vec_t<N, T> r;
-    WP_UNROLL for (unsigned i = 0; i < N; ++i) r.c[i] = T(s / a.c[i]);
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) {
+        r.c[i] = T(s / a.c[i]);
+        WP_SCALAR_LANE(r.c[i]);
+    }
     return r;
 }
 template <unsigned N, typename T>

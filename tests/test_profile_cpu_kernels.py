@@ -1,0 +1,36 @@
+"""tools/profile_cpu_kernels.py: the per-kernel profile of the many-world cloth step, and its hand-written C++
+triangle loops doing the kernel's arithmetic (a benchmark's comparison is only worth its figures if the two compute
+the same forces)."""
+
+import numpy as np
+
+import kernels as wp
+from tools import profile_cpu_kernels as profile
+
+
+def test_profile_rows_and_hand_written_triangle_loops(tmp_path):
+    wp.config.cpu_threads = 1
+    runner, rows, step_us = profile.profile_step(worlds=2, steps=1, repeats=1)
+    model = runner.model
+    by_name = {row[0]: row for row in rows}
+    # one launch per kernel per step, each over all elements of both worlds
+    assert by_name["eval_triangle_forces"][2:4] == (1.0, model.tri_count)
+    assert by_name["eval_bending_forces"][3] == model.edge_count
+    assert by_name["eval_shape_contact_forces"][3] % model.particle_count == 0
+    assert by_name["integrate_particles"][3] == model.particle_count
+    assert step_us > 0 and all(row[4] > 0 for row in rows)
+
+    comparison = profile.triangle_comparison(runner, repeats=1, folder=str(tmp_path))
+    assert [row[0] for row in comparison][0].startswith("generated")
+    # the same forces: only the placement of fused multiply-adds differs (the membrane strain 0.5 (|f|^2 - 1)
+    # cancels, which magnifies rounding); a wrong index, pose layout or formula is off by orders more
+    for name, us, ns, difference in comparison[1:]:
+        assert difference < 1e-3, (name, difference)
+        assert us > 0 and ns > 0
+    assert "eval_triangle_forces" in profile.render(rows, step_us, 2, comparison)
+
+
+def test_flop_counts_cover_every_kernel_of_the_step():
+    assert set(profile.FLOPS_PER_ELEMENT) == {"eval_triangle_forces", "eval_bending_forces",
+                                              "eval_shape_contact_forces", "integrate_particles"}
+    assert all(isinstance(v, int) and v > 0 for v in profile.FLOPS_PER_ELEMENT.values())
