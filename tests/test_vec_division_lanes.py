@@ -1,4 +1,4 @@
-"""Vector-scalar divisions (v / s, s / v) divide each component on its own (kernels/native/vec.h WP_SCALAR_LANE,
+"""Vector-scalar and componentwise divisions (v / s, s / v, wp.cw_div) divide each component on its own (kernels/native/vec.h WP_SCALAR_LANE,
 issue 37): the quotients stay IEEE's, bit for bit as numpy divides, for float32 and float64, 2 to 4 components,
 with denormal, zero, infinite and NaN operands."""
 
@@ -62,3 +62,20 @@ def test_two_component_division():
               outputs=[q], device="cpu")
     with np.errstate(all="ignore"):
         np.testing.assert_array_equal(q.numpy().view("u4"), (a / s[:, None]).view("u4"))
+
+
+@wp.kernel
+def divide_componentwise(a: wp.array(dtype=wp.vec3), b: wp.array(dtype=wp.vec3), q: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    q[i] = wp.cw_div(a[i], b[i])
+
+
+def test_componentwise_division():
+    a, _ = operands(np.float32, 3)
+    b = np.roll(a, 1, axis=0)[:, ::-1].copy()
+    q = wp.zeros(len(a), dtype=wp.vec3, device="cpu")
+    wp.launch(divide_componentwise, dim=len(a), inputs=[wp.array(a, dtype=wp.vec3, device="cpu"),
+                                                       wp.array(b, dtype=wp.vec3, device="cpu")],
+              outputs=[q], device="cpu")
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(q.numpy().view("u4"), (a / b).view("u4"))

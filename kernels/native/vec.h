@@ -274,7 +274,9 @@ template <unsigned N, typename T> CUDA_CALLABLE inline vec_t<N, T> div(const vec
 template <unsigned N, typename T>
 CUDA_CALLABLE inline void adj_div(const vec_t<N, T>& a, T s, vec_t<N, T>& adj_a, T& adj_s, const vec_t<N, T>& adj_ret) {
     WP_UNROLL for (unsigned i = 0; i < N; ++i) {
-        linalg::acc(adj_a.c[i], T(adj_ret.c[i] / s));
+        T q = T(adj_ret.c[i] / s);
+        WP_SCALAR_LANE(q);
+        linalg::acc(adj_a.c[i], q);
         linalg::dec(adj_s, T(adj_ret.c[i] * a.c[i] / (s * s)));
     }
 }
@@ -291,7 +293,9 @@ template <unsigned N, typename T> CUDA_CALLABLE inline vec_t<N, T> div(T s, cons
 template <unsigned N, typename T>
 CUDA_CALLABLE inline void adj_div(T s, const vec_t<N, T>& a, T& adj_s, vec_t<N, T>& adj_a, const vec_t<N, T>& adj_ret) {
     WP_UNROLL for (unsigned i = 0; i < N; ++i) {
-        linalg::acc(adj_s, T(adj_ret.c[i] / a.c[i]));
+        T q = T(adj_ret.c[i] / a.c[i]);
+        WP_SCALAR_LANE(q);
+        linalg::acc(adj_s, q);
         linalg::dec(adj_a.c[i], T(adj_ret.c[i] * s / (a.c[i] * a.c[i])));
     }
 }
@@ -357,14 +361,19 @@ CUDA_CALLABLE inline void adj_cw_mul(const vec_t<N, T>& a, const vec_t<N, T>& b,
 template <unsigned N, typename T>
 CUDA_CALLABLE inline vec_t<N, T> cw_div(const vec_t<N, T>& a, const vec_t<N, T>& b) {
     vec_t<N, T> r;
-    WP_UNROLL for (unsigned i = 0; i < N; ++i) r.c[i] = T(a.c[i] / b.c[i]);
+    WP_UNROLL for (unsigned i = 0; i < N; ++i) {
+        r.c[i] = T(a.c[i] / b.c[i]);
+        WP_SCALAR_LANE(r.c[i]);
+    }
     return r;
 }
 template <unsigned N, typename T>
 CUDA_CALLABLE inline void adj_cw_div(const vec_t<N, T>& a, const vec_t<N, T>& b, vec_t<N, T>& adj_a,
                                      vec_t<N, T>& adj_b, const vec_t<N, T>& adj_ret) {
     WP_UNROLL for (unsigned i = 0; i < N; ++i) {
-        linalg::acc(adj_a.c[i], T(adj_ret.c[i] / b.c[i]));
+        T q = T(adj_ret.c[i] / b.c[i]);
+        WP_SCALAR_LANE(q);
+        linalg::acc(adj_a.c[i], q);
         linalg::dec(adj_b.c[i], T(adj_ret.c[i] * a.c[i] / (b.c[i] * b.c[i])));
     }
 }
