@@ -74,7 +74,7 @@ def _face_segments(case: int, ring: list) -> dict:
 
 def _case_triangles(case: int) -> list:
     following = {}
-    for ring in _faces():
+    for ring in _FACES:
         following.update(_face_segments(case, ring))
     triangles, seen = [], set()
     for start in sorted(following):
@@ -88,8 +88,46 @@ def _case_triangles(case: int) -> list:
             edge = following[edge]
         # the walk runs clockwise seen from outside the surface: reverse it for counter-clockwise triangles
         loop.reverse()
-        triangles += [(loop[0], loop[i], loop[i + 1]) for i in range(1, len(loop) - 1)]
+        triangles += _split_loop(loop)
     return triangles
+
+
+def _share_a_face(e0: int, e1: int) -> bool:
+    return bool(_EDGE_FACES[e0] & _EDGE_FACES[e1])
+
+
+def _split_loop(loop: list) -> list:
+    """Triangles covering a loop of edge crossings, none of whose inner diagonals lies in a cube face.
+
+    A diagonal joining two crossings of one face would lie in the face the neighbouring cell shares; its own
+    triangles may use the same segment, and the surface would no longer be a 2-manifold there. Found by dynamic
+    programming over the loop's sub-polygons (the loops have at most 12 corners)."""
+    n = len(loop)
+    best = {}  # (i, j) -> (cost, triangles) for the polygon loop[i..j] closed by the chord (i, j)
+
+    def chord_cost(i: int, j: int) -> int:
+        return 0 if j - i == 1 or (i == 0 and j == n - 1) else int(_share_a_face(loop[i], loop[j]))
+
+    for span in range(1, n):
+        for i in range(n - span):
+            j = i + span
+            if span == 1:
+                best[i, j] = (0, [])
+                continue
+            options = []
+            for m in range(i + 1, j):  # the triangle on the chord (i, j)
+                cost = best[i, m][0] + best[m, j][0] + chord_cost(i, m) + chord_cost(m, j)
+                options.append((cost, m))
+            cost, m = min(options)  # ties: the smallest m, so a fan from loop[0] when it is clean
+            best[i, j] = (cost, best[i, m][1] + [(loop[i], loop[m], loop[j])] + best[m, j][1])
+    cost, triangles = best[0, n - 1]
+    assert cost == 0, f"no clean split of the loop {loop}"
+    return triangles
+
+
+_FACES = _faces()
+#: the two faces (indices into _FACES) each edge bounds
+_EDGE_FACES = [frozenset(f for f, ring in enumerate(_FACES) if set(pair) <= set(ring)) for pair in EDGE_TO_CORNERS]
 
 
 def _tables() -> tuple:
