@@ -2,7 +2,8 @@
 
 Dense-grid iso-surfaces share IsoSurfaceBase: IsoSurfaceMarchingCubes (triangles). 2-d triangle meshes:
 tri_tri_adjacency, delaunay_edge_flip, and the kernel functions signed_area, in_circle,
-find_triangle_neighbor_edge_index.
+find_triangle_neighbor_edge_index. Swept volumes of moving meshes: swept_volume_field, swept_volume_mesh,
+swept_volume_bounds, the kernel function swept_volume_sdf, SweptVolumeSignMode.
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ from .delaunay import (delaunay_edge_flip, find_triangle_neighbor_edge_index, in
                        tri_tri_adjacency)
 from .iso_surface import IsoSurfaceBase
 from .marching_cubes import IsoSurfaceMarchingCubes
+from .swept_volume import (SweptVolumeSignMode, swept_volume_bounds, swept_volume_field, swept_volume_mesh,
+                           swept_volume_sdf)
 
 __all__ = ["IsoSurfaceBase", "IsoSurfaceMarchingCubes", "delaunay_edge_flip", "find_triangle_neighbor_edge_index",
-           "in_circle", "signed_area", "tri_tri_adjacency"]
+           "in_circle", "signed_area", "tri_tri_adjacency", "SweptVolumeSignMode", "swept_volume_bounds",
+           "swept_volume_field", "swept_volume_mesh", "swept_volume_sdf"]
