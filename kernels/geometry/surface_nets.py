@@ -3,7 +3,7 @@ crosses (the average of the sheet's edge crossings), and one quad around every c
 vertices of the four cells around it; optionally split into two triangles each.
 
 The tables are in sn_tables.py (OpenVDB's numbering, our derivation; `_SN_*` below are Warp's names for them).
-A cell whose one ambiguous face is also its neighbour's one ambiguous face takes the complementary case, as both do.
+Two cells that both mark their shared face in AMBIGUOUS_FACE both take the complementary case (sn_tables.py).
 Vertices of sheets that touch no interior edge belong to no quad and are dropped. Quads are wound
 counter-clockwise seen from the outside (above the threshold). Differentiable from the vertices to the field
 (through the edge interpolations); faces carry no gradient.
