@@ -77,10 +77,10 @@ def _link_twins(keys: array(dtype=T.int64), half_edges: array(dtype=T.int32),
     if keys[i] == keys[i + 1]:
         h0 = half_edges[i]
         h1 = half_edges[i + 1]
-        neighbors[h0 / 3, h0 % 3] = h1 / 3
-        neighbors[h1 / 3, h1 % 3] = h0 / 3
-        neighbor_edges[h0 / 3, h0 % 3] = h1 % 3
-        neighbor_edges[h1 / 3, h1 % 3] = h0 % 3
+        neighbors[h0 // 3, h0 % 3] = h1 // 3
+        neighbors[h1 // 3, h1 % 3] = h0 // 3
+        neighbor_edges[h0 // 3, h0 % 3] = h1 % 3
+        neighbor_edges[h1 // 3, h1 % 3] = h0 % 3
 
 
 @kernel
