@@ -3,8 +3,8 @@
 `install()` registers a module named `warp` (and `warp.types`, `warp.optim`) in `sys.modules`, so code written for
 NVIDIA Warp runs unchanged: `wp.kernel`, `wp.array`, `wp.launch`, ... are `kernels`' own; `wp.Tape` is
 `autodiff.Tape`; `warp.optim.Adam`/`SGD` are `autodiff`'s. `warp.render` (`warp_shim.render`: a USD renderer
-writing through `sim.usd`) and `warp.examples` (`warp_shim.examples`) `warp.autograd` (`warp_shim.autograd`: Warp's Jacobians and gradient
-checks), `warp.optim.linear` (`warp_shim.optim_linear`: dense iterative solvers) and `warp.geometry`
+writing through `sim.usd`), `warp.examples` (`warp_shim.examples`), `warp.autograd` (`warp_shim.autograd`: Warp's
+Jacobians and gradient checks), `warp.optim.linear` (`warp_shim.optim_linear`: dense iterative solvers) and `warp.geometry`
 (`kernels.geometry`: marching cubes, Delaunay, swept volumes) are imported when a program imports them;
 `warp.fem` and `warp.sparse` are refused at import with one line (`warp_shim.out_of_scope`). Kernels compile
 without fused multiply-add, as Warp's CPU backend does, so programs compute Warp's numbers.

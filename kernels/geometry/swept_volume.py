@@ -10,7 +10,6 @@ SweptVolumeSignMode. Only the sampled instants count: motion between samples is 
 from __future__ import annotations
 
 import enum
-import math
 
 import numpy as np
 
