@@ -3,8 +3,9 @@
 `install()` registers a module named `warp` (and `warp.types`, `warp.optim`) in `sys.modules`, so code written for
 NVIDIA Warp runs unchanged: `wp.kernel`, `wp.array`, `wp.launch`, ... are `kernels`' own; `wp.Tape` is
 `autodiff.Tape`; `warp.optim.Adam`/`SGD` are `autodiff`'s. `warp.render` (`warp_shim.render`: a USD renderer
-writing through `sim.usd`) and `warp.examples` (`warp_shim.examples`) `warp.autograd` (`warp_shim.autograd`: Warp's Jacobians and gradient
-checks) and `warp.optim.linear` (`warp_shim.optim_linear`: dense iterative solvers) are imported when a program imports them;
+writing through `sim.usd`), `warp.examples` (`warp_shim.examples`), `warp.autograd` (`warp_shim.autograd`: Warp's
+Jacobians and gradient checks), `warp.optim.linear` (`warp_shim.optim_linear`: dense iterative solvers) and `warp.geometry`
+(`kernels.geometry`: marching cubes, Delaunay, swept volumes) are imported when a program imports them;
 `warp.fem` and `warp.sparse` are refused at import with one line (`warp_shim.out_of_scope`). Kernels compile
 without fused multiply-add, as Warp's CPU backend does, so programs compute Warp's numbers.
 `python -m warp_shim script.py [args]` runs a script
@@ -30,7 +31,21 @@ __all__ = ["install", "make_warp_module", "OutOfScopeError"]
 
 #: `warp.<name>` submodules provided by a module of this package, imported on first use (warp.render loads USD).
 SUBMODULES = {"warp.render": "warp_shim.render", "warp.examples": "warp_shim.examples",
-              "warp.autograd": "warp_shim.autograd", "warp.optim.linear": "warp_shim.optim_linear"}
+              "warp.autograd": "warp_shim.autograd", "warp.optim.linear": "warp_shim.optim_linear",
+              "warp.geometry": "kernels.geometry"}
+
+#: Warp's deprecated top-level names, resolved on access (with Warp's deprecation warning): name -> (module, name)
+DEPRECATED = {"MarchingCubes": ("kernels.geometry", "IsoSurfaceMarchingCubes", "wp.geometry.IsoSurfaceMarchingCubes")}
+
+
+def _deprecated_attribute(name: str):
+    """`wp.MarchingCubes` and the like: the new object itself (so isinstance agrees both ways), after a warning."""
+    if name not in DEPRECATED:
+        raise AttributeError(f"module 'warp' has no attribute '{name}'")
+    module, attribute, new_name = DEPRECATED[name]
+    kernels.logger.log_warning(f"wp.{name} is deprecated and will be removed in a future version of Warp. "
+                               f"Use {new_name} instead.", category=DeprecationWarning, stacklevel=2)
+    return getattr(importlib.import_module(module), attribute)
 
 
 class _OptimPackage(types.ModuleType):
@@ -74,6 +89,7 @@ def make_warp_module() -> types.ModuleType:
     module.optim.__path__ = []  # a package: `import warp.optim.linear` consults the finders
     module.__version__ = "1.19.0"  # the Warp API version this shim follows
     module.__path__ = []  # a package, so `import warp.x` consults sys.modules
+    module.__getattr__ = _deprecated_attribute  # PEP 562: consulted for names the module lacks
     return module
 
 

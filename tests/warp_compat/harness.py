@@ -32,6 +32,9 @@ FILES = (
     # diagnostics, starred arguments, vector constructors (seconds each)
     "test_logger.py", "test_allocation_tracker.py", "test_version.py", "test_diagnostics.py", "test_unpack.py",
     "test_vec_constructors.py",
+    # added with kernels.geometry (issue 34): dense and sparse marching cubes, Delaunay edge flips (seconds each);
+    # the swept-volume file takes minutes on the CPU (Warp's too) and runs with `run --all`
+    "geometry/test_marching_cubes.py", "geometry/test_delaunay.py", "geometry/test_sparse_marching_cubes.py",
 )
 PASSING = ("pass",)
 

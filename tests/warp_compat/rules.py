@@ -129,6 +129,12 @@ def install_type_tables(wp) -> None:
 
     src.logger = kernels.logger
     sys.modules["warp._src.logger"] = kernels.logger
+    # warp._src.geometry: the test files import Warp's geometry package by that name for its kernel functions
+    # (signed_area, in_circle) and modules; kernels.geometry provides the same names
+    import kernels.geometry
+
+    src.geometry = kernels.geometry
+    sys.modules["warp._src.geometry"] = kernels.geometry
     for name in ("codegen", "context", "deterministic", "build", "utils", "optim", "builtins"):
         stub = _InternalStub(f"warp._src.{name}")
         setattr(src, name, stub)
