@@ -52,6 +52,9 @@ add_builtin("tile_atomic_add", (A(AnyType("T")), Tl(AnyType("T")), I32, I32), Tl
 # Construction.
 add_builtin("tile_zeros", (TypeArg(Tl(AnyType("T"))),), Tl(AnyType("T")), template_ret=True, group="tile",
             doc="tile_zeros(shape, dtype=float)")
+add_builtin("tile_empty", (TypeArg(Tl(AnyType("T"))),), Tl(AnyType("T")), template_ret=True, group="tile",
+            doc="tile_empty(shape, dtype=float): a tile whose contents Warp leaves undefined (np.empty's contract: "
+                "write every element before reading); zeros here, so a read before a write is deterministic")
 add_builtin("tile_ones", (TypeArg(Tl(AnyType("T"))),), Tl(AnyType("T")), template_ret=True, group="tile",
             doc="tile_ones(shape, dtype=float)")
 add_builtin("tile_full", (TypeArg(Tl(AnyType("T"))), AnyType("T")), Tl(AnyType("T")), template_ret=True,

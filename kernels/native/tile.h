@@ -29,6 +29,11 @@ template <typename T, int R, int C> struct tile_traits<tile_t<T, R, C>> {
 template <typename Tile> CUDA_CALLABLE inline Tile tile_zeros() { return Tile(); }
 template <typename Tile> CUDA_CALLABLE inline void adj_tile_zeros(const Tile&) {}
 
+// tile_empty: Warp leaves the contents undefined (write before read); zeros cost one pass and keep a premature
+// read deterministic on both backends.
+template <typename Tile> CUDA_CALLABLE inline Tile tile_empty() { return Tile(); }
+template <typename Tile> CUDA_CALLABLE inline void adj_tile_empty(const Tile&) {}
+
 template <typename Tile> CUDA_CALLABLE inline Tile tile_ones() {
     Tile t = Tile();
     for (int k = 0; k < tile_traits<Tile>::size; ++k) t.data[k] = typename tile_traits<Tile>::value_type(1);

@@ -126,6 +126,11 @@ class TileForms:
         self.emit_typed(op, "tile_zeros", TileType(self.tile_dtype(args, op), self.static_shape(args["shape"], op)),
                         [])
 
+    def builtin_tile_empty(self, op):
+        args = self.call_arguments(op, ("shape", "dtype", "storage"))
+        self.emit_typed(op, "tile_empty", TileType(self.tile_dtype(args, op), self.static_shape(args["shape"], op)),
+                        [])
+
     def builtin_tile_ones(self, op):
         args = self.call_arguments(op, ("shape", "dtype", "storage"))
         self.emit_typed(op, "tile_ones", TileType(self.tile_dtype(args, op), self.static_shape(args["shape"], op)),
