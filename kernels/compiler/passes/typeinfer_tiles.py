@@ -8,7 +8,7 @@ import math
 from .. import ir
 from ... import types as T
 from ...builtins import registry
-from ...typesys import ArrayType, PackType, StaticType, TileType, describe
+from ...typesys import ArrayType, PackType, StaticType, TileType, describe, is_struct
 from ..function import Func
 from .tile_arange_range import arange_range
 from .typeinfer_slices import is_slice
@@ -110,6 +110,12 @@ class TileForms:
         if "dtype" not in args:
             return T.float32
         t = T.canonical_type(self.static_value(args["dtype"], op, "dtype"))
+        if is_struct(t) and op.attrs.get("name") == "tile_ones":
+            raise self.error(f"tile_ones() does not support a Warp struct dtype ({t.__name__}): a struct has no "
+                             "value for one; use tile_zeros or tile_full", op, kind=TypeError)
+        # tiles of structs hold what an array of them loads; zeros (value-initialised) are their only constant
+        if is_struct(t) and op.attrs.get("name") in ("tile_zeros", "tile_empty"):
+            return t
         if not (T.is_scalar(t) or T.is_composite(t)):
             raise self.error(f"a tile's dtype must be a scalar, vector or matrix type, got {t!r}", op, kind=TypeError)
         return t
