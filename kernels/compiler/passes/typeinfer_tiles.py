@@ -333,10 +333,18 @@ class TileForms:
     def builtin_tile_matmul(self, op):
         """tile_matmul(a, b, alpha=1.0) returns alpha * a @ b; tile_matmul(a, b, out, alpha=1.0, beta=1.0) updates
         out. Without scale factors the plain overloads are used."""
-        args = self.call_arguments(op, ("a", "b", "out", "alpha", "beta"))
+        args = self.call_arguments(op, ("a", "b", "out", "alpha", "beta", "precision"))
         if "a" not in args or "b" not in args:
             raise self.error("tile_matmul(a, b[, out], alpha=..., beta=...) needs a and b", op)
+        self.matmul_operand_types(args, op)
         dtype = self.need_tile(args["a"], op, "tile_matmul's a").dtype
+        # mixed precision (Warp 1.19): a and b are converted to out's dtype (a's for the returning form), in which
+        # the products accumulate; their adjoints convert back through the same casts
+        for k in ("a", "b"):
+            target = args["out"].type.dtype if "out" in args else dtype
+            if args[k].type.dtype != target:
+                args[k] = self.tile_cast(args[k], target, op)
+        dtype = args["a"].type.dtype
         if "beta" in args and "out" not in args:
             raise self.error("tile_matmul's beta scales `out`; the returning form takes only alpha", op)
         scales = [k for k in ("alpha", "beta") if k in args]
@@ -349,6 +357,41 @@ class TileForms:
             values[k] = self.typed_const(1.0, dtype, op.loc) if v is None else self.convert_weak_to(v, dtype, op)
         names = ("a", "b", "out", "alpha", "beta") if "out" in args else ("a", "b", "alpha")
         self.call_builtin(op, "tile_matmul", [values.get(k, args.get(k)) for k in names])
+
+    def matmul_operand_types(self, args, op):
+        """Warp's checks of tile_matmul's operands and precision (its wording): float tiles, no bfloat16 result,
+        precision the literal 'default' or 'tf32' (tf32 only for float32 tiles; on the CPU it computes in full
+        float32, as Warp's CPU fallback does)."""
+        tiles = {k: self.need_tile(args[k], op, f"tile_matmul's {k}") for k in ("a", "b", "out") if k in args}
+        if any(T.is_vector(t.dtype) and t.dtype._shape_ == (2,) and T.is_float(T.scalar_type(t.dtype))
+               for t in tiles.values()):
+            raise self.error("tile_matmul() does not support complex tiles (tiles of 2-vectors of floats)", op,
+                             kind=TypeError)
+        floats = (T.float16, T.bfloat16, T.float32, T.float64)
+        if any(t.dtype not in floats for t in tiles.values()):
+            raise self.error("tile_matmul() arguments must be tiles of float16, bfloat16, float32, or float64 "
+                             "entries", op, kind=TypeError)
+        out = tiles.get("out", tiles["a"]).dtype
+        if "precision" in args:
+            v = args["precision"]
+            literal = isinstance(v.type, StaticType) or (v.owner is not None and v.owner.opcode == "const")
+            precision = self.static_value(v, op, "precision") if literal else None
+            if precision not in ("default", "tf32"):
+                got = repr(precision) if literal else "a non-literal argument"
+                raise self.error(f"tile_matmul() precision must be the string literal 'default' or 'tf32', got {got}",
+                                 op, kind=ValueError)
+            if precision == "tf32" and any(t is not T.float32 for t in (tiles["a"].dtype, tiles["b"].dtype, out)):
+                raise self.error("tile_matmul() precision='tf32' requires float32 tiles for a, b, and out", op,
+                                 kind=TypeError)
+        if out is T.bfloat16:
+            raise self.error("tile_matmul() does not support a bfloat16 'out' tile. Allowed 'out' dtypes are "
+                             "float16, float32, and float64.", op, kind=TypeError)
+
+    def tile_cast(self, v, dtype, op):
+        """Tile `v` with its elements converted to `dtype` (tile_astype), a new value."""
+        cast = ir.Op("call", [v], [ir.Value()], {"name": "tile_astype"}, [], op.loc)
+        self.emit_tile_map(cast, ("cast", dtype), [v], TileType(dtype, v.type.shape))
+        return cast.results[0]
 
     def builtin_tile_axpy(self, op):
         """tile_axpy(alpha, src, dest): dest += alpha * src. Refused onto a broadcast tile: in Warp that is a view
