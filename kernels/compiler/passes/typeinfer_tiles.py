@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import ir
 from ... import types as T
 from ...builtins import registry
@@ -269,6 +271,8 @@ class TileForms:
         if not all(k in args for k in ("a", "indices", "t")):
             raise self.error(f"{name}(a, indices, t, offset=..., axis=0) needs a, indices and t", op)
         tt = self.need_tile(args["t"], op, f"{name}'s value")
+        if name == "tile_atomic_add_indexed":
+            self.check_atomic_tile(tt, name, op)
         axis, oi, oj = self.indexed_layout(name, args, tt.shape, op)
         self.call_builtin(op, name, [args["a"], args["indices"], args["t"], oi, oj, axis])
 
@@ -279,10 +283,20 @@ class TileForms:
         oi, oj = self.offsets(args.get("offset"), op)
         self.call_builtin(op, "tile_store", [args["a"], args["t"], oi, oj])
 
+    def check_atomic_tile(self, tt, name, op):
+        """Warp's rule: atomic tile adds of 32/64-bit integers and of floats (16 bits included) only; bool and
+        8/16-bit integers have no atomic add (their update would not be atomic). Struct tiles are not checked here."""
+        if is_struct(tt.dtype):
+            return
+        scalar = T.scalar_type(tt.dtype)
+        if scalar is T.bool_ or (T.is_int(scalar) and np.dtype(scalar._np_).itemsize < 4):
+            raise self.error(f"{name}() only supports tiles with [u]int32, [u]int64, float16, bfloat16, float32, or "
+                             f"float64 as the underlying scalar type, but got {describe(tt.dtype)}", op)
+
     def builtin_tile_atomic_add(self, op):
         args = self.call_arguments(op, ("a", "t", "offset", "bounds_check"))
         self.tile_array(args["a"], op)
-        self.need_tile(args["t"], op, "tile_atomic_add's value")
+        self.check_atomic_tile(self.need_tile(args["t"], op, "tile_atomic_add's value"), "tile_atomic_add", op)
         oi, oj = self.offsets(args.get("offset"), op)
         self.call_builtin(op, "tile_atomic_add", [args["a"], args["t"], oi, oj])
 
