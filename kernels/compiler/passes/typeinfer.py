@@ -560,6 +560,8 @@ class TypeInference(FixedArrayForms, TileForms, TileSliceForms, PathForms, Slice
 
     def op_tuple(self, op):
         op.results[0].type = PackType(tuple(v.type for v in op.operands))
+        if any(is_slice(v) for v in op.operands):
+            return  # `offset=(slice(0, 2), ...)`: read at compile time through its operands, as the slices are
         self.append(op)
 
     def op_getitem(self, op):
