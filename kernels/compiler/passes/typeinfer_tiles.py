@@ -480,6 +480,7 @@ class TileForms:
         """tile_reshape(t, shape): the same elements in row-major order with a new shape (one entry may be -1)."""
         args = self.call_arguments(op, ("t", "shape", "storage"))
         tt = self.need_tile(args["t"], op, "tile_reshape's argument")
+        self.refuse_strided_reshape(args["t"], op)
         want = self.static_value(args["shape"], op, "tile_reshape's shape")
         want = [want] if isinstance(want, int) else list(want)
         size = tt.rows * tt.cols
@@ -492,6 +493,25 @@ class TileForms:
         if math.prod(shape) != size:
             raise self.error(f"cannot reshape a tile of {size} elements to {shape}", op, kind=ValueError)
         self.emit_typed(op, "tile_reshape", TileType(tt.dtype, shape), [args["t"]])
+
+    def refuse_strided_reshape(self, v, op):
+        """Warp's refusal of tile_reshape of a subscripted view whose strides are not the dense ones of its shape
+        (`t[::2, :]`, `t[::-1]`, `t[:, 1:3]`): in Warp the reshape would reinterpret the parent's storage. Here the
+        view is a copy and the reshape would work; refused so that a program runs here only if it runs in Warp."""
+        owner = v.owner
+        if owner is None or owner.opcode != "call" or owner.attrs.get("name") != "tile_slice":
+            return
+        base, _, rs, _, cs, _ = owner.operands
+        steps = [int(x.owner.attrs["value"]) if x.owner is not None and x.owner.opcode == "const" else None
+                 for x in (rs, cs)]
+        parent_cols = base.type.cols if len(base.type.shape) == 2 else 1
+        strides = [st * (parent_cols if axis == 0 else 1) for axis, st in enumerate(steps) if st != 0]
+        shape = v.type.shape
+        dense = [shape[1], 1] if len(shape) == 2 else [1]
+        if None in steps or len(strides) != len(shape) or strides != dense:
+            raise self.error(f"tile_reshape() requires a contiguous tile; a tile view with shape {tuple(shape)} and "
+                             f"strides {tuple(strides)} is not (copy it first, e.g. with tile_astype or t * 1)", op,
+                             kind=ValueError)
 
     def builtin_tile_extract(self, op):
         """tile_extract(t, i) / tile_extract(t, i, j): one element, as t[i] / t[i, j]."""
