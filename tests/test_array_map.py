@@ -127,3 +127,23 @@ def test_map_is_warps(tmp_path):
     assert set(warp) == set(ours)
     for key in warp:
         np.testing.assert_allclose(ours[key], warp[key], rtol=2e-6, atol=1e-6, err_msg=key)
+
+
+@wp.func
+def _block_size(_value: float):
+    return float(wp.block_dim())
+
+
+def test_block_dim_reaches_the_launch():
+    # Warp 1.19 with wp.config.enable_cpu_blocks runs map's kernel in CPU blocks of block_dim lanes, so
+    # wp.block_dim() is 2 there; a CPU block here is one lane, and the launch refuses rather than give 1
+    values = wp.ones(2, dtype=float)
+    assert wp.map(_block_size, values, block_dim=2).numpy().tolist() == [1.0, 1.0]  # blocks off: one lane
+    previous = wp.config.enable_cpu_blocks
+    wp.config.enable_cpu_blocks = True
+    try:
+        assert wp.map(_block_size, values).numpy().tolist() == [1.0, 1.0]  # no block_dim asked: Warp's 1
+        with pytest.raises(wp.LaunchError, match="reads wp.block_dim"):
+            wp.map(_block_size, values, block_dim=2)
+    finally:
+        wp.config.enable_cpu_blocks = previous

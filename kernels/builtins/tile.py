@@ -52,6 +52,9 @@ add_builtin("tile_atomic_add", (A(AnyType("T")), Tl(AnyType("T")), I32, I32), Tl
 # Construction.
 add_builtin("tile_zeros", (TypeArg(Tl(AnyType("T"))),), Tl(AnyType("T")), template_ret=True, group="tile",
             doc="tile_zeros(shape, dtype=float)")
+add_builtin("tile_empty", (TypeArg(Tl(AnyType("T"))),), Tl(AnyType("T")), template_ret=True, group="tile",
+            doc="tile_empty(shape, dtype=float): a tile whose contents Warp leaves undefined (np.empty's contract: "
+                "write every element before reading); zeros here, so a read before a write is deterministic")
 add_builtin("tile_ones", (TypeArg(Tl(AnyType("T"))),), Tl(AnyType("T")), template_ret=True, group="tile",
             doc="tile_ones(shape, dtype=float)")
 add_builtin("tile_full", (TypeArg(Tl(AnyType("T"))), AnyType("T")), Tl(AnyType("T")), template_ret=True,
@@ -221,7 +224,13 @@ add_builtin("tile_slice", (TypeArg(_OUT), Tl(AnyType("T")), I32, I32, I32, I32, 
 add_builtin("tile_slice_assign", (Tl(AnyType("T")), Tl(AnyType("T"), "P", "Q", nd="__value_ndim"), I32, I32, I32, I32,
                                   I32), Tl(AnyType("T")), group="tile",
             doc="t[rows, cols] = v with slices: t with the selection replaced by v's elements")
+add_builtin("tile_gather", (TypeArg(_OUT), Tl(AnyType("T")), Tl(S("I", "int"), "K", 1, ndim=1, nd="__idx_nd"), I32),
+            _OUT, template_ret=True, group="tile", arg_names=("t", "indices", "axis"),
+            doc="t[indices, :] (or t[:, indices], t[indices] of a 1-d tile): a copy of t gathered along `axis` through "
+                "a 1-d integer tile; a negative index counts from the end, one outside the axis reads 0 (invalid in "
+                "Warp); repeated indices add their adjoints")
 declare_properties("tile_slice", exposed=False)
+declare_properties("tile_gather", exposed=False)
 declare_properties("tile_slice_assign", exposed=False)
 add_builtin("tile_assign", (Tl(AnyType("T")), Tl(AnyType("S"), "P", "Q", nd="__src_ndim"), I32, I32), None,
             arg_names=("dst", "src", "offset_i", "offset_j"), mutates_arg=0, group="tile",

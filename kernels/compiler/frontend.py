@@ -304,7 +304,8 @@ class Frontend(LoopLowering, ExpressionLowering, ReferenceLowering):
             self.check_rebind(target.id, None, node)
             value = self.as_value(self.lower_expr(node.value), node)
             cur = self.lookup_name(target.id, target)
-            res = self.emit("call", [self.as_value(cur, node), value], node, attrs={"name": opname})[0]
+            res = self.emit("call", [self.as_value(cur, node), value], node,
+                            attrs={"name": opname, "inplace": True})[0]
             self.assign(target, res, node)
         else:
             raise self.error("unsupported augmented assignment target", node)

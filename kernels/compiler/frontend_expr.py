@@ -181,6 +181,18 @@ class ExpressionLowering:
         bounds = [self.as_value(self.lower_expr(b), node) for b in (item.lower, item.upper, item.step) if b is not None]
         return self.emit("slice", bounds, node, attrs={"parts": parts})[0]
 
+    def lower_slice_call(self, node):
+        """`slice(stop)`, `slice(start, stop[, step])` (Python's forms; None leaves a bound out): the `slice` op
+        that `start:stop:step` in a subscript makes (Warp 1.19 takes them in tile_view offsets)."""
+        if node.keywords or not 1 <= len(node.args) <= 3 or any(isinstance(a, ast.Starred) for a in node.args):
+            raise self.error("slice() takes 1 to 3 positional arguments: slice(stop) or slice(start, stop[, step])",
+                             node)
+        given = [None, node.args[0], None] if len(node.args) == 1 else list(node.args) + [None] * (3 - len(node.args))
+        given = [None if isinstance(a, ast.Constant) and a.value is None else a for a in given]
+        parts = tuple(a is not None for a in given)
+        bounds = [self.as_value(self.lower_expr(a), node) for a in given if a is not None]
+        return self.emit("slice", bounds, node, attrs={"parts": parts})[0]
+
     def expr_Subscript(self, node):
         # f(x)[i] picks one of the results of a function that returns several
         base = self.lower_call_value(node.value) if isinstance(node.value, ast.Call) else self.lower_expr(node.value)
@@ -279,6 +291,8 @@ class ExpressionLowering:
             resolved = ("builtin", _PY_BUILTIN_MAP[obj])
         if resolved is None and obj in (float, int, bool):
             resolved = ("type", obj)
+        if resolved is None and obj is slice:
+            return [self.lower_slice_call(node)]
         if resolved is None:
             raise self.error(f"'{ast.unparse(node.func)}' is not a kernel builtin, @func or type", node)
         what, target = resolved

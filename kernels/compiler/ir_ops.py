@@ -91,6 +91,7 @@ _CALL_ATTRS = {
     "callee": ANY,  # the typed ir.Function called (after type inference)
     "func": ANY,  # the user Func called (before type inference)
     "kwargs": list, "nresults": (int, type(None)), "caller": str,
+    "inplace": bool,  # from an augmented assignment (`t &= v`): refusals name the in-place form, as Warp's do
     "gradient": bool, "seed": ANY,  # wp.grad(f)(...): f's adjoint seeded with one
     "mutates": tuple,  # argument positions the native function updates in place; results follow the outputs
     "matmul": bool, "type_arg": bool, "rtype": ANY, "ndim": int, "field": str, "axis": int, "elem": tuple,

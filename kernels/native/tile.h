@@ -29,6 +29,11 @@ template <typename T, int R, int C> struct tile_traits<tile_t<T, R, C>> {
 template <typename Tile> CUDA_CALLABLE inline Tile tile_zeros() { return Tile(); }
 template <typename Tile> CUDA_CALLABLE inline void adj_tile_zeros(const Tile&) {}
 
+// tile_empty: Warp leaves the contents undefined (write before read); zeros cost one pass and keep a premature
+// read deterministic on both backends.
+template <typename Tile> CUDA_CALLABLE inline Tile tile_empty() { return Tile(); }
+template <typename Tile> CUDA_CALLABLE inline void adj_tile_empty(const Tile&) {}
+
 template <typename Tile> CUDA_CALLABLE inline Tile tile_ones() {
     Tile t = Tile();
     for (int k = 0; k < tile_traits<Tile>::size; ++k) t.data[k] = typename tile_traits<Tile>::value_type(1);
@@ -650,30 +655,47 @@ CUDA_CALLABLE inline void adj_tile_matmul(const tile_t<T, M, K>& a, const tile_t
             for (int j = 0; j < N; ++j) adj_b.data[k * N + j] += aik * adj_c.data[i * N + j];
         }
 }
-// float16 and bfloat16 tiles: products accumulate in float32 and are rounded to 16 bits once, at the end.
 template <typename To, typename From, int R, int C>
 CUDA_CALLABLE inline tile_t<To, R, C> tile_convert(const tile_t<From, R, C>& t) {
     tile_t<To, R, C> r;
     for (int k = 0; k < R * C; ++k) r.data[k] = To(t.data[k]);
     return r;
 }
+// float16 tiles, as Warp 1.19's CPU computes them: each product and each partial sum is rounded to float16, the sum
+// starts at zero and is added to c at the end (Warp's scalar GEMM: c = alpha * sum + beta * c with alpha = beta = 1).
+CUDA_CALLABLE inline float16 tile_matmul_muladd(float16 a, float16 b, float16 sum) {
+    return float16(float(sum) + float(float16(float(a) * float(b))));
+}
 template <int M, int K, int N>
 CUDA_CALLABLE inline void tile_matmul_accumulate(const tile_t<float16, M, K>& a, const tile_t<float16, K, N>& b,
                                                  tile_t<float16, M, N>& c) {
-    tile_t<float32, M, N> wide = tile_convert<float32>(c);
-    tile_matmul_accumulate(tile_convert<float32>(a), tile_convert<float32>(b), wide);
-    c = tile_convert<float16>(wide);
+    for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) {
+            float16 sum = float16(0.0f);
+            for (int k = 0; k < K; ++k) sum = tile_matmul_muladd(a.data[i * K + k], b.data[k * N + j], sum);
+            c.data[i * N + j] = float16(float(sum) + float(c.data[i * N + j]));
+        }
 }
+// dA += dC B^T, dB += A^T dC, each as a float16 sum from zero added to the adjoint (Warp's beta = 1)
 template <int M, int K, int N>
 CUDA_CALLABLE inline void adj_tile_matmul(const tile_t<float16, M, K>& a, const tile_t<float16, K, N>& b,
                                           tile_t<float16, M, K>& adj_a, tile_t<float16, K, N>& adj_b,
                                           const tile_t<float16, M, N>& adj_c) {
-    tile_t<float32, M, K> wide_a = tile_convert<float32>(adj_a);
-    tile_t<float32, K, N> wide_b = tile_convert<float32>(adj_b);
-    adj_tile_matmul(tile_convert<float32>(a), tile_convert<float32>(b), wide_a, wide_b, tile_convert<float32>(adj_c));
-    adj_a = tile_convert<float16>(wide_a);
-    adj_b = tile_convert<float16>(wide_b);
+    for (int i = 0; i < M; ++i)
+        for (int k = 0; k < K; ++k) {
+            float16 sum = float16(0.0f);
+            for (int j = 0; j < N; ++j) sum = tile_matmul_muladd(adj_c.data[i * N + j], b.data[k * N + j], sum);
+            adj_a.data[i * K + k] = float16(float(sum) + float(adj_a.data[i * K + k]));
+        }
+    for (int k = 0; k < K; ++k)
+        for (int j = 0; j < N; ++j) {
+            float16 sum = float16(0.0f);
+            for (int i = 0; i < M; ++i) sum = tile_matmul_muladd(a.data[i * K + k], adj_c.data[i * N + j], sum);
+            adj_b.data[k * N + j] = float16(float(sum) + float(adj_b.data[k * N + j]));
+        }
 }
+// bfloat16 tiles (operands converted to a wider out; Warp refuses a bfloat16 result): products accumulate in
+// float32 and are rounded to 16 bits once, at the end.
 template <int M, int K, int N>
 CUDA_CALLABLE inline void tile_matmul_accumulate(const tile_t<bfloat16, M, K>& a, const tile_t<bfloat16, K, N>& b,
                                                  tile_t<bfloat16, M, N>& c) {

@@ -32,6 +32,39 @@ CUDA_CALLABLE inline void adj_tile_slice(const tile_t<T, R, C>&, int32 r0, int32
     }
 }
 
+// Advanced indexing t[indices, :] / t[:, indices]: element (i, j) of the result reads t at the index tile's entry
+// on the gathered axis. Negative entries count from the end (NumPy's rule); Warp calls entries beyond either end
+// invalid: here they read 0 and take no adjoint. Repeated entries add their adjoints.
+template <typename I, int K, int KC>
+CUDA_CALLABLE inline int32 tile_gather_index(const tile_t<I, K, KC>& idx, int k, int length) {
+    int64 v = int64(idx.data[k]);
+    if (v < 0) v += length;
+    return (v < 0 || v >= length) ? -1 : int32(v);
+}
+template <typename Out, typename T, int R, int C, typename I, int K, int KC>
+CUDA_CALLABLE inline Out tile_gather(const tile_t<T, R, C>& a, const tile_t<I, K, KC>& idx, int32 axis) {
+    Out out = Out();
+    const int OC = tile_traits<Out>::cols;
+    for (int k = 0; k < tile_traits<Out>::size; ++k) {
+        const int i = k / OC, j = k % OC;
+        const int32 r = axis == 0 ? tile_gather_index(idx, i, R) : i;
+        const int32 c = axis == 0 ? j : tile_gather_index(idx, j, C);
+        if (r >= 0 && c >= 0) out.data[k] = a.at(r, c);
+    }
+    return out;
+}
+template <typename Out, typename T, int R, int C, typename I, int K, int KC>
+CUDA_CALLABLE inline void adj_tile_gather(const tile_t<T, R, C>&, const tile_t<I, K, KC>& idx, int32 axis,
+                                          tile_t<T, R, C>& adj_a, tile_t<I, K, KC>&, int32&, const Out& adj_ret) {
+    const int OC = tile_traits<Out>::cols;
+    for (int k = 0; k < tile_traits<Out>::size; ++k) {
+        const int i = k / OC, j = k % OC;
+        const int32 r = axis == 0 ? tile_gather_index(idx, i, R) : i;
+        const int32 c = axis == 0 ? j : tile_gather_index(idx, j, C);
+        if (r >= 0 && c >= 0) adj_a.at(r, c) = add(adj_a.at(r, c), adj_ret.data[k]);
+    }
+}
+
 // t with the selection replaced by v's elements, in order. The selection's positions are distinct (a slice never
 // repeats an index), so each position takes exactly one element of v.
 template <typename T, int R, int C, typename V>

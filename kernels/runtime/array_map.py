@@ -50,7 +50,6 @@ _SURFACE = types.SimpleNamespace(func=func, kernel=kernel, array=array, tid=BUIL
 def map(func, *inputs, out=None, return_kernel: bool = False, block_dim=None, device=None):  # noqa: A001  (Warp's)
     """Apply `func` to the elements of the array inputs (see the module docstring). Returns the output array, a
     list of them when `func` returns several values, or the kernel alone with `return_kernel=True`."""
-    del block_dim  # CPU blocks run one thread; on CUDA the launch picks its block size
     target, key, arg_count, kind = _target(func)
     if arg_count is not None and len(inputs) != arg_count:
         raise TypeError(f"Number of input arguments ({len(inputs)}) does not match expected number of function "
@@ -81,7 +80,9 @@ def map(func, *inputs, out=None, return_kernel: bool = False, block_dim=None, de
         kernel = cached[1]
     if return_kernel:
         return kernel
-    launch(kernel, dim=out_shape, inputs=list(inputs), outputs=outputs, device=device)
+    # block_dim goes to the launch, which refuses what a CPU block of one lane would compute differently from
+    # Warp's (wp.block_dim() under wp.config.enable_cpu_blocks)
+    launch(kernel, dim=out_shape, inputs=list(inputs), outputs=outputs, device=device, block_dim=block_dim)
     return outputs[0] if len(outputs) == 1 else outputs
 
 

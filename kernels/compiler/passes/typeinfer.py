@@ -64,6 +64,14 @@ def _field_value(struct_value, field):
     return None
 
 
+_BITWISE = ("bit_and", "bit_or", "bit_xor", "lshift", "rshift")
+
+
+def _holds_struct(t) -> bool:
+    """A Warp struct, or a tile of structs."""
+    return is_struct(t) or (isinstance(t, TileType) and is_struct(t.dtype))
+
+
 class TypeInference(FixedArrayForms, TileForms, TileSliceForms, PathForms, SliceForms, ScalarForms, ControlFlowForms,
                     StarredForms, ConstructorForms, ReferenceForms):
     def __init__(self, fn: ir.Function, compile_callee):
@@ -252,6 +260,9 @@ class TypeInference(FixedArrayForms, TileForms, TileSliceForms, PathForms, Slice
             cands = "\n      ".join(registry.signatures(name)[:12])
             if name in ("expect_eq", "expect_neq") and len(args) == 2 and args[0].type != args[1].type:
                 raise self.error("Can't test equality for objects with different types", op)  # Warp's wording
+            if name in _BITWISE and op.attrs.get("inplace") and any(_holds_struct(a.type) for a in args):
+                raise self.error(f"bitwise inplace operation '{name}' is not supported on a Warp struct (or a tile "
+                                 f"of structs): ({got})", op, kind=TypeError)
             raise self.error(f"no overload of '{name}' accepts ({got}); candidates:\n      {cands}", op)
         args = self.coerce_weak(args, ov, op)
         if name in _ATOMIC_SCALARS:
@@ -549,6 +560,8 @@ class TypeInference(FixedArrayForms, TileForms, TileSliceForms, PathForms, Slice
 
     def op_tuple(self, op):
         op.results[0].type = PackType(tuple(v.type for v in op.operands))
+        if any(is_slice(v) for v in op.operands):
+            return  # `offset=(slice(0, 2), ...)`: read at compile time through its operands, as the slices are
         self.append(op)
 
     def op_getitem(self, op):

@@ -137,7 +137,7 @@ class PathForms:
         self.replace(op.results[0], self.write_path(vals, steps, new, op.loc, refuse))
 
     def binary(self, name, a, b, op):
-        call = ir.Op("call", [a, b], [ir.Value()], {"name": name}, [], op.loc)
+        call = ir.Op("call", [a, b], [ir.Value()], {"name": name, "inplace": True}, [], op.loc)
         self.op_call(call)
         return self.subst.get(call.results[0], call.results[0])
 

@@ -6,8 +6,9 @@ positions on each axis (Python's slice rules with compile-time bounds; an intege
 drops its axis). Tiles are values here, so a view is a copy and a slice assignment gives the updated tile, which is
 rebound to the variable; reading a view after its parent changed cannot see the change, which matches Warp's
 register tiles. Refused as in Warp (with its wording): empty selections, indices out of bounds, non-integer keys,
-scalars or tiles of another shape assigned to a slice, compound assignment to a view; refused here and not in
-Warp: indexing with a tile of indices.
+scalars or tiles of another shape assigned to a slice, compound assignment to a view.
+Advanced indexing `t[indices, :]` (one 1-d integer index tile, full slices on the other axes) gathers a copy along
+that axis (tile_gather); assigning through it is refused, as in Warp.
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ class TileSliceForms:
                 axes.append((self.typed_const(picked[0], T.int32, op.loc), step, len(picked), True))
                 continue
             if isinstance(key.type, TileType):
-                raise self.error("indexing a tile with an integer index tile (advanced indexing) is not supported "
-                                 "here; gather with tile_load_indexed from an array", op, ValueError)
+                raise self.error("assigning through an integer index tile (advanced indexing) is not supported; "
+                                 "a gathered tile is a copy", op, ValueError)
             if not T.is_int(key.type):
                 raise self.error(f"tile indices must be integers or slices, got {describe(key.type)}", op, TypeError)
             if key.owner is not None and key.owner.opcode == "const":
@@ -59,8 +60,41 @@ class TileSliceForms:
         consts = [self.typed_const(v, T.int32, op.loc) for v in (rs, cs, nc)]
         return shape, [r0, consts[0], c0, consts[1], consts[2]]
 
+    def tile_gather_axis(self, t: TileType, keys, op):
+        """The axis of `t[keys]` indexed by a 1-d integer tile, or None when no key is a tile (Warp's checks)."""
+        tiles = [d for d, k in enumerate(keys) if not is_slice(k) and k is not None and isinstance(k.type, TileType)]
+        if not tiles:
+            return None
+        if len(tiles) > 1:
+            raise self.error("Tile indexing supports exactly one 1D integer index tile.", op, ValueError)
+        if len(keys) > len(t.shape):
+            raise self.error(f"tile indexing specified too many indices {len(keys)} > {len(t.shape)}", op, ValueError)
+        axis = tiles[0]
+        it = keys[axis].type
+        if len(it.shape) != 1:
+            raise self.error(f"Tile indexing requires a 1D integer index tile, got {len(it.shape)} dimensions.", op,
+                             ValueError)
+        if not T.is_int(it.dtype):
+            raise self.error(f"Tile indexing requires an integer index tile, got dtype {describe(it.dtype)}.", op,
+                             ValueError)
+        err = self.slice_error(op)
+        for d, key in enumerate(keys):
+            if d == axis:
+                continue
+            if not is_slice(key) or const_slice_indices(key, t.shape[d], err) != list(range(t.shape[d])):
+                raise self.error("Tile indexing with an integer index tile requires ':' on all other axes, e.g. "
+                                 "`t[indices, :]`.", op, ValueError)
+        return axis
+
     def tile_getitem(self, op, base, keys):
         t = base.type
+        axis = self.tile_gather_axis(t, keys, op)
+        if axis is not None:
+            shape = list(t.shape)
+            shape[axis] = keys[axis].type.shape[0]
+            self.emit_typed(op, "tile_gather", TileType(t.dtype, tuple(shape)),
+                            [base, keys[axis], self.typed_const(axis, T.int32, op.loc)])
+            return
         shape, args = self.tile_selection(t, keys, op)
         self.emit_typed(op, "tile_slice", TileType(t.dtype, shape), [base, *args])
 

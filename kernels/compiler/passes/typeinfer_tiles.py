@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import ir
 from ... import types as T
 from ...builtins import registry
-from ...typesys import ArrayType, PackType, StaticType, TileType, describe
+from ...typesys import ArrayType, PackType, StaticType, TileType, describe, is_struct
 from ..function import Func
 from .tile_arange_range import arange_range
 from .typeinfer_slices import is_slice
@@ -110,6 +112,12 @@ class TileForms:
         if "dtype" not in args:
             return T.float32
         t = T.canonical_type(self.static_value(args["dtype"], op, "dtype"))
+        if is_struct(t) and op.attrs.get("name") == "tile_ones":
+            raise self.error(f"tile_ones() does not support a Warp struct dtype ({t.__name__}): a struct has no "
+                             "value for one; use tile_zeros or tile_full", op, kind=TypeError)
+        # tiles of structs hold what an array of them loads; zeros (value-initialised) are their only constant
+        if is_struct(t) and op.attrs.get("name") in ("tile_zeros", "tile_empty"):
+            return t
         if not (T.is_scalar(t) or T.is_composite(t)):
             raise self.error(f"a tile's dtype must be a scalar, vector or matrix type, got {t!r}", op, kind=TypeError)
         return t
@@ -124,6 +132,11 @@ class TileForms:
     def builtin_tile_zeros(self, op):
         args = self.call_arguments(op, ("shape", "dtype", "storage"))
         self.emit_typed(op, "tile_zeros", TileType(self.tile_dtype(args, op), self.static_shape(args["shape"], op)),
+                        [])
+
+    def builtin_tile_empty(self, op):
+        args = self.call_arguments(op, ("shape", "dtype", "storage"))
+        self.emit_typed(op, "tile_empty", TileType(self.tile_dtype(args, op), self.static_shape(args["shape"], op)),
                         [])
 
     def builtin_tile_ones(self, op):
@@ -258,6 +271,8 @@ class TileForms:
         if not all(k in args for k in ("a", "indices", "t")):
             raise self.error(f"{name}(a, indices, t, offset=..., axis=0) needs a, indices and t", op)
         tt = self.need_tile(args["t"], op, f"{name}'s value")
+        if name == "tile_atomic_add_indexed":
+            self.check_atomic_tile(tt, name, op)
         axis, oi, oj = self.indexed_layout(name, args, tt.shape, op)
         self.call_builtin(op, name, [args["a"], args["indices"], args["t"], oi, oj, axis])
 
@@ -268,10 +283,20 @@ class TileForms:
         oi, oj = self.offsets(args.get("offset"), op)
         self.call_builtin(op, "tile_store", [args["a"], args["t"], oi, oj])
 
+    def check_atomic_tile(self, tt, name, op):
+        """Warp's rule: atomic tile adds of 32/64-bit integers and of floats (16 bits included) only; bool and
+        8/16-bit integers have no atomic add (their update would not be atomic). Struct tiles are not checked here."""
+        if is_struct(tt.dtype):
+            return
+        scalar = T.scalar_type(tt.dtype)
+        if scalar is T.bool_ or (T.is_int(scalar) and np.dtype(scalar._np_).itemsize < 4):
+            raise self.error(f"{name}() only supports tiles with [u]int32, [u]int64, float16, bfloat16, float32, or "
+                             f"float64 as the underlying scalar type, but got {describe(tt.dtype)}", op)
+
     def builtin_tile_atomic_add(self, op):
         args = self.call_arguments(op, ("a", "t", "offset", "bounds_check"))
         self.tile_array(args["a"], op)
-        self.need_tile(args["t"], op, "tile_atomic_add's value")
+        self.check_atomic_tile(self.need_tile(args["t"], op, "tile_atomic_add's value"), "tile_atomic_add", op)
         oi, oj = self.offsets(args.get("offset"), op)
         self.call_builtin(op, "tile_atomic_add", [args["a"], args["t"], oi, oj])
 
@@ -322,10 +347,18 @@ class TileForms:
     def builtin_tile_matmul(self, op):
         """tile_matmul(a, b, alpha=1.0) returns alpha * a @ b; tile_matmul(a, b, out, alpha=1.0, beta=1.0) updates
         out. Without scale factors the plain overloads are used."""
-        args = self.call_arguments(op, ("a", "b", "out", "alpha", "beta"))
+        args = self.call_arguments(op, ("a", "b", "out", "alpha", "beta", "precision"))
         if "a" not in args or "b" not in args:
             raise self.error("tile_matmul(a, b[, out], alpha=..., beta=...) needs a and b", op)
+        self.matmul_operand_types(args, op)
         dtype = self.need_tile(args["a"], op, "tile_matmul's a").dtype
+        # mixed precision (Warp 1.19): a and b are converted to out's dtype (a's for the returning form), in which
+        # the products accumulate; their adjoints convert back through the same casts
+        for k in ("a", "b"):
+            target = args["out"].type.dtype if "out" in args else dtype
+            if args[k].type.dtype != target:
+                args[k] = self.tile_cast(args[k], target, op)
+        dtype = args["a"].type.dtype
         if "beta" in args and "out" not in args:
             raise self.error("tile_matmul's beta scales `out`; the returning form takes only alpha", op)
         scales = [k for k in ("alpha", "beta") if k in args]
@@ -338,6 +371,41 @@ class TileForms:
             values[k] = self.typed_const(1.0, dtype, op.loc) if v is None else self.convert_weak_to(v, dtype, op)
         names = ("a", "b", "out", "alpha", "beta") if "out" in args else ("a", "b", "alpha")
         self.call_builtin(op, "tile_matmul", [values.get(k, args.get(k)) for k in names])
+
+    def matmul_operand_types(self, args, op):
+        """Warp's checks of tile_matmul's operands and precision (its wording): float tiles, no bfloat16 result,
+        precision the literal 'default' or 'tf32' (tf32 only for float32 tiles; on the CPU it computes in full
+        float32, as Warp's CPU fallback does)."""
+        tiles = {k: self.need_tile(args[k], op, f"tile_matmul's {k}") for k in ("a", "b", "out") if k in args}
+        if any(T.is_vector(t.dtype) and t.dtype._shape_ == (2,) and T.is_float(T.scalar_type(t.dtype))
+               for t in tiles.values()):
+            raise self.error("tile_matmul() does not support complex tiles (tiles of 2-vectors of floats)", op,
+                             kind=TypeError)
+        floats = (T.float16, T.bfloat16, T.float32, T.float64)
+        if any(t.dtype not in floats for t in tiles.values()):
+            raise self.error("tile_matmul() arguments must be tiles of float16, bfloat16, float32, or float64 "
+                             "entries", op, kind=TypeError)
+        out = tiles.get("out", tiles["a"]).dtype
+        if "precision" in args:
+            v = args["precision"]
+            literal = isinstance(v.type, StaticType) or (v.owner is not None and v.owner.opcode == "const")
+            precision = self.static_value(v, op, "precision") if literal else None
+            if precision not in ("default", "tf32"):
+                got = repr(precision) if literal else "a non-literal argument"
+                raise self.error(f"tile_matmul() precision must be the string literal 'default' or 'tf32', got {got}",
+                                 op, kind=ValueError)
+            if precision == "tf32" and any(t is not T.float32 for t in (tiles["a"].dtype, tiles["b"].dtype, out)):
+                raise self.error("tile_matmul() precision='tf32' requires float32 tiles for a, b, and out", op,
+                                 kind=TypeError)
+        if out is T.bfloat16:
+            raise self.error("tile_matmul() does not support a bfloat16 'out' tile. Allowed 'out' dtypes are "
+                             "float16, float32, and float64.", op, kind=TypeError)
+
+    def tile_cast(self, v, dtype, op):
+        """Tile `v` with its elements converted to `dtype` (tile_astype), a new value."""
+        cast = ir.Op("call", [v], [ir.Value()], {"name": "tile_astype"}, [], op.loc)
+        self.emit_tile_map(cast, ("cast", dtype), [v], TileType(dtype, v.type.shape))
+        return cast.results[0]
 
     def builtin_tile_axpy(self, op):
         """tile_axpy(alpha, src, dest): dest += alpha * src. Refused onto a broadcast tile: in Warp that is a view
@@ -412,6 +480,7 @@ class TileForms:
         """tile_reshape(t, shape): the same elements in row-major order with a new shape (one entry may be -1)."""
         args = self.call_arguments(op, ("t", "shape", "storage"))
         tt = self.need_tile(args["t"], op, "tile_reshape's argument")
+        self.refuse_strided_reshape(args["t"], op)
         want = self.static_value(args["shape"], op, "tile_reshape's shape")
         want = [want] if isinstance(want, int) else list(want)
         size = tt.rows * tt.cols
@@ -424,6 +493,25 @@ class TileForms:
         if math.prod(shape) != size:
             raise self.error(f"cannot reshape a tile of {size} elements to {shape}", op, kind=ValueError)
         self.emit_typed(op, "tile_reshape", TileType(tt.dtype, shape), [args["t"]])
+
+    def refuse_strided_reshape(self, v, op):
+        """Warp's refusal of tile_reshape of a subscripted view whose strides are not the dense ones of its shape
+        (`t[::2, :]`, `t[::-1]`, `t[:, 1:3]`): in Warp the reshape would reinterpret the parent's storage. Here the
+        view is a copy and the reshape would work; refused so that a program runs here only if it runs in Warp."""
+        owner = v.owner
+        if owner is None or owner.opcode != "call" or owner.attrs.get("name") != "tile_slice":
+            return
+        base, _, rs, _, cs, _ = owner.operands
+        steps = [int(x.owner.attrs["value"]) if x.owner is not None and x.owner.opcode == "const" else None
+                 for x in (rs, cs)]
+        parent_cols = base.type.cols if len(base.type.shape) == 2 else 1
+        strides = [st * (parent_cols if axis == 0 else 1) for axis, st in enumerate(steps) if st != 0]
+        shape = v.type.shape
+        dense = [shape[1], 1] if len(shape) == 2 else [1]
+        if None in steps or len(strides) != len(shape) or strides != dense:
+            raise self.error(f"tile_reshape() requires a contiguous tile; a tile view with shape {tuple(shape)} and "
+                             f"strides {tuple(strides)} is not (copy it first, e.g. with tile_astype or t * 1)", op,
+                             kind=ValueError)
 
     def builtin_tile_extract(self, op):
         """tile_extract(t, i) / tile_extract(t, i, j): one element, as t[i] / t[i, j]."""
