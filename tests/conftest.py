@@ -19,6 +19,9 @@ if "KERNELS_CACHE_DIR" not in os.environ:
         os.makedirs(wp.config.cache_dir, mode=0o700, exist_ok=True)
     else:
         wp.config.cache_dir = tempfile.mkdtemp(prefix="kernels-test-cache-")
+    # ... and so do the processes the tests start (`sim` commands, tools, Warp's files): what the suite built is
+    # loaded there, not built again in the user's cache (cold on CI); xdist's workers inherit it from the controller.
+    os.environ["KERNELS_CACHE_DIR"] = wp.config.cache_dir
 
 # The first cold compile of the session says so on stderr (config.compile_notice); which test compiles first depends
 # on the selection, and tests compare stderr line by line: off in this process (tests/test_first_run.py checks it
