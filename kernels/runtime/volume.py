@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from typing import NamedTuple
 
 import numpy as np
 
@@ -16,30 +17,68 @@ from .. import types as T
 from .array import array
 
 _MAGICS = (0x304244566F6E614E, 0x314244566F6E614E, 0x324244566F6E614E)  # "NanoVDB0", "NanoVDB1", "NanoVDB2"
-_GRID_TYPE_NAMES = {1: "float", 2: "double", 3: "int16", 4: "int32", 5: "int64", 6: "vec3f"}
-_FLOAT = 1
-# byte layout of NanoVDB 32.x (see kernels/native/volume.h)
+# NanoVDB grid type code -> (Warp's type string, value type, bytes per value, alignment)
+_VALUE_TYPES = {1: ("float", T.float32, 4, 4), 2: ("double", T.float64, 8, 8), 4: ("int32", T.int32, 4, 4),
+                5: ("int64", T.int64, 8, 8), 10: ("uint32", T.uint32, 4, 4), 6: ("Vec3f", T.vec3, 12, 4),
+                7: ("Vec3d", T.vec3d, 24, 8), 17: ("Vec4f", T.vec4, 16, 4), 18: ("Vec4d", T.vec4d, 32, 8)}
+_OTHER_TYPE_NAMES = {3: "int16", 8: "Mask", 9: "Half", 11: "bool", 19: "Index", 20: "OnIndex", 21: "IndexMask",
+                     22: "OnIndexMask", 26: "uint8"}
 _GRID_SIZE, _TREE_SIZE = 672, 64
-_ROOT_SIZE, _TILE_SIZE = 64, 32
-_UPPER = dict(size=270400, child_mask=4128, table=8256, entries=32 ** 3)
-_LOWER = dict(size=33856, child_mask=544, table=1088, entries=16 ** 3)
-_LEAF_SIZE = 2144
+
+
+def _align(x: int, a: int) -> int:
+    return (x + a - 1) // a * a
+
+
+def node_layout(grid_type: int) -> dict:
+    """Byte sizes and offsets of a grid's nodes for its value type (as vdb::layout in kernels/native/volume.h)."""
+    _, _, size, align = _VALUE_TYPES[grid_type]
+    stats = 8 if size == 8 else 4
+    background = _align(28, align)
+    tile_value = _align(20, align)
+    stride = _align(max(size, 8), 8)
+    upper_table = _align(32 + 2 * 4096 + 2 * (size + stats), 32)
+    lower_table = _align(32 + 2 * 512 + 2 * (size + stats), 32)
+    leaf_values = _align(80 + 2 * (size + stats), 32)
+    return dict(value_size=size, root_background=background, root_size=_align(background + 3 * size + 2 * stats, 32),
+                tile_value=tile_value, tile_size=_align(tile_value + size, 32),
+                upper=dict(size=_align(upper_table + stride * 32 ** 3, 32), child_mask=4128, table=upper_table,
+                           stride=stride, entries=32 ** 3),
+                lower=dict(size=_align(lower_table + stride * 16 ** 3, 32), child_mask=544, table=lower_table,
+                           stride=stride, entries=16 ** 3),
+                leaf=dict(size=_align(leaf_values + size * 512, 32), values=leaf_values))
 
 
 class Volume:
-    """A sparse volume of float voxels (NanoVDB). Sample it in kernels with `wp.volume_sample_f(volume.id, uvw,
-    wp.Volume.LINEAR)` at index-space coordinates (`wp.volume_world_to_index` maps world points there).
+    """A sparse volume (a NanoVDB grid of float32, float64, int32, int64, uint32, vec3f/d or vec4f/d values).
+    Sample it in kernels with `wp.volume_sample(volume.id, uvw, wp.Volume.LINEAR, dtype=...)` at index-space
+    coordinates (`wp.volume_world_to_index` maps world points there).
 
-    Only float grids are provided; another value type loads with a clear error.
+    Another value type (index grids, half, int16, ...) loads with a clear error.
     """
 
     CLOSEST = 0
     LINEAR = 1
 
-    def __init__(self, data, *, device=None):
+    class GridInfo(NamedTuple):
+        """Grid metadata (as Warp's): name, size in bytes, index and count of grids in the file, the value
+        type's NanoVDB name, the index-to-world translation and linear part."""
+
+        name: str
+        size_in_bytes: int
+        grid_index: int
+        grid_count: int
+        type_str: str
+        translation: object
+        transform_matrix: object
+
+    def __init__(self, data, *, device=None, _rest: bytes = b""):
         buffer = np.frombuffer(bytes(data), dtype=np.uint8)
         self.grid_type = _check_grid(buffer)
+        self._layout = node_layout(self.grid_type)
         self._buffer = array(buffer, dtype=T.uint8, device=device)
+        self._host = buffer
+        self._rest = _rest  # the grids after this one in its file (load_next_grid)
         self.device = self._buffer.device
         self.id = self._buffer.ptr
         header = bytes(buffer[:_GRID_SIZE])
@@ -49,11 +88,67 @@ class Volume:
     def load_from_nvdb(cls, file_or_buffer, device=None) -> "Volume":
         """The first grid of a .nvdb file (an open binary file or its bytes); uncompressed or zip-compressed."""
         data = file_or_buffer.read() if hasattr(file_or_buffer, "read") else bytes(file_or_buffer)
-        return cls(_grid_bytes(data), device=device)
+        grids = _grid_bytes(data)
+        first = struct.unpack_from("<Q", grids, 32)[0] if len(grids) >= 40 else len(grids)
+        return cls(grids[:first], device=device, _rest=grids[first:])
+
+    def load_next_grid(self) -> "Volume | None":
+        """The grid after this one in the file it was loaded from, or None after the last."""
+        if len(self._rest) < _GRID_SIZE:
+            return None
+        size = struct.unpack_from("<Q", self._rest, 32)[0]
+        return Volume(self._rest[:size], device=self.device, _rest=self._rest[size:])
+
+    @property
+    def dtype(self):
+        """The Warp type of the values."""
+        return _VALUE_TYPES[self.grid_type][1]
 
     def get_voxel_size(self) -> tuple:
         """The size of a voxel along x, y, z in world units."""
         return tuple(self._voxel_size)
+
+    def get_grid_info(self) -> "Volume.GridInfo":
+        """The grid's metadata (GridInfo)."""
+        h = self._host
+        name = bytes(h[40:296]).split(b"\0", 1)[0].decode("ascii", "replace")
+        index, count = struct.unpack_from("<2I", h, 24)
+        matrix = T.mat33(*struct.unpack_from("<9f", h, 296))
+        translation = T.vec3(*struct.unpack_from("<3f", h, 296 + 72))
+        return Volume.GridInfo(name, int(struct.unpack_from("<Q", h, 32)[0]), int(index), int(count),
+                               _VALUE_TYPES[self.grid_type][0], translation, matrix)
+
+    def _leaf_origins(self) -> np.ndarray:
+        """Index-space origins of the leaves (8^3 voxel tiles), shape [leaf_count, 3], int32."""
+        h, tree = self._host, _GRID_SIZE
+        leaf_off = tree + struct.unpack_from("<Q", h, tree)[0]
+        count = struct.unpack_from("<I", h, tree + 32)[0]
+        size = self._layout["leaf"]["size"]
+        starts = leaf_off + size * np.arange(count)
+        rows = h[starts[:, None] + np.arange(12)[None, :]].copy().view("<i4").reshape(count, 3)
+        return rows & ~7
+
+    def get_tiles(self, out=None):
+        """The index-space origins of the allocated tiles (leaves of 8^3 voxels): an array of vec3i."""
+        return self._to_out(self._leaf_origins(), out)
+
+    def get_voxel_count(self) -> int:
+        """The number of allocated voxels (512 per tile)."""
+        return int(struct.unpack_from("<I", self._host, _GRID_SIZE + 32)[0]) * 512
+
+    def get_voxels(self, out=None):
+        """The index-space coordinates of every allocated voxel, tile by tile: an array of vec3i."""
+        offsets = np.stack(np.meshgrid(np.arange(8), np.arange(8), np.arange(8), indexing="ij"), -1).reshape(-1, 3)
+        voxels = (self._leaf_origins()[:, None, :] + offsets[None, :, :]).reshape(-1, 3).astype(np.int32)
+        return self._to_out(voxels, out)
+
+    def _to_out(self, rows: np.ndarray, out):
+        if out is None:
+            return array(np.ascontiguousarray(rows, dtype=np.int32), dtype=T.vec3i, device=self.device)
+        if out.shape[0] != rows.shape[0]:
+            raise RuntimeError(f"Volume: out has {out.shape[0]} rows, expected {rows.shape[0]}")
+        out.assign(array(np.ascontiguousarray(rows, dtype=np.int32), dtype=out.dtype, device=out.device))
+        return out
 
     def array(self):
         """The grid's buffer (uint8 array on the volume's device)."""
@@ -89,44 +184,47 @@ def _grid_bytes(data: bytes) -> bytes:
 
 
 def _check_grid(buf: np.ndarray) -> int:
-    """Refuse a buffer whose offsets a kernel could follow out of it; returns the grid type (float only)."""
+    """Refuse a buffer whose offsets a kernel could follow out of it; returns the grid type code."""
     def bad(what):
         return RuntimeError(f"Volume: invalid NanoVDB grid ({what})")
 
-    if buf.size < _GRID_SIZE + _TREE_SIZE + _ROOT_SIZE or struct.unpack_from("<Q", buf, 0)[0] not in _MAGICS:
+    if buf.size < _GRID_SIZE + _TREE_SIZE + 64 or struct.unpack_from("<Q", buf, 0)[0] not in _MAGICS:
         raise bad("no grid header")
     grid_type = struct.unpack_from("<I", buf, 636)[0]
-    if grid_type != _FLOAT:
-        name = _GRID_TYPE_NAMES.get(grid_type, f"type {grid_type}")
-        raise RuntimeError(f"Volume: {name} grids are not supported (float grids are)")
+    if grid_type not in _VALUE_TYPES:
+        name = _OTHER_TYPE_NAMES.get(grid_type, f"type {grid_type}")
+        supported = ", ".join(v[0] for v in _VALUE_TYPES.values())
+        raise RuntimeError(f"Volume: {name} grids are not supported ({supported} are)")
     if struct.unpack_from("<Q", buf, 32)[0] > buf.size:
         raise bad("the grid is larger than its buffer")
+    lay = node_layout(grid_type)
     tree = _GRID_SIZE
     leaf_off, lower_off, upper_off, root_off = (tree + o for o in struct.unpack_from("<4Q", buf, tree))
     n_leaf, n_lower, n_upper = struct.unpack_from("<3I", buf, tree + 32)
-    regions = {"upper": (upper_off, n_upper, _UPPER["size"]), "lower": (lower_off, n_lower, _LOWER["size"]),
-               "leaf": (leaf_off, n_leaf, _LEAF_SIZE)}
+    regions = {"upper": (upper_off, n_upper, lay["upper"]["size"]), "lower": (lower_off, n_lower, lay["lower"]["size"]),
+               "leaf": (leaf_off, n_leaf, lay["leaf"]["size"])}
     for name, (start, count, size) in regions.items():
         if start + count * size > buf.size:
             raise bad(f"its {name} nodes run past the buffer")
-    if root_off + _ROOT_SIZE > buf.size:
+    if root_off + lay["root_size"] > buf.size:
         raise bad("no root")
     tiles = struct.unpack_from("<I", buf, root_off + 24)[0]
-    if root_off + _ROOT_SIZE + tiles * _TILE_SIZE > buf.size:
+    if root_off + lay["root_size"] + tiles * lay["tile_size"] > buf.size:
         raise bad("its root table runs past the buffer")
     for t in range(tiles):
-        child = struct.unpack_from("<q", buf, root_off + _ROOT_SIZE + t * _TILE_SIZE + 8)[0]
+        child = struct.unpack_from("<q", buf, root_off + lay["root_size"] + t * lay["tile_size"] + 8)[0]
         if child:
             _check_node_start(np.array([root_off + child]), regions["upper"], bad)
-    for parent, child_level, info in (("upper", "lower", _UPPER), ("lower", "leaf", _LOWER)):
+    for parent, child_level in (("upper", "lower"), ("lower", "leaf")):
+        info = lay[parent]
         start, count, size = regions[parent]
         for node in range(count):
             base = start + node * size
             mask = np.unpackbits(buf[base + info["child_mask"]:base + info["child_mask"] + info["entries"] // 8],
                                  bitorder="little").astype(bool)
-            table = np.frombuffer(buf[base + info["table"]:base + info["table"] + 8 * info["entries"]].tobytes(),
-                                  dtype="<i8")
-            _check_node_start(base + table[mask], regions[child_level], bad)
+            table = buf[base + info["table"]:base + info["table"] + info["stride"] * info["entries"]]
+            offsets = table.reshape(info["entries"], info["stride"])[:, :8].copy().view("<i8").ravel()
+            _check_node_start(base + offsets[mask], regions[child_level], bad)
     return grid_type
 
 
