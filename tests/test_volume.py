@@ -1,4 +1,4 @@
-"""wp.Volume (NanoVDB float grids; kernels/runtime/volume.py, kernels/native/volume.h): Warp's own asset (rocks.nvdb,
+"""wp.Volume (NanoVDB grids; kernels/runtime/volume.py, kernels/native/volume.h): Warp's own asset (rocks.nvdb,
 from the warp-lang test extra) sampled, looked up and mapped in kernels, compared with real Warp to the bit;
 gradients w.r.t. the coordinate by central differences (autodiff.gradcheck); damaged files refused in one line.
 """
@@ -138,6 +138,105 @@ def test_damaged_files_are_refused(rocks):
     with pytest.raises(RuntimeError, match="child offset"):
         wp.Volume.load_from_nvdb(_nvdb_file(bytes(damaged)))
     damaged = bytearray(grid)
-    struct.pack_into("<I", damaged, 636, 4)
-    with pytest.raises(RuntimeError, match="int32 grids are not supported"):
+    struct.pack_into("<I", damaged, 636, 9)
+    with pytest.raises(RuntimeError, match="Half grids are not supported"):
         wp.Volume.load_from_nvdb(_nvdb_file(bytes(damaged)))
+
+
+def _test_asset(name):
+    spec = importlib.util.find_spec("warp")
+    path = spec and os.path.join(list(spec.submodule_search_locations)[0], "tests", "assets", name)
+    if not path or not os.path.exists(path):
+        pytest.skip("warp-lang's test assets (a test extra) are not installed")
+    return path
+
+
+_TYPED_PROGRAM = '''
+import numpy as np
+
+ASSETS = {assets!r}
+
+
+@wp.kernel
+def probe(vf: wp.uint64, vi: wp.uint64, vv: wp.uint64, points: wp.array(dtype=wp.vec3),
+          scalars: wp.array2d(dtype=float), ints: wp.array2d(dtype=int), vectors: wp.array2d(dtype=wp.vec3),
+          grads: wp.array(dtype=wp.mat33)):
+    t = wp.tid()
+    p = points[t]
+    scalars[t, 0] = wp.volume_sample(vf, p, wp.Volume.LINEAR, dtype=float)
+    scalars[t, 1] = wp.volume_lookup(vf, int(p[0]), int(p[1]), int(p[2]), dtype=float)
+    ints[t, 0] = wp.volume_sample_i(vi, p)
+    ints[t, 1] = wp.volume_lookup(vi, int(p[0]), int(p[1]), int(p[2]), dtype=int)
+    ints[t, 2] = wp.volume_sample(vi, p, wp.Volume.CLOSEST, dtype=int)
+    vectors[t, 0] = wp.volume_sample_v(vv, p, wp.Volume.LINEAR)
+    vectors[t, 1] = wp.volume_lookup_v(vv, int(p[0]), int(p[1]), int(p[2]))
+    g = wp.mat33(0.0)
+    vectors[t, 2] = wp.volume_sample_grad(vv, p, wp.Volume.LINEAR, g, dtype=wp.vec3)
+    grads[t] = g
+
+
+def run(wp, Tape):
+    volumes = []
+    for path in ASSETS:
+        with open(path, "rb") as f:
+            volumes.append(wp.Volume.load_from_nvdb(f))
+    rng = np.random.default_rng(3)
+    pts = rng.uniform(-13.0, 13.0, size=(500, 3)).astype(np.float32)  # the grids' voxels are [-10, 10]^3
+    points = wp.array(pts, dtype=wp.vec3)
+    scalars = wp.zeros((500, 2), dtype=float)
+    ints = wp.zeros((500, 3), dtype=int)
+    vectors = wp.zeros((500, 3), dtype=wp.vec3)
+    grads = wp.zeros(500, dtype=wp.mat33)
+    wp.launch(probe, dim=500, inputs=[v.id for v in volumes] + [points, scalars, ints, vectors, grads])
+    return {{"scalars": scalars.numpy(), "ints": ints.numpy(), "vectors": vectors.numpy(), "grads": grads.numpy(),
+             "counts": np.array([v.get_voxel_count() for v in volumes]),
+             "tiles": np.sort(volumes[2].get_tiles().numpy(), axis=0)}}
+'''
+
+
+def test_typed_grids_are_warps(tmp_path):
+    """float, int32 and vec3f grids (Warp's test assets) through the dtype-generic and the typed builtins."""
+    assets = [_test_asset(n) for n in ("test_grid.nvdb", "test_int32_grid.nvdb", "test_vec_grid.nvdb")]
+    warp, ours = _warp_reference.both(_TYPED_PROGRAM.format(assets=assets), str(tmp_path), "volume_typed")
+    for key in ("scalars", "ints", "vectors", "grads", "counts", "tiles"):
+        np.testing.assert_array_equal(ours[key], warp[key], err_msg=key)
+    assert np.count_nonzero(ours["ints"][:, 0]) > 100  # not all background
+
+
+@wp.kernel
+def sample_vector(volume: wp.uint64, points: wp.array(dtype=wp.vec3), out: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    out[i] = wp.volume_sample(volume, points[i], wp.Volume.LINEAR, dtype=wp.vec3)
+
+
+def test_vector_sampling_gradient_matches_central_differences():
+    with open(_test_asset("test_vec_grid.nvdb"), "rb") as f:
+        volume = wp.Volume.load_from_nvdb(f)
+    rng = np.random.default_rng(4)
+    # inside voxel cells, away from their faces (the trilinear field has kinks there)
+    cells = rng.integers(-9, 9, size=(10, 3)) + rng.uniform(0.3, 0.7, size=(10, 3))
+    points = wp.array(cells.astype(np.float32), dtype=wp.vec3)
+
+    def fn(p):
+        out = wp.zeros(p.shape[0], dtype=wp.vec3)
+        wp.launch(sample_vector, dim=p.shape[0], inputs=[volume.id, p, out])
+        return out
+
+    gradcheck(fn, [points], eps=0.01)
+
+
+def test_dtype_errors():
+    @wp.kernel
+    def bad_dtype(volume: wp.uint64, out: wp.array(dtype=float)):
+        out[0] = float(wp.volume_sample(volume, wp.vec3(0.0), wp.Volume.LINEAR, dtype=wp.mat22))
+
+    with pytest.raises(Exception, match="unsupported dtype"):
+        wp.launch(bad_dtype, dim=1, inputs=[0, wp.zeros(1, dtype=float)])
+
+    @wp.kernel
+    def bad_grad(volume: wp.uint64, out: wp.array(dtype=float)):
+        g = wp.vec3(0.0)
+        out[0] = wp.volume_sample_grad(volume, wp.vec3(0.0), wp.Volume.LINEAR, g, dtype=wp.vec3)[0]
+
+    with pytest.raises(Exception, match="grad must be"):
+        wp.launch(bad_grad, dim=1, inputs=[0, wp.zeros(1, dtype=float)])
