@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import types as T
 from .array import array
+from .volume_build import build_grid
 
 _MAGICS = (0x304244566F6E614E, 0x314244566F6E614E, 0x324244566F6E614E)  # "NanoVDB0", "NanoVDB1", "NanoVDB2"
 # NanoVDB grid type code -> (Warp's type string, value type, bytes per value, alignment)
@@ -92,6 +93,42 @@ class Volume:
         first = struct.unpack_from("<Q", grids, 32)[0] if len(grids) >= 40 else len(grids)
         return cls(grids[:first], device=device, _rest=grids[first:])
 
+    @classmethod
+    def allocate(cls, min, max, voxel_size, bg_value=0.0, translation=(0.0, 0.0, 0.0), points_in_world_space=False,
+                 device=None) -> "Volume":
+        """A volume with every 8^3 tile covering voxels min..max (inclusive, index space; world space with
+        points_in_world_space) allocated; bg_value (its type is the volume's) everywhere."""
+        voxel_size = normalize_voxel_size(voxel_size)
+        lo, hi = np.asarray(min, dtype=np.float64), np.asarray(max, dtype=np.float64)
+        if points_in_world_space:
+            lo = np.around((lo - np.asarray(translation)) / np.asarray(voxel_size))
+            hi = np.around((hi - np.asarray(translation)) / np.asarray(voxel_size))
+        tile_lo, tile_hi = lo.astype(np.int32) // 8, hi.astype(np.int32) // 8
+        axes = [np.arange(tile_lo[a], tile_hi[a] + 1) for a in range(3)]
+        tiles = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, 3) * 8
+        return cls._from_tiles(tiles, voxel_size, bg_value, translation, device)
+
+    @classmethod
+    def allocate_by_tiles(cls, tile_points, voxel_size=None, bg_value=0.0, translation=(0.0, 0.0, 0.0),
+                          device=None) -> "Volume":
+        """A volume with the 8^3 tile of each point allocated: integer points are index space, float points
+        world space (divided by voxel_size after subtracting translation)."""
+        points = tile_points.numpy() if hasattr(tile_points, "numpy") else np.asarray(tile_points)
+        points = points.reshape(-1, 3)
+        voxel_size = normalize_voxel_size(1.0 if voxel_size is None else voxel_size)
+        if np.issubdtype(points.dtype, np.floating):
+            points = np.floor((points - np.asarray(translation)) / np.asarray(voxel_size))
+        tiles = np.unique((points.astype(np.int64) // 8) * 8, axis=0)
+        return cls._from_tiles(tiles, voxel_size, bg_value, translation, device)
+
+    @classmethod
+    def _from_tiles(cls, tiles, voxel_size, bg_value, translation, device) -> "Volume":
+        if bg_value is None:
+            raise RuntimeError("Volume: index grids (bg_value=None) are not supported; give a background value")
+        code, scalar, components = _grid_type_of(bg_value)
+        grid = build_grid(tiles, code, node_layout(code), scalar, components, bg_value, voxel_size, translation)
+        return cls(grid, device=device)
+
     def load_next_grid(self) -> "Volume | None":
         """The grid after this one in the file it was loaded from, or None after the last."""
         if len(self._rest) < _GRID_SIZE:
@@ -153,6 +190,46 @@ class Volume:
     def array(self):
         """The grid's buffer (uint8 array on the volume's device)."""
         return self._buffer
+
+
+def normalize_voxel_size(voxel_size) -> tuple:
+    """A voxel size as 3 positive finite floats (a scalar is isotropic), as Warp checks it."""
+    if isinstance(voxel_size, (int, float, np.floating, np.integer)) and not isinstance(voxel_size, bool):
+        voxel_size = (float(voxel_size),) * 3
+    elif isinstance(voxel_size, (list, tuple, np.ndarray)):
+        voxel_size = tuple(float(v) for v in voxel_size)
+        if len(voxel_size) != 3:
+            raise ValueError(f"voxel_size must be a scalar or a 3-element sequence, got length {len(voxel_size)}")
+    else:
+        raise TypeError(f"voxel_size must be a numeric scalar or a sequence of 3 floats, got "
+                        f"{type(voxel_size).__name__}")
+    if not all(np.isfinite(v) and v > 0.0 for v in voxel_size):
+        raise ValueError(f"All voxel_size components must be finite and positive, got {voxel_size}")
+    return voxel_size
+
+
+def _grid_type_of(bg_value) -> tuple:
+    """(NanoVDB grid type, numpy scalar, components) of a background value: a Warp scalar or vector keeps its
+    type; a Python float is float32, an int int32, a sequence of 3 or 4 numbers vec3f / vec4f (as Warp)."""
+    by_type = {v[1]: code for code, v in _VALUE_TYPES.items()}
+    t = type(bg_value)
+    if t in by_type:
+        code = by_type[t]
+    elif isinstance(bg_value, (bool, np.bool_)):
+        raise TypeError("Volume: bool background values are not supported")
+    elif isinstance(bg_value, (int, np.integer)):
+        code = 4
+    elif isinstance(bg_value, (float, np.floating)):
+        code = 1
+    elif len(np.asarray(bg_value).ravel()) in (3, 4):
+        code = 6 if len(np.asarray(bg_value).ravel()) == 3 else 17
+    else:
+        raise TypeError(f"Volume: unsupported background value {bg_value!r} (a scalar or 3 or 4 numbers)")
+    name, dtype, size, align = _VALUE_TYPES[code]
+    scalar = {1: np.float32, 2: np.float64, 4: np.int32, 5: np.int64, 10: np.uint32}.get(code)
+    if scalar is None:
+        scalar = np.float64 if align == 8 else np.float32
+    return code, scalar, size // align
 
 
 def _grid_bytes(data: bytes) -> bytes:
