@@ -122,6 +122,36 @@ class Volume:
         return cls._from_tiles(tiles, voxel_size, bg_value, translation, device)
 
     @classmethod
+    def load_from_numpy(cls, ndarray, min_world=(0.0, 0.0, 0.0), voxel_size=1.0, bg_value=0.0,
+                        device=None) -> "Volume":
+        """A dense numpy grid [X, Y, Z] (or [X, Y, Z, 3] with a 3-number bg_value) as a volume whose voxel
+        (0, 0, 0) sits at min_world; padded to whole 8^3 tiles with bg_value. A float bg_value makes a float32
+        volume, an int an int32 one, 3 numbers a vec3f one (as Warp)."""
+        voxel_size = normalize_voxel_size(voxel_size)
+        vector = hasattr(bg_value, "__len__")
+        if vector:
+            if len(bg_value) != 3:
+                raise ValueError("bg_value must be a scalar or a 3-element sequence")
+            scalar, tail, bg_value = np.float32, (3,), tuple(float(b) for b in bg_value)
+        else:
+            scalar, tail = (np.int32 if isinstance(bg_value, (int, np.integer)) else np.float32), ()
+            bg_value = int(bg_value) if scalar is np.int32 else float(bg_value)
+        data = np.asarray(ndarray)
+        if data.shape[3:] != tail or data.ndim != 3 + len(tail):
+            raise ValueError(f"load_from_numpy: expected an array of shape [X, Y, Z]{' + [3]' if vector else ''}, "
+                             f"got {data.shape}")
+        padded_shape = tuple(-(-n // 8) * 8 for n in data.shape[:3])
+        padded = np.full(padded_shape + tail, bg_value, dtype=scalar)
+        padded[:data.shape[0], :data.shape[1], :data.shape[2]] = data
+        tiles = np.stack(np.meshgrid(*(np.arange(n // 8) for n in padded_shape), indexing="ij"), -1).reshape(-1, 3)
+        blocks = padded.reshape(padded_shape[0] // 8, 8, padded_shape[1] // 8, 8, padded_shape[2] // 8, 8, *tail)
+        blocks = np.moveaxis(blocks, (1, 3), (3, 4)).reshape(len(tiles), 8, 8, 8, *tail)
+        code = 6 if vector else (4 if scalar is np.int32 else 1)
+        grid = build_grid(tiles * 8, code, node_layout(code), scalar, 3 if vector else 1, bg_value, voxel_size,
+                          tuple(float(m) for m in min_world), leaf_values=blocks)
+        return cls(grid, device=device)
+
+    @classmethod
     def _from_tiles(cls, tiles, voxel_size, bg_value, translation, device) -> "Volume":
         if bg_value is None:
             raise RuntimeError("Volume: index grids (bg_value=None) are not supported; give a background value")
