@@ -1,8 +1,9 @@
-"""`wp.Volume`: a sparse NanoVDB float grid, loaded from a .nvdb file, sampled in kernels by its uint64 `id`.
+"""`wp.Volume`: sparse NanoVDB grids (loaded from .nvdb files, allocated, or from dense numpy arrays), sampled in
+kernels by their uint64 `id`.
 
-The grid's buffer is copied to the volume's device as it is stored (kernels/native/volume.h reads it in place).
-Loading checks the buffer's layout first, so that no kernel follows an offset out of it: the grid and tree
-headers, every root tile, and every child offset of the internal nodes must land on a node of the right level.
+A volume's buffer holds all grids of its file (as Warp's `array()`); its id is the address of its grid there, read
+in place by kernels/native/volume.h. Every grid is validated first (volume_check.py), so no kernel or accessor
+follows an offset out of it.
 """
 
 from __future__ import annotations
@@ -16,38 +17,13 @@ import numpy as np
 from .. import types as T
 from .array import array
 from .volume_build import build_grid
+from .volume_check import check_buffer
+from .volume_layout import GRID_SIZE as _GRID_SIZE, GRID_TYPE_NAMES, INDEX_TYPES, VALUE_TYPES, node_layout
 
 _MAGICS = (0x304244566F6E614E, 0x314244566F6E614E, 0x324244566F6E614E)  # "NanoVDB0", "NanoVDB1", "NanoVDB2"
-# NanoVDB grid type code -> (Warp's type string, value type, bytes per value, alignment)
-_VALUE_TYPES = {1: ("float", T.float32, 4, 4), 2: ("double", T.float64, 8, 8), 4: ("int32", T.int32, 4, 4),
-                5: ("int64", T.int64, 8, 8), 10: ("uint32", T.uint32, 4, 4), 6: ("Vec3f", T.vec3, 12, 4),
-                7: ("Vec3d", T.vec3d, 24, 8), 17: ("Vec4f", T.vec4, 16, 4), 18: ("Vec4d", T.vec4d, 32, 8)}
-_OTHER_TYPE_NAMES = {3: "int16", 8: "Mask", 9: "Half", 11: "bool", 19: "Index", 20: "OnIndex", 21: "IndexMask",
-                     22: "OnIndexMask", 26: "uint8"}
-_GRID_SIZE, _TREE_SIZE = 672, 64
-
-
-def _align(x: int, a: int) -> int:
-    return (x + a - 1) // a * a
-
-
-def node_layout(grid_type: int) -> dict:
-    """Byte sizes and offsets of a grid's nodes for its value type (as vdb::layout in kernels/native/volume.h)."""
-    _, _, size, align = _VALUE_TYPES[grid_type]
-    stats = 8 if size == 8 else 4
-    background = _align(28, align)
-    tile_value = _align(20, align)
-    stride = _align(max(size, 8), 8)
-    upper_table = _align(32 + 2 * 4096 + 2 * (size + stats), 32)
-    lower_table = _align(32 + 2 * 512 + 2 * (size + stats), 32)
-    leaf_values = _align(80 + 2 * (size + stats), 32)
-    return dict(value_size=size, root_background=background, root_size=_align(background + 3 * size + 2 * stats, 32),
-                tile_value=tile_value, tile_size=_align(tile_value + size, 32),
-                upper=dict(size=_align(upper_table + stride * 32 ** 3, 32), child_mask=4128, table=upper_table,
-                           stride=stride, entries=32 ** 3),
-                lower=dict(size=_align(lower_table + stride * 16 ** 3, 32), child_mask=544, table=lower_table,
-                           stride=stride, entries=16 ** 3),
-                leaf=dict(size=_align(leaf_values + size * 512, 32), values=leaf_values))
+#: Warp's types of feature arrays by NanoVDB name
+_FEATURE_DTYPES = {"float": T.float32, "double": T.float64, "int32": T.int32, "int64": T.int64, "uint32": T.uint32,
+                   "Vec3f": T.vec3, "Vec3d": T.vec3d, "Vec4f": T.vec4, "Vec4d": T.vec4d, "uint8": T.uint8}
 
 
 class Volume:
@@ -73,25 +49,51 @@ class Volume:
         translation: object
         transform_matrix: object
 
-    def __init__(self, data, *, device=None, _rest: bytes = b""):
-        buffer = np.frombuffer(bytes(data), dtype=np.uint8)
-        self.grid_type = _check_grid(buffer)
-        self._layout = node_layout(self.grid_type)
-        self._buffer = array(buffer, dtype=T.uint8, device=device)
-        self._host = buffer
-        self._rest = _rest  # the grids after this one in its file (load_next_grid)
-        self.device = self._buffer.device
-        self.id = self._buffer.ptr
-        header = bytes(buffer[:_GRID_SIZE])
-        self._voxel_size = struct.unpack_from("<3d", header, 608)
+    class FeatureArrayInfo(NamedTuple):
+        """A feature (blind data) array of the grid: name, address, value size [bytes], count, type string."""
+
+        name: str
+        ptr: int
+        value_size: int
+        value_count: int
+        type_str: str
+
+    def __init__(self, data, copy: bool = True, *, device=None, _grid=None):
+        """A volume over NanoVDB bytes: a uint8 array (copied unless copy=False), bytes or a numpy array.
+        The first grid of the buffer is this volume's."""
+        if isinstance(data, array):
+            host = data.numpy().reshape(-1).view(np.uint8)
+            device = device or data.device
+            buffer = data if not copy else array(host.copy(), dtype=T.uint8, device=device)
+        else:
+            host = np.frombuffer(bytes(data), dtype=np.uint8)
+            buffer = None
+        if _grid is None:
+            start, check = check_buffer(host, from_file=False)[0]
+        else:
+            start, check = _grid
+        if buffer is None:
+            buffer = array(host, dtype=T.uint8, device=device)
+        self._buffer = buffer
+        self._host = np.array(host[start:start + check.size])  # a snapshot: accessors never see later writes
+        self._start = start
+        self._check = check
+        self.grid_type = check.grid_type
+        self._layout = node_layout(check.grid_type)
+        self.device = buffer.device
+        self.id = buffer.ptr + start
+        self._voxel_size = struct.unpack_from("<3d", self._host, 608)
 
     @classmethod
     def load_from_nvdb(cls, file_or_buffer, device=None) -> "Volume":
-        """The first grid of a .nvdb file (an open binary file or its bytes); uncompressed or zip-compressed."""
+        """The first grid of a .nvdb file (an open binary file or its bytes); uncompressed or zip-compressed.
+        Every grid of the file is validated; `load_next_grid` gives the next ones."""
         data = file_or_buffer.read() if hasattr(file_or_buffer, "read") else bytes(file_or_buffer)
-        grids = _grid_bytes(data)
-        first = struct.unpack_from("<Q", grids, 32)[0] if len(grids) >= 40 else len(grids)
-        return cls(grids[:first], device=device, _rest=grids[first:])
+        host = np.frombuffer(_grid_bytes(data), dtype=np.uint8)
+        grids = check_buffer(host, from_file=True)
+        volume = cls(array(host, dtype=T.uint8, device=device), copy=False, _grid=grids[0])
+        volume._grids = grids
+        return volume
 
     @classmethod
     def allocate(cls, min, max, voxel_size, bg_value=0.0, translation=(0.0, 0.0, 0.0), points_in_world_space=False,
@@ -160,16 +162,51 @@ class Volume:
         return cls(grid, device=device)
 
     def load_next_grid(self) -> "Volume | None":
-        """The grid after this one in the file it was loaded from, or None after the last."""
-        if len(self._rest) < _GRID_SIZE:
+        """The grid after this one in the file it was loaded from (sharing its buffer), or None after the last."""
+        grids = getattr(self, "_grids", [(self._start, self._check)])
+        following = [g for g in grids if g[0] > self._start]
+        if not following:
             return None
-        size = struct.unpack_from("<Q", self._rest, 32)[0]
-        return Volume(self._rest[:size], device=self.device, _rest=self._rest[size:])
+        volume = Volume(self._buffer, copy=False, _grid=following[0])
+        volume._grids = grids
+        return volume
+
+    @property
+    def is_index(self) -> bool:
+        """Whether the grid is an index grid (its voxels index external value arrays)."""
+        return self.grid_type in INDEX_TYPES
+
+    def get_feature_array_count(self) -> int:
+        """The number of feature (blind data) arrays stored with the grid."""
+        return len(self._check.features)
+
+    def get_feature_array_info(self, feature_index: int) -> "Volume.FeatureArrayInfo":
+        """The metadata of feature array `feature_index` (as validated when the volume was made)."""
+        if not 0 <= feature_index < len(self._check.features):
+            raise RuntimeError("Invalid feature array")
+        f = self._check.features[feature_index]
+        return Volume.FeatureArrayInfo(f.name, self.id + f.offset, f.value_size, f.value_count, f.type_str)
+
+    def feature_array(self, feature_index: int, dtype=None):
+        """Feature array `feature_index` as an array viewing the volume's buffer (dtype from its metadata
+        unless given; a byte array may be viewed as any type whose size divides it, and any as bytes)."""
+        info = self.get_feature_array_info(feature_index)
+        dtype = dtype or _FEATURE_DTYPES.get(info.type_str, T.uint8)
+        size = T.type_size_in_bytes(T.canonical_type(dtype))
+        count, value_size = info.value_count, info.value_size
+        if size == 1:
+            count, value_size = count * value_size, 1
+        elif value_size == 1 and count % size == 0:
+            count, value_size = count // size, size
+        if size != value_size:
+            raise RuntimeError(f"Cannot cast feature data of size {value_size} to array dtype {T.type_repr(dtype)}")
+        return array(ptr=info.ptr, dtype=dtype, shape=(count,), device=self.device, _owner=self._buffer)
 
     @property
     def dtype(self):
         """The Warp type of the values."""
-        return _VALUE_TYPES[self.grid_type][1]
+        entry = VALUE_TYPES.get(self.grid_type)
+        return entry[0] if entry else None
 
     def get_voxel_size(self) -> tuple:
         """The size of a voxel along x, y, z in world units."""
@@ -183,7 +220,7 @@ class Volume:
         matrix = T.mat33(*struct.unpack_from("<9f", h, 296))
         translation = T.vec3(*struct.unpack_from("<3f", h, 296 + 72))
         return Volume.GridInfo(name, int(struct.unpack_from("<Q", h, 32)[0]), int(index), int(count),
-                               _VALUE_TYPES[self.grid_type][0], translation, matrix)
+                               GRID_TYPE_NAMES[self.grid_type], translation, matrix)
 
     def _leaf_origins(self) -> np.ndarray:
         """Index-space origins of the leaves (8^3 voxel tiles), shape [leaf_count, 3], int32."""
@@ -218,7 +255,8 @@ class Volume:
         return out
 
     def array(self):
-        """The grid's buffer (uint8 array on the volume's device)."""
+        """The buffer of the volume's grids (uint8 array on the volume's device; this grid from byte
+        `id - array().ptr`)."""
         return self._buffer
 
 
@@ -241,7 +279,7 @@ def normalize_voxel_size(voxel_size) -> tuple:
 def _grid_type_of(bg_value) -> tuple:
     """(NanoVDB grid type, numpy scalar, components) of a background value: a Warp scalar or vector keeps its
     type; a Python float is float32, an int int32, a sequence of 3 or 4 numbers vec3f / vec4f (as Warp)."""
-    by_type = {v[1]: code for code, v in _VALUE_TYPES.items()}
+    by_type = {v[0]: code for code, v in VALUE_TYPES.items()}
     t = type(bg_value)
     if t in by_type:
         code = by_type[t]
@@ -255,7 +293,7 @@ def _grid_type_of(bg_value) -> tuple:
         code = 6 if len(np.asarray(bg_value).ravel()) == 3 else 17
     else:
         raise TypeError(f"Volume: unsupported background value {bg_value!r} (a scalar or 3 or 4 numbers)")
-    name, dtype, size, align = _VALUE_TYPES[code]
+    dtype, size, align = VALUE_TYPES[code]
     scalar = {1: np.float32, 2: np.float64, 4: np.int32, 5: np.int64, 10: np.uint32}.get(code)
     if scalar is None:
         scalar = np.float64 if align == 8 else np.float32
@@ -288,56 +326,3 @@ def _grid_bytes(data: bytes) -> bytes:
         chunks.append(zlib.decompress(data[offset + 8:offset + 8 + size]))
         offset += 8 + size
     return b"".join(chunks)
-
-
-def _check_grid(buf: np.ndarray) -> int:
-    """Refuse a buffer whose offsets a kernel could follow out of it; returns the grid type code."""
-    def bad(what):
-        return RuntimeError(f"Volume: invalid NanoVDB grid ({what})")
-
-    if buf.size < _GRID_SIZE + _TREE_SIZE + 64 or struct.unpack_from("<Q", buf, 0)[0] not in _MAGICS:
-        raise bad("no grid header")
-    grid_type = struct.unpack_from("<I", buf, 636)[0]
-    if grid_type not in _VALUE_TYPES:
-        name = _OTHER_TYPE_NAMES.get(grid_type, f"type {grid_type}")
-        supported = ", ".join(v[0] for v in _VALUE_TYPES.values())
-        raise RuntimeError(f"Volume: {name} grids are not supported ({supported} are)")
-    if struct.unpack_from("<Q", buf, 32)[0] > buf.size:
-        raise bad("the grid is larger than its buffer")
-    lay = node_layout(grid_type)
-    tree = _GRID_SIZE
-    leaf_off, lower_off, upper_off, root_off = (tree + o for o in struct.unpack_from("<4Q", buf, tree))
-    n_leaf, n_lower, n_upper = struct.unpack_from("<3I", buf, tree + 32)
-    regions = {"upper": (upper_off, n_upper, lay["upper"]["size"]), "lower": (lower_off, n_lower, lay["lower"]["size"]),
-               "leaf": (leaf_off, n_leaf, lay["leaf"]["size"])}
-    for name, (start, count, size) in regions.items():
-        if start + count * size > buf.size:
-            raise bad(f"its {name} nodes run past the buffer")
-    if root_off + lay["root_size"] > buf.size:
-        raise bad("no root")
-    tiles = struct.unpack_from("<I", buf, root_off + 24)[0]
-    if root_off + lay["root_size"] + tiles * lay["tile_size"] > buf.size:
-        raise bad("its root table runs past the buffer")
-    for t in range(tiles):
-        child = struct.unpack_from("<q", buf, root_off + lay["root_size"] + t * lay["tile_size"] + 8)[0]
-        if child:
-            _check_node_start(np.array([root_off + child]), regions["upper"], bad)
-    for parent, child_level in (("upper", "lower"), ("lower", "leaf")):
-        info = lay[parent]
-        start, count, size = regions[parent]
-        for node in range(count):
-            base = start + node * size
-            mask = np.unpackbits(buf[base + info["child_mask"]:base + info["child_mask"] + info["entries"] // 8],
-                                 bitorder="little").astype(bool)
-            table = buf[base + info["table"]:base + info["table"] + info["stride"] * info["entries"]]
-            offsets = table.reshape(info["entries"], info["stride"])[:, :8].copy().view("<i8").ravel()
-            _check_node_start(base + offsets[mask], regions[child_level], bad)
-    return grid_type
-
-
-def _check_node_start(addresses: np.ndarray, region: tuple, bad) -> None:
-    """Every address must be the start of one of the `count` nodes of `size` bytes from `start`."""
-    start, count, size = region
-    inside = (addresses >= start) & (addresses < start + count * size) & ((addresses - start) % size == 0)
-    if not inside.all():
-        raise bad("a child offset points outside its level's nodes")

@@ -13,6 +13,7 @@ import numpy as np
 
 _GRID_MAGIC = 0x314244566F6E614E  # "NanoVDB1"
 _VERSION = (32 << 21) | (6 << 10) | 1
+_BREADTH_FIRST = 1 << 5  # grid flag: nodes stored level by level (the only layout read)
 
 
 def _value_bytes(value, numpy_scalar, components: int) -> bytes:
@@ -48,7 +49,7 @@ def build_grid(leaf_origins: np.ndarray, grid_type: int, layout: dict, numpy_sca
     vs = np.asarray(voxel_size, dtype=np.float64)
     tr = np.asarray(translation, dtype=np.float64)
     mat, inv = np.diag(vs), np.diag(1.0 / vs)
-    struct.pack_into("<QQIIIIQ", buf, 0, _GRID_MAGIC, 0, _VERSION, 0, 0, 1, total)
+    struct.pack_into("<QQIIIIQ", buf, 0, _GRID_MAGIC, 0, _VERSION, _BREADTH_FIRST, 0, 1, total)
     struct.pack_into("<9f9f3ff", buf, 296, *mat.ravel(), *inv.ravel(), *tr, 1.0)
     struct.pack_into("<9d9d3dd", buf, 296 + 88, *mat.ravel(), *inv.ravel(), *tr, 1.0)
     if n_leaf:
