@@ -1,6 +1,6 @@
 """Sparse volume builtins of every value type (Warp's `volume_sample/_grad/lookup/store` with `dtype=`).
 
-Native code: kernels/native/volume.h (templates over the value type); volumes are wp.Volume
+Native code: kernels/native/volume.h (templates over the value type) and volume_index.h; volumes are wp.Volume
 (kernels/runtime/volume.py), reaching kernels as uint64 ids. The float-only names (`volume_sample_f`, ...) and the
 index/world maps are declared in geometry.py. A call `volume_sample(id, uvw, mode, dtype=T)` is resolved by
 type inference (passes/typeinfer_volume.py) to the typed builtin `VOLUME_NAMES[T]` below.
@@ -9,7 +9,7 @@ type inference (passes/typeinfer_volume.py) to the typed builtin `VOLUME_NAMES[T
 from __future__ import annotations
 
 from .. import types as T
-from .registry import add_builtin, declare_properties
+from .registry import A, add_builtin, declare_properties
 
 GROUP = "geometry"
 U64, I32, V3 = T.uint64, T.int32, T.vec3
@@ -69,3 +69,19 @@ add_builtin("volume_lookup", (U64, I32, I32, I32), T.float32, native="volume_loo
 add_builtin("volume_store", (U64, I32, I32, I32, T.float32), None, native="volume_store_t", group=GROUP,
             differentiable=False, side_effect=True, arg_names=("id", "i", "j", "k", "value"),
             doc="volume_store(id, i, j, k, value): write voxel (i, j, k) of an allocated volume of value's type")
+
+# ---- index-based access (kernels/native/volume_index.h) --------------------------------------------------------
+
+add_builtin("volume_lookup_index", (U64, I32, I32, I32), I32, group=GROUP, differentiable=False,
+            arg_names=("id", "i", "j", "k"),
+            doc="the linear index of voxel (i, j, k): an index grid's, or 512 per leaf for a value grid; -1 where "
+                "no voxel is allocated or active")
+for _dtype in _FLOATING:
+    add_builtin("volume_sample_index", (U64, V3, I32, A(_dtype), _dtype), _dtype, group=GROUP,
+                arg_names=("id", "uvw", "sampling_mode", "voxel_data", "background"),
+                doc="sample values stored per voxel index in voxel_data (background elsewhere) at index-space uvw; "
+                    "differentiable w.r.t. uvw, voxel_data and background")
+    add_builtin("volume_sample_grad_index", (U64, V3, I32, A(_dtype), _dtype, gradient_type(_dtype)), _dtype,
+                group=GROUP, differentiable=False, mutates_arg=5,
+                arg_names=("id", "uvw", "sampling_mode", "voxel_data", "background", "grad"),
+                doc="volume_sample_index, writing d value / d uvw into grad (no gradient of its own)")

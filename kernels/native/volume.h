@@ -35,6 +35,7 @@ WP_VDB_SCALAR(float64, 2u)
 WP_VDB_SCALAR(int32, 4u)
 WP_VDB_SCALAR(int64, 5u)
 WP_VDB_SCALAR(uint32, 10u)
+WP_VDB_SCALAR(uint64, 20u)  // OnIndex grids: uint64 tiles (their leaves hold no values; see volume_index.h)
 WP_VDB_VECTOR(3, float32, 6u)
 WP_VDB_VECTOR(3, float64, 7u)
 WP_VDB_VECTOR(4, float32, 17u)
@@ -299,3 +300,4 @@ CUDA_CALLABLE inline void adj_volume_index_to_world_dir(uint64 id, vec_t<3, floa
 }
 
 }  // namespace wp
+#include "volume_index.h"

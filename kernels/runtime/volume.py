@@ -84,6 +84,10 @@ class Volume:
         self.id = buffer.ptr + start
         self._voxel_size = struct.unpack_from("<3d", self._host, 608)
 
+    def __del__(self):
+        """Nothing to release by hand: the buffer is an array, freed with its last reference (Warp frees a native
+        volume here; a volume made with __new__ alone has nothing)."""
+
     @classmethod
     def load_from_nvdb(cls, file_or_buffer, device=None) -> "Volume":
         """The first grid of a .nvdb file (an open binary file or its bytes); uncompressed or zip-compressed.
@@ -155,9 +159,10 @@ class Volume:
 
     @classmethod
     def _from_tiles(cls, tiles, voxel_size, bg_value, translation, device) -> "Volume":
-        if bg_value is None:
-            raise RuntimeError("Volume: index grids (bg_value=None) are not supported; give a background value")
-        code, scalar, components = _grid_type_of(bg_value)
+        if bg_value is None:  # an index grid (OnIndex), every voxel of the tiles active
+            code, scalar, components, bg_value = INDEX_TYPES[1], np.uint64, 1, 0
+        else:
+            code, scalar, components = _grid_type_of(bg_value)
         grid = build_grid(tiles, code, node_layout(code), scalar, components, bg_value, voxel_size, translation)
         return cls(grid, device=device)
 
@@ -233,22 +238,22 @@ class Volume:
         return rows & ~7
 
     def get_tiles(self, out=None):
-        """The index-space origins of the allocated tiles (leaves of 8^3 voxels): an array of vec3i."""
+        """The index-space origins of the allocated tiles (leaves of 8^3 voxels): [tile_count, 3] int32."""
         return self._to_out(self._leaf_origins(), out)
 
     def get_voxel_count(self) -> int:
-        """The number of allocated voxels (512 per tile)."""
+        """The number of allocated voxels: 512 per tile (of index grids too, as Warp counts them)."""
         return int(struct.unpack_from("<I", self._host, _GRID_SIZE + 32)[0]) * 512
 
     def get_voxels(self, out=None):
-        """The index-space coordinates of every allocated voxel, tile by tile: an array of vec3i."""
+        """The index-space coordinates of every allocated voxel, tile by tile: [voxel_count, 3] int32."""
         offsets = np.stack(np.meshgrid(np.arange(8), np.arange(8), np.arange(8), indexing="ij"), -1).reshape(-1, 3)
         voxels = (self._leaf_origins()[:, None, :] + offsets[None, :, :]).reshape(-1, 3).astype(np.int32)
         return self._to_out(voxels, out)
 
     def _to_out(self, rows: np.ndarray, out):
-        if out is None:
-            return array(np.ascontiguousarray(rows, dtype=np.int32), dtype=T.vec3i, device=self.device)
+        if out is None:  # [n, 3] int32, as Warp's
+            return array(np.ascontiguousarray(rows, dtype=np.int32), dtype=T.int32, device=self.device)
         if out.shape[0] != rows.shape[0]:
             raise RuntimeError(f"Volume: out has {out.shape[0]} rows, expected {rows.shape[0]}")
         out.assign(array(np.ascontiguousarray(rows, dtype=np.int32), dtype=out.dtype, device=out.device))
@@ -280,7 +285,7 @@ def _grid_type_of(bg_value) -> tuple:
     """(NanoVDB grid type, numpy scalar, components) of a background value: a Warp scalar or vector keeps its
     type; a Python float is float32, an int int32, a sequence of 3 or 4 numbers vec3f / vec4f (as Warp)."""
     by_type = {v[0]: code for code, v in VALUE_TYPES.items()}
-    t = type(bg_value)
+    t = T.canonical_type(type(bg_value)) if isinstance(type(bg_value), type) else None
     if t in by_type:
         code = by_type[t]
     elif isinstance(bg_value, (bool, np.bool_)):

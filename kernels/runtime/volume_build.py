@@ -13,7 +13,8 @@ import numpy as np
 
 _GRID_MAGIC = 0x314244566F6E614E  # "NanoVDB1"
 _VERSION = (32 << 21) | (6 << 10) | 1
-_BREADTH_FIRST = 1 << 5  # grid flag: nodes stored level by level (the only layout read)
+_BREADTH_FIRST = 1 << 5
+_ON_INDEX = 20  # grid flag: nodes stored level by level (the only layout read)
 
 
 def _value_bytes(value, numpy_scalar, components: int) -> bytes:
@@ -84,6 +85,12 @@ def build_grid(leaf_origins: np.ndarray, grid_type: int, layout: dict, numpy_sca
     leaves[:, 0:12] = leaf_origins.astype("<i4").view(np.uint8).reshape(n_leaf, 12)
     leaves[:, 12:15] = 7
     leaves[:, 16:80] = 0xFF
+    if grid_type == _ON_INDEX:  # every voxel active: leaf l's voxels are indices 1 + 512 l ... (0: background)
+        prefix = sum((64 * w) << (9 * (w - 1)) for w in range(1, 8))
+        firsts = 1 + 512 * np.arange(n_leaf, dtype=np.uint64)
+        leaves[:, 80:96] = np.stack([firsts, np.full(n_leaf, prefix, np.uint64)], 1).astype("<u8").view(np.uint8)
+        struct.pack_into("<Q", buf, 656, n_leaf * 512 + 1)  # the grid's value count
+        return buf.tobytes()
     if leaf_values is None:
         data = np.tile(np.frombuffer(bg, np.uint8), (n_leaf, 512))
     else:

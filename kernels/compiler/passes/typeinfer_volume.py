@@ -14,6 +14,14 @@ from ...typesys import describe
 _SAMPLED = (T.float32, T.float64, T.vec3, T.vec3d, T.vec4, T.vec4d)
 
 
+def _warp_name(t) -> str:
+    """Warp's name of a vector or matrix type (vec3f, mat43d), as its messages spell them."""
+    if T.is_vector(t) or T.is_matrix(t):
+        suffix = {T.float16: "h", T.float32: "f", T.float64: "d"}.get(t._wp_scalar_type_, "")
+        return ("vec" if T.is_vector(t) else "mat") + "".join(str(n) for n in t._shape_) + suffix
+    return describe(t)
+
+
 class VolumeForms:
     """`volume_sample`, `volume_sample_grad`, `volume_lookup`, `volume_store` with a value type."""
 
@@ -45,9 +53,9 @@ class VolumeForms:
         args = self.volume_operands(op, names, "volume_sample_grad")
         dtype = self.volume_dtype(args, op, "volume_sample_grad", _SAMPLED)
         want = gradient_type(dtype)
-        if args["grad"].type != want:
-            raise self.error(f"volume_sample_grad(): grad must be a {describe(want)} for dtype "
-                             f"{T.type_repr(dtype)}, got {describe(args['grad'].type)}", op, kind=TypeError)
+        if args["grad"].type != want:  # Warp's wording
+            raise self.error(f"Incompatible gradient type, expected {_warp_name(want)}, got "
+                             f"{_warp_name(args['grad'].type)}", op)
         self.call_builtin(op, f"volume_sample_grad_{VOLUME_SUFFIXES[dtype]}", [args[n] for n in names])
 
     def builtin_volume_lookup(self, op):
