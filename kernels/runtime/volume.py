@@ -176,6 +176,24 @@ class Volume:
         volume._grids = grids
         return volume
 
+    def save_to_nvdb(self, path, codec: str = "none") -> None:
+        """Write this grid and the grids after it in its buffer to a .nvdb file (codec "none" or "zip").
+        Only the first grid of a buffer can be saved (a later one is not a file's start)."""
+        if self._start != 0:
+            raise RuntimeError("save_to_nvdb: only the first grid of a volume's buffer can be saved")
+        grids = [self._host] + [np.array(v._host) for v in self._following()]
+        from .volume_file import nvdb_file
+
+        data = nvdb_file(grids, codec)
+        with open(path, "wb") as f:
+            f.write(data)
+
+    def _following(self):
+        volume = self.load_next_grid()
+        while volume is not None:
+            yield volume
+            volume = volume.load_next_grid()
+
     @property
     def is_index(self) -> bool:
         """Whether the grid is an index grid (its voxels index external value arrays)."""
@@ -242,14 +260,27 @@ class Volume:
         return self._to_out(self._leaf_origins(), out)
 
     def get_voxel_count(self) -> int:
-        """The number of allocated voxels: 512 per tile (of index grids too, as Warp counts them)."""
+        """The number of allocated voxels: 512 per tile, or an index grid's active voxels."""
+        if self.is_index:
+            return int(self._active_mask().sum())
         return int(struct.unpack_from("<I", self._host, _GRID_SIZE + 32)[0]) * 512
 
     def get_voxels(self, out=None):
         """The index-space coordinates of every allocated voxel, tile by tile: [voxel_count, 3] int32."""
         offsets = np.stack(np.meshgrid(np.arange(8), np.arange(8), np.arange(8), indexing="ij"), -1).reshape(-1, 3)
         voxels = (self._leaf_origins()[:, None, :] + offsets[None, :, :]).reshape(-1, 3).astype(np.int32)
+        if self.is_index:  # only the active voxels, in index order (leaf by leaf, each in voxel order)
+            voxels = voxels[self._active_mask().ravel()]
         return self._to_out(voxels, out)
+
+    def _active_mask(self) -> np.ndarray:
+        """The leaves' value masks, shape [leaf_count, 512] bool (voxel n = 64 i + 8 j + k of its leaf)."""
+        h, tree = self._host, _GRID_SIZE
+        leaf_off = tree + struct.unpack_from("<Q", h, tree)[0]
+        count = struct.unpack_from("<I", h, tree + 32)[0]
+        starts = leaf_off + self._layout["leaf"]["size"] * np.arange(count)
+        masks = h[starts[:, None] + 16 + np.arange(64)[None, :]]
+        return np.unpackbits(masks, axis=1, bitorder="little").astype(bool)
 
     def _to_out(self, rows: np.ndarray, out):
         if out is None:  # [n, 3] int32, as Warp's
