@@ -49,6 +49,23 @@ class Volume:
         translation: object
         transform_matrix: object
 
+    class RebuildInfo(NamedTuple):
+        """Rebuild capacity (Warp's): input kind ("tiles", "voxels" or None) and reserved counts."""
+
+        kind: str | None
+        max_voxel_count: int
+        max_leaf_node_count: int
+        max_lower_node_count: int
+        max_upper_node_count: int
+
+    class ActiveStats(NamedTuple):
+        """The grid's active voxel count and its leaf, lower and upper node counts."""
+
+        voxel_count: int
+        leaf_node_count: int
+        lower_node_count: int
+        upper_node_count: int
+
     class FeatureArrayInfo(NamedTuple):
         """A feature (blind data) array of the grid: name, address, value size [bytes], count, type string."""
 
@@ -116,16 +133,46 @@ class Volume:
 
     @classmethod
     def allocate_by_tiles(cls, tile_points, voxel_size=None, bg_value=0.0, translation=(0.0, 0.0, 0.0),
-                          device=None) -> "Volume":
+                          device=None, transform=None, rebuildable=False, point_mask=None, **capacity) -> "Volume":
         """A volume with the 8^3 tile of each point allocated: integer points are index space, float points
-        world space (divided by voxel_size after subtracting translation)."""
-        points = tile_points.numpy() if hasattr(tile_points, "numpy") else np.asarray(tile_points)
-        points = points.reshape(-1, 3)
-        voxel_size = normalize_voxel_size(1.0 if voxel_size is None else voxel_size)
-        if np.issubdtype(points.dtype, np.floating):
-            points = np.floor((points - np.asarray(translation)) / np.asarray(voxel_size))
-        tiles = np.unique((points.astype(np.int64) // 8) * 8, axis=0)
-        return cls._from_tiles(tiles, voxel_size, bg_value, translation, device)
+        world space. point_mask: only points with a non-zero mask count. bg_value None makes an index grid."""
+        _refuse_rebuildable(rebuildable, capacity)
+        matrix = _index_to_world(voxel_size, transform)
+        points = _points(tile_points, point_mask, matrix, translation, np.floor)
+        tiles = np.unique((points // 8) * 8, axis=0)
+        return cls._from_tiles(tiles, matrix, bg_value, translation, device)
+
+    @classmethod
+    def allocate_by_voxels(cls, voxel_points, voxel_size=None, translation=(0.0, 0.0, 0.0), device=None,
+                           transform=None, rebuildable=False, point_mask=None, **capacity) -> "Volume":
+        """An index grid (OnIndex) whose active voxels are the given points' (integer points: index space; float
+        points: world space, to the nearest voxel). point_mask: only points with a non-zero mask count."""
+        _refuse_rebuildable(rebuildable, capacity)
+        matrix = _index_to_world(voxel_size, transform)
+        voxels = np.unique(_points(voxel_points, point_mask, matrix, translation, np.round), axis=0)
+        tiles, where = np.unique((voxels // 8) * 8, axis=0, return_inverse=True)
+        active = np.zeros((len(tiles), 8, 8, 8), bool)
+        local = voxels - tiles[where.ravel()]
+        active[where.ravel(), local[:, 0], local[:, 1], local[:, 2]] = True
+        grid = build_grid(tiles, INDEX_TYPES[1], node_layout(INDEX_TYPES[1]), np.uint64, 1, 0, matrix,
+                          translation, leaf_values=active)
+        return cls(grid, device=device)
+
+    @property
+    def is_rebuildable(self) -> bool:
+        """Whether the volume can be rebuilt in place (never: rebuildable volumes are not provided)."""
+        return False
+
+    def get_rebuild_info(self) -> "Volume.RebuildInfo":
+        """Reserved rebuild capacity: none (kind None, zero counts)."""
+        return Volume.RebuildInfo(None, 0, 0, 0, 0)
+
+    def get_active_stats(self) -> "Volume.ActiveStats":
+        """Active voxel count and leaf, lower and upper node counts of the grid."""
+        leaf, lower, upper = struct.unpack_from("<3I", self._host, _GRID_SIZE + 32)
+        voxels = self.get_voxel_count() if self.is_index else int(
+            struct.unpack_from("<Q", self._host, _GRID_SIZE + 56)[0])
+        return Volume.ActiveStats(voxels, int(leaf), int(lower), int(upper))
 
     @classmethod
     def load_from_numpy(cls, ndarray, min_world=(0.0, 0.0, 0.0), voxel_size=1.0, bg_value=0.0,
@@ -294,6 +341,34 @@ class Volume:
         """The buffer of the volume's grids (uint8 array on the volume's device; this grid from byte
         `id - array().ptr`)."""
         return self._buffer
+
+
+def _refuse_rebuildable(rebuildable, capacity) -> None:
+    if rebuildable or any(v is not None for k, v in capacity.items() if k != "status"):
+        raise RuntimeError("Volume: rebuildable volumes (rebuildable=, max_* capacities, rebuild()) are not "
+                           "supported; allocate a new volume instead")
+
+
+def _index_to_world(voxel_size, transform) -> np.ndarray:
+    """The 3x3 index-to-world matrix from a voxel size or a transform (one of them, as Warp requires)."""
+    if transform is None:
+        return np.diag(normalize_voxel_size(1.0 if voxel_size is None else voxel_size))
+    if voxel_size is not None:
+        raise ValueError("Only one of 'voxel_size' or 'transform' must be provided")
+    return np.asarray(transform, dtype=np.float64).reshape(3, 3)
+
+
+def _points(points, mask, matrix: np.ndarray, translation, to_int) -> np.ndarray:
+    """Index-space integer points [n, 3] of an array of points (integer: index space; float: world space, mapped
+    by the inverse of `matrix` after subtracting `translation`, then `to_int`), keeping those whose mask is set."""
+    p = points.numpy() if hasattr(points, "numpy") else np.asarray(points)
+    p = p.reshape(-1, 3)
+    if mask is not None:
+        keep = (mask.numpy() if hasattr(mask, "numpy") else np.asarray(mask)).reshape(-1) != 0
+        p = p[keep]
+    if np.issubdtype(p.dtype, np.floating):
+        p = to_int((p - np.asarray(translation, dtype=np.float64)) @ np.linalg.inv(matrix).T)
+    return p.astype(np.int64)
 
 
 def normalize_voxel_size(voxel_size) -> tuple:

@@ -24,7 +24,8 @@ def _value_bytes(value, numpy_scalar, components: int) -> bytes:
 def build_grid(leaf_origins: np.ndarray, grid_type: int, layout: dict, numpy_scalar, components: int, background,
                voxel_size, translation, leaf_values: np.ndarray | None = None) -> bytes:
     """The grid buffer. leaf_origins: [n, 3] int, multiples of 8 (unique); leaf_values: [n, 8, 8, 8, components] in
-    the leaves' order, or None for the background everywhere; voxel_size: 3 floats [world units per voxel];
+    the leaves' order, or None for the background everywhere (index grids: [n, 8, 8, 8] bool, the active voxels);
+    voxel_size: 3 floats [world units per voxel] or the 3x3 index-to-world matrix;
     translation: the index-to-world offset (3 floats)."""
     leaf_origins = np.asarray(leaf_origins, dtype=np.int64).reshape(-1, 3)
     order = np.lexsort(leaf_origins.T[::-1])
@@ -49,7 +50,9 @@ def build_grid(leaf_origins: np.ndarray, grid_type: int, layout: dict, numpy_sca
     # grid header: magic, version, index 0 of 1 grid, size, map, world box, voxel size, type
     vs = np.asarray(voxel_size, dtype=np.float64)
     tr = np.asarray(translation, dtype=np.float64)
-    mat, inv = np.diag(vs), np.diag(1.0 / vs)
+    mat = np.diag(vs) if vs.ndim == 1 else vs  # a full index-to-world matrix may be given
+    inv = np.linalg.inv(mat)
+    vs = mat @ np.ones(3)
     struct.pack_into("<QQIIIIQ", buf, 0, _GRID_MAGIC, 0, _VERSION, _BREADTH_FIRST, 0, 1, total)
     struct.pack_into("<9f9f3ff", buf, 296, *mat.ravel(), *inv.ravel(), *tr, 1.0)
     struct.pack_into("<9d9d3dd", buf, 296 + 88, *mat.ravel(), *inv.ravel(), *tr, 1.0)
@@ -85,11 +88,19 @@ def build_grid(leaf_origins: np.ndarray, grid_type: int, layout: dict, numpy_sca
     leaves[:, 0:12] = leaf_origins.astype("<i4").view(np.uint8).reshape(n_leaf, 12)
     leaves[:, 12:15] = 7
     leaves[:, 16:80] = 0xFF
-    if grid_type == _ON_INDEX:  # every voxel active: leaf l's voxels are indices 1 + 512 l ... (0: background)
-        prefix = sum((64 * w) << (9 * (w - 1)) for w in range(1, 8))
-        firsts = 1 + 512 * np.arange(n_leaf, dtype=np.uint64)
-        leaves[:, 80:96] = np.stack([firsts, np.full(n_leaf, prefix, np.uint64)], 1).astype("<u8").view(np.uint8)
-        struct.pack_into("<Q", buf, 656, n_leaf * 512 + 1)  # the grid's value count
+    if grid_type == _ON_INDEX:  # leaf_values: which voxels are active (all when None); 0 indexes the background
+        active = np.ones((n_leaf, 512), bool) if leaf_values is None else np.asarray(leaf_values, bool).reshape(n_leaf, 512)
+        words = np.packbits(active, axis=1, bitorder="little")  # [n_leaf, 64] bytes = 8 words of 64 voxels
+        leaves[:, 16:80] = words
+        counts = active.reshape(n_leaf, 8, 64).sum(axis=2).astype(np.uint64)  # active voxels per word
+        cumulative = np.cumsum(counts, axis=1)[:, :7]  # before words 1..7
+        prefix = (cumulative << (np.uint64(9) * np.arange(7, dtype=np.uint64))).sum(axis=1, dtype=np.uint64)
+        per_leaf = counts.sum(axis=1)
+        firsts = (1 + np.cumsum(per_leaf) - per_leaf).astype(np.uint64)  # 1 + the active voxels of earlier leaves
+        leaves[:, 80:96] = np.stack([firsts, prefix], 1).astype("<u8").view(np.uint8)
+        total_active = int(counts.sum())
+        struct.pack_into("<Q", buf, tree + 56, total_active)
+        struct.pack_into("<Q", buf, 656, total_active + 1)  # the grid's value count
         return buf.tobytes()
     if leaf_values is None:
         data = np.tile(np.frombuffer(bg, np.uint8), (n_leaf, 512))
