@@ -40,9 +40,10 @@ for _dtype, _suffix in VOLUME_SUFFIXES.items():
                     doc=f"the value of voxel (i, j, k) of a {T.type_repr(_dtype)} volume (background outside)")
         if _float:
             add_builtin(f"volume_sample_grad_{_suffix}", (U64, V3, I32, gradient_type(_dtype)), _dtype,
-                        native="volume_sample_grad_t", group=GROUP, differentiable=False,
-                        mutates_arg=3, arg_names=("id", "uvw", "sampling_mode", "grad"),
-                        doc="the sampled value, writing d value / d uvw into `grad` (no gradient of its own)")
+                        native="volume_sample_grad_t", group=GROUP, mutates_arg=3,
+                        arg_names=("id", "uvw", "sampling_mode", "grad"),
+                        doc="the sampled value, writing d value / d uvw into `grad`; differentiable w.r.t. uvw "
+                            "through both")
     add_builtin(f"volume_store_{_suffix}", (U64, I32, I32, I32, _dtype), None, native="volume_store_t",
                 group=GROUP, differentiable=False, side_effect=True, arg_names=("id", "i", "j", "k", "value"),
                 doc="write voxel (i, j, k) where an allocated leaf holds it (no effect elsewhere)")
@@ -60,7 +61,7 @@ add_builtin("volume_sample", (U64, V3, I32), T.float32, native="volume_sample_f"
             doc="volume_sample(id, uvw, sampling_mode, dtype): the value at index-space uvw, as dtype (float32, "
                 "float64, int32, int64, uint32, vec3f/d, vec4f/d); differentiable w.r.t. uvw for floating types")
 add_builtin("volume_sample_grad", (U64, V3, I32, V3), T.float32, native="volume_sample_grad_f", group=GROUP,
-            differentiable=False, mutates_arg=3, arg_names=("id", "uvw", "sampling_mode", "grad"),
+            mutates_arg=3, arg_names=("id", "uvw", "sampling_mode", "grad"),
             doc="volume_sample_grad(id, uvw, sampling_mode, grad, dtype): the value, and its gradient w.r.t. uvw "
                 "written into grad (vec3 for a scalar dtype, N x 3 matrix for a vector)")
 add_builtin("volume_lookup", (U64, I32, I32, I32), T.float32, native="volume_lookup_f", group=GROUP,

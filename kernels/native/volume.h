@@ -10,7 +10,8 @@
 //
 // Sampling follows Warp: CLOSEST rounds the index-space coordinate; LINEAR blends the 8 surrounding voxels with
 // trilinear weights (corners in (0,0,0), (0,0,1), (0,1,0), ... order). Gradients: volume_sample and
-// volume_world_to_index/index_to_world w.r.t. the coordinate (not the voxel values); volume_sample_grad has none.
+// volume_world_to_index/index_to_world w.r.t. the coordinate (not the voxel values); volume_sample_grad w.r.t. the
+// coordinate through both its value and its gradient (the field's mixed second derivatives).
 #pragma once
 #include "core.h"
 #include "vec.h"
@@ -171,6 +172,41 @@ template <typename V> CUDA_CALLABLE inline V sample(uint64 id, const vec_t<3, fl
     return result;
 }
 
+// The adjoint of (value, d value / d uvw) = sample(uvw) w.r.t. uvw, given the adjoints of both (adj_ret: n values,
+// adj_grad: 3 n): the gradient's part needs the trilinear field's mixed second derivatives (its pure ones are 0).
+template <typename V> CUDA_CALLABLE inline void adj_sample_with_grad(uint64 id, const vec_t<3, float32>& uvw,
+                                                                     int32 mode, const V& adj_ret,
+                                                                     const typename value_traits<V>::scalar* adj_grad,
+                                                                     vec_t<3, float32>& adj_uvw) {
+    typedef typename value_traits<V>::scalar S;
+    const uint32 n = value_traits<V>::n;
+    const uint8* g = grid_of<V>(id);
+    if (g == nullptr || mode != 1) return;
+    const Stencil s = stencil(uvw);
+    V r = adj_ret;
+    for (int corner = 0; corner < 8; ++corner) {
+        const int o[3] = {(corner >> 2) & 1, (corner >> 1) & 1, corner & 1};
+        V v = value<V>(g, s.base[0] + o[0], s.base[1] + o[1], s.base[2] + o[2]);
+        S w[3], d[3];
+        for (int a = 0; a < 3; ++a) {
+            w[a] = S(s.w[a][o[a]]);
+            d[a] = S(2 * o[a] - 1);
+        }
+        for (uint32 c = 0; c < n; ++c) {
+            const S vc = comp(v, c);
+            for (int a = 0; a < 3; ++a) {
+                const int b1 = (a + 1) % 3, b2 = (a + 2) % 3;
+                S da = vc * d[a] * w[b1] * w[b2] * comp(r, c);  // d value / d uvw[a]
+                if (adj_grad) {  // d grad[b] / d uvw[a] for b != a
+                    da += adj_grad[3 * c + b1] * vc * d[a] * d[b1] * w[b2];
+                    da += adj_grad[3 * c + b2] * vc * d[a] * d[b2] * w[b1];
+                }
+                adj_uvw.c[a] += float32(da);
+            }
+        }
+    }
+}
+
 // The gradient type of a value type: vec3 of its scalar for a scalar, an N x 3 matrix (rows d v[c] / d uvw) for a
 // vector of N.
 template <typename V> struct grad_of { typedef vec_t<3, V> type; };
@@ -234,6 +270,16 @@ template <typename G> CUDA_CALLABLE inline typename vdb::value_of_grad<G>::type 
     return vdb::sample<V>(id, uvw, mode, reinterpret_cast<typename vdb::value_traits<V>::scalar*>(&grad));
 }
 
+template <typename G>
+CUDA_CALLABLE inline void adj_volume_sample_grad_t(uint64 id, vec_t<3, float32> uvw, int32 mode, G&, uint64&,
+                                                   vec_t<3, float32>& adj_uvw, int32&, G&,
+                                                   const typename vdb::value_of_grad<G>::type& adj_ret,
+                                                   const G& adj_grad) {
+    typedef typename vdb::value_of_grad<G>::type V;
+    vdb::adj_sample_with_grad<V>(id, uvw, mode, adj_ret,
+                                 reinterpret_cast<const typename vdb::value_traits<V>::scalar*>(&adj_grad), adj_uvw);
+}
+
 template <typename V> CUDA_CALLABLE inline V volume_lookup_t(uint64 id, int32 i, int32 j, int32 k) {
     const uint8* g = vdb::grid_of<V>(id);
     return g ? vdb::value<V>(g, i, j, k) : V();
@@ -265,6 +311,12 @@ CUDA_CALLABLE inline float32 volume_sample_grad_f(uint64 id, vec_t<3, float32> u
 }
 CUDA_CALLABLE inline int32 volume_sample_closest_i(uint64 id, vec_t<3, float32> uvw) {
     return volume_sample_t<int32>(id, uvw, 0);
+}
+CUDA_CALLABLE inline void adj_volume_sample_grad_f(uint64 id, vec_t<3, float32> uvw, int32 mode,
+                                                   vec_t<3, float32>& grad, uint64& adj_id, vec_t<3, float32>& adj_uvw,
+                                                   int32& adj_mode, vec_t<3, float32>& adj_grad_in,
+                                                   const float32& adj_ret, const vec_t<3, float32>& adj_grad) {
+    adj_volume_sample_grad_t(id, uvw, mode, grad, adj_id, adj_uvw, adj_mode, adj_grad_in, adj_ret, adj_grad);
 }
 CUDA_CALLABLE inline float32 volume_lookup_f(uint64 id, int32 i, int32 j, int32 k) {
     return volume_lookup_t<float32>(id, i, j, k);
