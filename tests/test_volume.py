@@ -269,3 +269,87 @@ def test_sample_grad_is_differentiable_through_its_gradient():
         return out
 
     gradcheck(fn, [points], eps=0.01)
+
+
+MAT43D = wp.types.matrix(shape=(4, 3), dtype=wp.float64)
+
+
+@wp.kernel
+def store_and_lookup(volume: wp.uint64, ijk: wp.array2d(dtype=wp.int32), values: wp.array(dtype=wp.vec4d),
+                     stored: wp.array(dtype=wp.vec4d), indices: wp.array(dtype=int)):
+    t = wp.tid()
+    wp.volume_store(volume, ijk[t, 0], ijk[t, 1], ijk[t, 2], values[t])
+    stored[t] = wp.volume_lookup(volume, ijk[t, 0], ijk[t, 1], ijk[t, 2], dtype=wp.vec4d)
+    indices[t] = wp.volume_lookup_index(volume, ijk[t, 0], ijk[t, 1], ijk[t, 2])
+
+
+@wp.kernel
+def sample_both_ways(volume: wp.uint64, values: wp.array(dtype=wp.vec4d), points: wp.array(dtype=wp.vec3),
+                     sampled: wp.array(dtype=wp.vec4d), by_index: wp.array(dtype=wp.vec4d),
+                     grads: wp.array(dtype=MAT43D), grads_by_index: wp.array(dtype=MAT43D)):
+    t = wp.tid()
+    p = points[t]
+    g = MAT43D()
+    sampled[t] = wp.volume_sample_grad(volume, p, wp.Volume.LINEAR, g, dtype=wp.vec4d)
+    grads[t] = g
+    background = wp.vec4d(-1.0, 2.0, -3.0, 5.0)
+    gi = MAT43D()
+    by_index[t] = wp.volume_sample_grad_index(volume, p, wp.Volume.LINEAR, values, background, gi)
+    grads_by_index[t] = gi
+
+
+def test_store_lookup_and_index_sampling_agree():
+    """An allocated vec4d volume: values stored per voxel read back; voxel indices are the voxels' order; sampling
+    the grid and sampling the same values through their indices (volume_sample_grad_index) agree, gradients
+    included, and far from the allocated tiles both give the background."""
+    background = wp.vec4d(-1.0, 2.0, -3.0, 5.0)
+    volume = wp.Volume.allocate(min=[-9, -9, -9], max=[9, 9, 9], voxel_size=0.5, bg_value=background)
+    assert volume.dtype is wp.vec4d and volume.get_grid_info().type_str == "Vec4d"
+    ijk = volume.get_voxels()  # tiles -16 .. 15 on each axis
+    n = ijk.shape[0]
+    rng = np.random.default_rng(6)
+    values = wp.array(rng.uniform(-1.0, 1.0, size=(n, 4)), dtype=wp.vec4d)
+    stored = wp.zeros(n, dtype=wp.vec4d)
+    indices = wp.zeros(n, dtype=int)
+    wp.launch(store_and_lookup, dim=n, inputs=[volume.id, ijk, values, stored, indices])
+    np.testing.assert_array_equal(stored.numpy(), values.numpy())
+    np.testing.assert_array_equal(indices.numpy(), np.arange(n))
+    pts = rng.uniform(-20.0, 20.0, size=(200, 3)).astype(np.float32)
+    points = wp.array(pts, dtype=wp.vec3)
+    out = [wp.zeros(200, dtype=wp.vec4d) for _ in range(2)] + [wp.zeros(200, dtype=MAT43D) for _ in range(2)]
+    wp.launch(sample_both_ways, dim=200, inputs=[volume.id, values, points] + out)
+    np.testing.assert_allclose(out[1].numpy(), out[0].numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(out[3].numpy(), out[2].numpy(), rtol=1e-12, atol=1e-12)
+    far = np.any((pts > 16.0) | (pts < -17.0), axis=1)  # every corner outside the tiles
+    assert far.any() and (~far).any()
+    # (trilinear weights are float32 and sum to 1 within its rounding)
+    np.testing.assert_allclose(out[0].numpy()[far], np.tile(np.array(background), (far.sum(), 1)), rtol=1e-6)
+    assert np.abs(out[2].numpy()[~far]).max() > 0.1  # gradients inside are not all zero
+
+
+@wp.kernel
+def sample_index_scalar(volume: wp.uint64, values: wp.array(dtype=float), background: wp.array(dtype=float),
+                        points: wp.array(dtype=wp.vec3), out: wp.array(dtype=float)):
+    t = wp.tid()
+    out[t] = wp.volume_sample_index(volume, points[t], wp.Volume.LINEAR, values, background[0])
+
+
+def test_sample_index_gradients_match_central_differences():
+    """volume_sample_index of an index grid (allocate_by_tiles, bg_value None): gradients w.r.t. the points, the
+    voxel values and the background by central differences."""
+    tiles = wp.array(np.array([[0, 0, 0], [8, 0, 0]], dtype=np.int32), dtype=wp.int32)
+    volume = wp.Volume.allocate_by_tiles(tiles, voxel_size=1.0, bg_value=None)
+    assert volume.is_index and volume.get_voxel_count() == 1024
+    rng = np.random.default_rng(7)
+    values = wp.array(rng.uniform(-1.0, 1.0, size=1024), dtype=float)
+    background = wp.array([0.25], dtype=float)
+    # inside cells, some straddling the allocated tiles' edge (the background enters there)
+    cells = rng.integers([-1, 0, 0], [16, 7, 7], size=(12, 3)) + rng.uniform(0.3, 0.7, size=(12, 3))
+    points = wp.array(cells.astype(np.float32), dtype=wp.vec3)
+
+    def fn(v, b, p):
+        out = wp.zeros(p.shape[0], dtype=float)
+        wp.launch(sample_index_scalar, dim=p.shape[0], inputs=[volume.id, v, b, p, out])
+        return out
+
+    gradcheck(fn, [values, background, points], eps=0.01)
