@@ -1,12 +1,13 @@
-// Sparse volumes (wp.Volume): NanoVDB grids (float, double, int32, int64, uint32, vec3f/d, vec4f/d) read in place from the grid's buffer, whose address is the
-// volume's id. The host (kernels/volume.py) checks the buffer's layout before any kernel sees it.
+// Sparse volumes (wp.Volume): NanoVDB grids (float, double, int32, int64, uint32, vec3f/d, vec4f/d) read in place
+// from the grid's buffer, whose address is the volume's id. The host (kernels/runtime/volume_check.py) checks the
+// buffer's layout before any kernel sees it.
 //
 // NanoVDB layout (version 32): a 672-byte grid header (its index/world map at byte 296), a 64-byte tree header
 // (byte offsets of the first leaf, lower, upper and root node from the tree), the root (a table of tiles keyed by
 // the coordinate's top bits, each a child upper node or a value), upper nodes (32^3 entries), lower nodes (16^3)
-// and leaves (8^3 values); the offsets inside each node depend on the value type (vdb::layout). An entry of an internal node is a child node
-// (its bit in the child mask set; a byte offset from the node) or a tile value. Coordinates outside every root
-// tile read as the grid's background value.
+// and leaves (8^3 values); the offsets inside each node depend on the value type (vdb::layout). An entry of an
+// internal node is a child node (its bit in the child mask set; a byte offset from the node) or a tile value.
+// Coordinates outside every root tile read as the grid's background value.
 //
 // Sampling follows Warp: CLOSEST rounds the index-space coordinate; LINEAR blends the 8 surrounding voxels with
 // trilinear weights (corners in (0,0,0), (0,0,1), (0,1,0), ... order). Gradients: volume_sample and
@@ -57,8 +58,10 @@ template <typename V> struct layout {
     static constexpr uint64 tile_child = 8, tile_value = align_up(20, align);
     static constexpr uint64 tile_size = align_up(tile_value + size, 32);
     static constexpr uint64 internal_stride = align_up(size > 8 ? size : 8, 8);
-    static constexpr uint64 upper_child_mask = 32 + 4096, upper_table = align_up(32 + 2 * 4096 + 2 * (size + stats), 32);
-    static constexpr uint64 lower_child_mask = 32 + 512, lower_table = align_up(32 + 2 * 512 + 2 * (size + stats), 32);
+    static constexpr uint64 upper_child_mask = 32 + 4096;
+    static constexpr uint64 upper_table = align_up(32 + 2 * 4096 + 2 * (size + stats), 32);
+    static constexpr uint64 lower_child_mask = 32 + 512;
+    static constexpr uint64 lower_table = align_up(32 + 2 * 512 + 2 * (size + stats), 32);
     static constexpr uint64 leaf_value_mask = 16, leaf_values = align_up(80 + 2 * (size + stats), 32);
 };
 static const uint64 ROOT_TABLE_SIZE = 24;
@@ -102,7 +105,8 @@ template <typename V> CUDA_CALLABLE inline const uint8* locate(const uint8* grid
     const int64 upper_offset = at<int64>(tile, L::tile_child);
     if (upper_offset == 0) return tile + L::tile_value;
     const uint8* upper = root + upper_offset;
-    const uint32 n2 = (((uint32(i) & 4095u) >> 7) << 10) | (((uint32(j) & 4095u) >> 7) << 5) | ((uint32(k) & 4095u) >> 7);
+    const uint32 n2 =
+        (((uint32(i) & 4095u) >> 7) << 10) | (((uint32(j) & 4095u) >> 7) << 5) | ((uint32(k) & 4095u) >> 7);
     const uint64 e2 = L::upper_table + L::internal_stride * uint64(n2);
     if (!bit(upper, L::upper_child_mask, n2)) return upper + e2;
     const uint8* lower = upper + at<int64>(upper, e2);

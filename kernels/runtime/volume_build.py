@@ -89,7 +89,8 @@ def build_grid(leaf_origins: np.ndarray, grid_type: int, layout: dict, numpy_sca
     leaves[:, 12:15] = 7
     leaves[:, 16:80] = 0xFF
     if grid_type == _ON_INDEX:  # leaf_values: which voxels are active (all when None); 0 indexes the background
-        active = np.ones((n_leaf, 512), bool) if leaf_values is None else np.asarray(leaf_values, bool).reshape(n_leaf, 512)
+        active = np.ones((n_leaf, 512), bool) if leaf_values is None else \
+            np.asarray(leaf_values, bool).reshape(n_leaf, 512)
         words = np.packbits(active, axis=1, bitorder="little")  # [n_leaf, 64] bytes = 8 words of 64 voxels
         leaves[:, 16:80] = words
         counts = active.reshape(n_leaf, 8, 64).sum(axis=2).astype(np.uint64)  # active voxels per word
