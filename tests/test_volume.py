@@ -355,3 +355,34 @@ def test_sample_index_gradients_match_central_differences():
         return out
 
     gradcheck(fn, [values, background, points], eps=0.01)
+
+
+@wp.kernel
+def sample_index_with_gradient(volume: wp.uint64, values: wp.array(dtype=wp.vec3), background: wp.array(dtype=wp.vec3),
+                               points: wp.array(dtype=wp.vec3), out: wp.array(dtype=float)):
+    t = wp.tid()
+    g = values.dtype(0.0) * 0.0  # an argument's element type, constructed as Warp's volume tests do
+    grad = wp.mat33()
+    v = wp.volume_sample_grad_index(volume, points[t], wp.Volume.LINEAR, values, background[0], grad)
+    zero = type(grad)()
+    grad = grad + zero
+    out[t] = wp.dot(v + g, wp.vec3(1.0, -2.0, 0.5)) + grad[0, 1] - 0.5 * grad[2, 0] + 0.3 * grad[1, 2] + grad[1, 1]
+
+
+def test_sample_grad_index_gradients_match_central_differences():
+    """volume_sample_grad_index is differentiable through its value and its gradient output, w.r.t. the points
+    (mixed second derivatives), the voxel values and the background; `a.dtype(...)` and `type(v)()` construct."""
+    tiles = wp.array(np.array([[0, 0, 0], [0, 8, 0]], dtype=np.int32), dtype=wp.int32)
+    volume = wp.Volume.allocate_by_tiles(tiles, voxel_size=1.0, bg_value=None)
+    rng = np.random.default_rng(8)
+    values = wp.array(rng.uniform(-1.0, 1.0, size=(1024, 3)), dtype=wp.vec3)
+    background = wp.array([[0.25, -0.5, 1.0]], dtype=wp.vec3)
+    cells = rng.integers([0, -1, 0], [7, 16, 7], size=(10, 3)) + rng.uniform(0.3, 0.7, size=(10, 3))
+    points = wp.array(cells.astype(np.float32), dtype=wp.vec3)
+
+    def fn(v, b, p):
+        out = wp.zeros(p.shape[0], dtype=float)
+        wp.launch(sample_index_with_gradient, dim=p.shape[0], inputs=[volume.id, v, b, p, out])
+        return out
+
+    gradcheck(fn, [values, background, points], eps=0.01)

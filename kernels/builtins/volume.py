@@ -83,6 +83,7 @@ for _dtype in _FLOATING:
                 doc="sample values stored per voxel index in voxel_data (background elsewhere) at index-space uvw; "
                     "differentiable w.r.t. uvw, voxel_data and background")
     add_builtin("volume_sample_grad_index", (U64, V3, I32, A(_dtype), _dtype, gradient_type(_dtype)), _dtype,
-                group=GROUP, differentiable=False, mutates_arg=5,
+                group=GROUP, mutates_arg=5,
                 arg_names=("id", "uvw", "sampling_mode", "voxel_data", "background", "grad"),
-                doc="volume_sample_index, writing d value / d uvw into grad (no gradient of its own)")
+                doc="volume_sample_index, writing d value / d uvw into grad; differentiable through both outputs "
+                    "w.r.t. uvw, voxel_data and background")

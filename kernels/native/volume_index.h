@@ -1,7 +1,8 @@
 // Index-based volume access (Warp's volume_lookup_index, volume_sample_index, volume_sample_grad_index): a voxel's
 // linear index (NanoVDB index grids: the index the grid stores; value grids: 512 per leaf in leaf order plus the
 // voxel's place in its leaf), and sampling values kept in a user array at those indices, `background` elsewhere.
-// Gradients of volume_sample_index: w.r.t. uvw, the array's values (accumulated atomically) and the background.
+// Gradients of volume_sample_index and volume_sample_grad_index (through its gradient output too): w.r.t. uvw, the
+// array's values (accumulated atomically) and the background.
 #pragma once
 #include "array.h"
 #include "volume.h"
@@ -81,7 +82,10 @@ template <typename T> CUDA_CALLABLE inline T sample_indexed(uint64 id, const vec
                                                             const T* adj_ret = nullptr,
                                                             vec_t<3, float32>* adj_uvw = nullptr,
                                                             const array_t<T>* adj_data = nullptr,
-                                                            T* adj_background = nullptr) {
+                                                            T* adj_background = nullptr,
+                                                            const void* adj_grad_bytes = nullptr) {
+    const typename value_traits<T>::scalar* adj_grad =
+        reinterpret_cast<const typename value_traits<T>::scalar*>(adj_grad_bytes);
     typedef typename value_traits<T>::scalar S;
     const uint32 n = value_traits<T>::n;
     if (grad)
@@ -115,18 +119,27 @@ template <typename T> CUDA_CALLABLE inline T sample_indexed(uint64 id, const vec
         }
         if (adj_ret) {
             T r = *adj_ret;
+            // D[a] = d weight / d uvw[a]; the gradient output is sum over corners of v D, its derivative w.r.t. uvw
+            // the mixed terms v d[a] d[b] w[other] (pure second derivatives of trilinear weights are 0)
+            const S D[3] = {dw[0] * w[1] * w[2], w[0] * dw[1] * w[2], w[0] * w[1] * dw[2]};
             for (uint32 c = 0; c < n; ++c) {
-                const S rc = comp(r, c);
-                if (adj_uvw) {
-                    adj_uvw->c[0] += float32(rc * comp(v, c) * dw[0] * w[1] * w[2]);
-                    adj_uvw->c[1] += float32(rc * comp(v, c) * w[0] * dw[1] * w[2]);
-                    adj_uvw->c[2] += float32(rc * comp(v, c) * w[0] * w[1] * dw[2]);
+                const S rc = comp(r, c), vc = comp(v, c);
+                S adj_v = weight * rc;
+                for (int a = 0; a < 3; ++a) {
+                    S da = rc * vc * D[a];
+                    if (adj_grad) {
+                        const int b1 = (a + 1) % 3, b2 = (a + 2) % 3;
+                        adj_v += adj_grad[3 * c + a] * D[a];
+                        da += adj_grad[3 * c + b1] * vc * dw[a] * dw[b1] * w[b2];
+                        da += adj_grad[3 * c + b2] * vc * dw[a] * dw[b2] * w[b1];
+                    }
+                    if (adj_uvw) adj_uvw->c[a] += float32(da);
                 }
                 T* adj_slot = slot && adj_data ? indexed_value(*adj_data, index) : nullptr;
                 if (adj_slot)
-                    atomic_rmw_add(&comp(*adj_slot, c), S(weight * rc));
+                    atomic_rmw_add(&comp(*adj_slot, c), adj_v);
                 else if (!slot && adj_background)
-                    comp(*adj_background, c) += weight * rc;
+                    comp(*adj_background, c) += adj_v;
             }
         }
     }
@@ -158,6 +171,15 @@ CUDA_CALLABLE inline T volume_sample_grad_index(uint64 id, vec_t<3, float32> uvw
                                                 T background, G& grad) {
     return vdb::sample_indexed<T>(id, uvw, mode, data, background,
                                   reinterpret_cast<typename vdb::value_traits<T>::scalar*>(&grad));
+}
+// Adjoints through the value and the gradient output: uvw (LINEAR only), the voxel values and the background.
+template <typename T, typename G>
+CUDA_CALLABLE inline void adj_volume_sample_grad_index(uint64 id, vec_t<3, float32> uvw, int32 mode,
+                                                       const array_t<T>& data, T background, G&, uint64&,
+                                                       vec_t<3, float32>& adj_uvw, int32&, const array_t<T>& adj_data,
+                                                       T& adj_background, G&, const T& adj_ret, const G& adj_grad) {
+    vdb::sample_indexed<T>(id, uvw, mode, data, background, nullptr, &adj_ret, mode == 1 ? &adj_uvw : nullptr,
+                           &adj_data, &adj_background, &adj_grad);
 }
 
 }  // namespace wp
