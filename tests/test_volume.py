@@ -320,6 +320,7 @@ def test_store_lookup_and_index_sampling_agree():
     points = wp.array(pts, dtype=wp.vec3)
     out = [wp.zeros(200, dtype=wp.vec4d) for _ in range(2)] + [wp.zeros(200, dtype=MAT43D) for _ in range(2)]
     wp.launch(sample_both_ways, dim=200, inputs=[volume.id, values, points] + out)
+    # the same arithmetic; multiply-add contraction may fuse the two paths differently (round-off apart)
     np.testing.assert_allclose(out[1].numpy(), out[0].numpy(), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(out[3].numpy(), out[2].numpy(), rtol=1e-12, atol=1e-12)
     far = np.any((pts > 16.0) | (pts < -17.0), axis=1)  # every corner outside the tiles

@@ -112,9 +112,10 @@ template <typename T> CUDA_CALLABLE inline T sample_indexed(uint64 id, const vec
             const S vc = comp(v, c);
             comp(result, c) += weight * vc;
             if (grad) {
-                grad[3 * c + 0] += vc * dw[0] * w[1] * w[2];
-                grad[3 * c + 1] += vc * w[0] * dw[1] * w[2];
-                grad[3 * c + 2] += vc * w[0] * w[1] * dw[2];
+                // the same operations in the same order as vdb::sample, so both give the same bits
+                grad[3 * c + 0] += vc * (dw[0] * w[1] * w[2]);
+                grad[3 * c + 1] += vc * (dw[1] * w[0] * w[2]);
+                grad[3 * c + 2] += vc * (dw[2] * w[0] * w[1]);
             }
         }
         if (adj_ret) {
