@@ -77,6 +77,9 @@ add_builtin("volume_lookup_index", (U64, I32, I32, I32), I32, group=GROUP, diffe
             arg_names=("id", "i", "j", "k"),
             doc="the linear index of voxel (i, j, k): an index grid's, or 512 per leaf for a value grid; -1 where "
                 "no voxel is allocated or active")
+add_builtin("volume_voxel_count", (U64,), I32, group=GROUP, differentiable=False, arg_names=("id",),
+            doc="the number of indexable voxels (the bound of volume_lookup_index): 512 per tile of a value grid, "
+                "an index grid's active voxels")
 for _dtype in _FLOATING:
     add_builtin("volume_sample_index", (U64, V3, I32, A(_dtype), _dtype), _dtype, group=GROUP,
                 arg_names=("id", "uvw", "sampling_mode", "voxel_data", "background"),

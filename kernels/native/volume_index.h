@@ -149,6 +149,13 @@ template <typename T> CUDA_CALLABLE inline T sample_indexed(uint64 id, const vec
 
 }  // namespace vdb
 
+// The number of indexable voxels: the tree's active voxel count (512 per leaf of a value grid; an index grid's
+// active voxels).
+CUDA_CALLABLE inline int32 volume_voxel_count(uint64 id) {
+    const uint8* g = reinterpret_cast<const uint8*>(id);
+    return g ? int32(vdb::at<uint64>(g, vdb::GRID_SIZE + 56)) : 0;
+}
+
 CUDA_CALLABLE inline int32 volume_lookup_index(uint64 id, int32 i, int32 j, int32 k) {
     return int32(vdb::voxel_index(id, i, j, k)) - 1;
 }

@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import types as T
 from .array import array
+from . import volume_rebuild as rb
 from .volume_build import build_grid
 from .volume_check import check_buffer
 from .volume_layout import GRID_SIZE as _GRID_SIZE, GRID_TYPE_NAMES, INDEX_TYPES, VALUE_TYPES, node_layout
@@ -36,6 +37,12 @@ class Volume:
 
     CLOSEST = 0
     LINEAR = 1
+    REBUILD_SUCCESS = rb.REBUILD_SUCCESS
+    REBUILD_LEAF_CAPACITY_EXCEEDED = rb.REBUILD_LEAF_CAPACITY_EXCEEDED
+    REBUILD_LOWER_CAPACITY_EXCEEDED = rb.REBUILD_LOWER_CAPACITY_EXCEEDED
+    REBUILD_UPPER_CAPACITY_EXCEEDED = rb.REBUILD_UPPER_CAPACITY_EXCEEDED
+    REBUILD_VOXEL_CAPACITY_EXCEEDED = rb.REBUILD_VOXEL_CAPACITY_EXCEEDED
+    REBUILD_INVALID_INPUT = rb.REBUILD_INVALID_INPUT
 
     class GridInfo(NamedTuple):
         """Grid metadata (as Warp's): name, size in bytes, index and count of grids in the file, the value
@@ -99,6 +106,7 @@ class Volume:
         self._layout = node_layout(check.grid_type)
         self.device = buffer.device
         self.id = buffer.ptr + start
+        self._rebuild_info = Volume.RebuildInfo(None, 0, 0, 0, 0)
         self._voxel_size = struct.unpack_from("<3d", self._host, 608)
 
     def __del__(self):
@@ -129,49 +137,85 @@ class Volume:
         tile_lo, tile_hi = lo.astype(np.int32) // 8, hi.astype(np.int32) // 8
         axes = [np.arange(tile_lo[a], tile_hi[a] + 1) for a in range(3)]
         tiles = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, 3) * 8
-        return cls._from_tiles(tiles, voxel_size, bg_value, translation, device)
+        return cls.allocate_by_tiles(tiles.astype(np.int32), voxel_size, bg_value, translation, device)
 
     @classmethod
     def allocate_by_tiles(cls, tile_points, voxel_size=None, bg_value=0.0, translation=(0.0, 0.0, 0.0),
-                          device=None, transform=None, rebuildable=False, point_mask=None, **capacity) -> "Volume":
+                          device=None, transform=None, rebuildable=False, max_tiles=None, max_lower_nodes=None,
+                          max_upper_nodes=None, status=None, point_mask=None) -> "Volume":
         """A volume with the 8^3 tile of each point allocated: integer points are index space, float points
-        world space. point_mask: only points with a non-zero mask count. bg_value None makes an index grid."""
-        _refuse_rebuildable(rebuildable, capacity)
-        matrix = _index_to_world(voxel_size, transform)
-        points = _points(tile_points, point_mask, matrix, translation, np.floor)
-        tiles = np.unique((points // 8) * 8, axis=0)
-        return cls._from_tiles(tiles, matrix, bg_value, translation, device)
+        world space. point_mask: only points with a non-zero mask count. bg_value None makes an index grid.
+        rebuildable (or any max_*): reserve room for `rebuild` (default: the first topology's counts)."""
+        if bg_value is None:  # an index grid (OnIndex), every voxel of the tiles active
+            code, scalar, components, background = INDEX_TYPES[1], np.uint64, 1, np.zeros(1, np.uint64)
+        else:
+            code, scalar, components = _grid_type_of(bg_value)
+            background = np.array(bg_value, dtype=scalar).reshape(components)  # a copy: later edits don't count
+        spec = _Spec("tiles", code, scalar, components, background, _index_to_world(voxel_size, transform),
+                     tuple(float(t) for t in translation))
+        reserve = rb.Capacity(None, max_tiles, max_lower_nodes, max_upper_nodes)
+        return cls._allocate(spec, tile_points, point_mask, device, rebuildable, reserve, status)
 
     @classmethod
     def allocate_by_voxels(cls, voxel_points, voxel_size=None, translation=(0.0, 0.0, 0.0), device=None,
-                           transform=None, rebuildable=False, point_mask=None, **capacity) -> "Volume":
+                           transform=None, rebuildable=False, max_active_voxels=None, max_leaf_nodes=None,
+                           max_lower_nodes=None, max_upper_nodes=None, status=None, point_mask=None) -> "Volume":
         """An index grid (OnIndex) whose active voxels are the given points' (integer points: index space; float
-        points: world space, to the nearest voxel). point_mask: only points with a non-zero mask count."""
-        _refuse_rebuildable(rebuildable, capacity)
-        matrix = _index_to_world(voxel_size, transform)
-        voxels = np.unique(_points(voxel_points, point_mask, matrix, translation, np.round), axis=0)
-        tiles, where = np.unique((voxels // 8) * 8, axis=0, return_inverse=True)
-        active = np.zeros((len(tiles), 8, 8, 8), bool)
-        local = voxels - tiles[where.ravel()]
-        active[where.ravel(), local[:, 0], local[:, 1], local[:, 2]] = True
-        grid = build_grid(tiles, INDEX_TYPES[1], node_layout(INDEX_TYPES[1]), np.uint64, 1, 0, matrix,
-                          translation, leaf_values=active)
-        return cls(grid, device=device)
+        points: world space, to the nearest voxel). point_mask: only points with a non-zero mask count.
+        rebuildable (or any max_*): reserve room for `rebuild` (default: the first topology's counts)."""
+        spec = _Spec("voxels", INDEX_TYPES[1], np.uint64, 1, np.zeros(1, np.uint64),
+                     _index_to_world(voxel_size, transform), tuple(float(t) for t in translation))
+        reserve = rb.Capacity(max_active_voxels, max_leaf_nodes, max_lower_nodes, max_upper_nodes)
+        return cls._allocate(spec, voxel_points, point_mask, device, rebuildable, reserve, status)
+
+    @classmethod
+    def _allocate(cls, spec, points, point_mask, device, rebuildable, reserve, status) -> "Volume":
+        tiles, active, count = _topology(spec, points, point_mask)
+        grid = _grid(spec, tiles, active)
+        if not rebuildable and all(v is None for v in reserve):
+            volume = cls(grid, device=device)
+            rb.write_status(status, rb.REBUILD_SUCCESS)
+            return volume
+        needed = rb.topology_counts(tiles, count)
+        reserved = rb.capacity(reserve, needed, per_leaf_voxels=spec.kind == "tiles")
+        flags = rb.overflow(needed, reserved)
+        if flags:  # as Warp: the volume is made, empty, and the status says what did not fit
+            grid = _grid(spec, np.zeros((0, 3), np.int64), None if active is None else active[:0])
+        volume = cls(rb.padded(grid, rb.reserved_size(node_layout(spec.code), reserved)), device=device)
+        volume._spec, volume._reserved = spec, reserved
+        volume._rebuild_info = Volume.RebuildInfo(spec.kind, *reserved)
+        rb.write_status(status, flags)
+        return volume
+
+    def rebuild(self, points, status=None, point_mask=None):
+        """Write a new topology from `points` (tiles or voxels, as the volume was allocated) into the volume's
+        reserved buffer in place: the id, size, transform, type and background stay. A topology beyond the
+        capacity leaves the volume unchanged and sets `status`' REBUILD_* flags. Returns `status`."""
+        if self._rebuild_info.kind is None:
+            raise RuntimeError("Volume is not rebuildable")
+        tiles, active, count = _topology(self._spec, points, point_mask)
+        flags = rb.overflow(rb.topology_counts(tiles, count), self._reserved)
+        if not flags:
+            grid = rb.padded(_grid(self._spec, tiles, active), self._check.size)
+            self._buffer.assign(array(grid, dtype=T.uint8, device=self.device))
+            self._check = check_buffer(grid, from_file=False)[0][1]
+            self._host = grid
+        rb.write_status(status, flags)
+        return status
 
     @property
     def is_rebuildable(self) -> bool:
-        """Whether the volume can be rebuilt in place (never: rebuildable volumes are not provided)."""
-        return False
+        """Whether the volume reserved room for `rebuild`."""
+        return self._rebuild_info.kind is not None
 
     def get_rebuild_info(self) -> "Volume.RebuildInfo":
-        """Reserved rebuild capacity: none (kind None, zero counts)."""
-        return Volume.RebuildInfo(None, 0, 0, 0, 0)
+        """Rebuild input kind ("tiles", "voxels" or None) and reserved voxel, leaf, lower and upper counts."""
+        return self._rebuild_info
 
     def get_active_stats(self) -> "Volume.ActiveStats":
         """Active voxel count and leaf, lower and upper node counts of the grid."""
         leaf, lower, upper = struct.unpack_from("<3I", self._host, _GRID_SIZE + 32)
-        voxels = self.get_voxel_count() if self.is_index else int(
-            struct.unpack_from("<Q", self._host, _GRID_SIZE + 56)[0])
+        voxels = int(struct.unpack_from("<Q", self._host, _GRID_SIZE + 56)[0])  # the tree's active voxels
         return Volume.ActiveStats(voxels, int(leaf), int(lower), int(upper))
 
     @classmethod
@@ -202,15 +246,6 @@ class Volume:
         code = 6 if vector else (4 if scalar is np.int32 else 1)
         grid = build_grid(tiles * 8, code, node_layout(code), scalar, 3 if vector else 1, bg_value, voxel_size,
                           tuple(float(m) for m in min_world), leaf_values=blocks)
-        return cls(grid, device=device)
-
-    @classmethod
-    def _from_tiles(cls, tiles, voxel_size, bg_value, translation, device) -> "Volume":
-        if bg_value is None:  # an index grid (OnIndex), every voxel of the tiles active
-            code, scalar, components, bg_value = INDEX_TYPES[1], np.uint64, 1, 0
-        else:
-            code, scalar, components = _grid_type_of(bg_value)
-        grid = build_grid(tiles, code, node_layout(code), scalar, components, bg_value, voxel_size, translation)
         return cls(grid, device=device)
 
     def load_next_grid(self) -> "Volume | None":
@@ -307,7 +342,10 @@ class Volume:
         return self._to_out(self._leaf_origins(), out)
 
     def get_voxel_count(self) -> int:
-        """The number of allocated voxels: 512 per tile, or an index grid's active voxels."""
+        """The number of allocated voxels: 512 per tile, or an index grid's active voxels; a rebuildable volume's
+        reserved voxels (what an array of per-voxel values must hold for any rebuild)."""
+        if self.is_rebuildable:
+            return self._rebuild_info.max_voxel_count
         if self.is_index:
             return int(self._active_mask().sum())
         return int(struct.unpack_from("<I", self._host, _GRID_SIZE + 32)[0]) * 512
@@ -332,9 +370,11 @@ class Volume:
     def _to_out(self, rows: np.ndarray, out):
         if out is None:  # [n, 3] int32, as Warp's
             return array(np.ascontiguousarray(rows, dtype=np.int32), dtype=T.int32, device=self.device)
-        if out.shape[0] != rows.shape[0]:
-            raise RuntimeError(f"Volume: out has {out.shape[0]} rows, expected {rows.shape[0]}")
-        out.assign(array(np.ascontiguousarray(rows, dtype=np.int32), dtype=out.dtype, device=out.device))
+        if out.shape[0] < rows.shape[0]:
+            raise RuntimeError(f"Volume: out has {out.shape[0]} rows, {rows.shape[0]} are needed")
+        full = out.numpy().copy()  # rows past the coordinates keep their contents (a rebuilt volume's capacity)
+        full.reshape(-1, 3)[:rows.shape[0]] = rows
+        out.assign(full)
         return out
 
     def array(self):
@@ -343,10 +383,37 @@ class Volume:
         return self._buffer
 
 
-def _refuse_rebuildable(rebuildable, capacity) -> None:
-    if rebuildable or any(v is not None for k, v in capacity.items() if k != "status"):
-        raise RuntimeError("Volume: rebuildable volumes (rebuildable=, max_* capacities, rebuild()) are not "
-                           "supported; allocate a new volume instead")
+class _Spec(NamedTuple):
+    """What an allocated volume is made of, kept for its rebuilds: input kind ("tiles" or "voxels"), grid type,
+    numpy scalar and components of a value, the background (a copy), index-to-world matrix and translation."""
+
+    kind: str
+    code: int
+    scalar: object
+    components: int
+    background: np.ndarray
+    matrix: np.ndarray
+    translation: tuple
+
+
+def _topology(spec: _Spec, points, mask) -> tuple:
+    """(leaf origins [n, 3], active voxels [n, 8, 8, 8] bool or None for all, active voxel count) of the points."""
+    if spec.kind == "tiles":
+        p = _points(points, mask, spec.matrix, spec.translation, np.floor)
+        tiles = np.unique((p // 8) * 8, axis=0).reshape(-1, 3)
+        return tiles, None, 512 * len(tiles)
+    voxels = np.unique(_points(points, mask, spec.matrix, spec.translation, np.round), axis=0).reshape(-1, 3)
+    tiles, where = np.unique((voxels // 8) * 8, axis=0, return_inverse=True)
+    tiles, where = tiles.reshape(-1, 3), where.ravel()
+    active = np.zeros((len(tiles), 8, 8, 8), bool)
+    local = voxels - tiles[where]
+    active[where, local[:, 0], local[:, 1], local[:, 2]] = True
+    return tiles, active, len(voxels)
+
+
+def _grid(spec: _Spec, tiles: np.ndarray, active) -> bytes:
+    return build_grid(tiles, spec.code, node_layout(spec.code), spec.scalar, spec.components, spec.background,
+                      spec.matrix, spec.translation, leaf_values=active)
 
 
 def _index_to_world(voxel_size, transform) -> np.ndarray:
