@@ -387,3 +387,86 @@ def test_sample_grad_index_gradients_match_central_differences():
         return out
 
     gradcheck(fn, [values, background, points], eps=0.01)
+
+
+_ALLOCATION_PROGRAM = '''
+import numpy as np
+
+
+@wp.kernel
+def probe(volume: wp.uint64, ijk: wp.array2d(dtype=wp.int32), indices: wp.array(dtype=int),
+          counts: wp.array(dtype=int)):
+    t = wp.tid()
+    indices[t] = wp.volume_lookup_index(volume, ijk[t, 0], ijk[t, 1], ijk[t, 2])
+    if t == 0:
+        counts[0] = wp.volume_voxel_count(volume)
+
+
+@wp.kernel
+def store_lookup(volume: wp.uint64, ijk: wp.array2d(dtype=wp.int32), out: wp.array(dtype=wp.vec3d)):
+    t = wp.tid()
+    v = wp.vec3d(wp.float64(ijk[t, 0]), wp.float64(0.5) * wp.float64(ijk[t, 1]), wp.float64(ijk[t, 2] - 1))
+    wp.volume_store(volume, ijk[t, 0], ijk[t, 1], ijk[t, 2], v)
+    out[t] = wp.volume_lookup(volume, ijk[t, 0] + 1, ijk[t, 1], ijk[t, 2], dtype=wp.vec3d)
+
+
+def run(wp, Tape):
+    rng = np.random.default_rng(9)
+    pts = rng.integers(-200, 200, size=(60, 3)).astype(np.int32)
+    queries = np.concatenate([pts, pts + 1, rng.integers(-300, 300, size=(200, 3))]).astype(np.int32)
+    q = wp.array(queries, dtype=wp.int32)
+    out = {{}}
+    volumes = {{
+        "voxels": wp.Volume.allocate_by_voxels(wp.array(pts, dtype=wp.int32), voxel_size=0.5),
+        "tiles": wp.Volume.allocate_by_tiles(wp.array(pts, dtype=wp.int32), voxel_size=0.5, bg_value=None),
+        "vec3d": wp.Volume.allocate_by_tiles(wp.array(pts, dtype=wp.int32), voxel_size=(0.5, 0.25, 1.0),
+                                             bg_value=wp.vec3d(1.0, -2.0, 3.0)),
+    }}
+    for name, volume in volumes.items():
+        indices = wp.zeros(len(queries), dtype=int)
+        counts = wp.zeros(1, dtype=int)
+        wp.launch(probe, dim=len(queries), inputs=[volume.id, q, indices, counts])
+        voxels = volume.get_voxels().numpy()
+        out[name + "_indices"] = indices.numpy()
+        out[name + "_count"] = np.array([counts.numpy()[0], volume.get_voxel_count()])
+        out[name + "_voxels"] = voxels[np.lexsort(voxels.T[::-1])]
+        out[name + "_stats"] = np.array(tuple(volume.get_active_stats()))
+    values = wp.zeros(len(queries), dtype=wp.vec3d)
+    wp.launch(store_lookup, dim=len(queries), inputs=[volumes["vec3d"].id, q, values])
+    out["vec3d_values"] = values.numpy()
+    return out
+'''
+
+
+def test_allocation_is_warps(tmp_path):
+    """Index grids of voxels and of tiles and a vec3d grid allocated from the same points by real Warp and by
+    kernels: voxel indices, counts, voxel lists, active statistics and stored values agree exactly."""
+    warp, ours = _warp_reference.both(_ALLOCATION_PROGRAM.format(), str(tmp_path), "volume_allocation")
+    for key in warp:
+        np.testing.assert_array_equal(ours[key], warp[key], err_msg=key)
+    assert (ours["voxels_indices"] >= 0).sum() >= 60 and (ours["voxels_indices"] < 0).sum() > 100
+
+
+def test_rebuild_in_place():
+    """A rebuildable tile volume keeps its id and size over rebuilds; a topology beyond its capacity sets the
+    status flags and leaves it unchanged; the in-kernel voxel count follows the topology."""
+    status = wp.zeros(1, dtype=wp.uint32)
+    first = wp.array(np.array([[0, 0, 0]], dtype=np.int32), dtype=wp.int32)
+    volume = wp.Volume.allocate_by_tiles(first, voxel_size=1.0, bg_value=1.5, rebuildable=True, max_tiles=3,
+                                         max_lower_nodes=2, max_upper_nodes=2, status=status)
+    assert int(status.numpy()[0]) == wp.Volume.REBUILD_SUCCESS
+    assert volume.get_rebuild_info() == wp.Volume.RebuildInfo("tiles", 3 * 512, 3, 2, 2)
+    ident, size = volume.id, volume.get_grid_info().size_in_bytes
+    second = wp.array(np.array([[8, 0, 0], [0, 200, 0], [9, 1, 1]], dtype=np.int32), dtype=wp.int32)
+    volume.rebuild(second, status=status)
+    assert int(status.numpy()[0]) == wp.Volume.REBUILD_SUCCESS
+    assert (volume.id, volume.get_grid_info().size_in_bytes) == (ident, size)
+    assert volume.get_active_stats() == wp.Volume.ActiveStats(1024, 2, 2, 1)
+    tiles = volume.get_tiles().numpy()
+    np.testing.assert_array_equal(tiles[np.lexsort(tiles.T[::-1])], [[0, 200, 0], [8, 0, 0]])
+    too_many = wp.array(np.array([[0, 0, 0], [8, 0, 0], [16, 0, 0], [24, 0, 0]], dtype=np.int32), dtype=wp.int32)
+    volume.rebuild(too_many, status=status)
+    assert int(status.numpy()[0]) & wp.Volume.REBUILD_LEAF_CAPACITY_EXCEEDED
+    assert volume.get_active_stats() == wp.Volume.ActiveStats(1024, 2, 2, 1)  # unchanged
+    with pytest.raises(RuntimeError, match="not rebuildable"):
+        wp.Volume.allocate_by_tiles(first, voxel_size=1.0).rebuild(first)

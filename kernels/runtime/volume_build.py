@@ -21,6 +21,26 @@ def _value_bytes(value, numpy_scalar, components: int) -> bytes:
     return np.broadcast_to(np.asarray(value, dtype=numpy_scalar), (components,)).astype(numpy_scalar).tobytes()
 
 
+def tree_order(leaf_origins: np.ndarray) -> np.ndarray:
+    """The order of leaves in a tree as Warp's builder writes it: by their upper node's origin (x, y, z as signed
+    integers), then their lower node's entry in the upper node, then their entry in the lower node. Voxel indices
+    (index grids, volume_lookup_index) follow it."""
+    o = np.asarray(leaf_origins, dtype=np.int64)
+    upper = o & ~4095
+    n2 = (((o[:, 0] & 4095) >> 7) << 10) | (((o[:, 1] & 4095) >> 7) << 5) | ((o[:, 2] & 4095) >> 7)
+    n1 = (((o[:, 0] & 127) >> 3) << 8) | (((o[:, 1] & 127) >> 3) << 4) | ((o[:, 2] & 127) >> 3)
+    return np.lexsort((n1, n2, upper[:, 2], upper[:, 1], upper[:, 0]))
+
+
+def _in_order(origins: np.ndarray) -> tuple:
+    """The distinct rows of `origins` (grouped: equal rows are adjacent) in order of appearance, and the row of
+    each input among them."""
+    if len(origins) == 0:
+        return origins.reshape(0, 3), np.zeros(0, dtype=np.int64)
+    starts = np.concatenate([[True], np.any(origins[1:] != origins[:-1], axis=1)])
+    return origins[starts], np.cumsum(starts) - 1
+
+
 def build_grid(leaf_origins: np.ndarray, grid_type: int, layout: dict, numpy_scalar, components: int, background,
                voxel_size, translation, leaf_values: np.ndarray | None = None) -> bytes:
     """The grid buffer. leaf_origins: [n, 3] int, multiples of 8 (unique); leaf_values: [n, 8, 8, 8, components] in
@@ -28,13 +48,12 @@ def build_grid(leaf_origins: np.ndarray, grid_type: int, layout: dict, numpy_sca
     voxel_size: 3 floats [world units per voxel] or the 3x3 index-to-world matrix;
     translation: the index-to-world offset (3 floats)."""
     leaf_origins = np.asarray(leaf_origins, dtype=np.int64).reshape(-1, 3)
-    order = np.lexsort(leaf_origins.T[::-1])
+    order = tree_order(leaf_origins)
     leaf_origins = leaf_origins[order]
     if leaf_values is not None:
         leaf_values = np.asarray(leaf_values)[order]
-    lower_origins, lower_of_leaf = np.unique(leaf_origins & ~127, axis=0, return_inverse=True)
-    upper_origins, upper_of_lower = np.unique(lower_origins & ~4095, axis=0, return_inverse=True)
-    lower_of_leaf, upper_of_lower = lower_of_leaf.ravel(), upper_of_lower.ravel()
+    lower_origins, lower_of_leaf = _in_order(leaf_origins & ~127)
+    upper_origins, upper_of_lower = _in_order(lower_origins & ~4095)
     n_leaf, n_lower, n_upper = len(leaf_origins), len(lower_origins), len(upper_origins)
     bg = _value_bytes(background, numpy_scalar, components)
     size = layout["value_size"]
