@@ -146,9 +146,10 @@ add_builtin("closest_point_edge_edge", (V3, V3, V3, V3, F32), V3, group=GROUP,
 add_builtin("volume_sample_f", (U64, V3, I32), F32, group=GROUP, arg_names=("id", "uvw", "sampling_mode"),
             doc="the volume's value at index-space point uvw: wp.Volume.CLOSEST (nearest voxel) or LINEAR "
                 "(trilinear); differentiable w.r.t. uvw (not the voxel values)")
-add_builtin("volume_sample_grad_f", (U64, V3, I32, V3), F32, group=GROUP, differentiable=False, mutates_arg=3,
+add_builtin("volume_sample_grad_f", (U64, V3, I32, V3), F32, group=GROUP, mutates_arg=3,
             arg_names=("id", "uvw", "sampling_mode", "grad"),
-            doc="volume_sample_f, writing its gradient w.r.t. uvw into `grad` (no gradient of its own)")
+            doc="volume_sample_f, writing its gradient w.r.t. uvw into `grad`; differentiable w.r.t. uvw through both "
+                "(kernels/builtins/volume.py has the other value types)")
 add_builtin("volume_lookup_f", (U64, I32, I32, I32), F32, group=GROUP, differentiable=False,
             arg_names=("id", "i", "j", "k"), doc="the value of voxel (i, j, k) (the background outside the grid)")
 for _name, _what in (("volume_world_to_index", "world point to index space"),

@@ -276,7 +276,14 @@ class ExpressionLowering:
             early = getattr(self.src, "early_statics", {})
             value = early[key] if key in early else self.static_eval(node.args[0])
             return self._static_result(value, nresults, node)
-        callee = self.lower_expr(node.func)
+        # `type(v)(...)`: lower v itself, whose type the call constructs
+        of_type = _is_type_of(node.func) and "type" not in self.env
+        callee = self.lower_expr(node.func.args[0] if of_type else node.func)
+        if (of_type or _is_dtype_of(node.func, callee)) and not node.keywords:
+            # `a.dtype(...)`, `type(v)(...)`: a value of a type known once types are (typeinfer_volume.py)
+            args = [self.as_value(self.lower_expr(a), node) for a in node.args]
+            return self.emit("call", [self.as_value(callee, node)] + args, node,
+                             attrs={"name": "construct_dtype_of", "kwargs": [], "nresults": 1})
         if not isinstance(callee, Static):
             raise self.error(f"'{ast.unparse(node.func)}' is not callable in a kernel", node)
         obj = callee.obj
@@ -478,3 +485,14 @@ def _fold_compare(name, a, b):
     import operator
     return {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
             "ge": operator.ge}[name](a, b)
+
+
+def _is_dtype_of(func, callee) -> bool:
+    """Whether a callee is `a.dtype` of a run-time value (an array's element type, known once types are)."""
+    return not isinstance(callee, Static) and isinstance(func, ast.Attribute) and func.attr == "dtype"
+
+
+def _is_type_of(func) -> bool:
+    """Whether a callee is `type(v)`."""
+    return isinstance(func, ast.Call) and isinstance(func.func, ast.Name) and func.func.id == "type" \
+        and len(func.args) == 1 and not func.keywords

@@ -32,6 +32,7 @@ from .typeinfer_starred import StarredForms
 from .typeinfer_tile_slices import TileSliceForms
 from .typeinfer_tiles import TileForms
 from .typeinfer_reference import ReferenceForms
+from .typeinfer_volume import VolumeForms
 
 _COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
 _TILE_ELEMENTWISE = {"add", "sub", "mul", "div", "mod", "neg", "pos"}
@@ -73,7 +74,7 @@ def _holds_struct(t) -> bool:
 
 
 class TypeInference(FixedArrayForms, TileForms, TileSliceForms, PathForms, SliceForms, ScalarForms, ControlFlowForms,
-                    StarredForms, ConstructorForms, ReferenceForms):
+                    StarredForms, ConstructorForms, ReferenceForms, VolumeForms):
     def __init__(self, fn: ir.Function, compile_callee):
         self.fn = fn
         # (source, kind, name, param types) -> typed ir.Function: how a called @wp.func is compiled for the
