@@ -35,6 +35,8 @@ FILES = (
     # added with kernels.geometry (issue 34): dense and sparse marching cubes, Delaunay edge flips (seconds each);
     # the swept-volume file takes minutes on the CPU (Warp's too) and runs with `run --all`
     "geometry/test_marching_cubes.py", "geometry/test_delaunay.py", "geometry/test_sparse_marching_cubes.py",
+    # added with wp.Volume (issue 34): NanoVDB validation and volume writes/rebuilds, passed whole (seconds each)
+    "geometry/test_volume_validation.py", "geometry/test_volume_write.py",
 )
 PASSING = ("pass",)
 
