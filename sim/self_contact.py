@@ -57,7 +57,7 @@ import kernels as wp
 
 from .hashgrid import (HashGrid, HashGridData, hash_grid_box_extent, hash_grid_cell_index, hash_grid_cell_of,
                        hash_grid_dims_for)
-from .self_contact_boxgrid import BoxGrid, BoxGridData, grown_box_cells
+from .self_contact_boxgrid import BoxGrid, BoxGridData, first_entry_above, grown_box_cells
 from .self_contact_bound import (DRIFT_TILE, check_budget, drop_overrun_drift, find_drift_overrun,
                                  limit_displacement, sum_drift_tiled, sum_drift_worlds)
 from .worlds import element_worlds
@@ -282,12 +282,14 @@ def find_edge_edge_pairs(x: wp.array(dtype=wp.vec3), entries: BoxGridData, data:
                 for cx in range(extent[0]):
                     here = first + wp.vec3i(cx, cy, cz)
                     cell = hash_grid_cell_index(grid, here)
-                    for k in range(grid.cell_start[cell], grid.cell_end[cell]):
+                    end = grid.cell_end[cell]
+                    # candidates f > e only: the cell's entries are sorted by edge index
+                    for k in range(first_entry_above(grid, grid.cell_start[cell], end, e), end):
                         f = grid.sorted_index[k]
                         # the cheap tests inline, first (a call passes the struct of arrays); the pair once, in
                         # the cell of its boxes' overlap's lower corner (a typical box covers no more cells
                         # along an axis than the grid has, so `here` is unwrapped and unique)
-                        if f > e and boxes_overlap(own_lower, own_upper, entries.lower[k], entries.upper[k]):
+                        if boxes_overlap(own_lower, own_upper, entries.lower[k], entries.upper[k]):
                             other = entries.first[k]
                             if (wp.max(first[0], other[0]) == here[0] and wp.max(first[1], other[1]) == here[1]
                                     and wp.max(first[2], other[2]) == here[2]):

@@ -58,6 +58,22 @@ def grown_box_cells(grid: HashGridData, lower: wp.vec3, upper: wp.vec3, grow: fl
     return first, hash_grid_box_extent(grid, first, hash_grid_cell_of(grid, upper + g))
 
 
+@wp.func
+def first_entry_above(grid: HashGridData, start: int, end: int, e: int):
+    """The first entry k in [start, end) of a cell whose edge sorted_index[k] > e (end when none): a cell's
+    entries are sorted by edge index (hash_grid_sort_cells), so a query that visits each pair once, from its lower
+    edge, starts there and skips the half of the cell it would reject one by one (binary search)."""
+    lo = start
+    hi = end
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if grid.sorted_index[mid] <= e:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 @wp.kernel
 def box_grid_count(lower: wp.array(dtype=wp.vec3), upper: wp.array(dtype=wp.vec3), radius: wp.array(dtype=float),
                    typical: float, grow: float, grid: HashGridData, cell_count: wp.array(dtype=wp.int32)):
