@@ -55,9 +55,8 @@ import numpy as np
 
 import kernels as wp
 
-from .hashgrid import (HashGrid, HashGridData, hash_grid_box_extent, hash_grid_cell_index, hash_grid_cell_of,
-                       hash_grid_dims_for)
-from .self_contact_boxgrid import BoxGrid, BoxGridData, grown_box_cells
+from .hashgrid import HashGrid, HashGridData, hash_grid_cell_index, hash_grid_dims_for
+from .self_contact_boxgrid import BoxGrid, BoxGridData, first_entry_above, grown_box_cells
 from .self_contact_bound import (DRIFT_TILE, check_budget, drop_overrun_drift, find_drift_overrun,
                                  limit_displacement, sum_drift_tiled, sum_drift_worlds)
 from .worlds import element_worlds
@@ -66,11 +65,12 @@ from .worlds import element_worlds
 # package's namespace
 
 from .self_contact_partial import (PARTIAL_FRACTION, PARTIAL_MARGIN, PartialSearch, forget_soon, reset_marked,
-                                   search_marked_edges, search_marked_triangles, search_marked_vertices)
+                                   scan_vertex_triangles, search_marked_edges, search_marked_triangles,
+                                   search_marked_vertices)
 from .self_contact_primitives import (DEFAULT_THICKNESS_FRACTION, EE_SLOTS, GAMMA, GRID_CELLS_PER_PRIMITIVE,  # noqa: F401
                                     LARGE, QUERY_RADIUS, VT_SLOTS, PrimitiveBoxes, SelfContactData,
                                     boxes_overlap, closest_point_triangle, edge_edge_candidate, edge_separation,
-                                    triangle_separation, vertex_triangle_candidate)
+                                    lower_bound, store_pair, triangle_separation)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -93,28 +93,6 @@ def contact_normal(u: wp.vec3, u_start: wp.vec3):
 
 # ---------------------------------------------------------------------------------------------------------------
 # Detection (integer data and the bound: not differentiated)
-
-
-@wp.func
-def lower_bound(bound: wp.array(dtype=float), i: int, j: int, k: int, l: int, d: float):
-    """Lower the bound of the four vertices of a pair at distance d [m] to d."""
-    wp.atomic_min(bound, i, d)
-    wp.atomic_min(bound, j, d)
-    wp.atomic_min(bound, k, d)
-    wp.atomic_min(bound, l, d)
-
-
-@wp.func
-def store_pair(other: wp.array(dtype=wp.int32), start: wp.array(dtype=wp.vec3), base: int, count: int,
-               slots: int, pair: int, u: wp.vec3, overflow: wp.array(dtype=wp.int32)):
-    """Keep `pair` with separation u in slot base + count when count < slots (else count it in overflow);
-    returns the new count."""
-    if count < slots:
-        other[base + count] = pair
-        start[base + count] = u
-        return count + 1
-    wp.atomic_add(overflow, 0, 1)
-    return count
 
 
 @wp.func
@@ -193,52 +171,19 @@ def reach(bound: wp.array(dtype=float), i: int, j: int, k: int):
     return wp.max(wp.max(bound[i], bound[j]), bound[k])
 
 
-@wp.func
-def try_vertex_triangle(x: wp.array(dtype=wp.vec3), data: SelfContactData, v: int, t: int, query_radius: float,
-                        bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32), count: int):
-    """Vertex v against triangle t: when closer than query_radius, lower the bound of the four vertices to their
-    distance and keep the pair with its separation now. Returns v's new pair count. The callers test first,
-    inline, that t's box comes within query_radius of the vertex."""
-    u, d = vertex_triangle_candidate(x, data, v, t)
-    if d >= query_radius:
-        return count
-    lower_bound(bound, v, data.tri_indices[t, 0], data.tri_indices[t, 1], data.tri_indices[t, 2], d)
-    return store_pair(data.vt_triangle, data.vt_start, v * VT_SLOTS, count, VT_SLOTS, t, u, overflow)
-
-
 @wp.kernel
 def find_vertex_triangle_pairs(x: wp.array(dtype=wp.vec3), grid: HashGridData, data: SelfContactData,
                                query_radius: float, typical: float, boxes: PrimitiveBoxes,
-                               bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32)):
+                               bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32),
+                               partial: PartialSearch):
     """Each colliding vertex against the triangles within query_radius (try_vertex_triangle): those of corner
-    radius up to `typical` [m] through the grid, the larger ones from their list. The grid is visited over the
-    cells of the box that holds the centroid of every triangle within query_radius."""
+    radius up to `typical` [m] through the grid, the larger ones from their list (scan_vertex_triangles, which
+    the partial search shares; `partial` is unused here)."""
     v = wp.tid()
     if data.thickness[v] <= 0.0:
         return
-    p = x[v]
-    count = int(0)
-    r = wp.vec3(query_radius, query_radius, query_radius)
-    lower = p - r
-    upper = p + r
-    # a triangle within r of p has its centroid within r + its corner radius (at most `typical`) of p
-    extra = wp.vec3(typical, typical, typical)
-    first = hash_grid_cell_of(grid, lower - extra)
-    extent = hash_grid_box_extent(grid, first, hash_grid_cell_of(grid, upper + extra))
-    for cz in range(extent[2]):
-        for cy in range(extent[1]):
-            for cx in range(extent[0]):
-                cell = hash_grid_cell_index(grid, first + wp.vec3i(cx, cy, cz))
-                for k in range(grid.cell_start[cell], grid.cell_end[cell]):
-                    # the cheap box test inline, first (a call passes the struct of arrays)
-                    if boxes_overlap(lower, upper, boxes.tri_grid_lower[k], boxes.tri_grid_upper[k]):
-                        count = try_vertex_triangle(x, data, v, grid.sorted_index[k], query_radius, bound,
-                                                    overflow, count)
-    for k in range(boxes.large_count[0]):
-        t = boxes.large[0, k]
-        if boxes_overlap(lower, upper, boxes.tri_lower[t], boxes.tri_upper[t]):
-            count = try_vertex_triangle(x, data, v, t, query_radius, bound, overflow, count)
-    data.vt_count[v] = count
+    data.vt_count[v] = scan_vertex_triangles(x, grid, data, boxes, v, query_radius, typical, query_radius, bound,
+                                             overflow, partial, False)
 
 
 @wp.func
@@ -282,12 +227,14 @@ def find_edge_edge_pairs(x: wp.array(dtype=wp.vec3), entries: BoxGridData, data:
                 for cx in range(extent[0]):
                     here = first + wp.vec3i(cx, cy, cz)
                     cell = hash_grid_cell_index(grid, here)
-                    for k in range(grid.cell_start[cell], grid.cell_end[cell]):
+                    end = grid.cell_end[cell]
+                    # candidates f > e only: the cell's entries are sorted by edge index
+                    for k in range(first_entry_above(grid, grid.cell_start[cell], end, e), end):
                         f = grid.sorted_index[k]
                         # the cheap tests inline, first (a call passes the struct of arrays); the pair once, in
                         # the cell of its boxes' overlap's lower corner (a typical box covers no more cells
                         # along an axis than the grid has, so `here` is unwrapped and unique)
-                        if f > e and boxes_overlap(own_lower, own_upper, entries.lower[k], entries.upper[k]):
+                        if boxes_overlap(own_lower, own_upper, entries.lower[k], entries.upper[k]):
                             other = entries.first[k]
                             if (wp.max(first[0], other[0]) == here[0] and wp.max(first[1], other[1]) == here[1]
                                     and wp.max(first[2], other[2]) == here[2]):
@@ -597,7 +544,7 @@ class SelfContact:
                                                   boxes.tri_grid_upper])
         self.bound.fill_(r)
         run(find_vertex_triangle_pairs, self.particle_count,
-            [x, tri_grid, data, r, self._typical[0], boxes, self.bound, self.overflow])
+            [x, tri_grid, data, r, self._typical[0], boxes, self.bound, self.overflow, self._partial])
         if self.edge_count:
             edge_boxes = self._edge_boxes.build(boxes.edge_lower, boxes.edge_upper, boxes.edge_radius,
                                                 float(self._typical[1]))

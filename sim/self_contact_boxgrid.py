@@ -5,10 +5,11 @@ Every edge's box, grown by half the query radius r_q, is inserted into each cell
 covers (at most `CELLS_PER_AXIS` per axis for an edge up to the search's `typical` half length; longer edges are
 searched from the search's list instead). Two edges within r_q of each other have overlapping grown boxes, so
 they share every cell that holds the lower corner of the overlap: an edge e visits the cells of its own grown
-box and tests a candidate f > e only in the one cell that holds that corner. Compared with a grid of midpoints
-queried over the cells that could hold a near edge's midpoint (reach r_q plus the longest edge), a query visits
-the few cells its own box covers (1 to 8), not some 100 (in the 64 x 64 pile the search is only 5% cheaper:
-the candidates each cell holds, not the cells, are its cost).
+box and tests a candidate f > e only in the one cell that holds that corner (a cell's entries are sorted by
+edge index, so its scan starts at the first f > e, found by binary search: 15% off the pile's edge query).
+Compared with a grid of midpoints queried over the cells that could hold a near edge's midpoint (reach r_q plus
+the longest edge), a query visits the few cells its own box covers (1 to 8), not some 100 (in the 64 x 64 pile
+the search is only 5% cheaper: the candidates each cell holds, not the cells, are its cost).
 
 The build is that of sim/hashgrid.py (count, blocked prefix sum, scatter, each cell sorted by edge index so that
 the result does not depend on thread timing), with several cells per edge; the capacity is fixed, so nothing
@@ -56,6 +57,22 @@ def grown_box_cells(grid: HashGridData, lower: wp.vec3, upper: wp.vec3, grow: fl
     g = wp.vec3(grow, grow, grow)
     first = hash_grid_cell_of(grid, lower - g)
     return first, hash_grid_box_extent(grid, first, hash_grid_cell_of(grid, upper + g))
+
+
+@wp.func
+def first_entry_above(grid: HashGridData, start: int, end: int, e: int):
+    """The first entry k in [start, end) of a cell whose edge sorted_index[k] > e (end when none): a cell's
+    entries are sorted by edge index (hash_grid_sort_cells), so a query that visits each pair once, from its lower
+    edge, starts there and skips the half of the cell it would reject one by one (binary search)."""
+    lo = start
+    hi = end
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if grid.sorted_index[mid] <= e:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 @wp.kernel

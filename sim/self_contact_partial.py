@@ -29,7 +29,8 @@ import kernels as wp
 
 from .hashgrid import HashGridData, hash_grid_box_extent, hash_grid_cell_index, hash_grid_cell_of
 from .self_contact_primitives import (EE_SLOTS, GAMMA, VT_SLOTS, PrimitiveBoxes, SelfContactData, boxes_overlap,
-                                    edge_edge_candidate, vertex_triangle_candidate)
+                                    edge_edge_candidate, try_vertex_triangle,
+                                    vertex_triangle_candidate)
 
 # no `from __future__ import annotations`: kernels/struct.py evaluates string annotations in the top-level
 # package's namespace
@@ -160,19 +161,20 @@ def visit_vertex_triangle(x: wp.array(dtype=wp.vec3), data: SelfContactData, par
     return count
 
 
-@wp.kernel
-def search_marked_vertices(x: wp.array(dtype=wp.vec3), grid: HashGridData, data: SelfContactData,
-                           partial: PartialSearch, query_radius: float, typical: float, boxes: PrimitiveBoxes,
-                           bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32)):
-    """Each vertex of S against every triangle within query_radius at positions x (the search positions), its
-    list rewritten. The grid and boxes are the last full search's, hence the margin."""
-    v = wp.tid()
-    if partial.marked[v] == 0 or data.thickness[v] <= 0.0:
-        return
+@wp.func
+def scan_vertex_triangles(x: wp.array(dtype=wp.vec3), grid: HashGridData, data: SelfContactData,
+                          boxes: PrimitiveBoxes, v: int, grow: float, typical: float, query_radius: float,
+                          bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32), partial: PartialSearch,
+                          searched_partially: bool):
+    """Vertex v against every triangle whose box comes within `grow` [m] of it (its corner radius up to
+    `typical` [m]: through the grid's cells that can hold its centroid; larger: from the list), each tested within
+    query_radius; returns v's new pair count. The one cell scan of both searches: the full search keeps a pair by
+    try_vertex_triangle (grow = query_radius), a partial one by visit_vertex_triangle (grow = query_radius + the
+    margin, as the grid and boxes are the last full search's)."""
     p = x[v]
-    grow = query_radius + partial.margin
     lower = p - wp.vec3(grow, grow, grow)
     upper = p + wp.vec3(grow, grow, grow)
+    # a triangle within grow of p has its centroid within grow + its corner radius (at most `typical`) of p
     extra = wp.vec3(typical, typical, typical)
     first = hash_grid_cell_of(grid, lower - extra)
     extent = hash_grid_box_extent(grid, first, hash_grid_cell_of(grid, upper + extra))
@@ -182,14 +184,35 @@ def search_marked_vertices(x: wp.array(dtype=wp.vec3), grid: HashGridData, data:
             for cx in range(extent[0]):
                 cell = hash_grid_cell_index(grid, first + wp.vec3i(cx, cy, cz))
                 for k in range(grid.cell_start[cell], grid.cell_end[cell]):
+                    # the cheap box test inline, first (a call passes the struct of arrays)
                     if boxes_overlap(lower, upper, boxes.tri_grid_lower[k], boxes.tri_grid_upper[k]):
-                        count = visit_vertex_triangle(x, data, partial, bound, overflow, v, grid.sorted_index[k],
-                                                      query_radius, count, True)
+                        if searched_partially:
+                            count = visit_vertex_triangle(x, data, partial, bound, overflow, v,
+                                                          grid.sorted_index[k], query_radius, count, True)
+                        else:
+                            count = try_vertex_triangle(x, data, v, grid.sorted_index[k], query_radius, bound,
+                                                        overflow, count)
     for k in range(boxes.large_count[0]):
         t = boxes.large[0, k]
         if boxes_overlap(lower, upper, boxes.tri_lower[t], boxes.tri_upper[t]):
-            count = visit_vertex_triangle(x, data, partial, bound, overflow, v, t, query_radius, count, True)
-    data.vt_count[v] = count
+            if searched_partially:
+                count = visit_vertex_triangle(x, data, partial, bound, overflow, v, t, query_radius, count, True)
+            else:
+                count = try_vertex_triangle(x, data, v, t, query_radius, bound, overflow, count)
+    return count
+
+
+@wp.kernel
+def search_marked_vertices(x: wp.array(dtype=wp.vec3), grid: HashGridData, data: SelfContactData,
+                           partial: PartialSearch, query_radius: float, typical: float, boxes: PrimitiveBoxes,
+                           bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32)):
+    """Each vertex of S against every triangle within query_radius at positions x (the search positions), its
+    list rewritten (scan_vertex_triangles). The grid and boxes are the last full search's, hence the margin."""
+    v = wp.tid()
+    if partial.marked[v] == 0 or data.thickness[v] <= 0.0:
+        return
+    data.vt_count[v] = scan_vertex_triangles(x, grid, data, boxes, v, query_radius + partial.margin, typical,
+                                             query_radius, bound, overflow, partial, True)
 
 
 @wp.func

@@ -1,6 +1,7 @@
 """What cloth self-contact's full search (sim/self_contact.py) and its partial searches
 (sim/self_contact_partial.py) share: the slot counts and search constants, the pair lists' struct, the primitives'
-boxes and the closest point on a triangle. See sim/self_contact.py for the method."""
+boxes, the closest point on a triangle and the full search's vertex-triangle pair test. See sim/self_contact.py
+for the method."""
 
 import kernels as wp
 
@@ -167,3 +168,42 @@ def boxes_overlap(lower_a: wp.vec3, upper_a: wp.vec3, lower_b: wp.vec3, upper_b:
     """Whether boxes a and b overlap (touching counts)."""
     return (lower_a[0] <= upper_b[0] and lower_b[0] <= upper_a[0] and lower_a[1] <= upper_b[1]
             and lower_b[1] <= upper_a[1] and lower_a[2] <= upper_b[2] and lower_b[2] <= upper_a[2])
+
+
+# the full search's pair test (sim/self_contact.py), here because the vertex-triangle cell scan both searches
+# share (sim/self_contact_partial.py scan_vertex_triangles) calls it
+
+
+@wp.func
+def lower_bound(bound: wp.array(dtype=float), i: int, j: int, k: int, l: int, d: float):
+    """Lower the bound of the four vertices of a pair at distance d [m] to d."""
+    wp.atomic_min(bound, i, d)
+    wp.atomic_min(bound, j, d)
+    wp.atomic_min(bound, k, d)
+    wp.atomic_min(bound, l, d)
+
+
+@wp.func
+def store_pair(other: wp.array(dtype=wp.int32), start: wp.array(dtype=wp.vec3), base: int, count: int,
+               slots: int, pair: int, u: wp.vec3, overflow: wp.array(dtype=wp.int32)):
+    """Keep `pair` with separation u in slot base + count when count < slots (else count it in overflow);
+    returns the new count."""
+    if count < slots:
+        other[base + count] = pair
+        start[base + count] = u
+        return count + 1
+    wp.atomic_add(overflow, 0, 1)
+    return count
+
+
+@wp.func
+def try_vertex_triangle(x: wp.array(dtype=wp.vec3), data: SelfContactData, v: int, t: int, query_radius: float,
+                        bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32), count: int):
+    """Vertex v against triangle t: when closer than query_radius, lower the bound of the four vertices to their
+    distance and keep the pair with its separation now. Returns v's new pair count. The callers test first,
+    inline, that t's box comes within query_radius of the vertex."""
+    u, d = vertex_triangle_candidate(x, data, v, t)
+    if d >= query_radius:
+        return count
+    lower_bound(bound, v, data.tri_indices[t, 0], data.tri_indices[t, 1], data.tri_indices[t, 2], d)
+    return store_pair(data.vt_triangle, data.vt_start, v * VT_SLOTS, count, VT_SLOTS, t, u, overflow)

@@ -461,3 +461,38 @@ def test_a_partial_search_keeps_every_pair_apart_and_lists_the_new_pairs():
             assert (listed == f).sum() + (listed == e).sum() == 1, f"pair {(e, f)} listed twice"
             new_pairs += 1
     assert new_pairs > 20
+
+
+def test_the_bound_never_lengthens_a_step_of_a_cloth_that_drifted_far_since_its_search():
+    """A cloth falling as a whole, 20 cm since its last search (the drift: no distance changed, so no search was
+    due), whose lowest row stops dead on the ground while the rest falls on by more than its bound: the
+    displacement bound may shorten a vertex's step but never lengthen it or turn it back. The rule before
+    0b6f2f7 dropped the drift of such a step and clamped every vertex to its search position: the falling cloth
+    jumped back up by the 20 cm, which XPBD turned into a velocity of some 100 m/s (the 64 x 64 drop at a query
+    radius of 3 thicknesses, which searched once in its whole fall, left for 40 m within the second)."""
+    from sim.self_contact import SelfContact
+    b = sim.ModelBuilder(gravity=0.0)
+    b.add_cloth_grid((0, 0.3, 0), IDENTITY, (0, 0, 0), 6, 6, 0.03, 0.03, mass=0.001, self_collision=True,
+                     thickness=THICKNESS)  # standing on its edge
+    model = b.finalize("cpu")
+    x0 = model.particle_q.numpy().astype(np.float64)
+    contact = SelfContact(model)
+    contact.find(wp.array(x0.astype(np.float32), dtype=wp.vec3))
+    bound = contact.bound.numpy()
+    fall = np.array([0.0, -2.0 * bound.max(), 0.0])  # a step longer than any vertex's bound
+    lowest = x0[:, 1] < x0[:, 1].min() + 1.0e-6
+    assert 0 < lowest.sum() < len(x0) // 4
+    out = wp.zeros(len(x0), dtype=wp.vec3)
+    steps = int(np.ceil(0.2 / -fall[1]))
+    for k in range(steps + 1):
+        x_start = x0 + k * fall
+        x_end = x_start + fall
+        if k == steps:
+            x_end[lowest] = x_start[lowest]  # landed
+        contact.end_step(wp.array(x_start.astype(np.float32), dtype=wp.vec3),
+                         wp.array(x_end.astype(np.float32), dtype=wp.vec3), None, 1.0e-3, out, None)
+        step, taken = x_end - x_start, out.numpy() - x_start
+        assert np.all(np.linalg.norm(taken, axis=1) <= np.linalg.norm(step, axis=1) + 1.0e-5), k
+        assert np.all(np.sum(taken * step, axis=1) >= -1.0e-9), f"a vertex was turned back at step {k}"
+        if k < steps:
+            assert np.allclose(taken, step, atol=1.0e-5), "a common translation is never shortened"
