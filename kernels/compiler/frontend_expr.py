@@ -88,8 +88,17 @@ class ExpressionLowering:
                 return Static(scalar_semantics.fold_binary(name, a.obj, b.obj))
             except scalar_semantics.ScalarSemanticsError as e:
                 raise self.error(f"{ast.unparse(node)}: {e}", node) from None
-        return self.emit("call", [self.as_value(a, node), self.as_value(b, node)], node,
-                         attrs={"name": name, "matmul": isinstance(node.op, ast.MatMult)})[0]
+        return self.binary_call(name, self.as_value(a, node), self.as_value(b, node), node,
+                                matmul=isinstance(node.op, ast.MatMult))
+
+    def binary_call(self, name, a, b, node, *, matmul=False):
+        """`a <op> b`: the builtin operator `name`, or, as in Warp, a @wp.func of that name in the function's
+        scope where one of its overloads takes the operands' types (type inference decides)."""
+        attrs = {"name": name, "matmul": matmul}
+        user = self.user_operator(name)
+        if user is not None:
+            attrs["user_op"] = user
+        return self.emit("call", [a, b], node, attrs=attrs)[0]
 
     def expr_UnaryOp(self, node):
         a = self.lower_expr(node.operand)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import builtins as py_builtins
 import inspect
+import sys
 import textwrap
 
 from . import ir
@@ -63,7 +64,11 @@ class FunctionSource:
             return self.globals[name]
         if hasattr(py_builtins, name):
             return getattr(py_builtins, name)
-        # as in Warp, a builtin may be called without its `wp.` prefix (`expect_eq(a, b)`)
+        # as in Warp, a public name of the package may be used without its `wp.` prefix (`v = vec3(...)`)
+        package = sys.modules[__package__.rpartition(".")[0]]
+        if not name.startswith("_") and hasattr(package, name):
+            return getattr(package, name)
+        # and so may a builtin (`expect_eq(a, b)`)
         obj = BUILTIN_FUNCTIONS.get(name)
         if obj is not None:
             return obj

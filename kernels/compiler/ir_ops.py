@@ -90,6 +90,7 @@ _CALL_ATTRS = {
     "overload": ANY,  # the builtin Overload (after type inference)
     "callee": ANY,  # the typed ir.Function called (after type inference)
     "func": ANY,  # the user Func called (before type inference)
+    "user_op": ANY,  # an operator's @wp.func of the same name, called instead where it takes the operand types
     "kwargs": list, "nresults": (int, type(None)), "caller": str,
     "gradient": bool, "seed": ANY,  # wp.grad(f)(...): f's adjoint seeded with one
     "mutates": tuple,  # argument positions the native function updates in place; results follow the outputs

@@ -175,6 +175,9 @@ class TypeInference(FixedArrayForms, TileForms, TileSliceForms, PathForms, Slice
     # ---------------------------------------------------------------------------------------------- calls
 
     def op_call(self, op):
+        user = op.attrs.pop("user_op", None)
+        if user is not None and user.takes_exactly([v.type for v in op.operands]):
+            op.attrs = {"func": user}
         if "func" in op.attrs:
             return self.call_user(op)
         if op.attrs.get("gradient"):
