@@ -14,7 +14,7 @@ from .function import UNBOUND_FUNCTION, grad, is_function_object
 from ..builtins import BUILTINS
 from .frontend_source import FunctionSource
 from .native_snippet import NativeSnippet
-from ..errors import CompileTypeError, CompileValueError
+from ..errors import CompileKeyError, CompileTypeError, CompileValueError
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
            ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "mul", ast.BitAnd: "bit_and", ast.BitOr: "bit_or",
@@ -57,7 +57,9 @@ class ExpressionLowering:
         try:
             obj = self.src.lookup(name)
         except KeyError:
-            raise self.error(f"name '{name}' is not defined", node) from None
+            # Warp's wording (a KeyError there too), with Python's
+            raise self.error(f"Referencing undefined symbol: {name} (name '{name}' is not defined)", node,
+                             CompileKeyError) from None
         if _is_array_object(obj):
             # its contents would be read once, at compile time, and later changes silently ignored
             raise self.error(f"Invalid external reference type: {type(obj)}: '{name}' is an array defined outside "
@@ -273,6 +275,9 @@ class ExpressionLowering:
             early = getattr(self.src, "early_statics", {})
             value = early[key] if key in early else self.static_eval(node.args[0])
             return self._static_result(value, nresults, node)
+        type_of = self.type_of_value(node.func)
+        if type_of is not None:
+            return self.construct_type_of(node, *type_of)
         callee = self.lower_expr(node.func)
         if not isinstance(callee, Static):
             raise self.error(f"'{ast.unparse(node.func)}' is not callable in a kernel", node)
@@ -353,6 +358,39 @@ class ExpressionLowering:
             if references:  # wp.ref[T] parameters: written back to the arguments (frontend_reference.py)
                 return self.call_with_references(node, target, references, operands, attrs)
         return self.emit("call", operands, node, nresults=nresults, attrs=attrs)
+
+    def type_of_value(self, func):
+        """Warp's generic constructors: `type(x)(...)`, `type(x).dtype(...)`, `a.dtype(...)` of a run-time value
+        x (or local a): (the value, the attribute names after its type), or None for any other callee."""
+        steps = []
+        base = func
+        while isinstance(base, ast.Attribute):
+            steps.insert(0, base.attr)
+            base = base.value
+        if isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and base.func.id == "type" \
+                and len(base.args) == 1 and not base.keywords:
+            callee = self.lookup_name("type", base.func)
+            if isinstance(callee, Static) and callee.obj is type:
+                value = self.lower_expr(base.args[0])
+                if isinstance(value, Static):
+                    raise self.error("type(...) of a compile-time value in a kernel: use the type itself", base)
+                return self.as_value(value, base), tuple(steps)
+            return None
+        if steps and steps[0] == "dtype" and isinstance(base, ast.Name) and base.id in self.env:
+            value = self.env[base.id]
+            if not isinstance(value, (Static, tuple)):
+                return value, tuple(steps)
+        return None
+
+    def construct_type_of(self, node, value, steps):
+        """A constructor call whose type is that of a run-time value (see `type_of_value`): type inference reads
+        the type from the first operand."""
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            raise self.error("starred arguments of a generic constructor are not supported", node)
+        args = [self.as_value(self.lower_expr(a), node) for a in node.args]
+        kwargs = {k.arg: self.as_value(self.lower_expr(k.value), node) for k in node.keywords}
+        attrs = {"kwargs": list(kwargs), "nresults": 1, "type": None, "type_of": steps}
+        return self.emit("construct", [value, *args, *kwargs.values()], node, attrs=attrs)
 
     def _call_with_outputs(self, node, target, n_out):
         """Warp's output-argument form of a builtin that gives several values: `wp.svd3(A, U, sigma, V)` is

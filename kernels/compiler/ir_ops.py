@@ -112,7 +112,8 @@ SCHEMA: dict = {
     Opcode.SLICE: OpSpec(FRONTEND, (0, None), (1, 1), attrs={"parts": ANY}),
     Opcode.STARRED: OpSpec(FRONTEND, (1, 1), (1, 1), attrs={"bounds": ANY}),
     Opcode.CONSTRUCT: OpSpec(FRONTEND, (0, None), (0, None), attrs={"type": ANY},
-                             optional={"kwargs": list, "nresults": (int, type(None)), "component_update": ANY}),
+                             optional={"kwargs": list, "nresults": (int, type(None)), "component_update": ANY,
+                                       "type_of": tuple}),  # the type: the first operand's, then these attributes
     Opcode.CONST: OpSpec(TYPED, (0, 0), (1, 1), attrs={"value": ANY}, optional={"weak": bool}),
     Opcode.UNDEF: OpSpec(TYPED, (0, 0), (1, 1)),
     Opcode.CALL: OpSpec(TYPED, optional=_CALL_ATTRS),

@@ -653,7 +653,24 @@ class TypeInference(FixedArrayForms, TileForms, TileSliceForms, PathForms, Slice
             return
         raise self.error(f"cannot assign attribute '{attr}' of a {describe(t)}", op)
 
+    def type_of(self, t, steps, op):
+        """`type(x).dtype...` in Warp's generic code: the type `t` of a value, then its attributes `steps`
+        (`dtype`: an array's element type, a vector's, matrix's or quaternion's scalar type)."""
+        for step in steps:
+            if step == "dtype" and isinstance(t, ArrayType):
+                t = t.dtype
+            elif step == "dtype" and T.is_composite(t):
+                t = t._wp_scalar_type_
+            elif not isinstance(t, ArrayType) and hasattr(t, step) and isinstance(getattr(t, step), type):
+                t = getattr(t, step)
+            else:
+                raise self.error(f"`{step}` is not an attribute of '{describe(t)}'", op, CompileAttributeError)
+        return t
+
     def op_construct(self, op):
+        if "type_of" in op.attrs:
+            op.attrs["type"] = self.type_of(op.operands[0].type, op.attrs.pop("type_of"), op)
+            op.operands = op.operands[1:]
         t = T.canonical_type(op.attrs["type"])
         args = op.operands
         if isinstance(t, ArrayType) or t is T.Any:
