@@ -707,11 +707,14 @@ class TypeInference(FixedArrayForms, TileForms, TileSliceForms, PathForms, Slice
             return
         if T.is_composite(t):
             s = t._wp_scalar_type_
+            args = self.drop_template_arguments(t, op)
             args = [self.convert_weak_to(a, s, op) for a in args]
             ov, rtype = registry.resolve("construct_" + t._category_, [StaticType(t)] + [a.type for a in args])
             if ov is None:
                 if T.is_vector(t):
                     self.check_vector_components(t, args, op)
+                if T.is_matrix(t):
+                    self.check_matrix_components(t, args, op)
                 got = ", ".join(describe(a.type) for a in args)
                 raise self.error(f"cannot construct a {describe(t)} from ({got})", op)
             op.results[0].type = rtype
