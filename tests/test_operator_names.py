@@ -6,6 +6,7 @@
   `a * b` and `x += b` where one of its overloads takes the operand types; other operand types keep the builtin.
 - `isfinite`, `isnan`, `isinf` of vectors, quaternions and matrices: finite when every component is, NaN or
   infinite when some component is (Warp 1.19's composite overloads).
+- A literal bool is a range() bound, the int it is in Python (`range(wp.static(True))`).
 """
 
 import importlib.util
@@ -151,3 +152,19 @@ def test_classification_is_not_differentiable_but_its_branches_are():
     tape.backward()
     np.testing.assert_array_equal(out.numpy(), [14.0, 0.0])
     np.testing.assert_array_equal(v.grad.numpy(), [[2.0, 4.0, 6.0], [0.0, 0.0, 0.0]])
+
+
+@wp.kernel(module="unique")
+def bool_bounds(out: wp.array(dtype=wp.int32)):
+    count = int(0)
+    for _ in range(wp.static(True)):
+        count += 1
+    for _ in range(False, 3):
+        count += 10
+    out[0] = count
+
+
+def test_a_literal_bool_is_a_range_bound_as_in_python():
+    out = wp.zeros(1, dtype=wp.int32)
+    wp.launch(bool_bounds, dim=1, inputs=[out])
+    assert out.numpy()[0] == 31  # Warp's test_static: range(wp.static(True)) runs once
