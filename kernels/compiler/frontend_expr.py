@@ -73,9 +73,14 @@ class ExpressionLowering:
         base = self.lower_expr(node.value)
         if isinstance(base, Static):
             try:
-                return Static(getattr(base.obj, node.attr))
+                obj = getattr(base.obj, node.attr)
             except AttributeError:
                 raise self.error(f"'{ast.unparse(node.value)}' has no attribute '{node.attr}'", node) from None
+            if _is_array_object(obj):  # as for a global array: read once at compile time, later changes lost
+                raise self.error(f"Invalid external reference type: {type(obj)}: '{ast.unparse(node)}' is an array "
+                                 "reached at compile time; pass it (or its struct) as a kernel argument", node,
+                                 CompileTypeError)
+            return Static(obj)
         if isinstance(base, tuple):
             raise self.error("attribute of a tuple", node)
         return self.emit("getattr", [base], node, attrs={"attr": node.attr})[0]

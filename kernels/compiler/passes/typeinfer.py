@@ -154,6 +154,9 @@ class TypeInference(FixedArrayForms, TileForms, TileSliceForms, PathForms, Slice
         elif isinstance(value, T.Composite):
             r.type = type(value)
             op.attrs["weak"] = False
+        elif is_struct(type(value)):  # a struct instance made at compile time (`wp.static(make_struct(...))`)
+            self.replace(r, self.struct_constant(value, op))
+            return
         else:
             r.type = StaticType(value)
             op.attrs["weak"] = False

@@ -8,7 +8,16 @@ Mixed into `typeinfer.TypeInference` (which provides `static_value`, `static_typ
 from __future__ import annotations
 
 from ... import types as T
+from ...builtins import registry
 from ...errors import CompileTypeError
+from ...typesys import describe, is_struct
+from .. import ir
+
+
+def _scalar(value, t):
+    """A host field value as a Python number of scalar type t (a numpy scalar or a Warp scalar instance)."""
+    value = getattr(value, "value", value)
+    return float(value) if T.is_float(t) else bool(value) if t is T.bool_ else int(value)
 
 
 class ConstructorForms:
@@ -137,6 +146,27 @@ class ConstructorForms:
                 raise self.error(f"Remove the extraneous `{name}` parameter when calling the templated version of "
                                  f"`wp.{what}()`", op)
         return args
+
+    def struct_constant(self, value, op):
+        """A struct value in the kernel with the fields of the host instance `value`, as Warp embeds one made at
+        compile time (nested structs, composites and scalars; an array field cannot be a constant)."""
+        t = type(value)
+        result = self.new_op("call", [], t, op.loc, {"name": "struct_new",
+                                                      "overload": registry.BUILTINS["struct_new"][0]})
+        for name, ft in t._wp_struct_.fields.items():
+            field = getattr(value, name)
+            if is_struct(ft):
+                part = self.struct_constant(field, op)
+            elif T.is_scalar(ft) or T.is_composite(ft):
+                const = ft(field) if T.is_composite(ft) and not isinstance(field, ft) else field
+                part = self.typed_const(const if T.is_composite(ft) else _scalar(const, ft), ft, op.loc)
+            else:
+                raise self.error(f"struct {t.__name__}: field '{name}' ({describe(ft)}) cannot be part of a "
+                                 f"compile-time constant", op)
+            put = ir.Op("setattr", [result, part], [ir.Value()], {"attr": name}, [], op.loc)
+            self.op_setattr(put)
+            result = self.subst.get(put.results[0], put.results[0])
+        return result
 
     def check_matrix_components(self, t, args, op):
         """Warp's refusals of a matrix construction `t(*args)` that no overload takes: a copy of another shape,

@@ -1,0 +1,107 @@
+"""A struct instance made at compile time is a constant of kernels (issue 34; Warp's test_static.py):
+`wp.static(make_struct(...))` calls the @wp.func from Python and embeds the instance's fields (nested structs,
+matrices, transforms, quaternions, scalars). Arrays of structs read back with Warp's numpy layout: a vector or
+matrix field is a subarray of its shape (a mat33 field is (3, 3)). Values checked against real warp-lang."""
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+import kernels as wp
+
+import _warp_reference
+
+_PROGRAM = '''
+@wp.struct
+class Inner:
+    mat: wp.mat33
+    vec: wp.vec3
+    i: int
+
+
+@wp.struct
+class Outer:
+    s: Inner
+    tf: wp.transform
+    q: wp.quat
+
+
+@wp.func
+def make_inner(mat: wp.mat33, vec: wp.vec3, i: int):
+    s = Inner()
+    s.mat = mat
+    s.vec = vec
+    s.i = i
+    return s
+
+
+@wp.func
+def make_outer(s: Inner, tf: wp.transform):
+    o = Outer()
+    o.s = s
+    o.tf = tf
+    o.q = wp.quat(0.5, 0.5, 0.5, 0.5)
+    return o
+
+
+@wp.kernel
+def store(results: wp.array(dtype=Outer), xs: wp.array(dtype=float)):
+    c = wp.static(make_outer(make_inner(wp.mat33(1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0),
+                                        wp.vec3(1.0, 2.0, 3.0), 7),
+                             wp.transform(wp.vec3(1.0, 2.0, 3.0), wp.quat_identity())))
+    results[0] = c
+    xs[0] = c.s.mat[2, 1] + c.tf.p[2] + c.q[3] + float(c.s.i)
+
+
+def run(wp, Tape):
+    results = wp.zeros(1, dtype=Outer, device="cpu")
+    xs = wp.zeros(1, dtype=float, device="cpu")
+    wp.launch(store, dim=1, inputs=[results, xs], device="cpu")
+    r = results.numpy()
+    return {"mat": r["s"]["mat"], "vec": r["s"]["vec"], "i": r["s"]["i"], "tf": r["tf"], "q": r["q"],
+            "xs": xs.numpy()}
+'''
+
+
+def test_values_and_layout_are_warps(tmp_path):
+    if importlib.util.find_spec("warp") is None:
+        pytest.skip("warp-lang (the reference, a test extra) is not installed")
+    warp, ours = _warp_reference.both(_PROGRAM, str(tmp_path), "static_struct_constant")
+    for key in warp:
+        assert ours[key].shape == warp[key].shape, key
+        np.testing.assert_array_equal(ours[key], warp[key], err_msg=key)
+
+
+def test_an_array_field_cannot_be_a_compile_time_constant():
+    @wp.struct
+    class Holder:
+        values: wp.array(dtype=float)
+
+    holder = Holder()
+    holder.values = wp.zeros(2, dtype=float)
+
+    @wp.kernel(module="unique")
+    def k(out: wp.array(dtype=Holder)):
+        out[0] = wp.static(holder)
+
+    with pytest.raises(wp.CompileError, match="field 'values'.*cannot be part of a compile-time constant"):
+        wp.launch(k, dim=1, inputs=[wp.zeros(1, dtype=Holder)])
+
+
+def test_an_array_reached_through_a_compile_time_struct_is_refused():
+    # it would be read once, at compile time: a later change of the array would be silently ignored
+    @wp.struct
+    class Holder:
+        values: wp.array(dtype=float)
+
+    holder = Holder()
+    holder.values = wp.full(2, 3.0, dtype=float)
+
+    @wp.kernel(module="unique")
+    def k(out: wp.array(dtype=float)):
+        h = wp.static(holder)
+        out[0] = h.values[0]
+
+    with pytest.raises(wp.CompileError, match="'h.values' is an array reached at compile time"):
+        wp.launch(k, dim=1, inputs=[wp.zeros(1, dtype=float)])
