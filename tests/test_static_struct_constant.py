@@ -1,7 +1,9 @@
 """A struct instance made at compile time is a constant of kernels (issue 34; Warp's test_static.py):
 `wp.static(make_struct(...))` calls the @wp.func from Python and embeds the instance's fields (nested structs,
 matrices, transforms, quaternions, scalars). Arrays of structs read back with Warp's numpy layout: a vector or
-matrix field is a subarray of its shape (a mat33 field is (3, 3)). Values checked against real warp-lang."""
+matrix field is a subarray of its shape (a mat33 field is (3, 3)). Values checked against real warp-lang. As in
+Warp, `wp.static` refuses arrays (also inside structs), None and objects of the user's own classes, and reads a
+local holding a literal (`n = 3`) as a constant."""
 
 import importlib.util
 
@@ -73,35 +75,79 @@ def test_values_and_layout_are_warps(tmp_path):
         np.testing.assert_array_equal(ours[key], warp[key], err_msg=key)
 
 
-def test_an_array_field_cannot_be_a_compile_time_constant():
+def test_static_values_warp_refuses_are_refused_in_its_words():
     @wp.struct
     class Holder:
         values: wp.array(dtype=float)
 
-    holder = Holder()
-    holder.values = wp.zeros(2, dtype=float)
+    @wp.struct
+    class Outer:
+        holder: Holder
+        x: float
+
+    def make():
+        outer = Outer()
+        outer.holder = Holder()
+        outer.holder.values = wp.zeros(2, dtype=float)
+        return outer
 
     @wp.kernel(module="unique")
-    def k(out: wp.array(dtype=Holder)):
-        out[0] = wp.static(holder)
+    def k(out: wp.array(dtype=Outer)):
+        out[0] = wp.static(make())
 
-    with pytest.raises(wp.CompileError, match="field 'values'.*cannot be part of a compile-time constant"):
-        wp.launch(k, dim=1, inputs=[wp.zeros(1, dtype=Holder)])
+    with pytest.raises(wp.CompileError, match=r"Static expression returns an unsupported value: the returned Warp "
+                                              r"struct contains .*array cannot be created .* at Outer\.holder\.values"):
+        wp.launch(k, dim=1, inputs=[wp.zeros(1, dtype=Outer)])
+
+    @wp.kernel(module="unique")
+    def nothing():
+        wp.static(print())
+
+    with pytest.raises(wp.CompileError, match="unsupported value: None is returned"):
+        wp.launch(nothing, dim=1, inputs=[])
+
+
+@wp.struct
+class _Holder:
+    values: wp.array(dtype=float)
+
+
+_holder = _Holder()
+_holder.values = wp.full(2, 3.0, dtype=float)
+
+
+@wp.kernel(module="unique")
+def _reads_a_global_struct_array(out: wp.array(dtype=float)):
+    out[0] = _holder.values[0]
 
 
 def test_an_array_reached_through_a_compile_time_struct_is_refused():
     # it would be read once, at compile time: a later change of the array would be silently ignored
-    @wp.struct
-    class Holder:
-        values: wp.array(dtype=float)
+    with pytest.raises(wp.CompileError, match="'_holder.values' is an array reached at compile time"):
+        wp.launch(_reads_a_global_struct_array, dim=1, inputs=[wp.zeros(1, dtype=float)])
 
-    holder = Holder()
-    holder.values = wp.full(2, 3.0, dtype=float)
 
-    @wp.kernel(module="unique")
-    def k(out: wp.array(dtype=float)):
-        h = wp.static(holder)
-        out[0] = h.values[0]
+class _Settings:
+    stiffness = 2.0
 
-    with pytest.raises(wp.CompileError, match="'h.values' is an array reached at compile time"):
-        wp.launch(k, dim=1, inputs=[wp.zeros(1, dtype=float)])
+
+@wp.kernel(module="unique")
+def _static_user_object(out: wp.array(dtype=float)):
+    out[0] = wp.static(_Settings()).stiffness
+
+
+def test_a_user_object_is_refused_as_a_static_value_as_in_warp():
+    with pytest.raises(wp.CompileError, match=r"unsupported value: value of type .*_Settings"):
+        wp.launch(_static_user_object, dim=1, inputs=[wp.zeros(1, dtype=float)])
+
+
+@wp.kernel(module="unique")
+def _static_with_a_literal_local(out: wp.array(dtype=int)):
+    n = 3
+    out[0] = wp.static(n * 2 + 1)
+
+
+def test_a_local_holding_a_literal_is_a_constant_of_static_expressions():
+    out = wp.zeros(1, dtype=int)
+    wp.launch(_static_with_a_literal_local, dim=1, inputs=[out])
+    assert out.numpy()[0] == 7

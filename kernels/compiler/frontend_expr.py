@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import builtins as py_builtins
+import types
 
 from . import ir, scalar_semantics
 from ..typesys import ArrayValue
@@ -239,6 +240,10 @@ class ExpressionLowering:
     def static_eval(self, node, quiet=False):
         """Evaluate an expression in Python at compile time (module globals, closure, and local Statics)."""
         local = {k: v.obj for k, v in self.env.items() if isinstance(v, Static)}
+        # a local whose value here is a literal (`n = 3`) is a constant, as Warp's static context has it
+        local.update({k: v.owner.attrs["value"] for k, v in self.env.items()
+                      if isinstance(v, ir.Value) and v.owner is not None and v.owner.opcode == "const"
+                      and _is_number(v.owner.attrs.get("value")) and not k.startswith("__")})
         for n in ast.walk(node):
             # a run-time local shadows any global of its name: it has no compile-time value
             if isinstance(n, ast.Name) and n.id in self.env and n.id not in local and not n.id.startswith("__"):
@@ -449,6 +454,9 @@ class ExpressionLowering:
         return value.obj
 
     def _static_result(self, value, nresults, node):
+        why = _unsupported_static(value)
+        if why is not None:  # Warp's wording
+            raise self.error(f"Static expression returns an unsupported value: {why}", node)
         if nresults in (1, None):
             return [Static(value)]
         if isinstance(value, tuple) and len(value) == nresults:
@@ -497,6 +505,36 @@ def _builtin_result_count(name, nargs=None):
             return None  # a rule computed from the argument types
         counts.add(0 if ov.ret is None else len(ov.ret) if isinstance(ov.ret, tuple) else 1)
     return counts.pop() if len(counts) == 1 else None
+
+
+def _unsupported_static(value, path=None):
+    """Why the value of a `wp.static(...)` cannot be a kernel constant (an array, anywhere in a struct; None),
+    or None when it can."""
+    if value is None and path is None:
+        return "None is returned"
+    if _is_array_object(value):
+        where = f" at {path}" if path else ""
+        return f"a Warp array cannot be created inside Warp kernels{where}"
+    info = getattr(type(value), "_wp_struct_", None)
+    if info is not None and not isinstance(value, type):
+        for name in info.fields:
+            why = _unsupported_static(getattr(value, name, None), f"{path or type(value).__name__}.{name}")
+            if why is not None:
+                return why if path else ("the returned Warp struct contains a data type that cannot be "
+                                         f"constructed inside Warp kernels: {why}")
+        return None
+    cls = type(value)
+    # an instance of a user's own class (Warp accepts values, strings, functions and structs; Python's own objects
+    # such as ranges, tuples and types and the package's stay usable here, as in kernels before)
+    if not isinstance(value, (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)) \
+            and not any(base.__module__.partition(".")[0] in _STATIC_VALUE_PACKAGES
+                        for base in cls.__mro__ if base is not object):
+        return f"value of type {cls} cannot be constructed inside Warp kernels"
+    return None
+
+
+_STATIC_VALUE_PACKAGES = {"builtins", "kernels", "numpy", "autodiff", "warp_shim", "typing", "enum",
+                          "functools", "math"}
 
 
 def _is_array_object(obj) -> bool:
