@@ -84,7 +84,7 @@ class ExpressionLowering:
             return Static(obj)
         if isinstance(base, tuple):
             raise self.error("attribute of a tuple", node)
-        return self.emit("getattr", [base], node, attrs={"attr": node.attr})[0]
+        return self.emit("getattr", [base], node, attrs={"attr": node.attr, "base": ast.unparse(node.value)})[0]
 
     def expr_BinOp(self, node):
         name = _BINOPS.get(type(node.op))

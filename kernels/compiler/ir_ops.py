@@ -102,7 +102,7 @@ _CALL_ATTRS = {
 _LOOP_ATTRS = {"carried": list, "static": bool, "break_flag": int, "recompute": bool, "counter": int}
 
 SCHEMA: dict = {
-    Opcode.GETATTR: OpSpec(FRONTEND, (1, 1), (1, 1), attrs={"attr": str}),
+    Opcode.GETATTR: OpSpec(FRONTEND, (1, 1), (1, 1), attrs={"attr": str}, optional={"base": str}),
     Opcode.GETITEM: OpSpec(FRONTEND, (1, None), (1, 1)),
     Opcode.SETITEM: OpSpec(FRONTEND, (2, None), (0, 1)),
     Opcode.SETATTR: OpSpec(FRONTEND, (2, 2), (1, 1), attrs={"attr": str}),

@@ -510,8 +510,10 @@ class TypeInference(FixedArrayForms, TileForms, TileSliceForms, PathForms, Slice
         t = base.type
         if is_struct(t):
             fields = t._wp_struct_.fields
-            if attr not in fields:
-                raise self.error(f"struct {t.__name__} has no field '{attr}'", op, CompileAttributeError)
+            if attr not in fields:  # ours, then Warp's wording
+                where = op.attrs.get("base", base.name or "value")
+                raise self.error(f"struct {t.__name__} has no field '{attr}': `{attr}` is not an attribute of "
+                                 f"'{where}' ({t.__module__}.{t.__qualname__})", op, CompileAttributeError)
             known = _field_value(base, attr)
             if known is not None:
                 # read back what was set: an array keeps its origin (a parameter's field), which its gradient needs
@@ -564,7 +566,7 @@ class TypeInference(FixedArrayForms, TileForms, TileSliceForms, PathForms, Slice
             return self.getitem_sliced(op, base, idx)
         if isinstance(t, ArrayType):
             if len(idx) > t.ndim:
-                raise self.error(f"a {t.ndim}-d array is indexed with {t.ndim} indices, got {len(idx)}", op)
+                raise self.error(_index_count_error(len(idx), t.ndim), op)
             self.check_indices(idx, op)
             if len(idx) < t.ndim:
                 self.call_builtin(op, "view", [base, *idx])
@@ -596,7 +598,7 @@ class TypeInference(FixedArrayForms, TileForms, TileSliceForms, PathForms, Slice
             return self.setitem_sliced(op, base, idx, value)
         if isinstance(t, ArrayType):
             if len(idx) != t.ndim:
-                raise self.error(f"a {t.ndim}-d array is indexed with {t.ndim} indices, got {len(idx)}", op)
+                raise self.error(_index_count_error(len(idx), t.ndim), op)
             self.check_indices(idx, op)
             value = self.convert_weak_to(value, T.scalar_type(t.dtype) if T.is_scalar(t.dtype) else value.type, op)
             store = ir.Op("call", [base, *idx, value], [], {"name": "store"}, [], op.loc)
@@ -743,6 +745,11 @@ class TypeInference(FixedArrayForms, TileForms, TileSliceForms, PathForms, Slice
                 raise self.error("a return value's type cannot be determined", op)
         self.return_types = types
         self.append(op)
+
+
+def _index_count_error(count, ndim) -> str:
+    return (f"Incorrect number of indices specified for array indexing, got {count} indices for a {ndim} "
+            f"dimensional array.")  # Warp's wording
 
 
 def _convert(value, t):
