@@ -14,6 +14,7 @@ import typing
 import numpy as np
 
 from . import halfbits
+from .composite_access import CompositeAccess
 
 class _AnyType:
     """Placeholder for generic annotations (`typing.Any` or `wp.types.Any`): specialised per call site."""
@@ -223,7 +224,7 @@ def is_int(t) -> bool:
 # Composite value types (vectors, matrices, quaternions, transforms)
 
 
-class Composite:
+class Composite(CompositeAccess):
     """Base of fixed-size value types: a flat tuple of scalars with a shape.
 
     Instances hold their components in a numpy array `_data` of the scalar type, laid out row-major; this is also
@@ -257,6 +258,7 @@ class Composite:
             # a copy, as Warp's constructors make: `vec3(v)` must not share v's components
             data = np.array(_components(args[0], st))
         else:
+            self._check_rows(args)
             data = np.concatenate([_components(a, st) for a in args])
         if data.size != n:
             raise ValueError(f"Invalid number of arguments in {self._category_} constructor, expected {n} elements, "
@@ -300,15 +302,7 @@ class Composite:
 
     def __setitem__(self, key, value):
         self._check_key(key)
-        if isinstance(value, (str, bytes)):
-            raise TypeError(f"Expected to assign a `{self._wp_scalar_type_.__name__}` value but got "
-                            f"`{type(value).__name__}` instead")
-        # integers wrap like the C++ types (`v[0] = -1` in a uint vector), as the constructors do
-        a = np.asarray(value._data.reshape(value._shape_) if isinstance(value, Composite) else value)
-        if a.dtype != self._data.dtype:
-            with np.errstate(over="ignore", invalid="ignore"):
-                a = a.astype(self._data.dtype)
-        self._data.reshape(self._shape_)[key] = a
+        self._assign(key, value)  # composite_access.py: Warp's errors
 
     def __iter__(self):
         return (self[i] for i in range(self._shape_[0]))
