@@ -1,6 +1,7 @@
 """Matrix constructors in kernels with Warp 1.19's rules and words (issue 34; Warp's test_mat_constructors.py):
 a copy without `shape=` keeps the source's shape, a typed constructor accepts `shape=`/`dtype=` that repeat its
-own, and the constructions Warp refuses are refused with its messages."""
+own, and the constructions Warp refuses are refused with its messages. A transform takes p= and q= in either
+order."""
 
 import numpy as np
 import pytest
@@ -78,3 +79,16 @@ def refused_6(x: float):
 def test_refusals_are_warps(kernel, message):
     with pytest.raises(wp.CompileError, match=message):
         wp.launch(kernel, dim=1, inputs=[1.0])
+
+
+@wp.kernel
+def transforms_by_keyword(out: wp.array(dtype=wp.transform)):
+    out[0] = wp.transform(p=wp.vec3(1.0, 2.0, 3.0), q=wp.quat(4.0, 5.0, 6.0, 7.0))
+    out[1] = wp.transform(q=wp.quat(4.0, 5.0, 6.0, 7.0), p=wp.vec3(1.0, 2.0, 3.0))
+    out[2] = wp.transform(wp.vec3(1.0, 2.0, 3.0), q=wp.quat(4.0, 5.0, 6.0, 7.0))
+
+
+def test_transform_parts_by_keyword_in_any_order():
+    out = wp.zeros(3, dtype=wp.transform)
+    wp.launch(transforms_by_keyword, dim=1, inputs=[out])
+    np.testing.assert_array_equal(out.numpy(), np.tile(np.arange(1.0, 8.0), (3, 1)))

@@ -136,7 +136,11 @@ class ConstructorForms:
             own["shape"] = tuple(t._shape_)
         elif T.is_vector(t):
             own["length"] = t._length_
+        parts = {}  # a transform's p= and q=, placed in that order after the positional ones
         for name, value in zip(kw, op.operands[len(args):]):
+            if T.is_transform(t) and name in ("p", "q"):
+                parts[name] = value
+                continue
             if name not in own:
                 raise self.error(f"{T.type_repr(t)}() got an unexpected keyword argument '{name}'", op)
             given = self.static_value(value, op, name)
@@ -145,7 +149,7 @@ class ConstructorForms:
                 what = "matrix" if T.is_matrix(t) else "vector" if T.is_vector(t) else t._category_
                 raise self.error(f"Remove the extraneous `{name}` parameter when calling the templated version of "
                                  f"`wp.{what}()`", op)
-        return args
+        return args + [parts[k] for k in ("p", "q") if k in parts]
 
     def struct_constant(self, value, op):
         """A struct value in the kernel with the fields of the host instance `value`, as Warp embeds one made at
