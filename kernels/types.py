@@ -510,6 +510,9 @@ def matrix(shape, dtype=float32):
 
     A dimension or `dtype` may be `Any`: the result is then a generic annotation (see `_generic_composite`).
     """
+    if len(shape) != 2:  # Warp's wording
+        raise ValueError(f"Matrix shape must have exactly two dimensions, got {len(shape)} dimension"
+                         f"{'' if len(shape) == 1 else 's'} in shape {tuple(shape)}")
     if isinstance(dtype, typing.TypeVar):
         return _constrained_composite("matrix", tuple(shape), dtype)
     if _is_any(shape[0]) or _is_any(shape[1]) or _is_any(dtype):

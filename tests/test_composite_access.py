@@ -50,3 +50,9 @@ def test_from_ptr_reads_the_native_value():
     np.testing.assert_array_equal(wp.vec3.from_ptr(a.ptr + 12).numpy(), [4.0, 5.0, 6.0])
     h = wp.array([wp.mat22h(1.5, 2.0, 3.0, 4.0)], dtype=wp.mat22h)
     np.testing.assert_array_equal(wp.mat22h.from_ptr(h.ptr).numpy(), [[1.5, 2.0], [3.0, 4.0]])
+
+
+def test_a_matrix_type_needs_two_dimensions():
+    with pytest.raises(ValueError, match=r"Matrix shape must have exactly two dimensions, got 1 dimension in shape "
+                                         r"\(2,\)"):
+        wp.types.matrix((2,), wp.float32)
