@@ -376,7 +376,7 @@ class Composite(CompositeAccess):
             # a transform's translation and rotation, as Warp's Python transforms give them (copies)
             scalar = self._wp_scalar_type_
             return vector(3, scalar)(*self._data[:3]) if name == "p" else quaternion(scalar)(*self._data[3:])
-        raise AttributeError(name)
+        raise AttributeError(f"'{warp_type_name(type(self))}' object has no attribute '{name}'")  # Warp's words
 
     def __setattr__(self, name, value):
         idx = _COMPONENT_INDEX.get(name)

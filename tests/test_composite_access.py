@@ -56,3 +56,9 @@ def test_a_matrix_type_needs_two_dimensions():
     with pytest.raises(ValueError, match=r"Matrix shape must have exactly two dimensions, got 1 dimension in shape "
                                          r"\(2,\)"):
         wp.types.matrix((2,), wp.float32)
+
+
+def test_a_missing_attribute_names_warps_type():
+    with pytest.raises(AttributeError, match=r"'vec3f' object has no attribute 'foo'$"):
+        wp.vec3(1.0, 2.0, 3.0).foo  # noqa: B018
+    assert not hasattr(wp.vec2(1.0, 2.0), "w")
