@@ -151,3 +151,19 @@ def test_a_local_holding_a_literal_is_a_constant_of_static_expressions():
     out = wp.zeros(1, dtype=int)
     wp.launch(_static_with_a_literal_local, dim=1, inputs=[out])
     assert out.numpy()[0] == 7
+
+
+_UNIT = wp.vec3(1.0, 2.0, 3.0)
+_M = wp.mat22(1.0, 2.0, 3.0, 4.0)
+
+
+@wp.kernel(module="unique")
+def _constant_composites_at_run_time_indices(out: wp.array(dtype=float)):
+    i = wp.tid()
+    out[i] = _UNIT[i] + _M[i % 2, 1] + _UNIT[2]
+
+
+def test_a_global_vector_or_matrix_is_read_at_run_time_indices():
+    out = wp.zeros(3, dtype=float)
+    wp.launch(_constant_composites_at_run_time_indices, dim=3, inputs=[out])
+    np.testing.assert_array_equal(out.numpy(), [6.0, 9.0, 8.0])

@@ -10,6 +10,7 @@ import builtins as py_builtins
 import types
 
 from . import ir, scalar_semantics
+from ..types import Composite
 from ..typesys import ArrayValue
 from .function import UNBOUND_FUNCTION, grad, is_function_object
 from ..builtins import BUILTINS
@@ -211,7 +212,10 @@ class ExpressionLowering:
             try:
                 return Static(obj[self.static_eval(node.slice)])
             except Exception:
-                raise self.error(f"cannot index the compile-time value '{ast.unparse(node.value)}'", node) from None
+                if not isinstance(obj, Composite):
+                    raise self.error(f"cannot index the compile-time value '{ast.unparse(node.value)}'",
+                                     node) from None
+            base = self.as_value(base, node)  # a constant vector or matrix read at a run-time index
         if isinstance(base, tuple):
             idx = self.lower_expr(node.slice)
             if not isinstance(idx, Static) or not isinstance(idx.obj, int):
