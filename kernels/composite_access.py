@@ -77,15 +77,11 @@ class CompositeAccess:
 
     def get_row(self, r):
         """Row r (-rows <= r < rows) as a new vector of the matrix's scalar type."""
-        from .types import vector
-        r = self._line_index(r, 0)
-        return vector(self._shape_[1], self._wp_scalar_type_)(*self._data.reshape(self._shape_)[r])
+        return self[self._line_index(r, 0)]  # a matrix's row is a new vector (Composite.__getitem__)
 
     def get_col(self, c):
         """Column c (-cols <= c < cols) as a new vector of the matrix's scalar type."""
-        from .types import vector
-        c = self._line_index(c, 1)
-        return vector(self._shape_[0], self._wp_scalar_type_)(*self._data.reshape(self._shape_)[:, c])
+        return self[:, self._line_index(c, 1)]
 
     def set_row(self, r, v) -> None:
         """Set row r to v (one number for every element, or one value per column), in place."""
