@@ -168,3 +168,17 @@ def test_a_literal_bool_is_a_range_bound_as_in_python():
     out = wp.zeros(1, dtype=wp.int32)
     wp.launch(bool_bounds, dim=1, inputs=[out])
     assert out.numpy()[0] == 31  # Warp's test_static: range(wp.static(True)) runs once
+
+
+def test_cuda_source_compiles_to_ptx():
+    pytest.importorskip("cuda.bindings")
+    from kernels.compiler.nvrtc import compile_source, render_cuda_source
+
+    @wp.kernel(module="unique")
+    def classify_all(v: wp.array(dtype=wp.vec3h), q: wp.array(dtype=wp.quatd), m: wp.array(dtype=wp.mat22),
+                     out: wp.array(dtype=int)):
+        i = wp.tid()
+        out[i] = int(wp.isfinite(v[i])) + int(wp.isnan(q[i])) + int(wp.isinf(m[i]))
+
+    source = render_cuda_source([classify_all], adjoint=True)
+    compile_source(source, 90, "classify.cu", "ptx")
