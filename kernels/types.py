@@ -14,6 +14,7 @@ import typing
 import numpy as np
 
 from . import halfbits
+from .composite_access import CompositeAccess
 
 class _AnyType:
     """Placeholder for generic annotations (`typing.Any` or `wp.types.Any`): specialised per call site."""
@@ -223,7 +224,7 @@ def is_int(t) -> bool:
 # Composite value types (vectors, matrices, quaternions, transforms)
 
 
-class Composite:
+class Composite(CompositeAccess):
     """Base of fixed-size value types: a flat tuple of scalars with a shape.
 
     Instances hold their components in a numpy array `_data` of the scalar type, laid out row-major; this is also
@@ -257,6 +258,7 @@ class Composite:
             # a copy, as Warp's constructors make: `vec3(v)` must not share v's components
             data = np.array(_components(args[0], st))
         else:
+            self._check_rows(args)
             data = np.concatenate([_components(a, st) for a in args])
         if data.size != n:
             raise ValueError(f"Invalid number of arguments in {self._category_} constructor, expected {n} elements, "
@@ -300,15 +302,7 @@ class Composite:
 
     def __setitem__(self, key, value):
         self._check_key(key)
-        if isinstance(value, (str, bytes)):
-            raise TypeError(f"Expected to assign a `{self._wp_scalar_type_.__name__}` value but got "
-                            f"`{type(value).__name__}` instead")
-        # integers wrap like the C++ types (`v[0] = -1` in a uint vector), as the constructors do
-        a = np.asarray(value._data.reshape(value._shape_) if isinstance(value, Composite) else value)
-        if a.dtype != self._data.dtype:
-            with np.errstate(over="ignore", invalid="ignore"):
-                a = a.astype(self._data.dtype)
-        self._data.reshape(self._shape_)[key] = a
+        self._assign(key, value)  # composite_access.py: Warp's errors
 
     def __iter__(self):
         return (self[i] for i in range(self._shape_[0]))
@@ -382,7 +376,7 @@ class Composite:
             # a transform's translation and rotation, as Warp's Python transforms give them (copies)
             scalar = self._wp_scalar_type_
             return vector(3, scalar)(*self._data[:3]) if name == "p" else quaternion(scalar)(*self._data[3:])
-        raise AttributeError(name)
+        raise AttributeError(f"'{warp_type_name(type(self))}' object has no attribute '{name}'")  # Warp's words
 
     def __setattr__(self, name, value):
         idx = _COMPONENT_INDEX.get(name)
@@ -516,6 +510,9 @@ def matrix(shape, dtype=float32):
 
     A dimension or `dtype` may be `Any`: the result is then a generic annotation (see `_generic_composite`).
     """
+    if len(shape) != 2:  # Warp's wording
+        raise ValueError(f"Matrix shape must have exactly two dimensions, got {len(shape)} dimension"
+                         f"{'' if len(shape) == 1 else 's'} in shape {tuple(shape)}")
     if isinstance(dtype, typing.TypeVar):
         return _constrained_composite("matrix", tuple(shape), dtype)
     if _is_any(shape[0]) or _is_any(shape[1]) or _is_any(dtype):

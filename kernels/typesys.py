@@ -240,6 +240,7 @@ class StructInfo:
         self.cname = "S_" + "".join(c if c.isalnum() else "_" for c in qual)
         self.native = False  # defined by a native header (native_struct), not by generated code
         self._ctype = None
+        self._numpy_dtype = None
         # Why the struct cannot be used (a field of a type kernels do not have), raised at first use rather
         # than at definition, so that a module defining such a struct still imports.
         self.error: str | None = None
@@ -268,7 +269,21 @@ class StructInfo:
 
     @property
     def numpy_dtype(self):
-        return np.dtype(self.ctype())
+        """The native layout as a numpy structured dtype, vector and matrix fields shaped as Warp's (a mat33 field
+        is a (3, 3) subarray, not 9 values in a row)."""
+        if self._numpy_dtype is None:
+            flat = np.dtype(self.ctype())
+            formats = []
+            for name in flat.names:
+                fmt, t = flat.fields[name][0], self.fields.get(name)
+                if is_struct(t):
+                    fmt = t._wp_struct_.numpy_dtype
+                elif t is not None and T.is_composite(t) and fmt.subdtype is not None:
+                    fmt = np.dtype((fmt.subdtype[0], tuple(t._shape_)))
+                formats.append(fmt)
+            self._numpy_dtype = np.dtype({"names": list(flat.names), "formats": formats, "itemsize": flat.itemsize,
+                                          "offsets": [flat.fields[n][1] for n in flat.names]}, align=flat.isalignedstruct)
+        return self._numpy_dtype
 
 
 def native_struct(name: str, cname: str, fields: dict, doc: str = "", module: str = "kernels"):

@@ -1,5 +1,7 @@
-"""Kernels of a module that defines @wp.func `add` and `sub`: as in Warp, they replace the builtin operator in
-`+=` / `-=` on array slots whose types they take (used by test_assignment_targets.py)."""
+"""Kernels of a module that defines @wp.func `add` and `sub`: as in Warp 1.19, they replace the builtin operator
+where they take the operand types (`x - y` in the body of `add` calls the user `sub`), in `+=` / `-=` on parts of
+array elements too, but `a[i] += v` on a whole element stays the builtin atomic add (used by
+test_assignment_targets.py; the values are real Warp's)."""
 
 import kernels as wp
 
@@ -31,5 +33,16 @@ def update_double_slots(values: wp.array(dtype=wp.vec3d), rhs: wp.float64):
 @wp.kernel
 def user_operator_slot_update(values: wp.array(dtype=float), rhs: wp.array(dtype=float)):
     values[0] += rhs[0]
+
+
+@wp.kernel
+def user_operator_slot_sum(values: wp.array(dtype=float), rhs: wp.array(dtype=float)):
+    i = wp.tid()
+    values[0] += rhs[i] * rhs[i]  # the atomic add of every thread, not the user add(float32, float32)
+
+
+@wp.kernel
+def user_operator_component_update(values: wp.array(dtype=wp.vec2), rhs: wp.array(dtype=float)):
+    values[0].y += rhs[0]
 
 

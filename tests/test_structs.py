@@ -494,7 +494,7 @@ class CompositeFields:
 def test_a_composite_field_refuses_one_number_and_none_zeroes_it():
     # before: 123 filled every component silently and None gave NaNs
     s = CompositeFields()
-    with pytest.raises(TypeError, match="expects vec3 but got a single value"):
+    with pytest.raises(TypeError, match="expects vec3f but got a single value"):
         s.v = 123
     s.v = (1.0, 2.0, 3.0)
     s.v = None

@@ -15,7 +15,7 @@ Gradient choices where the derivative is infinite or undefined (Warp would produ
 from __future__ import annotations
 
 from .. import types as T
-from .registry import S, add_builtin
+from .registry import M, Q, S, V, add_builtin
 
 F = S("T", "float")
 I = S("T", "int")
@@ -85,6 +85,11 @@ _int("clamp", 3, "x limited to [low, high]: min(max(low, x), high)", arg_names=(
 for _name, _doc in (("isfinite", "True if a is neither infinite nor NaN"), ("isnan", "True if a is NaN"),
                     ("isinf", "True if a is +inf or -inf")):
     _float(_name, 1, _doc, arg_names=("a",), differentiable=False, ret=T.bool_)
+    # Warp 1.19's composite overloads (native/classify.h): isfinite asks it of every component, isnan and isinf of any
+    _which = "every" if _name == "isfinite" else "some"
+    for _pattern in (V("N", F), Q(F), M("R", "C", F)):
+        add_builtin(_name, (_pattern,), T.bool_, group=GROUP, arg_names=("a",), differentiable=False,
+                    doc=f"True if {_which} component of a is: {_doc[8:]}")
 
 add_builtin("bit_count", (I,), T.int32, group=GROUP, arg_names=("x",), differentiable=False,
             doc="number of set bits of x (two's complement for signed types)")

@@ -304,18 +304,16 @@ class Frontend(LoopLowering, ExpressionLowering, ReferenceLowering):
             self.check_rebind(target.id, None, node)
             value = self.as_value(self.lower_expr(node.value), node)
             cur = self.lookup_name(target.id, target)
-            res = self.emit("call", [self.as_value(cur, node), value], node,
-                            attrs={"name": opname, "inplace": True})[0]
+            res = self.binary_call(opname, self.as_value(cur, node), value, node, inplace=True)
             self.assign(target, res, node)
         else:
             raise self.error("unsupported augmented assignment target", node)
         return None
 
     def user_operator(self, opname):
-        """A @wp.func named like the operator (`add`, `sub`) in the function's scope, or None. As in Warp, it
-        replaces the builtin in `+=` / `-=` on array slots whose types it takes (type inference decides)."""
-        if opname not in ("add", "sub"):
-            return None
+        """A @wp.func named like the operator (`add`, `mul`, `bit_and`, ...) in the function's scope, or None. As
+        in Warp, it replaces the builtin operator where one of its overloads takes the operands' types (type
+        inference decides): in `a + b`, `x += b` and updates of array slots."""
         try:
             obj = self.src.lookup(opname)
         except KeyError:

@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import ast
 import builtins as py_builtins
+import types
 
 from . import ir, scalar_semantics
+from ..types import Composite
 from ..typesys import ArrayValue
 from .function import UNBOUND_FUNCTION, grad, is_function_object
 from ..builtins import BUILTINS
 from .frontend_source import FunctionSource
 from .native_snippet import NativeSnippet
-from ..errors import CompileTypeError, CompileValueError
+from ..errors import CompileKeyError, CompileTypeError, CompileValueError
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
            ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "mul", ast.BitAnd: "bit_and", ast.BitOr: "bit_or",
@@ -57,7 +59,9 @@ class ExpressionLowering:
         try:
             obj = self.src.lookup(name)
         except KeyError:
-            raise self.error(f"name '{name}' is not defined", node) from None
+            # Warp's wording (a KeyError there too), with Python's
+            raise self.error(f"Referencing undefined symbol: {name} (name '{name}' is not defined)", node,
+                             CompileKeyError) from None
         if _is_array_object(obj):
             # its contents would be read once, at compile time, and later changes silently ignored
             raise self.error(f"Invalid external reference type: {type(obj)}: '{name}' is an array defined outside "
@@ -71,12 +75,17 @@ class ExpressionLowering:
         base = self.lower_expr(node.value)
         if isinstance(base, Static):
             try:
-                return Static(getattr(base.obj, node.attr))
+                obj = getattr(base.obj, node.attr)
             except AttributeError:
                 raise self.error(f"'{ast.unparse(node.value)}' has no attribute '{node.attr}'", node) from None
+            if _is_array_object(obj):  # as for a global array: read once at compile time, later changes lost
+                raise self.error(f"Invalid external reference type: {type(obj)}: '{ast.unparse(node)}' is an array "
+                                 "reached at compile time; pass it (or its struct) as a kernel argument", node,
+                                 CompileTypeError)
+            return Static(obj)
         if isinstance(base, tuple):
             raise self.error("attribute of a tuple", node)
-        return self.emit("getattr", [base], node, attrs={"attr": node.attr})[0]
+        return self.emit("getattr", [base], node, attrs={"attr": node.attr, "base": ast.unparse(node.value)})[0]
 
     def expr_BinOp(self, node):
         name = _BINOPS.get(type(node.op))
@@ -88,8 +97,20 @@ class ExpressionLowering:
                 return Static(scalar_semantics.fold_binary(name, a.obj, b.obj))
             except scalar_semantics.ScalarSemanticsError as e:
                 raise self.error(f"{ast.unparse(node)}: {e}", node) from None
-        return self.emit("call", [self.as_value(a, node), self.as_value(b, node)], node,
-                         attrs={"name": name, "matmul": isinstance(node.op, ast.MatMult)})[0]
+        return self.binary_call(name, self.as_value(a, node), self.as_value(b, node), node,
+                                matmul=isinstance(node.op, ast.MatMult))
+
+    def binary_call(self, name, a, b, node, *, matmul=False, inplace=False):
+        """`a <op> b`: the builtin operator `name`, or, as in Warp, a @wp.func of that name in the function's
+        scope where one of its overloads takes the operands' types (type inference decides). `inplace`: from
+        `x <op>= b` (type inference refuses some of those on structs, as Warp)."""
+        attrs = {"name": name, "matmul": matmul}
+        if inplace:
+            attrs["inplace"] = True
+        user = self.user_operator(name)
+        if user is not None:
+            attrs["user_op"] = user
+        return self.emit("call", [a, b], node, attrs=attrs)[0]
 
     def expr_UnaryOp(self, node):
         a = self.lower_expr(node.operand)
@@ -206,7 +227,10 @@ class ExpressionLowering:
             try:
                 return Static(obj[self.static_eval(node.slice)])
             except Exception:
-                raise self.error(f"cannot index the compile-time value '{ast.unparse(node.value)}'", node) from None
+                if not isinstance(obj, Composite):
+                    raise self.error(f"cannot index the compile-time value '{ast.unparse(node.value)}'",
+                                     node) from None
+            base = self.as_value(base, node)  # a constant vector or matrix read at a run-time index
         if isinstance(base, tuple):
             idx = self.lower_expr(node.slice)
             if not isinstance(idx, Static) or not isinstance(idx.obj, int):
@@ -235,6 +259,10 @@ class ExpressionLowering:
     def static_eval(self, node, quiet=False):
         """Evaluate an expression in Python at compile time (module globals, closure, and local Statics)."""
         local = {k: v.obj for k, v in self.env.items() if isinstance(v, Static)}
+        # a local whose value here is a literal (`n = 3`) is a constant, as Warp's static context has it
+        local.update({k: v.owner.attrs["value"] for k, v in self.env.items()
+                      if isinstance(v, ir.Value) and v.owner is not None and v.owner.opcode == "const"
+                      and _is_number(v.owner.attrs.get("value")) and not k.startswith("__")})
         for n in ast.walk(node):
             # a run-time local shadows any global of its name: it has no compile-time value
             if isinstance(n, ast.Name) and n.id in self.env and n.id not in local and not n.id.startswith("__"):
@@ -276,14 +304,10 @@ class ExpressionLowering:
             early = getattr(self.src, "early_statics", {})
             value = early[key] if key in early else self.static_eval(node.args[0])
             return self._static_result(value, nresults, node)
-        # `type(v)(...)`: lower v itself, whose type the call constructs
-        of_type = _is_type_of(node.func) and "type" not in self.env
-        callee = self.lower_expr(node.func.args[0] if of_type else node.func)
-        if (of_type or _is_dtype_of(node.func, callee)) and not node.keywords:
-            # `a.dtype(...)`, `type(v)(...)`: a value of a type known once types are (typeinfer_volume.py)
-            args = [self.as_value(self.lower_expr(a), node) for a in node.args]
-            return self.emit("call", [self.as_value(callee, node)] + args, node,
-                             attrs={"name": "construct_dtype_of", "kwargs": [], "nresults": 1})
+        type_of = self.type_of_value(node.func)
+        if type_of is not None:
+            return self.construct_type_of(node, *type_of)
+        callee = self.lower_expr(node.func)
         if not isinstance(callee, Static):
             raise self.error(f"'{ast.unparse(node.func)}' is not callable in a kernel", node)
         obj = callee.obj
@@ -366,6 +390,39 @@ class ExpressionLowering:
                 return self.call_with_references(node, target, references, operands, attrs)
         return self.emit("call", operands, node, nresults=nresults, attrs=attrs)
 
+    def type_of_value(self, func):
+        """Warp's generic constructors: `type(x)(...)`, `type(x).dtype(...)`, `a.dtype(...)` of a run-time value
+        x (or local a): (the value, the attribute names after its type), or None for any other callee."""
+        steps = []
+        base = func
+        while isinstance(base, ast.Attribute):
+            steps.insert(0, base.attr)
+            base = base.value
+        if isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and base.func.id == "type" \
+                and len(base.args) == 1 and not base.keywords:
+            callee = self.lookup_name("type", base.func)
+            if isinstance(callee, Static) and callee.obj is type:
+                value = self.lower_expr(base.args[0])
+                if isinstance(value, Static):
+                    raise self.error("type(...) of a compile-time value in a kernel: use the type itself", base)
+                return self.as_value(value, base), tuple(steps)
+            return None
+        if steps and steps[0] == "dtype" and isinstance(base, ast.Name) and base.id in self.env:
+            value = self.env[base.id]
+            if not isinstance(value, (Static, tuple)):
+                return value, tuple(steps)
+        return None
+
+    def construct_type_of(self, node, value, steps):
+        """A constructor call whose type is that of a run-time value (see `type_of_value`): type inference reads
+        the type from the first operand."""
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            raise self.error("starred arguments of a generic constructor are not supported", node)
+        args = [self.as_value(self.lower_expr(a), node) for a in node.args]
+        kwargs = {k.arg: self.as_value(self.lower_expr(k.value), node) for k in node.keywords}
+        attrs = {"kwargs": list(kwargs), "nresults": 1, "type": None, "type_of": steps}
+        return self.emit("construct", [value, *args, *kwargs.values()], node, attrs=attrs)
+
     def _call_with_outputs(self, node, target, n_out):
         """Warp's output-argument form of a builtin that gives several values: `wp.svd3(A, U, sigma, V)` is
         `U, sigma, V = wp.svd3(A)`; the trailing arguments must be variable names."""
@@ -418,6 +475,9 @@ class ExpressionLowering:
         return value.obj
 
     def _static_result(self, value, nresults, node):
+        why = _unsupported_static(value)
+        if why is not None:  # Warp's wording
+            raise self.error(f"Static expression returns an unsupported value: {why}", node)
         if nresults in (1, None):
             return [Static(value)]
         if isinstance(value, tuple) and len(value) == nresults:
@@ -468,6 +528,36 @@ def _builtin_result_count(name, nargs=None):
     return counts.pop() if len(counts) == 1 else None
 
 
+def _unsupported_static(value, path=None):
+    """Why the value of a `wp.static(...)` cannot be a kernel constant (an array, anywhere in a struct; None),
+    or None when it can."""
+    if value is None and path is None:
+        return "None is returned"
+    if _is_array_object(value):
+        where = f" at {path}" if path else ""
+        return f"a Warp array cannot be created inside Warp kernels{where}"
+    info = getattr(type(value), "_wp_struct_", None)
+    if info is not None and not isinstance(value, type):
+        for name in info.fields:
+            why = _unsupported_static(getattr(value, name, None), f"{path or type(value).__name__}.{name}")
+            if why is not None:
+                return why if path else ("the returned Warp struct contains a data type that cannot be "
+                                         f"constructed inside Warp kernels: {why}")
+        return None
+    cls = type(value)
+    # an instance of a user's own class (Warp accepts values, strings, functions and structs; Python's own objects
+    # such as ranges, tuples and types and the package's stay usable here, as in kernels before)
+    if not isinstance(value, (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)) \
+            and not any(base.__module__.partition(".")[0] in _STATIC_VALUE_PACKAGES
+                        for base in cls.__mro__ if base is not object):
+        return f"value of type {cls} cannot be constructed inside Warp kernels"
+    return None
+
+
+_STATIC_VALUE_PACKAGES = {"builtins", "kernels", "numpy", "autodiff", "warp_shim", "typing", "enum",
+                          "functools", "math"}
+
+
 def _is_array_object(obj) -> bool:
     """A toolkit or numpy array (not a numpy scalar, which is a constant like a Python number)."""
     import numpy as np
@@ -485,14 +575,3 @@ def _fold_compare(name, a, b):
     import operator
     return {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
             "ge": operator.ge}[name](a, b)
-
-
-def _is_dtype_of(func, callee) -> bool:
-    """Whether a callee is `a.dtype` of a run-time value (an array's element type, known once types are)."""
-    return not isinstance(callee, Static) and isinstance(func, ast.Attribute) and func.attr == "dtype"
-
-
-def _is_type_of(func) -> bool:
-    """Whether a callee is `type(v)`."""
-    return isinstance(func, ast.Call) and isinstance(func.func, ast.Name) and func.func.id == "type" \
-        and len(func.args) == 1 and not func.keywords

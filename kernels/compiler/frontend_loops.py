@@ -78,7 +78,7 @@ class LoopLowering:
         for name in sorted(assigned & read_after):
             if name not in self.env and not name.startswith("__"):
                 try:
-                    self.src.lookup(name)
+                    self.src.lookup(name, package=False)
                     continue  # a global of that name: reads before the loop see it, as in Python
                 except KeyError:
                     pass

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import builtins as py_builtins
 import inspect
+import sys
 import textwrap
 
 from . import ir
@@ -54,8 +55,9 @@ class FunctionSource:
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
         return ir.Loc(self.file, self.first_line + line - 1, text.rstrip("\n"))
 
-    def lookup(self, name):
-        """Resolve a non-local name at compile time; raises KeyError when it is not defined."""
+    def lookup(self, name, *, package: bool = True):
+        """Resolve a non-local name at compile time; raises KeyError when it is not defined. `package`: also a
+        public name of the package (`vec3` for `wp.vec3`), Warp's last resort."""
         closure = self.closure
         if name in closure:
             return closure[name]
@@ -63,7 +65,11 @@ class FunctionSource:
             return self.globals[name]
         if hasattr(py_builtins, name):
             return getattr(py_builtins, name)
-        # as in Warp, a builtin may be called without its `wp.` prefix (`expect_eq(a, b)`)
+        # as in Warp, a public name of the package may be used without its `wp.` prefix (`v = vec3(...)`)
+        root = sys.modules[__package__.rpartition(".")[0]]
+        if package and not name.startswith("_") and hasattr(root, name):
+            return getattr(root, name)
+        # and so may a builtin (`expect_eq(a, b)`)
         obj = BUILTIN_FUNCTIONS.get(name)
         if obj is not None:
             return obj

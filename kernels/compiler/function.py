@@ -64,7 +64,7 @@ def signature_types(source: FunctionSource, name: str, require: bool):
     for a in source.fdef.args.args:
         ann = hints.get(a.arg)
         if isinstance(ann, str):
-            ann = eval(ann, source.globals)
+            ann = eval(ann, {**source.globals, **source.closure})
         if ann is None:
             if require:
                 raise CompileError(f"parameter '{a.arg}' needs a type annotation", source.loc(a), name)
@@ -87,7 +87,7 @@ def reference_params(source: FunctionSource) -> tuple:
         ann = hints.get(a.arg)
         if isinstance(ann, str):
             try:
-                ann = eval(ann, source.globals)  # noqa: S307  (an annotation of the user's own source)
+                ann = eval(ann, {**source.globals, **source.closure})  # noqa: S307  (an annotation of the user's own source)
             except Exception:  # noqa: BLE001  (signature_types reports it)
                 continue
         if isinstance(ann, Reference) and not isinstance(annotation_type(ann.dtype, a.arg), ArrayType):
@@ -103,7 +103,7 @@ def _check_return_annotation(source: FunctionSource, name: str, fn) -> None:
         return
     if isinstance(ann, str):
         try:
-            ann = eval(ann, source.globals)  # noqa: S307  (an annotation of the user's own source)
+            ann = eval(ann, {**source.globals, **source.closure})  # noqa: S307  (an annotation of the user's own source)
         except Exception:  # noqa: BLE001  an annotation we cannot evaluate is not checked
             return
     got = list(fn.return_types)
@@ -142,7 +142,9 @@ def _check_return_annotation(source: FunctionSource, name: str, fn) -> None:
         raise CompileError(f"The function `{name}` returns a fixed-size array whereas it has its return type "
                            f"annotated as `Array[{T.type_repr(want.dtype)}]`.", where, name)
     if not is_generic_type(want) and want != got[0]:
-        raise CompileError(f"The function `{name}` has its return type annotated as `{T.type_repr(want)}` but the "
+        # the annotation as written (`int`), as Warp spells it
+        written = ann.__name__ if ann in (int, float, bool) else T.type_repr(want)
+        raise CompileError(f"The function `{name}` has its return type annotated as `{written}` but the "
                            f"code returns a value of type `{T.type_repr(got[0])}`.", where, name)
 
 
@@ -442,7 +444,8 @@ def _called_from(e: CompileError, caller: str, loc) -> CompileError:
     """`e` with a note saying which caller asked for the function that failed to compile."""
     if "called from" in e.message or e.loc == loc:
         return e
-    return type(e)(f"{e.message}\n    (called from '{caller}' at {loc})", e.loc, e.function)
+    # before the message, which ends the text as Warp's does (patterns anchored at the end still match)
+    return type(e)(f"(called from '{caller}' at {loc})\n{e.message}", e.loc, e.function)
 
 
 def _caller(op) -> str:

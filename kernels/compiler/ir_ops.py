@@ -90,6 +90,7 @@ _CALL_ATTRS = {
     "overload": ANY,  # the builtin Overload (after type inference)
     "callee": ANY,  # the typed ir.Function called (after type inference)
     "func": ANY,  # the user Func called (before type inference)
+    "user_op": ANY,  # an operator's @wp.func of the same name, called instead where it takes the operand types
     "kwargs": list, "nresults": (int, type(None)), "caller": str,
     "inplace": bool,  # from an augmented assignment (`t &= v`): refusals name the in-place form, as Warp's do
     "gradient": bool, "seed": ANY,  # wp.grad(f)(...): f's adjoint seeded with one
@@ -102,7 +103,7 @@ _CALL_ATTRS = {
 _LOOP_ATTRS = {"carried": list, "static": bool, "break_flag": int, "recompute": bool, "counter": int}
 
 SCHEMA: dict = {
-    Opcode.GETATTR: OpSpec(FRONTEND, (1, 1), (1, 1), attrs={"attr": str}),
+    Opcode.GETATTR: OpSpec(FRONTEND, (1, 1), (1, 1), attrs={"attr": str}, optional={"base": str}),
     Opcode.GETITEM: OpSpec(FRONTEND, (1, None), (1, 1)),
     Opcode.SETITEM: OpSpec(FRONTEND, (2, None), (0, 1)),
     Opcode.SETATTR: OpSpec(FRONTEND, (2, 2), (1, 1), attrs={"attr": str}),
@@ -112,7 +113,8 @@ SCHEMA: dict = {
     Opcode.SLICE: OpSpec(FRONTEND, (0, None), (1, 1), attrs={"parts": ANY}),
     Opcode.STARRED: OpSpec(FRONTEND, (1, 1), (1, 1), attrs={"bounds": ANY}),
     Opcode.CONSTRUCT: OpSpec(FRONTEND, (0, None), (0, None), attrs={"type": ANY},
-                             optional={"kwargs": list, "nresults": (int, type(None)), "component_update": ANY}),
+                             optional={"kwargs": list, "nresults": (int, type(None)), "component_update": ANY,
+                                       "type_of": tuple}),  # the type: the first operand's, then these attributes
     Opcode.CONST: OpSpec(TYPED, (0, 0), (1, 1), attrs={"value": ANY}, optional={"weak": bool}),
     Opcode.UNDEF: OpSpec(TYPED, (0, 0), (1, 1)),
     Opcode.CALL: OpSpec(TYPED, optional=_CALL_ATTRS),

@@ -8,6 +8,7 @@
 #include "decompositions.h"
 #include "quat.h"
 #include "transform.h"
+#include "classify.h"
 #include "array.h"
 #include "indexedarray.h"
 #include "fixedarray.h"

@@ -70,6 +70,8 @@ class Kernel:
         # A kernel with `Any` in its signature is generic: it is compiled once per concrete signature
         # (wp.overload, or the argument types of a launch), never itself.
         self.is_generic = annotation_error is None and any(is_generic_type(t) for t in self.arg_types)
+        if self.is_generic:  # kept as Warp's module registry keeps it: by module, qualified name and key
+            _generic_kernels[(pyfunc.__module__, pyfunc.__qualname__, key or self.key)] = self
         self.overloads: dict = {}
         if not self.is_generic and annotation_error is None:
             self.module.register(self)
@@ -508,12 +510,34 @@ def overload(kernel, arg_types=None):
         caller = inspect.currentframe().f_back
         generic = caller.f_locals.get(kernel.__name__, caller.f_globals.get(kernel.__name__))
         if not isinstance(generic, Kernel):
-            raise TypeError(f"@wp.overload: no generic kernel named '{kernel.__name__}' in scope")
+            generic = _generic_kernel_of(kernel)
         hints = typing.get_type_hints(kernel) if not any(isinstance(v, str) for v in
                                                          kernel.__annotations__.values()) else kernel.__annotations__
+        if hints.get("return", None) not in (None, type(None)):
+            raise TypeError("Return annotations are not allowed on @wp.overload stubs; omit the return annotation "
+                            "or use `-> None`.")
         generic.add_overload({n: hints[n] for n in generic.arg_names if n in hints})
         return generic
     raise TypeError(f"wp.overload: expected a kernel, got {type(kernel).__name__}")
+
+
+_generic_kernels: dict = {}  # (module, qualified name, key) -> generic kernel, for wp.overload's decorator form
+
+
+def _generic_kernel_of(stub):
+    """The generic kernel an `@wp.overload` stub names when its name no longer refers to the kernel (the stub,
+    defined after it, rebinds the name): the one whose Python function has the stub's module and qualified name,
+    as Warp finds it."""
+    matches = [k for (module, qualname, _), k in list(_generic_kernels.items())
+               if module == stub.__module__ and qualname == stub.__qualname__]
+    if not matches:
+        raise RuntimeError(f"Failed to find a kernel named '{stub.__name__}' in module {stub.__module__}")
+    if len(matches) == 1:
+        return matches[0]
+    keys = ", ".join(sorted(repr(k.key) for k in matches))
+    raise RuntimeError(f"Ambiguous kernel lookup for '{stub.__module__}.{stub.__qualname__}': it matches several "
+                       f"custom-named kernels ({keys}). Pass the kernel object to wp.overload() instead of using "
+                       "the decorator form.")
 
 
 def load_module(module=None, device=None):

@@ -72,6 +72,9 @@ def _field_type(name, ann, cls):
 
 def struct(cls):
     """Decorator: turn an annotated class into a kernel struct type (Warp's `@wp.struct`)."""
+    if any(getattr(base, "_wp_struct_", None) is not None for base in cls.__bases__):
+        # its fields would be its own only (the struct's native layout has no base part); Warp's wording
+        raise RuntimeError("Warp structs must be defined as base classes")
     # string annotations (from __future__ import annotations) evaluate in the defining module's namespace
     namespace = vars(sys.modules[cls.__module__]) if cls.__module__ in sys.modules else {}
     hints = {k: eval(v, dict(namespace)) if isinstance(v, str) else v for k, v in cls.__annotations__.items()}
@@ -89,6 +92,8 @@ def struct(cls):
                "__doc__": cls.__doc__})
     new_cls = type(cls.__name__, (), ns)
     info.cls = new_cls
+    if "cls" not in fields:
+        new_cls.cls = new_cls  # Warp's `Struct.cls`: the class of the struct's instances (here the struct itself)
     return new_cls
 
 
@@ -264,9 +269,9 @@ def _check_value(cls, name, t, value):
     if T.is_composite(t):
         if value is None:
             return t()  # zero, as at construction
-        if isinstance(value, (int, float, np.number)):
+        if isinstance(value, (int, float, np.number)) or T.is_scalar_value(value):
             # one number would fill every component silently; Warp refuses it too
-            raise TypeError(f"Struct field '{name}' expects {T.type_repr(t)} but got a single value "
+            raise TypeError(f"Struct field '{name}' expects {T.warp_type_name(t)} but got a single value "
                             f"({value!r}) in struct {cls.__name__}")
         return value if isinstance(value, t) else t(value)
     return t(value) if t is T.bfloat16 else t._np_(value)

@@ -161,6 +161,11 @@ def install_type_tables(wp) -> None:
     from kernels.runtime.array_map import map_cache
 
     src.utils.map_cache = map_cache
+    # the code generator's exception classes are public (`wp.WarpCodegenError`, ...); test_ref.py imports them from
+    # warp._src.codegen by name: lent as the same public classes
+    for name in dir(wp):
+        if name.startswith("WarpCodegen"):
+            setattr(src.codegen, name, getattr(wp, name))
     # and any deeper internal module (`from warp._src.optim.linear import TiledDot`)
     if not any(isinstance(f, _InternalFinder) for f in sys.meta_path):
         sys.meta_path.append(_InternalFinder())

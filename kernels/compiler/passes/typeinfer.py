@@ -163,6 +163,9 @@ class TypeInference(FixedArrayForms, TileForms, TileSliceForms, PathForms, Slice
         elif isinstance(value, T.Composite):
             r.type = type(value)
             op.attrs["weak"] = False
+        elif is_struct(type(value)):  # a struct instance made at compile time (`wp.static(make_struct(...))`)
+            self.replace(r, self.struct_constant(value, op))
+            return
         else:
             r.type = StaticType(value)
             op.attrs["weak"] = False
@@ -184,6 +187,9 @@ class TypeInference(FixedArrayForms, TileForms, TileSliceForms, PathForms, Slice
     # ---------------------------------------------------------------------------------------------- calls
 
     def op_call(self, op):
+        user = op.attrs.pop("user_op", None)
+        if user is not None and user.takes_exactly([v.type for v in op.operands]):
+            op.attrs = {"func": user}
         if "func" in op.attrs:
             return self.call_user(op)
         if op.attrs.get("gradient"):
@@ -516,8 +522,10 @@ class TypeInference(FixedArrayForms, TileForms, TileSliceForms, PathForms, Slice
         t = base.type
         if is_struct(t):
             fields = t._wp_struct_.fields
-            if attr not in fields:
-                raise self.error(f"struct {t.__name__} has no field '{attr}'", op, CompileAttributeError)
+            if attr not in fields:  # ours, then Warp's wording
+                where = op.attrs.get("base", base.name or "value")
+                raise self.error(f"struct {t.__name__} has no field '{attr}': `{attr}` is not an attribute of "
+                                 f"'{where}' ({t.__module__}.{t.__qualname__})", op, CompileAttributeError)
             known = _field_value(base, attr)
             if known is not None:
                 # read back what was set: an array keeps its origin (a parameter's field), which its gradient needs
@@ -572,7 +580,7 @@ class TypeInference(FixedArrayForms, TileForms, TileSliceForms, PathForms, Slice
             return self.getitem_sliced(op, base, idx)
         if isinstance(t, ArrayType):
             if len(idx) > t.ndim:
-                raise self.error(f"a {t.ndim}-d array is indexed with {t.ndim} indices, got {len(idx)}", op)
+                raise self.error(_index_count_error(len(idx), t.ndim), op)
             self.check_indices(idx, op)
             if len(idx) < t.ndim:
                 self.call_builtin(op, "view", [base, *idx])
@@ -604,7 +612,7 @@ class TypeInference(FixedArrayForms, TileForms, TileSliceForms, PathForms, Slice
             return self.setitem_sliced(op, base, idx, value)
         if isinstance(t, ArrayType):
             if len(idx) != t.ndim:
-                raise self.error(f"a {t.ndim}-d array is indexed with {t.ndim} indices, got {len(idx)}", op)
+                raise self.error(_index_count_error(len(idx), t.ndim), op)
             self.check_indices(idx, op)
             value = self.convert_weak_to(value, T.scalar_type(t.dtype) if T.is_scalar(t.dtype) else value.type, op)
             store = ir.Op("call", [base, *idx, value], [], {"name": "store"}, [], op.loc)
@@ -664,7 +672,24 @@ class TypeInference(FixedArrayForms, TileForms, TileSliceForms, PathForms, Slice
             return
         raise self.error(f"cannot assign attribute '{attr}' of a {describe(t)}", op)
 
+    def type_of(self, t, steps, op):
+        """`type(x).dtype...` in Warp's generic code: the type `t` of a value, then its attributes `steps`
+        (`dtype`: an array's element type, a vector's, matrix's or quaternion's scalar type)."""
+        for step in steps:
+            if step == "dtype" and isinstance(t, ArrayType):
+                t = t.dtype
+            elif step == "dtype" and T.is_composite(t):
+                t = t._wp_scalar_type_
+            elif not isinstance(t, ArrayType) and hasattr(t, step) and isinstance(getattr(t, step), type):
+                t = getattr(t, step)
+            else:
+                raise self.error(f"`{step}` is not an attribute of '{describe(t)}'", op, CompileAttributeError)
+        return t
+
     def op_construct(self, op):
+        if "type_of" in op.attrs:
+            op.attrs["type"] = self.type_of(op.operands[0].type, op.attrs.pop("type_of"), op)
+            op.operands = op.operands[1:]
         t = T.canonical_type(op.attrs["type"])
         args = op.operands
         if isinstance(t, ArrayType) or t is T.Any:
@@ -701,11 +726,14 @@ class TypeInference(FixedArrayForms, TileForms, TileSliceForms, PathForms, Slice
             return
         if T.is_composite(t):
             s = t._wp_scalar_type_
+            args = self.drop_template_arguments(t, op)
             args = [self.convert_weak_to(a, s, op) for a in args]
             ov, rtype = registry.resolve("construct_" + t._category_, [StaticType(t)] + [a.type for a in args])
             if ov is None:
                 if T.is_vector(t):
                     self.check_vector_components(t, args, op)
+                if T.is_matrix(t):
+                    self.check_matrix_components(t, args, op)
                 got = ", ".join(describe(a.type) for a in args)
                 raise self.error(f"cannot construct a {describe(t)} from ({got})", op)
             op.results[0].type = rtype
@@ -731,6 +759,11 @@ class TypeInference(FixedArrayForms, TileForms, TileSliceForms, PathForms, Slice
                 raise self.error("a return value's type cannot be determined", op)
         self.return_types = types
         self.append(op)
+
+
+def _index_count_error(count, ndim) -> str:
+    return (f"Incorrect number of indices specified for array indexing, got {count} indices for a {ndim} "
+            f"dimensional array.")  # Warp's wording
 
 
 def _convert(value, t):

@@ -8,6 +8,16 @@ Mixed into `typeinfer.TypeInference` (which provides `static_value`, `static_typ
 from __future__ import annotations
 
 from ... import types as T
+from ...builtins import registry
+from ...errors import CompileTypeError
+from ...typesys import describe, is_struct
+from .. import ir
+
+
+def _scalar(value, t):
+    """A host field value as a Python number of scalar type t (a numpy scalar or a Warp scalar instance)."""
+    value = getattr(value, "value", value)
+    return float(value) if T.is_float(t) else bool(value) if t is T.bool_ else int(value)
 
 
 class ConstructorForms:
@@ -99,9 +109,85 @@ class ConstructorForms:
         kw = op.attrs.get("kwargs") or []
         comps = op.operands[: len(op.operands) - len(kw)]
         named = dict(zip(kw, op.operands[len(comps):]))
-        if "shape" not in named:
-            raise self.error("wp.matrix(...) needs shape=(rows, cols)", op)
-        shape = self.static_value(named["shape"], op, "shape")
-        dtype = (self.static_type_arg(named["dtype"], op, "dtype") if "dtype" in named else
-                 next((c.type for c in comps if T.is_scalar(c.type) and not self.is_weak(c)), T.float32))
+        if "shape" in named:
+            shape = tuple(self.static_value(named["shape"], op, "shape"))
+        elif len(comps) == 1 and T.is_matrix(comps[0].type):  # a copy keeps the shape
+            shape = comps[0].type._shape_
+        else:  # Warp's wording
+            how = ("zero-initializing a matrix", "filling a matrix with a value")[len(comps)] if len(comps) < 2 \
+                else "initializing a matrix by value"
+            raise self.error(f"the `shape` argument must be specified when {how}", op)
+        if len(comps) == 1 and T.is_matrix(comps[0].type) and "dtype" not in named:
+            dtype = comps[0].type._wp_scalar_type_
+        else:
+            dtype = (self.static_type_arg(named["dtype"], op, "dtype") if "dtype" in named else
+                     next((c.type for c in comps if T.is_scalar(c.type) and not self.is_weak(c)), T.float32))
         self.construct_as(op, T.matrix(tuple(shape), dtype), comps)
+
+    def drop_template_arguments(self, t, op):
+        """The arguments of a typed constructor `t(...)` without `shape=`, `length=` or `dtype=`, which Warp
+        accepts where they repeat what the type says (`wp.mat32d(m, shape=(3, 2))`) and refuses otherwise."""
+        kw = op.attrs.get("kwargs") or []
+        if not kw:
+            return list(op.operands)
+        args = list(op.operands[: len(op.operands) - len(kw)])
+        own = {"dtype": t._wp_scalar_type_}
+        if T.is_matrix(t):
+            own["shape"] = tuple(t._shape_)
+        elif T.is_vector(t):
+            own["length"] = t._length_
+        parts = {}  # a transform's p= and q=, placed in that order after the positional ones
+        for name, value in zip(kw, op.operands[len(args):]):
+            if T.is_transform(t) and name in ("p", "q"):
+                parts[name] = value
+                continue
+            if name not in own:
+                raise self.error(f"{T.type_repr(t)}() got an unexpected keyword argument '{name}'", op)
+            given = self.static_value(value, op, name)
+            given = tuple(given) if name == "shape" else T.canonical_type(given) if name == "dtype" else given
+            if given != own[name]:
+                what = "matrix" if T.is_matrix(t) else "vector" if T.is_vector(t) else t._category_
+                raise self.error(f"Remove the extraneous `{name}` parameter when calling the templated version of "
+                                 f"`wp.{what}()`", op)
+        return args + [parts[k] for k in ("p", "q") if k in parts]
+
+    def struct_constant(self, value, op):
+        """A struct value in the kernel with the fields of the host instance `value`, as Warp embeds one made at
+        compile time (nested structs, composites and scalars; an array field cannot be a constant)."""
+        t = type(value)
+        result = self.new_op("call", [], t, op.loc, {"name": "struct_new",
+                                                      "overload": registry.BUILTINS["struct_new"][0]})
+        for name, ft in t._wp_struct_.fields.items():
+            field = getattr(value, name)
+            if is_struct(ft):
+                part = self.struct_constant(field, op)
+            elif T.is_scalar(ft) or T.is_composite(ft):
+                const = ft(field) if T.is_composite(ft) and not isinstance(field, ft) else field
+                part = self.typed_const(const if T.is_composite(ft) else _scalar(const, ft), ft, op.loc)
+            else:
+                raise self.error(f"struct {t.__name__}: field '{name}' ({describe(ft)}) cannot be part of a "
+                                 f"compile-time constant", op)
+            put = ir.Op("setattr", [result, part], [ir.Value()], {"attr": name}, [], op.loc)
+            self.op_setattr(put)
+            result = self.subst.get(put.results[0], put.results[0])
+        return result
+
+    def check_matrix_components(self, t, args, op):
+        """Warp's refusals of a matrix construction `t(*args)` that no overload takes: a copy of another shape,
+        vectors (Warp 1.19 takes rows only through matrix_from_rows), a count other than rows * cols, or
+        variables (not literals) of another scalar type."""
+        shape, s = tuple(t._shape_), t._wp_scalar_type_
+        if len(args) == 1 and T.is_matrix(args[0].type) and tuple(args[0].type._shape_) != shape:
+            raise self.error(f"incompatible matrix of shape {shape} given when copy constructing a matrix of shape "
+                             f"{tuple(args[0].type._shape_)}", op)
+        if len(args) > 1 and all(T.is_vector(a.type) for a in args):
+            raise self.error("Passing vectors to `wp.matrix()` isn't supported, use `wp.matrix_from_rows()` or "
+                             "`wp.matrix_from_cols()` instead.", op, CompileTypeError)
+        if len(args) > 1 and len(args) != shape[0] * shape[1]:
+            raise self.error(f"incompatible number of values given ({len(args)}) when constructing a matrix of "
+                             f"shape {shape}", op)
+        if args and all(T.is_scalar(a.type) for a in args) and any(not self.is_weak(a) and a.type is not s
+                                                                     for a in args):
+            what = "the value used to fill this matrix is" if len(args) == 1 else \
+                "all values used to initialize this matrix are"
+            raise self.error(f"{what} expected to be of the type `{s.__name__}`", op)

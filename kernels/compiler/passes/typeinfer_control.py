@@ -71,7 +71,8 @@ class ControlFlowForms:
         bounds = op.operands[:n_bounds]
         itype = T.int64 if any(b.type is T.int64 for b in bounds) else T.int32
         for b in bounds:
-            if not T.is_int(b.type):
+            # a literal bool (`range(wp.static(True))`) counts as the int it is in Python, as in Warp
+            if not T.is_int(b.type) and not (b.type is T.bool_ and self.is_weak(b)):
                 raise self.error(f"range() bounds must be integers, got {describe(b.type)}", op)
         op.operands[:n_bounds] = [self.convert_weak_to(b, itype, op) if b.type is not itype else b for b in bounds]
         body = op.regions[0]

@@ -118,8 +118,12 @@ class PathForms:
         leaf_type = _part_type(element_type, steps[k + 1:])
         value = self.convert_weak_to(value, leaf_type, op) if leaf_type is not None else value
         user = user if user is not None and user.takes_exactly([leaf_type, value.type]) else None
-        if name in ("add", "sub") and user is None and leaf_type is not None and value.type == leaf_type \
-                and (k + 1 == len(steps) or T.is_composite(element_type)) and _has_atomic(element_type):
+        # Warp 1.19: `a[i] += v` on an array element is its atomic add even where a user `add` takes the types;
+        # a user operator replaces it only in updates of a part of the element (`a[i].x += v`)
+        direct = k + 1 == len(steps)
+        if name in ("add", "sub") and (user is None or direct) and leaf_type is not None \
+                and value.type == leaf_type and (direct or T.is_composite(element_type)) \
+                and _has_atomic(element_type):
             delta = self.one_hot(element_type, steps[k + 1:], value, op)
             self.call_value("atomic_" + name, [array, *index[1], delta], op.loc)
             self.cur.ops[-1].results = []  # statement form: the old value is not needed

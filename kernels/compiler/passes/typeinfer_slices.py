@@ -161,7 +161,8 @@ class SliceForms:
         integer key, last dimension first so that the dimension numbers stay valid."""
         t = base.type
         if len(keys) > t.ndim:
-            raise self.error(f"a {t.ndim}-d array is indexed with {t.ndim} indices, got {len(keys)}", op)
+            raise self.error(f"Incorrect number of indices specified for array indexing, got {len(keys)} "
+                             f"indices for a {t.ndim} dimensional array.", op)
         view = base
         for d, key in enumerate(keys):
             if not is_slice(key):

@@ -1,7 +1,7 @@
 """Type inference of Warp's dtype-generic volume builtins: `volume_sample(id, uvw, mode, dtype=T)`,
 `volume_sample_grad(id, uvw, mode, grad, dtype=T)`, `volume_lookup(id, i, j, k, dtype=T)` and
-`volume_store(id, i, j, k, value)` become the typed builtin of T (builtins/volume.py: VOLUME_SUFFIXES); and
-`a.dtype(...)`, the constructor of an array's element type, with which Warp's volume programs make gradients.
+`volume_store(id, i, j, k, value)` become the typed builtin of T (builtins/volume.py: VOLUME_SUFFIXES). (`a.dtype(...)`,
+with which Warp's volume programs make gradients, is the frontend's generic constructor: `construct_type_of`.)
 
 Mixed into `typeinfer.TypeInference` (which provides `call_arguments`, `static_value`, `call_builtin`, `error`).
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ... import types as T
 from ...builtins.volume import VOLUME_SUFFIXES, gradient_type
-from ...typesys import StaticType, describe
+from ...typesys import describe
 
 _SAMPLED = (T.float32, T.float64, T.vec3, T.vec3d, T.vec4, T.vec4d)
 
@@ -64,18 +64,6 @@ class VolumeForms:
         args = self.volume_operands(op, names, "volume_lookup")
         dtype = self.volume_dtype(args, op, "volume_lookup")
         self.call_builtin(op, f"volume_lookup_{VOLUME_SUFFIXES[dtype]}", [args[n] for n in names])
-
-    def builtin_construct_dtype_of(self, op):
-        """`a.dtype(args)` or `type(v)(args)` in a kernel (Warp's volume tests build gradients of an argument's
-        element type so): the type is known once a's (v's) is; constructed as `T(args)` would be."""
-        kind, *args = op.operands
-        if isinstance(kind.type, StaticType) and isinstance(kind.type.obj, type):  # a.dtype
-            target = T.canonical_type(kind.type.obj)
-        elif T.is_scalar(kind.type) or T.is_composite(kind.type):  # type(v)
-            target = kind.type
-        else:
-            raise self.error(f"a {describe(kind.type)} has no constructor in a kernel", op)
-        self.construct_as(op, target, args)
 
     def builtin_volume_store(self, op):
         names = ("id", "i", "j", "k", "value")
