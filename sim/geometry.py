@@ -61,7 +61,14 @@ def plane_sdf(p: wp.vec3, width: float, length: float):
 @wp.func
 def shape_sdf(shape_type: int, pose: wp.transform, scale: wp.vec3, x: wp.vec3):
     """Signed distance [m] of world point `x` to a shape and the shape's outward normal there (world frame)."""
-    local = wp.transform_point(wp.transform_inverse(pose), x)
+    d, n = local_shape_sdf(shape_type, scale, wp.transform_point(wp.transform_inverse(pose), x))
+    return d, wp.quat_rotate(wp.transform_get_rotation(pose), n)
+
+
+@wp.func
+def local_shape_sdf(shape_type: int, scale: wp.vec3, local: wp.vec3):
+    """Signed distance [m] of a primitive shape at point `local` of its own frame, and its outward normal in
+    that frame (FAR for a mesh: see mesh_sdf)."""
     d = FAR
     n = wp.vec3(0.0, 1.0, 0.0)
     if shape_type == SHAPE_SPHERE:
@@ -72,7 +79,7 @@ def shape_sdf(shape_type: int, pose: wp.transform, scale: wp.vec3, x: wp.vec3):
         d, n = capsule_sdf(local, scale[0], scale[1])
     elif shape_type == SHAPE_PLANE:
         d, n = plane_sdf(local, scale[0], scale[1])
-    return d, wp.quat_rotate(wp.transform_get_rotation(pose), n)
+    return d, n
 
 
 @wp.func
@@ -114,10 +121,14 @@ class ShapeData:
     centre of mass [m/s]), world frame) and body_com (centre of mass in the body frame [m], vec3): [body_count],
     read only for shapes with body >= 0, so they may be empty when there are no bodies. mesh: BVH id of each
     mesh shape (0 for others) [shape_count] uint64; mesh_closed: 1 for a closed, consistently oriented mesh
-    (a solid), 0 for a two-sided surface [shape_count] int32. particle_world: each particle's world
-    [particle_count] int32 (-1: shared); world_shapes: the shapes a particle of world w meets, row w + 1, then -1
-    [world_count + 1, slots] int32 (sim.worlds.world_shape_table): contact kernels launch over (particle, slot),
-    so that N worlds cost N times one world's pairs, not N^2.
+    (a solid), 0 for a two-sided surface [shape_count] int32. pose, inverse: each shape's world pose this step
+    and its inverse [shape_count] transform, and bound: the radius [m] of a sphere about the shape's origin that
+    holds the whole shape, -1 for an unbounded one (a plane, a mesh) [shape_count] float; all three computed
+    once per step by `place_shapes` (shape_data), so that a particle-shape pair does not
+    recompute them and a pair beyond a shape's bound stops before any rotation (most pairs of a scene).
+    particle_world: each particle's world [particle_count] int32 (-1: shared); world_shapes: the shapes a particle
+    of world w meets, row w + 1, then -1 [world_count + 1, slots] int32 (sim.worlds.world_shape_table): contact
+    kernels launch over (particle, slot), so that N worlds cost N times one world's pairs, not N^2.
     """
 
     type: wp.array(dtype=wp.int32)
@@ -129,23 +140,53 @@ class ShapeData:
     body_com: wp.array(dtype=wp.vec3)
     mesh: wp.array(dtype=wp.uint64)
     mesh_closed: wp.array(dtype=wp.int32)
+    pose: wp.array(dtype=wp.transform)
+    inverse: wp.array(dtype=wp.transform)
+    bound: wp.array(dtype=float)
     particle_world: wp.array(dtype=wp.int32)
     world_shapes: wp.array2d(dtype=wp.int32)
+
+
+@wp.func
+def shape_bound(shape_type: int, scale: wp.vec3):
+    """Radius [m] of a sphere about a shape's origin that holds the shape; -1 for an unbounded one (a plane's
+    distance keeps falling below it however finite its extent; a mesh's vertices are not looked at)."""
+    if shape_type == SHAPE_SPHERE:
+        return scale[0]
+    if shape_type == SHAPE_BOX:
+        return wp.length(scale)
+    if shape_type == SHAPE_CAPSULE:
+        return scale[0] + scale[1]
+    return -1.0
+
+
+@wp.func
+def attached_pose(transform: wp.transform, b: int, body_q: wp.array(dtype=wp.transform)):
+    """World pose of a shape with body-frame `transform` on body b (b < 0: static, `transform` is its pose)."""
+    if b >= 0:
+        return wp.transform_multiply(body_q[b], transform)
+    return transform
+
+
+@wp.kernel
+def place_shapes(transform: wp.array(dtype=wp.transform), body: wp.array(dtype=wp.int32),
+                 body_q: wp.array(dtype=wp.transform), shape_type: wp.array(dtype=wp.int32),
+                 scale: wp.array(dtype=wp.vec3), pose: wp.array(dtype=wp.transform),
+                 inverse: wp.array(dtype=wp.transform), bound: wp.array(dtype=float)):
+    """Each shape's world pose (at its body's pose body_q when it has one), its inverse and its bound
+    (shape_bound), one thread per shape [shape_count]: what every particle-shape pair of a step reads. The bound
+    has no gradient: it only skips pairs whose contact is zero in a neighbourhood (the slack of beyond_bound)."""
+    s = wp.tid()
+    world = attached_pose(transform[s], body[s], body_q)
+    pose[s] = world
+    inverse[s] = wp.transform_inverse(world)
+    bound[s] = shape_bound(shape_type[s], scale[s])
 
 
 @wp.func
 def shape_of_slot(shapes: ShapeData, p: int, k: int):
     """The shape in contact slot k of particle p (its world's shapes and the shared ones), -1 for none."""
     return shapes.world_shapes[shapes.particle_world[p] + 1, k]
-
-
-@wp.func
-def shape_pose(shapes: ShapeData, s: int):
-    """World pose of shape s: its transform, composed with its body's pose when it is attached to one."""
-    b = shapes.body[s]
-    if b >= 0:
-        return wp.transform_multiply(shapes.body_q[b], shapes.transform[s])
-    return shapes.transform[s]
 
 
 @wp.func
@@ -165,18 +206,34 @@ def shape_point_velocity(shapes: ShapeData, s: int, x: wp.vec3):
 
 
 @wp.func
+def beyond_bound(shapes: ShapeData, s: int, x: wp.vec3, reach: float):
+    """Whether world point `x` is farther than `reach` [m] from every point of shape s, by its bound sphere
+    (no rotation: a few operations). Conservative: the slack covers the rounding of the exact distance, which
+    subtracts coordinates of size |x| and |origin| (1e-5 of them, some 80 float epsilons)."""
+    r = shapes.bound[s]
+    if r < 0.0:
+        return False
+    origin = wp.transform_get_translation(shapes.pose[s])
+    gap = x - origin
+    size = wp.abs(x[0]) + wp.abs(x[1]) + wp.abs(x[2]) + wp.abs(origin[0]) + wp.abs(origin[1]) + wp.abs(origin[2])
+    limit = r + reach + 1.0e-5 * size + 1.0e-6
+    return wp.dot(gap, gap) > limit * limit
+
+
+@wp.func
 def collider_sdf(shapes: ShapeData, s: int, x: wp.vec3, reach: float):
     """Signed distance [m] of world point `x` to collider s (primitive or mesh, at its body's pose when it has
     one) and the outward normal there (world frame). `reach` [m]: the largest distance the caller acts on;
-    an open mesh farther than that may report FAR."""
-    pose = shape_pose(shapes, s)
+    a point farther than that from the shape may report FAR (+y normal)."""
+    if beyond_bound(shapes, s, x, reach):
+        return FAR, wp.vec3(0.0, 1.0, 0.0)
     kind = shapes.type[s]
+    local = wp.transform_point(shapes.inverse[s], x)
     if kind == SHAPE_MESH:
-        local = wp.transform_point(wp.transform_inverse(pose), x)
         d, n = mesh_sdf(shapes.mesh[s], shapes.mesh_closed[s], local, shapes.scale[s][0], reach)
-        return d, wp.quat_rotate(wp.transform_get_rotation(pose), n)
-    d, n = shape_sdf(kind, pose, shapes.scale[s], x)
-    return d, n
+        return d, wp.quat_rotate(wp.transform_get_rotation(shapes.pose[s]), n)
+    d, n = local_shape_sdf(kind, shapes.scale[s], local)
+    return d, wp.quat_rotate(wp.transform_get_rotation(shapes.pose[s]), n)
 
 
 @wp.func
@@ -208,9 +265,12 @@ def dihedral_angle_gradients(x0: wp.vec3, x1: wp.vec3, x2: wp.vec3, x3: wp.vec3)
     return angle, d0, d1, d2, d3, True
 
 
-def shape_data(model, state=None) -> ShapeData:
+def shape_data(model, state=None, scratch: dict | None = None) -> ShapeData:
     """The colliders of `model` for the particle contact kernels; shapes attached to bodies are placed at
-    `state.body_q` / move with `state.body_qd` (the model's initial body state when `state` is None or has none)."""
+    `state.body_q` / move with `state.body_qd` (the model's initial body state when `state` is None or has none).
+    Launches place_shapes (on the Tape when one records, so gradients reach body_q and shape_transform): call
+    it once per step, after the bodies moved. `scratch`: a dict the caller keeps from step to step, whose
+    buffers are reused when no gradient is needed (one allocation less per array and step)."""
     s = ShapeData()
     s.type = model.shape_type
     s.transform = model.shape_transform
@@ -223,6 +283,21 @@ def shape_data(model, state=None) -> ShapeData:
     if s.body_qd is None:
         s.body_qd = model.body_qd0
     s.body_com = model.body_com
+    count = model.shape_count
+    grad = bool(model.requires_grad or getattr(s.body_q, "requires_grad", False)
+                or getattr(model.shape_transform, "requires_grad", False))
+    if scratch is not None and not grad:  # no Tape: the caller's buffers, rewritten every step
+        if scratch.get("pose") is None or scratch["pose"].shape[0] != count:
+            scratch.update({name: wp.zeros(count, dtype=dtype, device=model.device)
+                            for name, dtype in (("pose", wp.transform), ("inverse", wp.transform),
+                                                ("bound", float))})
+        s.pose, s.inverse, s.bound = scratch["pose"], scratch["inverse"], scratch["bound"]
+    else:  # fresh arrays, so that a Tape sees every step's poses
+        s.pose, s.inverse, s.bound = (wp.zeros(count, dtype=dtype, device=model.device, requires_grad=grad)
+                                      for dtype in (wp.transform, wp.transform, float))
+    if count:
+        wp.launch(place_shapes, dim=count, device=model.device,
+                  inputs=[s.transform, s.body, s.body_q, s.type, s.scale], outputs=[s.pose, s.inverse, s.bound])
     s.mesh = model.shape_mesh_id
     s.mesh_closed = model.shape_mesh_closed
     s.particle_world = element_worlds(model, "particle", model.particle_count)

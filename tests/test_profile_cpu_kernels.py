@@ -30,7 +30,23 @@ def test_profile_rows_and_hand_written_triangle_loops(tmp_path):
     assert "eval_triangle_forces" in profile.render(rows, step_us, 2, comparison)
 
 
+def test_xpbd_profile_counts_each_iteration_launch():
+    """--solver xpbd: the constraint kernels run once per Jacobi iteration, the per-step ones once."""
+    wp.config.cpu_threads = 1
+    runner, rows, step_us = profile.profile_step(worlds=2, steps=1, repeats=1, solver="xpbd")
+    model, iterations = runner.model, runner.solver.iterations
+    by_name = {row[0]: row for row in rows}
+    assert by_name["solve_triangle_edges"][2:4] == (float(iterations), 3 * model.tri_count)
+    assert by_name["solve_shape_contacts"][2] == float(iterations)
+    assert by_name["predict_positions"][2:4] == (1.0, model.particle_count)
+    assert by_name["place_shapes"][2:4] == (1.0, model.shape_count)
+    text = profile.render(rows, step_us, 2, None, "xpbd")
+    assert text.startswith("cloth 32x32 XPBD, 2 worlds") and "solve_bending" in text
+
+
 def test_flop_counts_cover_every_kernel_of_the_step():
-    assert set(profile.FLOPS_PER_ELEMENT) == {"eval_triangle_forces", "eval_bending_forces",
-                                              "eval_shape_contact_forces", "integrate_particles"}
+    semi = {"eval_triangle_forces", "eval_bending_forces", "eval_shape_contact_forces", "integrate_particles"}
+    xpbd = {"solve_triangle_edges", "solve_bending", "solve_shape_contacts", "gather_corrections",
+            "apply_corrections", "predict_positions", "update_velocities"}
+    assert set(profile.FLOPS_PER_ELEMENT) == semi | xpbd
     assert all(isinstance(v, int) and v > 0 for v in profile.FLOPS_PER_ELEMENT.values())

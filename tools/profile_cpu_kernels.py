@@ -1,8 +1,8 @@
 """Where a many-world cloth step's CPU time goes, kernel by kernel, against its arithmetic (issue 37).
 
-    python tools/profile_cpu_kernels.py [--worlds 64] [--steps 20] [--repeats 5]
+    python tools/profile_cpu_kernels.py [--solver semi_implicit|xpbd] [--worlds 64] [--steps 20] [--repeats 5]
 
-1. One step of tools/bench_worlds.py's semi-implicit 32x32 cloth in a `--worlds`-world Model on one thread: for each
+1. One step of tools/bench_worlds.py's 32x32 cloth (`--solver`) in a `--worlds`-world Model on one thread: for each
    kernel the CPU time per launch, the elements it runs over, nanoseconds per element, the floating-point operations
    per element (counted by hand from the kernel's source, FLOPS_PER_ELEMENT below: every +, -, *, /, sqrt and
    comparison of the taken path; a fused multiply-add counts 2) and the rate that makes.
@@ -10,7 +10,7 @@
    (tools/cpu_kernel_loops.cpp, built with the backend's own flags): one triangle after another (what the generated
    loop could be at best without SIMD), and in blocks of 16 triangles whose arithmetic the C++ compiler vectorises
    across triangles (the forces then added in task order: the same sums). Each result is compared with the kernel's
-   (largest difference relative to the largest force).
+   (largest difference relative to the largest force). Semi-implicit only.
 
 Times are CPU time (time.process_time) on one thread (wp.config.cpu_threads = 1), the best of `--repeats`.
 """
@@ -51,18 +51,30 @@ LOOPS_SOURCE = os.path.join(HERE, "cpu_kernel_loops.cpp")
 #:     into the shape's frame 33, the distance and normal 2-10, the normal back to the world 30, the gap test 3
 #:     (most pairs stop there);
 #: integration (per particle): gravity, velocity, damping and position ~20.
+#: Both solvers' contact kernels: the bound test first (~20: a difference, a squared norm, the slack), the
+#: point into the shape's frame (its inverse pose read, computed once per step by place_shapes) 33, the distance
+#: and normal 2-10, the normal back 30; the far pairs (most) stop after the bound test, the ground plane's do not.
+#: XPBD (sim/solvers/xpbd/kernels.py), per element: a triangle edge (distance constraint: difference, length,
+#:     the compliant multiplier update, two weighted corrections, the Jacobi share) ~45; a dihedral bending edge
+#:     (the angle and its four gradients as above ~130, their weighted squared norms 28, the multiplier update
+#:     and four corrections ~30) ~190; the gather of a particle's correction slots (6-7 slots) ~20; applying the
+#:     corrections 9; predicting positions ~25; the velocities 10.
 FLOPS_PER_ELEMENT = {"eval_triangle_forces": 283, "eval_bending_forces": 216,
-                     "eval_shape_contact_forces": 108, "integrate_particles": 20}
+                     "eval_shape_contact_forces": 108, "integrate_particles": 20,
+                     "solve_triangle_edges": 45, "solve_bending": 190, "solve_shape_contacts": 108,
+                     "gather_corrections": 20, "apply_corrections": 9, "predict_positions": 25,
+                     "update_velocities": 10}
+SCENES = {"semi_implicit": "cloth 32x32 semi-implicit", "xpbd": "cloth 32x32 XPBD"}
 
 
 def launch_elements(dim) -> int:
     return int(np.prod(dim)) if isinstance(dim, (tuple, list)) else int(dim)
 
 
-def profile_step(worlds: int, steps: int, repeats: int) -> tuple:
-    """(runner, rows): rows of (kernel, us per launch, launches per step, elements, ns per element, FLOPs per
-    element or None) for one step of the semi-implicit cloth in `worlds` worlds, and the whole step [us]."""
-    scene = next(s for s in bench_worlds.SCENES if s.name == "cloth 32x32 semi-implicit")
+def profile_step(worlds: int, steps: int, repeats: int, solver: str = "semi_implicit") -> tuple:
+    """(runner, rows, step): rows of (kernel, us per launch, launches per step, elements, ns per element, FLOPs
+    per element or None) for one step of the `solver`'s cloth in `worlds` worlds, and the whole step [us]."""
+    scene = next(s for s in bench_worlds.SCENES if s.name == SCENES[solver])
     runner = bench_worlds.Runner(scene, bench_worlds.batched_model(scene, worlds))
     runner.steps(2)
     step = min(_cpu_time(lambda: runner.steps(steps)) for _ in range(repeats)) / steps
@@ -154,9 +166,11 @@ def triangle_comparison(runner, repeats: int, folder: str) -> list:
     return rows
 
 
-def render(rows, step_us: float, worlds: int, comparison) -> str:
-    lines = [f"semi-implicit 32x32 cloth, {worlds} worlds, one thread: {step_us:.0f} us per step, "
-             f"{step_us / worlds:.1f} us per world-step",
+def render(rows, step_us: float, worlds: int, comparison, solver: str = "semi_implicit") -> str:
+    launched = sum(us * launches for _, us, launches, *_ in rows)
+    lines = [f"{SCENES[solver]}, {worlds} worlds, one thread: {step_us:.0f} us per step, "
+             f"{step_us / worlds:.1f} us per world-step; the kernels {launched:.0f} us of it (the rest: Python, "
+             "launches, allocations)",
              f"{'kernel':32} {'us/launch':>10} {'launches':>8} {'elements':>9} {'ns/elem':>8} {'FLOP/elem':>9} "
              f"{'GFLOP/s':>8}"]
     for name, us, launches, elements, ns, flops in rows:
@@ -173,15 +187,18 @@ def render(rows, step_us: float, worlds: int, comparison) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--solver", choices=sorted(SCENES), default="semi_implicit")
     parser.add_argument("--worlds", type=int, default=64)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args(argv)
     wp.config.cpu_threads = 1
-    runner, rows, step = profile_step(args.worlds, args.steps, args.repeats)
-    with tempfile.TemporaryDirectory() as folder:
-        comparison = triangle_comparison(runner, args.repeats, folder)
-    print(render(rows, step, args.worlds, comparison))
+    runner, rows, step = profile_step(args.worlds, args.steps, args.repeats, args.solver)
+    comparison = None
+    if args.solver == "semi_implicit":
+        with tempfile.TemporaryDirectory() as folder:
+            comparison = triangle_comparison(runner, args.repeats, folder)
+    print(render(rows, step, args.worlds, comparison, args.solver))
     return 0
 
 

@@ -44,6 +44,7 @@ class SolverSemiImplicit(Solver):
     def __init__(self, model, *, damping: float | None = None):
         self.model = model
         self.damping = damping
+        self._shape_buffers = {}  # shape_data's reused per-shape arrays (no Tape)
 
     def step(self, model, state_in, state_out, control, dt: float):
         """Advance `state_in` by `dt` [s] into `state_out`. Forces are accumulated into `state_in.particle_f`
@@ -80,7 +81,8 @@ class SolverSemiImplicit(Solver):
             wp.launch(_bending_kernel(model), dim=model.edge_count, inputs=[x, v, _edges(model), f], device=device)
         if model.shape_count:
             wp.launch(k.eval_shape_contact_forces, dim=(model.particle_count, world_shape_slots(model)),
-                      inputs=[x, v, model.particle_radius, model.particle_flags, _shapes(model, state),
+                      inputs=[x, v, model.particle_radius, model.particle_flags,
+                              shape_data(model, state, self._shape_buffers),
                               model.soft_contact, model.soft_contact_mu, f], device=device)
         self_contact = self_contact_of(model)
         if self_contact is not None:

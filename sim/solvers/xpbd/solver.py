@@ -103,6 +103,7 @@ class SolverXPBD(Solver):
         self._no_force = wp.zeros(model.particle_count, dtype=wp.vec3, device=model.device)
         self.degree = constraint_degrees(model)
         self.slots = CorrectionSlots(model)
+        self._shape_buffers = {}  # shape_data's reused per-shape arrays (no Tape)
 
     def settings(self, model, dt: float) -> k.XPBDSettings:
         """The kernels' settings for a step of `dt` [s]."""
@@ -161,7 +162,7 @@ class SolverXPBD(Solver):
             else scratch["inv_mass"]
         wp.launch(k.inverse_masses, dim=n, device=device, inputs=[model.particle_mass, model.particle_flags],
                   outputs=[inv_mass])
-        shapes = shape_data(model, state_in)
+        shapes = shape_data(model, state_in, self._shape_buffers)
         touching = self_contact.data.degree if self_contact is not None else None
         start_distances = self._pair_start_distances(model, self_contact, state_in.particle_q, scratch)
         for it in range(self.iterations):
