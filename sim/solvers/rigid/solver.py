@@ -261,12 +261,13 @@ class SolverRigid(Solver):
         `iterations` coupled passes (None: the solver's contact_iterations; none when dt is 0).
 
         Each body shape's contact partners are found by one thread that looks at its candidates; each pair's
-        contact points share one narrow phase (collide.py); each body sums its wrenches in a fixed order (no float
-        atomics), so results do not depend on thread timing. When no input of the contact forces carries a
-        gradient, that thread also sums its partners' wrenches, and the step stays on the device (it can be
-        captured and replays bit for bit). Otherwise the partners are recorded (not differentiated) in slots
-        sized on the host to the largest count, and the taped kernel differentiates only those pairs, one thread per
-        body shape: the backward pass does not revisit pairs that do not touch.
+        contact points share one narrow phase (collide.py), run once per touching pair (the pair list,
+        pair_slots.py: the pair's owner evaluates it for both bodies, the other row gathers its side); each body
+        sums its wrenches in a fixed order (no float atomics), so results do not depend on thread timing. When no
+        input of the contact forces carries a gradient, the step stays on the device (it can be captured and
+        replays bit for bit). Otherwise the partners are recorded (not differentiated) in slots sized on the host
+        to the largest count, and the taped kernels differentiate only those pairs: the backward pass does not
+        revisit pairs that do not touch.
 
         Coupled passes (docs/rigid_contact.md): pass 0 (the law) records its contacts; each further pass is one
         launch over the bodies (kernels.coupled_pass) that moves every recorded contact's impulse on from the
@@ -284,7 +285,7 @@ class SolverRigid(Solver):
             return False
         shapes = self.shape_data(model)
         taped = self._contacts_need_gradients(model, state)
-        candidates = self.contact_candidates(model, state)
+        candidates = self.contact_candidates(model, state, shapes)
         passes = self._pass_count(dt, iterations)
         partners = None
         if taped:
@@ -498,7 +499,7 @@ class SolverRigid(Solver):
                 return partners, count
             self._slots = most + max(4, most // 4)  # every partner gets a slot: record again, wider
 
-    def contact_candidates(self, model, state) -> k.CandidateShapes:
+    def contact_candidates(self, model, state, shapes=None) -> k.CandidateShapes:
         """Where the body shapes of `state` look for contact partners (the hash grid rebuilt for `state`). Only
         find_contacts reads them, which no tape records: the same arrays serve every step."""
         candidates = k.CandidateShapes()
@@ -514,7 +515,8 @@ class SolverRigid(Solver):
         candidates.upper = upper
         if self._movable_ids.shape[0]:
             wp.launch(k.movable_shape_bounds, dim=self._movable_ids.shape[0],
-                      inputs=[self.shape_data(model), state.body_q, self._movable_ids, centers, lower, upper],
+                      inputs=[self.shape_data(model) if shapes is None else shapes, state.body_q, self._movable_ids,
+                              centers, lower, upper],
                       device=model.device, record_tape=False)
         if self._grid is not None:
             candidates.grid = self._grid.build(centers, self._grid_cell, keep_arrays=True)
@@ -557,24 +559,21 @@ class SolverRigid(Solver):
                           self.integration_settings(dt)],
                   outputs=[state_out.body_q, state_out.body_qd], device=model.device)
 
-    @staticmethod
-    def shape_data(model) -> k.RigidShapeData:
-        """The model's shapes for the contact kernels (rebuilt each step, so replaced model arrays are seen)."""
+    def shape_data(self, model) -> k.RigidShapeData:
+        """The model's shapes for the contact kernels: built again when one of the model's arrays was replaced
+        (so replaced arrays are seen), else the same struct as the step before (a struct that did not change packs
+        faster, and a tape keeps a copy of each struct it records)."""
+        arrays = (model.shape_type, model.shape_transform, model.shape_scale, model.shape_body,
+                  model.shape_material_ke, model.shape_material_kd, model.shape_material_kf, model.shape_material_mu,
+                  model.shape_material_restitution, model.shape_material_timeconst, model.shape_material_dampratio,
+                  model.body_mass, model.body_inertia, element_worlds(model, "shape", model.shape_count))
+        cached = self.__dict__.get("_shape_data_cache")
+        if cached is not None and cached[0] is model and all(x is y for x, y in zip(cached[1], arrays)):
+            return cached[2]
         s = k.RigidShapeData()
-        s.type = model.shape_type
-        s.transform = model.shape_transform
-        s.scale = model.shape_scale
-        s.body = model.shape_body
-        s.ke = model.shape_material_ke
-        s.kd = model.shape_material_kd
-        s.kf = model.shape_material_kf
-        s.mu = model.shape_material_mu
-        s.restitution = model.shape_material_restitution
-        s.timeconst = model.shape_material_timeconst
-        s.dampratio = model.shape_material_dampratio
-        s.body_mass = model.body_mass
-        s.body_inertia = model.body_inertia
-        s.world = element_worlds(model, "shape", model.shape_count)
+        (s.type, s.transform, s.scale, s.body, s.ke, s.kd, s.kf, s.mu, s.restitution, s.timeconst, s.dampratio,
+         s.body_mass, s.body_inertia, s.world) = arrays
+        self._shape_data_cache = (model, arrays, s)
         return s
 
 
