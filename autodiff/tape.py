@@ -86,6 +86,13 @@ class Tape:
         tapes."""
         self._holds.append(release)
 
+    def backward_marker(self) -> list:
+        """A one-element list that stays current after this tape is gone: [True] once a backward ran and until
+        the next zero() (the gradients of the recorded launches' arrays may be non-zero), else [False]. A solver
+        that keeps a taped step's scratch arrays for later tapes keeps the marker of the tape that recorded them
+        and zeroes their gradients before reusing them only when it says so (tape.zero() zeroed them already)."""
+        return self._dirty
+
     # ------------------------------------------------------------------------------------------------ recording
 
     def __enter__(self):

@@ -53,6 +53,21 @@ def test_repeated_backward_with_grads_and_zero_never_accumulates(device):
                 np.testing.assert_array_equal(a.grad.numpy(), [0, 0, 0])
 
 
+def test_backward_marker_says_whether_gradients_may_be_non_zero(device):
+    """Tape.backward_marker: [False] until a backward, [True] after it until zero() or reset(); the list stays
+    the same object (a solver keeps it after the tape is gone)."""
+    tape, x, y, z, s = _chain(device)
+    marker = tape.backward_marker()
+    assert marker == [False]
+    tape.backward(grads={s: np.ones(3, np.float32)})
+    assert marker == [True] and np.abs(x.grad.numpy()).max() > 0
+    tape.zero()
+    assert marker == [False] and tape.backward_marker() is marker
+    tape.backward(grads={s: np.ones(3, np.float32)})
+    tape.reset()
+    assert marker == [False]
+
+
 def test_filling_output_grad_by_hand_then_backward(device):
     tape, x, y, z, s = _chain(device)
     for _ in range(3):
