@@ -453,3 +453,16 @@ class FunctionRenderer:
             self.emit(f"return {{{', '.join(vals)}}};")
         else:
             self.emit("return;")
+
+
+def function_qualifiers(fn, adjoint: bool = False) -> str:
+    """The C++ qualifiers of a user function's forward/replay (`adjoint` False) or adjoint: `@wp.func(inline=False)`
+    keeps it out of line on both devices (a large function called from several places, whose inlined copies make
+    the compile slow or the kernel slower), `inline=True` inlines it on both; by default forward and replay are
+    force-inlined on the CPU (WP_FORCE_INLINE, native/core.h) and the compiler decides for the rest."""
+    hint = getattr(getattr(fn, "func_object", None), "inline_hint", None)
+    if hint == "noinline":
+        return "WP_INLINE_NEVER"
+    if hint == "forceinline":
+        return "WP_INLINE_ALWAYS"
+    return "inline" if adjoint else "inline WP_FORCE_INLINE"

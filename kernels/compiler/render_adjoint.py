@@ -11,7 +11,7 @@ Array values have no accumulator: their adjoint is the gradient array (an alias)
 from __future__ import annotations
 
 from . import ir
-from .render import FunctionRenderer, _has_ctype, arg_field, ctype, member
+from .render import FunctionRenderer, _has_ctype, arg_field, ctype, function_qualifiers, member
 from .. import types as T
 from ..typesys import ArrayType, StaticType, is_struct
 
@@ -334,5 +334,5 @@ def render_adjoint_function(fn: ir.Function, src, name: str, ret: str) -> str:
     ret_params = [f"const {ctype(t)}& adj_ret{k}" for k, t in enumerate(fn.return_types)]
     body = r.backward_body()
     sig = ", ".join(params + adj_params + ret_params)
-    return f"static CUDA_CALLABLE inline void adj_{name}({sig}) {{\n{body}\n}}"
+    return f"static CUDA_CALLABLE {function_qualifiers(fn, adjoint=True)} void adj_{name}({sig}) {{\n{body}\n}}"
 

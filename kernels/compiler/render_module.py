@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from . import ir
 from .access import privatizable_accumulations
-from .render import CPU, FunctionRenderer, arg_field, ctype, float_accumulable, member
+from .render import CPU, FunctionRenderer, arg_field, ctype, float_accumulable, function_qualifiers, member
 from ..typesys import ArrayType, is_struct
 from .render_adjoint import render_adjoint_function
 from .. import types as T
@@ -119,7 +119,7 @@ class ModuleSource:
         r.declare_values(fn.body)
         r.block(fn.body, replay)
         body = "\n".join(r.lines)
-        return f"static CUDA_CALLABLE inline WP_FORCE_INLINE {ret} {name}({params}) {{\n{body}\n}}"
+        return f"static CUDA_CALLABLE {function_qualifiers(fn)} {ret} {name}({params}) {{\n{body}\n}}"
 
     def custom_adjoint(self, fn: ir.Function, name: str) -> str:
         """`adj_<name>` from a @wp.func_grad body: its first parameters are the primal arguments, the rest the
@@ -135,7 +135,8 @@ class ModuleSource:
         r.declare_values(grad.body)
         r.block(grad.body)
         body = "\n".join(r.lines)
-        return f"static CUDA_CALLABLE inline void adj_{name}({', '.join(params)}) {{\n{body}\n}}"
+        quals = function_qualifiers(fn, adjoint=True)
+        return f"static CUDA_CALLABLE {quals} void adj_{name}({', '.join(params)}) {{\n{body}\n}}"
 
     # ---- kernels
 

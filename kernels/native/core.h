@@ -7,6 +7,9 @@
 #define CUDA_CALLABLE __host__ __device__
 #define WP_DEVICE __device__
 #define WP_FORCE_INLINE
+// @wp.func(inline=True/False): Warp's hints, kept on both devices
+#define WP_INLINE_ALWAYS __forceinline__
+#define WP_INLINE_NEVER __noinline__
 #else
 #define CUDA_CALLABLE
 #define WP_DEVICE
@@ -15,6 +18,8 @@
 // the partial stores and wide reloads that makes stall store-to-load forwarding: half the time of the cloth
 // force kernels went there.
 #define WP_FORCE_INLINE __attribute__((always_inline))
+#define WP_INLINE_ALWAYS inline __attribute__((always_inline))
+#define WP_INLINE_NEVER __attribute__((noinline))
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
