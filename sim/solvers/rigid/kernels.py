@@ -316,35 +316,54 @@ def scan_partners(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
     """Every touching partner of body shape s (row t), in a fixed order: static shapes, then body shapes in the
     order of the candidates' scan (visit_partner, in `mode`; PAIRS_OWN visits the body shapes only). The first
     `slots` are the row's slots (written to record_into[t], as far as it has columns); the wrenches of the rest
-    (when `forces`) are summed. Returns (partner count, that sum); PAIRS_OWN: (owned touching pairs, zero)."""
+    (when `forces`) are summed. Returns (partner count, that sum); PAIRS_OWN: (owned touching pairs, zero).
+
+    One loop over ranges of candidates (range 0: the static shapes; then the grid's 27 cells around the row, or
+    one range of every body shape) with one call of visit_partner: the narrow phase and the law are inlined once
+    into the kernel, not once per kind of candidate (the compiled kernel stays small enough to run fast)."""
     count = int(0)
     w = wp.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    if mode != PAIRS_OWN:
-        for k in range(candidates.static_ids.shape[0]):
-            count, w = visit_partner(shapes, body_q, body_qd, body_com, candidates, settings, s,
-                                     candidates.static_ids[k], t, slots, forces, record_into, pairs, mode, count, w)
+    own = int(-1)
     if shapes.type[s] != SHAPE_PLANE and candidates.movable_ids.shape[0] > 0:
         own = candidates.row_movable[t]
+    ranges = int(1)
+    lower = wp.vec3(0.0, 0.0, 0.0)
+    upper = wp.vec3(0.0, 0.0, 0.0)
+    c = wp.vec3i(0, 0, 0)
+    if own >= 0:
         lower = candidates.lower[own]
         upper = candidates.upper[own]
+        ranges = 2
         if candidates.use_grid != 0:
-            grid = candidates.grid
-            c = hash_grid_cell_of(grid, wp.transform_get_translation(shape_world_pose(shapes, body_q, s)))
-            for cell_offset in range(27):
-                cell = hash_grid_neighbor_cell(grid, c, cell_offset)
-                if cell >= 0:
-                    for slot in range(grid.cell_start[cell], grid.cell_end[cell]):
-                        j = grid.sorted_index[slot]
-                        other = candidates.movable_ids[j]
-                        if bounds_may_touch(shapes, candidates, s, lower, upper, j, other, settings.margin):
-                            count, w = visit_partner(shapes, body_q, body_qd, body_com, candidates, settings, s,
-                                                     other, t, slots, forces, record_into, pairs, mode, count, w)
+            ranges = 28
+            c = hash_grid_cell_of(candidates.grid, wp.transform_get_translation(shape_world_pose(shapes, body_q, s)))
+    for r in range(ranges):
+        begin = int(0)
+        end = int(0)
+        if r == 0:
+            if mode != PAIRS_OWN:
+                end = candidates.static_ids.shape[0]
+        elif candidates.use_grid != 0:
+            cell = hash_grid_neighbor_cell(candidates.grid, c, r - 1)
+            if cell >= 0:
+                begin = candidates.grid.cell_start[cell]
+                end = candidates.grid.cell_end[cell]
         else:
-            for j in range(candidates.movable_ids.shape[0]):
-                other = candidates.movable_ids[j]
-                if bounds_may_touch(shapes, candidates, s, lower, upper, j, other, settings.margin):
-                    count, w = visit_partner(shapes, body_q, body_qd, body_com, candidates, settings, s, other,
-                                             t, slots, forces, record_into, pairs, mode, count, w)
+            end = candidates.movable_ids.shape[0]
+        for slot in range(begin, end):
+            other = int(-1)
+            if r == 0:
+                other = candidates.static_ids[slot]
+            else:
+                j = slot
+                if candidates.use_grid != 0:
+                    j = candidates.grid.sorted_index[slot]
+                if bounds_may_touch(shapes, candidates, s, lower, upper, j, candidates.movable_ids[j],
+                                    settings.margin):
+                    other = candidates.movable_ids[j]
+            if other >= 0:
+                count, w = visit_partner(shapes, body_q, body_qd, body_com, candidates, settings, s, other, t,
+                                         slots, forces, record_into, pairs, mode, count, w)
     return count, w
 
 
