@@ -61,25 +61,6 @@ def test_a_pile_gives_the_same_bits_on_one_thread_and_on_two():
     np.testing.assert_array_equal(results[1], results[2])
 
 
-def test_pairs_beyond_the_slots_are_evaluated_by_both_rows():
-    """Each touching body-body pair is evaluated once, by the row of its lower shape, into that row's slots, and
-    the other row gathers its side from there (pair_slots.py): with fewer slots than owned pairs (the rest
-    evaluated by both rows, as before the pair list) a pile of boxes with the coupled passes moves the same to the
-    bit, and the bodies of every pair still receive opposite forces (zero total force on the boxes without
-    gravity and ground)."""
-    model = box_pile(4, 4, 3).finalize("cpu")
-    final = []
-    for capacity in (8, 1, 0):
-        solver = sim.SolverRigid(model, all_pairs_limit=16)
-        solver._pair_capacity = capacity
-        assert solver._coupled
-        final.append(rollout(model, solver, 150, 2e-3)[0])
-    assert np.abs(final[0].body_q.numpy() - model.body_q0.numpy()).max() > 0.05
-    for other in final[1:]:
-        np.testing.assert_array_equal(final[0].body_q.numpy(), other.body_q.numpy())
-        np.testing.assert_array_equal(final[0].body_qd.numpy(), other.body_qd.numpy())
-
-
 @pytest.mark.parametrize("slots", [None, 4, 1])
 def test_differentiated_steps_compute_the_forces_of_plain_steps(device, slots):
     """The same scene finalized with and without gradients (same contact smoothing) moves the same: the recorded

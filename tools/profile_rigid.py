@@ -3,8 +3,8 @@
     python tools/profile_rigid.py [--steps 90 300] [--grad-steps 100]
 
 Prints, for the 1000 falling boxes after each of `--steps` steps: the CPU time of one step from that state, the
-same step without body-body candidates (the body-body part, each pair's narrow phase once since the pair list),
-the CPU time of each kernel, and how many box pairs reach the narrow phase (bounds and bounding spheres overlap, counted in numpy from
+same step without body-body candidates (the part a narrow phase once per pair could halve), the CPU time of each
+kernel, and how many box pairs reach the narrow phase (bounds and bounding spheres overlap, counted in numpy from
 the poses) against the contacts that overlap (sim.penetration, also from the poses alone). Then for the 100-box
 rollout of the bench's forward+backward row: the untaped forward (the bench's forward row), the taped forward and
 the backward, each kernel's share of the last two.
@@ -139,7 +139,7 @@ def profile_large(at_steps, repeat: int = 20):
         print(f"1000 boxes after {target} steps: a step {1e3 * whole:.2f} ms; without body-body candidates "
               f"{1e3 * static_only:.2f} ms (body-body: {1e3 * (whole - static_only):.2f} ms, "
               f"{100 * (whole - static_only) / whole:.0f} %); box pairs reaching the narrow phase {pairs} "
-              f"(each evaluated once: pair_slots.py), overlapping contacts {overlapping}")
+              f"(evaluated {2 * pairs} times), overlapping contacts {overlapping}")
         print_shares("step", per_kernel, per=repeat, unit="ms/step")
 
 

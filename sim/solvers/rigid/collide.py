@@ -299,9 +299,8 @@ def pair_contacts(ctx: PairContext, body_q: wp.array(dtype=wp.transform),
                   body_qd: wp.array(dtype=wp.spatial_vector), body_com: wp.array(dtype=wp.vec3),
                   settings: ContactSettings, type_a: int, pose_a: wp.transform, scale_a: wp.vec3, type_b: int,
                   pose_b: wp.transform, scale_b: wp.vec3):
-    """(touching, wrench on ctx's self body, wrench on the other body) of shapes a and b in canonical order
-    (type_a <= type_b): whether any candidate point penetrates, and the sums of their contact wrenches on either
-    body (zero unless ctx.forces). The points are
+    """(touching, wrench on ctx's self body) of shapes a and b in canonical order (type_a <= type_b): whether any
+    candidate point penetrates, and the sum of their contact wrenches (zero unless ctx.forces). The points are
     visited in one loop (one copy of the contact law, which keeps the compiled code small); two boxes run their
     separating-axis test once, before it."""
     count = feature_count(type_a, type_b)
@@ -313,12 +312,9 @@ def pair_contacts(ctx: PairContext, body_q: wp.array(dtype=wp.transform),
             count = 0
     touching = bool(False)
     w = wp.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    w_other = wp.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     for k in range(count):
         valid, d, n, x = pair_feature(type_a, pose_a, scale_a, type_b, pose_b, scale_b, axis, k, settings.margin)
         if valid:
             touching = touching or d < 0.0
-            ws, wo = contact_wrench(ctx, body_q, body_qd, body_com, settings, d, n, x, k)
-            w = w + ws
-            w_other = w_other + wo
-    return touching, w, w_other
+            w = w + contact_wrench(ctx, body_q, body_qd, body_com, settings, d, n, x, k)
+    return touching, w

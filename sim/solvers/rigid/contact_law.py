@@ -67,7 +67,7 @@ class ContactSettings:
 @wp.struct
 class PairContext:
     """What every contact point of one shape pair (a, b) shares: the two bodies (-1: static), the body whose wrench
-    is wanted (a's when self_is_a is 1, b's when 0) and both bodies' world centres of mass [m], the pair's material (the
+    is wanted (a's when self_is_a is 1, b's when 0) and its world centre of mass [m], the pair's material (the
     means of the two shapes' ke [N/m], kd [N s/m], kf [N s/m], mu [-], restitution [-], and of the time-constant
     form's stiffness per unit mass k_hat = 1 / (tau zeta)^2 [1/s^2] and damping per unit mass c_hat = 2 / tau
     [1/s]), whether forces are wanted at all (forces 0: only whether the pair touches), and, for the time-constant
@@ -79,10 +79,7 @@ class PairContext:
     self_is_a: int
     row: int  # the contact row (body shape) evaluating the pair, where ContactSettings.record writes,
     record_column: int  # from this column on (its partner number times MAX_PAIR_FEATURES)
-    mirror_row: int  # the partner's row, where the pair's contacts are recorded too (-1: nowhere else)
-    mirror_column: int  # from this column on there
     self_com: wp.vec3
-    other_com: wp.vec3  # the other body's world centre of mass [m] (any value when it is static)
     ke: float
     kd: float
     kf: float
@@ -219,32 +216,23 @@ def coupled_normal_impulse(previous: float, impulse: float, vn: float, m_eff: fl
 
 
 @wp.func
-def write_contact(record: ContactRecord, row: int, slot: int, ctx: PairContext, settings: ContactSettings,
-                  x: wp.vec3, n: wp.vec3, vn: float, vt: wp.vec3, fn: float, m_eff: float):
-    """One time-constant contact into record[row, slot], where the row has room (ContactRecord's fields)."""
-    if slot < record.x.shape[1]:
-        record.x[row, slot] = x
-        record.n[row, slot] = n
-        record.vt[row, slot] = vt
-        record.vn[row, slot] = vn
-        record.impulse[row, slot] = fn * settings.dt
-        record.mass[row, slot] = m_eff
-        record.mu[row, slot] = ctx.mu
-        record.kf[row, slot] = ctx.kf
-        record.body_a[row, slot] = ctx.body_a
-        record.body_b[row, slot] = ctx.body_b
-
-
-@wp.func
 def record_contact(ctx: PairContext, settings: ContactSettings, feature: int, x: wp.vec3, n: wp.vec3, vn: float,
                    vt: wp.vec3, fn: float, m_eff: float):
     """Write a time-constant contact (the pair's candidate point `feature`, normal force fn [N] of the law) into
-    row ctx.row of settings.contacts, and into row ctx.mirror_row when the pair is recorded there too (a taped
-    pair list: each pair evaluated once, its contacts needed in both rows)."""
-    write_contact(settings.contacts, ctx.row, ctx.record_column + feature, ctx, settings, x, n, vn, vt, fn, m_eff)
-    if ctx.mirror_row >= 0:
-        write_contact(settings.contacts, ctx.mirror_row, ctx.mirror_column + feature, ctx, settings, x, n, vn, vt,
-                      fn, m_eff)
+    row ctx.row of settings.contacts, where the row has room."""
+    record = settings.contacts
+    slot = ctx.record_column + feature
+    if slot < record.x.shape[1]:
+        record.x[ctx.row, slot] = x
+        record.n[ctx.row, slot] = n
+        record.vt[ctx.row, slot] = vt
+        record.vn[ctx.row, slot] = vn
+        record.impulse[ctx.row, slot] = fn * settings.dt
+        record.mass[ctx.row, slot] = m_eff
+        record.mu[ctx.row, slot] = ctx.mu
+        record.kf[ctx.row, slot] = ctx.kf
+        record.body_a[ctx.row, slot] = ctx.body_a
+        record.body_b[ctx.row, slot] = ctx.body_b
 
 
 @wp.func
@@ -269,17 +257,13 @@ def contact_force(d: float, n: wp.vec3, v_rel: wp.vec3, x: wp.vec3, ctx: PairCon
 def contact_wrench(ctx: PairContext, body_q: wp.array(dtype=wp.transform),
                    body_qd: wp.array(dtype=wp.spatial_vector), body_com: wp.array(dtype=wp.vec3),
                    settings: ContactSettings, d: float, n: wp.vec3, x: wp.vec3, feature: int):
-    """(wrench on the pair's `self` body, wrench on the other body) of a candidate contact point at world x [m] with
-    signed distance d [m] (a contact when negative) and normal n from b toward a; zeros when not in contact or
-    forces are not wanted. The two are equal and opposite forces at x, each with its torque about its own body's
-    centre of mass."""
-    zero = wp.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    """Wrench on the pair's `self` body of a candidate contact point at world x [m] with signed distance d [m]
+    (a contact when negative) and normal n from b toward a; zero when not in contact or forces are not wanted."""
     if d >= 0.0 or ctx.forces == 0:
-        return zero, zero
+        return wp.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     v_rel = point_velocity(body_q, body_qd, body_com, ctx.body_a, x) - \
         point_velocity(body_q, body_qd, body_com, ctx.body_b, x)
     f = contact_force(d, n, v_rel, x, ctx, settings, feature)
     if ctx.self_is_a == 0:
         f = -f
-    g = -f
-    return wp.spatial_vector(wp.cross(x - ctx.self_com, f), f), wp.spatial_vector(wp.cross(x - ctx.other_com, g), g)
+    return wp.spatial_vector(wp.cross(x - ctx.self_com, f), f)

@@ -13,8 +13,6 @@ from ...hashgrid import HashGridData, hash_grid_cell_of, hash_grid_neighbor_cell
 from ...model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_PLANE, SHAPE_SPHERE
 from ...worlds import worlds_interact
 from .collide import pair_contacts
-from .pair_slots import (PAIRS_GATHER, PAIRS_OFF, PAIRS_OWN, PairSlots, copy_pair_record,  # noqa: F401 (solver)
-                         find_slot, pair_owned, slots_overflowed)
 from .contact_law import (MAX_PAIR_FEATURES, ContactRecord, ContactSettings, PairContext,  # noqa: F401 (solver)
                           coupled_normal_impulse, friction_force, time_constant_rates)
 
@@ -134,18 +132,16 @@ def body_inverse_mass(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transfor
     return com, 1.0 / m, r * wp.inverse(shapes.body_inertia[b]) * wp.transpose(r)
 
 
-@wp.func(inline=False)  # one out-of-line copy of the narrow phase and the law (docs/rigid_contact.md)
+@wp.func
 def pair_wrench(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
                 body_qd: wp.array(dtype=wp.spatial_vector), body_com: wp.array(dtype=wp.vec3),
-                settings: ContactSettings, s: int, other: int, forces: int, row: int, partner: int,
-                mirror_row: int, mirror_partner: int):
-    """(touching, wrench on the body of shape s, wrench on the body of `other`) of the pair of shapes s (on a
-    body, contact row `row`, whose partner number `partner` it is; recorded contacts go to row mirror_row's
-    partner number mirror_partner too, unless mirror_row is -1) and `other`: whether any of its candidate
-    points penetrates, and (when `forces` is 1) the sums of their contact wrenches on either body (torque about
-    that body's centre of mass [N m], force [N]). The pair is evaluated in canonical order (collide.py), so it
-    gives the same numbers whichever of its rows asks. Shapes whose bounding spheres, grown by the margin, do not
-    overlap (planes always do) do not touch."""
+                settings: ContactSettings, s: int, other: int, forces: int, row: int, partner: int):
+    """(touching, wrench on the body of shape s) of the pair of shapes s (on a body, contact row `row`, whose
+    partner number `partner` it is) and `other`: whether any of
+    its candidate points penetrates, and (when `forces` is 1) the sum of their contact wrenches on s's body
+    (torque about its centre of mass [N m], force [N]). The pair is evaluated in canonical order (collide.py), so
+    the two bodies of a pair compute exactly opposite forces. Shapes whose bounding spheres, grown by the margin,
+    do not overlap (planes always do) do not touch."""
     sa = s
     sb = other
     if shapes.type[other] < shapes.type[s] or (shapes.type[other] == shapes.type[s] and other < s):
@@ -160,24 +156,17 @@ def pair_wrench(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
             settings.margin
         gap = wp.transform_get_translation(pose_a) - wp.transform_get_translation(pose_b)
         if wp.length_sq(gap) >= reach * reach:
-            zero = wp.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-            return False, zero, zero
+            return False, wp.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     ctx = PairContext()
     ctx.body_a = shapes.body[sa]
     ctx.body_b = shapes.body[sb]
     ctx.self_is_a = 0
     ctx.row = row
     ctx.record_column = partner * MAX_PAIR_FEATURES
-    ctx.mirror_row = mirror_row
-    ctx.mirror_column = mirror_partner * MAX_PAIR_FEATURES
     if sa == s:
         ctx.self_is_a = 1
     b = shapes.body[s]
     ctx.self_com = wp.transform_point(body_q[b], body_com[b])
-    ctx.other_com = wp.vec3(0.0, 0.0, 0.0)
-    b_other = shapes.body[other]
-    if b_other >= 0:
-        ctx.other_com = wp.transform_point(body_q[b_other], body_com[b_other])
     ctx.ke = 0.5 * (shapes.ke[sa] + shapes.ke[sb])
     ctx.kd = 0.5 * (shapes.kd[sa] + shapes.kd[sb])
     ctx.kf = 0.5 * (shapes.kf[sa] + shapes.kf[sb])
@@ -197,9 +186,9 @@ def pair_wrench(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
         ctx.com_b = com_b
         ctx.inv_mass_b = inv_mass_b
         ctx.inv_inertia_b = inv_inertia_b
-    touching, w, w_other = pair_contacts(ctx, body_q, body_qd, body_com, settings, type_a, pose_a, shapes.scale[sa],
-                                         type_b, pose_b, shapes.scale[sb])
-    return touching, w, w_other
+    touching, w = pair_contacts(ctx, body_q, body_qd, body_com, settings, type_a, pose_a, shapes.scale[sa], type_b,
+                                pose_b, shapes.scale[sb])
+    return touching, w
 
 
 @wp.struct
@@ -208,14 +197,11 @@ class CandidateShapes:
     int32); unless it is a plane, the other non-plane body shapes (movable_ids [movable_count] int32), all of
     them when use_grid is 0, else those in the 27 cells of `grid` (built on the movable shapes' centres, indexed
     like movable_ids) around its centre. lower, upper [movable_count]: the movable shapes' world axis-aligned
-    bounds [m], a first test that spares the narrow phase of most candidates; a row that scans them is a movable
-    shape itself, row_movable[t] its index among them (-1 for the others), whose bounds it tests with (the same
-    numbers its partners test with: both rows of a pair see it or neither). Row t never pairs with the shapes
+    bounds [m], a first test that spares the narrow phase of most candidates. Row t never pairs with the shapes
     excluded[excluded_start[t]:excluded_start[t + 1]] (e.g. the shapes of bodies joined by a joint)."""
 
     static_ids: wp.array(dtype=wp.int32)
     movable_ids: wp.array(dtype=wp.int32)
-    row_movable: wp.array(dtype=wp.int32)
     excluded_start: wp.array(dtype=wp.int32)
     excluded: wp.array(dtype=wp.int32)
     lower: wp.array(dtype=wp.vec3)
@@ -250,54 +236,14 @@ def is_excluded(candidates: CandidateShapes, t: int, other: int):
 def visit_partner(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
                   body_qd: wp.array(dtype=wp.spatial_vector), body_com: wp.array(dtype=wp.vec3),
                   candidates: CandidateShapes, settings: ContactSettings, s: int, other: int, t: int, slots: int,
-                  forces: int, record_into: wp.array2d(dtype=wp.int32), pairs: PairSlots, mode: int, count: int,
-                  w: wp.spatial_vector):
-    """scan_partners' step for one candidate `other` of row t (shape s). PAIRS_OFF and PAIRS_GATHER: a touching
-    pair is the row's partner number `count`; the first `slots` are the row's slots (recorded in record_into[t] as
-    far as it has columns), the wrenches of the others add to w; PAIRS_GATHER takes a body-body pair from its
-    owner's slots (pair_slots.py; its contacts copied into the row's columns), evaluating it only when the owner's
-    slots overflowed. PAIRS_OWN: a body-body pair the row owns is evaluated into its owned slot number `count`.
-    Returns the new (count, w)."""
+                  forces: int,
+                  record_into: wp.array2d(dtype=wp.int32), count: int, w: wp.spatial_vector):
+    """scan_partners' step for one candidate `other` of row t (shape s): a touching pair is the row's partner
+    number `count`; the first `slots` are the row's slots (recorded in record_into[t] as far as it has columns),
+    the wrenches of the others add to w. Returns the new (count, w)."""
     if is_excluded(candidates, t, other) or not worlds_interact(shapes.world[s], shapes.world[other]):
         return count, w
-    other_body = shapes.body[other]
-    touching = bool(False)
-    pw = wp.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    pw_other = wp.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    evaluate = int(1)
-    if mode == PAIRS_OWN:
-        if not pair_owned(s, other, other_body):
-            evaluate = 0
-    elif mode == PAIRS_GATHER and other_body >= 0:
-        owner = t
-        shape = other
-        if not pair_owned(s, other, other_body):
-            owner = pairs.shape_row[other]
-            shape = s
-        i = find_slot(pairs.other, pairs.count, owner, shape)
-        if i >= 0:
-            evaluate = 0
-            touching = True
-            if owner == t:
-                pw = pairs.w_self[t, i]
-            else:
-                pw = pairs.w_other[owner, i]
-            if settings.record != 0:
-                copy_pair_record(pairs.record, owner, i * MAX_PAIR_FEATURES, settings.contacts, t,
-                                 count * MAX_PAIR_FEATURES)
-        elif not slots_overflowed(pairs, owner):
-            evaluate = 0  # its owner evaluated it: not touching
-    if evaluate != 0:  # one call site: one copy of the narrow phase and the law in the compiled kernel
-        touching, pw, pw_other = pair_wrench(shapes, body_q, body_qd, body_com, settings, s, other, forces, t,
-                                             count, -1, 0)
-    if mode == PAIRS_OWN:
-        if touching:
-            if count < pairs.other.shape[1]:
-                pairs.other[t, count] = other
-                pairs.w_self[t, count] = pw
-                pairs.w_other[t, count] = pw_other
-            count = count + 1
-        return count, w
+    touching, pw = pair_wrench(shapes, body_q, body_qd, body_com, settings, s, other, forces, t, count)
     if touching:
         if count < slots:
             if count < record_into.shape[1]:
@@ -312,58 +258,36 @@ def visit_partner(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
 def scan_partners(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
                   body_qd: wp.array(dtype=wp.spatial_vector), body_com: wp.array(dtype=wp.vec3),
                   candidates: CandidateShapes, settings: ContactSettings, t: int, s: int, slots: int, forces: int,
-                  record_into: wp.array2d(dtype=wp.int32), pairs: PairSlots, mode: int):
+                  record_into: wp.array2d(dtype=wp.int32)):
     """Every touching partner of body shape s (row t), in a fixed order: static shapes, then body shapes in the
-    order of the candidates' scan (visit_partner, in `mode`; PAIRS_OWN visits the body shapes only). The first
-    `slots` are the row's slots (written to record_into[t], as far as it has columns); the wrenches of the rest
-    (when `forces`) are summed. Returns (partner count, that sum); PAIRS_OWN: (owned touching pairs, zero).
-
-    One loop over ranges of candidates (range 0: the static shapes; then the grid's 27 cells around the row, or
-    one range of every body shape) with one call of visit_partner: the narrow phase and the law are inlined once
-    into the kernel, not once per kind of candidate (the compiled kernel stays small enough to run fast)."""
+    order of the candidates' scan. The first `slots` are the row's slots (written to record_into[t], as far as it
+    has columns); the wrenches of the rest (when `forces`) are summed. Returns (partner count, that sum)."""
     count = int(0)
     w = wp.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    own = int(-1)
+    for k in range(candidates.static_ids.shape[0]):
+        count, w = visit_partner(shapes, body_q, body_qd, body_com, candidates, settings, s,
+                                 candidates.static_ids[k], t, slots, forces, record_into, count, w)
     if shapes.type[s] != SHAPE_PLANE and candidates.movable_ids.shape[0] > 0:
-        own = candidates.row_movable[t]
-    ranges = int(1)
-    lower = wp.vec3(0.0, 0.0, 0.0)
-    upper = wp.vec3(0.0, 0.0, 0.0)
-    c = wp.vec3i(0, 0, 0)
-    if own >= 0:
-        lower = candidates.lower[own]
-        upper = candidates.upper[own]
-        ranges = 2
+        pose = shape_world_pose(shapes, body_q, s)
+        lower, upper = shape_bounds(shapes.type[s], pose, shapes.scale[s])
         if candidates.use_grid != 0:
-            ranges = 28
-            c = hash_grid_cell_of(candidates.grid, wp.transform_get_translation(shape_world_pose(shapes, body_q, s)))
-    for r in range(ranges):
-        begin = int(0)
-        end = int(0)
-        if r == 0:
-            if mode != PAIRS_OWN:
-                end = candidates.static_ids.shape[0]
-        elif candidates.use_grid != 0:
-            cell = hash_grid_neighbor_cell(candidates.grid, c, r - 1)
-            if cell >= 0:
-                begin = candidates.grid.cell_start[cell]
-                end = candidates.grid.cell_end[cell]
+            grid = candidates.grid
+            c = hash_grid_cell_of(grid, wp.transform_get_translation(pose))
+            for cell_offset in range(27):
+                cell = hash_grid_neighbor_cell(grid, c, cell_offset)
+                if cell >= 0:
+                    for slot in range(grid.cell_start[cell], grid.cell_end[cell]):
+                        j = grid.sorted_index[slot]
+                        other = candidates.movable_ids[j]
+                        if bounds_may_touch(shapes, candidates, s, lower, upper, j, other, settings.margin):
+                            count, w = visit_partner(shapes, body_q, body_qd, body_com, candidates, settings, s,
+                                                     other, t, slots, forces, record_into, count, w)
         else:
-            end = candidates.movable_ids.shape[0]
-        for slot in range(begin, end):
-            other = int(-1)
-            if r == 0:
-                other = candidates.static_ids[slot]
-            else:
-                j = slot
-                if candidates.use_grid != 0:
-                    j = candidates.grid.sorted_index[slot]
-                if bounds_may_touch(shapes, candidates, s, lower, upper, j, candidates.movable_ids[j],
-                                    settings.margin):
-                    other = candidates.movable_ids[j]
-            if other >= 0:
-                count, w = visit_partner(shapes, body_q, body_qd, body_com, candidates, settings, s, other, t,
-                                         slots, forces, record_into, pairs, mode, count, w)
+            for j in range(candidates.movable_ids.shape[0]):
+                other = candidates.movable_ids[j]
+                if bounds_may_touch(shapes, candidates, s, lower, upper, j, other, settings.margin):
+                    count, w = visit_partner(shapes, body_q, body_qd, body_com, candidates, settings, s, other,
+                                             t, slots, forces, record_into, count, w)
     return count, w
 
 
@@ -410,84 +334,37 @@ def find_contacts(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
                   body_qd: wp.array(dtype=wp.spatial_vector), body_com: wp.array(dtype=wp.vec3),
                   rows: wp.array(dtype=wp.int32), candidates: CandidateShapes, settings: ContactSettings,
                   partners: wp.array2d(dtype=wp.int32), partner_count: wp.array(dtype=wp.int32), to_body: int,
-                  row_wrench: wp.array(dtype=wp.spatial_vector), body_f: wp.array(dtype=wp.spatial_vector),
-                  pairs: PairSlots, mode: int):
+                  row_wrench: wp.array(dtype=wp.spatial_vector), body_f: wp.array(dtype=wp.spatial_vector)):
     """The contacts of body shape rows[t], not differentiated. With slots (K = partners.shape[1] > 0): its first
     K touching partners into partners[t] and its number of partners into partner_count[t] (no forces; the
-    wrenches are eval_owned_pairs' and gather_pair_wrenches'). Without (K = 0): the number of partners, and the
-    sum of all their wrenches on the row's body (store_row_wrench); `mode` PAIRS_GATHER takes the body-body pairs
-    from `pairs`, which a launch in mode PAIRS_OWN (partner_count: pairs.count; nothing else written) filled."""
+    wrenches are eval_partner_wrenches'). Without (K = 0): the number of partners, and the sum of all their
+    wrenches on the row's body (store_row_wrench)."""
     t = wp.tid()
     slots = partners.shape[1]
     forces = int(0)
     if slots == 0:
         forces = 1
     count, w = scan_partners(shapes, body_q, body_qd, body_com, candidates, settings, t, rows[t], slots, forces,
-                             partners, pairs, mode)
+                             partners)
     partner_count[t] = count
-    if forces != 0 and mode != PAIRS_OWN:
+    if forces != 0:
         store_row_wrench(shapes, body_q, body_qd, body_com, settings, rows, t, w, to_body, row_wrench, body_f)
 
 
-@wp.func
-def recorded_pair_owned(shapes: RigidShapeData, rows: wp.array(dtype=wp.int32), shape_row: wp.array(dtype=wp.int32),
-                        partners: wp.array2d(dtype=wp.int32), partner_count: wp.array(dtype=wp.int32), t: int,
-                        k: int):
-    """(whether row t evaluates its recorded partner k itself, the other row of the pair, the pair's slot there;
-    -1, -1 when the other row does not hold it): row t evaluates the pair when it owns it (pair_slots.pair_owned)
-    or the owner did not record it."""
-    s = rows[t]
-    other = partners[t, k]
-    other_row = int(-1)
-    i = int(-1)
-    if shapes.body[other] >= 0:
-        other_row = shape_row[other]
-        i = find_slot(partners, partner_count, other_row, s)
-        if i < 0:
-            other_row = -1
-    if pair_owned(s, other, shapes.body[other]) or i < 0:
-        return True, other_row, i
-    return False, other_row, i
-
-
 @wp.kernel
-def eval_owned_pairs(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
-                     body_qd: wp.array(dtype=wp.spatial_vector), body_com: wp.array(dtype=wp.vec3),
-                     rows: wp.array(dtype=wp.int32), shape_row: wp.array(dtype=wp.int32), settings: ContactSettings,
-                     partners: wp.array2d(dtype=wp.int32), partner_count: wp.array(dtype=wp.int32),
-                     w_self: wp.array2d(dtype=wp.spatial_vector), w_other: wp.array2d(dtype=wp.spatial_vector)):
-    """Each pair among the partners find_contacts recorded in row t's slots that the row evaluates
-    (recorded_pair_owned), once: the wrench on its body into w_self[t, k], on the partner's into w_other[t, k];
-    with settings.record, its contacts are recorded in both rows' columns (from k MAX_PAIR_FEATURES in row t,
-    from the pair's slot number in the partner's), so that every row holds all its contacts for coupled_pass."""
-    t = wp.tid()
-    for k in range(partner_count[t]):
-        own, other_row, i = recorded_pair_owned(shapes, rows, shape_row, partners, partner_count, t, k)
-        if own:
-            touching, ws, wo = pair_wrench(shapes, body_q, body_qd, body_com, settings, rows[t], partners[t, k], 1,
-                                           t, k, other_row, i)
-            w_self[t, k] = ws
-            w_other[t, k] = wo
-
-
-@wp.kernel
-def gather_pair_wrenches(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
-                         body_qd: wp.array(dtype=wp.spatial_vector), body_com: wp.array(dtype=wp.vec3),
-                         rows: wp.array(dtype=wp.int32), shape_row: wp.array(dtype=wp.int32),
-                         settings: ContactSettings, partners: wp.array2d(dtype=wp.int32),
-                         partner_count: wp.array(dtype=wp.int32), w_self: wp.array2d(dtype=wp.spatial_vector),
-                         w_other: wp.array2d(dtype=wp.spatial_vector), to_body: int,
-                         row_wrench: wp.array(dtype=wp.spatial_vector), body_f: wp.array(dtype=wp.spatial_vector)):
-    """The wrench on the body of shape rows[t] from its recorded partners, in slot order (store_row_wrench): its
-    own pairs' w_self, the others' side w_other from their owners' slots (eval_owned_pairs)."""
+def eval_partner_wrenches(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
+                          body_qd: wp.array(dtype=wp.spatial_vector), body_com: wp.array(dtype=wp.vec3),
+                          rows: wp.array(dtype=wp.int32), settings: ContactSettings,
+                          partners: wp.array2d(dtype=wp.int32), partner_count: wp.array(dtype=wp.int32),
+                          to_body: int, row_wrench: wp.array(dtype=wp.spatial_vector),
+                          body_f: wp.array(dtype=wp.spatial_vector)):
+    """The wrench on the body of shape rows[t] from the partners find_contacts recorded in its slots (all of
+    them: the caller sized the slots to the largest count), summed in slot order (store_row_wrench)."""
     t = wp.tid()
     w = wp.spatial_vector(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     for k in range(partner_count[t]):
-        own, other_row, i = recorded_pair_owned(shapes, rows, shape_row, partners, partner_count, t, k)
-        if own:
-            w = w + w_self[t, k]
-        else:
-            w = w + w_other[other_row, i]
+        touching, pw = pair_wrench(shapes, body_q, body_qd, body_com, settings, rows[t], partners[t, k], 1, t, k)
+        w = w + pw
     store_row_wrench(shapes, body_q, body_qd, body_com, settings, rows, t, w, to_body, row_wrench, body_f)
 
 
@@ -590,8 +467,8 @@ def step_bodies(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
     t = body_row[b]
     if t >= 0:
         for k in range(partner_count[t]):
-            touching, pw, pw_other = pair_wrench(shapes, body_q, body_qd, body_com, contact, rows[t],
-                                                 partners[t, k], 1, t, k, -1, 0)
+            touching, pw = pair_wrench(shapes, body_q, body_qd, body_com, contact, rows[t], partners[t, k], 1, t,
+                                       k)
             w = w + pw
     if has_external != 0:
         w = w + external[b]

@@ -25,9 +25,6 @@ DEFAULT_CONTACT_RELAXATION = 0.5
 #: steps that nothing differentiates record the contacts of this many partners of each body shape for the coupled
 #: passes; the contacts of further partners keep the law's force (a box in a pile touches the ground and about 6)
 RECORDED_PARTNERS = 12
-#: owned body-body pairs of each body shape that steps nothing differentiates keep in slots (pair_slots.py); a
-#: pair beyond them is evaluated by both its rows (a box in a pile owns about half of its ~6 body partners)
-PAIR_SLOTS = 8
 
 
 class SolverRigid(Solver):
@@ -169,12 +166,6 @@ class SolverRigid(Solver):
         self._excluded_start, self._excluded = _excluded_partners(on_body, excluded_shape_pairs, model.shape_count,
                                                                   device)
         self._movable_ids = _int_array(movable, device)
-        row_movable = np.full(len(on_body), -1, np.int64)
-        row_movable[np.searchsorted(on_body, movable)] = np.arange(len(movable))
-        self._row_movable = _int_array(row_movable, device)
-        shape_row = np.full(model.shape_count, -1, np.int64)
-        shape_row[on_body] = np.arange(len(on_body))
-        self._shape_row = _int_array(shape_row, device)
         self._grid = None
         self._idle_grid = HashGrid(1, 1, 1, device=device).build(wp.zeros(0, dtype=wp.vec3, device=device), 1.0)
         if len(movable) > all_pairs_limit:
@@ -205,8 +196,6 @@ class SolverRigid(Solver):
                             ("mass", float), ("mu", float), ("kf", float), ("body_a", wp.int32),
                             ("body_b", wp.int32)):
             setattr(self._no_record, name, wp.zeros((0, 0), dtype=dtype, device=device))
-        self._pair_capacity = PAIR_SLOTS
-        self._no_pairs = self._pair_slots(0)
         # contact slots per shape of differentiated steps: every possible partner when that is few (nothing then
         # is read on the host: such steps can be captured), else grown to the most partners seen
         self._slots_fixed = contact_slots_fixed(model)
@@ -354,31 +343,17 @@ class SolverRigid(Solver):
         record.body_b = self._scratch(arrays, ("record", "body_b"), shape, wp.int32, False)
         return record
 
-    def _contact_pass(self, model, state, shapes, settings, candidates, partners, f, arrays=None):
-        """One evaluation of every contact wrench into `f` (eval_contact_forces), each touching pair's narrow phase
-        and law once (pair_slots.py): when `partners` is None (nothing differentiated), the rows evaluate the
-        body-body pairs they own into their slots while scanning for partners (find_contacts, PAIRS_OWN), then scan
-        again summing their wrenches (PAIRS_GATHER: static pairs evaluated, body-body ones from the slots);
-        else, over the recorded (partners, count), eval_owned_pairs then gather_pair_wrenches (taped, the slots
-        in the step's `arrays`)."""
+    def _contact_pass(self, model, state, shapes, settings, candidates, partners, f):
+        """One evaluation of every contact wrench into `f` (eval_contact_forces): summed while scanning for
+        partners when `partners` is None (nothing differentiated), else over the recorded (partners, count)."""
         device = model.device
         rows = self._rows.shape[0]
         to_body = 1 if self._one_row_per_body else 0
         if partners is None:
-            scan = [shapes, state.body_q, state.body_qd, model.body_com, self._rows, candidates]
-            pairs = self._pass_arrays.get("pairs")
-            if pairs is None:
-                pairs = self._pass_arrays["pairs"] = self._pair_slots(self._pair_capacity)
-            if settings.record:
-                pairs.record.mass.zero_()
-            own_settings = self.contact_settings(model, settings.dt, record=pairs.record if settings.record else None)
-            wp.launch(k.find_contacts, dim=rows,
-                      inputs=scan + [own_settings, self._no_partners, pairs.count, to_body, self._row_wrench, f, pairs,
-                                     k.PAIRS_OWN], device=device, record_tape=False)
+            scan = [shapes, state.body_q, state.body_qd, model.body_com, self._rows, candidates, settings]
             count, row_wrench = self._partner_count, self._row_wrench
-            wp.launch(k.find_contacts, dim=rows,
-                      inputs=scan + [settings, self._no_partners, count, to_body, row_wrench, f, pairs,
-                                     k.PAIRS_GATHER], device=device, record_tape=False)
+            wp.launch(k.find_contacts, dim=rows, inputs=scan + [self._no_partners, count, to_body, row_wrench, f],
+                      device=device, record_tape=False)
             if not to_body:
                 wp.launch(k.gather_body_wrenches, dim=model.body_count,
                           inputs=[self._body_row_start, self._body_rows, row_wrench, f], device=device,
@@ -387,38 +362,12 @@ class SolverRigid(Solver):
         partners, count = partners
         row_wrench = self._row_wrench if to_body else \
             wp.empty(rows, dtype=wp.spatial_vector, device=device, requires_grad=True)
-        arrays = self._step_arrays(state, True) if arrays is None else arrays
-        w_self = self._scratch(arrays, "w_self", partners.shape, wp.spatial_vector, True)
-        w_other = self._scratch(arrays, "w_other", partners.shape, wp.spatial_vector, True)
-        common = [shapes, state.body_q, state.body_qd, model.body_com, self._rows, self._shape_row, settings, partners,
-                  count]
-        wp.launch(k.eval_owned_pairs, dim=rows, inputs=common, outputs=[w_self, w_other], device=device)
-        wp.launch(k.gather_pair_wrenches, dim=rows, inputs=common + [w_self, w_other, to_body],
-                  outputs=[row_wrench, f], device=device)
+        wp.launch(k.eval_partner_wrenches, dim=rows,
+                  inputs=[shapes, state.body_q, state.body_qd, model.body_com, self._rows, settings, partners, count,
+                          to_body, row_wrench, f], device=device)
         if not to_body:
             wp.launch(k.gather_body_wrenches, dim=model.body_count,
                       inputs=[self._body_row_start, self._body_rows, row_wrench, f], device=device)
-
-    def _pair_slots(self, capacity: int) -> k.PairSlots:
-        """Slots of `capacity` owned pairs per row for steps that nothing differentiates (pair_slots.PairSlots),
-        with a staging record of their contacts when capacity > 0 and the model has time-constant contacts."""
-        device = self.model.device
-        rows = self._rows.shape[0]
-        pairs = k.PairSlots()
-        pairs.other = wp.zeros((rows, capacity), dtype=wp.int32, device=device)
-        pairs.count = wp.zeros(rows, dtype=wp.int32, device=device)
-        pairs.w_self = wp.zeros((rows, capacity), dtype=wp.spatial_vector, device=device)
-        pairs.w_other = wp.zeros((rows, capacity), dtype=wp.spatial_vector, device=device)
-        pairs.shape_row = self._shape_row
-        pairs.record = self._no_record
-        if capacity and self._coupled:
-            pairs.record = k.ContactRecord()
-            for name, dtype in (("x", wp.vec3), ("n", wp.vec3), ("vt", wp.vec3), ("vn", float), ("impulse", float),
-                                ("mass", float), ("mu", float), ("kf", float), ("body_a", wp.int32),
-                                ("body_b", wp.int32)):
-                setattr(pairs.record, name, wp.zeros((rows, capacity * MAX_PAIR_FEATURES), dtype=dtype,
-                                                     device=device))
-        return pairs
 
     def _pass_count(self, dt: float, iterations: int | None = None) -> int:
         """How many coupled passes precede the final contact evaluation of a step of dt [s]."""
@@ -488,9 +437,8 @@ class SolverRigid(Solver):
         count = self._scratch(arrays, "partner_count", (rows,), wp.int32, False)
         while True:
             partners = self._scratch(arrays, "partners", (rows, self._slots), wp.int32, False)
-            wp.launch(k.find_contacts, dim=rows,
-                      inputs=scan + [partners, count, 0, self._row_wrench, self._row_wrench, self._no_pairs,
-                                     k.PAIRS_OFF], device=device, record_tape=False)
+            wp.launch(k.find_contacts, dim=rows, inputs=scan + [partners, count, 0, self._row_wrench, self._row_wrench],
+                      device=device, record_tape=False)
             if self._slots_fixed:  # a slot for every possible partner
                 return partners, count
             most = int(count.numpy().max())
@@ -504,7 +452,6 @@ class SolverRigid(Solver):
         candidates = k.CandidateShapes()
         candidates.static_ids = self._static_ids
         candidates.movable_ids = self._movable_ids
-        candidates.row_movable = self._row_movable
         candidates.excluded_start = self._excluded_start
         candidates.excluded = self._excluded
         candidates.use_grid = 0 if self._grid is None else 1
