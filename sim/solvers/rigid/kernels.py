@@ -132,7 +132,7 @@ def body_inverse_mass(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transfor
     return com, 1.0 / m, r * wp.inverse(shapes.body_inertia[b]) * wp.transpose(r)
 
 
-@wp.func
+@wp.func(inline=False)  # one out-of-line copy of the narrow phase and law per kernel (docs/rigid_contact.md)
 def pair_wrench(shapes: RigidShapeData, body_q: wp.array(dtype=wp.transform),
                 body_qd: wp.array(dtype=wp.spatial_vector), body_com: wp.array(dtype=wp.vec3),
                 settings: ContactSettings, s: int, other: int, forces: int, row: int, partner: int):
