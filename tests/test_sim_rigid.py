@@ -341,8 +341,8 @@ def _solver_kernel_names():
 
 
 # One test per kernel: the two differentiated contact kernels take the longest in NVRTC (about 80 s each on the
-# loaded 2-core machine with pair_wrench out of line, 380-540 s when their adjoints inlined the whole narrow phase),
-# so the suite's workers compile them side by side instead of one after the other.
+# loaded 2-core machine with pair_wrench out of line, 150 s or more when their adjoints inlined the whole narrow
+# phase), so the suite's workers compile them side by side instead of one after the other.
 @pytest.mark.parametrize("name", _solver_kernel_names())
 def test_solver_kernels_compile_to_ptx(name):
     """The CUDA path of the solver's kernels (forward, and backward where enabled) compiles, with or without a
