@@ -9,8 +9,9 @@ reach those arrays.
 
 import kernels as wp
 
+from ...geometry import shape_bound
 from ...hashgrid import HashGridData, hash_grid_cell_of, hash_grid_neighbor_cell
-from ...model import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_PLANE, SHAPE_SPHERE
+from ...model import SHAPE_BOX, SHAPE_PLANE, SHAPE_SPHERE
 from ...worlds import worlds_interact
 from .collide import pair_contacts
 from .contact_law import (MAX_PAIR_FEATURES, ContactRecord, ContactSettings, PairContext,  # noqa: F401 (solver)
@@ -89,13 +90,7 @@ def bounding_radius(shape_type: int, scale: wp.vec3):
     """Radius [m] of a sphere about the shape's origin that contains it (0 for planes, which are never bounded),
     from its current scale: sim optimize may have written a learned size there since Model.shape_bounding_radius
     was computed."""
-    if shape_type == SHAPE_SPHERE:
-        return scale[0]
-    if shape_type == SHAPE_BOX:
-        return wp.length(scale)
-    if shape_type == SHAPE_CAPSULE:
-        return scale[0] + scale[1]
-    return 0.0
+    return wp.max(shape_bound(shape_type, scale), 0.0)  # planes and meshes: -1 there
 
 
 @wp.kernel(enable_backward=False)
