@@ -202,6 +202,7 @@ def main(argv=None) -> int:
 
 def _stopped(interrupt: KeyboardInterrupt) -> str:
     """'interrupted' for Ctrl-C, 'stopped by SIGTERM' (or SIGHUP) for a stop signal."""
+    interrupt = interrupts.identified(interrupt)
     return str(interrupt) if isinstance(interrupt, interrupts.Terminated) else "interrupted"
 
 

@@ -34,7 +34,20 @@ class Terminated(KeyboardInterrupt):
 
 def exit_code(interrupt: BaseException) -> int:
     """The conventional exit status of a process ended by the interrupt's signal: 128 + its number."""
-    return 128 + int(getattr(interrupt, "signum", signal.SIGINT))
+    return 128 + int(getattr(identified(interrupt), "signum", signal.SIGINT))
+
+
+def identified(interrupt: BaseException) -> BaseException:
+    """`interrupt`, or the `Terminated` of the stop signal that caused it where a library replaced the exception.
+
+    Ray's native wait loop checks for signals itself and raises a new, plain KeyboardInterrupt for whatever the
+    handler raised, so a sweep stopped by SIGTERM would say 'interrupted' and exit 130. Within
+    `stop_signals_interrupt()` the signal that came is known (`_pending`) and wins over the exception's type."""
+    if isinstance(interrupt, Terminated) or not isinstance(interrupt, KeyboardInterrupt):
+        return interrupt
+    if _active and _pending in STOP_SIGNALS:
+        return Terminated(_pending)
+    return interrupt
 
 
 def _raise_terminated(signum, frame):
@@ -85,6 +98,11 @@ def stop_signals_interrupt():
     _active, _stopping, _pending = True, False, None
     try:
         yield
+    except KeyboardInterrupt as e:  # leave the block as the stop that came, whoever re-raised it on the way
+        stop = identified(e)
+        if stop is e:
+            raise
+        raise stop from e
     finally:
         _active = False
         for s, handler in previous.items():

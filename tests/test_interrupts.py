@@ -66,3 +66,31 @@ def test_a_stop_while_the_cli_imports_is_one_line(monkeypatch, capsys):
     monkeypatch.setattr(cli, "_main", stopped_while_importing)
     assert cli.main(["run", "x.yaml"]) == 143
     assert capsys.readouterr().err.strip() == "stopped by SIGTERM"
+
+
+def test_a_stop_that_a_library_re_raises_as_a_plain_interrupt_keeps_its_signal():
+    """Ray's native wait turns what a signal handler raised into a new, plain KeyboardInterrupt: a sweep stopped by
+    SIGTERM said 'interrupted' and exited 130. The signal that came wins over the exception's type."""
+    from sim.cli import _stopped
+
+    def ray_like_wait():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(1000):
+                pass
+        except KeyboardInterrupt:
+            raise KeyboardInterrupt() from None
+        raise AssertionError("the signal was not delivered")
+
+    with pytest.raises(interrupts.Terminated) as left:
+        with interrupts.stop_signals_interrupt():
+            with pytest.raises(KeyboardInterrupt) as caught:
+                ray_like_wait()
+            assert type(caught.value) is KeyboardInterrupt
+            assert interrupts.exit_code(caught.value) == 143 and _stopped(caught.value) == "stopped by SIGTERM"
+            raise caught.value
+    assert interrupts.exit_code(left.value) == 143
+    assert interrupts.exit_code(KeyboardInterrupt()) == 130  # outside the block a plain interrupt is a Ctrl-C
+    with interrupts.stop_signals_interrupt():
+        assert _swallowed(signal.SIGINT)
+        assert interrupts.exit_code(KeyboardInterrupt()) == 130 and _stopped(KeyboardInterrupt()) == "interrupted"
