@@ -66,7 +66,7 @@ from .types import (Any, bool_, float16, float32, float64, int8, int16, int32, i
 from .numpy_types import dtype_from_numpy, dtype_to_numpy  # noqa: E402
 from .types import (bfloat16, spatial_matrixf, spatial_matrixh, spatial_vectorh,
                     transformh, vec2s, vec2ul, vec2us, vec3s, vec3ul, vec3us, vec4s, vec4ul, vec4us)
-from .reference import ref  # noqa: E402,F401  (Warp's wp.ref[T] pass-by-reference annotation)
+from .reference import address_of, ref  # noqa: E402,F401  (Warp's wp.ref[T] annotation, wp.address_of)
 from .types import handle  # noqa: E402  (Warp's object-handle type: uint64)
 from .types import Float, Int  # noqa: E402,F401  (Warp's constrained generics: names only, see types)
 from .types import ScalarVar as Scalar  # noqa: E402,F401

@@ -1,4 +1,5 @@
-"""`wp.ref[T]`: Warp 1.19's pass-by-reference parameter annotation for @wp.func (`def f(x: wp.ref[float])`).
+"""`wp.ref[T]`: Warp 1.19's pass-by-reference parameter annotation for @wp.func (`def f(x: wp.ref[float])`), and
+`wp.address_of(x)`, the address of x's storage given to a function call.
 
 The annotation object has Warp's API (`dtype`, `value_type`, equality by dtype, `repr` `wp.ref[int32]`). How a
 reference parameter is compiled (returned and written back to the caller's argument) is in
@@ -41,3 +42,14 @@ class _RefFactory:
 
 
 ref = _RefFactory()
+
+
+def address_of(value):
+    """`wp.address_of(x)` (Warp 1.19): in a kernel, as an argument of a function call, the address of x's storage as
+    a uint64, for C++ snippets (@wp.func_native) that write through it; x is a variable, an array element, a struct
+    field or a component. Here the callee gets the address of a copy of x that is written back to x when the call
+    returns (compiler/frontend_reference.py). Not callable from Python."""
+    raise RuntimeError("wp.address_of() is only meaningful inside kernels, as an argument of a function call")
+
+
+address_of._wp_address_of_ = True

@@ -35,6 +35,13 @@ def _walk(fn: ir.Function, paths: dict, access: dict):
             paths[op.results[0]] = paths[op.operands[0]]
             continue
         callee = op.attrs.get("callee")
+        if callee is not None and getattr(callee, "native", None) is not None:
+            # a C++ snippet (native_snippet.py): it may read and write every array it is given
+            for a in op.operands:
+                if a in paths:
+                    for path, _ in _array_types([(paths[a], a.type)]):
+                        access[path] = [True, True]
+            continue
         if callee is not None:
             inner = {p: paths[a] for p, a in zip(callee.params, op.operands) if a in paths}
             _walk(callee, inner, access)
@@ -99,6 +106,9 @@ def _accumulations(fn: ir.Function, paths: dict, added: set, tainted: set, accum
             tainted.update(paths[v] for v in op.operands if v in paths)
             continue
         name, callee = op.attrs.get("name"), op.attrs.get("callee")
+        if callee is not None and getattr(callee, "native", None) is not None:
+            tainted.update(paths[v] for v in op.operands if v in paths)  # a snippet's use of them is unknown
+            continue
         if callee is not None:
             inner = {p: paths[a] for p, a in zip(callee.params, op.operands) if a in paths}
             _accumulations(callee, inner, added, tainted, accumulable)

@@ -15,7 +15,6 @@ from ..typesys import ArrayValue
 from .function import UNBOUND_FUNCTION, grad, is_function_object
 from ..builtins import BUILTINS
 from .frontend_source import FunctionSource
-from .native_snippet import NativeSnippet
 from ..errors import CompileKeyError, CompileTypeError, CompileValueError
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
@@ -315,8 +314,10 @@ class ExpressionLowering:
             return [self.const(0, node, weak=False)]
         if obj is grad:  # `wp.grad(f)`: a compile-time value, called (now or through a local) like a function
             return [Static(self.static_eval(node))]
-        if isinstance(obj, NativeSnippet):
-            raise self.error(obj.refusal(), node)
+        if getattr(obj, "_wp_address_of_", False):  # an argument of a call is lowered by the call (lower_args)
+            self.check_address(node)
+            raise self.error("wp.address_of(x) is supported as an argument of a function call only (the callee "
+                             "gets the address of x's storage for the call)", node)
         resolved = self.resolve_static(obj)
         if resolved is None and obj in _PY_BUILTIN_MAP:
             resolved = ("builtin", _PY_BUILTIN_MAP[obj])
@@ -332,11 +333,13 @@ class ExpressionLowering:
             if what == "builtin" and not node.keywords and not starred else 0
         if n_out:
             return self._call_with_outputs(node, target, n_out)
+        addresses = self.address_positions(node) if what == "func" else ()
         if resolved == ("builtin", "len"):
             args = [self.lower_call_value(a) if isinstance(a, ast.Call) else self.lower_expr(a) for a in node.args]
         else:
-            args = [self.lower_starred(a.value) if isinstance(a, ast.Starred) else self.lower_expr(a)
-                    for a in node.args]
+            args = [self.lower_starred(a.value) if isinstance(a, ast.Starred)
+                    else self.lower_expr(a.args[0]) if i in addresses else self.lower_expr(a)
+                    for i, a in enumerate(node.args)]
         kwargs = {k.arg: self.lower_expr(k.value) for k in node.keywords}
         if any(k is None for k in kwargs):
             raise self.error("**kwargs are not supported in kernel calls", node)
@@ -386,8 +389,8 @@ class ExpressionLowering:
             references = target.reference_indices(len(operands)) if hasattr(target, "reference_indices") else ()
             if references is None:
                 raise self.error(f"the overloads of '{target.name}' differ in which parameters are wp.ref[T]", node)
-            if references:  # wp.ref[T] parameters: written back to the arguments (frontend_reference.py)
-                return self.call_with_references(node, target, references, operands, attrs)
+            if references or addresses:  # written back to the arguments (frontend_reference.py)
+                return self.call_with_references(node, target, references, operands, attrs, addresses)
         return self.emit("call", operands, node, nresults=nresults, attrs=attrs)
 
     def type_of_value(self, func):

@@ -5,7 +5,9 @@ own results (frontend.lower), and the call writes each back to its argument, whi
 can assign: a variable, an array element, a struct field or a component, or a path of these (`a[i].v[0]`). A
 literal, a call's result (or a part of one), a compile-time constant and a local holding a bare literal (whose type
 Warp has not fixed; the error says how to declare it) are refused, as Warp refuses them. A kernel calling such a
-function has no backward (the call is marked refuse_adjoint for passes/adjoint.py), as in Warp.
+function has no backward (the call is marked refuse_adjoint for passes/adjoint.py; a backward-enabled kernel is
+refused when built, passes/typeinfer_reference.py), as in Warp, unless the function is a @wp.func_native with an
+adj_snippet. `wp.address_of(x)` arguments are written back the same way (call_with_references).
 """
 
 from __future__ import annotations
@@ -19,22 +21,72 @@ from .frontend_expr import Static
 class ReferenceLowering:
     """Mixed into `frontend.Frontend` (uses `emit`, `assign`, `env`, `error`, `lower_callee`)."""
 
-    def call_with_references(self, node, target, references, operands, attrs):
-        """Lower a call of `target` whose parameters at `references` are wp.ref[T]: its own results (a list; one
-        placeholder when it has none)."""
+    def call_with_references(self, node, target, references, operands, attrs, addresses=()):
+        """Lower a call of `target` whose parameters at `references` are wp.ref[T], and whose arguments at
+        `addresses` are `wp.address_of(x)`: its own results (a list; one placeholder when it has none).
+
+        An address argument passes the address of a copy of x's value (a uint64) and x takes the copy's value when
+        the call returns: the storage a snippet writes through the pointer is written back, as a reference is."""
         loc = self.src.loc(node)
         for i in references:
             self.check_addressable(node.args[i] if i < len(node.args) else None, target, i, node)
         total = target.result_count(len(operands), loc, self.name, self.lower_callee)
         own = total - len(references)
-        self.check_distinct(node, target, references)
-        attrs.update({"nresults": total, "references": tuple(references),
-                      "refuse_adjoint": f"'{target.name}' takes wp.ref[T] parameters: a kernel calling it has no "
-                                        f"backward (as in Warp); declare the kernel with enable_backward=False"})
-        results = self.emit("call", operands, node, nresults=total, attrs=attrs)
-        for i, value in zip(references, results[own:]):
+        places = {i: node.args[i] for i in references}
+        places.update({i: node.args[i].args[0] for i in addresses})
+        self.check_distinct(node, target, places)
+        attrs.update({"nresults": total + len(addresses), "references": tuple(references)})
+        if not getattr(target, "manual_reference_adjoint", False) and references:  # func_native with adj_snippet
+            attrs["refuse_adjoint"] = (f"'{target.name}' takes wp.ref[T] parameters: a kernel calling it has no "
+                                       f"backward (as in Warp); declare the kernel with enable_backward=False")
+        if addresses:
+            attrs["addresses"] = tuple(addresses)
+            attrs["refuse_adjoint"] = (f"'{target.name}' is given wp.address_of(...): what is written through a "
+                                       f"pointer has no gradient; declare the kernel with enable_backward=False")
+        results = self.emit("call", operands, node, nresults=total + len(addresses), attrs=attrs)
+        for i, value in zip(references, results[own:total]):
             self.assign(node.args[i], value, node)
+        for i, value in zip(addresses, results[total:]):
+            self.assign(node.args[i].args[0], value, node)
         return results[:own] if own else [Static(None)]
+
+    def address_positions(self, node) -> tuple:
+        """Positions of the arguments of call `node` written `wp.address_of(x)` (x checked: see check_address)."""
+        found = []
+        for i, arg in enumerate(node.args):
+            if isinstance(arg, ast.Call) and self.is_address_of(arg.func):
+                self.check_address(arg)
+                found.append(i)
+        return tuple(found)
+
+    def is_address_of(self, func_node) -> bool:
+        try:
+            return bool(getattr(self.static_eval(func_node, quiet=True), "_wp_address_of_", False))
+        except Exception:  # noqa: BLE001  any other callee
+            return False
+
+    def check_address(self, call):
+        """`wp.address_of(x)`: x must name storage (a variable, an array element, a field, a component, or a path
+        of these), as Warp requires; a temporary, a constant or a local holding a bare literal is refused."""
+        if len(call.args) != 1 or call.keywords:
+            raise self.error("wp.address_of() takes exactly one positional argument", call)
+        arg = call.args[0]
+        root = arg
+        while isinstance(root, (ast.Subscript, ast.Attribute)):
+            root = root.value
+        bound = self.env.get(root.id) if isinstance(root, ast.Name) else None
+        if bound is None or isinstance(bound, Static):
+            raise self.error(f"wp.address_of() requires an addressable expression (local variable, array "
+                             f"element, struct field, or wp.ref[T] parameter), not '{ast.unparse(arg)}'", call,
+                             CompileError)
+        owner = getattr(bound, "owner", None)
+        if root is arg and owner is not None and owner.opcode == "const" and owner.attrs.get("weak"):
+            value = owner.attrs["value"]
+            declared = "wp.float32" if isinstance(value, float) else "wp.bool" if isinstance(value, bool) \
+                else "wp.int32"
+            raise self.error(f"Error taking a mutable reference to constant local '{root.id}', use the following "
+                             f"syntax: {root.id} = {declared}({value!r}) to declare a dynamic variable", call,
+                             CompileError)
 
     def check_addressable(self, arg, target, index, node):
         if arg is None or isinstance(arg, ast.Starred):
@@ -55,17 +107,17 @@ class ReferenceLowering:
                              f"holds a literal whose type is not fixed: declare it with its type, e.g. "
                              f"{root.id} = {declared}({owner.attrs['value']!r})", node, CompileError)
 
-    def check_distinct(self, node, target, references):
-        """Two reference arguments rooted in the same variable must name provably different parts of it
-        (`v[0]` and `v[2]`, `b.x` and `b.y`): written back one after the other, overlapping ones would not give
-        Warp's in-place result."""
-        paths = [(i, _path(node.args[i])) for i in references]
+    def check_distinct(self, node, target, places: dict):
+        """Two reference (or address) arguments rooted in the same variable must name provably different parts
+        of it (`v[0]` and `v[2]`, `b.x` and `b.y`): written back one after the other, overlapping ones would not
+        give Warp's in-place result. `places`: argument position -> the expression naming the storage."""
+        paths = [(i, _path(place)) for i, place in places.items()]
         for a, (i, pi) in enumerate(paths):
             for j, pj in paths[a + 1:]:
                 if pi[0] == pj[0] and not _disjoint(pi[1:], pj[1:]):
                     raise self.error(f"arguments {i + 1} and {j + 1} of '{target.name}' are wp.ref[T] parameters "
-                                     f"that may name the same storage ('{ast.unparse(node.args[i])}', "
-                                     f"'{ast.unparse(node.args[j])}'): here references are written back when the "
+                                     f"that may name the same storage ('{ast.unparse(places[i])}', "
+                                     f"'{ast.unparse(places[j])}'): here references are written back when the "
                                      f"call returns (Warp updates them in place); pass distinct variables", node)
 
     @staticmethod

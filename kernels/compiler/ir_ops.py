@@ -99,6 +99,7 @@ _CALL_ATTRS = {
     "overwrite": bool,  # a component write into an array element (a[i].x = v)
     "refuse_adjoint": str,  # the adjoint pass refuses this op with the message
     "references": tuple,  # argument positions of a user function's wp.ref[T] parameters (frontend_reference.py)
+    "addresses": tuple,  # argument positions given as wp.address_of(x) (frontend_reference.py)
 }
 _LOOP_ATTRS = {"carried": list, "static": bool, "break_flag": int, "recompute": bool, "counter": int}
 

@@ -337,6 +337,9 @@ class FunctionRenderer:
         if op.attrs.get("gradient"):
             self.gradient_call(op)
             return
+        if op.attrs.get("addresses"):
+            self.address_call(op, replay)
+            return
         expr = self.call_expr(op, replay)
         results = [r for r in op.results if _has_ctype(r.type)]
         if not results:
@@ -349,6 +352,35 @@ class FunctionRenderer:
             for k, r in enumerate(results):
                 self.emit(f"    {self.name(r)} = r_.v{k};")
             self.emit("}")
+
+    def address_call(self, op, replay):
+        """A user call given `wp.address_of(x)` arguments (attr "addresses"): each passes the address of a copy of
+        x's value (`pinK_`), and the call's last results take the copies' values when it returns."""
+        addresses = op.attrs["addresses"]
+        outs = op.results[:len(op.results) - len(addresses)]
+        self.emit("{")
+        args = []
+        for k, v in enumerate(op.operands):
+            if k in addresses:
+                j = addresses.index(k)
+                self.emit(f"    {ctype(v.type)} pin{j}_ = {self.name(v)};")
+                args.append(f"(wp::uint64)(&pin{j}_)")
+            elif self.args([v]):
+                args.append(self.args([v]))
+        prefix = "replay_" if replay else ""
+        call = f"{prefix}{self.func_names[op.attrs['callee']]}({', '.join(args)})"
+        results = [r for r in outs if _has_ctype(r.type)]
+        if not results:
+            self.emit(f"    {call};")
+        elif len(results) == 1:
+            self.emit(f"    {self.name(results[0])} = {call};")
+        else:
+            self.emit(f"    auto r_ = {call};")
+            for k, r in enumerate(results):
+                self.emit(f"    {self.name(r)} = r_.v{k};")
+        for j, r in enumerate(op.results[len(outs):]):
+            self.emit(f"    {self.name(r)} = pin{j}_;")
+        self.emit("}")
 
     def gradient_call(self, op):
         """`wp.grad(f)(args)`: f's adjoint (a user function's or a builtin's), seeded with 1, adds d f / d arg into

@@ -204,7 +204,14 @@ class AdjointRenderer(FunctionRenderer):
     def adj_callee(self, call, op):
         a = call.operands
         rets = [self.adj(r) for r in call.results if _has_ctype(r.type)]
-        args = ", ".join(x for x in (self.args(a), self.adj_args(a), ", ".join(rets)) if x)
+        primal = list(a)
+        native = getattr(call.attrs["callee"], "native", None)
+        if native is not None and native.references:
+            # a C++ snippet's adjoint sees a reference argument as its storage holds it after the call (as in Warp)
+            first = len(call.results) - len(native.references)
+            for j, k in enumerate(native.references):
+                primal[k] = call.results[first + j]
+        args = ", ".join(x for x in (self.args(primal), self.adj_args(a), ", ".join(rets)) if x)
         text = f"adj_{self.func_names[call.attrs['callee']]}({args});"
         if op.attrs.get("skip_if_zero"):
             text = f"if ({' || '.join(f'!wp::is_zero({n})' for n in rets)}) {text}"

@@ -11,6 +11,8 @@ from .access import privatizable_accumulations
 from .render import CPU, FunctionRenderer, arg_field, ctype, float_accumulable, function_qualifiers, member
 from ..typesys import ArrayType, is_struct
 from .render_adjoint import render_adjoint_function
+from .native_snippet import is_native
+from .render_native import render_native
 from .. import types as T
 
 _NO_ATOMIC_ADD = (T.bool_, T.int8, T.uint8, T.int16, T.uint16)
@@ -91,6 +93,8 @@ class ModuleSource:
     def render_function(self, fn: ir.Function, adjoint_renderer=None) -> str:
         """A user function: forward, replay (no side effects, used by backward passes) and adjoint versions."""
         name = self.func_names[fn]
+        if is_native(fn):
+            return render_native(fn, name, backward=adjoint_renderer is not None)
         rts = fn.return_types
         out = []
         if len(rts) > 1:

@@ -30,6 +30,7 @@ from .signature import KernelSignature
 from ..compiler import ir
 from ..compiler.access import array_access
 from ..compiler.passes.adjoint import adjoint_error
+from ..compiler.passes.typeinfer_reference import backward_reference_refusal
 from ..compiler.render import CPU
 from ..compiler.render_adjoint import render_adjoint_function, render_adjoint_kernel
 from ..compiler.render_module import ModuleSource
@@ -231,7 +232,11 @@ class Kernel:
 
     def compile_ir(self):
         if self.ir is None:
-            self.ir = compile_ir(self.source, "kernel", self.name, list(self.arg_types))
+            fn = compile_ir(self.source, "kernel", self.name, list(self.arg_types))
+            refusal = backward_reference_refusal(fn) if self.enable_backward else None
+            if refusal is not None:  # Warp refuses it when the module is built, not when backward runs
+                raise refusal
+            self.ir = fn
             for op in ir.walk(self.ir.body):
                 if op.opcode == "call" and op.attrs.get("name") == "tid" and "callee" not in op.attrs:
                     self.tid_ndim = max(self.tid_ndim, op.attrs["ndim"])

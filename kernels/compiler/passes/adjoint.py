@@ -105,7 +105,8 @@ def _check_overwrites(fn: ir.Function):
             if _builtin(op) is not None and _builtin(op).props.array_access == "read" and op.operands[0] is target:
                 tainted.update(op.results)
                 continue
-            reads = [v for v in op.operands if v in tainted and _active_type(v.type)]
+            reads = [v for k, v in enumerate(op.operands) if v in tainted and _active_type(v.type)
+                     and k not in _snippet_references(op)]
             if not reads:
                 continue
             tainted.update(op.results)
@@ -117,6 +118,13 @@ def _check_overwrites(fn: ir.Function):
                     f"place. Differentiable component writes may only copy, add or subtract such values (a[i].x = v, "
                     f"a[i].x += v): read the element into a local variable, update it, and store it whole",
                     op.loc, fn.name)
+
+
+def _snippet_references(op) -> tuple:
+    """Positions of a call's wp.ref[T] arguments whose value before the call its adjoint does not read: those of
+    a C++ snippet (native_snippet.py; its adjoint sees the value after the call)."""
+    native = getattr(op.attrs.get("callee"), "native", None)
+    return native.references if native is not None else ()
 
 
 def _activity(block: ir.Block, active: set, fn):

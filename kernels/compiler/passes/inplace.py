@@ -136,7 +136,14 @@ def _flatten_loop(op, flat, env, ctx, loops, branches, where, results, operands)
 def _flatten_call(op, flat, env, ctx, loops, branches, where, results, operands):
     name = op.attrs.get("name")
     callee = op.attrs.get("callee")
-    if callee is not None and getattr(callee, "custom_grad_ir", None) is None:
+    native = getattr(callee, "native", None)
+    if native is not None and native.references:
+        # a C++ snippet's adjoint sees a reference argument's value after the call (its result), not before
+        refs = set(native.references)
+        flat.nodes.append((results, [k for j, k in enumerate(operands) if j not in refs], "opaque"))
+        flat.nodes.append((results, [k for j, k in enumerate(operands) if j in refs], "linear"))
+        return
+    if callee is not None and getattr(callee, "custom_grad_ir", None) is None and native is None:
         inner_ctx = ctx + (id(op),)
         inner_env = {p: k for p, k in zip(callee.params, operands)}
         _flatten(callee.body, flat, inner_env, inner_ctx, loops, branches, callee.name)
@@ -144,7 +151,7 @@ def _flatten_call(op, flat, env, ctx, loops, branches, where, results, operands)
         for r, k in zip(results, rets):
             flat.nodes.append(([r], [k], "linear"))
         return
-    if callee is not None:  # a user-written adjoint: assume it reads every argument
+    if callee is not None:  # a user-written adjoint or a C++ snippet: assume it reads every argument
         flat.nodes.append((results, operands, "opaque"))
         return
     ov = op.attrs.get("overload")

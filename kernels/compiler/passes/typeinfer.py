@@ -377,14 +377,17 @@ class TypeInference(FixedArrayForms, TileForms, TileSliceForms, PathForms, Slice
             op.attrs["caller"] = self.fn.name
             args = func.order_arguments(args, op.attrs.get("kwargs") or [], op,
                                         default=lambda d: self.default_const(d, op.loc))
-        try:
-            callee, args = func.specialize(args, self, op)
-        except CompileError:
-            raise
+        addresses = op.attrs.get("addresses") or ()
+        held = list(args)
+        if addresses:  # `wp.address_of(x)` arguments: the callee takes a uint64 there (frontend_reference.py)
+            args = [ir.Value(T.uint64, "address") if k in addresses else v for k, v in enumerate(args)]
+        callee, args = func.specialize(args, self, op)
+        if addresses:
+            args = [held[k] if k in addresses else v for k, v in enumerate(args)]
         if op.attrs.get("gradient"):
             self.gradient_call(op, callee, args)
             return
-        rtypes = callee.return_types
+        rtypes = list(callee.return_types) + [held[k].type for k in addresses]
         nwant = op.attrs.get("nresults", 1)
         results = op.results
         if len(rtypes) != len(results):
@@ -396,6 +399,10 @@ class TypeInference(FixedArrayForms, TileForms, TileSliceForms, PathForms, Slice
         for r, t in zip(results, rtypes):
             r.type = t
         attrs = {"callee": callee, "name": callee.name}
+        if addresses:
+            attrs["addresses"] = tuple(addresses)
+        if op.attrs.get("references"):
+            attrs["references"] = op.attrs["references"]
         if op.attrs.get("refuse_adjoint"):  # a call writing wp.ref[T] arguments back (frontend_reference.py)
             attrs["refuse_adjoint"] = op.attrs["refuse_adjoint"]
         self.append(ir.Op("call", list(args), results, attrs, [], op.loc))
