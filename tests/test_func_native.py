@@ -75,6 +75,33 @@ def test_a_reference_parameter_adjoint_flows_through_locals_and_array_elements()
     gradcheck(fn, [x, y])
 
 
+@wp.struct
+class Pose:
+    xform: wp.transformf
+
+
+@wp.kernel
+def pose_kernel(x: wp.array(dtype=float), poses: wp.array(dtype=Pose), out: wp.array(dtype=float)):
+    i = wp.tid()
+    store_double(poses[i].xform.p.x, x[i])
+    poses[i].xform.q.w = x[i] * x[i]
+    out[i] = poses[i].xform.p.x * 3.0 + poses[i].xform.q.w
+
+
+def test_a_snippet_writes_a_component_of_a_transform_in_an_array_element():
+    """The component write reads the element's transform and builds it again from its parts: copies, whose
+    adjoints need no value the write overwrites (so the backward is not refused)."""
+    x = wp.array(np.array([0.5, -1.5], dtype=np.float32))
+
+    def fn(x):
+        out = wp.zeros(2, dtype=float, requires_grad=True)
+        wp.launch(pose_kernel, 2, [x, wp.zeros(2, dtype=Pose, requires_grad=True), out])
+        return out
+
+    np.testing.assert_allclose(fn(x).numpy(), 6.0 * x.numpy() + x.numpy() ** 2)
+    gradcheck(fn, [x])
+
+
 @wp.func_native("x = x + 5;")
 def add_five(x: wp.ref[wp.int32]): ...
 

@@ -15,7 +15,7 @@ back to linear interpolation (and its gradient) when the inputs are within 1e-6 
 from __future__ import annotations
 
 from .. import types as T
-from .registry import M, Q, S, TypeArg, V, X, add_builtin
+from .registry import M, Q, S, TypeArg, V, X, add_builtin, declare_properties
 
 F = S("T", "float")
 U = S("U", "float")  # the source scalar type of a conversion
@@ -109,6 +109,10 @@ _xform("transform_identity", (TypeArg(F),), XF, "zero translation, identity rota
 
 _xform("transform_get_translation", (XF,), V3, "xform.p", ("xform",))
 _xform("transform_get_rotation", (XF,), QF, "xform.q", ("xform",))
+# a part of a transform, or a transform of parts (or converted), copied: no primal value in their adjoints, so a
+# component write into an array element may follow them (passes/adjoint.py _check_overwrites)
+for _name in ("transform_get_translation", "transform_get_rotation", "construct_transform"):
+    declare_properties(_name, moves_components=True)
 _xform("extract", (XF, IDX), "T", "xform[i] in the layout (px, py, pz, qx, qy, qz, qw)", ("a", "i"))
 _xform("assign", (XF, IDX, F), XF, "a copy of xform with xform[i] = value", ("a", "i", "value"))
 _xform("add", (XF, XF), XF, "component-wise a + b", ("a", "b"))
