@@ -196,3 +196,40 @@ def test_adjoint_accessor_needs_a_parameter_name(device):
     with pytest.raises(wp.CompileError, match="parameter name"):
         wp.launch(ident_kernel, dim=1, inputs=[wp.zeros(1, device=device), wp.zeros(1, device=device)],
                   device=device)
+
+
+@wp.func
+def slope_of_cube(x: float):
+    return 3.0 * x * x
+
+
+@wp.func_native("return 0.5f * x;", adj_snippet="adj_x += 0.5f * adj_ret;")
+def half_native(x: float) -> float: ...
+
+
+@wp.func
+def cube(x: float):
+    return x * x * x
+
+
+@wp.func_grad(cube)
+def adj_cube(x: float, adj_ret: float):
+    # helpers called only from the custom adjoint (a @wp.func and a C++ snippet) are declared before it
+    wp.adjoint[x] += slope_of_cube(x) * adj_ret * half_native(2.0)
+
+
+@wp.kernel
+def cube_kernel(x: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    out[i] = cube(x[i])
+
+
+def test_a_custom_adjoint_calls_functions_the_forward_does_not():
+    def fn(x):
+        out = wp.zeros(3, dtype=float, requires_grad=True)
+        wp.launch(cube_kernel, 3, [x, out])
+        return out
+
+    x = wp.array(np.array([0.5, -1.0, 1.5], dtype=np.float32))
+    np.testing.assert_allclose(fn(x).numpy(), x.numpy() ** 3, rtol=1e-6)
+    gradcheck(fn, [x])

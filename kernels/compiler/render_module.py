@@ -30,6 +30,7 @@ class ModuleSource:
         self.func_names: dict = {}  # typed ir.Function -> C++ name
         self.func_order: list = []
         self.gradient_targets: set = set()  # functions whose adjoint a forward computation calls (wp.grad)
+        self._adding: set = set()  # functions whose callees are being registered (add_function)
         self.parts: list = []
 
     # ---- structs
@@ -67,11 +68,16 @@ class ModuleSource:
 
     def add_function(self, fn: ir.Function):
         """Register a typed user function and (first) everything it calls."""
-        if fn in self.func_names:
+        if fn in self.func_names or fn in self._adding:
             return
+        self._adding.add(fn)  # a custom adjoint may call the function itself: its name comes after its callees
         for p in fn.params:
             self.add_type(p.type)
         self.add_callees(fn)
+        for extra in (getattr(fn, "custom_grad_ir", None), getattr(fn, "custom_replay_ir", None)):
+            if extra is not None:  # functions the user's adjoint or replay calls are declared before it
+                self.add_callees(extra)
+        self._adding.discard(fn)
         self.func_names[fn] = f"f{len(self.func_names)}_{fn.name}"
         self.func_order.append(fn)
 
