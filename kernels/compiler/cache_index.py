@@ -180,9 +180,11 @@ class Describer:
             entry = [token, None]
             self.functions.append(entry)  # placed before its callees; filled after them (recursion is cut here)
             overloads = tuple(self.source(src, params) for src, params in f.overloads)
-            grad = self.source(f.custom_grad, None) if f.custom_grad is not None else None
+            grads = tuple(self.source(g, None) for g in getattr(f, "custom_grads", ()))
             replay = self.source(f.custom_replay, None) if f.custom_replay is not None else None
-            entry[1] = (overloads, grad, replay)
+            # a @wp.func_native's C++ text, which its decorator may take from a variable
+            native = tuple(getattr(f, a, None) for a in ("snippet", "adj_snippet", "replay_snippet"))
+            entry[1] = (overloads, grads, replay, native)
         return token
 
     def source(self, src, param_types):

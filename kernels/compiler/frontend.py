@@ -24,13 +24,14 @@ from .frontend_loops import LoopLowering
 from .frontend_tile_refs import refuse_observed_tile_writes
 from .function import UNBOUND_FUNCTION, Func, FuncGradient, is_function_argument, reference_params
 from .frontend_reference import ReferenceLowering
+from .frontend_adjoint import AdjointAccess
 from .frontend_source import (  # noqa: F401  (FunctionSource: the compiler's entry point takes one)
     _BREAK, _CONT, _RET, FunctionSource, _walk_no_nested_defs)
 from .frontend_tuples import (_Slot, _describe_binding, _fill_leaves, _fill_slots, _tuple_items, _tuple_leaves,
                               _tuple_shape)
 
 
-class Frontend(LoopLowering, ExpressionLowering, ReferenceLowering):
+class Frontend(LoopLowering, ExpressionLowering, ReferenceLowering, AdjointAccess):
     """Lowers one Python function to an `ir.Function`. `param_types` gives each parameter's (canonical) type."""
 
     def __init__(self, source: FunctionSource, kind: str, name: str, param_types: list, resolve_static, *,
@@ -116,8 +117,11 @@ class Frontend(LoopLowering, ExpressionLowering, ReferenceLowering):
         references = reference_params(self.src)
         if references and self.kind == "kernel":
             raise self.error("wp.ref[T] parameters are for @wp.func functions, not kernels", fdef, CompileTypeError)
-        self.lower_stmts(fdef.body)
+        statements = self.adjoint_body(fdef.body) if self.kind == "func" else fdef.body
+        self.bind_adjoints(params, fdef)
+        self.lower_stmts(statements)
         if self.kind == "func":
+            self.store_adjoints(params, fdef.body[-1])
             rets = [self.env[f"__retval{i}"] for i in range(self.n_returns or 0)]
             # the final values of wp.ref[T] parameters follow the results: the caller writes them back
             # (by source position: `wp.Function` parameters are no run-time parameters, so not in `names`)
@@ -290,9 +294,6 @@ class Frontend(LoopLowering, ExpressionLowering, ReferenceLowering):
         if opname is None:
             raise self.error(f"unsupported operator {type(node.op).__name__}=", node)
         target = node.target
-        if isinstance(target, ast.Subscript) and self.is_adjoint_accessor(target.value):
-            value = self.as_value(self.lower_expr(node.value), node)
-            return self.adjoint_accumulate(target, value, opname, node)
         if isinstance(target, (ast.Subscript, ast.Attribute)):
             # Python evaluates the target's subexpressions (once) before the value
             root_node, root, operands, steps = self.lower_target_path(target, node)
@@ -326,18 +327,6 @@ class Frontend(LoopLowering, ExpressionLowering, ReferenceLowering):
             return bool(getattr(self.static_eval(node, quiet=True), "_wp_adjoint_", False))
         except Exception:
             return False
-
-    def adjoint_accumulate(self, target, value, opname, node):
-        """`wp.adjoint[x] += v` in a @wp.func_grad: add v to the adjoint of parameter x."""
-        names = [a.arg for a in self.src.fdef.args.args]
-        if not isinstance(target.slice, ast.Name) or target.slice.id not in names:
-            raise self.error("wp.adjoint[...] takes a parameter name of the function", node)
-        if opname not in ("add", "sub"):
-            raise self.error("wp.adjoint[x] supports += and -=", node)
-        if opname == "sub":
-            value = self.emit("call", [value], node, attrs={"name": "neg"})[0]
-        self.emit("adj_accum", [value], node, nresults=0, attrs={"param": names.index(target.slice.id)})
-        return None
 
     def stmt_Return(self, node):
         if self.kind == "kernel":

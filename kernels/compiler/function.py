@@ -237,7 +237,8 @@ class Func:
         self.annotation_errors: list = []  # CompileErrors of definitions whose annotations kernels cannot take
         self.specializations: dict = {}
         self.result_counts: dict = {}  # overload source -> how many values it returns
-        self.custom_grad = None
+        self.custom_grad = None  # the latest @wp.func_grad
+        self.custom_grads: list = []  # every @wp.func_grad, in order: each is for the overload its signature names
         self.custom_replay = None
         self.add_overload(pyfunc)
         self.__doc__ = pyfunc.__doc__
@@ -338,7 +339,7 @@ class Func:
                     # registered first: a custom adjoint or replay may call this function itself
                     self.specializations[types_] = fn
                     try:
-                        self._compile_custom(fn, list(types_), ti)
+                        self._compile_custom(fn, list(types_), ti, params)
                     except CompileError:
                         del self.specializations[types_]
                         raise
@@ -414,18 +415,38 @@ class Func:
         self.result_counts[source] = n
         return n
 
-    def _compile_custom(self, fn: ir.Function, types_: list, ti):
+    def custom_grad_for(self, params: list):
+        """The @wp.func_grad of the overload taking `params` (annotation types): as in Warp, the one whose first
+        parameters are annotated with them; a gradient matching no overload's annotations is for every one."""
+        def leading(grad):
+            try:
+                return signature_types(grad, self.name, require=False)
+            except CompileError:
+                return None
+
+        heads = [(g, leading(g)) for g in reversed(self.custom_grads)]
+        for g, types_ in heads:
+            if types_ is not None and types_[:len(params)] == list(params):
+                return g
+        overloads = [list(p) for _, p in self.overloads]
+        for g, types_ in heads:
+            if types_ is None or not any(types_[:len(p)] == p for p in overloads):
+                return g
+        return None
+
+    def _compile_custom(self, fn: ir.Function, types_: list, ti, params: list):
         """Typed IR of the user's custom adjoint and replay for this specialisation, attached to `fn`."""
         fn.custom_grad_ir = None
         fn.custom_replay_ir = None
-        if self.custom_grad is not None:
+        custom_grad = self.custom_grad_for(params)
+        if custom_grad is not None:
             grad_types = types_ + list(fn.return_types)
-            n = len(self.custom_grad.fdef.args.args)
+            n = len(custom_grad.fdef.args.args)
             if n != len(grad_types):
                 raise CompileError(f"@wp.func_grad of '{self.name}' must take the {len(types_)} arguments of "
                                    f"'{self.name}' and then the adjoint of each of its {len(fn.return_types)} "
-                                   f"result(s); it takes {n}", self.custom_grad.loc(self.custom_grad.fdef))
-            fn.custom_grad_ir = ti.compile_callee(self.custom_grad, "func", f"adj_{self.name}", grad_types)
+                                   f"result(s); it takes {n}", custom_grad.loc(custom_grad.fdef))
+            fn.custom_grad_ir = ti.compile_callee(custom_grad, "func", f"adj_{self.name}", grad_types)
         if self.custom_replay is not None:
             replay = ti.compile_callee(self.custom_replay, "func", f"replay_{self.name}", types_)
             if replay.return_types != fn.return_types:
@@ -537,7 +558,10 @@ def _attach(forward: Func, attr: str, decorator: str):
         raise TypeError(f"@wp.{decorator}(f) needs a @wp.func f")
 
     def decorate(pyfunc):
-        setattr(forward, attr, FunctionSource(pyfunc))
+        source = FunctionSource(pyfunc)
+        setattr(forward, attr, source)
+        if attr == "custom_grad":
+            forward.custom_grads.append(source)
         forward.specializations.clear()
         return pyfunc
 

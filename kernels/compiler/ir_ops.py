@@ -5,7 +5,7 @@ Three groups of ops:
   - frontend ops, rewritten away by type inference (`getattr`, `getitem`, `setitem`, `setattr`, `setpath`,
     `augpath`, `slice`, `construct`): they may not appear in typed IR;
   - typed ops, which the renderer prints (`const`, `undef`, `call`, `tuple`, `shape_of`, `if`, `for`, `while`,
-    `return`, `adj_accum`);
+    `return`, `adj_param_get`, `adj_param_set`);
   - adjoint ops, made by the adjoint pass (passes/adjoint.py) in a function's replay and reverse regions
     (`adj_*`, `count_iteration`, `store_carried`); see `ir.Adjoint`.
 
@@ -42,7 +42,8 @@ class Opcode(enum.StrEnum):
     FOR = "for"
     WHILE = "while"
     RETURN = "return"
-    ADJ_ACCUM = "adj_accum"
+    ADJ_PARAM_GET = "adj_param_get"  # in a @wp.func_grad body: the adjoint of a parameter (frontend_adjoint.py)
+    ADJ_PARAM_SET = "adj_param_set"
     # adjoint ops (the adjoint pass's replay and reverse regions)
     ADJ_FIELD = "adj_field"
     ADJ_VIEW = "adj_view"
@@ -125,7 +126,8 @@ SCHEMA: dict = {
     Opcode.FOR: OpSpec(TYPED, (3, None), (0, None), regions=1, optional=_LOOP_ATTRS),
     Opcode.WHILE: OpSpec(TYPED, (0, None), (0, None), regions=2, optional=_LOOP_ATTRS),
     Opcode.RETURN: OpSpec(TYPED, (0, None), (0, 0)),
-    Opcode.ADJ_ACCUM: OpSpec(TYPED, (1, 1), (0, 0), attrs={"param": int}),
+    Opcode.ADJ_PARAM_GET: OpSpec(TYPED, (0, 0), (1, 1), attrs={"param": int}),
+    Opcode.ADJ_PARAM_SET: OpSpec(TYPED, (1, 1), (0, 0), attrs={"param": int}),
     # adjoint ops: operands are values of the primal function; `of` is the primal op they derive from
     Opcode.ADJ_FIELD: OpSpec(ADJOINT, (2, 2), (0, 0), attrs={"field": str}),  # adj(r) = adj(struct).field
     Opcode.ADJ_VIEW: OpSpec(ADJOINT, (2, None), (0, 0), attrs={"view": str}),  # adj(r) = view(adj(a), idx...)

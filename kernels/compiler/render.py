@@ -471,9 +471,19 @@ class FunctionRenderer:
         self.depth -= 1
         self.emit("}")
 
-    def op_adj_accum(self, op, replay):
-        target = self.custom_adjoints[op.attrs["param"]]
-        self.emit(f"{target} = wp::add({target}, {self.name(op.operands[0])});")
+    def op_adj_param_get(self, op, replay):
+        self.emit(f"{self.name(op.results[0])} = {self.custom_adjoint(op)};")
+
+    def op_adj_param_set(self, op, replay):
+        self.emit(f"{self.custom_adjoint(op)} = {self.name(op.operands[0])};")
+
+    def custom_adjoint(self, op) -> str:
+        """The adjoint variable of the parameter that `wp.adjoint[x]` names (in a @wp.func_grad body)."""
+        k = op.attrs["param"]
+        if k >= len(self.custom_adjoints):
+            raise self.error("wp.adjoint[x] names a parameter of the function the custom adjoint is for, not an "
+                             "adjoint of a result", op)
+        return self.custom_adjoints[k]
 
     def op_return(self, op, replay):
         if replay and not self.keep_returns:

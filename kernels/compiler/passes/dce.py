@@ -10,7 +10,7 @@ from .. import ir
 
 
 def _has_side_effect(op: ir.Op) -> bool:
-    if op.opcode in ("return", "adj_accum"):
+    if op.opcode in ("return", "adj_param_set"):
         return True
     ov = op.attrs.get("overload")
     if ov is not None and ov.side_effect:

@@ -750,7 +750,11 @@ class TypeInference(FixedArrayForms, TileForms, TileSliceForms, PathForms, Slice
             return
         raise self.error(f"'{describe(t)}' cannot be called in a kernel", op)
 
-    def op_adj_accum(self, op):
+    def op_adj_param_get(self, op):
+        op.results[0].type = self.fn.params[op.attrs["param"]].type
+        self.append(op)
+
+    def op_adj_param_set(self, op):
         param = self.fn.params[op.attrs["param"]]
         value = self.convert_weak_to(op.operands[0], param.type, op)
         if value.type != param.type:
