@@ -278,3 +278,31 @@ def test_references_that_may_alias_are_refused(tmp_path, kernel, message):
     inputs = {"same_local": [], "negative_index": [], "two_elements": [a, b], "element_and_array": [a, b]}[kernel]
     with pytest.raises(wp.CompileError, match=message):
         wp.launch(getattr(module, kernel), dim=1, inputs=inputs)
+
+
+_USER_ADD = '''
+@wp.func
+def add(x: wp.float32, y: wp.float32) -> wp.int32:
+    return wp.int32(1)
+
+
+@wp.func
+def bump(x: wp.ref[wp.float32]):
+    x += wp.float32(1.0)
+
+
+@wp.kernel(enable_backward=False)
+def k(out: wp.array(dtype=wp.float32)):
+    x = wp.float32(0.0)
+    bump(x)
+    out[0] = x
+'''
+
+
+def test_an_update_of_a_reference_keeps_its_type(tmp_path):
+    """A user-defined `add` giving an int32 for `x += 1.0` of a wp.ref[float32] parameter is refused (Warp's
+    WarpCodegenTypeError), not converted on the way back to the caller."""
+    module = _ours(tmp_path, _USER_ADD, "reference_user_add")
+    assert module.bump.func.__name__ == "bump"  # Warp's Function.func: the Python function
+    with pytest.raises(wp.CompileTypeError, match="augmented assignment to ref parameter 'x'"):
+        wp.launch(module.k, dim=1, outputs=[wp.zeros(1, dtype=wp.float32)])

@@ -306,6 +306,8 @@ class Frontend(LoopLowering, ExpressionLowering, ReferenceLowering, AdjointAcces
             value = self.as_value(self.lower_expr(node.value), node)
             cur = self.lookup_name(target.id, target)
             res = self.binary_call(opname, self.as_value(cur, node), value, node, inplace=True)
+            if self.kind == "func" and target.id in self.reference_names():
+                res.owner.attrs["reference_update"] = target.id  # type inference: the result keeps T
             self.assign(target, res, node)
         else:
             raise self.error("unsupported augmented assignment target", node)

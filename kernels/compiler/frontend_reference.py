@@ -16,6 +16,7 @@ import ast
 
 from ..errors import CompileError
 from .frontend_expr import Static
+from .function import reference_params
 
 
 class ReferenceLowering:
@@ -49,6 +50,11 @@ class ReferenceLowering:
         for i, value in zip(addresses, results[total:]):
             self.assign(node.args[i].args[0], value, node)
         return results[:own] if own else [Static(None)]
+
+    def reference_names(self) -> set:
+        """Names of this function's wp.ref[T] parameters."""
+        params = self.src.fdef.args.args
+        return {params[i].arg for i in reference_params(self.src)}
 
     def address_positions(self, node) -> tuple:
         """Positions of the arguments of call `node` written `wp.address_of(x)` (x checked: see check_address)."""

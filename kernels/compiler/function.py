@@ -243,6 +243,11 @@ class Func:
         self.add_overload(pyfunc)
         self.__doc__ = pyfunc.__doc__
 
+    @property
+    def func(self):
+        """The Python function of the first definition (Warp's `Function.func`)."""
+        return self.overloads[0][0].pyfunc if self.overloads else None
+
     def add_overload(self, pyfunc):
         source = FunctionSource(pyfunc)
         try:

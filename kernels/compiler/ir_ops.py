@@ -101,6 +101,7 @@ _CALL_ATTRS = {
     "refuse_adjoint": str,  # the adjoint pass refuses this op with the message
     "references": tuple,  # argument positions of a user function's wp.ref[T] parameters (frontend_reference.py)
     "addresses": tuple,  # argument positions given as wp.address_of(x) (frontend_reference.py)
+    "reference_update": str,  # `x <op>= v` of wp.ref[T] parameter x: the result must be a T (type inference)
 }
 _LOOP_ATTRS = {"carried": list, "static": bool, "break_flag": int, "recompute": bool, "counter": int}
 

@@ -53,7 +53,6 @@ class NativeSnippet(Func):
 
     def __init__(self, pyfunc, snippet: str, adj_snippet: str | None, replay_snippet: str | None):
         super().__init__(pyfunc)
-        self.func = pyfunc
         self.snippet, self.adj_snippet, self.replay_snippet = snippet, adj_snippet, replay_snippet
         self.__name__ = pyfunc.__name__
 

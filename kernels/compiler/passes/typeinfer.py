@@ -187,6 +187,12 @@ class TypeInference(FixedArrayForms, TileForms, TileSliceForms, PathForms, Slice
     # ---------------------------------------------------------------------------------------------- calls
 
     def op_call(self, op):
+        name = op.attrs.pop("reference_update", None)
+        self.typed_call(op)
+        if name is not None and op.results and op.results[0].type is not None:
+            self.check_reference_update(op, name)
+
+    def typed_call(self, op):
         user = op.attrs.pop("user_op", None)
         if user is not None and user.takes_exactly([v.type for v in op.operands]):
             op.attrs = {"func": user}

@@ -9,8 +9,8 @@ by reference (they may be the same element). Such calls are refused rather than 
 from __future__ import annotations
 
 from .. import ir
-from ...errors import CompileError
-from ...typesys import ArrayType, is_struct
+from ...errors import CompileError, CompileTypeError
+from ...typesys import ArrayType, describe, is_struct
 
 
 def _holds_arrays(t, depth: int = 0) -> bool:
@@ -34,6 +34,15 @@ def _array_rooted(v) -> bool:
 
 class ReferenceForms:
     """Mixed into typeinfer's TypeInference (uses `error`)."""
+
+    def check_reference_update(self, op, name):
+        """`x <op>= v` of wp.ref[T] parameter x must give a T (a user-defined operator may give another type): the
+        caller's storage keeps its type, as Warp requires."""
+        param = next((p for p in self.fn.params if p.name == name), None)
+        got = op.results[0].type
+        if param is not None and got != param.type:
+            raise self.error(f"augmented assignment to ref parameter '{name}' gives {describe(got)}, but the "
+                             f"parameter is wp.ref[{describe(param.type)}]", op, CompileTypeError)
 
     def check_reference_aliasing(self, op, references):
         name = op.attrs["func"].name
