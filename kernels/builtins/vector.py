@@ -16,6 +16,8 @@ from .registry import M, S, TypeArg, V, add_builtin, declare_properties
 
 F = S("T", "float")
 N = S("T", "scalar")
+# constructors, component reads and writes take bool components too (Warp's vector(dtype=bool), matrix(...))
+B = S("T", "any")
 IDX = S("I", "int")
 
 # v[i] and "v with component i replaced" (also of matrices, quaternions, transforms and tiles) move components
@@ -38,26 +40,26 @@ def _builtin(name, args, ret, native=None, **kw):
 # Constructors: `wp.vec3(...)`, `wp.mat33(...)`. The target type arrives as the first (TypeArg) argument and is
 # rendered as the template argument: wp::vec_fill<wp::vec_t<3, wp::float32>>(x).
 
-_builtin("construct_vector", (TypeArg(V("N", N)),), V("N", N), "vec_zero", template_ret=True,
+_builtin("construct_vector", (TypeArg(V("N", B)),), V("N", B), "vec_zero", template_ret=True,
          doc="vecN() with every component zero")
-_builtin("construct_vector", (TypeArg(V("N", N)), N), V("N", N), "vec_fill", template_ret=True,
+_builtin("construct_vector", (TypeArg(V("N", B)), B), V("N", B), "vec_fill", template_ret=True,
          doc="vecN(s): every component s")
 for _n in range(2, MAX_VECTOR_LENGTH + 1):
-    _builtin("construct_vector", (TypeArg(V(_n, N)),) + (N,) * _n, V(_n, N), "vec_from_components",
+    _builtin("construct_vector", (TypeArg(V(_n, B)),) + (B,) * _n, V(_n, B), "vec_from_components",
              template_ret=True, doc=f"vec{_n}(x0, ..., x{_n - 1}) from components")
 _builtin("construct_vector", (TypeArg(V("N", N)), V("N", S("U", "scalar"))), V("N", N), "vec_cast",
          template_ret=True, doc="vecN(v): convert each component of a vector of another scalar type")
 _builtin("construct_vector", (TypeArg(V(6, N)), V(3, N), V(3, N)), V(6, N), "vec_from_halves", template_ret=True,
          doc="spatial_vector(w, v): angular part w on top, linear part v below")
 
-_builtin("construct_matrix", (TypeArg(M("R", "C", N)),), M("R", "C", N), "mat_zero", template_ret=True,
+_builtin("construct_matrix", (TypeArg(M("R", "C", B)),), M("R", "C", B), "mat_zero", template_ret=True,
          doc="matRC() with every element zero")
-_builtin("construct_matrix", (TypeArg(M("R", "C", N)), N), M("R", "C", N), "mat_fill", template_ret=True,
+_builtin("construct_matrix", (TypeArg(M("R", "C", B)), B), M("R", "C", B), "mat_fill", template_ret=True,
          doc="matRC(s): every element s")
 for _r in range(1, MAX_MATRIX_DIM + 1):
     for _c in range(1, MAX_MATRIX_DIM + 1):
         if _r * _c > 1:
-            _builtin("construct_matrix", (TypeArg(M(_r, _c, N)),) + (N,) * (_r * _c), M(_r, _c, N),
+            _builtin("construct_matrix", (TypeArg(M(_r, _c, B)),) + (B,) * (_r * _c), M(_r, _c, B),
                      "mat_from_components", template_ret=True,
                      doc=f"mat{_r}{_c}(x00, x01, ...) from elements in row-major order")
 _builtin("construct_matrix", (TypeArg(M("R", "C", N)), M("R", "C", S("U", "scalar"))), M("R", "C", N), "mat_cast",
@@ -78,12 +80,12 @@ _builtin("identity", (TypeArg(M("N", "N", N)),), M("N", "N", N), "identity", tem
 # Component access: v[i], v.x, m[i] (a row), m[i, j]; and the functional updates behind v[i] = x, m[i, j] = x,
 # m[i] = row. `assign` returns the updated value.
 
-_builtin("extract", (V("N", N), IDX), "T", doc="v[i]")
-_builtin("extract", (M("R", "C", N), IDX), V("C", N), doc="m[i]: row i")
-_builtin("extract", (M("R", "C", N), IDX, S("J", "int")), "T", doc="m[i, j]")
-_builtin("assign", (V("N", N), IDX, N), V("N", N), doc="v with component i replaced")
-_builtin("assign", (M("R", "C", N), IDX, S("J", "int"), N), M("R", "C", N), doc="m with element (i, j) replaced")
-_builtin("assign", (M("R", "C", N), IDX, V("C", N)), M("R", "C", N), doc="m with row i replaced")
+_builtin("extract", (V("N", B), IDX), "T", doc="v[i]")
+_builtin("extract", (M("R", "C", B), IDX), V("C", B), doc="m[i]: row i")
+_builtin("extract", (M("R", "C", B), IDX, S("J", "int")), "T", doc="m[i, j]")
+_builtin("assign", (V("N", B), IDX, B), V("N", B), doc="v with component i replaced")
+_builtin("assign", (M("R", "C", B), IDX, S("J", "int"), B), M("R", "C", B), doc="m with element (i, j) replaced")
+_builtin("assign", (M("R", "C", B), IDX, V("C", B)), M("R", "C", B), doc="m with row i replaced")
 
 # ----------------------------------------------------------------------------------------------------------------
 # Operators (`@` maps to mul as well)

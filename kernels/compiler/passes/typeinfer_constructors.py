@@ -120,8 +120,10 @@ class ConstructorForms:
         if len(comps) == 1 and T.is_matrix(comps[0].type) and "dtype" not in named:
             dtype = comps[0].type._wp_scalar_type_
         else:
+            # literals give float32, unless all are bools (a bool matrix, as in Warp)
+            literal = T.bool_ if comps and all(c.type is T.bool_ for c in comps) else T.float32
             dtype = (self.static_type_arg(named["dtype"], op, "dtype") if "dtype" in named else
-                     next((c.type for c in comps if T.is_scalar(c.type) and not self.is_weak(c)), T.float32))
+                     next((c.type for c in comps if T.is_scalar(c.type) and not self.is_weak(c)), literal))
         self.construct_as(op, T.matrix(tuple(shape), dtype), comps)
 
     def drop_template_arguments(self, t, op):
