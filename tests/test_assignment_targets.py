@@ -181,9 +181,15 @@ def scale_counts(counts: wp.array(dtype=int)):
     counts[0] *= 3
 
 
-@pytest.mark.parametrize("kernel, dtype, message", [(scale_in_place, float, "'\\*='"),
-                                                    (user_operator_component_update, wp.vec2,
-                                                     "the user function 'add'")])
+def test_a_user_operator_update_of_an_element_component_refuses_a_backward_kernel_when_built():
+    """Warp 1.19 refuses building a backward-enabled kernel that updates a differentiable component of an array
+    element with any operator but the builtin += / -= (a user `add` is one)."""
+    values = wp.array([(0.0, 3.0)], dtype=wp.vec2, requires_grad=True)
+    with pytest.raises(wp.CompileError, match="Differentiable composite slot augmented assignments"):
+        wp.launch(user_operator_component_update, dim=1, inputs=[values, wp.array([2.0], dtype=float)])
+
+
+@pytest.mark.parametrize("kernel, dtype, message", [(scale_in_place, float, "'\\*='")])
 def test_read_modify_write_slot_updates_run_forward_and_refuse_backward(kernel, dtype, message):
     values = wp.array([3.0 if dtype is float else (0.0, 3.0)], dtype=dtype, requires_grad=True)
     rhs = wp.array([2.0], dtype=float, requires_grad=True)

@@ -99,6 +99,7 @@ _CALL_ATTRS = {
     "matmul": bool, "type_arg": bool, "rtype": ANY, "ndim": int, "field": str, "axis": int, "elem": tuple,
     "overwrite": bool,  # a component write into an array element (a[i].x = v)
     "refuse_adjoint": str,  # the adjoint pass refuses this op with the message
+    "refuse_build": bool,  # ... and a kernel with a backward is refused when built (passes/backward_build.py)
     "references": tuple,  # argument positions of a user function's wp.ref[T] parameters (frontend_reference.py)
     "addresses": tuple,  # argument positions given as wp.address_of(x) (frontend_reference.py)
     "reference_update": str,  # `x <op>= v` of wp.ref[T] parameter x: the result must be a T (type inference)

@@ -30,7 +30,7 @@ from .signature import KernelSignature
 from ..compiler import ir
 from ..compiler.access import array_access
 from ..compiler.passes.adjoint import adjoint_error
-from ..compiler.passes.typeinfer_reference import backward_reference_refusal
+from ..compiler.passes.backward_build import backward_build_refusal
 from ..compiler.render import CPU
 from ..compiler.render_adjoint import render_adjoint_function, render_adjoint_kernel
 from ..compiler.render_module import ModuleSource
@@ -233,7 +233,7 @@ class Kernel:
     def compile_ir(self):
         if self.ir is None:
             fn = compile_ir(self.source, "kernel", self.name, list(self.arg_types))
-            refusal = backward_reference_refusal(fn) if self.enable_backward else None
+            refusal = backward_build_refusal(fn) if self.enable_backward else None
             if refusal is not None:  # Warp refuses it when the module is built, not when backward runs
                 raise refusal
             self.ir = fn

@@ -14,7 +14,9 @@ Semantics, as in Warp:
 - Any other update of an array slot (`*=`, an update of a struct field in an array of structs, a user @wp.func
   `add`/`sub` taking the slot's types, which replaces the builtin as in Warp) reads, updates and stores the
   element. Its gradient would need the element's value before the store, so when the element type carries a
-  gradient the backward pass of the kernel is refused (attr "refuse_adjoint" on the store, passes/adjoint.py).
+  gradient the backward pass of the kernel is refused (attr "refuse_adjoint" on the store, passes/adjoint.py);
+  for a component of a vector/matrix element (`a[i].x *= s`) a kernel with a backward is refused when built, as
+  Warp refuses it (attr "refuse_build", passes/backward_build.py).
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ class PathForms:
             self.op_getattr(get)
         return self.subst.get(get.results[0], get.results[0])
 
-    def write_step(self, base, step, value, loc, refuse=None, component=False):
+    def write_step(self, base, step, value, loc, refuse=None, component=False, at_build=False):
         kind, arg = step
         result = ir.Value()
         if kind == "item":
@@ -61,6 +63,8 @@ class PathForms:
             self.op_setitem(put)
             if refuse is not None and isinstance(base.type, ArrayType):
                 self.cur.ops[-1].attrs["refuse_adjoint"] = refuse
+                if at_build:
+                    self.cur.ops[-1].attrs["refuse_build"] = True
         else:
             put = ir.Op("setattr", [base, value], [result], {"attr": arg}, [], loc)
             self.op_setattr(put)
@@ -80,14 +84,14 @@ class PathForms:
             vals.append(self.read_step(vals[-1], step, loc))
         return vals
 
-    def write_path(self, vals, steps, new, loc, refuse=None):
+    def write_path(self, vals, steps, new, loc, refuse=None, at_build=False):
         """Write `new` back along the path. A store into an array (a parameter or a view `a[i]` of one, as in
         `a[i][j] = v`) writes its memory: nothing above it changes, so the root is returned as it was."""
         last = len(steps) - 1
         for k, (base, step) in reversed(list(enumerate(zip(vals, steps)))):
             if isinstance(base.type, ArrayType) and isinstance(getattr(new, "type", None), ArrayType):
                 return vals[0]  # a view written back into the array it views: its memory already is
-            new = self.write_step(base, step, new, loc, refuse, component=k < last)
+            new = self.write_step(base, step, new, loc, refuse, component=k < last, at_build=at_build)
             if k > 0 and isinstance(base.type, ArrayType) and step[0] == "item":
                 return vals[0]
         return new
@@ -130,7 +134,12 @@ class PathForms:
             self.replace(op.results[0], self.write_path(vals[:k], steps[:k], array, op.loc))
             return
         refuse = None
-        if is_differentiable_type(element_type):
+        at_build = not direct and T.is_composite(element_type) and is_differentiable_type(element_type)
+        if at_build:  # Warp refuses this one when the kernel is built (passes/backward_build.py), in these words
+            refuse = ("Differentiable composite slot augmented assignments with this operator are not supported "
+                      "with backward code generation enabled. Write the result to a separate array, or use "
+                      "enable_backward=False for forward-only code.")
+        elif is_differentiable_type(element_type):
             how = f"the user function '{user.name}'" if user is not None else f"'{_SYMBOL.get(name, name)}='"
             refuse = (f"this update of an array slot with {how} reads and rewrites the element, which has no "
                       f"correct gradient; only += and -= of the builtin operators on array elements and their "
@@ -138,7 +147,7 @@ class PathForms:
                       f"enable_backward=False)")
         cur = self.read_step(vals[-1], steps[-1], op.loc)
         new = self.call_user_value(user, [cur, value], op) if user is not None else self.binary(name, cur, value, op)
-        self.replace(op.results[0], self.write_path(vals, steps, new, op.loc, refuse))
+        self.replace(op.results[0], self.write_path(vals, steps, new, op.loc, refuse, at_build))
 
     def binary(self, name, a, b, op):
         call = ir.Op("call", [a, b], [ir.Value()], {"name": name, "inplace": True}, [], op.loc)

@@ -8,8 +8,7 @@ by reference (they may be the same element). Such calls are refused rather than 
 
 from __future__ import annotations
 
-from .. import ir
-from ...errors import CompileError, CompileTypeError
+from ...errors import CompileTypeError
 from ...typesys import ArrayType, describe, is_struct
 
 
@@ -61,27 +60,3 @@ class ReferenceForms:
                                      f"callee would read the old value; read the element into a local, pass that, "
                                      f"and store it back", op)
 
-
-def backward_reference_refusal(fn) -> CompileError | None:
-    """Warp's build-time rule for a kernel with a backward: no call (in it or in a function it calls) of a function
-    with wp.ref[T] parameters whose adjoint is derived, since references have none; a @wp.func_native with an
-    adj_snippet is the way to give one. The CompileError to raise, in Warp's words, or None."""
-    seen: set = set()
-    stack = [fn]
-    while stack:
-        f = stack.pop()
-        for op in ir.walk(f.body):
-            callee = op.attrs.get("callee")
-            if callee is None:
-                continue
-            if op.attrs.get("references") and op.attrs.get("refuse_adjoint"):
-                scope = "kernel" if f.kind == "kernel" else "function"
-                key = getattr(getattr(callee, "func_object", None), "key", callee.name)
-                return CompileError(f"In {scope} '{f.name}': Cannot call '{key}' with wp.ref[T] parameters from a "
-                                    f"backward-enabled kernel. Use enable_backward=False on the kernel, or switch "
-                                    f"to @wp.func_native with adj_snippet for a manually written adjoint.",
-                                    op.loc, fn.name)
-            if id(callee) not in seen:
-                seen.add(id(callee))
-                stack.append(callee)
-    return None
