@@ -205,3 +205,14 @@ def test_component_multiply_assign_is_refused_for_backward(device):
     np.testing.assert_array_equal(v.numpy(), [[2.0, 1.0, 1.0]])
     wp.launch(scale_component_forward, 1, inputs=[v, r], device=device)
     np.testing.assert_array_equal(v.numpy(), [[6.0, 1.0, 1.0]])
+
+
+def test_a_value_of_another_kind_than_the_slot_is_refused_in_warps_words(device):
+    @wp.kernel
+    def mismatch(y: wp.array(dtype=wp.vec3), src: wp.array(dtype=wp.vec3)):
+        i = wp.tid()
+        y[i].y = src[i]  # a vector into a scalar component
+
+    y = wp.zeros(1, dtype=wp.vec3, device=device)
+    with pytest.raises(TypeError, match="Composite slot assignment expects value of type float32, got vec3f"):
+        wp.launch(mismatch, 1, inputs=[y, wp.zeros(1, dtype=wp.vec3, device=device)], device=device)

@@ -99,6 +99,7 @@ class PathForms:
     def op_setpath(self, op):
         root, steps, value = self.path_parts(op)
         vals = self.read_path(root, steps, op.loc)
+        self.check_slot_value(vals, steps, value, op)
         self.replace(op.results[0], self.write_path(vals, steps, value, op.loc))
 
     def op_augpath(self, op):
@@ -148,6 +149,21 @@ class PathForms:
         cur = self.read_step(vals[-1], steps[-1], op.loc)
         new = self.call_user_value(user, [cur, value], op) if user is not None else self.binary(name, cur, value, op)
         self.replace(op.results[0], self.write_path(vals, steps, new, op.loc, refuse, at_build))
+
+    def check_slot_value(self, vals, steps, value, op):
+        """`a[i].y = v`: a value that is no scalar (or composite) of the slot's type is refused, as Warp refuses
+        it: a TypeError, in its words."""
+        arrays = [k for k, v in enumerate(vals) if isinstance(v.type, ArrayType)]
+        if not arrays or arrays[-1] + 1 >= len(steps):
+            return
+        k = arrays[-1]
+        slot = _part_type(vals[k].type.dtype, steps[k + 1:])
+        if slot is None or value.type is None or self.is_weak(value) or value.type == slot:
+            return
+        if T.is_scalar(slot) == T.is_scalar(value.type):
+            return  # scalars of other types convert, as they do elsewhere (or the builtin refuses them)
+        raise self.error(f"Composite slot assignment expects value of type {T.warp_type_name(slot)}, got "
+                         f"{T.warp_type_name(value.type)}", op, TypeError)
 
     def binary(self, name, a, b, op):
         call = ir.Op("call", [a, b], [ir.Value()], {"name": name, "inplace": True}, [], op.loc)
