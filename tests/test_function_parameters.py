@@ -171,3 +171,13 @@ def run(wp, Tape):
 def test_values_are_warps(tmp_path):
     warp, ours = _warp_reference.both(_PROGRAM, str(tmp_path), "function_parameters")
     np.testing.assert_array_equal(ours["out"], warp["out"])
+
+
+def test_functions_are_passed_from_python_too():
+    """As in Warp, a @wp.func with `wp.Function` parameters runs from Python with a @wp.func or a builtin."""
+    assert apply(cube, 2.0) == 8.0
+    assert apply(g=double_it, x=4.0) == 8.0
+    assert apply_default() == 6.0
+    assert abs(apply(wp.sin, 0.5) - np.sin(0.5)) < 1e-6
+    with pytest.raises(RuntimeError, match="^Error calling function 'apply', no overload found"):
+        apply(lambda x: x, 3.0)

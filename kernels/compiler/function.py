@@ -212,6 +212,8 @@ def _host_value_matches(param_t, value) -> bool:
     """Whether a Python value may be passed for a parameter of type `param_t` in a call from Python."""
     if param_t is T.Any:
         return True
+    if param_t is Func:  # a `wp.Function` parameter: a @wp.func or a builtin such as wp.sin
+        return is_function_object(value)
     if isinstance(param_t, ArrayType):
         return isinstance(value, ArrayValue) and value.ndim == param_t.ndim and \
             (param_t.dtype is T.Any or value.dtype == param_t.dtype)
