@@ -130,6 +130,22 @@ def address_kernel(a: wp.array(dtype=wp.int32)):
     a[i] = a[i] + v
 
 
+@wp.func_native("out[tid] = x[tid] + 1;")
+def increment_into(x: wp.array(dtype=wp.int32), out: wp.array(dtype=wp.int32), tid: int): ...
+
+
+@wp.kernel(enable_backward=False)
+def increment_kernel(x: wp.array(dtype=wp.int32), out: wp.array(dtype=wp.int32)):
+    increment_into(x, out, wp.tid())
+
+
+def test_a_snippet_indexes_arrays_as_in_warp():
+    x = wp.array(np.arange(4, dtype=np.int32))
+    out = wp.zeros(4, dtype=wp.int32)
+    wp.launch(increment_kernel, 4, [x, out])
+    np.testing.assert_array_equal(out.numpy(), [1, 2, 3, 4])
+
+
 def test_an_address_is_the_storage_the_snippet_writes():
     a = wp.array(np.array([1, 2], dtype=np.int32))
     wp.launch(address_kernel, 2, [a])
@@ -276,7 +292,8 @@ def test_snippets_references_and_addresses_are_warps(tmp_path):
     ("x = wp.int32(1)\n    result[0] = wp.address_of(x)", "as an argument of a function call only"),
 ])
 def test_what_has_no_storage_has_no_address(tmp_path, body, message):
-    source = (f"import kernels as wp\n\n\n@wp.func_native('*(int*)ptr = 1;')\ndef set_via_ptr(ptr: wp.uint64): ...\n\n\n"
+    source = ("import kernels as wp\n\n\n@wp.func_native('*(int*)ptr = 1;')\n"
+              "def set_via_ptr(ptr: wp.uint64): ...\n\n\n"
               f"@wp.kernel(enable_backward=False)\ndef k(result: wp.array(dtype=wp.uint64)):\n    {body}\n")
     path = tmp_path / "address_refusal.py"
     path.write_text(source)

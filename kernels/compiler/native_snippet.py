@@ -1,4 +1,4 @@
-"""`@wp.func_native`: Warp's functions written as C++ snippets (`@wp.func_native(snippet, adj_snippet, replay_snippet)`).
+"""`@wp.func_native(snippet, adj_snippet, replay_snippet)`: Warp's functions written as C++ snippets.
 
 The decorated Python function is a typed stub: its parameter names are the names the snippet uses, its return
 annotation (if any) the type the snippet returns. A call compiles to an `ir.Function` with no body and attr

@@ -27,6 +27,8 @@ struct array_t {
     CUDA_CALLABLE array_t() : data(nullptr), ndim(0), flags(0) {
         for (int i = 0; i < 4; ++i) { shape[i] = 0; strides[i] = 0; }
     }
+    // as Warp's array_t: C++ snippets (@wp.func_native) index a contiguous array directly, `out[tid] = x[tid]`
+    CUDA_CALLABLE inline operator T*() const { return data; }
 };
 
 // Debug mode: the first out-of-bounds access of a launch is recorded here and reported by the host.
