@@ -314,10 +314,11 @@ class ExpressionLowering:
             return [self.const(0, node, weak=False)]
         if obj is grad:  # `wp.grad(f)`: a compile-time value, called (now or through a local) like a function
             return [Static(self.static_eval(node))]
-        if getattr(obj, "_wp_address_of_", False):  # an argument of a call is lowered by the call (lower_args)
+        if getattr(obj, "_wp_address_of_", False):  # as an argument of a user call, lowered by that call
             self.check_address(node)
-            raise self.error("wp.address_of(x) is supported as an argument of a function call only (the callee "
-                             "gets the address of x's storage for the call)", node)
+            raise self.error("wp.address_of(x) is supported as an argument of a function call only, of a "
+                             "@wp.func or @wp.func_native (the callee gets the address of x's storage for the "
+                             "call)", node)
         resolved = self.resolve_static(obj)
         if resolved is None and obj in _PY_BUILTIN_MAP:
             resolved = ("builtin", _PY_BUILTIN_MAP[obj])
