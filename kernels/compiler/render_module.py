@@ -11,6 +11,7 @@ from .access import privatizable_accumulations
 from .render import CPU, FunctionRenderer, arg_field, ctype, float_accumulable, function_qualifiers, member
 from ..typesys import ArrayType, is_struct
 from .render_adjoint import render_adjoint_function
+from .block_dim_source import block_dim_prologue
 from .. import types as T
 
 _NO_ATOMIC_ADD = (T.bool_, T.int8, T.uint8, T.int16, T.uint16)
@@ -155,7 +156,7 @@ class ModuleSource:
             r.emit(f"const {ctype(p.type)} {r.name(p)} = args.{arg_field(n)};")
         r.declare_values(fn.body)
         r.block(fn.body)
-        body = "\n".join(r.lines)
+        body = block_dim_prologue(fn, self.dialect) + "\n".join(r.lines)
         template = "template <bool Atomic>\n" if r.atomic_template else ""
         out.append(f"{template}static CUDA_CALLABLE inline void {entry}_forward_thread(const wp::launch_bounds_t& lb, "
                    f"wp::int64 task, const {entry}_args& args) {{\n    (void)lb; (void)task;\n{body}\n}}")

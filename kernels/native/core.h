@@ -277,6 +277,7 @@ struct launch_bounds_t {
     int64 shape[4];
     int32 ndim;
     int64 size;
+    int32 block_dim;  // lanes per block as wp.block_dim() reads it (CPU blocks: kernels/runtime/cpu_blocks.py)
 };
 
 // Component k of the n-dimensional thread index of flat thread `task`.
@@ -286,8 +287,18 @@ CUDA_CALLABLE inline int32 tid_component(int64 task, const launch_bounds_t& lb, 
     return int32(index % lb.shape[k]);
 }
 
-// Threads per block: a block of launch_tiled runs as one lane (kernels/launch.py refuses launches asking for more).
+// Threads per block as wp.block_dim() reads it. A CUDA block of launch_tiled runs as one lane (launch.py refuses
+// launches that would tell). On the CPU it is the launch's effective block_dim: a kernel that reads it stores
+// lb.block_dim here at each task (a thread-local: user functions read it too, with no launch bounds at hand).
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 CUDA_CALLABLE inline int32 block_dim() { return 1; }
+#else
+inline int32& block_dim_slot() {
+    static thread_local int32 value = 1;
+    return value;
+}
+inline int32 block_dim() { return block_dim_slot(); }
+#endif
 
 // First error raised by a kernel in debug mode (bounds check); read and cleared by the host after a launch.
 struct error_t {
