@@ -306,5 +306,13 @@ def _resolve_launch_block_dim(device, block_dim):
     return resolve_launch_block_dim(device, block_dim)
 
 
-#: Warp's launch block_dim resolution (test_cpu_block_dim.py asks it directly): kernels' own, same rule.
+def _launch_command(*args, **kwargs):
+    import kernels
+
+    return kernels.Launch(*args, **kwargs)
+
+
+#: Warp's launch block_dim resolution (test_cpu_block_dim.py asks it directly): kernels' own, same rule; and
+#: `warp._src.context.Launch`, the class Warp also exports as the public `wp.Launch` (test_cpu_block_codegen.py).
 _LENT["warp._src.context._resolve_launch_block_dim"] = _resolve_launch_block_dim
+_LENT["warp._src.context.Launch"] = _launch_command
