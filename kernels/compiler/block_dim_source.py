@@ -1,15 +1,14 @@
-"""The C++ by which a CPU kernel's thread function tells wp.block_dim() its launch's effective block_dim.
+"""The C++ by which a kernel's thread function tells wp.block_dim() its launch's effective block_dim.
 
-A CPU launch with cooperative blocks (wp.config.enable_cpu_blocks, kernels/runtime/cpu_blocks.py) carries its
-block_dim in the launch bounds; wp::block_dim() is read in user functions too, which have no bounds at hand, so a
-kernel that reads it (at any call depth) copies it to a thread-local slot at each task. Other kernels' source is
-unchanged by this (their cached libraries stay valid, their hot loop has no extra store).
+A launch carries its effective block_dim (kernels/runtime/cpu_blocks.py) in the launch bounds; wp::block_dim() is
+read in user functions too, which have no bounds at hand, so a kernel that reads it (at any call depth) copies it
+to a slot at each thread (native/core.h: a thread-local on the CPU, block-shared on CUDA). Other kernels' source
+is unchanged by this (their cached libraries stay valid, their hot loop has no extra store).
 """
 
 from __future__ import annotations
 
 from . import ir
-from .render import CPU
 
 
 def calls_builtin(fn: ir.Function, name: str) -> bool:
@@ -32,9 +31,10 @@ def calls_builtin(fn: ir.Function, name: str) -> bool:
     return False
 
 
-def block_dim_prologue(fn: ir.Function, dialect: str) -> str:
-    """C++ opening a CPU kernel's thread function that reads wp.block_dim() (itself or in a function it calls):
-    the launch's block_dim goes where wp::block_dim() reads it. Other kernels' source is unchanged."""
-    if dialect != CPU or not calls_builtin(fn, "block_dim"):
+def block_dim_prologue(fn: ir.Function) -> str:
+    """C++ opening a kernel's thread function (either dialect) that reads wp.block_dim() (itself or in a function
+    it calls): the launch's block_dim goes where wp::block_dim() reads it (the same statement in both dialects,
+    the slot differs: native/core.h). Other kernels' source is unchanged."""
+    if not calls_builtin(fn, "block_dim"):
         return ""
     return "    wp::block_dim_slot() = lb.block_dim;\n"

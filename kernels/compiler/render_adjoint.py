@@ -315,7 +315,7 @@ def render_adjoint_kernel(fn: ir.Function, src, entry: str) -> str:
             r.emit(f"{ctype(p.type)} {r.adj(p)} = adj_args.{arg_field(n)};")
         else:
             r.emit(f"{ctype(p.type)} {r.adj(p)} = {adj_zero(p.type)};")
-    body = block_dim_prologue(fn, src.dialect) + r.backward_body()
+    body = block_dim_prologue(fn) + r.backward_body()
     thread = (f"template <bool Atomic>\n"
               f"static CUDA_CALLABLE inline void {entry}_backward_thread(const wp::launch_bounds_t& lb, "
               f"wp::int64 task, const {entry}_args& args, const {entry}_args& adj_args) {{\n"

@@ -156,7 +156,7 @@ class ModuleSource:
             r.emit(f"const {ctype(p.type)} {r.name(p)} = args.{arg_field(n)};")
         r.declare_values(fn.body)
         r.block(fn.body)
-        body = block_dim_prologue(fn, self.dialect) + "\n".join(r.lines)
+        body = block_dim_prologue(fn) + "\n".join(r.lines)
         template = "template <bool Atomic>\n" if r.atomic_template else ""
         out.append(f"{template}static CUDA_CALLABLE inline void {entry}_forward_thread(const wp::launch_bounds_t& lb, "
                    f"wp::int64 task, const {entry}_args& args) {{\n    (void)lb; (void)task;\n{body}\n}}")

@@ -287,18 +287,23 @@ CUDA_CALLABLE inline int32 tid_component(int64 task, const launch_bounds_t& lb, 
     return int32(index % lb.shape[k]);
 }
 
-// Threads per block as wp.block_dim() reads it. A CUDA block of launch_tiled runs as one lane (launch.py refuses
-// launches that would tell). On the CPU it is the launch's effective block_dim: a kernel that reads it stores
-// lb.block_dim here at each task (a thread-local: user functions read it too, with no launch bounds at hand).
+// Threads per block as wp.block_dim() reads it: the launch's effective block_dim (kernels/runtime/cpu_blocks.py;
+// above 1 on the CPU only with wp.config.enable_cpu_blocks; CUDA's default 256). A kernel that reads it stores
+// lb.block_dim in a slot at each thread (compiler/block_dim_source.py), read by user functions too, which have no
+// launch bounds at hand: a thread-local on the CPU, a block-shared value on CUDA (every thread of a launch writes
+// the same value, so the unsynchronised writes agree).
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
-CUDA_CALLABLE inline int32 block_dim() { return 1; }
+__shared__ int32 block_dim_shared;
+#endif
+CUDA_CALLABLE inline int32& block_dim_slot() {
+#if defined(__CUDA_ARCH__)
+    return block_dim_shared;
 #else
-inline int32& block_dim_slot() {
     static thread_local int32 value = 1;
     return value;
-}
-inline int32 block_dim() { return block_dim_slot(); }
 #endif
+}
+CUDA_CALLABLE inline int32 block_dim() { return block_dim_slot(); }
 
 // First error raised by a kernel in debug mode (bounds check); read and cleared by the host after a launch.
 struct error_t {

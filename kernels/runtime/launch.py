@@ -566,8 +566,9 @@ def launch(kernel, dim, inputs=(), outputs=(), device=None, adjoint=False, adj_i
         adj_values = [_own_gradient(v) if a is None else a for a, v in zip(adj_values, values)]
     dims = canonical_dims(dim)
     if block_dim is not None:
+        tiled = isinstance(block_dim, _TiledBlockDim)  # launch_tiled checked its tile kernels' one-lane blocks
         block_dim = resolve_launch_block_dim(device, block_dim)
-        if block_dim > 1 and device.is_cpu and kernel.uses_tiles:
+        if block_dim > 1 and device.is_cpu and not tiled and kernel.uses_tiles:
             # each thread of a plain launch would hold its own copy of the tiles that the block shares in Warp
             raise LaunchError(f"kernel '{kernel.name}' uses tiles and is launched with block_dim={block_dim} while "
                               "wp.config.enable_cpu_blocks asks for cooperative CPU blocks, which kernels does not "
@@ -640,5 +641,11 @@ def launch_tiled(kernel, dim, inputs=(), outputs=(), device=None, block_dim: int
                           "CPU blocks, which kernels does not run: a CPU block runs as one lane")
     if kernel.tid_ndim == len(dims) + 1:
         dims = dims + (1,)  # the lane index: one lane per block (on the CPU, and on CUDA devices for now)
+    # the launch keeps the block_dim asked for (what a tape or a recorded command reports); wp.block_dim() reads it
+    # only where it is 1, a kernel reading it with more lanes being refused above
     return launch(kernel, dims, inputs, outputs, device, adjoint, adj_inputs, adj_outputs, record_cmd,
-                  record_tape, stream)
+                  record_tape, stream, block_dim=_TiledBlockDim(lanes))
+
+
+class _TiledBlockDim(ResolvedBlockDim):
+    """launch_tiled's resolved block_dim: its tile kernels' blocks run as one lane, checked by launch_tiled."""
