@@ -20,6 +20,14 @@ class LaunchRecord:
         self.kernel, self.n_in, self.values, self.bounds = kernel, n_in, values, bounds
         self.params, self.device, self.arrays = params, device, arrays
 
+    def __getitem__(self, index):
+        """Warp's layout of a recorded launch, `[kernel, dim, max_blocks, inputs, outputs, device, block_dim,
+        metadata]` (a Warp program reading `tape.launches[k][6]`): dim is the launch dims, block_dim the effective
+        one (the bounds'), max_blocks 0 and metadata {} (neither is kept here)."""
+        fields = [self.kernel, self.bounds.launch_dims, 0, self.inputs, self.outputs, self.device,
+                  self.bounds.block_dim, {}]
+        return fields[index]
+
     @property
     def inputs(self) -> list:
         return self.values[:self.n_in]

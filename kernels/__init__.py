@@ -50,6 +50,7 @@ from .runtime.interop import (device_from_torch, device_to_torch, dtype_from_tor
 from .runtime.cuda_memory import empty_cache
 from .runtime.host_memory import keep_freed_memory as keep_freed_host_memory
 from .runtime.launch import Launch, launch, launch_tiled
+from .runtime.cpu_blocks import force_load
 from .runtime.module import (Kernel, Module, build_stats, get_module, get_module_options, kernel, load_module,
                              overload, set_module_options)
 from .runtime.device import (Event, ScopedStream, Stream, get_event_elapsed_time, get_stream, record_event,

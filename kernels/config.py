@@ -94,9 +94,10 @@ verify_autograd_array_access: bool = False
 #: arrays per launch; does not change generated code. (Warp's flag of the same name.)
 verify_fp: bool = False
 
-#: Warp's switch for running CPU blocks with block_dim cooperating lanes. kernels always runs a CPU block as one
-#: lane (tile operations loop over the whole tile in it; whole-tile results are the same); setting this True
-#: makes a CPU launch_tiled with block_dim > 1 raise a LaunchError instead of silently running one lane.
+#: Warp's switch for running CPU blocks with block_dim cooperating lanes (a launch's block_dim takes effect on the
+#: CPU only when True). Lanes of a kernel without tiles run as Warp's do, wp.block_dim() giving the block_dim; a
+#: block of a kernel with tiles runs as one lane (tile operations loop over the whole tile in it), and a launch
+#: where that would differ from Warp's cooperative lanes raises a LaunchError (docs/cpu_blocks.md).
 enable_cpu_blocks: bool = False
 
 

@@ -136,14 +136,13 @@ def _block_size(_value: float):
 
 def test_block_dim_reaches_the_launch():
     # Warp 1.19 with wp.config.enable_cpu_blocks runs map's kernel in CPU blocks of block_dim lanes, so
-    # wp.block_dim() is 2 there; a CPU block here is one lane, and the launch refuses rather than give 1
+    # wp.block_dim() is 2 there (and 1 with CPU blocks off, or with no block_dim asked)
     values = wp.ones(2, dtype=float)
     assert wp.map(_block_size, values, block_dim=2).numpy().tolist() == [1.0, 1.0]  # blocks off: one lane
     previous = wp.config.enable_cpu_blocks
     wp.config.enable_cpu_blocks = True
     try:
         assert wp.map(_block_size, values).numpy().tolist() == [1.0, 1.0]  # no block_dim asked: Warp's 1
-        with pytest.raises(wp.LaunchError, match="reads wp.block_dim"):
-            wp.map(_block_size, values, block_dim=2)
+        assert wp.map(_block_size, values, block_dim=2).numpy().tolist() == [2.0, 2.0]
     finally:
         wp.config.enable_cpu_blocks = previous

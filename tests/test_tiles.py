@@ -706,7 +706,8 @@ def _whole_tile_double(a: wp.array2d(dtype=float), out: wp.array2d(dtype=float))
 @wp.kernel
 def _lane_reader(out: wp.array2d(dtype=int)):
     i, lane = wp.tid()
-    out[i, lane] = lane
+    t = wp.tile_ones(shape=2, dtype=int)
+    out[i, lane] = lane + t[0]
 
 
 @wp.kernel
@@ -718,9 +719,10 @@ def _per_thread_tile_write(out: wp.array(dtype=wp.vec3)):
 
 
 def test_cooperative_cpu_blocks_are_refused_where_one_lane_would_differ(monkeypatch):
-    """wp.config.enable_cpu_blocks asks for cooperative CPU blocks, which kernels runs as one lane: whole-tile
-    work gives the same result and runs; a kernel that reads its lane, or a plain launch whose threads would share
-    a tile, is refused (never a different result)."""
+    """wp.config.enable_cpu_blocks asks for cooperative CPU blocks, which kernels runs as one lane for a kernel
+    with tiles: whole-tile work gives the same result and runs; a tile kernel that reads its lane, or a plain
+    launch whose threads would share a tile, is refused (never a different result). Kernels without tiles run
+    their lanes (test_cpu_blocks.py)."""
     monkeypatch.setattr(wp.config, "enable_cpu_blocks", True)
     a = wp.array(np.arange(8, dtype=np.float32).reshape(2, 4), dtype=float, device="cpu")
     out = wp.zeros((2, 4), dtype=float, device="cpu")

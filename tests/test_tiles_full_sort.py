@@ -199,18 +199,20 @@ def test_values_are_warps(tmp_path):
         np.testing.assert_array_equal(ours[key], value, err_msg=key)
 
 
-def test_block_dim_is_one_lane_and_asking_for_lanes_is_refused():
+def test_block_dim_in_a_tile_kernel_under_cpu_blocks_is_refused():
     @wp.kernel
     def size(out: wp.array(dtype=int)):
         i = wp.tid()
-        out[i] = wp.block_dim()
+        t = wp.tile_full(shape=2, value=wp.block_dim(), dtype=int)
+        out[i] = t[0]
 
     out = wp.zeros(3, dtype=int)
     wp.launch_tiled(size, [3], [out], block_dim=64)
-    assert out.numpy().tolist() == [1, 1, 1]  # a block runs as one lane here
+    assert out.numpy().tolist() == [1, 1, 1]  # CPU blocks off: a block of one lane, as in Warp
     previous = wp.config.enable_cpu_blocks
     wp.config.enable_cpu_blocks = True
     try:
+        # Warp's cooperative block would read 64; a block of a tile kernel runs as one lane here
         with pytest.raises(wp.LaunchError, match="block's size"):
             wp.launch_tiled(size, [3], [out], block_dim=64)
     finally:

@@ -1,10 +1,7 @@
 """Where kernels' CPU launch and arrays end, refused with Warp's messages instead of a silently different number:
-`wp.block_dim()` under `wp.config.enable_cpu_blocks` (Warp gives the launch's block_dim, a CPU thread here is a
-block of one lane), launch_tiled of a kernel whose lanes would each run its atomics, block_dim over 1024 on the
-CPU, array extents the native int32 shape cannot hold, and a kernel annotation kernels cannot build (refused at
-launch, as Warp does: its module still imports) (kernels/runtime/launch.py, array_layout.py, module.py)."""
-
-import contextlib
+block_dim over 1024 on the CPU (cooperative CPU blocks themselves: test_cpu_blocks.py), array extents the native
+int32 shape cannot hold, and a kernel annotation kernels cannot build (refused at launch, as Warp does: its module
+still imports) (kernels/runtime/launch.py, array_layout.py, module.py)."""
 
 import numpy as np
 import pytest
@@ -12,52 +9,9 @@ import pytest
 import kernels as wp
 
 
-@contextlib.contextmanager
-def _cpu_blocks():
-    previous, wp.config.enable_cpu_blocks = wp.config.enable_cpu_blocks, True
-    try:
-        yield
-    finally:
-        wp.config.enable_cpu_blocks = previous
-
-
-@wp.kernel
-def _reads_block_dim(out: wp.array(dtype=wp.int32)):
-    i = wp.tid()
-    out[i] = wp.block_dim()
-
-
-@wp.kernel
-def _counts(out: wp.array(dtype=wp.int32)):
-    wp.atomic_add(out, 0, 1)
-
-
 @wp.kernel
 def _stores(out: wp.array(dtype=wp.int32)):
     out[0] = 7
-
-
-def test_block_dim_under_cpu_blocks_is_refused_and_plain_launches_run():
-    out = wp.zeros(5, dtype=wp.int32)
-    wp.launch(_reads_block_dim, 5, inputs=[out], block_dim=4)  # CPU blocks off: a block of one lane, as in Warp
-    np.testing.assert_array_equal(out.numpy(), 1)
-    with _cpu_blocks():
-        with pytest.raises(wp.LaunchError, match="reads wp.block_dim"):
-            wp.launch(_reads_block_dim, 5, inputs=[out], block_dim=4)
-        wp.launch(_reads_block_dim, 5, inputs=[out], block_dim=1)  # one lane: Warp's number too
-        np.testing.assert_array_equal(out.numpy(), 1)
-
-
-def test_launch_tiled_atomics_without_tiles_under_cpu_blocks_are_refused():
-    count = wp.zeros(1, dtype=wp.int32)
-    wp.launch_tiled(_counts, dim=[2], inputs=[count], block_dim=4)  # CPU blocks off: one lane per block
-    assert count.numpy()[0] == 2
-    with _cpu_blocks():
-        with pytest.raises(wp.LaunchError, match="atomic"):
-            wp.launch_tiled(_counts, dim=[2], inputs=[count], block_dim=4)
-        out = wp.zeros(1, dtype=wp.int32)
-        wp.launch_tiled(_stores, dim=[2], inputs=[out], block_dim=4)  # every lane stores the same value
-        assert out.numpy()[0] == 7
 
 
 def test_block_dim_cap_on_cpu():

@@ -56,8 +56,9 @@ add_builtin("tid", (), T.int32, group="launch", differentiable=False,
             doc="index of the current thread; `i, j = wp.tid()` in a 2-d launch")
 declare_properties("tid", forward="tid", adjoint="none", kernel_only=True)
 add_builtin("block_dim", (), T.int32, group="launch", differentiable=False,
-            doc="threads per block of the launch: 1, since a block of launch_tiled runs as one lane here (a "
-                "launch asking for cooperative lanes with block_dim > 1 is refused)")
+            doc="threads per block of the launch: on the CPU its effective block_dim (above 1 only with "
+                "wp.config.enable_cpu_blocks, docs/cpu_blocks.md); 1 on CUDA devices, where a block of "
+                "launch_tiled runs as one lane (a launch that would tell is refused)")
 declare_properties("block_dim", adjoint="none", kernel_only=True)
 
 # Array element access. `load`/`store`/atomics take the Python line (rendered in) for debug-mode bounds checks.

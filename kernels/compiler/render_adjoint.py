@@ -11,6 +11,7 @@ Array values have no accumulator: their adjoint is the gradient array (an alias)
 from __future__ import annotations
 
 from . import ir
+from .block_dim_source import block_dim_prologue
 from .render import FunctionRenderer, _has_ctype, arg_field, ctype, function_qualifiers, member
 from .. import types as T
 from ..typesys import ArrayType, StaticType, is_struct
@@ -321,7 +322,7 @@ def render_adjoint_kernel(fn: ir.Function, src, entry: str) -> str:
             r.emit(f"{ctype(p.type)} {r.adj(p)} = adj_args.{arg_field(n)};")
         else:
             r.emit(f"{ctype(p.type)} {r.adj(p)} = {adj_zero(p.type)};")
-    body = r.backward_body()
+    body = block_dim_prologue(fn) + r.backward_body()
     thread = (f"template <bool Atomic>\n"
               f"static CUDA_CALLABLE inline void {entry}_backward_thread(const wp::launch_bounds_t& lb, "
               f"wp::int64 task, const {entry}_args& args, const {entry}_args& adj_args) {{\n"

@@ -13,6 +13,7 @@ from ..typesys import ArrayType, is_struct
 from .render_adjoint import render_adjoint_function
 from .native_snippet import is_native
 from .render_native import render_native
+from .block_dim_source import block_dim_prologue
 from .. import types as T
 
 _NO_ATOMIC_ADD = (T.bool_, T.int8, T.uint8, T.int16, T.uint16)
@@ -165,7 +166,7 @@ class ModuleSource:
             r.emit(f"const {ctype(p.type)} {r.name(p)} = args.{arg_field(n)};")
         r.declare_values(fn.body)
         r.block(fn.body)
-        body = "\n".join(r.lines)
+        body = block_dim_prologue(fn) + "\n".join(r.lines)
         template = "template <bool Atomic>\n" if r.atomic_template else ""
         out.append(f"{template}static CUDA_CALLABLE inline void {entry}_forward_thread(const wp::launch_bounds_t& lb, "
                    f"wp::int64 task, const {entry}_args& args) {{\n    (void)lb; (void)task;\n{body}\n}}")

@@ -277,6 +277,7 @@ struct launch_bounds_t {
     int64 shape[4];
     int32 ndim;
     int64 size;
+    int32 block_dim;  // lanes per block as wp.block_dim() reads it (CPU blocks: kernels/runtime/cpu_blocks.py)
 };
 
 // Component k of the n-dimensional thread index of flat thread `task`.
@@ -286,8 +287,23 @@ CUDA_CALLABLE inline int32 tid_component(int64 task, const launch_bounds_t& lb, 
     return int32(index % lb.shape[k]);
 }
 
-// Threads per block: a block of launch_tiled runs as one lane (kernels/launch.py refuses launches asking for more).
-CUDA_CALLABLE inline int32 block_dim() { return 1; }
+// Threads per block as wp.block_dim() reads it: the launch's effective block_dim (kernels/runtime/cpu_blocks.py;
+// above 1 on the CPU only with wp.config.enable_cpu_blocks; CUDA's default 256). A kernel that reads it stores
+// lb.block_dim in a slot at each thread (compiler/block_dim_source.py), read by user functions too, which have no
+// launch bounds at hand: a thread-local on the CPU, a block-shared value on CUDA (every thread of a launch writes
+// the same value, so the unsynchronised writes agree).
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+__shared__ int32 block_dim_shared;
+#endif
+CUDA_CALLABLE inline int32& block_dim_slot() {
+#if defined(__CUDA_ARCH__)
+    return block_dim_shared;
+#else
+    static thread_local int32 value = 1;
+    return value;
+#endif
+}
+CUDA_CALLABLE inline int32 block_dim() { return block_dim_slot(); }
 
 // First error raised by a kernel in debug mode (bounds check); read and cleared by the host after a launch.
 struct error_t {

@@ -26,6 +26,7 @@ from ..errors import LaunchError
 from ..logger import log_info
 from ..typesys import FIXEDARRAY_HOST_REFUSAL, ArrayType, array_descriptor_type, describe, is_struct
 from . import cuda_module
+from .cpu_blocks import ResolvedBlockDim, note_variant, resolve_launch_block_dim
 
 # Set by autodiff.Tape while recording: a callable(kernel, dim, inputs, outputs, device, launch) called after each
 # launch; `inputs` and `outputs` are the caller's sequences (copy them to keep them), `launch.values` the Launch's
@@ -42,7 +43,8 @@ class LaunchBounds(ctypes.Structure):
     above 1 (`launch_dims`), so the C++ thread-index unravelling gives exactly those coordinates.
     """
 
-    _fields_ = [("native_shape", ctypes.c_int64 * 4), ("ndim", ctypes.c_int32), ("size", ctypes.c_int64)]
+    _fields_ = [("native_shape", ctypes.c_int64 * 4), ("ndim", ctypes.c_int32), ("size", ctypes.c_int64),
+                ("block_dim", ctypes.c_int32)]
 
     @property
     def shape(self) -> tuple:
@@ -78,9 +80,10 @@ def canonical_dims(dim) -> tuple:
     return dims
 
 
-def make_bounds(dim, kernel_dim: int = 0) -> LaunchBounds:
+def make_bounds(dim, kernel_dim: int = 0, block_dim: int = 1) -> LaunchBounds:
     """Bounds of a launch over `dim` for a kernel whose wp.tid() has `kernel_dim` coordinates (0: it reads none,
-    and the bounds keep every extent of `dim`)."""
+    and the bounds keep every extent of `dim`); `block_dim`: the launch's effective lanes per block (what
+    wp.block_dim() reads on the CPU, see cpu_blocks.resolve_launch_block_dim)."""
     dims = canonical_dims(dim)
     if not dims:
         dims = (1,)
@@ -98,6 +101,7 @@ def make_bounds(dim, kernel_dim: int = 0) -> LaunchBounds:
         size *= 1 if d else 0
     b.ndim = len(native)
     b.size = size
+    b.block_dim = block_dim
     if coord_mult > 1:
         b._coord_mult = coord_mult
     return b
@@ -118,13 +122,13 @@ def check_tid_extents(kernel, dims: tuple) -> None:
 _SHARED_BOUNDS: dict = {}  # launch dims (a tuple) -> LaunchBounds, see shared_bounds
 
 
-def shared_bounds(dims: tuple, kernel_dim: int = 0) -> LaunchBounds:
-    """make_bounds(dims, kernel_dim), one object per distinct pair, never changed (Launch.set_dim replaces its
-    bounds): launches are made on the hot path, and a Tape keeps each one."""
-    key = (dims, kernel_dim)
+def shared_bounds(dims: tuple, kernel_dim: int = 0, block_dim: int = 1) -> LaunchBounds:
+    """make_bounds(dims, kernel_dim, block_dim), one object per distinct triple, never changed (Launch.set_dim
+    replaces its bounds): launches are made on the hot path, and a Tape keeps each one."""
+    key = (dims, kernel_dim, block_dim)
     b = _SHARED_BOUNDS.get(key)
     if b is None:
-        b = make_bounds(dims, kernel_dim)
+        b = make_bounds(dims, kernel_dim, block_dim)
         if len(_SHARED_BOUNDS) >= 4096:  # launches over ever new sizes: keep the table small
             _SHARED_BOUNDS.clear()
         _SHARED_BOUNDS[key] = b
@@ -344,20 +348,28 @@ class Launch:
     # slots: a Tape keeps one Launch per recorded launch, and a long tape should give the garbage collector few
     # objects to walk
     __slots__ = ("kernel", "device", "adjoint", "values", "_adj_values", "bounds", "params", "_struct_params",
-                 "_structs_packed", "_adj_packed")
+                 "_structs_packed", "_adj_packed", "block_dim")
 
-    def __init__(self, kernel, device=None, adjoint: bool = False, *, dim=0, inputs=None, adj_inputs=None):
+    def __init__(self, kernel, device=None, adjoint: bool = False, *, dim=0, inputs=None, adj_inputs=None,
+                 block_dim=None):
         if kernel.is_generic:
             raise LaunchError(f"kernel '{kernel.name}' is generic: record it with wp.launch(..., record_cmd=True) "
                               "so that its argument types are known")
-        self.device = get_device(device)
-        kernel.ensure_built(self.device)
+        self.device = device = get_device(device)
+        # the effective block_dim, resolved once here (Warp's rule): a replay keeps it whatever
+        # wp.config.enable_cpu_blocks says by then
+        lanes = 1 if block_dim is None and device.is_cpu else resolve_launch_block_dim(device, block_dim)
+        self.block_dim = lanes
+        kernel.ensure_built(device)
+        if (device.alias, lanes) not in kernel.variants:
+            note_variant(kernel, device, lanes)
         self.kernel = kernel
         self.adjoint = adjoint
         count = len(kernel.arg_types)
         self.values = list(inputs) if inputs is not None else [None] * count
         self._adj_values = list(adj_inputs) if adj_inputs is not None else None  # None: all unset
-        self.bounds = shared_bounds(dim, kernel.tid_ndim) if type(dim) is tuple else make_bounds(dim, kernel.tid_ndim)
+        self.bounds = shared_bounds(dim, kernel.tid_ndim, lanes) if type(dim) is tuple else \
+            make_bounds(dim, kernel.tid_ndim, lanes)
         if inputs is not None:
             self.params = pack_args(kernel, self.values, self.device)
         else:
@@ -381,6 +393,7 @@ class Launch:
         pack_adjoint_args would make them)."""
         b = cls.__new__(cls)
         b.kernel, b.device, b.adjoint = kernel, device, True
+        b.block_dim = bounds.block_dim
         b.values, b._adj_values = values, list(adj_values)
         b.bounds = bounds
         b.params = args_ctype(kernel).from_buffer_copy(params)
@@ -402,7 +415,12 @@ class Launch:
         """New launch dims, checked as at launch (a refused one keeps the bounds as they were)."""
         dims = canonical_dims(dim)
         check_tid_extents(self.kernel, dims)
-        self.bounds = make_bounds(dims, self.kernel.tid_ndim)
+        self.bounds = make_bounds(dims, self.kernel.tid_ndim, self.block_dim)
+
+    @property
+    def module_exec(self):
+        """The module variant this command runs (Warp's `Launch.module_exec`: its `block_dim`)."""
+        return note_variant(self.kernel, self.device, self.block_dim)
 
     def set_param_at_index(self, index: int, value, adjoint: bool = False):
         """Set parameter `index` (its adjoint with `adjoint=True`), checked against the kernel's signature."""
@@ -547,20 +565,17 @@ def launch(kernel, dim, inputs=(), outputs=(), device=None, adjoint=False, adj_i
         # as in Warp, an array argument given no adjoint uses its own gradient array (when it has one)
         adj_values = [_own_gradient(v) if a is None else a for a, v in zip(adj_values, values)]
     dims = canonical_dims(dim)
-    _check_cpu_block_dim(device, block_dim)
-    if config.enable_cpu_blocks and block_dim is not None and block_dim > 1 and device.is_cpu and kernel.uses_tiles:
-        # each thread of a plain launch would hold its own copy of the tiles that the block shares in Warp
-        raise LaunchError(f"kernel '{kernel.name}' uses tiles and is launched with block_dim={block_dim} while "
-                          "wp.config.enable_cpu_blocks asks for cooperative CPU blocks, which kernels does not run "
-                          "(use wp.launch_tiled, or leave enable_cpu_blocks False)")
-    if config.enable_cpu_blocks and block_dim is not None and block_dim > 1 and device.is_cpu and \
-            kernel.calls_any(("block_dim",)):
-        # Warp's CPU blocks make wp.block_dim() the launch's block_dim; a CPU thread here is a block of one lane
-        raise LaunchError(f"kernel '{kernel.name}' reads wp.block_dim() and is launched with block_dim={block_dim} "
-                          "while wp.config.enable_cpu_blocks asks for CPU blocks of that size, which kernels does "
-                          "not run (a CPU thread is a block of one lane here): leave enable_cpu_blocks False")
+    if block_dim is not None:
+        tiled = isinstance(block_dim, _TiledBlockDim)  # launch_tiled checked its tile kernels' one-lane blocks
+        block_dim = resolve_launch_block_dim(device, block_dim)
+        if block_dim > 1 and device.is_cpu and not tiled and kernel.uses_tiles:
+            # each thread of a plain launch would hold its own copy of the tiles that the block shares in Warp
+            raise LaunchError(f"kernel '{kernel.name}' uses tiles and is launched with block_dim={block_dim} while "
+                              "wp.config.enable_cpu_blocks asks for cooperative CPU blocks, which kernels does not "
+                              "run for tiles (use wp.launch_tiled, or leave enable_cpu_blocks False)")
+        block_dim = ResolvedBlockDim(block_dim)
     check_tid_extents(kernel, dims)
-    cmd = Launch(kernel, device, adjoint, dim=dims, inputs=values, adj_inputs=adj_values)
+    cmd = Launch(kernel, device, adjoint, dim=dims, inputs=values, adj_inputs=adj_values, block_dim=block_dim)
     if record_cmd:
         cmd._structs_packed = False  # its structs may change before it first runs
         return cmd
@@ -575,12 +590,6 @@ def launch(kernel, dim, inputs=(), outputs=(), device=None, adjoint=False, adj_i
 _TID_MAX_EXTENT = 2**31  # wp.tid() is a signed 32-bit coordinate (as in Warp): a larger extent would wrap
 
 
-def _check_cpu_block_dim(device, block_dim) -> None:
-    """Warp's bound on a CPU launch's block_dim (whether or not CPU blocks are enabled)."""
-    if device.is_cpu and block_dim is not None and block_dim > 1024:
-        raise ValueError(f"block_dim must be at most 1024 on CPU, got {block_dim}")
-
-
 _ATOMICS = frozenset({"atomic_add", "atomic_sub", "atomic_min", "atomic_max", "atomic_and", "atomic_or", "atomic_xor",
                       "atomic_exch", "atomic_cas"})
 
@@ -593,15 +602,23 @@ def launch_tiled(kernel, dim, inputs=(), outputs=(), device=None, block_dim: int
                  adj_inputs=None, adj_outputs=None, record_cmd=False, record_tape=True, stream=None):
     """Launch `kernel` over a grid of `dim` blocks, each running tile operations together (Warp's
     `wp.launch_tiled`). `wp.tid()` gives the block's index; an extra trailing index gives the lane in the block.
-    On the CPU a block runs as one lane (lane 0), so tile operations cover the whole tile in that lane."""
+    On the CPU, `block_dim` resolves as in Warp (cpu_blocks.resolve_launch_block_dim: 1 unless
+    wp.config.enable_cpu_blocks); a kernel without tiles then runs block_dim lanes per block, each the whole body.
+    A block of a kernel with tiles runs as one lane (lane 0), so tile operations cover the whole tile in that
+    lane; launches where that would differ from Warp's cooperative lanes are refused."""
     if block_dim < 1:
         raise LaunchError(f"block_dim must be positive, got {block_dim}")
     dims = canonical_dims(dim)
     if kernel.is_generic:
         kernel = kernel.specialize_for(list(inputs) + list(outputs))
     dev = get_device(device)
-    _check_cpu_block_dim(dev, block_dim)
+    lanes = resolve_launch_block_dim(dev, block_dim)
     kernel.ensure_built(dev)
+    if dev.is_cpu and lanes > 1 and not kernel.uses_tiles:
+        # lanes without tiles share nothing and meet at no barrier: each is a thread of the launch (its atomics
+        # and stores run once per lane, as in Warp), wp.tid() gives its block (and lane) index
+        return launch(kernel, dims + (lanes,), inputs, outputs, dev, adjoint, adj_inputs, adj_outputs, record_cmd,
+                      record_tape, stream, block_dim=ResolvedBlockDim(lanes))
     # a block runs as one lane, on the CPU and (tiles are not yet spread over a block's threads through shared
     # memory) on CUDA devices: whole-tile operations give the same result in one lane; a kernel that reads its
     # lane, or draws tile random numbers (which Warp spreads over the lanes), would silently differ from Warp's
@@ -611,10 +628,10 @@ def launch_tiled(kernel, dim, inputs=(), outputs=(), device=None, block_dim: int
         why = "reads its lane index (wp.tid())" if kernel.tid_ndim == len(dims) + 1 else \
             ("reads the block's size or draws tile random numbers" if kernel.calls_any(LANE_DEPENDENT_BUILTINS)
              else None)
-        if why is None and not kernel.uses_tiles and kernel.calls_any(_ATOMICS):
-            # without tile operations nothing is shared: each of Warp's lanes runs the whole body, its atomics
-            # block_dim times (its plain stores write the same value again)
-            why = "does no tile operation but an atomic one (each lane of a block runs it in Warp)"
+        if why is None and kernel.calls_any(_ATOMICS):
+            # each of Warp's lanes runs the statements outside tile operations, its atomics block_dim times (its
+            # plain stores write the same value again); one lane would add once
+            why = "does an atomic operation outside tile operations (each lane of a block runs it in Warp)"
     if why and dev.is_cuda:
         raise LaunchError(f"kernel '{kernel.name}' {why}, and on CUDA devices a block of launch_tiled runs as "
                           f"one lane here (cooperative tiles over block_dim={block_dim} threads are not built "
@@ -624,5 +641,11 @@ def launch_tiled(kernel, dim, inputs=(), outputs=(), device=None, block_dim: int
                           "CPU blocks, which kernels does not run: a CPU block runs as one lane")
     if kernel.tid_ndim == len(dims) + 1:
         dims = dims + (1,)  # the lane index: one lane per block (on the CPU, and on CUDA devices for now)
+    # the launch keeps the block_dim asked for (what a tape or a recorded command reports); wp.block_dim() reads it
+    # only where it is 1, a kernel reading it with more lanes being refused above
     return launch(kernel, dims, inputs, outputs, device, adjoint, adj_inputs, adj_outputs, record_cmd,
-                  record_tape, stream)
+                  record_tape, stream, block_dim=_TiledBlockDim(lanes))
+
+
+class _TiledBlockDim(ResolvedBlockDim):
+    """launch_tiled's resolved block_dim: its tile kernels' blocks run as one lane, checked by launch_tiled."""

@@ -88,6 +88,7 @@ class Kernel:
         self.cuda_errors: dict = {}  # (device ordinal, adjoint) -> why that entry point could not be built
         self.cuda_taped = False  # launched on a CUDA device under a Tape: a capture builds its adjoint first
         self.tid_ndim = 0
+        self.variants: set = set()  # (device alias, effective block_dim) launched with (cpu_blocks.note_variant)
         self.work = 0  # estimated IR ops per thread (passes/cost.py), sets the CPU parallel threshold
         self._threshold = None
         self.adjoint_error = None  # why this kernel has no backward (a CompileError), raised when one is asked for
@@ -256,6 +257,15 @@ class Module:
         # Warp's module options (wp.set_module_options); the deterministic ones start as wp.config's
         self.options: dict = {"enable_backward": True, "deterministic": config.deterministic,
                               "deterministic_max_records": config.deterministic_max_records}
+        # Warp's loaded variants: (device.context, effective block_dim) -> cpu_blocks.ModuleExec
+        self.execs: dict = {}
+
+    def load(self, device, block_dim=None):
+        """Build the module's kernels for `device` now; the variant for the resolved `block_dim` (Warp's)."""
+        from .cpu_blocks import load_module_variant
+        from .device import get_device
+
+        return load_module_variant(self, get_device(device), block_dim)
 
     def register(self, kernel: Kernel):
         # every kernel object is its own kernel: factories and closures make several with one name
@@ -431,6 +441,11 @@ def build_stats() -> dict:
     mods = list(_modules.values())
     return {"seconds": sum(m.build_seconds for m in mods), "cold_builds": sum(m.cold_builds for m in mods),
             "index_hits": sum(m.index_hits for m in mods)}
+
+
+def all_modules() -> list:
+    """Every module created so far (those holding kernels and the others)."""
+    return list(_modules.values())
 
 
 def get_module(name: str) -> Module:

@@ -298,3 +298,21 @@ _LENT = {f"warp._src.context.runtime.core.wp_alloc_tracker_{name}": fn for name,
     ("get_live_count", _tracker_stat("live_count")), ("get_current_bytes", _tracker_stat("current_bytes")),
     ("get_peak_bytes", _tracker_stat("peak_bytes")), ("is_enabled", _tracker_is_enabled),
     ("reset", _tracker_reset))}
+
+
+def _resolve_launch_block_dim(device, block_dim):
+    from kernels.runtime.cpu_blocks import resolve_launch_block_dim
+
+    return resolve_launch_block_dim(device, block_dim)
+
+
+def _launch_command(*args, **kwargs):
+    import kernels
+
+    return kernels.Launch(*args, **kwargs)
+
+
+#: Warp's launch block_dim resolution (test_cpu_block_dim.py asks it directly): kernels' own, same rule; and
+#: `warp._src.context.Launch`, the class Warp also exports as the public `wp.Launch` (test_cpu_block_codegen.py).
+_LENT["warp._src.context._resolve_launch_block_dim"] = _resolve_launch_block_dim
+_LENT["warp._src.context.Launch"] = _launch_command
