@@ -52,6 +52,7 @@ from .runtime.host_memory import keep_freed_memory as keep_freed_host_memory
 from .runtime.launch import Launch, launch, launch_tiled
 from .runtime.module import (Kernel, Module, build_stats, get_module, get_module_options, kernel, load_module,
                              overload, set_module_options)
+from .runtime.module_load import force_load
 from .runtime.device import (Event, ScopedStream, Stream, get_event_elapsed_time, get_stream, record_event,
                              set_stream, synchronize_event, synchronize_stream, wait_event, wait_stream)
 from .runtime.struct import struct

@@ -77,8 +77,9 @@ def toolkit_fingerprint() -> str:
 _compiler_fingerprints: dict = {}
 
 
-def compiler_fingerprint(debug: bool) -> tuple:
-    """The C++ compiler (its path, and the size and mtime of the binary it resolves to) and the flags.
+def compiler_fingerprint(debug: bool, optimization_level=None, cpu_compiler_flags=None) -> tuple:
+    """The C++ compiler (its path, and the size and mtime of the binary it resolves to) and the flags (with a
+    module's `optimization_level` and `cpu_compiler_flags` options, build.cpu_flags).
     A stat instead of `cxx --version`: that subprocess would cost more than the rest of a warm load."""
     cxx = tuple(find_cxx())
     ident = _compiler_fingerprints.get(cxx)
@@ -86,7 +87,7 @@ def compiler_fingerprint(debug: bool) -> tuple:
         real = os.path.realpath(cxx[0])
         st = os.stat(real)
         ident = _compiler_fingerprints[cxx] = (*cxx, real, st.st_size, st.st_mtime_ns)
-    return ident + tuple(cpu_flags(debug))
+    return ident + tuple(cpu_flags(debug, optimization_level, cpu_compiler_flags))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -182,7 +183,7 @@ class Describer:
             overloads = tuple(self.source(src, params) for src, params in f.overloads)
             grad = self.source(f.custom_grad, None) if f.custom_grad is not None else None
             replay = self.source(f.custom_replay, None) if f.custom_replay is not None else None
-            entry[1] = (overloads, grad, replay)
+            entry[1] = (overloads, grad, replay, getattr(f, "inline_hint", None))
         return token
 
     def source(self, src, param_types):
@@ -264,12 +265,14 @@ def kernel_description(kernel, describer: Describer):
     return ("kernel", kernel.key, kernel.name, kernel.enable_backward, describer.source(src, kernel.arg_types))
 
 
-def module_key(module_name: str, kernels: list, debug: bool) -> str | None:
-    """The pre-key of a batch of kernels built into one library, or None when it cannot be computed."""
+def module_key(module_name: str, kernels: list, debug: bool, optimization_level=None,
+               cpu_compiler_flags=None) -> str | None:
+    """The pre-key of a batch of kernels built into one library, or None when it cannot be computed.
+    `optimization_level`, `cpu_compiler_flags`: the module's options (build.cpu_flags)."""
     describer = Describer()
     try:
         described = [kernel_description(k, describer) for k in kernels]
-        compiler = compiler_fingerprint(debug)
+        compiler = compiler_fingerprint(debug, optimization_level, cpu_compiler_flags)
     except (Unkeyable, NativeCompileError, OSError, RecursionError):
         return None
     settings = (_code_settings(), debug)
@@ -282,7 +285,7 @@ def module_key(module_name: str, kernels: list, debug: bool) -> str | None:
 _RUNTIME_SETTINGS = frozenset({"cache_dir", "verbose", "cpu_parallel_threshold", "cpu_threads", "overwrite_check",
                                "verify_autograd_array_access", "log_level", "LOG_DEBUG", "LOG_INFO", "LOG_WARNING",
                                "LOG_ERROR", "deterministic", "deterministic_max_records", "verbose_warnings",
-                               "print_launches", "track_memory"})
+                               "print_launches", "track_memory", "load_module_max_workers"})
 
 
 def _code_settings() -> tuple:
