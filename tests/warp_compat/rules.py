@@ -291,6 +291,12 @@ def _tracker_reset():
     memory_tracker.reset()
 
 
+def _run_solver_loop(*args, **kwargs):
+    from warp_shim.linear_iterations import run_solver_loop
+
+    return run_solver_loop(*args, **kwargs)
+
+
 #: Warp's native allocation-tracker entry points that test_allocation_tracker.py calls, answered by kernels'
 #: tracker (its public counters: memory_tracker.stats()).
 _LENT = {f"warp._src.context.runtime.core.wp_alloc_tracker_{name}": fn for name, fn in (
@@ -298,3 +304,6 @@ _LENT = {f"warp._src.context.runtime.core.wp_alloc_tracker_{name}": fn for name,
     ("get_live_count", _tracker_stat("live_count")), ("get_current_bytes", _tracker_stat("current_bytes")),
     ("get_peak_bytes", _tracker_stat("peak_bytes")), ("is_enabled", _tracker_is_enabled),
     ("reset", _tracker_reset))}
+#: warp.optim.linear's host loop, which test_linear_solvers.py drives directly with arrays of per-batch norms:
+#: lent as the shim's loop (warp_shim/linear_iterations.py run_solver_loop, what its solvers run)
+_LENT["warp._src.optim.linear._run_solver_loop"] = _run_solver_loop
