@@ -86,6 +86,11 @@ optimization_level: int | None = None
 #: which the system C++ compiler does not take. Changes generated code (part of the cache key).
 cpu_compiler_flags: str | None = None
 
+#: Warp's switch for reusing compiled kernels between runs: False compiles every module again (the compile cache
+#: index is not read and the C++ compiler runs; an entry of the same key already in the cache, the same code, is
+#: the one loaded) and rebuilds AOT artifacts that exist.
+cache_kernels: bool = True
+
 #: Warp's default number of threads with which `wp.force_load` / `wp.load_module` build modules: 0 builds them
 #: one after the other, None picks min(cpu_count, 4).
 load_module_max_workers: int | None = 0

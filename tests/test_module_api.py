@@ -178,3 +178,105 @@ def test_force_load_reports_a_kernel_that_cannot_build():
     with pytest.raises(Exception, match="no_such_function"):
         wp.force_load(device="cpu", modules=[bad, good], max_workers=2)
     assert all(k.lib is not None for k in good.kernels)  # the other module still loaded
+
+
+AOT_BODY = """
+import kernels as wp
+
+@wp.kernel
+def add(a: wp.array(dtype=wp.int32), b: wp.array(dtype=wp.int32), out: wp.array(dtype=wp.int32)):
+    i = wp.tid()
+    out[i] = a[i] + b[i] * {factor}
+"""
+
+
+def _run_add(module_name):
+    import sys
+
+    a = wp.array(np.arange(5, dtype=np.int32))
+    out = wp.zeros(5, dtype=wp.int32)
+    wp.launch(sys.modules[module_name].add, 5, [a, a, out])
+    return out.numpy()
+
+
+def _import_as(text: str, name: str):
+    """Import `text` as Python module `name` (kept in sys.modules, as a reload would find it)."""
+    import sys
+
+    fd, path = tempfile.mkstemp(suffix=".py")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        os.remove(path)
+    return module
+
+
+def test_aot_compile_and_load(tmp_path):
+    name = "module_api_aot"
+    _import_as(AOT_BODY.format(factor=2), name)
+    m = wp.get_module(name)
+    paths = wp.compile_aot_module(name, device="cpu", module_dir=tmp_path)
+    assert paths == [tmp_path / f"{m.get_module_identifier()}.o"] and paths[0].stat().st_size > 0
+    assert m.get_module_identifier() == f"wp_{name}_{m.hash_module().hex()[:7]}"
+    wp.load_aot_module(name, device="cpu", module_dir=tmp_path)
+    np.testing.assert_array_equal(_run_add(name), np.arange(5) * 3)
+    # the code changed: its hash names another artifact, which does not exist
+    _import_as(AOT_BODY.format(factor=3), name)
+    with pytest.raises(FileNotFoundError, match="Binary file not found"):
+        wp.load_aot_module(name, device="cpu", module_dir=tmp_path)
+
+
+def test_aot_strip_hash_loads_what_was_compiled(tmp_path):
+    name = "module_api_aot_strip"
+    _import_as(AOT_BODY.format(factor=2), name)
+    wp.compile_aot_module(name, device="cpu", module_dir=tmp_path, strip_hash=True)
+    _import_as(AOT_BODY.format(factor=5), name)  # redefined: the module holds the new kernel only
+    assert [k.key for k in wp.get_module(name).kernels] == ["add"]
+    wp.load_aot_module(name, device="cpu", module_dir=tmp_path, strip_hash=True)
+    np.testing.assert_array_equal(_run_add(name), np.arange(5) * 3)  # Warp's rule: the compiled code runs
+
+
+def test_aot_refuses_a_damaged_artifact_and_cuda(tmp_path):
+    name = "module_api_aot_damaged"
+    _import_as(AOT_BODY.format(factor=2), name)
+    (path,) = wp.compile_aot_module(name, device="cpu", module_dir=tmp_path)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(RuntimeError, match="not loaded: .*hash"):
+        wp.load_aot_module(name, device="cpu", module_dir=tmp_path)
+    with pytest.raises(NotImplementedError, match="CUDA ahead-of-time artifacts"):
+        wp.compile_aot_module(name, arch=90, module_dir=tmp_path)
+
+
+def test_aot_generic_kernels_follow_warps_rules(tmp_path):
+    name = "module_api_aot_generic"
+    _import_as('''
+from typing import Any
+import kernels as wp
+
+@wp.kernel
+def scale(x: wp.array(dtype=Any), s: Any):
+    i = wp.tid()
+    x[i] = s * x[i]
+''', name)
+    with pytest.raises(RuntimeError, match="No compilable kernels found"):
+        wp.compile_aot_module(name, device="cpu", module_dir=tmp_path)
+    import sys
+
+    generic = sys.modules[name].scale
+    f32 = wp.overload(generic, [wp.array(dtype=wp.float32), wp.float32])
+    f64 = wp.overload(generic, [wp.array(dtype=wp.float64), wp.float64])
+    with pytest.raises(RuntimeError, match="multiple overloads"):
+        wp.compile_aot_module(name, device="cpu", module_dir=tmp_path, strip_hash=True)
+    wp.compile_aot_module(name, device="cpu", module_dir=tmp_path, strip_hash=False)
+    wp.load_aot_module(name, device="cpu", module_dir=tmp_path)
+    for kernel, dtype, factor in ((f32, wp.float32, 2.0), (f64, wp.float64, 3.0)):
+        x = wp.array(np.arange(3, dtype=np.float64), dtype=dtype)
+        wp.launch(kernel, 3, [x, factor])
+        np.testing.assert_array_equal(x.numpy(), np.arange(3) * factor)

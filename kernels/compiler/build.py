@@ -185,7 +185,7 @@ def _build_cpu(source: str, name: str, flags: list, notice: str | None) -> Build
     root = cache_root()
     entry = os.path.join(root, f"{name}_{key}")
     lib = os.path.join(entry, "module.so")
-    if os.path.exists(lib):
+    if os.path.exists(lib) and config.cache_kernels:
         untrusted = check_file(lib, root)
         why = untrusted or damage(lib)
         if why is None:

@@ -285,7 +285,7 @@ def module_key(module_name: str, kernels: list, debug: bool, optimization_level=
 _RUNTIME_SETTINGS = frozenset({"cache_dir", "verbose", "cpu_parallel_threshold", "cpu_threads", "overwrite_check",
                                "verify_autograd_array_access", "log_level", "LOG_DEBUG", "LOG_INFO", "LOG_WARNING",
                                "LOG_ERROR", "deterministic", "deterministic_max_records", "verbose_warnings",
-                               "print_launches", "track_memory", "load_module_max_workers"})
+                               "print_launches", "track_memory", "load_module_max_workers", "cache_kernels"})
 
 
 def _code_settings() -> tuple:
@@ -313,7 +313,10 @@ def library_root() -> str:
 
 
 def lookup(key: str) -> dict | None:
-    """The record stored under `key`, or None when there is none or it cannot be read."""
+    """The record stored under `key`, or None when there is none, it cannot be read or config.cache_kernels is
+    off."""
+    if not config.cache_kernels:
+        return None
     try:
         with open(os.path.join(index_dir(), key + ".py"), encoding="utf-8") as f:
             record = ast.literal_eval(f.read())

@@ -180,8 +180,9 @@ class Kernel:
             self.ensure_ir()
             return
         if self.lib is None and self.error is None:
-            if self not in self.module.pending and self in self.module.kernels:
-                self.module.pending.append(self)  # its batch was interrupted before reaching it
+            if self not in self.module.pending:
+                # its batch was interrupted before reaching it, or a redefinition replaced it in the module
+                self.module.pending.append(self)
             self.module.build()
         if self.error is not None:
             raise self.error
@@ -270,6 +271,13 @@ class Module:
         """Warp's name for `hash_module`."""
         return self.hash_module(block_dim)
 
+    def get_module_identifier(self, block_dim: int | None = None) -> str:
+        """Warp's name of the module's compiled files (AOT artifacts, module_aot.py): `wp_<name>_<7 hex digits
+        of the module hash>`, or `wp_<name>` with the "strip_hash" option."""
+        if self.options.get("strip_hash"):
+            return f"wp_{self.name}"
+        return f"wp_{self.name}_{self.hash_module(block_dim).hex()[:7]}"
+
     def load(self, device=None, block_dim: int | None = None):
         """Warp's `Module.load`: build (or load from the cache) the module's kernels for `device` now. Raises
         the error of the first kernel that cannot be built, as Warp's load of a module fails."""
@@ -292,7 +300,13 @@ class Module:
         return {(None, self.options.get("block_dim", 256)): libs} if libs else {}
 
     def register(self, kernel: Kernel):
-        # every kernel object is its own kernel: factories and closures make several with one name
+        # every kernel object is its own kernel: factories and closures make several with one name. A module-level
+        # function defined again under the same key (the Python module reloaded, or the name redefined) replaces
+        # the earlier kernel among the module's contents, as in Warp: its hash and AOT builds follow the code as it
+        # is now. The earlier kernel object still builds on its own if it is launched (ensure_built).
+        if "<locals>" not in kernel.func.__qualname__:
+            self.kernels = [k for k in self.kernels if k.key != kernel.key or k.func is kernel.func
+                            or "<locals>" in k.func.__qualname__]
         self.kernels.append(kernel)
         self.pending.append(kernel)
 
@@ -370,9 +384,10 @@ class Module:
         self.index_hits += 1
         return True
 
-    def _build_library(self, kernels: list, prekey: str | None = None):
-        resolved = self.resolve_options()
-        debug = resolved["mode"] == "debug"
+    @staticmethod
+    def render_source(kernels: list, debug: bool) -> str:
+        """The C++ of one library holding `kernels` (their IR compiled); kernel i's entry points are named
+        `k<i>_<name>` (left in each kernel's `_pending_entry`)."""
         with codegen_lock:
             src = ModuleSource(CPU, debug)
             parts = []
@@ -381,7 +396,12 @@ class Module:
                 src.add_callees(k.ir)
                 parts.append(src.render_kernel(k.ir, k_entry, render_adjoint_kernel if k.enable_backward else None))
                 k._pending_entry = k_entry
-            source = src.source(parts, render_adjoint_function)
+            return src.source(parts, render_adjoint_function)
+
+    def _build_library(self, kernels: list, prekey: str | None = None):
+        resolved = self.resolve_options()
+        debug = resolved["mode"] == "debug"
+        source = self.render_source(kernels, debug)
         safe = "".join(c if c.isalnum() else "_" for c in self.name)[-40:]
         what = f"{len(kernels)} kernel{'s' if len(kernels) > 1 else ''} of module {self.name}"
         try:

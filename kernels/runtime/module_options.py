@@ -157,7 +157,11 @@ def kernel_content(kernel) -> tuple:
     describer = _ContentDescriber()
     try:
         options = tuple(sorted((k, repr(v)) for k, v in getattr(kernel, "options", {}).items()))
-        return (cache_index.kernel_description(kernel, describer), options, tuple(map(tuple, describer.functions)))
+        # the annotations as evaluated when the function was defined (`-> Ret` of a local Ret the text cannot
+        # resolve later): two kernels of one text with different annotations are different kernels
+        annotations = tuple((k, repr(v)) for k, v in getattr(kernel.func, "__annotations__", {}).items())
+        return (cache_index.kernel_description(kernel, describer), options, annotations,
+                tuple(map(tuple, describer.functions)))
     except (cache_index.Unkeyable, RecursionError):
         return ("undescribed", kernel.key, "".join(kernel.source.lines), id(kernel))
 
