@@ -54,6 +54,7 @@ from .runtime.module import (Kernel, Module, build_stats, get_module, get_module
                              overload, set_module_options)
 from .runtime.module_load import force_load
 from .runtime.module_aot import compile_aot_module, load_aot_module
+from .runtime.cpu_target import get_cpu_kernel_cache_key
 from .runtime.device import (Event, ScopedStream, Stream, get_event_elapsed_time, get_stream, record_event,
                              set_stream, synchronize_event, synchronize_stream, wait_event, wait_stream)
 from .runtime.struct import struct

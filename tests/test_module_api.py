@@ -221,7 +221,8 @@ def test_aot_compile_and_load(tmp_path):
     _import_as(AOT_BODY.format(factor=2), name)
     m = wp.get_module(name)
     paths = wp.compile_aot_module(name, device="cpu", module_dir=tmp_path)
-    assert paths == [tmp_path / f"{m.get_module_identifier()}.o"] and paths[0].stat().st_size > 0
+    assert paths == [tmp_path / m._get_compile_output_name()] and paths[0].stat().st_size > 0
+    assert paths[0].name.startswith(m.get_module_identifier() + ".cpu") and paths[0].suffix == ".o"
     assert m.get_module_identifier() == f"wp_{name}_{m.hash_module().hex()[:7]}"
     wp.load_aot_module(name, device="cpu", module_dir=tmp_path)
     np.testing.assert_array_equal(_run_add(name), np.arange(5) * 3)
@@ -280,3 +281,22 @@ def scale(x: wp.array(dtype=Any), s: Any):
         x = wp.array(np.arange(3, dtype=np.float64), dtype=dtype)
         wp.launch(kernel, 3, [x, factor])
         np.testing.assert_array_equal(x.numpy(), np.arange(3) * factor)
+
+
+def test_cpu_kernel_cache_key_names_the_target():
+    native = wp.get_cpu_kernel_cache_key(cpu_compiler_flags="-march=native")
+    generic = wp.get_cpu_kernel_cache_key(cpu_compiler_flags="")
+    assert native != generic and native.startswith(f"{wp.config.version}-")
+    # flags that do not pick the instruction set leave the target alone
+    assert wp.get_cpu_kernel_cache_key(cpu_compiler_flags="-march=native -O2") == native
+    old = wp.config.cpu_compiler_flags
+    try:
+        wp.config.cpu_compiler_flags = None  # the default: -march=native
+        assert wp.get_cpu_kernel_cache_key() == native
+        wp.config.cpu_compiler_flags = ""
+        assert wp.get_cpu_kernel_cache_key() == generic
+    finally:
+        wp.config.cpu_compiler_flags = old
+    kernel = _factory(11.0, module_options={"cpu_compiler_flags": ""})
+    name = kernel.module._get_compile_output_name(wp.get_device("cpu"))
+    assert name == f"{kernel.module.get_module_identifier()}.cpu{generic.rsplit('-', 1)[1]}.o"

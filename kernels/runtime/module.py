@@ -39,6 +39,7 @@ from ..typesys import TileType
 from ..compiler.tile_stack_type import is_tile_stack
 from ..compiler.function import Func
 from . import module_options
+from .cpu_target import compile_output_name
 
 
 class Kernel:
@@ -277,6 +278,10 @@ class Module:
         if self.options.get("strip_hash"):
             return f"wp_{self.name}"
         return f"wp_{self.name}_{self.hash_module(block_dim).hex()[:7]}"
+
+    def _get_compile_output_name(self, device=None, output_arch=None, use_ptx=None) -> str:
+        """Warp's file name of the module's CPU artifact, `<identifier>.cpu<target hash>.o` (cpu_target.py)."""
+        return compile_output_name(self, device)
 
     def load(self, device=None, block_dim: int | None = None):
         """Warp's `Module.load`: build (or load from the cache) the module's kernels for `device` now. Raises

@@ -2,13 +2,14 @@
 folder, `wp.load_aot_module` loads them from there without compiling, and `Module.get_module_identifier()` names
 the files.
 
-An artifact is `<identifier>.o` (this toolkit's shared library of the module's kernels, not Warp's object file;
-named as Warp names its CPU artifact), with `<identifier>.meta` (what a launch and a tape need of each kernel:
-entry points, thread dimensions, backward or why there is none, array accesses, as the cache index keeps them),
-`<identifier>.cpp` (the generated source) and a manifest of the library's size and SHA-256, which a load checks,
-as it checks that no other user can write the file or its folder. The identifier is `wp_<module>_<7 hex digits
-of the module hash>`, or `wp_<module>` with the "strip_hash" option: then a load takes whatever was compiled
-under that name, even from older code (Warp's rule). CUDA artifacts (cubin, PTX) are not written here.
+An artifact is `<identifier>.cpu<target hash>.o` (named as Warp names its CPU artifact; the content is this
+toolkit's shared library of the module's kernels, not Warp's object file), with `.meta` beside it (what a launch
+and a tape need of each kernel: entry points, thread dimensions, backward or why there is none, array accesses,
+as the cache index keeps them), `.cpp` (the generated source) and a manifest of the library's size and SHA-256,
+which a load checks, as it checks that no other user can write the file or its folder. The identifier is
+`wp_<module>_<7 hex digits of the module hash>`, or `wp_<module>` with the "strip_hash" option: then a load takes
+whatever was compiled under that name, even from older code (Warp's rule). The target hash names the compiler and,
+for -march=native, the host's instruction set (cpu_target.py). CUDA artifacts (cubin, PTX) are not written here.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ..compiler.cache_trust import make_private_dirs, untrusted_reason
 from ..compiler.passes.cost import estimate_work
 from ..compiler.passes.adjoint import adjoint_error
 from ..logger import log_warning
+from .cpu_target import compile_output_name
 from .device import get_device
 from .module import Module, _generic_kernels, _indexed_fields, get_module
 from .thread_pool import load_kernel_library
@@ -96,8 +98,7 @@ def compile_aot_module(module, device=None, arch=None, module_dir=None, use_ptx=
     _check_generics(target)
     _cpu_only(device, arch, "compile_aot_module")
     folder = _folder(target, module_dir)
-    identifier = target.get_module_identifier()
-    library = Path(folder) / f"{identifier}.o"
+    library = Path(folder) / compile_output_name(target)
     if config.cache_kernels and library.exists() and damage(str(library)) is None:
         return [library]
     kernels = [k for k in target.kernels if not k.is_generic]
@@ -168,7 +169,7 @@ def load_aot_module(module, device=None, arch=None, module_dir=None, use_ptx=Non
     if strip_hash is not None:
         target.options["strip_hash"] = bool(strip_hash)
     _cpu_only(device, arch, "load_aot_module")
-    library = Path(_folder(target, module_dir)) / f"{target.get_module_identifier()}.o"
+    library = Path(_folder(target, module_dir)) / compile_output_name(target)
     if not library.exists():
         raise FileNotFoundError(f"Binary file not found. Tried: {library}")
     why = untrusted_reason(str(library)) or untrusted_reason(str(library.parent)) or damage(str(library))
