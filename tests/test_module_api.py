@@ -300,3 +300,26 @@ def test_cpu_kernel_cache_key_names_the_target():
     kernel = _factory(11.0, module_options={"cpu_compiler_flags": ""})
     name = kernel.module._get_compile_output_name(wp.get_device("cpu"))
     assert name == f"{kernel.module.get_module_identifier()}.cpu{generic.rsplit('-', 1)[1]}.o"
+
+
+@wp.func
+def _helper_for_references(value: float):
+    return value + 1.0
+
+
+def test_module_references_and_dependents():
+    def make():
+        @wp.kernel(module="unique")
+        def uses_helper(a: wp.array(dtype=float)):
+            a[wp.tid()] = _helper_for_references(a[wp.tid()])
+        return uses_helper
+
+    helper_module = _helper_for_references.module
+    kernels_made = [make() for _ in range(3)]
+    assert len({id(k) for k in kernels_made}) == 1
+    canonical = kernels_made[0].module
+    assert helper_module in canonical.references and canonical not in canonical.references
+    assert canonical in helper_module.dependents
+    # the two kernels made again were dropped: no module of theirs depends on the helper
+    assert not {m for m in helper_module.dependents if m.name.startswith(canonical.name.rsplit("_", 1)[0])} - {
+        canonical}

@@ -272,6 +272,17 @@ class Module:
         """Warp's name for `hash_module`."""
         return self.hash_module(block_dim)
 
+    @property
+    def references(self) -> set:
+        """Warp's module dependencies: the other modules whose functions this module's kernels call."""
+        return {f.module for f in module_options.referenced_functions(self.kernels)} - {self}
+
+    @property
+    def dependents(self) -> set:
+        """Warp's reverse dependencies: the registered modules whose kernels call this module's functions (a
+        module="unique" kernel made again and dropped for an existing one is not registered)."""
+        return {m for m in list(_modules.values()) if m is not self and self in m.references}
+
     def get_module_identifier(self, block_dim: int | None = None) -> str:
         """Warp's name of the module's compiled files (AOT artifacts, module_aot.py): `wp_<name>_<7 hex digits
         of the module hash>`, or `wp_<name>` with the "strip_hash" option."""

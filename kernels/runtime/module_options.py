@@ -151,6 +151,31 @@ class _ContentDescriber(cache_index.Describer):
         return described[2:]  # text, parameter types, references, early statics
 
 
+class _FunctionCollector(cache_index.Describer):
+    """The description's walk, keeping the functions it reaches."""
+
+    def __init__(self):
+        super().__init__()
+        self.reached: list = []
+
+    def func(self, f):
+        if id(f) not in self._seen:
+            self.reached.append(f)
+        return super().func(f)
+
+
+def referenced_functions(kernels) -> list:
+    """The `@wp.func` functions `kernels` reach (through calls, recursively), each once. A kernel whose
+    references cannot all be described contributes those found before the one that could not."""
+    collector = _FunctionCollector()
+    for k in kernels:
+        try:
+            cache_index.kernel_description(k, collector)
+        except (cache_index.Unkeyable, RecursionError):
+            continue
+    return collector.reached
+
+
 def kernel_content(kernel) -> tuple:
     """What decides one kernel's generated code (its own description, then the functions it reaches), or, for
     a kernel whose references cannot be described (an arbitrary Python object), its text and identity."""
