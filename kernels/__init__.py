@@ -34,6 +34,7 @@ from .runtime.device import (Device, ScopedDevice, get_cuda_device_count, get_de
                              get_cuda_devices, get_devices, is_cpu_available, is_cuda_available,
                              is_device_available, set_device, synchronize, synchronize_device)
 from .errors import CompileError, KernelError, LaunchError, NativeCompileError
+from .errors import WarpDeterminismError  # noqa: E402
 from .errors import (CompileAttributeError, CompileIndexError, CompileKeyError, CompileTypeError,
                      CompileValueError)
 from .compiler.function import Func as Function  # noqa: F401  (Warp's class of @wp.func objects)

@@ -31,7 +31,7 @@ import typing
 from .. import config
 from .. import types as T
 from .build import NATIVE_DIR, VERSION, cache_root, cpu_flags, find_cxx
-from ..errors import CompileError, NativeCompileError
+from ..errors import CompileError, ConsumedAtomicError, NativeCompileError
 from .function import Func
 from ..typesys import ArrayType, is_struct
 from .cache_trust import make_private_dirs
@@ -367,12 +367,14 @@ def error_record(e: CompileError) -> dict:
     loc = e.loc
     return {"message": e.message, "function": e.function,
             "loc": None if loc is None else (loc.file, loc.line, loc.source),
-            "untracked_writes": bool(getattr(e, "untracked_writes", False))}
+            "untracked_writes": bool(getattr(e, "untracked_writes", False)),
+            "consumed_atomic": isinstance(e, ConsumedAtomicError)}
 
 
 def error_from_record(r: dict) -> CompileError:
     loc = None if r["loc"] is None else Loc(*r["loc"])
-    error = CompileError(r["message"], loc, r["function"])
+    kind = ConsumedAtomicError if r.get("consumed_atomic") else CompileError  # the refusal's class survives
+    error = kind(r["message"], loc, r["function"])
     if r.get("untracked_writes"):
         error.untracked_writes = True
     return error
