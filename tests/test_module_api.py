@@ -236,8 +236,14 @@ def test_aot_strip_hash_loads_what_was_compiled(tmp_path):
     name = "module_api_aot_strip"
     _import_as(AOT_BODY.format(factor=2), name)
     wp.compile_aot_module(name, device="cpu", module_dir=tmp_path, strip_hash=True)
+    import sys
+
+    before = sys.modules[name].add
     _import_as(AOT_BODY.format(factor=5), name)  # redefined: the module holds the new kernel only
-    assert [k.key for k in wp.get_module(name).kernels] == ["add"]
+    assert [k.key for k in wp.get_module(name).kernels] == ["add"] and wp.get_module(name).kernels[0] is not before
+    a, out = wp.array(np.arange(5, dtype=np.int32)), wp.zeros(5, dtype=wp.int32)
+    wp.launch(before, 5, [a, a, out])  # the earlier kernel object still builds and runs its own code
+    np.testing.assert_array_equal(out.numpy(), np.arange(5) * 3)
     wp.load_aot_module(name, device="cpu", module_dir=tmp_path, strip_hash=True)
     np.testing.assert_array_equal(_run_add(name), np.arange(5) * 3)  # Warp's rule: the compiled code runs
 
