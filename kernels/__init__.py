@@ -34,6 +34,7 @@ from .runtime.device import (Device, ScopedDevice, get_cuda_device_count, get_de
                              get_cuda_devices, get_devices, is_cpu_available, is_cuda_available,
                              is_device_available, set_device, synchronize, synchronize_device)
 from .errors import CompileError, KernelError, LaunchError, NativeCompileError
+from .errors import WarpDeterminismError  # noqa: E402
 from .errors import (CompileAttributeError, CompileIndexError, CompileKeyError, CompileTypeError,
                      CompileValueError)
 from .compiler.function import Func as Function  # noqa: F401  (Warp's class of @wp.func objects)
@@ -50,9 +51,11 @@ from .runtime.interop import (device_from_torch, device_to_torch, dtype_from_tor
 from .runtime.cuda_memory import empty_cache
 from .runtime.host_memory import keep_freed_memory as keep_freed_host_memory
 from .runtime.launch import Launch, launch, launch_tiled
-from .runtime.cpu_blocks import force_load
 from .runtime.module import (Kernel, Module, build_stats, get_module, get_module_options, kernel, load_module,
                              overload, set_module_options)
+from .runtime.module_load import force_load
+from .runtime.module_aot import compile_aot_module, load_aot_module
+from .runtime.cpu_target import get_cpu_kernel_cache_key
 from .runtime.device import (Event, ScopedStream, Stream, get_event_elapsed_time, get_stream, record_event,
                              set_stream, synchronize_event, synchronize_stream, wait_event, wait_stream)
 from .runtime.struct import struct

@@ -77,6 +77,24 @@ cxx: str | None = None
 #: Extra flags for the C++ compiler.
 cxx_flags: tuple = ()
 
+#: Warp's optimization level of the CPU build (0-3; also a module option, `wp.set_module_options`). None: the
+#: default, -O3 here (Warp's CPU default is -O2 of its own LLVM). Changes generated code (part of the cache key).
+optimization_level: int | None = None
+
+#: Warp's target flags of the CPU build, as one string of C++ compiler flags (also a module option). None: the
+#: default, "-march=native"; "" builds for the generic target. Warp's default adds LLVM-only `-mllvm` options,
+#: which the system C++ compiler does not take. Changes generated code (part of the cache key).
+cpu_compiler_flags: str | None = None
+
+#: Warp's switch for reusing compiled kernels between runs: False compiles every module again (the compile cache
+#: index is not read and the C++ compiler runs; an entry of the same key already in the cache, the same code, is
+#: the one loaded) and rebuilds AOT artifacts that exist.
+cache_kernels: bool = True
+
+#: Warp's default number of threads with which `wp.force_load` / `wp.load_module` build modules: 0 builds them
+#: one after the other, None picks min(cpu_count, 4).
+load_module_max_workers: int | None = 0
+
 #: CPU backend: let the C++ compiler fuse `a * b + c` into one FMA instruction (one rounding instead of two;
 #: faster). Warp's CPU backend does not fuse, so `warp_shim` sets this to False and a Warp program then computes
 #: Warp's numbers to the bit. Changes generated code (it is one of the compiler flags in the cache key).

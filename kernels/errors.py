@@ -56,6 +56,15 @@ class UnsupportedAtomicError(CompileError):
     """An atomic operation on an array whose scalar type has no atomic form (Warp's wording)."""
 
 
+class ConsumedAtomicError(CompileError):
+    """A kernel's backward refused: a value returned by an atomic (a slot taken from a counter) reaches its gradient,
+    and the backward, which does not run atomics again, cannot know it (passes/atomic_results.py)."""
+
+
+class WarpDeterminismError(RuntimeError):
+    """Warp's refusal of what deterministic mode cannot run or differentiate reproducibly (`wp.WarpDeterminismError`)."""
+
+
 class NativeCompileError(Exception):
     """The C++ (or CUDA) compiler rejected generated source: carries the compiler output and the source path."""
 

@@ -217,11 +217,11 @@ def test_a_kernel_the_cxx_compiler_rejects_is_isolated_by_bisection(tmp_path, mo
     real_build = kmodule.build_cpu
     builds = []
 
-    def build_rejecting_k5(source, name, debug, notice=None):
+    def build_rejecting_k5(source, name, debug, notice=None, **flags):
         builds.append(source.count("_forward("))
         if "bisect_k5" in source:
             raise wp.NativeCompileError("the C++ compiler rejects bisect_k5 (simulated)")
-        return real_build(source, name, debug, notice)
+        return real_build(source, name, debug, notice, **flags)
 
     monkeypatch.setattr(kmodule, "build_cpu", build_rejecting_k5)
     made = []

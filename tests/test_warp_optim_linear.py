@@ -1,7 +1,8 @@
 """Warp's `warp.optim.linear` for dense systems (warp_shim/optim_linear.py): each solver's answer against
 numpy.linalg.solve, with and without the Jacobi preconditioner and through a user LinearOperator; Warp's result
-tuple and tolerance rule; the refusals (sparse matrices, batched operators, functors); and the same solutions as
-real Warp's."""
+tuple and tolerance rule; batched systems (each subproblem to its own tolerance, inactive unknowns untouched),
+restart cycles, pre-allocated functors and device-style runs (check_every=0); the refusals (sparse matrices);
+and the same solutions as real Warp's, batched ones included."""
 
 import numpy as np
 import pytest
@@ -76,18 +77,77 @@ def test_refusals_are_one_clear_error():
     b, x = wp.ones(4, dtype=wp.float64), wp.zeros(4, dtype=wp.float64)
     with pytest.raises(TypeError, match="warp.sparse matrices are outside the kernel layer"):
         la.cg(object(), b, x)
-    with pytest.raises(NotImplementedError, match="batched linear operators"):
-        la.aslinearoperator(A, batch_offsets=wp.array([0, 2, 4], dtype=int))
-    with pytest.raises(NotImplementedError, match="run=False"):
-        la.cg(A, b, x, run=False)
-    with pytest.raises(NotImplementedError, match="check_every=0"):
-        la.cr(A, b, x, check_every=0)
     with pytest.raises(NotImplementedError, match="needs a warp.sparse matrix"):
         la.preconditioner(A, "block_jacobi_direct")
     with pytest.raises(ValueError, match="Unsupported preconditioner type 'lu'"):
         la.preconditioner(A, "lu")
-    with pytest.raises(NotImplementedError, match="functor"):
-        la.CG(A, b, x)
+    with pytest.raises(ValueError, match="requires batch_offsets"):
+        la.aslinearoperator(A, max_batch_length=2)
+    for bad, error in ((True, TypeError), (1.5, TypeError), (0, ValueError)):
+        with pytest.raises(error, match="restart must be"):
+            la.cg(A, b, x, restart=bad)
+    state = la.bicgstab(A, b, x, run=False)
+    with pytest.raises(ValueError, match="consistently provided"):
+        state(M=la.preconditioner(A, "diag"))
+    with pytest.raises(ValueError, match="Incompatible b.shape"):
+        state(b=wp.ones(5, dtype=wp.float64))
+
+
+def _batched_system(seed=5, sizes=(6, 9, 4), tail=3):
+    """A block-diagonal SPD system of `sizes` blocks plus `tail` inactive unknowns (coupled to nothing)."""
+    rng = np.random.default_rng(seed)
+    n = sum(sizes) + tail
+    matrix = np.eye(n)
+    start = 0
+    for size in sizes:
+        c = rng.uniform(-1, 1, (size, size))
+        matrix[start:start + size, start:start + size] = c @ c.T + size * np.eye(size)
+        start += size
+    b = rng.uniform(-1, 1, n) * np.repeat([1.0, 100.0, 0.01, 1.0], list(sizes) + [tail])
+    return matrix, b, np.concatenate([[0], np.cumsum(sizes)])
+
+
+@pytest.mark.parametrize("name", ["cg", "cr", "bicgstab", "gmres"])
+def test_batched_subproblems_meet_their_own_tolerance(name):
+    matrix, b_np, offsets = _batched_system()
+    A = la.aslinearoperator(wp.array(matrix), batch_offsets=wp.array(offsets, dtype=wp.int32))
+    assert A.batch_count == 3
+    initial = np.full(b_np.size, 7.0)
+    x = wp.array(initial)
+    iterations, err, atol = getattr(la, name)(A, wp.array(b_np), x, tol=1e-10, maxiter=200, check_every=1)
+    assert err <= atol
+    result = x.numpy()
+    np.testing.assert_array_equal(result[offsets[-1]:], initial[offsets[-1]:])  # inactive: untouched
+    for s, e in zip(offsets[:-1], offsets[1:]):
+        # each subproblem to 1e-10 of its own right-hand side (scales 1, 100, 0.01)
+        residual = np.linalg.norm(matrix[s:e, s:e] @ result[s:e] - b_np[s:e])
+        assert residual <= 2e-10 * np.linalg.norm(b_np[s:e])
+
+
+def test_restart_cycles_functors_and_device_style_runs():
+    spd, _, b_np = _systems(9)
+    A, b = wp.array(spd), wp.array(b_np)
+    seen = []
+    x = wp.zeros_like(b)
+    iterations, err, atol = la.cg(A, b, x, tol=1e-10, restart=4, check_every=1, maxiter=400,
+                                  callback=lambda i, e, t: seen.append(i))
+    assert err <= atol and iterations % 4 == 0 and all(i % 4 == 0 for i in seen) and seen[-1] == iterations
+    np.testing.assert_allclose(x.numpy(), np.linalg.solve(spd, b_np), rtol=1e-8)
+    for make, klass in ((la.cg, la.CG), (la.cr, la.CR), (la.bicgstab, la.BiCGSTAB), (la.gmres, la.GMRES)):
+        x = wp.zeros_like(b)
+        state = make(A, b, x, run=False, maxiter=300)
+        assert isinstance(state, klass)
+        b2 = wp.array(b_np[::-1].copy())
+        x2 = wp.zeros_like(b2)
+        _, err, atol = state(b=b2, x=x2)  # a substituted right-hand side and solution vector
+        assert err <= atol
+        np.testing.assert_allclose(x2.numpy(), np.linalg.solve(spd, b_np[::-1]), rtol=1e-6)
+        assert not x.numpy().any()  # the construction's x was not used
+    x = wp.zeros_like(b)
+    count, r_sq, atol_sq = la.cr(A, b, x, maxiter=7, check_every=0, restart=3)
+    assert count.numpy()[0] == 9  # three cycles of three, as Warp counts on a device without conditional graphs
+    assert r_sq.shape == (1,) and atol_sq.shape == (1,)
+    np.testing.assert_allclose(np.sqrt(r_sq.numpy()[0]), np.linalg.norm(b_np - spd @ x.numpy()), rtol=1e-6)
 
 
 _PROGRAM = '''
@@ -110,6 +170,17 @@ def run(wp, Tape):
                                           use_cuda_graph=False)
         out[name] = x.numpy()
         out[name + "_atol"] = np.array([atol])
+        # two independent subproblems of 5 and 7 unknowns (the off-block entries zeroed), solved together
+        blocks = matrix.copy()
+        blocks[:5, 5:] = 0.0
+        blocks[5:, :5] = 0.0
+        offsets = wp.array(np.array([0, 5, 12], dtype=np.int32), dtype=wp.int32)
+        batched = la.aslinearoperator(wp.array(blocks, dtype=wp.float64), batch_offsets=offsets, max_batch_length=7)
+        x = wp.zeros(12, dtype=wp.float64)
+        kwargs = {"restart": 7} if name == "gmres" else {}
+        _, _, atol = getattr(la, name)(batched, b, x, maxiter=500, tol=1e-12, use_cuda_graph=False, **kwargs)
+        out[name + "_batched"] = x.numpy()
+        out[name + "_batched_atol"] = np.array([atol])
     return out
 '''
 

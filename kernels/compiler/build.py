@@ -13,6 +13,7 @@ import ctypes
 import errno
 import hashlib
 import os
+import shlex
 import shutil
 import time
 
@@ -91,8 +92,18 @@ def announce_compile(device: str, what: str, compiler: list | None = None):
           flush=True)
 
 
-def cpu_flags(debug: bool) -> list:
-    opt = ["-O1", "-g"] if debug else ["-O3"]
+def cpu_flags(debug: bool, optimization_level: int | None = None, cpu_compiler_flags: str | None = None) -> list:
+    """The C++ compiler's flags. `optimization_level` and `cpu_compiler_flags` are a module's options (Warp's);
+    None takes config's value, and a None there the default (-O3, or -O1 -g in debug mode; -march=native)."""
+    level = optimization_level if optimization_level is not None else config.optimization_level
+    target = cpu_compiler_flags if cpu_compiler_flags is not None else config.cpu_compiler_flags
+    if level is None:
+        opt = ["-O1", "-g"] if debug else ["-O3"]
+    elif isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= 3:
+        raise ValueError(f"optimization_level must be an integer from 0 to 3 or None, got {level!r}")
+    else:
+        opt = [f"-O{level}"] + (["-g"] if debug else [])
+    target_flags = ["-march=native"] if target is None else shlex.split(target)
     # parallel launches run on the process's own thread pool (native/thread_pool.cpp,
     # kernels/runtime/thread_pool.py); the OpenMP runtime it replaced stays selectable for comparison
     # (config.cpu_runtime)
@@ -102,7 +113,7 @@ def cpu_flags(debug: bool) -> list:
     # so a load of one is moved above a store into the other (a two-result builtin's second register lost; Warp's
     # test_quat_to_axis_angle_grad_float32_cpu). No type-based alias analysis, no such reordering: the code's
     # correctness never rests on it. docs/cpu_compiler_bug.md, tests/test_cpu_stack_slot_aliasing.py.
-    return ["-std=c++17", "-shared", "-fPIC", *threads, "-fno-math-errno", "-fno-strict-aliasing", "-march=native",
+    return ["-std=c++17", "-shared", "-fPIC", *threads, "-fno-math-errno", "-fno-strict-aliasing", *target_flags,
             "-fvisibility=hidden", "-w", *opt, *contract, *config.cxx_flags]
 
 
@@ -148,31 +159,33 @@ class BuildResult:
         self.seconds = seconds
 
 
-def build_cpu(source: str, name: str, debug: bool, notice: str | None = None) -> BuildResult:
+def build_cpu(source: str, name: str, debug: bool, notice: str | None = None, *,
+              optimization_level: int | None = None, cpu_compiler_flags: str | None = None) -> BuildResult:
     """Compile `source` to a shared library (or find it in the cache) and return its path. When the cache cannot
     be written (full, read-only), the build goes to a private temporary cache, said once (cache_trust.py).
-    `notice` says what is compiled when a compile starts (announce_compile; default: the module's name)."""
+    `notice` says what is compiled when a compile starts (announce_compile; default: the module's name);
+    `optimization_level` and `cpu_compiler_flags`: the module's options (see cpu_flags)."""
+    flags = cpu_flags(debug, optimization_level, cpu_compiler_flags)
     try:
-        return _build_cpu(source, name, debug, notice)
+        return _build_cpu(source, name, flags, notice)
     except OSError as e:
         folder = os.path.dirname(cache_root())
         write_failed(folder, e)
         try:
-            return _build_cpu(source, name, debug, notice)
+            return _build_cpu(source, name, flags, notice)
         except OSError as again:
             raise NativeCompileError(f"module '{name}' cannot be built: {e.strerror} in the compile cache {folder}, "
                                      f"and {again.strerror} in the private temporary cache "
                                      f"{os.path.dirname(cache_root())}") from None
 
 
-def _build_cpu(source: str, name: str, debug: bool, notice: str | None) -> BuildResult:
+def _build_cpu(source: str, name: str, flags: list, notice: str | None) -> BuildResult:
     cxx = find_cxx()
-    flags = cpu_flags(debug)
     key = cache_key(source, compiler_identity(cxx), flags)
     root = cache_root()
     entry = os.path.join(root, f"{name}_{key}")
     lib = os.path.join(entry, "module.so")
-    if os.path.exists(lib):
+    if os.path.exists(lib) and config.cache_kernels:
         untrusted = check_file(lib, root)
         why = untrusted or damage(lib)
         if why is None:

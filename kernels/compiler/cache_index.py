@@ -31,7 +31,7 @@ import typing
 from .. import config
 from .. import types as T
 from .build import NATIVE_DIR, VERSION, cache_root, cpu_flags, find_cxx
-from ..errors import CompileError, NativeCompileError
+from ..errors import CompileError, ConsumedAtomicError, NativeCompileError
 from .function import Func
 from ..typesys import ArrayType, is_struct
 from .cache_trust import make_private_dirs
@@ -77,8 +77,9 @@ def toolkit_fingerprint() -> str:
 _compiler_fingerprints: dict = {}
 
 
-def compiler_fingerprint(debug: bool) -> tuple:
-    """The C++ compiler (its path, and the size and mtime of the binary it resolves to) and the flags.
+def compiler_fingerprint(debug: bool, optimization_level=None, cpu_compiler_flags=None) -> tuple:
+    """The C++ compiler (its path, and the size and mtime of the binary it resolves to) and the flags (with a
+    module's `optimization_level` and `cpu_compiler_flags` options, build.cpu_flags).
     A stat instead of `cxx --version`: that subprocess would cost more than the rest of a warm load."""
     cxx = tuple(find_cxx())
     ident = _compiler_fingerprints.get(cxx)
@@ -86,7 +87,7 @@ def compiler_fingerprint(debug: bool) -> tuple:
         real = os.path.realpath(cxx[0])
         st = os.stat(real)
         ident = _compiler_fingerprints[cxx] = (*cxx, real, st.st_size, st.st_mtime_ns)
-    return ident + tuple(cpu_flags(debug))
+    return ident + tuple(cpu_flags(debug, optimization_level, cpu_compiler_flags))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -184,7 +185,7 @@ class Describer:
             replay = self.source(f.custom_replay, None) if f.custom_replay is not None else None
             # a @wp.func_native's C++ text, which its decorator may take from a variable
             native = tuple(getattr(f, a, None) for a in ("snippet", "adj_snippet", "replay_snippet"))
-            entry[1] = (overloads, grads, replay, native)
+            entry[1] = (overloads, grads, replay, native, getattr(f, "inline_hint", None))
         return token
 
     def source(self, src, param_types):
@@ -266,12 +267,14 @@ def kernel_description(kernel, describer: Describer):
     return ("kernel", kernel.key, kernel.name, kernel.enable_backward, describer.source(src, kernel.arg_types))
 
 
-def module_key(module_name: str, kernels: list, debug: bool) -> str | None:
-    """The pre-key of a batch of kernels built into one library, or None when it cannot be computed."""
+def module_key(module_name: str, kernels: list, debug: bool, optimization_level=None,
+               cpu_compiler_flags=None) -> str | None:
+    """The pre-key of a batch of kernels built into one library, or None when it cannot be computed.
+    `optimization_level`, `cpu_compiler_flags`: the module's options (build.cpu_flags)."""
     describer = Describer()
     try:
         described = [kernel_description(k, describer) for k in kernels]
-        compiler = compiler_fingerprint(debug)
+        compiler = compiler_fingerprint(debug, optimization_level, cpu_compiler_flags)
     except (Unkeyable, NativeCompileError, OSError, RecursionError):
         return None
     settings = (_code_settings(), debug)
@@ -284,7 +287,7 @@ def module_key(module_name: str, kernels: list, debug: bool) -> str | None:
 _RUNTIME_SETTINGS = frozenset({"cache_dir", "verbose", "cpu_parallel_threshold", "cpu_threads", "overwrite_check",
                                "verify_autograd_array_access", "log_level", "LOG_DEBUG", "LOG_INFO", "LOG_WARNING",
                                "LOG_ERROR", "deterministic", "deterministic_max_records", "verbose_warnings",
-                               "print_launches", "track_memory"})
+                               "print_launches", "track_memory", "load_module_max_workers", "cache_kernels"})
 
 
 def _code_settings() -> tuple:
@@ -312,7 +315,10 @@ def library_root() -> str:
 
 
 def lookup(key: str) -> dict | None:
-    """The record stored under `key`, or None when there is none or it cannot be read."""
+    """The record stored under `key`, or None when there is none, it cannot be read or config.cache_kernels is
+    off."""
+    if not config.cache_kernels:
+        return None
     try:
         with open(os.path.join(index_dir(), key + ".py"), encoding="utf-8") as f:
             record = ast.literal_eval(f.read())
@@ -363,12 +369,14 @@ def error_record(e: CompileError) -> dict:
     loc = e.loc
     return {"message": e.message, "function": e.function,
             "loc": None if loc is None else (loc.file, loc.line, loc.source),
-            "untracked_writes": bool(getattr(e, "untracked_writes", False))}
+            "untracked_writes": bool(getattr(e, "untracked_writes", False)),
+            "consumed_atomic": isinstance(e, ConsumedAtomicError)}
 
 
 def error_from_record(r: dict) -> CompileError:
     loc = None if r["loc"] is None else Loc(*r["loc"])
-    error = CompileError(r["message"], loc, r["function"])
+    kind = ConsumedAtomicError if r.get("consumed_atomic") else CompileError  # the refusal's class survives
+    error = kind(r["message"], loc, r["function"])
     if r.get("untracked_writes"):
         error.untracked_writes = True
     return error

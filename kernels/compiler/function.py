@@ -230,9 +230,19 @@ class Func:
     """A user function callable from kernels (Warp's `@wp.func`)."""
 
     inline_hint = None  # Warp's @wp.func(inline=...) hint, set by `func`
+    #: The runtime's `get_module` (set by runtime/module.py): `f.module` is the runtime's Module of the function,
+    #: as in Warp, while this layer does not import the runtime.
+    module_resolver = None
+
+    @property
+    def module(self):
+        """The module the function belongs to (Warp's `f.module`): the runtime's Module, or its name before the
+        runtime is loaded."""
+        resolver = Func.module_resolver
+        return self.module_name if resolver is None else resolver(self.module_name)
 
     def __init__(self, pyfunc):
-        self.module = pyfunc.__module__  # Warp's @wp.func(module=...), set by `func`
+        self.module_name = pyfunc.__module__  # Warp's @wp.func(module=...), set by `func`
         self.key = f"{pyfunc.__module__}.{pyfunc.__qualname__}"
         self.name = pyfunc.__name__
         self.overloads: list = []
@@ -532,7 +542,7 @@ def _define(pyfunc, scope, name, module, inline) -> Func:
         mod = getattr(module, "name", module)  # a Module: its name (this layer does not import the runtime)
         if mod == "unique":
             mod = f"{pyfunc.__module__}.{pyfunc.__qualname__}:{pyfunc.__code__.co_firstlineno}:{id(pyfunc):x}"
-        f.module = mod or pyfunc.__module__
+        f.module_name = mod or pyfunc.__module__
         f.inline_hint = None if inline is None else ("forceinline" if inline else "noinline")
     return f
 

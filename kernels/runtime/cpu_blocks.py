@@ -81,36 +81,3 @@ def load_module_variant(module, device, block_dim) -> ModuleExec:
     if variant is None:
         variant = module.execs[key] = ModuleExec(module, device, resolved)
     return variant
-
-
-def force_load(device=None, modules=None, block_dim=None, max_workers=None) -> None:
-    """Warp's `wp.force_load`: build the modules' kernels now rather than at their first launch.
-
-    Args:
-        device: a device, a list of devices, or None (every device).
-        modules: the `Module` objects (None: every module with kernels).
-        block_dim: the block_dim to load for, resolved per device as a launch resolves it. None: the variants
-            already loaded on each device, or (none yet) the CPU launch default 1, CUDA's 256.
-        max_workers: accepted for Warp's signature; modules load one after another here.
-    """
-    del max_workers
-    from .device import get_device, get_devices
-    from .module import all_modules
-
-    if device is None:
-        devices = get_devices()
-    elif isinstance(device, (list, tuple)):
-        devices = [get_device(d) for d in device]
-    else:
-        devices = [get_device(device)]
-    if modules is None:
-        modules = [m for m in all_modules() if m.kernels]
-    loaded = {id(m): tuple(m.execs) for m in modules}  # before the loads below add to them
-    for d in devices:
-        for m in modules:
-            if block_dim is not None:
-                dims = [resolve_launch_block_dim(d, block_dim)]
-            else:
-                dims = [dim for ctx, dim in loaded[id(m)] if ctx == d.context] or [None]
-            for dim in dims:
-                load_module_variant(m, d, ResolvedBlockDim(dim) if dim is not None else None)

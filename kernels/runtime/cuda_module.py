@@ -73,6 +73,8 @@ def _batch(kernel, ordinal: int, adjoint: bool) -> list:
             if not _needs(k, ordinal, adjoint):
                 continue
         out.append(k)
+    if kernel not in out:  # replaced in its module by a redefinition (Module.register): built on its own
+        out.insert(0, kernel)
     return out
 
 

@@ -22,7 +22,7 @@ from .array_layout import ArrayDescriptor
 from .device import get_device
 from .error_slot import check_error
 from .indexedarray import indexedarray, is_indexed
-from ..errors import LaunchError
+from ..errors import ConsumedAtomicError, LaunchError, WarpDeterminismError
 from ..logger import log_info
 from ..typesys import FIXEDARRAY_HOST_REFUSAL, ArrayType, array_descriptor_type, describe, is_struct
 from . import cuda_module
@@ -520,7 +520,19 @@ def check_backward(kernel):
     if not kernel.enable_backward:
         raise LaunchError(f"kernel '{kernel.name}' was compiled with enable_backward=False")
     if kernel.adjoint_error is not None:
+        if isinstance(kernel.adjoint_error, ConsumedAtomicError) and _deterministic(kernel):
+            # Warp refuses this backward in deterministic mode, in these words
+            raise WarpDeterminismError(
+                f"Deterministic mode cannot differentiate kernel {kernel.key!r} automatically. Cause: the forward "
+                "kernel uses the value returned by atomic_add() as a slot, but the counter has changed by the time "
+                "the backward kernel runs. Fix: save the forward slot mapping and return it from @wp.func_replay, "
+                "set enable_backward=False when the kernel is not differentiable, or disable deterministic mode "
+                "for this kernel.") from kernel.adjoint_error
         raise kernel.adjoint_error
+
+
+def _deterministic(kernel) -> bool:
+    return bool(config.deterministic or kernel.module.options.get("deterministic"))
 
 
 def _check_fabric_writes(kernel):

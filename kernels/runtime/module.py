@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import time
 from functools import cached_property
 
@@ -37,6 +38,9 @@ from ..compiler.render_module import ModuleSource
 from .launch import argument_type
 from ..typesys import TileType
 from ..compiler.tile_stack_type import is_tile_stack
+from ..compiler.function import Func
+from . import module_options
+from .cpu_target import compile_output_name
 
 
 class Kernel:
@@ -179,8 +183,9 @@ class Kernel:
             self.ensure_ir()
             return
         if self.lib is None and self.error is None:
-            if self not in self.module.pending and self in self.module.kernels:
-                self.module.pending.append(self)  # its batch was interrupted before reaching it
+            if self not in self.module.pending:
+                # its batch was interrupted before reaching it, or a redefinition replaced it in the module
+                self.module.pending.append(self)
             self.module.build()
         if self.error is not None:
             raise self.error
@@ -254,21 +259,73 @@ class Module:
         self.build_seconds = 0.0  # wall time in build(): IR, code generation, C++ compile or cache load
         self.cold_builds = 0
         self.index_hits = 0  # batches loaded through the cache index, with no IR compiled
-        # Warp's module options (wp.set_module_options); the deterministic ones start as wp.config's
-        self.options: dict = {"enable_backward": True, "deterministic": config.deterministic,
-                              "deterministic_max_records": config.deterministic_max_records}
+        # Warp's module options (wp.set_module_options), Warp's table (module_options.py); the deterministic ones
+        # start as wp.config's
+        self.options: dict = module_options.default_options()
         # Warp's loaded variants: (device.context, effective block_dim) -> cpu_blocks.ModuleExec
         self.execs: dict = {}
 
-    def load(self, device, block_dim=None):
-        """Build the module's kernels for `device` now; the variant for the resolved `block_dim` (Warp's)."""
+    def resolve_options(self, config_module=None, block_dim: int | None = None) -> dict:
+        """Warp's `Module.resolve_options(config, block_dim)`: the options with the None sentinels that defer to
+        config resolved (this toolkit's config; the argument is accepted for Warp's signature)."""
+        return module_options.resolve_options(self.options, block_dim)
+
+    def hash_module(self, block_dim: int | None = None) -> bytes:
+        """Warp's module hash (SHA-256 digest): the content of the module's kernels and the functions, structs and
+        constants they reach, the resolved options and config's code-shaping settings; not where the code lives,
+        so two modules with the same kernels hash the same (module_options.content_hash)."""
+        return module_options.content_hash(self.kernels, self.options, block_dim)
+
+    def get_module_hash(self, block_dim: int | None = None) -> bytes:
+        """Warp's name for `hash_module`."""
+        return self.hash_module(block_dim)
+
+    @property
+    def references(self) -> set:
+        """Warp's module dependencies: the other modules whose functions this module's kernels call."""
+        return {f.module for f in module_options.referenced_functions(self.kernels)} - {self}
+
+    @property
+    def dependents(self) -> set:
+        """Warp's reverse dependencies: the registered modules whose kernels call this module's functions (a
+        module="unique" kernel made again and dropped for an existing one is not registered)."""
+        return {m for m in list(_modules.values()) if m is not self and self in m.references}
+
+    def get_module_identifier(self, block_dim: int | None = None) -> str:
+        """Warp's name of the module's compiled files (AOT artifacts, module_aot.py): `wp_<name>_<7 hex digits
+        of the module hash>`, or `wp_<name>` with the "strip_hash" option."""
+        if self.options.get("strip_hash"):
+            return f"wp_{self.name}"
+        return f"wp_{self.name}_{self.hash_module(block_dim).hex()[:7]}"
+
+    def _get_compile_output_name(self, device=None, output_arch=None, use_ptx=None) -> str:
+        """Warp's file name of the module's CPU artifact, `<identifier>.cpu<target hash>.o` (cpu_target.py)."""
+        return compile_output_name(self, device)
+
+    def load(self, device=None, block_dim: int | None = None):
+        """Warp's `Module.load`: build (or load from the cache) the module's kernels for `device` now, and record the
+        variant for the resolved `block_dim` (the returned `ModuleExec`). Raises the error of the first kernel that
+        cannot be built, as Warp's load of a module fails."""
         from .cpu_blocks import load_module_variant
         from .device import get_device
 
-        return load_module_variant(self, get_device(device), block_dim)
+        target = get_device(device)
+        self.build()
+        for k in self.kernels:
+            if target.is_cuda:
+                k.ensure_ir()
+            elif k.error is not None:
+                raise k.error
+        return load_module_variant(self, target, block_dim)
 
     def register(self, kernel: Kernel):
-        # every kernel object is its own kernel: factories and closures make several with one name
+        # every kernel object is its own kernel: factories and closures make several with one name. A module-level
+        # function defined again under the same key (the Python module reloaded, or the name redefined) replaces
+        # the earlier kernel among the module's contents, as in Warp: its hash and AOT builds follow the code as it
+        # is now. The earlier kernel object still builds on its own if it is launched (ensure_built).
+        if "<locals>" not in kernel.func.__qualname__:
+            self.kernels = [k for k in self.kernels if k.key != kernel.key or k.func is kernel.func
+                            or "<locals>" in k.func.__qualname__]
         self.kernels.append(kernel)
         self.pending.append(kernel)
 
@@ -283,17 +340,20 @@ class Module:
             self.build_seconds += time.perf_counter() - t0
 
     def _build_batch(self, batch: list):
-        debug = config.mode == "debug"
-        prekey = cache_index.module_key(self.name, batch, debug)
+        resolved = self.resolve_options()
+        debug = resolved["mode"] == "debug"
+        prekey = cache_index.module_key(self.name, batch, debug, resolved["optimization_level"],
+                                        resolved["cpu_compiler_flags"])
         if prekey is not None and self._load_indexed(batch, prekey, debug):
             return
         ready = []
-        for k in batch:
-            try:
-                k.compile_ir()
-                ready.append(k)
-            except Exception as e:  # noqa: BLE001  kept and raised at its launch: it never poisons its neighbours
-                k.error = e
+        with codegen_lock:
+            for k in batch:
+                try:
+                    k.compile_ir()
+                    ready.append(k)
+                except Exception as e:  # noqa: BLE001  kept and raised at its launch: it never poisons its neighbours
+                    k.error = e
         if not ready:
             return
         try:
@@ -343,23 +403,33 @@ class Module:
         self.index_hits += 1
         return True
 
+    @staticmethod
+    def render_source(kernels: list, debug: bool) -> str:
+        """The C++ of one library holding `kernels` (their IR compiled); kernel i's entry points are named
+        `k<i>_<name>` (left in each kernel's `_pending_entry`)."""
+        with codegen_lock:
+            src = ModuleSource(CPU, debug)
+            parts = []
+            for i, k in enumerate(kernels):
+                k_entry = f"k{i}_{k.name}"
+                src.add_callees(k.ir)
+                parts.append(src.render_kernel(k.ir, k_entry, render_adjoint_kernel if k.enable_backward else None))
+                k._pending_entry = k_entry
+            return src.source(parts, render_adjoint_function)
+
     def _build_library(self, kernels: list, prekey: str | None = None):
-        debug = config.mode == "debug"
-        src = ModuleSource(CPU, debug)
-        parts = []
-        for i, k in enumerate(kernels):
-            k_entry = f"k{i}_{k.name}"
-            src.add_callees(k.ir)
-            parts.append(src.render_kernel(k.ir, k_entry, render_adjoint_kernel if k.enable_backward else None))
-            k._pending_entry = k_entry
-        source = src.source(parts, render_adjoint_function)
+        resolved = self.resolve_options()
+        debug = resolved["mode"] == "debug"
+        source = self.render_source(kernels, debug)
         safe = "".join(c if c.isalnum() else "_" for c in self.name)[-40:]
         what = f"{len(kernels)} kernel{'s' if len(kernels) > 1 else ''} of module {self.name}"
         try:
-            result = build_cpu(source, safe, debug, what)
+            flags = {"optimization_level": resolved["optimization_level"],
+                     "cpu_compiler_flags": resolved["cpu_compiler_flags"]}
+            result = build_cpu(source, safe, debug, what, **flags)
             lib = load_kernel_library(result.path)
             if lib is None:  # corrupt cache entry: removed, build again
-                result = build_cpu(source, safe, debug, what)
+                result = build_cpu(source, safe, debug, what, **flags)
                 lib = load_kernel_library(result.path)
             if lib is None:
                 raise NativeCompileError(f"the library of module '{self.name}' could not be loaded from "
@@ -394,6 +464,11 @@ class Module:
 
 
 _last_native_error = [None]
+
+#: Held while IR is compiled and source rendered: functions shared by modules keep their compiled IR on the
+#: function object, so modules built on several threads (wp.force_load) take turns there and compile their C++
+#: (the long part) in parallel.
+codegen_lock = threading.RLock()
 
 
 def _indexed_fields(k: Kernel, r: dict, lib, debug: bool) -> dict:
@@ -449,10 +524,14 @@ def all_modules() -> list:
 
 
 def get_module(name: str) -> Module:
+    """The Module of Python module `name` (Warp's `wp.get_module`), made on first use."""
     m = _modules.get(name)
     if m is None:
         m = _modules[name] = Module(name)
     return m
+
+
+Func.module_resolver = staticmethod(get_module)
 
 
 def _caller_module_name(depth: int = 2) -> str:
@@ -471,49 +550,88 @@ def set_module_options(options: dict, module=None):
     kernels that do not set it themselves; options about CUDA code generation (`block_dim`, `fast_math`,
     `enable_mathdx_gemm`, ...) have no effect on the CPU backend.
     """
-    name = module if isinstance(module, str) else getattr(module, "__name__", None) or _caller_module_name()
-    if "deterministic" in options:
+    name = None if isinstance(module, Module) else (module if isinstance(module, str) else
+                                                     getattr(module, "__name__", None) or _caller_module_name())
+    if "deterministic" in options:  # checked before the module is made: a refused call leaves no trace
         config.check_deterministic(options["deterministic"])
-    get_module(name).options.update(options)
+    if "deterministic_max_records" in options:
+        module_options.check_max_records(options["deterministic_max_records"])
+    (module if name is None else get_module(name)).options.update(options)
 
 
 def get_module_options(module=None) -> dict:
     """The options set with `set_module_options` for the calling (or the named) module."""
+    if isinstance(module, Module):
+        return dict(module.options)
     name = module if isinstance(module, str) else getattr(module, "__name__", None) or _caller_module_name()
     return dict(get_module(name).options)
 
 
 def kernel(f=None, *, enable_backward: bool | None = None, module=None, launch_bounds=None,
-           module_options: dict | None = None, name: str | None = None, grid_stride: bool = True):
+           module_options: dict | None = None, name: str | None = None, grid_stride: bool | None = None,
+           cuda_max_registers: int | None = None, enable_cuda_smem_spilling: bool | None = None):
     """Decorator: compile a Python function as a kernel (Warp's `@wp.kernel`).
 
     Args:
         enable_backward: compile the adjoint (default: the module option, else True).
-        module: the module (name or Module) the kernel is built with; "unique" gives it a module of its own.
+        module: the module (name or Module) the kernel is built with; "unique" gives it a module of its own,
+            named by the kernel's content (the same kernel made again is the same kernel object, as in Warp).
         launch_bounds: CUDA `__launch_bounds__`; no effect on the CPU backend.
-        module_options: options set on the kernel's module (see `set_module_options`).
+        module_options: options of the kernel's module="unique" module (see `set_module_options`).
         name: the kernel's key (Warp's explicit kernel name); must be a valid C++ identifier.
-        grid_stride: Warp's switch for a grid-stride loop in the CUDA kernel. Accepted for Warp code and not
-            used: the CUDA kernels here always loop with a grid stride, which gives the same result either way.
+        grid_stride: Warp's switch for a grid-stride loop in the CUDA kernel. Recorded (`kernel.options`) and
+            not used: the CUDA kernels here always loop with a grid stride, which gives the same result either way.
+        cuda_max_registers, enable_cuda_smem_spilling: Warp's CUDA register limit and shared-memory spilling,
+            checked as Warp checks them and recorded in `kernel.options`; no effect on the CPU backend.
     """
-    del grid_stride
     if name is not None and not (name.isidentifier() and name.isascii()):
         raise ValueError(f"kernel name {name!r} is not a valid C++ identifier")
+    options = module_options_.kernel_options(enable_backward=enable_backward, launch_bounds=launch_bounds,
+                                             grid_stride=grid_stride, cuda_max_registers=cuda_max_registers,
+                                             enable_cuda_smem_spilling=enable_cuda_smem_spilling)
 
     def make(g):
         mod = module.name if isinstance(module, Module) else module
-        if mod == "unique":
+        unique = mod == "unique"
+        if module_options is not None:
+            module_options_.check_kernel_module_options(g.__name__, module_options, unique,
+                                                        module_options_.default_options())
+        if unique:  # a temporary name; named by its content below
             mod = f"{g.__module__}.{g.__qualname__}:{g.__code__.co_firstlineno}:{name or ''}:{id(g):x}"
         if module_options:
-            if "deterministic" in module_options:
-                config.check_deterministic(module_options["deterministic"])
-            get_module(mod or g.__module__).options.update(module_options)
+            get_module(mod).options.update(module_options)
         backward = enable_backward
         if backward is None:
             backward = get_module(mod or g.__module__).options.get("enable_backward", True)
-        return Kernel(g, enable_backward=bool(backward), module=mod, key=name)
+        k = Kernel(g, enable_backward=bool(backward), module=mod, key=name)
+        k.options.update(options)
+        return _unique_kernel(k) if unique else k
 
     return make if f is None else make(f)
+
+
+module_options_ = module_options  # the module, under a name that kernel()'s `module_options` argument leaves free
+
+#: module="unique" kernels by their content-named module: the same kernel made again (a factory called twice
+#: with the same values) is the same kernel object, as in Warp
+_unique_kernels: dict = {}
+
+
+def _unique_kernel(k: Kernel) -> Kernel:
+    """Warp's module="unique": the kernel's module is named `<key>_<first 8 hex digits of its hash>`; when a
+    module of that name holds this kernel already, that kernel is returned and `k` dropped."""
+    temporary = k.module
+    # the kernel itself, not the module's list: a generic kernel is not in it (only its overloads will be)
+    digest = module_options.content_hash([k], temporary.options).hex()[:8]
+    name = f"{k.key}_{digest}"
+    existing = _unique_kernels.get(name)
+    _modules.pop(temporary.name, None)
+    if existing is not None:
+        return existing
+    temporary.name = name
+    _modules[name] = temporary
+    _unique_kernels[name] = k
+    return k
 
 
 def overload(kernel, arg_types=None):

@@ -291,6 +291,12 @@ def _tracker_reset():
     memory_tracker.reset()
 
 
+def _run_solver_loop(*args, **kwargs):
+    from warp_shim.linear_iterations import run_solver_loop
+
+    return run_solver_loop(*args, **kwargs)
+
+
 #: Warp's native allocation-tracker entry points that test_allocation_tracker.py calls, answered by kernels'
 #: tracker (its public counters: memory_tracker.stats()).
 _LENT = {f"warp._src.context.runtime.core.wp_alloc_tracker_{name}": fn for name, fn in (
@@ -316,3 +322,7 @@ def _launch_command(*args, **kwargs):
 #: `warp._src.context.Launch`, the class Warp also exports as the public `wp.Launch` (test_cpu_block_codegen.py).
 _LENT["warp._src.context._resolve_launch_block_dim"] = _resolve_launch_block_dim
 _LENT["warp._src.context.Launch"] = _launch_command
+
+#: warp.optim.linear's host loop, which test_linear_solvers.py drives directly with arrays of per-batch norms:
+#: lent as the shim's loop (warp_shim/linear_iterations.py run_solver_loop, what its solvers run)
+_LENT["warp._src.optim.linear._run_solver_loop"] = _run_solver_loop

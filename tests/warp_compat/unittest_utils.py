@@ -56,9 +56,11 @@ def get_selected_cuda_test_devices_with_mempool(mode=None):
 
 
 get_cuda_test_devices_with_mempool = get_selected_cuda_test_devices_with_mempool
-get_test_devices_with_graph_capture_allocation = get_cuda_test_devices
-get_test_devices_with_cuda_graph_module_load = get_cuda_test_devices
-get_test_devices_with_graph_capture_allocation_and_cuda_graph_module_load = get_cuda_test_devices
+# Warp 1.19 keeps the CPU in these lists (its CPU capture allocates through the host allocator, and needs no CUDA
+# driver to load modules), so the tests gated by them are CPU tests of Warp's baseline
+get_test_devices_with_graph_capture_allocation = get_test_devices
+get_test_devices_with_cuda_graph_module_load = get_test_devices
+get_test_devices_with_graph_capture_allocation_and_cuda_graph_module_load = get_test_devices
 
 
 def get_cuda_device_pair_with_peer_access_support(devices=None):

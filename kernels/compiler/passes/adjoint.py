@@ -23,14 +23,17 @@ adjoint_regions.py. The refusals and decisions, as attrs on ops:
     value: the backward replay would read the array after the write and use the new value in their place.
   - raises CompileError (passes/inplace.py) when a kernel reads an array element whose value the reverse needs
     and may write that element afterwards: the replay would read the new value.
+  - raises ConsumedAtomicError (passes/atomic_results.py) when a value returned by an atomic (a counter's slot)
+    indexes an array of a differentiable type: atomics are not replayed, the backward cannot know the index.
 """
 
 from __future__ import annotations
 
 from .. import ir
-from ...errors import CompileError
+from ...errors import CompileError, ConsumedAtomicError
 from ...typesys import ArrayType, is_differentiable_type, is_struct
 from .adjoint_regions import build_regions
+from .atomic_results import consumed_atomic
 from .inplace import check_inplace
 
 # array accesses whose gradient array must be known (atomic_min/max are left out, as they always were)
@@ -46,6 +49,7 @@ def derive_adjoint(fn: ir.Function) -> ir.Function:
     try:
         _refuse_fixed_arrays(fn)
         analyze(fn)
+        _refuse_consumed_atomics(fn)
         for op in ir.walk(fn.body):
             ov = op.attrs.get("overload")
             if op.opcode == "call" and op.operands and ov is not None and "callee" not in op.attrs \
@@ -59,6 +63,20 @@ def derive_adjoint(fn: ir.Function) -> ir.Function:
         return fn
     fn.adjoint = build_regions(fn, pure)
     return fn
+
+
+def _refuse_consumed_atomics(fn: ir.Function):
+    """See atomic_results.py: a value an atomic returned must not reach the gradient."""
+    hit = consumed_atomic(fn)
+    if hit is None:
+        return
+    name = hit.attrs.get("name") or getattr(hit.attrs.get("callee"), "name", "a function")
+    raise ConsumedAtomicError(
+        f"the backward pass cannot be derived: the value returned by {name}() (a slot taken from a counter, or "
+        "an old value) indexes an array that carries a gradient, and the backward does not run atomics again, so "
+        "it cannot know that index (the counter has moved on). Save the slots the forward took "
+        "in an array and differentiate a kernel that reads them, or set enable_backward=False when the kernel "
+        "needs no gradient", hit.loc, fn.name)
 
 
 def adjoint_error(fn: ir.Function):
