@@ -213,6 +213,7 @@ class HashGrid:
         self.cell_count = self.dim_x * self.dim_y * self.dim_z
         self.chunk_count = (self.cell_count + SCAN_CHUNK - 1) // SCAN_CHUNK
         self.data = None
+        self._data_width = None  # the cell width [m] of `data`
         self.point_count = 0
         # scratch reused between builds; the query arrays are new each build (see the module docstring)
         self._count = wp.zeros(self.cell_count, dtype=wp.int32, device=self.device)
@@ -229,19 +230,24 @@ class HashGrid:
             raise ValueError(f"hash grid cell width must be positive, got {radius}")
         n = points.shape[0]
         d = self.device
-        data = HashGridData()
-        data.dim_x, data.dim_y, data.dim_z = self.dim_x, self.dim_y, self.dim_z
-        data.cell_width = float(radius)
-        data.inv_cell_width = 1.0 / float(radius)
         previous = self.data
-        if keep_arrays and previous is not None and previous.sorted_index.shape[0] == n:
-            # every cell's start and end and every point's slot are rewritten below
-            data.cell_start, data.cell_end, data.sorted_index = \
-                previous.cell_start, previous.cell_end, previous.sorted_index
+        refill = keep_arrays and previous is not None and previous.sorted_index.shape[0] == n
+        if refill and self._data_width == float(radius):
+            # every cell's start and end and every point's slot are rewritten below; the same struct keeps its
+            # packed form (a solver passes it at each step)
+            data = previous
         else:
-            data.cell_start = wp.zeros(self.cell_count, dtype=wp.int32, device=d)
-            data.cell_end = wp.zeros(self.cell_count, dtype=wp.int32, device=d)
-            data.sorted_index = wp.zeros(n, dtype=wp.int32, device=d)
+            data = HashGridData()
+            data.dim_x, data.dim_y, data.dim_z = self.dim_x, self.dim_y, self.dim_z
+            data.cell_width = float(radius)
+            data.inv_cell_width = 1.0 / float(radius)
+            if refill:
+                data.cell_start, data.cell_end, data.sorted_index = \
+                    previous.cell_start, previous.cell_end, previous.sorted_index
+            else:
+                data.cell_start = wp.zeros(self.cell_count, dtype=wp.int32, device=d)
+                data.cell_end = wp.zeros(self.cell_count, dtype=wp.int32, device=d)
+                data.sorted_index = wp.zeros(n, dtype=wp.int32, device=d)
         if self._point_cell is None or self._point_cell.shape[0] != n:
             self._point_cell = wp.zeros(n, dtype=wp.int32, device=d)
         self._count.zero_()
@@ -259,6 +265,7 @@ class HashGrid:
             run(hash_grid_scatter, n, [self._point_cell, self._fill, data.sorted_index])
             run(hash_grid_sort_cells, self.cell_count, [data.cell_start, data.cell_end, data.sorted_index])
         self.data = data
+        self._data_width = float(radius)
         self.point_count = n
         return data
 

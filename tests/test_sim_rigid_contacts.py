@@ -83,6 +83,32 @@ def test_differentiated_steps_compute_the_forces_of_plain_steps(device, slots):
     np.testing.assert_allclose(final[0].body_qd.numpy(), final[1].body_qd.numpy(), rtol=1e-6, atol=1e-8)
 
 
+def test_steps_follow_changed_settings_though_their_structs_are_kept(device):
+    """SolverRigid keeps its kernels' struct arguments from step to step while their fields stay the same (their
+    packing is the host's largest cost of a small scene's step): a step after the step size, the gravity (changed
+    in place) or the damping changed computes, to the bit, what a new solver computes from the same state."""
+    model = box_pile(5, 5, 3).finalize(device)  # 75 boxes: the hash grid's broad phase too
+    solver = sim.SolverRigid(model)
+    state, nxt = model.state(), model.state()
+    for _ in range(40):
+        solver.step(model, state, nxt, None, 2e-3)
+        state, nxt = nxt, state
+    assert solver._grid is not None
+    assert solver.integration_settings(2e-3) is solver.integration_settings(2e-3)
+
+    def one_step(s, dt):
+        out = model.state()
+        s.step(model, state, out, None, dt)
+        return np.concatenate([out.body_q.numpy().ravel(), out.body_qd.numpy().ravel()])
+
+    model.gravity[1] = -4.0
+    solver.linear_damping = 0.5
+    for dt in (1e-3, 3e-3):
+        kept = one_step(solver, dt)
+        assert np.abs(kept - one_step(sim.SolverRigid(model), dt)).max() > 0.0  # the damping matters
+        np.testing.assert_array_equal(kept, one_step(sim.SolverRigid(model, linear_damping=0.5), dt))
+
+
 def test_bodies_receive_exactly_opposite_contact_forces(device):
     """Each body computes a pair on its own thread, in the pair's canonical order: the forces cancel to the bit."""
     b = sim.ModelBuilder(gravity=0.0)

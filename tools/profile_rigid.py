@@ -7,7 +7,8 @@ same step without body-body candidates (the part a narrow phase once per pair co
 kernel, and how many box pairs reach the narrow phase (bounds and bounding spheres overlap, counted in numpy from
 the poses) against the contacts that overlap (sim.penetration, also from the poses alone). Then for the 100-box
 rollout of the bench's forward+backward row: the untaped forward (the bench's forward row), the taped forward and
-the backward, each kernel's share of the last two.
+the backward, each kernel's share of the last two. Then each of the bench's three runs split into the kernels'
+own time (the native calls, forward and adjoint) and the host's (Python: the solver, argument packing, the tape).
 
 Times are the process's CPU time (time.process_time) with wp.config.cpu_threads = 1, best of 3 where a total is
 quoted; per-kernel times wrap each launch (and each adjoint the tape runs), so they include its argument packing.
@@ -19,6 +20,7 @@ import argparse
 import collections
 import contextlib
 import time
+import types
 
 import numpy as np
 
@@ -192,6 +194,52 @@ def profile_small(steps: int):
     print_shares("adjoint", adjoint)
 
 
+def host_split(steps_large: int = 300, steps_small: int = 100):
+    """The bench's runs (bench_rigid: 1000 boxes forward, 100 boxes forward, 100 boxes forward+backward), best of 3
+    by CPU time: the time in the kernels' native calls (launch._run, forward and adjoint), the rest (host)."""
+    from kernels.runtime import launch as launch_module
+    native = collections.defaultdict(float)
+    run_native = launch_module._run
+
+    def timed(kernel, *args, **kwargs):
+        start = time.process_time()
+        try:
+            return run_native(kernel, *args, **kwargs)
+        finally:
+            adjoint = len(args) > 3 and args[3] is not None
+            native[(kernel_name(kernel), "adjoint" if adjoint else "forward")] += time.process_time() - start
+
+    def load(source):  # bench_rigid compiles its loss from source; the same kernel is this module's
+        return types.SimpleNamespace(sum_body_heights=sum_body_heights)
+
+
+    runs = {"1000 boxes forward": bench_rigid.ours_forward_run(bench_rigid.Boxes((10, 10, 10)), steps_large,
+                                                               threads=1),
+            "100 boxes forward": bench_rigid.ours_forward_run(bench_rigid.Boxes((5, 4, 5)), steps_small, threads=1),
+            "100 boxes forward+backward": bench_rigid.ours_forward_backward_run(bench_rigid.Boxes((5, 4, 5)),
+                                                                                steps_small, load)}
+    launch_module._run = timed
+    try:
+        for label, run in runs.items():
+            run()
+            best = None
+            for _ in range(3):
+                native.clear()
+                start = time.process_time()
+                run()
+                total = time.process_time() - start
+                if best is None or total < best[0]:
+                    best = (total, dict(native))
+            total, kernels_time = best
+            inside = sum(kernels_time.values())
+            print(f"{label}: {1e3 * total:.1f} ms, kernels {1e3 * inside:.1f} ms ({100 * inside / total:.0f} %), "
+                  f"host {1e3 * (total - inside):.1f} ms")
+            for (name, kind), t in sorted(kernels_time.items(), key=lambda kv: -kv[1])[:5]:
+                print(f"    {name} ({kind}) {1e3 * t:.1f} ms")
+    finally:
+        launch_module._run = run_native
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, nargs="+", default=[90, 300])
@@ -200,6 +248,7 @@ def main(argv=None):
     wp.config.cpu_threads = 1
     profile_large(args.steps)
     profile_small(args.grad_steps)
+    host_split(max(args.steps), args.grad_steps)
 
 
 if __name__ == "__main__":

@@ -189,6 +189,10 @@ class SolverRigid(Solver):
         timeconst = model.shape_material_timeconst.numpy() if model.shape_count else np.zeros(0)
         self._coupled = bool((timeconst > 0.0).any())
         self._pass_arrays = {}  # scratch of the coupled passes of steps that nothing differentiates
+        # the kernels' struct arguments, kept while their fields stay the same (see _struct): the solver's own,
+        # and those holding a State's arrays, per State
+        self._structs = {}
+        self._state_structs = weakref.WeakKeyDictionary()
         self._taped_arrays = weakref.WeakKeyDictionary()  # State -> the scratch of its differentiated steps
         self._taped_markers = weakref.WeakKeyDictionary()  # State -> backward_marker of the tape that last used it
         self._no_record = k.ContactRecord()
@@ -283,25 +287,24 @@ class SolverRigid(Solver):
         if passes == 0:
             self._contact_pass(model, state, shapes, self.contact_settings(model, dt), candidates, partners, f)
             return False
-        record = self._contact_record(model, partners, arrays)
+        record = self._contact_record(model, partners, arrays, state)
         law_f = self._pass_array(model, "law", arrays, taped)
-        bodies = k.BodyArrays()
-        bodies.q, bodies.qd, bodies.com = state.body_q, state.body_qd, model.body_com
-        bodies.mass, bodies.inertia = model.body_mass, model.body_inertia
+        bodies = self._struct(state, "bodies", k.BodyArrays, q=state.body_q, qd=state.body_qd, com=model.body_com,
+                              mass=model.body_mass, inertia=model.body_inertia)
         # the law's kernel predicts the bodies' end twists when it stores whole body wrenches (one row a body)
         previous_twist = self._pass_array(model, ("twist", "law" if taped else 1), arrays, taped)
-        settings = self.contact_settings(model, dt, record=record)
-        if self._one_row_per_body:
-            settings.twist = previous_twist
+        settings = self.contact_settings(model, dt, record=record,
+                                         twist=previous_twist if self._one_row_per_body else None, state=state)
         self._contact_pass(model, state, shapes, settings, candidates, partners, law_f)
         if not self._one_row_per_body:
             wp.launch(k.predict_twists, dim=model.body_count, inputs=[bodies, law_f, float(dt)],
                       outputs=[previous_twist], device=model.device, record_tape=taped)
         count = self._partner_count if partners is None else partners[1]
         previous_impulse = record.impulse
+        integration = self.integration_settings(dt)
         for p in range(passes):
             last = p == passes - 1
-            end, external, state_out = self._pass_end(model, dt, finish if last else None)
+            end, external, state_out = self._pass_end(integration, finish if last else None)
             # untaped passes alternate between two arrays of each kind; a tape needs every pass's own
             key = p if taped else p % 2
             current_f = f if last else self._pass_array(model, ("f", key), arrays, taped)
@@ -315,18 +318,17 @@ class SolverRigid(Solver):
             previous_twist, previous_impulse = twist, impulse
         return finish is not None
 
-    def _pass_end(self, model, dt: float, finish) -> tuple:
-        """(PassEnd, external wrenches, state_out) of a coupled pass: integrating into finish's state_out when
+    def _pass_end(self, integration: k.IntegrationSettings, finish) -> tuple:
+        """(PassEnd, external wrenches, state_out) of a coupled pass (`integration`: the step's
+        IntegrationSettings): integrating into finish's state_out when
         `finish` = (external or None, state_out) is given, else predicting twists (empty arrays in their place)."""
-        end = k.PassEnd()
-        end.settings = self.integration_settings(dt)
-        end.integrate = 0 if finish is None else 1
         external, state_out = (None, None) if finish is None else finish
-        end.has_external = 0 if external is None else 1
+        end = self._struct(None, ("pass_end", finish is None), k.PassEnd, settings=integration,
+                           integrate=0 if finish is None else 1, has_external=0 if external is None else 1)
         return end, self._no_external if external is None else external, \
             self._no_state if state_out is None else state_out
 
-    def _contact_record(self, model, partners, arrays: dict) -> k.ContactRecord:
+    def _contact_record(self, model, partners, arrays: dict, state) -> k.ContactRecord:
         """Where pass 0 records the time-constant contacts of every row, in the step's `arrays`
         (_step_arrays): when taped (`partners` recorded), a place for every candidate point of every recorded
         partner (the coupled passes differentiate through them), else for RECORDED_PARTNERS partners a row;
@@ -334,14 +336,14 @@ class SolverRigid(Solver):
         taped = partners is not None
         columns = (partners[0].shape[1] if taped else RECORDED_PARTNERS) * MAX_PAIR_FEATURES
         shape = (self._rows.shape[0], max(columns, 1))
-        record = k.ContactRecord()
-        for name, dtype in (("x", wp.vec3), ("n", wp.vec3), ("vt", wp.vec3), ("vn", float), ("impulse", float),
-                            ("mu", float), ("kf", float), ("mass", float)):
-            setattr(record, name, self._scratch(arrays, ("record", name), shape, dtype, taped))
-        record.mass.zero_()
-        record.body_a = self._scratch(arrays, ("record", "body_a"), shape, wp.int32, False)
-        record.body_b = self._scratch(arrays, ("record", "body_b"), shape, wp.int32, False)
-        return record
+        fields = {name: self._scratch(arrays, ("record", name), shape, dtype, taped)
+                  for name, dtype in (("x", wp.vec3), ("n", wp.vec3), ("vt", wp.vec3), ("vn", float),
+                                      ("impulse", float), ("mu", float), ("kf", float), ("mass", float))}
+        fields["mass"].zero_()
+        for name in ("body_a", "body_b"):
+            fields[name] = self._scratch(arrays, ("record", name), shape, wp.int32, False)
+        # untaped steps share the solver's arrays whatever the state
+        return self._struct(state if taped else None, "record", k.ContactRecord, **fields)
 
     def _contact_pass(self, model, state, shapes, settings, candidates, partners, f):
         """One evaluation of every contact wrench into `f` (eval_contact_forces): summed while scanning for
@@ -449,45 +451,56 @@ class SolverRigid(Solver):
     def contact_candidates(self, model, state, shapes=None) -> k.CandidateShapes:
         """Where the body shapes of `state` look for contact partners (the hash grid rebuilt for `state`). Only
         find_contacts reads them, which no tape records: the same arrays serve every step."""
-        candidates = k.CandidateShapes()
-        candidates.static_ids = self._static_ids
-        candidates.movable_ids = self._movable_ids
-        candidates.excluded_start = self._excluded_start
-        candidates.excluded = self._excluded
-        candidates.use_grid = 0 if self._grid is None else 1
-        candidates.grid = self._idle_grid
         centers, lower, upper = self._bounds
-        candidates.lower = lower
-        candidates.upper = upper
         if self._movable_ids.shape[0]:
             wp.launch(k.movable_shape_bounds, dim=self._movable_ids.shape[0],
                       inputs=[self.shape_data(model) if shapes is None else shapes, state.body_q, self._movable_ids,
                               centers, lower, upper],
                       device=model.device, record_tape=False)
+        grid = self._idle_grid
         if self._grid is not None:
-            candidates.grid = self._grid.build(centers, self._grid_cell, keep_arrays=True)
-        return candidates
+            grid = self._grid.build(centers, self._grid_cell, keep_arrays=True)
+        return self._struct(None, "candidates", k.CandidateShapes, static_ids=self._static_ids,
+                            movable_ids=self._movable_ids, excluded_start=self._excluded_start,
+                            excluded=self._excluded, use_grid=0 if self._grid is None else 1, grid=grid,
+                            lower=lower, upper=upper)
 
     def integration_settings(self, dt: float) -> k.IntegrationSettings:
-        settings = k.IntegrationSettings()
-        settings.gravity = self.model.gravity
-        settings.dt = float(dt)
-        settings.linear_scale = max(0.0, 1.0 - self.linear_damping * float(dt))
-        settings.angular_scale = max(0.0, 1.0 - self.angular_damping * float(dt))
-        return settings
+        return self._struct(None, "integration_settings", k.IntegrationSettings, gravity=self.model.gravity,
+                            dt=float(dt), linear_scale=max(0.0, 1.0 - self.linear_damping * float(dt)),
+                            angular_scale=max(0.0, 1.0 - self.angular_damping * float(dt)))
 
-    def contact_settings(self, model, dt: float = 0.0, record=None) -> k.ContactSettings:
+    def contact_settings(self, model, dt: float = 0.0, record=None, twist=None,
+                         state=None) -> k.ContactSettings:
         """The contact kernels' settings for a step of dt [s], recording the time-constant contacts into `record`
-        (a ContactRecord) when given."""
-        settings = k.ContactSettings()
-        settings.margin = float(model.rigid_contact_margin)
-        settings.restitution_velocity = self.restitution_velocity
-        settings.smoothing = self.contact_smoothing
-        settings.dt = float(dt)
-        settings.record = 0 if record is None else 1
-        settings.contacts = self._no_record if record is None else record
-        settings.twist = self._no_twist
-        return settings
+        (a ContactRecord) when given, and the bodies' predicted end twists into `twist` ([body_count]
+        spatial_vector) when given; `state`: the State whose arrays `record` and `twist` are (see _struct)."""
+        return self._struct(state, ("contact_settings", record is None, twist is None), k.ContactSettings,
+                            margin=float(model.rigid_contact_margin),
+                            restitution_velocity=self.restitution_velocity, smoothing=self.contact_smoothing,
+                            dt=float(dt), record=0 if record is None else 1,
+                            contacts=self._no_record if record is None else record,
+                            twist=self._no_twist if twist is None else twist)
+
+    def _struct(self, state, name, cls, **fields):
+        """A `cls` struct with these field values: the same object as at the last call of this `name` (for
+        `state`, when the fields hold its arrays) when every field is the same (the same arrays and structs, equal
+        numbers and vectors), else a new one kept for the next call. A reused struct keeps its packed form, so a
+        launch packs it at no cost and a tape copies it once (a tape keeps its own copy of each struct it
+        records: no later launch changes what an earlier one saw). Building, checking and packing the ~10 structs
+        of a step anew took a third of the host time of a taped 100-box step, half of an untaped one's
+        (docs/rigid_contact.md)."""
+        store = self._structs if state is None else self._state_structs.setdefault(state, {})
+        key = tuple((field, _value_key(v)) for field, v in fields.items())
+        kept = store.get(name)
+        if kept is not None and len(kept[0]) == len(key) and \
+                all(a[0] == b[0] and _same_value(a[1], b[1]) for a, b in zip(kept[0], key)):
+            return kept[1]
+        value = cls()
+        for field, v in fields.items():
+            setattr(value, field, v)
+        store[name] = (key, value)
+        return value
 
     @staticmethod
     def _contacts_need_gradients(model, state) -> bool:
@@ -556,6 +569,21 @@ def most_seen(rows: np.ndarray, shapes: np.ndarray, shape_world: np.ndarray) -> 
     shared = int((worlds < 0).sum())
     own = np.bincount(worlds[worlds >= 0]) if (worlds >= 0).any() else np.zeros(1, np.int64)
     return shared + int(own.max())
+
+
+def _value_key(value):
+    """What SolverRigid._struct compares of a field value: numbers and vectors by value (a vector may be changed
+    in place: its values now, as bytes), anything else (arrays, structs) by identity."""
+    kind = type(value)
+    if kind is float or kind is int or kind is bool:
+        return (kind, value)
+    if isinstance(value, wp.array) or hasattr(value, "_wp_struct_"):
+        return value
+    return (kind, value.numpy().tobytes())
+
+
+def _same_value(a, b) -> bool:
+    return a is b or (type(a) is tuple and type(b) is tuple and a == b)
 
 
 def _int_array(values: np.ndarray, device) -> wp.array:
