@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import sys
 import time
 from dataclasses import dataclass
 
@@ -35,7 +36,11 @@ import numpy as np
 import kernels as wp
 import sim
 
-from . import bench_articulation, bench_population, bench_rigid, bench_sim
+try:
+    from . import bench_articulation, bench_population, bench_rigid, bench_sim
+except ImportError:  # run as a script: tools/ is on sys.path, the repository root is not
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from tools import bench_articulation, bench_population, bench_rigid, bench_sim
 
 CLOTH = bench_sim.Cloth(cells=32)
 BOXES = bench_rigid.Boxes(shape=(5, 4, 5))

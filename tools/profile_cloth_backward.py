@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import collections
+import os
+import sys
 import time
 
 import numpy as np
@@ -26,7 +28,8 @@ from autodiff import Tape
 try:
     from . import bench_cloth_contact as bench
     from .profile_rigid import print_shares, timed_launches
-except ImportError:  # run as a script
+except ImportError:  # run as a script: tools/ is on sys.path, the repository root is not
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from tools import bench_cloth_contact as bench
     from tools.profile_rigid import print_shares, timed_launches
 

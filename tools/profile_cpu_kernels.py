@@ -22,6 +22,7 @@ import collections
 import ctypes
 import os
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -34,7 +35,8 @@ from sim.solvers.semi_implicit import kernels as semi_kernels
 try:
     from . import bench_worlds
     from .profile_rigid import timed_launches
-except ImportError:  # run as a script
+except ImportError:  # run as a script: tools/ is on sys.path, the repository root is not
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from tools import bench_worlds
     from tools.profile_rigid import timed_launches
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import os
+import sys
 import time
 import types
 
@@ -32,7 +34,8 @@ from sim.penetration import box_pile_depths
 
 try:
     from . import bench_rigid
-except ImportError:  # run as a script
+except ImportError:  # run as a script: tools/ is on sys.path, the repository root is not
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from tools import bench_rigid
 
 
