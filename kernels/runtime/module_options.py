@@ -35,6 +35,8 @@ def default_options() -> dict:
         "mode": None,  # None: config.mode
         "optimization_level": None,  # None: config.optimization_level, then the CPU default
         "cpu_compiler_flags": None,  # None: config.cpu_compiler_flags, then -march=native
+        # this toolkit's: GCC's --param=inline-unit-growth for the module (None: GCC's default budget, 40 %)
+        "cpu_inline_unit_growth": None,
         "block_dim": 256,
         "compile_time_trace": False,
         "strip_hash": False,
@@ -55,6 +57,17 @@ def resolve_options(options: dict, block_dim: int | None = None) -> dict:
         resolved["optimization_level"] = config.optimization_level
     if resolved.get("cpu_compiler_flags") is None:
         resolved["cpu_compiler_flags"] = config.cpu_compiler_flags
+    growth = resolved.get("cpu_inline_unit_growth")
+    if growth is not None:
+        # GCC spends its inlining budget for a unit (inline-unit-growth, 40 % of its size by default) on the
+        # force-inlined user functions first; in a large module the headers' one-line builtins (vector constructors,
+        # component reads) are then left as calls. A module whose hot code is one large function can raise it.
+        # clang accepts and ignores the flag. Part of the flags, so of every cache key and target hash.
+        if isinstance(growth, bool) or not isinstance(growth, int) or growth < 0:
+            raise ValueError(f"cpu_inline_unit_growth must be a non-negative integer (per cent) or None, "
+                             f"got {growth!r}")
+        base = "-march=native" if resolved["cpu_compiler_flags"] is None else resolved["cpu_compiler_flags"]
+        resolved["cpu_compiler_flags"] = f"{base} --param=inline-unit-growth={growth}"
     if block_dim is not None:
         resolved["block_dim"] = block_dim
     return resolved
