@@ -208,15 +208,23 @@ def shape_point_velocity(shapes: ShapeData, s: int, x: wp.vec3):
 @wp.func
 def beyond_bound(shapes: ShapeData, s: int, x: wp.vec3, reach: float):
     """Whether world point `x` is farther than `reach` [m] from every point of shape s, by its bound sphere
-    (no rotation: a few operations). Conservative: the slack covers the rounding of the exact distance, which
-    subtracts coordinates of size |x| and |origin| (1e-5 of them, some 80 float epsilons)."""
+    (no rotation: a few operations), or for a plane by its height above the plane (one rotation). Conservative:
+    the slack covers the rounding of the exact distance, which subtracts coordinates of size |x| and |origin|
+    (1e-5 of them, some 80 float epsilons). A point below a plane or inside its reach is never skipped."""
     r = shapes.bound[s]
-    if r < 0.0:
-        return False
-    origin = wp.transform_get_translation(shapes.pose[s])
+    pose = shapes.pose[s]
+    origin = wp.transform_get_translation(pose)
     gap = x - origin
     size = wp.abs(x[0]) + wp.abs(x[1]) + wp.abs(x[2]) + wp.abs(origin[0]) + wp.abs(origin[1]) + wp.abs(origin[2])
-    limit = r + reach + 1.0e-5 * size + 1.0e-6
+    slack = 1.0e-5 * size + 1.0e-6
+    if r < 0.0:
+        if shapes.type[s] != SHAPE_PLANE:
+            return False
+        # a plane (finite or not) is never nearer than the height above its infinite plane: one rotation of +y
+        # instead of the point into the plane's frame and the normal back (the ground's pairs in most scenes)
+        normal = wp.quat_rotate(wp.transform_get_rotation(pose), wp.vec3(0.0, 1.0, 0.0))
+        return wp.dot(gap, normal) > reach + slack
+    limit = r + reach + slack
     return wp.dot(gap, gap) > limit * limit
 
 

@@ -37,7 +37,8 @@ def no_tid(counts: wp.array(dtype=wp.int32)):
 
 
 KERNELS = {1: visits_1d, 2: visits_2d, 3: visits_3d}
-CASES = [((128,), 2), ((64,), 3), ((8, 16), 1), ((4, 8, 3), 2), ((4, 8, 3, 2), 2), ((2, 3), 3), ((2, 3, 4, 5), 1)]
+CASES = [((128,), 2), ((64,), 3), ((8, 16), 1), ((4, 8, 3), 2), ((4, 8, 3, 2), 2), ((2, 3), 3), ((37, 29), 2),
+         ((5, 7, 3), 3), ((7, 3, 2), 1), ((2, 3, 4, 5), 1)]  # the last one's counts (1-D) are reused below
 
 
 def run(wp, Tape):

@@ -50,3 +50,16 @@ def test_flop_counts_cover_every_kernel_of_the_step():
             "apply_corrections", "predict_positions", "update_velocities"}
     assert set(profile.FLOPS_PER_ELEMENT) == semi | xpbd
     assert all(isinstance(v, int) and v > 0 for v in profile.FLOPS_PER_ELEMENT.values())
+
+
+def test_two_thread_profile_reports_wall_time_and_shared_launches(monkeypatch):
+    """--threads 2: every launch above the parallel threshold says whether both pool threads took part."""
+    monkeypatch.setattr(wp.config, "cpu_threads", 2)
+    monkeypatch.setattr(wp.config, "cpu_parallel_threshold", 256)
+    runner, rows, step_us = profile.profile_step(worlds=2, steps=2, repeats=1)
+    by_name = {row[0]: row for row in rows}
+    for name in ("eval_triangle_forces", "eval_bending_forces", "integrate_particles"):
+        wall, shared = by_name[name][6:8]
+        assert wall > 0 and 0.0 <= shared <= 1.0
+    assert by_name["place_shapes"][7] is None  # 3 shapes: below the threshold, never parallel
+    assert "shared" in profile.render(rows, step_us, 2, None, threads=2)

@@ -1,6 +1,7 @@
 """Where a many-world cloth step's CPU time goes, kernel by kernel, against its arithmetic (issue 37).
 
     python tools/profile_cpu_kernels.py [--solver semi_implicit|xpbd] [--worlds 64] [--steps 20] [--repeats 5]
+                                        [--threads 1]
 
 1. One step of tools/bench_worlds.py's 32x32 cloth (`--solver`) in a `--worlds`-world Model on one thread: for each
    kernel the CPU time per launch, the elements it runs over, nanoseconds per element, the floating-point operations
@@ -12,7 +13,9 @@
    across triangles (the forces then added in task order: the same sums). Each result is compared with the kernel's
    (largest difference relative to the largest force). Semi-implicit only.
 
-Times are CPU time (time.process_time) on one thread (wp.config.cpu_threads = 1), the best of `--repeats`.
+Times are CPU time (time.process_time) on `--threads` threads (wp.config.cpu_threads, default 1), the best of
+`--repeats`; per kernel also the wall time and, with more than one thread, the share of its launches whose chunks
+ran on more than one pool thread (a launch the other threads did not join in time runs on the launching one).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import numpy as np
 
 import kernels as wp
 from kernels.compiler import build
+from kernels.runtime import thread_pool
 from sim.solvers.semi_implicit import kernels as semi_kernels
 
 try:
@@ -74,13 +78,16 @@ def launch_elements(dim) -> int:
 
 
 def profile_step(worlds: int, steps: int, repeats: int, solver: str = "semi_implicit") -> tuple:
-    """(runner, rows, step): rows of (kernel, us per launch, launches per step, elements, ns per element, FLOPs
-    per element or None) for one step of the `solver`'s cloth in `worlds` worlds, and the whole step [us]."""
+    """(runner, rows, step): rows of (kernel, us per launch (CPU time), launches per step, elements, ns per
+    element, FLOPs per element or None, wall us per launch, share of its parallel launches that more than one
+    pool thread ran, None when none was parallel) for one step of the `solver`'s cloth in `worlds` worlds, and
+    the whole step [us of CPU time]."""
     scene = next(s for s in bench_worlds.SCENES if s.name == SCENES[solver])
     runner = bench_worlds.Runner(scene, bench_worlds.batched_model(scene, worlds))
     runner.steps(2)
     step = min(_cpu_time(lambda: runner.steps(steps)) for _ in range(repeats)) / steps
     times, counts, dims = collections.defaultdict(float), collections.Counter(), {}
+    walls, parallel, shared = collections.defaultdict(float), collections.Counter(), collections.Counter()
     with timed_launches(times):
         timed = wp.launch
 
@@ -88,7 +95,14 @@ def profile_step(worlds: int, steps: int, repeats: int, solver: str = "semi_impl
             name = getattr(kernel, "key", str(kernel))
             counts[name] += 1
             dims[name] = dim
-            return timed(kernel, dim, *args, **kwargs)
+            start = time.perf_counter()
+            try:
+                return timed(kernel, dim, *args, **kwargs)
+            finally:
+                walls[name] += time.perf_counter() - start
+                if wp.config.cpu_threads != 1 and launch_elements(dim) >= wp.config.cpu_parallel_threshold:
+                    parallel[name] += 1
+                    shared[name] += len(thread_pool.last_launch_threads()) > 1
 
         wp.launch = counting
         try:
@@ -100,7 +114,8 @@ def profile_step(worlds: int, steps: int, repeats: int, solver: str = "semi_impl
         per_launch = t / counts[name]
         elements = launch_elements(dims[name])
         rows.append((name, 1e6 * per_launch, counts[name] / steps, elements, 1e9 * per_launch / elements,
-                     FLOPS_PER_ELEMENT.get(name)))
+                     FLOPS_PER_ELEMENT.get(name), 1e6 * walls[name] / counts[name],
+                     shared[name] / parallel[name] if parallel[name] else None))
     return runner, rows, 1e6 * step
 
 
@@ -134,6 +149,7 @@ def triangle_comparison(runner, repeats: int, folder: str) -> list:
     tris = semi_kernels.TriangleData()
     tris.indices, tris.poses, tris.areas, tris.materials = (model.tri_indices, model.tri_poses, model.tri_areas,
                                                             model.tri_materials)
+    tris.every_aerodynamic_force = 1  # the hand-written loops compute the air's force too (zero here)
     n = model.tri_count
     force = wp.zeros(model.particle_count, dtype=wp.vec3, device="cpu")
 
@@ -168,16 +184,18 @@ def triangle_comparison(runner, repeats: int, folder: str) -> list:
     return rows
 
 
-def render(rows, step_us: float, worlds: int, comparison, solver: str = "semi_implicit") -> str:
+def render(rows, step_us: float, worlds: int, comparison, solver: str = "semi_implicit", threads: int = 1) -> str:
     launched = sum(us * launches for _, us, launches, *_ in rows)
-    lines = [f"{SCENES[solver]}, {worlds} worlds, one thread: {step_us:.0f} us per step, "
-             f"{step_us / worlds:.1f} us per world-step; the kernels {launched:.0f} us of it (the rest: Python, "
-             "launches, allocations)",
+    lines = [f"{SCENES[solver]}, {worlds} worlds, {threads} thread{'s' if threads > 1 else ''}: {step_us:.0f} us "
+             f"(CPU) per step, {step_us / worlds:.1f} us per world-step; the kernels {launched:.0f} us of it (the "
+             "rest: Python, launches, allocations)",
              f"{'kernel':32} {'us/launch':>10} {'launches':>8} {'elements':>9} {'ns/elem':>8} {'FLOP/elem':>9} "
-             f"{'GFLOP/s':>8}"]
-    for name, us, launches, elements, ns, flops in rows:
+             f"{'GFLOP/s':>8} {'wall us':>9} {'shared':>7}"]
+    for name, us, launches, elements, ns, flops, wall, shared in rows:
         rate = f"{flops / ns:8.2f}" if flops else f"{'-':>8}"
-        lines.append(f"{name:32} {us:10.1f} {launches:8.1f} {elements:9d} {ns:8.1f} {flops or '-':>9} {rate}")
+        share = f"{100 * shared:6.0f}%" if shared is not None else f"{'-':>7}"
+        lines.append(f"{name:32} {us:10.1f} {launches:8.1f} {elements:9d} {ns:8.1f} {flops or '-':>9} {rate} "
+                     f"{wall:9.1f} {share}")
     if comparison:
         flops = FLOPS_PER_ELEMENT["eval_triangle_forces"]
         lines.append("eval_triangle_forces against hand-written C++ on the same arrays:")
@@ -193,14 +211,18 @@ def main(argv=None) -> int:
     parser.add_argument("--worlds", type=int, default=64)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1, help="wp.config.cpu_threads (default 1)")
     args = parser.parse_args(argv)
-    wp.config.cpu_threads = 1
+    if args.threads < 1:
+        parser.error("--threads: expected an integer >= 1")
+    wp.config.cpu_threads = args.threads
     runner, rows, step = profile_step(args.worlds, args.steps, args.repeats, args.solver)
     comparison = None
     if args.solver == "semi_implicit":
         with tempfile.TemporaryDirectory() as folder:
+            wp.config.cpu_threads = 1  # against one-thread hand-written loops
             comparison = triangle_comparison(runner, args.repeats, folder)
-    print(render(rows, step, args.worlds, comparison, args.solver))
+    print(render(rows, step, args.worlds, comparison, args.solver, args.threads))
     return 0
 
 

@@ -50,6 +50,18 @@ def float_accumulable(t) -> bool:
     return scalar in (T.float32, T.float64)
 
 
+def param_decl(t, name: str, *, const: bool = False) -> str:
+    """The C++ declaration of a read-only parameter `name` of type `t` (a function's, or a kernel's binding of its
+    argument): a struct by const reference, anything else by value. A struct of arrays is hundreds of bytes (an
+    array view is 64), and GCC copies an aggregate that large with a call to memcpy wherever it is passed by
+    value, even into a force-inlined function: the particle-shape contact kernel copied its ShapeData (896
+    bytes) four times per pair. Struct values are never written in place (a field assignment makes a new value,
+    struct_set), so the reference reads the same fields the copy would. `const`: a value is const too."""
+    if is_struct(t):
+        return f"const {ctype(t)}& {name}"
+    return f"{'const ' if const else ''}{ctype(t)} {name}"
+
+
 def ctype(t) -> str:
     """C++ spelling of a kernel-language type."""
     if t is T.bool_:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from . import ir
 from .block_dim_source import block_dim_prologue
-from .render import FunctionRenderer, _has_ctype, arg_field, ctype, function_qualifiers, member
+from .render import FunctionRenderer, _has_ctype, arg_field, ctype, function_qualifiers, member, param_decl
 from .. import types as T
 from ..typesys import ArrayType, StaticType, is_struct
 
@@ -317,7 +317,7 @@ def render_adjoint_kernel(fn: ir.Function, src, entry: str) -> str:
     r.use_exclusive_loads = src.dialect == "cpu"
     r.prepare()
     for p, n in zip(fn.params, fn.param_names):
-        r.emit(f"const {ctype(p.type)} {r.name(p)} = args.{arg_field(n)};")
+        r.emit(f"{param_decl(p.type, r.name(p), const=True)} = args.{arg_field(n)};")
         if isinstance(p.type, ArrayType) or is_struct(p.type):
             r.emit(f"{ctype(p.type)} {r.adj(p)} = adj_args.{arg_field(n)};")
         else:
@@ -336,7 +336,7 @@ def render_adjoint_kernel(fn: ir.Function, src, entry: str) -> str:
 def render_adjoint_function(fn: ir.Function, src, name: str, ret: str) -> str:
     r = AdjointRenderer(fn, src.dialect, src.debug, src.func_names)
     r.prepare()
-    params = [f"{ctype(p.type)} {r.name(p)}" for p in fn.params]
+    params = [param_decl(p.type, r.name(p)) for p in fn.params]
     adj_params = [f"{ctype(p.type)}& {r.adj(p)}" for p in fn.params]
     r.adj_ret_names = [f"adj_ret{k}" for k in range(len(fn.return_types))]
     ret_params = [f"const {ctype(t)}& adj_ret{k}" for k, t in enumerate(fn.return_types)]

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from . import ir
 from .access import privatizable_accumulations
-from .render import CPU, FunctionRenderer, arg_field, ctype, float_accumulable, function_qualifiers, member
+from .render import (CPU, FunctionRenderer, arg_field, ctype, float_accumulable, function_qualifiers, member,
+                     param_decl)
 from ..typesys import ArrayType, is_struct
 from .render_adjoint import render_adjoint_function
 from .native_snippet import is_native
@@ -126,7 +127,7 @@ class ModuleSource:
     def function_body(self, fn: ir.Function, name: str, ret: str, replay: bool) -> str:
         r = FunctionRenderer(fn, self.dialect, self.debug, self.func_names)
         r.keep_returns = True
-        params = ", ".join(f"{ctype(p.type)} {r.name(p)}" for p in fn.params)
+        params = ", ".join(param_decl(p.type, r.name(p)) for p in fn.params)
         r.declare_values(fn.body)
         r.block(fn.body, replay)
         body = "\n".join(r.lines)
@@ -163,7 +164,7 @@ class ModuleSource:
         r = FunctionRenderer(fn, self.dialect, self.debug, self.func_names)
         r.atomic_template = self.dialect == CPU
         for p, n in zip(fn.params, fn.param_names):
-            r.emit(f"const {ctype(p.type)} {r.name(p)} = args.{arg_field(n)};")
+            r.emit(f"{param_decl(p.type, r.name(p), const=True)} = args.{arg_field(n)};")
         r.declare_values(fn.body)
         r.block(fn.body)
         body = block_dim_prologue(fn) + "\n".join(r.lines)

@@ -28,7 +28,7 @@ struct k0_struct_arg_args {
 template <bool Atomic>
 static CUDA_CALLABLE inline void k0_struct_arg_forward_thread(const wp::launch_bounds_t& lb, wp::int64 task, const k0_struct_arg_args& args) {
     (void)lb; (void)task;
-    const wp::S__golden_kernels_Affine v0_p = args.p;
+    const wp::S__golden_kernels_Affine& v0_p = args.p;
     const wp::array_t<wp::float32> v1_x = args.x;
     const wp::array_t<wp::float32> v2_out = args.out;
     wp::int32 v3_i;
@@ -59,7 +59,7 @@ extern "C" WP_EXPORT void k0_struct_arg_forward(const wp::launch_bounds_t* lb, c
 template <bool Atomic>
 static CUDA_CALLABLE inline void k0_struct_arg_backward_thread(const wp::launch_bounds_t& lb, wp::int64 task, const k0_struct_arg_args& args, const k0_struct_arg_args& adj_args) {
     (void)lb; (void)task;
-    const wp::S__golden_kernels_Affine v0_p = args.p;
+    const wp::S__golden_kernels_Affine& v0_p = args.p;
     wp::S__golden_kernels_Affine adj_v0_p = adj_args.p;
     const wp::array_t<wp::float32> v1_x = args.x;
     wp::array_t<wp::float32> adj_v1_x = adj_args.x;

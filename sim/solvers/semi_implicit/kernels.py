@@ -26,12 +26,17 @@ class SpringData:
 @wp.struct
 class TriangleData:
     """Membrane triangles: indices [tri_count, 3] int32, poses (inverse rest matrices Dm^-1 [1/m], mat22),
-    areas [m^2], materials [tri_count, 5] = (mu [N/m], lambda [N/m], damping [N s/m], drag, lift)."""
+    areas [m^2], materials [tri_count, 5] = (mu [N/m], lambda [N/m], damping [N s/m], drag, lift).
+    every_aerodynamic_force: 1 evaluates the aerodynamic force of every triangle (needed when a gradient with
+    respect to the materials is wanted: d/d(drag) is not zero where drag is); 0 skips it where drag and lift are
+    both zero, where the force and its gradient with respect to positions and velocities are zero (a third of
+    a triangle's arithmetic, with five divisions and two square roots)."""
 
     indices: wp.array2d(dtype=wp.int32)
     poses: wp.array(dtype=wp.mat22)
     areas: wp.array(dtype=float)
     materials: wp.array2d(dtype=float)
+    every_aerodynamic_force: wp.int32
 
 
 @wp.struct
@@ -156,10 +161,11 @@ def eval_triangle_forces(x: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3),
     fj = (p1 * dm_inv[0, 0] + p2 * dm_inv[0, 1]) * (-area)
     fk = (p1 * dm_inv[1, 0] + p2 * dm_inv[1, 1]) * (-area)
     fi = -(fj + fk)
-    fa = aerodynamic_force(x[i], x[j], x[k], (v[i] + v[j] + v[k]) / 3.0, drag, lift) / 3.0
-    fi = fi + fa
-    fj = fj + fa
-    fk = fk + fa
+    if drag != 0.0 or lift != 0.0 or tris.every_aerodynamic_force != 0:
+        fa = aerodynamic_force(x[i], x[j], x[k], (v[i] + v[j] + v[k]) / 3.0, drag, lift) / 3.0
+        fi = fi + fa
+        fj = fj + fa
+        fk = fk + fa
     wp.atomic_add(f, i, fi)
     wp.atomic_add(f, j, fj)
     wp.atomic_add(f, k, fk)

@@ -127,6 +127,8 @@ def _triangles(model) -> k.TriangleData:
     t.poses = model.tri_poses
     t.areas = model.tri_areas
     t.materials = model.tri_materials
+    # a Tape that wants d/d(drag, lift) needs the aerodynamic force's adjoint even where both are zero
+    t.every_aerodynamic_force = int(bool(getattr(model.tri_materials, "requires_grad", False)))
     return t
 
 
