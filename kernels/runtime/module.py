@@ -34,7 +34,7 @@ from ..compiler.render import CPU
 from ..compiler.render_adjoint import render_adjoint_function, render_adjoint_kernel
 from ..compiler.render_module import ModuleSource
 from .launch import argument_type
-from ..typesys import TileType
+from ..typesys import TileType, refuse_array_subclass_annotations
 from ..compiler.tile_stack_type import is_tile_stack
 
 
@@ -481,6 +481,7 @@ def kernel(f=None, *, enable_backward: bool | None = None, module=None, launch_b
         raise ValueError(f"kernel name {name!r} is not a valid C++ identifier")
 
     def make(g):
+        refuse_array_subclass_annotations(getattr(g, "__annotations__", {}), f"kernel '{g.__name__}'")
         mod = module.name if isinstance(module, Module) else module
         if mod == "unique":
             mod = f"{g.__module__}.{g.__qualname__}:{g.__code__.co_firstlineno}:{name or ''}:{id(g):x}"

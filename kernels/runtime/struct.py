@@ -14,7 +14,7 @@ import numpy as np
 from .. import types as T
 from .array import array
 from .array_create import as_array
-from ..typesys import ArrayType, StructInfo, is_struct
+from ..typesys import ArrayType, StructInfo, is_struct, refuse_array_subclass_annotations
 
 # id(struct instance) -> (weak reference to it, its packed native form, data derived from it) (see _to_ctype): the
 # entry goes with the instance, and a copy of an instance never shares it. Keyed by id, not by a
@@ -78,6 +78,7 @@ def struct(cls):
     # string annotations (from __future__ import annotations) evaluate in the defining module's namespace
     namespace = vars(sys.modules[cls.__module__]) if cls.__module__ in sys.modules else {}
     hints = {k: eval(v, dict(namespace)) if isinstance(v, str) else v for k, v in cls.__annotations__.items()}
+    refuse_array_subclass_annotations(hints, f"struct '{cls.__name__}'")
     fields = {}
     error = None
     for name, ann in hints.items():

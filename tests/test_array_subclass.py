@@ -1,0 +1,95 @@
+"""Users' subclasses of the array classes, and what a launch says about values that are not arrays: an instance
+of a subclass as an annotation is refused at decoration (Warp's rule), an annotation passed as a value names its
+type, a dtype or dimension mismatch says which, a native descriptor (`a.__ctype__()`) is passed as it is."""
+
+import numpy as np
+import pytest
+
+import kernels as wp
+
+
+class _Tagged(wp.array):
+    def __init__(self, *args, tag, **kwargs):
+        self.tag = tag
+        super().__init__(*args, **kwargs)
+
+
+@wp.kernel
+def _double(a: wp.array[float], out: wp.array[float]):
+    i = wp.tid()
+    out[i] = a[i] * 2.0
+
+
+@wp.kernel
+def _double_indexed(a: wp.indexedarray[float], out: wp.array[float]):
+    i = wp.tid()
+    out[i] = a[i] * 2.0
+
+
+@wp.kernel
+def _read_or_default(a: wp.array[float], out: wp.array[float]):
+    i = wp.tid()
+    if a.shape[0] > 0:
+        out[i] = a[i]
+    else:
+        out[i] = -1.0
+
+
+def test_a_subclass_instance_is_no_annotation():
+    instance = _Tagged([1.0, 2.0], tag="t", dtype=float)
+
+    def as_kernel(a: instance):
+        pass
+
+    def as_function(a: float) -> instance:
+        return a
+
+    class AsStruct:
+        field: instance
+
+    for decorator, definition in ((wp.kernel, as_kernel), (wp.func, as_function), (wp.struct, AsStruct)):
+        with pytest.raises(TypeError, match=r"array subclass instance \(_Tagged\) as an annotation; use the native "
+                                            r"parent annotation wp.array\[dtype\]"):
+            decorator(definition)
+
+
+def test_subclass_instances_launch_as_their_family():
+    a = _Tagged([1.0, 2.0], tag="in", dtype=float)
+    out = _Tagged(shape=2, dtype=float, tag="out")
+    wp.launch(_double, 2, inputs=[a], outputs=[out])
+    np.testing.assert_array_equal(out.numpy(), [2.0, 4.0])
+    assert out.tag == "out"
+
+
+def test_annotations_are_not_values():
+    out = wp.zeros(2, dtype=float)
+    data = wp.array([1.0, 2.0], dtype=float)
+    for kernel, annotation in ((_double, wp.array[float]), (_double_indexed, wp.indexedarray[float])):
+        with pytest.raises(RuntimeError, match=f"argument 'a' expects an array of type .*passed value has type "
+                                               f"{type(annotation).__name__}"):
+            wp.launch(kernel, 2, inputs=[annotation], outputs=[out])
+    command = wp.launch(_double, 2, inputs=[data], outputs=[out], record_cmd=True)
+    for replace in (lambda: command.set_param_by_name("a", wp.array[float]),
+                    lambda: command.set_param_at_index(0, wp.array[float])):
+        with pytest.raises(RuntimeError, match="argument 'a' expects an array of type .*passed value has type array"):
+            replace()
+    command.launch()  # the recorded argument was kept
+    np.testing.assert_array_equal(out.numpy(), [2.0, 4.0])
+
+
+def test_mismatches_say_dtype_or_dimension():
+    out = wp.zeros(2, dtype=float)
+    with pytest.raises(RuntimeError, match="expects an array with dtype=float32, but the passed array has "
+                                           "dtype=int32"):
+        wp.launch(_double, 2, inputs=[wp.zeros(2, dtype=wp.int32)], outputs=[out])
+    with pytest.raises(RuntimeError, match=r"with 1 dimension\(s\), but the passed array has 2 dimension\(s\)"):
+        wp.launch(_double, 2, inputs=[wp.zeros((2, 2), dtype=float)], outputs=[out])
+
+
+def test_null_arrays_and_native_descriptors():
+    out = wp.zeros(2, dtype=float)
+    wp.launch(_read_or_default, 2, inputs=[None], outputs=[out])
+    np.testing.assert_array_equal(out.numpy(), [-1.0, -1.0])
+    source = _Tagged([5.0, 6.0], tag="descriptor", dtype=float)
+    wp.launch(_read_or_default, 2, inputs=[source.__ctype__()], outputs=[out])
+    np.testing.assert_array_equal(out.numpy(), [5.0, 6.0])
