@@ -93,3 +93,74 @@ def test_null_arrays_and_native_descriptors():
     source = _Tagged([5.0, 6.0], tag="descriptor", dtype=float)
     wp.launch(_read_or_default, 2, inputs=[source.__ctype__()], outputs=[out])
     np.testing.assert_array_equal(out.numpy(), [5.0, 6.0])
+
+
+@wp.struct
+class _Holder:
+    a: wp.array[float]
+
+
+class _Redirected(_Tagged):
+    """Gives the descriptor of another array (`redirect`): Warp's protocol passes what __ctype__ returns."""
+
+    def __ctype__(self):
+        return self.redirect.__ctype__()
+
+
+class _Broken(_Tagged):
+    def __ctype__(self):
+        raise KeyError("descriptor failure")
+
+
+class _WrongClass(_Tagged):
+    def __ctype__(self):
+        return wp.indexedarray(self, wp.array([0], dtype=wp.int32)).__ctype__()
+
+
+def test_a_subclass_descriptor_is_checked_then_passed():
+    source = _Redirected([1.0, 2.0], tag="own", dtype=float)
+    source.redirect = wp.array([3.0, 4.0], dtype=float)
+    out = wp.zeros(2, dtype=float)
+    wp.launch(_double, 2, inputs=[source], outputs=[out])
+    np.testing.assert_array_equal(out.numpy(), [6.0, 8.0])
+    for bad, words in ((_Broken, "KeyError: 'descriptor failure'"), (_WrongClass, "must return ArrayDescriptor")):
+        value = bad([1.0, 2.0], tag="bad", dtype=float)
+        with pytest.raises(RuntimeError, match=f"argument 'a': .*{words}"):
+            wp.launch(_double, 2, inputs=[value], outputs=[out])
+        holder = _Holder()
+        holder.a = original = wp.array([1.0], dtype=float)
+        with pytest.raises(TypeError, match=f"Struct field 'a': .*{words}"):
+            holder.a = value
+        assert holder.a is original
+
+
+_PROGRAM = '''
+import numpy as np
+
+
+class Redirected(wp.array):
+    def __ctype__(self):
+        return self.redirect.__ctype__()
+
+
+@wp.kernel
+def double(a: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    out[i] = a[i] * 2.0
+
+
+def run(wp, Tape):
+    source = Redirected([1.0, 2.0], dtype=float, device="cpu")
+    source.redirect = wp.array([3.0, 4.0], dtype=float, device="cpu")
+    out = wp.zeros(2, dtype=float, device="cpu")
+    wp.launch(double, 2, inputs=[source], outputs=[out], device="cpu")
+    return {"out": out.numpy()}
+'''
+
+
+def test_a_subclass_descriptor_gives_warps_numbers(tmp_path):
+    pytest.importorskip("warp", reason="warp-lang (the reference, a test extra) is not installed")
+    import _warp_reference
+
+    warp, ours = _warp_reference.both(_PROGRAM, str(tmp_path), "array_subclass_descriptor")
+    np.testing.assert_array_equal(ours["out"], warp["out"])

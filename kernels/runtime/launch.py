@@ -19,6 +19,7 @@ from .. import types as T
 from .array import array
 from .array_create import as_array
 from .array_layout import ArrayDescriptor
+from .array_subclass import overrides_descriptor, subclass_descriptor
 from .device import get_device
 from .error_slot import check_error
 from .indexedarray import indexedarray, is_indexed
@@ -179,7 +180,17 @@ def pack_array(kernel, i, t: ArrayType, value, device):
         raise _arg_error(kernel, i, _mismatch(t, value, "array"))
     if value.device != device:
         raise _arg_error(kernel, i, f"array is on {value.device}, the launch is on {device}")
+    if value.__class__ is not array and overrides_descriptor(value):
+        return _subclass_descriptor(kernel, i, value, t)
     return value._descriptor()
+
+
+def _subclass_descriptor(kernel, i, value, t: ArrayType):
+    try:
+        return subclass_descriptor(value, t)
+    except Exception as e:  # noqa: BLE001  (the user's __ctype__ may raise anything: named with the argument)
+        raise LaunchError(f"Error launching kernel '{kernel.name}', argument '{kernel.arg_names[i]}': "
+                          f"{type(e).__name__}: {e}") from e
 
 
 def pack_indexed(kernel, i, t: ArrayType, value, device, consume: bool = False):
@@ -196,6 +207,8 @@ def pack_indexed(kernel, i, t: ArrayType, value, device, consume: bool = False):
         raise _arg_error(kernel, i, _mismatch(t, value, t.kind_name))
     if value.device != device:
         raise _arg_error(kernel, i, f"array is on {value.device}, the launch is on {device}")
+    if not consume and overrides_descriptor(value):
+        return _subclass_descriptor(kernel, i, value, t)
     return value._descriptor(consume)
 
 

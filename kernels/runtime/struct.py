@@ -14,6 +14,7 @@ import numpy as np
 from .. import types as T
 from .array import array
 from .array_create import as_array
+from .array_subclass import overrides_descriptor, subclass_descriptor
 from ..typesys import ArrayType, StructInfo, is_struct, refuse_array_subclass_annotations
 
 # id(struct instance) -> (weak reference to it, its packed native form, data derived from it) (see _to_ctype): the
@@ -146,7 +147,7 @@ def _value_methods(cls, info: StructInfo) -> dict:
             v = getattr(self, name)
             if kind == 0:
                 if v is not None:
-                    setattr(c, name, v._descriptor())
+                    setattr(c, name, subclass_descriptor(v, t) if overrides_descriptor(v) else v._descriptor())
             elif kind == 1:
                 setattr(c, name, v._to_ctype())
             else:
@@ -262,6 +263,11 @@ def _check_value(cls, name, t, value):
         if value.ndim != t.ndim:
             raise TypeError(f"Struct field '{name}' expects an array with {t.ndim} dimension(s), got "
                             f"{value.ndim} dimension(s)")
+        if overrides_descriptor(value):
+            try:  # a user's subclass with a descriptor of its own: checked now, so the field keeps its old value
+                subclass_descriptor(value, t)
+            except Exception as e:  # noqa: BLE001  (the user's __ctype__ may raise anything)
+                raise TypeError(f"Struct field '{name}': {type(e).__name__}: {e}") from e
         return value
     if is_struct(t):
         if type(value) is not t:
