@@ -2,6 +2,8 @@
 of a subclass as an annotation is refused at decoration (Warp's rule), an annotation passed as a value names its
 type, a dtype or dimension mismatch says which, a native descriptor (`a.__ctype__()`) is passed as it is."""
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -135,6 +137,8 @@ def test_a_subclass_descriptor_is_checked_then_passed():
 
 
 _PROGRAM = '''
+from typing import Any
+
 import numpy as np
 
 
@@ -164,3 +168,22 @@ def test_a_subclass_descriptor_gives_warps_numbers(tmp_path):
 
     warp, ours = _warp_reference.both(_PROGRAM, str(tmp_path), "array_subclass_descriptor")
     np.testing.assert_array_equal(ours["out"], warp["out"])
+
+
+@wp.kernel
+def _copy_generic(a: wp.array(dtype=Any), out: wp.array(dtype=Any)):
+    i = wp.tid()
+    out[i] = a[i]
+
+
+def test_a_subclass_shares_its_parents_overload():
+    explicit = wp.overload(_copy_generic, [wp.array[wp.float32], wp.array[wp.float32]])
+    src = _Tagged([1.0, 2.0], tag="src", dtype=float)
+    dst = _Tagged(shape=2, dtype=float, tag="dst")
+    inferred = _copy_generic.infer_argument_types([src, dst])
+    assert inferred == _copy_generic.infer_argument_types([wp.clone(src), wp.empty_like(dst)])
+    assert _copy_generic.add_overload(inferred) is explicit
+    wp.launch(_copy_generic, 2, inputs=[src], outputs=[dst])
+    np.testing.assert_array_equal(dst.numpy(), [1.0, 2.0])
+    with pytest.raises(RuntimeError, match="Invalid number of arguments"):
+        _copy_generic.infer_argument_types([src])

@@ -126,6 +126,14 @@ class Kernel:
     def get_overload(self, arg_types):
         return self.add_overload(arg_types)
 
+    def infer_argument_types(self, args) -> list:
+        """Warp's `Kernel.infer_argument_types`: the kernel types of launch arguments `args`, in parameter order (a
+        generic parameter takes its argument's type, an array subclass its family's; the others keep theirs), as
+        `add_overload` takes them."""
+        if len(args) != len(self.arg_types):
+            raise RuntimeError(f"Invalid number of arguments for kernel {self.key}")
+        return [argument_type(v, t) if is_generic_type(t) else t for v, t in zip(args, self.arg_types)]
+
     def specialize_for(self, values) -> Kernel:
         """The overload of a generic kernel for the types of launch arguments `values`."""
         if len(values) != len(self.arg_types):
