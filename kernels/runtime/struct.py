@@ -6,6 +6,7 @@ layout at each launch, so arrays put into it before or after `requires_grad` was
 
 from __future__ import annotations
 
+import re
 import sys
 import weakref
 
@@ -96,6 +97,9 @@ def struct(cls):
     info.cls = new_cls
     if "cls" not in fields:
         new_cls.cls = new_cls  # Warp's `Struct.cls`: the class of the struct's instances (here the struct itself)
+    if "key" not in fields:
+        # Warp's `Struct.key`: the qualified name, dots spelled "__" and other non-identifier characters dropped
+        new_cls.key = re.sub("[^0-9a-zA-Z_]+", "", cls.__qualname__.replace(".", "__"))
     return new_cls
 
 
@@ -249,8 +253,8 @@ def _check_value(cls, name, t, value):
         if not t.plain:  # Warp's checks and wording
             if getattr(value, "type", None) is None or not isinstance(value.type, ArrayType) or \
                     (value.type.indexed, value.type.fabric) != (t.indexed, t.fabric):
-                what = {(True, False): "indexed array", (False, True): "fabric array",
-                        (True, True): "indexed fabric array"}[(t.indexed, t.fabric)]
+                what = {(True, False): "indexed array", (False, True): "Fabric array",
+                        (True, True): "indexed Fabric array"}[(t.indexed, t.fabric)]
                 raise TypeError(f"Struct field '{name}' expects a Warp {what}, got {type(value).__name__}")
         elif not isinstance(value, array):
             try:
