@@ -147,7 +147,9 @@ from .mathlib import (norm_huber, norm_l1, norm_l2, norm_pseudo_huber, quat_from
                       transform_to_matrix, transform_twist, transform_wrench, velocity_at_point)
 from .runtime import array_ops as _array_ops  # noqa: E402
 
-_array_ops.install(array)
+for _family in (array, indexedarray, fabricarray, indexedfabricarray):
+    _array_ops.install(_family)
+del _family
 
 from .runtime.host_call import call as _host_call  # noqa: E402
 

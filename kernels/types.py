@@ -314,7 +314,18 @@ class Composite(CompositeAccess):
         return hash((type(self), self._data.tobytes()))
 
     def __repr__(self):
-        return f"{type(self).__name__}({', '.join(repr(x) for x in self._data.tolist())})"
+        # Warp's form for vectors, quaternions and transforms: `vec3f([1.0, 2.0, 3.0])`, components of a scalar
+        # type other than float32 and int32 spelled with it (`vec4d([float64(1.0), ...])`); matrices keep this
+        # toolkit's constructor form (Warp prints them as plain objects)
+        values = self._data.tolist()
+        if len(self._shape_) != 1:
+            return f"{type(self).__name__}({', '.join(repr(x) for x in values)})"
+        scalar = self._wp_scalar_type_
+        if scalar is not float32 and scalar is not int32:
+            values = [f"{scalar._cname_}({x!r})" for x in values]
+        else:
+            values = [repr(x) for x in values]
+        return f"{warp_type_name(type(self))}([{', '.join(values)}])"
 
     def __bytes__(self):
         """The value's native bytes (its components in storage order), as `bytes()` of Warp's ctypes values."""

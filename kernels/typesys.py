@@ -67,6 +67,21 @@ class ArrayType:
         return self.__name__
 
 
+def refuse_array_subclass_annotations(annotations: dict, context: str) -> None:
+    """Warp's refusal of an instance of a user's array subclass as an annotation (`def k(a: my_array)`, where
+    `my_array` holds memory): a kernel type is written `wp.array[dtype]` (or the factory form), and the instance
+    would stand for its class's native family. `annotations`: {parameter or field name (or "return"): annotation};
+    string annotations are left to the compiler. Raises TypeError at decoration, as Warp does."""
+    for name, annotation in annotations.items():
+        cls = type(annotation)
+        if not isinstance(annotation, ArrayValue) or cls.__module__.startswith("kernels."):
+            continue
+        native = next(c for c in cls.__mro__ if c.__module__.startswith("kernels.") and issubclass(c, ArrayValue))
+        where = "Return annotation" if name == "return" else f"'{name}'"
+        raise TypeError(f"{context}: {where} uses an array subclass instance ({cls.__name__}) as an annotation; "
+                        f"use the native parent annotation wp.{native.__name__}[dtype] instead")
+
+
 FIXEDARRAY_HOST_REFUSAL = ("Cannot use wp.fixedarray as a host argument or kernel overload type; it is a "
                            "compiler-only stack array")  # Warp's wording (kernels/runtime/fixedarray.py)
 

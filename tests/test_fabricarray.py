@@ -110,7 +110,7 @@ def test_struct_member_and_host_operations():
     wp.copy(h.values, out)
     np.testing.assert_array_equal(vecs.numpy(), out.numpy())
     np.testing.assert_array_equal(wp.clone(h.values).numpy(), out.numpy())
-    with pytest.raises(TypeError, match="expects a Warp fabric array"):
+    with pytest.raises(TypeError, match="expects a Warp Fabric array"):
         h.values = vecs
 
 

@@ -137,7 +137,7 @@ def test_host_indexing_copy_fill_and_assign():
 
 
 def test_a_plain_array_is_refused_for_an_indexed_parameter():
-    with pytest.raises(wp.LaunchError, match="expected indexedarray"):
+    with pytest.raises(wp.LaunchError, match="expects an array of type indexedarray"):
         wp.launch(double_1d, dim=1, inputs=[wp.zeros(1, dtype=float), wp.zeros(1, dtype=float)])
 
 

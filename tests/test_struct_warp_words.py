@@ -1,6 +1,7 @@
 """Structs with Warp 1.19's rules and messages (issue 34; Warp's test_struct.py): a struct cannot derive from
 another, a missing field and a wrong number of array indices are refused in Warp's words, one number (also a Warp
-scalar) for a composite field is refused naming Warp's type (`vec3f`), and `Struct.cls` is the instances' class."""
+scalar) for a composite field is refused naming Warp's type (`vec3f`), `Struct.cls` is the instances' class and
+`Struct.key` Warp's qualified name."""
 
 import pytest
 
@@ -42,3 +43,31 @@ def test_refusals_are_warps():
 
 def test_struct_cls_is_the_class_of_its_instances():
     assert isinstance(Foo(), Foo.cls)
+
+
+def test_struct_key_is_warps_qualified_name():
+    @wp.struct
+    class Local:
+        key: int  # a field of that name keeps its own meaning
+
+    assert Foo.key == "Foo"
+    assert not hasattr(Local, "key") and Local(key=3).key == 3
+
+    class Outer:
+        @wp.struct
+        class Inner:
+            x: float
+
+    assert Outer.Inner.key == "test_struct_key_is_warps_qualified_name__locals__Outer__Inner"
+
+
+def test_fabric_field_refusals_name_fabric_as_warp():
+    @wp.struct
+    class Holder:
+        values: wp.fabricarray[wp.int32]
+        indexed: wp.indexedfabricarray[wp.int32]
+
+    with pytest.raises(TypeError, match="Struct field 'values' expects a Warp Fabric array, got list"):
+        Holder().values = [1, 2]
+    with pytest.raises(TypeError, match="Struct field 'indexed' expects a Warp indexed Fabric array, got list"):
+        Holder().indexed = [1, 2]

@@ -108,6 +108,9 @@ add_builtin("fabric_size", (A(indexed=True),), T.uint64, group="array", differen
             doc="a.size of a Fabric array (Warp's fabricarray / indexedfabricarray): its number of elements")
 declare_properties("fabric_size", adjoint="none", exposed=False)
 add_builtin("array_shape", (A(indexed=True), T.int32), T.int32, group="array", differentiable=False, doc="a.shape[k]")
+add_builtin("array_truthy", (A(),), T.bool_, group="array", differentiable=False,
+            doc="the truth value of an array in `if a:` / `not a` (Warp's): whether it has memory (None has none)")
+declare_properties("array_truthy", adjoint="none", exposed=False)
 declare_properties("array_shape", forward="array_shape", adjoint="none", exposed=False)
 def _view_type(bindings, n):
     """The type of a[i, ...] with n indices fewer than a's dims: an array of the same kind, except for an array

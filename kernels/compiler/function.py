@@ -20,7 +20,8 @@ from ..errors import CompileError
 from ..reference import Reference
 from ..builtins import BUILTINS
 from .frontend_source import FunctionSource
-from ..typesys import FIXEDARRAY_HOST_REFUSAL, ArrayType, ArrayValue, StaticType, TileType, describe, is_struct
+from ..typesys import (FIXEDARRAY_HOST_REFUSAL, ArrayType, ArrayValue, StaticType, TileType, describe, is_struct,
+                       refuse_array_subclass_annotations)
 
 
 def annotation_type(ann, where: str):
@@ -534,6 +535,7 @@ def func(pyfunc=None, *, name: str | None = None, module=None, inline: bool | No
 
 def _define(pyfunc, scope, name, module, inline) -> Func:
     """The function `func` returns for `pyfunc` decorated in `scope` (see func)."""
+    refuse_array_subclass_annotations(getattr(pyfunc, "__annotations__", {}), f"function '{pyfunc.__name__}'")
     existing = scope.get(pyfunc.__name__)
     f = _relate(existing, pyfunc) if isinstance(existing, Func) else Func(pyfunc)
     if f is not existing:

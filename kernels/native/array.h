@@ -31,6 +31,10 @@ struct array_t {
     CUDA_CALLABLE inline operator T*() const { return data; }
 };
 
+// `if a:` / `not a` of an array in a kernel (Warp's): whether it has memory; an argument passed as None has none.
+template <typename T>
+CUDA_CALLABLE inline bool array_truthy(const array_t<T>& a) { return a.data != nullptr; }
+
 // Debug mode: the first out-of-bounds access of a launch is recorded here and reported by the host.
 #if defined(WP_DEBUG)
 #if defined(WP_CUDA)

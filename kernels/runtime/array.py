@@ -54,13 +54,13 @@ class array(ArrayValue):
 
     def __class_getitem__(cls, params):
         """`wp.array[float]`, `wp.array[wp.vec3, 2]` (or `typing.Literal[2]`): the annotation
-        `wp.array(dtype=float, ndim=...)`."""
+        `wp.array(dtype=float, ndim=...)`, equal to another subscript annotation of the same type (Warp's)."""
         if isinstance(params, tuple):
             dtype, ndim = params
             if typing.get_origin(ndim) is typing.Literal:
                 (ndim,) = typing.get_args(ndim)
-            return array(dtype=dtype, ndim=int(ndim))
-        return array(dtype=params, ndim=1)
+            return SubscriptAnnotation(dtype=dtype, ndim=int(ndim))
+        return SubscriptAnnotation(dtype=params, ndim=1)
 
     def __init__(self, data=None, dtype=T.Any, shape=None, strides=None, ptr=None, capacity=None, device=None,
                  pinned=False, copy=True, deleter=None, ndim=None, grad=None, requires_grad=False,
@@ -713,3 +713,16 @@ def clone(src: array, device=None, requires_grad=None, pinned=None, retain_grad=
     if copy_hooks:
         copy_hooks[-1](out, src, 0, 0, src.size)
     return out
+
+
+class SubscriptAnnotation(array):
+    """`wp.array[dtype]` and `wp.arrayNd[dtype]`: the annotation form of an array (no memory), which compares and
+    hashes by element type and number of dimensions, as Warp's subscript annotations do: `wp.array[float] ==
+    wp.array[wp.float32]`, usable as a dictionary key. (The factory form `wp.array(dtype=float)` is compared by
+    identity, as in Warp.)"""
+
+    def __eq__(self, other):
+        return type(other) is SubscriptAnnotation and (self.dtype, self.ndim) == (other.dtype, other.ndim)
+
+    def __hash__(self):
+        return hash((SubscriptAnnotation, self.dtype, self.ndim))

@@ -8,7 +8,7 @@ import numpy as np
 
 from . import recording as _capture
 from .. import types as T
-from .array import array, empty, zeros
+from .array import SubscriptAnnotation, array, empty, zeros
 from .array_layout import element_info, fill_element, infer_dtype, is_bf16
 from ..typesys import ArrayType, is_struct
 from .cuda_memory import fill
@@ -103,7 +103,7 @@ class _FixedDimArray(array):
         super().__init__(data, dtype, shape, *args, **kwargs)
 
     def __class_getitem__(cls, dtype):
-        return array(dtype=dtype, ndim=cls._fixed_ndim_)
+        return SubscriptAnnotation(dtype=dtype, ndim=cls._fixed_ndim_)
 
 
 class array1d(_FixedDimArray):

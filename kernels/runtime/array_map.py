@@ -32,7 +32,7 @@ from ..compiler.function import Func, _matches
 from ..compiler.function import func
 from ..compiler.lang import BUILTIN_FUNCTIONS, BuiltinFunction
 from ..builtins import registry
-from ..typesys import is_differentiable_type, is_struct
+from ..typesys import ArrayType, ArrayValue, is_differentiable_type, is_struct
 from .array import array, empty
 from .launch import launch
 from .module import kernel
@@ -56,25 +56,27 @@ def map(func, *inputs, out=None, return_kernel: bool = False, block_dim=None, de
                         f"arguments ({arg_count})")
     arg_types, descriptors = [], []
     for x in inputs:
-        if isinstance(x, array):
+        if _is_array(x):
             arg_types.append(x.dtype)
             device = device if device is not None else x.device
-            descriptors.append((True, x.dtype, x.ndim, tuple(d == 1 for d in x.shape)))
+            # the native family (array, indexedarray, fabricarray, indexedfabricarray), not the Python class:
+            # a subclass shares its parent's kernel
+            descriptors.append((True, _family(x).kind_name, x.dtype, x.ndim, tuple(d == 1 for d in x.shape)))
         else:
             t = _value_type(x)
             arg_types.append(t)
             descriptors.append((False, t))
-    cache_key = (key, tuple(descriptors))
+    cache_key = (key, tuple(descriptors), _out_families(out))
     cached = map_cache.get(cache_key)
     out_dtypes = cached[0] if cached is not None else _result_types(target, kind, key, arg_types)
 
-    shapes = [x.shape for x in inputs if isinstance(x, array)]
+    shapes = [x.shape for x in inputs if _is_array(x)]
     if not shapes:
         raise ValueError("map requires at least one warp.array input")
     out_shape = _broadcast(shapes)
     outputs = _outputs(out, out_dtypes, out_shape, inputs, device)
     if cached is None:
-        kernel = _generate_kernel(target, kind, inputs, arg_types, out_dtypes, len(out_shape))
+        kernel = _generate_kernel(target, kind, inputs, arg_types, outputs, len(out_shape))
         map_cache[cache_key] = (out_dtypes, kernel)
     else:
         kernel = cached[1]
@@ -159,6 +161,28 @@ def _lambda_node(pyfunc) -> ast.Lambda:
     return found[0]
 
 
+def _is_array(x) -> bool:
+    """An array of any of Warp's families holding memory (not an annotation such as `wp.array(dtype=float)`)."""
+    return isinstance(x, ArrayValue) and getattr(x, "device", None) is not None
+
+
+def _family(x) -> ArrayType:
+    """The kernel type of array `x`: its family, dtype and number of dimensions."""
+    return ArrayType(x.dtype, x.ndim) if isinstance(x, array) else x.type
+
+
+def _out_families(out):
+    """The part of the cache key that `out` decides: the families of outputs other than plain arrays (None for
+    new arrays or plain ones, which share a kernel)."""
+    def family(o):
+        return None if not _is_array(o) or isinstance(o, array) else _family(o).kind_name
+
+    if isinstance(out, (list, tuple)):
+        kinds = tuple(family(o) for o in out)
+        return kinds if any(kinds) else None
+    return family(out)
+
+
 def _value_type(x):
     """The kernel type of a non-array input: Python numbers as Warp types them (float32, int32, bool)."""
     if isinstance(x, builtins.bool) or isinstance(x, np.bool_):
@@ -228,11 +252,11 @@ def _broadcast(shapes) -> tuple:
 
 def _outputs(out, out_dtypes, out_shape, inputs, device) -> list:
     if out is None:
-        grad = any(x.requires_grad for x in inputs if isinstance(x, array))
+        grad = any(getattr(x, "requires_grad", False) for x in inputs if _is_array(x))
         return [empty(out_shape, dtype=t, device=device, requires_grad=grad and is_differentiable_type(t))
                 for t in out_dtypes]
     names = ", ".join(_type_name(t) for t in out_dtypes)
-    if len(out_dtypes) == 1 and isinstance(out, array):
+    if len(out_dtypes) == 1 and _is_array(out):
         if not T.types_equal(out.dtype, out_dtypes[0]):
             raise TypeError(f"Output array dtype {_type_name(out.dtype)} does not match expected dtype "
                             f"{_type_name(out_dtypes[0])}")
@@ -256,25 +280,27 @@ def _outputs(out, out_dtypes, out_shape, inputs, device) -> list:
 
 # ---------------------------------------------------------------------------------------------------- kernel
 
-def _generate_kernel(target, kind, inputs, arg_types, out_dtypes, ndim):
+def _generate_kernel(target, kind, inputs, arg_types, outputs, ndim):
     """The kernel: one thread per output element, each input array read at the element's index (0 along the
-    dimensions it broadcasts), the function called, its values stored."""
+    dimensions it broadcasts), the function called, its values stored. Array parameters have the families of
+    the arrays passed (an indexed input is read through its indices, an indexed output written through them)."""
     tids = [f"tid_{d}" for d in range(ndim)]
     params, loads, names = [], [], {"_kernels_map_target_": target}
     for i, (x, t) in enumerate(zip(inputs, arg_types)):
         names[f"_map_in_type_{i}_"] = t
-        if isinstance(x, array):
-            params.append(f"in_{i}_array: {_WP}.array(dtype=_map_in_type_{i}_, ndim={x.ndim})")
+        if _is_array(x):
+            names[f"_map_in_array_{i}_"] = _family(x)
+            params.append(f"in_{i}_array: _map_in_array_{i}_")
             index = [("0" if x.shape[-j] == 1 else tids[-j]) for j in range(x.ndim, 0, -1)]
             loads.append(f"    in_{i} = in_{i}_array[{', '.join(index)}]\n")
         else:
             params.append(f"in_{i}: _map_in_type_{i}_")
-    for k, t in enumerate(out_dtypes):
-        names[f"_map_out_type_{k}_"] = t
-        params.append(f"out_{k}: {_WP}.array(dtype=_map_out_type_{k}_, ndim={ndim})")
+    for k, o in enumerate(outputs):
+        names[f"_map_out_array_{k}_"] = ArrayType(o.dtype, ndim) if isinstance(o, array) else o.type
+        params.append(f"out_{k}: _map_out_array_{k}_")
     call = f"_kernels_map_target_({', '.join(f'in_{i}' for i in range(len(inputs)))})"
-    results = ", ".join(f"r_{k}" for k in range(len(out_dtypes)))
-    stores = "".join(f"    out_{k}[{', '.join(tids)}] = r_{k}\n" for k in range(len(out_dtypes)))
+    results = ", ".join(f"r_{k}" for k in range(len(outputs)))
+    stores = "".join(f"    out_{k}[{', '.join(tids)}] = r_{k}\n" for k in range(len(outputs)))
     source = (f"@{_WP}.kernel\ndef map_kernel({', '.join(params)}):\n"
               f"    {', '.join(tids)} = {_WP}.tid()\n" + "".join(loads) + f"    {results} = {call}\n" + stores)
     return _load(source, names).map_kernel

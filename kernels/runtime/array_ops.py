@@ -18,6 +18,7 @@ from .array import array, empty
 from .launch import launch
 from .module import kernel
 from ..types import Any
+from ..typesys import ArrayValue
 
 _OPS = {"+": 0, "-": 1, "*": 2, "/": 3, "%": 4, "neg": 5, "pos": 6}
 
@@ -60,20 +61,21 @@ _MAPPED = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "mod", "neg": "n
            "//": "floordiv"}
 
 
-def _mapped(op: str, x, y, reverse: bool) -> array:
+def _mapped(op: str, x, y, reverse: bool, out=None) -> array:
     """`x op y` through wp.map (Warp's route for every array operator): vector and matrix arrays, `**` and `//`,
-    with the builtin's own types and numpy's broadcasting."""
+    indexed and Fabric arrays, with the builtin's own types and numpy's broadcasting; into `out` when given."""
     from .array_map import map as wp_map  # (imported late: array_map imports this package's launch path)
 
     f = getattr(wp, _MAPPED[op])
     if y is None:
-        return wp_map(f, x)
-    return wp_map(f, y, x) if reverse else wp_map(f, x, y)
+        return wp_map(f, x, out=out)
+    return wp_map(f, y, x, out=out) if reverse else wp_map(f, x, y, out=out)
 
 
 def apply(op: str, x, y=None, reverse: bool = False) -> array:
     """`x op y` (`y op x` when `reverse`) for an array x; y an array or a scalar; unary ops take no y."""
-    if op in ("**", "//") or T.is_composite(x.dtype) or (isinstance(y, array) and T.is_composite(y.dtype)):
+    if op in ("**", "//") or T.is_composite(x.dtype) or (isinstance(y, array) and T.is_composite(y.dtype)) \
+            or not isinstance(x, array) or isinstance(y, ArrayValue) and not isinstance(y, array):
         return _mapped(op, x, y, reverse)
     if not T.is_scalar(x.dtype) or x.dtype is T.bool_:
         raise TypeError(f"array arithmetic in Python supports numeric scalar dtypes, not {T.type_repr(x.dtype)}; "
@@ -97,14 +99,23 @@ def apply(op: str, x, y=None, reverse: bool = False) -> array:
 
 
 def install(cls) -> None:
-    """Give the array class its arithmetic operators (kept here so that array.py stays about storage)."""
+    """Give an array class (wp.array, indexedarray, fabricarray, indexedfabricarray) its arithmetic operators
+    (kept here so that array.py stays about storage). In-place ones (`a += b`) write into the array itself and
+    return it, as Warp's do (`wp.map(wp.add, a, b, out=a)`)."""
     def binary(op, reverse=False):
         return lambda self, other: apply(op, self, other, reverse)
+
+    def in_place(op):
+        def update(self, other):
+            _mapped(op, self, other, False, out=self)
+            return self
+        return update
 
     for name, op in (("add", "+"), ("sub", "-"), ("mul", "*"), ("truediv", "/"), ("mod", "%"), ("pow", "**"),
                      ("floordiv", "//")):
         setattr(cls, f"__{name}__", binary(op))
         setattr(cls, f"__r{name}__", binary(op, reverse=True))
+        setattr(cls, f"__i{name}__", in_place(op))
     cls.__array_priority__ = 100  # numpy scalars defer to these operators (`np.float32(2) * a` is an array)
     cls.__neg__ = lambda self: apply("neg", self)
     cls.__pos__ = lambda self: apply("pos", self)

@@ -19,12 +19,13 @@ from .. import types as T
 from .array import array
 from .array_create import as_array
 from .array_layout import ArrayDescriptor
+from .array_subclass import overrides_descriptor, subclass_descriptor
 from .device import get_device
 from .error_slot import check_error
 from .indexedarray import indexedarray, is_indexed
 from ..errors import ConsumedAtomicError, LaunchError, WarpDeterminismError
 from ..logger import log_info
-from ..typesys import FIXEDARRAY_HOST_REFUSAL, ArrayType, array_descriptor_type, describe, is_struct
+from ..typesys import FIXEDARRAY_HOST_REFUSAL, ArrayType, ArrayValue, array_descriptor_type, describe, is_struct
 from . import cuda_module
 from .cpu_blocks import ResolvedBlockDim, note_variant, resolve_launch_block_dim
 
@@ -144,6 +145,15 @@ def _arg_error(kernel, i, message):
     return LaunchError(f"kernel '{kernel.name}' argument '{kernel.arg_names[i]}' (#{i + 1}): {message}")
 
 
+def _mismatch(t: ArrayType, value, kind: str) -> str:
+    """What differs between parameter type `t` and array `value`, named as Warp names it ("dtype", "dimension"),
+    dtype first."""
+    if t.dtype != value.dtype:
+        return (f"expects an array with dtype={T.warp_type_name(t.dtype)}, but the passed {kind} has "
+                f"dtype={T.warp_type_name(value.dtype)}")
+    return f"expects {describe(t)} with {t.ndim} dimension(s), but the passed {kind} has {value.ndim} dimension(s)"
+
+
 def pack_array(kernel, i, t: ArrayType, value, device):
     """The native descriptor of array argument `value` for parameter `i` (type `t`) of `kernel`, checked."""
     if not t.plain:
@@ -155,9 +165,12 @@ def pack_array(kernel, i, t: ArrayType, value, device):
         return value._desc
     if value is None:
         return ArrayDescriptor()
-    if not isinstance(value, array):
-        if not any(hasattr(value, k) for k in ("__array_interface__", "__array__", "__cuda_array_interface__",
-                                                  "__dlpack__")):
+    if value.__class__ is ArrayDescriptor:
+        return value  # a native descriptor passed as it is (Warp's `a.__ctype__()`): it holds the array's pointers
+    if not isinstance(value, array) or value.device is None:  # (no device: the annotation wp.array[float])
+        if isinstance(value, ArrayValue) or not any(
+                hasattr(value, k) for k in ("__array_interface__", "__array__", "__cuda_array_interface__",
+                                            "__dlpack__")):
             # Warp takes arrays and array-interface objects (numpy, torch, ...), not lists or numbers
             raise LaunchError(f"Error launching kernel '{kernel.name}', argument '{kernel.arg_names[i]}' expects an "
                               f"array of type array(ndim={t.ndim}, dtype={T.warp_type_name(t.dtype)}), but passed value has type "
@@ -168,11 +181,20 @@ def pack_array(kernel, i, t: ArrayType, value, device):
             raise _arg_error(kernel, i, f"expected an array of {describe(t.dtype)}, got "
                                         f"{type(value).__name__} ({e})") from None
     if value.ndim != t.ndim or (t.dtype != value.dtype):
-        raise _arg_error(kernel, i, f"expected {describe(t)} with {t.ndim} dims, got an array of "
-                                    f"{describe(value.dtype)} with {value.ndim} dims")
+        raise _arg_error(kernel, i, _mismatch(t, value, "array"))
     if value.device != device:
         raise _arg_error(kernel, i, f"array is on {value.device}, the launch is on {device}")
+    if value.__class__ is not array and overrides_descriptor(value):
+        return _subclass_descriptor(kernel, i, value, t)
     return value._descriptor()
+
+
+def _subclass_descriptor(kernel, i, value, t: ArrayType):
+    try:
+        return subclass_descriptor(value, t)
+    except Exception as e:  # noqa: BLE001  (the user's __ctype__ may raise anything: named with the argument)
+        raise LaunchError(f"Error launching kernel '{kernel.name}', argument '{kernel.arg_names[i]}': "
+                          f"{type(e).__name__}: {e}") from e
 
 
 def pack_indexed(kernel, i, t: ArrayType, value, device, consume: bool = False):
@@ -181,13 +203,16 @@ def pack_indexed(kernel, i, t: ArrayType, value, device, consume: bool = False):
     if value is None:
         return array_descriptor_type(t)()
     vt = getattr(value, "type", None)
-    if not isinstance(vt, ArrayType) or (vt.indexed, vt.fabric) != (t.indexed, t.fabric):
-        raise _arg_error(kernel, i, f"expected {describe(t)} (a wp.{t.kind_name}), got {type(value).__name__}")
+    if not isinstance(vt, ArrayType) or (vt.indexed, vt.fabric) != (t.indexed, t.fabric) or value.device is None:
+        raise LaunchError(f"Error launching kernel '{kernel.name}', argument '{kernel.arg_names[i]}' expects an "
+                          f"array of type {describe(t)} (a wp.{t.kind_name}), but passed value has type "
+                          f"{type(value).__name__}.")
     if value.ndim != t.ndim or value.dtype != t.dtype:
-        raise _arg_error(kernel, i, f"expected {describe(t)} with {t.ndim} dims, got a {t.kind_name} of "
-                                    f"{describe(value.dtype)} with {value.ndim} dims")
+        raise _arg_error(kernel, i, _mismatch(t, value, t.kind_name))
     if value.device != device:
         raise _arg_error(kernel, i, f"array is on {value.device}, the launch is on {device}")
+    if not consume and overrides_descriptor(value):
+        return _subclass_descriptor(kernel, i, value, t)
     return value._descriptor(consume)
 
 

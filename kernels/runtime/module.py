@@ -36,7 +36,7 @@ from ..compiler.render import CPU
 from ..compiler.render_adjoint import render_adjoint_function, render_adjoint_kernel
 from ..compiler.render_module import ModuleSource
 from .launch import argument_type
-from ..typesys import TileType
+from ..typesys import TileType, refuse_array_subclass_annotations
 from ..compiler.tile_stack_type import is_tile_stack
 from ..compiler.function import Func
 from . import module_options
@@ -131,6 +131,14 @@ class Kernel:
 
     def get_overload(self, arg_types):
         return self.add_overload(arg_types)
+
+    def infer_argument_types(self, args) -> list:
+        """Warp's `Kernel.infer_argument_types`: the kernel types of launch arguments `args`, in parameter order (a
+        generic parameter takes its argument's type, an array subclass its family's; the others keep theirs), as
+        `add_overload` takes them."""
+        if len(args) != len(self.arg_types):
+            raise RuntimeError(f"Invalid number of arguments for kernel {self.key}")
+        return [argument_type(v, t) if is_generic_type(t) else t for v, t in zip(args, self.arg_types)]
 
     def specialize_for(self, values) -> Kernel:
         """The overload of a generic kernel for the types of launch arguments `values`."""
@@ -591,6 +599,7 @@ def kernel(f=None, *, enable_backward: bool | None = None, module=None, launch_b
                                              enable_cuda_smem_spilling=enable_cuda_smem_spilling)
 
     def make(g):
+        refuse_array_subclass_annotations(getattr(g, "__annotations__", {}), f"kernel '{g.__name__}'")
         mod = module.name if isinstance(module, Module) else module
         unique = mod == "unique"
         if module_options is not None:

@@ -6,6 +6,7 @@ layout at each launch, so arrays put into it before or after `requires_grad` was
 
 from __future__ import annotations
 
+import re
 import sys
 import weakref
 
@@ -14,7 +15,8 @@ import numpy as np
 from .. import types as T
 from .array import array
 from .array_create import as_array
-from ..typesys import ArrayType, StructInfo, is_struct
+from .array_subclass import overrides_descriptor, subclass_descriptor
+from ..typesys import ArrayType, StructInfo, is_struct, refuse_array_subclass_annotations
 
 # id(struct instance) -> (weak reference to it, its packed native form, data derived from it) (see _to_ctype): the
 # entry goes with the instance, and a copy of an instance never shares it. Keyed by id, not by a
@@ -78,6 +80,7 @@ def struct(cls):
     # string annotations (from __future__ import annotations) evaluate in the defining module's namespace
     namespace = vars(sys.modules[cls.__module__]) if cls.__module__ in sys.modules else {}
     hints = {k: eval(v, dict(namespace)) if isinstance(v, str) else v for k, v in cls.__annotations__.items()}
+    refuse_array_subclass_annotations(hints, f"struct '{cls.__name__}'")
     fields = {}
     error = None
     for name, ann in hints.items():
@@ -94,6 +97,9 @@ def struct(cls):
     info.cls = new_cls
     if "cls" not in fields:
         new_cls.cls = new_cls  # Warp's `Struct.cls`: the class of the struct's instances (here the struct itself)
+    if "key" not in fields:
+        # Warp's `Struct.key`: the qualified name, dots spelled "__" and other non-identifier characters dropped
+        new_cls.key = re.sub("[^0-9a-zA-Z_]+", "", cls.__qualname__.replace(".", "__"))
     return new_cls
 
 
@@ -145,7 +151,7 @@ def _value_methods(cls, info: StructInfo) -> dict:
             v = getattr(self, name)
             if kind == 0:
                 if v is not None:
-                    setattr(c, name, v._descriptor())
+                    setattr(c, name, subclass_descriptor(v, t) if overrides_descriptor(v) else v._descriptor())
             elif kind == 1:
                 setattr(c, name, v._to_ctype())
             else:
@@ -247,8 +253,8 @@ def _check_value(cls, name, t, value):
         if not t.plain:  # Warp's checks and wording
             if getattr(value, "type", None) is None or not isinstance(value.type, ArrayType) or \
                     (value.type.indexed, value.type.fabric) != (t.indexed, t.fabric):
-                what = {(True, False): "indexed array", (False, True): "fabric array",
-                        (True, True): "indexed fabric array"}[(t.indexed, t.fabric)]
+                what = {(True, False): "indexed array", (False, True): "Fabric array",
+                        (True, True): "indexed Fabric array"}[(t.indexed, t.fabric)]
                 raise TypeError(f"Struct field '{name}' expects a Warp {what}, got {type(value).__name__}")
         elif not isinstance(value, array):
             try:
@@ -261,6 +267,11 @@ def _check_value(cls, name, t, value):
         if value.ndim != t.ndim:
             raise TypeError(f"Struct field '{name}' expects an array with {t.ndim} dimension(s), got "
                             f"{value.ndim} dimension(s)")
+        if overrides_descriptor(value):
+            try:  # a user's subclass with a descriptor of its own: checked now, so the field keeps its old value
+                subclass_descriptor(value, t)
+            except Exception as e:  # noqa: BLE001  (the user's __ctype__ may raise anything)
+                raise TypeError(f"Struct field '{name}': {type(e).__name__}: {e}") from e
         return value
     if is_struct(t):
         if type(value) is not t:

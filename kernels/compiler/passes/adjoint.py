@@ -59,6 +59,12 @@ def derive_adjoint(fn: ir.Function) -> ir.Function:
             if callee is not None and adjoint_error(callee) is not None:
                 raise adjoint_error(callee)
     except CompileError as e:
+        # kept until a backward pass needs it, without its traceback: the traceback's frames reach up to the
+        # launch that built the kernel and would keep that caller's arrays alive as long as the kernel
+        error = e
+        while error is not None:
+            error.__traceback__ = None
+            error = error.__cause__ or error.__context__
         fn.adjoint = ir.Adjoint(error=e, pure=pure)
         return fn
     fn.adjoint = build_regions(fn, pure)

@@ -463,6 +463,9 @@ class TypeInference(FixedArrayForms, TileForms, TileSliceForms, PathForms, Slice
         if T.is_scalar(v.type):
             self.call_builtin(op, "truthy", [v])
             return
+        if isinstance(v.type, ArrayType) and v.type.plain and not v.type.fixed:
+            self.call_builtin(op, "array_truthy", [v])  # Warp's: whether the array has memory
+            return
         raise self.error(f"a {describe(v.type)} cannot be used as a condition", op)
 
     def builtin_tid(self, op):

@@ -7,8 +7,13 @@ from __future__ import annotations
 from .. import ir
 from ... import types as T
 from ...builtins import registry
-from ...typesys import describe
+from ...typesys import ArrayType, describe
 from .clone import substitute
+
+
+def _plain_array(t) -> bool:
+    """A `wp::array_t` value, whose truth in a condition is whether it has memory (Warp's)."""
+    return isinstance(t, ArrayType) and t.plain and not t.fixed
 
 
 class ControlFlowForms:
@@ -18,10 +23,11 @@ class ControlFlowForms:
     def as_condition(self, v, op):
         if v.type is T.bool_:
             return v
-        if T.is_scalar(v.type):
+        name = "truthy" if T.is_scalar(v.type) else "array_truthy" if _plain_array(v.type) else None
+        if name is not None:
             r = ir.Value(type=T.bool_)
-            ov, _ = registry.resolve("truthy", [v.type])
-            self.append(ir.Op("call", [v], [r], {"name": "truthy", "overload": ov}, [], op.loc))
+            ov, _ = registry.resolve(name, [v.type])
+            self.append(ir.Op("call", [v], [r], {"name": name, "overload": ov}, [], op.loc))
             return r
         raise self.error(f"a {describe(v.type)} cannot be used as a condition", op)
 
