@@ -14,6 +14,7 @@
 #include "fixedarray.h"
 #include "fabricarray.h"
 #include "tile.h"
+#include "tile_nd.h"
 #include "tile_linalg.h"
 #include "tile_fft.h"
 #include "tile_fused.h"

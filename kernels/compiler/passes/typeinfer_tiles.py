@@ -31,10 +31,6 @@ class TileForms:
         if not 1 <= len(shape) <= 4:
             raise self.error(f"{what} output must have between one and four dimensions, got {len(shape)}", op,
                              kind=ValueError)
-        if len(shape) > 2:
-            # Warp has 3-d and 4-d tiles; ours are 1-d or 2-d (tile_t<T, rows, cols>)
-            raise self.error(f"{len(shape)}-d tiles are not supported (tiles have 1 or 2 dimensions), "
-                             f"got shape {shape!r}", op, kind=ValueError)
         return shape
 
     def offset_items(self, v, op) -> list:
@@ -214,8 +210,10 @@ class TileForms:
     def builtin_tile_load(self, op):
         # bounds_check and aligned are hints in Warp: here every access is checked (outside: zeros, not stored)
         args = self.call_arguments(op, ("a", "shape", "offset", "storage", "bounds_check", "aligned"))
-        at = self.tile_array(args["a"], op)
         shape = self.static_shape(args["shape"], op)
+        if len(shape) > 2 or getattr(args["a"].type, "ndim", 0) > 2:
+            return self.tile_load_nd(op, args, shape)
+        at = self.tile_array(args["a"], op)
         if at.ndim == 2 and len(shape) != 2:
             raise self.error("tile_load from a 2-d array needs a 2-d shape", op)
         oi, oj = self.offsets(args.get("offset"), op)
@@ -278,8 +276,10 @@ class TileForms:
 
     def builtin_tile_store(self, op):
         args = self.call_arguments(op, ("a", "t", "offset", "bounds_check", "aligned"))
+        if len(self.need_tile(args["t"], op, "tile_store's value").shape) > 2 or \
+                getattr(args["a"].type, "ndim", 0) > 2:
+            return self.tile_store_nd(op, "tile_store", args)
         self.tile_array(args["a"], op)
-        self.need_tile(args["t"], op, "tile_store's value")
         oi, oj = self.offsets(args.get("offset"), op)
         self.call_builtin(op, "tile_store", [args["a"], args["t"], oi, oj])
 
@@ -295,8 +295,11 @@ class TileForms:
 
     def builtin_tile_atomic_add(self, op):
         args = self.call_arguments(op, ("a", "t", "offset", "bounds_check"))
+        tt = self.need_tile(args["t"], op, "tile_atomic_add's value")
+        self.check_atomic_tile(tt, "tile_atomic_add", op)
+        if len(tt.shape) > 2 or getattr(args["a"].type, "ndim", 0) > 2:
+            return self.tile_store_nd(op, "tile_atomic_add", args)
         self.tile_array(args["a"], op)
-        self.check_atomic_tile(self.need_tile(args["t"], op, "tile_atomic_add's value"), "tile_atomic_add", op)
         oi, oj = self.offsets(args.get("offset"), op)
         self.call_builtin(op, "tile_atomic_add", [args["a"], args["t"], oi, oj])
 
@@ -306,6 +309,8 @@ class TileForms:
         args = self.call_arguments(op, ("t", "shape"))
         tt = self.need_tile(args["t"], op, "tile_broadcast's argument")
         shape = self.static_shape(args["shape"], op, "tile_broadcast()")
+        if len(shape) > 2 or len(tt.shape) > 2:
+            return self.tile_broadcast_nd(op, args["t"], shape)
         out = TileType(tt.dtype, shape)
         if len(tt.shape) == 1 and len(shape) == 2:
             # numpy rules: a 1-d tile is a row, (n,) -> (1, n)
@@ -638,6 +643,9 @@ class TileForms:
             attrs["axis"] = axis
             if len(tt.shape) == 2:
                 shape = (tt.shape[1 - axis],)
+            elif len(tt.shape) > 2:
+                outer, n, inner, shape = self.reduce_lines(tt, axis)
+                attrs["lines"] = (outer, n, inner)
         op.results[0].type = TileType(tt.dtype, shape)
         self.append(ir.Op("call", [tile], op.results[:1], attrs, [], op.loc))
 
