@@ -172,7 +172,7 @@ CUDA_CALLABLE inline void adj_assign_nd(const tile_t<T, R, C>&, int32 n1, int32 
 }
 
 // ---- reduction along one axis: the tile seen as (Outer, N, Inner) with N the reduced axis; each of the
-// Outer * Inner lines folds left to one element of the result (row-major (Outer, Inner)) -------------------------------
+// Outer * Inner lines folds left to one element of the result (row-major (Outer, Inner)) ----------------------------
 
 template <typename Out, int Outer, int N, int Inner, typename F, typename T, int R, int C>
 CUDA_CALLABLE inline Out tile_reduce_lines(F f, const tile_t<T, R, C>& a) {

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from .. import ir
 from ... import types as T
 from ...typesys import ArrayType, PackType, StaticType, TileType, describe
 
@@ -137,6 +138,30 @@ class TileNdForms:
             self.call_builtin(op, "extract", [base, *dims, *idx])
         else:
             self.call_builtin(op, "assign", [base, *dims, *idx, self.convert_weak_to(value, t.dtype, op)])
+
+    def builtin_tile_fft(self, op):
+        self.fft_nd(op, "tile_fft")
+
+    def builtin_tile_ifft(self, op):
+        self.fft_nd(op, "tile_ifft")
+
+    def fft_nd(self, op, name):
+        """tile_fft/tile_ifft of a 3-d or 4-d tile transform along its last axis: the tile reshaped to 2-d rows of
+        that axis (the same row-major storage), transformed in place, reshaped back and rebound to the variable."""
+        t = op.operands[0] if len(op.operands) == 1 and not op.attrs.get("kwargs") else None
+        if t is None or not is_nd_tile(t.type):
+            return self.call_builtin(op, name)
+        tt = t.type
+        rows = TileType(tt.dtype, (math.prod(tt.shape[:-1]), tt.shape[-1]))
+        flat = ir.Op("call", [t], [ir.Value()], {"name": "tile_reshape"}, [], op.loc)
+        self.emit_typed(flat, "tile_reshape", rows, [t])
+        updated = ir.Value()
+        transform = ir.Op("call", flat.results, [ir.Value(), updated], {"name": name, "mutates": (0,)}, [], op.loc)
+        self.call_builtin(transform, name, flat.results)
+        back = ir.Op("call", [updated], op.results[-1:], {"name": "tile_reshape"}, [], op.loc)
+        self.emit_typed(back, "tile_reshape", tt, [updated])
+        if len(op.results) > 1:
+            op.results[0].type = None  # a statement: only the updated tile is a result
 
     def refuse_nd_selection(self, t, op):
         """Subscripts of a 3-d/4-d tile that select more than one element (t[i], slices) are not supported."""
