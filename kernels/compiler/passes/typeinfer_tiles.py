@@ -111,8 +111,8 @@ class TileForms:
         if is_struct(t) and op.attrs.get("name") == "tile_ones":
             raise self.error(f"tile_ones() does not support a Warp struct dtype ({t.__name__}): a struct has no "
                              "value for one; use tile_zeros or tile_full", op, kind=TypeError)
-        # tiles of structs hold what an array of them loads; zeros (value-initialised) are their only constant
-        if is_struct(t) and op.attrs.get("name") in ("tile_zeros", "tile_empty"):
+        # tiles of structs hold what an array of them loads; zeros (value-initialised) or copies of a given struct
+        if is_struct(t) and op.attrs.get("name") in ("tile_zeros", "tile_empty", "tile_full"):
             return t
         if not (T.is_scalar(t) or T.is_composite(t)):
             raise self.error(f"a tile's dtype must be a scalar, vector or matrix type, got {t!r}", op, kind=TypeError)
@@ -147,6 +147,9 @@ class TileForms:
         value = args["value"]
         dtype = self.tile_dtype(args, op) if "dtype" in args else value.type
         if value.type is not dtype:
+            if is_struct(dtype) or is_struct(value.type):
+                raise self.error(f"tile_full() value must have dtype {describe(dtype)} when filling Warp struct tile "
+                                 f"elements, got {describe(value.type)}", op, kind=TypeError)
             if not (T.is_scalar(dtype) and T.is_scalar(value.type)):
                 raise self.error(f"tile_full: the value is a {describe(value.type)}, not the tile's dtype "
                                  f"{describe(dtype)}", op, kind=TypeError)
