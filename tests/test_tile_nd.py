@@ -13,6 +13,7 @@ import pytest
 import _warp_reference
 import kernels as wp
 from autodiff import gradcheck
+from kernels.compiler.nvrtc import compile_source_to_ptx, render_cuda_source
 
 
 @wp.kernel
@@ -214,3 +215,18 @@ def test_fft_values_are_warps(tmp_path):
     warp, ours = _warp_reference.both(_FFT_PROGRAM, str(tmp_path), "tile_nd_fft")
     for key, value in warp.items():
         np.testing.assert_array_equal(ours[key], value, err_msg=key)
+
+
+@wp.kernel
+def _for_cuda(x: wp.array4d(dtype=float), y: wp.array3d(dtype=float), z: wp.array3d(dtype=wp.vec2f)):
+    a = wp.tile_load(x, shape=(2, 3, 4, 5))
+    b = wp.tile_broadcast(wp.tile_load(x, shape=(2, 1, 4, 1)), shape=(2, 3, 4, 5))
+    wp.tile_store(y, wp.tile_sum(a * b, axis=2))
+    c = wp.tile_load(z, shape=(2, 2, 8))
+    wp.tile_fft(c)
+    wp.tile_atomic_add(z, c)
+
+
+def test_cuda_source_compiles_to_ptx():
+    ptx = compile_source_to_ptx(render_cuda_source([_for_cuda]), 90, "tile_nd.cu")
+    assert "_for_cuda_cuda_forward" in ptx and "_for_cuda_cuda_backward" in ptx

@@ -32,6 +32,7 @@ from .typeinfer_starred import StarredForms
 from .typeinfer_tile_slices import TileSliceForms
 from .typeinfer_tiles import TileForms
 from .typeinfer_tiles_nd import ND_TILE_FORMS, TileNdForms, is_nd_tile
+from .typeinfer_tiles_struct import TileStructForms
 from .typeinfer_reference import ReferenceForms
 from .typeinfer_volume import VolumeForms
 
@@ -74,8 +75,8 @@ def _holds_struct(t) -> bool:
     return is_struct(t) or (isinstance(t, TileType) and is_struct(t.dtype))
 
 
-class TypeInference(FixedArrayForms, TileForms, TileNdForms, TileSliceForms, PathForms, SliceForms, ScalarForms, ControlFlowForms,
-                    StarredForms, ConstructorForms, ReferenceForms, VolumeForms):
+class TypeInference(FixedArrayForms, TileForms, TileNdForms, TileStructForms, TileSliceForms, PathForms, SliceForms,
+                    ScalarForms, ControlFlowForms, StarredForms, ConstructorForms, ReferenceForms, VolumeForms):
     def __init__(self, fn: ir.Function, compile_callee):
         self.fn = fn
         # (source, kind, name, param types) -> typed ir.Function: how a called @wp.func is compiled for the

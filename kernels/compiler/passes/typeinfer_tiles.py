@@ -579,6 +579,8 @@ class TileForms:
         Non-tile operands broadcast; Python literals take the tile's scalar type."""
         args = list(op.operands)
         tiles = [a.type for a in args if isinstance(a.type, TileType)]
+        if any(is_struct(t.dtype) for t in tiles):
+            return self.struct_tile_arithmetic(op, name)
         shape = self.common_shape(tiles, op, f"'{name}'")
         scalar = T.scalar_type(tiles[0].dtype)
         args = [self.convert_weak_to(a, scalar, op) for a in args]
@@ -623,6 +625,8 @@ class TileForms:
 
     def builtin_tile_sum(self, op):
         args = self.call_arguments(op, ("a", "axis"))
+        if isinstance(args["a"].type, TileType) and is_struct(args["a"].type.dtype):
+            return self.struct_tile_sum(op, args["a"], args.get("axis"))
         if "axis" not in args:
             self.call_builtin(op, "tile_sum", [args["a"]])
             return
