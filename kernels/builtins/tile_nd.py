@@ -11,7 +11,7 @@ kernels/native/tile_nd.h.
 from __future__ import annotations
 
 from .. import types as T
-from .registry import A, AnyType, S, Tl, TypeArg, V, add_builtin
+from .registry import A, AnyType, S, Tl, TypeArg, V, add_builtin, declare_properties
 
 I32 = T.int32
 N = S("T", "scalar")
@@ -66,3 +66,9 @@ for _name, _doc in (("tile_argmin", "flat index of the smallest element"),
 
 add_builtin("tile_squeeze", (_ND,), None, group="tile",
             doc="tile_squeeze(t, axis=None): t without its axes of extent 1 (or only those in `axis`)")
+
+# print(t) of a tile of scalars (type inference passes the shape label and the extents; kernels/native/tile_print.h).
+add_builtin("tile_print", (Tl(N, nd_max=4), AnyType("Label"), *_SHAPE, I32), None, side_effect=True, group="tile",
+            arg_names=("t", "label", "n0", "n1", "n2", "n3", "ndim"),
+            doc="print(t): the tile's elements in nested brackets, then its shape")
+declare_properties("tile_print", exposed=False)

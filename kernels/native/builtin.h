@@ -24,6 +24,7 @@
 #include "random.h"
 #include "noise.h"
 #include "debug_print.h"
+#include "tile_print.h"
 #include "hash_grid.h"
 #include "geometry.h"
 #include "mesh.h"

@@ -100,8 +100,23 @@ class TileForms:
         results = op.results if rtype is not None else []
         for r in results:
             r.type = rtype
-        self.append(ir.Op("call", list(args), results, {"name": name, "overload": ov, "type_arg": True}, [],
-                          op.loc))
+        attrs = {"name": name, "overload": ov, "type_arg": True}
+        storage = self.declared_storage(op, name)
+        if storage is not None:
+            attrs["storage"] = storage
+        self.append(ir.Op("call", list(args), results, attrs, [], op.loc))
+
+    def declared_storage(self, op, name):
+        """The storage a tile constructor's call names (Warp's default "register"), which print(t) shows as Warp
+        does; None for other operations (kernels has one kind of tile)."""
+        if name not in ("tile_load", "tile_zeros", "tile_ones", "tile_full", "tile_empty"):
+            return None
+        kw = op.attrs.get("kwargs") or []
+        if "storage" not in kw:
+            return "register"
+        v = op.operands[len(op.operands) - len(kw) + kw.index("storage")]
+        storage = v.type.obj if isinstance(v.type, StaticType) else None
+        return storage if storage in ("register", "shared") else None
 
     def tile_dtype(self, args, op):
         """The element type of a tile constructor: a scalar, vector or matrix type (default float32)."""

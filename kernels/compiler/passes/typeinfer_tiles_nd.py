@@ -163,6 +163,24 @@ class TileNdForms:
         if len(op.results) > 1:
             op.results[0].type = None  # a statement: only the updated tile is a result
 
+    def builtin_print(self, op):
+        """print(t) of a tile of scalars (any number of dimensions) in Warp's layout, with its shape and, for a tile
+        straight from a constructor or tile_load, the storage it names (kernels has one kind of tile, so other tiles'
+        labels leave it out); other values as the `print` builtin."""
+        t = op.operands[0] if len(op.operands) == 1 and not op.attrs.get("kwargs") else None
+        if t is None or not isinstance(t.type, TileType):
+            return self.call_builtin(op, "print")
+        tt = t.type
+        if not T.is_scalar(tt.dtype):
+            raise self.error(f"print of a {describe(tt)}: kernels prints tiles of scalars (Warp prints other elements "
+                             "as raw bits); print its elements, or tile_map them to scalars", op, kind=TypeError)
+        storage = t.owner.attrs.get("storage") if t.owner is not None else None
+        label = f" = tile(shape=({','.join(str(n) for n in tt.shape)})" + \
+            (f", storage={storage})" if storage else ")")
+        args = [t, self.typed_const(label, StaticType(label), op.loc), *self.nd_consts(tt.shape, 1, op),
+                self.typed_const(len(tt.shape), T.int32, op.loc)]
+        self.call_builtin(op, "tile_print", args)
+
     def refuse_nd_selection(self, t, op):
         """Subscripts of a 3-d/4-d tile that select more than one element (t[i], slices) are not supported."""
         if is_nd_tile(t):
