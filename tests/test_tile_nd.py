@@ -222,6 +222,7 @@ def _for_cuda(x: wp.array4d(dtype=float), y: wp.array3d(dtype=float), z: wp.arra
     a = wp.tile_load(x, shape=(2, 3, 4, 5))
     b = wp.tile_broadcast(wp.tile_load(x, shape=(2, 1, 4, 1)), shape=(2, 3, 4, 5))
     wp.tile_store(y, wp.tile_sum(a * b, axis=2))
+    wp.print(a)
     c = wp.tile_load(z, shape=(2, 2, 8))
     wp.tile_fft(c)
     wp.tile_atomic_add(z, c)
