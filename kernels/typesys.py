@@ -6,6 +6,7 @@ Value types (scalars, vectors, ...) live in types.py; this module adds what the 
 from __future__ import annotations
 
 import ctypes
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -142,10 +143,12 @@ class SliceType:
 
 @dataclass(frozen=True)
 class TileType:
-    """A tile: a block of values with a static shape (1-d or 2-d), worked on by the whole block together.
+    """A tile: a block of values with a static shape (1 to 4 dimensions), worked on by the whole block together.
 
-    A value type: in C++ `wp::tile_t<T, rows, cols>` (a 1-d tile of length n is n x 1). On the CPU a block runs
-    as one lane, so every tile operation is a loop over the tile in that lane.
+    A value type: in C++ `wp::tile_t<T, rows, cols>` (a 1-d tile of length n is n x 1). A 3-d or 4-d tile is stored
+    row-major as shape[0] x (the product of the other extents): its storage type says nothing of its axes, so only
+    the builtins declared for them (kernels/builtins/tile_nd.py) take it. On the CPU a block runs as one lane, so
+    every tile operation is a loop over the tile in that lane.
     """
 
     dtype: object
@@ -157,7 +160,7 @@ class TileType:
 
     @property
     def cols(self) -> int:
-        return self.shape[1] if len(self.shape) > 1 else 1
+        return math.prod(self.shape[1:])
 
     @property
     def __name__(self):
@@ -181,8 +184,8 @@ def tile_annotation(params) -> TileType:
         shape = None
     else:
         shape = tuple(_literal_int(n) for n in rest)
-        if not 1 <= len(shape) <= 2 or not all(isinstance(n, int) and n > 0 for n in shape):
-            raise TypeError(f"wp.tile[...]: a tile shape is 1 or 2 positive ints, got {shape!r}")
+        if not 1 <= len(shape) <= 4 or not all(isinstance(n, int) and n > 0 for n in shape):
+            raise TypeError(f"wp.tile[...]: a tile shape is 1 to 4 positive ints, got {shape!r}")
     return TileType(dtype if dtype is T.Any else T.canonical_type(dtype), shape)
 
 

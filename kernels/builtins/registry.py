@@ -11,6 +11,7 @@ Arguments of integer type still get an adjoint slot (ignored), so every call ren
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from .. import types as T
@@ -92,13 +93,15 @@ class TypeArg:
 @dataclass(frozen=True)
 class Tl:
     """A tile with element pattern `dtype` and shape variables `rows`, `cols` (ints or names); `ndim` 1, 2 or
-    None (either). A 1-d tile has cols == 1."""
+    None (either). A 1-d tile has cols == 1. `nd_max` 4 also admits 3-d and 4-d tiles (rows: the first extent,
+    cols: the product of the others, their row-major storage): only builtins written for their axes say so."""
 
     dtype: object = S()
     rows: object = "M"
     cols: object = "N"
     ndim: object = None
     nd: str = "__tile_ndim"  # variable that ties the number of dimensions of several tile patterns together
+    nd_max: int = 2
 
 
 class AnyType:
@@ -140,7 +143,10 @@ def unify(pattern, t, bindings: dict) -> bool:
             return False
         return pattern.dtype is None or unify(pattern.dtype, t.dtype, bindings)
     if isinstance(pattern, Tl):
-        if not isinstance(t, TileType) or (pattern.ndim is not None and len(t.shape) != pattern.ndim):
+        if not isinstance(t, TileType) or (pattern.ndim is not None and len(t.shape) != pattern.ndim) \
+                or len(t.shape) > pattern.nd_max:
+            return False
+        if len(t.shape) > 2 and not _bind(bindings, pattern.nd + "_shape", t.shape):
             return False
         return (_bind(bindings, pattern.rows, t.rows) and _bind(bindings, pattern.cols, t.cols)
                 and _bind(bindings, pattern.nd, len(t.shape)) and unify(pattern.dtype, t.dtype, bindings))
@@ -180,6 +186,12 @@ def instantiate(rule, bindings: dict):
         dtype = instantiate(rule.dtype, bindings) if not T.is_scalar(rule.dtype) and not T.is_composite(rule.dtype) \
             else rule.dtype
         ndim = rule.ndim if rule.ndim is not None else bindings.get(rule.nd, 2)
+        if ndim > 2:
+            # the argument's full shape, when the result has its storage (rows x cols) and number of dimensions
+            shape = bindings.get(rule.nd + "_shape")
+            if rule.nd_max < ndim or shape is None or (shape[0], math.prod(shape[1:])) != (rows, cols):
+                raise TypeError(f"internal: no {ndim}-d tile result for the pattern {rule!r}")
+            return TileType(dtype, shape)
         return TileType(dtype, (rows,) if ndim == 1 else (rows, cols))
     if isinstance(rule, tuple):
         return tuple(instantiate(r, bindings) for r in rule)

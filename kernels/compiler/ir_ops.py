@@ -97,6 +97,8 @@ _CALL_ATTRS = {
     "gradient": bool, "seed": ANY,  # wp.grad(f)(...): f's adjoint seeded with one
     "mutates": tuple,  # argument positions the native function updates in place; results follow the outputs
     "matmul": bool, "type_arg": bool, "rtype": ANY, "ndim": int, "field": str, "axis": int, "elem": tuple,
+    "lines": tuple,
+    "storage": str,  # the storage a tile constructor names (shown by print(t), as Warp's label)  # a reduction along an axis of a 3-d/4-d tile seen as (outer, axis extent, inner)
     "overwrite": bool,  # a component write into an array element (a[i].x = v)
     "refuse_adjoint": str,  # the adjoint pass refuses this op with the message
     "refuse_build": bool,  # ... and a kernel with a backward is refused when built (passes/backward_build.py)

@@ -258,6 +258,10 @@ class FunctionRenderer:
             elems = ", ".join(f"wp::tile_elem({self.name(v)}, k)" for v in a)
             fn = self.element_function_name(op)
             return f"wp::tile_map<{ctype(op.results[0].type)}>([&](int k) {{ return {fn}({elems}); }})"
+        if form == "tile_reduce" and "lines" in op.attrs:  # along an axis of a 3-d/4-d tile (native/tile_nd.h)
+            outer, n, inner = op.attrs["lines"]
+            return (f"wp::tile_reduce_lines<{ctype(op.results[0].type)}, {outer}, {n}, {inner}>"
+                    f"({self.element_lambda(op, 2)}, {self.args(a)})")
         if form == "tile_reduce" and "axis" in op.attrs:
             return f"wp::tile_reduce_axis<{op.attrs['axis']}>({self.element_lambda(op, 2)}, {self.args(a)})"
         if form == "tile_reduce":

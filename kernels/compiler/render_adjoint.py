@@ -264,6 +264,8 @@ class AdjointRenderer(FunctionRenderer):
     def adj_tile_reduce(self, call, op):
         a = call.operands
         axis = f"_axis<{call.attrs['axis']}>" if "axis" in call.attrs else ""
+        if "lines" in call.attrs:  # along an axis of a 3-d/4-d tile
+            axis = "_lines<{}, {}, {}>".format(*call.attrs["lines"])
         self.emit(f"wp::adj_tile_reduce{axis}({self.element_lambda(call, 2)}, "
                   f"{self.element_adjoint_lambda(call, 2)}, {self.args(a)}, {self.adj_args(a)}, "
                   f"{self.adj(call.results[0])});")

@@ -54,17 +54,26 @@ class ModuleSource:
         info = t._wp_struct_
         members = {member(name): ft for name, ft in info.fields.items()}
         fields = "\n".join(f"    {ctype(ft)} {name};" for name, ft in members.items())
-        # adjoint accumulation of struct values adds field by field; array members are views, never summed
-        adds = "\n".join(f"    r.{name} = wp::add(a.{name}, b.{name});" for name, ft in members.items()
-                         if not isinstance(ft, ArrayType))
-        # as Warp's: fields of a type without an atomic add (bool, 8- and 16-bit integers) are not accumulated
-        atomics = "\n".join(f"    atomic_rmw_add(&p->{name}, v.{name});" for name, ft in members.items()
-                            if not isinstance(ft, ArrayType) and ft not in _NO_ATOMIC_ADD)
-        return (f"struct {info.cname} {{\n{fields}\n}};\n"
-                f"CUDA_CALLABLE inline {info.cname} add(const {info.cname}& a, const {info.cname}& b) {{\n"
-                f"    {info.cname} r = a;\n{adds}\n    return r;\n}}\n"
-                f"CUDA_CALLABLE inline {info.cname} atomic_rmw_add({info.cname}* p, const {info.cname}& v) {{\n"
-                f"    {info.cname} old = *p;\n{atomics}\n    return old;\n}}\n")
+        # Field-wise arithmetic (adjoint accumulation, and struct tiles' +, - and sums, as Warp 1.19's):
+        # as Warp's, fields of a type without an atomic add (bool, 8- and 16-bit integers) and array members (views)
+        # are not accumulated; they keep the left operand's value
+        summed = [name for name, ft in members.items() if not isinstance(ft, ArrayType) and ft not in _NO_ATOMIC_ADD]
+        name = info.cname
+
+        def fieldwise(fn, args):
+            return "\n".join(f"    r.{m} = wp::{fn}({', '.join(f'{x}.{m}' for x in args)});" for m in summed)
+        atomics = "\n".join(f"    atomic_rmw_add(&p->{m}, v.{m});" for m in summed)
+        return (f"struct {name} {{\n{fields}\n}};\n"
+                f"CUDA_CALLABLE inline {name} add(const {name}& a, const {name}& b) {{\n"
+                f"    {name} r = a;\n{fieldwise('add', 'ab')}\n    return r;\n}}\n"
+                f"CUDA_CALLABLE inline {name} sub(const {name}& a, const {name}& b) {{\n"
+                f"    {name} r = a;\n{fieldwise('sub', 'ab')}\n    return r;\n}}\n"
+                f"CUDA_CALLABLE inline void adj_add(const {name}&, const {name}&, {name}& adj_a, {name}& adj_b, "
+                f"const {name}& adj_ret) {{\n    adj_a = add(adj_a, adj_ret);\n    adj_b = add(adj_b, adj_ret);\n}}\n"
+                f"CUDA_CALLABLE inline void adj_sub(const {name}&, const {name}&, {name}& adj_a, {name}& adj_b, "
+                f"const {name}& adj_ret) {{\n    adj_a = add(adj_a, adj_ret);\n    adj_b = sub(adj_b, adj_ret);\n}}\n"
+                f"CUDA_CALLABLE inline {name} atomic_rmw_add({name}* p, const {name}& v) {{\n"
+                f"    {name} old = *p;\n{atomics}\n    return old;\n}}\n")
 
     # ---- functions
 

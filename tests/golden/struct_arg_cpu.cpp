@@ -13,6 +13,20 @@ CUDA_CALLABLE inline S__golden_kernels_Affine add(const S__golden_kernels_Affine
     r.offset = wp::add(a.offset, b.offset);
     return r;
 }
+CUDA_CALLABLE inline S__golden_kernels_Affine sub(const S__golden_kernels_Affine& a, const S__golden_kernels_Affine& b) {
+    S__golden_kernels_Affine r = a;
+    r.scale = wp::sub(a.scale, b.scale);
+    r.offset = wp::sub(a.offset, b.offset);
+    return r;
+}
+CUDA_CALLABLE inline void adj_add(const S__golden_kernels_Affine&, const S__golden_kernels_Affine&, S__golden_kernels_Affine& adj_a, S__golden_kernels_Affine& adj_b, const S__golden_kernels_Affine& adj_ret) {
+    adj_a = add(adj_a, adj_ret);
+    adj_b = add(adj_b, adj_ret);
+}
+CUDA_CALLABLE inline void adj_sub(const S__golden_kernels_Affine&, const S__golden_kernels_Affine&, S__golden_kernels_Affine& adj_a, S__golden_kernels_Affine& adj_b, const S__golden_kernels_Affine& adj_ret) {
+    adj_a = add(adj_a, adj_ret);
+    adj_b = sub(adj_b, adj_ret);
+}
 CUDA_CALLABLE inline S__golden_kernels_Affine atomic_rmw_add(S__golden_kernels_Affine* p, const S__golden_kernels_Affine& v) {
     S__golden_kernels_Affine old = *p;
     atomic_rmw_add(&p->scale, v.scale);

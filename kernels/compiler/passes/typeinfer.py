@@ -31,6 +31,8 @@ from .typeinfer_slices import SliceForms, is_slice
 from .typeinfer_starred import StarredForms
 from .typeinfer_tile_slices import TileSliceForms
 from .typeinfer_tiles import TileForms
+from .typeinfer_tiles_nd import ND_TILE_FORMS, TileNdForms, is_nd_tile
+from .typeinfer_tiles_struct import TileStructForms
 from .typeinfer_reference import ReferenceForms
 from .typeinfer_volume import VolumeForms
 
@@ -73,8 +75,8 @@ def _holds_struct(t) -> bool:
     return is_struct(t) or (isinstance(t, TileType) and is_struct(t.dtype))
 
 
-class TypeInference(FixedArrayForms, TileForms, TileSliceForms, PathForms, SliceForms, ScalarForms, ControlFlowForms,
-                    StarredForms, ConstructorForms, ReferenceForms, VolumeForms):
+class TypeInference(FixedArrayForms, TileForms, TileNdForms, TileStructForms, TileSliceForms, PathForms, SliceForms,
+                    ScalarForms, ControlFlowForms, StarredForms, ConstructorForms, ReferenceForms, VolumeForms):
     def __init__(self, fn: ir.Function, compile_callee):
         self.fn = fn
         # (source, kind, name, param types) -> typed ir.Function: how a called @wp.func is compiled for the
@@ -276,6 +278,10 @@ class TypeInference(FixedArrayForms, TileForms, TileSliceForms, PathForms, Slice
             if name in _BITWISE and op.attrs.get("inplace") and any(_holds_struct(a.type) for a in args):
                 raise self.error(f"bitwise inplace operation '{name}' is not supported on a Warp struct (or a tile "
                                  f"of structs): ({got})", op, kind=TypeError)
+            nd = next((len(a.type.shape) for a in args if is_nd_tile(a.type)), None)
+            if nd is not None:
+                raise self.error(f"'{name}' does not take {nd}-d tiles ({got}); 3-d and 4-d tiles take "
+                                 f"{ND_TILE_FORMS}", op)
             raise self.error(f"no overload of '{name}' accepts ({got}); candidates:\n      {cands}", op)
         args = self.coerce_weak(args, ov, op)
         if name in _ATOMIC_SCALARS:
@@ -610,6 +616,8 @@ class TypeInference(FixedArrayForms, TileForms, TileSliceForms, PathForms, Slice
             return
         if isinstance(t, TileType) and (len(idx) < len(t.shape) or any(isinstance(i.type, TileType) for i in idx)):
             return self.tile_getitem(op, base, idx)  # a row of a 2-d tile (or an index tile, refused)
+        if is_nd_tile(t) and len(idx) == len(t.shape):
+            return self.tile_element_nd(op, base, idx)
         if T.is_composite(t) or isinstance(t, TileType):
             self.check_indices(idx, op)
             self.call_builtin(op, "extract", [base, *idx])
@@ -645,6 +653,8 @@ class TypeInference(FixedArrayForms, TileForms, TileSliceForms, PathForms, Slice
             return
         if isinstance(t, TileType) and len(idx) < len(t.shape):
             return self.tile_setitem(op, base, idx, value)  # a row of a 2-d tile
+        if is_nd_tile(t) and len(idx) == len(t.shape):
+            return self.tile_element_nd(op, base, idx, value)
         if isinstance(t, TileType):
             self.check_indices(idx, op)
             self.call_builtin(op, "assign", [base, *idx, self.convert_weak_to(value, t.dtype, op)])

@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import ir
 from ... import types as T
-from ...typesys import ArrayType, is_differentiable_type, is_struct
+from ...typesys import ArrayType, TileType, is_differentiable_type, is_struct
 
 _COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
 
@@ -111,7 +111,11 @@ class PathForms:
             if steps[-1][0] == "item":
                 self.refuse_tile_view_update(vals[-1], steps[-1][1], op)
             cur = self.read_step(vals[-1], steps[-1], op.loc)
-            new = self.binary(name, cur, value, op)
+            if name in ("add", "sub") and isinstance(vals[-1].type, TileType) and is_struct(cur.type) \
+                    and value.type is cur.type:
+                new = self.call_value("struct_" + name, [cur, value], op.loc)  # t[i] += s: field by field
+            else:
+                new = self.binary(name, cur, value, op)
             self.replace(op.results[0], self.write_path(vals, steps, new, op.loc))
             return
         k = arrays[-1]

@@ -88,6 +88,7 @@ class TileSliceForms:
 
     def tile_getitem(self, op, base, keys):
         t = base.type
+        self.refuse_nd_selection(t, op)
         axis = self.tile_gather_axis(t, keys, op)
         if axis is not None:
             shape = list(t.shape)
@@ -100,6 +101,7 @@ class TileSliceForms:
 
     def tile_setitem(self, op, base, keys, value):
         t = base.type
+        self.refuse_nd_selection(t, op)
         shape, args = self.tile_selection(t, keys, op)
         vt = value.type
         if not isinstance(vt, TileType):

@@ -31,10 +31,6 @@ class TileForms:
         if not 1 <= len(shape) <= 4:
             raise self.error(f"{what} output must have between one and four dimensions, got {len(shape)}", op,
                              kind=ValueError)
-        if len(shape) > 2:
-            # Warp has 3-d and 4-d tiles; ours are 1-d or 2-d (tile_t<T, rows, cols>)
-            raise self.error(f"{len(shape)}-d tiles are not supported (tiles have 1 or 2 dimensions), "
-                             f"got shape {shape!r}", op, kind=ValueError)
         return shape
 
     def offset_items(self, v, op) -> list:
@@ -104,8 +100,23 @@ class TileForms:
         results = op.results if rtype is not None else []
         for r in results:
             r.type = rtype
-        self.append(ir.Op("call", list(args), results, {"name": name, "overload": ov, "type_arg": True}, [],
-                          op.loc))
+        attrs = {"name": name, "overload": ov, "type_arg": True}
+        storage = self.declared_storage(op, name)
+        if storage is not None:
+            attrs["storage"] = storage
+        self.append(ir.Op("call", list(args), results, attrs, [], op.loc))
+
+    def declared_storage(self, op, name):
+        """The storage a tile constructor's call names (Warp's default "register"), which print(t) shows as Warp
+        does; None for other operations (kernels has one kind of tile)."""
+        if name not in ("tile_load", "tile_zeros", "tile_ones", "tile_full", "tile_empty"):
+            return None
+        kw = op.attrs.get("kwargs") or []
+        if "storage" not in kw:
+            return "register"
+        v = op.operands[len(op.operands) - len(kw) + kw.index("storage")]
+        storage = v.type.obj if isinstance(v.type, StaticType) else None
+        return storage if storage in ("register", "shared") else None
 
     def tile_dtype(self, args, op):
         """The element type of a tile constructor: a scalar, vector or matrix type (default float32)."""
@@ -115,8 +126,8 @@ class TileForms:
         if is_struct(t) and op.attrs.get("name") == "tile_ones":
             raise self.error(f"tile_ones() does not support a Warp struct dtype ({t.__name__}): a struct has no "
                              "value for one; use tile_zeros or tile_full", op, kind=TypeError)
-        # tiles of structs hold what an array of them loads; zeros (value-initialised) are their only constant
-        if is_struct(t) and op.attrs.get("name") in ("tile_zeros", "tile_empty"):
+        # tiles of structs hold what an array of them loads; zeros (value-initialised) or copies of a given struct
+        if is_struct(t) and op.attrs.get("name") in ("tile_zeros", "tile_empty", "tile_full"):
             return t
         if not (T.is_scalar(t) or T.is_composite(t)):
             raise self.error(f"a tile's dtype must be a scalar, vector or matrix type, got {t!r}", op, kind=TypeError)
@@ -151,6 +162,9 @@ class TileForms:
         value = args["value"]
         dtype = self.tile_dtype(args, op) if "dtype" in args else value.type
         if value.type is not dtype:
+            if is_struct(dtype) or is_struct(value.type):
+                raise self.error(f"tile_full() value must have dtype {describe(dtype)} when filling Warp struct tile "
+                                 f"elements, got {describe(value.type)}", op, kind=TypeError)
             if not (T.is_scalar(dtype) and T.is_scalar(value.type)):
                 raise self.error(f"tile_full: the value is a {describe(value.type)}, not the tile's dtype "
                                  f"{describe(dtype)}", op, kind=TypeError)
@@ -214,8 +228,10 @@ class TileForms:
     def builtin_tile_load(self, op):
         # bounds_check and aligned are hints in Warp: here every access is checked (outside: zeros, not stored)
         args = self.call_arguments(op, ("a", "shape", "offset", "storage", "bounds_check", "aligned"))
-        at = self.tile_array(args["a"], op)
         shape = self.static_shape(args["shape"], op)
+        if len(shape) > 2 or getattr(args["a"].type, "ndim", 0) > 2:
+            return self.tile_load_nd(op, args, shape)
+        at = self.tile_array(args["a"], op)
         if at.ndim == 2 and len(shape) != 2:
             raise self.error("tile_load from a 2-d array needs a 2-d shape", op)
         oi, oj = self.offsets(args.get("offset"), op)
@@ -278,8 +294,10 @@ class TileForms:
 
     def builtin_tile_store(self, op):
         args = self.call_arguments(op, ("a", "t", "offset", "bounds_check", "aligned"))
+        if len(self.need_tile(args["t"], op, "tile_store's value").shape) > 2 or \
+                getattr(args["a"].type, "ndim", 0) > 2:
+            return self.tile_store_nd(op, "tile_store", args)
         self.tile_array(args["a"], op)
-        self.need_tile(args["t"], op, "tile_store's value")
         oi, oj = self.offsets(args.get("offset"), op)
         self.call_builtin(op, "tile_store", [args["a"], args["t"], oi, oj])
 
@@ -295,8 +313,11 @@ class TileForms:
 
     def builtin_tile_atomic_add(self, op):
         args = self.call_arguments(op, ("a", "t", "offset", "bounds_check"))
+        tt = self.need_tile(args["t"], op, "tile_atomic_add's value")
+        self.check_atomic_tile(tt, "tile_atomic_add", op)
+        if len(tt.shape) > 2 or getattr(args["a"].type, "ndim", 0) > 2:
+            return self.tile_store_nd(op, "tile_atomic_add", args)
         self.tile_array(args["a"], op)
-        self.check_atomic_tile(self.need_tile(args["t"], op, "tile_atomic_add's value"), "tile_atomic_add", op)
         oi, oj = self.offsets(args.get("offset"), op)
         self.call_builtin(op, "tile_atomic_add", [args["a"], args["t"], oi, oj])
 
@@ -306,6 +327,8 @@ class TileForms:
         args = self.call_arguments(op, ("t", "shape"))
         tt = self.need_tile(args["t"], op, "tile_broadcast's argument")
         shape = self.static_shape(args["shape"], op, "tile_broadcast()")
+        if len(shape) > 2 or len(tt.shape) > 2:
+            return self.tile_broadcast_nd(op, args["t"], shape)
         out = TileType(tt.dtype, shape)
         if len(tt.shape) == 1 and len(shape) == 2:
             # numpy rules: a 1-d tile is a row, (n,) -> (1, n)
@@ -571,6 +594,8 @@ class TileForms:
         Non-tile operands broadcast; Python literals take the tile's scalar type."""
         args = list(op.operands)
         tiles = [a.type for a in args if isinstance(a.type, TileType)]
+        if any(is_struct(t.dtype) for t in tiles):
+            return self.struct_tile_arithmetic(op, name)
         shape = self.common_shape(tiles, op, f"'{name}'")
         scalar = T.scalar_type(tiles[0].dtype)
         args = [self.convert_weak_to(a, scalar, op) for a in args]
@@ -615,6 +640,8 @@ class TileForms:
 
     def builtin_tile_sum(self, op):
         args = self.call_arguments(op, ("a", "axis"))
+        if isinstance(args["a"].type, TileType) and is_struct(args["a"].type.dtype):
+            return self.struct_tile_sum(op, args["a"], args.get("axis"))
         if "axis" not in args:
             self.call_builtin(op, "tile_sum", [args["a"]])
             return
@@ -638,6 +665,9 @@ class TileForms:
             attrs["axis"] = axis
             if len(tt.shape) == 2:
                 shape = (tt.shape[1 - axis],)
+            elif len(tt.shape) > 2:
+                outer, n, inner, shape = self.reduce_lines(tt, axis)
+                attrs["lines"] = (outer, n, inner)
         op.results[0].type = TileType(tt.dtype, shape)
         self.append(ir.Op("call", [tile], op.results[:1], attrs, [], op.loc))
 
