@@ -205,6 +205,18 @@ def test_usd_renderer_writes_through_the_toolkit_writer(tmp_path):
     assert bunny.HasAuthoredReferences() and any(p.IsA(UsdGeom.Mesh) for p in Usd.PrimRange(bunny))
 
 
+def test_importing_warp_render_does_not_import_the_simulator(tmp_path):
+    # Warp programs import warp.render at their top whether or not they render; importing `sim` (its solvers'
+    # kernels defined) cost small examples 0.6-0.8 s, most of their run. `sim` comes when a renderer is made.
+    script = tmp_path / "imports_render.py"
+    script.write_text("import sys\nimport warp as wp\nimport warp.render\n"
+                      "print(sorted(m for m in sys.modules if m == 'sim' or m.startswith('sim.')))\n")
+    out = subprocess.run([sys.executable, "-m", "warp_shim", str(script)], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
 def test_fem_and_sparse_are_refused_in_one_line(tmp_path):
     script = tmp_path / "uses_fem.py"
     script.write_text("import warp as wp\nimport warp.sparse\n")

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.spatial import quat_rotate
-from sim.usd import UsdWriter
+# `sim` is imported where a renderer is made, not here: Warp programs import warp.render at their top even when
+# they never render, and importing `sim` defines its solvers' kernels (0.6-0.8 s of a small example's run).
 
 __all__ = ["UsdRenderer", "OpenGLRenderer", "RendererUnavailable"]
 
@@ -47,6 +47,8 @@ class UsdRenderer:
     def __init__(self, stage, up_axis: str = "Y", fps: float = 60, scaling: float = 1.0, **_warp_options):
         if not isinstance(stage, (str, bytes)) and not hasattr(stage, "__fspath__"):
             raise TypeError("UsdRenderer(stage): this toolkit's renderer takes an output path, not a Usd.Stage")
+        from sim.usd import UsdWriter
+
         self.writer = UsdWriter(stage, fps=float(fps), up_axis=str(up_axis).lower())
         self.stage_path = self.writer.path
         self.fps = float(fps)
@@ -92,6 +94,8 @@ class UsdRenderer:
                     smooth_shading: bool = True, visible: bool = True):
         """A triangle mesh (`indices`: 3 vertex ids per triangle) placed by pos, rot (x, y, z, w) and scale;
         the topology is written once."""
+        from sim.spatial import quat_rotate
+
         p = _numpy(points).reshape(-1, 3) * _numpy(scale)
         p = (quat_rotate(_numpy(rot), p) + _numpy(pos)) * self.scaling
         if name not in self._known:
