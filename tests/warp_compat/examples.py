@@ -134,6 +134,10 @@ def run_example(impl: str, name: str, *, env: dict | None = None, timeout: float
     spec = EXAMPLES[name]
     child_env = dict(os.environ, **(env or {}))
     child_env["PYTHONPATH"] = os.pathsep.join(filter(None, [REPO, child_env.get("PYTHONPATH", "")]))
+    # as a user's Python does: bytecode cached (warp-lang's modules were compiled when pip installed them; ours, an
+    # editable install, are compiled once at first import). A machine with PYTHONDONTWRITEBYTECODE set would
+    # otherwise charge our ~150 modules' compilation (~0.3 s) to every example's time and not Warp's.
+    child_env.pop("PYTHONDONTWRITEBYTECODE", None)
     with tempfile.TemporaryDirectory(prefix="warp_example_") as tmp:
         out = os.path.join(tmp, "arrays.npz")
         args = ["--device", "cpu", *spec.args]
