@@ -80,3 +80,36 @@ def test_a_stored_old_value_is_still_differentiated():
         return acc
 
     gradcheck(total, [x])  # raises with its report when the tape's gradient is not central differences
+
+
+@wp.func
+def saved_slot(counter: wp.array(dtype=wp.int32), slots: wp.array(dtype=wp.int32), i: int) -> int:
+    s = wp.atomic_add(counter, 0, 1)
+    slots[i] = s
+    return s
+
+
+@wp.func_replay(saved_slot)
+def replay_saved_slot(counter: wp.array(dtype=wp.int32), slots: wp.array(dtype=wp.int32), i: int) -> int:
+    return slots[i]
+
+
+@wp.kernel
+def take_saved_slots(data: wp.array(dtype=float), counter: wp.array(dtype=wp.int32), slots: wp.array(dtype=wp.int32),
+                     out: wp.array(dtype=float)):
+    i = wp.tid()
+    s = saved_slot(counter, slots, i)
+    out[s] = data[i] * data[i]
+
+
+def test_a_slot_whose_function_has_a_custom_replay_is_differentiated():
+    """Warp's wp.func_replay: the replay gives the slot the forward saved, so the backward knows the index
+    (Warp's test_grad_customs.py test_custom_replay_grad)."""
+    x = wp.array(np.linspace(0.5, 1.5, 6).astype(np.float32), requires_grad=True)
+
+    def squares(x_):
+        out = wp.zeros(6, dtype=float, requires_grad=True)
+        wp.launch(take_saved_slots, 6, [x_, wp.zeros(1, dtype=wp.int32), wp.zeros(6, dtype=wp.int32), out])
+        return out
+
+    gradcheck(squares, [x])

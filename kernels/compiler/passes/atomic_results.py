@@ -67,7 +67,10 @@ def consumed_atomic(fn: ir.Function):
     tainted = _taint(fn)
     fn.returns_atomic_result = None
     for op in ir.walk(fn.body):
-        if op.opcode == "return" and any(v in tainted for v in op.operands):
+        if op.opcode == "return" and any(v in tainted for v in op.operands) \
+                and getattr(fn, "custom_replay_ir", None) is None:
+            # (a function with a custom replay, Warp's wp.func_replay, gives its value again in the backward: the
+            # slot its forward saved, test_grad_customs.py's reversible_increment)
             fn.returns_atomic_result = next(tainted[v] for v in op.operands if v in tainted)
         ov = _overload(op)
         if ov is not None and ov.props.adjoint in _GRADIENT_FORMS and op.operands:
