@@ -246,21 +246,41 @@ def find_edge_edge_pairs(x: wp.array(dtype=wp.vec3), entries: BoxGridData, data:
     data.ee_count[e] = count
 
 
+@wp.func
+def count_touching(data: SelfContactData, i: int, j: int, k: int, l: int, d: float, h: float):
+    """A pair of vertices i, j, k, l at distance d [m] touches at the search when d < h: count it at each."""
+    if d < h:
+        wp.atomic_add(data.degree, i, 1)
+        wp.atomic_add(data.degree, j, 1)
+        wp.atomic_add(data.degree, k, 1)
+        wp.atomic_add(data.degree, l, 1)
+
+
 @wp.kernel
-def keep_reachable_pairs(data: SelfContactData, bound: wp.array(dtype=float), edges: int):
+def keep_reachable_pairs(data: SelfContactData, bound: wp.array(dtype=float), edges: int,
+                         vt_distance: wp.array(dtype=float), ee_distance: wp.array(dtype=float),
+                         kept_total: wp.array(dtype=wp.int32)):
     """With the final bound, keep (compacted, in order) only the pairs of vertex (edges = 0) or edge
-    (edges = 1) i that could come within their thickness this step: d < h + the farthest each side may move."""
+    (edges = 1) i that could come within their thickness this step: d < h + the farthest each side may move.
+    Each kept pair's distance [m] at the search goes to its slot of vt_distance or ee_distance (a step that
+    starts at the search positions needs no pair_start_distances), its touching count to data.degree (zeroed
+    before: count_degrees' sum), and the number kept to kept_total[0]."""
     i = wp.tid()
     kept = int(0)
     if edges == 0:
         for k in range(data.vt_count[i]):
             t = data.vt_triangle[i * VT_SLOTS + k]
             a = data.tri_indices[t, 0]
+            b = data.tri_indices[t, 1]
+            c = data.tri_indices[t, 2]
             u = data.vt_start[i * VT_SLOTS + k]
+            d = wp.length(u)
             h = 0.5 * (data.thickness[i] + data.thickness[a])
-            if wp.length(u) < h + bound[i] + reach(bound, a, data.tri_indices[t, 1], data.tri_indices[t, 2]):
+            if d < h + bound[i] + reach(bound, a, b, c):
                 data.vt_triangle[i * VT_SLOTS + kept] = t
                 data.vt_start[i * VT_SLOTS + kept] = u
+                vt_distance[i * VT_SLOTS + kept] = d
+                count_touching(data, i, a, b, c, d, h)
                 kept = kept + 1
         data.vt_count[i] = kept
     else:
@@ -269,36 +289,40 @@ def keep_reachable_pairs(data: SelfContactData, bound: wp.array(dtype=float), ed
         for k in range(data.ee_count[i]):
             f = data.ee_edge[i * EE_SLOTS + k]
             j0 = data.edge_indices[f, 0]
+            j1 = data.edge_indices[f, 1]
             u = data.ee_start[i * EE_SLOTS + k]
+            d = wp.length(u)
             h = 0.5 * (data.thickness[i0] + data.thickness[j0])
-            if wp.length(u) < h + wp.max(bound[i0], bound[i1]) + wp.max(bound[j0], bound[data.edge_indices[f, 1]]):
+            if d < h + wp.max(bound[i0], bound[i1]) + wp.max(bound[j0], bound[j1]):
                 data.ee_edge[i * EE_SLOTS + kept] = f
                 data.ee_start[i * EE_SLOTS + kept] = u
+                ee_distance[i * EE_SLOTS + kept] = d
+                count_touching(data, i0, i1, j0, j1, d, h)
                 kept = kept + 1
         data.ee_count[i] = kept
+    if kept > 0:
+        wp.atomic_add(kept_total, 0, kept)
 
 
 @wp.kernel
 def count_degrees(data: SelfContactData, edges: int):
-    """data.degree += 1 at the four vertices of every kept pair of vertex (edges = 0) or edge (edges = 1) i
-    that touches at the search (closer than its thickness)."""
+    """data.degree += 1 at the four vertices of every listed pair of vertex (edges = 0) or edge (edges = 1) i
+    that touches at the search (closer than its thickness); after a partial search (a full one counts in
+    keep_reachable_pairs)."""
     i = wp.tid()
     if edges == 0:
         for k in range(data.vt_count[i]):
             t = data.vt_triangle[i * VT_SLOTS + k]
-            if wp.length(data.vt_start[i * VT_SLOTS + k]) < 0.5 * (data.thickness[i] + data.thickness[
-                    data.tri_indices[t, 0]]):
-                wp.atomic_add(data.degree, i, 1)
-                for c in range(3):
-                    wp.atomic_add(data.degree, data.tri_indices[t, c], 1)
+            a = data.tri_indices[t, 0]
+            count_touching(data, i, a, data.tri_indices[t, 1], data.tri_indices[t, 2],
+                           wp.length(data.vt_start[i * VT_SLOTS + k]), 0.5 * (data.thickness[i] + data.thickness[a]))
     else:
+        i0 = data.edge_indices[i, 0]
         for k in range(data.ee_count[i]):
             f = data.ee_edge[i * EE_SLOTS + k]
-            if wp.length(data.ee_start[i * EE_SLOTS + k]) < 0.5 * (data.thickness[data.edge_indices[i, 0]]
-                                                                  + data.thickness[data.edge_indices[f, 0]]):
-                for c in range(2):
-                    wp.atomic_add(data.degree, data.edge_indices[i, c], 1)
-                    wp.atomic_add(data.degree, data.edge_indices[f, c], 1)
+            j0 = data.edge_indices[f, 0]
+            count_touching(data, i0, data.edge_indices[i, 1], j0, data.edge_indices[f, 1],
+                           wp.length(data.ee_start[i * EE_SLOTS + k]), 0.5 * (data.thickness[i0] + data.thickness[j0]))
 
 
 @wp.kernel
@@ -377,6 +401,13 @@ class SelfContact:
         self._edge_grid_stale = True  # the midpoint grid of partial searches, built at the first one after a full
         self.overflow = wp.zeros(1, dtype=wp.int32, device=d)
         self.searches = 0
+        # each kept pair's distance at the last full search, slot by slot (vertex-triangle, edge-edge), and how
+        # many pairs it kept: a step that starts there reads them, a model without pairs skips its passes
+        self.search_distances = (wp.zeros(self.particle_count * VT_SLOTS, dtype=float, device=d),
+                                 wp.zeros(max(self.edge_count, 1) * EE_SLOTS, dtype=float, device=d))
+        self._kept_total = wp.zeros(1, dtype=wp.int32, device=d)
+        self.has_pairs = True
+        self.searched_now = False
         self._no_velocity = (wp.zeros(0, dtype=wp.vec3, device=d), wp.zeros(0, dtype=wp.vec3, device=d))
         # the drift is each vertex's share of the colliding vertices' mean displacement; a fixed colliding
         # vertex does not drift with the others, so with one the bound is on the displacement itself
@@ -462,7 +493,12 @@ class SelfContact:
         sim/self_contact_partial.py), or when x is not what the last step wrote (a new or reset state); else
         the last search's. `fresh`: a search fills new arrays (on a Tape, each step's kernels must keep reading
         their own). Under a capture (kernels.runtime.capture) every step searches: a replay cannot take the host's
-        decision again."""
+        decision again.
+
+        After it, `searched_now` says whether a full search ran at x (its `search_distances` are then the
+        pairs' distances at x), and `has_pairs` whether any pair is listed (False: the step's pair passes
+        would do nothing, and may be skipped)."""
+        self.searched_now = False
         if x is not self._last_out or wp.is_capturing(self.device):
             self.find(x, fresh=fresh)
             return self.data
@@ -501,6 +537,7 @@ class SelfContact:
         self._marked.zero_()
         self._search_count.zero_()
         self.partial_searches += 1
+        self.has_pairs = True  # a partial search runs where the cloth touches itself
         return True
 
     def _build_edge_midpoint_grid(self):
@@ -551,10 +588,16 @@ class SelfContact:
             run(find_edge_edge_pairs, self.edge_count,
                 [x, edge_boxes, data, r, self._typical[1], boxes, self.bound, self.overflow])
         run(scale_bound, self.particle_count, [self.bound, GAMMA])
-        run(keep_reachable_pairs, self.particle_count, [data, self.bound, 0])
+        data.degree.zero_()
+        self._kept_total.zero_()
+        keep = [data, self.bound, 0, *self.search_distances, self._kept_total]
+        run(keep_reachable_pairs, self.particle_count, keep)
         if self.edge_count:
-            run(keep_reachable_pairs, self.edge_count, [data, self.bound, 1])
-        self._count_degrees()
+            keep[2] = 1
+            run(keep_reachable_pairs, self.edge_count, keep)
+        # the one read of a search (begin_step reads the step's flags anyway); a capture cannot read
+        self.has_pairs = wp.is_capturing(d) or bool(self._kept_total.numpy()[0])
+        self.searched_now = True
         run(copy_positions, self.particle_count, [x, self._partial.x_grid])
         self._tri_grid_data = tri_grid
         self._edge_grid_stale = True

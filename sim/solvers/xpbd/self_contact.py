@@ -98,6 +98,8 @@ def solve_vertex_triangle_contacts(x: wp.array(dtype=wp.vec3), x_start: wp.array
     pairs that cannot touch (vt_distance: pair_start_distances; moved: displacements). The vertex's own
     corrections and count are summed here and added once (atomics are the kernel's main cost on the CPU)."""
     v = wp.tid()
+    if data.vt_count[v] == 0:
+        return
     own = wp.vec3(0.0, 0.0, 0.0)
     own_count = int(0)
     for k in range(data.vt_count[v]):
@@ -140,6 +142,8 @@ def solve_edge_edge_contacts(x: wp.array(dtype=wp.vec3), x_start: wp.array(dtype
     (1 - s, s) and (1 - t, t), skipping the pairs that cannot touch (as solve_vertex_triangle_contacts). The
     edge's own corrections and counts are summed here and added once."""
     e = wp.tid()
+    if data.ee_count[e] == 0:
+        return  # most edges, even in a pile: before any other read
     i0 = data.edge_indices[e, 0]
     i1 = data.edge_indices[e, 1]
     own0 = wp.vec3(0.0, 0.0, 0.0)

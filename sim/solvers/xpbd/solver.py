@@ -149,6 +149,8 @@ class SolverXPBD(Solver):
         self_contact = self_contact_of(model)
         if self_contact is not None:
             self_contact.begin_step(state_in.particle_q, fresh=grad)
+        # no listed pair (a cloth falling free of itself): no pair passes
+        pairs = self_contact is not None and self_contact.has_pairs
         # with self-contact the solved positions go through the displacement bound into state_out
         x_end = state_out.particle_q if self_contact is None else positions("x_end")
         x = x_end if self.iterations == 0 else positions("x0")
@@ -164,7 +166,8 @@ class SolverXPBD(Solver):
                   outputs=[inv_mass])
         shapes = shape_data(model, state_in, self._shape_buffers)
         touching = self_contact.data.degree if self_contact is not None else None
-        start_distances = self._pair_start_distances(model, self_contact, state_in.particle_q, scratch)
+        start_distances = self._pair_start_distances(model, self_contact, state_in.particle_q, scratch) \
+            if pairs else None
         for it in range(self.iterations):
             delta = positions("delta", accumulated=scratch is None)  # the gather writes every element
             contact_delta = positions("contact_delta", accumulated=True)
@@ -179,7 +182,7 @@ class SolverXPBD(Solver):
             lambdas = new_lambdas
             if model.particle_grid_enabled:
                 self._particle_contacts(model, state_in, x, inv_mass, contact_delta, grad)
-            if self_contact is not None:
+            if pairs:
                 touching = self._self_contacts(model, self_contact, x, state_in.particle_q, inv_mass, touching,
                                                start_distances, scratch, contact_delta)
             x_next = x_end if it == self.iterations - 1 else positions(f"x{(it + 1) % 2}")
@@ -213,9 +216,12 @@ class SolverXPBD(Solver):
     def _pair_start_distances(self, model, self_contact, x_start, scratch):
         """(vertex-triangle, edge-edge) distances of this step's pairs at its start x_start [m], slot by slot
         (for the contact passes to skip the pairs that cannot touch); None without self-contact. Not taped: on
-        a Tape (scratch None) new arrays, which the replayed passes keep reading."""
+        a Tape (scratch None) new arrays, which the replayed passes keep reading. A step that starts where the
+        full search ran reads the search's own (the same numbers: the same positions and closest points)."""
         if self_contact is None:
             return None
+        if scratch is not None and self_contact.searched_now:
+            return self_contact.search_distances
         d = model.device
         vt_slots, ee_slots = self_contact.data.vt_start.shape[0], self_contact.data.ee_start.shape[0]
         if scratch is None or scratch.get("vt_distance") is None or scratch["vt_distance"].shape[0] != vt_slots \
