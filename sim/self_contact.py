@@ -258,13 +258,11 @@ def count_touching(data: SelfContactData, i: int, j: int, k: int, l: int, d: flo
 
 @wp.kernel
 def keep_reachable_pairs(data: SelfContactData, bound: wp.array(dtype=float), edges: int,
-                         vt_distance: wp.array(dtype=float), ee_distance: wp.array(dtype=float),
                          kept_total: wp.array(dtype=wp.int32)):
     """With the final bound, keep (compacted, in order) only the pairs of vertex (edges = 0) or edge
     (edges = 1) i that could come within their thickness this step: d < h + the farthest each side may move.
-    Each kept pair's distance [m] at the search goes to its slot of vt_distance or ee_distance (a step that
-    starts at the search positions needs no pair_start_distances), its touching count to data.degree (zeroed
-    before: count_degrees' sum), and the number kept to kept_total[0]."""
+    Each kept pair that touches at the search is counted in data.degree (zeroed before: count_degrees' sum,
+    without its second pass over the lists), the number kept in kept_total[0]."""
     i = wp.tid()
     kept = int(0)
     if edges == 0:
@@ -279,7 +277,6 @@ def keep_reachable_pairs(data: SelfContactData, bound: wp.array(dtype=float), ed
             if d < h + bound[i] + reach(bound, a, b, c):
                 data.vt_triangle[i * VT_SLOTS + kept] = t
                 data.vt_start[i * VT_SLOTS + kept] = u
-                vt_distance[i * VT_SLOTS + kept] = d
                 count_touching(data, i, a, b, c, d, h)
                 kept = kept + 1
         data.vt_count[i] = kept
@@ -296,7 +293,6 @@ def keep_reachable_pairs(data: SelfContactData, bound: wp.array(dtype=float), ed
             if d < h + wp.max(bound[i0], bound[i1]) + wp.max(bound[j0], bound[j1]):
                 data.ee_edge[i * EE_SLOTS + kept] = f
                 data.ee_start[i * EE_SLOTS + kept] = u
-                ee_distance[i * EE_SLOTS + kept] = d
                 count_touching(data, i0, i1, j0, j1, d, h)
                 kept = kept + 1
         data.ee_count[i] = kept
@@ -401,13 +397,9 @@ class SelfContact:
         self._edge_grid_stale = True  # the midpoint grid of partial searches, built at the first one after a full
         self.overflow = wp.zeros(1, dtype=wp.int32, device=d)
         self.searches = 0
-        # each kept pair's distance at the last full search, slot by slot (vertex-triangle, edge-edge), and how
-        # many pairs it kept: a step that starts there reads them, a model without pairs skips its passes
-        self.search_distances = (wp.zeros(self.particle_count * VT_SLOTS, dtype=float, device=d),
-                                 wp.zeros(max(self.edge_count, 1) * EE_SLOTS, dtype=float, device=d))
+        # how many pairs the last full search kept: a model without pairs skips its pair passes
         self._kept_total = wp.zeros(1, dtype=wp.int32, device=d)
         self.has_pairs = True
-        self.searched_now = False
         self._no_velocity = (wp.zeros(0, dtype=wp.vec3, device=d), wp.zeros(0, dtype=wp.vec3, device=d))
         # the drift is each vertex's share of the colliding vertices' mean displacement; a fixed colliding
         # vertex does not drift with the others, so with one the bound is on the displacement itself
@@ -495,10 +487,8 @@ class SelfContact:
         their own). Under a capture (kernels.runtime.capture) every step searches: a replay cannot take the host's
         decision again.
 
-        After it, `searched_now` says whether a full search ran at x (its `search_distances` are then the
-        pairs' distances at x), and `has_pairs` whether any pair is listed (False: the step's pair passes
-        would do nothing, and may be skipped)."""
-        self.searched_now = False
+        After it, `has_pairs` says whether any pair is listed (False: the step's pair passes would do nothing,
+        and may be skipped)."""
         if x is not self._last_out or wp.is_capturing(self.device):
             self.find(x, fresh=fresh)
             return self.data
@@ -590,14 +580,13 @@ class SelfContact:
         run(scale_bound, self.particle_count, [self.bound, GAMMA])
         data.degree.zero_()
         self._kept_total.zero_()
-        keep = [data, self.bound, 0, *self.search_distances, self._kept_total]
+        keep = [data, self.bound, 0, self._kept_total]
         run(keep_reachable_pairs, self.particle_count, keep)
         if self.edge_count:
             keep[2] = 1
             run(keep_reachable_pairs, self.edge_count, keep)
         # the one read of a search (begin_step reads the step's flags anyway); a capture cannot read
         self.has_pairs = wp.is_capturing(d) or bool(self._kept_total.numpy()[0])
-        self.searched_now = True
         run(copy_positions, self.particle_count, [x, self._partial.x_grid])
         self._tri_grid_data = tri_grid
         self._edge_grid_stale = True

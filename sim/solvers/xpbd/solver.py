@@ -153,7 +153,10 @@ class SolverXPBD(Solver):
         pairs = self_contact is not None and self_contact.has_pairs
         # with self-contact the solved positions go through the displacement bound into state_out
         x_end = state_out.particle_q if self_contact is None else positions("x_end")
-        x = x_end if self.iterations == 0 else positions("x0")
+        # with pairs, the prediction is kept (the iterations ping-pong between x1 and x0): the pair passes measure
+        # how far each vertex moved from it
+        x = x_end if self.iterations == 0 else positions("x_predicted" if pairs else "x0")
+        x_predicted = x
         wp.launch(k.predict_positions, dim=n, device=device,
                   inputs=[state_in.particle_q, state_in.particle_qd, f_state, f_control, model.particle_mass,
                           model.particle_flags, settings], outputs=[x])
@@ -166,7 +169,7 @@ class SolverXPBD(Solver):
                   outputs=[inv_mass])
         shapes = shape_data(model, state_in, self._shape_buffers)
         touching = self_contact.data.degree if self_contact is not None else None
-        start_distances = self._pair_start_distances(model, self_contact, state_in.particle_q, scratch) \
+        start_distances = self._pair_start_distances(model, self_contact, x_predicted, scratch) \
             if pairs else None
         for it in range(self.iterations):
             delta = positions("delta", accumulated=scratch is None)  # the gather writes every element
@@ -183,8 +186,8 @@ class SolverXPBD(Solver):
             if model.particle_grid_enabled:
                 self._particle_contacts(model, state_in, x, inv_mass, contact_delta, grad)
             if pairs:
-                touching = self._self_contacts(model, self_contact, x, state_in.particle_q, inv_mass, touching,
-                                               start_distances, scratch, contact_delta)
+                touching = self._self_contacts(model, self_contact, x, state_in.particle_q, x_predicted, inv_mass,
+                                               touching, start_distances, scratch, contact_delta)
             x_next = x_end if it == self.iterations - 1 else positions(f"x{(it + 1) % 2}")
             wp.launch(k.apply_corrections, dim=n, device=device, inputs=[x, delta, contact_delta, settings],
                       outputs=[x_next])
@@ -213,15 +216,12 @@ class SolverXPBD(Solver):
         wp.launch(k.add_averaged_corrections, dim=n, device=device, inputs=[pair_delta, pair_count],
                   outputs=[contact_delta])
 
-    def _pair_start_distances(self, model, self_contact, x_start, scratch):
-        """(vertex-triangle, edge-edge) distances of this step's pairs at its start x_start [m], slot by slot
-        (for the contact passes to skip the pairs that cannot touch); None without self-contact. Not taped: on
-        a Tape (scratch None) new arrays, which the replayed passes keep reading. A step that starts where the
-        full search ran reads the search's own (the same numbers: the same positions and closest points)."""
+    def _pair_start_distances(self, model, self_contact, x_predicted, scratch):
+        """(vertex-triangle, edge-edge) distances of this step's pairs at its predicted positions x_predicted
+        [m], slot by slot (for the contact passes to skip the pairs that cannot touch); None without
+        self-contact. Not taped: on a Tape (scratch None) new arrays, which the replayed passes keep reading."""
         if self_contact is None:
             return None
-        if scratch is not None and self_contact.searched_now:
-            return self_contact.search_distances
         d = model.device
         vt_slots, ee_slots = self_contact.data.vt_start.shape[0], self_contact.data.ee_start.shape[0]
         if scratch is None or scratch.get("vt_distance") is None or scratch["vt_distance"].shape[0] != vt_slots \
@@ -232,19 +232,20 @@ class SolverXPBD(Solver):
         else:
             distances = (scratch["vt_distance"], scratch["ee_distance"])
         wp.launch(pair_start_distances, dim=max(model.particle_count, self_contact.edge_count), device=d,
-                  inputs=[x_start, self_contact.data, *distances], record_tape=False)
+                  inputs=[x_predicted, self_contact.data, *distances], record_tape=False)
         return distances
 
-    def _self_contacts(self, model, self_contact, x, x_start, inv_mass, count, start_distances, scratch,
-                       contact_delta):
+    def _self_contacts(self, model, self_contact, x, x_start, x_predicted, inv_mass, count, start_distances,
+                       scratch, contact_delta):
         """Cloth self-contact corrections of this step's pairs (sim/self_contact.py), added into
         `contact_delta`, each pair's share set by the touching-pair counts `count` of the previous iteration;
-        the pairs that cannot touch (start_distances, and how far each vertex moved since x_start) skipped.
-        Returns this iteration's counts."""
+        the pairs that cannot touch (start_distances at x_predicted, and how far each vertex moved since)
+        skipped; x_start: the step's start, from which friction measures the slip. Returns this iteration's
+        counts."""
         n, d = model.particle_count, model.device
         touching = wp.zeros(n, dtype=wp.int32, device=d)
         moved = wp.empty(n, dtype=float, device=d) if scratch is None else scratch["moved"]
-        wp.launch(displacements, dim=n, device=d, inputs=[x, x_start, moved], record_tape=False)
+        wp.launch(displacements, dim=n, device=d, inputs=[x, x_predicted, moved], record_tape=False)
         inputs = [x, x_start, inv_mass, self_contact.data, model.soft_contact_mu, count, *start_distances, moved]
         wp.launch(solve_vertex_triangle_contacts, dim=n, device=d, inputs=inputs, outputs=[contact_delta, touching])
         if self_contact.edge_count:
@@ -259,7 +260,7 @@ class SolverXPBD(Solver):
         if getattr(self, "_scratch_key", None) != key:
             n, d = model.particle_count, model.device
             self._scratch_buffers = {name: wp.zeros(n, dtype=wp.vec3, device=d)
-                                     for name in ("x0", "x1", "x_end", "delta", "contact_delta")}
+                                     for name in ("x0", "x1", "x_predicted", "x_end", "delta", "contact_delta")}
             self._scratch_buffers["lambdas"] = [self._new_lambdas(model, False) for _ in range(2)]
             self._scratch_buffers["inv_mass"] = wp.zeros(n, dtype=float, device=d)
             self._scratch_buffers["moved"] = wp.zeros(n, dtype=float, device=d)
