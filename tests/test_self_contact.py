@@ -496,3 +496,42 @@ def test_the_bound_never_lengthens_a_step_of_a_cloth_that_drifted_far_since_its_
         assert np.all(np.sum(taken * step, axis=1) >= -1.0e-9), f"a vertex was turned back at step {k}"
         if k < steps:
             assert np.allclose(taken, step, atol=1.0e-5), "a common translation is never shortened"
+
+
+def test_xpbd_skips_only_pairs_that_cannot_touch_and_none_without_pairs(monkeypatch):
+    """SolverXPBD's pair passes skip a pair whose distance at the step's prediction, less how far each side
+    moved since, stays above its thickness (sim/solvers/xpbd/self_contact.py). Two noisy layers 1.5 thicknesses
+    apart, the upper one coming down by 0.8 thicknesses a step (so pairs apart at the step's start touch at its
+    prediction): three steps give the same positions to the bit as with every pair's distance taken as 0 (no
+    pair skipped), and the layers stay apart. A cloth far from itself lists no pair and launches no pair pass."""
+    from sim.solvers.xpbd import solver as xpbd_solver
+    rng = np.random.default_rng(5)
+    b = sim.ModelBuilder(gravity=0.0)
+    dt = 1.0 / 240.0
+    for height, speed in ((0.0, 0.0), (1.5 * THICKNESS, -0.8 * THICKNESS / dt)):  # grids in the xy plane
+        b.add_cloth_grid((0, 0, height), IDENTITY, (0, 0, speed), 6, 6, 0.03, 0.03, mass=0.001, self_collision=True,
+                         thickness=THICKNESS)
+    model = b.finalize("cpu")
+    model.particle_q.assign(model.particle_q.numpy() + rng.normal(scale=0.001, size=(model.particle_count, 3)))
+    skipping = run(model, sim.SolverXPBD(model, iterations=10), 3, dt).particle_q.numpy()
+    gap = skipping[49:, 2].min() - skipping[:49, 2].max()
+
+    def nothing_skipped(self, model, self_contact, x_predicted, scratch):
+        return tuple(wp.zeros_like(a) for a in self_contact_distances(self, model, self_contact, x_predicted,
+                                                                      scratch))
+
+    self_contact_distances = xpbd_solver.SolverXPBD._pair_start_distances
+    monkeypatch.setattr(xpbd_solver.SolverXPBD, "_pair_start_distances", nothing_skipped)
+    model._self_contact = None
+    solving_all = run(model, sim.SolverXPBD(model, iterations=10), 3, dt).particle_q.numpy()
+    assert np.array_equal(skipping, solving_all)
+    assert gap > 0.5 * THICKNESS
+
+    launched = []
+    monkeypatch.setattr(xpbd_solver.SolverXPBD, "_self_contacts", lambda *args: launched.append(1))
+    far = sim.ModelBuilder(gravity=0.0)
+    far.add_cloth_grid((0, 0, 0), IDENTITY, (0, 0, 0), 4, 4, 0.03, 0.03, mass=0.001, self_collision=True,
+                       thickness=THICKNESS)
+    far_model = far.finalize("cpu")
+    run(far_model, sim.SolverXPBD(far_model, iterations=4), 2, dt)
+    assert not far_model._self_contact.has_pairs and not launched
