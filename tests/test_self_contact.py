@@ -502,7 +502,7 @@ def test_xpbd_skips_only_pairs_that_cannot_touch_and_none_without_pairs(monkeypa
     """SolverXPBD's pair passes skip a pair whose distance at the step's prediction, less how far each side
     moved since, stays above its thickness (sim/solvers/xpbd/self_contact.py). Two noisy layers 1.5 thicknesses
     apart, the upper one coming down by 0.8 thicknesses a step (so pairs apart at the step's start touch at its
-    prediction): three steps give the same positions to the bit as with every pair's distance taken as 0 (no
+    prediction): three steps give the same positions to the bit as with every pair's slack taken as 0 (no
     pair skipped), and the layers stay apart. A cloth far from itself lists no pair and launches no pair pass."""
     from sim.solvers.xpbd import solver as xpbd_solver
     rng = np.random.default_rng(5)

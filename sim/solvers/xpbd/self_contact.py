@@ -31,35 +31,53 @@ SKIP_SLACK = 1.0e-4
 
 
 @wp.kernel
-def pair_start_distances(x: wp.array(dtype=wp.vec3), data: SelfContactData, vt_distance: wp.array(dtype=float),
-                         ee_distance: wp.array(dtype=float)):
-    """Each pair's distance [m] at positions x (the step's prediction), slot by slot (vertex-triangle slots of vertex
-    i, then edge-edge slots of edge i). dim = max(particle_count, edge_count). Not differentiated: the distances
-    only decide which pairs are skipped."""
+def pair_start_distances(x: wp.array(dtype=wp.vec3), data: SelfContactData, vt_slack: wp.array(dtype=float),
+                         ee_slack: wp.array(dtype=float)):
+    """Each pair's slack [m] at positions x (the step's prediction): its distance less its thickness h (less
+    SKIP_SLACK h against rounding), slot by slot (vertex-triangle slots of vertex i, then edge-edge slots of
+    edge i). dim = max(particle_count, edge_count). Not differentiated: the slacks only decide which pairs are
+    skipped."""
     i = wp.tid()
     if i < data.vt_count.shape[0]:
         for k in range(data.vt_count[i]):
             a, b, c, w, u = vertex_triangle_pair(x, data, i, k)
-            vt_distance[i * VT_SLOTS + k] = wp.length(u)
+            h = 0.5 * (data.thickness[i] + data.thickness[a])
+            vt_slack[i * VT_SLOTS + k] = wp.length(u) - h * (1.0 + SKIP_SLACK)
     if i < data.edge_indices.shape[0]:
         for k in range(data.ee_count[i]):
             j0, j1, s, t, u = edge_edge_pair(x, data, i, k)
-            ee_distance[i * EE_SLOTS + k] = wp.length(u)
+            h = 0.5 * (data.thickness[data.edge_indices[i, 0]] + data.thickness[j0])
+            ee_slack[i * EE_SLOTS + k] = wp.length(u) - h * (1.0 + SKIP_SLACK)
 
 
 @wp.kernel
-def displacements(x: wp.array(dtype=wp.vec3), x_reference: wp.array(dtype=wp.vec3), moved: wp.array(dtype=float)):
+def displacements(x: wp.array(dtype=wp.vec3), x_reference: wp.array(dtype=wp.vec3), data: SelfContactData,
+                  moved: wp.array(dtype=float), moved_triangle: wp.array(dtype=float),
+                  moved_edge: wp.array(dtype=float)):
     """moved[i] = |x_i - x_reference_i| [m]: how far each vertex moved since the positions where the pairs'
-    distances were measured (the step's prediction). Not differentiated."""
+    slacks were measured (the step's prediction); moved_triangle and moved_edge: the largest of their vertices'
+    (a pass then reads one number for the other side of a pair). dim = max(particle_count, tri_count,
+    edge_count). Not differentiated."""
     i = wp.tid()
-    moved[i] = wp.length(x[i] - x_reference[i])
+    if i < moved.shape[0]:
+        moved[i] = wp.length(x[i] - x_reference[i])
+    if i < data.tri_indices.shape[0]:
+        m = float(0.0)
+        for c in range(3):
+            j = data.tri_indices[i, c]
+            m = wp.max(m, wp.length(x[j] - x_reference[j]))
+        moved_triangle[i] = m
+    if i < data.edge_indices.shape[0]:
+        j0 = data.edge_indices[i, 0]
+        j1 = data.edge_indices[i, 1]
+        moved_edge[i] = wp.max(wp.length(x[j0] - x_reference[j0]), wp.length(x[j1] - x_reference[j1]))
 
 
 @wp.func
-def cannot_touch(start_distance: float, moved_a: float, moved_b: float, h: float):
-    """Whether a pair at start_distance [m] at the step's prediction, whose sides moved by at most moved_a and
-    moved_b [m] since, is still at least its thickness h [m] apart (see the module docstring)."""
-    return start_distance - moved_a - moved_b > h * (1.0 + SKIP_SLACK)
+def cannot_touch(slack: float, moved_a: float, moved_b: float):
+    """Whether a pair with `slack` [m] at the step's prediction (pair_start_distances), whose sides moved by at
+    most moved_a and moved_b [m] since, is still farther apart than its thickness (the module docstring)."""
+    return slack - moved_a - moved_b > 0.0
 
 
 @wp.func
@@ -95,11 +113,12 @@ def pair_share(count: wp.array(dtype=wp.int32), i: int, j: int, k: int, l: int):
 def solve_vertex_triangle_contacts(x: wp.array(dtype=wp.vec3), x_start: wp.array(dtype=wp.vec3),
                                    inv_mass: wp.array(dtype=float), data: SelfContactData,
                                    friction: wp.array(dtype=float), count: wp.array(dtype=wp.int32),
-                                   vt_distance: wp.array(dtype=float), ee_distance: wp.array(dtype=float),
-                                   moved: wp.array(dtype=float), delta: wp.array(dtype=wp.vec3),
+                                   vt_slack: wp.array(dtype=float), ee_slack: wp.array(dtype=float),
+                                   moved: wp.array(dtype=float), moved_triangle: wp.array(dtype=float),
+                                   moved_edge: wp.array(dtype=float), delta: wp.array(dtype=wp.vec3),
                                    touching: wp.array(dtype=wp.int32)):
     """One thread per vertex v, over its triangles (a, b, c): r = x_v - (wa x_a + wb x_b + wc x_c), skipping the
-    pairs that cannot touch (vt_distance: pair_start_distances; moved: displacements). The vertex's own
+    pairs that cannot touch (vt_slack: pair_start_distances; moved, moved_triangle: displacements). The vertex's own
     corrections and count are summed here and added once (atomics are the kernel's main cost on the CPU)."""
     v = wp.tid()
     if data.vt_count[v] == 0:
@@ -107,11 +126,7 @@ def solve_vertex_triangle_contacts(x: wp.array(dtype=wp.vec3), x_start: wp.array
     own = wp.vec3(0.0, 0.0, 0.0)
     own_count = int(0)
     for k in range(data.vt_count[v]):
-        t = data.vt_triangle[v * VT_SLOTS + k]
-        far = moved[data.tri_indices[t, 0]]
-        far = wp.max(wp.max(far, moved[data.tri_indices[t, 1]]), moved[data.tri_indices[t, 2]])
-        if cannot_touch(vt_distance[v * VT_SLOTS + k], moved[v], far,
-                        0.5 * (data.thickness[v] + data.thickness[data.tri_indices[t, 0]])):
+        if cannot_touch(vt_slack[v * VT_SLOTS + k], moved[v], moved_triangle[data.vt_triangle[v * VT_SLOTS + k]]):
             continue
         a, b, c, w, u = vertex_triangle_pair(x, data, v, k)
         u_start = data.vt_start[v * VT_SLOTS + k]
@@ -139,8 +154,9 @@ def solve_vertex_triangle_contacts(x: wp.array(dtype=wp.vec3), x_start: wp.array
 @wp.kernel
 def solve_edge_edge_contacts(x: wp.array(dtype=wp.vec3), x_start: wp.array(dtype=wp.vec3),
                              inv_mass: wp.array(dtype=float), data: SelfContactData, friction: wp.array(dtype=float),
-                             count: wp.array(dtype=wp.int32), vt_distance: wp.array(dtype=float),
-                             ee_distance: wp.array(dtype=float), moved: wp.array(dtype=float),
+                             count: wp.array(dtype=wp.int32), vt_slack: wp.array(dtype=float),
+                             ee_slack: wp.array(dtype=float), moved: wp.array(dtype=float),
+                             moved_triangle: wp.array(dtype=float), moved_edge: wp.array(dtype=float),
                              delta: wp.array(dtype=wp.vec3), touching: wp.array(dtype=wp.int32)):
     """One thread per edge (i0, i1), over its edges (j0, j1): r = the closest points' difference, weights
     (1 - s, s) and (1 - t, t), skipping the pairs that cannot touch (as solve_vertex_triangle_contacts). The
@@ -153,12 +169,9 @@ def solve_edge_edge_contacts(x: wp.array(dtype=wp.vec3), x_start: wp.array(dtype
     own0 = wp.vec3(0.0, 0.0, 0.0)
     own1 = wp.vec3(0.0, 0.0, 0.0)
     own_count = int(0)
-    moved_e = wp.max(moved[i0], moved[i1])
+    moved_e = moved_edge[e]
     for k in range(data.ee_count[e]):
-        f = data.ee_edge[e * EE_SLOTS + k]
-        if cannot_touch(ee_distance[e * EE_SLOTS + k], moved_e,
-                        wp.max(moved[data.edge_indices[f, 0]], moved[data.edge_indices[f, 1]]),
-                        0.5 * (data.thickness[i0] + data.thickness[data.edge_indices[f, 0]])):
+        if cannot_touch(ee_slack[e * EE_SLOTS + k], moved_e, moved_edge[data.ee_edge[e * EE_SLOTS + k]]):
             continue
         j0, j1, s, t, u = edge_edge_pair(x, data, e, k)
         u_start = data.ee_start[e * EE_SLOTS + k]

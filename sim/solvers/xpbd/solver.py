@@ -217,9 +217,10 @@ class SolverXPBD(Solver):
                   outputs=[contact_delta])
 
     def _pair_start_distances(self, model, self_contact, x_predicted, scratch):
-        """(vertex-triangle, edge-edge) distances of this step's pairs at its predicted positions x_predicted
-        [m], slot by slot (for the contact passes to skip the pairs that cannot touch); None without
-        self-contact. Not taped: on a Tape (scratch None) new arrays, which the replayed passes keep reading."""
+        """(vertex-triangle, edge-edge) slacks of this step's pairs (distance less thickness, pair_start_distances)
+        at its predicted positions x_predicted [m], slot by slot (for the contact passes to skip the pairs that
+        cannot touch); None without self-contact. Not taped: on a Tape (scratch None) new arrays, which the
+        replayed passes keep reading."""
         if self_contact is None:
             return None
         d = model.device
@@ -244,9 +245,17 @@ class SolverXPBD(Solver):
         counts."""
         n, d = model.particle_count, model.device
         touching = wp.zeros(n, dtype=wp.int32, device=d)
-        moved = wp.empty(n, dtype=float, device=d) if scratch is None else scratch["moved"]
-        wp.launch(displacements, dim=n, device=d, inputs=[x, x_predicted, moved], record_tape=False)
-        inputs = [x, x_start, inv_mass, self_contact.data, model.soft_contact_mu, count, *start_distances, moved]
+        sizes = (n, max(self_contact.tri_count, 1), max(self_contact.edge_count, 1))
+        if scratch is None or scratch.get("moved_edge") is None or scratch["moved_edge"].shape[0] != sizes[2] \
+                or scratch["moved_triangle"].shape[0] != sizes[1]:
+            moved = tuple(wp.empty(size, dtype=float, device=d) for size in sizes)
+            if scratch is not None:
+                scratch["moved"], scratch["moved_triangle"], scratch["moved_edge"] = moved
+        else:
+            moved = (scratch["moved"], scratch["moved_triangle"], scratch["moved_edge"])
+        wp.launch(displacements, dim=max(sizes), device=d, inputs=[x, x_predicted, self_contact.data, *moved],
+                  record_tape=False)
+        inputs = [x, x_start, inv_mass, self_contact.data, model.soft_contact_mu, count, *start_distances, *moved]
         wp.launch(solve_vertex_triangle_contacts, dim=n, device=d, inputs=inputs, outputs=[contact_delta, touching])
         if self_contact.edge_count:
             wp.launch(solve_edge_edge_contacts, dim=self_contact.edge_count, device=d, inputs=inputs,
@@ -263,7 +272,6 @@ class SolverXPBD(Solver):
                                      for name in ("x0", "x1", "x_predicted", "x_end", "delta", "contact_delta")}
             self._scratch_buffers["lambdas"] = [self._new_lambdas(model, False) for _ in range(2)]
             self._scratch_buffers["inv_mass"] = wp.zeros(n, dtype=float, device=d)
-            self._scratch_buffers["moved"] = wp.zeros(n, dtype=float, device=d)
             self._scratch_buffers["corrections"] = wp.zeros(max(self.slots.count, 1), dtype=wp.vec3, device=d)
             self._scratch_key = key
         return self._scratch_buffers
