@@ -51,26 +51,24 @@ def pair_start_distances(x: wp.array(dtype=wp.vec3), data: SelfContactData, vt_s
 
 
 @wp.kernel
-def displacements(x: wp.array(dtype=wp.vec3), x_reference: wp.array(dtype=wp.vec3), data: SelfContactData,
-                  moved: wp.array(dtype=float), moved_triangle: wp.array(dtype=float),
-                  moved_edge: wp.array(dtype=float)):
+def displacements(x: wp.array(dtype=wp.vec3), x_reference: wp.array(dtype=wp.vec3), moved: wp.array(dtype=float)):
     """moved[i] = |x_i - x_reference_i| [m]: how far each vertex moved since the positions where the pairs'
-    slacks were measured (the step's prediction); moved_triangle and moved_edge: the largest of their vertices'
-    (a pass then reads one number for the other side of a pair). dim = max(particle_count, tri_count,
-    edge_count). Not differentiated."""
+    slacks were measured (the step's prediction). Not differentiated."""
     i = wp.tid()
-    if i < moved.shape[0]:
-        moved[i] = wp.length(x[i] - x_reference[i])
+    moved[i] = wp.length(x[i] - x_reference[i])
+
+
+@wp.kernel
+def primitive_displacements(moved: wp.array(dtype=float), data: SelfContactData,
+                            moved_triangle: wp.array(dtype=float), moved_edge: wp.array(dtype=float)):
+    """The largest displacement of each triangle's and edge's vertices [m] (displacements): a pass reads one
+    number for the other side of a pair. dim = max(tri_count, edge_count). Not differentiated."""
+    i = wp.tid()
     if i < data.tri_indices.shape[0]:
-        m = float(0.0)
-        for c in range(3):
-            j = data.tri_indices[i, c]
-            m = wp.max(m, wp.length(x[j] - x_reference[j]))
-        moved_triangle[i] = m
+        moved_triangle[i] = wp.max(wp.max(moved[data.tri_indices[i, 0]], moved[data.tri_indices[i, 1]]),
+                                   moved[data.tri_indices[i, 2]])
     if i < data.edge_indices.shape[0]:
-        j0 = data.edge_indices[i, 0]
-        j1 = data.edge_indices[i, 1]
-        moved_edge[i] = wp.max(wp.length(x[j0] - x_reference[j0]), wp.length(x[j1] - x_reference[j1]))
+        moved_edge[i] = wp.max(moved[data.edge_indices[i, 0]], moved[data.edge_indices[i, 1]])
 
 
 @wp.func

@@ -12,8 +12,8 @@ from ...worlds import world_shape_slots
 from ...self_contact import self_contact_of
 from ..base import PARTICLE_FEATURES, PARTICLE_IGNORED_KEYS, PARTICLE_SCENE_KEYS, Solver
 from . import kernels as k
-from .self_contact import (displacements, pair_start_distances, solve_edge_edge_contacts,
-                           solve_vertex_triangle_contacts)
+from .self_contact import (displacements, pair_start_distances, primitive_displacements,
+                           solve_edge_edge_contacts, solve_vertex_triangle_contacts)
 
 
 class SolverXPBD(Solver):
@@ -253,8 +253,9 @@ class SolverXPBD(Solver):
                 scratch["moved"], scratch["moved_triangle"], scratch["moved_edge"] = moved
         else:
             moved = (scratch["moved"], scratch["moved_triangle"], scratch["moved_edge"])
-        wp.launch(displacements, dim=max(sizes), device=d, inputs=[x, x_predicted, self_contact.data, *moved],
-                  record_tape=False)
+        wp.launch(displacements, dim=n, device=d, inputs=[x, x_predicted, moved[0]], record_tape=False)
+        wp.launch(primitive_displacements, dim=max(sizes[1:]), device=d,
+                  inputs=[moved[0], self_contact.data, *moved[1:]], record_tape=False)
         inputs = [x, x_start, inv_mass, self_contact.data, model.soft_contact_mu, count, *start_distances, *moved]
         wp.launch(solve_vertex_triangle_contacts, dim=n, device=d, inputs=inputs, outputs=[contact_delta, touching])
         if self_contact.edge_count:
