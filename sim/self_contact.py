@@ -57,6 +57,7 @@ import kernels as wp
 
 from .hashgrid import HashGrid, HashGridData, hash_grid_cell_index, hash_grid_dims_for
 from .self_contact_boxgrid import BoxGrid, BoxGridData, first_entry_above, grown_box_cells
+from .self_contact_active import ActiveLists
 from .self_contact_bound import (DRIFT_TILE, check_budget, drop_overrun_drift, find_drift_overrun,
                                  limit_displacement, sum_drift_tiled, sum_drift_worlds)
 from .worlds import element_worlds
@@ -257,12 +258,11 @@ def count_touching(data: SelfContactData, i: int, j: int, k: int, l: int, d: flo
 
 
 @wp.kernel
-def keep_reachable_pairs(data: SelfContactData, bound: wp.array(dtype=float), edges: int,
-                         kept_total: wp.array(dtype=wp.int32)):
+def keep_reachable_pairs(data: SelfContactData, bound: wp.array(dtype=float), edges: int):
     """With the final bound, keep (compacted, in order) only the pairs of vertex (edges = 0) or edge
     (edges = 1) i that could come within their thickness this step: d < h + the farthest each side may move.
     Each kept pair that touches at the search is counted in data.degree (zeroed before: count_degrees' sum,
-    without its second pass over the lists), the number kept in kept_total[0]."""
+    without its second pass over the lists)."""
     i = wp.tid()
     kept = int(0)
     if edges == 0:
@@ -296,8 +296,6 @@ def keep_reachable_pairs(data: SelfContactData, bound: wp.array(dtype=float), ed
                 count_touching(data, i0, i1, j0, j1, d, h)
                 kept = kept + 1
         data.ee_count[i] = kept
-    if kept > 0:
-        wp.atomic_add(kept_total, 0, kept)
 
 
 @wp.kernel
@@ -375,6 +373,8 @@ class SelfContact:
         self._thickness = model.particle_thickness
         self._world = element_worlds(model, "particle", model.particle_count)
         self.data, self.bound, self.x_search = self._new_pairs()
+        self._active_lists = ActiveLists(self.particle_count, self.edge_count, d)
+        self.active = (self.particle_count, self.edge_count)  # vertices and edges listing pairs, as last read
         self._boxes = PrimitiveBoxes()
         for kind, count in (("tri", self.tri_count), ("edge", self.edge_count)):
             setattr(self._boxes, f"{kind}_radius", wp.zeros(max(count, 1), dtype=float, device=d))
@@ -397,9 +397,7 @@ class SelfContact:
         self._edge_grid_stale = True  # the midpoint grid of partial searches, built at the first one after a full
         self.overflow = wp.zeros(1, dtype=wp.int32, device=d)
         self.searches = 0
-        # how many pairs the last full search kept: a model without pairs skips its pair passes
-        self._kept_total = wp.zeros(1, dtype=wp.int32, device=d)
-        self.has_pairs = True
+        self.has_pairs = True  # whether any pair is listed: a model without pairs skips its pair passes
         self._no_velocity = (wp.zeros(0, dtype=wp.vec3, device=d), wp.zeros(0, dtype=wp.vec3, device=d))
         # the drift is each vertex's share of the colliding vertices' mean displacement; a fixed colliding
         # vertex does not drift with the others, so with one the bound is on the displacement itself
@@ -477,6 +475,9 @@ class SelfContact:
         data.ee_count = wp.zeros(max(self.edge_count, 1), dtype=wp.int32, device=d)
         data.degree = wp.zeros(n, dtype=wp.int32, device=d)
         data.world = self._world
+        data.vt_active = wp.zeros(n, dtype=wp.int32, device=d)
+        data.ee_active = wp.zeros(max(self.edge_count, 1), dtype=wp.int32, device=d)
+        data.active_count = wp.zeros(2, dtype=wp.int32, device=d)
         return data, wp.zeros(n, dtype=float, device=d), wp.zeros(n, dtype=wp.vec3, device=d)
 
     def begin_step(self, x, *, fresh: bool = False):
@@ -488,7 +489,8 @@ class SelfContact:
         decision again.
 
         After it, `has_pairs` says whether any pair is listed (False: the step's pair passes would do nothing,
-        and may be skipped)."""
+        and may be skipped), and `active` how many vertices and edges list pairs (the passes' launch sizes over
+        data.vt_active and ee_active)."""
         if x is not self._last_out or wp.is_capturing(self.device):
             self.find(x, fresh=fresh)
             return self.data
@@ -527,7 +529,7 @@ class SelfContact:
         self._marked.zero_()
         self._search_count.zero_()
         self.partial_searches += 1
-        self.has_pairs = True  # a partial search runs where the cloth touches itself
+        self._list_active()
         return True
 
     def _build_edge_midpoint_grid(self):
@@ -540,6 +542,17 @@ class SelfContact:
                   inputs=[self._edge_grid_data.sorted_index, boxes.edge_lower, boxes.edge_upper, boxes.edge_radius,
                           self._typical[1], boxes.edge_grid_lower, boxes.edge_grid_upper])
         self._edge_grid_stale = False
+
+    def _list_active(self):
+        """The vertices and edges with listed pairs (data.vt_active, ee_active), and how many: `active` and
+        `has_pairs` (the one read of a search: begin_step reads the step's flags anyway). Under a capture, which
+        cannot read, the passes launch over every vertex and edge, and the kernels stop at active_count."""
+        self._active_lists.build(self.data)
+        if wp.is_capturing(self.device):
+            self.active, self.has_pairs = (self.particle_count, self.edge_count), True
+            return
+        vertices, edges = (int(n) for n in self.data.active_count.numpy())
+        self.active, self.has_pairs = (vertices, edges), vertices + edges > 0
 
     def _count_degrees(self):
         d, data = self.device, self.data
@@ -579,14 +592,12 @@ class SelfContact:
                 [x, edge_boxes, data, r, self._typical[1], boxes, self.bound, self.overflow])
         run(scale_bound, self.particle_count, [self.bound, GAMMA])
         data.degree.zero_()
-        self._kept_total.zero_()
-        keep = [data, self.bound, 0, self._kept_total]
+        keep = [data, self.bound, 0]
         run(keep_reachable_pairs, self.particle_count, keep)
         if self.edge_count:
             keep[2] = 1
             run(keep_reachable_pairs, self.edge_count, keep)
-        # the one read of a search (begin_step reads the step's flags anyway); a capture cannot read
-        self.has_pairs = wp.is_capturing(d) or bool(self._kept_total.numpy()[0])
+        self._list_active()
         run(copy_positions, self.particle_count, [x, self._partial.x_grid])
         self._tri_grid_data = tri_grid
         self._edge_grid_stale = True

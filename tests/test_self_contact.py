@@ -283,18 +283,18 @@ def test_self_contact_kernels_compile_to_ptx():
     from kernels.compiler.nvrtc import compile_source_to_ptx, render_cuda_source
 
     import sim.self_contact
+    import sim.self_contact_active
     import sim.self_contact_bound
     import sim.self_contact_partial
     import sim.solvers.semi_implicit.self_contact
     import sim.solvers.xpbd.self_contact
 
-    for module in (sim.self_contact, sim.self_contact_bound, sim.self_contact_partial, sim.solvers.xpbd.self_contact,
-                   sim.solvers.semi_implicit.self_contact):
+    searching = (sim.self_contact, sim.self_contact_active, sim.self_contact_bound, sim.self_contact_partial)
+    for module in (*searching, sim.solvers.xpbd.self_contact, sim.solvers.semi_implicit.self_contact):
         module_kernels = get_module(module.__name__).kernels
         ptx = compile_source_to_ptx(render_cuda_source(module_kernels), 90, "self_contact.cu")
         for i, k in enumerate(module_kernels):
             assert f"k{i}_{k.name}_cuda_forward" in ptx
-            searching = (sim.self_contact, sim.self_contact_bound, sim.self_contact_partial)
             taped = module not in searching or k.name == "limit_displacement"
             assert not taped or f"k{i}_{k.name}_cuda_backward" in ptx, k.name
 

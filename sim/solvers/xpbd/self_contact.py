@@ -34,20 +34,22 @@ SKIP_SLACK = 1.0e-4
 def pair_start_distances(x: wp.array(dtype=wp.vec3), data: SelfContactData, vt_slack: wp.array(dtype=float),
                          ee_slack: wp.array(dtype=float)):
     """Each pair's slack [m] at positions x (the step's prediction): its distance less its thickness h (less
-    SKIP_SLACK h against rounding), slot by slot (vertex-triangle slots of vertex i, then edge-edge slots of
-    edge i). dim = max(particle_count, edge_count). Not differentiated: the slacks only decide which pairs are
-    skipped."""
-    i = wp.tid()
-    if i < data.vt_count.shape[0]:
+    SKIP_SLACK h against rounding), slot by slot (vertex-triangle slots of the tid-th vertex listing pairs,
+    then edge-edge slots of the tid-th edge). dim >= max(data.active_count). Not differentiated: the slacks only
+    decide which pairs are skipped."""
+    tid = wp.tid()
+    if tid < data.active_count[0]:
+        i = data.vt_active[tid]
         for k in range(data.vt_count[i]):
             a, b, c, w, u = vertex_triangle_pair(x, data, i, k)
             h = 0.5 * (data.thickness[i] + data.thickness[a])
             vt_slack[i * VT_SLOTS + k] = wp.length(u) - h * (1.0 + SKIP_SLACK)
-    if i < data.edge_indices.shape[0]:
-        for k in range(data.ee_count[i]):
-            j0, j1, s, t, u = edge_edge_pair(x, data, i, k)
-            h = 0.5 * (data.thickness[data.edge_indices[i, 0]] + data.thickness[j0])
-            ee_slack[i * EE_SLOTS + k] = wp.length(u) - h * (1.0 + SKIP_SLACK)
+    if tid < data.active_count[1]:
+        e = data.ee_active[tid]
+        for k in range(data.ee_count[e]):
+            j0, j1, s, t, u = edge_edge_pair(x, data, e, k)
+            h = 0.5 * (data.thickness[data.edge_indices[e, 0]] + data.thickness[j0])
+            ee_slack[e * EE_SLOTS + k] = wp.length(u) - h * (1.0 + SKIP_SLACK)
 
 
 @wp.kernel
@@ -115,12 +117,13 @@ def solve_vertex_triangle_contacts(x: wp.array(dtype=wp.vec3), x_start: wp.array
                                    moved: wp.array(dtype=float), moved_triangle: wp.array(dtype=float),
                                    moved_edge: wp.array(dtype=float), delta: wp.array(dtype=wp.vec3),
                                    touching: wp.array(dtype=wp.int32)):
-    """One thread per vertex v, over its triangles (a, b, c): r = x_v - (wa x_a + wb x_b + wc x_c), skipping the
-    pairs that cannot touch (vt_slack: pair_start_distances; moved, moved_triangle: displacements). The vertex's own
-    corrections and count are summed here and added once (atomics are the kernel's main cost on the CPU)."""
-    v = wp.tid()
-    if data.vt_count[v] == 0:
+    """One thread per vertex v listing pairs (data.vt_active; dim >= active_count[0]), over its triangles
+    (a, b, c): r = x_v - (wa x_a + wb x_b + wc x_c), skipping the pairs that cannot touch (vt_slack:
+    pair_start_distances; moved, moved_triangle: displacements). The vertex's own corrections and count are
+    summed here and added once (atomics are the kernel's main cost on the CPU)."""
+    if wp.tid() >= data.active_count[0]:
         return
+    v = data.vt_active[wp.tid()]
     own = wp.vec3(0.0, 0.0, 0.0)
     own_count = int(0)
     for k in range(data.vt_count[v]):
@@ -156,12 +159,13 @@ def solve_edge_edge_contacts(x: wp.array(dtype=wp.vec3), x_start: wp.array(dtype
                              ee_slack: wp.array(dtype=float), moved: wp.array(dtype=float),
                              moved_triangle: wp.array(dtype=float), moved_edge: wp.array(dtype=float),
                              delta: wp.array(dtype=wp.vec3), touching: wp.array(dtype=wp.int32)):
-    """One thread per edge (i0, i1), over its edges (j0, j1): r = the closest points' difference, weights
+    """One thread per edge (i0, i1) listing pairs (data.ee_active), over its edges (j0, j1): r = the closest
+    points' difference, weights
     (1 - s, s) and (1 - t, t), skipping the pairs that cannot touch (as solve_vertex_triangle_contacts). The
     edge's own corrections and counts are summed here and added once."""
-    e = wp.tid()
-    if data.ee_count[e] == 0:
-        return  # most edges, even in a pile: before any other read
+    if wp.tid() >= data.active_count[1]:
+        return
+    e = data.ee_active[wp.tid()]
     i0 = data.edge_indices[e, 0]
     i1 = data.edge_indices[e, 1]
     own0 = wp.vec3(0.0, 0.0, 0.0)

@@ -232,7 +232,7 @@ class SolverXPBD(Solver):
                 scratch["vt_distance"], scratch["ee_distance"] = distances
         else:
             distances = (scratch["vt_distance"], scratch["ee_distance"])
-        wp.launch(pair_start_distances, dim=max(model.particle_count, self_contact.edge_count), device=d,
+        wp.launch(pair_start_distances, dim=max(*self_contact.active, 1), device=d,
                   inputs=[x_predicted, self_contact.data, *distances], record_tape=False)
         return distances
 
@@ -257,9 +257,12 @@ class SolverXPBD(Solver):
         wp.launch(primitive_displacements, dim=max(sizes[1:]), device=d,
                   inputs=[moved[0], self_contact.data, *moved[1:]], record_tape=False)
         inputs = [x, x_start, inv_mass, self_contact.data, model.soft_contact_mu, count, *start_distances, *moved]
-        wp.launch(solve_vertex_triangle_contacts, dim=n, device=d, inputs=inputs, outputs=[contact_delta, touching])
-        if self_contact.edge_count:
-            wp.launch(solve_edge_edge_contacts, dim=self_contact.edge_count, device=d, inputs=inputs,
+        vertices, edges = self_contact.active  # those listing pairs
+        if vertices:
+            wp.launch(solve_vertex_triangle_contacts, dim=vertices, device=d, inputs=inputs,
+                      outputs=[contact_delta, touching])
+        if edges:
+            wp.launch(solve_edge_edge_contacts, dim=edges, device=d, inputs=inputs,
                       outputs=[contact_delta, touching])
         return touching
 
