@@ -55,6 +55,7 @@ import numpy as np
 
 import kernels as wp
 
+
 from .hashgrid import HashGrid, HashGridData, hash_grid_cell_index, hash_grid_dims_for
 from .self_contact_boxgrid import BoxGrid, BoxGridData, first_entry_above, grown_box_cells
 from .self_contact_active import ActiveLists
@@ -72,6 +73,11 @@ from .self_contact_primitives import (DEFAULT_THICKNESS_FRACTION, EE_SLOTS, GAMM
                                     LARGE, QUERY_RADIUS, VT_SLOTS, PrimitiveBoxes, SelfContactData,
                                     boxes_overlap, closest_point_triangle, edge_edge_candidate, edge_separation,
                                     lower_bound, store_pair, triangle_separation)
+
+# Run-to-run deterministic (each kernel runs thread index by thread index on the CPU, in one order whatever the
+# thread count): the large-primitive list is filled by atomic slots, and its order is the pairs' order, and with two
+# threads the 64 x 64 drop's positions differed from run to run.
+wp.set_module_options({"deterministic": wp.DeterministicMode.RUN_TO_RUN})
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -348,6 +354,9 @@ class SelfContact:
         searches: full pair searches run so far (int).
         partial_searches: searches around a few vertices only (sim/self_contact_partial.py) so far (int).
         overflow: pairs dropped for want of slots, summed over every search so far, shape [1] (int32).
+        has_pairs: whether the last search listed any pair (bool); a solver skips its pair passes without.
+        active: how many vertices and edges list pairs (data.vt_active, ee_active), as read after the last
+            search: the pair passes' launch sizes (tuple of two ints).
     """
 
     def __init__(self, model):
