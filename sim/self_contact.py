@@ -55,8 +55,10 @@ import numpy as np
 
 import kernels as wp
 
+
 from .hashgrid import HashGrid, HashGridData, hash_grid_cell_index, hash_grid_dims_for
 from .self_contact_boxgrid import BoxGrid, BoxGridData, first_entry_above, grown_box_cells
+from .self_contact_active import ActiveLists
 from .self_contact_bound import (DRIFT_TILE, check_budget, drop_overrun_drift, find_drift_overrun,
                                  limit_displacement, sum_drift_tiled, sum_drift_worlds)
 from .worlds import element_worlds
@@ -71,6 +73,11 @@ from .self_contact_primitives import (DEFAULT_THICKNESS_FRACTION, EE_SLOTS, GAMM
                                     LARGE, QUERY_RADIUS, VT_SLOTS, PrimitiveBoxes, SelfContactData,
                                     boxes_overlap, closest_point_triangle, edge_edge_candidate, edge_separation,
                                     lower_bound, store_pair, triangle_separation)
+
+# Run-to-run deterministic (each kernel runs thread index by thread index on the CPU, in one order whatever the
+# thread count): the large-primitive list is filled by atomic slots, and its order is the pairs' order, and with two
+# threads the 64 x 64 drop's positions differed from run to run.
+wp.set_module_options({"deterministic": wp.DeterministicMode.RUN_TO_RUN})
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -246,21 +253,37 @@ def find_edge_edge_pairs(x: wp.array(dtype=wp.vec3), entries: BoxGridData, data:
     data.ee_count[e] = count
 
 
+@wp.func
+def count_touching(data: SelfContactData, i: int, j: int, k: int, l: int, d: float, h: float):
+    """A pair of vertices i, j, k, l at distance d [m] touches at the search when d < h: count it at each."""
+    if d < h:
+        wp.atomic_add(data.degree, i, 1)
+        wp.atomic_add(data.degree, j, 1)
+        wp.atomic_add(data.degree, k, 1)
+        wp.atomic_add(data.degree, l, 1)
+
+
 @wp.kernel
 def keep_reachable_pairs(data: SelfContactData, bound: wp.array(dtype=float), edges: int):
     """With the final bound, keep (compacted, in order) only the pairs of vertex (edges = 0) or edge
-    (edges = 1) i that could come within their thickness this step: d < h + the farthest each side may move."""
+    (edges = 1) i that could come within their thickness this step: d < h + the farthest each side may move.
+    Each kept pair that touches at the search is counted in data.degree (zeroed before: count_degrees' sum,
+    without its second pass over the lists)."""
     i = wp.tid()
     kept = int(0)
     if edges == 0:
         for k in range(data.vt_count[i]):
             t = data.vt_triangle[i * VT_SLOTS + k]
             a = data.tri_indices[t, 0]
+            b = data.tri_indices[t, 1]
+            c = data.tri_indices[t, 2]
             u = data.vt_start[i * VT_SLOTS + k]
+            d = wp.length(u)
             h = 0.5 * (data.thickness[i] + data.thickness[a])
-            if wp.length(u) < h + bound[i] + reach(bound, a, data.tri_indices[t, 1], data.tri_indices[t, 2]):
+            if d < h + bound[i] + reach(bound, a, b, c):
                 data.vt_triangle[i * VT_SLOTS + kept] = t
                 data.vt_start[i * VT_SLOTS + kept] = u
+                count_touching(data, i, a, b, c, d, h)
                 kept = kept + 1
         data.vt_count[i] = kept
     else:
@@ -269,36 +292,37 @@ def keep_reachable_pairs(data: SelfContactData, bound: wp.array(dtype=float), ed
         for k in range(data.ee_count[i]):
             f = data.ee_edge[i * EE_SLOTS + k]
             j0 = data.edge_indices[f, 0]
+            j1 = data.edge_indices[f, 1]
             u = data.ee_start[i * EE_SLOTS + k]
+            d = wp.length(u)
             h = 0.5 * (data.thickness[i0] + data.thickness[j0])
-            if wp.length(u) < h + wp.max(bound[i0], bound[i1]) + wp.max(bound[j0], bound[data.edge_indices[f, 1]]):
+            if d < h + wp.max(bound[i0], bound[i1]) + wp.max(bound[j0], bound[j1]):
                 data.ee_edge[i * EE_SLOTS + kept] = f
                 data.ee_start[i * EE_SLOTS + kept] = u
+                count_touching(data, i0, i1, j0, j1, d, h)
                 kept = kept + 1
         data.ee_count[i] = kept
 
 
 @wp.kernel
 def count_degrees(data: SelfContactData, edges: int):
-    """data.degree += 1 at the four vertices of every kept pair of vertex (edges = 0) or edge (edges = 1) i
-    that touches at the search (closer than its thickness)."""
+    """data.degree += 1 at the four vertices of every listed pair of vertex (edges = 0) or edge (edges = 1) i
+    that touches at the search (closer than its thickness); after a partial search (a full one counts in
+    keep_reachable_pairs)."""
     i = wp.tid()
     if edges == 0:
         for k in range(data.vt_count[i]):
             t = data.vt_triangle[i * VT_SLOTS + k]
-            if wp.length(data.vt_start[i * VT_SLOTS + k]) < 0.5 * (data.thickness[i] + data.thickness[
-                    data.tri_indices[t, 0]]):
-                wp.atomic_add(data.degree, i, 1)
-                for c in range(3):
-                    wp.atomic_add(data.degree, data.tri_indices[t, c], 1)
+            a = data.tri_indices[t, 0]
+            count_touching(data, i, a, data.tri_indices[t, 1], data.tri_indices[t, 2],
+                           wp.length(data.vt_start[i * VT_SLOTS + k]), 0.5 * (data.thickness[i] + data.thickness[a]))
     else:
+        i0 = data.edge_indices[i, 0]
         for k in range(data.ee_count[i]):
             f = data.ee_edge[i * EE_SLOTS + k]
-            if wp.length(data.ee_start[i * EE_SLOTS + k]) < 0.5 * (data.thickness[data.edge_indices[i, 0]]
-                                                                  + data.thickness[data.edge_indices[f, 0]]):
-                for c in range(2):
-                    wp.atomic_add(data.degree, data.edge_indices[i, c], 1)
-                    wp.atomic_add(data.degree, data.edge_indices[f, c], 1)
+            j0 = data.edge_indices[f, 0]
+            count_touching(data, i0, data.edge_indices[i, 1], j0, data.edge_indices[f, 1],
+                           wp.length(data.ee_start[i * EE_SLOTS + k]), 0.5 * (data.thickness[i0] + data.thickness[j0]))
 
 
 @wp.kernel
@@ -330,6 +354,9 @@ class SelfContact:
         searches: full pair searches run so far (int).
         partial_searches: searches around a few vertices only (sim/self_contact_partial.py) so far (int).
         overflow: pairs dropped for want of slots, summed over every search so far, shape [1] (int32).
+        has_pairs: whether the last search listed any pair (bool); a solver skips its pair passes without.
+        active: how many vertices and edges list pairs (data.vt_active, ee_active), as read after the last
+            search: the pair passes' launch sizes (tuple of two ints).
     """
 
     def __init__(self, model):
@@ -355,6 +382,8 @@ class SelfContact:
         self._thickness = model.particle_thickness
         self._world = element_worlds(model, "particle", model.particle_count)
         self.data, self.bound, self.x_search = self._new_pairs()
+        self._active_lists = ActiveLists(self.particle_count, self.edge_count, d)
+        self.active = (self.particle_count, self.edge_count)  # vertices and edges listing pairs, as last read
         self._boxes = PrimitiveBoxes()
         for kind, count in (("tri", self.tri_count), ("edge", self.edge_count)):
             setattr(self._boxes, f"{kind}_radius", wp.zeros(max(count, 1), dtype=float, device=d))
@@ -377,6 +406,7 @@ class SelfContact:
         self._edge_grid_stale = True  # the midpoint grid of partial searches, built at the first one after a full
         self.overflow = wp.zeros(1, dtype=wp.int32, device=d)
         self.searches = 0
+        self.has_pairs = True  # whether any pair is listed: a model without pairs skips its pair passes
         self._no_velocity = (wp.zeros(0, dtype=wp.vec3, device=d), wp.zeros(0, dtype=wp.vec3, device=d))
         # the drift is each vertex's share of the colliding vertices' mean displacement; a fixed colliding
         # vertex does not drift with the others, so with one the bound is on the displacement itself
@@ -454,6 +484,9 @@ class SelfContact:
         data.ee_count = wp.zeros(max(self.edge_count, 1), dtype=wp.int32, device=d)
         data.degree = wp.zeros(n, dtype=wp.int32, device=d)
         data.world = self._world
+        data.vt_active = wp.zeros(n, dtype=wp.int32, device=d)
+        data.ee_active = wp.zeros(max(self.edge_count, 1), dtype=wp.int32, device=d)
+        data.active_count = wp.zeros(2, dtype=wp.int32, device=d)
         return data, wp.zeros(n, dtype=float, device=d), wp.zeros(n, dtype=wp.vec3, device=d)
 
     def begin_step(self, x, *, fresh: bool = False):
@@ -462,7 +495,11 @@ class SelfContact:
         sim/self_contact_partial.py), or when x is not what the last step wrote (a new or reset state); else
         the last search's. `fresh`: a search fills new arrays (on a Tape, each step's kernels must keep reading
         their own). Under a capture (kernels.runtime.capture) every step searches: a replay cannot take the host's
-        decision again."""
+        decision again.
+
+        After it, `has_pairs` says whether any pair is listed (False: the step's pair passes would do nothing,
+        and may be skipped), and `active` how many vertices and edges list pairs (the passes' launch sizes over
+        data.vt_active and ee_active)."""
         if x is not self._last_out or wp.is_capturing(self.device):
             self.find(x, fresh=fresh)
             return self.data
@@ -501,6 +538,7 @@ class SelfContact:
         self._marked.zero_()
         self._search_count.zero_()
         self.partial_searches += 1
+        self._list_active()
         return True
 
     def _build_edge_midpoint_grid(self):
@@ -513,6 +551,17 @@ class SelfContact:
                   inputs=[self._edge_grid_data.sorted_index, boxes.edge_lower, boxes.edge_upper, boxes.edge_radius,
                           self._typical[1], boxes.edge_grid_lower, boxes.edge_grid_upper])
         self._edge_grid_stale = False
+
+    def _list_active(self):
+        """The vertices and edges with listed pairs (data.vt_active, ee_active), and how many: `active` and
+        `has_pairs` (the one read of a search: begin_step reads the step's flags anyway). Under a capture, which
+        cannot read, the passes launch over every vertex and edge, and the kernels stop at active_count."""
+        self._active_lists.build(self.data)
+        if wp.is_capturing(self.device):
+            self.active, self.has_pairs = (self.particle_count, self.edge_count), True
+            return
+        vertices, edges = (int(n) for n in self.data.active_count.numpy())
+        self.active, self.has_pairs = (vertices, edges), vertices + edges > 0
 
     def _count_degrees(self):
         d, data = self.device, self.data
@@ -551,10 +600,13 @@ class SelfContact:
             run(find_edge_edge_pairs, self.edge_count,
                 [x, edge_boxes, data, r, self._typical[1], boxes, self.bound, self.overflow])
         run(scale_bound, self.particle_count, [self.bound, GAMMA])
-        run(keep_reachable_pairs, self.particle_count, [data, self.bound, 0])
+        data.degree.zero_()
+        keep = [data, self.bound, 0]
+        run(keep_reachable_pairs, self.particle_count, keep)
         if self.edge_count:
-            run(keep_reachable_pairs, self.edge_count, [data, self.bound, 1])
-        self._count_degrees()
+            keep[2] = 1
+            run(keep_reachable_pairs, self.edge_count, keep)
+        self._list_active()
         run(copy_positions, self.particle_count, [x, self._partial.x_grid])
         self._tri_grid_data = tri_grid
         self._edge_grid_stale = True

@@ -5,6 +5,12 @@ overrun keeps the last step's drift) is in sim/self_contact.py's docstring."""
 
 import kernels as wp
 
+# Run-to-run deterministic (each kernel runs thread index by thread index on the CPU, in one order whatever the
+# thread count): the drift is a float sum of per-block sums, added atomically, and with two threads the 64 x 64
+# drop's positions differed from run to run.
+wp.set_module_options({"deterministic": wp.DeterministicMode.RUN_TO_RUN})
+
+
 # no `from __future__ import annotations`: kernels/runtime/struct.py evaluates string annotations in the top-level
 # package's namespace
 

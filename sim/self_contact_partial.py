@@ -32,6 +32,11 @@ from .self_contact_primitives import (EE_SLOTS, GAMMA, VT_SLOTS, PrimitiveBoxes,
                                     edge_edge_candidate, try_vertex_triangle,
                                     vertex_triangle_candidate)
 
+# Run-to-run deterministic (each kernel runs thread index by thread index on the CPU, in one order whatever the
+# thread count): pairs added to another vertex's or edge's list take atomic slots, in the list's order, and with two
+# threads the 64 x 64 drop's positions differed from run to run.
+wp.set_module_options({"deterministic": wp.DeterministicMode.RUN_TO_RUN})
+
 # no `from __future__ import annotations`: kernels/struct.py evaluates string annotations in the top-level
 # package's namespace
 

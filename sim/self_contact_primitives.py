@@ -40,6 +40,9 @@ class SelfContactData:
         [m], vec3, one per slot.
     world: each particle's world [particle_count] int32 (Model.particle_world; -1: shared): primitives of two
         different worlds never pair.
+    vt_active, ee_active: the vertices and edges with listed pairs, in increasing order, active_count[0] and
+        active_count[1] of them [particle_count], [edge_count], [2] int32 (sim/self_contact_active.py): the
+        solvers' pair passes run over these.
     """
 
     tri_indices: wp.array2d(dtype=wp.int32)
@@ -53,6 +56,9 @@ class SelfContactData:
     ee_count: wp.array(dtype=wp.int32)
     degree: wp.array(dtype=wp.int32)
     world: wp.array(dtype=wp.int32)
+    vt_active: wp.array(dtype=wp.int32)
+    ee_active: wp.array(dtype=wp.int32)
+    active_count: wp.array(dtype=wp.int32)
 
 
 @wp.func

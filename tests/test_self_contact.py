@@ -283,18 +283,18 @@ def test_self_contact_kernels_compile_to_ptx():
     from kernels.compiler.nvrtc import compile_source_to_ptx, render_cuda_source
 
     import sim.self_contact
+    import sim.self_contact_active
     import sim.self_contact_bound
     import sim.self_contact_partial
     import sim.solvers.semi_implicit.self_contact
     import sim.solvers.xpbd.self_contact
 
-    for module in (sim.self_contact, sim.self_contact_bound, sim.self_contact_partial, sim.solvers.xpbd.self_contact,
-                   sim.solvers.semi_implicit.self_contact):
+    searching = (sim.self_contact, sim.self_contact_active, sim.self_contact_bound, sim.self_contact_partial)
+    for module in (*searching, sim.solvers.xpbd.self_contact, sim.solvers.semi_implicit.self_contact):
         module_kernels = get_module(module.__name__).kernels
         ptx = compile_source_to_ptx(render_cuda_source(module_kernels), 90, "self_contact.cu")
         for i, k in enumerate(module_kernels):
             assert f"k{i}_{k.name}_cuda_forward" in ptx
-            searching = (sim.self_contact, sim.self_contact_bound, sim.self_contact_partial)
             taped = module not in searching or k.name == "limit_displacement"
             assert not taped or f"k{i}_{k.name}_cuda_backward" in ptx, k.name
 
@@ -496,3 +496,75 @@ def test_the_bound_never_lengthens_a_step_of_a_cloth_that_drifted_far_since_its_
         assert np.all(np.sum(taken * step, axis=1) >= -1.0e-9), f"a vertex was turned back at step {k}"
         if k < steps:
             assert np.allclose(taken, step, atol=1.0e-5), "a common translation is never shortened"
+
+
+def test_xpbd_skips_only_pairs_that_cannot_touch_and_none_without_pairs(monkeypatch):
+    """SolverXPBD's pair passes skip a pair whose distance at the step's prediction, less how far each side
+    moved since, stays above its thickness (sim/solvers/xpbd/self_contact.py). Two noisy layers 1.5 thicknesses
+    apart, the upper one coming down by 0.8 thicknesses a step (so pairs apart at the step's start touch at its
+    prediction): three steps give the same positions to the bit as with every pair's slack taken as 0 (no
+    pair skipped), and the layers stay apart. A cloth far from itself lists no pair and launches no pair pass."""
+    from sim.solvers.xpbd import solver as xpbd_solver
+    rng = np.random.default_rng(5)
+    b = sim.ModelBuilder(gravity=0.0)
+    dt = 1.0 / 240.0
+    for height, speed in ((0.0, 0.0), (1.5 * THICKNESS, -0.8 * THICKNESS / dt)):  # grids in the xy plane
+        b.add_cloth_grid((0, 0, height), IDENTITY, (0, 0, speed), 6, 6, 0.03, 0.03, mass=0.001, self_collision=True,
+                         thickness=THICKNESS)
+    model = b.finalize("cpu")
+    model.particle_q.assign(model.particle_q.numpy() + rng.normal(scale=0.001, size=(model.particle_count, 3)))
+    skipping = run(model, sim.SolverXPBD(model, iterations=10), 3, dt).particle_q.numpy()
+    gap = skipping[49:, 2].min() - skipping[:49, 2].max()
+
+    def nothing_skipped(self, model, self_contact, x_predicted, scratch):
+        return tuple(wp.zeros_like(a) for a in self_contact_distances(self, model, self_contact, x_predicted,
+                                                                      scratch))
+
+    self_contact_distances = xpbd_solver.SolverXPBD._pair_start_distances
+    monkeypatch.setattr(xpbd_solver.SolverXPBD, "_pair_start_distances", nothing_skipped)
+    model._self_contact = None
+    solving_all = run(model, sim.SolverXPBD(model, iterations=10), 3, dt).particle_q.numpy()
+    assert np.array_equal(skipping, solving_all)
+    assert gap > 0.5 * THICKNESS
+
+    launched = []
+    monkeypatch.setattr(xpbd_solver.SolverXPBD, "_self_contacts", lambda *args: launched.append(1))
+    far = sim.ModelBuilder(gravity=0.0)
+    far.add_cloth_grid((0, 0, 0), IDENTITY, (0, 0, 0), 4, 4, 0.03, 0.03, mass=0.001, self_collision=True,
+                       thickness=THICKNESS)
+    far_model = far.finalize("cpu")
+    run(far_model, sim.SolverXPBD(far_model, iterations=4), 2, dt)
+    assert not far_model._self_contact.has_pairs and not launched
+
+
+def test_self_contact_is_the_same_to_the_bit_from_run_to_run_with_two_threads(monkeypatch):
+    """The self-contact kernels whose results depend on the order of their atomics (float sums into shared
+    vertices, list slots taken atomically, the drift's per-block sums) are run-to-run deterministic: they run
+    thread index by thread index whatever the thread count. With two threads and every launch parallel (the
+    64 x 64 drop's positions differed between two runs before), two runs of one layer thrown onto another
+    give the same positions to the bit."""
+    import sim.self_contact
+    import sim.self_contact_bound
+    import sim.self_contact_partial
+    import sim.solvers.semi_implicit.self_contact
+    import sim.solvers.xpbd.self_contact
+    from kernels.runtime.module import get_module
+
+    for module in (sim.self_contact, sim.self_contact_bound, sim.self_contact_partial, sim.solvers.xpbd.self_contact,
+                   sim.solvers.semi_implicit.self_contact):
+        for k in get_module(module.__name__).kernels:
+            assert k.parallel_threshold(1) >= 2 ** 62, f"{module.__name__}.{k.name} may run in parallel"
+
+    monkeypatch.setattr(wp.config, "cpu_threads", 2)
+    monkeypatch.setattr(wp.config, "cpu_parallel_threshold", 1)
+    results = []
+    for _ in range(2):
+        rng = np.random.default_rng(11)
+        b = sim.ModelBuilder(gravity=0.0)
+        for height, speed in ((0.0, 0.0), (1.5 * THICKNESS, -2.0)):  # grids in the xy plane
+            b.add_cloth_grid((0, 0, height), IDENTITY, (0, 0, speed), 8, 8, 0.02, 0.02, mass=0.001,
+                             self_collision=True, thickness=THICKNESS)
+        model = b.finalize("cpu")
+        model.particle_q.assign(model.particle_q.numpy() + rng.normal(scale=0.002, size=(model.particle_count, 3)))
+        results.append(run(model, sim.SolverXPBD(model, iterations=10), 12, 1.0 / 240.0).particle_q.numpy())
+    assert np.array_equal(results[0], results[1])

@@ -6,9 +6,15 @@ over the vertices by their barycentric weights (which sum to 1 on each side): mo
 
 import kernels as wp
 
+
 from ...model import ContactParams
 from ...self_contact import SelfContactData, contact_normal, edge_edge_pair, vertex_triangle_pair
 from .kernels import friction_force
+
+# Run-to-run deterministic (each kernel runs thread index by thread index on the CPU, in one order whatever the
+# thread count): the forces are added into shared vertices by float atomics, and with two threads the 64 x 64 drop's
+# positions differed from run to run.
+wp.set_module_options({"deterministic": wp.DeterministicMode.RUN_TO_RUN})
 
 
 @wp.func

@@ -85,7 +85,7 @@ class SolverSemiImplicit(Solver):
                               shape_data(model, state, self._shape_buffers),
                               model.soft_contact, model.soft_contact_mu, f], device=device)
         self_contact = self_contact_of(model)
-        if self_contact is not None:
+        if self_contact is not None and self_contact.has_pairs:  # no listed pair: no force
             inputs = [x, v, self_contact.data, model.soft_contact, model.soft_contact_mu, f]
             wp.launch(eval_vertex_triangle_forces, dim=model.particle_count, inputs=inputs, device=device)
             if self_contact.edge_count:

@@ -12,8 +12,8 @@ from ...worlds import world_shape_slots
 from ...self_contact import self_contact_of
 from ..base import PARTICLE_FEATURES, PARTICLE_IGNORED_KEYS, PARTICLE_SCENE_KEYS, Solver
 from . import kernels as k
-from .self_contact import (displacements, pair_start_distances, solve_edge_edge_contacts,
-                           solve_vertex_triangle_contacts)
+from .self_contact import (displacements, pair_start_distances, primitive_displacements,
+                           solve_edge_edge_contacts, solve_vertex_triangle_contacts)
 
 
 class SolverXPBD(Solver):
@@ -149,9 +149,14 @@ class SolverXPBD(Solver):
         self_contact = self_contact_of(model)
         if self_contact is not None:
             self_contact.begin_step(state_in.particle_q, fresh=grad)
+        # no listed pair (a cloth falling free of itself): no pair passes
+        pairs = self_contact is not None and self_contact.has_pairs
         # with self-contact the solved positions go through the displacement bound into state_out
         x_end = state_out.particle_q if self_contact is None else positions("x_end")
-        x = x_end if self.iterations == 0 else positions("x0")
+        # with pairs, the prediction is kept (the iterations ping-pong between x1 and x0): the pair passes measure
+        # how far each vertex moved from it
+        x = x_end if self.iterations == 0 else positions("x_predicted" if pairs else "x0")
+        x_predicted = x
         wp.launch(k.predict_positions, dim=n, device=device,
                   inputs=[state_in.particle_q, state_in.particle_qd, f_state, f_control, model.particle_mass,
                           model.particle_flags, settings], outputs=[x])
@@ -164,7 +169,8 @@ class SolverXPBD(Solver):
                   outputs=[inv_mass])
         shapes = shape_data(model, state_in, self._shape_buffers)
         touching = self_contact.data.degree if self_contact is not None else None
-        start_distances = self._pair_start_distances(model, self_contact, state_in.particle_q, scratch)
+        start_distances = self._pair_start_distances(model, self_contact, x_predicted, scratch) \
+            if pairs else None
         for it in range(self.iterations):
             delta = positions("delta", accumulated=scratch is None)  # the gather writes every element
             contact_delta = positions("contact_delta", accumulated=True)
@@ -179,9 +185,9 @@ class SolverXPBD(Solver):
             lambdas = new_lambdas
             if model.particle_grid_enabled:
                 self._particle_contacts(model, state_in, x, inv_mass, contact_delta, grad)
-            if self_contact is not None:
-                touching = self._self_contacts(model, self_contact, x, state_in.particle_q, inv_mass, touching,
-                                               start_distances, scratch, contact_delta)
+            if pairs:
+                touching = self._self_contacts(model, self_contact, x, state_in.particle_q, x_predicted, inv_mass,
+                                               touching, start_distances, scratch, contact_delta)
             x_next = x_end if it == self.iterations - 1 else positions(f"x{(it + 1) % 2}")
             wp.launch(k.apply_corrections, dim=n, device=device, inputs=[x, delta, contact_delta, settings],
                       outputs=[x_next])
@@ -210,10 +216,11 @@ class SolverXPBD(Solver):
         wp.launch(k.add_averaged_corrections, dim=n, device=device, inputs=[pair_delta, pair_count],
                   outputs=[contact_delta])
 
-    def _pair_start_distances(self, model, self_contact, x_start, scratch):
-        """(vertex-triangle, edge-edge) distances of this step's pairs at its start x_start [m], slot by slot
-        (for the contact passes to skip the pairs that cannot touch); None without self-contact. Not taped: on
-        a Tape (scratch None) new arrays, which the replayed passes keep reading."""
+    def _pair_start_distances(self, model, self_contact, x_predicted, scratch):
+        """(vertex-triangle, edge-edge) slacks of this step's pairs (distance less thickness, pair_start_distances)
+        at its predicted positions x_predicted [m], slot by slot (for the contact passes to skip the pairs that
+        cannot touch); None without self-contact. Not taped: on a Tape (scratch None) new arrays, which the
+        replayed passes keep reading."""
         if self_contact is None:
             return None
         d = model.device
@@ -225,24 +232,37 @@ class SolverXPBD(Solver):
                 scratch["vt_distance"], scratch["ee_distance"] = distances
         else:
             distances = (scratch["vt_distance"], scratch["ee_distance"])
-        wp.launch(pair_start_distances, dim=max(model.particle_count, self_contact.edge_count), device=d,
-                  inputs=[x_start, self_contact.data, *distances], record_tape=False)
+        wp.launch(pair_start_distances, dim=max(*self_contact.active, 1), device=d,
+                  inputs=[x_predicted, self_contact.data, *distances], record_tape=False)
         return distances
 
-    def _self_contacts(self, model, self_contact, x, x_start, inv_mass, count, start_distances, scratch,
-                       contact_delta):
+    def _self_contacts(self, model, self_contact, x, x_start, x_predicted, inv_mass, count, start_distances,
+                       scratch, contact_delta):
         """Cloth self-contact corrections of this step's pairs (sim/self_contact.py), added into
         `contact_delta`, each pair's share set by the touching-pair counts `count` of the previous iteration;
-        the pairs that cannot touch (start_distances, and how far each vertex moved since x_start) skipped.
-        Returns this iteration's counts."""
+        the pairs that cannot touch (start_distances at x_predicted, and how far each vertex moved since)
+        skipped; x_start: the step's start, from which friction measures the slip. Returns this iteration's
+        counts."""
         n, d = model.particle_count, model.device
         touching = wp.zeros(n, dtype=wp.int32, device=d)
-        moved = wp.empty(n, dtype=float, device=d) if scratch is None else scratch["moved"]
-        wp.launch(displacements, dim=n, device=d, inputs=[x, x_start, moved], record_tape=False)
-        inputs = [x, x_start, inv_mass, self_contact.data, model.soft_contact_mu, count, *start_distances, moved]
-        wp.launch(solve_vertex_triangle_contacts, dim=n, device=d, inputs=inputs, outputs=[contact_delta, touching])
-        if self_contact.edge_count:
-            wp.launch(solve_edge_edge_contacts, dim=self_contact.edge_count, device=d, inputs=inputs,
+        sizes = (n, max(self_contact.tri_count, 1), max(self_contact.edge_count, 1))
+        if scratch is None or scratch.get("moved_edge") is None or scratch["moved_edge"].shape[0] != sizes[2] \
+                or scratch["moved_triangle"].shape[0] != sizes[1]:
+            moved = tuple(wp.empty(size, dtype=float, device=d) for size in sizes)
+            if scratch is not None:
+                scratch["moved"], scratch["moved_triangle"], scratch["moved_edge"] = moved
+        else:
+            moved = (scratch["moved"], scratch["moved_triangle"], scratch["moved_edge"])
+        wp.launch(displacements, dim=n, device=d, inputs=[x, x_predicted, moved[0]], record_tape=False)
+        wp.launch(primitive_displacements, dim=max(sizes[1:]), device=d,
+                  inputs=[moved[0], self_contact.data, *moved[1:]], record_tape=False)
+        inputs = [x, x_start, inv_mass, self_contact.data, model.soft_contact_mu, count, *start_distances, *moved]
+        vertices, edges = self_contact.active  # those listing pairs
+        if vertices:
+            wp.launch(solve_vertex_triangle_contacts, dim=vertices, device=d, inputs=inputs,
+                      outputs=[contact_delta, touching])
+        if edges:
+            wp.launch(solve_edge_edge_contacts, dim=edges, device=d, inputs=inputs,
                       outputs=[contact_delta, touching])
         return touching
 
@@ -253,10 +273,9 @@ class SolverXPBD(Solver):
         if getattr(self, "_scratch_key", None) != key:
             n, d = model.particle_count, model.device
             self._scratch_buffers = {name: wp.zeros(n, dtype=wp.vec3, device=d)
-                                     for name in ("x0", "x1", "x_end", "delta", "contact_delta")}
+                                     for name in ("x0", "x1", "x_predicted", "x_end", "delta", "contact_delta")}
             self._scratch_buffers["lambdas"] = [self._new_lambdas(model, False) for _ in range(2)]
             self._scratch_buffers["inv_mass"] = wp.zeros(n, dtype=float, device=d)
-            self._scratch_buffers["moved"] = wp.zeros(n, dtype=float, device=d)
             self._scratch_buffers["corrections"] = wp.zeros(max(self.slots.count, 1), dtype=wp.vec3, device=d)
             self._scratch_key = key
         return self._scratch_buffers
