@@ -75,6 +75,14 @@ add_builtin("mesh_query_ray", (U64, V3, V3, F32, F32, F32, F32, F32, V3, I32), T
 add_builtin("mesh_query_ray", (U64, V3, V3, F32, F32, F32, F32, F32, V3, I32, I32), T.bool_, group=GROUP,
             differentiable=False, mutates_arg=(4, 5, 6, 7, 8, 9), arg_names=_RAY_OUT + ("root",),
             doc="as mesh_query_ray with outputs, searching only the subtree `root` (mesh_get_group_root; -1: all)")
+add_builtin("mesh_query_ray_anyhit", (U64, V3, V3, F32, I32), T.bool_, group=GROUP, differentiable=False,
+            arg_names=("id", "start", "dir", "max_t", "root"), defaults={"root": -1},
+            doc="true if the ray start + t dir hits any face at 0 <= t < max_t (stops at the first found; no "
+                "closest-hit search); `root`: subtree of mesh_get_group_root, -1 the whole mesh")
+add_builtin("mesh_query_ray_count_intersections", (U64, V3, V3, I32), I32, group=GROUP, differentiable=False,
+            arg_names=("id", "start", "dir", "root"), defaults={"root": -1},
+            doc="number of faces the ray start + t dir (t >= 0) crosses (odd: start inside a closed mesh); "
+                "`root`: subtree of mesh_get_group_root, -1 the whole mesh")
 add_builtin("mesh_query_aabb", (U64, V3, V3), MeshQueryAABB, group=GROUP, differentiable=False,
             arg_names=("id", "low", "high"),
             doc="query the faces whose bounding boxes overlap the box [low, high]; iterate it with "

@@ -564,6 +564,70 @@ CUDA_CALLABLE inline bool mesh_query_ray(uint64 id, vec3f_t start, vec3f_t dir, 
     return true;
 }
 
+// Every face the ray start + t dir (t >= 0) crosses, from node `root` (the whole mesh when root < 0); unlike
+// mesh_ray it does not stop at the closest hit, so an odd count means start is inside a closed mesh.
+CUDA_CALLABLE inline int32 mesh_query_ray_count_intersections(uint64 id, vec3f_t start, vec3f_t dir, int32 root = -1) {
+    const mesh_t* m = mesh_ptr(id);
+    if (m == nullptr)
+        return 0;
+    const int32 first = root >= 0 ? root : m->root;
+    if (first < 0)
+        return 0;
+    int32 stack[MESH_STACK];
+    int top = 0, count = 0;
+    stack[top++] = first;
+    while (top > 0) {
+        const int32 n = stack[--top];
+        if (!mesh_ray_box(m->node_lower[n], m->node_upper[n], start, dir, 3.0e38f))
+            continue;
+        if (m->node_left[n] >= 0) {
+            stack[top++] = m->node_left[n];
+            stack[top++] = m->node_right[n];
+            continue;
+        }
+        for (int32 k = m->node_start[n]; k < m->node_end[n]; ++k) {
+            vec3f_t a, b, c;
+            mesh_face(*m, m->prims[k], a, b, c);
+            float32 t, u, v;
+            if (mesh_ray_triangle(start, dir, a, b, c, t, u, v))
+                ++count;
+        }
+    }
+    return count;
+}
+
+// True as soon as any face is hit at 0 <= t < max_t (no closest-hit search), from node `root` (-1: whole mesh).
+CUDA_CALLABLE inline bool mesh_query_ray_anyhit(uint64 id, vec3f_t start, vec3f_t dir, float32 max_t,
+                                                int32 root = -1) {
+    const mesh_t* m = mesh_ptr(id);
+    if (m == nullptr)
+        return false;
+    const int32 first = root >= 0 ? root : m->root;
+    if (first < 0)
+        return false;
+    int32 stack[MESH_STACK];
+    int top = 0;
+    stack[top++] = first;
+    while (top > 0) {
+        const int32 n = stack[--top];
+        if (!mesh_ray_box(m->node_lower[n], m->node_upper[n], start, dir, max_t))
+            continue;
+        if (m->node_left[n] >= 0) {
+            stack[top++] = m->node_left[n];
+            stack[top++] = m->node_right[n];
+            continue;
+        }
+        for (int32 k = m->node_start[n]; k < m->node_end[n]; ++k) {
+            vec3f_t a, b, c;
+            mesh_face(*m, m->prims[k], a, b, c);
+            float32 t, u, v;
+            if (mesh_ray_triangle(start, dir, a, b, c, t, u, v) && t < max_t)
+                return true;
+        }
+    }
+    return false;
+}
+
 // Root of the subtree of the faces in `group` (for grouped ray queries), or -1 if the mesh has no such group.
 CUDA_CALLABLE inline int32 mesh_get_group_root(uint64 id, int32 group) {
     const mesh_t* m = mesh_ptr(id);
