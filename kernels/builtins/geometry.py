@@ -64,16 +64,16 @@ add_builtin("mesh_query_point_no_sign", (U64, V3, F32, I32, F32, F32), T.bool_, 
 add_builtin("mesh_query_ray", (U64, V3, V3, F32), MeshQueryRay, group=GROUP, arg_names=("id", "start", "dir", "max_t"),
             doc="closest hit of the ray start + t dir, t in [0, max_t); differentiable: t, u, v w.r.t. start and "
                 "dir, and t, u, v, normal w.r.t. the hit face's points (into the mesh points' gradient array)")
-add_builtin("mesh_query_ray", (U64, V3, V3, F32, I32), MeshQueryRay, group=GROUP, differentiable=False,
+add_builtin("mesh_query_ray", (U64, V3, V3, F32, I32), MeshQueryRay, group=GROUP,
             native="mesh_query_ray_root", arg_names=("id", "start", "dir", "max_t", "root"),
-            doc="as mesh_query_ray, searching only the subtree `root` (mesh_get_group_root; -1: the whole mesh); "
-                "no gradient")
+            doc="as mesh_query_ray, searching only the subtree `root` (mesh_get_group_root; -1: the whole mesh)")
 _RAY_OUT = ("id", "start", "dir", "max_t", "t", "bary_u", "bary_v", "sign", "normal", "face")
 add_builtin("mesh_query_ray", (U64, V3, V3, F32, F32, F32, F32, F32, V3, I32), T.bool_, group=GROUP,
-            differentiable=False, mutates_arg=(4, 5, 6, 7, 8, 9), arg_names=_RAY_OUT,
-            doc="closest hit, written into t, bary_u, bary_v, sign, normal, face; true if hit")
+            mutates_arg=(4, 5, 6, 7, 8, 9), arg_names=_RAY_OUT,
+            doc="closest hit, written into t, bary_u, bary_v, sign, normal, face (left as they were on a miss); "
+                "true if hit; differentiable as the result form")
 add_builtin("mesh_query_ray", (U64, V3, V3, F32, F32, F32, F32, F32, V3, I32, I32), T.bool_, group=GROUP,
-            differentiable=False, mutates_arg=(4, 5, 6, 7, 8, 9), arg_names=_RAY_OUT + ("root",),
+            mutates_arg=(4, 5, 6, 7, 8, 9), arg_names=_RAY_OUT + ("root",),
             doc="as mesh_query_ray with outputs, searching only the subtree `root` (mesh_get_group_root; -1: all)")
 add_builtin("mesh_query_ray_anyhit", (U64, V3, V3, F32, I32), T.bool_, group=GROUP, differentiable=False,
             arg_names=("id", "start", "dir", "max_t", "root"), defaults={"root": -1},

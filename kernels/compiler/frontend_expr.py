@@ -368,7 +368,8 @@ class ExpressionLowering:
             return self.emit("call", operands, node, nresults=n_grads, attrs=attrs)
         if what == "builtin":
             attrs["name"] = target
-            mutated = tuple(i for i in _mutated_args(target) if i < len(node.args))
+            mutated = tuple(i for i in _mutated_args(target, len(node.args) + len(node.keywords))
+                            if i < len(node.args))
             if mutated and starred:
                 raise self.error(f"'{target}' changes its arguments in place: they cannot be starred", node)
             if mutated:
@@ -493,9 +494,13 @@ class ExpressionLowering:
 
 
 
-def _mutated_args(name) -> tuple:
-    """Positions of the arguments that builtin `name` updates in place (empty when none)."""
-    for ov in BUILTINS.get(name, ()):
+def _mutated_args(name, nargs=None) -> tuple:
+    """Positions of the arguments that builtin `name` updates in place (empty when none). With `nargs`, the
+    overloads taking that many arguments decide when there are any: `mesh_query_ray(id, start, dir, max_t, root)`
+    updates nothing, though its 10-argument form updates arguments 4 to 9."""
+    overloads = BUILTINS.get(name, ())
+    same_count = [ov for ov in overloads if nargs is not None and len(ov.args) == nargs]
+    for ov in same_count or overloads:
         mutated = ov.mutated_args()
         if mutated:
             return mutated
