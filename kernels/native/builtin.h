@@ -27,6 +27,7 @@
 #include "geometry.h"
 #include "mesh.h"
 #include "bvh.h"
+#include "tile_query.h"
 #include "tri_tri.h"
 #include "volume.h"
 #include "expect.h"
