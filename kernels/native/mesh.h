@@ -30,6 +30,7 @@ struct mesh_t {
     const int32* group_ids;       // [num_groups] sorted group ids
     const int32* group_roots;     // [num_groups] the root of each group's subtree
     array_t<vec3f_t> point_grads; // [num_points] gradient of the points (ray queries add into it; may be empty)
+    uint64 bvh;                   // id of a bvh_t over the faces' boxes sharing these nodes (wp.mesh_get_bvh)
 };
 
 static const uint64 MESH_MAGIC = 0x6d6573682d627668ull;
@@ -666,6 +667,13 @@ CUDA_CALLABLE inline bool mesh_query_ray_anyhit(uint64 id, vec3f_t start, vec3f_
         }
     }
     return false;
+}
+
+// The id of the mesh's BVH as a wp.Bvh (items: faces, with their boxes), for the bvh_query_* builtins; 0 for a
+// bad id.
+CUDA_CALLABLE inline uint64 mesh_get_bvh(uint64 id) {
+    const mesh_t* m = mesh_ptr(id);
+    return m == nullptr ? 0 : m->bvh;
 }
 
 // Root of the subtree of the faces in `group` (for grouped ray queries), or -1 if the mesh has no such group.
