@@ -2,6 +2,7 @@
 #pragma once
 #include "core.h"
 #include "scalar_ops.h"
+#include "bit_cast.h"
 #include "scalar_math.h"
 #include "vec.h"
 #include "mat.h"
