@@ -45,7 +45,8 @@ struct bvh_query_t {
     int32 top;
     int32 cursor, cursor_end;
     int32 bounds_nr;    // the item last yielded (Warp's field name)
-    CUDA_CALLABLE bvh_query_t() : bvh(nullptr), kind(0), radius(0.0f), top(0), cursor(0), cursor_end(0), bounds_nr(-1) {}
+    CUDA_CALLABLE bvh_query_t()
+        : bvh(nullptr), kind(0), radius(0.0f), top(0), cursor(0), cursor_end(0), bounds_nr(-1) {}
 };
 CUDA_CALLABLE inline bvh_query_t add(const bvh_query_t& a, const bvh_query_t&) { return a; }
 
