@@ -171,6 +171,16 @@ transformation._wp_kernel_form_ = types.transformation
 zeros._wp_builtin_ = "fixedarray_zeros"  # in kernel code, a fixed-size array (Warp's wp.fixedarray)
 
 
+def cast(a, dtype):
+    """Warp's `wp.cast(a, dtype)`, a kernel builtin: the bits of `a` read as a value of type `dtype` (not a
+    conversion; both types of one size). Only in kernel code, as in Warp."""
+    raise RuntimeError("wp.cast(a, dtype) reinterprets bits inside kernels and functions only; from Python, use "
+                       "numpy's view (np.asarray(a).view(dtype))")
+
+
+cast._wp_builtin_ = "bit_cast"
+
+
 def transform_expand(t):
     """Warp's `wp.transform_expand`: a transformf from a flat sequence of 7 numbers, position (px, py, pz) then
     rotation quaternion (qx, qy, qz, qw)."""

@@ -67,3 +67,42 @@ def test_tape_zeroes_the_points_gradient(device):
     assert np.abs(points.grad.numpy()).max() > 0
     tape.zero()
     assert np.abs(points.grad.numpy()).max() == 0
+
+
+@wp.kernel
+def cast_out(mesh: wp.uint64, origins: wp.array(dtype=wp.vec3), directions: wp.array(dtype=wp.vec3),
+             start: wp.array(dtype=wp.vec3), hits: wp.array(dtype=wp.vec3), normals: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    t = start[i][0]
+    u = start[i][1]
+    v = start[i][2]
+    sign = float(0.0)
+    normal = wp.vec3(start[i][0], 0.0, 0.0)
+    face = int(0)
+    # the out-parameter form (Warp's older signature); on a miss the outputs keep the values above
+    wp.mesh_query_ray(mesh, origins[i], directions[i], 100.0, t, u, v, sign, normal, face)
+    q = wp.mesh_query_ray(mesh, origins[i], directions[i], 100.0, -1)  # the form with a group root
+    hits[i] = wp.vec3(t, u, v) + wp.vec3(q.t, q.u, q.v) * 0.5
+    normals[i] = normal + q.normal * 0.5
+
+
+def test_out_parameter_and_root_forms_match_central_differences(device):
+    mesh, points, origins, directions = _scene(device)
+    directions[-1] = -directions[-1]  # this ray points away from the sphere: a miss keeps the start values
+    o = wp.array(origins, dtype=wp.vec3, device=device)
+    d = wp.array(directions, dtype=wp.vec3, device=device)
+    start = wp.array(np.random.default_rng(1).uniform(0.5, 1.0, size=(len(origins), 3)).astype(np.float32),
+                     dtype=wp.vec3, device=device)
+
+    def fn(origins, directions, start, points):
+        mesh.refit()
+        n = origins.shape[0]
+        hits = wp.zeros(n, dtype=wp.vec3, device=device, requires_grad=True)
+        normals = wp.zeros(n, dtype=wp.vec3, device=device, requires_grad=True)
+        wp.launch(cast_out, dim=n, inputs=[mesh.id, origins, directions, start, hits, normals], device=device)
+        return hits, normals
+
+    hits, _ = fn(o, d, start, points)
+    np.testing.assert_array_equal(hits.numpy()[-1], start.numpy()[-1])
+    assert np.all(hits.numpy()[:-1, 0] > 0)
+    gradcheck(fn, [o, d, start, points], rtol=2e-2, atol=2e-3)

@@ -144,6 +144,12 @@ add_builtin("fixedarray_zeros", (T.int32,) * 4, None, group="array", differentia
             doc="wp.zeros(shape, dtype=float) in a kernel: a fixed-size array of zeros")
 declare_properties("fixedarray_zeros", adjoint="none", exposed=False)
 
+# wp.cast(a, dtype) in a kernel: the bits of `a` as a `dtype` value (a special form, typeinfer_bitcast, gives the type
+# and checks the sizes); no gradient: a use that needs one is refused
+add_builtin("bit_cast", (AnyType("A"),), None, group="conversion", differentiable=False, template_ret=True,
+            doc="wp.cast(a, dtype): the bits of a read as a value of type dtype (types of one size)")
+declare_properties("bit_cast", exposed=False)
+
 # Struct values: field read, functional field update, zero-initialised construction. Rendered specially.
 add_builtin("struct_get", (AnyType("S"),), None, group="struct", doc="s.field")
 add_builtin("struct_set", (AnyType("S"), AnyType("V")), None, group="struct", doc="s.field = v (new value)")

@@ -64,17 +64,25 @@ add_builtin("mesh_query_point_no_sign", (U64, V3, F32, I32, F32, F32), T.bool_, 
 add_builtin("mesh_query_ray", (U64, V3, V3, F32), MeshQueryRay, group=GROUP, arg_names=("id", "start", "dir", "max_t"),
             doc="closest hit of the ray start + t dir, t in [0, max_t); differentiable: t, u, v w.r.t. start and "
                 "dir, and t, u, v, normal w.r.t. the hit face's points (into the mesh points' gradient array)")
-add_builtin("mesh_query_ray", (U64, V3, V3, F32, I32), MeshQueryRay, group=GROUP, differentiable=False,
+add_builtin("mesh_query_ray", (U64, V3, V3, F32, I32), MeshQueryRay, group=GROUP,
             native="mesh_query_ray_root", arg_names=("id", "start", "dir", "max_t", "root"),
-            doc="as mesh_query_ray, searching only the subtree `root` (mesh_get_group_root; -1: the whole mesh); "
-                "no gradient")
+            doc="as mesh_query_ray, searching only the subtree `root` (mesh_get_group_root; -1: the whole mesh)")
 _RAY_OUT = ("id", "start", "dir", "max_t", "t", "bary_u", "bary_v", "sign", "normal", "face")
 add_builtin("mesh_query_ray", (U64, V3, V3, F32, F32, F32, F32, F32, V3, I32), T.bool_, group=GROUP,
-            differentiable=False, mutates_arg=(4, 5, 6, 7, 8, 9), arg_names=_RAY_OUT,
-            doc="closest hit, written into t, bary_u, bary_v, sign, normal, face; true if hit")
+            mutates_arg=(4, 5, 6, 7, 8, 9), arg_names=_RAY_OUT,
+            doc="closest hit, written into t, bary_u, bary_v, sign, normal, face (left as they were on a miss); "
+                "true if hit; differentiable as the result form")
 add_builtin("mesh_query_ray", (U64, V3, V3, F32, F32, F32, F32, F32, V3, I32, I32), T.bool_, group=GROUP,
-            differentiable=False, mutates_arg=(4, 5, 6, 7, 8, 9), arg_names=_RAY_OUT + ("root",),
+            mutates_arg=(4, 5, 6, 7, 8, 9), arg_names=_RAY_OUT + ("root",),
             doc="as mesh_query_ray with outputs, searching only the subtree `root` (mesh_get_group_root; -1: all)")
+add_builtin("mesh_query_ray_anyhit", (U64, V3, V3, F32, I32), T.bool_, group=GROUP, differentiable=False,
+            arg_names=("id", "start", "dir", "max_t", "root"), defaults={"root": -1},
+            doc="true if the ray start + t dir hits any face at 0 <= t < max_t (stops at the first found; no "
+                "closest-hit search); `root`: subtree of mesh_get_group_root, -1 the whole mesh")
+add_builtin("mesh_query_ray_count_intersections", (U64, V3, V3, I32), I32, group=GROUP, differentiable=False,
+            arg_names=("id", "start", "dir", "root"), defaults={"root": -1},
+            doc="number of faces the ray start + t dir (t >= 0) crosses (odd: start inside a closed mesh); "
+                "`root`: subtree of mesh_get_group_root, -1 the whole mesh")
 add_builtin("mesh_query_aabb", (U64, V3, V3), MeshQueryAABB, group=GROUP, differentiable=False,
             arg_names=("id", "low", "high"),
             doc="query the faces whose bounding boxes overlap the box [low, high]; iterate it with "
@@ -98,6 +106,8 @@ for _v in (T.vec3, T.vec3d):
                     "else 0 (Moller's interval test)")
 add_builtin("mesh_get_group_root", (U64, I32), I32, group=GROUP, differentiable=False, arg_names=("id", "group"),
             doc="BVH root of the faces of `group` (meshes built with groups), -1 if there is none")
+add_builtin("mesh_get_bvh", (U64,), U64, group=GROUP, differentiable=False, arg_names=("id",),
+            doc="id of the mesh's BVH for the bvh_query_* builtins: its items are the faces, with their boxes")
 add_builtin("mesh_eval_position", (U64, I32, F32, F32), V3, group=GROUP, arg_names=("id", "face", "bary_u", "bary_v"),
             doc="u x_i + v x_j + (1 - u - v) x_k on face `face`; differentiable w.r.t. u, v")
 add_builtin("mesh_eval_velocity", (U64, I32, F32, F32), V3, group=GROUP, arg_names=("id", "face", "bary_u", "bary_v"),
@@ -125,6 +135,11 @@ for _name, _args, _names, _what in (
     add_builtin(_name, _args + (I32,), BvhQuery, group=GROUP, differentiable=False, arg_names=_names + ("root",),
                 doc=f"as {_name}, searching only the subtree `root` (bvh_get_group_root; -1: the whole tree)")
     QUERY_NEXT[_name] = "bvh_query_next"
+add_builtin("bvh_query_capsule", (U64, V3, V3, F32, I32), BvhQuery, group=GROUP, differentiable=False,
+            arg_names=("id", "start", "dir", "radius", "root"), defaults={"root": -1},
+            doc="query the items of BVH `id` whose boxes, inflated by `radius` (< 0: 0), the segment start + t dir "
+                "enters (t in [0, bvh_query_next's max_dist]; 1 for a capsule from start to start + dir); "
+                "conservative near box corners")
 add_builtin("bvh_query_next", (BvhQuery, I32), T.bool_, group=GROUP, differentiable=False, mutates_arg=(0, 1),
             arg_names=("query", "index"),
             doc="advance the query: true with the next item in `index`, false when done")

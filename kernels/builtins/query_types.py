@@ -34,6 +34,15 @@ BvhQuery = native_struct(
     doc="State of a BVH query (bvh_query_aabb, bvh_query_ray, bvh_query_sphere): iterate it with "
         "`for item in query` or `while wp.bvh_query_next(query, item)`.")
 
+BvhQueryTiled = native_struct(
+    "BvhQueryTiled", "bvh_query_tiled_t", {},
+    doc="State of a block's BVH query (tile_bvh_query_aabb/ray): advance it with tile_bvh_query_next while "
+        "tile_query_valid(query).")
+MeshQueryAABBTiled = native_struct(
+    "MeshQueryAABBTiled", "mesh_query_aabb_tiled_t", {},
+    doc="State of a block's mesh box query (tile_mesh_query_aabb): advance it with tile_mesh_query_aabb_next "
+        "while tile_query_valid(query).")
+
 
 def _query_type(dtype, name):
     return native_struct(name, f"hash_grid_query_t<wp::{dtype._cname_}>", {},

@@ -6,6 +6,7 @@ Mixed into `frontend.Frontend`, which lowers statements; see frontend.py for the
 from __future__ import annotations
 
 import ast
+import copy
 import builtins as py_builtins
 import types
 
@@ -255,6 +256,27 @@ class ExpressionLowering:
         bound = self.env.get(node.args[0].id)
         return bound is not None and not isinstance(bound, Static)
 
+    def static_lengths(self, node):
+        """`node` with each `len(x)` of a run-time variable x whose type fixes its length (a vector, matrix,
+        quaternion or transform: a parameter, a constructor's result or a builtin's) replaced by that length, as
+        Warp's static expressions allow (`wp.static(len(v) + 1)`)."""
+        frontend = self
+
+        class _Lengths(ast.NodeTransformer):
+            def visit_Call(self, call):
+                self.generic_visit(call)
+                if (isinstance(call.func, ast.Name) and call.func.id == "len" and len(call.args) == 1
+                        and isinstance(call.args[0], ast.Name)):
+                    n = _static_length(frontend.env.get(call.args[0].id))
+                    if n is not None:
+                        return ast.copy_location(ast.Constant(n), call)
+                return call
+
+        if not any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len"
+                   for n in ast.walk(node)):
+            return node
+        return ast.fix_missing_locations(_Lengths().visit(copy.deepcopy(node)))
+
     def static_eval(self, node, quiet=False):
         """Evaluate an expression in Python at compile time (module globals, closure, and local Statics)."""
         local = {k: v.obj for k, v in self.env.items() if isinstance(v, Static)}
@@ -262,6 +284,7 @@ class ExpressionLowering:
         local.update({k: v.owner.attrs["value"] for k, v in self.env.items()
                       if isinstance(v, ir.Value) and v.owner is not None and v.owner.opcode == "const"
                       and _is_number(v.owner.attrs.get("value")) and not k.startswith("__")})
+        node = self.static_lengths(node)
         for n in ast.walk(node):
             # a run-time local shadows any global of its name: it has no compile-time value
             if isinstance(n, ast.Name) and n.id in self.env and n.id not in local and not n.id.startswith("__"):
@@ -372,7 +395,8 @@ class ExpressionLowering:
             return self.emit("call", operands, node, nresults=n_grads, attrs=attrs)
         if what == "builtin":
             attrs["name"] = target
-            mutated = tuple(i for i in _mutated_args(target) if i < len(node.args))
+            mutated = tuple(i for i in _mutated_args(target, len(node.args) + len(node.keywords))
+                            if i < len(node.args))
             if mutated and starred:
                 raise self.error(f"'{target}' changes its arguments in place: they cannot be starred", node)
             if mutated:
@@ -497,9 +521,50 @@ class ExpressionLowering:
 
 
 
-def _mutated_args(name) -> tuple:
-    """Positions of the arguments that builtin `name` updates in place (empty when none)."""
-    for ov in BUILTINS.get(name, ()):
+def _type_length(t):
+    """The length of a value of composite type or register pattern `t` (None when it has none or is unknown)."""
+    from ..builtins import registry
+
+    if isinstance(t, registry.X):
+        return 7
+    if isinstance(t, registry.Q):
+        return 4
+    if isinstance(t, registry.V):
+        return t.n if isinstance(t.n, int) else None
+    if isinstance(t, registry.M):
+        return t.rows if isinstance(t.rows, int) else None
+    if isinstance(t, type) and hasattr(t, "_shape_"):
+        try:
+            return len(t())
+        except Exception:
+            return None
+    return None
+
+
+def _static_length(value):
+    """The length fixed by the type of run-time value `value` (a kernel variable), or None."""
+    if not isinstance(value, ir.Value):
+        return None
+    if value.type is not None:
+        return _type_length(value.type)
+    op = value.owner
+    if op is None:
+        return None
+    if op.opcode == "construct":
+        return _type_length(op.attrs.get("type"))
+    if op.opcode == "call" and isinstance(op.attrs.get("name"), str) and len(op.results) == 1:
+        lengths = {_type_length(ov.ret) for ov in BUILTINS.get(op.attrs["name"], ())}
+        return lengths.pop() if len(lengths) == 1 else None
+    return None
+
+
+def _mutated_args(name, nargs=None) -> tuple:
+    """Positions of the arguments that builtin `name` updates in place (empty when none). With `nargs`, the
+    overloads taking that many arguments decide when there are any: `mesh_query_ray(id, start, dir, max_t, root)`
+    updates nothing, though its 10-argument form updates arguments 4 to 9."""
+    overloads = BUILTINS.get(name, ())
+    same_count = [ov for ov in overloads if nargs is not None and len(ov.args) == nargs]
+    for ov in same_count or overloads:
         mutated = ov.mutated_args()
         if mutated:
             return mutated

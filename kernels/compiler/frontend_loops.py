@@ -98,7 +98,7 @@ class LoopLowering:
                     except Exception:
                         continue
                     name = getattr(f, "_wp_builtin_", None)
-                    for idx in (_mutated_args(name) if name is not None else ()):
+                    for idx in (_mutated_args(name, len(node.args) + len(node.keywords)) if name is not None else ()):
                         if idx < len(node.args) and isinstance(node.args[idx], ast.Name):
                             out.add(node.args[idx].id)
         return out

@@ -2,6 +2,7 @@
 #pragma once
 #include "core.h"
 #include "scalar_ops.h"
+#include "bit_cast.h"
 #include "scalar_math.h"
 #include "vec.h"
 #include "mat.h"
@@ -29,6 +30,7 @@
 #include "geometry.h"
 #include "mesh.h"
 #include "bvh.h"
+#include "tile_query.h"
 #include "tri_tri.h"
 #include "volume.h"
 #include "expect.h"

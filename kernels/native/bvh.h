@@ -33,18 +33,20 @@ CUDA_CALLABLE inline const bvh_t* bvh_ptr(uint64 id) {
     return b;
 }
 
-enum { BVH_QUERY_AABB = 0, BVH_QUERY_RAY = 1, BVH_QUERY_SPHERE = 2 };
+enum { BVH_QUERY_AABB = 0, BVH_QUERY_RAY = 1, BVH_QUERY_SPHERE = 2, BVH_QUERY_CAPSULE = 3 };
 
 // Iteration state of a BVH query: nodes still to visit wait on the stack; `cursor` walks the current leaf's items.
 struct bvh_query_t {
     const bvh_t* bvh;
     int32 kind;
-    vec3f_t a, b;       // box: lower, upper; ray: start, dir; sphere: center, (radius, 0, 0)
+    vec3f_t a, b;       // box: lower, upper; ray, capsule: start, dir; sphere: center, (radius, 0, 0)
+    float32 radius;     // capsule: the boxes are inflated by it
     int32 stack[MESH_STACK];
     int32 top;
     int32 cursor, cursor_end;
     int32 bounds_nr;    // the item last yielded (Warp's field name)
-    CUDA_CALLABLE bvh_query_t() : bvh(nullptr), kind(0), top(0), cursor(0), cursor_end(0), bounds_nr(-1) {}
+    CUDA_CALLABLE bvh_query_t()
+        : bvh(nullptr), kind(0), radius(0.0f), top(0), cursor(0), cursor_end(0), bounds_nr(-1) {}
 };
 CUDA_CALLABLE inline bvh_query_t add(const bvh_query_t& a, const bvh_query_t&) { return a; }
 
@@ -82,6 +84,15 @@ CUDA_CALLABLE inline bvh_query_t bvh_query_sphere(uint64 id, vec3f_t center, flo
     return bvh_query_sphere(id, center, radius, -1);
 }
 
+// Capsule sweep start + t dir, t in [0, max_dist] of bvh_query_next (1 for the segment to start + dir): every
+// item whose box, inflated by `radius` on each axis, the segment enters. Conservative, as Warp's: an item near a
+// box corner may be yielded without being within `radius` of the segment. A negative radius counts as 0.
+CUDA_CALLABLE inline bvh_query_t bvh_query_capsule(uint64 id, vec3f_t start, vec3f_t dir, float32 radius,
+                                                   int32 root = -1) {
+    bvh_query_t q = bvh_query_start(id, BVH_QUERY_CAPSULE, start, dir, root);
+    q.radius = radius > 0.0f ? radius : 0.0f;
+    return q;
+}
 // Whether box [lo, hi] passes the query (ray: entered at a t in [0, max_t], multiples of dir's length).
 CUDA_CALLABLE inline bool bvh_query_box(const bvh_query_t& q, const vec3f_t& lo, const vec3f_t& hi, float32 max_t) {
     if (q.kind == BVH_QUERY_AABB)
@@ -89,6 +100,14 @@ CUDA_CALLABLE inline bool bvh_query_box(const bvh_query_t& q, const vec3f_t& lo,
     if (q.kind == BVH_QUERY_SPHERE) {
         float32 d2 = mesh_box_dist_sq(lo, hi, q.a);
         return d2 <= q.b.c[0] * q.b.c[0];
+    }
+    if (q.kind == BVH_QUERY_CAPSULE) {
+        vec3f_t lo_r, hi_r;
+        for (int k = 0; k < 3; ++k) {
+            lo_r.c[k] = lo.c[k] - q.radius;
+            hi_r.c[k] = hi.c[k] + q.radius;
+        }
+        return mesh_ray_box(lo_r, hi_r, q.a, q.b, max_t);
     }
     return mesh_ray_box(lo, hi, q.a, q.b, max_t);
 }

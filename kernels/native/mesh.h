@@ -30,6 +30,7 @@ struct mesh_t {
     const int32* group_ids;       // [num_groups] sorted group ids
     const int32* group_roots;     // [num_groups] the root of each group's subtree
     array_t<vec3f_t> point_grads; // [num_points] gradient of the points (ray queries add into it; may be empty)
+    uint64 bvh;                   // id of a bvh_t over the faces' boxes sharing these nodes (wp.mesh_get_bvh)
 };
 
 static const uint64 MESH_MAGIC = 0x6d6573682d627668ull;
@@ -500,13 +501,14 @@ CUDA_CALLABLE inline mesh_query_ray_t mesh_query_ray(uint64 id, vec3f_t start, v
 // lambda = M^-T (adj_t, adj_u, adj_v): adj_o -= lambda, adj_d -= t lambda, and the face's corners get u, v, w
 // times lambda. The unit normal depends on the corners alone. Face and sign are piecewise constant. The corners'
 // gradients go into the mesh's point gradient array when it has one.
-CUDA_CALLABLE inline void adj_mesh_query_ray(uint64 id, vec3f_t start, vec3f_t dir, float32 max_t, uint64&,
-                                             vec3f_t& adj_start, vec3f_t& adj_dir, float32&,
-                                             const mesh_query_ray_t& adj_ret) {
+// Returns false (nothing accumulated) when the ray misses.
+CUDA_CALLABLE inline bool mesh_query_ray_adjoint(uint64 id, vec3f_t start, vec3f_t dir, float32 max_t, int32 root,
+                                                 vec3f_t& adj_start, vec3f_t& adj_dir,
+                                                 const mesh_query_ray_t& adj_ret) {
     const mesh_t* m = mesh_ptr(id);
     mesh_hit_t hit;
-    if (m == nullptr || !mesh_ray(*m, start, dir, max_t, -1, hit))
-        return;
+    if (m == nullptr || !mesh_ray(*m, start, dir, max_t, root, hit))
+        return false;
     vec3f_t a, b, c;
     mesh_face(*m, hit.face, a, b, c);
     const float32 w = 1.0f - hit.u - hit.v;
@@ -544,7 +546,7 @@ CUDA_CALLABLE inline void adj_mesh_query_ray(uint64 id, vec3f_t start, vec3f_t d
         }
     }
     if (m->point_grads.data == nullptr)
-        return;
+        return true;
     const int32 corners[3] = {mesh_at(m->indices, 3 * hit.face), mesh_at(m->indices, 3 * hit.face + 1),
                               mesh_at(m->indices, 3 * hit.face + 2)};
     const vec3f_t* adj_corner[3] = {&adj_a, &adj_b, &adj_c};
@@ -552,6 +554,17 @@ CUDA_CALLABLE inline void adj_mesh_query_ray(uint64 id, vec3f_t start, vec3f_t d
         vec3f_t& slot = index(m->point_grads, 0, int64(corners[i]));
         for (int k = 0; k < 3; ++k) atomic_rmw_add(&slot.c[k], adj_corner[i]->c[k]);
     }
+    return true;
+}
+CUDA_CALLABLE inline void adj_mesh_query_ray(uint64 id, vec3f_t start, vec3f_t dir, float32 max_t, uint64&,
+                                             vec3f_t& adj_start, vec3f_t& adj_dir, float32&,
+                                             const mesh_query_ray_t& adj_ret) {
+    mesh_query_ray_adjoint(id, start, dir, max_t, -1, adj_start, adj_dir, adj_ret);
+}
+CUDA_CALLABLE inline void adj_mesh_query_ray_root(uint64 id, vec3f_t start, vec3f_t dir, float32 max_t, int32 root,
+                                                  uint64&, vec3f_t& adj_start, vec3f_t& adj_dir, float32&, int32&,
+                                                  const mesh_query_ray_t& adj_ret) {
+    mesh_query_ray_adjoint(id, start, dir, max_t, root, adj_start, adj_dir, adj_ret);
 }
 CUDA_CALLABLE inline bool mesh_query_ray(uint64 id, vec3f_t start, vec3f_t dir, float32 max_t, float32& t,
                                          float32& u, float32& v, float32& sign, vec3f_t& normal, int32& face,
@@ -562,6 +575,105 @@ CUDA_CALLABLE inline bool mesh_query_ray(uint64 id, vec3f_t start, vec3f_t dir, 
         return false;
     t = hit.t; u = hit.u; v = hit.v; sign = hit.sign; normal = hit.normal; face = hit.face;
     return true;
+}
+// Out-parameter form: on a hit the outputs are replaced (their gradients go to start, dir and the face's points as
+// in the result form); on a miss they keep their values, so their incoming adjoints pass through.
+CUDA_CALLABLE inline void adj_mesh_query_ray(uint64 id, vec3f_t start, vec3f_t dir, float32 max_t, float32, float32,
+                                             float32, float32, vec3f_t, int32, int32 root, uint64&,
+                                             vec3f_t& adj_start, vec3f_t& adj_dir, float32&, float32& adj_t_in,
+                                             float32& adj_u_in, float32& adj_v_in, float32& adj_sign_in,
+                                             vec3f_t& adj_normal_in, int32&, int32&, bool, float32 adj_t,
+                                             float32 adj_u, float32 adj_v, float32 adj_sign, vec3f_t adj_normal,
+                                             int32) {
+    mesh_query_ray_t adj_ret;
+    adj_ret.t = adj_t; adj_ret.u = adj_u; adj_ret.v = adj_v; adj_ret.normal = adj_normal;
+    if (mesh_query_ray_adjoint(id, start, dir, max_t, root, adj_start, adj_dir, adj_ret))
+        return;
+    adj_t_in += adj_t; adj_u_in += adj_u; adj_v_in += adj_v; adj_sign_in += adj_sign;
+    adj_normal_in = geo_axpy(1.0f, adj_normal, adj_normal_in);
+}
+CUDA_CALLABLE inline void adj_mesh_query_ray(uint64 id, vec3f_t start, vec3f_t dir, float32 max_t, float32 t,
+                                             float32 u, float32 v, float32 sign, vec3f_t normal, int32 face,
+                                             uint64& adj_id, vec3f_t& adj_start, vec3f_t& adj_dir,
+                                             float32& adj_max_t, float32& adj_t_in, float32& adj_u_in,
+                                             float32& adj_v_in, float32& adj_sign_in, vec3f_t& adj_normal_in,
+                                             int32& adj_face_in, bool adj_hit, float32 adj_t, float32 adj_u,
+                                             float32 adj_v, float32 adj_sign, vec3f_t adj_normal, int32 adj_face) {
+    int32 adj_root = 0;
+    adj_mesh_query_ray(id, start, dir, max_t, t, u, v, sign, normal, face, -1, adj_id, adj_start, adj_dir, adj_max_t,
+                       adj_t_in, adj_u_in, adj_v_in, adj_sign_in, adj_normal_in, adj_face_in, adj_root, adj_hit,
+                       adj_t, adj_u, adj_v, adj_sign, adj_normal, adj_face);
+}
+
+// Every face the ray start + t dir (t >= 0) crosses, from node `root` (the whole mesh when root < 0); unlike
+// mesh_ray it does not stop at the closest hit, so an odd count means start is inside a closed mesh.
+CUDA_CALLABLE inline int32 mesh_query_ray_count_intersections(uint64 id, vec3f_t start, vec3f_t dir, int32 root = -1) {
+    const mesh_t* m = mesh_ptr(id);
+    if (m == nullptr)
+        return 0;
+    const int32 first = root >= 0 ? root : m->root;
+    if (first < 0)
+        return 0;
+    int32 stack[MESH_STACK];
+    int top = 0, count = 0;
+    stack[top++] = first;
+    while (top > 0) {
+        const int32 n = stack[--top];
+        if (!mesh_ray_box(m->node_lower[n], m->node_upper[n], start, dir, 3.0e38f))
+            continue;
+        if (m->node_left[n] >= 0) {
+            stack[top++] = m->node_left[n];
+            stack[top++] = m->node_right[n];
+            continue;
+        }
+        for (int32 k = m->node_start[n]; k < m->node_end[n]; ++k) {
+            vec3f_t a, b, c;
+            mesh_face(*m, m->prims[k], a, b, c);
+            float32 t, u, v;
+            if (mesh_ray_triangle(start, dir, a, b, c, t, u, v))
+                ++count;
+        }
+    }
+    return count;
+}
+
+// True as soon as any face is hit at 0 <= t < max_t (no closest-hit search), from node `root` (-1: whole mesh).
+CUDA_CALLABLE inline bool mesh_query_ray_anyhit(uint64 id, vec3f_t start, vec3f_t dir, float32 max_t,
+                                                int32 root = -1) {
+    const mesh_t* m = mesh_ptr(id);
+    if (m == nullptr)
+        return false;
+    const int32 first = root >= 0 ? root : m->root;
+    if (first < 0)
+        return false;
+    int32 stack[MESH_STACK];
+    int top = 0;
+    stack[top++] = first;
+    while (top > 0) {
+        const int32 n = stack[--top];
+        if (!mesh_ray_box(m->node_lower[n], m->node_upper[n], start, dir, max_t))
+            continue;
+        if (m->node_left[n] >= 0) {
+            stack[top++] = m->node_left[n];
+            stack[top++] = m->node_right[n];
+            continue;
+        }
+        for (int32 k = m->node_start[n]; k < m->node_end[n]; ++k) {
+            vec3f_t a, b, c;
+            mesh_face(*m, m->prims[k], a, b, c);
+            float32 t, u, v;
+            if (mesh_ray_triangle(start, dir, a, b, c, t, u, v) && t < max_t)
+                return true;
+        }
+    }
+    return false;
+}
+
+// The id of the mesh's BVH as a wp.Bvh (items: faces, with their boxes), for the bvh_query_* builtins; 0 for a
+// bad id.
+CUDA_CALLABLE inline uint64 mesh_get_bvh(uint64 id) {
+    const mesh_t* m = mesh_ptr(id);
+    return m == nullptr ? 0 : m->bvh;
 }
 
 // Root of the subtree of the faces in `group` (for grouped ray queries), or -1 if the mesh has no such group.

@@ -37,7 +37,27 @@ class _MeshHeader(ctypes.Structure):
                 ("node_right", ctypes.c_void_p), ("node_start", ctypes.c_void_p), ("node_end", ctypes.c_void_p),
                 ("prims", ctypes.c_void_p), ("root", ctypes.c_int32), ("num_groups", ctypes.c_int32),
                 ("group_ids", ctypes.c_void_p), ("group_roots", ctypes.c_void_p),
-                ("point_grads", ArrayDescriptor)]
+                ("point_grads", ArrayDescriptor), ("bvh", ctypes.c_uint64)]
+
+
+class _FaceBvh:
+    """The target of wp.mesh_get_bvh: a `bvh_t` header (kernels/native/bvh.h) over the mesh's faces, their boxes
+    the items, sharing the mesh's node buffers; republished with the mesh's header (refit moves the boxes)."""
+
+    def __init__(self, device):
+        self.device = device
+        self._header_array = None
+        self.id = 0
+
+    def publish(self, tree, corners: np.ndarray, buffers: dict) -> None:
+        from .bvh_object import _MAGIC as bvh_magic, _BvhHeader
+
+        self.lowers = array(corners.min(axis=1).astype(np.float32), dtype=T.vec3, device=self.device)
+        self.uppers = array(corners.max(axis=1).astype(np.float32), dtype=T.vec3, device=self.device)
+        h = _BvhHeader(magic=bvh_magic, num_items=len(corners), root=tree.root, num_groups=len(tree.group_ids))
+        h.item_lower = self.lowers.ptr if self.lowers.size else None
+        h.item_upper = self.uppers.ptr if self.uppers.size else None
+        publish_header(self, h, buffers)
 
 
 def is_cubql_available() -> bool:
@@ -120,8 +140,11 @@ class Mesh:
     def _upload(self):
         b = self._bvh
         bufs = node_arrays(b, self.device)
+        if getattr(self, "_face_bvh", None) is None:
+            self._face_bvh = _FaceBvh(self.device)
+        self._face_bvh.publish(b, self._face_corners(), bufs)
         h = _MeshHeader(num_points=self._points.size, num_tris=self.indices.size // 3, magic=_MAGIC, root=b.root,
-                        num_groups=len(b.group_ids))
+                        num_groups=len(b.group_ids), bvh=self._face_bvh.id)
         h.points = self._points._descriptor()
         h.indices = self.indices._descriptor()
         if self.velocities is not None:

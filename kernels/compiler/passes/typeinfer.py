@@ -25,6 +25,7 @@ from .adjoint import adjoint_error, derive_adjoint
 from .typeinfer_constructors import ConstructorForms
 from .typeinfer_control import ControlFlowForms
 from .typeinfer_fixedarray import FixedArrayForms
+from .typeinfer_bitcast import BitCastForms
 from .typeinfer_paths import PathForms
 from .typeinfer_scalars import ScalarForms
 from .typeinfer_slices import SliceForms, is_slice
@@ -75,8 +76,9 @@ def _holds_struct(t) -> bool:
     return is_struct(t) or (isinstance(t, TileType) and is_struct(t.dtype))
 
 
-class TypeInference(FixedArrayForms, TileForms, TileNdForms, TileStructForms, TileSliceForms, PathForms, SliceForms,
-                    ScalarForms, ControlFlowForms, StarredForms, ConstructorForms, ReferenceForms, VolumeForms):
+class TypeInference(FixedArrayForms, BitCastForms, TileForms, TileNdForms, TileStructForms, TileSliceForms, PathForms,
+                    SliceForms, ScalarForms, ControlFlowForms, StarredForms, ConstructorForms, ReferenceForms,
+                    VolumeForms):
     def __init__(self, fn: ir.Function, compile_callee):
         self.fn = fn
         # (source, kind, name, param types) -> typed ir.Function: how a called @wp.func is compiled for the
