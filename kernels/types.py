@@ -14,6 +14,8 @@ import typing
 import numpy as np
 
 from . import halfbits
+from .composite_math import c_divide as _divide
+from .composite_math import quat_product as _quat_product, quat_rotate_vector as _quat_rotate_vector
 from .composite_access import CompositeAccess
 
 class _AnyType:
@@ -710,14 +712,6 @@ def _wrap_components(like, data, cls=None):
     return out
 
 
-def _divide(a, b, is_int: bool):
-    if not is_int:
-        return np.true_divide(a, b)
-    a, b = np.asarray(a), np.asarray(b)
-    q = np.abs(a) // np.abs(b)
-    return np.where((a < 0) != (b < 0), -q, q)
-
-
 def _elementwise(x, y, op: str, reverse: bool = False):
     """`x op y` (or `y op x` when `reverse`) component by component. x is a composite; y a composite or sequence
     of the same shape, or for `/` a scalar."""
@@ -740,21 +734,12 @@ def _elementwise(x, y, op: str, reverse: bool = False):
     return _wrap_components(x, r)
 
 
-def _quat_product(a, b):
-    av, aw, bv, bw = a[:3], a[3], b[:3], b[3]
-    return np.concatenate([aw * bv + bw * av + np.cross(av, bv), [aw * bw - np.dot(av, bv)]])
-
-
-def _quat_rotate_vector(q, v):
-    qv, qw = q[:3], q[3]
-    return v * (2.0 * qw * qw - 1.0) + np.cross(qv, v) * qw * 2.0 + qv * np.dot(qv, v) * 2.0
-
-
 def _product(x, y, reverse: bool = False):
     """`x * y` (or `y * x` when `reverse`) for a composite x: scaling by a scalar, else the kernel's product."""
     if not _is_composite_value(y) and np.ndim(y) == 0:
         with np.errstate(over="ignore"):
-            return _wrap_components(x, np.multiply(_operand_array(y), _operand_array(x)) if reverse else np.multiply(_operand_array(x), _operand_array(y)))
+            a, b = _operand_array(x), _operand_array(y)
+            return _wrap_components(x, np.multiply(b, a) if reverse else np.multiply(a, b))
     left, right = (y, x) if reverse else (x, y)
     return _matmul(left, right)
 

@@ -191,7 +191,8 @@ def test_no_import_circle_counting_imports_inside_functions(package):
 #: below, at import time or inside functions
 KERNELS_PARTS = (
     ("base", ("kernels.config", "kernels.errors", "kernels.types", "kernels.typesys", "kernels.halfbits",
-              "kernels.builtins", "kernels.logger", "kernels.reference", "kernels.composite_access")),
+              "kernels.builtins", "kernels.logger", "kernels.reference", "kernels.composite_access",
+              "kernels.composite_math")),
     ("compiler", ("kernels.compiler",)),
     ("runtime", ("kernels.runtime",)),
     ("surface", ("kernels", "kernels.mathlib", "kernels.utils", "kernels.tape_interface")),

@@ -150,7 +150,7 @@ def test_func_options():
         return x + 1.0
 
     assert helper.inline_hint == "noinline" and helper2.inline_hint == "forceinline"
-    assert helper.module != __name__ and helper2.module == __name__
+    assert helper.module.name != __name__ and helper2.module.name == __name__  # Warp's f.module: a Module
 
     @wp.kernel(module=helper.module)
     def uses(a: wp.array(dtype=float)):

@@ -19,12 +19,12 @@ from ...builtins import registry
 from ...errors import (CompileAttributeError, CompileError, CompileTypeError, CompileValueError, KernelError,
                        UnsupportedAtomicError)
 from ..scalar_semantics import ScalarSemanticsError
-from ...typesys import (ArrayType, PackType, ShapeType, StaticType, TileType, describe, is_differentiable_type,
-                        is_struct)
-from .adjoint import adjoint_error, derive_adjoint
+from ...typesys import ArrayType, PackType, ShapeType, StaticType, TileType, describe, is_struct
+from .adjoint import derive_adjoint
 from .typeinfer_constructors import ConstructorForms
 from .typeinfer_control import ControlFlowForms
 from .typeinfer_fixedarray import FixedArrayForms
+from .typeinfer_gradient import GradientForms
 from .typeinfer_bitcast import BitCastForms
 from .typeinfer_paths import PathForms
 from .typeinfer_scalars import ScalarForms
@@ -76,9 +76,9 @@ def _holds_struct(t) -> bool:
     return is_struct(t) or (isinstance(t, TileType) and is_struct(t.dtype))
 
 
-class TypeInference(FixedArrayForms, BitCastForms, TileForms, TileNdForms, TileStructForms, TileSliceForms, PathForms,
-                    SliceForms, ScalarForms, ControlFlowForms, StarredForms, ConstructorForms, ReferenceForms,
-                    VolumeForms):
+class TypeInference(FixedArrayForms, GradientForms, BitCastForms, TileForms, TileNdForms, TileStructForms,
+                    TileSliceForms, PathForms, SliceForms, ScalarForms, ControlFlowForms, StarredForms,
+                    ConstructorForms, ReferenceForms, VolumeForms):
     def __init__(self, fn: ir.Function, compile_callee):
         self.fn = fn
         # (source, kind, name, param types) -> typed ir.Function: how a called @wp.func is compiled for the
@@ -420,46 +420,6 @@ class TypeInference(FixedArrayForms, BitCastForms, TileForms, TileNdForms, TileS
         if op.attrs.get("refuse_adjoint"):  # a call writing wp.ref[T] arguments back (frontend_reference.py)
             attrs["refuse_adjoint"] = op.attrs["refuse_adjoint"]
         self.append(ir.Op("call", list(args), results, attrs, [], op.loc))
-
-    def gradient_call(self, op, callee, args):
-        """`wp.grad(f)(args)`: f's adjoint seeded with 1 gives d f / d arg for each argument. f must return one
-        float scalar and take differentiable values; its adjoint must exist."""
-        rtypes = callee.return_types
-        if len(rtypes) != 1 or not T.is_float(rtypes[0]):
-            got = ", ".join(describe(t) for t in rtypes) or "nothing"
-            raise self.error(f"wp.grad({callee.name}): the function must return one float scalar, it returns {got}",
-                             op)
-        for p, name in zip(callee.params, callee.param_names):
-            if not is_differentiable_type(p.type) or isinstance(p.type, ArrayType):
-                raise self.error(f"wp.grad({callee.name}): argument '{name}' ({describe(p.type)}) has no "
-                                 f"gradient; wp.grad needs float scalars, vectors, matrices or quaternions", op)
-        error = adjoint_error(callee)
-        if error is not None:
-            raise self.error(f"wp.grad({callee.name}): the function has no gradient: {error.message}", op)
-        for r, p in zip(op.results, callee.params):
-            r.type = p.type
-        self.append(ir.Op("call", list(args), op.results, {"callee": callee, "name": callee.name, "gradient": True},
-                          [], op.loc))
-
-    def builtin_gradient_call(self, op):
-        """`wp.grad(wp.atan2)(y, x)`: a differentiable builtin's adjoint seeded with 1 gives its gradient w.r.t.
-        each argument; the builtin must return one float scalar."""
-        name = op.attrs["name"]
-        args = list(op.operands)
-        ov, rtype = self.resolve(name, args)
-        if ov is None:
-            got = ", ".join(describe(a.type) for a in args)
-            raise self.error(f"wp.grad({name}): no overload of '{name}' accepts ({got})", op)
-        args = self.coerce_weak(args, ov, op)
-        if not ov.differentiable or ov.mutated_args() or ov.template_ret or not T.is_float(rtype):
-            raise self.error(f"wp.grad({name}): '{name}' must be differentiable and return one float scalar", op)
-        for a, arg_name in zip(args, ov.arg_names):
-            if not is_differentiable_type(a.type) or isinstance(a.type, ArrayType):
-                raise self.error(f"wp.grad({name}): argument '{arg_name}' ({describe(a.type)}) has no gradient", op)
-        for r, a in zip(op.results, args):
-            r.type = a.type
-        self.append(ir.Op("call", args, op.results, {"name": name, "overload": ov, "gradient": True, "seed": rtype},
-                          [], op.loc))
 
     # builtins that need more than a table lookup
 
