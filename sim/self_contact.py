@@ -66,9 +66,9 @@ from .worlds import element_worlds
 # no `from __future__ import annotations`: kernels/runtime/struct.py evaluates string annotations in the top-level
 # package's namespace
 
-from .self_contact_partial import (PARTIAL_FRACTION, PARTIAL_MARGIN, PartialSearch, forget_soon, reset_marked,
-                                   scan_vertex_triangles, search_marked_edges, search_marked_triangles,
-                                   search_marked_vertices)
+from .self_contact_partial import (PARTIAL_ATTEMPTS, PARTIAL_FRACTION, PARTIAL_MARGIN, PartialSearch,
+                                   clamp_list_counts, forget_soon, grow_marked, reset_marked, scan_vertex_triangles,
+                                   search_marked_edges, search_marked_triangles, search_marked_vertices)
 from .self_contact_primitives import (DEFAULT_THICKNESS_FRACTION, EE_SLOTS, GAMMA, GRID_CELLS_PER_PRIMITIVE,  # noqa: F401
                                     LARGE, QUERY_RADIUS, VT_SLOTS, PrimitiveBoxes, SelfContactData,
                                     boxes_overlap, closest_point_triangle, edge_edge_candidate, edge_separation,
@@ -164,7 +164,6 @@ def primitive_boxes(x: wp.array(dtype=wp.vec3), tris: wp.array2d(dtype=wp.int32)
     if k < edges.shape[0]:
         p = x[edges[k, 0]]
         q = x[edges[k, 1]]
-        boxes.edge_centre[k] = (p + q) * 0.5
         boxes.edge_radius[k] = wp.length(q - p) * 0.5
         boxes.edge_lower[k] = wp.min(p, q)
         boxes.edge_upper[k] = wp.max(p, q)
@@ -385,9 +384,10 @@ class SelfContact:
         self._active_lists = ActiveLists(self.particle_count, self.edge_count, d)
         self.active = (self.particle_count, self.edge_count)  # vertices and edges listing pairs, as last read
         self._boxes = PrimitiveBoxes()
+        fields = {"tri": ("centre", "lower", "upper", "grid_lower", "grid_upper"), "edge": ("lower", "upper")}
         for kind, count in (("tri", self.tri_count), ("edge", self.edge_count)):
             setattr(self._boxes, f"{kind}_radius", wp.zeros(max(count, 1), dtype=float, device=d))
-            for field in ("centre", "lower", "upper", "grid_lower", "grid_upper"):
+            for field in fields[kind]:
                 setattr(self._boxes, f"{kind}_{field}", wp.zeros(max(count, 1), dtype=wp.vec3, device=d))
         self._boxes.large = wp.zeros((2, max(self.tri_count, self.edge_count, 1)), dtype=wp.int32, device=d)
         self._boxes.large_count = wp.zeros(2, dtype=wp.int32, device=d)
@@ -395,15 +395,10 @@ class SelfContact:
         tri_radius = np.linalg.norm(corners - corners.mean(axis=1, keepdims=True), axis=2).max(initial=0.0)
         # primitives up to LARGE times their size at rest are found through the grids, the rest from a list
         self._typical = wp.vec2(LARGE * float(tri_radius), LARGE * 0.5 * self.max_edge)
-        # queries visit the cells of a box, so a cell may be narrower than a query's reach: for edges, half of it
-        # scans fewer candidates for more cells (measured on the 64 x 64 pile); for triangles, the full reach
+        # the triangle grid's cells are a query's full reach; edges are binned by their own boxes
         self._tri_cell = max(self.query_radius + float(self._typical[0]), 1.0e-6)
-        self._edge_cell = max(0.5 * (self.query_radius + 2.0 * float(self._typical[1])), 1.0e-6)
         self._tri_grid = HashGrid(*(hash_grid_dims_for(GRID_CELLS_PER_PRIMITIVE * self.tri_count),) * 3, device=d)
-        self._edge_grid = HashGrid(*(hash_grid_dims_for(GRID_CELLS_PER_PRIMITIVE * self.edge_count),) * 3,
-                                   device=d)
         self._edge_boxes = BoxGrid(self.edge_count, 2.0 * float(self._typical[1]), 0.5 * self.query_radius, d)
-        self._edge_grid_stale = True  # the midpoint grid of partial searches, built at the first one after a full
         self.overflow = wp.zeros(1, dtype=wp.int32, device=d)
         self.searches = 0
         self.has_pairs = True  # whether any pair is listed: a model without pairs skips its pair passes
@@ -462,6 +457,8 @@ class SelfContact:
         partial.ee_base = wp.zeros(max(self.edge_count, 1), dtype=wp.int32, device=d)
         partial.first_triangle = wp.array(first.astype(np.int32), dtype=wp.int32, device=d)
         partial.failed = wp.zeros(1, dtype=wp.int32, device=d)
+        partial.blocked = wp.zeros(n, dtype=wp.int32, device=d)
+        partial.size = wp.zeros(1, dtype=wp.int32, device=d)
         partial.margin = PARTIAL_MARGIN * self.query_radius
         self._partial = partial
         self._partial_limit = int(PARTIAL_FRACTION * int(colliding.sum()))
@@ -511,29 +508,41 @@ class SelfContact:
 
     def _search_partially(self, x, *, with_soon: bool) -> bool:
         """Search again around the marked vertices only (`with_soon`: those about to ask too, else only those
-        that ask now); False (with nothing to undo: a full search follows) when one moved too far from the
-        grids or a pair leaves no slack."""
+        that ask now); False (with nothing to undo: a full search follows) when the set S of searched vertices,
+        grown by the vertices of pairs that leave no slack, stays blocked after PARTIAL_ATTEMPTS or grows past
+        the partial limit. A vertex of S reset beyond the grids' margin has the grids built again first."""
         d, data, partial, r = self.device, self.data, self._partial, self.query_radius
-        partial.failed.zero_()
+
+        def run(kernel, dim, inputs):
+            wp.launch(kernel, dim=dim, inputs=inputs, device=d, record_tape=False)
+
         if not with_soon:
-            wp.launch(forget_soon, dim=self.particle_count, inputs=[self._marked], device=d, record_tape=False)
-        wp.launch(reset_marked, dim=self.particle_count, device=d, record_tape=False,
-                  inputs=[x, self._drift_before, self._drift_group, partial, GAMMA * r, self.x_search, self.bound])
-        if int(partial.failed.numpy()[0]):
-            return False
-        wp.copy(partial.vt_base, data.vt_count)
-        wp.copy(partial.ee_base, data.ee_count)
-        common = [self.x_search, self._tri_grid_data, data, partial, r, self._typical[0], self._boxes, self.bound,
-                  self.overflow]
-        wp.launch(search_marked_vertices, dim=self.particle_count, inputs=common, device=d, record_tape=False)
-        wp.launch(search_marked_triangles, dim=self.tri_count, inputs=common, device=d, record_tape=False)
-        if self.edge_count:
-            if self._edge_grid_stale:
-                self._build_edge_midpoint_grid()
-            common[1], common[5] = self._edge_grid_data, self._typical[1]
-            wp.launch(search_marked_edges, dim=self.edge_count, inputs=common, device=d, record_tape=False)
-        if int(partial.failed.numpy()[0]):
-            return False
+            run(forget_soon, self.particle_count, [self._marked])
+        for attempt in range(PARTIAL_ATTEMPTS):
+            partial.failed.zero_()
+            run(reset_marked, self.particle_count,
+                [x, self._drift_before, self._drift_group, partial, GAMMA * r, self.x_search, self.bound])
+            if int(partial.failed.numpy()[0]):
+                self._build_grids(self.x_search)
+                partial.failed.zero_()
+            wp.copy(partial.vt_base, data.vt_count)
+            wp.copy(partial.ee_base, data.ee_count)
+            common = [self.x_search, self._tri_grid_data, data, partial, r, self._typical[0], self._boxes,
+                      self.bound, self.overflow]
+            run(search_marked_vertices, self.particle_count, common)
+            run(search_marked_triangles, self.tri_count, common)
+            run(clamp_list_counts, self.particle_count, [data, 0])
+            if self.edge_count:
+                common[1], common[5] = self._edge_boxes.data, self._typical[1]
+                run(search_marked_edges, self.edge_count, common)
+                run(clamp_list_counts, self.edge_count, [data, 1])
+            if not int(partial.failed.numpy()[0]):
+                break
+            partial.size.zero_()
+            run(grow_marked, self.particle_count, [partial])
+            if attempt + 1 == PARTIAL_ATTEMPTS or int(partial.size.numpy()[0]) > self._partial_limit:
+                partial.blocked.zero_()
+                return False
         self._count_degrees()
         self._marked.zero_()
         self._search_count.zero_()
@@ -541,16 +550,22 @@ class SelfContact:
         self._list_active()
         return True
 
-    def _build_edge_midpoint_grid(self):
-        """The grid of edge midpoints at the last full search's positions (the boxes are still theirs), which
-        partial searches query: built at the first partial search after a full one (the full search's own
-        edge query uses the box grid)."""
+    def _build_grids(self, x):
+        """The primitives' boxes, the triangle grid and the edge box grid at positions x [m] (vec3
+        [particle_count]), which become partial.x_grid."""
         boxes = self._boxes
-        self._edge_grid_data = self._edge_grid.build(boxes.edge_centre, self._edge_cell, keep_arrays=True)
-        wp.launch(boxes_in_grid_order, dim=self.edge_count, device=self.device, record_tape=False,
-                  inputs=[self._edge_grid_data.sorted_index, boxes.edge_lower, boxes.edge_upper, boxes.edge_radius,
-                          self._typical[1], boxes.edge_grid_lower, boxes.edge_grid_upper])
-        self._edge_grid_stale = False
+        boxes.large_count.zero_()
+        wp.launch(copy_positions, dim=self.particle_count, inputs=[x, self._partial.x_grid], device=self.device,
+                  record_tape=False)
+        wp.launch(primitive_boxes, dim=max(self.tri_count, self.edge_count), device=self.device, record_tape=False,
+                  inputs=[x, self.data.tri_indices, self.data.edge_indices, self._typical, boxes])
+        # fixed cell widths and query radii: no wait for the device here
+        self._tri_grid_data = self._tri_grid.build(boxes.tri_centre, self._tri_cell, keep_arrays=True)
+        wp.launch(boxes_in_grid_order, dim=self.tri_count, device=self.device, record_tape=False,
+                  inputs=[self._tri_grid_data.sorted_index, boxes.tri_lower, boxes.tri_upper, boxes.tri_radius,
+                          self._typical[0], boxes.tri_grid_lower, boxes.tri_grid_upper])
+        if self.edge_count:
+            self._edge_boxes.build(boxes.edge_lower, boxes.edge_upper, boxes.edge_radius, float(self._typical[1]))
 
     def _list_active(self):
         """The vertices and edges with listed pairs (data.vt_active, ee_active), and how many: `active` and
@@ -582,23 +597,14 @@ class SelfContact:
             wp.launch(kernel, dim=dim, inputs=inputs, device=d, record_tape=False)
 
         run(copy_positions, self.particle_count, [x, self.x_search])
-        boxes = self._boxes
-        boxes.large_count.zero_()
-        run(primitive_boxes, max(self.tri_count, self.edge_count),
-            [x, data.tri_indices, data.edge_indices, self._typical, boxes])
-        # fixed cell widths and query radii: no wait for the device here
-        tri_grid = self._tri_grid.build(boxes.tri_centre, self._tri_cell, keep_arrays=True)
-        run(boxes_in_grid_order, self.tri_count, [tri_grid.sorted_index, boxes.tri_lower, boxes.tri_upper,
-                                                  boxes.tri_radius, self._typical[0], boxes.tri_grid_lower,
-                                                  boxes.tri_grid_upper])
+        self._build_grids(x)
+        boxes, tri_grid = self._boxes, self._tri_grid_data
         self.bound.fill_(r)
         run(find_vertex_triangle_pairs, self.particle_count,
             [x, tri_grid, data, r, self._typical[0], boxes, self.bound, self.overflow, self._partial])
         if self.edge_count:
-            edge_boxes = self._edge_boxes.build(boxes.edge_lower, boxes.edge_upper, boxes.edge_radius,
-                                                float(self._typical[1]))
             run(find_edge_edge_pairs, self.edge_count,
-                [x, edge_boxes, data, r, self._typical[1], boxes, self.bound, self.overflow])
+                [x, self._edge_boxes.data, data, r, self._typical[1], boxes, self.bound, self.overflow])
         run(scale_bound, self.particle_count, [self.bound, GAMMA])
         data.degree.zero_()
         keep = [data, self.bound, 0]
@@ -607,9 +613,6 @@ class SelfContact:
             keep[2] = 1
             run(keep_reachable_pairs, self.edge_count, keep)
         self._list_active()
-        run(copy_positions, self.particle_count, [x, self._partial.x_grid])
-        self._tri_grid_data = tri_grid
-        self._edge_grid_stale = True
         self._marked.zero_()
         self._search_count.zero_()
         self._drift_before = self._zero_drift

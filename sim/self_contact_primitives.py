@@ -148,8 +148,8 @@ def edge_edge_candidate(x: wp.array(dtype=wp.vec3), data: SelfContactData, e: in
 
 @wp.struct
 class PrimitiveBoxes:
-    """The search's view of the primitives at the search positions: triangle centroids and edge midpoints [m]
-    (the hash grids' points), the distance from each to its farthest corner [m] (a triangle or edge beyond
+    """The search's view of the primitives at the search positions: triangle centroids [m] (the triangle hash
+    grid's points), the distance from each triangle's centroid and each edge's midpoint to its farthest corner [m] (a triangle or edge beyond
     `typical` of it is searched from the `large` list, not the grid), and the axis-aligned boxes [m] that every
     candidate passes first (cheaper and, for thin primitives, several times tighter than bounding spheres)."""
 
@@ -157,7 +157,6 @@ class PrimitiveBoxes:
     tri_radius: wp.array(dtype=float)
     tri_lower: wp.array(dtype=wp.vec3)
     tri_upper: wp.array(dtype=wp.vec3)
-    edge_centre: wp.array(dtype=wp.vec3)
     edge_radius: wp.array(dtype=float)
     edge_lower: wp.array(dtype=wp.vec3)
     edge_upper: wp.array(dtype=wp.vec3)
@@ -165,8 +164,6 @@ class PrimitiveBoxes:
     large_count: wp.array(dtype=wp.int32)
     tri_grid_lower: wp.array(dtype=wp.vec3)
     tri_grid_upper: wp.array(dtype=wp.vec3)
-    edge_grid_lower: wp.array(dtype=wp.vec3)
-    edge_grid_upper: wp.array(dtype=wp.vec3)
 
 
 @wp.func

@@ -398,13 +398,19 @@ def all_pair_distances(x: wp.array(dtype=wp.vec3), tris: wp.array2d(dtype=wp.int
             ee[i, j] = wp.length(x[p0] * (1.0 - st[0]) + x[p1] * st[0] - x[q0] * (1.0 - st[1]) - x[q1] * st[1])
 
 
-def test_a_partial_search_keeps_every_pair_apart_and_lists_the_new_pairs():
+@pytest.mark.parametrize("case", ["within_margin", "beyond_margin", "no_slack"])
+def test_a_partial_search_keeps_every_pair_apart_and_lists_the_new_pairs(case):
     """Two cloth layers 1.5 thicknesses apart, every vertex moved within its bound, and a few vertices of the
     upper layer pushed down by their whole bound (they ask for a search): a search around those only
     (sim/self_contact_partial.py) leaves, for every vertex-triangle and edge-edge pair of the cloth (brute
     force, all pairs), the largest bound on one side plus the largest on the other below the pair's distance
-    at the search positions (what keeps the cloth from passing through itself), resets only the marked
-    vertices, and lists every pair of theirs closer than the query radius at its owner, once."""
+    at the search positions (what keeps the cloth from passing through itself), resets only the vertices it
+    searched, and lists every pair of theirs closer than the query radius at its owner, once.
+
+    beyond_margin: one marked vertex slid 1.2 thicknesses along its layer, past the margin of the grids (0.5
+    query radii = 1 thickness): the grids are built again at the search positions, and the search stays partial.
+    no_slack: one marked vertex moved to 0.3 of its bound beside the unmarked vertex with the largest bound, which
+    leaves their pairs no slack: that vertex (and its triangles' others) join the search, which stays partial."""
     from sim.self_contact import SelfContact
     rng = np.random.default_rng(3)
     b = sim.ModelBuilder(gravity=0.0)
@@ -422,16 +428,32 @@ def test_a_partial_search_keeps_every_pair_apart_and_lists_the_new_pairs():
     x1 = x0 + direction * (0.5 * bound0)[:, None]
     marked = np.array([60, 66, 70, 74])  # upper layer (49 vertices a layer)
     x1[marked] = x0[marked] - np.array([0.0, 1.0, 0.0]) * bound0[marked, None]
+    if case == "beyond_margin":
+        x1[66] = x0[66] + np.array([1.2 * THICKNESS, 0.0, 0.0])
+    elif case == "no_slack":
+        # 0.3 of its bound beside the unmarked vertex with the largest bound: closer than that bound
+        w = int(np.argmax(np.where(np.isin(np.arange(len(x0)), marked), 0.0, bound0)))
+        x1[66] = x0[w] + np.array([0.0, 0.0, 0.3 * bound0[w]])
     flags = np.zeros(model.particle_count, np.int32)
     flags[marked] = 1
     contact._marked.assign(flags)
+    contact._partial_limit = len(x0) // 4  # 24 vertices, not 1/32 of this small cloth's (begin_step's test)
     x = wp.array(x1.astype(np.float32), dtype=wp.vec3)
     assert contact._search_partially(x, with_soon=True)
     y, bound = contact.x_search.numpy().astype(np.float64), contact.bound.numpy().astype(np.float64)
-    assert np.allclose(y[marked], x1[marked], atol=1e-6)
-    others = np.setdiff1d(np.arange(len(x0)), marked)
-    assert np.allclose(y[others], x0[others], atol=1e-6) and np.allclose(bound[others], bound0[others])
-    assert np.all(bound[marked] > 0.0)
+    searched = np.nonzero(np.any(np.abs(y - x0) > 1e-6, axis=1))[0]
+    assert np.allclose(y[searched], x1[searched], atol=1e-6)
+    grids_rebuilt = np.allclose(contact._partial.x_grid.numpy(), y, atol=1e-6)
+    if case != "no_slack":
+        assert grids_rebuilt == (case == "beyond_margin")
+    if case == "no_slack":
+        assert set(marked) < set(searched) and w in searched
+    else:
+        assert set(searched) == set(marked)
+    others = np.setdiff1d(np.arange(len(x0)), searched)
+    assert np.allclose(bound[others], bound0[others])
+    assert np.all(bound[searched] > 0.0)
+    marked = searched
 
     tris, edges = contact._tri_indices.numpy(), contact._edge_indices.numpy()
     vt = wp.zeros((len(y), len(tris)), dtype=float)
