@@ -18,41 +18,55 @@ coordinates by `sim.SolverFeatherstone(model)`; `sim.eval_fk` / `sim.eval_ik`; r
 `mujoco` package) (docs/articulations.md).
 """
 
-from .articulation import eval_fk, eval_ik
-from .builder import ModelBuilder, quat_from_axis_angle, quat_identity
-from .hashgrid import HashGrid
-from .importers import ImporterError, ImportResult, ImportWarning, import_mjcf, import_urdf, import_usd_physics
-from .particle_contact import eval_particle_contacts, solve_particle_contacts
-from .reductions import center_of_mass, kinetic_energy, potential_energy_gravity
-from .worlds import sum_worlds, world_center_of_mass, world_kinetic_energy
-from .joints import (JOINT_BALL, JOINT_D6, JOINT_FIXED, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE,
-                     JointDofConfig)
-from .model import (PARTICLE_ACTIVE, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_PLANE, SHAPE_SPHERE, ContactParams, Control,
-                    Model, State)
-from . import solvers
-from .solvers import *  # noqa: F401,F403  every Solver* class
+# Every public name is loaded on first use (PEP 562), so that `import sim` and its light modules (sim.usd, which
+# `warp.render`'s UsdRenderer writes through) do not define the solvers' kernels: that took 0.3-0.5 s of every
+# small Warp example's run. `from sim import X`, `sim.X` and `sim.submodule` work as if loaded eagerly.
+_PUBLIC = {
+    "sim.articulation": ("eval_fk", "eval_ik"),
+    "sim.builder": ("ModelBuilder", "quat_from_axis_angle", "quat_identity"),
+    "sim.hashgrid": ("HashGrid",),
+    "sim.importers": ("ImporterError", "ImportResult", "ImportWarning", "import_mjcf", "import_urdf",
+                      "import_usd_physics"),
+    "sim.particle_contact": ("eval_particle_contacts", "solve_particle_contacts"),
+    "sim.reductions": ("center_of_mass", "kinetic_energy", "potential_energy_gravity"),
+    "sim.worlds": ("sum_worlds", "world_center_of_mass", "world_kinetic_energy"),
+    "sim.joints": ("JOINT_BALL", "JOINT_D6", "JOINT_FIXED", "JOINT_FREE", "JOINT_PRISMATIC", "JOINT_REVOLUTE",
+                   "JointDofConfig"),
+    "sim.model": ("PARTICLE_ACTIVE", "SHAPE_BOX", "SHAPE_CAPSULE", "SHAPE_PLANE", "SHAPE_SPHERE", "ContactParams",
+                  "Control", "Model", "State"),
+    # every registered solver class (sim/solvers/registry.py; tests/test_solver_registry.py checks the list)
+    "sim.solvers": ("Solver", "ModelChange", "SolverFeatherstone", "SolverRigid", "SolverSemiImplicit",
+                    "SolverXPBD"),
+}
+_LAZY = {name: (module, name) for module, names in _PUBLIC.items() for name in names}
+__all__ = list(_LAZY)
 
-__all__ = ["ModelBuilder", "Model", "State", "Control", "ContactParams", "quat_identity", "quat_from_axis_angle",
-           "HashGrid", "eval_particle_contacts", "solve_particle_contacts", "center_of_mass", "kinetic_energy",
-           "potential_energy_gravity", "eval_fk", "eval_ik", "JointDofConfig", "JOINT_PRISMATIC", "JOINT_REVOLUTE",
-           "JOINT_BALL", "JOINT_FIXED", "JOINT_FREE", "JOINT_D6", "import_urdf", "import_usd_physics", "import_mjcf",
-           "ImporterError", "ImportResult", "ImportWarning", "sum_worlds", "world_center_of_mass",
-           "world_kinetic_energy",
-           "SHAPE_SPHERE", "SHAPE_BOX", "SHAPE_CAPSULE", "SHAPE_PLANE", "PARTICLE_ACTIVE"] + solvers.__all__
-
-# Scenes and USD output load pxr and YAML on first use, so `import sim` stays light.
-_LAZY = {"Scene": ("sim.scene", "Scene"), "SceneError": ("sim.scene", "SceneError"),
-         "SimulationError": ("sim.scene", "SimulationError"), "UsdWriter": ("sim.usd", "UsdWriter"),
-         "load_mesh": ("sim.mesh_io", "load_mesh"), "MeshFormatError": ("sim.mesh_io", "MeshFormatError"),
-         "optimize": ("sim.optimization", "optimize"), "load_optimize_config": ("sim.optimization", "load_config"),
-         "sweep": ("sim.sweeps", "sweep"), "render": ("sim.rendering", "render"),
-         "RenderError": ("sim.rendering", "RenderError"),
-         "view": ("sim.viewer", "view")}
+# not in __all__: scenes, USD output, optimisation, sweeps, rendering and the viewer
+_LAZY.update({"Scene": ("sim.scene", "Scene"), "SceneError": ("sim.scene", "SceneError"),
+              "SimulationError": ("sim.scene", "SimulationError"), "UsdWriter": ("sim.usd", "UsdWriter"),
+              "load_mesh": ("sim.mesh_io", "load_mesh"), "MeshFormatError": ("sim.mesh_io", "MeshFormatError"),
+              "optimize": ("sim.optimization", "optimize"),
+              "load_optimize_config": ("sim.optimization", "load_config"),
+              "sweep": ("sim.sweeps", "sweep"), "render": ("sim.rendering", "render"),
+              "RenderError": ("sim.rendering", "RenderError"), "view": ("sim.viewer", "view")})
 
 
 def __getattr__(name):
+    import importlib
+
     if name in _LAZY:
-        import importlib
         module, attr = _LAZY[name]
-        return getattr(importlib.import_module(module), attr)
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    if not name.startswith("__"):
+        try:  # a submodule, as `import sim` followed by `sim.self_contact` finds it once loaded
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as error:
+            if error.name != f"{__name__}.{name}":
+                raise
     raise AttributeError(f"module 'sim' has no attribute '{name}'")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -32,6 +32,23 @@ def test_every_registered_solver_declares_its_capabilities():
         solver_class("implicit")
 
 
+def test_sim_lists_every_solver_and_loads_its_names_on_first_use():
+    """sim's public names are loaded on first use (sim/__init__.py): __all__ holds every registered solver and
+    every name it lists resolves; `import sim` and `sim.usd` alone define no solver kernels (a child process)."""
+    import subprocess
+    import sys
+
+    assert set(sim.solvers.__all__) <= set(sim.__all__)
+    assert all(getattr(sim, name) is not None for name in sim.__all__)
+    assert sim.self_contact.GAMMA > 0  # a submodule, as after an eager import
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        sim.no_such_name  # noqa: B018
+    code = ("import sys, sim, sim.usd; assert not [m for m in sys.modules if m.startswith('sim.solvers')]; "
+            "print(sim.SolverXPBD.name)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "xpbd", out.stderr
+
+
 def test_refusals_are_the_declared_ignored_keys():
     assert REFUSED[("xpbd", "cloth.N.material.tri_kd")] == sim.SolverXPBD.ignored_keys["*.tri_kd"]
     assert ("semi_implicit", "cloth.N.material.tri_kd") not in REFUSED
