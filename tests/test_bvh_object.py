@@ -232,3 +232,57 @@ def test_items_are_warps(tmp_path):
     for key in ("hits0", "hits1", "hits2", "mesh_sphere"):
         assert warp[key].sum() > 0
         np.testing.assert_array_equal(ours[key], warp[key], err_msg=key)
+
+
+@pytest.mark.parametrize("groups", [False, True])
+def test_refit_on_the_device_gives_the_host_builders_boxes_in_place(groups):
+    """Mesh.refit and Bvh.refit recompute the node boxes by kernels (kernels/runtime/bvh_refit.py) into the
+    buffers the header already points at: after the points move, every node box equals what the host builder's
+    numpy refit computes from the moved corners, and neither the id nor a buffer address changes."""
+    from kernels.runtime.bvh import Bvh as HostTree
+
+    rng = np.random.default_rng(5)
+    n = 23
+    grid = np.stack(np.meshgrid(np.arange(n), np.arange(n), indexing="ij"), -1).reshape(-1, 2)
+    points = np.c_[grid[:, 0], np.zeros(len(grid)), grid[:, 1]].astype(np.float32) * 0.1
+    quads = [(i * n + j, i * n + j + 1, i * n + j + n, i * n + j + n + 1) for i in range(n - 1) for j in range(n - 1)]
+    tris = np.array([t for a, b, c, d in quads for t in ((a, b, c), (b, d, c))], np.int32)
+    group = (np.arange(len(tris)) % 3).astype(np.int32) if groups else None
+    mesh = wp.Mesh(points=wp.array(points, dtype=wp.vec3), indices=wp.array(tris.reshape(-1), dtype=wp.int32),
+                   groups=None if group is None else wp.array(group, dtype=wp.int32))
+    lowers = wp.array(points - 0.01, dtype=wp.vec3)
+    uppers = wp.array(points + 0.02, dtype=wp.vec3)
+    bvh = wp.Bvh(lowers, uppers, groups=None if group is None else wp.array(group[:len(points)], dtype=wp.int32))
+    before = (mesh.id, bvh.id, mesh._buffers["node_lower"].ptr, bvh._buffers["node_lower"].ptr)
+
+    moved = points + rng.normal(scale=0.3, size=points.shape).astype(np.float32)
+    mesh.points.assign(moved)
+    mesh.refit()
+    lowers.assign(moved - 0.01)
+    uppers.assign(moved + 0.02)
+    bvh.refit()
+    assert (mesh.id, bvh.id, mesh._buffers["node_lower"].ptr, bvh._buffers["node_lower"].ptr) == before
+
+    host = HostTree(points[tris], groups=group)  # the same tree, refitted on the host
+    host.refit(moved[tris])
+    assert np.array_equal(mesh._buffers["node_lower"].numpy(), host.lower)
+    assert np.array_equal(mesh._buffers["node_upper"].numpy(), host.upper)
+    assert np.array_equal(mesh._face_bvh.lowers.numpy(), moved[tris].min(axis=1))
+    host = HostTree(np.stack([points - 0.01, points + 0.02], axis=1), leaf_size=1,
+                    groups=None if group is None else group[:len(points)])
+    host.refit(np.stack([moved - 0.01, moved + 0.02], axis=1))
+    assert np.array_equal(bvh._buffers["node_lower"].numpy(), host.lower)
+    assert np.array_equal(bvh._buffers["node_upper"].numpy(), host.upper)
+
+
+def test_refit_kernels_compile_to_ptx():
+    """The device refit's kernels (forward) compile for CUDA, with or without a GPU."""
+    import kernels.runtime.bvh_refit as refit
+    from kernels.compiler.nvrtc import compile_source_to_ptx, render_cuda_source
+    from kernels.runtime.module import get_module
+
+    module_kernels = get_module(refit.__name__).kernels
+    ptx = compile_source_to_ptx(render_cuda_source(module_kernels), 90, "bvh_refit.cu")
+    assert len(module_kernels) == 3
+    for i, k in enumerate(module_kernels):
+        assert f"k{i}_{k.name}_cuda_forward" in ptx

@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import types as T
 from .bvh import Bvh as _Tree, node_arrays, publish_header
+from .bvh_refit import DeviceRefit
 from ..builtins.query_types import BvhQuery
 from .struct import give_values
 from .array import array
@@ -79,10 +80,9 @@ class Bvh:
         self.constructor = constructor
         self.leaf_size = int(leaf_size)
         group_ids = None if groups is None else groups.numpy().astype(np.int32)
-        self._tree = _Tree(self._corners(), leaf_size=self.leaf_size, groups=group_ids)
         self._header_array = None
         self.id = 0
-        self._upload()
+        self._build(group_ids)
 
     def _corners(self) -> np.ndarray:
         """[num_items, 2, 3] float32: each item's lower and upper corner (the builder's 'corners')."""
@@ -90,20 +90,20 @@ class Bvh:
 
     @_tracked_as("bvh")  # buffers it allocates are the bvh's in memory reports
     def refit(self):
-        """Recompute the node boxes from the current `lowers` and `uppers` (after they changed)."""
-        self._tree.refit(self._corners())
-        self._upload()
+        """Recompute the node boxes from the current `lowers` and `uppers` (after they changed), on the device."""
+        self._refitter.run(self.lowers, self.uppers)
 
     @_tracked_as("bvh")  # buffers it allocates are the bvh's in memory reports
     def rebuild(self, constructor=None):
         """Build the tree again from the current boxes (after items moved far)."""
-        group_ids = None if self.groups is None else self.groups.numpy().astype(np.int32)
-        self._tree = _Tree(self._corners(), leaf_size=self.leaf_size, groups=group_ids)
-        self._upload()
+        self._build(None if self.groups is None else self.groups.numpy().astype(np.int32))
 
-    def _upload(self):
-        b = self._tree
-        bufs = node_arrays(b, self.device)
+    def _build(self, group_ids):
+        """Build the tree on the host from the current boxes, upload its buffers and write the header."""
+        self._tree = _Tree(self._corners(), leaf_size=self.leaf_size, groups=group_ids)
+        self._buffers = node_arrays(self._tree, self.device)
+        self._refitter = DeviceRefit(self._tree, self._buffers, self.device)
+        b, bufs = self._tree, self._buffers
         h = _BvhHeader(magic=_MAGIC, num_items=len(self.lowers), root=b.root, num_groups=len(b.group_ids))
         h.item_lower = self.lowers.ptr if self.lowers.size else None
         h.item_upper = self.uppers.ptr if self.uppers.size else None

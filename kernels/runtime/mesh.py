@@ -1,7 +1,8 @@
 """`wp.Mesh`: a triangle mesh with a bounding volume hierarchy, queried from kernels by its uint64 `id`.
 
 The BVH is built on the host with numpy (kernels/runtime/bvh.py) and copied to the mesh's device next to a `mesh_t`
-header (kernels/native/mesh.h) whose address is the id. `refit()` recomputes the boxes from the current points.
+header (kernels/native/mesh.h) whose address is the id. `refit()` recomputes the boxes from the current points on
+the device, in place (kernels/runtime/bvh_refit.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from .array import array
 from .memory_tracker import native as _tracked_as
 from .array_layout import ArrayDescriptor
 from .bvh import Bvh, node_arrays, publish_header
+from .bvh_refit import DeviceRefit
 from ..builtins.query_types import MeshQueryAABB, MeshQueryPoint, MeshQueryRay, MeshValue
 from .struct import give_values
 
@@ -42,19 +44,21 @@ class _MeshHeader(ctypes.Structure):
 
 class _FaceBvh:
     """The target of wp.mesh_get_bvh: a `bvh_t` header (kernels/native/bvh.h) over the mesh's faces, their boxes
-    the items, sharing the mesh's node buffers; republished with the mesh's header (refit moves the boxes)."""
+    the items (`lowers`, `uppers`: [faces] vec3, refitted with the mesh's nodes), sharing the mesh's node
+    buffers; republished with the mesh's header."""
 
-    def __init__(self, device):
+    def __init__(self, device, corners: np.ndarray):
         self.device = device
         self._header_array = None
         self.id = 0
+        self.lowers = array(corners.min(axis=1).astype(np.float32), dtype=T.vec3, device=device)
+        self.uppers = array(corners.max(axis=1).astype(np.float32), dtype=T.vec3, device=device)
 
-    def publish(self, tree, corners: np.ndarray, buffers: dict) -> None:
+    def publish(self, tree, buffers: dict) -> None:
         from .bvh_object import _MAGIC as bvh_magic, _BvhHeader
 
-        self.lowers = array(corners.min(axis=1).astype(np.float32), dtype=T.vec3, device=self.device)
-        self.uppers = array(corners.max(axis=1).astype(np.float32), dtype=T.vec3, device=self.device)
-        h = _BvhHeader(magic=bvh_magic, num_items=len(corners), root=tree.root, num_groups=len(tree.group_ids))
+        h = _BvhHeader(magic=bvh_magic, num_items=self.lowers.shape[0], root=tree.root,
+                       num_groups=len(tree.group_ids))
         h.item_lower = self.lowers.ptr if self.lowers.size else None
         h.item_upper = self.uppers.ptr if self.uppers.size else None
         publish_header(self, h, buffers)
@@ -104,7 +108,11 @@ class Mesh:
         self.support_winding_number = bool(support_winding_number)
         self.bvh_constructor = constructor
         self._groups = None if groups is None else groups.numpy().reshape(-1).astype(np.int32)
-        self._bvh = Bvh(self._face_corners(), leaf_size=max(1, int(bvh_leaf_size)), groups=self._groups)
+        corners = self._face_corners()
+        self._bvh = Bvh(corners, leaf_size=max(1, int(bvh_leaf_size)), groups=self._groups)
+        self._buffers = node_arrays(self._bvh, self.device)
+        self._refitter = DeviceRefit(self._bvh, self._buffers, self.device)
+        self._face_bvh = _FaceBvh(self.device, corners)
         self._header_array = None
         self.id = 0
         self._upload()
@@ -120,14 +128,16 @@ class Mesh:
             raise RuntimeError(f"Mesh: new points have shape {value.shape}, expected {self._points.shape}")
         self._points = value
         self.refit()
+        self._upload()  # the header points at the new array
 
     @_tracked_as("mesh")  # buffers it allocates are the mesh's in memory reports
     def refit(self):
         """Recompute the BVH boxes from the current points (after they moved)."""
         if getattr(self, "_bvh", None) is None:
             raise RuntimeError("Mesh.refit: the mesh was not initialised")
-        self._bvh.refit(self._face_corners())
-        self._upload()
+        faces = self._face_bvh
+        self._refitter.triangle_boxes(self._points, self.indices, faces.lowers, faces.uppers)
+        self._refitter.run(faces.lowers, faces.uppers)
 
     def _face_corners(self) -> np.ndarray:
         """[num_faces, 3 corners, 3] float32 positions."""
@@ -138,11 +148,9 @@ class Mesh:
         return p[idx]
 
     def _upload(self):
-        b = self._bvh
-        bufs = node_arrays(b, self.device)
-        if getattr(self, "_face_bvh", None) is None:
-            self._face_bvh = _FaceBvh(self.device)
-        self._face_bvh.publish(b, self._face_corners(), bufs)
+        """Write the headers (the mesh's and its face BVH's) pointing at the current arrays and node buffers."""
+        b, bufs = self._bvh, self._buffers
+        self._face_bvh.publish(b, bufs)
         h = _MeshHeader(num_points=self._points.size, num_tris=self.indices.size // 3, magic=_MAGIC, root=b.root,
                         num_groups=len(b.group_ids), bvh=self._face_bvh.id)
         h.points = self._points._descriptor()
