@@ -239,8 +239,19 @@ class Composite(CompositeAccess):
     __array_priority__ = 100  # numpy scalars and arrays defer to our reflected operators (`2.0 / v`)
 
     def __init__(self, *args, **kwargs):
-        n = int(np.prod(self._shape_))
-        st = value_dtype(self._wp_scalar_type_)
+        layout = type(self).__dict__.get("_layout_cache")
+        if layout is None:  # per class: the component count, the host dtype, whether plain floats fill it directly
+            cls = type(self)
+            st = value_dtype(cls._wp_scalar_type_)
+            layout = (int(np.prod(cls._shape_)), st,
+                      st.kind == "f" and cls._wp_scalar_type_ is not bfloat16 and cls._category_ in ("vector", "quat"))
+            setattr(cls, "_layout_cache", layout)
+        n, st, direct = layout
+        if direct and not kwargs and len(args) == n and all(type(a) is builtins.float or type(a) is int
+                                                            for a in args):
+            # the common Python-side form, `wp.vec3(x, y, z)` with Python numbers: 10x cheaper than the general path
+            self._data = np.array(args, dtype=st)
+            return
         if self._category_ == "transform" and (kwargs or not args):
             # Warp's Python-side transform: p defaults to zero and q to the identity rotation (inside kernels,
             # wp.transform() is all zeros there as here)
@@ -388,7 +399,8 @@ class Composite(CompositeAccess):
         if self._category_ == "transform" and name in ("p", "q"):
             # a transform's translation and rotation, as Warp's Python transforms give them (copies)
             scalar = self._wp_scalar_type_
-            return vector(3, scalar)(*self._data[:3]) if name == "p" else quaternion(scalar)(*self._data[3:])
+            part = self._data[:3] if name == "p" else self._data[3:]
+            return _wrap_components(self, part.copy(), vector(3, scalar) if name == "p" else quaternion(scalar))
         raise AttributeError(f"'{warp_type_name(type(self))}' object has no attribute '{name}'")  # Warp's words
 
     def __setattr__(self, name, value):
