@@ -265,6 +265,19 @@ def test_refit_on_the_device_gives_the_host_builders_boxes_in_place(groups):
 
     host = HostTree(points[tris], groups=group)  # the same tree, refitted on the host
     host.refit(moved[tris])
+    # independently: every node's box is the union of its subtree's faces' boxes
+    node_lower, node_upper = mesh._buffers["node_lower"].numpy(), mesh._buffers["node_upper"].numpy()
+    face_lower, face_upper = moved[tris].min(axis=1), moved[tris].max(axis=1)
+
+    def subtree_faces(node):
+        if host.left[node] < 0:
+            return list(host.prims[host.start[node]:host.end[node]])
+        return subtree_faces(host.left[node]) + subtree_faces(host.right[node])
+
+    for node in range(len(host.left)):
+        faces = subtree_faces(node)
+        assert np.array_equal(node_lower[node], face_lower[faces].min(axis=0)), node
+        assert np.array_equal(node_upper[node], face_upper[faces].max(axis=0)), node
     assert np.array_equal(mesh._buffers["node_lower"].numpy(), host.lower)
     assert np.array_equal(mesh._buffers["node_upper"].numpy(), host.upper)
     assert np.array_equal(mesh._face_bvh.lowers.numpy(), moved[tris].min(axis=1))

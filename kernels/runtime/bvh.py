@@ -52,17 +52,37 @@ class Bvh:
         return len(self._left) - 1
 
     def _build(self, faces: np.ndarray, centroids: np.ndarray, prims: list) -> int:
-        if len(faces) <= self.leaf_size:
-            prims.extend(faces.tolist())
-            return self._node(-1, -1, len(prims) - len(faces), len(prims))
-        c = centroids[faces]
-        axis = int(np.argmax(c.max(axis=0) - c.min(axis=0)))
-        order = faces[np.argsort(c[:, axis], kind="stable")]
-        half = len(order) // 2
-        node = self._node(-1, -1, 0, 0)
-        self._left[node] = self._build(order[:half], centroids, prims)
-        self._right[node] = self._build(order[half:], centroids, prims)
-        return node
+        """The subtree over `faces` (appended to `prims` leaf by leaf); returns its root. Built a level at a time:
+        every node of a level sorts its faces by centroid along the widest axis of their centroids' box in one
+        stable lexsort over all of them (the same tree as sorting node by node, recursively, which took 0.09 s
+        for 16,000 faces in numpy calls per node)."""
+        order = np.asarray(faces, dtype=np.int64)
+        base = len(prims)
+        root = self._node(-1, -1, 0, 0)
+        level = [(root, 0, len(order))]  # (node, start, end) into `order`, in order
+        while level:
+            starts = np.array([s for _, s, _ in level], np.int64)
+            lengths = np.array([e - s for _, s, e in level], np.int64)
+            split = lengths > self.leaf_size
+            if split.any():
+                segment = np.repeat(np.arange(len(level)), lengths)
+                c = centroids[order]
+                axis = np.argmax(np.maximum.reduceat(c, starts, axis=0) - np.minimum.reduceat(c, starts, axis=0),
+                                 axis=1)
+                key = np.where(split[segment], c[np.arange(len(order)), axis[segment]], 0.0)
+                order = order[np.lexsort((key, segment))]
+            below = []
+            for (node, s, e), divide in zip(level, split.tolist()):
+                if not divide:
+                    self._start[node], self._end[node] = base + s, base + e
+                    continue
+                half = s + (e - s) // 2
+                self._left[node] = self._node(-1, -1, 0, 0)
+                self._right[node] = self._node(-1, -1, 0, 0)
+                below += [(self._left[node], s, half), (self._right[node], half, e)]
+            level = below
+        prims.extend(order.tolist())
+        return root
 
     def _join(self, roots: list) -> int:
         """A balanced tree over subtree roots (for groups); returns its root."""
@@ -93,6 +113,7 @@ class Bvh:
             return
         face_lo, face_hi = corners.min(axis=1), corners.max(axis=1)
         leaves = np.flatnonzero(self.left < 0)
+        leaves = leaves[np.argsort(self.start[leaves], kind="stable")]  # reduceat needs the leaves in prims' order
         starts = self.start[leaves]
         self.lower[leaves] = np.minimum.reduceat(face_lo[self.prims], starts, axis=0)
         self.upper[leaves] = np.maximum.reduceat(face_hi[self.prims], starts, axis=0)
