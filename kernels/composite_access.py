@@ -27,6 +27,14 @@ class CompositeAccess:
     def _scalar_name(self) -> str:
         return self._wp_scalar_type_.__name__
 
+    def _check_key(self, key) -> None:
+        """Warp's KeyErrors for a key that is no index (None, a string), or more indices than a matrix has."""
+        if isinstance(key, tuple) and self._category_ == "matrix" and len(key) > 2:
+            raise KeyError(f"Invalid key, expected one or two indices, got {len(key)}")
+        if key is None or isinstance(key, (str, bytes, float)):
+            expected = "int or pair of ints" if self._category_ == "matrix" else "int or slice"
+            raise KeyError(f"Invalid key {key}, expected {expected}")
+
     def _assign(self, key, value) -> None:
         """`self[key] = value` with Warp's errors: a component takes one number, a slice or a matrix row a
         number (every component) or a sequence of numbers of the same size."""

@@ -239,17 +239,10 @@ class Composite(CompositeAccess):
     __array_priority__ = 100  # numpy scalars and arrays defer to our reflected operators (`2.0 / v`)
 
     def __init__(self, *args, **kwargs):
-        layout = type(self).__dict__.get("_layout_cache")
-        if layout is None:  # per class: the component count, the host dtype, whether plain floats fill it directly
-            cls = type(self)
-            st = value_dtype(cls._wp_scalar_type_)
-            layout = (int(np.prod(cls._shape_)), st,
-                      st.kind == "f" and cls._wp_scalar_type_ is not bfloat16 and cls._category_ in ("vector", "quat"))
-            setattr(cls, "_layout_cache", layout)
-        n, st, direct = layout
-        if direct and not kwargs and len(args) == n and all(type(a) is builtins.float or type(a) is int
-                                                            for a in args):
-            # the common Python-side form, `wp.vec3(x, y, z)` with Python numbers: 10x cheaper than the general path
+        # per class: component count, host dtype, whether plain Python numbers fill it directly (`wp.vec3(x, y,
+        # z)`, the common Python-side form: 10x cheaper than the general path below)
+        n, st, direct = type(self).__dict__.get("_layout_cache") or _layout(type(self))
+        if direct and not kwargs and len(args) == n and all(type(a) in (builtins.float, int) for a in args):
             self._data = np.array(args, dtype=st)
             return
         if self._category_ == "transform" and (kwargs or not args):
@@ -288,14 +281,6 @@ class Composite(CompositeAccess):
 
     def __len__(self):
         return self._shape_[0]
-
-    def _check_key(self, key) -> None:
-        """Warp's KeyErrors for a key that is no index (None, a string), or more indices than a matrix has."""
-        if isinstance(key, tuple) and self._category_ == "matrix" and len(key) > 2:
-            raise KeyError(f"Invalid key, expected one or two indices, got {len(key)}")
-        if key is None or isinstance(key, (str, bytes, builtins.float)):
-            expected = "int or pair of ints" if self._category_ == "matrix" else "int or slice"
-            raise KeyError(f"Invalid key {key}, expected {expected}")
 
     def __getitem__(self, key):
         self._check_key(key)
@@ -428,6 +413,13 @@ class Composite(CompositeAccess):
         if self._wp_scalar_type_ is bfloat16:
             return t(*halfbits.float32_to_bfloat16_bits(self._data).tolist())
         return t(*self._data.tolist())
+
+
+def _layout(cls) -> tuple:
+    st = value_dtype(cls._wp_scalar_type_)
+    direct = st.kind == "f" and cls._wp_scalar_type_ is not bfloat16 and cls._category_ in ("vector", "quat")
+    cls._layout_cache = (int(np.prod(cls._shape_)), st, direct)
+    return cls._layout_cache
 
 
 def _components(value, st: np.dtype) -> np.ndarray:

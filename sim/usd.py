@@ -21,6 +21,7 @@ Conventions: lengths are in stage units (metres when `meters_per_unit` is 1); qu
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -578,22 +579,38 @@ def _write_points(record: _Animated, p: np.ndarray, time: Usd.TimeCode) -> None:
         record.normals.Set(Vt.Vec3fArray.FromNumpy(normals), time)
 
 
+def _floats(value, count: int) -> tuple | None:
+    """`value` as `count` finite Python floats, or None. Plain Python first: the writer checks every pose of every
+    frame (2,486 of them a frame in Warp's mesh_intersect example), where numpy's per-call cost dominated."""
+    try:
+        if hasattr(value, "numpy") and not isinstance(value, np.ndarray):
+            value = value.numpy()
+        if isinstance(value, np.ndarray) and value.ndim != 1:
+            return None
+        out = tuple(float(c) for c in value)
+    except (TypeError, ValueError):
+        return None
+    if len(out) != count or not all(math.isfinite(c) for c in out):
+        return None
+    return out
+
+
 def _vec3d(value, what: str) -> Gf.Vec3d:
-    v = np.asarray(value, dtype=np.float64)
-    if v.shape != (3,) or not np.all(np.isfinite(v)):
+    v = _floats(value, 3)
+    if v is None:
         raise ValueError(f"{what}: expected 3 finite numbers, got {value!r}")
-    return Gf.Vec3d(*map(float, v))
+    return Gf.Vec3d(*v)
 
 
 def _quatf(value, what: str) -> Gf.Quatf:
     """(x, y, z, w) -> the normalised Gf.Quatf(w, (x, y, z)) (Gf puts the real part first)."""
-    q = np.asarray(value, dtype=np.float64)
-    if q.shape != (4,) or not np.all(np.isfinite(q)):
+    q = _floats(value, 4)
+    if q is None:
         raise ValueError(f"{what}: expected a quaternion (x, y, z, w), got {value!r}")
-    norm = np.linalg.norm(q)
+    norm = math.sqrt(sum(c * c for c in q))
     if norm < 1e-12:
         raise ValueError(f"{what}: the zero quaternion is not a rotation")
-    x, y, z, w = (float(c) for c in q / norm)
+    x, y, z, w = (c / norm for c in q)
     return Gf.Quatf(w, Gf.Vec3f(x, y, z))
 
 
