@@ -121,12 +121,19 @@ class RayExecutor:
         return rows
 
     def shutdown(self, *, stop_running: bool = False):
-        """Cancel the tasks still pending (running ones are ended: force) and stop the Ray this sweep started."""
-        del stop_running  # pending tasks are cancelled either way
-        for ref in self.pending:
-            self.ray.cancel(ref, force=True)
+        """Stop the tasks still pending: a Ray this sweep started is shut down, which ends its workers and their
+        tasks; on a cluster it joined, the tasks are cancelled (running ones are interrupted).
+
+        Never `ray.cancel(force=True)` on our own cluster: a force-cancelled task whose reply was already on its
+        way made Ray 2.5x's driver fail an internal check ("Tried to complete task that was not pending",
+        task_manager.cc) and exit with status 1 before the sweep could say its summary (CI, session 17: a SIGTERM
+        during a sweep)."""
+        del stop_running  # pending tasks are stopped either way
         if self.started:
             self.ray.shutdown()
+            return
+        for ref in self.pending:
+            self.ray.cancel(ref)
 
 
 # Ray (2.5x and later) logs this notice at every ray.init that starts or joins a cluster with token authentication
