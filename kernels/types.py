@@ -386,6 +386,8 @@ class Composite(CompositeAccess):
             scalar = self._wp_scalar_type_
             part = self._data[:3] if name == "p" else self._data[3:]
             return _wrap_components(self, part.copy(), vector(3, scalar) if name == "p" else quaternion(scalar))
+        if name[:1] == "_":  # a probe such as getattr(v, "_wp_fixed_", False) on the launch path: no message
+            raise AttributeError(name)
         raise AttributeError(f"'{warp_type_name(type(self))}' object has no attribute '{name}'")  # Warp's words
 
     def __setattr__(self, name, value):

@@ -155,3 +155,39 @@ def test_dtype_to_numpy_gives_numpy_scalar_types_as_warp():
     assert wp.dtype_to_numpy(wp.bfloat16) is np.uint16  # the storage type, as in Warp
     with pytest.raises(TypeError, match="Cannot convert"):
         wp.dtype_to_numpy(wp.vec3)
+
+
+def test_a_host_call_runs_at_once_under_a_tape_or_a_capture_and_keeps_no_state():
+    # it is not one of the Tape's launches, a graph capture does not defer it, a result does not alias the next
+    from autodiff import Tape
+
+    tape = Tape()
+    with tape:
+        assert wp.length(wp.vec3(3.0, 4.0, 0.0)) == 5.0
+    assert len(tape.launches) == 0
+    with wp.ScopedCapture(device="cpu") as capture:
+        assert wp.length(wp.vec3(6.0, 8.0, 0.0)) == 10.0
+    assert capture.graph is not None
+    first = wp.normalize(wp.vec3(0.0, 2.0, 0.0))
+    second = wp.normalize(wp.vec3(3.0, 0.0, 0.0))
+    assert list(first) == [0.0, 1.0, 0.0] and list(second) == [1.0, 0.0, 0.0]
+
+
+def test_host_calls_from_several_python_threads_get_their_own_results():
+    import threading
+
+    results, wrong = {}, []
+
+    def worker(k):
+        for i in range(200):
+            x = float(k * 1000 + i)
+            if wp.abs(-x) != x:
+                wrong.append((k, i))
+        results[k] = True
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 4 and not wrong

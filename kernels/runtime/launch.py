@@ -216,7 +216,8 @@ def pack_indexed(kernel, i, t: ArrayType, value, device, consume: bool = False):
     return value._descriptor(consume)
 
 
-def _pack_value(kernel, i, t, value):
+def pack_value(kernel, i, t, value):
+    """The native form of non-array argument `i` of `kernel` (type `t`), checked against the signature."""
     if is_struct(t):
         if type(value) is not t:
             got = "None" if value is None else type(value).__name__
@@ -303,7 +304,7 @@ def pack_args(kernel, values, device):
         if isinstance(t, ArrayType):
             packed.append(pack_array(kernel, i, t, v, device))
         else:
-            packed.append(_pack_value(kernel, i, t, v))
+            packed.append(pack_value(kernel, i, t, v))
     return args_ctype(kernel)(*packed)
 
 
@@ -454,7 +455,7 @@ class Launch:
             self.adj_values[index] = value
             return
         packed = (pack_array(self.kernel, index, t, value, self.device) if isinstance(t, ArrayType)
-                  else _pack_value(self.kernel, index, t, value))
+                  else pack_value(self.kernel, index, t, value))
         setattr(self.params, self.kernel.arg_names[index], packed)
         self.values[index] = value
 
