@@ -360,3 +360,45 @@ def test_large_cloth_writes_quickly(tmp_path):
     w.close()
     # about 0.4 s on one core; the bound leaves room for a loaded machine
     assert time.perf_counter() - start < 5.0
+
+
+def test_references_and_bodies_read_back_in_the_order_added(tmp_path):
+    # references and bodies are authored in batches (at the next read of the stage): whatever the interleaving
+    # with other prims and frames, each is there in call order, placed, scaled, referencing its asset
+    asset = tmp_path / "asset.usda"
+    w = UsdWriter(asset)
+    w.add_collider("thing", kind="sphere", radius=0.5)
+    w.close()
+    path = tmp_path / "refs.usda"
+    w = UsdWriter(path)
+    expected = {}
+    for i in range(6):
+        pos, rot, scale = (i, 0.5 * i, -1.0), (0.1 * i, 0.2, 0.0, 1.0), (1.0 + i, 2.0, 0.5)
+        w.add_reference(f"ref {i}", asset, pos=pos, rot=rot, scale=scale)
+        expected[f"ref_{i}"] = (pos, rot, scale)
+        if i == 2:
+            w.add_body("body", [dict(kind="box", half_extents=(0.1, 0.2, 0.3))], pos=(0, 1, 0))
+            expected["body"] = ((0, 1, 0), (0, 0, 0, 1), (1, 1, 1))
+        if i == 3:
+            w.add_points("dots", np.zeros((2, 3)), 0.1)
+            expected["dots"] = None
+    w.write_frame(0, bodies={"ref 5": ((9.0, 9.0, 9.0), (0, 0, 0, 1)), "body": ((0, 2, 0), (0, 0, 0, 1))})
+    w.close()
+    stage = Usd.Stage.Open(str(path))
+    assert [p.GetName() for p in stage.GetPrimAtPath("/World").GetChildren()] == list(expected)
+    for name, placed in expected.items():
+        if placed is None:
+            continue
+        pos, rot, scale = placed
+        prim = stage.GetPrimAtPath(f"/World/{name}")
+        ops = [op.GetOpName() for op in UsdGeom.Xformable(prim).GetOrderedXformOps()]
+        assert ops == ["xformOp:translate", "xformOp:orient"] + (["xformOp:scale"] if name != "body" else [])
+        local = np.array([1.0, 2.0, 3.0])
+        world = np.asarray(pos) + _rotation(rot) @ (np.asarray(scale) * local)
+        np.testing.assert_allclose(_world(prim, local), world, atol=1e-5)
+        if name != "body":
+            assert stage.GetPrimAtPath(f"/World/{name}/thing").IsA(UsdGeom.Sphere)  # the asset's prim
+    ref5 = UsdGeom.Xformable(stage.GetPrimAtPath("/World/ref_5")).GetOrderedXformOps()[0]
+    assert ref5.GetTimeSamples() == [0.0] and tuple(ref5.Get(0)) == (9.0, 9.0, 9.0)
+    assert stage.GetPrimAtPath("/World/body/shape_0").IsA(UsdGeom.Cube)
+    assert not validation_errors(path)
