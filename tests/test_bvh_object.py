@@ -299,3 +299,14 @@ def test_refit_kernels_compile_to_ptx():
     assert len(module_kernels) == 3
     for i, k in enumerate(module_kernels):
         assert f"k{i}_{k.name}_cuda_forward" in ptx
+
+
+def test_the_builders_sort_keys_order_floats_as_a_stable_float_sort():
+    # the host builder sorts a level's faces by (node, centroid coordinate) packed in one integer key: its order
+    # must be a stable float sort's, -0.0 equal to 0.0, negatives, denormals and infinities included
+    from kernels.runtime.bvh import _sortable_bits
+
+    rng = np.random.default_rng(3)
+    values = np.concatenate([rng.normal(size=200), [0.0, -0.0, 1e-45, -1e-45, np.inf, -np.inf, 3.0, -3.0] * 3])
+    values = rng.permutation(values).astype(np.float32)
+    assert np.array_equal(np.argsort(_sortable_bits(values), kind="stable"), np.argsort(values, kind="stable"))
