@@ -301,12 +301,73 @@ def test_refit_kernels_compile_to_ptx():
         assert f"k{i}_{k.name}_cuda_forward" in ptx
 
 
-def test_the_builders_sort_keys_order_floats_as_a_stable_float_sort():
-    # the host builder sorts a level's faces by (node, centroid coordinate) packed in one integer key: its order
-    # must be a stable float sort's, -0.0 equal to 0.0, negatives, denormals and infinities included
-    from kernels.runtime.bvh import _sortable_bits
+def _reference_tree(corners, leaf_size):
+    """The builder's tree by its definition, node by node in Python: nodes numbered level by level; a node of more
+    than leaf_size faces sorts them stably (np.argsort kind='stable') by centroid along the widest axis of their
+    centroids' box (the first of equal extents) and splits at the half. (left, right, start, end, prims)."""
+    centroids = corners.mean(axis=1)
+    left, right, start, end = [-1], [-1], [0], [0]
+    level = [(0, np.arange(len(corners)), 0)]
+    while level:
+        following = []
+        for node, faces, lo in level:
+            if len(faces) <= leaf_size:
+                start[node], end[node] = lo, lo + len(faces)
+                continue
+            c = centroids[faces]
+            axis = int(np.argmax(c.max(axis=0) - c.min(axis=0)))
+            faces = faces[np.argsort(c[:, axis], kind="stable")]
+            half = len(faces) // 2
+            left[node], right[node] = len(left), len(left) + 1
+            for _ in range(2):
+                left.append(-1), right.append(-1), start.append(0), end.append(0)
+            following += [(left[node], faces[:half], lo), (right[node], faces[half:], lo + half)]
+        level = following
+    prims = np.zeros(len(corners), np.int64)
+    for faces, lo in _leaves_of(corners, leaf_size, centroids):
+        prims[lo:lo + len(faces)] = faces
+    return np.array(left), np.array(right), np.array(start), np.array(end), prims
 
-    rng = np.random.default_rng(3)
-    values = np.concatenate([rng.normal(size=200), [0.0, -0.0, 1e-45, -1e-45, np.inf, -np.inf, 3.0, -3.0] * 3])
-    values = rng.permutation(values).astype(np.float32)
-    assert np.array_equal(np.argsort(_sortable_bits(values), kind="stable"), np.argsort(values, kind="stable"))
+
+def _leaves_of(corners, leaf_size, centroids):
+    """(faces, first position in prims) of every leaf of the reference tree, depth first."""
+    stack = [(np.arange(len(corners)), 0)]
+    while stack:
+        faces, lo = stack.pop()
+        if len(faces) <= leaf_size:
+            yield faces, lo
+            continue
+        c = centroids[faces]
+        axis = int(np.argmax(c.max(axis=0) - c.min(axis=0)))
+        faces = faces[np.argsort(c[:, axis], kind="stable")]
+        half = len(faces) // 2
+        stack += [(faces[:half], lo), (faces[half:], lo + half)]
+
+
+@pytest.mark.parametrize("case", ["random", "quantised", "signed_zeros", "all_equal"])
+def test_the_native_builder_gives_the_tree_of_its_definition(case):
+    # the native builder partitions instead of sorting each node (native/bvh_build.cpp): ties between equal
+    # coordinates, which decide which faces go to which half, must fall as the stable sorts would make them
+    from kernels.runtime.bvh import Bvh
+
+    rng = np.random.default_rng(5)
+    corners = {"random": rng.normal(size=(700, 3, 3)),
+               "quantised": rng.integers(0, 3, size=(700, 3, 3)),
+               "signed_zeros": rng.choice([-0.0, 0.0, 1.0, -1.0], size=(700, 3, 3)),
+               "all_equal": np.ones((64, 3, 3))}[case].astype(np.float32)
+    tree = Bvh(corners, leaf_size=4)
+    left, right, start, end, prims = _reference_tree(corners, 4)
+    for got, want in ((tree.left, left), (tree.right, right), (tree.start, start), (tree.end, end),
+                      (tree.prims, prims)):
+        np.testing.assert_array_equal(got, want)
+    # and each node's box is the box of its faces' corners
+    for node in range(len(tree.left)):
+        faces = _faces_under(tree, node)
+        np.testing.assert_array_equal(tree.lower[node], corners[faces].reshape(-1, 3).min(axis=0))
+        np.testing.assert_array_equal(tree.upper[node], corners[faces].reshape(-1, 3).max(axis=0))
+
+
+def _faces_under(tree, node):
+    if tree.left[node] < 0:
+        return tree.prims[tree.start[node]:tree.end[node]]
+    return np.concatenate([_faces_under(tree, tree.left[node]), _faces_under(tree, tree.right[node])])
