@@ -239,3 +239,34 @@ def test_a_kernel_the_cxx_compiler_rejects_is_isolated_by_bisection(tmp_path, mo
         else:
             wp.launch(k, 1, inputs=[out], device="cpu")
     assert len(builds) <= 7, builds
+
+
+def test_the_compilers_identity_is_read_from_the_cache_until_the_compiler_changes(tmp_path, monkeypatch):
+    # `c++ --version` runs once per compiler executable, not once per process: a process whose compiler's path,
+    # size, modification time and inode match the stored ones reads the identity from the cache folder
+    from kernels.compiler import build
+
+    monkeypatch.setattr(wp.config, "cache_dir", str(tmp_path))
+    cxx = build.find_cxx()
+    monkeypatch.setattr(build, "_compiler_cache", {})
+    first = build.compiler_identity(cxx)
+    assert first and json.load(open(os.path.join(build.cache_root(), "compilers.json")))
+
+    def no_subprocess(*args, **kwargs):
+        raise AssertionError("ran the compiler although its identity is stored")
+
+    monkeypatch.setattr(build, "_compiler_cache", {})
+    monkeypatch.setattr(subprocess, "run", no_subprocess)
+    assert build.compiler_identity(cxx) == first
+    # another executable at that path (a stamp that differs): asked again, and stored again
+    path = os.path.join(build.cache_root(), "compilers.json")
+    stored = json.load(open(path))
+    key = "\0".join(cxx)
+    stored[key][0][2] += 1
+    stored[key][1] = "some other compiler"
+    json.dump(stored, open(path, "w"))
+    monkeypatch.undo()
+    monkeypatch.setattr(wp.config, "cache_dir", str(tmp_path))
+    monkeypatch.setattr(build, "_compiler_cache", {})
+    assert build.compiler_identity(cxx) == first
+    assert json.load(open(path))[key][1] == first

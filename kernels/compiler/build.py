@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import hashlib
+import json
 import os
 import shlex
 import shutil
@@ -62,15 +63,71 @@ def ziglang_binary() -> str | None:
 
 
 def compiler_identity(cxx: list) -> str:
-    """The first line of `cxx --version` (part of the cache key: another compiler builds other binaries)."""
+    """The first line of `cxx --version` (part of the cache key: another compiler builds other binaries).
+
+    Kept in this process, and in the cache folder under the compiler executable's path, size, modification time
+    and inode: a process whose compiler has not changed reads it there instead of starting `cxx --version`
+    (2 ms, at the first module of every process)."""
     key = tuple(cxx)
     ident = _compiler_cache.get(key)
     if ident is None:
-        import subprocess
-        out = subprocess.run([*cxx, "--version"], capture_output=True, text=True)
-        ident = (out.stdout.splitlines() or [""])[0]
+        stamp = _executable_stamp(cxx[0])
+        stored = _stored_identities()
+        record = stored.get("\0".join(key))
+        if stamp is not None and isinstance(record, list) and len(record) == 2 and record[0] == stamp:
+            ident = str(record[1])
+        else:
+            import subprocess
+            out = subprocess.run([*cxx, "--version"], capture_output=True, text=True)
+            ident = (out.stdout.splitlines() or [""])[0]
+            if stamp is not None and out.returncode == 0:
+                stored["\0".join(key)] = [stamp, ident]
+                _store_identities(stored)
         _compiler_cache[key] = ident
     return ident
+
+
+def _executable_stamp(program: str) -> list | None:
+    """[real path, size, mtime_ns, inode] of the executable `program` runs (found on PATH), or None."""
+    found = shutil.which(program)
+    if found is None:
+        return None
+    try:
+        real = os.path.realpath(found)
+        st = os.stat(real)
+    except OSError:
+        return None
+    return [real, st.st_size, st.st_mtime_ns, st.st_ino]
+
+
+def _identities_path() -> str:
+    return os.path.join(cache_root(), "compilers.json")
+
+
+def _stored_identities() -> dict:
+    try:
+        with open(_identities_path()) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _store_identities(data: dict) -> None:
+    """Written whole through a temporary file and a rename: a reader never sees half of it."""
+    path = _identities_path()
+    folder = os.path.dirname(path)
+    temporary = os.path.join(folder, temp_name("compilers") + "json")  # swept when its process is gone
+    try:
+        make_private_dirs(folder)
+        with open(temporary, "w") as f:
+            json.dump(data, f)
+        os.replace(temporary, path)
+    except OSError:
+        try:
+            os.remove(temporary)
+        except OSError:
+            pass
 
 
 _announced: set = set()  # devices whose first cold compile this process has announced
