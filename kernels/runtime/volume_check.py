@@ -145,7 +145,11 @@ def _leaf_starts(g, first: int, count: int, lay: dict, size: int) -> np.ndarray:
 
 
 def _check_children(addresses: np.ndarray, starts: np.ndarray, parent: str) -> None:
-    if len(addresses) and not np.isin(addresses, starts).all():
+    # a binary search in the sorted starts (np.isin sorts both and imports numpy.ma: 14 ms on Warp's example
+    # volume, where this takes a fraction of a millisecond)
+    ordered = np.sort(starts)
+    slot = np.minimum(np.searchsorted(ordered, addresses), max(len(ordered) - 1, 0))
+    if len(addresses) and (not len(ordered) or not np.array_equal(ordered[slot], addresses)):
         raise invalid(f"a child reference of a {parent} node is not the start of a node of the next level")
 
 
