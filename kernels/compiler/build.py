@@ -195,9 +195,11 @@ def native_hash() -> str:
 _native_hash = None  # (stamp of the headers, their hash)
 
 
-def cache_key(source: str, compiler: str, flags: list) -> str:
+def cache_key(source: str, compiler: str, flags: list, headers: bool = True) -> str:
+    """The cache entry's key: the source, compiler and flags, the toolkit's version and (`headers`: the source
+    includes native/*.h) the native headers' hash."""
     h = hashlib.sha256()
-    for part in (source, compiler, " ".join(flags), VERSION, native_hash()):
+    for part in (source, compiler, " ".join(flags), VERSION, native_hash() if headers else "-"):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:24]
@@ -217,28 +219,30 @@ class BuildResult:
 
 
 def build_cpu(source: str, name: str, debug: bool, notice: str | None = None, *,
-              optimization_level: int | None = None, cpu_compiler_flags: str | None = None) -> BuildResult:
+              optimization_level: int | None = None, cpu_compiler_flags: str | None = None,
+              headers: bool = True) -> BuildResult:
     """Compile `source` to a shared library (or find it in the cache) and return its path. When the cache cannot
     be written (full, read-only), the build goes to a private temporary cache, said once (cache_trust.py).
     `notice` says what is compiled when a compile starts (announce_compile; default: the module's name);
-    `optimization_level` and `cpu_compiler_flags`: the module's options (see cpu_flags)."""
+    `optimization_level` and `cpu_compiler_flags`: the module's options (see cpu_flags); `headers`: whether the
+    source includes the native headers (their hash is then part of the key)."""
     flags = cpu_flags(debug, optimization_level, cpu_compiler_flags)
     try:
-        return _build_cpu(source, name, flags, notice)
+        return _build_cpu(source, name, flags, notice, headers)
     except OSError as e:
         folder = os.path.dirname(cache_root())
         write_failed(folder, e)
         try:
-            return _build_cpu(source, name, flags, notice)
+            return _build_cpu(source, name, flags, notice, headers)
         except OSError as again:
             raise NativeCompileError(f"module '{name}' cannot be built: {e.strerror} in the compile cache {folder}, "
                                      f"and {again.strerror} in the private temporary cache "
                                      f"{os.path.dirname(cache_root())}") from None
 
 
-def _build_cpu(source: str, name: str, flags: list, notice: str | None) -> BuildResult:
+def _build_cpu(source: str, name: str, flags: list, notice: str | None, headers: bool) -> BuildResult:
     cxx = find_cxx()
-    key = cache_key(source, compiler_identity(cxx), flags)
+    key = cache_key(source, compiler_identity(cxx), flags, headers)
     root = cache_root()
     entry = os.path.join(root, f"{name}_{key}")
     lib = os.path.join(entry, "module.so")
@@ -301,12 +305,14 @@ def _build_cpu(source: str, name: str, flags: list, notice: str | None) -> Build
 
 
 def load_native_library(name: str):
-    """The runtime library kernels/native/<name>.cpp, compiled once and cached like kernel modules, loaded."""
+    """The runtime library kernels/native/<name>.cpp, compiled once and cached like kernel modules, loaded. These
+    libraries include no native header (only the C++ library's): their key leaves the headers' hash out, which
+    every process would otherwise compute at its first launch (1 ms)."""
     with open(os.path.join(NATIVE_DIR, f"{name}.cpp")) as f:
         source = f.read() + library_version.version_source(config.version)
-    lib = load_library(build_cpu(source, name, False).path)
+    lib = load_library(build_cpu(source, name, False, headers=False).path)
     if lib is None:  # a damaged cache entry was removed: build it again
-        lib = load_library(build_cpu(source, name, False).path)
+        lib = load_library(build_cpu(source, name, False, headers=False).path)
     library_version.verify_library_version(lib, name, library_version.SYMBOL, config.version)
     return lib
 
