@@ -310,23 +310,25 @@ def load_native_library(name: str):
     every process would otherwise compute at its first launch (1 ms)."""
     with open(os.path.join(NATIVE_DIR, f"{name}.cpp")) as f:
         source = f.read() + library_version.version_source(config.version)
-    lib = load_library(build_cpu(source, name, False, headers=False).path)
-    if lib is None:  # a damaged cache entry was removed: build it again
-        lib = load_library(build_cpu(source, name, False, headers=False).path)
+    lib = load_library(build_cpu(source, name, False, headers=False).path, checked=True)
+    if lib is None:  # the loader refused it and it was removed: build it again
+        lib = load_library(build_cpu(source, name, False, headers=False).path, checked=True)
     library_version.verify_library_version(lib, name, library_version.SYMBOL, config.version)
     return lib
 
 
-def load_library(path: str):
+def load_library(path: str, *, checked: bool = False):
     """Load a compiled library after checking it against its manifest (size and hash written at build time).
     A damaged library, or one that fails to load, is removed from the cache with one line on stderr, and None
     returned: the caller rebuilds it. A damaged library is never handed to the dynamic loader, nor one that is not
-    inside the cache or not the user's own (cache_trust.py)."""
-    untrusted = check_file(path, cache_root())
-    if untrusted:
-        report_untrusted(path, untrusted)
-        return None  # not removed: it may not even be inside the cache; the caller builds its own
-    why = damage(path)
+    inside the cache or not the user's own (cache_trust.py). `checked`: `path` is what build_cpu just returned,
+    which made those checks (of a cached library) or wrote it (1.4 ms a library not spent twice)."""
+    if not checked:
+        untrusted = check_file(path, cache_root())
+        if untrusted:
+            report_untrusted(path, untrusted)
+            return None  # not removed: it may not even be inside the cache; the caller builds its own
+    why = None if checked else damage(path)
     if why is None:
         try:
             lib = ctypes.CDLL(path)

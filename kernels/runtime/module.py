@@ -434,11 +434,11 @@ class Module:
         try:
             flags = {"optimization_level": resolved["optimization_level"],
                      "cpu_compiler_flags": resolved["cpu_compiler_flags"]}
-            result = build_cpu(source, safe, debug, what, **flags)
-            lib = load_kernel_library(result.path)
-            if lib is None:  # corrupt cache entry: removed, build again
+            result = build_cpu(source, safe, debug, what, **flags)  # a cached library comes back checked
+            lib = load_kernel_library(result.path, checked=True)
+            if lib is None:  # the loader refused it and it was removed: build again
                 result = build_cpu(source, safe, debug, what, **flags)
-                lib = load_kernel_library(result.path)
+                lib = load_kernel_library(result.path, checked=True)
             if lib is None:
                 raise NativeCompileError(f"the library of module '{self.name}' could not be loaded from "
                                          f"{result.path} (see the line above)")

@@ -46,10 +46,10 @@ def _library():
     return _lib
 
 
-def load_kernel_library(path: str):
-    """A compiled kernel module loaded (build.load_library: checked against its manifest; None when it must be
-    rebuilt) and bound to the pool."""
-    lib = load_library(path)
+def load_kernel_library(path: str, *, checked: bool = False):
+    """A compiled kernel module loaded (build.load_library: checked against its manifest unless `checked`, the
+    path build_cpu just returned; None when it must be rebuilt) and bound to the pool."""
+    lib = load_library(path, checked=checked)
     if lib is not None:
         bind(lib)
     return lib
