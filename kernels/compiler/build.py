@@ -33,7 +33,27 @@ _compiler_cache: dict = {}
 def find_cxx() -> list:
     """The C++ compiler command (a list: program, then its leading arguments): config.cxx, $CXX, or the first of
     c++/g++/clang++ on PATH; without any of them the clang inside the `ziglang` wheel (`zig c++`, a dependency), so
-    a machine with no system compiler (a slim Python image) still builds kernels."""
+    a machine with no system compiler (a slim Python image) still builds kernels. Searched again only when
+    config.cxx, $CXX, $PATH or the modification time of a PATH folder (a compiler installed) changed: each load
+    of a library asks, and the search of three names along PATH takes 0.2 ms."""
+    path = os.environ.get("PATH", "")
+    stamps = []
+    for folder in path.split(os.pathsep):
+        try:
+            stamps.append(os.stat(folder).st_mtime_ns)
+        except OSError:
+            stamps.append(None)
+    setting = (config.cxx, os.environ.get("CXX"), path, tuple(stamps))
+    found = _found_cxx.get(setting)
+    if found is None:
+        found = _found_cxx[setting] = _search_cxx()
+    return list(found)
+
+
+_found_cxx: dict = {}
+
+
+def _search_cxx() -> list:
     cand = [config.cxx] if config.cxx else ([os.environ["CXX"]] if os.environ.get("CXX") else [])
     cand += ["c++", "g++", "clang++"]
     for c in cand:

@@ -202,7 +202,7 @@ class Describer:
         # `source`); reading their names again could run a side effect twice
         early = getattr(src, "early_statics", {})
         skip = {id(n) for n in ast.walk(src.fdef) if isinstance(n, ast.expr) and hasattr(n, "end_col_offset")
-                and (n.lineno, n.col_offset, n.end_lineno, n.end_col_offset) in early}
+                and (n.lineno, n.col_offset, n.end_lineno, n.end_col_offset) in early} if early else set()
         for chain in sorted(_name_chains(src.fdef, skip)):
             root = chain[0]
             if root in local_params:

@@ -139,14 +139,14 @@ def _evaluate_statics_early(source) -> dict:
     does not change the kernel). Expressions that fail here (a name defined later, a loop index) are evaluated
     at compile time instead. Maps FunctionSource.static_key of the argument -> value."""
     fdef = source.fdef
+    calls = [node for node in ast.walk(fdef) if isinstance(node, ast.Call) and len(node.args) == 1
+             and not node.keywords and _mentions_static(node.func)]
+    if not calls:
+        return {}  # most functions: no need to collect the names they assign
     own = {a.arg for a in fdef.args.args + fdef.args.kwonlyargs} | _assigned_names(fdef.body)
     namespace = None
     out = {}
-    for node in ast.walk(fdef):
-        if not (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords):
-            continue
-        if not _mentions_static(node.func):
-            continue
+    for node in calls:
         arg = node.args[0]
         if any(isinstance(n, ast.Name) and n.id in own for n in ast.walk(arg)):
             continue
