@@ -174,8 +174,8 @@ void refit_node(int32_t node, const float* corners, int64_t per_item, const int3
 // a box's lower and upper): a leaf's is the box of its items, an inner node's the union of its children's (the
 // tree is at most log2(items) + 2 deep). lower/upper: [nodes, 3] float32.
 extern "C" __attribute__((visibility("default"))) void wp_bvh_refit(
-    const float* corners, int64_t per_item, const int32_t* prims, const int32_t* left, const int32_t* right, const int32_t* start,
-    const int32_t* end, int32_t root, float* lower, float* upper) {
+    const float* corners, int64_t per_item, const int32_t* prims, const int32_t* left, const int32_t* right,
+    const int32_t* start, const int32_t* end, int32_t root, float* lower, float* upper) {
     if (root >= 0)
         refit_node(root, corners, per_item, prims, left, right, start, end, lower, upper);
 }
