@@ -3,7 +3,7 @@ tiled GEMM, cloth simulation, rigid bodies, optimisation.
 
 Run `python tools/bench.py` (or `python -m tools.bench`); `--quick` takes smaller sizes and fewer repeats, and
 `--only SECTION ...` runs some sections (saxpy launch compile autodiff gemm cloth rigid articulation optim contention
-sweep cloth_contact render view worlds). Every number in the
+sweep cloth_contact render view worlds mesh). Every number in the
 printed table is measured in this run; a closing line checks them against the targets of the performance issue.
 Warp's columns are left empty when `warp` is not installed.
 
@@ -54,16 +54,16 @@ if __package__ in (None, ""):  # run as a script: tools/ is on sys.path, the rep
 import kernels  # noqa: E402
 
 try:
-    from . import (bench_articulation, bench_cloth_contact, bench_contention, bench_optim, bench_render, bench_sweep,
-                   bench_rigid, bench_sim, bench_view, bench_worlds)
+    from . import (bench_articulation, bench_cloth_contact, bench_contention, bench_mesh, bench_optim, bench_render,
+                   bench_sweep, bench_rigid, bench_sim, bench_view, bench_worlds)
     from .bench_kernels import (COMPILE_CHILD, GEMM_TILE, SMALL_KERNELS, SPRING_KERNEL_SCALAR, SPRING_KERNEL_VEC3,
                                 TILED_GEMM)
     from .bench_report import (Row, articulation_rows, closing_line, cloth_rows, optim_rows, render_table,
                                rigid_rows, spring_backward_ratio)
     from .bench_settings import FULL, QUICK, SECTIONS, Settings
 except ImportError:
-    from tools import (bench_articulation, bench_cloth_contact, bench_contention, bench_optim, bench_render,
-                       bench_sweep, bench_rigid, bench_sim, bench_view, bench_worlds)
+    from tools import (bench_articulation, bench_cloth_contact, bench_contention, bench_mesh, bench_optim,
+                       bench_render, bench_sweep, bench_rigid, bench_sim, bench_view, bench_worlds)
     from tools.bench_kernels import (COMPILE_CHILD, GEMM_TILE, SMALL_KERNELS, SPRING_KERNEL_SCALAR,
                                      SPRING_KERNEL_VEC3, TILED_GEMM)
     from tools.bench_report import (Row, articulation_rows, closing_line, cloth_rows, optim_rows, render_table,
@@ -561,6 +561,8 @@ def table_rows(results: dict, settings: Settings, kernel_label: str) -> list:
         rows += bench_cloth_contact.rows(results["cloth_contact"], Row)
     if "render" in results:
         rows += bench_render.rows(results["render"], Row)
+    if "mesh" in results:
+        rows += bench_mesh.rows(results["mesh"], Row)
     return rows
 
 
@@ -579,6 +581,8 @@ def footnotes(results: dict) -> list:
         lines += bench_cloth_contact.footnotes(results["cloth_contact"])
     if "render" in results:
         lines += bench_render.footnotes(results["render"])
+    if "mesh" in results:
+        lines += bench_mesh.footnotes(results["mesh"])
     return lines
 
 
@@ -605,6 +609,7 @@ def measure_all(backends: dict, settings: Settings, spring_source: str, vec3: bo
         "render": lambda: bench_render.measure(*settings.render),
         "view": lambda: bench_view.measure(quick=settings is QUICK),
         "worlds": lambda: bench_worlds.measure(quick=settings is QUICK),
+        "mesh": lambda: bench_mesh.measure(*settings.mesh),
     }
     return {section: measures[section]() for section in SECTIONS if section in sections}
 
