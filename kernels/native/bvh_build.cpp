@@ -179,3 +179,26 @@ extern "C" __attribute__((visibility("default"))) void wp_bvh_refit(
     if (root >= 0)
         refit_node(root, corners, per_item, prims, left, right, start, end, lower, upper);
 }
+
+// Per item of [items, per_item, 3] float32 corners: the centroid (the corners summed in order, then divided by
+// per_item, in float: numpy's corners.mean(axis=1) to the bit) and the box (lower, upper). Each output is
+// [items, 3] float32.
+extern "C" __attribute__((visibility("default"))) void wp_corner_stats(
+    const float* corners, int64_t items, int64_t per_item, float* centroids, float* lower, float* upper) {
+    const float count = float(per_item);
+    for (int64_t i = 0; i < items; ++i) {
+        const float* c = corners + i * per_item * 3;
+        for (int a = 0; a < 3; ++a) {
+            float sum = c[a], lo = c[a], hi = c[a];
+            for (int64_t k = 1; k < per_item; ++k) {
+                const float v = c[3 * k + a];
+                sum += v;
+                lo = std::min(lo, v);
+                hi = std::max(hi, v);
+            }
+            centroids[3 * i + a] = sum / count;
+            lower[3 * i + a] = lo;
+            upper[3 * i + a] = hi;
+        }
+    }
+}

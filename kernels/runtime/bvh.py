@@ -31,6 +31,8 @@ def _native():
         lib.wp_bvh_refit.argtypes = [ctypes.c_void_p, ctypes.c_int64] + [ctypes.c_void_p] * 5 + [ctypes.c_int32] + \
             [ctypes.c_void_p] * 2
         lib.wp_bvh_refit.restype = None
+        lib.wp_corner_stats.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64] + [ctypes.c_void_p] * 3
+        lib.wp_corner_stats.restype = None
         _lib = lib
     return _lib
 
@@ -44,7 +46,8 @@ class Bvh:
         self._nodes: list = []  # [4, k] int32 blocks of (left, right, start, end), in node order
         self._node_count = 0
         prims: list = []  # int32 blocks of face ids, in leaf order
-        centroids = _centroids(corners) if len(corners) else np.zeros((0, 3), np.float32)
+        # the items' centroids (the builder's keys) and boxes (kept: a mesh's face BVH takes them as its items)
+        centroids, self.item_lower, self.item_upper = corner_stats(corners)
         if len(corners) == 0:
             self.root = -1
             group_ids, group_roots = [], []
@@ -123,21 +126,16 @@ class Bvh:
                                self.lower.ctypes.data, self.upper.ctypes.data)
 
 
-def _centroids(corners: np.ndarray) -> np.ndarray:
-    """corners.mean(axis=1) to the bit (float32 sums in corner order, then one division), from whole slices: a
-    reduction over the middle axis of [items, 3, 3] takes numpy three times as long."""
-    total = corners[:, 0]
-    for k in range(1, corners.shape[1]):
-        total = total + corners[:, k]
-    return total / np.asarray(corners.shape[1], dtype=total.dtype)
-
-
-def corner_bounds(corners: np.ndarray) -> tuple:
-    """(corners.min(axis=1), corners.max(axis=1)) of [items, k, 3] corners, from whole slices (as `_centroids`)."""
-    lower, upper = corners[:, 0], corners[:, 0]
-    for k in range(1, corners.shape[1]):
-        lower, upper = np.minimum(lower, corners[:, k]), np.maximum(upper, corners[:, k])
-    return lower, upper
+def corner_stats(corners: np.ndarray) -> tuple:
+    """(centroids, lower, upper), each [items, 3] float32, of [items, k, 3] corners: corners.mean(axis=1) to the
+    bit, corners.min(axis=1) and corners.max(axis=1), in one native pass (three numpy reductions over the middle
+    axis took 1.4 ms for 12,800 triangles)."""
+    points = np.ascontiguousarray(corners, dtype=np.float32)  # held: the call reads it through a pointer
+    items = len(points)
+    out = [np.empty((items, 3), np.float32) for _ in range(3)]
+    if items:
+        _native().wp_corner_stats(points.ctypes.data, items, points.shape[1], *(a.ctypes.data for a in out))
+    return tuple(out)
 
 
 def node_arrays(tree: Bvh, device) -> dict:

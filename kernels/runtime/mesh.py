@@ -16,7 +16,7 @@ from .. import types as T
 from .array import array
 from .memory_tracker import native as _tracked_as
 from .array_layout import ArrayDescriptor
-from .bvh import Bvh, corner_bounds, node_arrays, publish_header
+from .bvh import Bvh, node_arrays, publish_header
 from .bvh_refit import DeviceRefit
 from ..builtins.query_types import MeshQueryAABB, MeshQueryPoint, MeshQueryRay, MeshValue
 from .struct import give_values
@@ -47,11 +47,10 @@ class _FaceBvh:
     the items (`lowers`, `uppers`: [faces] vec3, refitted with the mesh's nodes), sharing the mesh's node
     buffers; republished with the mesh's header."""
 
-    def __init__(self, device, corners: np.ndarray):
+    def __init__(self, device, lower: np.ndarray, upper: np.ndarray):
         self.device = device
         self._header_array = None
         self.id = 0
-        lower, upper = corner_bounds(corners)
         self.lowers = array(lower.astype(np.float32), dtype=T.vec3, device=device)
         self.uppers = array(upper.astype(np.float32), dtype=T.vec3, device=device)
 
@@ -113,7 +112,7 @@ class Mesh:
         self._bvh = Bvh(corners, leaf_size=max(1, int(bvh_leaf_size)), groups=self._groups)
         self._buffers = node_arrays(self._bvh, self.device)
         self._refitter = None  # made at the first refit (its level lists cost 1 ms on a 12,000-face mesh)
-        self._face_bvh = _FaceBvh(self.device, corners)
+        self._face_bvh = _FaceBvh(self.device, self._bvh.item_lower, self._bvh.item_upper)
         self._header_array = None
         self.id = 0
         self._upload()
