@@ -241,32 +241,25 @@ def test_a_kernel_the_cxx_compiler_rejects_is_isolated_by_bisection(tmp_path, mo
     assert len(builds) <= 7, builds
 
 
-def test_the_compilers_identity_is_read_from_the_cache_until_the_compiler_changes(tmp_path, monkeypatch):
-    # `c++ --version` runs once per compiler executable, not once per process: a process whose compiler's path,
-    # size, modification time and inode match the stored ones reads the identity from the cache folder
+def test_a_library_build_keys_on_the_compilers_stamp_without_running_it(tmp_path, monkeypatch):
+    # the compile cache's key names the compiler by a stat of its binary (path, size, mtime), once per process:
+    # no `c++ --version` subprocess before a process's first library; another binary at that path, another key
     from kernels.compiler import build
 
     monkeypatch.setattr(wp.config, "cache_dir", str(tmp_path))
     cxx = build.find_cxx()
-    monkeypatch.setattr(build, "_compiler_cache", {})
-    first = build.compiler_identity(cxx)
-    assert first and json.load(open(os.path.join(build.cache_root(), "compilers.json")))
+    monkeypatch.setattr(build, "_compiler_stamps", {})
+    first = build.compiler_stamp(cxx)
+    assert first[-3] == os.path.realpath(cxx[0]) and first[-2] == os.stat(first[-3]).st_size
 
     def no_subprocess(*args, **kwargs):
-        raise AssertionError("ran the compiler although its identity is stored")
+        raise AssertionError("ran the compiler although nothing was compiled")
 
-    monkeypatch.setattr(build, "_compiler_cache", {})
+    built = build.build_cpu("extern \"C\" int f() { return 1; }\n", "stamp_probe", False, headers=False)
+    monkeypatch.setattr(build, "_compiler_stamps", {})
     monkeypatch.setattr(subprocess, "run", no_subprocess)
-    assert build.compiler_identity(cxx) == first
-    # another executable at that path (a stamp that differs): asked again, and stored again
-    path = os.path.join(build.cache_root(), "compilers.json")
-    stored = json.load(open(path))
-    key = "\0".join(cxx)
-    stored[key][0][2] += 1
-    stored[key][1] = "some other compiler"
-    json.dump(stored, open(path, "w"))
-    monkeypatch.undo()
-    monkeypatch.setattr(wp.config, "cache_dir", str(tmp_path))
-    monkeypatch.setattr(build, "_compiler_cache", {})
-    assert build.compiler_identity(cxx) == first
-    assert json.load(open(path))[key][1] == first
+    assert build.build_cpu("extern \"C\" int f() { return 1; }\n", "stamp_probe", False,
+                           headers=False).path == built.path
+    monkeypatch.setattr(build, "_compiler_stamps", {tuple(cxx): first[:-1] + (first[-1] + 1,)})
+    key = build.cache_key("x", repr(build.compiler_stamp(cxx)), [], False)
+    assert key != build.cache_key("x", repr(first), [], False)

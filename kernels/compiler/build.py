@@ -12,7 +12,6 @@ from __future__ import annotations
 import ctypes
 import errno
 import hashlib
-import json
 import os
 import shlex
 import shutil
@@ -83,71 +82,32 @@ def ziglang_binary() -> str | None:
 
 
 def compiler_identity(cxx: list) -> str:
-    """The first line of `cxx --version` (part of the cache key: another compiler builds other binaries).
-
-    Kept in this process, and in the cache folder under the compiler executable's path, size, modification time
-    and inode: a process whose compiler has not changed reads it there instead of starting `cxx --version`
-    (2 ms, at the first module of every process)."""
+    """The first line of `cxx --version` (what diagnostics and Warp's CPU cache key name; a subprocess, so asked
+    only when wanted: the compile cache keys on compiler_stamp)."""
     key = tuple(cxx)
     ident = _compiler_cache.get(key)
     if ident is None:
-        stamp = _executable_stamp(cxx[0])
-        stored = _stored_identities()
-        record = stored.get("\0".join(key))
-        if stamp is not None and isinstance(record, list) and len(record) == 2 and record[0] == stamp:
-            ident = str(record[1])
-        else:
-            import subprocess
-            out = subprocess.run([*cxx, "--version"], capture_output=True, text=True)
-            ident = (out.stdout.splitlines() or [""])[0]
-            if stamp is not None and out.returncode == 0:
-                stored["\0".join(key)] = [stamp, ident]
-                _store_identities(stored)
+        import subprocess
+        out = subprocess.run([*cxx, "--version"], capture_output=True, text=True)
+        ident = (out.stdout.splitlines() or [""])[0]
         _compiler_cache[key] = ident
     return ident
 
 
-def _executable_stamp(program: str) -> list | None:
-    """[real path, size, mtime_ns, inode] of the executable `program` runs (found on PATH), or None."""
-    found = shutil.which(program)
-    if found is None:
-        return None
-    try:
-        real = os.path.realpath(found)
+def compiler_stamp(cxx: list) -> tuple:
+    """The compiler command, the real path of the binary it runs, and that binary's size and mtime, once per
+    process: another or an upgraded compiler builds other binaries. A stat, not `cxx --version` (a 2 ms
+    subprocess at every process's first library)."""
+    key = tuple(cxx)
+    stamp = _compiler_stamps.get(key)
+    if stamp is None:
+        real = os.path.realpath(cxx[0])
         st = os.stat(real)
-    except OSError:
-        return None
-    return [real, st.st_size, st.st_mtime_ns, st.st_ino]
+        stamp = _compiler_stamps[key] = (*key, real, st.st_size, st.st_mtime_ns)
+    return stamp
 
 
-def _identities_path() -> str:
-    return os.path.join(cache_root(), "compilers.json")
-
-
-def _stored_identities() -> dict:
-    try:
-        with open(_identities_path()) as f:
-            data = json.load(f)
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _store_identities(data: dict) -> None:
-    """Written whole through a temporary file and a rename: a reader never sees half of it."""
-    path = _identities_path()
-    folder = os.path.dirname(path)
-    temporary = os.path.join(folder, temp_name("compilers") + "json")  # swept when its process is gone
-    try:
-        make_private_dirs(folder)
-        with open(temporary, "w") as f:
-            json.dump(data, f)
-        os.replace(temporary, path)
-    except OSError:
-        try:
-            os.remove(temporary)
-        except OSError:
-            pass
+_compiler_stamps: dict = {}
 
 
 _announced: set = set()  # devices whose first cold compile this process has announced
@@ -262,7 +222,7 @@ def build_cpu(source: str, name: str, debug: bool, notice: str | None = None, *,
 
 def _build_cpu(source: str, name: str, flags: list, notice: str | None, headers: bool) -> BuildResult:
     cxx = find_cxx()
-    key = cache_key(source, compiler_identity(cxx), flags, headers)
+    key = cache_key(source, repr(compiler_stamp(cxx)), flags, headers)
     root = cache_root()
     entry = os.path.join(root, f"{name}_{key}")
     lib = os.path.join(entry, "module.so")

@@ -30,7 +30,7 @@ import typing
 
 from .. import config
 from .. import types as T
-from .build import NATIVE_DIR, VERSION, cache_root, cpu_flags, find_cxx
+from .build import NATIVE_DIR, VERSION, cache_root, compiler_stamp, cpu_flags, find_cxx
 from ..errors import CompileError, ConsumedAtomicError, NativeCompileError
 from .function import Func
 from ..typesys import ArrayType, is_struct
@@ -74,20 +74,10 @@ def toolkit_fingerprint() -> str:
     return _toolkit_fingerprint
 
 
-_compiler_fingerprints: dict = {}
-
-
 def compiler_fingerprint(debug: bool, optimization_level=None, cpu_compiler_flags=None) -> tuple:
-    """The C++ compiler (its path, and the size and mtime of the binary it resolves to) and the flags (with a
-    module's `optimization_level` and `cpu_compiler_flags` options, build.cpu_flags).
-    A stat instead of `cxx --version`: that subprocess would cost more than the rest of a warm load."""
-    cxx = tuple(find_cxx())
-    ident = _compiler_fingerprints.get(cxx)
-    if ident is None:
-        real = os.path.realpath(cxx[0])
-        st = os.stat(real)
-        ident = _compiler_fingerprints[cxx] = (*cxx, real, st.st_size, st.st_mtime_ns)
-    return ident + tuple(cpu_flags(debug, optimization_level, cpu_compiler_flags))
+    """The C++ compiler (build.compiler_stamp: its path, and the size and mtime of the binary it resolves to) and
+    the flags (with a module's `optimization_level` and `cpu_compiler_flags` options, build.cpu_flags)."""
+    return compiler_stamp(find_cxx()) + tuple(cpu_flags(debug, optimization_level, cpu_compiler_flags))
 
 
 # ---------------------------------------------------------------------------------------------------------------
