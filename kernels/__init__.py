@@ -101,7 +101,10 @@ def compile_ptx(kernel, arch: int = 90) -> str:
 
 
 def init():
-    """Warp's `wp.init()`: nothing to do here, the runtime starts on first use."""
+    """Warp's `wp.init()`: loads the CPU runtime library (the thread pool and the BVH builder; compiled at the first
+    run), as Warp's loads its native library. Without it the runtime loads at its first use (a launch, a Mesh)."""
+    from .runtime import thread_pool
+    thread_pool.load()
 
 
 def constant(value):

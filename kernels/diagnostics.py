@@ -37,7 +37,7 @@ def _native_version(name: str) -> str:
 
 def get_warp_version() -> str:
     """The version the CPU runtime library reports (Warp's native library)."""
-    return _native_version("thread_pool")
+    return _native_version("runtime")
 
 
 def get_warp_clang_version() -> str:

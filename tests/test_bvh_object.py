@@ -386,3 +386,22 @@ def test_corner_stats_are_numpys_mean_min_and_max_to_the_bit():
         np.testing.assert_array_equal(centroids, corners.mean(axis=1))
         np.testing.assert_array_equal(lower, corners.min(axis=1))
         np.testing.assert_array_equal(upper, corners.max(axis=1))
+
+
+def test_face_corners_gather_and_summarise_a_mesh_like_numpy_and_refuse_a_bad_index():
+    from kernels.runtime.bvh import corner_stats, face_corners
+
+    rng = np.random.default_rng(3)
+    points = rng.normal(size=(40, 3)).astype(np.float32)
+    indices = rng.integers(0, 40, size=(90, 3)).astype(np.int32)
+    corners, stats = face_corners(points, indices)
+    np.testing.assert_array_equal(corners, points[indices])
+    for got, want in zip(stats, corner_stats(points[indices])):
+        np.testing.assert_array_equal(got, want)
+    for bad in (-1, 40):
+        wrong = indices.copy()
+        wrong[7, 2] = bad
+        with pytest.raises(RuntimeError, match=rf"indices must lie in \[0, 40\) \(index 23 is {bad}\)"):
+            face_corners(points, wrong)
+        with pytest.raises(RuntimeError, match=r"indices must lie in \[0, 40\)"):
+            wp.Mesh(points=wp.array(points, dtype=wp.vec3), indices=wp.array(wrong.reshape(-1), dtype=wp.int32))

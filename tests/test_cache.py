@@ -44,10 +44,10 @@ def _run_worker(cache_dir, *args, env=None) -> dict:
 
 
 def _libraries(cache_dir) -> list:
-    """Paths of the cached kernel module libraries under `cache_dir` (complete entries only; not the runtime's
-    thread pool library, which every cache holds once)."""
+    """Paths of the cached kernel module libraries under `cache_dir` (complete entries only; not the runtime
+    library of the thread pool and BVH builder, which every cache holds once)."""
     return sorted(p for p in glob.glob(os.path.join(str(cache_dir), "**", "module.so"), recursive=True)
-                  if not os.path.basename(os.path.dirname(p)).startswith("thread_pool_"))
+                  if not os.path.basename(os.path.dirname(p)).startswith("runtime_"))
 
 
 def _temporary_dirs(cache_dir) -> list:

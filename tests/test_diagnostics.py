@@ -12,10 +12,10 @@ from kernels.compiler import build, library_version
 def test_native_libraries_report_the_toolkit_version():
     assert diagnostics.get_warp_version() == wp.config.version
     assert diagnostics.get_warp_clang_version() == wp.config.version
-    lib = build.load_native_library("thread_pool")
+    lib = build.load_native_library("runtime")
     # the loaded library answers for itself: another expected version is refused, naming both
     with pytest.raises(RuntimeError, match="Version mismatch") as e:
-        library_version.verify_library_version(lib, "thread_pool", library_version.SYMBOL, "9.9.9")
+        library_version.verify_library_version(lib, "runtime", library_version.SYMBOL, "9.9.9")
     assert "9.9.9" in str(e.value) and wp.config.version in str(e.value)
 
 

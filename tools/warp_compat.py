@@ -323,8 +323,9 @@ TIMED_RUNS = 3  # timed runs of each example on each implementation; the table s
 
 def cmd_examples(names: list, readme: bool) -> int:
     """Each example on real Warp and on kernels (through warp_shim): run once to warm both compile caches, then
-    TIMED_RUNS times each, in turn; the program's best wall time [s] (the interpreter's start and `import warp`
-    not included) beside Warp's, and whether every array (of the faster run) agrees. Returns the number of examples that fail or differ."""
+    TIMED_RUNS times each, in turn; the program's best wall time [s] (the interpreter's start, `import warp` and
+    `wp.init()`, which loads each one's native runtime, not included) beside Warp's, and whether every array (of
+    the faster run) agrees. Returns the number of examples that fail or differ."""
     names = names or list(examples.EXAMPLES)
     rows, bad = [], 0
     print(f"{'example':48s} {'Warp CPU [s]':>12s} {'kernels [s]':>12s} {'ratio':>6s}  arrays", flush=True)

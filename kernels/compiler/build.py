@@ -284,16 +284,30 @@ def _build_cpu(source: str, name: str, flags: list, notice: str | None, headers:
     return BuildResult(lib, False, seconds)
 
 
+#: The runtime's native libraries and the kernels/native sources each is compiled from, in order, as one
+#: translation unit. The thread pool and the BVH builder share one: a Mesh built before the first launch loads
+#: the library that launch needs anyway (each library costs about 1 ms to find, check and load).
+NATIVE_LIBRARIES = {"runtime": ("thread_pool.cpp", "bvh_build.cpp"), "command_list": ("command_list.cpp",)}
+_native_loaded: dict = {}  # name -> the loaded library, shared by its users (each sets its functions' types)
+
+
 def load_native_library(name: str):
-    """The runtime library kernels/native/<name>.cpp, compiled once and cached like kernel modules, loaded. These
-    libraries include no native header (only the C++ library's): their key leaves the headers' hash out, which
-    every process would otherwise compute at its first launch (1 ms)."""
-    with open(os.path.join(NATIVE_DIR, f"{name}.cpp")) as f:
-        source = f.read() + library_version.version_source(config.version)
+    """The runtime library `name` (a key of NATIVE_LIBRARIES), compiled once and cached like kernel modules,
+    loaded once per process. These libraries include no native header (only the C++ library's): their key leaves
+    the headers' hash out, which every process would otherwise compute at its first launch (1 ms)."""
+    lib = _native_loaded.get(name)
+    if lib is not None:
+        return lib
+    parts = []
+    for file in NATIVE_LIBRARIES[name]:
+        with open(os.path.join(NATIVE_DIR, file)) as f:
+            parts.append(f.read())
+    source = "\n".join(parts) + library_version.version_source(config.version)
     lib = load_library(build_cpu(source, name, False, headers=False).path, checked=True)
     if lib is None:  # the loader refused it and it was removed: build it again
         lib = load_library(build_cpu(source, name, False, headers=False).path, checked=True)
     library_version.verify_library_version(lib, name, library_version.SYMBOL, config.version)
+    _native_loaded[name] = lib
     return lib
 
 

@@ -16,7 +16,7 @@ from .. import types as T
 from .array import array
 from .memory_tracker import native as _tracked_as
 from .array_layout import ArrayDescriptor
-from .bvh import Bvh, node_arrays, publish_header
+from .bvh import Bvh, face_corners, node_arrays, publish_header
 from .bvh_refit import DeviceRefit
 from ..builtins.query_types import MeshQueryAABB, MeshQueryPoint, MeshQueryRay, MeshValue
 from .struct import give_values
@@ -108,8 +108,8 @@ class Mesh:
         self.support_winding_number = bool(support_winding_number)
         self.bvh_constructor = constructor
         self._groups = None if groups is None else groups.numpy().reshape(-1).astype(np.int32)
-        corners = self._face_corners()
-        self._bvh = Bvh(corners, leaf_size=max(1, int(bvh_leaf_size)), groups=self._groups)
+        corners, stats = face_corners(points.numpy().reshape(-1, 3), indices.numpy().reshape(-1, 3))
+        self._bvh = Bvh(corners, leaf_size=max(1, int(bvh_leaf_size)), groups=self._groups, stats=stats)
         self._buffers = node_arrays(self._bvh, self.device)
         self._refitter = None  # made at the first refit (its level lists cost 1 ms on a 12,000-face mesh)
         self._face_bvh = _FaceBvh(self.device, self._bvh.item_lower, self._bvh.item_upper)
@@ -140,14 +140,6 @@ class Mesh:
             self._refitter = DeviceRefit(self._bvh, self._buffers, self.device)
         self._refitter.triangle_boxes(self._points, self.indices, faces.lowers, faces.uppers)
         self._refitter.run(faces.lowers, faces.uppers)
-
-    def _face_corners(self) -> np.ndarray:
-        """[num_faces, 3 corners, 3] float32 positions."""
-        p = self._points.numpy().reshape(-1, 3)
-        idx = self.indices.numpy().reshape(-1, 3)
-        if idx.size and (idx.min() < 0 or idx.max() >= len(p)):
-            raise RuntimeError(f"Mesh: indices must lie in [0, {len(p)})")
-        return p[idx]
 
     def _upload(self):
         """Write the headers (the mesh's and its face BVH's) pointing at the current arrays and node buffers."""

@@ -32,7 +32,7 @@ applied_setting = _UNSET  # the config.cpu_threads value the pool was last sized
 def _library():
     global _lib, _api
     if _lib is None:
-        lib = load_native_library("thread_pool")
+        lib = load_native_library("runtime")
         lib.wp_pool_set_threads.argtypes = [ctypes.c_int]
         lib.wp_pool_set_threads.restype = ctypes.c_int
         lib.wp_pool_threads.restype = ctypes.c_int
@@ -53,6 +53,11 @@ def load_kernel_library(path: str, *, checked: bool = False):
     if lib is not None:
         bind(lib)
     return lib
+
+
+def load() -> None:
+    """Load the runtime library now (wp.init); the pool's threads start at the first parallel launch."""
+    _library()
 
 
 def bind(lib):
