@@ -72,12 +72,17 @@ from .self_contact_partial import (PARTIAL_ATTEMPTS, PARTIAL_FRACTION, PARTIAL_M
 from .self_contact_primitives import (DEFAULT_THICKNESS_FRACTION, EE_SLOTS, GAMMA, GRID_CELLS_PER_PRIMITIVE,  # noqa: F401
                                     LARGE, QUERY_RADIUS, VT_SLOTS, PrimitiveBoxes, SelfContactData,
                                     boxes_overlap, closest_point_triangle, edge_edge_candidate, edge_separation,
-                                    lower_bound, store_pair, triangle_separation)
+                                    lower_bound, order_free_module, store_pair, triangle_separation)
 
 # Run-to-run deterministic (each kernel runs thread index by thread index on the CPU, in one order whatever the
 # thread count): the large-primitive list is filled by atomic slots, and its order is the pairs' order, and with two
 # threads the 64 x 64 drop's positions differed from run to run.
 wp.set_module_options({"deterministic": wp.DeterministicMode.RUN_TO_RUN})
+
+# The searches' queries and the kernels that only read the lists are order-free (order_free_module): they run on
+# every thread. The queries are most of a search's time (the 64 x 64 drop with XPBD: 6.4 of its 22 s on one
+# thread): a query thread writes its own primitive's list, lowers bounds by atomic minima and counts overflow.
+ORDER_FREE = order_free_module(__name__)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -125,7 +130,7 @@ def edge_edge_pair(x: wp.array(dtype=wp.vec3), data: SelfContactData, e: int, k:
     return j0, j1, s, t, u
 
 
-@wp.kernel
+@wp.kernel(module=ORDER_FREE)
 def boxes_in_grid_order(sorted_index: wp.array(dtype=wp.int32), lower: wp.array(dtype=wp.vec3),
                         upper: wp.array(dtype=wp.vec3), radius: wp.array(dtype=float), typical: float,
                         grid_lower: wp.array(dtype=wp.vec3), grid_upper: wp.array(dtype=wp.vec3)):
@@ -177,7 +182,7 @@ def reach(bound: wp.array(dtype=float), i: int, j: int, k: int):
     return wp.max(wp.max(bound[i], bound[j]), bound[k])
 
 
-@wp.kernel
+@wp.kernel(module=ORDER_FREE)
 def find_vertex_triangle_pairs(x: wp.array(dtype=wp.vec3), grid: HashGridData, data: SelfContactData,
                                query_radius: float, typical: float, boxes: PrimitiveBoxes,
                                bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32),
@@ -206,7 +211,7 @@ def try_edge_edge(x: wp.array(dtype=wp.vec3), data: SelfContactData, e: int, f: 
     return store_pair(data.ee_edge, data.ee_start, e * EE_SLOTS, count, EE_SLOTS, f, u, overflow)
 
 
-@wp.kernel
+@wp.kernel(module=ORDER_FREE)
 def find_edge_edge_pairs(x: wp.array(dtype=wp.vec3), entries: BoxGridData, data: SelfContactData,
                          query_radius: float, typical: float, boxes: PrimitiveBoxes, bound: wp.array(dtype=float),
                          overflow: wp.array(dtype=wp.int32)):
@@ -262,7 +267,7 @@ def count_touching(data: SelfContactData, i: int, j: int, k: int, l: int, d: flo
         wp.atomic_add(data.degree, l, 1)
 
 
-@wp.kernel
+@wp.kernel(module=ORDER_FREE)
 def keep_reachable_pairs(data: SelfContactData, bound: wp.array(dtype=float), edges: int):
     """With the final bound, keep (compacted, in order) only the pairs of vertex (edges = 0) or edge
     (edges = 1) i that could come within their thickness this step: d < h + the farthest each side may move.
@@ -303,7 +308,7 @@ def keep_reachable_pairs(data: SelfContactData, bound: wp.array(dtype=float), ed
         data.ee_count[i] = kept
 
 
-@wp.kernel
+@wp.kernel(module=ORDER_FREE)
 def count_degrees(data: SelfContactData, edges: int):
     """data.degree += 1 at the four vertices of every listed pair of vertex (edges = 0) or edge (edges = 1) i
     that touches at the search (closer than its thickness); after a partial search (a full one counts in
@@ -324,13 +329,13 @@ def count_degrees(data: SelfContactData, edges: int):
                            wp.length(data.ee_start[i * EE_SLOTS + k]), 0.5 * (data.thickness[i0] + data.thickness[j0]))
 
 
-@wp.kernel
+@wp.kernel(module=ORDER_FREE)
 def scale_bound(bound: wp.array(dtype=float), gamma: float):
     i = wp.tid()
     bound[i] = bound[i] * gamma
 
 
-@wp.kernel
+@wp.kernel(module=ORDER_FREE)
 def copy_positions(x: wp.array(dtype=wp.vec3), out: wp.array(dtype=wp.vec3)):
     i = wp.tid()
     out[i] = x[i]

@@ -7,6 +7,17 @@ import kernels as wp
 
 from .worlds import worlds_interact
 
+
+def order_free_module(name: str) -> str:
+    """The module (`<name>.order_free`) for the kernels of the self-contact module `name` whose results do not
+    depend on the order their threads run in, which therefore run on every thread although the module's other
+    kernels are run-to-run deterministic (serial on the CPU). A kernel belongs there when each thread writes only
+    its own outputs and its atomics are integer counts whose value it does not read, or minima of non-negative,
+    non-NaN distances (the same minimum in any order): never a float sum, never a slot taken atomically."""
+    module = f"{name}.order_free"
+    wp.set_module_options({"deterministic": wp.DeterministicMode.NOT_GUARANTEED}, module)
+    return module
+
 # no `from __future__ import annotations`: kernels/runtime/struct.py evaluates string annotations in the top-level
 # package's namespace
 

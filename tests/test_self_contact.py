@@ -562,9 +562,10 @@ def test_xpbd_skips_only_pairs_that_cannot_touch_and_none_without_pairs(monkeypa
 def test_self_contact_is_the_same_to_the_bit_from_run_to_run_with_two_threads(monkeypatch):
     """The self-contact kernels whose results depend on the order of their atomics (float sums into shared
     vertices, list slots taken atomically, the drift's per-block sums) are run-to-run deterministic: they run
-    thread index by thread index whatever the thread count. With two threads and every launch parallel (the
-    64 x 64 drop's positions differed between two runs before), two runs of one layer thrown onto another
-    give the same positions to the bit."""
+    thread index by thread index whatever the thread count; the order-free ones (the searches' queries, the
+    slacks: sim.self_contact_primitives.order_free_module) run on every thread. With two threads and every
+    launch parallel (the 64 x 64 drop's positions differed between two runs before), two runs of one layer
+    thrown onto another give the same positions to the bit, and the same as one thread."""
     import sim.self_contact
     import sim.self_contact_bound
     import sim.self_contact_partial
@@ -576,11 +577,14 @@ def test_self_contact_is_the_same_to_the_bit_from_run_to_run_with_two_threads(mo
                    sim.solvers.semi_implicit.self_contact):
         for k in get_module(module.__name__).kernels:
             assert k.parallel_threshold(1) >= 2 ** 62, f"{module.__name__}.{k.name} may run in parallel"
+    order_free = {k.name for module in (sim.self_contact, sim.solvers.xpbd.self_contact)
+                  for k in get_module(module.ORDER_FREE).kernels if k.parallel_threshold(1) < 2 ** 62}
+    assert {"find_vertex_triangle_pairs", "find_edge_edge_pairs", "pair_start_distances"} <= order_free
 
-    monkeypatch.setattr(wp.config, "cpu_threads", 2)
     monkeypatch.setattr(wp.config, "cpu_parallel_threshold", 1)
     results = []
-    for _ in range(2):
+    for threads in (2, 2, 1):
+        monkeypatch.setattr(wp.config, "cpu_threads", threads)
         rng = np.random.default_rng(11)
         b = sim.ModelBuilder(gravity=0.0)
         for height, speed in ((0.0, 0.0), (1.5 * THICKNESS, -2.0)):  # grids in the xy plane
@@ -589,4 +593,4 @@ def test_self_contact_is_the_same_to_the_bit_from_run_to_run_with_two_threads(mo
         model = b.finalize("cpu")
         model.particle_q.assign(model.particle_q.numpy() + rng.normal(scale=0.002, size=(model.particle_count, 3)))
         results.append(run(model, sim.SolverXPBD(model, iterations=10), 12, 1.0 / 240.0).particle_q.numpy())
-    assert np.array_equal(results[0], results[1])
+    assert np.array_equal(results[0], results[1]) and np.array_equal(results[0], results[2])

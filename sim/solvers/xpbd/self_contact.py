@@ -25,18 +25,20 @@ import kernels as wp
 
 
 from ...self_contact import (EE_SLOTS, VT_SLOTS, SelfContactData, contact_normal, edge_edge_pair,
-                             vertex_triangle_pair)
+                             order_free_module, vertex_triangle_pair)
 
 # Run-to-run deterministic (each kernel runs thread index by thread index on the CPU, in one order whatever the
 # thread count): the passes add corrections into shared vertices by float atomics, and with two threads the 64 x 64
 # drop's positions differed from run to run.
 wp.set_module_options({"deterministic": wp.DeterministicMode.RUN_TO_RUN})
+# the slacks and displacements are order-free (each thread writes its own): on every thread
+ORDER_FREE = order_free_module(__name__)
 
 #: relative slack of the skip test against rounding in the distances (a pair within it is solved, not skipped)
 SKIP_SLACK = 1.0e-4
 
 
-@wp.kernel
+@wp.kernel(module=ORDER_FREE)
 def pair_start_distances(x: wp.array(dtype=wp.vec3), data: SelfContactData, vt_slack: wp.array(dtype=float),
                          ee_slack: wp.array(dtype=float)):
     """Each pair's slack [m] at positions x (the step's prediction): its distance less its thickness h (less
@@ -58,7 +60,7 @@ def pair_start_distances(x: wp.array(dtype=wp.vec3), data: SelfContactData, vt_s
             ee_slack[e * EE_SLOTS + k] = wp.length(u) - h * (1.0 + SKIP_SLACK)
 
 
-@wp.kernel
+@wp.kernel(module=ORDER_FREE)
 def displacements(x: wp.array(dtype=wp.vec3), x_reference: wp.array(dtype=wp.vec3), moved: wp.array(dtype=float)):
     """moved[i] = |x_i - x_reference_i| [m]: how far each vertex moved since the positions where the pairs'
     slacks were measured (the step's prediction). Not differentiated."""
@@ -66,7 +68,7 @@ def displacements(x: wp.array(dtype=wp.vec3), x_reference: wp.array(dtype=wp.vec
     moved[i] = wp.length(x[i] - x_reference[i])
 
 
-@wp.kernel
+@wp.kernel(module=ORDER_FREE)
 def primitive_displacements(moved: wp.array(dtype=float), data: SelfContactData,
                             moved_triangle: wp.array(dtype=float), moved_edge: wp.array(dtype=float)):
     """The largest displacement of each triangle's and edge's vertices [m] (displacements): a pass reads one
