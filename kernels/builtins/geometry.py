@@ -54,13 +54,41 @@ add_builtin("mesh_query_point_sign_winding_number", (U64, V3, F32, F32, F32), Me
 add_builtin("mesh_query_point_sign_winding_number", (U64, V3, F32), MeshQueryPoint, group=GROUP, arg_names=_ID_P_D,
             native="mesh_query_point_sign_winding_number_default",
             doc="mesh_query_point_sign_winding_number with accuracy 2 and threshold 0.5")
-# Out-parameter forms: results are written into the caller's variables (not differentiable).
-add_builtin("mesh_query_point", (U64, V3, F32, F32, I32, F32, F32), T.bool_, group=GROUP, differentiable=False,
+# Out-parameter forms: results are written into the caller's variables (left as they were when nothing is
+# found); differentiable as the result forms (bary_u, bary_v w.r.t. point).
+add_builtin("mesh_query_point", (U64, V3, F32, F32, I32, F32, F32), T.bool_, group=GROUP,
             mutates_arg=(3, 4, 5, 6), arg_names=_ID_P_D + ("inside", "face", "bary_u", "bary_v"),
             doc="closest point, written into sign, face, bary_u, bary_v; true if found")
-add_builtin("mesh_query_point_no_sign", (U64, V3, F32, I32, F32, F32), T.bool_, group=GROUP, differentiable=False,
+add_builtin("mesh_query_point_sign_normal", (U64, V3, F32, F32, I32, F32, F32), T.bool_, group=GROUP,
+            mutates_arg=(3, 4, 5, 6), arg_names=_ID_P_D + ("inside", "face", "bary_u", "bary_v"),
+            doc="closest point with the face normal's sign, written into sign, face, bary_u, bary_v; true if found")
+add_builtin("mesh_query_point_sign_winding_number", (U64, V3, F32, F32, I32, F32, F32, F32, F32), T.bool_,
+            group=GROUP, mutates_arg=(3, 4, 5, 6),
+            arg_names=_ID_P_D + ("inside", "face", "bary_u", "bary_v", "accuracy", "threshold"),
+            defaults={"accuracy": 2.0, "threshold": 0.5},
+            doc="closest point with the winding number's sign, written into sign, face, bary_u, bary_v; true if "
+                "found")
+add_builtin("mesh_query_point_sign_parity", (U64, V3, F32, I32, F32), MeshQueryPoint, group=GROUP,
+            arg_names=_ID_P_D + ("n_sample", "perturbation_scale"), defaults={"n_sample": 1, "perturbation_scale": 0.1},
+            doc="closest point; inside when at least half of n_sample rays along (1, 1, 1), perturbed per axis by a "
+                "fixed-seed uniform draw in [-perturbation_scale, perturbation_scale), cross the mesh an odd number "
+                "of times; differentiable: u, v w.r.t. point")
+add_builtin("mesh_query_point_sign_parity", (U64, V3, F32, F32, I32, F32, F32, I32, F32), T.bool_, group=GROUP,
+            mutates_arg=(3, 4, 5, 6),
+            arg_names=_ID_P_D + ("inside", "face", "bary_u", "bary_v", "n_sample", "perturbation_scale"),
+            defaults={"n_sample": 1, "perturbation_scale": 0.1},
+            doc="closest point with the ray parity's sign, written into sign, face, bary_u, bary_v; true if found")
+add_builtin("mesh_query_point_no_sign", (U64, V3, F32, I32, F32, F32), T.bool_, group=GROUP,
             mutates_arg=(3, 4, 5), arg_names=_ID_P_D + ("face", "bary_u", "bary_v"),
             doc="closest point, written into face, bary_u, bary_v; true if found")
+add_builtin("mesh_query_furthest_point_no_sign", (U64, V3, F32), MeshQueryPoint, group=GROUP, differentiable=False,
+            arg_names=("id", "point", "min_dist"),
+            doc="the mesh's point furthest from `point`, farther than min_dist (a corner of a face: u, v of that "
+                "corner), without a sign")
+add_builtin("mesh_query_furthest_point_no_sign", (U64, V3, F32, I32, F32, F32), T.bool_, group=GROUP,
+            differentiable=False, mutates_arg=(3, 4, 5), arg_names=("id", "point", "min_dist", "face", "bary_u",
+                                                                     "bary_v"),
+            doc="furthest point, written into face, bary_u, bary_v; true if found")
 add_builtin("mesh_query_ray", (U64, V3, V3, F32), MeshQueryRay, group=GROUP, arg_names=("id", "start", "dir", "max_t"),
             doc="closest hit of the ray start + t dir, t in [0, max_t); differentiable: t, u, v w.r.t. start and "
                 "dir, and t, u, v, normal w.r.t. the hit face's points (into the mesh points' gradient array)")

@@ -7,6 +7,7 @@
 #include "vec.h"
 #include "array.h"
 #include "geometry.h"
+#include "random.h"
 
 namespace wp {
 
@@ -31,6 +32,7 @@ struct mesh_t {
     const int32* group_roots;     // [num_groups] the root of each group's subtree
     array_t<vec3f_t> point_grads; // [num_points] gradient of the points (ray queries add into it; may be empty)
     uint64 bvh;                   // id of a bvh_t over the faces' boxes sharing these nodes (wp.mesh_get_bvh)
+    float32 average_edge_length;  // [m] over the faces' three edges (the sign-by-normal query's tolerance scale)
 };
 
 static const uint64 MESH_MAGIC = 0x6d6573682d627668ull;
@@ -397,6 +399,72 @@ CUDA_CALLABLE inline mesh_query_ray_t add(const mesh_query_ray_t& a, const mesh_
     return r;
 }
 
+// The sign of p against the closest point c at distance dist (Warp's mesh_query_point_sign_normal): by the
+// angle-weighted pseudo-normal (Baerentzen and Aanaes 2005) of the faces within eps = 1e-3 average edge lengths of
+// dist, each face's unit normal weighted by its angle at c: its corner angle when c is within eps of a corner, pi on
+// an edge, 2 pi inside (degenerate faces left out). Outside (1) when it points towards p, else inside (-1).
+CUDA_CALLABLE inline float32 mesh_angle(const vec3f_t& x, const vec3f_t& y) {  // between x and y [rad]
+    float32 cosv = geo_dot(x, y) / ::sqrtf(geo_dot(x, x) * geo_dot(y, y));
+    return ::acosf(::fminf(1.0f, ::fmaxf(-1.0f, cosv)));
+}
+CUDA_CALLABLE inline float32 mesh_sign_pseudo_normal(const mesh_t& m, const vec3f_t& p, float32 dist) {
+    const float32 eps = m.average_edge_length * 1e-3f, eps_sq = eps * eps, reach = (dist + eps) * (dist + eps);
+    const float32 pi = 3.14159265359f;
+    vec3f_t acc, c_best;
+    float32 best = -1.0f;
+    int32 stack[MESH_STACK];
+    int top = 0;
+    stack[top++] = m.root;
+    while (top > 0) {
+        int32 n = stack[--top];
+        if (mesh_box_dist_sq(m.node_lower[n], m.node_upper[n], p) > reach)
+            continue;
+        if (m.node_left[n] >= 0) {
+            stack[top++] = m.node_left[n];
+            stack[top++] = m.node_right[n];
+            continue;
+        }
+        for (int32 k = m.node_start[n]; k < m.node_end[n]; ++k) {
+            vec3f_t a, b, c;
+            mesh_face(m, m.prims[k], a, b, c);
+            vec3f_t e0 = geo_sub(b, a), e1 = geo_sub(c, a), e2 = geo_sub(c, b);
+            vec3f_t nrm = geo_cross(e0, e1);
+            float32 e0sq = geo_dot(e0, e0), e1sq = geo_dot(e1, e1), e2sq = geo_dot(e2, e2);
+            float32 nlen = ::sqrtf(geo_dot(nrm, nrm));
+            if (nlen / (e0sq + e1sq + e2sq) < 1e-6f)
+                continue;
+            float32 wa, wb, wc;
+            closest_point_triangle_weights(a, b, c, p, wa, wb, wc);
+            vec3f_t q = geo_axpy(wa, a, geo_axpy(wb, b, geo_axpy(wc, c, vec3f_t())));
+            vec3f_t d = geo_sub(q, p);
+            float32 qd = ::sqrtf(geo_dot(d, d));
+            if (!(qd < dist + eps) || qd <= dist - eps)
+                continue;
+            vec3f_t qa = geo_sub(q, a), qb = geo_sub(q, b), qc = geo_sub(q, c);
+            float32 weight;
+            if (geo_dot(qa, qa) < eps_sq)
+                weight = mesh_angle(e0, e1);
+            else if (geo_dot(qb, qb) < eps_sq)
+                weight = mesh_angle(e2, geo_sub(vec3f_t(), e0));
+            else if (geo_dot(qc, qc) < eps_sq)
+                weight = mesh_angle(geo_sub(vec3f_t(), e1), geo_sub(vec3f_t(), e2));
+            else {
+                float32 e0qa = geo_dot(e0, qa), e2qb = geo_dot(e2, qb), e1qa = geo_dot(e1, qa);
+                bool on_edge = geo_dot(qa, qa) * e0sq - e0qa * e0qa < eps_sq * e0sq
+                               || geo_dot(qb, qb) * e2sq - e2qb * e2qb < eps_sq * e2sq
+                               || geo_dot(qa, qa) * e1sq - e1qa * e1qa < eps_sq * e1sq;
+                weight = on_edge ? pi : 2.0f * pi;
+            }
+            acc = geo_axpy(weight / nlen, nrm, acc);
+            if (best < 0.0f || qd < best) {
+                best = qd;
+                c_best = q;
+            }
+        }
+    }
+    return geo_dot(acc, geo_sub(p, c_best)) > 0.0f ? 1.0f : -1.0f;
+}
+
 // sign_mode: 0 none, 1 rays, 2 normal, 3 winding number (threshold)
 CUDA_CALLABLE inline mesh_query_point_t mesh_query_point_impl(uint64 id, const vec3f_t& p, float32 max_dist,
                                                               int sign_mode, float32 threshold) {
@@ -409,7 +477,7 @@ CUDA_CALLABLE inline mesh_query_point_t mesh_query_point_impl(uint64 id, const v
     if (sign_mode == 1)
         q.sign = mesh_sign_rays(*m, p);
     else if (sign_mode == 2)
-        q.sign = c.sign_cos < 0.0f ? -1.0f : 1.0f;
+        q.sign = mesh_sign_pseudo_normal(*m, p, ::sqrtf(c.dist_sq));
     else if (sign_mode == 3)
         q.sign = mesh_winding_number(*m, p) > threshold ? -1.0f : 1.0f;
     return q;
@@ -465,21 +533,124 @@ CUDA_CALLABLE inline void adj_mesh_query_point_sign_winding_number(uint64 id, ve
     mesh_query_point_adjoint(id, p, q, adj_p, adj_ret);
 }
 
-// Out-parameter forms (Warp's older signatures): results written into the caller's variables. Not differentiable.
+// Out-parameter forms (Warp's older signatures): results written into the caller's variables. On a find the
+// outputs are replaced and the gradients of u and v go to p as in the result form (sign and face are piecewise
+// constant); otherwise they keep their values, so their incoming adjoints pass through.
 CUDA_CALLABLE inline bool mesh_query_point_out(uint64 id, vec3f_t p, float32 max_dist, float32& sign, int32& face,
                                                float32& u, float32& v, int sign_mode) {
     mesh_query_point_t q = mesh_query_point_impl(id, p, max_dist, sign_mode, 0.0f);
     if (q.result) { sign = q.sign; face = q.face; u = q.u; v = q.v; }
     return q.result;
 }
+CUDA_CALLABLE inline void adj_mesh_query_point_out(uint64 id, vec3f_t p, float32 max_dist, vec3f_t& adj_p,
+                                                   float32& adj_u_in, float32& adj_v_in, float32& adj_sign_in,
+                                                   float32 adj_u, float32 adj_v, float32 adj_sign) {
+    mesh_query_point_t q = mesh_query_point_no_sign(id, p, max_dist);
+    if (q.result) {
+        mesh_query_point_t adj_ret;
+        adj_ret.u = adj_u; adj_ret.v = adj_v;
+        mesh_query_point_adjoint(id, p, q, adj_p, adj_ret);
+        return;
+    }
+    adj_u_in += adj_u; adj_v_in += adj_v; adj_sign_in += adj_sign;
+}
 CUDA_CALLABLE inline bool mesh_query_point(uint64 id, vec3f_t p, float32 max_dist, float32& sign, int32& face,
                                            float32& u, float32& v) {
     return mesh_query_point_out(id, p, max_dist, sign, face, u, v, 1);
+}
+CUDA_CALLABLE inline bool mesh_query_point_sign_normal(uint64 id, vec3f_t p, float32 max_dist, float32& sign,
+                                                       int32& face, float32& u, float32& v) {
+    return mesh_query_point_out(id, p, max_dist, sign, face, u, v, 2);
+}
+#define WP_MESH_QUERY_POINT_OUT_ADJ(NAME)                                                                            \
+    CUDA_CALLABLE inline void adj_##NAME(uint64 id, vec3f_t p, float32 max_dist, float32, int32, float32, float32,   \
+                                         uint64&, vec3f_t& adj_p, float32&, float32& adj_sign_in, int32&,            \
+                                         float32& adj_u_in, float32& adj_v_in, bool, float32 adj_sign, int32,        \
+                                         float32 adj_u, float32 adj_v) {                                             \
+        adj_mesh_query_point_out(id, p, max_dist, adj_p, adj_u_in, adj_v_in, adj_sign_in, adj_u, adj_v, adj_sign);   \
+    }
+WP_MESH_QUERY_POINT_OUT_ADJ(mesh_query_point)
+WP_MESH_QUERY_POINT_OUT_ADJ(mesh_query_point_sign_normal)
+#undef WP_MESH_QUERY_POINT_OUT_ADJ
+CUDA_CALLABLE inline bool mesh_query_point_sign_winding_number(uint64 id, vec3f_t p, float32 max_dist, float32& sign,
+                                                               int32& face, float32& u, float32& v, float32 accuracy,
+                                                               float32 threshold) {
+    mesh_query_point_t q = mesh_query_point_impl(id, p, max_dist, 3, threshold);
+    if (q.result) { sign = q.sign; face = q.face; u = q.u; v = q.v; }
+    return q.result;
+}
+CUDA_CALLABLE inline void adj_mesh_query_point_sign_winding_number(
+    uint64 id, vec3f_t p, float32 max_dist, float32, int32, float32, float32, float32, float32, uint64&,
+    vec3f_t& adj_p, float32&, float32& adj_sign_in, int32&, float32& adj_u_in, float32& adj_v_in, float32&, float32&,
+    bool, float32 adj_sign, int32, float32 adj_u, float32 adj_v) {
+    adj_mesh_query_point_out(id, p, max_dist, adj_p, adj_u_in, adj_v_in, adj_sign_in, adj_u, adj_v, adj_sign);
 }
 CUDA_CALLABLE inline bool mesh_query_point_no_sign(uint64 id, vec3f_t p, float32 max_dist, int32& face, float32& u,
                                                    float32& v) {
     float32 sign = 0.0f;
     return mesh_query_point_out(id, p, max_dist, sign, face, u, v, 0);
+}
+CUDA_CALLABLE inline void adj_mesh_query_point_no_sign(uint64 id, vec3f_t p, float32 max_dist, int32, float32,
+                                                       float32, uint64&, vec3f_t& adj_p, float32&, int32&,
+                                                       float32& adj_u_in, float32& adj_v_in, bool, int32,
+                                                       float32 adj_u, float32 adj_v) {
+    float32 adj_sign_in = 0.0f;
+    adj_mesh_query_point_out(id, p, max_dist, adj_p, adj_u_in, adj_v_in, adj_sign_in, adj_u, adj_v, 0.0f);
+}
+
+// The furthest point of the mesh from p, farther than min_dist (Warp's mesh_query_furthest_point_no_sign): the
+// furthest point of a triangle is one of its corners (the distance is convex), so the furthest corner of any face,
+// found by visiting only the nodes whose box reaches farther than the best so far. The face whose corner it is
+// first in the visit, and that corner's (u, v) (mesh_eval_position's weights: (1, 0), (0, 1) or (0, 0)).
+CUDA_CALLABLE inline float32 mesh_box_far_sq(const vec3f_t& lo, const vec3f_t& hi, const vec3f_t& p) {
+    float32 s = 0.0f;
+    for (int a = 0; a < 3; ++a) {
+        float32 d = ::fmaxf(::fabsf(p.c[a] - lo.c[a]), ::fabsf(hi.c[a] - p.c[a]));
+        s += d * d;
+    }
+    return s;
+}
+CUDA_CALLABLE inline mesh_query_point_t mesh_query_furthest_point_no_sign(uint64 id, vec3f_t p, float32 min_dist) {
+    mesh_query_point_t q;
+    const mesh_t* m = mesh_ptr(id);
+    if (m == nullptr || m->root < 0)
+        return q;
+    float32 best = min_dist > 0.0f ? min_dist * min_dist : 0.0f;
+    int32 stack[MESH_STACK];
+    int top = 0;
+    stack[top++] = m->root;
+    while (top > 0) {
+        int32 n = stack[--top];
+        if (mesh_box_far_sq(m->node_lower[n], m->node_upper[n], p) <= best)
+            continue;
+        if (m->node_left[n] >= 0) {
+            stack[top++] = m->node_left[n];
+            stack[top++] = m->node_right[n];
+            continue;
+        }
+        for (int32 k = m->node_start[n]; k < m->node_end[n]; ++k) {
+            int32 f = m->prims[k];
+            vec3f_t corner[3];
+            mesh_face(*m, f, corner[0], corner[1], corner[2]);
+            for (int c = 0; c < 3; ++c) {
+                vec3f_t d = geo_sub(corner[c], p);
+                float32 dsq = geo_dot(d, d);
+                if (dsq > best) {
+                    best = dsq;
+                    q.result = true; q.face = f;
+                    q.u = c == 0 ? 1.0f : 0.0f;
+                    q.v = c == 1 ? 1.0f : 0.0f;
+                }
+            }
+        }
+    }
+    return q;
+}
+CUDA_CALLABLE inline bool mesh_query_furthest_point_no_sign(uint64 id, vec3f_t p, float32 min_dist, int32& face,
+                                                            float32& u, float32& v) {
+    mesh_query_point_t q = mesh_query_furthest_point_no_sign(id, p, min_dist);
+    if (q.result) { face = q.face; u = q.u; v = q.v; }
+    return q.result;
 }
 
 CUDA_CALLABLE inline mesh_query_ray_t mesh_query_ray_root(uint64 id, vec3f_t start, vec3f_t dir, float32 max_t,
@@ -755,6 +926,54 @@ CUDA_CALLABLE inline vec3f_t mesh_get_velocity(uint64 id, int32 index) {
 CUDA_CALLABLE inline int32 mesh_get_index(uint64 id, int32 index) {
     const mesh_t* m = mesh_ptr(id);
     return m ? mesh_at(m->indices, index) : -1;
+}
+
+// ---- closest point signed by ray parity (Warp's mesh_query_point_sign_parity) ----------------------------------
+
+// -1 (inside) when at least half of n_sample rays from p cross the mesh an odd number of times, else 1: each ray
+// along (1, 1, 1) perturbed per axis by a uniform draw in [-scale, scale) from the fixed seed 42 (the same
+// directions at every call, Warp's); n_sample <= 0 casts none and says inside.
+CUDA_CALLABLE inline float32 mesh_sign_parity(uint64 id, const vec3f_t& p, int32 n_sample, float32 scale) {
+    int32 vote = 0;
+    uint32 state = rand_init(42);
+    for (int32 i = 0; i < n_sample; ++i) {
+        vec3f_t dir;
+        do {
+            float32 x = randf(state, -scale, scale);
+            float32 y = randf(state, -scale, scale);
+            float32 z = randf(state, -scale, scale);
+            dir.c[0] = 1.0f + x; dir.c[1] = 1.0f + y; dir.c[2] = 1.0f + z;
+        } while (geo_dot(dir, dir) < 1e-8f);
+        if (mesh_query_ray_count_intersections(id, p, dir) % 2)
+            ++vote;
+    }
+    return vote * 2 >= n_sample ? -1.0f : 1.0f;
+}
+CUDA_CALLABLE inline mesh_query_point_t mesh_query_point_sign_parity(uint64 id, vec3f_t p, float32 max_dist,
+                                                                     int32 n_sample, float32 perturbation_scale) {
+    mesh_query_point_t q = mesh_query_point_impl(id, p, max_dist, 0, 0.0f);
+    if (q.result)
+        q.sign = mesh_sign_parity(id, p, n_sample, perturbation_scale);
+    return q;
+}
+CUDA_CALLABLE inline void adj_mesh_query_point_sign_parity(uint64 id, vec3f_t p, float32 max_dist, int32, float32,
+                                                           uint64&, vec3f_t& adj_p, float32&, int32&, float32&,
+                                                           const mesh_query_point_t& adj_ret) {
+    mesh_query_point_t q = mesh_query_point_no_sign(id, p, max_dist);
+    mesh_query_point_adjoint(id, p, q, adj_p, adj_ret);
+}
+CUDA_CALLABLE inline bool mesh_query_point_sign_parity(uint64 id, vec3f_t p, float32 max_dist, float32& sign,
+                                                       int32& face, float32& u, float32& v, int32 n_sample,
+                                                       float32 perturbation_scale) {
+    mesh_query_point_t q = mesh_query_point_sign_parity(id, p, max_dist, n_sample, perturbation_scale);
+    if (q.result) { sign = q.sign; face = q.face; u = q.u; v = q.v; }
+    return q.result;
+}
+CUDA_CALLABLE inline void adj_mesh_query_point_sign_parity(
+    uint64 id, vec3f_t p, float32 max_dist, float32, int32, float32, float32, int32, float32, uint64&,
+    vec3f_t& adj_p, float32&, float32& adj_sign_in, int32&, float32& adj_u_in, float32& adj_v_in, int32&, float32&,
+    bool, float32 adj_sign, int32, float32 adj_u, float32 adj_v) {
+    adj_mesh_query_point_out(id, p, max_dist, adj_p, adj_u_in, adj_v_in, adj_sign_in, adj_u, adj_v, adj_sign);
 }
 
 }  // namespace wp

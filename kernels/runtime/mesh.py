@@ -39,7 +39,7 @@ class _MeshHeader(ctypes.Structure):
                 ("node_right", ctypes.c_void_p), ("node_start", ctypes.c_void_p), ("node_end", ctypes.c_void_p),
                 ("prims", ctypes.c_void_p), ("root", ctypes.c_int32), ("num_groups", ctypes.c_int32),
                 ("group_ids", ctypes.c_void_p), ("group_roots", ctypes.c_void_p),
-                ("point_grads", ArrayDescriptor), ("bvh", ctypes.c_uint64)]
+                ("point_grads", ArrayDescriptor), ("bvh", ctypes.c_uint64), ("average_edge_length", ctypes.c_float)]
 
 
 class _FaceBvh:
@@ -81,6 +81,9 @@ class Mesh:
             give identical results; only traversal speed could differ).
         bvh_leaf_size: faces per BVH leaf.
         groups: optional int32 array of one group id per face, for grouped ray queries (mesh_get_group_root).
+
+    The faces' average edge length, the tolerance scale of mesh_query_point_sign_normal (1e-3 of it), is taken
+    when the mesh is built and kept through refit() (Warp's refit measures it again).
     """
 
     @_tracked_as("mesh")  # buffers it allocates are the mesh's in memory reports
@@ -109,6 +112,9 @@ class Mesh:
         self.bvh_constructor = constructor
         self._groups = None if groups is None else groups.numpy().reshape(-1).astype(np.int32)
         corners, stats = face_corners(points.numpy().reshape(-1, 3), indices.numpy().reshape(-1, 3))
+        # Warp's: the mean of the faces' three edge lengths (the sign-by-normal query's tolerance scale) [m]
+        edges = np.roll(corners, -1, axis=1) - corners
+        self._average_edge_length = float(np.sqrt((edges * edges).sum(axis=2)).mean()) if len(corners) else 0.0
         self._bvh = Bvh(corners, leaf_size=max(1, int(bvh_leaf_size)), groups=self._groups, stats=stats)
         self._buffers = node_arrays(self._bvh, self.device)
         self._refitter = None  # made at the first refit (its level lists cost 1 ms on a 12,000-face mesh)
@@ -146,7 +152,8 @@ class Mesh:
         b, bufs = self._bvh, self._buffers
         self._face_bvh.publish(b, bufs)
         h = _MeshHeader(num_points=self._points.size, num_tris=self.indices.size // 3, magic=_MAGIC, root=b.root,
-                        num_groups=len(b.group_ids), bvh=self._face_bvh.id)
+                        num_groups=len(b.group_ids), bvh=self._face_bvh.id,
+                        average_edge_length=self._average_edge_length)
         h.points = self._points._descriptor()
         h.indices = self.indices._descriptor()
         if self.velocities is not None:
