@@ -536,11 +536,14 @@ CUDA_CALLABLE inline void adj_mesh_query_point_sign_winding_number(uint64 id, ve
 // Out-parameter forms (Warp's older signatures): results written into the caller's variables. On a find the
 // outputs are replaced and the gradients of u and v go to p as in the result form (sign and face are piecewise
 // constant); otherwise they keep their values, so their incoming adjoints pass through.
-CUDA_CALLABLE inline bool mesh_query_point_out(uint64 id, vec3f_t p, float32 max_dist, float32& sign, int32& face,
-                                               float32& u, float32& v, int sign_mode) {
-    mesh_query_point_t q = mesh_query_point_impl(id, p, max_dist, sign_mode, 0.0f);
+CUDA_CALLABLE inline bool mesh_query_point_write(const mesh_query_point_t& q, float32& sign, int32& face, float32& u,
+                                                 float32& v) {
     if (q.result) { sign = q.sign; face = q.face; u = q.u; v = q.v; }
     return q.result;
+}
+CUDA_CALLABLE inline bool mesh_query_point_out(uint64 id, vec3f_t p, float32 max_dist, float32& sign, int32& face,
+                                               float32& u, float32& v, int sign_mode, float32 threshold = 0.0f) {
+    return mesh_query_point_write(mesh_query_point_impl(id, p, max_dist, sign_mode, threshold), sign, face, u, v);
 }
 CUDA_CALLABLE inline void adj_mesh_query_point_out(uint64 id, vec3f_t p, float32 max_dist, vec3f_t& adj_p,
                                                    float32& adj_u_in, float32& adj_v_in, float32& adj_sign_in,
@@ -575,9 +578,7 @@ WP_MESH_QUERY_POINT_OUT_ADJ(mesh_query_point_sign_normal)
 CUDA_CALLABLE inline bool mesh_query_point_sign_winding_number(uint64 id, vec3f_t p, float32 max_dist, float32& sign,
                                                                int32& face, float32& u, float32& v, float32 accuracy,
                                                                float32 threshold) {
-    mesh_query_point_t q = mesh_query_point_impl(id, p, max_dist, 3, threshold);
-    if (q.result) { sign = q.sign; face = q.face; u = q.u; v = q.v; }
-    return q.result;
+    return mesh_query_point_out(id, p, max_dist, sign, face, u, v, 3, threshold);
 }
 CUDA_CALLABLE inline void adj_mesh_query_point_sign_winding_number(
     uint64 id, vec3f_t p, float32 max_dist, float32, int32, float32, float32, float32, float32, uint64&,
@@ -648,9 +649,8 @@ CUDA_CALLABLE inline mesh_query_point_t mesh_query_furthest_point_no_sign(uint64
 }
 CUDA_CALLABLE inline bool mesh_query_furthest_point_no_sign(uint64 id, vec3f_t p, float32 min_dist, int32& face,
                                                             float32& u, float32& v) {
-    mesh_query_point_t q = mesh_query_furthest_point_no_sign(id, p, min_dist);
-    if (q.result) { face = q.face; u = q.u; v = q.v; }
-    return q.result;
+    float32 sign = 0.0f;
+    return mesh_query_point_write(mesh_query_furthest_point_no_sign(id, p, min_dist), sign, face, u, v);
 }
 
 CUDA_CALLABLE inline mesh_query_ray_t mesh_query_ray_root(uint64 id, vec3f_t start, vec3f_t dir, float32 max_t,
@@ -965,9 +965,8 @@ CUDA_CALLABLE inline void adj_mesh_query_point_sign_parity(uint64 id, vec3f_t p,
 CUDA_CALLABLE inline bool mesh_query_point_sign_parity(uint64 id, vec3f_t p, float32 max_dist, float32& sign,
                                                        int32& face, float32& u, float32& v, int32 n_sample,
                                                        float32 perturbation_scale) {
-    mesh_query_point_t q = mesh_query_point_sign_parity(id, p, max_dist, n_sample, perturbation_scale);
-    if (q.result) { sign = q.sign; face = q.face; u = q.u; v = q.v; }
-    return q.result;
+    return mesh_query_point_write(mesh_query_point_sign_parity(id, p, max_dist, n_sample, perturbation_scale), sign,
+                                  face, u, v);
 }
 CUDA_CALLABLE inline void adj_mesh_query_point_sign_parity(
     uint64 id, vec3f_t p, float32 max_dist, float32, int32, float32, float32, int32, float32, uint64&,
