@@ -511,22 +511,23 @@ class SelfContact:
             self.find(x, fresh=fresh)
         return self.data
 
+    def _run(self, kernel, dim: int, inputs: list) -> None:
+        """Launch one of the search's kernels on the cloth's device, outside any tape."""
+        wp.launch(kernel, dim=dim, inputs=inputs, device=self.device, record_tape=False)
+
     def _search_partially(self, x, *, with_soon: bool) -> bool:
         """Search again around the marked vertices only (`with_soon`: those about to ask too, else only those
         that ask now); False (with nothing to undo: a full search follows) when the set S of searched vertices,
         grown by the vertices of pairs that leave no slack, stays blocked after PARTIAL_ATTEMPTS or grows past
         the partial limit. A vertex of S reset beyond the grids' margin has the grids built again first."""
-        d, data, partial, r = self.device, self.data, self._partial, self.query_radius
-
-        def run(kernel, dim, inputs):
-            wp.launch(kernel, dim=dim, inputs=inputs, device=d, record_tape=False)
+        data, partial, r = self.data, self._partial, self.query_radius
 
         if not with_soon:
-            run(forget_soon, self.particle_count, [self._marked])
+            self._run(forget_soon, self.particle_count, [self._marked])
         for attempt in range(PARTIAL_ATTEMPTS):
             partial.failed.zero_()
-            run(reset_marked, self.particle_count,
-                [x, self._drift_before, self._drift_group, partial, GAMMA * r, self.x_search, self.bound])
+            self._run(reset_marked, self.particle_count,
+                      [x, self._drift_before, self._drift_group, partial, GAMMA * r, self.x_search, self.bound])
             if int(partial.failed.numpy()[0]):
                 self._build_grids(self.x_search)
                 partial.failed.zero_()
@@ -534,17 +535,17 @@ class SelfContact:
             wp.copy(partial.ee_base, data.ee_count)
             common = [self.x_search, self._tri_grid_data, data, partial, r, self._typical[0], self._boxes,
                       self.bound, self.overflow]
-            run(search_marked_vertices, self.particle_count, common)
-            run(search_marked_triangles, self.tri_count, common)
-            run(clamp_list_counts, self.particle_count, [data, 0])
+            self._run(search_marked_vertices, self.particle_count, common)
+            self._run(search_marked_triangles, self.tri_count, common)
+            self._run(clamp_list_counts, self.particle_count, [data, 0])
             if self.edge_count:
                 common[1], common[5] = self._edge_boxes.data, self._typical[1]
-                run(search_marked_edges, self.edge_count, common)
-                run(clamp_list_counts, self.edge_count, [data, 1])
+                self._run(search_marked_edges, self.edge_count, common)
+                self._run(clamp_list_counts, self.edge_count, [data, 1])
             if not int(partial.failed.numpy()[0]):
                 break
             partial.size.zero_()
-            run(grow_marked, self.particle_count, [partial])
+            self._run(grow_marked, self.particle_count, [partial])
             if attempt + 1 == PARTIAL_ATTEMPTS or int(partial.size.numpy()[0]) > self._partial_limit:
                 partial.blocked.zero_()
                 return False
@@ -596,27 +597,24 @@ class SelfContact:
         the previous search's are refilled."""
         if fresh:
             self.data, self.bound, self.x_search = self._new_pairs()
-        d, data, r = self.device, self.data, self.query_radius
+        data, r = self.data, self.query_radius
 
-        def run(kernel, dim, inputs):
-            wp.launch(kernel, dim=dim, inputs=inputs, device=d, record_tape=False)
-
-        run(copy_positions, self.particle_count, [x, self.x_search])
+        self._run(copy_positions, self.particle_count, [x, self.x_search])
         self._build_grids(x)
         boxes, tri_grid = self._boxes, self._tri_grid_data
         self.bound.fill_(r)
-        run(find_vertex_triangle_pairs, self.particle_count,
-            [x, tri_grid, data, r, self._typical[0], boxes, self.bound, self.overflow, self._partial])
+        self._run(find_vertex_triangle_pairs, self.particle_count,
+                  [x, tri_grid, data, r, self._typical[0], boxes, self.bound, self.overflow, self._partial])
         if self.edge_count:
-            run(find_edge_edge_pairs, self.edge_count,
-                [x, self._edge_boxes.data, data, r, self._typical[1], boxes, self.bound, self.overflow])
-        run(scale_bound, self.particle_count, [self.bound, GAMMA])
+            self._run(find_edge_edge_pairs, self.edge_count,
+                      [x, self._edge_boxes.data, data, r, self._typical[1], boxes, self.bound, self.overflow])
+        self._run(scale_bound, self.particle_count, [self.bound, GAMMA])
         data.degree.zero_()
         keep = [data, self.bound, 0]
-        run(keep_reachable_pairs, self.particle_count, keep)
+        self._run(keep_reachable_pairs, self.particle_count, keep)
         if self.edge_count:
             keep[2] = 1
-            run(keep_reachable_pairs, self.edge_count, keep)
+            self._run(keep_reachable_pairs, self.edge_count, keep)
         self._list_active()
         self._marked.zero_()
         self._search_count.zero_()
