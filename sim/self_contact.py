@@ -537,11 +537,11 @@ class SelfContact:
                       self.bound, self.overflow]
             self._run(search_marked_vertices, self.particle_count, common)
             self._run(search_marked_triangles, self.tri_count, common)
-            self._run(clamp_list_counts, self.particle_count, [data, 0])
+            self._run(clamp_list_counts, self.particle_count, [data, partial, 0])
             if self.edge_count:
                 common[1], common[5] = self._edge_boxes.data, self._typical[1]
                 self._run(search_marked_edges, self.edge_count, common)
-                self._run(clamp_list_counts, self.edge_count, [data, 1])
+                self._run(clamp_list_counts, self.edge_count, [data, partial, 1])
             if not int(partial.failed.numpy()[0]):
                 break
             partial.size.zero_()

@@ -34,13 +34,15 @@ import kernels as wp
 from .self_contact_boxgrid import BoxGridData
 from .hashgrid import HashGridData, hash_grid_box_extent, hash_grid_cell_index, hash_grid_cell_of
 from .self_contact_primitives import (EE_SLOTS, GAMMA, VT_SLOTS, PrimitiveBoxes, SelfContactData, boxes_overlap,
-                                    edge_edge_candidate, try_vertex_triangle,
+                                    edge_edge_candidate, order_free_module, try_vertex_triangle,
                                     vertex_triangle_candidate)
 
-# Run-to-run deterministic (each kernel runs thread index by thread index on the CPU, in one order whatever the
-# thread count): pairs added to another vertex's or edge's list take atomic slots, in the list's order, and with two
-# threads the 64 x 64 drop's positions differed from run to run.
-wp.set_module_options({"deterministic": wp.DeterministicMode.RUN_TO_RUN})
+# Every kernel here is order-free (order_free_module) and runs on every thread: a pair added to another vertex's
+# or edge's list takes a slot atomically, in whatever order the threads come, and clamp_list_counts then sorts
+# the added pairs by their other primitive (each is added once, by one thread), so the lists are the same in any
+# order. (Serial until session 20: with two threads the 64 x 64 drop's positions differed from run to run.) Only
+# when a list overflows (more pairs than slots, which `sim run` warns about) may the pairs kept differ.
+ORDER_FREE = order_free_module(__name__)
 
 # no `from __future__ import annotations`: kernels/struct.py evaluates string annotations in the top-level
 # package's namespace
@@ -85,7 +87,7 @@ class PartialSearch:
     margin: float
 
 
-@wp.kernel
+@wp.kernel(module=ORDER_FREE)
 def forget_soon(marked: wp.array(dtype=wp.int32)):
     """Unmark the vertices that only would ask for a search within a few steps (marked 2): S is then the
     vertices that ask now."""
@@ -94,7 +96,7 @@ def forget_soon(marked: wp.array(dtype=wp.int32)):
         marked[i] = 0
 
 
-@wp.kernel
+@wp.kernel(module=ORDER_FREE)
 def reset_marked(x: wp.array(dtype=wp.vec3), drift: wp.array(dtype=wp.vec3), group: wp.array(dtype=wp.int32),
                  partial: PartialSearch, cap: float, x_search: wp.array(dtype=wp.vec3),
                  bound: wp.array(dtype=float)):
@@ -110,7 +112,7 @@ def reset_marked(x: wp.array(dtype=wp.vec3), drift: wp.array(dtype=wp.vec3), gro
         partial.failed[0] = 1
 
 
-@wp.kernel
+@wp.kernel(module=ORDER_FREE)
 def grow_marked(partial: PartialSearch):
     """The vertices that blocked a partial search (partial.blocked) join S (marked 1) for the next attempt;
     partial.size[0] += the size of S (zeroed before)."""
@@ -123,15 +125,43 @@ def grow_marked(partial: PartialSearch):
         wp.atomic_add(partial.size, 0, 1)
 
 
-@wp.kernel
-def clamp_list_counts(data: SelfContactData, edges: int):
+@wp.kernel(module=ORDER_FREE)
+def clamp_list_counts(data: SelfContactData, partial: PartialSearch, edges: int):
     """vt_count (edges = 0) or ee_count (edges = 1) of list i cut to its slots: a pair added to a full list
-    took a slot number past them (counted in overflow, not stored), and every reader loops to the count."""
+    took a slot number past them (counted in overflow, not stored), and every reader loops to the count. A list
+    that was not rewritten (its vertex, or both its edge's vertices, outside S) has the pairs other threads added
+    after its vt_base / ee_base sorted by their triangle / edge, in the order no thread's timing decides."""
     i = wp.tid()
     if edges == 0:
-        data.vt_count[i] = wp.min(data.vt_count[i], VT_SLOTS)
+        count = wp.min(data.vt_count[i], VT_SLOTS)
+        data.vt_count[i] = count
+        if partial.marked[i] == 0:
+            base = i * VT_SLOTS
+            for k in range(partial.vt_base[i] + 1, count):
+                t = data.vt_triangle[base + k]
+                u = data.vt_start[base + k]
+                j = k
+                while j > partial.vt_base[i] and data.vt_triangle[base + j - 1] > t:
+                    data.vt_triangle[base + j] = data.vt_triangle[base + j - 1]
+                    data.vt_start[base + j] = data.vt_start[base + j - 1]
+                    j = j - 1
+                data.vt_triangle[base + j] = t
+                data.vt_start[base + j] = u
     else:
-        data.ee_count[i] = wp.min(data.ee_count[i], EE_SLOTS)
+        count = wp.min(data.ee_count[i], EE_SLOTS)
+        data.ee_count[i] = count
+        if partial.marked[data.edge_indices[i, 0]] == 0 and partial.marked[data.edge_indices[i, 1]] == 0:
+            base = i * EE_SLOTS
+            for k in range(partial.ee_base[i] + 1, count):
+                f = data.ee_edge[base + k]
+                u = data.ee_start[base + k]
+                j = k
+                while j > partial.ee_base[i] and data.ee_edge[base + j - 1] > f:
+                    data.ee_edge[base + j] = data.ee_edge[base + j - 1]
+                    data.ee_start[base + j] = data.ee_start[base + j - 1]
+                    j = j - 1
+                data.ee_edge[base + j] = f
+                data.ee_start[base + j] = u
 
 
 @wp.func
@@ -259,7 +289,7 @@ def scan_vertex_triangles(x: wp.array(dtype=wp.vec3), grid: HashGridData, data: 
     return count
 
 
-@wp.kernel
+@wp.kernel(module=ORDER_FREE)
 def search_marked_vertices(x: wp.array(dtype=wp.vec3), grid: HashGridData, data: SelfContactData,
                            partial: PartialSearch, query_radius: float, typical: float, boxes: PrimitiveBoxes,
                            bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32)):
@@ -283,7 +313,7 @@ def visit_corners(x: wp.array(dtype=wp.vec3), data: SelfContactData, partial: Pa
             visit_vertex_triangle(x, data, partial, bound, overflow, w, t, query_radius, 0, False)
 
 
-@wp.kernel
+@wp.kernel(module=ORDER_FREE)
 def search_marked_triangles(x: wp.array(dtype=wp.vec3), grid: HashGridData, data: SelfContactData,
                             partial: PartialSearch, query_radius: float, typical: float, boxes: PrimitiveBoxes,
                             bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32)):
@@ -360,7 +390,7 @@ def visit_edge_edge(x: wp.array(dtype=wp.vec3), data: SelfContactData, partial: 
     return count
 
 
-@wp.kernel
+@wp.kernel(module=ORDER_FREE)
 def search_marked_edges(x: wp.array(dtype=wp.vec3), entries: BoxGridData, data: SelfContactData,
                         partial: PartialSearch, query_radius: float, typical: float, boxes: PrimitiveBoxes,
                         bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32)):

@@ -13,7 +13,8 @@ def order_free_module(name: str) -> str:
     depend on the order their threads run in, which therefore run on every thread although the module's other
     kernels are run-to-run deterministic (serial on the CPU). A kernel belongs there when each thread writes only
     its own outputs and its atomics are integer counts whose value it does not read, or minima of non-negative,
-    non-NaN distances (the same minimum in any order): never a float sum, never a slot taken atomically."""
+    non-NaN distances (the same minimum in any order), or slots taken in a list that a later kernel puts in a
+    fixed order (sim/self_contact_partial.py): never a float sum."""
     module = f"{name}.order_free"
     wp.set_module_options({"deterministic": wp.DeterministicMode.NOT_GUARANTEED}, module)
     return module

@@ -291,12 +291,16 @@ def test_self_contact_kernels_compile_to_ptx():
 
     searching = (sim.self_contact, sim.self_contact_active, sim.self_contact_bound, sim.self_contact_partial)
     for module in (*searching, sim.solvers.xpbd.self_contact, sim.solvers.semi_implicit.self_contact):
-        module_kernels = get_module(module.__name__).kernels
-        ptx = compile_source_to_ptx(render_cuda_source(module_kernels), 90, "self_contact.cu")
-        for i, k in enumerate(module_kernels):
-            assert f"k{i}_{k.name}_cuda_forward" in ptx
-            taped = module not in searching or k.name == "limit_displacement"
-            assert not taped or f"k{i}_{k.name}_cuda_backward" in ptx, k.name
+        # each file's kernels, and its order-free ones (their own module: never taped)
+        for name in (module.__name__, getattr(module, "ORDER_FREE", None)):
+            if name is None:
+                continue
+            module_kernels = get_module(name).kernels
+            ptx = compile_source_to_ptx(render_cuda_source(module_kernels), 90, "self_contact.cu")
+            for i, k in enumerate(module_kernels):
+                assert f"k{i}_{k.name}_cuda_forward" in ptx
+                taped = module not in searching and name == module.__name__ or k.name == "limit_displacement"
+                assert not taped or f"k{i}_{k.name}_cuda_backward" in ptx, k.name
 
 
 def test_sim_run_warns_once_when_pairs_overflow_their_slots(tmp_path, capsys):
@@ -562,8 +566,8 @@ def test_xpbd_skips_only_pairs_that_cannot_touch_and_none_without_pairs(monkeypa
 def test_self_contact_is_the_same_to_the_bit_from_run_to_run_with_two_threads(monkeypatch):
     """The self-contact kernels whose results depend on the order of their atomics (float sums into shared
     vertices, list slots taken atomically, the drift's per-block sums) are run-to-run deterministic: they run
-    thread index by thread index whatever the thread count; the order-free ones (the searches' queries, the
-    slacks: sim.self_contact_primitives.order_free_module) run on every thread. With two threads and every
+    thread index by thread index whatever the thread count; the order-free ones (the searches' queries, partial
+    searches included, the slacks: sim.self_contact_primitives.order_free_module) run on every thread. With two threads and every
     launch parallel (the 64 x 64 drop's positions differed between two runs before), two runs of one layer
     thrown onto another give the same positions to the bit, and the same as one thread."""
     import sim.self_contact
@@ -573,13 +577,14 @@ def test_self_contact_is_the_same_to_the_bit_from_run_to_run_with_two_threads(mo
     import sim.solvers.xpbd.self_contact
     from kernels.runtime.module import get_module
 
-    for module in (sim.self_contact, sim.self_contact_bound, sim.self_contact_partial, sim.solvers.xpbd.self_contact,
+    for module in (sim.self_contact, sim.self_contact_bound, sim.solvers.xpbd.self_contact,
                    sim.solvers.semi_implicit.self_contact):
         for k in get_module(module.__name__).kernels:
             assert k.parallel_threshold(1) >= 2 ** 62, f"{module.__name__}.{k.name} may run in parallel"
-    order_free = {k.name for module in (sim.self_contact, sim.solvers.xpbd.self_contact)
+    order_free = {k.name for module in (sim.self_contact, sim.self_contact_partial, sim.solvers.xpbd.self_contact)
                   for k in get_module(module.ORDER_FREE).kernels if k.parallel_threshold(1) < 2 ** 62}
-    assert {"find_vertex_triangle_pairs", "find_edge_edge_pairs", "pair_start_distances"} <= order_free
+    assert {"find_vertex_triangle_pairs", "find_edge_edge_pairs", "pair_start_distances", "search_marked_triangles",
+            "search_marked_edges", "clamp_list_counts"} <= order_free
 
     monkeypatch.setattr(wp.config, "cpu_parallel_threshold", 1)
     results = []
