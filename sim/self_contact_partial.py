@@ -125,6 +125,22 @@ def grow_marked(partial: PartialSearch):
         wp.atomic_add(partial.size, 0, 1)
 
 
+@wp.func
+def sort_added(other: wp.array(dtype=wp.int32), start: wp.array(dtype=wp.vec3), base: int, first: int, count: int):
+    """Slots first..count-1 of the list at `base` (the pairs other threads added) sorted by their other
+    primitive, each pair's separation moving with it (insertion sort: a list holds a few dozen)."""
+    for k in range(first + 1, count):
+        key = other[base + k]
+        u = start[base + k]
+        j = k
+        while j > first and other[base + j - 1] > key:
+            other[base + j] = other[base + j - 1]
+            start[base + j] = start[base + j - 1]
+            j = j - 1
+        other[base + j] = key
+        start[base + j] = u
+
+
 @wp.kernel(module=ORDER_FREE)
 def clamp_list_counts(data: SelfContactData, partial: PartialSearch, edges: int):
     """vt_count (edges = 0) or ee_count (edges = 1) of list i cut to its slots: a pair added to a full list
@@ -136,32 +152,12 @@ def clamp_list_counts(data: SelfContactData, partial: PartialSearch, edges: int)
         count = wp.min(data.vt_count[i], VT_SLOTS)
         data.vt_count[i] = count
         if partial.marked[i] == 0:
-            base = i * VT_SLOTS
-            for k in range(partial.vt_base[i] + 1, count):
-                t = data.vt_triangle[base + k]
-                u = data.vt_start[base + k]
-                j = k
-                while j > partial.vt_base[i] and data.vt_triangle[base + j - 1] > t:
-                    data.vt_triangle[base + j] = data.vt_triangle[base + j - 1]
-                    data.vt_start[base + j] = data.vt_start[base + j - 1]
-                    j = j - 1
-                data.vt_triangle[base + j] = t
-                data.vt_start[base + j] = u
+            sort_added(data.vt_triangle, data.vt_start, i * VT_SLOTS, partial.vt_base[i], count)
     else:
         count = wp.min(data.ee_count[i], EE_SLOTS)
         data.ee_count[i] = count
         if partial.marked[data.edge_indices[i, 0]] == 0 and partial.marked[data.edge_indices[i, 1]] == 0:
-            base = i * EE_SLOTS
-            for k in range(partial.ee_base[i] + 1, count):
-                f = data.ee_edge[base + k]
-                u = data.ee_start[base + k]
-                j = k
-                while j > partial.ee_base[i] and data.ee_edge[base + j - 1] > f:
-                    data.ee_edge[base + j] = data.ee_edge[base + j - 1]
-                    data.ee_start[base + j] = data.ee_start[base + j - 1]
-                    j = j - 1
-                data.ee_edge[base + j] = f
-                data.ee_start[base + j] = u
+            sort_added(data.ee_edge, data.ee_start, i * EE_SLOTS, partial.ee_base[i], count)
 
 
 @wp.func
