@@ -394,8 +394,10 @@ def test_face_corners_gather_and_summarise_a_mesh_like_numpy_and_refuse_a_bad_in
     rng = np.random.default_rng(3)
     points = rng.normal(size=(40, 3)).astype(np.float32)
     indices = rng.integers(0, 40, size=(90, 3)).astype(np.int32)
-    corners, stats = face_corners(points, indices)
+    corners, stats, edge_length = face_corners(points, indices)
     np.testing.assert_array_equal(corners, points[indices])
+    edges = np.roll(corners, -1, axis=1) - corners  # Warp's average_edge_length: over the faces' three edges
+    np.testing.assert_allclose(edge_length, np.linalg.norm(edges.astype(np.float64), axis=2).mean(), rtol=1e-6)
     for got, want in zip(stats, corner_stats(points[indices])):
         np.testing.assert_array_equal(got, want)
     for bad in (-1, 40):

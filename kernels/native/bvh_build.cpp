@@ -9,6 +9,7 @@
 // the runtime library with the thread pool (kernels/compiler/build.py NATIVE_LIBRARIES).
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -258,11 +259,12 @@ extern "C" __attribute__((visibility("default"))) void wp_corner_stats(
 
 // A triangle mesh's face corners and their statistics in one pass: corners [faces, 3, 3] float32 gathered from
 // points [num_points, 3] by indices [faces * 3] (int32), then centroids, lower and upper as wp_corner_stats gives
-// them. Returns the position in `indices` of the first index outside [0, num_points), or -1 when all are inside
-// (the outputs are then complete).
+// them, and the mean length of the faces' three edges (Warp's average_edge_length) in *edge_length. Returns the
+// position in `indices` of the first index outside [0, num_points), or -1 when all are inside (the outputs are
+// then complete).
 extern "C" __attribute__((visibility("default"))) int64_t wp_face_corners(
     const float* points, int64_t num_points, const int32_t* indices, int64_t faces, float* corners,
-    float* centroids, float* lower, float* upper) {
+    float* centroids, float* lower, float* upper, float* edge_length) {
     for (int64_t i = 0; i < 3 * faces; ++i) {
         const int32_t v = indices[i];
         if (v < 0 || v >= num_points)
@@ -271,5 +273,14 @@ extern "C" __attribute__((visibility("default"))) int64_t wp_face_corners(
             corners[3 * i + a] = points[3 * int64_t(v) + a];
     }
     wp_corner_stats(corners, faces, 3, centroids, lower, upper);
+    double sum = 0.0;
+    for (int64_t f = 0; f < faces; ++f)
+        for (int k = 0; k < 3; ++k) {
+            const float* p = corners + 9 * f + 3 * k;
+            const float* q = corners + 9 * f + 3 * ((k + 1) % 3);
+            const double dx = q[0] - p[0], dy = q[1] - p[1], dz = q[2] - p[2];
+            sum += std::sqrt(dx * dx + dy * dy + dz * dz);
+        }
+    *edge_length = faces ? float(sum / double(3 * faces)) : 0.0f;
     return -1;
 }

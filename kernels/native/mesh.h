@@ -399,14 +399,15 @@ CUDA_CALLABLE inline mesh_query_ray_t add(const mesh_query_ray_t& a, const mesh_
     return r;
 }
 
-// The sign of p against the closest point c at distance dist (Warp's mesh_query_point_sign_normal): by the
-// angle-weighted pseudo-normal (Baerentzen and Aanaes 2005) of the faces within eps = 1e-3 average edge lengths of
-// dist, each face's unit normal weighted by its angle at c: its corner angle when c is within eps of a corner, pi on
-// an edge, 2 pi inside (degenerate faces left out). Outside (1) when it points towards p, else inside (-1).
 CUDA_CALLABLE inline float32 mesh_angle(const vec3f_t& x, const vec3f_t& y) {  // between x and y [rad]
     float32 cosv = geo_dot(x, y) / ::sqrtf(geo_dot(x, x) * geo_dot(y, y));
     return ::acosf(::fminf(1.0f, ::fmaxf(-1.0f, cosv)));
 }
+
+// The sign of p against the closest point c at distance dist (Warp's mesh_query_point_sign_normal): by the
+// angle-weighted pseudo-normal (Baerentzen and Aanaes 2005) of the faces within eps = 1e-3 average edge lengths of
+// dist, each face's unit normal weighted by its angle at c: its corner angle when c is within eps of a corner, pi on
+// an edge, 2 pi inside (degenerate faces left out). Outside (1) when it points towards p, else inside (-1).
 CUDA_CALLABLE inline float32 mesh_sign_pseudo_normal(const mesh_t& m, const vec3f_t& p, float32 dist) {
     const float32 eps = m.average_edge_length * 1e-3f, eps_sq = eps * eps, reach = (dist + eps) * (dist + eps);
     const float32 pi = 3.14159265359f;

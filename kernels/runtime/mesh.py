@@ -51,8 +51,8 @@ class _FaceBvh:
         self.device = device
         self._header_array = None
         self.id = 0
-        self.lowers = array(lower.astype(np.float32), dtype=T.vec3, device=device)
-        self.uppers = array(upper.astype(np.float32), dtype=T.vec3, device=device)
+        self.lowers = array(lower, dtype=T.vec3, device=device)  # float32 [faces, 3] (corner_stats)
+        self.uppers = array(upper, dtype=T.vec3, device=device)
 
     def publish(self, tree, buffers: dict) -> None:
         from .bvh_object import _MAGIC as bvh_magic, _BvhHeader
@@ -111,10 +111,9 @@ class Mesh:
         self.support_winding_number = bool(support_winding_number)
         self.bvh_constructor = constructor
         self._groups = None if groups is None else groups.numpy().reshape(-1).astype(np.int32)
-        corners, stats = face_corners(points.numpy().reshape(-1, 3), indices.numpy().reshape(-1, 3))
-        # Warp's: the mean of the faces' three edge lengths (the sign-by-normal query's tolerance scale) [m]
-        edges = np.roll(corners, -1, axis=1) - corners
-        self._average_edge_length = float(np.sqrt((edges * edges).sum(axis=2)).mean()) if len(corners) else 0.0
+        # the average edge length [m] is Warp's mesh field: the sign-by-normal query's tolerance scale
+        corners, stats, self._average_edge_length = face_corners(points.numpy().reshape(-1, 3),
+                                                                 indices.numpy().reshape(-1, 3))
         self._bvh = Bvh(corners, leaf_size=max(1, int(bvh_leaf_size)), groups=self._groups, stats=stats)
         self._buffers = node_arrays(self._bvh, self.device)
         self._refitter = None  # made at the first refit (its level lists cost 1 ms on a 12,000-face mesh)
