@@ -55,7 +55,7 @@ import kernels  # noqa: E402
 
 try:
     from . import (bench_articulation, bench_cloth_contact, bench_contention, bench_mesh, bench_optim, bench_render,
-                   bench_sweep, bench_rigid, bench_sim, bench_view, bench_worlds)
+                   bench_sweep, bench_rigid, bench_rigid_baseline, bench_sim, bench_view, bench_worlds)
     from .bench_kernels import (COMPILE_CHILD, GEMM_TILE, SMALL_KERNELS, SPRING_KERNEL_SCALAR, SPRING_KERNEL_VEC3,
                                 TILED_GEMM)
     from .bench_report import (Row, articulation_rows, closing_line, cloth_rows, optim_rows, render_table,
@@ -63,7 +63,8 @@ try:
     from .bench_settings import FULL, QUICK, SECTIONS, Settings
 except ImportError:
     from tools import (bench_articulation, bench_cloth_contact, bench_contention, bench_mesh, bench_optim,
-                       bench_render, bench_sweep, bench_rigid, bench_sim, bench_view, bench_worlds)
+                       bench_render, bench_sweep, bench_rigid, bench_rigid_baseline, bench_sim, bench_view,
+                       bench_worlds)
     from tools.bench_kernels import (COMPILE_CHILD, GEMM_TILE, SMALL_KERNELS, SPRING_KERNEL_SCALAR,
                                      SPRING_KERNEL_VEC3, TILED_GEMM)
     from tools.bench_report import (Row, articulation_rows, closing_line, cloth_rows, optim_rows, render_table,
@@ -467,11 +468,23 @@ def rigid_body_steps_per_second(backends: dict, settings: Settings) -> dict:
     """Bodies x steps/s, {"large": {"ours": ..., "reference": ... or None}, "small": {"forward": ...,
     "forward_backward": ...}}, plus "warnings", "notes" and "newton" (its version, None when not importable)."""
     newton, reason = bench_sim.newton_available()
-    out = bench_rigid.body_steps_per_second(
-        bench_rigid.Boxes(settings.rigid_boxes), settings.rigid_steps, bench_rigid.Boxes(settings.rigid_grad_boxes),
-        settings.rigid_grad_steps, settings.rigid_repeats, newton,
-        lambda source: backends["ours"].load("bench_rigid_loss", source))
-    out["notes"] = [] if newton else [f"newton is not importable ({reason}); the reference rigid row is '-'"]
+    notes = [] if newton else [f"newton is not importable ({reason}); the reference rigid row is '-'"]
+    baseline = None
+    if settings.rigid_baseline:
+        baseline = bench_rigid_baseline.BaselineTree(settings.rigid_boxes, settings.rigid_steps)
+        why_not = baseline.start()
+        if why_not:
+            notes.append(f"the rigid rows of the tree before issue 36 are '-': {why_not}")
+            baseline = None
+    try:
+        out = bench_rigid.body_steps_per_second(
+            bench_rigid.Boxes(settings.rigid_boxes), settings.rigid_steps,
+            bench_rigid.Boxes(settings.rigid_grad_boxes), settings.rigid_grad_steps, settings.rigid_repeats, newton,
+            lambda source: backends["ours"].load("bench_rigid_loss", source), baseline=baseline)
+    finally:
+        if baseline is not None:
+            baseline.close()
+    out["notes"] = notes
     out["newton"] = None if newton is None else newton.__version__
     return out
 

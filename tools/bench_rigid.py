@@ -223,11 +223,13 @@ def newton_forward_run(newton, boxes: Boxes, steps: int, final: dict | None = No
 
 
 def body_steps_per_second(large: Boxes, large_steps: int, small: Boxes, small_steps: int, repeats: int, newton,
-                          load_kernels) -> dict:
+                          load_kernels, baseline=None) -> dict:
     """Bodies x steps per second: {"large": {"ours": rate, "ours_one_thread": rate, "reference": rate or None},
     "small": {"forward": rate, "forward_backward": rate}, "depth": {"ours": (mean, worst) [mm],
     "reference": (mean, worst) or None}, "warnings": [...]}. The reference runs the large scene only (on one
-    thread: Warp's CPU backend); depths are those of the large scene's final state (penetration_mm)."""
+    thread: Warp's CPU backend); depths are those of the large scene's final state (penetration_mm). With
+    `baseline` (a started bench_rigid_baseline.BaselineTree), the tree before issue 36 runs the large scene in the
+    same rounds, on all cores and on one thread: "large" also holds "baseline" and "baseline_one_thread"."""
     warnings = []
     finals = {"ours": {}, "reference": {}}
     # keys (who, what), as bench_sim.best_steps_per_second expects: only "ours" must not fail
@@ -235,6 +237,9 @@ def body_steps_per_second(large: Boxes, large_steps: int, small: Boxes, small_st
             ("ours", "large_one_thread"): ours_forward_run(large, large_steps, threads=1),
             ("ours", "forward"): ours_forward_run(small, small_steps),
             ("ours", "forward_backward"): ours_forward_backward_run(small, small_steps, load_kernels)}
+    if baseline is not None:
+        runs[("baseline", "large")] = baseline.run_on("all")
+        runs[("baseline", "large_one_thread")] = baseline.run_on("one")
     if newton is not None:
         try:
             runs[("reference", "large")] = newton_forward_run(newton, large, large_steps, final=finals["reference"])
@@ -247,7 +252,8 @@ def body_steps_per_second(large: Boxes, large_steps: int, small: Boxes, small_st
     depth = {who: penetration_mm(final["poses"], large) if "poses" in final else None
              for who, final in finals.items()}
     return {"large": {"ours": rates[("ours", "large")], "ours_one_thread": rates[("ours", "large_one_thread")],
-                      "reference": rates.get(("reference", "large"))},
+                      "reference": rates.get(("reference", "large")), "baseline": rates.get(("baseline", "large")),
+                      "baseline_one_thread": rates.get(("baseline", "large_one_thread"))},
             "small": {"forward": rates[("ours", "forward")],
                       "forward_backward": rates[("ours", "forward_backward")]},
             "depth": depth, "warnings": warnings}
@@ -274,6 +280,13 @@ def speedup(large: dict, who: str = "ours"):
     return None if not reference else large[who] / reference
 
 
+def baseline_ratio(large: dict, who: str = "ours"):
+    """Our body-steps/s (`who`: "ours" or "ours_one_thread") over the tree before issue 36's on the large scene,
+    on as many threads; None when the baseline did not run."""
+    before = large.get("baseline" if who == "ours" else "baseline_one_thread")
+    return None if not before else large[who] / before
+
+
 def footnotes(rigid: dict) -> list:
     """What the rigid rows' reference column is, how its contacts differ from ours, and anything that went wrong."""
     lines = list(rigid["notes"])
@@ -293,4 +306,10 @@ def footnotes(rigid: dict) -> list:
             "(box-ground and box-box), measured in numpy from the poses (separating-axis test), not by either "
             "solver",
         ]
+    if rigid["large"].get("baseline"):
+        lines.append(
+            "rigid rows 'the tree before issue 36': this repository's commit 9135769 (before the time-constant "
+            "contacts: penalty contacts, no coupled passes), its own kernels, solver and bench scene (the same boxes, "
+            "step and steps), exported from git history and run in a subprocess, interleaved with ours in the same "
+            "rounds (tools/bench_rigid_baseline.py); issue 36 asks for at least 0.8x of its rate")
     return [f"note: {line}" for line in lines + rigid["warnings"]]

@@ -43,6 +43,7 @@ class Settings:
     cloth_contact: tuple = (64, 48)  # cells per side and frames of the cloth drop (tools/bench_cloth_contact.py)
     render: tuple = (120, 640, 360)  # frames of cloth.yaml, width, height of `sim render` (tools/bench_render.py)
     mesh: tuple = (80, 10)  # cells per side of the height field and timed runs (tools/bench_mesh.py)
+    rigid_baseline: bool = True  # run the tree before issue 36 beside ours (tools/bench_rigid_baseline.py)
 
 
 FULL = Settings(saxpy_count=10**7, saxpy_repeats=10, launch_count=20000, launch_rounds=5, compile_repeats=3,
@@ -58,7 +59,7 @@ QUICK = Settings(saxpy_count=2 * 10**6, saxpy_repeats=3, launch_count=2000, laun
                  rigid_repeats=1, articulation_steps=100, articulation_grad_steps=50, articulation_repeats=1,
                  optim_repeats=1, optim_memory_frames=32, contention_seconds=0.5,
                  contention_workloads=("xpbd32",), sweep_runs=0, cloth_contact=(8, 8),
-                 render=(12, 160, 90), mesh=(16, 2))
+                 render=(12, 160, 90), mesh=(16, 2), rigid_baseline=False)
 
 SECTIONS = ("saxpy", "launch", "compile", "autodiff", "gemm", "cloth", "rigid", "articulation", "optim", "contention",
             "sweep", "cloth_contact", "render", "view", "worlds", "mesh")

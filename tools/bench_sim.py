@@ -301,6 +301,10 @@ def xpbd_works() -> tuple:
     return True, ""
 
 
+#: who runs a key's run, for warnings (keys whose first item is not here are Newton's)
+RUNNERS = {"ours": "ours", "baseline": "the tree before issue 36"}
+
+
 def best_steps_per_second(runs: dict, steps: int, repeats: int, warnings: list, label: str) -> dict:
     """Steps/s of each run (best of `repeats` interleaved rounds, after one warm-up round that also compiles)."""
     runs = dict(runs)
@@ -313,12 +317,13 @@ def best_steps_per_second(runs: dict, steps: int, repeats: int, warnings: list, 
             except Exception as e:  # only the reference may fail (Newton's CPU path is optional); ours must run
                 if key[0] == "ours":
                     raise
-                warnings.append(f"Newton {label} {key[1]} failed ({type(e).__name__}: {str(e)[:200]})")
+                warnings.append(f"{RUNNERS.get(key[0], 'Newton')} {label} {key[1]} failed "
+                                f"({type(e).__name__}: {str(e)[:200]})")
                 del runs[key], best[key]
                 continue
             seconds = time.perf_counter() - t0
             if not finite and round_ == 0:
-                who = "ours" if key[0] == "ours" else "Newton"
+                who = RUNNERS.get(key[0], "Newton")
                 warnings.append(f"{who} {label} {key[1].replace('_', '+')}: non-finite values at the end of the run")
             if round_ > 0:
                 best[key] = min(best[key], seconds)
