@@ -1,6 +1,7 @@
 """The tools that import their sibling modules run as the README shows them, `python tools/NAME.py`, from the
 repository root with nothing on PYTHONPATH (the profilers used to stop at `from tools import ...`: the repository
-root is not on sys.path when a script runs)."""
+root is not on sys.path when a script runs). Every script has a command line, so that `--help` answers before any
+work (bench_view.py used to run its benchmark, make_fit_reference.py to rewrite its data file)."""
 
 import glob
 import os
@@ -25,6 +26,35 @@ def _scripts_importing_siblings() -> list:
 
 
 SCRIPTS = _scripts_importing_siblings()
+
+
+def _scripts() -> list:
+    names = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "tools", "*.py"))):
+        with open(path) as f:
+            if '__name__ == "__main__"' in f.read():
+                names.append(os.path.basename(path))
+    return names
+
+
+def test_every_script_has_a_command_line():
+    lacking = [name for name in _scripts() if "argparse" not in open(os.path.join(ROOT, "tools", name)).read()]
+    assert lacking == []
+
+
+# each with the file it writes (bench_view.py writes only into a temporary folder)
+WRITERS = {"bench_view.py": None, "gen_cushion.py": "assets/cushion.obj",
+           "make_fit_reference.py": "configs/data/cloth_hanging_reference.npz"}
+
+
+@pytest.mark.parametrize("name", sorted(WRITERS))
+def test_help_of_a_script_that_writes_or_measures_does_neither(name):
+    written = WRITERS[name] and os.path.join(ROOT, WRITERS[name])
+    before = written and os.stat(written).st_mtime_ns
+    done = subprocess.run([sys.executable, os.path.join("tools", name), "--help"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("usage:"), done.stderr
+    assert not written or os.stat(written).st_mtime_ns == before
 
 
 def test_the_profilers_are_among_them():

@@ -16,6 +16,7 @@ published figures to compare with are named in docs/cuda.md.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
@@ -284,4 +285,6 @@ def main(quick: bool, sections=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main("--quick" in sys.argv))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats")
+    sys.exit(main(parser.parse_args().quick))

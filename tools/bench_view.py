@@ -11,6 +11,7 @@ WebGL, in software here, drew frame 0). Each is the best of a few runs.
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import subprocess
@@ -92,4 +93,6 @@ def render(result: dict) -> str:
 
 
 if __name__ == "__main__":
-    print(render(measure(quick="--quick" in sys.argv)))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer runs")
+    print(render(measure(quick=parser.parse_args().quick)))

@@ -3,6 +3,7 @@ stool top) used by scenes/cloth_on_mesh.yaml. Run: python tools/gen_cushion.py""
 
 from __future__ import annotations
 
+import argparse
 import os
 
 import numpy as np
@@ -45,6 +46,7 @@ def cushion(half=HALF, power=POWER, n=DIVISIONS) -> tuple[np.ndarray, np.ndarray
 
 
 def main():
+    argparse.ArgumentParser(description=__doc__).parse_args()
     v, t = cushion()
     path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "assets", "cushion.obj")
     with open(path, "w") as f:

@@ -13,6 +13,7 @@ copy is our code generation (kernels < plain) or loads in flight per thread (pla
 
 from __future__ import annotations
 
+import argparse
 import ctypes
 import os
 import sys
@@ -53,6 +54,7 @@ extern "C" __global__ void stride4(float a, const float* __restrict__ x, float* 
 
 
 def main() -> int:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     if wp.get_cuda_device_count() == 0:
         print("no CUDA device")
         return 1

@@ -6,6 +6,7 @@ its own (ground-truth) material, particle positions of every frame saved to conf
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 
@@ -32,6 +33,8 @@ def record(scene: Scene) -> np.ndarray:
 
 
 def main():
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                            formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     scene = Scene.load(SCENE)
     material = scene.spec.cloth[0].material
     positions = record(scene)
