@@ -5,10 +5,15 @@ overrun keeps the last step's drift) is in sim/self_contact.py's docstring."""
 
 import kernels as wp
 
+from .self_contact_primitives import order_free_module
+
 # Run-to-run deterministic (each kernel runs thread index by thread index on the CPU, in one order whatever the
 # thread count): the drift is a float sum of per-block sums, added atomically, and with two threads the 64 x 64
 # drop's positions differed from run to run.
 wp.set_module_options({"deterministic": wp.DeterministicMode.RUN_TO_RUN})
+# the kernels that write only their own elements (or integer flags and counts) run on every thread: all but the
+# drift's tiled sum
+ORDER_FREE = order_free_module(__name__)
 
 
 # no `from __future__ import annotations`: kernels/runtime/struct.py evaluates string annotations in the top-level
@@ -37,7 +42,7 @@ def sum_drift_tiled(x: wp.array(dtype=wp.vec3), x_search: wp.array(dtype=wp.vec3
     wp.tile_atomic_add(drift, wp.tile_sum(wp.tile_map(drift_term, w, a, b)))
 
 
-@wp.kernel
+@wp.kernel(module=ORDER_FREE)
 def sum_drift_worlds(x: wp.array(dtype=wp.vec3), x_search: wp.array(dtype=wp.vec3), weight: wp.array(dtype=float),
                      world_start: wp.array(dtype=wp.int32), world_end: wp.array(dtype=wp.int32),
                      drift: wp.array(dtype=wp.vec3)):
@@ -50,7 +55,7 @@ def sum_drift_worlds(x: wp.array(dtype=wp.vec3), x_search: wp.array(dtype=wp.vec
     drift[w + 1] = total
 
 
-@wp.kernel
+@wp.kernel(module=ORDER_FREE)
 def find_drift_overrun(x_search: wp.array(dtype=wp.vec3), x_end: wp.array(dtype=wp.vec3),
                        drift: wp.array(dtype=wp.vec3), group: wp.array(dtype=wp.int32),
                        bound: wp.array(dtype=float), thickness: wp.array(dtype=float),
@@ -64,7 +69,7 @@ def find_drift_overrun(x_search: wp.array(dtype=wp.vec3), x_end: wp.array(dtype=
         wp.atomic_max(overrun, g, 1)
 
 
-@wp.kernel
+@wp.kernel(module=ORDER_FREE)
 def drop_overrun_drift(overrun: wp.array(dtype=wp.int32), drift_before: wp.array(dtype=wp.vec3),
                        drift: wp.array(dtype=wp.vec3)):
     """A group with an overrun keeps the last step's drift (and the overrun flag is cleared for the next step).
@@ -83,7 +88,7 @@ def drop_overrun_drift(overrun: wp.array(dtype=wp.int32), drift_before: wp.array
         overrun[g] = 0
 
 
-@wp.kernel
+@wp.kernel(module=ORDER_FREE)
 def limit_displacement(x_search: wp.array(dtype=wp.vec3), x_start: wp.array(dtype=wp.vec3),
                        x_end: wp.array(dtype=wp.vec3), v_end: wp.array(dtype=wp.vec3),
                        drift: wp.array(dtype=wp.vec3), group: wp.array(dtype=wp.int32),
@@ -118,7 +123,7 @@ def limit_displacement(x_search: wp.array(dtype=wp.vec3), x_start: wp.array(dtyp
         v_out[i] = v_end[i] + (out - x_end[i]) / dt
 
 
-@wp.kernel
+@wp.kernel(module=ORDER_FREE)
 def check_budget(x_start: wp.array(dtype=wp.vec3), x_out: wp.array(dtype=wp.vec3),
                  x_search: wp.array(dtype=wp.vec3), drift: wp.array(dtype=wp.vec3),
                  drift_before: wp.array(dtype=wp.vec3), group: wp.array(dtype=wp.int32),

@@ -567,7 +567,8 @@ def test_self_contact_is_the_same_to_the_bit_from_run_to_run_with_two_threads(mo
     """The self-contact kernels whose results depend on the order of their atomics (float sums into shared
     vertices, list slots taken atomically, the drift's per-block sums) are run-to-run deterministic: they run
     thread index by thread index whatever the thread count; the order-free ones (the searches' queries, partial
-    searches included, the slacks: sim.self_contact_primitives.order_free_module) run on every thread. With two threads and every
+    searches included, the slacks, the displacement bound's per-vertex kernels:
+    sim.self_contact_primitives.order_free_module) run on every thread. With two threads and every
     launch parallel (the 64 x 64 drop's positions differed between two runs before), two runs of one layer
     thrown onto another give the same positions to the bit, and the same as one thread."""
     import sim.self_contact
@@ -581,10 +582,12 @@ def test_self_contact_is_the_same_to_the_bit_from_run_to_run_with_two_threads(mo
                    sim.solvers.semi_implicit.self_contact):
         for k in get_module(module.__name__).kernels:
             assert k.parallel_threshold(1) >= 2 ** 62, f"{module.__name__}.{k.name} may run in parallel"
-    order_free = {k.name for module in (sim.self_contact, sim.self_contact_partial, sim.solvers.xpbd.self_contact)
+    order_free = {k.name for module in (sim.self_contact, sim.self_contact_partial, sim.solvers.xpbd.self_contact,
+                                        sim.self_contact_bound)
                   for k in get_module(module.ORDER_FREE).kernels if k.parallel_threshold(1) < 2 ** 62}
     assert {"find_vertex_triangle_pairs", "find_edge_edge_pairs", "pair_start_distances", "search_marked_triangles",
-            "search_marked_edges", "clamp_list_counts"} <= order_free
+            "search_marked_edges", "clamp_list_counts", "limit_displacement", "check_budget",
+            "find_drift_overrun"} <= order_free
 
     monkeypatch.setattr(wp.config, "cpu_parallel_threshold", 1)
     results = []
