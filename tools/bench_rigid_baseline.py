@@ -77,7 +77,8 @@ class BaselineTree:
         self.folder = tempfile.mkdtemp(prefix="bench_rigid_baseline_")
         try:
             with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-                tar.extractall(self.folder, filter="data")
+                # the "data" filter where this Python has it (3.10.12 on): plain files under the folder only
+                tar.extractall(self.folder, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
             env = dict(os.environ, PYTHONPATH=self.folder)
             self.process = subprocess.Popen(
                 [sys.executable, "-c", CHILD, self.folder, json.dumps(self.shape), str(self.steps)],
