@@ -21,6 +21,9 @@ STAND_IN_BENCH = textwrap.dedent('''
 
     def ours_forward_run(boxes, steps, threads=None):
         def run():
+            import os, time
+            if steps == 99 and os.path.exists("runs.txt") and open("runs.txt").read().count("99") >= 2:
+                time.sleep(60)  # hangs after its two warm-up runs
             with open("runs.txt", "a") as f:
                 f.write(f"{boxes.shape} {steps} {threads}\\n")
             return steps != 13
@@ -91,3 +94,16 @@ def test_a_tree_that_fails_to_start_says_why_and_is_removed(stand_in, monkeypatc
     why = tree.start()
     assert why is not None and "no bench here" in why
     assert tree.folder is None and tree.process is None
+
+
+def test_a_tree_that_hangs_is_killed_and_the_run_says_so(stand_in, monkeypatch):
+    monkeypatch.setattr(bench_rigid_baseline, "RUN_TIMEOUT", 1.0)
+    tree = BaselineTree((1, 1, 1), 99, root=str(stand_in))
+    assert tree.start() is None
+    try:
+        with pytest.raises(RuntimeError, match="no answer within 1 s"):
+            tree.run_on("all")()
+        assert tree.process.wait(timeout=10) is not None  # killed
+    finally:
+        tree.close()
+    assert tree.process is None and tree.folder is None

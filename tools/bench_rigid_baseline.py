@@ -19,16 +19,22 @@ from __future__ import annotations
 import io
 import json
 import os
+import queue
 import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
+import time
 
 #: the tree before issue 36's first commit (3260139, rigid contacts in a time-constant form)
 BASELINE = "9135769"
 #: what the baseline needs of its tree (no assets, scenes or tests)
 PACKAGES = ("kernels", "sim", "autodiff", "tools")
+#: seconds the subprocess may take to start (its kernels compile cold: about a minute here) and to answer a run
+START_TIMEOUT = 900.0
+RUN_TIMEOUT = 300.0
 
 # Runs in the exported tree: one warm-up run of each kind (compiling), then a run per line read ("all" or "one"),
 # answering whether its final poses are finite; "quit" ends it.
@@ -56,13 +62,15 @@ class BaselineTree:
 
     start() exports the tree and starts the subprocess (compiling its kernels), returning None or why it cannot;
     run_on(kind) is a run for bench_sim.best_steps_per_second ("all" cores or "one" thread); close() ends the
-    subprocess and removes the tree."""
+    subprocess and removes the tree. A subprocess that does not answer within START_TIMEOUT or RUN_TIMEOUT
+    seconds is killed, so a tree that hangs cannot hang the bench."""
 
     def __init__(self, shape: tuple, steps: int, root: str | None = None):
         self.shape, self.steps = tuple(shape), int(steps)
         self.root = root or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         self.folder = None
         self.process = None
+        self._lines = queue.Queue()  # the subprocess's output lines, None at its end (read by a thread)
 
     def start(self) -> str | None:
         """Export the tree and start its subprocess; None when it is ready, else why not (nothing left behind)."""
@@ -84,7 +92,8 @@ class BaselineTree:
                 [sys.executable, "-c", CHILD, self.folder, json.dumps(self.shape), str(self.steps)],
                 cwd=self.folder, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT, text=True)
-            ready, said = self._reply()
+            threading.Thread(target=self._pump, args=(self.process.stdout,), daemon=True).start()
+            ready, said = self._reply(START_TIMEOUT)
         except OSError as e:
             self.close()
             return f"the baseline tree {BASELINE} could not start ({e})"
@@ -100,22 +109,34 @@ class BaselineTree:
         def run() -> bool:
             self.process.stdin.write(kind + "\n")
             self.process.stdin.flush()
-            reply, said = self._reply()
+            reply, said = self._reply(RUN_TIMEOUT)
             if reply not in ("finite", "nonfinite"):
                 raise RuntimeError(f"the baseline tree {BASELINE} stopped: {said[-1] if said else 'no reply'}")
             return reply == "finite"
         return run
 
-    def _reply(self) -> tuple:
-        """(the subprocess's next protocol word, or "" at its end; the lines it printed before, e.g. its
-        compile messages or a traceback)."""
+    def _pump(self, stream) -> None:
+        for line in stream:
+            self._lines.put(line)
+        self._lines.put(None)
+
+    def _reply(self, timeout: float) -> tuple:
+        """(the subprocess's next protocol word, or "" at its end or when it did not answer within `timeout`
+        seconds (then it is killed); the lines it printed before, e.g. its compile messages or a traceback)."""
         said = []
-        for line in self.process.stdout:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self._lines.get(timeout=max(deadline - time.monotonic(), 0.0))
+            except queue.Empty:
+                self.process.kill()
+                return "", said + [f"no answer within {timeout:g} s"]
+            if line is None:
+                return "", said
             word = line.strip()
             if word in ("ready", "finite", "nonfinite"):
                 return word, said
             said.append(line.rstrip())
-        return "", said
 
     def close(self) -> None:
         """End the subprocess and remove the exported tree."""
