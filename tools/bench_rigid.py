@@ -30,7 +30,7 @@ import sim
 from autodiff import Tape
 from sim.penetration import box_pile_depths
 
-from . import bench_sim
+from . import bench_rigid_baseline, bench_sim
 
 DT = 1.0 / 600.0  # [s]; Newton's explicit penalty bound sqrt(m_eff / (n ke)) is about 4.5 ms for one box on 4 points
 
@@ -308,8 +308,9 @@ def footnotes(rigid: dict) -> list:
         ]
     if rigid["large"].get("baseline"):
         lines.append(
-            "rigid rows 'the tree before issue 36': this repository's commit 9135769 (before the time-constant "
-            "contacts: penalty contacts, no coupled passes), its own kernels, solver and bench scene (the same boxes, "
-            "step and steps), exported from git history and run in a subprocess, interleaved with ours in the same "
-            "rounds (tools/bench_rigid_baseline.py); issue 36 asks for at least 0.8x of its rate")
+            f"rigid rows 'the tree before issue 36': this repository's commit {bench_rigid_baseline.BASELINE} "
+            "(before the time-constant contacts: penalty contacts, no coupled passes), its own kernels, solver and "
+            "bench scene (the same boxes, step and steps), exported from git history and run in a subprocess, "
+            "interleaved with ours in the same rounds (tools/bench_rigid_baseline.py); issue 36 asks for at least "
+            "0.8x of its rate")
     return [f"note: {line}" for line in lines + rigid["warnings"]]
