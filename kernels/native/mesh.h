@@ -82,6 +82,32 @@ struct mesh_closest_t {
     float32 sign_cos;  // normal . (p - closest) / |p - closest| of the chosen face, for the normal sign test
 };
 
+// Depth-first walk of m's tree from node `first` (nothing when first < 0): `enter(n)` says whether node n can still
+// matter (asked at every node popped, so a query that narrows its bound while it goes prunes the nodes after); every
+// face f of every leaf entered goes to `face(f)`, which returns true to end the walk (an any-hit query), else false.
+// Every traversal of the queries below is this one, with its own box test and face test.
+template <typename Enter, typename Face>
+CUDA_CALLABLE inline void mesh_walk(const mesh_t& m, int32 first, Enter enter, Face face) {
+    if (first < 0)
+        return;
+    int32 stack[MESH_STACK];
+    int top = 0;
+    stack[top++] = first;
+    while (top > 0) {
+        const int32 n = stack[--top];
+        if (!enter(n))
+            continue;
+        if (m.node_left[n] >= 0) {
+            stack[top++] = m.node_left[n];
+            stack[top++] = m.node_right[n];
+            continue;
+        }
+        for (int32 k = m.node_start[n]; k < m.node_end[n]; ++k)
+            if (face(m.prims[k]))
+                return;
+    }
+}
+
 // Closest face strictly within max_dist. Among faces at (numerically) the same distance, keeps the one whose normal
 // is most aligned with p - closest: at a shared edge or vertex that face tells inside from outside correctly.
 CUDA_CALLABLE inline bool mesh_closest(const mesh_t& m, const vec3f_t& p, float32 max_dist, mesh_closest_t& out) {
@@ -89,41 +115,30 @@ CUDA_CALLABLE inline bool mesh_closest(const mesh_t& m, const vec3f_t& p, float3
     out.dist_sq = max_dist * max_dist;
     if (m.root < 0 || !(max_dist > 0.0f))
         return false;
-    int32 stack[MESH_STACK];
-    int top = 0;
-    stack[top++] = m.root;
-    while (top > 0) {
-        int32 n = stack[--top];
-        if (mesh_box_dist_sq(m.node_lower[n], m.node_upper[n], p) > out.dist_sq * 1.0001f + 1e-12f)
-            continue;
-        if (m.node_left[n] >= 0) {
-            stack[top++] = m.node_left[n];
-            stack[top++] = m.node_right[n];
-            continue;
+    mesh_walk(m, m.root, [&](int32 n) {
+        return !(mesh_box_dist_sq(m.node_lower[n], m.node_upper[n], p) > out.dist_sq * 1.0001f + 1e-12f);
+    }, [&](int32 f) {
+        vec3f_t a, b, c;
+        mesh_face(m, f, a, b, c);
+        float32 wa, wb, wc;
+        closest_point_triangle_weights(a, b, c, p, wa, wb, wc);
+        vec3f_t q = geo_axpy(wa, a, geo_axpy(wb, b, geo_axpy(wc, c, vec3f_t())));
+        vec3f_t d = geo_sub(p, q);
+        float32 dsq = geo_dot(d, d);
+        vec3f_t nrm = geo_cross(geo_sub(b, a), geo_sub(c, a));
+        float32 nn = ::sqrtf(geo_dot(nrm, nrm) * dsq);
+        float32 cosv = nn > 0.0f ? geo_dot(nrm, d) / nn : 0.0f;
+        float32 tol = 1e-6f * (out.dist_sq > 0.0f ? out.dist_sq : 1e-12f);
+        bool better = out.face < 0 ? dsq < out.dist_sq
+                                   : (dsq < out.dist_sq - tol
+                                      || (dsq <= out.dist_sq + tol && ::fabsf(cosv) > ::fabsf(out.sign_cos)));
+        if (better) {
+            out.face = f; out.u = wa; out.v = wb;
+            out.dist_sq = dsq < out.dist_sq ? dsq : out.dist_sq;
+            out.sign_cos = cosv;
         }
-        for (int32 k = m.node_start[n]; k < m.node_end[n]; ++k) {
-            int32 f = m.prims[k];
-            vec3f_t a, b, c;
-            mesh_face(m, f, a, b, c);
-            float32 wa, wb, wc;
-            closest_point_triangle_weights(a, b, c, p, wa, wb, wc);
-            vec3f_t q = geo_axpy(wa, a, geo_axpy(wb, b, geo_axpy(wc, c, vec3f_t())));
-            vec3f_t d = geo_sub(p, q);
-            float32 dsq = geo_dot(d, d);
-            vec3f_t nrm = geo_cross(geo_sub(b, a), geo_sub(c, a));
-            float32 nn = ::sqrtf(geo_dot(nrm, nrm) * dsq);
-            float32 cosv = nn > 0.0f ? geo_dot(nrm, d) / nn : 0.0f;
-            float32 tol = 1e-6f * (out.dist_sq > 0.0f ? out.dist_sq : 1e-12f);
-            bool better = out.face < 0 ? dsq < out.dist_sq
-                                       : (dsq < out.dist_sq - tol
-                                          || (dsq <= out.dist_sq + tol && ::fabsf(cosv) > ::fabsf(out.sign_cos)));
-            if (better) {
-                out.face = f; out.u = wa; out.v = wb;
-                out.dist_sq = dsq < out.dist_sq ? dsq : out.dist_sq;
-                out.sign_cos = cosv;
-            }
-        }
-    }
+        return false;
+    });
     return out.face >= 0;
 }
 
@@ -301,36 +316,22 @@ CUDA_CALLABLE inline bool mesh_ray_box(const vec3f_t& lo, const vec3f_t& hi, con
 CUDA_CALLABLE inline bool mesh_ray(const mesh_t& m, const vec3f_t& o, const vec3f_t& dir, float32 max_t, int32 root,
                                    mesh_hit_t& hit) {
     hit.face = -1; hit.t = max_t; hit.u = 0.0f; hit.v = 0.0f; hit.sign = 0.0f; hit.normal = vec3f_t();
-    int32 start = root >= 0 ? root : m.root;
-    if (start < 0)
+    mesh_walk(m, root >= 0 ? root : m.root, [&](int32 n) {
+        return mesh_ray_box(m.node_lower[n], m.node_upper[n], o, dir, hit.t);
+    }, [&](int32 f) {
+        vec3f_t a, b, c;
+        mesh_face(m, f, a, b, c);
+        float32 t, u, v;
+        if (mesh_ray_triangle(o, dir, a, b, c, t, u, v) && t < hit.t) {
+            hit.face = f; hit.t = t; hit.u = u; hit.v = v;
+            vec3f_t nrm = geo_cross(geo_sub(b, a), geo_sub(c, a));
+            float32 len = ::sqrtf(geo_dot(nrm, nrm));
+            if (len > 0.0f) { nrm.c[0] /= len; nrm.c[1] /= len; nrm.c[2] /= len; }
+            hit.normal = nrm;
+            hit.sign = geo_dot(nrm, dir) < 0.0f ? 1.0f : -1.0f;
+        }
         return false;
-    int32 stack[MESH_STACK];
-    int top = 0;
-    stack[top++] = start;
-    while (top > 0) {
-        int32 n = stack[--top];
-        if (!mesh_ray_box(m.node_lower[n], m.node_upper[n], o, dir, hit.t))
-            continue;
-        if (m.node_left[n] >= 0) {
-            stack[top++] = m.node_left[n];
-            stack[top++] = m.node_right[n];
-            continue;
-        }
-        for (int32 k = m.node_start[n]; k < m.node_end[n]; ++k) {
-            int32 f = m.prims[k];
-            vec3f_t a, b, c;
-            mesh_face(m, f, a, b, c);
-            float32 t, u, v;
-            if (mesh_ray_triangle(o, dir, a, b, c, t, u, v) && t < hit.t) {
-                hit.face = f; hit.t = t; hit.u = u; hit.v = v;
-                vec3f_t nrm = geo_cross(geo_sub(b, a), geo_sub(c, a));
-                float32 len = ::sqrtf(geo_dot(nrm, nrm));
-                if (len > 0.0f) { nrm.c[0] /= len; nrm.c[1] /= len; nrm.c[2] /= len; }
-                hit.normal = nrm;
-                hit.sign = geo_dot(nrm, dir) < 0.0f ? 1.0f : -1.0f;
-            }
-        }
-    }
+    });
     return hit.face >= 0;
 }
 
@@ -413,56 +414,46 @@ CUDA_CALLABLE inline float32 mesh_sign_pseudo_normal(const mesh_t& m, const vec3
     const float32 pi = 3.14159265359f;
     vec3f_t acc, c_best;
     float32 best = -1.0f;
-    int32 stack[MESH_STACK];
-    int top = 0;
-    stack[top++] = m.root;
-    while (top > 0) {
-        int32 n = stack[--top];
-        if (mesh_box_dist_sq(m.node_lower[n], m.node_upper[n], p) > reach)
-            continue;
-        if (m.node_left[n] >= 0) {
-            stack[top++] = m.node_left[n];
-            stack[top++] = m.node_right[n];
-            continue;
+    mesh_walk(m, m.root, [&](int32 n) {
+        return !(mesh_box_dist_sq(m.node_lower[n], m.node_upper[n], p) > reach);
+    }, [&](int32 f) {
+        vec3f_t a, b, c;
+        mesh_face(m, f, a, b, c);
+        vec3f_t e0 = geo_sub(b, a), e1 = geo_sub(c, a), e2 = geo_sub(c, b);
+        vec3f_t nrm = geo_cross(e0, e1);
+        float32 e0sq = geo_dot(e0, e0), e1sq = geo_dot(e1, e1), e2sq = geo_dot(e2, e2);
+        float32 nlen = ::sqrtf(geo_dot(nrm, nrm));
+        if (nlen / (e0sq + e1sq + e2sq) < 1e-6f)
+            return false;
+        float32 wa, wb, wc;
+        closest_point_triangle_weights(a, b, c, p, wa, wb, wc);
+        vec3f_t q = geo_axpy(wa, a, geo_axpy(wb, b, geo_axpy(wc, c, vec3f_t())));
+        vec3f_t d = geo_sub(q, p);
+        float32 qd = ::sqrtf(geo_dot(d, d));
+        if (!(qd < dist + eps) || qd <= dist - eps)
+            return false;
+        vec3f_t qa = geo_sub(q, a), qb = geo_sub(q, b), qc = geo_sub(q, c);
+        float32 weight;
+        if (geo_dot(qa, qa) < eps_sq)
+            weight = mesh_angle(e0, e1);
+        else if (geo_dot(qb, qb) < eps_sq)
+            weight = mesh_angle(e2, geo_sub(vec3f_t(), e0));
+        else if (geo_dot(qc, qc) < eps_sq)
+            weight = mesh_angle(geo_sub(vec3f_t(), e1), geo_sub(vec3f_t(), e2));
+        else {
+            float32 e0qa = geo_dot(e0, qa), e2qb = geo_dot(e2, qb), e1qa = geo_dot(e1, qa);
+            bool on_edge = geo_dot(qa, qa) * e0sq - e0qa * e0qa < eps_sq * e0sq
+                           || geo_dot(qb, qb) * e2sq - e2qb * e2qb < eps_sq * e2sq
+                           || geo_dot(qa, qa) * e1sq - e1qa * e1qa < eps_sq * e1sq;
+            weight = on_edge ? pi : 2.0f * pi;
         }
-        for (int32 k = m.node_start[n]; k < m.node_end[n]; ++k) {
-            vec3f_t a, b, c;
-            mesh_face(m, m.prims[k], a, b, c);
-            vec3f_t e0 = geo_sub(b, a), e1 = geo_sub(c, a), e2 = geo_sub(c, b);
-            vec3f_t nrm = geo_cross(e0, e1);
-            float32 e0sq = geo_dot(e0, e0), e1sq = geo_dot(e1, e1), e2sq = geo_dot(e2, e2);
-            float32 nlen = ::sqrtf(geo_dot(nrm, nrm));
-            if (nlen / (e0sq + e1sq + e2sq) < 1e-6f)
-                continue;
-            float32 wa, wb, wc;
-            closest_point_triangle_weights(a, b, c, p, wa, wb, wc);
-            vec3f_t q = geo_axpy(wa, a, geo_axpy(wb, b, geo_axpy(wc, c, vec3f_t())));
-            vec3f_t d = geo_sub(q, p);
-            float32 qd = ::sqrtf(geo_dot(d, d));
-            if (!(qd < dist + eps) || qd <= dist - eps)
-                continue;
-            vec3f_t qa = geo_sub(q, a), qb = geo_sub(q, b), qc = geo_sub(q, c);
-            float32 weight;
-            if (geo_dot(qa, qa) < eps_sq)
-                weight = mesh_angle(e0, e1);
-            else if (geo_dot(qb, qb) < eps_sq)
-                weight = mesh_angle(e2, geo_sub(vec3f_t(), e0));
-            else if (geo_dot(qc, qc) < eps_sq)
-                weight = mesh_angle(geo_sub(vec3f_t(), e1), geo_sub(vec3f_t(), e2));
-            else {
-                float32 e0qa = geo_dot(e0, qa), e2qb = geo_dot(e2, qb), e1qa = geo_dot(e1, qa);
-                bool on_edge = geo_dot(qa, qa) * e0sq - e0qa * e0qa < eps_sq * e0sq
-                               || geo_dot(qb, qb) * e2sq - e2qb * e2qb < eps_sq * e2sq
-                               || geo_dot(qa, qa) * e1sq - e1qa * e1qa < eps_sq * e1sq;
-                weight = on_edge ? pi : 2.0f * pi;
-            }
-            acc = geo_axpy(weight / nlen, nrm, acc);
-            if (best < 0.0f || qd < best) {
-                best = qd;
-                c_best = q;
-            }
+        acc = geo_axpy(weight / nlen, nrm, acc);
+        if (best < 0.0f || qd < best) {
+            best = qd;
+            c_best = q;
         }
-    }
+        return false;
+    });
     return geo_dot(acc, geo_sub(p, c_best)) > 0.0f ? 1.0f : -1.0f;
 }
 
@@ -618,34 +609,23 @@ CUDA_CALLABLE inline mesh_query_point_t mesh_query_furthest_point_no_sign(uint64
     if (m == nullptr || m->root < 0)
         return q;
     float32 best = min_dist > 0.0f ? min_dist * min_dist : 0.0f;
-    int32 stack[MESH_STACK];
-    int top = 0;
-    stack[top++] = m->root;
-    while (top > 0) {
-        int32 n = stack[--top];
-        if (mesh_box_far_sq(m->node_lower[n], m->node_upper[n], p) <= best)
-            continue;
-        if (m->node_left[n] >= 0) {
-            stack[top++] = m->node_left[n];
-            stack[top++] = m->node_right[n];
-            continue;
-        }
-        for (int32 k = m->node_start[n]; k < m->node_end[n]; ++k) {
-            int32 f = m->prims[k];
-            vec3f_t corner[3];
-            mesh_face(*m, f, corner[0], corner[1], corner[2]);
-            for (int c = 0; c < 3; ++c) {
-                vec3f_t d = geo_sub(corner[c], p);
-                float32 dsq = geo_dot(d, d);
-                if (dsq > best) {
-                    best = dsq;
-                    q.result = true; q.face = f;
-                    q.u = c == 0 ? 1.0f : 0.0f;
-                    q.v = c == 1 ? 1.0f : 0.0f;
-                }
+    mesh_walk(*m, m->root, [&](int32 n) {
+        return !(mesh_box_far_sq(m->node_lower[n], m->node_upper[n], p) <= best);
+    }, [&](int32 f) {
+        vec3f_t corner[3];
+        mesh_face(*m, f, corner[0], corner[1], corner[2]);
+        for (int c = 0; c < 3; ++c) {
+            vec3f_t d = geo_sub(corner[c], p);
+            float32 dsq = geo_dot(d, d);
+            if (dsq > best) {
+                best = dsq;
+                q.result = true; q.face = f;
+                q.u = c == 0 ? 1.0f : 0.0f;
+                q.v = c == 1 ? 1.0f : 0.0f;
             }
         }
-    }
+        return false;
+    });
     return q;
 }
 CUDA_CALLABLE inline bool mesh_query_furthest_point_no_sign(uint64 id, vec3f_t p, float32 min_dist, int32& face,
@@ -783,29 +763,17 @@ CUDA_CALLABLE inline int32 mesh_query_ray_count_intersections(uint64 id, vec3f_t
     const mesh_t* m = mesh_ptr(id);
     if (m == nullptr)
         return 0;
-    const int32 first = root >= 0 ? root : m->root;
-    if (first < 0)
-        return 0;
-    int32 stack[MESH_STACK];
-    int top = 0, count = 0;
-    stack[top++] = first;
-    while (top > 0) {
-        const int32 n = stack[--top];
-        if (!mesh_ray_box(m->node_lower[n], m->node_upper[n], start, dir, 3.0e38f))
-            continue;
-        if (m->node_left[n] >= 0) {
-            stack[top++] = m->node_left[n];
-            stack[top++] = m->node_right[n];
-            continue;
-        }
-        for (int32 k = m->node_start[n]; k < m->node_end[n]; ++k) {
-            vec3f_t a, b, c;
-            mesh_face(*m, m->prims[k], a, b, c);
-            float32 t, u, v;
-            if (mesh_ray_triangle(start, dir, a, b, c, t, u, v))
-                ++count;
-        }
-    }
+    int32 count = 0;
+    mesh_walk(*m, root >= 0 ? root : m->root, [&](int32 n) {
+        return mesh_ray_box(m->node_lower[n], m->node_upper[n], start, dir, 3.0e38f);
+    }, [&](int32 f) {
+        vec3f_t a, b, c;
+        mesh_face(*m, f, a, b, c);
+        float32 t, u, v;
+        if (mesh_ray_triangle(start, dir, a, b, c, t, u, v))
+            ++count;
+        return false;
+    });
     return count;
 }
 
@@ -815,30 +783,17 @@ CUDA_CALLABLE inline bool mesh_query_ray_anyhit(uint64 id, vec3f_t start, vec3f_
     const mesh_t* m = mesh_ptr(id);
     if (m == nullptr)
         return false;
-    const int32 first = root >= 0 ? root : m->root;
-    if (first < 0)
-        return false;
-    int32 stack[MESH_STACK];
-    int top = 0;
-    stack[top++] = first;
-    while (top > 0) {
-        const int32 n = stack[--top];
-        if (!mesh_ray_box(m->node_lower[n], m->node_upper[n], start, dir, max_t))
-            continue;
-        if (m->node_left[n] >= 0) {
-            stack[top++] = m->node_left[n];
-            stack[top++] = m->node_right[n];
-            continue;
-        }
-        for (int32 k = m->node_start[n]; k < m->node_end[n]; ++k) {
-            vec3f_t a, b, c;
-            mesh_face(*m, m->prims[k], a, b, c);
-            float32 t, u, v;
-            if (mesh_ray_triangle(start, dir, a, b, c, t, u, v) && t < max_t)
-                return true;
-        }
-    }
-    return false;
+    bool hit = false;
+    mesh_walk(*m, root >= 0 ? root : m->root, [&](int32 n) {
+        return mesh_ray_box(m->node_lower[n], m->node_upper[n], start, dir, max_t);
+    }, [&](int32 f) {
+        vec3f_t a, b, c;
+        mesh_face(*m, f, a, b, c);
+        float32 t, u, v;
+        hit = mesh_ray_triangle(start, dir, a, b, c, t, u, v) && t < max_t;
+        return hit;  // the first hit ends the walk
+    });
+    return hit;
 }
 
 // The id of the mesh's BVH as a wp.Bvh (items: faces, with their boxes), for the bvh_query_* builtins; 0 for a
