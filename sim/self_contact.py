@@ -11,13 +11,13 @@ triangles, every edge up to EE_SLOTS other edges (more are counted in `overflow`
 dropped from the contact forces, never from the bound below). Once the bound is known, only the pairs that could
 come within their thickness before the next search (closer than the thickness plus the farthest their two sides
 may move) are kept. The broad phase is linear in the number of primitives: a hash grid over triangle centroids
-queried from each vertex over the cells of the box that can hold a near triangle's centroid, and for edge-edge
-pairs one of the edges' own boxes (sim/self_contact_boxgrid.py; partial searches query a grid of edge midpoints
-like the triangles'), with an axis-aligned box test (the query's box grown by r_q against the
-primitive's, read in the grid's order) before any closest-point computation: for thin primitives it passes 2.5
-times fewer edge pairs than bounding spheres. The cell widths are fixed at build (from r_q and LARGE times the
-rest size of a triangle or edge), so nothing waits for the device; the few primitives stretched beyond that are
-listed on the device and tested by every query.
+queried from each vertex over the cells of the box that can hold a near triangle's centroid, with an axis-aligned
+box test (the query's box grown by r_q against the triangle's, read in the grid's order) before any closest-point
+computation; the grid's cell width is fixed at build (from r_q and LARGE times the rest size of a triangle), so
+nothing waits for the device, and the few triangles stretched beyond that are listed on the device and tested by
+every query. Edge-edge pairs come from a bounding volume hierarchy over the edges, built once and refitted at each
+search (sim/self_contact_edgetree.py), its boxes grown by r_q / 2: for thin primitives boxes pass 2.5 times fewer
+edge pairs than bounding spheres.
 
 Anti-tunnelling (an offset-geometry bound in the manner of Chen et al. 2025, "Offset Geometric Contact"): each
 vertex i gets bound_i = GAMMA * min(r_q, the distance of every pair it belongs to) at the search, and until the
@@ -56,8 +56,8 @@ import numpy as np
 import kernels as wp
 
 
-from .hashgrid import HashGrid, HashGridData, hash_grid_cell_index, hash_grid_dims_for
-from .self_contact_boxgrid import BoxGrid, BoxGridData, first_entry_above, grown_box_cells
+from .hashgrid import HashGrid, HashGridData, hash_grid_dims_for
+from .self_contact_edgetree import EdgeTree, EdgeTreeData, build_edge_tree, edge_tree_is_leaf
 from .self_contact_active import ActiveLists
 from .self_contact_bound import (DRIFT_TILE, check_budget, drop_overrun_drift, find_drift_overrun,
                                  limit_displacement, sum_drift_tiled, sum_drift_worlds)
@@ -75,7 +75,7 @@ from .self_contact_primitives import (DEFAULT_THICKNESS_FRACTION, EE_SLOTS, GAMM
                                     lower_bound, order_free_module, store_pair, triangle_separation)
 
 # Run-to-run deterministic (each kernel runs thread index by thread index on the CPU, in one order whatever the
-# thread count): the large-primitive list is filled by atomic slots, and its order is the pairs' order, and with two
+# thread count): the large-triangle list is filled by atomic slots, and its order is the pairs' order, and with two
 # threads the 64 x 64 drop's positions differed from run to run.
 wp.set_module_options({"deterministic": wp.DeterministicMode.RUN_TO_RUN})
 
@@ -148,32 +148,22 @@ def boxes_in_grid_order(sorted_index: wp.array(dtype=wp.int32), lower: wp.array(
 
 
 @wp.kernel
-def primitive_boxes(x: wp.array(dtype=wp.vec3), tris: wp.array2d(dtype=wp.int32),
-                    edges: wp.array2d(dtype=wp.int32), typical: wp.vec2, boxes: PrimitiveBoxes):
-    """Fill `boxes` at positions x; the triangles (boxes.large[0]) and edges (large[1]) whose corner radius
-    exceeds typical[0] / typical[1] [m], large_count[0] and [1] of them, are listed for the queries.
-    dim = max(tri_count, edge_count)."""
+def primitive_boxes(x: wp.array(dtype=wp.vec3), tris: wp.array2d(dtype=wp.int32), typical: float,
+                    boxes: PrimitiveBoxes):
+    """Fill `boxes` at positions x; the triangles whose corner radius exceeds `typical` [m] are listed in
+    boxes.large (large_count[0] of them) for the queries. dim = tri_count."""
     k = wp.tid()
-    if k < tris.shape[0]:
-        a = x[tris[k, 0]]
-        b = x[tris[k, 1]]
-        c = x[tris[k, 2]]
-        centre = (a + b + c) / 3.0
-        r = wp.max(wp.max(wp.length(a - centre), wp.length(b - centre)), wp.length(c - centre))
-        boxes.tri_centre[k] = centre
-        boxes.tri_radius[k] = r
-        boxes.tri_lower[k] = wp.min(wp.min(a, b), c)
-        boxes.tri_upper[k] = wp.max(wp.max(a, b), c)
-        if r > typical[0]:
-            boxes.large[0, wp.atomic_add(boxes.large_count, 0, 1)] = k
-    if k < edges.shape[0]:
-        p = x[edges[k, 0]]
-        q = x[edges[k, 1]]
-        boxes.edge_radius[k] = wp.length(q - p) * 0.5
-        boxes.edge_lower[k] = wp.min(p, q)
-        boxes.edge_upper[k] = wp.max(p, q)
-        if wp.length(q - p) * 0.5 > typical[1]:
-            boxes.large[1, wp.atomic_add(boxes.large_count, 1, 1)] = k
+    a = x[tris[k, 0]]
+    b = x[tris[k, 1]]
+    c = x[tris[k, 2]]
+    centre = (a + b + c) / 3.0
+    r = wp.max(wp.max(wp.length(a - centre), wp.length(b - centre)), wp.length(c - centre))
+    boxes.tri_centre[k] = centre
+    boxes.tri_radius[k] = r
+    boxes.tri_lower[k] = wp.min(wp.min(a, b), c)
+    boxes.tri_upper[k] = wp.max(wp.max(a, b), c)
+    if r > typical:
+        boxes.large[wp.atomic_add(boxes.large_count, 0, 1)] = k
 
 
 @wp.func
@@ -212,48 +202,27 @@ def try_edge_edge(x: wp.array(dtype=wp.vec3), data: SelfContactData, e: int, f: 
 
 
 @wp.kernel(module=ORDER_FREE)
-def find_edge_edge_pairs(x: wp.array(dtype=wp.vec3), entries: BoxGridData, data: SelfContactData,
-                         query_radius: float, typical: float, boxes: PrimitiveBoxes, bound: wp.array(dtype=float),
-                         overflow: wp.array(dtype=wp.int32)):
+def find_edge_edge_pairs(x: wp.array(dtype=wp.vec3), tree: EdgeTreeData, data: SelfContactData,
+                         query_radius: float, bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32)):
     """Each collision edge e against the edges without a shared vertex within query_radius (try_edge_edge), each
-    unordered pair once: those of half length up to `typical` [m] through the box grid (sim/self_contact_boxgrid.py:
-    over the cells of e's own box grown by half the query radius, a candidate f > e in the cell that holds the
-    lower corner of the two grown boxes' overlap), the longer ones from their list."""
+    unordered pair once, by its lower edge: through the edge tree (sim/self_contact_edgetree.py), whose boxes
+    grown by half the query radius overlap for two edges within it, skipping every node whose edges all have
+    indices up to e."""
     e = wp.tid()
     count = int(0)
-    r = wp.vec3(query_radius, query_radius, query_radius)
-    lower = boxes.edge_lower[e] - r
-    upper = boxes.edge_upper[e] + r
-    # each unordered pair once: two typical edges through the grid by the lower index, a typical and a large
-    # one by the typical one from the list, two large ones by the lower index from the list
-    typical_e = boxes.edge_radius[e] <= typical
-    if typical_e:
-        grid = entries.grid
-        g = wp.vec3(entries.grow, entries.grow, entries.grow)
-        own_lower = boxes.edge_lower[e] - g
-        own_upper = boxes.edge_upper[e] + g
-        first, extent = grown_box_cells(grid, boxes.edge_lower[e], boxes.edge_upper[e], entries.grow)
-        for cz in range(extent[2]):
-            for cy in range(extent[1]):
-                for cx in range(extent[0]):
-                    here = first + wp.vec3i(cx, cy, cz)
-                    cell = hash_grid_cell_index(grid, here)
-                    end = grid.cell_end[cell]
-                    # candidates f > e only: the cell's entries are sorted by edge index
-                    for k in range(first_entry_above(grid, grid.cell_start[cell], end, e), end):
-                        f = grid.sorted_index[k]
-                        # the cheap tests inline, first (a call passes the struct of arrays); the pair once, in
-                        # the cell of its boxes' overlap's lower corner (a typical box covers no more cells
-                        # along an axis than the grid has, so `here` is unwrapped and unique)
-                        if boxes_overlap(own_lower, own_upper, entries.lower[k], entries.upper[k]):
-                            other = entries.first[k]
-                            if (wp.max(first[0], other[0]) == here[0] and wp.max(first[1], other[1]) == here[1]
-                                    and wp.max(first[2], other[2]) == here[2]):
-                                count = try_edge_edge(x, data, e, f, query_radius, bound, overflow, count)
-    for k in range(boxes.large_count[1]):
-        f = boxes.large[1, k]
-        if (typical_e or f > e) and boxes_overlap(lower, upper, boxes.edge_lower[f], boxes.edge_upper[f]):
-            count = try_edge_edge(x, data, e, f, query_radius, bound, overflow, count)
+    lower = tree.item_lower[e]
+    upper = tree.item_upper[e]
+    n = int(0)
+    nodes = tree.skip.shape[0]
+    while n < nodes:
+        if tree.end[n] > e + 1 and boxes_overlap(lower, upper, tree.lower[n], tree.upper[n]):
+            if edge_tree_is_leaf(tree, n):
+                for f in range(wp.max(tree.start[n], e + 1), tree.end[n]):
+                    if boxes_overlap(lower, upper, tree.item_lower[f], tree.item_upper[f]):
+                        count = try_edge_edge(x, data, e, f, query_radius, bound, overflow, count)
+            n = n + 1  # the first child, or the next node after a leaf
+        else:
+            n = tree.skip[n]
     data.ee_count[e] = count
 
 
@@ -374,8 +343,11 @@ class SelfContact:
         self.tri_count, self.edge_count = len(tris), len(edges)
         self.particle_count = model.particle_count
         q = model.particle_q.numpy()
-        lengths = np.linalg.norm(q[edges[:, 0]] - q[edges[:, 1]], axis=1) if len(edges) else np.zeros(1)
-        self.max_edge = float(lengths.max(initial=0.0))
+        self._world = element_worlds(model, "particle", model.particle_count)
+        # the edges in the edge tree's leaf order: each node holds a range of indices
+        order, start, end, skip = build_edge_tree(0.5 * (q[edges[:, 0]] + q[edges[:, 1]]),
+                                                  self._world.numpy()[edges[:, 0]])
+        edges = edges[order]
         self.max_thickness = float(thickness.max(initial=0.0))
         self.query_radius = QUERY_RADIUS * self.max_thickness
         # a pair beyond r_q at the search, whose sides each moved less than this, is still farther apart than
@@ -384,26 +356,23 @@ class SelfContact:
         self._tri_indices = wp.array(tris.astype(np.int32).reshape(-1, 3), dtype=wp.int32, device=d)
         self._edge_indices = wp.array(edges.astype(np.int32).reshape(-1, 2), dtype=wp.int32, device=d)
         self._thickness = model.particle_thickness
-        self._world = element_worlds(model, "particle", model.particle_count)
         self.data, self.bound, self.x_search = self._new_pairs()
         self._active_lists = ActiveLists(self.particle_count, self.edge_count, d)
         self.active = (self.particle_count, self.edge_count)  # vertices and edges listing pairs, as last read
         self._boxes = PrimitiveBoxes()
-        fields = {"tri": ("centre", "lower", "upper", "grid_lower", "grid_upper"), "edge": ("lower", "upper")}
-        for kind, count in (("tri", self.tri_count), ("edge", self.edge_count)):
-            setattr(self._boxes, f"{kind}_radius", wp.zeros(max(count, 1), dtype=float, device=d))
-            for field in fields[kind]:
-                setattr(self._boxes, f"{kind}_{field}", wp.zeros(max(count, 1), dtype=wp.vec3, device=d))
-        self._boxes.large = wp.zeros((2, max(self.tri_count, self.edge_count, 1)), dtype=wp.int32, device=d)
-        self._boxes.large_count = wp.zeros(2, dtype=wp.int32, device=d)
+        for field in ("centre", "lower", "upper", "grid_lower", "grid_upper"):
+            setattr(self._boxes, f"tri_{field}", wp.zeros(max(self.tri_count, 1), dtype=wp.vec3, device=d))
+        self._boxes.tri_radius = wp.zeros(max(self.tri_count, 1), dtype=float, device=d)
+        self._boxes.large = wp.zeros(max(self.tri_count, 1), dtype=wp.int32, device=d)
+        self._boxes.large_count = wp.zeros(1, dtype=wp.int32, device=d)
         corners = q[tris] if len(tris) else np.zeros((1, 3, 3))
         tri_radius = np.linalg.norm(corners - corners.mean(axis=1, keepdims=True), axis=2).max(initial=0.0)
-        # primitives up to LARGE times their size at rest are found through the grids, the rest from a list
-        self._typical = wp.vec2(LARGE * float(tri_radius), LARGE * 0.5 * self.max_edge)
-        # the triangle grid's cells are a query's full reach; edges are binned by their own boxes
-        self._tri_cell = max(self.query_radius + float(self._typical[0]), 1.0e-6)
+        # triangles up to LARGE times their size at rest are found through the grid, the rest from a list
+        self._typical = LARGE * float(tri_radius)
+        # the triangle grid's cells are a query's full reach
+        self._tri_cell = max(self.query_radius + self._typical, 1.0e-6)
         self._tri_grid = HashGrid(*(hash_grid_dims_for(GRID_CELLS_PER_PRIMITIVE * self.tri_count),) * 3, device=d)
-        self._edge_boxes = BoxGrid(self.edge_count, 2.0 * float(self._typical[1]), 0.5 * self.query_radius, d)
+        self._edge_tree = EdgeTree(start, end, skip, self.edge_count, 0.5 * self.query_radius, d)
         self.overflow = wp.zeros(1, dtype=wp.int32, device=d)
         self.searches = 0
         self.has_pairs = True  # whether any pair is listed: a model without pairs skips its pair passes
@@ -533,14 +502,14 @@ class SelfContact:
                 partial.failed.zero_()
             wp.copy(partial.vt_base, data.vt_count)
             wp.copy(partial.ee_base, data.ee_count)
-            common = [self.x_search, self._tri_grid_data, data, partial, r, self._typical[0], self._boxes,
+            common = [self.x_search, self._tri_grid_data, data, partial, r, self._typical, self._boxes,
                       self.bound, self.overflow]
             self._run(search_marked_vertices, self.particle_count, common)
             self._run(search_marked_triangles, self.tri_count, common)
             self._run(clamp_list_counts, self.particle_count, [data, partial, 0])
             if self.edge_count:
-                common[1], common[5] = self._edge_boxes.data, self._typical[1]
-                self._run(search_marked_edges, self.edge_count, common)
+                self._run(search_marked_edges, self.edge_count,
+                          [self.x_search, self._edge_tree.data, data, partial, r, self.bound, self.overflow])
                 self._run(clamp_list_counts, self.edge_count, [data, partial, 1])
             if not int(partial.failed.numpy()[0]):
                 break
@@ -557,21 +526,21 @@ class SelfContact:
         return True
 
     def _build_grids(self, x):
-        """The primitives' boxes, the triangle grid and the edge box grid at positions x [m] (vec3
-        [particle_count]), which become partial.x_grid."""
+        """The triangles' boxes and grid and the edge tree's boxes at positions x [m] (vec3 [particle_count]),
+        which become partial.x_grid."""
         boxes = self._boxes
         boxes.large_count.zero_()
         wp.launch(copy_positions, dim=self.particle_count, inputs=[x, self._partial.x_grid], device=self.device,
                   record_tape=False)
-        wp.launch(primitive_boxes, dim=max(self.tri_count, self.edge_count), device=self.device, record_tape=False,
-                  inputs=[x, self.data.tri_indices, self.data.edge_indices, self._typical, boxes])
+        if self.tri_count:
+            wp.launch(primitive_boxes, dim=self.tri_count, device=self.device, record_tape=False,
+                      inputs=[x, self.data.tri_indices, self._typical, boxes])
         # fixed cell widths and query radii: no wait for the device here
         self._tri_grid_data = self._tri_grid.build(boxes.tri_centre, self._tri_cell, keep_arrays=True)
         wp.launch(boxes_in_grid_order, dim=self.tri_count, device=self.device, record_tape=False,
                   inputs=[self._tri_grid_data.sorted_index, boxes.tri_lower, boxes.tri_upper, boxes.tri_radius,
-                          self._typical[0], boxes.tri_grid_lower, boxes.tri_grid_upper])
-        if self.edge_count:
-            self._edge_boxes.build(boxes.edge_lower, boxes.edge_upper, boxes.edge_radius, float(self._typical[1]))
+                          self._typical, boxes.tri_grid_lower, boxes.tri_grid_upper])
+        self._edge_tree.refit(x, self.data.edge_indices)
 
     def _list_active(self):
         """The vertices and edges with listed pairs (data.vt_active, ee_active), and how many: `active` and
@@ -604,10 +573,10 @@ class SelfContact:
         boxes, tri_grid = self._boxes, self._tri_grid_data
         self.bound.fill_(r)
         self._run(find_vertex_triangle_pairs, self.particle_count,
-                  [x, tri_grid, data, r, self._typical[0], boxes, self.bound, self.overflow, self._partial])
+                  [x, tri_grid, data, r, self._typical, boxes, self.bound, self.overflow, self._partial])
         if self.edge_count:
             self._run(find_edge_edge_pairs, self.edge_count,
-                      [x, self._edge_boxes.data, data, r, self._typical[1], boxes, self.bound, self.overflow])
+                      [x, self._edge_tree.data, data, r, self.bound, self.overflow])
         self._run(scale_bound, self.particle_count, [self.bound, GAMMA])
         data.degree.zero_()
         keep = [data, self.bound, 0]

@@ -31,7 +31,7 @@ with a triangle or edge of S stored at a vertex or edge outside S is added to th
 
 import kernels as wp
 
-from .self_contact_boxgrid import BoxGridData
+from .self_contact_edgetree import EdgeTreeData, edge_tree_is_leaf
 from .hashgrid import HashGridData, hash_grid_box_extent, hash_grid_cell_index, hash_grid_cell_of
 from .self_contact_primitives import (EE_SLOTS, GAMMA, VT_SLOTS, PrimitiveBoxes, SelfContactData, boxes_overlap,
                                     edge_edge_candidate, order_free_module, try_vertex_triangle,
@@ -276,7 +276,7 @@ def scan_vertex_triangles(x: wp.array(dtype=wp.vec3), grid: HashGridData, data: 
                             count = try_vertex_triangle(x, data, v, grid.sorted_index[k], query_radius, bound,
                                                         overflow, count)
     for k in range(boxes.large_count[0]):
-        t = boxes.large[0, k]
+        t = boxes.large[k]
         if boxes_overlap(lower, upper, boxes.tri_lower[t], boxes.tri_upper[t]):
             if searched_partially:
                 count = visit_vertex_triangle(x, data, partial, bound, overflow, v, t, query_radius, count, True)
@@ -335,29 +335,18 @@ def search_marked_triangles(x: wp.array(dtype=wp.vec3), grid: HashGridData, data
                     if boxes_overlap(lower, upper, boxes.tri_grid_lower[k], boxes.tri_grid_upper[k]):
                         visit_corners(x, data, partial, bound, overflow, t, grid.sorted_index[k], query_radius)
     for k in range(boxes.large_count[0]):
-        near = boxes.large[0, k]
+        near = boxes.large[k]
         if boxes_overlap(lower, upper, boxes.tri_lower[near], boxes.tri_upper[near]):
             visit_corners(x, data, partial, bound, overflow, t, near, query_radius)
 
 
 @wp.func
-def owns_edge_pair(boxes: PrimitiveBoxes, typical: float, e: int, f: int):
-    """Whether edge e's list holds pair (e, f), as the full search stores it (sim/self_contact.py
-    find_edge_edge_pairs): two typical or two large edges by the lower index, else by the typical one."""
-    e_typical = boxes.edge_radius[e] <= typical
-    f_typical = boxes.edge_radius[f] <= typical
-    if e_typical == f_typical:
-        return e < f
-    return e_typical
-
-
-@wp.func
 def visit_edge_edge(x: wp.array(dtype=wp.vec3), data: SelfContactData, partial: PartialSearch,
-                    boxes: PrimitiveBoxes, typical: float, bound: wp.array(dtype=float),
-                    overflow: wp.array(dtype=wp.int32), e: int, f: int, query_radius: float, count: int):
-    """Pair (e, f), e with a vertex in S: constrain the bounds; when e owns it, keep it in e's rewritten list
-    (count: its length so far); when f owns it and f has no vertex in S, add it to f's list if missing.
-    Returns e's new count."""
+                    bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32), e: int, f: int,
+                    query_radius: float, count: int):
+    """Pair (e, f), e with a vertex in S: constrain the bounds; when e owns it (the lower index, as the full
+    search stores it), keep it in e's rewritten list (count: its length so far); when f owns it and f has no
+    vertex in S, add it to f's list if missing. Returns e's new count."""
     u, d = edge_edge_candidate(x, data, e, f)
     if d >= query_radius:
         return count
@@ -365,7 +354,7 @@ def visit_edge_edge(x: wp.array(dtype=wp.vec3), data: SelfContactData, partial: 
     j0 = data.edge_indices[f, 0]
     j1 = data.edge_indices[f, 1]
     constrain_pair(partial, bound, data.edge_indices[e, 0], i1, i1, j0, j1, j1, d)
-    if owns_edge_pair(boxes, typical, e, f):
+    if e < f:
         if count < EE_SLOTS:
             data.ee_edge[e * EE_SLOTS + count] = f
             data.ee_start[e * EE_SLOTS + count] = u
@@ -387,55 +376,33 @@ def visit_edge_edge(x: wp.array(dtype=wp.vec3), data: SelfContactData, partial: 
 
 
 @wp.kernel(module=ORDER_FREE)
-def search_marked_edges(x: wp.array(dtype=wp.vec3), entries: BoxGridData, data: SelfContactData,
-                        partial: PartialSearch, query_radius: float, typical: float, boxes: PrimitiveBoxes,
-                        bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32)):
+def search_marked_edges(x: wp.array(dtype=wp.vec3), tree: EdgeTreeData, data: SelfContactData,
+                        partial: PartialSearch, query_radius: float, bound: wp.array(dtype=float),
+                        overflow: wp.array(dtype=wp.int32)):
     """Each edge with a vertex in S against every edge within query_radius: its own list rewritten, pairs
     owned by an edge outside S added to that edge's list.
 
-    Through the full search's box grid (sim/self_contact_boxgrid.py), whose boxes are at the grid positions
+    Through the full search's edge tree (sim/self_contact_edgetree.py), whose boxes are at the grid positions
     grown by r_q / 2: the query box is e's at the search positions x grown by r_q / 2 plus the margin (a
-    candidate's vertices are within the margin of its grid box), over the cells it covers, each candidate in the
-    one cell that holds the lower corner of the two boxes' overlap. Measured on the semi-implicit 64 x 64 fold:
-    some 8 times cheaper per edge than a grid of midpoints, whose queries must reach r_q, the margin and the
-    longest edge. An edge whose query box covers more cells along an axis than the grid has (a stretched edge)
-    tests every typical edge instead."""
+    candidate's vertices are within the margin of its tree box), over every node whose box it overlaps."""
     e = wp.tid()
     i0 = data.edge_indices[e, 0]
     i1 = data.edge_indices[e, 1]
     if partial.marked[i0] == 0 and partial.marked[i1] == 0:
         return
-    grow = query_radius + partial.margin
-    lower = wp.min(x[i0], x[i1]) - wp.vec3(grow, grow, grow)
-    upper = wp.max(x[i0], x[i1]) + wp.vec3(grow, grow, grow)
+    reach = tree.grow + partial.margin
+    lower = wp.min(x[i0], x[i1]) - wp.vec3(reach, reach, reach)
+    upper = wp.max(x[i0], x[i1]) + wp.vec3(reach, reach, reach)
     count = int(0)
-    grid = entries.grid
-    reach = entries.grow + partial.margin
-    query_lower = wp.min(x[i0], x[i1]) - wp.vec3(reach, reach, reach)
-    query_upper = wp.max(x[i0], x[i1]) + wp.vec3(reach, reach, reach)
-    first = hash_grid_cell_of(grid, query_lower)
-    extent = hash_grid_box_extent(grid, first, hash_grid_cell_of(grid, query_upper))
-    if extent[0] <= grid.dim_x and extent[1] <= grid.dim_y and extent[2] <= grid.dim_z:
-        for cz in range(extent[2]):
-            for cy in range(extent[1]):
-                for cx in range(extent[0]):
-                    here = first + wp.vec3i(cx, cy, cz)
-                    cell = hash_grid_cell_index(grid, here)
-                    for k in range(grid.cell_start[cell], grid.cell_end[cell]):
-                        if boxes_overlap(query_lower, query_upper, entries.lower[k], entries.upper[k]):
-                            other = entries.first[k]
-                            if (wp.max(first[0], other[0]) == here[0] and wp.max(first[1], other[1]) == here[1]
-                                    and wp.max(first[2], other[2]) == here[2]):
-                                count = visit_edge_edge(x, data, partial, boxes, typical, bound, overflow, e,
-                                                        grid.sorted_index[k], query_radius, count)
-    else:
-        for f in range(data.edge_indices.shape[0]):
-            if boxes.edge_radius[f] <= typical:
-                if boxes_overlap(lower, upper, boxes.edge_lower[f], boxes.edge_upper[f]):
-                    count = visit_edge_edge(x, data, partial, boxes, typical, bound, overflow, e, f, query_radius,
-                                            count)
-    for k in range(boxes.large_count[1]):
-        f = boxes.large[1, k]
-        if boxes_overlap(lower, upper, boxes.edge_lower[f], boxes.edge_upper[f]):
-            count = visit_edge_edge(x, data, partial, boxes, typical, bound, overflow, e, f, query_radius, count)
+    n = int(0)
+    nodes = tree.skip.shape[0]
+    while n < nodes:
+        if boxes_overlap(lower, upper, tree.lower[n], tree.upper[n]):
+            if edge_tree_is_leaf(tree, n):
+                for f in range(tree.start[n], tree.end[n]):
+                    if boxes_overlap(lower, upper, tree.item_lower[f], tree.item_upper[f]):
+                        count = visit_edge_edge(x, data, partial, bound, overflow, e, f, query_radius, count)
+            n = n + 1  # the first child, or the next node after a leaf
+        else:
+            n = tree.skip[n]
     data.ee_count[e] = count

@@ -160,19 +160,18 @@ def edge_edge_candidate(x: wp.array(dtype=wp.vec3), data: SelfContactData, e: in
 
 @wp.struct
 class PrimitiveBoxes:
-    """The search's view of the primitives at the search positions: triangle centroids [m] (the triangle hash
-    grid's points), the distance from each triangle's centroid and each edge's midpoint to its farthest corner [m] (a triangle or edge beyond
-    `typical` of it is searched from the `large` list, not the grid), and the axis-aligned boxes [m] that every
-    candidate passes first (cheaper and, for thin primitives, several times tighter than bounding spheres)."""
+    """The search's view of the triangles at the search positions: their centroids [m] (the triangle hash grid's
+    points), the distance from each centroid to its farthest corner [m] (a triangle beyond `typical` of it is
+    searched from the `large` list, large_count[0] of them, not the grid), and the axis-aligned boxes [m] that
+    every candidate passes first (cheaper and, for thin primitives, several times tighter than bounding spheres),
+    also in the grid's order (tri_grid_lower, tri_grid_upper). Edges have their own tree
+    (sim/self_contact_edgetree.py)."""
 
     tri_centre: wp.array(dtype=wp.vec3)
     tri_radius: wp.array(dtype=float)
     tri_lower: wp.array(dtype=wp.vec3)
     tri_upper: wp.array(dtype=wp.vec3)
-    edge_radius: wp.array(dtype=float)
-    edge_lower: wp.array(dtype=wp.vec3)
-    edge_upper: wp.array(dtype=wp.vec3)
-    large: wp.array2d(dtype=wp.int32)
+    large: wp.array(dtype=wp.int32)
     large_count: wp.array(dtype=wp.int32)
     tri_grid_lower: wp.array(dtype=wp.vec3)
     tri_grid_upper: wp.array(dtype=wp.vec3)
