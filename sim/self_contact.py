@@ -1,6 +1,6 @@
-"""Cloth self-contact and cloth-cloth contact: proximity pairs found through hash grids at the steps that need
-a search, their geometry (closest points, normals, barycentric weights), and the displacement bound that keeps
-cloth from passing through itself.
+"""Cloth self-contact and cloth-cloth contact: proximity pairs found through bounding volume hierarchies at the
+steps that need a search, their geometry (closest points, normals, barycentric weights), and the displacement
+bound that keeps cloth from passing through itself.
 
 Primitives: the vertices, triangles and edges of every cloth built with `self_collision=True`; such cloths
 collide with themselves and with each other. Two kinds of pairs, found at the search's positions X:
@@ -10,14 +10,11 @@ each kept when closer than the query radius r_q = QUERY_RADIUS thickness. Every 
 triangles, every edge up to EE_SLOTS other edges (more are counted in `overflow`, which `sim run` reports, and
 dropped from the contact forces, never from the bound below). Once the bound is known, only the pairs that could
 come within their thickness before the next search (closer than the thickness plus the farthest their two sides
-may move) are kept. The broad phase is linear in the number of primitives: a hash grid over triangle centroids
-queried from each vertex over the cells of the box that can hold a near triangle's centroid, with an axis-aligned
-box test (the query's box grown by r_q against the triangle's, read in the grid's order) before any closest-point
-computation; the grid's cell width is fixed at build (from r_q and LARGE times the rest size of a triangle), so
-nothing waits for the device, and the few triangles stretched beyond that are listed on the device and tested by
-every query. Edge-edge pairs come from a bounding volume hierarchy over the edges, built once and refitted at each
-search (sim/self_contact_edgetree.py), its boxes grown by r_q / 2: for thin primitives boxes pass 2.5 times fewer
-edge pairs than bounding spheres.
+may move) are kept. The broad phase: a bounding volume hierarchy over the triangles and one over the edges, each
+built once from the initial positions and refitted at each search (sim/self_contact_tree.py), queried with
+axis-aligned boxes (a vertex's grown by r_q against the triangles' own, the edges' each grown by r_q / 2) before
+any closest-point computation: for thin primitives boxes pass 2.5 times fewer edge pairs than bounding spheres.
+A search costs about n log n in the number of primitives n, with fixed arrays, so nothing waits for the device.
 
 Anti-tunnelling (an offset-geometry bound in the manner of Chen et al. 2025, "Offset Geometric Contact"): each
 vertex i gets bound_i = GAMMA * min(r_q, the distance of every pair it belongs to) at the search, and until the
@@ -56,8 +53,7 @@ import numpy as np
 import kernels as wp
 
 
-from .hashgrid import HashGrid, HashGridData, hash_grid_dims_for
-from .self_contact_edgetree import EdgeTree, EdgeTreeData, build_edge_tree, edge_tree_is_leaf
+from .self_contact_tree import PrimitiveTree, TreeData, build_tree, tree_next_leaf
 from .self_contact_active import ActiveLists
 from .self_contact_bound import (DRIFT_TILE, check_budget, drop_overrun_drift, find_drift_overrun,
                                  limit_displacement, sum_drift_tiled, sum_drift_worlds)
@@ -69,19 +65,16 @@ from .worlds import element_worlds
 from .self_contact_partial import (PARTIAL_ATTEMPTS, PARTIAL_FRACTION, PARTIAL_MARGIN, PartialSearch,
                                    clamp_list_counts, forget_soon, grow_marked, reset_marked, scan_vertex_triangles,
                                    search_marked_edges, search_marked_triangles, search_marked_vertices)
-from .self_contact_primitives import (DEFAULT_THICKNESS_FRACTION, EE_SLOTS, GAMMA, GRID_CELLS_PER_PRIMITIVE,  # noqa: F401
-                                    LARGE, QUERY_RADIUS, VT_SLOTS, PrimitiveBoxes, SelfContactData,
+from .self_contact_primitives import (DEFAULT_THICKNESS_FRACTION, EE_SLOTS, GAMMA,  # noqa: F401
+                                    QUERY_RADIUS, VT_SLOTS, SelfContactData,
                                     boxes_overlap, closest_point_triangle, edge_edge_candidate, edge_separation,
                                     lower_bound, order_free_module, store_pair, triangle_separation)
 
-# Run-to-run deterministic (each kernel runs thread index by thread index on the CPU, in one order whatever the
-# thread count): the large-triangle list is filled by atomic slots, and its order is the pairs' order, and with two
-# threads the 64 x 64 drop's positions differed from run to run.
-wp.set_module_options({"deterministic": wp.DeterministicMode.RUN_TO_RUN})
-
-# The searches' queries and the kernels that only read the lists are order-free (order_free_module): they run on
-# every thread. The queries are most of a search's time (the 64 x 64 drop with XPBD: 6.4 of its 22 s on one
-# thread): a query thread writes its own primitive's list, lowers bounds by atomic minima and counts overflow.
+# Every kernel here is order-free (order_free_module) and runs on every thread (until the trees, a list of the
+# large primitives, filled by atomic slots in the pairs' order, ran serially): the searches' queries and the
+# kernels that only read the lists. The queries are most of a search's time (the 64 x 64 drop with XPBD: 6.4 of
+# its 22 s on one thread): a query thread writes its own primitive's list, lowers bounds by atomic minima and
+# counts overflow.
 ORDER_FREE = order_free_module(__name__)
 
 
@@ -130,42 +123,6 @@ def edge_edge_pair(x: wp.array(dtype=wp.vec3), data: SelfContactData, e: int, k:
     return j0, j1, s, t, u
 
 
-@wp.kernel(module=ORDER_FREE)
-def boxes_in_grid_order(sorted_index: wp.array(dtype=wp.int32), lower: wp.array(dtype=wp.vec3),
-                        upper: wp.array(dtype=wp.vec3), radius: wp.array(dtype=float), typical: float,
-                        grid_lower: wp.array(dtype=wp.vec3), grid_upper: wp.array(dtype=wp.vec3)):
-    """The boxes in the grid's order (slot k: primitive sorted_index[k]), so that a query reads them one after
-    the other rather than scattered (the scan's main cost); a primitive larger than `typical` [m], searched from
-    the list, gets an empty box here."""
-    k = wp.tid()
-    i = sorted_index[k]
-    if radius[i] <= typical:
-        grid_lower[k] = lower[i]
-        grid_upper[k] = upper[i]
-    else:
-        grid_lower[k] = wp.vec3(1.0e30, 1.0e30, 1.0e30)
-        grid_upper[k] = wp.vec3(-1.0e30, -1.0e30, -1.0e30)
-
-
-@wp.kernel
-def primitive_boxes(x: wp.array(dtype=wp.vec3), tris: wp.array2d(dtype=wp.int32), typical: float,
-                    boxes: PrimitiveBoxes):
-    """Fill `boxes` at positions x; the triangles whose corner radius exceeds `typical` [m] are listed in
-    boxes.large (large_count[0] of them) for the queries. dim = tri_count."""
-    k = wp.tid()
-    a = x[tris[k, 0]]
-    b = x[tris[k, 1]]
-    c = x[tris[k, 2]]
-    centre = (a + b + c) / 3.0
-    r = wp.max(wp.max(wp.length(a - centre), wp.length(b - centre)), wp.length(c - centre))
-    boxes.tri_centre[k] = centre
-    boxes.tri_radius[k] = r
-    boxes.tri_lower[k] = wp.min(wp.min(a, b), c)
-    boxes.tri_upper[k] = wp.max(wp.max(a, b), c)
-    if r > typical:
-        boxes.large[wp.atomic_add(boxes.large_count, 0, 1)] = k
-
-
 @wp.func
 def reach(bound: wp.array(dtype=float), i: int, j: int, k: int):
     """The farthest any of vertices i, j, k may move relative to the drift before the next search [m]."""
@@ -173,18 +130,16 @@ def reach(bound: wp.array(dtype=float), i: int, j: int, k: int):
 
 
 @wp.kernel(module=ORDER_FREE)
-def find_vertex_triangle_pairs(x: wp.array(dtype=wp.vec3), grid: HashGridData, data: SelfContactData,
-                               query_radius: float, typical: float, boxes: PrimitiveBoxes,
-                               bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32),
+def find_vertex_triangle_pairs(x: wp.array(dtype=wp.vec3), tree: TreeData, data: SelfContactData,
+                               query_radius: float, bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32),
                                partial: PartialSearch):
-    """Each colliding vertex against the triangles within query_radius (try_vertex_triangle): those of corner
-    radius up to `typical` [m] through the grid, the larger ones from their list (scan_vertex_triangles, which
-    the partial search shares; `partial` is unused here)."""
+    """Each colliding vertex against the triangles within query_radius (try_vertex_triangle), through the
+    triangle tree (scan_vertex_triangles, which the partial search shares; `partial` is unused here)."""
     v = wp.tid()
     if data.thickness[v] <= 0.0:
         return
-    data.vt_count[v] = scan_vertex_triangles(x, grid, data, boxes, v, query_radius, typical, query_radius, bound,
-                                             overflow, partial, False)
+    data.vt_count[v] = scan_vertex_triangles(x, tree, data, v, query_radius, query_radius, bound, overflow, partial,
+                                             False)
 
 
 @wp.func
@@ -202,27 +157,22 @@ def try_edge_edge(x: wp.array(dtype=wp.vec3), data: SelfContactData, e: int, f: 
 
 
 @wp.kernel(module=ORDER_FREE)
-def find_edge_edge_pairs(x: wp.array(dtype=wp.vec3), tree: EdgeTreeData, data: SelfContactData,
+def find_edge_edge_pairs(x: wp.array(dtype=wp.vec3), tree: TreeData, data: SelfContactData,
                          query_radius: float, bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32)):
     """Each collision edge e against the edges without a shared vertex within query_radius (try_edge_edge), each
-    unordered pair once, by its lower edge: through the edge tree (sim/self_contact_edgetree.py), whose boxes
+    unordered pair once, by its lower edge: through the edge tree (sim/self_contact_tree.py), whose boxes
     grown by half the query radius overlap for two edges within it, skipping every node whose edges all have
     indices up to e."""
     e = wp.tid()
     count = int(0)
     lower = tree.item_lower[e]
     upper = tree.item_upper[e]
-    n = int(0)
-    nodes = tree.skip.shape[0]
-    while n < nodes:
-        if tree.end[n] > e + 1 and boxes_overlap(lower, upper, tree.lower[n], tree.upper[n]):
-            if edge_tree_is_leaf(tree, n):
-                for f in range(wp.max(tree.start[n], e + 1), tree.end[n]):
-                    if boxes_overlap(lower, upper, tree.item_lower[f], tree.item_upper[f]):
-                        count = try_edge_edge(x, data, e, f, query_radius, bound, overflow, count)
-            n = n + 1  # the first child, or the next node after a leaf
-        else:
-            n = tree.skip[n]
+    n = tree_next_leaf(tree, lower, upper, e, 0)
+    while n < tree.skip.shape[0]:
+        for f in range(wp.max(tree.start[n], e + 1), tree.end[n]):
+            if boxes_overlap(lower, upper, tree.item_lower[f], tree.item_upper[f]):
+                count = try_edge_edge(x, data, e, f, query_radius, bound, overflow, count)
+        n = tree_next_leaf(tree, lower, upper, e, n + 1)
     data.ee_count[e] = count
 
 
@@ -338,16 +288,18 @@ class SelfContact:
         thickness = model.particle_thickness.numpy()
         tris = model.tri_indices.numpy().reshape(-1, 3)
         tris = tris[np.all(thickness[tris] > 0.0, axis=1)]
+        q = model.particle_q.numpy()
+        self._world = element_worlds(model, "particle", model.particle_count)
+        world = self._world.numpy()
+        # triangles and edges in their trees' leaf order: each node holds a range of indices
+        tri_order, *tri_tree = build_tree(q[tris].mean(axis=1) if len(tris) else np.zeros((0, 3)), world[tris[:, 0]])
+        tris = tris[tri_order]
         edges = np.unique(np.sort(np.concatenate([tris[:, [0, 1]], tris[:, [1, 2]], tris[:, [2, 0]]]), axis=1),
                           axis=0) if len(tris) else np.zeros((0, 2), np.int32)
         self.tri_count, self.edge_count = len(tris), len(edges)
         self.particle_count = model.particle_count
-        q = model.particle_q.numpy()
-        self._world = element_worlds(model, "particle", model.particle_count)
-        # the edges in the edge tree's leaf order: each node holds a range of indices
-        order, start, end, skip = build_edge_tree(0.5 * (q[edges[:, 0]] + q[edges[:, 1]]),
-                                                  self._world.numpy()[edges[:, 0]])
-        edges = edges[order]
+        edge_order, *edge_tree = build_tree(0.5 * (q[edges[:, 0]] + q[edges[:, 1]]), world[edges[:, 0]])
+        edges = edges[edge_order]
         self.max_thickness = float(thickness.max(initial=0.0))
         self.query_radius = QUERY_RADIUS * self.max_thickness
         # a pair beyond r_q at the search, whose sides each moved less than this, is still farther apart than
@@ -359,20 +311,9 @@ class SelfContact:
         self.data, self.bound, self.x_search = self._new_pairs()
         self._active_lists = ActiveLists(self.particle_count, self.edge_count, d)
         self.active = (self.particle_count, self.edge_count)  # vertices and edges listing pairs, as last read
-        self._boxes = PrimitiveBoxes()
-        for field in ("centre", "lower", "upper", "grid_lower", "grid_upper"):
-            setattr(self._boxes, f"tri_{field}", wp.zeros(max(self.tri_count, 1), dtype=wp.vec3, device=d))
-        self._boxes.tri_radius = wp.zeros(max(self.tri_count, 1), dtype=float, device=d)
-        self._boxes.large = wp.zeros(max(self.tri_count, 1), dtype=wp.int32, device=d)
-        self._boxes.large_count = wp.zeros(1, dtype=wp.int32, device=d)
-        corners = q[tris] if len(tris) else np.zeros((1, 3, 3))
-        tri_radius = np.linalg.norm(corners - corners.mean(axis=1, keepdims=True), axis=2).max(initial=0.0)
-        # triangles up to LARGE times their size at rest are found through the grid, the rest from a list
-        self._typical = LARGE * float(tri_radius)
-        # the triangle grid's cells are a query's full reach
-        self._tri_cell = max(self.query_radius + self._typical, 1.0e-6)
-        self._tri_grid = HashGrid(*(hash_grid_dims_for(GRID_CELLS_PER_PRIMITIVE * self.tri_count),) * 3, device=d)
-        self._edge_tree = EdgeTree(start, end, skip, self.edge_count, 0.5 * self.query_radius, d)
+        # a triangle's box is its own (a vertex's query grows its box by r_q), an edge's is grown by r_q / 2
+        self._tri_tree = PrimitiveTree(*tri_tree, self.tri_count, 0.0, d)
+        self._edge_tree = PrimitiveTree(*edge_tree, self.edge_count, 0.5 * self.query_radius, d)
         self.overflow = wp.zeros(1, dtype=wp.int32, device=d)
         self.searches = 0
         self.has_pairs = True  # whether any pair is listed: a model without pairs skips its pair passes
@@ -498,12 +439,11 @@ class SelfContact:
             self._run(reset_marked, self.particle_count,
                       [x, self._drift_before, self._drift_group, partial, GAMMA * r, self.x_search, self.bound])
             if int(partial.failed.numpy()[0]):
-                self._build_grids(self.x_search)
+                self._refit_trees(self.x_search)
                 partial.failed.zero_()
             wp.copy(partial.vt_base, data.vt_count)
             wp.copy(partial.ee_base, data.ee_count)
-            common = [self.x_search, self._tri_grid_data, data, partial, r, self._typical, self._boxes,
-                      self.bound, self.overflow]
+            common = [self.x_search, self._tri_tree.data, data, partial, r, self.bound, self.overflow]
             self._run(search_marked_vertices, self.particle_count, common)
             self._run(search_marked_triangles, self.tri_count, common)
             self._run(clamp_list_counts, self.particle_count, [data, partial, 0])
@@ -525,21 +465,12 @@ class SelfContact:
         self._list_active()
         return True
 
-    def _build_grids(self, x):
-        """The triangles' boxes and grid and the edge tree's boxes at positions x [m] (vec3 [particle_count]),
-        which become partial.x_grid."""
-        boxes = self._boxes
-        boxes.large_count.zero_()
+    def _refit_trees(self, x):
+        """The triangle and edge trees' boxes at positions x [m] (vec3 [particle_count]), which become
+        partial.x_grid."""
         wp.launch(copy_positions, dim=self.particle_count, inputs=[x, self._partial.x_grid], device=self.device,
                   record_tape=False)
-        if self.tri_count:
-            wp.launch(primitive_boxes, dim=self.tri_count, device=self.device, record_tape=False,
-                      inputs=[x, self.data.tri_indices, self._typical, boxes])
-        # fixed cell widths and query radii: no wait for the device here
-        self._tri_grid_data = self._tri_grid.build(boxes.tri_centre, self._tri_cell, keep_arrays=True)
-        wp.launch(boxes_in_grid_order, dim=self.tri_count, device=self.device, record_tape=False,
-                  inputs=[self._tri_grid_data.sorted_index, boxes.tri_lower, boxes.tri_upper, boxes.tri_radius,
-                          self._typical, boxes.tri_grid_lower, boxes.tri_grid_upper])
+        self._tri_tree.refit(x, self.data.tri_indices)
         self._edge_tree.refit(x, self.data.edge_indices)
 
     def _list_active(self):
@@ -569,11 +500,10 @@ class SelfContact:
         data, r = self.data, self.query_radius
 
         self._run(copy_positions, self.particle_count, [x, self.x_search])
-        self._build_grids(x)
-        boxes, tri_grid = self._boxes, self._tri_grid_data
+        self._refit_trees(x)
         self.bound.fill_(r)
         self._run(find_vertex_triangle_pairs, self.particle_count,
-                  [x, tri_grid, data, r, self._typical, boxes, self.bound, self.overflow, self._partial])
+                  [x, self._tri_tree.data, data, r, self.bound, self.overflow, self._partial])
         if self.edge_count:
             self._run(find_edge_edge_pairs, self.edge_count,
                       [x, self._edge_tree.data, data, r, self.bound, self.overflow])

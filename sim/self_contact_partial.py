@@ -19,11 +19,12 @@ the search is run again (up to PARTIAL_ATTEMPTS times; the lists and bounds a fa
 rewritten by the next, and pairs it added to lists outside S are real pairs); when S is not small, or stays
 blocked, the whole cloth is searched instead.
 
-Which pairs are found. The grids of the last full search are reused: a primitive's vertices are within
-PARTIAL_MARGIN of the positions the grid was built from, so queries grow their boxes by that margin. When a
-vertex of S is reset farther, the grids and boxes are built again at the search positions of every vertex
-(those of S just reset, the others' from their last search), a few launches without any pair query: the
-semi-implicit 64 x 64 drop's partial searches failed that way 895 times in 48 frames, each a full search. The pairs of a vertex of S (as the vertex of a vertex-triangle pair)
+Which pairs are found. The trees of the last full search (sim/self_contact_tree.py) are reused: a primitive's
+vertices are within PARTIAL_MARGIN of the positions the trees were refitted at (the grid positions), so queries
+grow their boxes by that margin. When a vertex of S is reset farther, the trees are refitted again at the search
+positions of every vertex (those of S just reset, the others' from their last search), two launches a tree
+without any pair query (the semi-implicit 64 x 64 drop's partial searches once failed that way 895 times in 48
+frames, each then a full search). The pairs of a vertex of S (as the vertex of a vertex-triangle pair)
 and of an edge with a vertex in S (its edge-edge pairs) are searched again and replace their lists; a pair
 with a triangle or edge of S stored at a vertex or edge outside S is added to that one's list when missing
 (the list's pairs from before stay: they are still valid, only farther than they could be).
@@ -31,9 +32,8 @@ with a triangle or edge of S stored at a vertex or edge outside S is added to th
 
 import kernels as wp
 
-from .self_contact_edgetree import EdgeTreeData, edge_tree_is_leaf
-from .hashgrid import HashGridData, hash_grid_box_extent, hash_grid_cell_index, hash_grid_cell_of
-from .self_contact_primitives import (EE_SLOTS, GAMMA, VT_SLOTS, PrimitiveBoxes, SelfContactData, boxes_overlap,
+from .self_contact_tree import TreeData, tree_next_leaf
+from .self_contact_primitives import (EE_SLOTS, GAMMA, VT_SLOTS, SelfContactData, boxes_overlap,
                                     edge_edge_candidate, order_free_module, try_vertex_triangle,
                                     vertex_triangle_candidate)
 
@@ -47,7 +47,7 @@ ORDER_FREE = order_free_module(__name__)
 # no `from __future__ import annotations`: kernels/struct.py evaluates string annotations in the top-level
 # package's namespace
 
-#: how far (in query radii) a vertex's search position may move from where the grids were built before the
+#: how far (in query radii) a vertex's search position may move from where the trees were refitted before the
 #: next search is a full one: partial queries grow their boxes by this much
 PARTIAL_MARGIN = 0.5
 #: a search is partial when at most this fraction of the colliding vertices asks for it
@@ -62,13 +62,13 @@ class PartialSearch:
 
     marked: non-zero for the vertices of S (1: they ask for a search, 2: they would within a few steps)
         [particle_count] int32.
-    x_grid: the positions the grids and boxes were built from [m] (the last full search's, or the search
+    x_grid: the positions the trees' boxes were refitted at [m] (the last full search's, or the search
         positions when a partial search built them again) [particle_count] vec3.
     vt_base, ee_base: the list lengths before the partial search [particle_count], [edge_count] int32 (pairs
         added to a list are checked for duplicates against these, which no thread changes).
     first_triangle: the lowest triangle (row of tri_indices) containing each vertex, -1 for none
         [particle_count] int32: a vertex near a triangle is visited through that triangle only.
-    failed: [0] = 1 when a vertex of S was reset beyond the margin (reset_marked: the caller builds the grids
+    failed: [0] = 1 when a vertex of S was reset beyond the margin (reset_marked: the caller refits the trees
         again) or when a pair leaves no slack (the search kernels: the caller grows S) [1] int32.
     blocked: 1 at the vertices outside S of a pair that left no slack: they join S at the next attempt
         [particle_count] int32.
@@ -101,7 +101,7 @@ def reset_marked(x: wp.array(dtype=wp.vec3), drift: wp.array(dtype=wp.vec3), gro
                  partial: PartialSearch, cap: float, x_search: wp.array(dtype=wp.vec3),
                  bound: wp.array(dtype=float)):
     """The vertices of S: search position x - c (c: the drift of the last step), bound = cap (lowered by the
-    queries); partial.failed[0] = 1 when one is farther than the margin from the grids' positions."""
+    queries); partial.failed[0] = 1 when one is farther than the margin from the trees' positions."""
     i = wp.tid()
     if partial.marked[i] == 0:
         return
@@ -245,57 +245,42 @@ def visit_vertex_triangle(x: wp.array(dtype=wp.vec3), data: SelfContactData, par
 
 
 @wp.func
-def scan_vertex_triangles(x: wp.array(dtype=wp.vec3), grid: HashGridData, data: SelfContactData,
-                          boxes: PrimitiveBoxes, v: int, grow: float, typical: float, query_radius: float,
-                          bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32), partial: PartialSearch,
-                          searched_partially: bool):
-    """Vertex v against every triangle whose box comes within `grow` [m] of it (its corner radius up to
-    `typical` [m]: through the grid's cells that can hold its centroid; larger: from the list), each tested within
-    query_radius; returns v's new pair count. The one cell scan of both searches: the full search keeps a pair by
-    try_vertex_triangle (grow = query_radius), a partial one by visit_vertex_triangle (grow = query_radius + the
-    margin, as the grid and boxes are the last full search's)."""
+def scan_vertex_triangles(x: wp.array(dtype=wp.vec3), tree: TreeData, data: SelfContactData, v: int, grow: float,
+                          query_radius: float, bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32),
+                          partial: PartialSearch, searched_partially: bool):
+    """Vertex v against every triangle whose box (in the triangle tree: sim/self_contact_tree.py) comes within
+    `grow` [m] of it, each tested within query_radius; returns v's new pair count. The one query of both
+    searches: the full search keeps a pair by try_vertex_triangle (grow = query_radius), a partial one by
+    visit_vertex_triangle (grow = query_radius + the margin, as the tree's boxes are at the grid positions)."""
     p = x[v]
     lower = p - wp.vec3(grow, grow, grow)
     upper = p + wp.vec3(grow, grow, grow)
-    # a triangle within grow of p has its centroid within grow + its corner radius (at most `typical`) of p
-    extra = wp.vec3(typical, typical, typical)
-    first = hash_grid_cell_of(grid, lower - extra)
-    extent = hash_grid_box_extent(grid, first, hash_grid_cell_of(grid, upper + extra))
     count = int(0)
-    for cz in range(extent[2]):
-        for cy in range(extent[1]):
-            for cx in range(extent[0]):
-                cell = hash_grid_cell_index(grid, first + wp.vec3i(cx, cy, cz))
-                for k in range(grid.cell_start[cell], grid.cell_end[cell]):
-                    # the cheap box test inline, first (a call passes the struct of arrays)
-                    if boxes_overlap(lower, upper, boxes.tri_grid_lower[k], boxes.tri_grid_upper[k]):
-                        if searched_partially:
-                            count = visit_vertex_triangle(x, data, partial, bound, overflow, v,
-                                                          grid.sorted_index[k], query_radius, count, True)
-                        else:
-                            count = try_vertex_triangle(x, data, v, grid.sorted_index[k], query_radius, bound,
-                                                        overflow, count)
-    for k in range(boxes.large_count[0]):
-        t = boxes.large[k]
-        if boxes_overlap(lower, upper, boxes.tri_lower[t], boxes.tri_upper[t]):
-            if searched_partially:
-                count = visit_vertex_triangle(x, data, partial, bound, overflow, v, t, query_radius, count, True)
-            else:
-                count = try_vertex_triangle(x, data, v, t, query_radius, bound, overflow, count)
+    n = tree_next_leaf(tree, lower, upper, -1, 0)
+    while n < tree.skip.shape[0]:
+        for t in range(tree.start[n], tree.end[n]):
+            # the cheap box test inline, first (a call passes the struct of arrays)
+            if boxes_overlap(lower, upper, tree.item_lower[t], tree.item_upper[t]):
+                if searched_partially:
+                    count = visit_vertex_triangle(x, data, partial, bound, overflow, v, t, query_radius, count,
+                                                  True)
+                else:
+                    count = try_vertex_triangle(x, data, v, t, query_radius, bound, overflow, count)
+        n = tree_next_leaf(tree, lower, upper, -1, n + 1)
     return count
 
 
 @wp.kernel(module=ORDER_FREE)
-def search_marked_vertices(x: wp.array(dtype=wp.vec3), grid: HashGridData, data: SelfContactData,
-                           partial: PartialSearch, query_radius: float, typical: float, boxes: PrimitiveBoxes,
-                           bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32)):
+def search_marked_vertices(x: wp.array(dtype=wp.vec3), tree: TreeData, data: SelfContactData,
+                           partial: PartialSearch, query_radius: float, bound: wp.array(dtype=float),
+                           overflow: wp.array(dtype=wp.int32)):
     """Each vertex of S against every triangle within query_radius at positions x (the search positions), its
-    list rewritten (scan_vertex_triangles). The grid and boxes are the last full search's, hence the margin."""
+    list rewritten (scan_vertex_triangles). The tree's boxes are at the grid positions, hence the margin."""
     v = wp.tid()
     if partial.marked[v] == 0 or data.thickness[v] <= 0.0:
         return
-    data.vt_count[v] = scan_vertex_triangles(x, grid, data, boxes, v, query_radius + partial.margin, typical,
-                                             query_radius, bound, overflow, partial, True)
+    data.vt_count[v] = scan_vertex_triangles(x, tree, data, v, query_radius + partial.margin, query_radius, bound,
+                                             overflow, partial, True)
 
 
 @wp.func
@@ -310,11 +295,12 @@ def visit_corners(x: wp.array(dtype=wp.vec3), data: SelfContactData, partial: Pa
 
 
 @wp.kernel(module=ORDER_FREE)
-def search_marked_triangles(x: wp.array(dtype=wp.vec3), grid: HashGridData, data: SelfContactData,
-                            partial: PartialSearch, query_radius: float, typical: float, boxes: PrimitiveBoxes,
-                            bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32)):
+def search_marked_triangles(x: wp.array(dtype=wp.vec3), tree: TreeData, data: SelfContactData,
+                            partial: PartialSearch, query_radius: float, bound: wp.array(dtype=float),
+                            overflow: wp.array(dtype=wp.int32)):
     """Each triangle with a vertex in S against the vertices outside S within query_radius (found as corners
-    of the triangles near it, each through its first triangle): the pair is added to the vertex's list."""
+    of the triangles near it in the triangle tree, each through its first triangle): the pair is added to the
+    vertex's list."""
     t = wp.tid()
     a = data.tri_indices[t, 0]
     b = data.tri_indices[t, 1]
@@ -324,20 +310,12 @@ def search_marked_triangles(x: wp.array(dtype=wp.vec3), grid: HashGridData, data
     grow = query_radius + partial.margin
     lower = wp.min(wp.min(x[a], x[b]), x[c]) - wp.vec3(grow, grow, grow)
     upper = wp.max(wp.max(x[a], x[b]), x[c]) + wp.vec3(grow, grow, grow)
-    extra = wp.vec3(typical, typical, typical)
-    first = hash_grid_cell_of(grid, lower - extra)
-    extent = hash_grid_box_extent(grid, first, hash_grid_cell_of(grid, upper + extra))
-    for cz in range(extent[2]):
-        for cy in range(extent[1]):
-            for cx in range(extent[0]):
-                cell = hash_grid_cell_index(grid, first + wp.vec3i(cx, cy, cz))
-                for k in range(grid.cell_start[cell], grid.cell_end[cell]):
-                    if boxes_overlap(lower, upper, boxes.tri_grid_lower[k], boxes.tri_grid_upper[k]):
-                        visit_corners(x, data, partial, bound, overflow, t, grid.sorted_index[k], query_radius)
-    for k in range(boxes.large_count[0]):
-        near = boxes.large[k]
-        if boxes_overlap(lower, upper, boxes.tri_lower[near], boxes.tri_upper[near]):
-            visit_corners(x, data, partial, bound, overflow, t, near, query_radius)
+    n = tree_next_leaf(tree, lower, upper, -1, 0)
+    while n < tree.skip.shape[0]:
+        for near in range(tree.start[n], tree.end[n]):
+            if boxes_overlap(lower, upper, tree.item_lower[near], tree.item_upper[near]):
+                visit_corners(x, data, partial, bound, overflow, t, near, query_radius)
+        n = tree_next_leaf(tree, lower, upper, -1, n + 1)
 
 
 @wp.func
@@ -376,13 +354,13 @@ def visit_edge_edge(x: wp.array(dtype=wp.vec3), data: SelfContactData, partial: 
 
 
 @wp.kernel(module=ORDER_FREE)
-def search_marked_edges(x: wp.array(dtype=wp.vec3), tree: EdgeTreeData, data: SelfContactData,
+def search_marked_edges(x: wp.array(dtype=wp.vec3), tree: TreeData, data: SelfContactData,
                         partial: PartialSearch, query_radius: float, bound: wp.array(dtype=float),
                         overflow: wp.array(dtype=wp.int32)):
     """Each edge with a vertex in S against every edge within query_radius: its own list rewritten, pairs
     owned by an edge outside S added to that edge's list.
 
-    Through the full search's edge tree (sim/self_contact_edgetree.py), whose boxes are at the grid positions
+    Through the full search's edge tree (sim/self_contact_tree.py), whose boxes are at the grid positions
     grown by r_q / 2: the query box is e's at the search positions x grown by r_q / 2 plus the margin (a
     candidate's vertices are within the margin of its tree box), over every node whose box it overlaps."""
     e = wp.tid()
@@ -394,15 +372,10 @@ def search_marked_edges(x: wp.array(dtype=wp.vec3), tree: EdgeTreeData, data: Se
     lower = wp.min(x[i0], x[i1]) - wp.vec3(reach, reach, reach)
     upper = wp.max(x[i0], x[i1]) + wp.vec3(reach, reach, reach)
     count = int(0)
-    n = int(0)
-    nodes = tree.skip.shape[0]
-    while n < nodes:
-        if boxes_overlap(lower, upper, tree.lower[n], tree.upper[n]):
-            if edge_tree_is_leaf(tree, n):
-                for f in range(tree.start[n], tree.end[n]):
-                    if boxes_overlap(lower, upper, tree.item_lower[f], tree.item_upper[f]):
-                        count = visit_edge_edge(x, data, partial, bound, overflow, e, f, query_radius, count)
-            n = n + 1  # the first child, or the next node after a leaf
-        else:
-            n = tree.skip[n]
+    n = tree_next_leaf(tree, lower, upper, -1, 0)
+    while n < tree.skip.shape[0]:
+        for f in range(tree.start[n], tree.end[n]):
+            if boxes_overlap(lower, upper, tree.item_lower[f], tree.item_upper[f]):
+                count = visit_edge_edge(x, data, partial, bound, overflow, e, f, query_radius, count)
+        n = tree_next_leaf(tree, lower, upper, -1, n + 1)
     data.ee_count[e] = count

@@ -25,8 +25,6 @@ def order_free_module(name: str) -> str:
 VT_SLOTS = 48  # triangles kept per vertex
 EE_SLOTS = 48  # edges kept per edge
 QUERY_RADIUS = 2.0  # the pair search radius r_q, in thicknesses
-LARGE = 1.5  # primitives more than this many times their size at rest are searched from a list, not the grids
-GRID_CELLS_PER_PRIMITIVE = 8  # hash grid cells per primitive: cloth is a thin sheet, so most cells stay empty
 GAMMA = 0.4  # fraction of a vertex's distance to its nearest primitive it may move between searches (< 1/2)
 #: default thickness as a fraction of a cloth's mean edge length: below the 0.71 edge lengths between a flat
 #: grid's vertex and the nearest triangle not containing it, so a cloth at rest touches nothing of its own
@@ -156,25 +154,6 @@ def edge_edge_candidate(x: wp.array(dtype=wp.vec3), data: SelfContactData, e: in
         return wp.vec3(0.0, 0.0, 0.0), NO_PAIR
     s, t, u = edge_separation(x, i0, i1, j0, j1)
     return u, wp.length(u)
-
-
-@wp.struct
-class PrimitiveBoxes:
-    """The search's view of the triangles at the search positions: their centroids [m] (the triangle hash grid's
-    points), the distance from each centroid to its farthest corner [m] (a triangle beyond `typical` of it is
-    searched from the `large` list, large_count[0] of them, not the grid), and the axis-aligned boxes [m] that
-    every candidate passes first (cheaper and, for thin primitives, several times tighter than bounding spheres),
-    also in the grid's order (tri_grid_lower, tri_grid_upper). Edges have their own tree
-    (sim/self_contact_edgetree.py)."""
-
-    tri_centre: wp.array(dtype=wp.vec3)
-    tri_radius: wp.array(dtype=float)
-    tri_lower: wp.array(dtype=wp.vec3)
-    tri_upper: wp.array(dtype=wp.vec3)
-    large: wp.array(dtype=wp.int32)
-    large_count: wp.array(dtype=wp.int32)
-    tri_grid_lower: wp.array(dtype=wp.vec3)
-    tri_grid_upper: wp.array(dtype=wp.vec3)
 
 
 @wp.func

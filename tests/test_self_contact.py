@@ -320,10 +320,9 @@ def test_sim_run_warns_once_when_pairs_overflow_their_slots(tmp_path, capsys):
 
 
 def test_the_search_finds_every_pair_within_its_radius_stretched_primitives_included():
-    """A folded, noisy cloth with a few vertices pulled far (triangles stretched past the grid's typical size,
-    searched from a list; edges stretched far, whose tree boxes grow): every vertex-triangle and edge-edge pair
-    closer than r_q, found by
-    brute force in numpy, has lowered its vertices' bound to GAMMA times its distance (the bound is what keeps
+    """A folded, noisy cloth with a few vertices pulled far (triangles and edges stretched to several times
+    their size at rest, whose trees' boxes grow): every vertex-triangle and edge-edge pair closer than r_q, found
+    by brute force in numpy, has lowered its vertices' bound to GAMMA times its distance (the bound is what keeps
     the cloth from passing through itself)."""
     from sim.self_contact import GAMMA, SelfContact
     rng = np.random.default_rng(1)
@@ -339,7 +338,6 @@ def test_the_search_finds_every_pair_within_its_radius_stretched_primitives_incl
     contact = SelfContact(model)
     _, bound = contact.find(wp.array(x.astype(np.float32), dtype=wp.vec3))
     bound, r = bound.numpy(), contact.query_radius
-    assert contact._boxes.large_count.numpy()[0] > 0, "some triangles are searched from the list"
     tris, edges = contact._tri_indices.numpy(), contact._edge_indices.numpy()
     missed = []
     for v in range(len(x)):

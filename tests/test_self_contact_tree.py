@@ -1,15 +1,16 @@
-"""The edge tree of cloth self-contact's searches (sim/self_contact_edgetree.py): its shape (every node's edges a
-range, split into its two children's, leaves of at most LEAF_SIZE edges, skip links past each subtree, a world
-boundary inside at most one leaf), refitted boxes that hold every edge's grown box, and queries that find every
-edge-edge pair a brute-force search finds (the completeness of the whole search is tests/test_self_contact.py's)."""
+"""The triangle and edge trees of cloth self-contact's searches (sim/self_contact_tree.py): their shape (every
+node's primitives a range, split into its two children's, leaves of at most LEAF_SIZE, skip links past each
+subtree, a world boundary inside at most one leaf), refitted boxes that hold every primitive's grown box, and
+queries that find every vertex-triangle and edge-edge pair a brute-force search finds (the bound's completeness
+over a whole search, stretched primitives included, is tests/test_self_contact.py's)."""
 
 import numpy as np
 import pytest
 
 import kernels as wp
 import sim
-from sim.self_contact import SelfContact, find_edge_edge_pairs
-from sim.self_contact_edgetree import LEAF_SIZE, build_edge_tree
+from sim.self_contact import SelfContact, closest_point_triangle, find_edge_edge_pairs, find_vertex_triangle_pairs
+from sim.self_contact_tree import LEAF_SIZE, build_tree
 
 
 @pytest.mark.parametrize("count", [1, 4, 5, 1000])
@@ -18,7 +19,7 @@ def test_the_tree_splits_every_range_into_two_and_skips_past_each_subtree(count)
     midpoints = rng.normal(size=(count, 3))
     worlds = (np.arange(count) >= 0.6 * count).astype(np.int32)  # two worlds, unevenly sized
     rng.shuffle(worlds)
-    order, start, end, skip = build_edge_tree(midpoints, worlds)
+    order, start, end, skip = build_tree(midpoints, worlds)
     assert np.array_equal(np.sort(order), np.arange(count))
     assert (start[0], end[0], skip[0]) == (0, count, len(start))
     mixed = 0
@@ -37,9 +38,8 @@ def test_the_tree_splits_every_range_into_two_and_skips_past_each_subtree(count)
     assert np.array_equal(np.concatenate([np.arange(start[n], end[n]) for n in leaves]), np.arange(count))
 
 
-def test_the_refitted_tree_holds_every_edge_and_its_queries_find_every_pair():
-    """A crumpled cloth (random displacements much larger than its cells): each node's box holds its edges'
-    boxes grown by r_q / 2, and the full search lists exactly the edge pairs within r_q that brute force finds."""
+def crumpled_cloth():
+    """A cloth crumpled at random (displacements larger than its cells) and its SelfContact after a search."""
     b = sim.ModelBuilder()
     b.add_cloth_grid((0, 0, 0), (0.0, 0.0, 0.0, 1.0), (0, 0, 0), 12, 12, 0.02, 0.02, mass=0.001,
                      self_collision=True, thickness=0.01)
@@ -48,17 +48,28 @@ def test_the_refitted_tree_holds_every_edge_and_its_queries_find_every_pair():
     x = model.particle_q.numpy() + rng.normal(scale=0.03, size=(model.particle_count, 3))
     contact = SelfContact(model)
     contact.find(wp.array(x.astype(np.float32), dtype=wp.vec3))
-    tree, r = contact._edge_tree.data, contact.query_radius
-    edges = contact._edge_indices.numpy()
+    return model, contact, x
+
+
+def check_boxes(tree, lower, upper):
+    """Each primitive's box as expected and each node's box holding its primitives' boxes."""
     lo, hi = tree.item_lower.numpy(), tree.item_upper.numpy()
-    g = 0.5 * r
-    assert np.allclose(lo, np.minimum(x[edges[:, 0]], x[edges[:, 1]]) - g, atol=1e-6)
-    assert np.allclose(hi, np.maximum(x[edges[:, 0]], x[edges[:, 1]]) + g, atol=1e-6)
+    assert np.allclose(lo, lower, atol=1e-6) and np.allclose(hi, upper, atol=1e-6)
     start, end = tree.start.numpy(), tree.end.numpy()
     node_lo, node_hi = tree.lower.numpy(), tree.upper.numpy()
     for n in range(len(start)):
         assert np.all(node_lo[n] <= lo[start[n]:end[n]].min(axis=0))
         assert np.all(node_hi[n] >= hi[start[n]:end[n]].max(axis=0))
+
+
+def test_the_edge_tree_holds_every_edge_and_its_query_finds_every_pair():
+    """Each node's box holds its edges' boxes grown by r_q / 2, and the query lists exactly the edge pairs within
+    r_q that brute force finds, each once, at its lower edge."""
+    model, contact, x = crumpled_cloth()
+    tree, r = contact._edge_tree.data, contact.query_radius
+    edges = contact._edge_indices.numpy()
+    check_boxes(tree, np.minimum(x[edges[:, 0]], x[edges[:, 1]]) - 0.5 * r,
+                np.maximum(x[edges[:, 0]], x[edges[:, 1]]) + 0.5 * r)
 
     # the query's own lists (find keeps only the pairs that can touch before the next search)
     bound = wp.full(model.particle_count, r, dtype=float)
@@ -84,6 +95,47 @@ def test_the_refitted_tree_holds_every_edge_and_its_queries_find_every_pair():
                 borderline.add((e, f))
     assert len(expected) > 100
     assert expected <= listed <= expected | borderline
+
+
+def test_the_triangle_tree_holds_every_triangle_and_its_query_finds_every_pair():
+    """Each node's box holds its triangles' own boxes, and the vertex query lists exactly the vertex-triangle
+    pairs within r_q that brute force finds."""
+    model, contact, x = crumpled_cloth()
+    tree, r = contact._tri_tree.data, contact.query_radius
+    tris = contact._tri_indices.numpy()
+    check_boxes(tree, x[tris].min(axis=1), x[tris].max(axis=1))
+
+    bound = wp.full(model.particle_count, r, dtype=float)
+    wp.launch(find_vertex_triangle_pairs, dim=model.particle_count,
+              inputs=[contact.x_search, tree, contact.data, r, bound, contact.overflow, contact._partial])
+    assert contact.overflow.numpy()[0] == 0
+    count, listed_tri = contact.data.vt_count.numpy(), contact.data.vt_triangle.numpy().reshape(len(x), -1)
+    listed = {(v, int(t)) for v in range(len(x)) for t in listed_tri[v, :count[v]]}
+    expected, borderline = set(), set()
+    x64 = x.astype(np.float64)
+    for v in range(len(x)):
+        for t, corners in enumerate(tris):
+            if v in corners:
+                continue
+            d = point_triangle_distance(x64[v], *x64[corners])
+            if d < r * 0.99:
+                expected.add((v, t))
+            elif d < r * 1.01:
+                borderline.add((v, t))
+    assert len(expected) > 100
+    assert expected <= listed <= expected | borderline
+
+
+def point_triangle_distance(p, a, b, c):
+    """The exact distance from point p to triangle abc [m]: to its plane when p projects inside, else to the
+    nearest of its edges."""
+    n = np.cross(b - a, c - a)
+    n = n / np.linalg.norm(n)
+    q = p - np.dot(p - a, n) * n
+    inside = all(np.dot(np.cross(v1 - v0, q - v0), n) >= 0.0 for v0, v1 in ((a, b), (b, c), (c, a)))
+    if inside:
+        return float(abs(np.dot(p - a, n)))
+    return min(segment_distance(p, p, v0, v1, samples=1) for v0, v1 in ((a, b), (b, c), (c, a)))
 
 
 def segment_distance(a0, a1, b0, b1, samples=401):
