@@ -7,7 +7,7 @@ centres (after splitting by world, so that a subtree holds one world where it ca
 LEAF_SIZE primitives, and the primitives are renumbered in the leaves' order (SelfContact keeps its triangles and
 edges in that order), so that every node holds a contiguous range [start, end) of indices. A cloth stretches
 little, so a subtree stays a compact patch of the surface however the cloth moves and folds: refitting the boxes
-suffices, one pass over the leaves and one over the inner nodes. A primitive stretched far only grows its
+suffices, one pass over the leaves and one over the inner nodes (on a GPU a launch per height instead). A primitive stretched far only grows its
 leaf's boxes (no list of large primitives, no cell width to outgrow). Nodes are stored in preorder with skip
 links (the node after a node's subtree), so a query walks the tree without a stack: from node n it goes on to n +
 1 (the first child) when the node's box overlaps the query's, else to skip[n]; a leaf is a node with skip[n] == n
@@ -178,12 +178,38 @@ def refit_inner(tree: TreeData):
             tree.upper[n] = wp.max(tree.upper[n + 1], tree.upper[right])
 
 
+@wp.kernel
+def refit_height(tree: TreeData, nodes: wp.array(dtype=wp.int32)):
+    """The boxes of the inner nodes of one height (`nodes`) from their children's: a launch per height, lowest
+    first, refit_inner's form for a GPU, where one thread walking every node would leave it idle."""
+    n = nodes[wp.tid()]
+    right = tree.skip[n + 1]
+    tree.lower[n] = wp.min(tree.lower[n + 1], tree.lower[right])
+    tree.upper[n] = wp.max(tree.upper[n + 1], tree.upper[right])
+
+
+def node_heights(skip: np.ndarray) -> np.ndarray:
+    """Each node's height (0 for a leaf, else 1 + its taller child's) from the preorder skip links (int32
+    [node_count])."""
+    nodes = np.arange(len(skip))
+    inner = nodes[skip != nodes + 1]
+    left, right = inner + 1, skip[inner + 1]
+    heights = np.zeros(len(skip), np.int32)
+    while True:  # as many passes as the tree is deep
+        new = 1 + np.maximum(heights[left], heights[right])
+        if np.array_equal(new, heights[inner]):
+            return heights
+        heights[inner] = new
+
+
 class PrimitiveTree:
     """A tree (module docstring) of the shape build_tree gave, over `count` primitives already in its leaf
     order, refitted by `refit`; `data` is what the queries read. grow: how much each primitive's box is grown
-    [m]."""
+    [m]. per_height: refit the inner nodes a height at a time (a launch each) rather than in one serial pass;
+    default: on a GPU only (on the CPU the serial pass costs less than the launches)."""
 
-    def __init__(self, start: np.ndarray, end: np.ndarray, skip: np.ndarray, count: int, grow: float, device):
+    def __init__(self, start: np.ndarray, end: np.ndarray, skip: np.ndarray, count: int, grow: float, device,
+                 per_height: bool | None = None):
         self.device = device
         nodes = max(len(start), 1)
         data = TreeData()
@@ -197,6 +223,12 @@ class PrimitiveTree:
         data.grow = float(grow)
         self.data = data
         self.node_count = len(start)
+        if per_height is None:
+            per_height = not wp.get_device(device).is_cpu
+        self._heights = None
+        if per_height and len(skip):
+            heights = node_heights(np.asarray(skip))
+            self._heights = [ints(np.flatnonzero(heights == h)) for h in range(1, int(heights.max()) + 1)]
 
     def refit(self, x, indices) -> TreeData:
         """Every box at positions x [m] (vec3 [particle_count]); indices: the primitives' vertices (int32
@@ -204,5 +236,10 @@ class PrimitiveTree:
         if self.node_count:
             wp.launch(refit_leaves, dim=self.node_count, inputs=[x, indices, self.data], device=self.device,
                       record_tape=False)
-            wp.launch(refit_inner, dim=1, inputs=[self.data], device=self.device, record_tape=False)
+            if self._heights is None:
+                wp.launch(refit_inner, dim=1, inputs=[self.data], device=self.device, record_tape=False)
+            else:
+                for nodes in self._heights:
+                    wp.launch(refit_height, dim=nodes.shape[0], inputs=[self.data, nodes], device=self.device,
+                              record_tape=False)
         return self.data

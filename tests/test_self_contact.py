@@ -286,10 +286,12 @@ def test_self_contact_kernels_compile_to_ptx():
     import sim.self_contact_active
     import sim.self_contact_bound
     import sim.self_contact_partial
+    import sim.self_contact_tree
     import sim.solvers.semi_implicit.self_contact
     import sim.solvers.xpbd.self_contact
 
-    searching = (sim.self_contact, sim.self_contact_active, sim.self_contact_bound, sim.self_contact_partial)
+    searching = (sim.self_contact, sim.self_contact_active, sim.self_contact_bound, sim.self_contact_partial,
+                 sim.self_contact_tree)
     for module in (*searching, sim.solvers.xpbd.self_contact, sim.solvers.semi_implicit.self_contact):
         # each file's kernels, and its order-free ones (their own module: never taped)
         for name in (module.__name__, getattr(module, "ORDER_FREE", None)):

@@ -9,8 +9,8 @@ import pytest
 
 import kernels as wp
 import sim
-from sim.self_contact import SelfContact, closest_point_triangle, find_edge_edge_pairs, find_vertex_triangle_pairs
-from sim.self_contact_tree import LEAF_SIZE, build_tree
+from sim.self_contact import SelfContact, find_edge_edge_pairs, find_vertex_triangle_pairs
+from sim.self_contact_tree import LEAF_SIZE, PrimitiveTree, build_tree, node_heights
 
 
 @pytest.mark.parametrize("count", [1, 4, 5, 1000])
@@ -36,6 +36,29 @@ def test_the_tree_splits_every_range_into_two_and_skips_past_each_subtree(count)
     # every leaf's range together is every edge once, in order
     leaves = [n for n in range(len(start)) if skip[n] == n + 1]
     assert np.array_equal(np.concatenate([np.arange(start[n], end[n]) for n in leaves]), np.arange(count))
+
+
+def test_a_refit_a_height_at_a_time_gives_the_serial_refits_boxes():
+    """The GPU's refit (a launch per height, lowest first) against the CPU's one serial pass over the inner nodes,
+    on the CPU: the same boxes to the bit, and heights that are 1 + the taller child's."""
+    rng = np.random.default_rng(5)
+    order, start, end, skip = build_tree(rng.random((1000, 3)), np.zeros(1000, np.int32))
+    heights = node_heights(skip)
+    for n in range(len(skip)):
+        leaf = skip[n] == n + 1
+        assert heights[n] == (0 if leaf else 1 + max(heights[n + 1], heights[skip[n + 1]]))
+    x = wp.array(rng.random((600, 3)).astype(np.float32), dtype=wp.vec3)
+    edges = wp.array(rng.integers(0, 600, (1000, 2)).astype(np.int32), dtype=wp.int32)
+    serial = PrimitiveTree(start, end, skip, 1000, 0.01, "cpu")
+    by_height = PrimitiveTree(start, end, skip, 1000, 0.01, "cpu", per_height=True)
+    assert serial._heights is None and len(by_height._heights) == heights.max()
+    serial.refit(x, edges)
+    by_height.refit(x, edges)
+    assert np.array_equal(serial.data.lower.numpy(), by_height.data.lower.numpy())
+    assert np.array_equal(serial.data.upper.numpy(), by_height.data.upper.numpy())
+    used = x.numpy()[edges.numpy()].reshape(-1, 3)  # the root holds every edge's grown box
+    assert np.allclose(serial.data.lower.numpy()[0], used.min(axis=0) - 0.01)
+    assert np.allclose(serial.data.upper.numpy()[0], used.max(axis=0) + 0.01)
 
 
 def crumpled_cloth():
