@@ -7,7 +7,7 @@ centres (after splitting by world, so that a subtree holds one world where it ca
 LEAF_SIZE primitives, and the primitives are renumbered in the leaves' order (SelfContact keeps its triangles and
 edges in that order), so that every node holds a contiguous range [start, end) of indices. A cloth stretches
 little, so a subtree stays a compact patch of the surface however the cloth moves and folds: refitting the boxes
-suffices, one pass over the leaves and one over the inner nodes (on a GPU a launch per height instead). A primitive stretched far only grows its
+suffices (the runtime's BVH refit: one pass over the leaves, then the inner nodes lowest first). A primitive stretched far only grows its
 leaf's boxes (no list of large primitives, no cell width to outgrow). Nodes are stored in preorder with skip
 links (the node after a node's subtree), so a query walks the tree without a stack: from node n it goes on to n +
 1 (the first child) when the node's box overlaps the query's, else to skip[n]; a leaf is a node with skip[n] == n
@@ -24,6 +24,7 @@ against 1.35 and 0.43 ms for the grids' builds. Integer data and boxes only: not
 import numpy as np
 
 import kernels as wp
+from kernels.runtime.bvh_refit import DeviceRefit
 
 from .self_contact_primitives import boxes_overlap
 
@@ -140,80 +141,35 @@ def build_tree(centres: np.ndarray, worlds: np.ndarray, leaf: int = LEAF_SIZE) -
 
 
 @wp.kernel
-def refit_leaves(x: wp.array(dtype=wp.vec3), indices: wp.array2d(dtype=wp.int32), tree: TreeData):
-    """Each leaf's primitives' grown boxes at positions x [m] (a primitive's vertices: a row of indices, 2 or 3
-    columns), and the leaf's box. dim = node_count."""
-    n = wp.tid()
-    if not tree_is_leaf(tree, n):
-        return
-    g = wp.vec3(tree.grow, tree.grow, tree.grow)
-    lower = wp.vec3(1.0e30, 1.0e30, 1.0e30)
-    upper = wp.vec3(-1.0e30, -1.0e30, -1.0e30)
-    for k in range(tree.start[n], tree.end[n]):
-        a = x[indices[k, 0]]
-        b = a
-        for c in range(1, indices.shape[1]):
-            p = x[indices[k, c]]
-            a = wp.min(a, p)
-            b = wp.max(b, p)
-        a = a - g
-        b = b + g
-        tree.item_lower[k] = a
-        tree.item_upper[k] = b
-        lower = wp.min(lower, a)
-        upper = wp.max(upper, b)
-    tree.lower[n] = lower
-    tree.upper[n] = upper
-
-
-@wp.kernel
-def refit_inner(tree: TreeData):
-    """The inner nodes' boxes from their children's, children before parents (reverse preorder). dim = 1."""
-    count = tree.skip.shape[0]
-    for i in range(count):
-        n = count - 1 - i
-        if not tree_is_leaf(tree, n):
-            right = tree.skip[n + 1]
-            tree.lower[n] = wp.min(tree.lower[n + 1], tree.lower[right])
-            tree.upper[n] = wp.max(tree.upper[n + 1], tree.upper[right])
-
-
-@wp.kernel
-def refit_height(tree: TreeData, nodes: wp.array(dtype=wp.int32)):
-    """The boxes of the inner nodes of one height (`nodes`) from their children's: a launch per height, lowest
-    first, refit_inner's form for a GPU, where one thread walking every node would leave it idle."""
-    n = nodes[wp.tid()]
-    right = tree.skip[n + 1]
-    tree.lower[n] = wp.min(tree.lower[n + 1], tree.lower[right])
-    tree.upper[n] = wp.max(tree.upper[n + 1], tree.upper[right])
-
-
-def node_heights(skip: np.ndarray) -> np.ndarray:
-    """Each node's height (0 for a leaf, else 1 + its taller child's) from the preorder skip links (int32
-    [node_count])."""
-    nodes = np.arange(len(skip))
-    inner = nodes[skip != nodes + 1]
-    left, right = inner + 1, skip[inner + 1]
-    heights = np.zeros(len(skip), np.int32)
-    while True:  # as many passes as the tree is deep
-        new = 1 + np.maximum(heights[left], heights[right])
-        if np.array_equal(new, heights[inner]):
-            return heights
-        heights[inner] = new
+def primitive_boxes(x: wp.array(dtype=wp.vec3), indices: wp.array2d(dtype=wp.int32), grow: float,
+                    lower: wp.array(dtype=wp.vec3), upper: wp.array(dtype=wp.vec3)):
+    """Each primitive's box at positions x [m] (its vertices: a row of indices, 2 or 3 columns), grown by
+    `grow` [m]. dim = primitive count."""
+    k = wp.tid()
+    a = x[indices[k, 0]]
+    b = a
+    for c in range(1, indices.shape[1]):
+        p = x[indices[k, c]]
+        a = wp.min(a, p)
+        b = wp.max(b, p)
+    g = wp.vec3(grow, grow, grow)
+    lower[k] = a - g
+    upper[k] = b + g
 
 
 class PrimitiveTree:
     """A tree (module docstring) of the shape build_tree gave, over `count` primitives already in its leaf
     order, refitted by `refit`; `data` is what the queries read. grow: how much each primitive's box is grown
-    [m]. per_height: refit the inner nodes a height at a time (a launch each) rather than in one serial pass;
-    default: on a GPU only (on the CPU the serial pass costs less than the launches)."""
+    [m]. The node boxes are refitted by the runtime's BVH refit (kernels.runtime.bvh_refit.DeviceRefit: the
+    leaves, then the inner nodes lowest first, in one serial pass on the CPU and a launch per height on a GPU, or
+    per_height as given)."""
 
     def __init__(self, start: np.ndarray, end: np.ndarray, skip: np.ndarray, count: int, grow: float, device,
                  per_height: bool | None = None):
         self.device = device
         nodes = max(len(start), 1)
         data = TreeData()
-        ints = lambda a: wp.array(a.astype(np.int32), dtype=wp.int32, device=device)  # noqa: E731
+        ints = lambda a: wp.array(np.asarray(a, np.int32), dtype=wp.int32, device=device)  # noqa: E731
         data.start, data.end = ints(start), ints(end)
         data.skip = ints(skip)
         data.lower = wp.zeros(nodes, dtype=wp.vec3, device=device)
@@ -222,24 +178,24 @@ class PrimitiveTree:
         data.item_upper = wp.zeros(max(count, 1), dtype=wp.vec3, device=device)
         data.grow = float(grow)
         self.data = data
+        self.count = count
         self.node_count = len(start)
-        if per_height is None:
-            per_height = not wp.get_device(device).is_cpu
-        self._heights = None
-        if per_height and len(skip):
-            heights = node_heights(np.asarray(skip))
-            self._heights = [ints(np.flatnonzero(heights == h)) for h in range(1, int(heights.max()) + 1)]
+        # the children of node n: n + 1 and the node after the first child's subtree; -1 for a leaf
+        ids = np.arange(len(skip))
+        inner = np.asarray(skip) != ids + 1
+        left = np.where(inner, ids + 1, -1)
+        right = np.where(inner, np.asarray(skip)[np.minimum(ids + 1, max(len(skip) - 1, 0))], -1)
+        self.children = (left, right)
+        buffers = {"prims": ints(np.arange(count)), "node_start": data.start, "node_end": data.end,
+                   "node_left": ints(left), "node_right": ints(right), "node_lower": data.lower,
+                   "node_upper": data.upper}
+        self._refit = DeviceRefit(left, right, buffers, wp.get_device(device), per_height)
 
     def refit(self, x, indices) -> TreeData:
         """Every box at positions x [m] (vec3 [particle_count]); indices: the primitives' vertices (int32
         [count, 2 or 3], in the tree's order)."""
-        if self.node_count:
-            wp.launch(refit_leaves, dim=self.node_count, inputs=[x, indices, self.data], device=self.device,
-                      record_tape=False)
-            if self._heights is None:
-                wp.launch(refit_inner, dim=1, inputs=[self.data], device=self.device, record_tape=False)
-            else:
-                for nodes in self._heights:
-                    wp.launch(refit_height, dim=nodes.shape[0], inputs=[self.data, nodes], device=self.device,
-                              record_tape=False)
+        if self.count:
+            wp.launch(primitive_boxes, dim=self.count, device=self.device, record_tape=False,
+                      inputs=[x, indices, self.data.grow, self.data.item_lower, self.data.item_upper])
+            self._refit.run(self.data.item_lower, self.data.item_upper)
         return self.data

@@ -10,7 +10,8 @@ import pytest
 import kernels as wp
 import sim
 from sim.self_contact import SelfContact, find_edge_edge_pairs, find_vertex_triangle_pairs
-from sim.self_contact_tree import LEAF_SIZE, PrimitiveTree, build_tree, node_heights
+from kernels.runtime.bvh import internal_levels
+from sim.self_contact_tree import LEAF_SIZE, PrimitiveTree, build_tree
 
 
 @pytest.mark.parametrize("count", [1, 4, 5, 1000])
@@ -43,15 +44,17 @@ def test_a_refit_a_height_at_a_time_gives_the_serial_refits_boxes():
     on the CPU: the same boxes to the bit, and heights that are 1 + the taller child's."""
     rng = np.random.default_rng(5)
     order, start, end, skip = build_tree(rng.random((1000, 3)), np.zeros(1000, np.int32))
-    heights = node_heights(skip)
+    serial = PrimitiveTree(start, end, skip, 1000, 0.01, "cpu")
+    by_height = PrimitiveTree(start, end, skip, 1000, 0.01, "cpu", per_height=True)
+    assert not serial._refit.per_height and by_height._refit.per_height
+    heights = np.zeros(len(skip), np.int64)
+    for h, level in enumerate(internal_levels(*serial.children), start=1):
+        heights[level] = h
     for n in range(len(skip)):
         leaf = skip[n] == n + 1
         assert heights[n] == (0 if leaf else 1 + max(heights[n + 1], heights[skip[n + 1]]))
     x = wp.array(rng.random((600, 3)).astype(np.float32), dtype=wp.vec3)
     edges = wp.array(rng.integers(0, 600, (1000, 2)).astype(np.int32), dtype=wp.int32)
-    serial = PrimitiveTree(start, end, skip, 1000, 0.01, "cpu")
-    by_height = PrimitiveTree(start, end, skip, 1000, 0.01, "cpu", per_height=True)
-    assert serial._heights is None and len(by_height._heights) == heights.max()
     serial.refit(x, edges)
     by_height.refit(x, edges)
     assert np.array_equal(serial.data.lower.numpy(), by_height.data.lower.numpy())

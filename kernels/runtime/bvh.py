@@ -9,7 +9,6 @@ traversal stack holds 64 entries). With groups, each group gets a subtree of its
 from __future__ import annotations
 
 import ctypes
-import functools
 
 import numpy as np
 
@@ -103,21 +102,6 @@ class Bvh:
             roots = paired + ([roots[-1]] if len(roots) % 2 else [])
         return roots[0]
 
-    @functools.cached_property
-    def _levels(self) -> list:
-        """Internal nodes grouped by height (1, 2, ...), so that a refit on a device fills a level from the one
-        below (bvh_refit.py)."""
-        n = len(self.left)
-        height = np.zeros(n, np.int64)
-        internal = np.flatnonzero(self.left >= 0)
-        # children always have a height below their parent: iterate to a fixed point (depth passes)
-        changed = True
-        while changed and len(internal):
-            new = np.maximum(height[self.left[internal]], height[self.right[internal]]) + 1
-            changed = bool(np.any(new != height[internal]))
-            height[internal] = new
-        return [internal[height[internal] == h] for h in range(1, int(height.max(initial=0)) + 1)]
-
     def refit(self, corners: np.ndarray):
         """Recompute every node's box from `corners` ([items, corners per item, 3]: a triangle's three, a box's
         lower and upper), natively (native/bvh_build.cpp)."""
@@ -130,6 +114,22 @@ class Bvh:
         _native().wp_bvh_refit(points.ctypes.data, points.shape[1], self.prims.ctypes.data, self.left.ctypes.data,
                                self.right.ctypes.data, self.start.ctypes.data, self.end.ctypes.data, self.root,
                                self.lower.ctypes.data, self.upper.ctypes.data)
+
+
+def internal_levels(left: np.ndarray, right: np.ndarray) -> list:
+    """The internal nodes of a tree grouped by height (1, 2, ...: int arrays), from each node's children (left,
+    right [nodes] int, -1 for a leaf), so that a refit on a device fills a level from the ones below
+    (bvh_refit.py)."""
+    left, right = np.asarray(left), np.asarray(right)
+    height = np.zeros(len(left), np.int64)
+    internal = np.flatnonzero(left >= 0)
+    # children always have a height below their parent: iterate to a fixed point (depth passes)
+    changed = True
+    while changed and len(internal):
+        new = np.maximum(height[left[internal]], height[right[internal]]) + 1
+        changed = bool(np.any(new != height[internal]))
+        height[internal] = new
+    return [internal[height[internal] == h] for h in range(1, int(height.max(initial=0)) + 1)]
 
 
 def corner_stats(corners: np.ndarray) -> tuple:

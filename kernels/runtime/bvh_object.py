@@ -102,7 +102,7 @@ class Bvh:
         """Build the tree on the host from the current boxes, upload its buffers and write the header."""
         self._tree = _Tree(self._corners(), leaf_size=self.leaf_size, groups=group_ids)
         self._buffers = node_arrays(self._tree, self.device)
-        self._refitter = DeviceRefit(self._tree, self._buffers, self.device)
+        self._refitter = DeviceRefit(self._tree.left, self._tree.right, self._buffers, self.device)
         b, bufs = self._tree, self._buffers
         h = _BvhHeader(magic=_MAGIC, num_items=len(self.lowers), root=b.root, num_groups=len(b.group_ids))
         h.item_lower = self.lowers.ptr if self.lowers.size else None

@@ -21,6 +21,7 @@ import numpy as np
 from ..compiler import lang as wp
 from .. import types as T
 from .array import array
+from .bvh import internal_levels
 from .launch import launch
 from .module import kernel
 
@@ -75,14 +76,17 @@ def _refit_internal_in_order(order: array(dtype=T.int32), left: array(dtype=T.in
 
 
 class DeviceRefit:
-    """The launches that refit `tree` (a kernels.runtime.bvh.Bvh) into `buffers` (its node_arrays) on `device`."""
+    """The launches that refit a tree into `buffers` (node_arrays' keys: prims, node_start/end/left/right,
+    node_lower/upper) on `device`. left, right: each node's children [nodes] (numpy int, -1 for a leaf).
+    per_height: the internal nodes a launch per height (default: on a GPU; on the CPU one thread in order)."""
 
-    def __init__(self, tree, buffers: dict, device):
+    def __init__(self, left: np.ndarray, right: np.ndarray, buffers: dict, device, per_height: bool | None = None):
         self.device = device
         self.buffers = buffers
-        leaves = np.flatnonzero(tree.left < 0).astype(np.int32)
+        self.per_height = not device.is_cpu if per_height is None else bool(per_height)
+        leaves = np.flatnonzero(np.asarray(left) < 0).astype(np.int32)
         self.leaves = array(leaves, dtype=T.int32, device=device)
-        levels = [np.asarray(level, np.int32) for level in tree._levels]
+        levels = [np.asarray(level, np.int32) for level in internal_levels(left, right)]
         self.order = array(np.concatenate(levels) if levels else np.zeros(0, np.int32), dtype=T.int32,
                            device=device)
         self.levels = [(int(offset), len(level)) for offset, level in
@@ -102,7 +106,7 @@ class DeviceRefit:
         launch(_refit_leaves, dim=self.leaves.shape[0], device=self.device, record_tape=False,
                inputs=[item_lower, item_upper, b["prims"], b["node_start"], b["node_end"], self.leaves,
                        b["node_lower"], b["node_upper"]])
-        if self.device.is_cpu:
+        if not self.per_height:
             if self.order.shape[0]:
                 launch(_refit_internal_in_order, dim=1, device=self.device, record_tape=False,
                        inputs=[self.order, b["node_left"], b["node_right"], b["node_lower"], b["node_upper"]])

@@ -142,7 +142,7 @@ class Mesh:
             raise RuntimeError("Mesh.refit: the mesh was not initialised")
         faces = self._face_bvh
         if self._refitter is None:
-            self._refitter = DeviceRefit(self._bvh, self._buffers, self.device)
+            self._refitter = DeviceRefit(self._bvh.left, self._bvh.right, self._buffers, self.device)
         self._refitter.triangle_boxes(self._points, self.indices, faces.lowers, faces.uppers)
         self._refitter.run(faces.lowers, faces.uppers)
 
