@@ -56,7 +56,7 @@ import kernels as wp
 from .self_contact_tree import PrimitiveTree, TreeData, build_tree, tree_next_leaf
 from .self_contact_active import ActiveLists
 from .self_contact_bound import (DRIFT_TILE, check_budget, drop_overrun_drift, find_drift_overrun,
-                                 limit_displacement, sum_drift_tiled, sum_drift_worlds)
+                                 limit_and_check, limit_displacement, settle_world_drifts, sum_drift_tiled)
 from .worlds import element_worlds
 
 # no `from __future__ import annotations`: kernels/runtime/struct.py evaluates string annotations in the top-level
@@ -330,6 +330,13 @@ class SelfContact:
             weight = np.where(colliding, 1.0 / max(int(colliding.sum()), 1), 0.0).astype(np.float32)
             self._drift_weight = wp.array(weight, dtype=float, device=d)
             self._drift_group = wp.zeros(self.particle_count, dtype=wp.int32, device=d)
+        # the particle ranges whose drifts settle_world_drifts sums, a thread each: the worlds, or on the CPU
+        # every particle as one (a launch there costs about what the sum does); None: the parallel sum of one
+        # world (a GPU's)
+        self._drift_ranges = self._world_ranges
+        if self._drift_ranges is None and d.is_cpu:
+            self._drift_ranges = (wp.array([0], dtype=wp.int32, device=d),
+                                  wp.array([self.particle_count], dtype=wp.int32, device=d))
         groups = 1 + model.world_count
         self._zero_drift = wp.zeros(groups, dtype=wp.vec3, device=d)
         self._drifts = [wp.zeros(groups, dtype=wp.vec3, device=d) for _ in range(2)]
@@ -532,27 +539,40 @@ class SelfContact:
             drift = wp.zeros(self._zero_drift.shape[0], dtype=wp.vec3, device=d) if fresh else self._drifts[0]
             if not fresh:
                 self._drifts.reverse()  # the other one keeps this step's drift for the next step's check
-                drift.zero_()
-            if self._world_ranges is not None:
-                wp.launch(sum_drift_worlds, dim=self._world_ranges[0].shape[0], device=d, record_tape=False,
-                          inputs=[x_end, self.x_search, self._drift_weight, *self._world_ranges], outputs=[drift])
+            ranges = self._drift_ranges
+            if ranges is not None:
+                # one thread a world sums and checks in one launch (group 0, shared vertices, never drifts: its
+                # element stays 0)
+                wp.launch(settle_world_drifts, dim=ranges[0].shape[0], device=d, record_tape=False,
+                          inputs=[self.x_search, x_end, self._drift_weight, *ranges,
+                                  0 if self._world_ranges is None else 1, self.bound, self._thickness,
+                                  self._drift_before], outputs=[drift])
             else:
+                drift.zero_()
                 blocks = (self.particle_count + DRIFT_TILE - 1) // DRIFT_TILE
                 wp.launch_tiled(sum_drift_tiled, dim=blocks, inputs=[x_end, self.x_search, self._drift_weight],
                                 outputs=[drift], block_dim=DRIFT_TILE, device=d, record_tape=False)
-            wp.launch(find_drift_overrun, dim=self.particle_count, device=d, record_tape=False,
-                      inputs=[self.x_search, x_end, drift, self._drift_group, self.bound, self._thickness],
-                      outputs=[self._overrun])
-            wp.launch(drop_overrun_drift, dim=drift.shape[0], device=d, record_tape=False,
-                      inputs=[self._overrun, self._drift_before], outputs=[drift])
+                wp.launch(find_drift_overrun, dim=self.particle_count, device=d, record_tape=False,
+                          inputs=[self.x_search, x_end, drift, self._drift_group, self.bound, self._thickness],
+                          outputs=[self._overrun])
+                wp.launch(drop_overrun_drift, dim=drift.shape[0], device=d, record_tape=False,
+                          inputs=[self._overrun, self._drift_before], outputs=[drift])
         if v_out is None:
             v_end, v_out = self._no_velocity
-        wp.launch(limit_displacement, dim=self.particle_count, device=d,
-                  inputs=[self.x_search, x_start, x_end, v_end, drift, self._drift_group, self.bound, float(dt)],
-                  outputs=[x_out, v_out])
-        wp.launch(check_budget, dim=self.particle_count, device=d, record_tape=False,
-                  inputs=[x_start, x_out, self.x_search, drift, self._drift_before, self._drift_group, self.bound,
-                          self._thickness, self.skin, self._marked, self._search_count])
+        if fresh:
+            # on a Tape: the bound is taped (its adjoint passes gradients through where it does not clamp), the
+            # check is not
+            wp.launch(limit_displacement, dim=self.particle_count, device=d,
+                      inputs=[self.x_search, x_start, x_end, v_end, drift, self._drift_group, self.bound, float(dt)],
+                      outputs=[x_out, v_out])
+            wp.launch(check_budget, dim=self.particle_count, device=d, record_tape=False,
+                      inputs=[x_start, x_out, self.x_search, drift, self._drift_before, self._drift_group,
+                              self.bound, self._thickness, self.skin, self._marked, self._search_count])
+        else:
+            wp.launch(limit_and_check, dim=self.particle_count, device=d, record_tape=False,
+                      inputs=[self.x_search, x_start, x_end, v_end, drift, self._drift_before, self._drift_group,
+                              self.bound, self._thickness, self.skin, float(dt)],
+                      outputs=[x_out, v_out, self._marked, self._search_count])
         self._drift_before = drift
         self._last_out = x_out
 

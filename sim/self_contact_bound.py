@@ -43,16 +43,27 @@ def sum_drift_tiled(x: wp.array(dtype=wp.vec3), x_search: wp.array(dtype=wp.vec3
 
 
 @wp.kernel(module=ORDER_FREE)
-def sum_drift_worlds(x: wp.array(dtype=wp.vec3), x_search: wp.array(dtype=wp.vec3), weight: wp.array(dtype=float),
-                     world_start: wp.array(dtype=wp.int32), world_end: wp.array(dtype=wp.int32),
-                     drift: wp.array(dtype=wp.vec3)):
-    """drift[w + 1] = sum_i weight_i (x_i - x_search_i) over world w's particles [m], one thread per world,
-    summed in index order (weight: 1 / the world's colliding particles at those, 0 elsewhere)."""
+def settle_world_drifts(x_search: wp.array(dtype=wp.vec3), x_end: wp.array(dtype=wp.vec3),
+                        weight: wp.array(dtype=float), world_start: wp.array(dtype=wp.int32),
+                        world_end: wp.array(dtype=wp.int32), first_group: int, bound: wp.array(dtype=float),
+                        thickness: wp.array(dtype=float), drift_before: wp.array(dtype=wp.vec3),
+                        drift: wp.array(dtype=wp.vec3)):
+    """drift[g] for group g = first_group + w, one thread per world w of particles world_start[w] to
+    world_end[w]: sum_i weight_i (x_end_i - x_search_i) [m], summed in index order (weight: 1 / the world's
+    colliding particles at those, 0 elsewhere), or drift_before[g] when a colliding vertex of the world moved
+    past its bound relative to that sum (find_drift_overrun and drop_overrun_drift in one pass, which say why).
+    One launch where the parallel form takes three: on the CPU, where a launch costs about as much as the
+    whole sum, it is used for a model of one world too."""
     w = wp.tid()
+    g = first_group + w
     total = wp.vec3(0.0, 0.0, 0.0)
     for i in range(world_start[w], world_end[w]):
-        total = total + drift_term(weight[i], x[i], x_search[i])
-    drift[w + 1] = total
+        total = total + drift_term(weight[i], x_end[i], x_search[i])
+    for i in range(world_start[w], world_end[w]):
+        if thickness[i] > 0.0 and wp.length(x_end[i] - x_search[i] - total) > bound[i]:
+            total = drift_before[g]
+            break
+    drift[g] = total
 
 
 @wp.kernel(module=ORDER_FREE)
@@ -88,39 +99,73 @@ def drop_overrun_drift(overrun: wp.array(dtype=wp.int32), drift_before: wp.array
         overrun[g] = 0
 
 
-@wp.kernel(module=ORDER_FREE)
-def limit_displacement(x_search: wp.array(dtype=wp.vec3), x_start: wp.array(dtype=wp.vec3),
-                       x_end: wp.array(dtype=wp.vec3), v_end: wp.array(dtype=wp.vec3),
-                       drift: wp.array(dtype=wp.vec3), group: wp.array(dtype=wp.int32),
-                       bound: wp.array(dtype=float), dt: float, x_out: wp.array(dtype=wp.vec3),
-                       v_out: wp.array(dtype=wp.vec3)):
-    """x_out = x_end where the vertex's displacement since the search, less the drift c = drift[group[i]] of its
-    group (its world's), is at most its bound [m]. Else, when the step's start x_start is within it, the farthest
-    point of the step x_start -> x_end that is (the step shortened along its own path: it stops short of where
-    the solver sent it, never beside it); else x_search + c + that displacement shortened to the bound. When
-    v_out is not empty, v_out = v_end + (x_out - x_end) / dt (semi-implicit Euler: the velocity that moves the
-    vertex to x_out)."""
-    i = wp.tid()
-    c = drift[group[i]]
-    b = bound[i]
-    relative = x_end[i] - x_search[i] - c
+@wp.func
+def bounded_position(x_search: wp.vec3, x_start: wp.vec3, x_end: wp.vec3, c: wp.vec3, b: float):
+    """x_end where the displacement since the search x_search, less the drift c, is at most the bound b [m].
+    Else, when the step's start x_start is within it, the farthest point of the step x_start -> x_end that is
+    (the step shortened along its own path: it stops short of where the solver sent it, never beside it); else
+    x_search + c + that displacement shortened to the bound."""
+    relative = x_end - x_search - c
     length = wp.length(relative)
-    out = x_end[i]
+    out = x_end
     if length > b:
-        start = x_start[i] - x_search[i] - c
-        step = x_end[i] - x_start[i]
+        start = x_start - x_search - c
+        step = x_end - x_start
         s2 = wp.dot(step, step)
         inside = b * b - wp.dot(start, start)
         if inside >= 0.0 and s2 > 0.0:
             # the larger root of |start + t step| = b, in [0, 1) as x_end is outside and x_start inside
             sd = wp.dot(start, step)
             t = (wp.sqrt(sd * sd + s2 * inside) - sd) / s2
-            out = x_start[i] + step * wp.clamp(t, 0.0, 1.0)
+            out = x_start + step * wp.clamp(t, 0.0, 1.0)
         else:
-            out = x_search[i] + c + relative * (b / length)
+            out = x_search + c + relative * (b / length)
+    return out
+
+
+@wp.kernel(module=ORDER_FREE)
+def limit_displacement(x_search: wp.array(dtype=wp.vec3), x_start: wp.array(dtype=wp.vec3),
+                       x_end: wp.array(dtype=wp.vec3), v_end: wp.array(dtype=wp.vec3),
+                       drift: wp.array(dtype=wp.vec3), group: wp.array(dtype=wp.int32),
+                       bound: wp.array(dtype=float), dt: float, x_out: wp.array(dtype=wp.vec3),
+                       v_out: wp.array(dtype=wp.vec3)):
+    """x_out = x_end bounded (bounded_position) with the drift c = drift[group[i]] of the vertex's group (its
+    world's). When v_out is not empty, v_out = v_end + (x_out - x_end) / dt (semi-implicit Euler: the velocity
+    that moves the vertex to x_out)."""
+    i = wp.tid()
+    out = bounded_position(x_search[i], x_start[i], x_end[i], drift[group[i]], bound[i])
     x_out[i] = out
     if v_out.shape[0] > 0:
         v_out[i] = v_end[i] + (out - x_end[i]) / dt
+
+
+@wp.func
+def budget_mark(x_start: wp.vec3, x_out: wp.vec3, x_search: wp.vec3, c: wp.vec3, c_before: wp.vec3, b: float,
+                skin: float):
+    """1 when a colliding vertex that moved from x_start to x_out this step, moving again as it moved (relative
+    to the drift c, c_before at the step's start), would pass its bound b or the skin [m] in the next step: the
+    pairs must then be searched again first (around the marked vertices only, when they are few:
+    sim/self_contact_partial.py); 2 when it would within LOOKAHEAD steps; else 0. A vertex that stops dead while
+    the rest drifts on (on a collider) needs no search beforehand: its group then keeps the last step's drift
+    (drop_overrun_drift), so a cloth falling as a whole searches only once it lands."""
+    relative = wp.length(x_out - x_search - c)
+    motion = wp.length(x_out - x_start - (c - c_before))
+    limit = wp.min(b, skin)
+    mark = int(0)
+    if relative + motion > limit:
+        mark = 1
+    elif relative + float(LOOKAHEAD) * motion > limit:
+        # would ask within a few steps: searched along with the ones that ask now, if the search is partial
+        mark = 2
+    return mark
+
+
+@wp.func
+def record_mark(i: int, mark: int, marked: wp.array(dtype=wp.int32), search: wp.array(dtype=wp.int32)):
+    """marked[i] = mark, counted in search[mark - 1], for a mark of budget_mark other than 0."""
+    if mark != 0:
+        marked[i] = mark
+        wp.atomic_add(search, mark - 1, 1)
 
 
 @wp.kernel(module=ORDER_FREE)
@@ -130,24 +175,32 @@ def check_budget(x_start: wp.array(dtype=wp.vec3), x_out: wp.array(dtype=wp.vec3
                  bound: wp.array(dtype=float),
                  thickness: wp.array(dtype=float), skin: float, marked: wp.array(dtype=wp.int32),
                  search: wp.array(dtype=wp.int32)):
-    """marked[i] = 1, counted in search[0], when colliding vertex i, moving again as it moved this step
-    (relative to the drift), would pass its bound or the skin [m] in the next step: the pairs must then be
-    searched again first (around the marked vertices only, when they are few: sim/self_contact_partial.py).
-    marked[i] = 2, counted in search[1], when it would within LOOKAHEAD steps. A vertex that stops dead while
-    the rest drifts on (on a collider) needs no search beforehand: its group then keeps the last step's drift
-    (drop_overrun_drift), so a cloth falling as a whole searches only once it lands."""
+    """marked[i] = budget_mark(...) of colliding vertex i when not 0, counted in search[0] (1: asks now) or
+    search[1] (2: about to)."""
     i = wp.tid()
     if thickness[i] <= 0.0:
         return
     g = group[i]
+    record_mark(i, budget_mark(x_start[i], x_out[i], x_search[i], drift[g], drift_before[g], bound[i], skin),
+                marked, search)
+
+
+@wp.kernel(module=ORDER_FREE)
+def limit_and_check(x_search: wp.array(dtype=wp.vec3), x_start: wp.array(dtype=wp.vec3),
+                    x_end: wp.array(dtype=wp.vec3), v_end: wp.array(dtype=wp.vec3),
+                    drift: wp.array(dtype=wp.vec3), drift_before: wp.array(dtype=wp.vec3),
+                    group: wp.array(dtype=wp.int32), bound: wp.array(dtype=float), thickness: wp.array(dtype=float),
+                    skin: float, dt: float, x_out: wp.array(dtype=wp.vec3), v_out: wp.array(dtype=wp.vec3),
+                    marked: wp.array(dtype=wp.int32), search: wp.array(dtype=wp.int32)):
+    """limit_displacement and check_budget in one launch, for a step that no Tape records (a launch costs
+    about as much as either kernel's work on the 64 x 64 cloth)."""
+    i = wp.tid()
+    g = group[i]
     c = drift[g]
-    relative = wp.length(x_out[i] - x_search[i] - c)
-    motion = wp.length(x_out[i] - x_start[i] - (c - drift_before[g]))
-    limit = wp.min(bound[i], skin)
-    if relative + motion > limit:
-        marked[i] = 1
-        wp.atomic_add(search, 0, 1)
-    elif relative + float(LOOKAHEAD) * motion > limit:
-        # would ask within a few steps: searched along with the ones that ask now, if the search is partial
-        marked[i] = 2
-        wp.atomic_add(search, 1, 1)
+    out = bounded_position(x_search[i], x_start[i], x_end[i], c, bound[i])
+    x_out[i] = out
+    if v_out.shape[0] > 0:
+        v_out[i] = v_end[i] + (out - x_end[i]) / dt
+    if thickness[i] > 0.0:
+        record_mark(i, budget_mark(x_start[i], out, x_search[i], c, drift_before[g], bound[i], skin), marked,
+                    search)

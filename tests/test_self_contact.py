@@ -525,6 +525,57 @@ def test_the_bound_never_lengthens_a_step_of_a_cloth_that_drifted_far_since_its_
             assert np.allclose(taken, step, atol=1.0e-5), "a common translation is never shortened"
 
 
+def test_the_drift_and_the_bound_agree_in_their_one_launch_and_parallel_forms():
+    """end_step's two forms give one result: on the CPU the drift is summed and checked by one thread
+    (settle_world_drifts) and the bound and the search check run in one launch (limit_and_check) when no Tape
+    records; a GPU sums one world's drift in parallel (sum_drift_tiled, find_drift_overrun,
+    drop_overrun_drift), and a taped step bounds and checks in two launches. Over steps of a noisy drifting cloth,
+    one of them with a vertex past its bound (the group keeps the last step's drift), the four combinations give
+    the same drifts (to float rounding: the sums' orders differ), positions, velocities and marked vertices."""
+    from sim.self_contact import SelfContact
+    rng = np.random.default_rng(3)
+    b = sim.ModelBuilder(gravity=0.0)
+    b.add_cloth_grid((0, 0.3, 0), IDENTITY, (0, 0, 0), 9, 9, 0.03, 0.03, mass=0.001, self_collision=True,
+                     thickness=THICKNESS)
+    model = b.finalize("cpu")
+    x0 = model.particle_q.numpy().astype(np.float64)
+    n = len(x0)
+    steps = []
+    x = x0.copy()
+    for k in range(4):
+        x_end = x + np.array([0.0, -0.4 * THICKNESS, 0.0]) + rng.normal(scale=0.02 * THICKNESS, size=(n, 3))
+        if k == 2:
+            x_end[5] = x[5] + np.array([0.0, 0.0, 3.0 * THICKNESS])  # past its bound against the drift
+        steps.append((x.copy(), x_end))
+        x = x_end
+    results = []
+    for parallel_drift in (False, True):
+        for fresh in (False, True):
+            contact = SelfContact(model)
+            if parallel_drift:
+                contact._drift_ranges = None
+            contact.find(wp.array(x0.astype(np.float32), dtype=wp.vec3))
+            out, v_out = wp.zeros(n, dtype=wp.vec3), wp.zeros(n, dtype=wp.vec3)
+            trace = []
+            for x_start, x_end in steps:
+                contact.end_step(wp.array(x_start.astype(np.float32), dtype=wp.vec3),
+                                 wp.array(x_end.astype(np.float32), dtype=wp.vec3),
+                                 wp.array(np.ones((n, 3), np.float32), dtype=wp.vec3), 1.0e-3, out, v_out,
+                                 fresh=fresh)
+                trace.append((contact._drift_before.numpy()[0].copy(), out.numpy().copy(), v_out.numpy().copy(),
+                              contact._marked.numpy().copy(), contact._search_count.numpy().copy()))
+            results.append(trace)
+    kept = results[0][2][0]
+    assert np.array_equal(kept, results[0][1][0]), "the step with an overrun keeps the last step's drift"
+    assert np.linalg.norm(results[0][1][0]) > 0.3 * THICKNESS
+    for trace in results[1:]:
+        for (d0, x0_, v0, m0, c0), (d1, x1, v1, m1, c1) in zip(results[0], trace):
+            assert np.allclose(d0, d1, rtol=0.0, atol=1.0e-7)
+            assert np.allclose(x0_, x1, rtol=0.0, atol=1.0e-6) and np.allclose(v0, v1, rtol=0.0, atol=1.0e-3)
+            assert np.array_equal(m0, m1) and np.array_equal(c0, c1)
+    assert results[0][-1][3].any(), "some vertex asks for a search"
+
+
 def test_xpbd_skips_only_pairs_that_cannot_touch_and_none_without_pairs(monkeypatch):
     """SolverXPBD's pair passes skip a pair whose distance at the step's prediction, less how far each side
     moved since, stays above its thickness (sim/solvers/xpbd/self_contact.py). Two noisy layers 1.5 thicknesses
@@ -588,7 +639,7 @@ def test_self_contact_is_the_same_to_the_bit_from_run_to_run_with_two_threads(mo
                   for k in get_module(module.ORDER_FREE).kernels if k.parallel_threshold(1) < 2 ** 62}
     assert {"find_vertex_triangle_pairs", "find_edge_edge_pairs", "pair_start_distances", "search_marked_triangles",
             "search_marked_edges", "clamp_list_counts", "limit_displacement", "check_budget",
-            "find_drift_overrun"} <= order_free
+            "find_drift_overrun", "settle_world_drifts", "limit_and_check"} <= order_free
 
     monkeypatch.setattr(wp.config, "cpu_parallel_threshold", 1)
     results = []
