@@ -62,7 +62,7 @@ from .worlds import element_worlds
 # no `from __future__ import annotations`: kernels/runtime/struct.py evaluates string annotations in the top-level
 # package's namespace
 
-from .self_contact_partial import (PARTIAL_ATTEMPTS, PARTIAL_FRACTION, PARTIAL_MARGIN, PartialSearch,
+from .self_contact_partial import (PARTIAL_ATTEMPTS, PARTIAL_FRACTION, PartialSearch,
                                    clamp_list_counts, forget_soon, grow_marked, reset_marked, scan_vertex_triangles,
                                    search_marked_edges, search_marked_triangles, search_marked_vertices)
 from .self_contact_primitives import (DEFAULT_THICKNESS_FRACTION, EE_SLOTS, GAMMA,  # noqa: F401
@@ -374,14 +374,12 @@ class SelfContact:
         first[first == len(tris)] = -1
         partial = PartialSearch()
         partial.marked = self._marked
-        partial.x_grid = wp.zeros(n, dtype=wp.vec3, device=d)
         partial.vt_base = wp.zeros(n, dtype=wp.int32, device=d)
         partial.ee_base = wp.zeros(max(self.edge_count, 1), dtype=wp.int32, device=d)
         partial.first_triangle = wp.array(first.astype(np.int32), dtype=wp.int32, device=d)
         partial.failed = wp.zeros(1, dtype=wp.int32, device=d)
         partial.blocked = wp.zeros(n, dtype=wp.int32, device=d)
         partial.size = wp.zeros(1, dtype=wp.int32, device=d)
-        partial.margin = PARTIAL_MARGIN * self.query_radius
         self._partial = partial
         self._partial_limit = int(PARTIAL_FRACTION * int(colliding.sum()))
         self.partial_searches = 0
@@ -436,7 +434,8 @@ class SelfContact:
         """Search again around the marked vertices only (`with_soon`: those about to ask too, else only those
         that ask now); False (with nothing to undo: a full search follows) when the set S of searched vertices,
         grown by the vertices of pairs that leave no slack, stays blocked after PARTIAL_ATTEMPTS or grows past
-        the partial limit. A vertex of S reset beyond the grids' margin has the grids built again first."""
+        the partial limit. The trees' boxes grow to hold the primitives of S at their new search positions
+        first."""
         data, partial, r = self.data, self._partial, self.query_radius
 
         if not with_soon:
@@ -445,9 +444,8 @@ class SelfContact:
             partial.failed.zero_()
             self._run(reset_marked, self.particle_count,
                       [x, self._drift_before, self._drift_group, partial, GAMMA * r, self.x_search, self.bound])
-            if int(partial.failed.numpy()[0]):
-                self._refit_trees(self.x_search)
-                partial.failed.zero_()
+            self._tri_tree.grow_moved(self.x_search, data.tri_indices, self._marked)
+            self._edge_tree.grow_moved(self.x_search, data.edge_indices, self._marked)
             wp.copy(partial.vt_base, data.vt_count)
             wp.copy(partial.ee_base, data.ee_count)
             common = [self.x_search, self._tri_tree.data, data, partial, r, self.bound, self.overflow]
@@ -473,10 +471,7 @@ class SelfContact:
         return True
 
     def _refit_trees(self, x):
-        """The triangle and edge trees' boxes at positions x [m] (vec3 [particle_count]), which become
-        partial.x_grid."""
-        wp.launch(copy_positions, dim=self.particle_count, inputs=[x, self._partial.x_grid], device=self.device,
-                  record_tape=False)
+        """The triangle and edge trees' boxes at positions x [m] (vec3 [particle_count])."""
         self._tri_tree.refit(x, self.data.tri_indices)
         self._edge_tree.refit(x, self.data.edge_indices)
 

@@ -19,15 +19,16 @@ the search is run again (up to PARTIAL_ATTEMPTS times; the lists and bounds a fa
 rewritten by the next, and pairs it added to lists outside S are real pairs); when S is not small, or stays
 blocked, the whole cloth is searched instead.
 
-Which pairs are found. The trees of the last full search (sim/self_contact_tree.py) are reused: a primitive's
-vertices are within PARTIAL_MARGIN of the positions the trees were refitted at (the grid positions), so queries
-grow their boxes by that margin. When a vertex of S is reset farther, the trees are refitted again at the search
-positions of every vertex (those of S just reset, the others' from their last search), two launches a tree
-without any pair query (the semi-implicit 64 x 64 drop's partial searches once failed that way 895 times in 48
-frames, each then a full search). The pairs of a vertex of S (as the vertex of a vertex-triangle pair)
-and of an edge with a vertex in S (its edge-edge pairs) are searched again and replace their lists; a pair
-with a triangle or edge of S stored at a vertex or edge outside S is added to that one's list when missing
-(the list's pairs from before stay: they are still valid, only farther than they could be).
+Which pairs are found. The trees of the last full search (sim/self_contact_tree.py) are reused: before the
+queries, every triangle and edge with a vertex of S gets its box at the new search positions, and its leaf and
+the nodes above it grow to hold that box (PrimitiveTree.grow_moved: a few paths to the root, where a refit of
+every box cost about as much as the queries it saved). Every box then holds its primitives at their search
+positions, so the queries use the full search's reach and no margin. (Until session 23 the trees stayed at the
+positions of their last refit and the queries grew by a margin of half a query radius, about 2.4 times the box
+volume; a vertex reset beyond it refitted both trees.) The pairs of a vertex of S (as the vertex of a
+vertex-triangle pair) and of an edge with a vertex in S (its edge-edge pairs) are searched again and replace
+their lists; a pair with a triangle or edge of S stored at a vertex or edge outside S is added to that one's list
+when missing (the list's pairs from before stay: they are still valid, only farther than they could be).
 """
 
 import kernels as wp
@@ -47,9 +48,6 @@ ORDER_FREE = order_free_module(__name__)
 # no `from __future__ import annotations`: kernels/struct.py evaluates string annotations in the top-level
 # package's namespace
 
-#: how far (in query radii) a vertex's search position may move from where the trees were refitted before the
-#: next search is a full one: partial queries grow their boxes by this much
-PARTIAL_MARGIN = 0.5
 #: a search is partial when at most this fraction of the colliding vertices asks for it
 PARTIAL_FRACTION = 1.0 / 32.0
 #: partial searches tried, S grown by the vertices that blocked the last, before the whole cloth is searched
@@ -62,29 +60,23 @@ class PartialSearch:
 
     marked: non-zero for the vertices of S (1: they ask for a search, 2: they would within a few steps)
         [particle_count] int32.
-    x_grid: the positions the trees' boxes were refitted at [m] (the last full search's, or the search
-        positions when a partial search built them again) [particle_count] vec3.
     vt_base, ee_base: the list lengths before the partial search [particle_count], [edge_count] int32 (pairs
         added to a list are checked for duplicates against these, which no thread changes).
     first_triangle: the lowest triangle (row of tri_indices) containing each vertex, -1 for none
         [particle_count] int32: a vertex near a triangle is visited through that triangle only.
-    failed: [0] = 1 when a vertex of S was reset beyond the margin (reset_marked: the caller refits the trees
-        again) or when a pair leaves no slack (the search kernels: the caller grows S) [1] int32.
+    failed: [0] = 1 when a pair leaves no slack (the search kernels: the caller grows S) [1] int32.
     blocked: 1 at the vertices outside S of a pair that left no slack: they join S at the next attempt
         [particle_count] int32.
     size: [0] = the number of vertices in S after grow_marked [1] int32.
-    margin: PARTIAL_MARGIN query radii [m].
     """
 
     marked: wp.array(dtype=wp.int32)
-    x_grid: wp.array(dtype=wp.vec3)
     vt_base: wp.array(dtype=wp.int32)
     ee_base: wp.array(dtype=wp.int32)
     first_triangle: wp.array(dtype=wp.int32)
     failed: wp.array(dtype=wp.int32)
     blocked: wp.array(dtype=wp.int32)
     size: wp.array(dtype=wp.int32)
-    margin: float
 
 
 @wp.kernel(module=ORDER_FREE)
@@ -101,15 +93,12 @@ def reset_marked(x: wp.array(dtype=wp.vec3), drift: wp.array(dtype=wp.vec3), gro
                  partial: PartialSearch, cap: float, x_search: wp.array(dtype=wp.vec3),
                  bound: wp.array(dtype=float)):
     """The vertices of S: search position x - c (c: the drift of the last step), bound = cap (lowered by the
-    queries); partial.failed[0] = 1 when one is farther than the margin from the trees' positions."""
+    queries)."""
     i = wp.tid()
     if partial.marked[i] == 0:
         return
-    y = x[i] - drift[group[i]]
-    x_search[i] = y
+    x_search[i] = x[i] - drift[group[i]]
     bound[i] = cap
-    if wp.length(y - partial.x_grid[i]) > partial.margin:
-        partial.failed[0] = 1
 
 
 @wp.kernel(module=ORDER_FREE)
@@ -250,8 +239,8 @@ def scan_vertex_triangles(x: wp.array(dtype=wp.vec3), tree: TreeData, data: Self
                           partial: PartialSearch, searched_partially: bool):
     """Vertex v against every triangle whose box (in the triangle tree: sim/self_contact_tree.py) comes within
     `grow` [m] of it, each tested within query_radius; returns v's new pair count. The one query of both
-    searches: the full search keeps a pair by try_vertex_triangle (grow = query_radius), a partial one by
-    visit_vertex_triangle (grow = query_radius + the margin, as the tree's boxes are at the grid positions)."""
+    searches: the full search keeps a pair by try_vertex_triangle, a partial one by visit_vertex_triangle (both
+    with grow = query_radius)."""
     p = x[v]
     lower = p - wp.vec3(grow, grow, grow)
     upper = p + wp.vec3(grow, grow, grow)
@@ -275,12 +264,12 @@ def search_marked_vertices(x: wp.array(dtype=wp.vec3), tree: TreeData, data: Sel
                            partial: PartialSearch, query_radius: float, bound: wp.array(dtype=float),
                            overflow: wp.array(dtype=wp.int32)):
     """Each vertex of S against every triangle within query_radius at positions x (the search positions), its
-    list rewritten (scan_vertex_triangles). The tree's boxes are at the grid positions, hence the margin."""
+    list rewritten (scan_vertex_triangles)."""
     v = wp.tid()
     if partial.marked[v] == 0 or data.thickness[v] <= 0.0:
         return
-    data.vt_count[v] = scan_vertex_triangles(x, tree, data, v, query_radius + partial.margin, query_radius, bound,
-                                             overflow, partial, True)
+    data.vt_count[v] = scan_vertex_triangles(x, tree, data, v, query_radius, query_radius, bound, overflow, partial,
+                                             True)
 
 
 @wp.func
@@ -307,7 +296,7 @@ def search_marked_triangles(x: wp.array(dtype=wp.vec3), tree: TreeData, data: Se
     c = data.tri_indices[t, 2]
     if partial.marked[a] == 0 and partial.marked[b] == 0 and partial.marked[c] == 0:
         return
-    grow = query_radius + partial.margin
+    grow = query_radius
     lower = wp.min(wp.min(x[a], x[b]), x[c]) - wp.vec3(grow, grow, grow)
     upper = wp.max(wp.max(x[a], x[b]), x[c]) + wp.vec3(grow, grow, grow)
     n = tree_next_leaf(tree, lower, upper, -1, 0)
@@ -360,15 +349,15 @@ def search_marked_edges(x: wp.array(dtype=wp.vec3), tree: TreeData, data: SelfCo
     """Each edge with a vertex in S against every edge within query_radius: its own list rewritten, pairs
     owned by an edge outside S added to that edge's list.
 
-    Through the full search's edge tree (sim/self_contact_tree.py), whose boxes are at the grid positions
-    grown by r_q / 2: the query box is e's at the search positions x grown by r_q / 2 plus the margin (a
-    candidate's vertices are within the margin of its tree box), over every node whose box it overlaps."""
+    Through the full search's edge tree (sim/self_contact_tree.py), whose boxes hold the edges at the search
+    positions x grown by r_q / 2: the query box is e's grown by r_q / 2, over every node whose box it
+    overlaps."""
     e = wp.tid()
     i0 = data.edge_indices[e, 0]
     i1 = data.edge_indices[e, 1]
     if partial.marked[i0] == 0 and partial.marked[i1] == 0:
         return
-    reach = tree.grow + partial.margin
+    reach = tree.grow
     lower = wp.min(x[i0], x[i1]) - wp.vec3(reach, reach, reach)
     upper = wp.max(x[i0], x[i1]) + wp.vec3(reach, reach, reach)
     count = int(0)

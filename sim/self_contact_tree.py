@@ -140,12 +140,10 @@ def build_tree(centres: np.ndarray, worlds: np.ndarray, leaf: int = LEAF_SIZE) -
     return order, start, end, skip
 
 
-@wp.kernel
-def primitive_boxes(x: wp.array(dtype=wp.vec3), indices: wp.array2d(dtype=wp.int32), grow: float,
-                    lower: wp.array(dtype=wp.vec3), upper: wp.array(dtype=wp.vec3)):
-    """Each primitive's box at positions x [m] (its vertices: a row of indices, 2 or 3 columns), grown by
-    `grow` [m]. dim = primitive count."""
-    k = wp.tid()
+@wp.func
+def primitive_box(x: wp.array(dtype=wp.vec3), indices: wp.array2d(dtype=wp.int32), k: int, grow: float):
+    """Primitive k's box (lower, upper) at positions x [m] (its vertices: row k of indices, 2 or 3 columns),
+    grown by `grow` [m]."""
     a = x[indices[k, 0]]
     b = a
     for c in range(1, indices.shape[1]):
@@ -153,8 +151,53 @@ def primitive_boxes(x: wp.array(dtype=wp.vec3), indices: wp.array2d(dtype=wp.int
         a = wp.min(a, p)
         b = wp.max(b, p)
     g = wp.vec3(grow, grow, grow)
-    lower[k] = a - g
-    upper[k] = b + g
+    return a - g, b + g
+
+
+@wp.kernel
+def primitive_boxes(x: wp.array(dtype=wp.vec3), indices: wp.array2d(dtype=wp.int32), grow: float,
+                    lower: wp.array(dtype=wp.vec3), upper: wp.array(dtype=wp.vec3)):
+    """Each primitive's box at positions x [m], grown by `grow` [m]. dim = primitive count."""
+    k = wp.tid()
+    a, b = primitive_box(x, indices, k, grow)
+    lower[k] = a
+    upper[k] = b
+
+
+@wp.func
+def boxes_hold(lower: wp.vec3, upper: wp.vec3, a: wp.vec3, b: wp.vec3):
+    """Whether box [lower, upper] holds box [a, b] [m]."""
+    return (lower[0] <= a[0] and lower[1] <= a[1] and lower[2] <= a[2]
+            and upper[0] >= b[0] and upper[1] >= b[1] and upper[2] >= b[2])
+
+
+@wp.kernel
+def grow_moved_boxes(x: wp.array(dtype=wp.vec3), indices: wp.array2d(dtype=wp.int32), moved: wp.array(dtype=wp.int32),
+                     first: wp.array(dtype=wp.int32), incident: wp.array(dtype=wp.int32),
+                     leaf_of: wp.array(dtype=wp.int32), parent: wp.array(dtype=wp.int32), tree: TreeData):
+    """Each moved vertex v (moved[v] != 0) gives its primitives (incident[first[v]:first[v + 1]]) their boxes at
+    positions x [m] (grown by tree.grow), and grows their leaves and every node above to hold them (float atomic
+    minima and maxima: the same boxes in any order; a primitive with two moved vertices is written twice with the
+    same box). The other boxes stay as they were: every box still holds its primitives, only looser for the
+    ones that moved away. dim = particle count."""
+    v = wp.tid()
+    if moved[v] == 0:
+        return
+    for j in range(first[v], first[v + 1]):
+        k = incident[j]
+        a, b = primitive_box(x, indices, k, tree.grow)
+        tree.item_lower[k] = a
+        tree.item_upper[k] = b
+        n = leaf_of[k]
+        while n >= 0:
+            if boxes_hold(tree.lower[n], tree.upper[n], a, b):
+                # whoever grew this node to hold the box grows every node above with a box that holds it too
+                # (and every node held its children's boxes before): the final boxes are the same without the
+                # climb, whichever thread came first
+                break
+            wp.atomic_min(tree.lower, n, a)
+            wp.atomic_max(tree.upper, n, b)
+            n = parent[n]
 
 
 class PrimitiveTree:
@@ -169,7 +212,7 @@ class PrimitiveTree:
         self.device = device
         nodes = max(len(start), 1)
         data = TreeData()
-        ints = lambda a: wp.array(np.asarray(a, np.int32), dtype=wp.int32, device=device)  # noqa: E731
+        ints = self._ints
         data.start, data.end = ints(start), ints(end)
         data.skip = ints(skip)
         data.lower = wp.zeros(nodes, dtype=wp.vec3, device=device)
@@ -186,6 +229,15 @@ class PrimitiveTree:
         left = np.where(inner, ids + 1, -1)
         right = np.where(inner, np.asarray(skip)[np.minimum(ids + 1, max(len(skip) - 1, 0))], -1)
         self.children = (left, right)
+        # each primitive's leaf and each node's parent (-1 for the root): the path grow_moved updates
+        parent = np.full(len(skip), -1, np.int32)
+        for child in (left, right):
+            parent[child[inner]] = ids[inner]
+        leaf_of = np.zeros(max(count, 1), np.int32)
+        for n in np.nonzero(~inner)[0]:
+            leaf_of[start[n]:end[n]] = n
+        self._leaf_of, self._parent = ints(leaf_of), ints(parent)
+        self._incidence = None  # each vertex's primitives (grow_moved), from the indices of its first call
         buffers = {"prims": ints(np.arange(count)), "node_start": data.start, "node_end": data.end,
                    "node_left": ints(left), "node_right": ints(right), "node_lower": data.lower,
                    "node_upper": data.upper}
@@ -198,4 +250,26 @@ class PrimitiveTree:
             wp.launch(primitive_boxes, dim=self.count, device=self.device, record_tape=False,
                       inputs=[x, indices, self.data.grow, self.data.item_lower, self.data.item_upper])
             self._refit.run(self.data.item_lower, self.data.item_upper)
+        return self.data
+
+    def _ints(self, values):
+        """An int32 array of `values` on the tree's device."""
+        return wp.array(np.asarray(values, np.int32), dtype=wp.int32, device=self.device)
+
+    def grow_moved(self, x, indices, moved) -> TreeData:
+        """The boxes of the primitives with a vertex marked in `moved` (int32 [particle_count], non-zero) at
+        positions x [m], and their leaves' and ancestors' boxes grown to hold them (grow_moved_boxes): after
+        it every box holds its primitives at x where they moved and where they were refitted elsewhere, so a
+        query at x needs no margin. A handful of moved vertices costs a few paths to the root, not a refit.
+        indices: the primitives' vertices (int32 [count, 2 or 3], in the tree's order; the same at every call)."""
+        if not self.count:
+            return self.data
+        if self._incidence is None:
+            rows = indices.numpy()
+            vertex = rows.reshape(-1)
+            order = np.argsort(vertex, kind="stable")
+            first = np.searchsorted(vertex[order], np.arange(moved.shape[0] + 1))
+            self._incidence = (self._ints(first), self._ints(order // rows.shape[1]))
+        wp.launch(grow_moved_boxes, dim=moved.shape[0], device=self.device, record_tape=False,
+                  inputs=[x, indices, moved, *self._incidence, self._leaf_of, self._parent, self.data])
         return self.data

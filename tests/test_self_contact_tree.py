@@ -64,6 +64,49 @@ def test_a_refit_a_height_at_a_time_gives_the_serial_refits_boxes():
     assert np.allclose(serial.data.upper.numpy()[0], used.max(axis=0) + 0.01)
 
 
+def test_growing_the_moved_primitives_boxes_holds_them_and_leaves_the_others(monkeypatch):
+    """PrimitiveTree.grow_moved after some vertices moved: each primitive with a moved vertex gets its exact
+    grown box at the new positions, every node's box holds all of its primitives' boxes at the new positions, the
+    nodes on no moved primitive's path to the root and the other primitives keep their boxes to the bit, and
+    the result does not depend on the thread order (two threads and one give the same bits)."""
+    rng = np.random.default_rng(8)
+    order, start, end, skip = build_tree(rng.random((1000, 3)), np.zeros(1000, np.int32))
+    x0 = rng.random((600, 3))
+    edges_np = rng.integers(0, 600, (1000, 2)).astype(np.int32)[order]
+    moved = np.zeros(600, np.int32)
+    moved[rng.choice(600, 12, replace=False)] = 1
+    x1 = x0.copy()
+    x1[moved != 0] += rng.normal(scale=0.3, size=(12, 3))
+    results = []
+    monkeypatch.setattr(wp.config, "cpu_parallel_threshold", 1)
+    for threads in (2, 1):
+        monkeypatch.setattr(wp.config, "cpu_threads", threads)
+        tree = PrimitiveTree(start, end, skip, 1000, 0.01, "cpu")
+        edges = wp.array(edges_np, dtype=wp.int32)
+        tree.refit(wp.array(x0.astype(np.float32), dtype=wp.vec3), edges)
+        boxes = (tree.data.lower, tree.data.upper, tree.data.item_lower, tree.data.item_upper)
+        before = [a.numpy().copy() for a in boxes]
+        tree.grow_moved(wp.array(x1.astype(np.float32), dtype=wp.vec3), edges, wp.array(moved, dtype=wp.int32))
+        results.append((before, [a.numpy() for a in boxes]))
+    (before, (lower, upper, item_lower, item_upper)), (_, other) = results
+    assert all(np.array_equal(a, b) for a, b in zip((lower, upper, item_lower, item_upper), other))
+    touched = np.any(moved[edges_np] != 0, axis=1)
+    assert 0 < touched.sum() < 100
+    corners = x1[edges_np].astype(np.float32)
+    exact_lo, exact_hi = corners.min(axis=1) - np.float32(0.01), corners.max(axis=1) + np.float32(0.01)
+    assert np.allclose(item_lower[touched], exact_lo[touched]) and np.allclose(item_upper[touched], exact_hi[touched])
+    assert np.array_equal(item_lower[~touched], before[2][~touched])
+    on_path = np.zeros(len(skip), bool)
+    for n in range(len(skip)):
+        holds_lo = lower[n] <= exact_lo[start[n]:end[n]].min(axis=0) + 1e-6
+        holds_hi = upper[n] >= exact_hi[start[n]:end[n]].max(axis=0) - 1e-6
+        assert np.all(holds_lo) and np.all(holds_hi), f"node {n} does not hold its primitives"
+        on_path[n] = touched[start[n]:end[n]].any()
+    assert np.array_equal(lower[~on_path], before[0][~on_path]) and np.array_equal(upper[~on_path],
+                                                                                   before[1][~on_path])
+    assert not np.array_equal(lower[on_path], before[0][on_path]), "the moved primitives' nodes grew"
+
+
 def crumpled_cloth():
     """A cloth crumpled at random (displacements larger than its cells) and its SelfContact after a search."""
     b = sim.ModelBuilder()
