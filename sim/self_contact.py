@@ -347,6 +347,7 @@ class SelfContact:
         self._init_partial(tris, colliding)
         self._overrun = wp.zeros(groups, dtype=wp.int32, device=d)  # per drift group, cleared after each use
         self._last_out = None  # the positions the last step wrote: a step from anything else searches first
+        self._degrees_stale = False  # data.degree not counted since a partial search (begin_step's `degrees`)
 
     def _init_world_drifts(self, model, colliding, fixed):
         """Drift groups of a model of many worlds: group w + 1 is world w, drifting when its colliding vertices
@@ -406,13 +407,15 @@ class SelfContact:
         data.active_count = wp.zeros(2, dtype=wp.int32, device=d)
         return data, wp.zeros(n, dtype=float, device=d), wp.zeros(n, dtype=wp.vec3, device=d)
 
-    def begin_step(self, x, *, fresh: bool = False):
+    def begin_step(self, x, *, fresh: bool = False, degrees: bool = True):
         """The pairs for a step from positions x [m] (vec3 [particle_count]): searched again when the last step
         asked for it (around the vertices that asked, when they are few and no Tape records: see
         sim/self_contact_partial.py), or when x is not what the last step wrote (a new or reset state); else
         the last search's. `fresh`: a search fills new arrays (on a Tape, each step's kernels must keep reading
         their own). Under a capture (kernels.runtime.capture) every step searches: a replay cannot take the host's
-        decision again.
+        decision again. `degrees`: data.degree must count each vertex's touching pairs (SolverXPBD's share of a
+        correction); False lets a partial search skip the count (two launches over every vertex and edge), which
+        a later call with True makes up.
 
         After it, `has_pairs` says whether any pair is listed (False: the step's pair passes would do nothing,
         and may be skipped), and `active` how many vertices and edges list pairs (the passes' launch sizes over
@@ -422,15 +425,18 @@ class SelfContact:
             return self.data
         asking, soon = (int(n) for n in self._search_count.numpy())
         if asking and (fresh or asking > self._partial_limit
-                       or not self._search_partially(x, with_soon=asking + soon <= self._partial_limit)):
+                       or not self._search_partially(x, with_soon=asking + soon <= self._partial_limit,
+                                                     degrees=degrees)):
             self.find(x, fresh=fresh)
+        if degrees and self._degrees_stale:
+            self._count_degrees()
         return self.data
 
     def _run(self, kernel, dim: int, inputs: list) -> None:
         """Launch one of the search's kernels on the cloth's device, outside any tape."""
         wp.launch(kernel, dim=dim, inputs=inputs, device=self.device, record_tape=False)
 
-    def _search_partially(self, x, *, with_soon: bool) -> bool:
+    def _search_partially(self, x, *, with_soon: bool, degrees: bool = True) -> bool:
         """Search again around the marked vertices only (`with_soon`: those about to ask too, else only those
         that ask now); False (with nothing to undo: a full search follows) when the set S of searched vertices,
         grown by the vertices of pairs that leave no slack, stays blocked after PARTIAL_ATTEMPTS or grows past
@@ -463,7 +469,10 @@ class SelfContact:
             if attempt + 1 == PARTIAL_ATTEMPTS or int(partial.size.numpy()[0]) > self._partial_limit:
                 partial.blocked.zero_()
                 return False
-        self._count_degrees()
+        if degrees:
+            self._count_degrees()
+        else:
+            self._degrees_stale = True
         self._marked.zero_()
         self._search_count.zero_()
         self.partial_searches += 1
@@ -487,7 +496,9 @@ class SelfContact:
         self.active, self.has_pairs = (vertices, edges), vertices + edges > 0
 
     def _count_degrees(self):
+        """data.degree counted again over every listed pair (after a partial search)."""
         d, data = self.device, self.data
+        self._degrees_stale = False
         data.degree.zero_()
         wp.launch(count_degrees, dim=self.particle_count, inputs=[data, 0], device=d, record_tape=False)
         if self.edge_count:
@@ -511,6 +522,7 @@ class SelfContact:
                       [x, self._edge_tree.data, data, r, self.bound, self.overflow])
         self._run(scale_bound, self.particle_count, [self.bound, GAMMA])
         data.degree.zero_()
+        self._degrees_stale = False  # keep_reachable_pairs counts them
         keep = [data, self.bound, 0]
         self._run(keep_reachable_pairs, self.particle_count, keep)
         if self.edge_count:

@@ -497,6 +497,43 @@ def test_a_partial_search_keeps_every_pair_apart_and_lists_the_new_pairs(case):
     assert new_pairs > 20
 
 
+def test_touching_counts_a_partial_search_skipped_are_made_up_before_a_step_that_needs_them():
+    """SolverSemiImplicit has no use for data.degree (SolverXPBD's share of a correction) and lets partial
+    searches skip its count (begin_step(degrees=False)); a later begin_step(degrees=True) with no search due
+    counts it first (here over counts wiped after the partial search): the same counts as a partial search that
+    counted them."""
+    from sim.self_contact import SelfContact
+    rng = np.random.default_rng(4)
+    b = sim.ModelBuilder(gravity=0.0)
+    for height in (0.0, 0.8 * THICKNESS):  # grids in the xy plane, touching
+        b.add_cloth_grid((0, 0, height), IDENTITY, (0, 0, 0), 6, 6, 0.03, 0.03, mass=0.001, self_collision=True,
+                         thickness=THICKNESS)
+    model = b.finalize("cpu")
+    x0 = model.particle_q.numpy() + rng.normal(scale=0.0005, size=(model.particle_count, 3))
+    marked = np.array([60, 66, 70, 74])  # upper layer (49 vertices a layer)
+    degrees = []
+    for count in (True, False):
+        contact = SelfContact(model)
+        contact.find(wp.array(x0.astype(np.float32), dtype=wp.vec3))
+        x1 = x0.copy()
+        x1[marked, 2] -= 0.5 * contact.bound.numpy()[marked]
+        flags = np.zeros(model.particle_count, np.int32)
+        flags[marked] = 1
+        contact._marked.assign(flags)
+        contact._partial_limit = model.particle_count // 4
+        x = wp.array(x1.astype(np.float32), dtype=wp.vec3)
+        assert contact._search_partially(x, with_soon=True, degrees=count)
+        if not count:
+            assert contact._degrees_stale
+            contact.data.degree.zero_()
+            contact._last_out = x  # the step's own output: nothing asks, no search
+            contact.begin_step(x, degrees=True)
+            assert not contact._degrees_stale and contact.searches == 1 and contact.partial_searches == 1
+        degrees.append(contact.data.degree.numpy())
+    assert degrees[0].sum() > 100
+    assert np.array_equal(degrees[0], degrees[1])
+
+
 def test_the_bound_never_lengthens_a_step_of_a_cloth_that_drifted_far_since_its_search():
     """A cloth falling as a whole, 20 cm since its last search (the drift: no distance changed, so no search was
     due), whose lowest row stops dead on the ground while the rest falls on by more than its bound: the

@@ -59,7 +59,7 @@ class SolverSemiImplicit(Solver):
         self_contact = self_contact_of(model)
         if self_contact is not None:
             grad = bool(model.requires_grad or state_in.particle_q.requires_grad)
-            self_contact.begin_step(state_in.particle_q, fresh=grad)
+            self_contact.begin_step(state_in.particle_q, fresh=grad, degrees=False)  # penalty forces: no share
         self.eval_forces(model, state_in, control, f)
         if self_contact is None:
             self.integrate(model, state_in, state_out, f, dt)
