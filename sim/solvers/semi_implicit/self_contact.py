@@ -34,8 +34,11 @@ def pair_force(u: wp.vec3, relative_velocity: wp.vec3, h: float, params: Contact
 @wp.kernel
 def eval_vertex_triangle_forces(x: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3), data: SelfContactData,
                                 params: ContactParams, mu: wp.array(dtype=float), f: wp.array(dtype=wp.vec3)):
-    """One thread per vertex p, over its triangles (a, b, c) with the closest point's weights w."""
-    p = wp.tid()
+    """One thread per vertex p listing pairs (data.vt_active, in index order: the same sums as over every
+    vertex; dim >= active_count[0]), over its triangles (a, b, c) with the closest point's weights w."""
+    if wp.tid() >= data.active_count[0]:
+        return
+    p = data.vt_active[wp.tid()]
     for k in range(data.vt_count[p]):
         a, b, c, w, u = vertex_triangle_pair(x, data, p, k)
         rel = v[p] - (v[a] * w[0] + v[b] * w[1] + v[c] * w[2])
@@ -49,8 +52,11 @@ def eval_vertex_triangle_forces(x: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp
 @wp.kernel
 def eval_edge_edge_forces(x: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3), data: SelfContactData,
                           params: ContactParams, mu: wp.array(dtype=float), f: wp.array(dtype=wp.vec3)):
-    """One thread per edge (i0, i1), over its edges (j0, j1), weights (1 - s, s) and (1 - t, t)."""
-    e = wp.tid()
+    """One thread per edge (i0, i1) listing pairs (data.ee_active, in index order; dim >= active_count[1]), over
+    its edges (j0, j1), weights (1 - s, s) and (1 - t, t)."""
+    if wp.tid() >= data.active_count[1]:
+        return
+    e = data.ee_active[wp.tid()]
     i0 = data.edge_indices[e, 0]
     i1 = data.edge_indices[e, 1]
     for k in range(data.ee_count[e]):

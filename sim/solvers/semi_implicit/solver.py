@@ -101,10 +101,14 @@ class SolverSemiImplicit(Solver):
                               model.soft_contact, model.soft_contact_mu, f], device=device)
         self_contact = self_contact_of(model)
         if self_contact is not None and self_contact.has_pairs:  # no listed pair: no force
+            # over the vertices and edges that list pairs (a few per cent of a folding cloth's): the serial loops
+            # over every one cost 180 us a step in the 64 x 64 drop's fold
             inputs = [x, v, self_contact.data, model.soft_contact, model.soft_contact_mu, f]
-            wp.launch(eval_vertex_triangle_forces, dim=model.particle_count, inputs=inputs, device=device)
-            if self_contact.edge_count:
-                wp.launch(eval_edge_edge_forces, dim=self_contact.edge_count, inputs=inputs, device=device)
+            vertices, edges = self_contact.active
+            if vertices:
+                wp.launch(eval_vertex_triangle_forces, dim=vertices, inputs=inputs, device=device)
+            if edges:
+                wp.launch(eval_edge_edge_forces, dim=edges, inputs=inputs, device=device)
         if model.particle_grid_enabled:
             from ... import particle_contact  # written alongside the hash grid; imported only when enabled
             particle_contact.eval_particle_contacts(model, state, f)
