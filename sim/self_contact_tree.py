@@ -233,9 +233,8 @@ class PrimitiveTree:
         parent = np.full(len(skip), -1, np.int32)
         for child in (left, right):
             parent[child[inner]] = ids[inner]
-        leaf_of = np.zeros(max(count, 1), np.int32)
-        for n in np.nonzero(~inner)[0]:
-            leaf_of[start[n]:end[n]] = n
+        leaves = np.nonzero(~inner)[0]  # in preorder their ranges cover the primitives in order
+        leaf_of = np.repeat(leaves, np.asarray(end)[leaves] - np.asarray(start)[leaves]) if count else np.zeros(1)
         self._leaf_of, self._parent = ints(leaf_of), ints(parent)
         self._incidence = None  # each vertex's primitives (grow_moved), from the indices of its first call
         buffers = {"prims": ints(np.arange(count)), "node_start": data.start, "node_end": data.end,
