@@ -405,8 +405,9 @@ def all_pair_distances(x: wp.array(dtype=wp.vec3), tris: wp.array2d(dtype=wp.int
 
 @pytest.mark.parametrize("case", ["near", "far", "no_slack"])
 def test_a_partial_search_keeps_every_pair_apart_and_lists_the_new_pairs(case):
-    """Two cloth layers 1.5 thicknesses apart, every vertex moved within its bound, and a few vertices of the
-    upper layer pushed down by their whole bound (they ask for a search): a search around those only
+    """Two cloth grids in one plane (the xy plane), the second shifted 1.5 thicknesses along y so that its rows
+    lie between the first's, every vertex moved within its bound, and a few vertices of the second pushed by
+    their whole bound towards the first's rows (-y: they ask for a search): a search around those only
     (sim/self_contact_partial.py) leaves, for every vertex-triangle and edge-edge pair of the cloth (brute
     force, all pairs), the largest bound on one side plus the largest on the other below the pair's distance
     at the search positions (what keeps the cloth from passing through itself), resets only the vertices it
