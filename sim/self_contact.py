@@ -312,8 +312,9 @@ class SelfContact:
         self._active_lists = ActiveLists(self.particle_count, self.edge_count, d)
         self.active = (self.particle_count, self.edge_count)  # vertices and edges listing pairs, as last read
         # a triangle's box is its own (a vertex's query grows its box by r_q), an edge's is grown by r_q / 2
-        self._tri_tree = PrimitiveTree(*tri_tree, self.tri_count, 0.0, d)
-        self._edge_tree = PrimitiveTree(*edge_tree, self.edge_count, 0.5 * self.query_radius, d)
+        n = self.particle_count
+        self._tri_tree = PrimitiveTree(*tri_tree, self._tri_indices, n, 0.0, d)
+        self._edge_tree = PrimitiveTree(*edge_tree, self._edge_indices, n, 0.5 * self.query_radius, d)
         self.overflow = wp.zeros(1, dtype=wp.int32, device=d)
         self.searches = 0
         self.has_pairs = True  # whether any pair is listed: a model without pairs skips its pair passes
@@ -347,7 +348,7 @@ class SelfContact:
         self._init_partial(tris, colliding)
         self._overrun = wp.zeros(groups, dtype=wp.int32, device=d)  # per drift group, cleared after each use
         self._last_out = None  # the positions the last step wrote: a step from anything else searches first
-        self._degrees_stale = False  # data.degree not counted since a partial search (begin_step's `degrees`)
+        self._degrees_stale = False  # data.degree not counted since a partial search (touching_counts)
 
     def _init_world_drifts(self, model, colliding, fixed):
         """Drift groups of a model of many worlds: group w + 1 is world w, drifting when its colliding vertices
@@ -407,15 +408,13 @@ class SelfContact:
         data.active_count = wp.zeros(2, dtype=wp.int32, device=d)
         return data, wp.zeros(n, dtype=float, device=d), wp.zeros(n, dtype=wp.vec3, device=d)
 
-    def begin_step(self, x, *, fresh: bool = False, degrees: bool = True):
+    def begin_step(self, x, *, fresh: bool = False):
         """The pairs for a step from positions x [m] (vec3 [particle_count]): searched again when the last step
         asked for it (around the vertices that asked, when they are few and no Tape records: see
         sim/self_contact_partial.py), or when x is not what the last step wrote (a new or reset state); else
         the last search's. `fresh`: a search fills new arrays (on a Tape, each step's kernels must keep reading
         their own). Under a capture (kernels.runtime.capture) every step searches: a replay cannot take the host's
-        decision again. `degrees`: data.degree must count each vertex's touching pairs (SolverXPBD's share of a
-        correction); False lets a partial search skip the count (two launches over every vertex and edge), which
-        a later call with True makes up.
+        decision again.
 
         After it, `has_pairs` says whether any pair is listed (False: the step's pair passes would do nothing,
         and may be skipped), and `active` how many vertices and edges list pairs (the passes' launch sizes over
@@ -425,18 +424,24 @@ class SelfContact:
             return self.data
         asking, soon = (int(n) for n in self._search_count.numpy())
         if asking and (fresh or asking > self._partial_limit
-                       or not self._search_partially(x, with_soon=asking + soon <= self._partial_limit,
-                                                     degrees=degrees)):
+                       or not self._search_partially(x, with_soon=asking + soon <= self._partial_limit)):
             self.find(x, fresh=fresh)
-        if degrees and self._degrees_stale:
-            self._count_degrees()
         return self.data
+
+    def touching_counts(self):
+        """data.degree: how many listed pairs closer than their thickness each vertex is part of (int32
+        [particle_count], SolverXPBD's share of a correction), counted first when a partial search changed the
+        lists since (a full search counts them as it keeps its pairs; a partial one leaves it to the solvers that
+        read them: two launches over every vertex and edge)."""
+        if self._degrees_stale:
+            self._count_degrees()
+        return self.data.degree
 
     def _run(self, kernel, dim: int, inputs: list) -> None:
         """Launch one of the search's kernels on the cloth's device, outside any tape."""
         wp.launch(kernel, dim=dim, inputs=inputs, device=self.device, record_tape=False)
 
-    def _search_partially(self, x, *, with_soon: bool, degrees: bool = True) -> bool:
+    def _search_partially(self, x, *, with_soon: bool) -> bool:
         """Search again around the marked vertices only (`with_soon`: those about to ask too, else only those
         that ask now); False (with nothing to undo: a full search follows) when the set S of searched vertices,
         grown by the vertices of pairs that leave no slack, stays blocked after PARTIAL_ATTEMPTS or grows past
@@ -450,8 +455,8 @@ class SelfContact:
             partial.failed.zero_()
             self._run(reset_marked, self.particle_count,
                       [x, self._drift_before, self._drift_group, partial, GAMMA * r, self.x_search, self.bound])
-            self._tri_tree.grow_moved(self.x_search, data.tri_indices, self._marked)
-            self._edge_tree.grow_moved(self.x_search, data.edge_indices, self._marked)
+            self._tri_tree.grow_moved(self.x_search, self._marked)
+            self._edge_tree.grow_moved(self.x_search, self._marked)
             wp.copy(partial.vt_base, data.vt_count)
             wp.copy(partial.ee_base, data.ee_count)
             common = [self.x_search, self._tri_tree.data, data, partial, r, self.bound, self.overflow]
@@ -469,10 +474,7 @@ class SelfContact:
             if attempt + 1 == PARTIAL_ATTEMPTS or int(partial.size.numpy()[0]) > self._partial_limit:
                 partial.blocked.zero_()
                 return False
-        if degrees:
-            self._count_degrees()
-        else:
-            self._degrees_stale = True
+        self._degrees_stale = True  # touching_counts counts them when asked
         self._marked.zero_()
         self._search_count.zero_()
         self.partial_searches += 1
@@ -481,8 +483,8 @@ class SelfContact:
 
     def _refit_trees(self, x):
         """The triangle and edge trees' boxes at positions x [m] (vec3 [particle_count])."""
-        self._tri_tree.refit(x, self.data.tri_indices)
-        self._edge_tree.refit(x, self.data.edge_indices)
+        self._tri_tree.refit(x)
+        self._edge_tree.refit(x)
 
     def _list_active(self):
         """The vertices and edges with listed pairs (data.vt_active, ee_active), and how many: `active` and

@@ -202,14 +202,17 @@ def grow_moved_boxes(x: wp.array(dtype=wp.vec3), indices: wp.array2d(dtype=wp.in
 
 class PrimitiveTree:
     """A tree (module docstring) of the shape build_tree gave, over `count` primitives already in its leaf
-    order, refitted by `refit`; `data` is what the queries read. grow: how much each primitive's box is grown
-    [m]. The node boxes are refitted by the runtime's BVH refit (kernels.runtime.bvh_refit.DeviceRefit: the
+    order, refitted by `refit`; `data` is what the queries read. indices: the primitives' vertices (a device
+    int32 array [count, 2 or 3], in the tree's order), of particle_count vertices. grow: how much each
+    primitive's box is grown [m]. The node boxes are refitted by the runtime's BVH refit (kernels.runtime.bvh_refit.DeviceRefit: the
     leaves, then the inner nodes lowest first, in one serial pass on the CPU and a launch per height on a GPU, or
     per_height as given)."""
 
-    def __init__(self, start: np.ndarray, end: np.ndarray, skip: np.ndarray, count: int, grow: float, device,
-                 per_height: bool | None = None):
+    def __init__(self, start: np.ndarray, end: np.ndarray, skip: np.ndarray, indices, particle_count: int,
+                 grow: float, device, per_height: bool | None = None):
         self.device = device
+        self.indices = indices
+        count = indices.shape[0]
         nodes = max(len(start), 1)
         data = TreeData()
         ints = self._ints
@@ -236,18 +239,22 @@ class PrimitiveTree:
         leaves = np.nonzero(~inner)[0]  # in preorder their ranges cover the primitives in order
         leaf_of = np.repeat(leaves, np.asarray(end)[leaves] - np.asarray(start)[leaves]) if count else np.zeros(1)
         self._leaf_of, self._parent = ints(leaf_of), ints(parent)
-        self._incidence = None  # each vertex's primitives (grow_moved), from the indices of its first call
+        # each vertex's primitives, incident[first[v]:first[v + 1]] (grow_moved)
+        rows = indices.numpy()
+        vertex = rows.reshape(-1)
+        by_vertex = np.argsort(vertex, kind="stable")
+        first = np.searchsorted(vertex[by_vertex], np.arange(particle_count + 1))
+        self._incidence = (ints(first), ints(by_vertex // max(rows.shape[1], 1)))
         buffers = {"prims": ints(np.arange(count)), "node_start": data.start, "node_end": data.end,
                    "node_left": ints(left), "node_right": ints(right), "node_lower": data.lower,
                    "node_upper": data.upper}
         self._refit = DeviceRefit(left, right, buffers, wp.get_device(device), per_height)
 
-    def refit(self, x, indices) -> TreeData:
-        """Every box at positions x [m] (vec3 [particle_count]); indices: the primitives' vertices (int32
-        [count, 2 or 3], in the tree's order)."""
+    def refit(self, x) -> TreeData:
+        """Every box at positions x [m] (vec3 [particle_count])."""
         if self.count:
             wp.launch(primitive_boxes, dim=self.count, device=self.device, record_tape=False,
-                      inputs=[x, indices, self.data.grow, self.data.item_lower, self.data.item_upper])
+                      inputs=[x, self.indices, self.data.grow, self.data.item_lower, self.data.item_upper])
             self._refit.run(self.data.item_lower, self.data.item_upper)
         return self.data
 
@@ -255,20 +262,12 @@ class PrimitiveTree:
         """An int32 array of `values` on the tree's device."""
         return wp.array(np.asarray(values, np.int32), dtype=wp.int32, device=self.device)
 
-    def grow_moved(self, x, indices, moved) -> TreeData:
+    def grow_moved(self, x, moved) -> TreeData:
         """The boxes of the primitives with a vertex marked in `moved` (int32 [particle_count], non-zero) at
         positions x [m], and their leaves' and ancestors' boxes grown to hold them (grow_moved_boxes): after
         it every box holds its primitives at x where they moved and where they were refitted elsewhere, so a
-        query at x needs no margin. A handful of moved vertices costs a few paths to the root, not a refit.
-        indices: the primitives' vertices (int32 [count, 2 or 3], in the tree's order; the same at every call)."""
-        if not self.count:
-            return self.data
-        if self._incidence is None:
-            rows = indices.numpy()
-            vertex = rows.reshape(-1)
-            order = np.argsort(vertex, kind="stable")
-            first = np.searchsorted(vertex[order], np.arange(moved.shape[0] + 1))
-            self._incidence = (self._ints(first), self._ints(order // rows.shape[1]))
-        wp.launch(grow_moved_boxes, dim=moved.shape[0], device=self.device, record_tape=False,
-                  inputs=[x, indices, moved, *self._incidence, self._leaf_of, self._parent, self.data])
+        query at x needs no margin. A handful of moved vertices costs a few paths to the root, not a refit."""
+        if self.count:
+            wp.launch(grow_moved_boxes, dim=moved.shape[0], device=self.device, record_tape=False,
+                      inputs=[x, self.indices, moved, *self._incidence, self._leaf_of, self._parent, self.data])
         return self.data

@@ -498,11 +498,11 @@ def test_a_partial_search_keeps_every_pair_apart_and_lists_the_new_pairs(case):
     assert new_pairs > 20
 
 
-def test_touching_counts_a_partial_search_skipped_are_made_up_before_a_step_that_needs_them():
-    """SolverSemiImplicit has no use for data.degree (SolverXPBD's share of a correction) and lets partial
-    searches skip its count (begin_step(degrees=False)); a later begin_step(degrees=True) with no search due
-    counts it first (here over counts wiped after the partial search): the same counts as a partial search that
-    counted them."""
+def test_touching_counts_a_partial_search_skipped_are_made_up_when_a_solver_asks():
+    """A partial search leaves data.degree (how many touching listed pairs each vertex is part of: SolverXPBD's
+    share of a correction; SolverSemiImplicit never reads it) to be counted when asked: touching_counts() counts
+    it first (here over counts wiped after the partial search), and gives each vertex's number of listed pairs
+    closer than their thickness, counted here from the lists by hand."""
     from sim.self_contact import SelfContact
     rng = np.random.default_rng(4)
     b = sim.ModelBuilder(gravity=0.0)
@@ -512,27 +512,38 @@ def test_touching_counts_a_partial_search_skipped_are_made_up_before_a_step_that
     model = b.finalize("cpu")
     x0 = model.particle_q.numpy() + rng.normal(scale=0.0005, size=(model.particle_count, 3))
     marked = np.array([60, 66, 70, 74])  # upper layer (49 vertices a layer)
-    degrees = []
-    for count in (True, False):
-        contact = SelfContact(model)
-        contact.find(wp.array(x0.astype(np.float32), dtype=wp.vec3))
-        x1 = x0.copy()
-        x1[marked, 2] -= 0.5 * contact.bound.numpy()[marked]
-        flags = np.zeros(model.particle_count, np.int32)
-        flags[marked] = 1
-        contact._marked.assign(flags)
-        contact._partial_limit = model.particle_count // 4
-        x = wp.array(x1.astype(np.float32), dtype=wp.vec3)
-        assert contact._search_partially(x, with_soon=True, degrees=count)
-        if not count:
-            assert contact._degrees_stale
-            contact.data.degree.zero_()
-            contact._last_out = x  # the step's own output: nothing asks, no search
-            contact.begin_step(x, degrees=True)
-            assert not contact._degrees_stale and contact.searches == 1 and contact.partial_searches == 1
-        degrees.append(contact.data.degree.numpy())
-    assert degrees[0].sum() > 100
-    assert np.array_equal(degrees[0], degrees[1])
+    contact = SelfContact(model)
+    contact.find(wp.array(x0.astype(np.float32), dtype=wp.vec3))
+    x1 = x0.copy()
+    x1[marked, 2] -= 0.5 * contact.bound.numpy()[marked]
+    flags = np.zeros(model.particle_count, np.int32)
+    flags[marked] = 1
+    contact._marked.assign(flags)
+    contact._partial_limit = model.particle_count // 4
+    assert contact._search_partially(wp.array(x1.astype(np.float32), dtype=wp.vec3), with_soon=True)
+    assert contact._degrees_stale
+    contact.data.degree.zero_()
+    counts = contact.touching_counts().numpy()
+    assert not contact._degrees_stale and contact.searches == 1 and contact.partial_searches == 1
+
+    data, slots = contact.data, sim.self_contact.VT_SLOTS
+    tris, edges = data.tri_indices.numpy(), data.edge_indices.numpy()
+    expected = np.zeros(model.particle_count, np.int64)
+    vt_count, vt_tri = data.vt_count.numpy(), data.vt_triangle.numpy().reshape(-1, slots)
+    vt_start = data.vt_start.numpy().reshape(-1, slots, 3)
+    for v in range(model.particle_count):
+        for k in range(vt_count[v]):
+            if np.linalg.norm(vt_start[v, k]) < THICKNESS:
+                np.add.at(expected, [v, *tris[vt_tri[v, k]]], 1)
+    slots = sim.self_contact.EE_SLOTS
+    ee_count, ee_edge = data.ee_count.numpy(), data.ee_edge.numpy().reshape(-1, slots)
+    ee_start = data.ee_start.numpy().reshape(-1, slots, 3)
+    for e in range(len(edges)):
+        for k in range(ee_count[e]):
+            if np.linalg.norm(ee_start[e, k]) < THICKNESS:
+                np.add.at(expected, [*edges[e], *edges[ee_edge[e, k]]], 1)
+    assert counts.sum() > 100
+    assert np.array_equal(counts, expected)
 
 
 def test_the_bound_never_lengthens_a_step_of_a_cloth_that_drifted_far_since_its_search():

@@ -44,8 +44,9 @@ def test_a_refit_a_height_at_a_time_gives_the_serial_refits_boxes():
     on the CPU: the same boxes to the bit, and heights that are 1 + the taller child's."""
     rng = np.random.default_rng(5)
     order, start, end, skip = build_tree(rng.random((1000, 3)), np.zeros(1000, np.int32))
-    serial = PrimitiveTree(start, end, skip, 1000, 0.01, "cpu")
-    by_height = PrimitiveTree(start, end, skip, 1000, 0.01, "cpu", per_height=True)
+    edges = wp.array(rng.integers(0, 600, (1000, 2)).astype(np.int32), dtype=wp.int32)
+    serial = PrimitiveTree(start, end, skip, edges, 600, 0.01, "cpu")
+    by_height = PrimitiveTree(start, end, skip, edges, 600, 0.01, "cpu", per_height=True)
     assert not serial._refit.per_height and by_height._refit.per_height
     heights = np.zeros(len(skip), np.int64)
     for h, level in enumerate(internal_levels(*serial.children), start=1):
@@ -54,9 +55,8 @@ def test_a_refit_a_height_at_a_time_gives_the_serial_refits_boxes():
         leaf = skip[n] == n + 1
         assert heights[n] == (0 if leaf else 1 + max(heights[n + 1], heights[skip[n + 1]]))
     x = wp.array(rng.random((600, 3)).astype(np.float32), dtype=wp.vec3)
-    edges = wp.array(rng.integers(0, 600, (1000, 2)).astype(np.int32), dtype=wp.int32)
-    serial.refit(x, edges)
-    by_height.refit(x, edges)
+    serial.refit(x)
+    by_height.refit(x)
     assert np.array_equal(serial.data.lower.numpy(), by_height.data.lower.numpy())
     assert np.array_equal(serial.data.upper.numpy(), by_height.data.upper.numpy())
     used = x.numpy()[edges.numpy()].reshape(-1, 3)  # the root holds every edge's grown box
@@ -81,12 +81,11 @@ def test_growing_the_moved_primitives_boxes_holds_them_and_leaves_the_others(mon
     monkeypatch.setattr(wp.config, "cpu_parallel_threshold", 1)
     for threads in (2, 1):
         monkeypatch.setattr(wp.config, "cpu_threads", threads)
-        tree = PrimitiveTree(start, end, skip, 1000, 0.01, "cpu")
-        edges = wp.array(edges_np, dtype=wp.int32)
-        tree.refit(wp.array(x0.astype(np.float32), dtype=wp.vec3), edges)
+        tree = PrimitiveTree(start, end, skip, wp.array(edges_np, dtype=wp.int32), 600, 0.01, "cpu")
+        tree.refit(wp.array(x0.astype(np.float32), dtype=wp.vec3))
         boxes = (tree.data.lower, tree.data.upper, tree.data.item_lower, tree.data.item_upper)
         before = [a.numpy().copy() for a in boxes]
-        tree.grow_moved(wp.array(x1.astype(np.float32), dtype=wp.vec3), edges, wp.array(moved, dtype=wp.int32))
+        tree.grow_moved(wp.array(x1.astype(np.float32), dtype=wp.vec3), wp.array(moved, dtype=wp.int32))
         results.append((before, [a.numpy() for a in boxes]))
     (before, (lower, upper, item_lower, item_upper)), (_, other) = results
     assert all(np.array_equal(a, b) for a, b in zip((lower, upper, item_lower, item_upper), other))

@@ -6,6 +6,7 @@ import kernels as wp
 
 from ...bending import check_bending_model
 from ...geometry import shape_data
+from ...model import State
 from ...worlds import world_shape_slots
 from ...self_contact import self_contact_of
 from ..base import PARTICLE_FEATURES, PARTICLE_IGNORED_KEYS, PARTICLE_SCENE_KEYS, Solver
@@ -59,7 +60,7 @@ class SolverSemiImplicit(Solver):
         self_contact = self_contact_of(model)
         if self_contact is not None:
             grad = bool(model.requires_grad or state_in.particle_q.requires_grad)
-            self_contact.begin_step(state_in.particle_q, fresh=grad, degrees=False)  # penalty forces: no share
+            self_contact.begin_step(state_in.particle_q, fresh=grad)
         self.eval_forces(model, state_in, control, f)
         if self_contact is None:
             self.integrate(model, state_in, state_out, f, dt)
@@ -76,12 +77,10 @@ class SolverSemiImplicit(Solver):
         to step (a whole model.state() per step cost about 70 us, a sixth of the 64 x 64 cloth's step without
         self-collision)."""
         if grad:
-            return _FreeState(*(wp.zeros(model.particle_count, dtype=wp.vec3, device=model.device,
-                                         requires_grad=True) for _ in range(2)))
+            return _integration_state(model, True)
         key = (model.particle_count, str(model.device))
         if getattr(self, "_free_key", None) != key:
-            self._free = _FreeState(*(wp.zeros(model.particle_count, dtype=wp.vec3, device=model.device)
-                                      for _ in range(2)))
+            self._free = _integration_state(model, False)
             self._free_key = key
         return self._free
 
@@ -128,11 +127,13 @@ class SolverSemiImplicit(Solver):
                   outputs=[state_out.particle_q, state_out.particle_qd], device=model.device)
 
 
-class _FreeState:
-    """The two arrays of a State that `integrate` writes."""
-
-    def __init__(self, particle_q, particle_qd):
-        self.particle_q, self.particle_qd = particle_q, particle_qd
+def _integration_state(model, grad: bool) -> State:
+    """A State with only the two arrays `integrate` writes (zeroed positions and velocities)."""
+    state = State()
+    state.particle_count = model.particle_count
+    state.particle_q, state.particle_qd = (wp.zeros(model.particle_count, dtype=wp.vec3, device=model.device,
+                                                    requires_grad=grad) for _ in range(2))
+    return state
 
 
 # Structs are rebuilt each step from the model's current arrays, so a model array replaced between steps is seen.

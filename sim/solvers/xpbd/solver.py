@@ -168,7 +168,7 @@ class SolverXPBD(Solver):
         wp.launch(k.inverse_masses, dim=n, device=device, inputs=[model.particle_mass, model.particle_flags],
                   outputs=[inv_mass])
         shapes = shape_data(model, state_in, self._shape_buffers)
-        touching = self_contact.data.degree if self_contact is not None else None
+        touching = self_contact.touching_counts() if self_contact is not None else None
         start_distances = self._pair_start_distances(model, self_contact, x_predicted, scratch) \
             if pairs else None
         for it in range(self.iterations):
