@@ -62,9 +62,8 @@ from .worlds import element_worlds
 # no `from __future__ import annotations`: kernels/runtime/struct.py evaluates string annotations in the top-level
 # package's namespace
 
-from .self_contact_partial import (PARTIAL_ATTEMPTS, PARTIAL_FRACTION, PartialSearch,
-                                   clamp_list_counts, forget_soon, grow_marked, reset_marked, scan_vertex_triangles,
-                                   search_marked_edges, search_marked_triangles, search_marked_vertices)
+from .self_contact_partial import (PARTIAL_ATTEMPTS, PARTIAL_FRACTION, PartialSearch, begin_attempt,
+                                   clamp_list_counts, grow_marked, scan_vertex_triangles, search_marked)
 from .self_contact_primitives import (DEFAULT_THICKNESS_FRACTION, EE_SLOTS, GAMMA,  # noqa: F401
                                     QUERY_RADIUS, VT_SLOTS, SelfContactData,
                                     boxes_overlap, closest_point_triangle, edge_edge_candidate, edge_separation,
@@ -449,24 +448,16 @@ class SelfContact:
         first."""
         data, partial, r = self.data, self._partial, self.query_radius
 
-        if not with_soon:
-            self._run(forget_soon, self.particle_count, [self._marked])
         for attempt in range(PARTIAL_ATTEMPTS):
             partial.failed.zero_()
-            self._run(reset_marked, self.particle_count,
-                      [x, self._drift_before, self._drift_group, partial, GAMMA * r, self.x_search, self.bound])
-            self._tri_tree.grow_moved(self.x_search, self._marked)
-            self._edge_tree.grow_moved(self.x_search, self._marked)
-            wp.copy(partial.vt_base, data.vt_count)
-            wp.copy(partial.ee_base, data.ee_count)
-            common = [self.x_search, self._tri_tree.data, data, partial, r, self.bound, self.overflow]
-            self._run(search_marked_vertices, self.particle_count, common)
-            self._run(search_marked_triangles, self.tri_count, common)
-            self._run(clamp_list_counts, self.particle_count, [data, partial, 0])
-            if self.edge_count:
-                self._run(search_marked_edges, self.edge_count,
-                          [self.x_search, self._edge_tree.data, data, partial, r, self.bound, self.overflow])
-                self._run(clamp_list_counts, self.edge_count, [data, partial, 1])
+            self._run(begin_attempt, max(self.particle_count, self.edge_count),
+                      [x, self._drift_before, self._drift_group, data, partial, GAMMA * r, int(not with_soon),
+                       self.x_search, self.bound])
+            self._tri_tree.grow_moved(self.x_search, self._marked, also=self._edge_tree)
+            self._run(search_marked, self.particle_count + self.tri_count + self.edge_count,
+                      [self.x_search, self._tri_tree.data, self._edge_tree.data, data, partial, r, self.bound,
+                       self.overflow])
+            self._run(clamp_list_counts, max(self.particle_count, self.edge_count), [data, partial])
             if not int(partial.failed.numpy()[0]):
                 break
             partial.size.zero_()

@@ -1,9 +1,10 @@
 """The vertices and edges of cloth self-contact (sim/self_contact.py) that list pairs, in increasing order: the
 solvers' pair passes run one thread per listed vertex or edge rather than one per vertex or edge (most of them
 list none, even in a pile: two thirds of the edges of the 64 x 64 drop's heap, whose threads cost the passes
-their reads and call before returning). Built after each search by a blocked count, a scan of the block totals
-and a blocked fill, so the order is that of the indices whatever the thread timing. Integer data only: nothing
-here is differentiated."""
+their reads and call before returning). Built after each search, in the order of the indices whatever the thread
+timing: on a GPU by a blocked count, a scan of the block totals and a blocked fill; on the CPU by one thread over
+both lists (list_active_serial: one launch where the blocked form takes six, each costing about what the whole
+serial pass does on a cloth of a few thousand vertices). Integer data only: nothing here is differentiated."""
 
 import kernels as wp
 
@@ -49,6 +50,25 @@ def fill_listing(counts: wp.array(dtype=wp.int32), chunk_offset: wp.array(dtype=
             k = k + 1
 
 
+@wp.kernel
+def list_active_serial(vt_count: wp.array(dtype=wp.int32), ee_count: wp.array(dtype=wp.int32),
+                       vt_active: wp.array(dtype=wp.int32), ee_active: wp.array(dtype=wp.int32),
+                       active_count: wp.array(dtype=wp.int32)):
+    """Both lists by one thread (dim 1): the indices with counts > 0 in order, and how many of each."""
+    k = int(0)
+    for i in range(vt_count.shape[0]):
+        if vt_count[i] > 0:
+            vt_active[k] = i
+            k = k + 1
+    active_count[0] = k
+    k = 0
+    for i in range(ee_count.shape[0]):
+        if ee_count[i] > 0:
+            ee_active[k] = i
+            k = k + 1
+    active_count[1] = k
+
+
 class ActiveLists:
     """Builds SelfContactData.vt_active / ee_active and active_count from vt_count / ee_count (see the module
     docstring) for `vertex_count` vertices and `edge_count` edges on `device`."""
@@ -63,8 +83,13 @@ class ActiveLists:
     def _chunks(n: int) -> int:
         return max((n + ACTIVE_CHUNK - 1) // ACTIVE_CHUNK, 1)
 
-    def build(self, data):
-        """Fill data.vt_active, data.ee_active and data.active_count ([vertices, edges] listing pairs)."""
+    def build(self, data, *, serial: bool | None = None):
+        """Fill data.vt_active, data.ee_active and data.active_count ([vertices, edges] listing pairs).
+        `serial`: by one thread (list_active_serial) or blocked; None: one thread on the CPU."""
+        if self.device.is_cpu if serial is None else serial:
+            wp.launch(list_active_serial, dim=1, device=self.device, record_tape=False,
+                      inputs=[data.vt_count, data.ee_count, data.vt_active, data.ee_active, data.active_count])
+            return
         for slot, (counts, active) in enumerate(((data.vt_count, data.vt_active), (data.ee_count, data.ee_active))):
             total, offset = self._scratch[slot]
             chunks = total.shape[0]

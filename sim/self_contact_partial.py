@@ -80,25 +80,23 @@ class PartialSearch:
 
 
 @wp.kernel(module=ORDER_FREE)
-def forget_soon(marked: wp.array(dtype=wp.int32)):
-    """Unmark the vertices that only would ask for a search within a few steps (marked 2): S is then the
-    vertices that ask now."""
+def begin_attempt(x: wp.array(dtype=wp.vec3), drift: wp.array(dtype=wp.vec3), group: wp.array(dtype=wp.int32),
+                  data: SelfContactData, partial: PartialSearch, cap: float, asking_only: int,
+                  x_search: wp.array(dtype=wp.vec3), bound: wp.array(dtype=float)):
+    """An attempt's start, dim = max(vertices, edges): with asking_only, the vertices that only would ask
+    within a few steps (marked 2) leave S; each vertex of S gets search position x - c (c: the drift of the
+    last step) and bound = cap (lowered by the queries); vt_base and ee_base = the list lengths before it."""
     i = wp.tid()
-    if marked[i] == 2:
-        marked[i] = 0
-
-
-@wp.kernel(module=ORDER_FREE)
-def reset_marked(x: wp.array(dtype=wp.vec3), drift: wp.array(dtype=wp.vec3), group: wp.array(dtype=wp.int32),
-                 partial: PartialSearch, cap: float, x_search: wp.array(dtype=wp.vec3),
-                 bound: wp.array(dtype=float)):
-    """The vertices of S: search position x - c (c: the drift of the last step), bound = cap (lowered by the
-    queries)."""
-    i = wp.tid()
-    if partial.marked[i] == 0:
-        return
-    x_search[i] = x[i] - drift[group[i]]
-    bound[i] = cap
+    if i < partial.marked.shape[0]:
+        partial.vt_base[i] = data.vt_count[i]
+        mark = partial.marked[i]
+        if mark == 2 and asking_only != 0:
+            partial.marked[i] = 0
+        elif mark != 0:
+            x_search[i] = x[i] - drift[group[i]]
+            bound[i] = cap
+    if i < partial.ee_base.shape[0]:
+        partial.ee_base[i] = data.ee_count[i]
 
 
 @wp.kernel(module=ORDER_FREE)
@@ -131,18 +129,19 @@ def sort_added(other: wp.array(dtype=wp.int32), start: wp.array(dtype=wp.vec3), 
 
 
 @wp.kernel(module=ORDER_FREE)
-def clamp_list_counts(data: SelfContactData, partial: PartialSearch, edges: int):
-    """vt_count (edges = 0) or ee_count (edges = 1) of list i cut to its slots: a pair added to a full list
-    took a slot number past them (counted in overflow, not stored), and every reader loops to the count. A list
-    that was not rewritten (its vertex, or both its edge's vertices, outside S) has the pairs other threads added
-    after its vt_base / ee_base sorted by their triangle / edge, in the order no thread's timing decides."""
+def clamp_list_counts(data: SelfContactData, partial: PartialSearch):
+    """vt_count of list i and ee_count of list i (dim = max(vertices, edges)) cut to their slots: a pair added
+    to a full list took a slot number past them (counted in overflow, not stored), and every reader loops to the
+    count. A list that was not rewritten (its vertex, or both its edge's vertices, outside S) has the pairs
+    other threads added after its vt_base / ee_base sorted by their triangle / edge, in the order no thread's
+    timing decides."""
     i = wp.tid()
-    if edges == 0:
+    if i < partial.marked.shape[0]:
         count = wp.min(data.vt_count[i], VT_SLOTS)
         data.vt_count[i] = count
         if partial.marked[i] == 0:
             sort_added(data.vt_triangle, data.vt_start, i * VT_SLOTS, partial.vt_base[i], count)
-    else:
+    if i < data.edge_indices.shape[0]:
         count = wp.min(data.ee_count[i], EE_SLOTS)
         data.ee_count[i] = count
         if partial.marked[data.edge_indices[i, 0]] == 0 and partial.marked[data.edge_indices[i, 1]] == 0:
@@ -259,13 +258,12 @@ def scan_vertex_triangles(x: wp.array(dtype=wp.vec3), tree: TreeData, data: Self
     return count
 
 
-@wp.kernel(module=ORDER_FREE)
-def search_marked_vertices(x: wp.array(dtype=wp.vec3), tree: TreeData, data: SelfContactData,
-                           partial: PartialSearch, query_radius: float, bound: wp.array(dtype=float),
-                           overflow: wp.array(dtype=wp.int32)):
-    """Each vertex of S against every triangle within query_radius at positions x (the search positions), its
-    list rewritten (scan_vertex_triangles)."""
-    v = wp.tid()
+@wp.func
+def search_marked_vertex(x: wp.array(dtype=wp.vec3), tree: TreeData, data: SelfContactData,
+                         partial: PartialSearch, query_radius: float, bound: wp.array(dtype=float),
+                         overflow: wp.array(dtype=wp.int32), v: int):
+    """Vertex v, when in S, against every triangle within query_radius at positions x (the search positions),
+    its list rewritten (scan_vertex_triangles)."""
     if partial.marked[v] == 0 or data.thickness[v] <= 0.0:
         return
     data.vt_count[v] = scan_vertex_triangles(x, tree, data, v, query_radius, query_radius, bound, overflow, partial,
@@ -283,14 +281,13 @@ def visit_corners(x: wp.array(dtype=wp.vec3), data: SelfContactData, partial: Pa
             visit_vertex_triangle(x, data, partial, bound, overflow, w, t, query_radius, 0, False)
 
 
-@wp.kernel(module=ORDER_FREE)
-def search_marked_triangles(x: wp.array(dtype=wp.vec3), tree: TreeData, data: SelfContactData,
-                            partial: PartialSearch, query_radius: float, bound: wp.array(dtype=float),
-                            overflow: wp.array(dtype=wp.int32)):
-    """Each triangle with a vertex in S against the vertices outside S within query_radius (found as corners
-    of the triangles near it in the triangle tree, each through its first triangle): the pair is added to the
-    vertex's list."""
-    t = wp.tid()
+@wp.func
+def search_marked_triangle(x: wp.array(dtype=wp.vec3), tree: TreeData, data: SelfContactData,
+                           partial: PartialSearch, query_radius: float, bound: wp.array(dtype=float),
+                           overflow: wp.array(dtype=wp.int32), t: int):
+    """Triangle t, when it has a vertex in S, against the vertices outside S within query_radius (found as
+    corners of the triangles near it in the triangle tree, each through its first triangle): the pair is added
+    to the vertex's list."""
     a = data.tri_indices[t, 0]
     b = data.tri_indices[t, 1]
     c = data.tri_indices[t, 2]
@@ -342,17 +339,16 @@ def visit_edge_edge(x: wp.array(dtype=wp.vec3), data: SelfContactData, partial: 
     return count
 
 
-@wp.kernel(module=ORDER_FREE)
-def search_marked_edges(x: wp.array(dtype=wp.vec3), tree: TreeData, data: SelfContactData,
-                        partial: PartialSearch, query_radius: float, bound: wp.array(dtype=float),
-                        overflow: wp.array(dtype=wp.int32)):
-    """Each edge with a vertex in S against every edge within query_radius: its own list rewritten, pairs
+@wp.func
+def search_marked_edge(x: wp.array(dtype=wp.vec3), tree: TreeData, data: SelfContactData,
+                       partial: PartialSearch, query_radius: float, bound: wp.array(dtype=float),
+                       overflow: wp.array(dtype=wp.int32), e: int):
+    """Edge e, when it has a vertex in S, against every edge within query_radius: its own list rewritten, pairs
     owned by an edge outside S added to that edge's list.
 
     Through the full search's edge tree (sim/self_contact_tree.py), whose boxes hold the edges at the search
     positions x grown by r_q / 2: the query box is e's grown by r_q / 2, over every node whose box it
     overlaps."""
-    e = wp.tid()
     i0 = data.edge_indices[e, 0]
     i1 = data.edge_indices[e, 1]
     if partial.marked[i0] == 0 and partial.marked[i1] == 0:
@@ -368,3 +364,23 @@ def search_marked_edges(x: wp.array(dtype=wp.vec3), tree: TreeData, data: SelfCo
                 count = visit_edge_edge(x, data, partial, bound, overflow, e, f, query_radius, count)
         n = tree_next_leaf(tree, lower, upper, -1, n + 1)
     data.ee_count[e] = count
+
+
+@wp.kernel(module=ORDER_FREE)
+def search_marked(x: wp.array(dtype=wp.vec3), tri_tree: TreeData, edge_tree: TreeData, data: SelfContactData,
+                  partial: PartialSearch, query_radius: float, bound: wp.array(dtype=float),
+                  overflow: wp.array(dtype=wp.int32)):
+    """The three queries of an attempt in one launch, dim = vertices + triangles + edges: thread i < vertices
+    searches vertex i (search_marked_vertex), the next triangle-count threads the triangles
+    (search_marked_triangle), the rest the edges (search_marked_edge). They write disjoint lists (a vertex of
+    S rewrites its own, the others are added to lists outside S) and lower bounds by minima, so they need no
+    order among them."""
+    i = wp.tid()
+    vertices = partial.marked.shape[0]
+    triangles = data.tri_indices.shape[0]
+    if i < vertices:
+        search_marked_vertex(x, tri_tree, data, partial, query_radius, bound, overflow, i)
+    elif i < vertices + triangles:
+        search_marked_triangle(x, tri_tree, data, partial, query_radius, bound, overflow, i - vertices)
+    else:
+        search_marked_edge(x, edge_tree, data, partial, query_radius, bound, overflow, i - vertices - triangles)

@@ -171,24 +171,35 @@ def boxes_hold(lower: wp.vec3, upper: wp.vec3, a: wp.vec3, b: wp.vec3):
             and upper[0] >= b[0] and upper[1] >= b[1] and upper[2] >= b[2])
 
 
-@wp.kernel
-def grow_moved_boxes(x: wp.array(dtype=wp.vec3), indices: wp.array2d(dtype=wp.int32), moved: wp.array(dtype=wp.int32),
-                     first: wp.array(dtype=wp.int32), incident: wp.array(dtype=wp.int32),
-                     leaf_of: wp.array(dtype=wp.int32), parent: wp.array(dtype=wp.int32), tree: TreeData):
-    """Each moved vertex v (moved[v] != 0) gives its primitives (incident[first[v]:first[v + 1]]) their boxes at
-    positions x [m] (grown by tree.grow), and grows their leaves and every node above to hold them (float atomic
-    minima and maxima: the same boxes in any order; a primitive with two moved vertices is written twice with the
-    same box). The other boxes stay as they were: every box still holds its primitives, only looser for the
-    ones that moved away. dim = particle count."""
-    v = wp.tid()
-    if moved[v] == 0:
-        return
-    for j in range(first[v], first[v + 1]):
-        k = incident[j]
-        a, b = primitive_box(x, indices, k, tree.grow)
+@wp.struct
+class GrowthPaths:
+    """What growing a tree's boxes for moved vertices reads besides the boxes (grow_vertex_boxes).
+
+    indices: the primitives' vertices [count, 2 or 3] int32.
+    first, incident: each vertex v's primitives, incident[first[v]:first[v + 1]] ([particle_count + 1], [3 or 2
+        count]) int32.
+    leaf_of: each primitive's leaf [count] int32; parent: each node's parent, -1 for the root [node_count] int32.
+    """
+
+    indices: wp.array2d(dtype=wp.int32)
+    first: wp.array(dtype=wp.int32)
+    incident: wp.array(dtype=wp.int32)
+    leaf_of: wp.array(dtype=wp.int32)
+    parent: wp.array(dtype=wp.int32)
+
+
+@wp.func
+def grow_vertex_boxes(x: wp.array(dtype=wp.vec3), paths: GrowthPaths, tree: TreeData, v: int):
+    """Vertex v, which moved, gives its primitives their boxes at positions x [m] (grown by tree.grow), and
+    grows their leaves and every node above to hold them (float atomic minima and maxima: the same boxes in any
+    order; a primitive with two moved vertices is written twice with the same box). The other boxes stay as they
+    were: every box still holds its primitives, only looser for the ones that moved away."""
+    for j in range(paths.first[v], paths.first[v + 1]):
+        k = paths.incident[j]
+        a, b = primitive_box(x, paths.indices, k, tree.grow)
         tree.item_lower[k] = a
         tree.item_upper[k] = b
-        n = leaf_of[k]
+        n = paths.leaf_of[k]
         while n >= 0:
             if boxes_hold(tree.lower[n], tree.upper[n], a, b):
                 # whoever grew this node to hold the box grows every node above with a box that holds it too
@@ -197,7 +208,20 @@ def grow_moved_boxes(x: wp.array(dtype=wp.vec3), indices: wp.array2d(dtype=wp.in
                 break
             wp.atomic_min(tree.lower, n, a)
             wp.atomic_max(tree.upper, n, b)
-            n = parent[n]
+            n = paths.parent[n]
+
+
+@wp.kernel
+def grow_moved_boxes(x: wp.array(dtype=wp.vec3), moved: wp.array(dtype=wp.int32), paths: GrowthPaths,
+                     tree: TreeData, other_paths: GrowthPaths, other_tree: TreeData, both: int):
+    """grow_vertex_boxes for each moved vertex v (moved[v] != 0) in one tree, and with `both` in a second tree
+    over the same vertices too. dim = particle count."""
+    v = wp.tid()
+    if moved[v] == 0:
+        return
+    grow_vertex_boxes(x, paths, tree, v)
+    if both != 0:
+        grow_vertex_boxes(x, other_paths, other_tree, v)
 
 
 class PrimitiveTree:
@@ -238,13 +262,15 @@ class PrimitiveTree:
             parent[child[inner]] = ids[inner]
         leaves = np.nonzero(~inner)[0]  # in preorder their ranges cover the primitives in order
         leaf_of = np.repeat(leaves, np.asarray(end)[leaves] - np.asarray(start)[leaves]) if count else np.zeros(1)
-        self._leaf_of, self._parent = ints(leaf_of), ints(parent)
         # each vertex's primitives, incident[first[v]:first[v + 1]] (grow_moved)
         rows = indices.numpy()
         vertex = rows.reshape(-1)
         by_vertex = np.argsort(vertex, kind="stable")
         first = np.searchsorted(vertex[by_vertex], np.arange(particle_count + 1))
-        self._incidence = (ints(first), ints(by_vertex // max(rows.shape[1], 1)))
+        paths = GrowthPaths()
+        paths.indices, paths.leaf_of, paths.parent = indices, ints(leaf_of), ints(parent)
+        paths.first, paths.incident = ints(first), ints(by_vertex // max(rows.shape[1], 1))
+        self._paths = paths
         buffers = {"prims": ints(np.arange(count)), "node_start": data.start, "node_end": data.end,
                    "node_left": ints(left), "node_right": ints(right), "node_lower": data.lower,
                    "node_upper": data.upper}
@@ -262,12 +288,19 @@ class PrimitiveTree:
         """An int32 array of `values` on the tree's device."""
         return wp.array(np.asarray(values, np.int32), dtype=wp.int32, device=self.device)
 
-    def grow_moved(self, x, moved) -> TreeData:
+    def grow_moved(self, x, moved, *, also: "PrimitiveTree | None" = None) -> TreeData:
         """The boxes of the primitives with a vertex marked in `moved` (int32 [particle_count], non-zero) at
-        positions x [m], and their leaves' and ancestors' boxes grown to hold them (grow_moved_boxes): after
+        positions x [m], and their leaves' and ancestors' boxes grown to hold them (grow_vertex_boxes): after
         it every box holds its primitives at x where they moved and where they were refitted elsewhere, so a
-        query at x needs no margin. A handful of moved vertices costs a few paths to the root, not a refit."""
-        if self.count:
-            wp.launch(grow_moved_boxes, dim=moved.shape[0], device=self.device, record_tape=False,
-                      inputs=[x, self.indices, moved, *self._incidence, self._leaf_of, self._parent, self.data])
+        query at x needs no margin. A handful of moved vertices costs a few paths to the root, not a refit.
+        `also`: another tree over the same vertices, grown in the same launch."""
+        if also is not None and not also.count:
+            also = None
+        if not self.count:
+            if also is not None:
+                also.grow_moved(x, moved)
+            return self.data
+        other = also if also is not None else self
+        wp.launch(grow_moved_boxes, dim=moved.shape[0], device=self.device, record_tape=False,
+                  inputs=[x, moved, self._paths, self.data, other._paths, other.data, int(also is not None)])
         return self.data

@@ -106,6 +106,41 @@ def test_growing_the_moved_primitives_boxes_holds_them_and_leaves_the_others(mon
     assert not np.array_equal(lower[on_path], before[0][on_path]), "the moved primitives' nodes grew"
 
 
+
+def test_two_trees_grown_in_one_launch_get_the_bits_of_two_launches():
+    """grow_moved(..., also=other): a second tree over the same vertices grown in the same launch gets the boxes
+    that its own grow_moved gives, to the bit, and so does the first (a mutation that skips the second tree, or
+    grows it with the first's paths, fails it)."""
+    rng = np.random.default_rng(9)
+    x0 = rng.random((300, 3)).astype(np.float32)
+    x1 = x0 + rng.normal(scale=0.2, size=x0.shape).astype(np.float32)
+    moved = (rng.random(300) < 0.05).astype(np.int32)
+    shapes = [(2, 0.01), (3, 0.0)]  # an edge-like tree with grown boxes, a triangle-like one without
+
+    def trees():
+        made = []
+        for corners, grow in shapes:
+            rows = rng_rows.integers(0, 300, (500, corners)).astype(np.int32)
+            order, start, end, skip = build_tree(x0[rows].mean(axis=1), np.zeros(500, np.int32))
+            tree = PrimitiveTree(start, end, skip, wp.array(rows[order], dtype=wp.int32), 300, grow, "cpu")
+            tree.refit(wp.array(x0, dtype=wp.vec3))
+            made.append(tree)
+        return made
+
+    rng_rows = np.random.default_rng(10)
+    apart = trees()
+    rng_rows = np.random.default_rng(10)
+    together = trees()
+    x, m = wp.array(x1, dtype=wp.vec3), wp.array(moved, dtype=wp.int32)
+    before = together[1].data.item_lower.numpy().copy()
+    for tree in apart:
+        tree.grow_moved(x, m)
+    together[0].grow_moved(x, m, also=together[1])
+    for a, b in zip(apart, together):
+        for name in ("lower", "upper", "item_lower", "item_upper"):
+            assert np.array_equal(getattr(a.data, name).numpy(), getattr(b.data, name).numpy()), name
+    assert not np.array_equal(together[1].data.item_lower.numpy(), before), "the second tree grew"
+
 def crumpled_cloth():
     """A cloth crumpled at random (displacements larger than its cells) and its SelfContact after a search."""
     b = sim.ModelBuilder()
@@ -213,3 +248,30 @@ def segment_distance(a0, a1, b0, b1, samples=401):
     d = b1 - b0
     t = np.clip((points - b0) @ d / max(float(d @ d), 1e-30), 0.0, 1.0)
     return float(np.linalg.norm(points - (b0 + t[:, None] * d), axis=1).min())
+
+
+@pytest.mark.parametrize("serial", [True, False])
+def test_the_active_lists_hold_every_listing_index_in_order(serial):
+    """ActiveLists.build, by one thread (the CPU's) and blocked (a GPU's, run here on the CPU): vt_active and
+    ee_active hold the vertices and edges whose counts are positive, in increasing order, and active_count how
+    many, against numpy (lists longer than a block, empty blocks, and an empty edge list)."""
+    from sim.self_contact_active import ACTIVE_CHUNK, ActiveLists
+    from sim.self_contact_primitives import SelfContactData
+
+    rng = np.random.default_rng(4)
+    vertices, edges = 3 * ACTIVE_CHUNK + 17, 2 * ACTIVE_CHUNK + 5
+    for vt_count, ee_count in (((rng.random(vertices) < 0.1) * rng.integers(1, 5, vertices),
+                                (rng.random(edges) < 0.3) * 2),
+                               (np.r_[np.zeros(2 * ACTIVE_CHUNK), np.ones(vertices - 2 * ACTIVE_CHUNK)],
+                                np.zeros(edges))):
+        data = SelfContactData()
+        data.vt_count = wp.array(vt_count.astype(np.int32), dtype=wp.int32)
+        data.ee_count = wp.array(ee_count.astype(np.int32), dtype=wp.int32)
+        data.vt_active = wp.full(vertices, -1, dtype=wp.int32)
+        data.ee_active = wp.full(edges, -1, dtype=wp.int32)
+        data.active_count = wp.zeros(2, dtype=wp.int32)
+        ActiveLists(vertices, edges, "cpu").build(data, serial=serial)
+        listed = [np.nonzero(vt_count > 0)[0], np.nonzero(ee_count > 0)[0]]
+        assert list(data.active_count.numpy()) == [len(a) for a in listed]
+        for active, expected in zip((data.vt_active, data.ee_active), listed):
+            assert np.array_equal(active.numpy()[:len(expected)], expected)
