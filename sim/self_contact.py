@@ -381,6 +381,9 @@ class SelfContact:
         partial.failed = wp.zeros(1, dtype=wp.int32, device=d)
         partial.blocked = wp.zeros(n, dtype=wp.int32, device=d)
         partial.size = wp.zeros(1, dtype=wp.int32, device=d)
+        partial.bound_before = wp.zeros(n, dtype=float, device=d)
+        partial.group = self._drift_group
+        partial.x_now, partial.drift = self.x_search, self._zero_drift  # each partial search sets its own
         self._partial = partial
         self._partial_limit = int(PARTIAL_FRACTION * int(colliding.sum()))
         self.partial_searches = 0
@@ -447,7 +450,7 @@ class SelfContact:
         the partial limit. The trees' boxes grow to hold the primitives of S at their new search positions
         first."""
         data, partial, r = self.data, self._partial, self.query_radius
-
+        partial.x_now, partial.drift = x, self._drift_before
         for attempt in range(PARTIAL_ATTEMPTS):
             partial.failed.zero_()
             self._run(begin_attempt, max(self.particle_count, self.edge_count),

@@ -14,10 +14,18 @@ bound from every pair that includes a vertex of S, at its distance d in the new 
 F_B the largest bounds of the pair's vertices outside S on each side (unchanged) and slack = d - F_A - F_B,
 each vertex of S on side A gets at most F_A + GAMMA slack (side B alike), so the pair's sides move by at most
 F_A + F_B + 2 GAMMA slack < d. A pair beyond r_q has sides bounded by GAMMA r_q each (every bound is). When a
-slack is not positive (the vertices outside S are already too close), the pair's vertices outside S join S and
-the search is run again (up to PARTIAL_ATTEMPTS times; the lists and bounds a failed attempt wrote are
-rewritten by the next, and pairs it added to lists outside S are real pairs); when S is not small, or stays
-blocked, the whole cloth is searched instead.
+slack is not positive (the bounds of the vertices outside S are too large for the pair's distance), those bounds
+come down instead: a vertex i outside S is O_i = |x_i - c - Y_i| from its search position now, within its bound,
+and any bound from O_i up to the present one keeps it valid and every pair it already satisfied; with O_A and O_B
+the largest on each side and room = d - O_A - O_B > 0, side A's vertices outside S get at most F_A = O_A +
+SHRINK_SHARE room (side B alike), the slack is then (1 - 2 SHRINK_SHARE) room, and the search goes on. (They will
+ask for a search sooner.) The queries read the bounds outside S as they were at the attempt's start
+(bound_before), so no pair's result depends on the order in which others lowered them. Only where the room is
+not positive either (the vertices outside S have already come within d of each other's reach) do they join S and
+the search is run again (up to PARTIAL_ATTEMPTS times; the lists and bounds a failed attempt wrote are rewritten
+by the next, and pairs it added to lists outside S are real pairs); when S is not small, or stays blocked, the
+whole cloth is searched instead. (Before session 24 every pair without slack blocked: a quarter of the 64 x 64
+drop's attempts were such retries, each searching S again; with the lowering, none.)
 
 Which pairs are found. The trees of the last full search (sim/self_contact_tree.py) are reused: before the
 queries, every triangle and edge with a vertex of S gets its box at the new search positions, and its leaf and
@@ -52,6 +60,9 @@ ORDER_FREE = order_free_module(__name__)
 PARTIAL_FRACTION = 1.0 / 32.0
 #: partial searches tried, S grown by the vertices that blocked the last, before the whole cloth is searched
 PARTIAL_ATTEMPTS = 4
+#: a pair that leaves no slack lowers the bounds of its vertices outside S to their offsets plus this share of the
+#: room left (each side: the slack is then 1 - 2 SHRINK_SHARE of the room)
+SHRINK_SHARE = 0.25
 
 
 @wp.struct
@@ -68,6 +79,12 @@ class PartialSearch:
     blocked: 1 at the vertices outside S of a pair that left no slack: they join S at the next attempt
         [particle_count] int32.
     size: [0] = the number of vertices in S after grow_marked [1] int32.
+    bound_before: every bound at the attempt's start [particle_count] float [m]: what the queries read for the
+        vertices outside S, whose bounds they may only lower (so that no pair's result depends on another's).
+    x_now: the positions the search is run at [particle_count] vec3 [m]; drift: the drift of the step that
+        wrote them, per drift group [groups] vec3 [m]; group: each vertex's drift group [particle_count] int32.
+        A vertex outside S is x_now - drift - x_search away from its search position: the least its bound
+        can be lowered to (shrink_room).
     """
 
     marked: wp.array(dtype=wp.int32)
@@ -77,6 +94,10 @@ class PartialSearch:
     failed: wp.array(dtype=wp.int32)
     blocked: wp.array(dtype=wp.int32)
     size: wp.array(dtype=wp.int32)
+    bound_before: wp.array(dtype=float)
+    x_now: wp.array(dtype=wp.vec3)
+    drift: wp.array(dtype=wp.vec3)
+    group: wp.array(dtype=wp.int32)
 
 
 @wp.kernel(module=ORDER_FREE)
@@ -85,10 +106,12 @@ def begin_attempt(x: wp.array(dtype=wp.vec3), drift: wp.array(dtype=wp.vec3), gr
                   x_search: wp.array(dtype=wp.vec3), bound: wp.array(dtype=float)):
     """An attempt's start, dim = max(vertices, edges): with asking_only, the vertices that only would ask
     within a few steps (marked 2) leave S; each vertex of S gets search position x - c (c: the drift of the
-    last step) and bound = cap (lowered by the queries); vt_base and ee_base = the list lengths before it."""
+    last step) and bound = cap (lowered by the queries); vt_base and ee_base = the list lengths before it,
+    bound_before = the bounds before it."""
     i = wp.tid()
     if i < partial.marked.shape[0]:
         partial.vt_base[i] = data.vt_count[i]
+        partial.bound_before[i] = bound[i]
         mark = partial.marked[i]
         if mark == 2 and asking_only != 0:
             partial.marked[i] = 0
@@ -160,11 +183,20 @@ def block_unmarked(partial: PartialSearch, a: int, b: int, c: int):
 
 
 @wp.func
-def side_bound(partial: PartialSearch, bound: wp.array(dtype=float), i: int):
-    """The bound of vertex i when it is outside S (unchanged by the partial search), else 0."""
+def side_bound(partial: PartialSearch, i: int):
+    """The bound of vertex i at the attempt's start when it is outside S (the queries only lower it), else 0."""
     if partial.marked[i] != 0:
         return 0.0
-    return bound[i]
+    return partial.bound_before[i]
+
+
+@wp.func
+def side_offset(partial: PartialSearch, x_search: wp.array(dtype=wp.vec3), i: int):
+    """How far vertex i, when outside S, is from its search position relative to the drift [m] (within its
+    bound), else 0."""
+    if partial.marked[i] != 0:
+        return 0.0
+    return wp.length(partial.x_now[i] - partial.drift[partial.group[i]] - x_search[i])
 
 
 @wp.func
@@ -174,21 +206,39 @@ def lower_marked(partial: PartialSearch, bound: wp.array(dtype=float), i: int, v
 
 
 @wp.func
-def constrain_pair(partial: PartialSearch, bound: wp.array(dtype=float), a0: int, a1: int, a2: int, b0: int,
-                   b1: int, b2: int, d: float):
-    """Lower the bounds of the S vertices of a pair at distance d [m] with sides (a0, a1, a2) and (b0, b1, b2)
-    (repeat a vertex for a side of fewer): F_side + GAMMA slack (module docstring); no slack fails the attempt and
-    blocks the pair's vertices outside S."""
-    fa = wp.max(wp.max(side_bound(partial, bound, a0), side_bound(partial, bound, a1)),
-                side_bound(partial, bound, a2))
-    fb = wp.max(wp.max(side_bound(partial, bound, b0), side_bound(partial, bound, b1)),
-                side_bound(partial, bound, b2))
+def lower_unmarked(partial: PartialSearch, bound: wp.array(dtype=float), i: int, value: float):
+    if partial.marked[i] == 0:
+        wp.atomic_min(bound, i, value)
+
+
+@wp.func
+def constrain_pair(x_search: wp.array(dtype=wp.vec3), partial: PartialSearch, bound: wp.array(dtype=float),
+                   a0: int, a1: int, a2: int, b0: int, b1: int, b2: int, d: float):
+    """Lower the bounds of the S vertices of a pair at distance d [m] at the search positions x_search, with
+    sides (a0, a1, a2) and (b0, b1, b2) (repeat a vertex for a side of fewer): F_side + GAMMA slack (module
+    docstring). Without slack, the bounds of the pair's vertices outside S are lowered towards how far they are
+    from their search positions now (O_side, the largest on each side) when that leaves room: each side's to
+    O_side + room / 4, room = d - O_A - O_B, so that the slack is half the room; else the attempt fails and
+    those vertices join S at the next."""
+    fa = wp.max(wp.max(side_bound(partial, a0), side_bound(partial, a1)), side_bound(partial, a2))
+    fb = wp.max(wp.max(side_bound(partial, b0), side_bound(partial, b1)), side_bound(partial, b2))
     slack = d - fa - fb
+    shrunk = False
     if slack <= 0.0:
-        partial.failed[0] = 1
-        block_unmarked(partial, a0, a1, a2)
-        block_unmarked(partial, b0, b1, b2)
-        return
+        oa = wp.max(wp.max(side_offset(partial, x_search, a0), side_offset(partial, x_search, a1)),
+                    side_offset(partial, x_search, a2))
+        ob = wp.max(wp.max(side_offset(partial, x_search, b0), side_offset(partial, x_search, b1)),
+                    side_offset(partial, x_search, b2))
+        room = d - oa - ob
+        if room <= 0.0:
+            partial.failed[0] = 1
+            block_unmarked(partial, a0, a1, a2)
+            block_unmarked(partial, b0, b1, b2)
+            return
+        fa = oa + SHRINK_SHARE * room
+        fb = ob + SHRINK_SHARE * room
+        slack = d - fa - fb
+        shrunk = True
     for i in range(3):
         a = a0
         b = b0
@@ -200,6 +250,9 @@ def constrain_pair(partial: PartialSearch, bound: wp.array(dtype=float), a0: int
             b = b2
         lower_marked(partial, bound, a, fa + GAMMA * slack)
         lower_marked(partial, bound, b, fb + GAMMA * slack)
+        if shrunk:
+            lower_unmarked(partial, bound, a, fa)
+            lower_unmarked(partial, bound, b, fb)
 
 
 @wp.func
@@ -211,7 +264,7 @@ def visit_vertex_triangle(x: wp.array(dtype=wp.vec3), data: SelfContactData, par
     u, d = vertex_triangle_candidate(x, data, v, t)
     if d >= query_radius:
         return count
-    constrain_pair(partial, bound, v, v, v, data.tri_indices[t, 0], data.tri_indices[t, 1],
+    constrain_pair(x, partial, bound, v, v, v, data.tri_indices[t, 0], data.tri_indices[t, 1],
                    data.tri_indices[t, 2], d)
     if own:
         if count < VT_SLOTS:
@@ -317,7 +370,7 @@ def visit_edge_edge(x: wp.array(dtype=wp.vec3), data: SelfContactData, partial: 
     i1 = data.edge_indices[e, 1]
     j0 = data.edge_indices[f, 0]
     j1 = data.edge_indices[f, 1]
-    constrain_pair(partial, bound, data.edge_indices[e, 0], i1, i1, j0, j1, j1, d)
+    constrain_pair(x, partial, bound, data.edge_indices[e, 0], i1, i1, j0, j1, j1, d)
     if e < f:
         if count < EE_SLOTS:
             data.ee_edge[e * EE_SLOTS + count] = f

@@ -403,7 +403,7 @@ def all_pair_distances(x: wp.array(dtype=wp.vec3), tris: wp.array2d(dtype=wp.int
             ee[i, j] = wp.length(x[p0] * (1.0 - st[0]) + x[p1] * st[0] - x[q0] * (1.0 - st[1]) - x[q1] * st[1])
 
 
-@pytest.mark.parametrize("case", ["near", "far", "no_slack"])
+@pytest.mark.parametrize("case", ["near", "far", "no_slack", "shrink"])
 def test_a_partial_search_keeps_every_pair_apart_and_lists_the_new_pairs(case):
     """Two cloth grids in one plane (the xy plane), the second shifted 1.5 thicknesses along y so that its rows
     lie between the first's, every vertex moved within its bound, and a few vertices of the second pushed by
@@ -418,7 +418,14 @@ def test_a_partial_search_keeps_every_pair_apart_and_lists_the_new_pairs(case):
     hold them at the search positions (every node's box holds its primitives there, in each case), and the
     search stays partial.
     no_slack: one marked vertex moved to 0.3 of its bound beside the unmarked vertex with the largest bound, which
-    leaves their pairs no slack: that vertex (and its triangles' others) join the search, which stays partial."""
+    leaves their pairs no slack, and the unmarked vertex is already half its bound from its search position, past
+    the pair's distance: that vertex (and its triangles' others) join the search, which stays partial.
+    shrink: the same at 0.6 of the bound of an unmarked vertex that, like every unmarked vertex, moved only 0.2 of
+    its bound: the pairs leave no slack, but room once the unmarked vertices' bounds come down towards how far
+    they moved: their bounds are lowered instead (not below how far they moved), and only the marked vertices
+    are searched.
+
+    In every case a vertex that was not searched keeps a bound between how far it moved and its bound before."""
     from sim.self_contact import SelfContact
     rng = np.random.default_rng(3)
     b = sim.ModelBuilder(gravity=0.0)
@@ -438,10 +445,13 @@ def test_a_partial_search_keeps_every_pair_apart_and_lists_the_new_pairs(case):
     x1[marked] = x0[marked] - np.array([0.0, 1.0, 0.0]) * bound0[marked, None]
     if case == "far":
         x1[66] = x0[66] + np.array([1.2 * THICKNESS, 0.0, 0.0])
-    elif case == "no_slack":
-        # 0.3 of its bound beside the unmarked vertex with the largest bound: closer than that bound
-        w = int(np.argmax(np.where(np.isin(np.arange(len(x0)), marked), 0.0, bound0)))
-        x1[66] = x0[w] + np.array([0.0, 0.0, 0.3 * bound0[w]])
+    elif case in ("no_slack", "shrink"):
+        # beside the unmarked vertex with the largest bound, closer than that bound
+        unmarked = ~np.isin(np.arange(len(x0)), marked)
+        w = int(np.argmax(np.where(unmarked, bound0, 0.0)))
+        if case == "shrink":
+            x1[unmarked] = x0[unmarked] + direction[unmarked] * (0.2 * bound0[unmarked])[:, None]
+        x1[66] = x0[w] + np.array([0.0, 0.0, (0.3 if case == "no_slack" else 0.6) * bound0[w]])
     flags = np.zeros(model.particle_count, np.int32)
     flags[marked] = 1
     contact._marked.assign(flags)
@@ -461,10 +471,17 @@ def test_a_partial_search_keeps_every_pair_apart_and_lists_the_new_pairs(case):
             assert np.all(upper[n] >= hi[first:last].max(axis=0) - 1e-6), f"node {n} misses a primitive"
     if case == "no_slack":
         assert set(marked) < set(searched) and w in searched
+    elif case == "shrink":  # the edges of the vertex moved across the cloth block a few vertices of their own
+        assert set(marked) < set(searched) and w not in searched, (w, searched)
     else:
         assert set(searched) == set(marked)
     others = np.setdiff1d(np.arange(len(x0)), searched)
-    assert np.allclose(bound[others], bound0[others])
+    moved = np.linalg.norm(x1[others] - x0[others], axis=1)  # the drift is zero after a full search
+    assert np.all(moved <= bound[others] + 1e-9) and np.all(bound[others] <= bound0[others] + 1e-9)
+    if case == "shrink":
+        assert bound[w] < 0.5 * bound0[w], (bound[w], bound0[w])
+    elif case != "no_slack":
+        assert np.allclose(bound[others], bound0[others])
     assert np.all(bound[searched] > 0.0)
     marked = searched
 
