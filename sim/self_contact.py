@@ -453,9 +453,12 @@ class SelfContact:
         partial.x_now, partial.drift = x, self._drift_before
         for attempt in range(PARTIAL_ATTEMPTS):
             partial.failed.zero_()
-            self._run(begin_attempt, max(self.particle_count, self.edge_count),
-                      [x, self._drift_before, self._drift_group, data, partial, GAMMA * r, int(not with_soon),
-                       self.x_search, self.bound])
+            wp.copy(partial.vt_base, data.vt_count)
+            wp.copy(partial.ee_base, data.ee_count)
+            wp.copy(partial.bound_before, self.bound)
+            self._run(begin_attempt, self.particle_count,
+                      [x, self._drift_before, self._drift_group, partial, GAMMA * r, int(not with_soon), self.x_search,
+                       self.bound])
             self._tri_tree.grow_moved(self.x_search, self._marked, also=self._edge_tree)
             self._run(search_marked, self.particle_count + self.tri_count + self.edge_count,
                       [self.x_search, self._tri_tree.data, self._edge_tree.data, data, partial, r, self.bound,

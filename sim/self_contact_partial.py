@@ -102,24 +102,18 @@ class PartialSearch:
 
 @wp.kernel(module=ORDER_FREE)
 def begin_attempt(x: wp.array(dtype=wp.vec3), drift: wp.array(dtype=wp.vec3), group: wp.array(dtype=wp.int32),
-                  data: SelfContactData, partial: PartialSearch, cap: float, asking_only: int,
-                  x_search: wp.array(dtype=wp.vec3), bound: wp.array(dtype=float)):
-    """An attempt's start, dim = max(vertices, edges): with asking_only, the vertices that only would ask
-    within a few steps (marked 2) leave S; each vertex of S gets search position x - c (c: the drift of the
-    last step) and bound = cap (lowered by the queries); vt_base and ee_base = the list lengths before it,
-    bound_before = the bounds before it."""
+                  partial: PartialSearch, cap: float, asking_only: int, x_search: wp.array(dtype=wp.vec3),
+                  bound: wp.array(dtype=float)):
+    """An attempt's start, a thread per vertex (after the copies of vt_base, ee_base and bound_before): with
+    asking_only, the vertices that only would ask within a few steps (marked 2) leave S; each vertex of S gets
+    search position x - c (c: the drift of the last step) and bound = cap (lowered by the queries)."""
     i = wp.tid()
-    if i < partial.marked.shape[0]:
-        partial.vt_base[i] = data.vt_count[i]
-        partial.bound_before[i] = bound[i]
-        mark = partial.marked[i]
-        if mark == 2 and asking_only != 0:
-            partial.marked[i] = 0
-        elif mark != 0:
-            x_search[i] = x[i] - drift[group[i]]
-            bound[i] = cap
-    if i < partial.ee_base.shape[0]:
-        partial.ee_base[i] = data.ee_count[i]
+    mark = partial.marked[i]
+    if mark == 2 and asking_only != 0:
+        partial.marked[i] = 0
+    elif mark != 0:
+        x_search[i] = x[i] - drift[group[i]]
+        bound[i] = cap
 
 
 @wp.kernel(module=ORDER_FREE)
