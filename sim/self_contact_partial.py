@@ -84,7 +84,7 @@ class PartialSearch:
     x_now: the positions the search is run at [particle_count] vec3 [m]; drift: the drift of the step that
         wrote them, per drift group [groups] vec3 [m]; group: each vertex's drift group [particle_count] int32.
         A vertex outside S is x_now - drift - x_search away from its search position: the least its bound
-        can be lowered to (shrink_room).
+        can be lowered to (constrain_pair).
     """
 
     marked: wp.array(dtype=wp.int32)
