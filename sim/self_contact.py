@@ -446,8 +446,8 @@ class SelfContact:
     def _search_partially(self, x, *, with_soon: bool) -> bool:
         """Search again around the marked vertices only (`with_soon`: those about to ask too, else only those
         that ask now); False (with nothing to undo: a full search follows) when the set S of searched vertices,
-        grown by the vertices of pairs that leave no slack, stays blocked after PARTIAL_ATTEMPTS or grows past
-        the partial limit. The trees' boxes grow to hold the primitives of S at their new search positions
+        grown by the vertices of pairs that leave neither slack nor room to lower the bounds outside S
+        (sim/self_contact_partial.py), stays blocked after PARTIAL_ATTEMPTS or grows past the partial limit. The trees' boxes grow to hold the primitives of S at their new search positions
         first."""
         data, partial, r = self.data, self._partial, self.query_radius
         partial.x_now, partial.drift = x, self._drift_before
