@@ -137,8 +137,7 @@ def find_vertex_triangle_pairs(x: wp.array(dtype=wp.vec3), tree: TreeData, data:
     v = wp.tid()
     if data.thickness[v] <= 0.0:
         return
-    data.vt_count[v] = scan_vertex_triangles(x, tree, data, v, query_radius, query_radius, bound, overflow, partial,
-                                             False)
+    data.vt_count[v] = scan_vertex_triangles(x, tree, data, v, query_radius, bound, overflow, partial, False)
 
 
 @wp.func
@@ -447,8 +446,8 @@ class SelfContact:
         """Search again around the marked vertices only (`with_soon`: those about to ask too, else only those
         that ask now); False (with nothing to undo: a full search follows) when the set S of searched vertices,
         grown by the vertices of pairs that leave neither slack nor room to lower the bounds outside S
-        (sim/self_contact_partial.py), stays blocked after PARTIAL_ATTEMPTS or grows past the partial limit. The trees' boxes grow to hold the primitives of S at their new search positions
-        first."""
+        (sim/self_contact_partial.py), stays blocked after PARTIAL_ATTEMPTS or grows past the partial limit.
+        The trees' boxes grow to hold the primitives of S at their new search positions first."""
         data, partial, r = self.data, self._partial, self.query_radius
         partial.x_now, partial.drift = x, self._drift_before
         for attempt in range(PARTIAL_ATTEMPTS):
@@ -457,8 +456,7 @@ class SelfContact:
             wp.copy(partial.ee_base, data.ee_count)
             wp.copy(partial.bound_before, self.bound)
             self._run(begin_attempt, self.particle_count,
-                      [x, self._drift_before, self._drift_group, partial, GAMMA * r, int(not with_soon), self.x_search,
-                       self.bound])
+                      [partial, GAMMA * r, int(not with_soon), self.x_search, self.bound])
             self._tri_tree.grow_moved(self.x_search, self._marked, also=self._edge_tree)
             self._run(search_marked, self.particle_count + self.tri_count + self.edge_count,
                       [self.x_search, self._tri_tree.data, self._edge_tree.data, data, partial, r, self.bound,

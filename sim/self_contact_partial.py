@@ -75,9 +75,9 @@ class PartialSearch:
         added to a list are checked for duplicates against these, which no thread changes).
     first_triangle: the lowest triangle (row of tri_indices) containing each vertex, -1 for none
         [particle_count] int32: a vertex near a triangle is visited through that triangle only.
-    failed: [0] = 1 when a pair leaves no slack (the search kernels: the caller grows S) [1] int32.
-    blocked: 1 at the vertices outside S of a pair that left no slack: they join S at the next attempt
-        [particle_count] int32.
+    failed: [0] = 1 when a pair leaves neither slack nor room to lower the bounds outside S (constrain_pair: the
+        caller grows S) [1] int32.
+    blocked: 1 at the vertices outside S of such a pair: they join S at the next attempt [particle_count] int32.
     size: [0] = the number of vertices in S after grow_marked [1] int32.
     bound_before: every bound at the attempt's start [particle_count] float [m]: what the queries read for the
         vertices outside S, whose bounds they may only lower (so that no pair's result depends on another's).
@@ -101,18 +101,17 @@ class PartialSearch:
 
 
 @wp.kernel(module=ORDER_FREE)
-def begin_attempt(x: wp.array(dtype=wp.vec3), drift: wp.array(dtype=wp.vec3), group: wp.array(dtype=wp.int32),
-                  partial: PartialSearch, cap: float, asking_only: int, x_search: wp.array(dtype=wp.vec3),
+def begin_attempt(partial: PartialSearch, cap: float, asking_only: int, x_search: wp.array(dtype=wp.vec3),
                   bound: wp.array(dtype=float)):
     """An attempt's start, a thread per vertex (after the copies of vt_base, ee_base and bound_before): with
     asking_only, the vertices that only would ask within a few steps (marked 2) leave S; each vertex of S gets
-    search position x - c (c: the drift of the last step) and bound = cap (lowered by the queries)."""
+    search position x_now - c (c: its group's drift of the last step) and bound = cap (lowered by the queries)."""
     i = wp.tid()
     mark = partial.marked[i]
     if mark == 2 and asking_only != 0:
         partial.marked[i] = 0
     elif mark != 0:
-        x_search[i] = x[i] - drift[group[i]]
+        x_search[i] = partial.x_now[i] - partial.drift[partial.group[i]]
         bound[i] = cap
 
 
@@ -280,16 +279,15 @@ def visit_vertex_triangle(x: wp.array(dtype=wp.vec3), data: SelfContactData, par
 
 
 @wp.func
-def scan_vertex_triangles(x: wp.array(dtype=wp.vec3), tree: TreeData, data: SelfContactData, v: int, grow: float,
+def scan_vertex_triangles(x: wp.array(dtype=wp.vec3), tree: TreeData, data: SelfContactData, v: int,
                           query_radius: float, bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32),
                           partial: PartialSearch, searched_partially: bool):
     """Vertex v against every triangle whose box (in the triangle tree: sim/self_contact_tree.py) comes within
-    `grow` [m] of it, each tested within query_radius; returns v's new pair count. The one query of both
-    searches: the full search keeps a pair by try_vertex_triangle, a partial one by visit_vertex_triangle (both
-    with grow = query_radius)."""
+    query_radius [m] of it, each tested within query_radius; returns v's new pair count. The one query of both
+    searches: the full search keeps a pair by try_vertex_triangle, a partial one by visit_vertex_triangle."""
     p = x[v]
-    lower = p - wp.vec3(grow, grow, grow)
-    upper = p + wp.vec3(grow, grow, grow)
+    lower = p - wp.vec3(query_radius, query_radius, query_radius)
+    upper = p + wp.vec3(query_radius, query_radius, query_radius)
     count = int(0)
     n = tree_next_leaf(tree, lower, upper, -1, 0)
     while n < tree.skip.shape[0]:
@@ -313,8 +311,7 @@ def search_marked_vertex(x: wp.array(dtype=wp.vec3), tree: TreeData, data: SelfC
     its list rewritten (scan_vertex_triangles)."""
     if partial.marked[v] == 0 or data.thickness[v] <= 0.0:
         return
-    data.vt_count[v] = scan_vertex_triangles(x, tree, data, v, query_radius, query_radius, bound, overflow, partial,
-                                             True)
+    data.vt_count[v] = scan_vertex_triangles(x, tree, data, v, query_radius, bound, overflow, partial, True)
 
 
 @wp.func
