@@ -63,11 +63,11 @@ from .worlds import element_worlds
 # package's namespace
 
 from .self_contact_partial import (PARTIAL_ATTEMPTS, PARTIAL_FRACTION, PartialSearch, begin_attempt,
-                                   clamp_list_counts, grow_marked, scan_vertex_triangles, search_marked)
+                                   clamp_list_counts, grow_marked, search_marked)
 from .self_contact_primitives import (DEFAULT_THICKNESS_FRACTION, EE_SLOTS, GAMMA,  # noqa: F401
                                     QUERY_RADIUS, VT_SLOTS, SelfContactData,
                                     boxes_overlap, closest_point_triangle, edge_edge_candidate, edge_separation,
-                                    lower_bound, order_free_module, store_pair, triangle_separation)
+                                    order_free_module, triangle_separation, vertex_triangle_candidate)
 
 # Every kernel here is order-free (order_free_module) and runs on every thread (until the trees, a list of the
 # large primitives, filled by atomic slots in the pairs' order, ran serially): the searches' queries and the
@@ -75,6 +75,10 @@ from .self_contact_primitives import (DEFAULT_THICKNESS_FRACTION, EE_SLOTS, GAMM
 # its 22 s on one thread): a query thread writes its own primitive's list, lowers bounds by atomic minima and
 # counts overflow.
 ORDER_FREE = order_free_module(__name__)
+
+#: vertices and edges a thread of the full search's queries (find_vertex_triangle_pairs, find_edge_edge_pairs)
+VERTEX_GROUP = 4
+EDGE_GROUP = 4
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -128,16 +132,76 @@ def reach(bound: wp.array(dtype=float), i: int, j: int, k: int):
     return wp.max(wp.max(bound[i], bound[j]), bound[k])
 
 
+@wp.func
+def lower_bound(bound: wp.array(dtype=float), i: int, j: int, k: int, l: int, d: float):
+    """Lower the bound of the four vertices of a pair at distance d [m] to d."""
+    wp.atomic_min(bound, i, d)
+    wp.atomic_min(bound, j, d)
+    wp.atomic_min(bound, k, d)
+    wp.atomic_min(bound, l, d)
+
+
+@wp.func
+def store_pair(other: wp.array(dtype=wp.int32), start: wp.array(dtype=wp.vec3), base: int, count: int,
+               slots: int, pair: int, u: wp.vec3, overflow: wp.array(dtype=wp.int32)):
+    """Keep `pair` with separation u in slot base + count when count < slots (else count it in overflow);
+    returns the new count."""
+    if count < slots:
+        other[base + count] = pair
+        start[base + count] = u
+        return count + 1
+    wp.atomic_add(overflow, 0, 1)
+    return count
+
+
+@wp.func
+def try_vertex_triangle(x: wp.array(dtype=wp.vec3), data: SelfContactData, v: int, t: int, query_radius: float,
+                        bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32), count: int):
+    """Vertex v against triangle t: when closer than query_radius, lower the bound of the four vertices to their
+    distance and keep the pair with its separation now. Returns v's new pair count. The callers test first,
+    inline, that t's box comes within query_radius of the vertex."""
+    u, d = vertex_triangle_candidate(x, data, v, t)
+    if d >= query_radius:
+        return count
+    lower_bound(bound, v, data.tri_indices[t, 0], data.tri_indices[t, 1], data.tri_indices[t, 2], d)
+    return store_pair(data.vt_triangle, data.vt_start, v * VT_SLOTS, count, VT_SLOTS, t, u, overflow)
+
+
 @wp.kernel(module=ORDER_FREE)
 def find_vertex_triangle_pairs(x: wp.array(dtype=wp.vec3), tree: TreeData, data: SelfContactData,
                                query_radius: float, bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32),
-                               partial: PartialSearch):
-    """Each colliding vertex against the triangles within query_radius (try_vertex_triangle), through the
-    triangle tree (scan_vertex_triangles, which the partial search shares; `partial` is unused here)."""
-    v = wp.tid()
-    if data.thickness[v] <= 0.0:
-        return
-    data.vt_count[v] = scan_vertex_triangles(x, tree, data, v, query_radius, bound, overflow, partial, False)
+                               order: wp.array(dtype=wp.int32), group: int):
+    """Colliding vertices against the triangles within query_radius (try_vertex_triangle), through the triangle
+    tree, `group` vertices a thread: order[group * tid:][:group] (the colliding vertices in the order of their
+    first triangle, so that a group is a patch of the surface). The group's box (its vertices' boxes grown by
+    query_radius) walks the tree once, and each leaf it reaches is tested against each vertex's own box: one
+    walk for the group, where a walk per vertex tested the same upper nodes again for each."""
+    first = wp.tid() * group
+    last = wp.min(first + group, order.shape[0])
+    grow = wp.vec3(query_radius, query_radius, query_radius)
+    lower = x[order[first]]
+    upper = lower
+    for k in range(first, last):
+        v = order[k]
+        lower = wp.min(lower, x[v])
+        upper = wp.max(upper, x[v])
+        data.vt_count[v] = 0
+    lower = lower - grow
+    upper = upper + grow
+    n = tree_next_leaf(tree, lower, upper, -1, 0)
+    while n < tree.skip.shape[0]:
+        for k in range(first, last):
+            v = order[k]
+            p_lower = x[v] - grow
+            p_upper = x[v] + grow
+            if boxes_overlap(p_lower, p_upper, tree.lower[n], tree.upper[n]):
+                count = data.vt_count[v]
+                for t in range(tree.start[n], tree.end[n]):
+                    # the cheap box test inline, first (a call passes the struct of arrays)
+                    if boxes_overlap(p_lower, p_upper, tree.item_lower[t], tree.item_upper[t]):
+                        count = try_vertex_triangle(x, data, v, t, query_radius, bound, overflow, count)
+                data.vt_count[v] = count
+        n = tree_next_leaf(tree, lower, upper, -1, n + 1)
 
 
 @wp.func
@@ -156,22 +220,34 @@ def try_edge_edge(x: wp.array(dtype=wp.vec3), data: SelfContactData, e: int, f: 
 
 @wp.kernel(module=ORDER_FREE)
 def find_edge_edge_pairs(x: wp.array(dtype=wp.vec3), tree: TreeData, data: SelfContactData,
-                         query_radius: float, bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32)):
-    """Each collision edge e against the edges without a shared vertex within query_radius (try_edge_edge), each
+                         query_radius: float, bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32),
+                         group: int):
+    """Collision edges against the edges without a shared vertex within query_radius (try_edge_edge), each
     unordered pair once, by its lower edge: through the edge tree (sim/self_contact_tree.py), whose boxes
-    grown by half the query radius overlap for two edges within it, skipping every node whose edges all have
-    indices up to e."""
-    e = wp.tid()
-    count = int(0)
-    lower = tree.item_lower[e]
-    upper = tree.item_upper[e]
-    n = tree_next_leaf(tree, lower, upper, e, 0)
+    grown by half the query radius overlap for two edges within it, `group` consecutive edges (in the tree's
+    order: a patch of the surface) a thread. The group's box walks the tree once, skipping every node whose
+    edges all have indices up to the group's first, and each leaf it reaches is tested against each edge's
+    box: one walk for the group, where a walk per edge tested the same upper nodes again for each."""
+    first = wp.tid() * group
+    last = wp.min(first + group, data.edge_indices.shape[0])
+    lower = tree.item_lower[first]
+    upper = tree.item_upper[first]
+    for e in range(first, last):
+        lower = wp.min(lower, tree.item_lower[e])
+        upper = wp.max(upper, tree.item_upper[e])
+        data.ee_count[e] = 0
+    n = tree_next_leaf(tree, lower, upper, first, 0)
     while n < tree.skip.shape[0]:
-        for f in range(wp.max(tree.start[n], e + 1), tree.end[n]):
-            if boxes_overlap(lower, upper, tree.item_lower[f], tree.item_upper[f]):
-                count = try_edge_edge(x, data, e, f, query_radius, bound, overflow, count)
-        n = tree_next_leaf(tree, lower, upper, e, n + 1)
-    data.ee_count[e] = count
+        for e in range(first, wp.min(last, tree.end[n] - 1)):
+            e_lower = tree.item_lower[e]
+            e_upper = tree.item_upper[e]
+            if boxes_overlap(e_lower, e_upper, tree.lower[n], tree.upper[n]):
+                count = data.ee_count[e]
+                for f in range(wp.max(tree.start[n], e + 1), tree.end[n]):
+                    if boxes_overlap(e_lower, e_upper, tree.item_lower[f], tree.item_upper[f]):
+                        count = try_edge_edge(x, data, e, f, query_radius, bound, overflow, count)
+                data.ee_count[e] = count
+        n = tree_next_leaf(tree, lower, upper, first, n + 1)
 
 
 @wp.func
@@ -372,6 +448,12 @@ class SelfContact:
         for c in range(3):
             np.minimum.at(first, tris[:, c], np.arange(len(tris)))
         first[first == len(tris)] = -1
+        # the full search's vertex query takes the colliding vertices in groups, in the order of their first
+        # triangle (the tree's order: a group is a patch of the surface); any without a triangle last
+        key = np.where(first >= 0, first, len(tris))
+        order = np.lexsort((np.arange(n), key))
+        order = order[colliding[order]]
+        self._vertex_order = wp.array(order.astype(np.int32), dtype=wp.int32, device=d)
         partial = PartialSearch()
         partial.marked = self._marked
         partial.vt_base = wp.zeros(n, dtype=wp.int32, device=d)
@@ -512,11 +594,12 @@ class SelfContact:
         self._run(copy_positions, self.particle_count, [x, self.x_search])
         self._refit_trees(x)
         self.bound.fill_(r)
-        self._run(find_vertex_triangle_pairs, self.particle_count,
-                  [x, self._tri_tree.data, data, r, self.bound, self.overflow, self._partial])
+        groups = -(-self._vertex_order.shape[0] // VERTEX_GROUP)
+        self._run(find_vertex_triangle_pairs, groups,
+                  [x, self._tri_tree.data, data, r, self.bound, self.overflow, self._vertex_order, VERTEX_GROUP])
         if self.edge_count:
-            self._run(find_edge_edge_pairs, self.edge_count,
-                      [x, self._edge_tree.data, data, r, self.bound, self.overflow])
+            self._run(find_edge_edge_pairs, -(-self.edge_count // EDGE_GROUP),
+                      [x, self._edge_tree.data, data, r, self.bound, self.overflow, EDGE_GROUP])
         self._run(scale_bound, self.particle_count, [self.bound, GAMMA])
         data.degree.zero_()
         self._degrees_stale = False  # keep_reachable_pairs counts them

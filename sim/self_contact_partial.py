@@ -43,7 +43,7 @@ import kernels as wp
 
 from .self_contact_tree import TreeData, tree_next_leaf
 from .self_contact_primitives import (EE_SLOTS, GAMMA, VT_SLOTS, SelfContactData, boxes_overlap,
-                                    edge_edge_candidate, order_free_module, try_vertex_triangle,
+                                    edge_edge_candidate, order_free_module,
                                     vertex_triangle_candidate)
 
 # Every kernel here is order-free (order_free_module) and runs on every thread: a pair added to another vertex's
@@ -281,10 +281,10 @@ def visit_vertex_triangle(x: wp.array(dtype=wp.vec3), data: SelfContactData, par
 @wp.func
 def scan_vertex_triangles(x: wp.array(dtype=wp.vec3), tree: TreeData, data: SelfContactData, v: int,
                           query_radius: float, bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32),
-                          partial: PartialSearch, searched_partially: bool):
-    """Vertex v against every triangle whose box (in the triangle tree: sim/self_contact_tree.py) comes within
-    query_radius [m] of it, each tested within query_radius; returns v's new pair count. The one query of both
-    searches: the full search keeps a pair by try_vertex_triangle, a partial one by visit_vertex_triangle."""
+                          partial: PartialSearch):
+    """Vertex v of S against every triangle whose box (in the triangle tree: sim/self_contact_tree.py) comes
+    within query_radius [m] of it, each tested within query_radius (visit_vertex_triangle); returns v's new pair
+    count."""
     p = x[v]
     lower = p - wp.vec3(query_radius, query_radius, query_radius)
     upper = p + wp.vec3(query_radius, query_radius, query_radius)
@@ -294,11 +294,7 @@ def scan_vertex_triangles(x: wp.array(dtype=wp.vec3), tree: TreeData, data: Self
         for t in range(tree.start[n], tree.end[n]):
             # the cheap box test inline, first (a call passes the struct of arrays)
             if boxes_overlap(lower, upper, tree.item_lower[t], tree.item_upper[t]):
-                if searched_partially:
-                    count = visit_vertex_triangle(x, data, partial, bound, overflow, v, t, query_radius, count,
-                                                  True)
-                else:
-                    count = try_vertex_triangle(x, data, v, t, query_radius, bound, overflow, count)
+                count = visit_vertex_triangle(x, data, partial, bound, overflow, v, t, query_radius, count, True)
         n = tree_next_leaf(tree, lower, upper, -1, n + 1)
     return count
 
@@ -311,18 +307,22 @@ def search_marked_vertex(x: wp.array(dtype=wp.vec3), tree: TreeData, data: SelfC
     its list rewritten (scan_vertex_triangles)."""
     if partial.marked[v] == 0 or data.thickness[v] <= 0.0:
         return
-    data.vt_count[v] = scan_vertex_triangles(x, tree, data, v, query_radius, bound, overflow, partial, True)
+    data.vt_count[v] = scan_vertex_triangles(x, tree, data, v, query_radius, bound, overflow, partial)
 
 
 @wp.func
 def visit_corners(x: wp.array(dtype=wp.vec3), data: SelfContactData, partial: PartialSearch,
                   bound: wp.array(dtype=float), overflow: wp.array(dtype=wp.int32), t: int, near: int,
-                  query_radius: float):
-    """The corners of triangle `near` that it is the first triangle of, outside S, against triangle t."""
+                  query_radius: float, lower: wp.vec3, upper: wp.vec3):
+    """The corners of triangle `near` that it is the first triangle of, outside S and inside the query box
+    [lower, upper] (triangle t's box grown by query_radius [m]), against triangle t."""
     for c in range(3):
         w = data.tri_indices[near, c]
         if partial.marked[w] == 0 and partial.first_triangle[w] == near and data.thickness[w] > 0.0:
-            visit_vertex_triangle(x, data, partial, bound, overflow, w, t, query_radius, 0, False)
+            # a corner outside the box is farther than query_radius from t: no exact test (that the box of
+            # `near` overlaps the query's says nothing of each corner)
+            if boxes_overlap(lower, upper, x[w], x[w]):
+                visit_vertex_triangle(x, data, partial, bound, overflow, w, t, query_radius, 0, False)
 
 
 @wp.func
@@ -344,7 +344,7 @@ def search_marked_triangle(x: wp.array(dtype=wp.vec3), tree: TreeData, data: Sel
     while n < tree.skip.shape[0]:
         for near in range(tree.start[n], tree.end[n]):
             if boxes_overlap(lower, upper, tree.item_lower[near], tree.item_upper[near]):
-                visit_corners(x, data, partial, bound, overflow, t, near, query_radius)
+                visit_corners(x, data, partial, bound, overflow, t, near, query_radius, lower, upper)
         n = tree_next_leaf(tree, lower, upper, -1, n + 1)
 
 

@@ -165,9 +165,10 @@ def check_boxes(tree, lower, upper):
         assert np.all(node_hi[n] >= hi[start[n]:end[n]].max(axis=0))
 
 
-def test_the_edge_tree_holds_every_edge_and_its_query_finds_every_pair():
-    """Each node's box holds its edges' boxes grown by r_q / 2, and the query lists exactly the edge pairs within
-    r_q that brute force finds, each once, at its lower edge."""
+@pytest.mark.parametrize("group", [1, 3, 4])
+def test_the_edge_tree_holds_every_edge_and_its_query_finds_every_pair(group):
+    """Each node's box holds its edges' boxes grown by r_q / 2, and the query (`group` edges a thread) lists
+    exactly the edge pairs within r_q that brute force finds, each once, at its lower edge."""
     model, contact, x = crumpled_cloth()
     tree, r = contact._edge_tree.data, contact.query_radius
     edges = contact._edge_indices.numpy()
@@ -176,12 +177,13 @@ def test_the_edge_tree_holds_every_edge_and_its_query_finds_every_pair():
 
     # the query's own lists (find keeps only the pairs that can touch before the next search)
     bound = wp.full(model.particle_count, r, dtype=float)
-    wp.launch(find_edge_edge_pairs, dim=len(edges), inputs=[contact.x_search, tree, contact.data, r, bound,
-                                                             contact.overflow])
+    wp.launch(find_edge_edge_pairs, dim=-(-len(edges) // group), inputs=[contact.x_search, tree, contact.data, r,
+                                                                          bound, contact.overflow, group])
     assert contact.overflow.numpy()[0] == 0
     listed = set()
     count, listed_edge = contact.data.ee_count.numpy(), contact.data.ee_edge.numpy().reshape(len(edges), -1)
     for e in range(len(edges)):
+        assert np.all(np.diff(listed_edge[e, :count[e]]) > 0), "each list in the tree's order"
         for f in listed_edge[e, :count[e]]:
             assert e < f, "a pair is listed at its lower edge"
             listed.add((e, int(f)))
@@ -200,20 +202,23 @@ def test_the_edge_tree_holds_every_edge_and_its_query_finds_every_pair():
     assert expected <= listed <= expected | borderline
 
 
-def test_the_triangle_tree_holds_every_triangle_and_its_query_finds_every_pair():
-    """Each node's box holds its triangles' own boxes, and the vertex query lists exactly the vertex-triangle
-    pairs within r_q that brute force finds."""
+@pytest.mark.parametrize("group", [1, 3, 4])
+def test_the_triangle_tree_holds_every_triangle_and_its_query_finds_every_pair(group):
+    """Each node's box holds its triangles' own boxes, and the vertex query (`group` vertices a thread) lists
+    exactly the vertex-triangle pairs within r_q that brute force finds."""
     model, contact, x = crumpled_cloth()
     tree, r = contact._tri_tree.data, contact.query_radius
     tris = contact._tri_indices.numpy()
     check_boxes(tree, x[tris].min(axis=1), x[tris].max(axis=1))
 
     bound = wp.full(model.particle_count, r, dtype=float)
-    wp.launch(find_vertex_triangle_pairs, dim=model.particle_count,
-              inputs=[contact.x_search, tree, contact.data, r, bound, contact.overflow, contact._partial])
+    order = contact._vertex_order
+    wp.launch(find_vertex_triangle_pairs, dim=-(-order.shape[0] // group),
+              inputs=[contact.x_search, tree, contact.data, r, bound, contact.overflow, order, group])
     assert contact.overflow.numpy()[0] == 0
     count, listed_tri = contact.data.vt_count.numpy(), contact.data.vt_triangle.numpy().reshape(len(x), -1)
     listed = {(v, int(t)) for v in range(len(x)) for t in listed_tri[v, :count[v]]}
+    assert all(np.all(np.diff(listed_tri[v, :count[v]]) > 0) for v in range(len(x))), "each list in the tree's order"
     expected, borderline = set(), set()
     x64 = x.astype(np.float64)
     for v in range(len(x)):
