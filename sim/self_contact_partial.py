@@ -354,13 +354,16 @@ def visit_edge_edge(x: wp.array(dtype=wp.vec3), data: SelfContactData, partial: 
                     query_radius: float, count: int):
     """Pair (e, f), e with a vertex in S: constrain the bounds; when e owns it (the lower index, as the full
     search stores it), keep it in e's rewritten list (count: its length so far); when f owns it and f has no
-    vertex in S, add it to f's list if missing. Returns e's new count."""
+    vertex in S, add it to f's list if missing; when f owns it and has a vertex in S, leave it to f's own
+    query (which finds e: their boxes overlap alike). Returns e's new count."""
+    j0 = data.edge_indices[f, 0]
+    j1 = data.edge_indices[f, 1]
+    if f < e and (partial.marked[j0] != 0 or partial.marked[j1] != 0):
+        return count
     u, d = edge_edge_candidate(x, data, e, f)
     if d >= query_radius:
         return count
     i1 = data.edge_indices[e, 1]
-    j0 = data.edge_indices[f, 0]
-    j1 = data.edge_indices[f, 1]
     constrain_pair(x, partial, bound, data.edge_indices[e, 0], i1, i1, j0, j1, j1, d)
     if e < f:
         if count < EE_SLOTS:
@@ -369,8 +372,6 @@ def visit_edge_edge(x: wp.array(dtype=wp.vec3), data: SelfContactData, partial: 
             return count + 1
         wp.atomic_add(overflow, 0, 1)
         return count
-    if partial.marked[j0] != 0 or partial.marked[j1] != 0:
-        return count  # f rewrites its own list
     for k in range(partial.ee_base[f]):
         if data.ee_edge[f * EE_SLOTS + k] == e:
             return count
