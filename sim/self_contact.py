@@ -55,7 +55,7 @@ import kernels as wp
 
 from .self_contact_tree import PrimitiveTree, TreeData, build_tree, tree_next_leaf
 from .self_contact_active import ActiveLists
-from .self_contact_bound import (DRIFT_TILE, check_budget, drop_overrun_drift, find_drift_overrun,
+from .self_contact_bound import (DRIFT_TILE, ReplayedLaunch, check_budget, drop_overrun_drift, find_drift_overrun,
                                  limit_and_check, limit_displacement, settle_world_drifts, sum_drift_tiled)
 from .worlds import element_worlds
 
@@ -421,6 +421,9 @@ class SelfContact:
         self._marked = wp.zeros(self.particle_count, dtype=wp.int32, device=d)
         self._init_partial(tris, colliding)
         self._overrun = wp.zeros(groups, dtype=wp.int32, device=d)  # per drift group, cleared after each use
+        # the bound's kernels at every step without a Tape, replayed for the same arrays
+        self._settle = ReplayedLaunch(settle_world_drifts, d)
+        self._limit_and_check = ReplayedLaunch(limit_and_check, d)
         self._last_out = None  # the positions the last step wrote: a step from anything else searches first
         self._degrees_stale = False  # data.degree not counted since a partial search (touching_counts)
 
@@ -630,10 +633,9 @@ class SelfContact:
             if ranges is not None:
                 # one thread a world sums and checks in one launch (group 0, shared vertices, never drifts: its
                 # element stays 0)
-                wp.launch(settle_world_drifts, dim=ranges[0].shape[0], device=d, record_tape=False,
-                          inputs=[self.x_search, x_end, self._drift_weight, *ranges,
-                                  0 if self._world_ranges is None else 1, self.bound, self._thickness,
-                                  self._drift_before], outputs=[drift])
+                self._settle.launch(ranges[0].shape[0], [self.x_search, x_end, self._drift_weight, *ranges,
+                                                         0 if self._world_ranges is None else 1, self.bound,
+                                                         self._thickness, self._drift_before, drift])
             else:
                 drift.zero_()
                 blocks = (self.particle_count + DRIFT_TILE - 1) // DRIFT_TILE
@@ -656,10 +658,9 @@ class SelfContact:
                       inputs=[x_start, x_out, self.x_search, drift, self._drift_before, self._drift_group,
                               self.bound, self._thickness, self.skin, self._marked, self._search_count])
         else:
-            wp.launch(limit_and_check, dim=self.particle_count, device=d, record_tape=False,
-                      inputs=[self.x_search, x_start, x_end, v_end, drift, self._drift_before, self._drift_group,
-                              self.bound, self._thickness, self.skin, float(dt)],
-                      outputs=[x_out, v_out, self._marked, self._search_count])
+            self._limit_and_check.launch(self.particle_count, [
+                self.x_search, x_start, x_end, v_end, drift, self._drift_before, self._drift_group, self.bound,
+                self._thickness, self.skin, float(dt), x_out, v_out, self._marked, self._search_count])
         self._drift_before = drift
         self._last_out = x_out
 

@@ -649,6 +649,32 @@ def test_the_drift_and_the_bound_agree_in_their_one_launch_and_parallel_forms():
     assert results[0][-1][3].any(), "some vertex asks for a search"
 
 
+@wp.kernel
+def scaled_into(a: wp.array(dtype=float), scale: float, out: wp.array(dtype=float)):
+    i = wp.tid()
+    out[i] = a[i] * scale
+
+
+def test_a_replayed_launch_gives_what_a_launch_gives_for_the_arrays_and_values_passed_now():
+    """ReplayedLaunch (the bound's kernels at every step) replays a recording only for the same arrays and equal
+    values: with arrays alternating as a solver's states do, their contents changed between launches, a new
+    scale, a new array and more argument sets than it keeps, each launch writes what wp.launch would."""
+    from sim.self_contact_bound import ReplayedLaunch
+    rng = np.random.default_rng(5)
+    arrays = [wp.array(rng.normal(size=8).astype(np.float32), dtype=float) for _ in range(3)]
+    outs = [wp.zeros(8, dtype=float) for _ in range(2)]
+    replayed = ReplayedLaunch(scaled_into, wp.get_device("cpu"), keep=2)
+    calls = [(0, 2.0, 0), (1, 2.0, 1), (0, 2.0, 0), (1, 2.0, 1), (0, 3.0, 0), (2, 3.0, 1), (1, 2.0, 0), (0, 2.0, 1)]
+    for k, (a, scale, o) in enumerate(calls):
+        arrays[a].assign(rng.normal(size=8).astype(np.float32))  # new contents, the same array
+        replayed.launch(8, [arrays[a], scale, outs[o]])
+        assert np.array_equal(outs[o].numpy(), arrays[a].numpy() * np.float32(scale)), f"call {k}"
+        assert len(replayed._recorded) <= 2
+    fresh = wp.array(rng.normal(size=8).astype(np.float32), dtype=float)
+    replayed.launch(8, [fresh, 2.0, outs[0]])
+    assert np.array_equal(outs[0].numpy(), fresh.numpy() * np.float32(2.0))
+
+
 def test_xpbd_skips_only_pairs_that_cannot_touch_and_none_without_pairs(monkeypatch):
     """SolverXPBD's pair passes skip a pair whose distance at the step's prediction, less how far each side
     moved since, stays above its thickness (sim/solvers/xpbd/self_contact.py). Two noisy layers 1.5 thicknesses
