@@ -14,7 +14,9 @@ links (the node after a node's subtree), so a query walks the tree without a sta
 + 1.
 
 The full search's edge query visits each unordered pair once, from its lower edge: a node whose edges all have
-indices at or below the querying edge's is skipped whole, so a query descends into about half the tree.
+indices at or below the querying edge's is skipped whole, so a query descends into about half the tree. Its
+queries walk the tree once per group of four consecutive edges (and the vertex query once per four vertices):
+sim/self_contact.py.
 Measured on the 64 x 64 pile at its densest (XPBD, frame 40, both cores), against the hash grids they replaced:
 edge query 6.3 ms against 10.0 (a grid of edge boxes, whose scan of crowded cells cost more than its box tests),
 vertex query 1.9 ms against 3.2 (a grid of triangle centroids, 27 cells a vertex), and a refit of 0.1 ms a tree
