@@ -55,7 +55,8 @@ import kernels as wp
 
 from .self_contact_tree import PrimitiveTree, TreeData, build_tree, tree_next_leaf
 from .self_contact_active import ActiveLists
-from .self_contact_bound import (DRIFT_TILE, ReplayedLaunch, check_budget, drop_overrun_drift, find_drift_overrun,
+from .launch_replay import ReplayedLaunch
+from .self_contact_bound import (DRIFT_TILE, check_budget, drop_overrun_drift, find_drift_overrun,
                                  limit_and_check, limit_displacement, settle_world_drifts, sum_drift_tiled)
 from .worlds import element_worlds
 
@@ -422,7 +423,16 @@ class SelfContact:
         # vertices asking for a search now, and about to (check_budget); which ones (1: now, 2: about to)
         self._search_count = wp.zeros(2, dtype=wp.int32, device=d)
         self._marked = wp.zeros(self.particle_count, dtype=wp.int32, device=d)
-        self._init_partial(tris, colliding)
+        # each vertex's lowest triangle (in the tree's order), -1 for none
+        first = np.full(self.particle_count, len(tris), np.int64)
+        for c in range(3):
+            np.minimum.at(first, tris[:, c], np.arange(len(tris)))
+        first[first == len(tris)] = -1
+        # the full search's vertex query takes the colliding vertices in groups, in the order of their first
+        # triangle (a group is a patch of the surface); any without a triangle last
+        order = np.argsort(np.where(first >= 0, first, len(tris)), kind="stable")
+        self._vertex_order = wp.array(order[colliding[order]].astype(np.int32), dtype=wp.int32, device=d)
+        self._init_partial(first, colliding)
         self._overrun = wp.zeros(groups, dtype=wp.int32, device=d)  # per drift group, cleared after each use
         # the bound's kernels at every step without a Tape, replayed for the same arrays
         self._settle = ReplayedLaunch(settle_world_drifts, d)
@@ -447,19 +457,10 @@ class SelfContact:
         self._world_ranges = (wp.array(ranges[:, 0].copy(), dtype=wp.int32, device=d),
                               wp.array(ranges[:, 1].copy(), dtype=wp.int32, device=d))
 
-    def _init_partial(self, tris, colliding):
-        """The state of partial searches (sim/self_contact_partial.py)."""
+    def _init_partial(self, first, colliding):
+        """The state of partial searches (sim/self_contact_partial.py); first: each vertex's lowest triangle, -1
+        for none (int [particle_count])."""
         d, n = self.device, self.particle_count
-        first = np.full(n, len(tris), np.int64)
-        for c in range(3):
-            np.minimum.at(first, tris[:, c], np.arange(len(tris)))
-        first[first == len(tris)] = -1
-        # the full search's vertex query takes the colliding vertices in groups, in the order of their first
-        # triangle (the tree's order: a group is a patch of the surface); any without a triangle last
-        key = np.where(first >= 0, first, len(tris))
-        order = np.lexsort((np.arange(n), key))
-        order = order[colliding[order]]
-        self._vertex_order = wp.array(order.astype(np.int32), dtype=wp.int32, device=d)
         partial = PartialSearch()
         partial.marked = self._marked
         partial.vt_base = wp.zeros(n, dtype=wp.int32, device=d)

@@ -205,27 +205,3 @@ def limit_and_check(x_search: wp.array(dtype=wp.vec3), x_start: wp.array(dtype=w
         record_mark(i, budget_mark(x_start[i], out, x_search[i], c, drift_before[g], bound[i], skin), marked,
                     search)
 
-
-class ReplayedLaunch:
-    """One kernel's launches outside any Tape, each recorded (`wp.launch(..., record_cmd=True)`) the first time
-    its arguments come and replayed when the same ones come again: the bound's kernels run at every step of a
-    solver whose state arrays alternate between two, and on the CPU `wp.launch` spends about as long checking
-    and packing their dozen arguments as the kernel runs (limit_and_check: 42.6 us a launch, 30.7 us replayed,
-    on the 64 x 64 cloth). Arguments are the same when every array is the same object and every other value
-    equal. Up to `keep` recordings are kept (each holds its arrays, so no array's id is reused while its
-    recording is kept); a new one beyond that clears them."""
-
-    def __init__(self, kernel, device, keep: int = 4):
-        self.kernel, self.device, self.keep = kernel, device, keep
-        self._recorded = {}
-
-    def launch(self, dim: int, inputs: list) -> None:
-        key = (dim, *(id(v) if isinstance(v, wp.array) else v for v in inputs))
-        cmd = self._recorded.get(key)
-        if cmd is None:
-            if len(self._recorded) >= self.keep:
-                self._recorded.clear()
-            cmd = wp.launch(self.kernel, dim=dim, inputs=inputs, device=self.device, record_tape=False,
-                            record_cmd=True)
-            self._recorded[key] = cmd
-        cmd.launch()

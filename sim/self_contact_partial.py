@@ -211,8 +211,8 @@ def constrain_pair(x_search: wp.array(dtype=wp.vec3), partial: PartialSearch, bo
     sides (a0, a1, a2) and (b0, b1, b2) (repeat a vertex for a side of fewer): F_side + GAMMA slack (module
     docstring). Without slack, the bounds of the pair's vertices outside S are lowered towards how far they are
     from their search positions now (O_side, the largest on each side) when that leaves room: each side's to
-    O_side + room / 4, room = d - O_A - O_B, so that the slack is half the room; else the attempt fails and
-    those vertices join S at the next."""
+    O_side + SHRINK_SHARE room, room = d - O_A - O_B, so that the slack is 1 - 2 SHRINK_SHARE of the room; else
+    the attempt fails and those vertices join S at the next."""
     fa = wp.max(wp.max(side_bound(partial, a0), side_bound(partial, a1)), side_bound(partial, a2))
     fb = wp.max(wp.max(side_bound(partial, b0), side_bound(partial, b1)), side_bound(partial, b2))
     slack = d - fa - fb

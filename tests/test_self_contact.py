@@ -659,7 +659,7 @@ def test_a_replayed_launch_gives_what_a_launch_gives_for_the_arrays_and_values_p
     """ReplayedLaunch (the bound's kernels at every step) replays a recording only for the same arrays and equal
     values: with arrays alternating as a solver's states do, their contents changed between launches, a new
     scale, a new array and more argument sets than it keeps, each launch writes what wp.launch would."""
-    from sim.self_contact_bound import ReplayedLaunch
+    from sim.launch_replay import ReplayedLaunch
     rng = np.random.default_rng(5)
     arrays = [wp.array(rng.normal(size=8).astype(np.float32), dtype=float) for _ in range(3)]
     outs = [wp.zeros(8, dtype=float) for _ in range(2)]
