@@ -403,6 +403,79 @@ def all_pair_distances(x: wp.array(dtype=wp.vec3), tris: wp.array2d(dtype=wp.int
             ee[i, j] = wp.length(x[p0] * (1.0 - st[0]) + x[p1] * st[0] - x[q0] * (1.0 - st[1]) - x[q1] * st[1])
 
 
+def assert_pairs_apart_and_listed(contact, searched) -> int:
+    """After a partial search of the vertices `searched`: every vertex-triangle and edge-edge pair of the cloth
+    (brute force) has the largest bound on one side plus the largest on the other below its distance at the
+    search positions, and every pair with a searched vertex closer than the query radius is listed at its owner,
+    once. Returns how many such pairs there are."""
+    y, bound = contact.x_search.numpy().astype(np.float64), contact.bound.numpy().astype(np.float64)
+    tris, edges = contact._tri_indices.numpy(), contact._edge_indices.numpy()
+    vt = wp.zeros((len(y), len(tris)), dtype=float)
+    ee = wp.zeros((len(edges), len(edges)), dtype=float)
+    wp.launch(all_pair_distances, dim=(max(len(y), len(edges)), max(len(tris), len(edges))),
+              inputs=[contact.x_search, contact._tri_indices, contact._edge_indices, vt, ee])
+    vt, ee = vt.numpy(), ee.numpy()
+    reach_vt = bound[:, None] + bound[tris].max(axis=1)[None, :]
+    reach_ee = bound[edges].max(axis=1)[:, None] + bound[edges].max(axis=1)[None, :]
+    assert np.all((vt < 0) | (reach_vt < vt)), "a vertex-triangle pair may touch before the next search"
+    assert np.all((ee < 0) | (reach_ee < ee)), "an edge-edge pair may touch before the next search"
+
+    data, r = contact.data, contact.query_radius
+    vt_count, vt_tri = data.vt_count.numpy(), data.vt_triangle.numpy().reshape(-1, sim.self_contact.VT_SLOTS)
+    ee_count, ee_edge = data.ee_count.numpy(), data.ee_edge.numpy().reshape(-1, sim.self_contact.EE_SLOTS)
+    touched_tri = np.isin(tris, searched).any(axis=1)
+    touched_edge = np.isin(edges, searched).any(axis=1)
+    new_pairs = 0
+    for v, t in zip(*np.nonzero((vt >= 0) & (vt < 0.99 * r))):
+        if v in searched or touched_tri[t]:
+            assert t in vt_tri[v, :vt_count[v]], (v, t)
+            assert (vt_tri[v, :vt_count[v]] == t).sum() == 1, f"pair {(v, t)} listed twice"
+            new_pairs += 1
+    for e, f in zip(*np.nonzero((ee >= 0) & (ee < 0.99 * r))):
+        if e < f and (touched_edge[e] or touched_edge[f]):
+            assert f in ee_edge[e, :ee_count[e]] or e in ee_edge[f, :ee_count[f]], (e, f)
+            listed = np.concatenate([ee_edge[e, :ee_count[e]], ee_edge[f, :ee_count[f]]])
+            assert (listed == f).sum() + (listed == e).sum() == 1, f"pair {(e, f)} listed twice"
+            new_pairs += 1
+    return new_pairs
+
+
+def test_a_partial_search_around_vertices_of_many_triangles_keeps_and_lists_their_pairs():
+    """Vertices of 40 triangles and 40 edges each (the centres of two stacked fans, 1.5 thicknesses apart: a
+    vertex of a general mesh, where a grid's have 6), searched with a few of their rim neighbours (which share
+    their triangles and edges, so that a triangle or edge has several vertices in S): every pair of the cloth
+    stays apart and every pair of theirs within the query radius is listed once
+    (assert_pairs_apart_and_listed)."""
+    from sim.self_contact import SelfContact
+    rng = np.random.default_rng(5)
+    sides = 40
+    angle = 2.0 * np.pi * np.arange(sides) / sides
+    vertices = np.concatenate([[[0.0, 0.0, 0.0]], 0.1 * np.stack([np.cos(angle), np.sin(angle), 0 * angle], 1)])
+    indices = [[0, 1 + k, 1 + (k + 1) % sides] for k in range(sides)]
+    b = sim.ModelBuilder(gravity=0.0)
+    for height in (0.0, 1.5 * THICKNESS):
+        b.add_cloth_mesh((0.003, 0.002, height), IDENTITY, 1.0, (0, 0, 0), vertices, indices, density=0.1,
+                         self_collision=True, thickness=THICKNESS)
+    model = b.finalize("cpu")
+    x0 = model.particle_q.numpy().astype(np.float64) + rng.normal(scale=0.001, size=(2 * (sides + 1), 3))
+    contact = SelfContact(model)
+    contact.find(wp.array(x0.astype(np.float32), dtype=wp.vec3))
+    bound0 = contact.bound.numpy().astype(np.float64)
+    marked = np.array([0, 3, 4, sides + 1, sides + 9])  # both centres, neighbours on the rims
+    x1 = x0.copy()
+    x1[marked] += np.array([0.0, 0.0, 1.0]) * (np.sign(x0[marked, 2] - 0.5 * THICKNESS)
+                                               * -bound0[marked])[:, None]
+    flags = np.zeros(model.particle_count, np.int32)
+    flags[marked] = 1
+    contact._marked.assign(flags)
+    contact._partial_limit = len(x0) // 4
+    assert contact._search_partially(wp.array(x1.astype(np.float32), dtype=wp.vec3), with_soon=True)
+    y = contact.x_search.numpy()
+    searched = np.nonzero(np.any(np.abs(y - x0) > 1e-6, axis=1))[0]
+    assert set(searched) == set(marked)
+    assert assert_pairs_apart_and_listed(contact, searched) > 40
+
+
 @pytest.mark.parametrize("case", ["near", "far", "no_slack", "shrink"])
 def test_a_partial_search_keeps_every_pair_apart_and_lists_the_new_pairs(case):
     """Two cloth grids in one plane (the xy plane), the second shifted 1.5 thicknesses along y so that its rows
@@ -483,36 +556,7 @@ def test_a_partial_search_keeps_every_pair_apart_and_lists_the_new_pairs(case):
     elif case != "no_slack":
         assert np.allclose(bound[others], bound0[others])
     assert np.all(bound[searched] > 0.0)
-    marked = searched
-
-    tris, edges = contact._tri_indices.numpy(), contact._edge_indices.numpy()
-    vt = wp.zeros((len(y), len(tris)), dtype=float)
-    ee = wp.zeros((len(edges), len(edges)), dtype=float)
-    wp.launch(all_pair_distances, dim=(max(len(y), len(edges)), max(len(tris), len(edges))),
-              inputs=[contact.x_search, contact._tri_indices, contact._edge_indices, vt, ee])
-    vt, ee = vt.numpy(), ee.numpy()
-    reach_vt = bound[:, None] + bound[tris].max(axis=1)[None, :]
-    reach_ee = bound[edges].max(axis=1)[:, None] + bound[edges].max(axis=1)[None, :]
-    assert np.all((vt < 0) | (reach_vt < vt)), "a vertex-triangle pair may touch before the next search"
-    assert np.all((ee < 0) | (reach_ee < ee)), "an edge-edge pair may touch before the next search"
-
-    data, r = contact.data, contact.query_radius
-    vt_count, vt_tri = data.vt_count.numpy(), data.vt_triangle.numpy().reshape(-1, sim.self_contact.VT_SLOTS)
-    ee_count, ee_edge = data.ee_count.numpy(), data.ee_edge.numpy().reshape(-1, sim.self_contact.EE_SLOTS)
-    touched_tri = np.isin(tris, marked).any(axis=1)
-    touched_edge = np.isin(edges, marked).any(axis=1)
-    new_pairs = 0
-    for v, t in zip(*np.nonzero((vt >= 0) & (vt < 0.99 * r))):
-        if v in marked or touched_tri[t]:
-            assert t in vt_tri[v, :vt_count[v]], (v, t)
-            new_pairs += 1
-    for e, f in zip(*np.nonzero((ee >= 0) & (ee < 0.99 * r))):
-        if e < f and (touched_edge[e] or touched_edge[f]):
-            assert f in ee_edge[e, :ee_count[e]] or e in ee_edge[f, :ee_count[f]], (e, f)
-            listed = np.concatenate([ee_edge[e, :ee_count[e]], ee_edge[f, :ee_count[f]]])
-            assert (listed == f).sum() + (listed == e).sum() == 1, f"pair {(e, f)} listed twice"
-            new_pairs += 1
-    assert new_pairs > 20
+    assert assert_pairs_apart_and_listed(contact, searched) > 20
 
 
 def test_touching_counts_a_partial_search_skipped_are_made_up_when_a_solver_asks():
