@@ -67,7 +67,7 @@ from .self_contact_partial import (PARTIAL_ATTEMPTS, PARTIAL_FRACTION, PartialSe
                                    clamp_list_counts, grow_marked, search_marked)
 from .self_contact_primitives import (DEFAULT_THICKNESS_FRACTION, EE_SLOTS, GAMMA,  # noqa: F401
                                     QUERY_RADIUS, VT_SLOTS, SelfContactData,
-                                    boxes_overlap, closest_point_triangle, edge_edge_candidate, edge_separation,
+                                    boxes_overlap, edge_edge_candidate, edge_separation,
                                     order_free_module, triangle_separation, vertex_triangle_candidate)
 
 # Every kernel here is order-free (order_free_module) and runs on every thread (until the trees, a list of the
@@ -540,12 +540,8 @@ class SelfContact:
         data, partial, r = self.data, self._partial, self.query_radius
         partial.x_now, partial.drift = x, self._drift_before
         for attempt in range(PARTIAL_ATTEMPTS):
-            partial.failed.zero_()
-            wp.copy(partial.vt_base, data.vt_count)
-            wp.copy(partial.ee_base, data.ee_count)
-            wp.copy(partial.bound_before, self.bound)
-            self._run(begin_attempt, self.particle_count,
-                      [partial, GAMMA * r, int(not with_soon), self.x_search, self.bound])
+            self._run(begin_attempt, max(self.particle_count, self.edge_count),
+                      [partial, data, GAMMA * r, int(not with_soon), self.x_search, self.bound])
             self._tri_tree.grow_moved(self.x_search, self._marked, also=self._edge_tree)
             self._run(search_marked, self.particle_count + self.tri_count + self.edge_count,
                       [self.x_search, self._tri_tree.data, self._edge_tree.data, data, partial, r, self.bound,

@@ -101,12 +101,23 @@ class PartialSearch:
 
 
 @wp.kernel(module=ORDER_FREE)
-def begin_attempt(partial: PartialSearch, cap: float, asking_only: int, x_search: wp.array(dtype=wp.vec3),
-                  bound: wp.array(dtype=float)):
-    """An attempt's start, a thread per vertex (after the copies of vt_base, ee_base and bound_before): with
-    asking_only, the vertices that only would ask within a few steps (marked 2) leave S; each vertex of S gets
-    search position x_now - c (c: its group's drift of the last step) and bound = cap (lowered by the queries)."""
+def begin_attempt(partial: PartialSearch, data: SelfContactData, cap: float, asking_only: int,
+                  x_search: wp.array(dtype=wp.vec3), bound: wp.array(dtype=float)):
+    """An attempt's start, dim = max(vertices, edges): the list lengths and bounds as they are now kept in
+    vt_base, ee_base and bound_before, and failed cleared; with asking_only, the vertices that only would ask
+    within a few steps (marked 2) leave S; each vertex of S gets search position x_now - c (c: its group's drift
+    of the last step) and bound = cap (lowered by the queries). One launch where three copies and a fill took
+    four: each host call costs some 30-60 us inside a step, more than these copies' work (docs/cloth_contact.md,
+    session 26)."""
     i = wp.tid()
+    if i == 0:
+        partial.failed[0] = 0
+    if i < data.ee_count.shape[0]:
+        partial.ee_base[i] = data.ee_count[i]
+    if i >= partial.marked.shape[0]:
+        return
+    partial.vt_base[i] = data.vt_count[i]
+    partial.bound_before[i] = bound[i]
     mark = partial.marked[i]
     if mark == 2 and asking_only != 0:
         partial.marked[i] = 0

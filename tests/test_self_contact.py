@@ -390,7 +390,7 @@ def all_pair_distances(x: wp.array(dtype=wp.vec3), tris: wp.array2d(dtype=wp.int
         c = tris[j, 2]
         vt[i, j] = -1.0
         if i != a and i != b and i != c:
-            w = sim.self_contact.closest_point_triangle(x[i], x[a], x[b], x[c])
+            w = sim.self_contact_primitives.closest_point_triangle(x[i], x[a], x[b], x[c])
             vt[i, j] = wp.length(x[i] - (x[a] * w[0] + x[b] * w[1] + x[c] * w[2]))
     if i < ee.shape[0] and j < ee.shape[1]:
         p0 = edges[i, 0]
