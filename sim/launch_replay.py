@@ -27,3 +27,33 @@ class ReplayedLaunch:
                             record_cmd=True)
             self._recorded[key] = cmd
         cmd.launch()
+
+
+class ReplayedSequence:
+    """A fixed sequence of launches, fills and copies (made by a callable) captured once per argument set as a
+    graph (kernels.runtime.capture: replayed from one native loop) and replayed: a search's five to twelve launches
+    cost one host call instead of one each. Inside a step each host call costs some 30-60 us of Python, more than
+    many of these kernels' work (docs/cloth_contact.md, session 26); a ReplayedLaunch still costs one a launch.
+
+    `key` names the argument set: every array the sequence reads or writes (by id: the graphs hold their arrays,
+    so no id is reused while its graph is kept) and every other value it passes. The callable must only launch
+    work on the device, never read an array back (a capture records, it does not run). Up to `keep` graphs are
+    kept; a new one beyond that clears them. On a GPU, or inside a capture of the caller's, the callable simply
+    runs (a CUDA graph per search is not measured yet; a caller's capture records the launches itself)."""
+
+    def __init__(self, device, keep: int = 8):
+        self.device, self.keep = device, keep
+        self._graphs = {}
+
+    def run(self, key: tuple, launches) -> None:
+        if not self.device.is_cpu or wp.is_capturing(self.device):
+            launches()
+            return
+        graph = self._graphs.get(key)
+        if graph is None:
+            if len(self._graphs) >= self.keep:
+                self._graphs.clear()
+            with wp.ScopedCapture(device=self.device) as capture:
+                launches()
+            graph = self._graphs[key] = capture.graph
+        wp.capture_launch(graph)

@@ -55,7 +55,7 @@ import kernels as wp
 
 from .self_contact_tree import PrimitiveTree, TreeData, build_tree, tree_next_leaf
 from .self_contact_active import ActiveLists
-from .launch_replay import ReplayedLaunch
+from .launch_replay import ReplayedLaunch, ReplayedSequence
 from .self_contact_bound import (DRIFT_TILE, check_budget, drop_overrun_drift, find_drift_overrun,
                                  limit_and_check, limit_displacement, settle_world_drifts, sum_drift_tiled)
 from .worlds import element_worlds
@@ -473,6 +473,12 @@ class SelfContact:
         partial.group = self._drift_group
         partial.x_now, partial.drift = self.x_search, self._zero_drift  # each partial search sets its own
         self._partial = partial
+        # the searches' and the bound's launches, replayed per argument set: the states and drifts alternate
+        # between two (and a zero drift after a full search), a partial search with or without the vertices
+        # about to ask
+        self._full_search = ReplayedSequence(self.device, keep=4)
+        self._attempts = ReplayedSequence(self.device, keep=16)
+        self._bounding = ReplayedSequence(self.device, keep=8)
         self._partial_limit = int(PARTIAL_FRACTION * int(colliding.sum()))
         self.partial_searches = 0
 
@@ -539,7 +545,8 @@ class SelfContact:
         The trees' boxes grow to hold the primitives of S at their new search positions first."""
         data, partial, r = self.data, self._partial, self.query_radius
         partial.x_now, partial.drift = x, self._drift_before
-        for attempt in range(PARTIAL_ATTEMPTS):
+
+        def attempt_launches():
             self._run(begin_attempt, max(self.particle_count, self.edge_count),
                       [partial, data, GAMMA * r, int(not with_soon), self.x_search, self.bound])
             self._tri_tree.grow_moved(self.x_search, self._marked, also=self._edge_tree)
@@ -547,6 +554,12 @@ class SelfContact:
                       [self.x_search, self._tri_tree.data, self._edge_tree.data, data, partial, r, self.bound,
                        self.overflow])
             self._run(clamp_list_counts, max(self.particle_count, self.edge_count), [data, partial])
+            # the lists of active vertices and edges too: rebuilt again by whatever follows a failed attempt
+            self._active_lists.build(data)
+
+        key = (id(x), id(self._drift_before), with_soon, id(data), id(self.bound), id(self.x_search))
+        for attempt in range(PARTIAL_ATTEMPTS):
+            self._attempts.run(key, attempt_launches)
             if not int(partial.failed.numpy()[0]):
                 break
             partial.size.zero_()
@@ -558,7 +571,7 @@ class SelfContact:
         self._marked.zero_()
         self._search_count.zero_()
         self.partial_searches += 1
-        self._list_active()
+        self._read_active()
         return True
 
     def _refit_trees(self, x):
@@ -566,11 +579,10 @@ class SelfContact:
         self._tri_tree.refit(x)
         self._edge_tree.refit(x)
 
-    def _list_active(self):
-        """The vertices and edges with listed pairs (data.vt_active, ee_active), and how many: `active` and
+    def _read_active(self):
+        """How many vertices and edges list pairs (data.active_count, after ActiveLists.build): `active` and
         `has_pairs` (the one read of a search: begin_step reads the step's flags anyway). Under a capture, which
         cannot read, the passes launch over every vertex and edge, and the kernels stop at active_count."""
-        self._active_lists.build(self.data)
         if wp.is_capturing(self.device):
             self.active, self.has_pairs = (self.particle_count, self.edge_count), True
             return
@@ -592,31 +604,60 @@ class SelfContact:
         the previous search's are refilled."""
         if fresh:
             self.data, self.bound, self.x_search = self._new_pairs()
-        data, r = self.data, self.query_radius
+        data, bound, x_search, r = self.data, self.bound, self.x_search, self.query_radius
 
-        self._run(copy_positions, self.particle_count, [x, self.x_search])
-        self._refit_trees(x)
-        self.bound.fill_(r)
-        vertex_group, edge_group = (VERTEX_GROUP, EDGE_GROUP) if self.device.is_cpu else (1, 1)
-        self._run(find_vertex_triangle_pairs, -(-self._vertex_order.shape[0] // vertex_group),
-                  [x, self._tri_tree.data, data, r, self.bound, self.overflow, self._vertex_order, vertex_group])
-        if self.edge_count:
-            self._run(find_edge_edge_pairs, -(-self.edge_count // edge_group),
-                      [x, self._edge_tree.data, data, r, self.bound, self.overflow, edge_group])
-        self._run(scale_bound, self.particle_count, [self.bound, GAMMA])
-        data.degree.zero_()
-        self._degrees_stale = False  # keep_reachable_pairs counts them
-        keep = [data, self.bound, 0]
-        self._run(keep_reachable_pairs, self.particle_count, keep)
-        if self.edge_count:
-            keep[2] = 1
-            self._run(keep_reachable_pairs, self.edge_count, keep)
-        self._list_active()
-        self._marked.zero_()
-        self._search_count.zero_()
+        def search_launches():
+            self._run(copy_positions, self.particle_count, [x, x_search])
+            self._refit_trees(x)
+            bound.fill_(r)
+            vertex_group, edge_group = (VERTEX_GROUP, EDGE_GROUP) if self.device.is_cpu else (1, 1)
+            self._run(find_vertex_triangle_pairs, -(-self._vertex_order.shape[0] // vertex_group),
+                      [x, self._tri_tree.data, data, r, bound, self.overflow, self._vertex_order, vertex_group])
+            if self.edge_count:
+                self._run(find_edge_edge_pairs, -(-self.edge_count // edge_group),
+                          [x, self._edge_tree.data, data, r, bound, self.overflow, edge_group])
+            self._run(scale_bound, self.particle_count, [bound, GAMMA])
+            data.degree.zero_()
+            self._run(keep_reachable_pairs, self.particle_count, [data, bound, 0])
+            if self.edge_count:
+                self._run(keep_reachable_pairs, self.edge_count, [data, bound, 1])
+            self._active_lists.build(data)
+            self._marked.zero_()
+            self._search_count.zero_()
+
+        if fresh:  # new arrays at every search: nothing to replay
+            search_launches()
+        else:
+            self._full_search.run((id(x), id(data), id(bound), id(x_search)), search_launches)
+        self._degrees_stale = False  # keep_reachable_pairs counted them
+        self._read_active()
         self._drift_before = self._zero_drift
         self.searches += 1
         return data, self.bound
+
+    def _settle_drift(self, x_end, drift):
+        """This step's drift into `drift` (vec3 [drift groups]) from the step's free positions x_end [m]: the
+        colliding vertices' mean displacement since the search per group, or the last step's drift where that
+        would take a vertex past its bound (self_contact_bound). Nothing without drifts."""
+        if not self.drifts:
+            return
+        d, ranges = self.device, self._drift_ranges
+        if ranges is not None:
+            # one thread a world sums and checks in one launch (group 0, shared vertices, never drifts: its
+            # element stays 0)
+            self._settle.launch(ranges[0].shape[0], [self.x_search, x_end, self._drift_weight, *ranges,
+                                                     0 if self._world_ranges is None else 1, self.bound,
+                                                     self._thickness, self._drift_before, drift])
+            return
+        drift.zero_()
+        blocks = (self.particle_count + DRIFT_TILE - 1) // DRIFT_TILE
+        wp.launch_tiled(sum_drift_tiled, dim=blocks, inputs=[x_end, self.x_search, self._drift_weight],
+                        outputs=[drift], block_dim=DRIFT_TILE, device=d, record_tape=False)
+        wp.launch(find_drift_overrun, dim=self.particle_count, device=d, record_tape=False,
+                  inputs=[self.x_search, x_end, drift, self._drift_group, self.bound, self._thickness],
+                  outputs=[self._overrun])
+        wp.launch(drop_overrun_drift, dim=drift.shape[0], device=d, record_tape=False,
+                  inputs=[self._overrun, self._drift_before], outputs=[drift])
 
     def end_step(self, x_start, x_end, v_end, dt: float, x_out, v_out, *, fresh: bool = False):
         """Bound the step: x_out = x_end where each vertex's displacement since the search, relative to the
@@ -629,26 +670,10 @@ class SelfContact:
             drift = wp.zeros(self._zero_drift.shape[0], dtype=wp.vec3, device=d) if fresh else self._drifts[0]
             if not fresh:
                 self._drifts.reverse()  # the other one keeps this step's drift for the next step's check
-            ranges = self._drift_ranges
-            if ranges is not None:
-                # one thread a world sums and checks in one launch (group 0, shared vertices, never drifts: its
-                # element stays 0)
-                self._settle.launch(ranges[0].shape[0], [self.x_search, x_end, self._drift_weight, *ranges,
-                                                         0 if self._world_ranges is None else 1, self.bound,
-                                                         self._thickness, self._drift_before, drift])
-            else:
-                drift.zero_()
-                blocks = (self.particle_count + DRIFT_TILE - 1) // DRIFT_TILE
-                wp.launch_tiled(sum_drift_tiled, dim=blocks, inputs=[x_end, self.x_search, self._drift_weight],
-                                outputs=[drift], block_dim=DRIFT_TILE, device=d, record_tape=False)
-                wp.launch(find_drift_overrun, dim=self.particle_count, device=d, record_tape=False,
-                          inputs=[self.x_search, x_end, drift, self._drift_group, self.bound, self._thickness],
-                          outputs=[self._overrun])
-                wp.launch(drop_overrun_drift, dim=drift.shape[0], device=d, record_tape=False,
-                          inputs=[self._overrun, self._drift_before], outputs=[drift])
         if v_out is None:
             v_end, v_out = self._no_velocity
         if fresh:
+            self._settle_drift(x_end, drift)
             # on a Tape: the bound is taped (its adjoint passes gradients through where it does not clamp), the
             # check is not
             wp.launch(limit_displacement, dim=self.particle_count, device=d,
@@ -658,9 +683,15 @@ class SelfContact:
                       inputs=[x_start, x_out, self.x_search, drift, self._drift_before, self._drift_group,
                               self.bound, self._thickness, self.skin, self._marked, self._search_count])
         else:
-            self._limit_and_check.launch(self.particle_count, [
-                self.x_search, x_start, x_end, v_end, drift, self._drift_before, self._drift_group, self.bound,
-                self._thickness, self.skin, float(dt), x_out, v_out, self._marked, self._search_count])
+            def bound_launches():
+                self._settle_drift(x_end, drift)
+                self._limit_and_check.launch(self.particle_count, [
+                    self.x_search, x_start, x_end, v_end, drift, self._drift_before, self._drift_group, self.bound,
+                    self._thickness, self.skin, float(dt), x_out, v_out, self._marked, self._search_count])
+
+            # both launches in one host call: the arrays alternate between two states and two drifts
+            self._bounding.run((id(self.x_search), id(self.bound), id(x_start), id(x_end), id(v_end), id(x_out),
+                                id(v_out), id(drift), id(self._drift_before), float(dt)), bound_launches)
         self._drift_before = drift
         self._last_out = x_out
 
