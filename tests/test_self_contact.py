@@ -542,3 +542,39 @@ def test_self_contact_is_the_same_to_the_bit_from_run_to_run_with_two_threads(mo
         model.particle_q.assign(model.particle_q.numpy() + rng.normal(scale=0.002, size=(model.particle_count, 3)))
         results.append(run(model, sim.SolverXPBD(model, iterations=10), 12, 1.0 / 240.0).particle_q.numpy())
     assert np.array_equal(results[0], results[1]) and np.array_equal(results[0], results[2])
+
+
+@pytest.mark.parametrize("solver_name", list(SOLVERS))
+def test_captured_self_contact_steps_replay_what_launching_them_with_a_search_each_gives(solver_name, monkeypatch):
+    """Steps of a self-colliding pair captured by the caller (wp.ScopedCapture) and replayed: a capture cannot
+    take the host's decisions, so each captured step searches, with the searches' and the bound's launches
+    recorded into the caller's graph (not replayed as graphs of their own: sim/launch_replay.py); the replay
+    gives, to the bit, what launching the same steps with a search at every step gives."""
+    from sim.self_contact import SelfContact
+    upper = np.array([[0.0, 0.03, 0.0], [0.3, 0.25, 0.0], [-0.1, 0.25, 0.3]])
+    make, dt = SOLVERS[solver_name]
+
+    model = two_triangles(FLAT, upper, velocity=(0.0, -0.5, 0.0))
+    solver, a, b = make(model), model.state(), model.state()
+    solver.step(model, a, b, None, dt)  # builds every kernel before the capture
+    a, b = model.state(), model.state()
+    with wp.ScopedCapture(device="cpu") as capture:  # four steps: their arrays come again inside the capture
+        for _ in range(2):
+            solver.step(model, a, b, None, dt)
+            solver.step(model, b, a, None, dt)
+    for _ in range(int(0.06 / dt) // 4):
+        wp.capture_launch(capture.graph)
+    replayed = a.particle_q.numpy()
+
+    original = SelfContact.begin_step
+
+    def search_every_step(self, x, *, fresh=False):
+        self._last_out = None  # as if from a new state: a full search
+        return original(self, x, fresh=fresh)
+
+    monkeypatch.setattr(SelfContact, "begin_step", search_every_step)
+    model = two_triangles(FLAT, upper, velocity=(0.0, -0.5, 0.0))
+    launched = run(model, make(model), 4 * (int(0.06 / dt) // 4), dt).particle_q.numpy()
+    assert np.array_equal(replayed, launched)
+    gap = point_triangle_distance(replayed[3], *replayed[:3])
+    assert 0.5 * THICKNESS < gap < 0.03, gap  # they came into contact and stayed apart
