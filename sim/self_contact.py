@@ -333,9 +333,11 @@ def scale_bound(bound: wp.array(dtype=float), gamma: float):
 
 
 @wp.kernel(module=ORDER_FREE)
-def copy_positions(x: wp.array(dtype=wp.vec3), out: wp.array(dtype=wp.vec3)):
+def copy_positions(x: wp.array(dtype=wp.vec3), out: wp.array(dtype=wp.vec3), offset: wp.array(dtype=float)):
+    """A full search's positions out = x; every vertex is then at its search position (offset 0)."""
     i = wp.tid()
     out[i] = x[i]
+    offset[i] = 0.0
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -358,6 +360,8 @@ class SelfContact:
         has_pairs: whether the last search listed any pair (bool); a solver skips its pair passes without.
         active: how many vertices and edges list pairs (data.vt_active, ee_active), as read after the last
             search: the pair passes' launch sizes (tuple of two ints).
+        offset: each colliding vertex's distance from its search position relative to the drift [m] (float
+            [particle_count]), at the positions the last step wrote (0 after a search): see `offsets_at`.
     """
 
     def __init__(self, model):
@@ -397,6 +401,9 @@ class SelfContact:
         self.searches = 0
         self.has_pairs = True  # whether any pair is listed: a model without pairs skips its pair passes
         self._no_velocity = (wp.zeros(0, dtype=wp.vec3, device=d), wp.zeros(0, dtype=wp.vec3, device=d))
+        self.offset = wp.zeros(self.particle_count, dtype=float, device=d)
+        self._no_offset = wp.zeros(0, dtype=float, device=d)
+        self._offset_x = None  # the positions `offset` holds for
         # the drift is each vertex's share of the colliding vertices' mean displacement; a fixed colliding
         # vertex does not drift with the others, so with one the bound is on the displacement itself
         colliding = thickness > 0.0
@@ -548,7 +555,7 @@ class SelfContact:
 
         def attempt_launches():
             self._run(begin_attempt, max(self.particle_count, self.edge_count),
-                      [partial, data, GAMMA * r, int(not with_soon), self.x_search, self.bound])
+                      [partial, data, GAMMA * r, int(not with_soon), self.x_search, self.bound, self.offset])
             self._tri_tree.grow_moved(self.x_search, self._marked, also=self._edge_tree)
             self._run(search_marked, self.particle_count + self.tri_count + self.edge_count,
                       [self.x_search, self._tri_tree.data, self._edge_tree.data, data, partial, r, self.bound,
@@ -557,7 +564,7 @@ class SelfContact:
             # the lists of active vertices and edges too: rebuilt again by whatever follows a failed attempt
             self._active_lists.build(data)
 
-        key = (id(x), id(self._drift_before), with_soon, id(data), id(self.bound), id(self.x_search))
+        key = (id(x), id(self._drift_before), with_soon, id(data), id(self.bound), id(self.x_search), id(self.offset))
         for attempt in range(PARTIAL_ATTEMPTS):
             self._attempts.run(key, attempt_launches)
             if not int(partial.failed.numpy()[0]):
@@ -570,6 +577,7 @@ class SelfContact:
         self._degrees_stale = True  # touching_counts counts them when asked
         self._marked.zero_()
         self._search_count.zero_()
+        self._offset_x = x
         self.partial_searches += 1
         self._read_active()
         return True
@@ -607,7 +615,7 @@ class SelfContact:
         data, bound, x_search, r = self.data, self.bound, self.x_search, self.query_radius
 
         def search_launches():
-            self._run(copy_positions, self.particle_count, [x, x_search])
+            self._run(copy_positions, self.particle_count, [x, x_search, self.offset])
             self._refit_trees(x)
             bound.fill_(r)
             vertex_group, edge_group = (VERTEX_GROUP, EDGE_GROUP) if self.device.is_cpu else (1, 1)
@@ -628,7 +636,8 @@ class SelfContact:
         if fresh:  # new arrays at every search: nothing to replay
             search_launches()
         else:
-            self._full_search.run((id(x), id(data), id(bound), id(x_search)), search_launches)
+            self._full_search.run((id(x), id(data), id(bound), id(x_search), id(self.offset)), search_launches)
+        self._offset_x = x
         self._degrees_stale = False  # keep_reachable_pairs counted them
         self._read_active()
         self._drift_before = self._zero_drift
@@ -681,19 +690,32 @@ class SelfContact:
                       outputs=[x_out, v_out])
             wp.launch(check_budget, dim=self.particle_count, device=d, record_tape=False,
                       inputs=[x_start, x_out, self.x_search, drift, self._drift_before, self._drift_group,
-                              self.bound, self._thickness, self.skin, self._marked, self._search_count])
+                              self.bound, self._thickness, self.skin, self._marked, self._search_count, self.offset])
         else:
             def bound_launches():
                 self._settle_drift(x_end, drift)
                 self._limit_and_check.launch(self.particle_count, [
                     self.x_search, x_start, x_end, v_end, drift, self._drift_before, self._drift_group, self.bound,
-                    self._thickness, self.skin, float(dt), x_out, v_out, self._marked, self._search_count])
+                    self._thickness, self.skin, float(dt), x_out, v_out, self._marked, self._search_count,
+                    self.offset])
 
             # both launches in one host call: the arrays alternate between two states and two drifts
             self._bounding.run((id(self.x_search), id(self.bound), id(x_start), id(x_end), id(v_end), id(x_out),
-                                id(v_out), id(drift), id(self._drift_before), float(dt)), bound_launches)
+                                id(v_out), id(drift), id(self._drift_before), id(self.offset), float(dt)),
+                               bound_launches)
         self._drift_before = drift
-        self._last_out = x_out
+        self._last_out = self._offset_x = x_out
+
+    def offsets_at(self, x):
+        """`offset` when it holds for positions x [m] (vec3 [particle_count]: the step's start, after
+        begin_step) and the model has one drift, else an empty array. A pair at distance d at the search whose
+        sides' vertices are at most m_A and m_B from their search positions relative to the drift is at least
+        d - m_A - m_B apart now (a common translation changes no distance; every point of a primitive moves
+        with its farthest vertex), so a solver may skip it, exactly, when that exceeds its thickness. (With a
+        drift per world, a pair of shared and world vertices would have two.)"""
+        if x is not self._offset_x or self._world_ranges is not None:
+            return self._no_offset
+        return self.offset
 
 
 def self_contact_of(model):

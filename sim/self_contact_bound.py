@@ -140,15 +140,14 @@ def limit_displacement(x_search: wp.array(dtype=wp.vec3), x_start: wp.array(dtyp
 
 
 @wp.func
-def budget_mark(x_start: wp.vec3, x_out: wp.vec3, x_search: wp.vec3, c: wp.vec3, c_before: wp.vec3, b: float,
+def budget_mark(x_start: wp.vec3, x_out: wp.vec3, relative: float, c: wp.vec3, c_before: wp.vec3, b: float,
                 skin: float):
     """1 when a colliding vertex that moved from x_start to x_out this step, moving again as it moved (relative
-    to the drift c, c_before at the step's start), would pass its bound b or the skin [m] in the next step: the
+    to the drift c, c_before at the step's start; `relative`: its offset |x_out - x_search - c|), would pass its bound b or the skin [m] in the next step: the
     pairs must then be searched again first (around the marked vertices only, when they are few:
     sim/self_contact_partial.py); 2 when it would within LOOKAHEAD steps; else 0. A vertex that stops dead while
     the rest drifts on (on a collider) needs no search beforehand: its group then keeps the last step's drift
     (drop_overrun_drift), so a cloth falling as a whole searches only once it lands."""
-    relative = wp.length(x_out - x_search - c)
     motion = wp.length(x_out - x_start - (c - c_before))
     limit = wp.min(b, skin)
     mark = int(0)
@@ -174,14 +173,17 @@ def check_budget(x_start: wp.array(dtype=wp.vec3), x_out: wp.array(dtype=wp.vec3
                  drift_before: wp.array(dtype=wp.vec3), group: wp.array(dtype=wp.int32),
                  bound: wp.array(dtype=float),
                  thickness: wp.array(dtype=float), skin: float, marked: wp.array(dtype=wp.int32),
-                 search: wp.array(dtype=wp.int32)):
+                 search: wp.array(dtype=wp.int32), offset: wp.array(dtype=float)):
     """marked[i] = budget_mark(...) of colliding vertex i when not 0, counted in search[0] (1: asks now) or
-    search[1] (2: about to)."""
+    search[1] (2: about to); offset[i] = |x_out - x_search - c|, how far it is from its search position relative
+    to the drift (SolverSemiImplicit skips the pairs that cannot touch by it)."""
     i = wp.tid()
     if thickness[i] <= 0.0:
         return
     g = group[i]
-    record_mark(i, budget_mark(x_start[i], x_out[i], x_search[i], drift[g], drift_before[g], bound[i], skin),
+    relative = wp.length(x_out[i] - x_search[i] - drift[g])
+    offset[i] = relative
+    record_mark(i, budget_mark(x_start[i], x_out[i], relative, drift[g], drift_before[g], bound[i], skin),
                 marked, search)
 
 
@@ -191,7 +193,8 @@ def limit_and_check(x_search: wp.array(dtype=wp.vec3), x_start: wp.array(dtype=w
                     drift: wp.array(dtype=wp.vec3), drift_before: wp.array(dtype=wp.vec3),
                     group: wp.array(dtype=wp.int32), bound: wp.array(dtype=float), thickness: wp.array(dtype=float),
                     skin: float, dt: float, x_out: wp.array(dtype=wp.vec3), v_out: wp.array(dtype=wp.vec3),
-                    marked: wp.array(dtype=wp.int32), search: wp.array(dtype=wp.int32)):
+                    marked: wp.array(dtype=wp.int32), search: wp.array(dtype=wp.int32),
+                    offset: wp.array(dtype=float)):
     """limit_displacement and check_budget in one launch, for a step that no Tape records (a launch costs
     about as much as either kernel's work on the 64 x 64 cloth)."""
     i = wp.tid()
@@ -202,6 +205,6 @@ def limit_and_check(x_search: wp.array(dtype=wp.vec3), x_start: wp.array(dtype=w
     if v_out.shape[0] > 0:
         v_out[i] = v_end[i] + (out - x_end[i]) / dt
     if thickness[i] > 0.0:
-        record_mark(i, budget_mark(x_start[i], out, x_search[i], c, drift_before[g], bound[i], skin), marked,
-                    search)
-
+        relative = wp.length(out - x_search[i] - c)
+        offset[i] = relative
+        record_mark(i, budget_mark(x_start[i], out, relative, c, drift_before[g], bound[i], skin), marked, search)

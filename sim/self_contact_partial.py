@@ -36,7 +36,9 @@ positions of their last refit and the queries grew by a margin of half a query r
 volume; a vertex reset beyond it refitted both trees.) The pairs of a vertex of S (as the vertex of a
 vertex-triangle pair) and of an edge with a vertex in S (its edge-edge pairs) are searched again and replace
 their lists; a pair with a triangle or edge of S stored at a vertex or edge outside S is added to that one's list
-when missing (the list's pairs from before stay: they are still valid, only farther than they could be).
+when missing, or has its separation set to the new one when listed (the list's pairs from before that are not
+found again stay: they are still valid, only farther than they could be, and now beyond r_q, where their
+separation was shorter).
 """
 
 import kernels as wp
@@ -102,11 +104,11 @@ class PartialSearch:
 
 @wp.kernel(module=ORDER_FREE)
 def begin_attempt(partial: PartialSearch, data: SelfContactData, cap: float, asking_only: int,
-                  x_search: wp.array(dtype=wp.vec3), bound: wp.array(dtype=float)):
+                  x_search: wp.array(dtype=wp.vec3), bound: wp.array(dtype=float), offset: wp.array(dtype=float)):
     """An attempt's start, dim = max(vertices, edges): the list lengths and bounds as they are now kept in
     vt_base, ee_base and bound_before, and failed cleared; with asking_only, the vertices that only would ask
     within a few steps (marked 2) leave S; each vertex of S gets search position x_now - c (c: its group's drift
-    of the last step) and bound = cap (lowered by the queries). One launch where three copies and a fill took
+    of the last step), offset 0 (SelfContact.offset) and bound = cap (lowered by the queries). One launch where three copies and a fill took
     four: each host call costs some 30-60 us inside a step, more than these copies' work (docs/cloth_contact.md,
     session 26)."""
     i = wp.tid()
@@ -123,6 +125,7 @@ def begin_attempt(partial: PartialSearch, data: SelfContactData, cap: float, ask
         partial.marked[i] = 0
     elif mark != 0:
         x_search[i] = partial.x_now[i] - partial.drift[partial.group[i]]
+        offset[i] = 0.0
         bound[i] = cap
 
 
@@ -279,6 +282,9 @@ def visit_vertex_triangle(x: wp.array(dtype=wp.vec3), data: SelfContactData, par
         return count
     for k in range(partial.vt_base[v]):
         if data.vt_triangle[v * VT_SLOTS + k] == t:
+            # its separation at the new search positions (this thread is the pair's only visitor): a listed
+            # pair's start is where its distance is known (SelfContact.offsets_at)
+            data.vt_start[v * VT_SLOTS + k] = u
             return count
     slot = wp.atomic_add(data.vt_count, v, 1)
     if slot < VT_SLOTS:
@@ -385,6 +391,7 @@ def visit_edge_edge(x: wp.array(dtype=wp.vec3), data: SelfContactData, partial: 
         return count
     for k in range(partial.ee_base[f]):
         if data.ee_edge[f * EE_SLOTS + k] == e:
+            data.ee_start[f * EE_SLOTS + k] = -u
             return count
     slot = wp.atomic_add(data.ee_count, f, 1)
     if slot < EE_SLOTS:

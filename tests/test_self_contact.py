@@ -503,6 +503,103 @@ def test_xpbd_skips_only_pairs_that_cannot_touch_and_none_without_pairs(monkeypa
     assert not far_model._self_contact.has_pairs and not launched
 
 
+@wp.func
+def count_pair(counts: wp.array(dtype=wp.int32), skipped: bool, touching: bool):
+    if skipped:
+        wp.atomic_add(counts, 0, 1)
+    if touching:
+        wp.atomic_add(counts, 1, 1)
+    wp.atomic_add(counts, 2, 1)
+
+
+@wp.kernel
+def listed_pair_margins(x: wp.array(dtype=wp.vec3), data: sim.self_contact.SelfContactData,
+                        offset: wp.array(dtype=float), excess: wp.array(dtype=float), counts: wp.array(dtype=wp.int32)):
+    """For vertex i's and edge i's listed pairs at positions x: the most by which the skip test's lower bound on
+    a pair's distance (its distance at the search less its sides' largest offsets) exceeds the distance now
+    (excess[i], <= 0 when the bound holds), and counts[0] += pairs the test skips, counts[1] += pairs touching
+    (closer than their thickness), counts[2] += pairs."""
+    i = wp.tid()
+    worst = float(-1.0)
+    if i < data.vt_count.shape[0]:
+        for k in range(data.vt_count[i]):
+            a, b, c, w, u = sim.self_contact.vertex_triangle_pair(x, data, i, k)
+            h = 0.5 * (data.thickness[i] + data.thickness[a])
+            lower = (wp.length(data.vt_start[i * sim.self_contact.VT_SLOTS + k]) - offset[i]
+                     - wp.max(wp.max(offset[a], offset[b]), offset[c]))
+            worst = wp.max(worst, lower - wp.length(u))
+            count_pair(counts, lower > h, wp.length(u) < h)
+    if i < data.ee_count.shape[0]:
+        i0 = data.edge_indices[i, 0]
+        i1 = data.edge_indices[i, 1]
+        for k in range(data.ee_count[i]):
+            j0, j1, s, t, u = sim.self_contact.edge_edge_pair(x, data, i, k)
+            h = 0.5 * (data.thickness[i0] + data.thickness[j0])
+            lower = (wp.length(data.ee_start[i * sim.self_contact.EE_SLOTS + k]) - wp.max(offset[i0], offset[i1])
+                     - wp.max(offset[j0], offset[j1]))
+            worst = wp.max(worst, lower - wp.length(u))
+            count_pair(counts, lower > h, wp.length(u) < h)
+    excess[i] = worst
+
+
+def test_semi_implicit_skips_only_pairs_that_cannot_touch(monkeypatch):
+    """SolverSemiImplicit skips a listed pair whose distance at the search, less its sides' largest offsets from
+    their search positions relative to the drift (SelfContact.offsets_at), exceeds its thickness. A 16 x 16
+    cloth dropped on its edge folds onto itself, with full and partial searches: at the start of each of 700
+    steps of the fold every listed pair is at least that lower bound apart (the offsets are reset by every
+    search, and a partial search keeps the separations of the pairs it finds again), most pairs are skipped and
+    some touch; the same steps without skipping give the same positions to the bit."""
+    from sim.solvers.semi_implicit import solver as semi_solver
+
+    def dropped():
+        b = sim.ModelBuilder()
+        b.add_cloth_grid(pos=(-0.16, 0.3, 0.0), rot=sim.quat_from_axis_angle((1.0, 0.0, 0.0), np.radians(15)),
+                         vel=(0.0, 0.0, 0.0), dim_x=16, dim_y=16, cell_x=0.02, cell_y=0.02, mass=1.2e-4,
+                         tri_ke=1.0e3, tri_ka=1.0e3, tri_kd=0.1, edge_ke=0.001, radius=0.005, self_collision=True)
+        b.add_ground_plane()
+        model = b.finalize("cpu")
+        model.soft_contact.mu = 0.5
+        return model, sim.SolverSemiImplicit(model)
+
+    dt, start, steps = 1.0 / 12000.0, 5000, 700
+    checked = {"steps": 0, "skippable": 0, "touching": 0, "listed": 0, "worst": -1.0}
+    eval_forces = semi_solver.SolverSemiImplicit.eval_forces
+
+    def checking(self, model, state, control, f):
+        contact = model._self_contact
+        offset = contact.offsets_at(state.particle_q)
+        if offset.shape[0]:
+            n = max(contact.particle_count, contact.edge_count)
+            excess, counts = wp.zeros(n, dtype=float), wp.zeros(3, dtype=wp.int32)
+            wp.launch(listed_pair_margins, dim=n, inputs=[state.particle_q, contact.data, offset, excess, counts])
+            checked["worst"] = max(checked["worst"], float(excess.numpy().max()))
+            checked["skippable"] += int(counts.numpy()[0])
+            checked["touching"] += int(counts.numpy()[1])
+            checked["listed"] += int(counts.numpy()[2])
+            checked["steps"] += 1
+        return eval_forces(self, model, state, control, f)
+
+    results = []
+    for skipping in (True, False):
+        model, solver = dropped()
+        state = run(model, solver, start, dt)
+        contact = model._self_contact
+        if skipping:
+            monkeypatch.setattr(semi_solver.SolverSemiImplicit, "eval_forces", checking)
+        else:
+            monkeypatch.setattr(contact, "offsets_at", lambda x: contact._no_offset)
+        searches = contact.searches, contact.partial_searches
+        results.append(run(model, solver, steps, dt, state).particle_q.numpy())
+        monkeypatch.undo()
+        if skipping:
+            full, partial = contact.searches - searches[0], contact.partial_searches - searches[1]
+    assert full > 5 and partial > 100, (full, partial)
+    assert checked["steps"] == steps, checked
+    assert checked["worst"] <= 1.0e-6, checked
+    assert checked["touching"] > 100 and checked["skippable"] > 0.5 * checked["listed"], checked
+    assert np.array_equal(results[0], results[1])
+
+
 def test_self_contact_is_the_same_to_the_bit_from_run_to_run_with_two_threads(monkeypatch):
     """The self-contact kernels whose results depend on the order of their atomics (float sums into shared
     vertices, list slots taken atomically, the drift's per-block sums) are run-to-run deterministic: they run

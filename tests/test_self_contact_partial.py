@@ -42,7 +42,8 @@ def assert_pairs_apart_and_listed(contact, searched) -> int:
     """After a partial search of the vertices `searched`: every vertex-triangle and edge-edge pair of the cloth
     (brute force) has the largest bound on one side plus the largest on the other below its distance at the
     search positions, and every pair with a searched vertex closer than the query radius is listed at its owner,
-    once. Returns how many such pairs there are."""
+    once, and every listed pair's separation at the search is no longer than its distance at the search
+    positions. Returns how many such pairs there are."""
     y, bound = contact.x_search.numpy().astype(np.float64), contact.bound.numpy().astype(np.float64)
     tris, edges = contact._tri_indices.numpy(), contact._edge_indices.numpy()
     vt = wp.zeros((len(y), len(tris)), dtype=float)
@@ -72,6 +73,17 @@ def assert_pairs_apart_and_listed(contact, searched) -> int:
             listed = np.concatenate([ee_edge[e, :ee_count[e]], ee_edge[f, :ee_count[f]]])
             assert (listed == f).sum() + (listed == e).sum() == 1, f"pair {(e, f)} listed twice"
             new_pairs += 1
+    # a listed pair's separation at the search is known at most as far as its distance at the search positions
+    # now: the pairs found again have it there, the others were closer when listed than r_q, which they now pass
+    # (SolverSemiImplicit skips pairs by it: SelfContact.offsets_at)
+    vt_start = np.linalg.norm(data.vt_start.numpy(), axis=1).reshape(vt_tri.shape)
+    ee_start = np.linalg.norm(data.ee_start.numpy(), axis=1).reshape(ee_edge.shape)
+    for v in range(len(y)):
+        listed = vt_tri[v, :vt_count[v]]
+        assert np.all(vt_start[v, :vt_count[v]] <= vt[v, listed] + 1e-6), f"vertex {v}: a pair's start is stale"
+    for e in range(len(edges)):
+        listed = ee_edge[e, :ee_count[e]]
+        assert np.all(ee_start[e, :ee_count[e]] <= ee[e, listed] + 1e-6), f"edge {e}: a pair's start is stale"
     return new_pairs
 
 

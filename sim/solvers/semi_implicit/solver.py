@@ -11,7 +11,7 @@ from ...worlds import world_shape_slots
 from ...self_contact import self_contact_of
 from ..base import PARTICLE_FEATURES, PARTICLE_IGNORED_KEYS, PARTICLE_SCENE_KEYS, Solver
 from . import kernels as k
-from .self_contact import eval_edge_edge_forces, eval_vertex_triangle_forces
+from .self_contact import eval_self_contact_forces
 
 
 class SolverSemiImplicit(Solver):
@@ -101,13 +101,15 @@ class SolverSemiImplicit(Solver):
         self_contact = self_contact_of(model)
         if self_contact is not None and self_contact.has_pairs:  # no listed pair: no force
             # over the vertices and edges that list pairs (a few per cent of a folding cloth's): the serial loops
-            # over every one cost 180 us a step in the 64 x 64 drop's fold
-            inputs = [x, v, self_contact.data, model.soft_contact, model.soft_contact_mu, f]
+            # over every one cost 180 us a step in the 64 x 64 drop's fold. On a Tape no pair is skipped: the
+            # backward would read the offsets of a later step
+            grad = bool(model.requires_grad or x.requires_grad)
+            offset = self_contact.offsets_at(None if grad else x)
             vertices, edges = self_contact.active
-            if vertices:
-                wp.launch(eval_vertex_triangle_forces, dim=vertices, inputs=inputs, device=device)
-            if edges:
-                wp.launch(eval_edge_edge_forces, dim=edges, inputs=inputs, device=device)
+            if vertices + edges:
+                wp.launch(eval_self_contact_forces, dim=vertices + edges, device=device,
+                          inputs=[x, v, self_contact.data, offset, model.soft_contact, model.soft_contact_mu,
+                                  vertices, f])
         if model.particle_grid_enabled:
             from ... import particle_contact  # written alongside the hash grid; imported only when enabled
             particle_contact.eval_particle_contacts(model, state, f)
