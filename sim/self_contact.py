@@ -479,6 +479,18 @@ class SelfContact:
         partial.bound_before = wp.zeros(n, dtype=float, device=d)
         partial.group = self._drift_group
         partial.x_now, partial.drift = self.x_search, self._zero_drift  # each partial search sets its own
+        partial.members = wp.zeros(n, dtype=wp.int32, device=d)
+        partial.member_count = wp.zeros(1, dtype=wp.int32, device=d)
+        # each vertex's triangles and edges: search_marked's threads go from the members of S to theirs
+        most = []
+        for name, items in (("triangles", self._tri_indices.numpy()), ("edges", self._edge_indices.numpy())):
+            vertex, row = items.reshape(-1).astype(np.int64), np.repeat(np.arange(len(items)), items.shape[1])
+            order = np.argsort(vertex, kind="stable")
+            start = np.searchsorted(vertex[order], np.arange(n + 1)).astype(np.int32)
+            setattr(partial, f"vertex_{name}_start", wp.array(start, dtype=wp.int32, device=d))
+            setattr(partial, f"vertex_{name}", wp.array(row[order].astype(np.int32), dtype=wp.int32, device=d))
+            most.append(int(np.diff(start).max(initial=0)))
+        self._per_member = 1 + sum(most)  # search_marked's threads per member of S
         self._partial = partial
         # the searches' and the bound's launches, replayed per argument set: the states and drifts alternate
         # between two (and a zero drift after a full search), a partial search with or without the vertices
@@ -554,17 +566,21 @@ class SelfContact:
         partial.x_now, partial.drift = x, self._drift_before
 
         def attempt_launches():
+            partial.member_count.zero_()
             self._run(begin_attempt, max(self.particle_count, self.edge_count),
                       [partial, data, GAMMA * r, int(not with_soon), self.x_search, self.bound, self.offset])
             self._tri_tree.grow_moved(self.x_search, self._marked, also=self._edge_tree)
-            self._run(search_marked, self.particle_count + self.tri_count + self.edge_count,
+            # threads for the most members S may have (more would each take a second turn)
+            rows = max(1, self._partial_limit)
+            self._run(search_marked, rows * self._per_member,
                       [self.x_search, self._tri_tree.data, self._edge_tree.data, data, partial, r, self.bound,
-                       self.overflow])
+                       self.overflow, self._per_member, rows])
             self._run(clamp_list_counts, max(self.particle_count, self.edge_count), [data, partial])
             # the lists of active vertices and edges too: rebuilt again by whatever follows a failed attempt
             self._active_lists.build(data)
 
-        key = (id(x), id(self._drift_before), with_soon, id(data), id(self.bound), id(self.x_search), id(self.offset))
+        key = (id(x), id(self._drift_before), with_soon, id(data), id(self.bound), id(self.x_search), id(self.offset),
+               self._partial_limit)
         for attempt in range(PARTIAL_ATTEMPTS):
             self._attempts.run(key, attempt_launches)
             if not int(partial.failed.numpy()[0]):

@@ -87,6 +87,10 @@ class PartialSearch:
         wrote them, per drift group [groups] vec3 [m]; group: each vertex's drift group [particle_count] int32.
         A vertex outside S is x_now - drift - x_search away from its search position: the least its bound
         can be lowered to (constrain_pair).
+    members, member_count: the vertices of S, member_count[0] of them in any order (begin_attempt)
+        [particle_count], [1] int32: search_marked's threads take them, not every vertex, triangle and edge.
+    vertex_triangles, vertex_edges: each vertex's triangles (rows of tri_indices) and edges (rows of
+        edge_indices), vertex v's from index start[v] to start[v + 1] of `items` (CSR, int32).
     """
 
     marked: wp.array(dtype=wp.int32)
@@ -100,6 +104,12 @@ class PartialSearch:
     x_now: wp.array(dtype=wp.vec3)
     drift: wp.array(dtype=wp.vec3)
     group: wp.array(dtype=wp.int32)
+    members: wp.array(dtype=wp.int32)
+    member_count: wp.array(dtype=wp.int32)
+    vertex_triangles_start: wp.array(dtype=wp.int32)
+    vertex_triangles: wp.array(dtype=wp.int32)
+    vertex_edges_start: wp.array(dtype=wp.int32)
+    vertex_edges: wp.array(dtype=wp.int32)
 
 
 @wp.kernel(module=ORDER_FREE)
@@ -108,7 +118,8 @@ def begin_attempt(partial: PartialSearch, data: SelfContactData, cap: float, ask
     """An attempt's start, dim = max(vertices, edges): the list lengths and bounds as they are now kept in
     vt_base, ee_base and bound_before, and failed cleared; with asking_only, the vertices that only would ask
     within a few steps (marked 2) leave S; each vertex of S gets search position x_now - c (c: its group's drift
-    of the last step), offset 0 (SelfContact.offset) and bound = cap (lowered by the queries). One launch where three copies and a fill took
+    of the last step), offset 0 (SelfContact.offset) and bound = cap (lowered by the queries), and joins
+    partial.members (member_count zeroed before). One launch where three copies and a fill took
     four: each host call costs some 30-60 us inside a step, more than these copies' work (docs/cloth_contact.md,
     session 26)."""
     i = wp.tid()
@@ -127,6 +138,7 @@ def begin_attempt(partial: PartialSearch, data: SelfContactData, cap: float, ask
         x_search[i] = partial.x_now[i] - partial.drift[partial.group[i]]
         offset[i] = 0.0
         bound[i] = cap
+        partial.members[wp.atomic_add(partial.member_count, 0, 1)] = i
 
 
 @wp.kernel(module=ORDER_FREE)
@@ -429,21 +441,49 @@ def search_marked_edge(x: wp.array(dtype=wp.vec3), tree: TreeData, data: SelfCon
     data.ee_count[e] = count
 
 
+@wp.func
+def lowest_marked(partial: PartialSearch, v: int, a: int, b: int):
+    """Whether v is the lowest-index vertex of S among v, a and b (v is in S): the one whose thread searches
+    their triangle or edge (a repeated vertex for an edge)."""
+    return not ((a < v and partial.marked[a] != 0) or (b < v and partial.marked[b] != 0))
+
+
 @wp.kernel(module=ORDER_FREE)
 def search_marked(x: wp.array(dtype=wp.vec3), tri_tree: TreeData, edge_tree: TreeData, data: SelfContactData,
                   partial: PartialSearch, query_radius: float, bound: wp.array(dtype=float),
-                  overflow: wp.array(dtype=wp.int32)):
-    """The three queries of an attempt in one launch, dim = vertices + triangles + edges: thread i < vertices
-    searches vertex i (search_marked_vertex), the next triangle-count threads the triangles
-    (search_marked_triangle), the rest the edges (search_marked_edge). They write disjoint lists (a vertex of
-    S rewrites its own, the others are added to lists outside S) and lower bounds by minima, so they need no
-    order among them."""
+                  overflow: wp.array(dtype=wp.int32), per_member: int, rows: int):
+    """The three queries of an attempt in one launch over the members of S: dim = rows * per_member (1 + the
+    most triangles + the most edges of a vertex), thread i taking slot i % per_member of members i / per_member,
+    + rows, + 2 rows, ... while there are more. Slot 0 searches the vertex (search_marked_vertex), the next
+    slots its triangles (search_marked_triangle), then its edges (search_marked_edge), each triangle and edge
+    by its lowest vertex in S. They write disjoint lists (a vertex of S rewrites its own, the others are added to
+    lists outside S) and lower bounds by minima, so they need no order among them. (A thread per vertex,
+    triangle and edge of the cloth, most of which found theirs outside S, cost 88 us of each attempt on the 64 x
+    64 cloth with S empty.)"""
     i = wp.tid()
-    vertices = partial.marked.shape[0]
-    triangles = data.tri_indices.shape[0]
-    if i < vertices:
-        search_marked_vertex(x, tri_tree, data, partial, query_radius, bound, overflow, i)
-    elif i < vertices + triangles:
-        search_marked_triangle(x, tri_tree, data, partial, query_radius, bound, overflow, i - vertices)
-    else:
-        search_marked_edge(x, edge_tree, data, partial, query_radius, bound, overflow, i - vertices - triangles)
+    slot = i % per_member
+    j = i / per_member
+    total = partial.member_count[0]
+    while j < total:
+        v = partial.members[j]
+        if slot == 0:
+            search_marked_vertex(x, tri_tree, data, partial, query_radius, bound, overflow, v)
+        else:
+            k = slot - 1
+            first = partial.vertex_triangles_start[v]
+            triangles = partial.vertex_triangles_start[v + 1] - first
+            if k < triangles:
+                t = partial.vertex_triangles[first + k]
+                a = data.tri_indices[t, 0]
+                b = data.tri_indices[t, 1]
+                c = data.tri_indices[t, 2]
+                if lowest_marked(partial, v, a, b) and lowest_marked(partial, v, c, c):
+                    search_marked_triangle(x, tri_tree, data, partial, query_radius, bound, overflow, t)
+            else:
+                k = k - triangles
+                first = partial.vertex_edges_start[v]
+                if k < partial.vertex_edges_start[v + 1] - first:
+                    e = partial.vertex_edges[first + k]
+                    if lowest_marked(partial, v, data.edge_indices[e, 0], data.edge_indices[e, 1]):
+                        search_marked_edge(x, edge_tree, data, partial, query_radius, bound, overflow, e)
+        j = j + rows
