@@ -7,7 +7,9 @@ frames per second at 60 fps with the substeps that solver needs (XPBD: 20, for t
 the cloth fold at the 4.4 m/s of the fall without losing speed; semi-implicit: 200, the stability limit of its
 explicit membrane at 2 cm cells: 50 and 100 blow up to NaN within a frame), the largest count of intersecting
 triangle pairs over the run (every 4th frame, tests/_intersections.py: an exact test independent of the
-solvers) and, with self-collision, forward+backward / forward of 4 taped substeps of the pile.
+solvers) and, with self-collision, forward+backward / forward of 4 taped substeps of the pile. The drops with
+and without self-collision run frame by frame in turn (drops), so that their ratio holds on a machine whose speed
+changes during the run.
 
 The reference (the Warp CPU column) is Newton 1.8's SolverVBD with its self-contact (margin = our thickness,
 detection gap as much again, 10 iterations) on the same cloth, on Warp's CPU backend, at the fewest of
@@ -70,30 +72,46 @@ def compile_self_contact():
     wp.force_load("cpu", modules=[m for m in modules if m.kernels])
 
 
-def drop(cells: int, solver: str, self_collision: bool, frames: int) -> dict:
-    """Frames per second of the drop and the worst intersection count (every 4th frame)."""
-    model = build(cells, self_collision)
-    step = make_solver(model, solver)
-    substeps = SUBSTEPS[solver]
-    dt = 1.0 / (FPS * substeps)
-    state, scratch = model.state(), model.state()
-    step.step(model, state, scratch, None, dt)  # compile outside the timing
-    compile_self_contact()
-    state, scratch = model.state(), model.state()
-    tris = model.tri_indices.numpy()
-    worst, seconds = 0, 0.0
-    for frame in range(1, frames + 1):
+class Drop:
+    """One drop (the stress-case model, a solver, two states), advanced a frame at a time: its timed seconds and
+    the worst intersection count so far."""
+
+    def __init__(self, cells: int, solver: str, self_collision: bool):
+        self.model = build(cells, self_collision)
+        self.step = make_solver(self.model, solver)
+        self.substeps = SUBSTEPS[solver]
+        self.dt = 1.0 / (FPS * self.substeps)
+        state, scratch = self.model.state(), self.model.state()
+        self.step.step(self.model, state, scratch, None, self.dt)  # compile outside the timing
+        compile_self_contact()
+        self.state, self.scratch = self.model.state(), self.model.state()
+        self.tris = self.model.tri_indices.numpy()
+        self.seconds, self.worst = 0.0, 0
+
+    def frame(self, count: bool):
+        """Advance a frame (timed); `count`: then count its intersecting triangle pairs (not timed)."""
         start = time.perf_counter()
-        for _ in range(substeps):
-            step.step(model, state, scratch, None, dt)
-            state, scratch = scratch, state
+        for _ in range(self.substeps):
+            self.step.step(self.model, self.state, self.scratch, None, self.dt)
+            self.state, self.scratch = self.scratch, self.state
         wp.synchronize()
-        seconds += time.perf_counter() - start
-        if frame % 4 == 0 or frame == frames:
-            worst = max(worst, count_triangle_intersections(state.particle_q.numpy(), tris))
-    out = {"fps": frames / seconds, "intersections": worst, "height": float(state.particle_q.numpy()[:, 1].max())}
-    if self_collision:
-        out["backward_ratio"] = backward_ratio(model, step, state, dt)
+        self.seconds += time.perf_counter() - start
+        if count:
+            self.worst = max(self.worst, count_triangle_intersections(self.state.particle_q.numpy(), self.tris))
+
+
+def drops(cells: int, solver: str, frames: int) -> tuple:
+    """The drop without and with self-collision, run frame by frame in turn (ABBA: the order alternates every
+    frame), so that a change of the machine's speed during the run weighs on both alike (on shared cores run one
+    after the other, the ratio moved by 5-25 %: docs/cloth_contact.md, session 27). Each: frames per second and
+    the worst intersection count (every 4th frame); with self-collision also forward+backward / forward."""
+    runs = (Drop(cells, solver, False), Drop(cells, solver, True))
+    for frame in range(1, frames + 1):
+        for run in (runs if frame % 2 else runs[::-1]):
+            run.frame(frame % 4 == 0 or frame == frames)
+    out = tuple({"fps": frames / run.seconds, "intersections": run.worst,
+                 "height": float(run.state.particle_q.numpy()[:, 1].max())} for run in runs)
+    out[1]["backward_ratio"] = backward_ratio(runs[1].model, runs[1].step, runs[1].state, runs[1].dt)
     return out
 
 
@@ -196,9 +214,10 @@ def newton_reference(cells: int, frames: int) -> dict | None:
 
 
 def measure(cells: int, frames: int) -> dict:
-    """{(solver, self_collision): drop(...)}, the sizes, and the reference (None: newton is not installed)."""
-    results = {(solver, collide): drop(cells, solver, collide, frames)
-               for solver in ("xpbd", "semi_implicit") for collide in (False, True)}
+    """{(solver, self_collision): the drops (drops)}, the sizes, and the reference (None: newton is not installed)."""
+    results = {}
+    for solver in ("xpbd", "semi_implicit"):
+        results[(solver, False)], results[(solver, True)] = drops(cells, solver, frames)
     results["reference"] = newton_reference(cells, frames)
     results["cells"], results["frames"] = cells, frames
     return results
