@@ -51,9 +51,9 @@ def vertex_triangle_forces(x: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3
     """The forces of vertex p's pairs with its triangles (a, b, c), the closest point's weights w."""
     skip = offset.shape[0] > 0
     for k in range(data.vt_count[p]):
-        h = 0.5 * (data.thickness[p] + data.thickness[data.tri_indices[data.vt_triangle[p * VT_SLOTS + k], 0]])
+        t = data.vt_triangle[p * VT_SLOTS + k]
+        h = 0.5 * (data.thickness[p] + data.thickness[data.tri_indices[t, 0]])
         if skip:
-            t = data.vt_triangle[p * VT_SLOTS + k]
             corners = wp.max(wp.max(offset[data.tri_indices[t, 0]], offset[data.tri_indices[t, 1]]),
                              offset[data.tri_indices[t, 2]])
             if cannot_touch(data.vt_start[p * VT_SLOTS + k], h, offset[p], corners):
