@@ -90,7 +90,8 @@ class PartialSearch:
     members, member_count: the vertices of S, member_count[0] of them in any order (begin_attempt)
         [particle_count], [1] int32: search_marked's threads take them, not every vertex, triangle and edge.
     vertex_triangles, vertex_edges: each vertex's triangles (rows of tri_indices) and edges (rows of
-        edge_indices), vertex v's from index start[v] to start[v + 1] of `items` (CSR, int32).
+        edge_indices) in increasing order, vertex v's at indices vertex_triangles_start[v] to
+        vertex_triangles_start[v + 1] (vertex_edges_start alike) (CSR, int32).
     """
 
     marked: wp.array(dtype=wp.int32)
