@@ -63,8 +63,8 @@ from .worlds import element_worlds
 # no `from __future__ import annotations`: kernels/runtime/struct.py evaluates string annotations in the top-level
 # package's namespace
 
-from .self_contact_partial import (PARTIAL_ATTEMPTS, PARTIAL_FRACTION, PartialSearch, begin_attempt,
-                                   clamp_list_counts, grow_marked, search_marked)
+from .self_contact_partial import (PARTIAL_ATTEMPTS, PARTIAL_FRACTION, PartialSearch, begin_attempt, clear_counts,
+                                   clear_marks, finish_attempt, grow_marked, search_marked)
 from .self_contact_primitives import (DEFAULT_THICKNESS_FRACTION, EE_SLOTS, GAMMA,  # noqa: F401
                                     QUERY_RADIUS, VT_SLOTS, SelfContactData,
                                     boxes_overlap, edge_edge_candidate, edge_separation,
@@ -265,11 +265,12 @@ def count_touching(data: SelfContactData, i: int, j: int, k: int, l: int, d: flo
 
 
 @wp.kernel(module=ORDER_FREE)
-def keep_reachable_pairs(data: SelfContactData, bound: wp.array(dtype=float), edges: int):
+def keep_reachable_pairs(data: SelfContactData, bound: wp.array(dtype=float), edges: int,
+                         base: wp.array(dtype=wp.int32)):
     """With the final bound, keep (compacted, in order) only the pairs of vertex (edges = 0) or edge
     (edges = 1) i that could come within their thickness this step: d < h + the farthest each side may move.
     Each kept pair that touches at the search is counted in data.degree (zeroed before: count_degrees' sum,
-    without its second pass over the lists)."""
+    without its second pass over the lists). base[i] = the new count (PartialSearch.vt_base or ee_base)."""
     i = wp.tid()
     kept = int(0)
     if edges == 0:
@@ -287,6 +288,7 @@ def keep_reachable_pairs(data: SelfContactData, bound: wp.array(dtype=float), ed
                 count_touching(data, i, a, b, c, d, h)
                 kept = kept + 1
         data.vt_count[i] = kept
+        base[i] = kept
     else:
         i0 = data.edge_indices[i, 0]
         i1 = data.edge_indices[i, 1]
@@ -303,6 +305,7 @@ def keep_reachable_pairs(data: SelfContactData, bound: wp.array(dtype=float), ed
                 count_touching(data, i0, i1, j0, j1, d, h)
                 kept = kept + 1
         data.ee_count[i] = kept
+        base[i] = kept
 
 
 @wp.kernel(module=ORDER_FREE)
@@ -327,9 +330,12 @@ def count_degrees(data: SelfContactData, edges: int):
 
 
 @wp.kernel(module=ORDER_FREE)
-def scale_bound(bound: wp.array(dtype=float), gamma: float):
+def scale_bound(bound: wp.array(dtype=float), gamma: float, before: wp.array(dtype=float)):
+    """bound *= gamma, and the result in `before` too (PartialSearch.bound_before)."""
     i = wp.tid()
-    bound[i] = bound[i] * gamma
+    b = bound[i] * gamma
+    bound[i] = b
+    before[i] = b
 
 
 @wp.kernel(module=ORDER_FREE)
@@ -428,7 +434,7 @@ class SelfContact:
         self._drifts = [wp.zeros(groups, dtype=wp.vec3, device=d) for _ in range(2)]
         self._drift_before = self._zero_drift
         # vertices asking for a search now, and about to (check_budget); which ones (1: now, 2: about to)
-        self._search_count = wp.zeros(2, dtype=wp.int32, device=d)
+        self._search_count = wp.zeros(3, dtype=wp.int32, device=d)  # and [2]: how many are listed
         self._marked = wp.zeros(self.particle_count, dtype=wp.int32, device=d)
         # each vertex's lowest triangle (in the tree's order), -1 for none
         first = np.full(self.particle_count, len(tris), np.int64)
@@ -481,6 +487,12 @@ class SelfContact:
         partial.x_now, partial.drift = self.x_search, self._zero_drift  # each partial search sets its own
         partial.members = wp.zeros(n, dtype=wp.int32, device=d)
         partial.member_count = wp.zeros(1, dtype=wp.int32, device=d)
+        partial.listed, partial.search_count = wp.zeros(n, dtype=wp.int32, device=d), self._search_count
+        partial.touched_vt = wp.zeros(n, dtype=wp.int32, device=d)
+        partial.touched_ee = wp.zeros(max(self.edge_count, 1), dtype=wp.int32, device=d)
+        partial.lowered = wp.zeros(n, dtype=wp.int32, device=d)
+        partial.lowered_flag = wp.zeros(n, dtype=wp.int32, device=d)
+        partial.attempt_count = wp.zeros(3, dtype=wp.int32, device=d)
         # each vertex's triangles and edges: search_marked's threads go from the members of S to theirs
         most = []
         for name, items in (("triangles", self._tri_indices.numpy()), ("edges", self._edge_indices.numpy())):
@@ -537,7 +549,7 @@ class SelfContact:
         if x is not self._last_out or wp.is_capturing(self.device):
             self.find(x, fresh=fresh)
             return self.data
-        asking, soon = (int(n) for n in self._search_count.numpy())
+        asking, soon = (int(n) for n in self._search_count.numpy()[:2])
         if asking and (fresh or asking > self._partial_limit
                        or not self._search_partially(x, with_soon=asking + soon <= self._partial_limit)):
             self.find(x, fresh=fresh)
@@ -565,18 +577,23 @@ class SelfContact:
         data, partial, r = self.data, self._partial, self.query_radius
         partial.x_now, partial.drift = x, self._drift_before
 
+        # threads for the most members S may have (more would each take a second turn)
+        rows = max(1, self._partial_limit)
+
         def attempt_launches():
             partial.member_count.zero_()
-            self._run(begin_attempt, max(self.particle_count, self.edge_count),
-                      [partial, data, GAMMA * r, int(not with_soon), self.x_search, self.bound, self.offset])
+            partial.attempt_count.zero_()
+            self._run(begin_attempt, rows, [partial, GAMMA * r, int(not with_soon), self.x_search, self.bound,
+                                            self.offset, rows])
             self._tri_tree.grow_moved(self.x_search, self._marked, also=self._edge_tree)
-            # threads for the most members S may have (more would each take a second turn)
-            rows = max(1, self._partial_limit)
             self._run(search_marked, rows * self._per_member,
                       [self.x_search, self._tri_tree.data, self._edge_tree.data, data, partial, r, self.bound,
                        self.overflow, self._per_member, rows])
-            self._run(clamp_list_counts, max(self.particle_count, self.edge_count), [data, partial])
-            # the lists of active vertices and edges too: rebuilt again by whatever follows a failed attempt
+            self._run(finish_attempt, rows, [partial, data, self.bound, rows])
+            # the marks cleared when the attempt succeeded; the lists of active vertices and edges too: rebuilt
+            # again by whatever follows a failed attempt
+            self._run(clear_marks, rows, [partial, rows])
+            self._run(clear_counts, 1, [partial])
             self._active_lists.build(data)
 
         key = (id(x), id(self._drift_before), with_soon, id(data), id(self.bound), id(self.x_search), id(self.offset),
@@ -586,13 +603,14 @@ class SelfContact:
             if not int(partial.failed.numpy()[0]):
                 break
             partial.size.zero_()
+            counts = self._search_count.numpy()
+            counts[2] = 0  # grow_marked lists S anew
+            self._search_count.assign(counts)
             self._run(grow_marked, self.particle_count, [partial])
             if attempt + 1 == PARTIAL_ATTEMPTS or int(partial.size.numpy()[0]) > self._partial_limit:
                 partial.blocked.zero_()
                 return False
         self._degrees_stale = True  # touching_counts counts them when asked
-        self._marked.zero_()
-        self._search_count.zero_()
         self._offset_x = x
         self.partial_searches += 1
         self._read_active()
@@ -640,11 +658,12 @@ class SelfContact:
             if self.edge_count:
                 self._run(find_edge_edge_pairs, -(-self.edge_count // edge_group),
                           [x, self._edge_tree.data, data, r, bound, self.overflow, edge_group])
-            self._run(scale_bound, self.particle_count, [bound, GAMMA])
+            partial = self._partial  # its copies of the counts and bounds, as the next partial search reads them
+            self._run(scale_bound, self.particle_count, [bound, GAMMA, partial.bound_before])
             data.degree.zero_()
-            self._run(keep_reachable_pairs, self.particle_count, [data, bound, 0])
+            self._run(keep_reachable_pairs, self.particle_count, [data, bound, 0, partial.vt_base])
             if self.edge_count:
-                self._run(keep_reachable_pairs, self.edge_count, [data, bound, 1])
+                self._run(keep_reachable_pairs, self.edge_count, [data, bound, 1, partial.ee_base])
             self._active_lists.build(data)
             self._marked.zero_()
             self._search_count.zero_()
@@ -706,14 +725,15 @@ class SelfContact:
                       outputs=[x_out, v_out])
             wp.launch(check_budget, dim=self.particle_count, device=d, record_tape=False,
                       inputs=[x_start, x_out, self.x_search, drift, self._drift_before, self._drift_group,
-                              self.bound, self._thickness, self.skin, self._marked, self._search_count, self.offset])
+                              self.bound, self._thickness, self.skin, self._marked, self._search_count,
+                              self._partial.listed, self.offset])
         else:
             def bound_launches():
                 self._settle_drift(x_end, drift)
                 self._limit_and_check.launch(self.particle_count, [
                     self.x_search, x_start, x_end, v_end, drift, self._drift_before, self._drift_group, self.bound,
                     self._thickness, self.skin, float(dt), x_out, v_out, self._marked, self._search_count,
-                    self.offset])
+                    self._partial.listed, self.offset])
 
             # both launches in one host call: the arrays alternate between two states and two drifts
             self._bounding.run((id(self.x_search), id(self.bound), id(x_start), id(x_end), id(v_end), id(x_out),

@@ -160,9 +160,15 @@ def budget_mark(x_start: wp.vec3, x_out: wp.vec3, relative: float, c: wp.vec3, c
 
 
 @wp.func
-def record_mark(i: int, mark: int, marked: wp.array(dtype=wp.int32), search: wp.array(dtype=wp.int32)):
-    """marked[i] = mark, counted in search[mark - 1], for a mark of budget_mark other than 0."""
+def record_mark(i: int, mark: int, marked: wp.array(dtype=wp.int32), search: wp.array(dtype=wp.int32),
+                listed: wp.array(dtype=wp.int32)):
+    """marked[i] = mark, counted in search[mark - 1], for a mark of budget_mark other than 0. A vertex marked for
+    the first time since the marks were cleared is also listed: listed[search[2]++] = i (a partial search's
+    begin_attempt takes S from the list, not from every vertex; no vertex is listed twice, as a marked vertex
+    stays marked until the next search clears the marks and the list)."""
     if mark != 0:
+        if marked[i] == 0:
+            listed[wp.atomic_add(search, 2, 1)] = i
         marked[i] = mark
         wp.atomic_add(search, mark - 1, 1)
 
@@ -173,10 +179,12 @@ def check_budget(x_start: wp.array(dtype=wp.vec3), x_out: wp.array(dtype=wp.vec3
                  drift_before: wp.array(dtype=wp.vec3), group: wp.array(dtype=wp.int32),
                  bound: wp.array(dtype=float),
                  thickness: wp.array(dtype=float), skin: float, marked: wp.array(dtype=wp.int32),
-                 search: wp.array(dtype=wp.int32), offset: wp.array(dtype=float)):
+                 search: wp.array(dtype=wp.int32), listed: wp.array(dtype=wp.int32),
+                 offset: wp.array(dtype=float)):
     """marked[i] = budget_mark(...) of colliding vertex i when not 0, counted in search[0] (1: asks now) or
-    search[1] (2: about to); offset[i] = |x_out - x_search - c|, how far it is from its search position relative
-    to the drift (SolverSemiImplicit skips the pairs that cannot touch by it)."""
+    search[1] (2: about to) and listed when newly marked (record_mark); offset[i] = |x_out - x_search - c|, how
+    far it is from its search position relative to the drift (SolverSemiImplicit skips the pairs that cannot
+    touch by it)."""
     i = wp.tid()
     if thickness[i] <= 0.0:
         return
@@ -184,7 +192,7 @@ def check_budget(x_start: wp.array(dtype=wp.vec3), x_out: wp.array(dtype=wp.vec3
     relative = wp.length(x_out[i] - x_search[i] - drift[g])
     offset[i] = relative
     record_mark(i, budget_mark(x_start[i], x_out[i], relative, drift[g], drift_before[g], bound[i], skin),
-                marked, search)
+                marked, search, listed)
 
 
 @wp.kernel(module=ORDER_FREE)
@@ -194,7 +202,7 @@ def limit_and_check(x_search: wp.array(dtype=wp.vec3), x_start: wp.array(dtype=w
                     group: wp.array(dtype=wp.int32), bound: wp.array(dtype=float), thickness: wp.array(dtype=float),
                     skin: float, dt: float, x_out: wp.array(dtype=wp.vec3), v_out: wp.array(dtype=wp.vec3),
                     marked: wp.array(dtype=wp.int32), search: wp.array(dtype=wp.int32),
-                    offset: wp.array(dtype=float)):
+                    listed: wp.array(dtype=wp.int32), offset: wp.array(dtype=float)):
     """limit_displacement and check_budget in one launch, for a step that no Tape records (a launch costs
     about as much as either kernel's work on the 64 x 64 cloth)."""
     i = wp.tid()
@@ -207,4 +215,5 @@ def limit_and_check(x_search: wp.array(dtype=wp.vec3), x_start: wp.array(dtype=w
     if thickness[i] > 0.0:
         relative = wp.length(out - x_search[i] - c)
         offset[i] = relative
-        record_mark(i, budget_mark(x_start[i], out, relative, c, drift_before[g], bound[i], skin), marked, search)
+        record_mark(i, budget_mark(x_start[i], out, relative, c, drift_before[g], bound[i], skin), marked, search,
+                    listed)

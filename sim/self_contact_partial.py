@@ -49,7 +49,7 @@ from .self_contact_primitives import (EE_SLOTS, GAMMA, VT_SLOTS, SelfContactData
                                     vertex_triangle_candidate)
 
 # Every kernel here is order-free (order_free_module) and runs on every thread: a pair added to another vertex's
-# or edge's list takes a slot atomically, in whatever order the threads come, and clamp_list_counts then sorts
+# or edge's list takes a slot atomically, in whatever order the threads come, and finish_attempt then sorts
 # the added pairs by their other primitive (each is added once, by one thread), so the lists are the same in any
 # order. (Serial until session 20: with two threads the 64 x 64 drop's positions differed from run to run.) Only
 # when a list overflows (more pairs than slots, which `sim run` warns about) may the pairs kept differ.
@@ -74,7 +74,9 @@ class PartialSearch:
     marked: non-zero for the vertices of S (1: they ask for a search, 2: they would within a few steps)
         [particle_count] int32.
     vt_base, ee_base: the list lengths before the partial search [particle_count], [edge_count] int32 (pairs
-        added to a list are checked for duplicates against these, which no thread changes).
+        added to a list are checked for duplicates against these, which no thread changes). Equal to vt_count
+        and ee_count outside an attempt: a full search sets them all, an attempt those of the lists it changed
+        (finish_attempt).
     first_triangle: the lowest triangle (row of tri_indices) containing each vertex, -1 for none
         [particle_count] int32: a vertex near a triangle is visited through that triangle only.
     failed: [0] = 1 when a pair leaves neither slack nor room to lower the bounds outside S (constrain_pair: the
@@ -83,6 +85,7 @@ class PartialSearch:
     size: [0] = the number of vertices in S after grow_marked [1] int32.
     bound_before: every bound at the attempt's start [particle_count] float [m]: what the queries read for the
         vertices outside S, whose bounds they may only lower (so that no pair's result depends on another's).
+        Equal to the bound outside an attempt, as vt_base.
     x_now: the positions the search is run at [particle_count] vec3 [m]; drift: the drift of the step that
         wrote them, per drift group [groups] vec3 [m]; group: each vertex's drift group [particle_count] int32.
         A vertex outside S is x_now - drift - x_search away from its search position: the least its bound
@@ -92,6 +95,13 @@ class PartialSearch:
     vertex_triangles, vertex_edges: each vertex's triangles (rows of tri_indices) and edges (rows of
         edge_indices) in increasing order, vertex v's at indices vertex_triangles_start[v] to
         vertex_triangles_start[v + 1] (vertex_edges_start alike) (CSR, int32).
+    listed, search_count: the vertices marked since the marks were last cleared, search_count[2] of them
+        (record_mark in sim/self_contact_bound.py; some may have left S since) [particle_count], [3] int32
+        (search_count[0] and [1]: how many asked now and about to).
+    touched_vt, touched_ee, lowered: the lists outside S that got pairs this attempt, and the vertices outside S
+        whose bounds it lowered, attempt_count[0], [1] and [2] of each [particle_count], [edge_count],
+        [particle_count] int32; lowered_flag: 1 at the lowered vertices [particle_count] int32. finish_attempt
+        brings their vt_base, ee_base and bound_before up to date (see there).
     """
 
     marked: wp.array(dtype=wp.int32)
@@ -111,41 +121,46 @@ class PartialSearch:
     vertex_triangles: wp.array(dtype=wp.int32)
     vertex_edges_start: wp.array(dtype=wp.int32)
     vertex_edges: wp.array(dtype=wp.int32)
+    listed: wp.array(dtype=wp.int32)
+    search_count: wp.array(dtype=wp.int32)
+    touched_vt: wp.array(dtype=wp.int32)
+    touched_ee: wp.array(dtype=wp.int32)
+    lowered: wp.array(dtype=wp.int32)
+    lowered_flag: wp.array(dtype=wp.int32)
+    attempt_count: wp.array(dtype=wp.int32)
 
 
 @wp.kernel(module=ORDER_FREE)
-def begin_attempt(partial: PartialSearch, data: SelfContactData, cap: float, asking_only: int,
-                  x_search: wp.array(dtype=wp.vec3), bound: wp.array(dtype=float), offset: wp.array(dtype=float)):
-    """An attempt's start, dim = max(vertices, edges): the list lengths and bounds as they are now kept in
-    vt_base, ee_base and bound_before, and failed cleared; with asking_only, the vertices that only would ask
-    within a few steps (marked 2) leave S; each vertex of S gets search position x_now - c (c: its group's drift
-    of the last step), offset 0 (SelfContact.offset) and bound = cap (lowered by the queries), and joins
-    partial.members (member_count zeroed before). One launch where three copies and a fill took
-    four: each host call costs some 30-60 us inside a step, more than these copies' work (docs/cloth_contact.md,
-    session 26)."""
-    i = wp.tid()
-    if i == 0:
+def begin_attempt(partial: PartialSearch, cap: float, asking_only: int, x_search: wp.array(dtype=wp.vec3),
+                  bound: wp.array(dtype=float), offset: wp.array(dtype=float), threads: int):
+    """An attempt's start over the listed vertices (partial.listed; dim = threads, thread i taking entries i, i +
+    threads, ...): with asking_only, the vertices that only would ask within a few steps (marked 2) leave S;
+    each vertex of S gets search position x_now - c (c: its group's drift of the last step), offset 0
+    (SelfContact.offset) and bound = cap (lowered by the queries), and joins partial.members (member_count and
+    attempt_count zeroed before); failed is cleared. The list lengths and bounds at the attempt's start need no
+    copy: vt_base, ee_base and bound_before hold them (finish_attempt). (Over every vertex and edge, copying
+    those, this launch and the clamp after the queries cost about 130 us of each attempt on the 64 x 64 cloth.)"""
+    j = wp.tid()
+    if j == 0:
         partial.failed[0] = 0
-    if i < data.ee_count.shape[0]:
-        partial.ee_base[i] = data.ee_count[i]
-    if i >= partial.marked.shape[0]:
-        return
-    partial.vt_base[i] = data.vt_count[i]
-    partial.bound_before[i] = bound[i]
-    mark = partial.marked[i]
-    if mark == 2 and asking_only != 0:
-        partial.marked[i] = 0
-    elif mark != 0:
-        x_search[i] = partial.x_now[i] - partial.drift[partial.group[i]]
-        offset[i] = 0.0
-        bound[i] = cap
-        partial.members[wp.atomic_add(partial.member_count, 0, 1)] = i
+    while j < partial.search_count[2]:
+        i = partial.listed[j]
+        mark = partial.marked[i]
+        if mark == 2 and asking_only != 0:
+            partial.marked[i] = 0
+        elif mark != 0:
+            x_search[i] = partial.x_now[i] - partial.drift[partial.group[i]]
+            offset[i] = 0.0
+            bound[i] = cap
+            partial.members[wp.atomic_add(partial.member_count, 0, 1)] = i
+        j = j + threads
 
 
 @wp.kernel(module=ORDER_FREE)
 def grow_marked(partial: PartialSearch):
     """The vertices that blocked a partial search (partial.blocked) join S (marked 1) for the next attempt;
-    partial.size[0] += the size of S (zeroed before)."""
+    partial.size[0] += the size of S, and S listed anew (partial.listed: size and search_count[2] zeroed
+    before)."""
     i = wp.tid()
     if partial.blocked[i] != 0:
         partial.blocked[i] = 0
@@ -153,6 +168,7 @@ def grow_marked(partial: PartialSearch):
             partial.marked[i] = 1
     if partial.marked[i] != 0:
         wp.atomic_add(partial.size, 0, 1)
+        partial.listed[wp.atomic_add(partial.search_count, 2, 1)] = i
 
 
 @wp.func
@@ -171,24 +187,71 @@ def sort_added(other: wp.array(dtype=wp.int32), start: wp.array(dtype=wp.vec3), 
         start[base + j] = u
 
 
+@wp.func
+def settle_added(other: wp.array(dtype=wp.int32), start: wp.array(dtype=wp.vec3), count: wp.array(dtype=wp.int32),
+                 base: wp.array(dtype=wp.int32), i: int, slots: int):
+    """List i (outside S, with pairs added by other threads): its count cut to its slots (a pair added to a full
+    list took a slot number past them: counted in overflow, not stored; every reader loops to the count), the
+    added pairs sorted (sort_added), and its base set to the new count."""
+    n = wp.min(count[i], slots)
+    count[i] = n
+    sort_added(other, start, i * slots, base[i], n)
+    base[i] = n
+
+
 @wp.kernel(module=ORDER_FREE)
-def clamp_list_counts(data: SelfContactData, partial: PartialSearch):
-    """vt_count of list i and ee_count of list i (dim = max(vertices, edges)) cut to their slots: a pair added
-    to a full list took a slot number past them (counted in overflow, not stored), and every reader loops to the
-    count. A list that was not rewritten (its vertex, or both its edge's vertices, outside S) has the pairs
-    other threads added after its vt_base / ee_base sorted by their triangle / edge, in the order no thread's
-    timing decides."""
-    i = wp.tid()
-    if i < partial.marked.shape[0]:
-        count = wp.min(data.vt_count[i], VT_SLOTS)
-        data.vt_count[i] = count
-        if partial.marked[i] == 0:
-            sort_added(data.vt_triangle, data.vt_start, i * VT_SLOTS, partial.vt_base[i], count)
-    if i < data.edge_indices.shape[0]:
-        count = wp.min(data.ee_count[i], EE_SLOTS)
-        data.ee_count[i] = count
-        if partial.marked[data.edge_indices[i, 0]] == 0 and partial.marked[data.edge_indices[i, 1]] == 0:
-            sort_added(data.ee_edge, data.ee_start, i * EE_SLOTS, partial.ee_base[i], count)
+def finish_attempt(partial: PartialSearch, data: SelfContactData, bound: wp.array(dtype=float), threads: int):
+    """After an attempt's queries (dim = threads, each taking every threads-th entry of each list): the lists
+    outside S that got pairs (touched_vt, touched_ee) settled (settle_added: in the order no thread's timing
+    decides), and vt_base, ee_base and bound_before brought up to date where the attempt changed them (S's
+    vertices and edges, the touched lists, the lowered bounds): the next attempt or partial search starts from
+    them as they are then (a failed attempt's pairs added outside S are real pairs; its lowered bounds hold)."""
+    t = wp.tid()
+    j = t
+    while j < partial.member_count[0]:
+        v = partial.members[j]
+        partial.vt_base[v] = data.vt_count[v]
+        partial.bound_before[v] = bound[v]
+        for k in range(partial.vertex_edges_start[v], partial.vertex_edges_start[v + 1]):
+            e = partial.vertex_edges[k]
+            partial.ee_base[e] = data.ee_count[e]  # (an edge of two members: the same value twice)
+        j = j + threads
+    j = t
+    while j < partial.attempt_count[0]:
+        settle_added(data.vt_triangle, data.vt_start, data.vt_count, partial.vt_base, partial.touched_vt[j],
+                     VT_SLOTS)
+        j = j + threads
+    j = t
+    while j < partial.attempt_count[1]:
+        settle_added(data.ee_edge, data.ee_start, data.ee_count, partial.ee_base, partial.touched_ee[j], EE_SLOTS)
+        j = j + threads
+    j = t
+    while j < partial.attempt_count[2]:
+        i = partial.lowered[j]
+        partial.bound_before[i] = bound[i]
+        partial.lowered_flag[i] = 0
+        j = j + threads
+
+
+@wp.kernel(module=ORDER_FREE)
+def clear_marks(partial: PartialSearch, threads: int):
+    """After a successful attempt (partial.failed[0] = 0), the listed vertices' marks cleared (dim = threads,
+    each taking every threads-th entry); the counts are cleared after it (clear_counts)."""
+    j = wp.tid()
+    if partial.failed[0] != 0:
+        return
+    while j < partial.search_count[2]:
+        partial.marked[partial.listed[j]] = 0
+        j = j + threads
+
+
+@wp.kernel(module=ORDER_FREE)
+def clear_counts(partial: PartialSearch):
+    """After clear_marks (dim = 1): no vertex asks or is listed, when the attempt succeeded."""
+    if partial.failed[0] == 0:
+        partial.search_count[0] = 0
+        partial.search_count[1] = 0
+        partial.search_count[2] = 0
 
 
 @wp.func
@@ -227,8 +290,12 @@ def lower_marked(partial: PartialSearch, bound: wp.array(dtype=float), i: int, v
 
 @wp.func
 def lower_unmarked(partial: PartialSearch, bound: wp.array(dtype=float), i: int, value: float):
+    """Lower the bound of vertex i, when outside S, to `value` [m]; the vertex is listed in partial.lowered
+    once (finish_attempt updates its bound_before)."""
     if partial.marked[i] == 0:
         wp.atomic_min(bound, i, value)
+        if wp.atomic_exch(partial.lowered_flag, i, 1) == 0:
+            partial.lowered[wp.atomic_add(partial.attempt_count, 2, 1)] = i
 
 
 @wp.func
@@ -300,6 +367,8 @@ def visit_vertex_triangle(x: wp.array(dtype=wp.vec3), data: SelfContactData, par
             data.vt_start[v * VT_SLOTS + k] = u
             return count
     slot = wp.atomic_add(data.vt_count, v, 1)
+    if slot == partial.vt_base[v]:  # the list's first addition: finish_attempt settles it
+        partial.touched_vt[wp.atomic_add(partial.attempt_count, 0, 1)] = v
     if slot < VT_SLOTS:
         data.vt_triangle[v * VT_SLOTS + slot] = t
         data.vt_start[v * VT_SLOTS + slot] = u
@@ -407,6 +476,8 @@ def visit_edge_edge(x: wp.array(dtype=wp.vec3), data: SelfContactData, partial: 
             data.ee_start[f * EE_SLOTS + k] = -u
             return count
     slot = wp.atomic_add(data.ee_count, f, 1)
+    if slot == partial.ee_base[f]:
+        partial.touched_ee[wp.atomic_add(partial.attempt_count, 1, 1)] = f
     if slot < EE_SLOTS:
         data.ee_edge[f * EE_SLOTS + slot] = e
         data.ee_start[f * EE_SLOTS + slot] = -u

@@ -623,7 +623,7 @@ def test_self_contact_is_the_same_to_the_bit_from_run_to_run_with_two_threads(mo
                                         sim.self_contact_bound)
                   for k in get_module(module.ORDER_FREE).kernels if k.parallel_threshold(1) < 2 ** 62}
     assert {"find_vertex_triangle_pairs", "find_edge_edge_pairs", "pair_start_distances", "search_marked",
-            "begin_attempt", "clamp_list_counts", "limit_displacement", "check_budget",
+            "begin_attempt", "finish_attempt", "clear_marks", "limit_displacement", "check_budget",
             "find_drift_overrun", "settle_world_drifts", "limit_and_check"} <= order_free
 
     monkeypatch.setattr(wp.config, "cpu_parallel_threshold", 1)

@@ -38,12 +38,31 @@ def all_pair_distances(x: wp.array(dtype=wp.vec3), tris: wp.array2d(dtype=wp.int
             ee[i, j] = wp.length(x[p0] * (1.0 - st[0]) + x[p1] * st[0] - x[q0] * (1.0 - st[1]) - x[q1] * st[1])
 
 
+def mark(contact, flags):
+    """Vertices asking for a search (flags [particle_count]: 1 asks now, 2 about to), as the bound's kernels
+    leave them: marked, counted and listed."""
+    flags = np.asarray(flags, np.int32)
+    listed = np.zeros(contact.particle_count, np.int32)
+    listed[:np.count_nonzero(flags)] = np.nonzero(flags)[0]
+    contact._marked.assign(flags)
+    contact._partial.listed.assign(listed)
+    contact._search_count.assign(np.array([(flags == 1).sum(), (flags == 2).sum(), np.count_nonzero(flags)],
+                                          np.int32))
+
+
 def assert_pairs_apart_and_listed(contact, searched) -> int:
     """After a partial search of the vertices `searched`: every vertex-triangle and edge-edge pair of the cloth
     (brute force) has the largest bound on one side plus the largest on the other below its distance at the
     search positions, and every pair with a searched vertex closer than the query radius is listed at its owner,
     once, and every listed pair's separation at the search is no longer than its distance at the search
     positions. Returns how many such pairs there are."""
+    # what the next partial search reads as the lengths and bounds at its start holds them, and no mark is left
+    partial, data = contact._partial, contact.data
+    assert np.array_equal(partial.vt_base.numpy(), data.vt_count.numpy())
+    assert np.array_equal(partial.ee_base.numpy()[:contact.edge_count], data.ee_count.numpy()[:contact.edge_count])
+    assert np.array_equal(partial.bound_before.numpy(), contact.bound.numpy())
+    assert not partial.lowered_flag.numpy().any()
+    assert not contact._marked.numpy().any() and not contact._search_count.numpy().any()
     y, bound = contact.x_search.numpy().astype(np.float64), contact.bound.numpy().astype(np.float64)
     tris, edges = contact._tri_indices.numpy(), contact._edge_indices.numpy()
     vt = wp.zeros((len(y), len(tris)), dtype=float)
@@ -114,7 +133,7 @@ def test_a_partial_search_around_vertices_of_many_triangles_keeps_and_lists_thei
                                                * -bound0[marked])[:, None]
     flags = np.zeros(model.particle_count, np.int32)
     flags[marked] = 1
-    contact._marked.assign(flags)
+    mark(contact, flags)
     contact._partial_limit = len(x0) // 4
     assert contact._search_partially(wp.array(x1.astype(np.float32), dtype=wp.vec3), with_soon=True)
     y = contact.x_search.numpy()
@@ -174,7 +193,7 @@ def test_a_partial_search_keeps_every_pair_apart_and_lists_the_new_pairs(case):
         x1[66] = x0[w] + np.array([0.0, 0.0, (0.3 if case == "no_slack" else 0.6) * bound0[w]])
     flags = np.zeros(model.particle_count, np.int32)
     flags[marked] = 1
-    contact._marked.assign(flags)
+    mark(contact, flags)
     contact._partial_limit = len(x0) // 4  # 24 vertices, not 1/32 of this small cloth's (begin_step's test)
     x = wp.array(x1.astype(np.float32), dtype=wp.vec3)
     assert contact._search_partially(x, with_soon=True)
@@ -226,7 +245,7 @@ def test_touching_counts_a_partial_search_skipped_are_made_up_when_a_solver_asks
     x1[marked, 2] -= 0.5 * contact.bound.numpy()[marked]
     flags = np.zeros(model.particle_count, np.int32)
     flags[marked] = 1
-    contact._marked.assign(flags)
+    mark(contact, flags)
     contact._partial_limit = model.particle_count // 4
     assert contact._search_partially(wp.array(x1.astype(np.float32), dtype=wp.vec3), with_soon=True)
     assert contact._degrees_stale
