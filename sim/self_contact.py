@@ -585,7 +585,8 @@ class SelfContact:
             partial.attempt_count.zero_()
             self._run(begin_attempt, rows, [partial, GAMMA * r, int(not with_soon), self.x_search, self.bound,
                                             self.offset, rows])
-            self._tri_tree.grow_moved(self.x_search, self._marked, also=self._edge_tree)
+            self._tri_tree.grow_moved(self.x_search, partial.members, partial.member_count, also=self._edge_tree,
+                                      threads=rows)
             self._run(search_marked, rows * self._per_member,
                       [self.x_search, self._tri_tree.data, self._edge_tree.data, data, partial, r, self.bound,
                        self.overflow, self._per_member, rows])

@@ -214,16 +214,19 @@ def grow_vertex_boxes(x: wp.array(dtype=wp.vec3), paths: GrowthPaths, tree: Tree
 
 
 @wp.kernel
-def grow_moved_boxes(x: wp.array(dtype=wp.vec3), moved: wp.array(dtype=wp.int32), paths: GrowthPaths,
-                     tree: TreeData, other_paths: GrowthPaths, other_tree: TreeData, both: int):
-    """grow_vertex_boxes for each moved vertex v (moved[v] != 0) in one tree, and with `both` in a second tree
-    over the same vertices too. dim = particle count."""
-    v = wp.tid()
-    if moved[v] == 0:
-        return
-    grow_vertex_boxes(x, paths, tree, v)
-    if both != 0:
-        grow_vertex_boxes(x, other_paths, other_tree, v)
+def grow_moved_boxes(x: wp.array(dtype=wp.vec3), moved: wp.array(dtype=wp.int32),
+                     moved_count: wp.array(dtype=wp.int32), threads: int, paths: GrowthPaths, tree: TreeData,
+                     other_paths: GrowthPaths, other_tree: TreeData, both: int):
+    """grow_vertex_boxes for each moved vertex, moved[0] to moved[moved_count[0] - 1] (dim = threads, thread i
+    taking entries i, i + threads, ...), in one tree, and with `both` in a second tree over the same vertices
+    too."""
+    j = wp.tid()
+    while j < moved_count[0]:
+        v = moved[j]
+        grow_vertex_boxes(x, paths, tree, v)
+        if both != 0:
+            grow_vertex_boxes(x, other_paths, other_tree, v)
+        j = j + threads
 
 
 class PrimitiveTree:
@@ -290,19 +293,22 @@ class PrimitiveTree:
         """An int32 array of `values` on the tree's device."""
         return wp.array(np.asarray(values, np.int32), dtype=wp.int32, device=self.device)
 
-    def grow_moved(self, x, moved, *, also: "PrimitiveTree | None" = None) -> TreeData:
-        """The boxes of the primitives with a vertex marked in `moved` (int32 [particle_count], non-zero) at
-        positions x [m], and their leaves' and ancestors' boxes grown to hold them (grow_vertex_boxes): after
-        it every box holds its primitives at x where they moved and where they were refitted elsewhere, so a
-        query at x needs no margin. A handful of moved vertices costs a few paths to the root, not a refit.
-        `also`: another tree over the same vertices, grown in the same launch."""
+    def grow_moved(self, x, moved, moved_count, *, also: "PrimitiveTree | None" = None, threads: int = 64):
+        """The boxes of the primitives of the moved vertices (moved[:moved_count[0]], int32 device arrays, each
+        vertex once) at positions x [m], and their leaves' and ancestors' boxes grown to hold them
+        (grow_vertex_boxes): after it every box holds its primitives at x where they moved and where they were
+        refitted elsewhere, so a query at x needs no margin. A handful of moved vertices costs a few paths to the
+        root, not a refit. `also`: another tree over the same vertices, grown in the same launch. `threads`: the
+        launch's threads (a fixed number, each taking every threads-th vertex: the launch replays whatever the
+        count)."""
         if also is not None and not also.count:
             also = None
         if not self.count:
             if also is not None:
-                also.grow_moved(x, moved)
+                also.grow_moved(x, moved, moved_count, threads=threads)
             return self.data
         other = also if also is not None else self
-        wp.launch(grow_moved_boxes, dim=moved.shape[0], device=self.device, record_tape=False,
-                  inputs=[x, moved, self._paths, self.data, other._paths, other.data, int(also is not None)])
+        wp.launch(grow_moved_boxes, dim=threads, device=self.device, record_tape=False,
+                  inputs=[x, moved, moved_count, threads, self._paths, self.data, other._paths, other.data,
+                          int(also is not None)])
         return self.data

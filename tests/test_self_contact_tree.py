@@ -64,6 +64,12 @@ def test_a_refit_a_height_at_a_time_gives_the_serial_refits_boxes():
     assert np.allclose(serial.data.upper.numpy()[0], used.max(axis=0) + 0.01)
 
 
+def moved_list(flags) -> tuple:
+    """The vertices flagged in `flags` as PrimitiveTree.grow_moved takes them: a device list and its length."""
+    moved = np.nonzero(flags)[0].astype(np.int32)
+    return wp.array(moved, dtype=wp.int32), wp.array([len(moved)], dtype=wp.int32)
+
+
 def test_growing_the_moved_primitives_boxes_holds_them_and_leaves_the_others(monkeypatch):
     """PrimitiveTree.grow_moved after some vertices moved: each primitive with a moved vertex gets its exact
     grown box at the new positions, every node's box holds all of its primitives' boxes at the new positions, the
@@ -85,7 +91,7 @@ def test_growing_the_moved_primitives_boxes_holds_them_and_leaves_the_others(mon
         tree.refit(wp.array(x0.astype(np.float32), dtype=wp.vec3))
         boxes = (tree.data.lower, tree.data.upper, tree.data.item_lower, tree.data.item_upper)
         before = [a.numpy().copy() for a in boxes]
-        tree.grow_moved(wp.array(x1.astype(np.float32), dtype=wp.vec3), wp.array(moved, dtype=wp.int32))
+        tree.grow_moved(wp.array(x1.astype(np.float32), dtype=wp.vec3), *moved_list(moved), threads=5)
         results.append((before, [a.numpy() for a in boxes]))
     (before, (lower, upper, item_lower, item_upper)), (_, other) = results
     assert all(np.array_equal(a, b) for a, b in zip((lower, upper, item_lower, item_upper), other))
@@ -131,11 +137,11 @@ def test_two_trees_grown_in_one_launch_get_the_bits_of_two_launches():
     apart = trees()
     rng_rows = np.random.default_rng(10)
     together = trees()
-    x, m = wp.array(x1, dtype=wp.vec3), wp.array(moved, dtype=wp.int32)
+    x, m = wp.array(x1, dtype=wp.vec3), moved_list(moved)
     before = together[1].data.item_lower.numpy().copy()
     for tree in apart:
-        tree.grow_moved(x, m)
-    together[0].grow_moved(x, m, also=together[1])
+        tree.grow_moved(x, *m)
+    together[0].grow_moved(x, *m, also=together[1])
     for a, b in zip(apart, together):
         for name in ("lower", "upper", "item_lower", "item_upper"):
             assert np.array_equal(getattr(a.data, name).numpy(), getattr(b.data, name).numpy()), name
