@@ -214,7 +214,7 @@ def try_edge_edge(x: wp.array(dtype=wp.vec3), data: SelfContactData, e: int, f: 
     """Edge e against an edge f without a shared vertex, as try_vertex_triangle. Returns e's new count. The
     callers test first, inline, that the edges' boxes come within query_radius (and visit each unordered pair
     once)."""
-    u, d = edge_edge_candidate(x, data, e, f)
+    u, d = edge_edge_candidate(x, data, e, f, query_radius)
     if d >= query_radius:
         return count
     lower_bound(bound, data.edge_indices[e, 0], data.edge_indices[e, 1], data.edge_indices[f, 0],

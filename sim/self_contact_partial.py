@@ -459,7 +459,7 @@ def visit_edge_edge(x: wp.array(dtype=wp.vec3), data: SelfContactData, partial: 
     j1 = data.edge_indices[f, 1]
     if f < e and (partial.marked[j0] != 0 or partial.marked[j1] != 0):
         return count
-    u, d = edge_edge_candidate(x, data, e, f)
+    u, d = edge_edge_candidate(x, data, e, f, query_radius)
     if d >= query_radius:
         return count
     i1 = data.edge_indices[e, 1]

@@ -143,14 +143,31 @@ def vertex_triangle_candidate(x: wp.array(dtype=wp.vec3), data: SelfContactData,
 
 
 @wp.func
-def edge_edge_candidate(x: wp.array(dtype=wp.vec3), data: SelfContactData, e: int, f: int):
+def edges_apart_along_midline(p0: wp.vec3, p1: wp.vec3, q0: wp.vec3, q1: wp.vec3, radius: float):
+    """Whether segments p0 p1 and q0 q1 are, provably, at least `radius` [m] apart: their projections on the
+    line through their midpoints are (every point of a segment projects within half its projected length of
+    its midpoint's, and two points are at least as far apart as their projections), with a relative margin of
+    1e-4 against rounding, so that no pair closer than `radius` is ever refused. Of the edge pairs whose grown
+    boxes overlap in the 64 x 64 drop's pile, it refuses a quarter to a half (side-by-side neighbours of one
+    sheet), each for a fraction of the exact test's cost."""
+    delta = 0.5 * (q0 + q1 - p0 - p1)
+    length = wp.length(delta)
+    spread = 0.5 * (wp.abs(wp.dot(p1 - p0, delta)) + wp.abs(wp.dot(q1 - q0, delta)))
+    return length * length - spread > radius * (1.0 + 1.0e-4) * length
+
+
+@wp.func
+def edge_edge_candidate(x: wp.array(dtype=wp.vec3), data: SelfContactData, e: int, f: int, query_radius: float):
     """The candidate test of both searches: the separation u of edge e from edge f at positions x [m] (e's
-    closest point minus f's) and its length, NO_PAIR when they never pair (a shared vertex, or two worlds)."""
+    closest point minus f's) and its length, NO_PAIR when they never pair (a shared vertex, or two worlds) or
+    are provably at least query_radius apart (edges_apart_along_midline: the exact test skipped)."""
     i0 = data.edge_indices[e, 0]
     i1 = data.edge_indices[e, 1]
     j0 = data.edge_indices[f, 0]
     j1 = data.edge_indices[f, 1]
     if i0 == j0 or i0 == j1 or i1 == j0 or i1 == j1 or not worlds_interact(data.world[i0], data.world[j0]):
+        return wp.vec3(0.0, 0.0, 0.0), NO_PAIR
+    if edges_apart_along_midline(x[i0], x[i1], x[j0], x[j1], query_radius):
         return wp.vec3(0.0, 0.0, 0.0), NO_PAIR
     s, t, u = edge_separation(x, i0, i1, j0, j1)
     return u, wp.length(u)

@@ -11,6 +11,7 @@ import kernels as wp
 import sim
 from sim.self_contact import SelfContact, find_edge_edge_pairs, find_vertex_triangle_pairs
 from kernels.runtime.bvh import internal_levels
+from sim.self_contact_primitives import edges_apart_along_midline
 from sim.self_contact_tree import LEAF_SIZE, PrimitiveTree, build_tree
 
 
@@ -286,3 +287,48 @@ def test_the_active_lists_hold_every_listing_index_in_order(serial):
         assert list(data.active_count.numpy()) == [len(a) for a in listed]
         for active, expected in zip((data.vt_active, data.ee_active), listed):
             assert np.array_equal(active.numpy()[:len(expected)], expected)
+
+
+@wp.kernel
+def midline_verdicts(p: wp.array(dtype=wp.vec3), radius: float, apart: wp.array(dtype=wp.int32),
+                     distance: wp.array(dtype=float)):
+    i = wp.tid()
+    p0, p1, q0, q1 = p[4 * i], p[4 * i + 1], p[4 * i + 2], p[4 * i + 3]
+    apart[i] = int(edges_apart_along_midline(p0, p1, q0, q1, radius))
+    st = wp.closest_point_edge_edge(p0, p1, q0, q1, 1.0e-12)
+    distance[i] = st[2]
+
+
+def test_the_midline_test_refuses_only_edge_pairs_at_least_the_radius_apart():
+    """edges_apart_along_midline (the edge-edge candidate test's shortcut): over random segment pairs, and over
+    pairs placed at their radius exactly (parallel side by side, end to end, crossing above each other), every
+    pair it calls apart is at least the radius apart (the exact closest-point distance), and it calls apart the
+    sides of a flat grid one cell apart, side by side or in line, which the boxes pass."""
+    rng = np.random.default_rng(12)
+    radius = 0.01
+    centres = rng.normal(scale=0.02, size=(20000, 2, 1, 3))  # two segments of 2 cm at random
+    ends = centres + 0.01 * np.array([-1.0, 1.0])[None, None, :, None] * rng.normal(size=(20000, 2, 1, 3))
+    random = ends.reshape(20000, 4, 3)
+    along = np.array([1.0, 0.0, 0.0])
+    placed = []
+    for k in range(2000):
+        r = radius * (1.0 + rng.uniform(-1e-5, 1e-5))
+        offset = rng.normal(size=3) * 1e-3
+        side = np.array([0.0, r, 0.0])
+        placed.append([offset, offset + 0.02 * along, offset + side, offset + side + 0.02 * along])  # side by side
+        placed.append([offset, offset + 0.02 * along, offset + (0.02 + r) * along, offset + (0.04 + r) * along])
+        up = np.array([0.0, 0.0, r])
+        cross = np.array([0.0, 0.01, 0.0])
+        placed.append([offset - 0.01 * along, offset + 0.01 * along, offset + up - cross, offset + up + cross])
+    cell = 0.02
+    grid = [[[0, 0, 0], [cell, 0, 0], [0, cell, 0], [cell, cell, 0]],  # one cell's sides, opposite
+            [[0, 0, 0], [0, cell, 0], [cell, 0, 0], [cell, cell, 0]],
+            [[0, 0, 0], [cell, 0, 0], [2 * cell, 0, 0], [3 * cell, 0, 0]]]  # in line, a side between
+    pts = np.concatenate([random, np.array(placed), np.array(grid, float)]).reshape(-1, 3).astype(np.float32)
+    n = len(pts) // 4
+    apart, distance = wp.zeros(n, dtype=wp.int32), wp.zeros(n, dtype=float)
+    wp.launch(midline_verdicts, dim=n, inputs=[wp.array(pts, dtype=wp.vec3), radius, apart, distance])
+    apart, distance = apart.numpy().astype(bool), distance.numpy()
+    assert np.all(distance[apart] >= radius * (1.0 - 1e-6)), "a pair closer than the radius was refused"
+    assert apart[:20000].mean() > 0.2, "the shortcut refuses too few random pairs to be worth its cost"
+    assert apart[-3:].all(), "a flat grid's sides one cell apart, side by side or in line, are refused"
