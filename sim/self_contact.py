@@ -604,9 +604,7 @@ class SelfContact:
             if not int(partial.failed.numpy()[0]):
                 break
             partial.size.zero_()
-            counts = self._search_count.numpy()
-            counts[2] = 0  # grow_marked lists S anew
-            self._search_count.assign(counts)
+            self._search_count[2:].zero_()  # grow_marked lists S anew
             self._run(grow_marked, self.particle_count, [partial])
             if attempt + 1 == PARTIAL_ATTEMPTS or int(partial.size.numpy()[0]) > self._partial_limit:
                 partial.blocked.zero_()

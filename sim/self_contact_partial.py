@@ -526,10 +526,10 @@ def search_marked(x: wp.array(dtype=wp.vec3), tri_tree: TreeData, edge_tree: Tre
                   overflow: wp.array(dtype=wp.int32), per_member: int, rows: int):
     """The three queries of an attempt in one launch over the members of S: dim = rows * per_member (1 + the
     most triangles + the most edges of a vertex), thread i taking slot i / rows of members i % rows, + rows,
-    + 2 rows, ... while there are more (a slot's threads side by side: the threads' chunks share S's work whatever
-    its size). Slot 0 searches the vertex (search_marked_vertex), the next
-    slots its triangles (search_marked_triangle), then its edges (search_marked_edge), each triangle and edge
-    by its lowest vertex in S. They write disjoint lists (a vertex of S rewrites its own, the others are added to
+    + 2 rows, ... while there are more (a slot's threads side by side: the threads' chunks share S's work
+    whatever its size). Slot 0 searches the vertex (search_marked_vertex), the next slots its triangles
+    (search_marked_triangle), then its edges (search_marked_edge), each triangle and edge by its lowest vertex
+    in S. They write disjoint lists (a vertex of S rewrites its own, the others are added to
     lists outside S) and lower bounds by minima, so they need no order among them. (A thread per vertex,
     triangle and edge of the cloth, most of which found theirs outside S, cost 88 us of each attempt on the 64 x
     64 cloth with S empty.)"""
